@@ -1,0 +1,112 @@
+# whisper-stem - build, test, install.
+#
+#   make                 build/whisper-stem and build/ws-mkmodel
+#   make test            build and run the Criterion suite (tests/)
+#   make asan            the same suite under AddressSanitizer + UBSan (build-asan/)
+#   make install PREFIX=/usr/local
+#   make bundle          build/bundle/: binary + test runner + their shared libraries,
+#                        relocatable (RUNPATH $ORIGIN/lib), for GPU nodes
+#
+# Knobs: BUILD=dir  CC=...  CFLAGS=...  SAN=1 (sanitizers)  PREFIX=...
+# No CUDA toolkit is needed: the GPU path loads libcuda.so.1 at run time.
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+PKG     ?= pkg-config
+
+PKGS      := sndfile fftw3f soxr libcjson
+TEST_PKGS := criterion
+
+# --- what was found --------------------------------------------------------
+define check_pkg
+ifeq ($$(shell $(PKG) --exists $(1) && echo yes),yes)
+$$(info ✓ $(1) $$(shell $(PKG) --modversion $(1)))
+else
+$$(info ✗ $(1) not found: run scripts/install-deps.sh)
+MISSING += $(1)
+endif
+endef
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(foreach p,$(PKGS),$(eval $(call check_pkg,$(p))))
+ifneq ($(filter test asan bundle,$(MAKECMDGOALS)),)
+$(foreach p,$(TEST_PKGS),$(eval $(call check_pkg,$(p))))
+endif
+ifneq ($(MISSING),)
+$(error missing packages: $(MISSING))
+endif
+endif
+
+# ptxas (CUDA toolkit) is optional: tests use it to assemble emitted PTX.
+PTXAS ?= $(shell command -v ptxas 2>/dev/null || ls /usr/local/cuda/bin/ptxas 2>/dev/null)
+ifneq ($(PTXAS),)
+$(info ✓ ptxas $(PTXAS) (PTX assembly tests enabled))
+else
+$(info ✗ ptxas not found (PTX assembly tests will be skipped))
+endif
+
+WARN     := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+DEFS     := -D_GNU_SOURCE
+ifeq ($(SAN),1)
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+endif
+ALL_CFLAGS  = $(CFLAGS) $(WARN) $(DEFS) $(SANFLAGS) -Isrc $(shell $(PKG) --cflags $(PKGS))
+LDLIBS      = $(shell $(PKG) --libs $(PKGS)) -lpthread -ldl -lm
+TEST_CFLAGS = $(ALL_CFLAGS) $(shell $(PKG) --cflags criterion) -Itests
+TEST_LIBS   = $(shell $(PKG) --libs criterion)
+
+SRC      := $(wildcard src/*.c src/mel/*.c src/conv/*.c src/cuda/*.c)
+LIB_SRC  := $(filter-out src/main.c,$(SRC))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+TOOLS    := $(BUILD)/ws-mkmodel
+
+.PHONY: all test asan install bundle clean
+all: $(BUILD)/whisper-stem $(TOOLS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libwhisperstem.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/whisper-stem: $(BUILD)/src/main.o $(BUILD)/libwhisperstem.a
+	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/ws-mkmodel: $(BUILD)/scripts/mkmodel.o $(BUILD)/libwhisperstem.a
+	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libwhisperstem.a
+	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(TEST_LIBS) $(LDLIBS)
+
+# The suite finds the binaries and data through these variables.
+TEST_ENV = WS_BIN=$(abspath $(BUILD)/whisper-stem) WS_MKMODEL=$(abspath $(TOOLS)) \
+           WS_TESTDATA=$(abspath tests/data) WS_SAMPLES=$(abspath samples) WS_PTXAS=$(PTXAS)
+
+test: all $(BUILD)/test_runner
+	$(TEST_ENV) $(BUILD)/test_runner $(TEST_ARGS)
+
+asan:
+	$(MAKE) BUILD=build-asan SAN=1 CFLAGS="-O1 -g" test \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD)/whisper-stem $(DESTDIR)$(PREFIX)/bin/whisper-stem
+	install -m 755 $(BUILD)/ws-mkmodel $(DESTDIR)$(PREFIX)/bin/ws-mkmodel
+
+bundle: all $(BUILD)/test_runner
+	scripts/bundle.sh $(BUILD) $(BUILD)/bundle
+
+clean:
+	rm -rf build build-asan
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/scripts/mkmodel.d

@@ -1,0 +1,55 @@
+/* common.h - errors as values, timing, threads, float conversions.
+ *
+ * Every fallible function in whisper-stem returns 0 on success and -1 on
+ * failure, filling a caller-owned ws_err with one line of context (file,
+ * offset, tensor, call). Only main() prints and exits.
+ */
+#ifndef WS_COMMON_H
+#define WS_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WS_VERSION "0.1.0"
+#define WS_ERR_LEN 512
+
+typedef struct {
+    char msg[WS_ERR_LEN]; /* one line, no trailing newline; "" when unset */
+} ws_err;
+
+/* Formats into e->msg (when e is not NULL) and returns -1, so that
+ * `return ws_errf(err, "...")` reads as "fail with this message". */
+int ws_errf(ws_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Monotonic wall clock in seconds. */
+double ws_now(void);
+
+/* Runs fn(ctx, i, n) for i in [0, n) on n threads (n-1 new ones plus the
+ * caller) and waits for all of them. n <= 1 runs inline. Returns 0, or -1 if
+ * a thread could not be started (the work is then done inline, so the result
+ * is still complete). */
+typedef void (*ws_task_fn)(void *ctx, int i, int n);
+int ws_parallel(int n, ws_task_fn fn, void *ctx);
+
+/* Number of online CPUs (>= 1). */
+int ws_ncpu(void);
+
+/* IEEE binary16 / bfloat16 bit patterns to float32 (exact) and back
+ * (round to nearest even; NaN stays NaN). */
+float ws_f16_to_f32(uint16_t h);
+float ws_bf16_to_f32(uint16_t b);
+uint16_t ws_f32_to_f16(float f);
+uint16_t ws_f32_to_bf16(float f);
+
+/* Overflow-checked size arithmetic: return 0 on success, -1 on overflow. */
+int ws_mul_size(size_t a, size_t b, size_t *out);
+int ws_add_size(size_t a, size_t b, size_t *out);
+
+/* Deterministic pseudo-random numbers (splitmix64), for test data and
+ * generated models: the same seed gives the same stream on every machine. */
+typedef struct { uint64_t s; } ws_rng;
+uint64_t ws_rng_next(ws_rng *r);
+double ws_rng_uniform(ws_rng *r);            /* [0, 1) */
+double ws_rng_normal(ws_rng *r);             /* N(0, 1), Box-Muller */
+
+#endif

@@ -1,0 +1,55 @@
+/* conv.h - one 1-D convolution, time-major, on the CPU.
+ *
+ * Math (PyTorch Conv1d, then the activation):
+ *   y[t, o] = act( b[o] + sum_i sum_k w[o, i, k] * x[s*t + dil*k - pad, i] )
+ *   T_out   = (T_in + 2*pad - dil*(K-1) - 1) / s + 1
+ * x outside [0, T_in) is zero.
+ *
+ * Layouts:
+ *   w  PyTorch [OC][IC][K]: w[o,i,k] = w[(o*IC + i)*K + k]  (GGUF ne = [K, IC, OC])
+ *   x  time-major [T_in][IC], passed PADDED: xp points at row -pad of a buffer of
+ *      T_in + 2*pad rows whose first and last pad rows are zero. A shifted-row
+ *      view then reads every tap with no im2col copy:
+ *        tap k of output row t is row s*t + dil*k of xp
+ *   y  time-major [T_out][OC], leading dimension ldy >= OC
+ *
+ * Method: per tap k, one GEMM  Y[T_out x OC] += Xk[T_out x IC] * Wk^T  where
+ * Xk = xp + dil*k*IC with row stride s*IC, and Wk[o][i] = w[o,i,k] packed at
+ * creation. sgemm from OpenBLAS (opened at run time, its AVX-512 kernels
+ * selected where the CPU has them) or any CBLAS; the time axis is split
+ * across the caller's threads, each calling a single-threaded sgemm.
+ * Accumulation: float32, summation order set by the BLAS.
+ * Validated by tests/test_conv.c against the double-precision oracle.
+ */
+#ifndef WS_CONV_H
+#define WS_CONV_H
+
+#include "../common.h"
+
+typedef enum { WS_ACT_NONE = 0, WS_ACT_GELU = 1 } ws_act; /* GELU: exact erf form */
+
+typedef struct {
+    int in_ch, out_ch;
+    int kernel, stride, pad, dilation;
+    ws_act act;
+} ws_conv_desc;
+
+/* T_out for a given T_in, or 0 when the input is too short. */
+int ws_conv_out_len(const ws_conv_desc *c, int t_in);
+
+typedef struct ws_conv ws_conv;
+
+/* Packs w [OC][IC][K] and copies b [OC] (b may be NULL). NULL + err on failure. */
+ws_conv *ws_conv_new(const ws_conv_desc *c, const float *w, const float *b, ws_err *err);
+void ws_conv_free(ws_conv *cv);
+
+/* y[t_out][ldy] = conv(xp) as above, on n_threads threads. */
+void ws_conv_run(const ws_conv *cv, const float *xp, int t_in, float *y, int ldy, int n_threads);
+
+/* Exact GELU, x * 0.5 * (1 + erf(x / sqrt 2)), as PyTorch's F.gelu default. */
+float ws_gelu(float x);
+
+/* Which sgemm is in use ("OpenBLAS (SkylakeX)", "built-in loops", ...). */
+const char *ws_blas_name(void);
+
+#endif

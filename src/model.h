@@ -1,0 +1,65 @@
+/* model.h - the conv-stem weights of a Whisper encoder, as float32.
+ *
+ * Layouts are PyTorch's (the GGUF file lists the same dimensions innermost
+ * first, ne = [3, n_mels, d] for conv1.weight):
+ *   conv1_w [d][n_mels][3]   w1[o][i][k] = conv1_w[(o*n_mels + i)*3 + k]
+ *   conv1_b [d]
+ *   conv2_w [d][d][3]        w2[o][i][k] = conv2_w[(o*d + i)*3 + k]
+ *   conv2_b [d]
+ *   pos     [n_pos][d]       encoder.positional_embedding, or NULL
+ * Sizes always come from the weight file, never from the code.
+ *
+ * Usage:
+ *   ws_model m; ws_err err;
+ *   if (ws_model_load(&m, "tiny.gguf", &err)) { fprintf(stderr, "%s\n", err.msg); ... }
+ *   ... m.n_mels, m.d, m.conv1_w ...
+ *   ws_model_free(&m);
+ */
+#ifndef WS_MODEL_H
+#define WS_MODEL_H
+
+#include <stdint.h>
+
+#include "common.h"
+
+typedef enum { WS_DT_F32 = 0, WS_DT_F16 = 1, WS_DT_BF16 = 30 } ws_dtype; /* GGUF type ids */
+
+const char *ws_dtype_name(ws_dtype t);
+
+typedef struct {
+    int n_mels;          /* conv1 input channels: 80 or 128 */
+    int d;               /* model width: 384 .. 1280 */
+    float *conv1_w;      /* [d][n_mels][3] */
+    float *conv1_b;      /* [d] */
+    float *conv2_w;      /* [d][d][3] */
+    float *conv2_b;      /* [d] */
+    float *pos;          /* [n_pos][d] or NULL */
+    int n_pos;
+    ws_dtype conv1_type; /* type the weights had in the file */
+    ws_dtype conv2_type;
+    char name[128];      /* general.name, or "" */
+    char path[1024];     /* file it was loaded from, or "" */
+} ws_model;
+
+/* Reads the stem tensors from a GGUF file (v2 or v3). Accepts openai-whisper
+ * names (encoder.conv1.weight, ...) and Hugging Face names
+ * (model.encoder.conv1.weight, ...); a bias stored [d], [d,1] or [1,d];
+ * F32, F16 and BF16. Returns 0, or -1 with err naming the file and problem.
+ * On failure *m is left empty (safe to ws_model_free). */
+int ws_model_load(ws_model *m, const char *path, ws_err *err);
+
+/* Fills *m with deterministic pseudo-random weights for the given shape,
+ * drawn like PyTorch's default Conv1d init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+ * with fan_in = in_channels * 3. with_pos adds sinusoids(1500, d). */
+int ws_model_init_random(ws_model *m, int n_mels, int d, uint64_t seed, int with_pos, ws_err *err);
+
+/* Writes *m as GGUF v3 with the stem tensors in the given type (and the
+ * positional embedding as F32 when present), metadata
+ * general.architecture = "whisper" and general.name = m->name.
+ * The file is written to a temporary name and renamed when complete. */
+int ws_model_save_gguf(const ws_model *m, const char *path, ws_dtype type, ws_err *err);
+
+/* Frees the arrays and zeroes *m. NULL-safe. */
+void ws_model_free(ws_model *m);
+
+#endif
