@@ -46,12 +46,21 @@ else
 $(info ✗ ptxas not found (PTX assembly tests will be skipped))
 endif
 
+# NVTX ranges (header-only nvtx3 from the CUDA toolkit) are compiled in when found.
+NVTX_INC ?= $(firstword $(wildcard /usr/local/cuda/include /usr/include))
+ifneq ($(wildcard $(NVTX_INC)/nvtx3/nvToolsExt.h),)
+$(info ✓ nvtx3 in $(NVTX_INC) (profiler ranges compiled in))
+NVTX_FLAGS := -DWS_HAVE_NVTX -isystem $(NVTX_INC)
+else
+$(info ✗ nvtx3 not found (profiler ranges compiled out))
+endif
+
 WARN     := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 DEFS     := -D_GNU_SOURCE
 ifeq ($(SAN),1)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 endif
-ALL_CFLAGS  = $(CFLAGS) $(WARN) $(DEFS) $(SANFLAGS) -Isrc $(shell $(PKG) --cflags $(PKGS))
+ALL_CFLAGS  = $(CFLAGS) $(WARN) $(DEFS) $(NVTX_FLAGS) $(SANFLAGS) -Isrc $(shell $(PKG) --cflags $(PKGS))
 LDLIBS      = $(shell $(PKG) --libs $(PKGS)) -lpthread -ldl -lm
 TEST_CFLAGS = $(ALL_CFLAGS) $(shell $(PKG) --cflags criterion) -Itests
 TEST_LIBS   = $(shell $(PKG) --libs criterion)
@@ -61,10 +70,13 @@ LIB_SRC  := $(filter-out src/main.c,$(SRC))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
-TOOLS    := $(BUILD)/ws-mkmodel
+# Every scripts/NAME.c is a tool, $(BUILD)/ws-NAME; every bench/NAME.c a
+# benchmark, $(BUILD)/bench-NAME. Both link the library.
+TOOLS    := $(patsubst scripts/%.c,$(BUILD)/ws-%,$(wildcard scripts/*.c))
+BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench-%,$(wildcard bench/*.c))
 
 .PHONY: all test asan install bundle clean
-all: $(BUILD)/whisper-stem $(TOOLS)
+all: $(BUILD)/whisper-stem $(TOOLS) $(BENCHES)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -81,14 +93,17 @@ $(BUILD)/libwhisperstem.a: $(LIB_OBJ)
 $(BUILD)/whisper-stem: $(BUILD)/src/main.o $(BUILD)/libwhisperstem.a
 	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/ws-mkmodel: $(BUILD)/scripts/mkmodel.o $(BUILD)/libwhisperstem.a
+$(BUILD)/ws-%: $(BUILD)/scripts/%.o $(BUILD)/libwhisperstem.a
+	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/bench-%: $(BUILD)/bench/%.o $(BUILD)/libwhisperstem.a
 	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libwhisperstem.a
 	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(TEST_LIBS) $(LDLIBS)
 
 # The suite finds the binaries and data through these variables.
-TEST_ENV = WS_BIN=$(abspath $(BUILD)/whisper-stem) WS_MKMODEL=$(abspath $(TOOLS)) \
+TEST_ENV = WS_BIN=$(abspath $(BUILD)/whisper-stem) WS_MKMODEL=$(abspath $(BUILD)/ws-mkmodel) \
            WS_TESTDATA=$(abspath tests/data) WS_SAMPLES=$(abspath samples) WS_PTXAS=$(PTXAS)
 
 test: all $(BUILD)/test_runner
@@ -101,7 +116,7 @@ asan:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(BUILD)/whisper-stem $(DESTDIR)$(PREFIX)/bin/whisper-stem
-	install -m 755 $(BUILD)/ws-mkmodel $(DESTDIR)$(PREFIX)/bin/ws-mkmodel
+	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
 
 bundle: all $(BUILD)/test_runner
 	scripts/bundle.sh $(BUILD) $(BUILD)/bundle
@@ -109,4 +124,4 @@ bundle: all $(BUILD)/test_runner
 clean:
 	rm -rf build build-asan
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/src/main.d $(BUILD)/scripts/mkmodel.d
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
