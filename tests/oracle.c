@@ -1,0 +1,149 @@
+/* oracle.c - float64 reference; see oracle.h.
+ *
+ * Deliberately naive and independent of src/: the DFT is a direct sum over
+ * a cosine/sine table, the convolutions are loops, GELU is erf from libm in
+ * double. Follows openai-whisper audio.py log_mel_spectrogram and model.py
+ * AudioEncoder.forward line by line.
+ */
+#include "oracle.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+
+enum { N_FFT = 400, HOP = 160, N_BINS = 201 };
+
+const double *oracle_filters(int n_mels)
+{
+    static double f80[80 * N_BINS], f128[128 * N_BINS];
+    static int have80, have128;
+    double *dst = n_mels == 80 ? f80 : n_mels == 128 ? f128 : NULL;
+    int *have = n_mels == 80 ? &have80 : &have128;
+    if (!dst)
+        return NULL;
+    if (!*have) {
+        char name[32];
+        snprintf(name, sizeof name, "mel_%d.f32", n_mels);
+        size_t len = 0;
+        float *raw = read_file(test_data(name), &len);
+        if (!raw || len != (size_t)n_mels * N_BINS * sizeof(float)) {
+            free(raw);
+            return NULL;
+        }
+        for (int i = 0; i < n_mels * N_BINS; i++)
+            dst[i] = raw[i];
+        free(raw);
+        *have = 1;
+    }
+    return dst;
+}
+
+/* np.pad(x, 200, mode="reflect") index map: even reflection about the end
+ * samples, repeated as often as needed (period 2(n-1)). */
+static size_t reflect_index(long long i, size_t n)
+{
+    if (n == 1)
+        return 0;
+    long long period = 2 * (long long)(n - 1);
+    long long j = i % period;
+    if (j < 0)
+        j += period;
+    if (j >= (long long)n)
+        j = period - j;
+    return (size_t)j;
+}
+
+double *oracle_log_mel(const double *x, size_t n, int n_mels, int *n_frames)
+{
+    const double *filt = oracle_filters(n_mels);
+    if (!filt || n == 0)
+        return NULL;
+    const int nf = (int)(n / HOP); /* 1 + n/hop frames, the last dropped */
+    double *out = calloc((size_t)n_mels * (nf > 0 ? nf : 1), sizeof *out);
+    double cosv[N_FFT], sinv[N_FFT], win[N_FFT], frame[N_FFT], power[N_BINS];
+    for (int i = 0; i < N_FFT; i++) {
+        cosv[i] = cos(2.0 * M_PI * i / N_FFT);
+        sinv[i] = sin(2.0 * M_PI * i / N_FFT);
+        win[i] = 0.5 - 0.5 * cos(2.0 * M_PI * i / N_FFT); /* periodic Hann */
+    }
+    double gmax = -INFINITY;
+    for (int t = 0; t < nf; t++) {
+        for (int i = 0; i < N_FFT; i++)
+            frame[i] = win[i] * x[reflect_index((long long)t * HOP + i - N_FFT / 2, n)];
+        for (int f = 0; f < N_BINS; f++) {
+            double re = 0, im = 0;
+            for (int i = 0; i < N_FFT; i++) {
+                int idx = (int)(((long long)f * i) % N_FFT);
+                re += frame[i] * cosv[idx];
+                im -= frame[i] * sinv[idx];
+            }
+            power[f] = re * re + im * im;
+        }
+        for (int m = 0; m < n_mels; m++) {
+            double s = 0;
+            for (int f = 0; f < N_BINS; f++)
+                s += filt[m * N_BINS + f] * power[f];
+            double l = log10(s > 1e-10 ? s : 1e-10);
+            out[(size_t)m * nf + t] = l;
+            if (l > gmax)
+                gmax = l;
+        }
+    }
+    for (size_t i = 0; i < (size_t)n_mels * nf; i++) {
+        double l = out[i] < gmax - 8.0 ? gmax - 8.0 : out[i];
+        out[i] = (l + 4.0) / 4.0;
+    }
+    *n_frames = nf;
+    return out;
+}
+
+double oracle_gelu(double x)
+{
+    return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
+
+int oracle_conv1d(const double *x, int in_ch, int t_in, const float *w, const float *b, int out_ch,
+                  int k, int stride, int pad, int gelu, double *y)
+{
+    int t_out = (t_in + 2 * pad - (k - 1) - 1) / stride + 1;
+    for (int o = 0; o < out_ch; o++) {
+        for (int t = 0; t < t_out; t++) {
+            double s = b ? b[o] : 0.0;
+            for (int i = 0; i < in_ch; i++) {
+                for (int j = 0; j < k; j++) {
+                    int src = t * stride + j - pad;
+                    if (src < 0 || src >= t_in)
+                        continue;
+                    s += (double)w[((size_t)o * in_ch + i) * k + j] * x[(size_t)i * t_in + src];
+                }
+            }
+            y[(size_t)o * t_out + t] = gelu ? oracle_gelu(s) : s;
+        }
+    }
+    return t_out;
+}
+
+double *oracle_stem(const float *mel, int n_mels, int n_frames, const float *w1, const float *b1,
+                    const float *w2, const float *b2, int d, const float *pos, int *t_out)
+{
+    double *x = malloc((size_t)n_mels * n_frames * sizeof *x);
+    double *h = malloc((size_t)d * n_frames * sizeof *h);
+    int t2 = (n_frames - 1) / 2 + 1;
+    double *y = malloc((size_t)d * t2 * sizeof *y);
+    double *out = malloc((size_t)d * t2 * sizeof *out);
+    for (size_t i = 0; i < (size_t)n_mels * n_frames; i++)
+        x[i] = mel[i];
+    oracle_conv1d(x, n_mels, n_frames, w1, b1, d, 3, 1, 1, 1, h);
+    oracle_conv1d(h, d, n_frames, w2, b2, d, 3, 2, 1, 1, y);
+    for (int t = 0; t < t2; t++)
+        for (int o = 0; o < d; o++)
+            out[(size_t)t * d + o] = y[(size_t)o * t2 + t] + (pos ? (double)pos[(size_t)t * d + o] : 0.0);
+    free(x);
+    free(h);
+    free(y);
+    *t_out = t2;
+    return out;
+}
