@@ -23,6 +23,9 @@ const char *test_tmpdir(void);
 /* Path of a test resource: $WS_TESTDATA/name (tests/data). Static storage. */
 const char *test_data(const char *name);
 
+/* Path of a sample audio file: $WS_SAMPLES/name (samples/). Static storage. */
+const char *test_sample(const char *name);
+
 /* Runs a shell command line, capturing stderr into err_out (may be NULL,
  * truncated to err_len) and returning the exit status (or -1). */
 int run_cmd(const char *cmdline, char *err_out, size_t err_len);

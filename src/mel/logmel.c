@@ -1,0 +1,314 @@
+/* logmel.c - log-Mel spectrogram (see mel.h for the math and windowing).
+ *
+ * Pipeline per block of BLOCK frames (one thread owns a contiguous range of
+ * frames and walks it block by block, all buffers its own):
+ *   gather   frame[b][i] = hann[i] * xpad[t*160 + i - 200]    [BLOCK][400]
+ *            xpad = samples, then zeros up to the padded length N, then
+ *            np.pad reflect at both ends (period 2(N-1), repeated for N < 201)
+ *   FFT      one FFTW r2c plan of howmany = BLOCK, made once     [BLOCK][201]
+ *   mel      sparse: band m sums bins [lo[m], hi[m]) only
+ *   log      log10(max(mel, 1e-10)), time-major                  [F][n_mels]
+ * A frame whose 400 samples are all zero (the padding) skips the FFT: its
+ * mel energy is exactly 0, log -10. Then one pass floors at max - 8,
+ * scales (x + 4) / 4 and transposes into channel-major windows.
+ *
+ * Precision: Hann and filters computed in double and rounded once (the
+ * filters equal openai's float32 npz); FFT, power and mel sums in float32;
+ * error vs the float64 oracle ~1e-5 (bound 1e-4, tests/test_mel.c).
+ * Blocks of 32 frames keep the FFT working set in L1/L2; measured faster
+ * than one plan over all frames (bench/RESULTS.md).
+ */
+#include <fftw3.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "filterbank.h"
+#include "mel.h"
+
+#define BLOCK 32
+#define LOG_FLOOR_ENERGY 1e-10f /* audio.py: clamp(min=1e-10) before log10 */
+#define DYN_RANGE 8.0f          /* audio.py: max - 8.0, i.e. 80 dB */
+
+struct ws_mel {
+    int n_mels;
+    int n_threads;
+    double *filt;     /* [n_mels][201] double */
+    float *band_w;    /* packed nonzero weights, band by band */
+    int *band_lo;     /* [n_mels] first nonzero bin */
+    int *band_len;    /* [n_mels] number of bins */
+    int *band_off;    /* [n_mels] offset into band_w */
+    float hann[WS_N_FFT];
+    fftwf_plan plan;  /* BLOCK r2c transforms of 400, in [BLOCK][400] -> [BLOCK][201] */
+};
+
+ws_mel *ws_mel_new(int n_mels, int n_threads, ws_err *err)
+{
+    if (n_mels != 80 && n_mels != 128)
+        return ws_errf(err, "n_mels must be 80 or 128, got %d", n_mels), NULL;
+    ws_mel *m = calloc(1, sizeof *m);
+    if (!m)
+        return ws_errf(err, "out of memory"), NULL;
+    m->n_mels = n_mels;
+    m->n_threads = n_threads < 1 ? 1 : n_threads;
+    m->filt = malloc(sizeof(double) * n_mels * WS_N_BINS);
+    m->band_w = malloc(sizeof(float) * n_mels * WS_N_BINS);
+    m->band_lo = malloc(sizeof(int) * n_mels);
+    m->band_len = malloc(sizeof(int) * n_mels);
+    m->band_off = malloc(sizeof(int) * n_mels);
+    if (!m->filt || !m->band_w || !m->band_lo || !m->band_len || !m->band_off) {
+        ws_mel_free(m);
+        return ws_errf(err, "out of memory"), NULL;
+    }
+    ws_mel_filterbank(n_mels, m->filt);
+    int off = 0;
+    for (int b = 0; b < n_mels; b++) {
+        const double *row = m->filt + b * WS_N_BINS;
+        int lo = 0, hi = WS_N_BINS;
+        while (lo < WS_N_BINS && (float)row[lo] == 0.0f)
+            lo++;
+        while (hi > lo && (float)row[hi - 1] == 0.0f)
+            hi--;
+        m->band_lo[b] = lo;
+        m->band_len[b] = hi - lo;
+        m->band_off[b] = off;
+        for (int f = lo; f < hi; f++)
+            m->band_w[off++] = (float)row[f];
+    }
+    for (int i = 0; i < WS_N_FFT; i++) /* periodic Hann: torch.hann_window(400) */
+        m->hann[i] = (float)(0.5 - 0.5 * cos(2.0 * M_PI * (double)i / WS_N_FFT));
+
+    float *in = fftwf_malloc(sizeof(float) * BLOCK * WS_N_FFT);
+    fftwf_complex *out = fftwf_malloc(sizeof(fftwf_complex) * BLOCK * WS_N_BINS);
+    if (in && out) {
+        int nfft = WS_N_FFT;
+        /* FFTW_ESTIMATE: the same plan, hence the same rounding, on every run */
+        m->plan = fftwf_plan_many_dft_r2c(1, &nfft, BLOCK, in, NULL, 1, WS_N_FFT, out, NULL, 1,
+                                          WS_N_BINS, FFTW_ESTIMATE);
+    }
+    fftwf_free(in);
+    fftwf_free(out);
+    if (!m->plan) {
+        ws_mel_free(m);
+        return ws_errf(err, "FFTW could not make a plan for %d x %d-point r2c", BLOCK, WS_N_FFT), NULL;
+    }
+    return m;
+}
+
+void ws_mel_free(ws_mel *m)
+{
+    if (!m)
+        return;
+    if (m->plan)
+        fftwf_destroy_plan(m->plan);
+    free(m->filt);
+    free(m->band_w);
+    free(m->band_lo);
+    free(m->band_len);
+    free(m->band_off);
+    free(m);
+}
+
+int ws_mel_n_mels(const ws_mel *m) { return m->n_mels; }
+const double *ws_mel_filters(const ws_mel *m) { return m->filt; }
+
+void ws_mel_out_free(ws_mel_out *o)
+{
+    if (!o)
+        return;
+    free(o->data);
+    memset(o, 0, sizeof *o);
+}
+
+/* The signal the STFT sees: x[0..n), zeros to n_total, reflected at both ends. */
+typedef struct {
+    const float *x;
+    size_t n;       /* real samples */
+    size_t n_total; /* after zero padding */
+} padded_signal;
+
+static size_t reflect_index(long long i, size_t len)
+{
+    if (len == 1)
+        return 0;
+    long long period = 2 * (long long)(len - 1);
+    long long j = i % period;
+    if (j < 0)
+        j += period;
+    if (j >= (long long)len)
+        j = period - j;
+    return (size_t)j;
+}
+
+/* Windowed frame t into dst[400]; returns 0 when every sample is zero. */
+static int gather_frame(const padded_signal *s, const float *hann, long long t, float *dst)
+{
+    const long long start = t * WS_HOP - WS_N_FFT / 2;
+    if (start >= 0 && (size_t)start + WS_N_FFT <= s->n) {
+        const float *src = s->x + start;
+        for (int i = 0; i < WS_N_FFT; i++)
+            dst[i] = hann[i] * src[i];
+        return 1;
+    }
+    int any = 0;
+    for (int i = 0; i < WS_N_FFT; i++) {
+        size_t j = reflect_index(start + i, s->n_total);
+        float v = j < s->n ? s->x[j] : 0.0f;
+        any |= v != 0.0f;
+        dst[i] = hann[i] * v;
+    }
+    return any;
+}
+
+typedef struct {
+    const ws_mel *m;
+    padded_signal sig;
+    long long n_frames; /* frames to compute */
+    float *logmel;      /* [n_frames][n_mels] */
+    float *thread_max;  /* [n_threads] */
+    int failed;
+} mel_job;
+
+static void mel_worker(void *ctx, int ti, int nt)
+{
+    mel_job *job = ctx;
+    const ws_mel *m = job->m;
+    const int nm = m->n_mels;
+    long long per = (job->n_frames + nt - 1) / nt;
+    long long t0 = per * ti, t1 = t0 + per < job->n_frames ? t0 + per : job->n_frames;
+    float *in = fftwf_malloc(sizeof(float) * BLOCK * WS_N_FFT);
+    fftwf_complex *out = fftwf_malloc(sizeof(fftwf_complex) * BLOCK * WS_N_BINS);
+    float power[WS_N_BINS];
+    float vmax = -INFINITY;
+    if (!in || !out) {
+        job->failed = 1;
+        goto done;
+    }
+    memset(in, 0, sizeof(float) * BLOCK * WS_N_FFT); /* a short tail block leaves rows unused */
+    for (long long tb = t0; tb < t1; tb += BLOCK) {
+        int nb = (int)(t1 - tb < BLOCK ? t1 - tb : BLOCK);
+        int nonzero[BLOCK], any = 0;
+        for (int b = 0; b < nb; b++)
+            any |= nonzero[b] = gather_frame(&job->sig, m->hann, tb + b, in + b * WS_N_FFT);
+        if (any) /* the plan is for BLOCK frames; a short tail block ignores the rest */
+            fftwf_execute_dft_r2c(m->plan, in, out);
+        for (int b = 0; b < nb; b++) {
+            float *dst = job->logmel + (size_t)(tb + b) * nm;
+            if (!nonzero[b]) {
+                for (int k = 0; k < nm; k++)
+                    dst[k] = -10.0f; /* log10(1e-10) */
+                if (-10.0f > vmax)
+                    vmax = -10.0f;
+                continue;
+            }
+            const fftwf_complex *X = out + (size_t)b * WS_N_BINS;
+            for (int f = 0; f < WS_N_BINS; f++)
+                power[f] = X[f][0] * X[f][0] + X[f][1] * X[f][1];
+            for (int k = 0; k < nm; k++) {
+                const float *w = m->band_w + m->band_off[k];
+                const float *p = power + m->band_lo[k];
+                float s = 0.0f;
+                for (int j = 0; j < m->band_len[k]; j++)
+                    s += w[j] * p[j];
+                float l = log10f(s > LOG_FLOOR_ENERGY ? s : LOG_FLOOR_ENERGY);
+                dst[k] = l;
+                if (l > vmax)
+                    vmax = l;
+            }
+        }
+    }
+done:
+    job->thread_max[ti] = vmax;
+    fftwf_free(in);
+    fftwf_free(out);
+}
+
+int ws_mel_compute(ws_mel *m, const float *x, size_t n, ws_pad pad, ws_mel_out *o, ws_err *err)
+{
+    memset(o, 0, sizeof *o);
+    /* The padded length and the frames each rule keeps. */
+    size_t n_total;
+    long long content; /* frames that carry output */
+    switch (pad) {
+    case WS_PAD_AUDIO: {
+        size_t chunks = n == 0 ? 1 : (n + WS_CHUNK_SAMPLES - 1) / WS_CHUNK_SAMPLES;
+        n_total = chunks * WS_CHUNK_SAMPLES;
+        content = (long long)(n_total / WS_HOP);
+        break;
+    }
+    case WS_PAD_MEL0:
+        n_total = n + WS_CHUNK_SAMPLES;
+        content = (long long)(n / WS_HOP);
+        break;
+    case WS_PAD_NONE:
+        if (n < WS_HOP)
+            return ws_errf(err, "%zu samples is shorter than one hop (160 samples = 10 ms); "
+                                "--no-pad needs at least 160", n);
+        n_total = n;
+        content = (long long)(n / WS_HOP);
+        break;
+    default:
+        return ws_errf(err, "unknown padding mode %d", (int)pad);
+    }
+    if (n_total / WS_HOP > (size_t)1 << 31)
+        return ws_errf(err, "audio too long: %zu samples", n);
+    const long long n_frames = (long long)(n_total / WS_HOP); /* 1 + N/hop, the last dropped */
+    const int nm = m->n_mels;
+
+    int n_win, win_frames;
+    if (pad == WS_PAD_NONE) {
+        n_win = 1;
+        win_frames = (int)content;
+    } else {
+        n_win = content == 0 ? 1 : (int)((content + WS_CHUNK_FRAMES - 1) / WS_CHUNK_FRAMES);
+        win_frames = WS_CHUNK_FRAMES;
+    }
+
+    float *logmel = malloc(sizeof(float) * (size_t)n_frames * nm);
+    float *data = malloc(sizeof(float) * (size_t)n_win * nm * win_frames);
+    float tmax[256];
+    if (!logmel || !data) {
+        free(logmel);
+        free(data);
+        return ws_errf(err, "out of memory for a %lld-frame log-Mel", n_frames);
+    }
+    int nt = m->n_threads;
+    if (nt > 256)
+        nt = 256;
+    if ((long long)nt * BLOCK > n_frames)
+        nt = (int)((n_frames + BLOCK - 1) / BLOCK);
+    mel_job job = {m, {x, n, n_total}, n_frames, logmel, tmax, 0};
+    ws_parallel(nt, mel_worker, &job);
+    if (job.failed) {
+        free(logmel);
+        free(data);
+        return ws_errf(err, "out of memory for FFT buffers");
+    }
+    float gmax = -INFINITY;
+    for (int i = 0; i < nt; i++)
+        if (tmax[i] > gmax)
+            gmax = tmax[i];
+    const float floor_v = gmax - DYN_RANGE;
+
+    /* floor, scale, transpose: window w, band k, frame j <- logmel[w*win_frames + j][k] */
+    for (int w = 0; w < n_win; w++) {
+        for (int k = 0; k < nm; k++) {
+            float *dst = data + ((size_t)w * nm + k) * win_frames;
+            for (int j = 0; j < win_frames; j++) {
+                long long t = (long long)w * win_frames + j;
+                if (t >= content) { /* --pad mel0: pad_or_trim fills with 0.0 */
+                    dst[j] = 0.0f;
+                    continue;
+                }
+                float l = logmel[(size_t)t * nm + k];
+                dst[j] = ((l > floor_v ? l : floor_v) + 4.0f) / 4.0f;
+            }
+        }
+    }
+    free(logmel);
+    o->data = data;
+    o->n_windows = n_win;
+    o->n_mels = nm;
+    o->n_frames = win_frames;
+    return 0;
+}

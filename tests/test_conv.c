@@ -1,0 +1,219 @@
+/* test_conv.c - GELU, one conv1d, and the stem on the CPU.
+ *
+ * Falsifiers that do not share the oracle's assumptions (a delta input, the
+ * linearity before GELU, a shift by the stride) and the float64 oracle.
+ * Tolerances: SPEC.md fp32 embeddings, rel L2 <= 1e-5 and max |err| <= 1e-4;
+ * GELU: the erfc approximation (< 1.2e-7 relative) plus float32 rounding.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "conv/conv.h"
+#include "conv/stem.h"
+#include "helpers.h"
+#include "oracle.h"
+
+static float *rand_array(size_t n, double scale, uint64_t seed)
+{
+    ws_rng r = {seed};
+    float *a = malloc(n * sizeof *a);
+    for (size_t i = 0; i < n; i++)
+        a[i] = (float)((ws_rng_uniform(&r) * 2 - 1) * scale);
+    return a;
+}
+
+Test(conv, gelu_matches_erf_on_dense_grid)
+{
+    double worst = 0, worst_x = 0;
+    for (int i = -200000; i <= 200000; i++) {
+        float x = (float)(i * 5e-5);
+        double want = oracle_gelu(x);
+        double e = fabs((double)ws_gelu(x) - want);
+        double lim = 1.5e-7 * (fabs(x) > 1 ? fabs(x) : 1); /* ~1.3 ulp; measured 0.99e-7 */
+        if (e / lim > worst) {
+            worst = e / lim;
+            worst_x = x;
+        }
+    }
+    fprintf(stderr, "gelu: worst error %.3f of the bound at x = %g\n", worst, worst_x);
+    cr_assert_leq(worst, 1.0, "gelu error %.3g x the bound at x = %.6g", worst, worst_x);
+    cr_assert(isnan(ws_gelu(NAN)));
+    cr_assert_eq(ws_gelu(0.0f), 0.0f);
+    cr_assert_leq(fabsf(ws_gelu(-30.0f)), 1e-30f); /* true value -1e-197 */
+    cr_assert_eq(ws_gelu(30.0f), 30.0f);
+}
+
+Test(conv, vectorised_epilogue_equals_scalar_gelu_bit_for_bit)
+{
+    enum { N = 1000 };
+    float *y = rand_array(N, 12.0, 7), want[N];
+    for (int i = 0; i < N; i++)
+        want[i] = ws_gelu(y[i]);
+    ws_bias_act_rows(y, 10, 100, 100, NULL, WS_ACT_GELU, NULL);
+    cr_assert_eq(memcmp(y, want, sizeof want), 0);
+    free(y);
+}
+
+/* Runs one conv on time-major x [t][ic] through a padded buffer. */
+static float *run_conv(const ws_conv_desc *c, const float *w, const float *b, const float *x,
+                       int t_in, int threads, int *t_out)
+{
+    ws_err err;
+    ws_conv *cv = ws_conv_new(c, w, b, &err);
+    cr_assert(cv, "%s", err.msg);
+    float *xp = calloc((size_t)(t_in + 2 * c->pad) * c->in_ch, sizeof *xp);
+    memcpy(xp + (size_t)c->pad * c->in_ch, x, sizeof(float) * t_in * c->in_ch);
+    *t_out = ws_conv_out_len(c, t_in);
+    float *y = malloc(sizeof(float) * (*t_out) * c->out_ch);
+    ws_conv_run(cv, xp, t_in, y, c->out_ch, NULL, threads);
+    ws_conv_free(cv);
+    free(xp);
+    return y;
+}
+
+Test(conv, delta_input_reproduces_a_weight_column)
+{
+    ws_conv_desc c = {5, 7, 3, 1, 1, 1, WS_ACT_NONE};
+    float *w = rand_array(7 * 5 * 3, 1, 11), *b = rand_array(7, 1, 12);
+    float x[9 * 5] = {0};
+    const int ti = 4, ci = 2;
+    x[ti * 5 + ci] = 1.0f;
+    int t_out;
+    float *y = run_conv(&c, w, b, x, 9, 1, &t_out);
+    cr_assert_eq(t_out, 9);
+    for (int t = 0; t < 9; t++)
+        for (int o = 0; o < 7; o++) {
+            int k = ti - t + 1; /* output t reads input t + k - 1 */
+            float want = b[o] + (k >= 0 && k < 3 ? w[(o * 5 + ci) * 3 + k] : 0.0f);
+            cr_assert_float_eq(y[t * 7 + o], want, 1e-6, "t %d o %d", t, o);
+        }
+    free(y);
+    free(w);
+    free(b);
+}
+
+Test(conv, is_linear_before_the_activation)
+{
+    ws_conv_desc c = {16, 24, 3, 1, 1, 1, WS_ACT_NONE};
+    float *w = rand_array(24 * 16 * 3, 0.2, 21);
+    float *x1 = rand_array(50 * 16, 1, 22), *x2 = rand_array(50 * 16, 1, 23);
+    float *x3 = malloc(sizeof(float) * 50 * 16);
+    for (int i = 0; i < 50 * 16; i++)
+        x3[i] = 2.0f * x1[i] - 3.0f * x2[i];
+    int t;
+    float *y1 = run_conv(&c, w, NULL, x1, 50, 2, &t), *y2 = run_conv(&c, w, NULL, x2, 50, 2, &t);
+    float *y3 = run_conv(&c, w, NULL, x3, 50, 2, &t);
+    for (int i = 0; i < t * 24; i++)
+        cr_assert_float_eq(y3[i], 2.0f * y1[i] - 3.0f * y2[i], 1e-4, "at %d", i);
+    free(w), free(x1), free(x2), free(x3), free(y1), free(y2), free(y3);
+}
+
+Test(conv, shifting_input_by_the_stride_shifts_output_by_one)
+{
+    ws_conv_desc c = {8, 8, 3, 2, 1, 1, WS_ACT_GELU};
+    float *w = rand_array(8 * 8 * 3, 0.3, 31), *b = rand_array(8, 0.3, 32);
+    float *x = rand_array(40 * 8, 1, 33);
+    float *xs = calloc(40 * 8, sizeof *xs);
+    memcpy(xs + 2 * 8, x, sizeof(float) * 38 * 8); /* xs[t] = x[t - 2] */
+    int t1, t2;
+    float *y = run_conv(&c, w, b, x, 40, 1, &t1), *ys = run_conv(&c, w, b, xs, 40, 1, &t2);
+    cr_assert_eq(t1, 20);
+    for (int t = 1; t < 19; t++) /* away from the zero-filled start */
+        for (int o = 0; o < 8; o++)
+            cr_assert_float_eq(ys[(t + 1) * 8 + o], y[t * 8 + o], 1e-6, "t %d o %d", t, o);
+    free(w), free(b), free(x), free(xs), free(y), free(ys);
+}
+
+static void conv_vs_oracle(int ic, int oc, int stride, int t_in, int threads)
+{
+    ws_conv_desc c = {ic, oc, 3, stride, 1, 1, WS_ACT_GELU};
+    float *w = rand_array((size_t)oc * ic * 3, 1.0 / sqrt(ic * 3), 41 + ic);
+    float *b = rand_array(oc, 0.1, 42);
+    float *x = rand_array((size_t)t_in * ic, 1.5, 43);
+    int t_out;
+    float *y = run_conv(&c, w, b, x, t_in, threads, &t_out);
+    double *xc = malloc(sizeof(double) * t_in * ic); /* oracle wants channel-major */
+    for (int t = 0; t < t_in; t++)
+        for (int i = 0; i < ic; i++)
+            xc[(size_t)i * t_in + t] = x[(size_t)t * ic + i];
+    double *yc = malloc(sizeof(double) * t_out * oc), *want = malloc(sizeof(double) * t_out * oc);
+    cr_assert_eq(oracle_conv1d(xc, ic, t_in, w, b, oc, 3, stride, 1, 1, yc), t_out);
+    for (int t = 0; t < t_out; t++)
+        for (int o = 0; o < oc; o++)
+            want[(size_t)t * oc + o] = yc[(size_t)o * t_out + t];
+    cr_assert_leq(rel_l2(y, want, (size_t)t_out * oc), 1e-5);
+    assert_close("conv", y, want, (size_t)t_out * oc, 1e-4, 0);
+    free(w), free(b), free(x), free(y), free(xc), free(yc), free(want);
+}
+
+Test(conv, matches_oracle_stride1_and_stride2_any_threads)
+{
+    conv_vs_oracle(80, 64, 1, 301, 1);
+    conv_vs_oracle(80, 64, 1, 301, 3);
+    conv_vs_oracle(64, 64, 2, 301, 2);
+    conv_vs_oracle(64, 64, 2, 2, 2);
+    conv_vs_oracle(33, 17, 2, 1, 1);
+}
+
+static void stem_vs_oracle(int n_mels, int d, int T, int threads, int add_pos)
+{
+    ws_model m = {0};
+    m.n_mels = n_mels;
+    m.d = d;
+    m.conv1_w = rand_array((size_t)d * n_mels * 3, 1.0 / sqrt(n_mels * 3), 51);
+    m.conv1_b = rand_array(d, 1.0 / sqrt(n_mels * 3), 52);
+    m.conv2_w = rand_array((size_t)d * d * 3, 1.0 / sqrt(d * 3), 53);
+    m.conv2_b = rand_array(d, 1.0 / sqrt(d * 3), 54);
+    /* log-Mel-like input: values in [-1.5, 1.5] */
+    float *mel = rand_array((size_t)n_mels * T, 1.5, 55);
+    ws_err err;
+    ws_stem *s = ws_stem_new(&m, threads, &err);
+    cr_assert(s, "%s", err.msg);
+    int t_out = ws_stem_out_len(T), t_ref;
+    float *out = malloc(sizeof(float) * t_out * d);
+    for (size_t i = 0; i < (size_t)t_out * d; i++)
+        out[i] = NAN; /* poison: every element must be written */
+    cr_assert_eq(ws_stem_run(s, mel, T, add_pos, out, &err), 0, "%s", err.msg);
+    float *pos = NULL;
+    if (add_pos) {
+        pos = malloc(sizeof(float) * t_out * d);
+        ws_sinusoids(t_out, d, pos);
+    }
+    double *want = oracle_stem(mel, n_mels, T, m.conv1_w, m.conv1_b, m.conv2_w, m.conv2_b, d, pos,
+                               &t_ref);
+    cr_assert_eq(t_ref, t_out);
+    double rl2 = rel_l2(out, want, (size_t)t_out * d);
+    cr_assert_leq(rl2, 1e-5, "%dx%d T=%d: rel L2 %.3g", n_mels, d, T, rl2);
+    assert_close("stem", out, want, (size_t)t_out * d, 1e-4, 0);
+    free(want), free(out), free(mel), free(pos);
+    ws_stem_free(s);
+    free(m.conv1_w), free(m.conv1_b), free(m.conv2_w), free(m.conv2_b);
+}
+
+Test(stem, tiny_shape_full_window_matches_oracle, .timeout = 120) { stem_vs_oracle(80, 384, 3000, 2, 0); }
+Test(stem, large_v3_shape_matches_oracle, .timeout = 120) { stem_vs_oracle(128, 1280, 300, 2, 0); }
+Test(stem, positional_embedding_is_added, .timeout = 60) { stem_vs_oracle(80, 64, 3000, 1, 1); }
+Test(stem, odd_and_tiny_frame_counts)
+{
+    int Ts[] = {1, 2, 3, 4, 5, 97};
+    for (int i = 0; i < 6; i++)
+        stem_vs_oracle(80, 32, Ts[i], 2, 0);
+}
+
+Test(stem, sinusoids_match_openai_formula_in_double)
+{
+    enum { L = 1500, C = 384 };
+    float *t = malloc(sizeof(float) * L * C);
+    ws_sinusoids(L, C, t);
+    double inc = log(10000.0) / (C / 2 - 1);
+    for (int p = 0; p < L; p += 7)
+        for (int j = 0; j < C / 2; j++) {
+            cr_assert_float_eq(t[p * C + j], sin(p * exp(-inc * j)), 1e-7);
+            cr_assert_float_eq(t[p * C + C / 2 + j], cos(p * exp(-inc * j)), 1e-7);
+        }
+    free(t);
+}
