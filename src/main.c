@@ -1,0 +1,622 @@
+/* main.c - the whisper-stem command line (SPEC.md "Command line").
+ *
+ *   whisper-stem [options] INPUT...
+ *
+ * One table (OPTS) drives both the parser and --help. Per input:
+ * decode -> 16 kHz mono -> log-Mel windows -> conv stem (GPU or CPU) ->
+ * atomic write. A failing input prints one line and the others go on;
+ * exit 0 when every input was written, 1 when some failed, 2 on usage.
+ * Validated end to end by tests/test_cli.c.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "audio.h"
+#include "common.h"
+#include "conv/conv.h"
+#include "conv/stem.h"
+#include "cuda/gpu.h"
+#include "mel/mel.h"
+#include "model.h"
+#include "output.h"
+#include "trace.h"
+
+#define PROG "whisper-stem"
+
+enum {
+    OPT_MEL = 256, OPT_N_MELS, OPT_PAD, OPT_NO_PAD, OPT_POS, OPT_DEVICE, OPT_PRECISION,
+    OPT_THREADS, OPT_JSON, OPT_DUMP_PTX, OPT_CHECK, OPT_VERSION
+};
+
+typedef struct {
+    const char *lng;
+    int id;          /* short option letter or OPT_* */
+    int has_arg;
+    const char *arg; /* argument name in --help */
+    const char *help;
+} opt_def;
+
+static const opt_def OPTS[] = {
+    {"model", 'm', 1, "FILE", "GGUF weights (default: $WHISPER_STEM_MODEL)"},
+    {"output", 'o', 1, "FILE", "output of a single input: .npy, raw float32 otherwise, - for stdout"},
+    {"outdir", 'O', 1, "DIR", "one DIR/<input name>.npy per input"},
+    {"mel", OPT_MEL, 0, NULL, "write the log-Mel instead of embeddings (needs no model)"},
+    {"n-mels", OPT_N_MELS, 1, "80|128", "mel bands for --mel without a model (default 80)"},
+    {"pad", OPT_PAD, 1, "audio|mel0", "30 s windowing: pad the audio (default) or the log-Mel"},
+    {"no-pad", OPT_NO_PAD, 0, NULL, "no 30 s padding: one window of n_samples/160 frames"},
+    {"pos", OPT_POS, 0, NULL, "add the positional embedding"},
+    {"device", OPT_DEVICE, 1, "auto|cpu|cuda", "where the conv stem runs (default auto)"},
+    {"precision", OPT_PRECISION, 1, "fp32|tf32|bf16|fp16", "GPU arithmetic (default fp32)"},
+    {"threads", OPT_THREADS, 1, "N", "CPU threads (default: all cores)"},
+    {"json", OPT_JSON, 1, "FILE", "write a report: inputs, shapes, device, timings"},
+    {"dump-ptx", OPT_DUMP_PTX, 1, "DIR", "write the PTX kernels for the model's shape and exit"},
+    {"check", OPT_CHECK, 0, NULL, "compare GPU and CPU on random data, per precision, and exit"},
+    {"verbose", 'v', 0, NULL, "report the model, device and per-input timings on stderr"},
+    {"help", 'h', 0, NULL, "show this help"},
+    {"version", OPT_VERSION, 0, NULL, "show the version"},
+};
+#define N_OPTS (int)(sizeof OPTS / sizeof *OPTS)
+
+typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } device_choice;
+
+typedef struct {
+    const char *model_path, *output, *outdir, *json, *dump_ptx;
+    int mel_only, n_mels, pos, threads, check, verbose;
+    ws_pad pad;
+    int pad_set;
+    device_choice device;
+    ws_precision precision;
+    char **inputs;
+    int n_inputs;
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: " PROG " [options] INPUT...\n"
+               "Audio (any format libsndfile reads, - for stdin) to the tensor Whisper's encoder\n"
+               "feeds its first transformer block: [n_ctx, d] per 30 s window.\n\noptions:\n");
+    for (int i = 0; i < N_OPTS; i++) {
+        char left[64];
+        int k = 0;
+        if (OPTS[i].id < 256)
+            k = snprintf(left, sizeof left, "-%c, ", OPTS[i].id);
+        else
+            k = snprintf(left, sizeof left, "    ");
+        snprintf(left + k, sizeof left - (size_t)k, "--%s%s%s", OPTS[i].lng, OPTS[i].arg ? " " : "",
+                 OPTS[i].arg ? OPTS[i].arg : "");
+        fprintf(f, "  %-34s %s\n", left, OPTS[i].help);
+    }
+    fprintf(f, "\nexit status: 0 all inputs written, 1 some failed, 2 usage error\n");
+}
+
+static int usage_error(const char *fmt, const char *a)
+{
+    fprintf(stderr, PROG ": ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, " (see --help)\n");
+    return 2;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, options *o)
+{
+    struct option lopts[N_OPTS + 1];
+    char shorts[64];
+    int ns = 0;
+    for (int i = 0; i < N_OPTS; i++) {
+        lopts[i] = (struct option){OPTS[i].lng, OPTS[i].has_arg ? required_argument : no_argument,
+                                   NULL, OPTS[i].id};
+        if (OPTS[i].id < 256) {
+            shorts[ns++] = (char)OPTS[i].id;
+            if (OPTS[i].has_arg)
+                shorts[ns++] = ':';
+        }
+    }
+    lopts[N_OPTS] = (struct option){0, 0, 0, 0};
+    shorts[ns] = 0;
+    memset(o, 0, sizeof *o);
+    o->device = DEV_AUTO;
+    o->precision = WS_PREC_FP32;
+    o->threads = ws_ncpu();
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
+        switch (c) {
+        case 'm': o->model_path = optarg; break;
+        case 'o': o->output = optarg; break;
+        case 'O': o->outdir = optarg; break;
+        case 'v': o->verbose = 1; break;
+        case 'h': usage(stdout); return 0;
+        case OPT_VERSION: printf(PROG " " WS_VERSION "\n"); return 0;
+        case OPT_MEL: o->mel_only = 1; break;
+        case OPT_N_MELS:
+            if (parse_int(optarg, 1, 1024, &o->n_mels) || (o->n_mels != 80 && o->n_mels != 128))
+                return usage_error("--n-mels must be 80 or 128, not '%s'", optarg);
+            break;
+        case OPT_PAD:
+            if (strcmp(optarg, "audio") == 0)
+                o->pad = WS_PAD_AUDIO;
+            else if (strcmp(optarg, "mel0") == 0)
+                o->pad = WS_PAD_MEL0;
+            else
+                return usage_error("--pad must be audio or mel0, not '%s'", optarg);
+            if (o->pad_set == 2)
+                return usage_error("--pad and --no-pad exclude each other%s", "");
+            o->pad_set = 1;
+            break;
+        case OPT_NO_PAD:
+            if (o->pad_set == 1)
+                return usage_error("--pad and --no-pad exclude each other%s", "");
+            o->pad = WS_PAD_NONE;
+            o->pad_set = 2;
+            break;
+        case OPT_POS: o->pos = 1; break;
+        case OPT_DEVICE:
+            if (strcmp(optarg, "auto") == 0)
+                o->device = DEV_AUTO;
+            else if (strcmp(optarg, "cpu") == 0)
+                o->device = DEV_CPU;
+            else if (strcmp(optarg, "cuda") == 0)
+                o->device = DEV_CUDA;
+            else
+                return usage_error("--device must be auto, cpu or cuda, not '%s'", optarg);
+            break;
+        case OPT_PRECISION:
+            if (ws_precision_parse(optarg, &o->precision))
+                return usage_error("--precision must be fp32, tf32, bf16 or fp16, not '%s'", optarg);
+            break;
+        case OPT_THREADS:
+            if (parse_int(optarg, 1, 256, &o->threads))
+                return usage_error("--threads must be an integer from 1 to 256, not '%s'", optarg);
+            break;
+        case OPT_JSON: o->json = optarg; break;
+        case OPT_DUMP_PTX: o->dump_ptx = optarg; break;
+        case OPT_CHECK: o->check = 1; break;
+        case ':':
+        case '?':
+        default: {
+            const char *bad = argv[optind - 1];
+            if (optopt && optopt < 256 && c == '?')
+                fprintf(stderr, PROG ": unknown or incomplete option '-%c' (see --help)\n", optopt);
+            else
+                fprintf(stderr, PROG ": unknown or incomplete option '%s' (see --help)\n", bad);
+            return 2;
+        }
+        }
+    }
+    o->inputs = argv + optind;
+    o->n_inputs = argc - optind;
+    if (!o->model_path) {
+        const char *env = getenv("WHISPER_STEM_MODEL");
+        if (env && *env)
+            o->model_path = env;
+    }
+    if (o->check || o->dump_ptx) {
+        if (o->n_inputs)
+            return usage_error("--check and --dump-ptx take no inputs (got '%s')", o->inputs[0]);
+        return -1;
+    }
+    if (o->n_inputs == 0)
+        return usage_error("no input files%s", "");
+    if (!o->output && !o->outdir)
+        return usage_error("say where outputs go: -o FILE (one input) or -O DIR%s", "");
+    if (o->output && o->outdir)
+        return usage_error("-o and -O exclude each other%s", "");
+    if (o->output && o->n_inputs > 1)
+        return usage_error("-o takes one input; use -O DIR for several (got %s inputs)",
+                           o->n_inputs == 2 ? "2" : "more");
+    if (!o->mel_only && !o->model_path)
+        return usage_error("no model: pass -m FILE or set WHISPER_STEM_MODEL (or use --mel)%s", "");
+    return -1;
+}
+
+/* "DIR/<basename without extension>.npy"; "-" is named "stdin". */
+static void outdir_path(const char *dir, const char *input, char *buf, size_t cap)
+{
+    const char *base = strcmp(input, "-") == 0 ? "stdin" : input;
+    const char *slash = strrchr(base, '/');
+    if (slash)
+        base = slash + 1;
+    const char *dot = strrchr(base, '.');
+    int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
+    snprintf(buf, cap, "%s/%.*s.npy", dir, len, base);
+}
+
+typedef struct {
+    double decode, mel, stem, write;
+} stage_ms;
+
+typedef struct {
+    const options *o;
+    ws_model *model;
+    ws_mel *mel;
+    ws_stem *cpu;
+    ws_gpu *gpu;
+    cJSON *report_inputs;
+} runner;
+
+static cJSON *shape_json(const int64_t *shape, int nd)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < nd; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)shape[i]));
+    return a;
+}
+
+/* One input to one output. Returns 0 or -1 with err (message names the input). */
+static int process(runner *r, const char *in, const char *out, ws_err *err)
+{
+    const options *o = r->o;
+    stage_ms ms = {0};
+    ws_audio a = {0};
+    ws_mel_out mo = {0};
+    float *emb = NULL;
+    int rc = -1;
+    int64_t shape[3];
+    int nd = 0;
+    ws_err e = {{0}};
+
+    double t0 = ws_now();
+    WS_RANGE_PUSH("decode");
+    int dec = ws_audio_load(&a, in, &e);
+    WS_RANGE_POP();
+    ms.decode = 1e3 * (ws_now() - t0);
+    if (dec) {
+        ws_errf(err, "%s", e.msg);
+        goto done;
+    }
+
+    t0 = ws_now();
+    WS_RANGE_PUSH("mel");
+    int mrc = ws_mel_compute(r->mel, a.x, a.n, o->pad, &mo, &e);
+    WS_RANGE_POP();
+    ms.mel = 1e3 * (ws_now() - t0);
+    if (mrc) {
+        ws_errf(err, "%s: %s", in, e.msg);
+        goto done;
+    }
+
+    const float *result;
+    if (o->mel_only) {
+        result = mo.data;
+        if (mo.n_windows > 1)
+            shape[nd++] = mo.n_windows;
+        shape[nd++] = mo.n_mels;
+        shape[nd++] = mo.n_frames;
+    } else {
+        const int d = r->model->d, t_out = ws_stem_out_len(mo.n_frames);
+        size_t per = (size_t)t_out * d;
+        emb = malloc(per * mo.n_windows * sizeof *emb);
+        if (!emb) {
+            ws_errf(err, "%s: out of memory for %d windows of embeddings", in, mo.n_windows);
+            goto done;
+        }
+        t0 = ws_now();
+        if (r->gpu) {
+            if (ws_gpu_stem(r->gpu, mo.data, mo.n_windows, mo.n_frames, o->pos, emb, &e)) {
+                ws_errf(err, "%s: GPU: %s", in, e.msg);
+                goto done;
+            }
+        } else {
+            for (int w = 0; w < mo.n_windows; w++) {
+                if (ws_stem_run(r->cpu, mo.data + (size_t)w * mo.n_mels * mo.n_frames, mo.n_frames,
+                                o->pos, emb + w * per, &e)) {
+                    ws_errf(err, "%s: %s", in, e.msg);
+                    goto done;
+                }
+            }
+        }
+        ms.stem = 1e3 * (ws_now() - t0);
+        result = emb;
+        if (mo.n_windows > 1)
+            shape[nd++] = mo.n_windows;
+        shape[nd++] = t_out;
+        shape[nd++] = d;
+    }
+
+    t0 = ws_now();
+    WS_RANGE_PUSH("write");
+    int wrc = ws_write_array(out, result, shape, nd, &e);
+    WS_RANGE_POP();
+    ms.write = 1e3 * (ws_now() - t0);
+    if (wrc) {
+        ws_errf(err, "%s: %s", in, e.msg);
+        goto done;
+    }
+    rc = 0;
+    if (o->verbose)
+        fprintf(stderr, PROG ": %s -> %s: %.2f s of audio, %d window%s; decode %.1f ms, mel %.1f ms, "
+                        "stem %.1f ms, write %.1f ms\n",
+                in, out, a.n / (double)WS_SAMPLE_RATE, mo.n_windows, mo.n_windows == 1 ? "" : "s",
+                ms.decode, ms.mel, ms.stem, ms.write);
+done:
+    if (r->report_inputs) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "input", in);
+        cJSON_AddStringToObject(j, "output", out);
+        cJSON_AddBoolToObject(j, "ok", rc == 0);
+        if (rc)
+            cJSON_AddStringToObject(j, "error", err->msg);
+        else
+            cJSON_AddNullToObject(j, "error");
+        if (a.n || dec == 0) {
+            cJSON_AddNumberToObject(j, "source_rate", a.src_rate);
+            cJSON_AddNumberToObject(j, "source_channels", a.src_channels);
+            cJSON_AddNumberToObject(j, "samples_16k", (double)a.n);
+            cJSON_AddNumberToObject(j, "duration_s", a.n / (double)WS_SAMPLE_RATE);
+        }
+        if (rc == 0) {
+            cJSON_AddNumberToObject(j, "windows", mo.n_windows);
+            cJSON_AddItemToObject(j, "shape", shape_json(shape, nd));
+        }
+        cJSON *t = cJSON_AddObjectToObject(j, "timings_ms");
+        cJSON_AddNumberToObject(t, "decode", ms.decode);
+        cJSON_AddNumberToObject(t, "mel", ms.mel);
+        cJSON_AddNumberToObject(t, "stem", ms.stem);
+        cJSON_AddNumberToObject(t, "write", ms.write);
+        cJSON_AddItemToArray(r->report_inputs, j);
+    }
+    free(emb);
+    ws_mel_out_free(&mo);
+    ws_audio_free(&a);
+    return rc;
+}
+
+/* --check: GPU vs CPU on random log-Mel-like input for the model's shape. */
+static int run_check(const options *o, ws_model *m)
+{
+    static const double bound[] = {1e-5, 2e-3, 1e-2, 1e-2}; /* SPEC.md rel L2, by precision */
+    const int n_win = 2, T = WS_CHUNK_FRAMES, t_out = ws_stem_out_len(T);
+    ws_err err;
+    ws_stem *cpu = ws_stem_new(m, o->threads, &err);
+    if (!cpu) {
+        fprintf(stderr, PROG ": --check: %s\n", err.msg);
+        return 1;
+    }
+    size_t nmel = (size_t)n_win * m->n_mels * T, nout = (size_t)n_win * t_out * m->d;
+    float *mel = malloc(nmel * sizeof *mel), *ref = malloc(nout * sizeof *ref),
+          *got = malloc(nout * sizeof *got);
+    ws_rng rng = {12345};
+    for (size_t i = 0; i < nmel; i++)
+        mel[i] = (float)(ws_rng_uniform(&rng) * 3.0 - 1.5);
+    for (int w = 0; w < n_win; w++)
+        ws_stem_run(cpu, mel + (size_t)w * m->n_mels * T, T, 0, ref + (size_t)w * t_out * m->d, &err);
+    printf("model %s: n_mels %d, d %d; %d windows of %d frames; CPU reference (%s)\n",
+           *m->name ? m->name : "(unnamed)", m->n_mels, m->d, n_win, T, ws_blas_name());
+    int failed = 0;
+    for (int p = WS_PREC_FP32; p <= WS_PREC_FP16; p++) {
+        ws_gpu *g = ws_gpu_new(m, (ws_precision)p, &err);
+        if (!g) {
+            printf("%-5s FAIL  %s\n", ws_precision_name((ws_precision)p), err.msg);
+            failed = 1;
+            continue;
+        }
+        if (p == WS_PREC_FP32)
+            printf("device: %s\n", ws_gpu_device_name(g));
+        for (size_t i = 0; i < nout; i++)
+            got[i] = NAN;
+        if (ws_gpu_stem(g, mel, n_win, T, 0, got, &err)) {
+            printf("%-5s FAIL  %s\n", ws_precision_name((ws_precision)p), err.msg);
+            failed = 1;
+        } else {
+            double num = 0, den = 0, mx = 0;
+            for (size_t i = 0; i < nout; i++) {
+                double e = (double)got[i] - ref[i];
+                num += e * e;
+                den += (double)ref[i] * ref[i];
+                if (!(fabs(e) <= mx))
+                    mx = fabs(e);
+            }
+            double rl2 = sqrt(num / den);
+            int ok = rl2 <= bound[p] && !isnan(rl2) && !isnan(mx);
+            printf("%-5s %s  rel-L2 %.2e (bound %.0e)  max|err| %.2e\n",
+                   ws_precision_name((ws_precision)p), ok ? "pass" : "FAIL", rl2, bound[p], mx);
+            failed |= !ok;
+        }
+        ws_gpu_free(g);
+    }
+    free(mel);
+    free(ref);
+    free(got);
+    ws_stem_free(cpu);
+    return failed;
+}
+
+static int write_json(const char *path, cJSON *root)
+{
+    char *text = cJSON_Print(root);
+    ws_err err;
+    int rc = 0;
+    if (!text || ws_write_file_atomic(path, text, strlen(text), &err)) {
+        fprintf(stderr, PROG ": --json: %s\n", text ? err.msg : "out of memory");
+        rc = -1;
+    }
+    free(text);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const double t_start = ws_now();
+    options o;
+    int st = parse_args(argc, argv, &o);
+    if (st >= 0)
+        return st;
+    ws_err err = {{0}};
+    ws_model model = {0};
+    int have_model = 0, status = 0;
+    runner r = {&o, NULL, NULL, NULL, NULL, NULL};
+    cJSON *root = NULL;
+
+    double t0 = ws_now();
+    if (o.model_path && (!o.mel_only || o.check || o.dump_ptx)) {
+        if (ws_model_load(&model, o.model_path, &err)) {
+            fprintf(stderr, PROG ": %s\n", err.msg);
+            return 1;
+        }
+        have_model = 1;
+    } else if (o.check || o.dump_ptx) { /* no model: Whisper tiny's shape with random weights */
+        if (ws_model_init_random(&model, o.n_mels ? o.n_mels : 80, 384, 1, 0, &err)) {
+            fprintf(stderr, PROG ": %s\n", err.msg);
+            return 1;
+        }
+        have_model = 1;
+    }
+    const double model_ms = 1e3 * (ws_now() - t0);
+    if (have_model && o.verbose)
+        fprintf(stderr, PROG ": model %s: '%s', n_mels %d, d %d, conv1 %s, conv2 %s, %s\n",
+                o.model_path ? o.model_path : "(random)", model.name, model.n_mels, model.d,
+                ws_dtype_name(model.conv1_type), ws_dtype_name(model.conv2_type),
+                model.pos ? "positional embedding in file" : "sinusoids for --pos");
+
+    if (o.dump_ptx) {
+        if (ws_gpu_dump_ptx(model.n_mels, model.d, o.precision, o.dump_ptx, &err)) {
+            fprintf(stderr, PROG ": --dump-ptx: %s\n", err.msg);
+            status = 1;
+        }
+        goto out;
+    }
+    if (o.check) {
+        status = run_check(&o, &model);
+        goto out;
+    }
+
+    int n_mels = have_model ? model.n_mels : (o.n_mels ? o.n_mels : 80);
+    if (have_model && o.n_mels && o.n_mels != model.n_mels) {
+        fprintf(stderr, PROG ": --n-mels %d, but the model takes %d mel bands\n", o.n_mels, model.n_mels);
+        status = 2;
+        goto out;
+    }
+    if (o.outdir) { /* two inputs must not write the same file */
+        char a[4096], b[4096];
+        for (int i = 0; i < o.n_inputs; i++)
+            for (int j = i + 1; j < o.n_inputs; j++) {
+                outdir_path(o.outdir, o.inputs[i], a, sizeof a);
+                outdir_path(o.outdir, o.inputs[j], b, sizeof b);
+                if (strcmp(a, b) == 0) {
+                    fprintf(stderr, PROG ": inputs '%s' and '%s' would both write %s\n", o.inputs[i],
+                            o.inputs[j], a);
+                    status = 2;
+                    goto out;
+                }
+            }
+        if (mkdir(o.outdir, 0755) && errno != EEXIST) {
+            fprintf(stderr, PROG ": -O %s: cannot create the directory: %s\n", o.outdir, strerror(errno));
+            status = 1;
+            goto out;
+        }
+    }
+
+    t0 = ws_now();
+    const char *device_used = "cpu";
+    if (!o.mel_only) {
+        if (o.device != DEV_CPU) {
+            r.gpu = ws_gpu_new(&model, o.precision, &err);
+            if (r.gpu) {
+                device_used = "cuda";
+            } else if (o.device == DEV_CUDA) {
+                fprintf(stderr, PROG ": --device cuda: %s\n", err.msg);
+                status = 1;
+                goto out;
+            } else {
+                fprintf(stderr, PROG ": no usable GPU (%s); running on the CPU\n", err.msg);
+            }
+        }
+        if (!r.gpu) {
+            if (o.precision != WS_PREC_FP32)
+                fprintf(stderr, PROG ": --precision %s applies to the GPU; the CPU computes in fp32\n",
+                        ws_precision_name(o.precision));
+            if (!(r.cpu = ws_stem_new(&model, o.threads, &err))) {
+                fprintf(stderr, PROG ": %s\n", err.msg);
+                status = 1;
+                goto out;
+            }
+        }
+        r.model = &model;
+    }
+    if (!(r.mel = ws_mel_new(n_mels, o.threads, &err))) {
+        fprintf(stderr, PROG ": %s\n", err.msg);
+        status = 1;
+        goto out;
+    }
+    const double init_ms = 1e3 * (ws_now() - t0);
+    if (o.verbose)
+        fprintf(stderr, PROG ": device %s%s%s, %d threads, sgemm %s\n", device_used,
+                r.gpu ? ": " : "", r.gpu ? ws_gpu_device_name(r.gpu) : "", o.threads, ws_blas_name());
+
+    if (o.json) {
+        root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "version", WS_VERSION);
+        cJSON_AddStringToObject(root, "output_kind", o.mel_only ? "log_mel" : "embeddings");
+        cJSON_AddStringToObject(root, "device", device_used);
+        cJSON_AddStringToObject(root, "device_name", r.gpu ? ws_gpu_device_name(r.gpu) : "cpu");
+        cJSON_AddStringToObject(root, "precision", r.gpu ? ws_precision_name(o.precision) : "fp32");
+        cJSON_AddNumberToObject(root, "threads", o.threads);
+        cJSON_AddStringToObject(root, "sgemm", ws_blas_name());
+        cJSON_AddStringToObject(root, "pad", o.pad == WS_PAD_AUDIO ? "audio" : o.pad == WS_PAD_MEL0 ? "mel0" : "none");
+        cJSON_AddBoolToObject(root, "pos", o.pos);
+        cJSON_AddNumberToObject(root, "n_mels", n_mels);
+        if (have_model) {
+            cJSON *m = cJSON_AddObjectToObject(root, "model");
+            cJSON_AddStringToObject(m, "path", o.model_path);
+            cJSON_AddStringToObject(m, "name", model.name);
+            cJSON_AddNumberToObject(m, "n_mels", model.n_mels);
+            cJSON_AddNumberToObject(m, "d", model.d);
+            cJSON_AddStringToObject(m, "conv1_type", ws_dtype_name(model.conv1_type));
+            cJSON_AddStringToObject(m, "conv2_type", ws_dtype_name(model.conv2_type));
+            cJSON_AddBoolToObject(m, "positional_embedding", model.pos != NULL);
+        } else {
+            cJSON_AddNullToObject(root, "model");
+        }
+        r.report_inputs = cJSON_AddArrayToObject(root, "inputs");
+    }
+
+    int failed = 0;
+    for (int i = 0; i < o.n_inputs; i++) {
+        char path[4096];
+        const char *out = o.output;
+        if (o.outdir) {
+            outdir_path(o.outdir, o.inputs[i], path, sizeof path);
+            out = path;
+        }
+        if (process(&r, o.inputs[i], out, &err)) {
+            fprintf(stderr, PROG ": %s\n", err.msg);
+            failed++;
+        }
+    }
+    status = failed ? 1 : 0;
+    if (root) {
+        cJSON_AddNumberToObject(root, "failed", failed);
+        cJSON *t = cJSON_AddObjectToObject(root, "timings_ms");
+        cJSON_AddNumberToObject(t, "model_load", model_ms);
+        cJSON_AddNumberToObject(t, "init", init_ms);
+        cJSON_AddNumberToObject(t, "total", 1e3 * (ws_now() - t_start));
+        if (write_json(o.json, root))
+            status = 1;
+    }
+out:
+    cJSON_Delete(root);
+    ws_mel_free(r.mel);
+    ws_stem_free(r.cpu);
+    ws_gpu_free(r.gpu);
+    if (have_model)
+        ws_model_free(&model);
+    return status;
+}
