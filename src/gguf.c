@@ -416,8 +416,9 @@ static int parse(ws_gguf *g, ws_err *err)
         for (size_t i = 0; i < 4 && i < g->size; i++) {
             uint8_t b = g->map[i];
             shown[i] = b >= 0x20 && b < 0x7f ? (char)b : '.';
-            snprintf(hex + 3 * i, sizeof hex - 3 * i, "%s%02x", i ? " " : "", b);
+            snprintf(hex + 3 * i, sizeof hex - 3 * i, "%02x ", b);
         }
+        hex[strlen(hex) - 1] = 0; /* the last space */
         return ws_errf(err, "%s: not a GGUF file: starts with '%s' (%s), expected 'GGUF'", g->path,
                        shown, hex);
     }
@@ -428,7 +429,7 @@ static int parse(ws_gguf *g, ws_err *err)
         return ws_errf(err, "%s: GGUF version 1 (32-bit counts) is not supported; convert the "
                             "file again with a current ggml", g->path);
     if (g->version != 2 && g->version != 3) {
-        if ((g->version & 0xffffu) == 0 && g->version >> 16 <= 3)
+        if (g->version && (g->version & 0xffffffu) == 0) /* 2 or 3 read the other way round */
             return ws_errf(err, "%s: GGUF version 0x%08" PRIx32 " looks byte-swapped: big-endian "
                                 "files are not supported", g->path, g->version);
         return ws_errf(err, "%s: GGUF version %" PRIu32 " is not supported (2 or 3)", g->path,
