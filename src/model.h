@@ -59,6 +59,19 @@ int ws_model_init_random(ws_model *m, int n_mels, int d, uint64_t seed, int with
  * The file is written to a temporary name and renamed when complete. */
 int ws_model_save_gguf(const ws_model *m, const char *path, ws_dtype type, ws_err *err);
 
+/* Variants of the file ws_model_save_gguf writes, for tools and tests. */
+typedef struct {
+    ws_dtype type;  /* of the stem tensors */
+    int hf_names;   /* Hugging Face names (model.encoder.conv1.weight, ...,
+                       model.encoder.embed_positions.weight) */
+    int bias_2d;    /* biases stored ne = [1, d] (PyTorch [d, 1]), as whisper.cpp does */
+} ws_model_save_opts;
+
+/* ws_model_save_gguf with options; ws_model_save_gguf(m, p, t, e) is
+ * ws_model_save_gguf_opts(m, p, &(ws_model_save_opts){t, 0, 0}, e). */
+int ws_model_save_gguf_opts(const ws_model *m, const char *path, const ws_model_save_opts *o,
+                            ws_err *err);
+
 /* Frees the arrays and zeroes *m. NULL-safe. */
 void ws_model_free(ws_model *m);
 
