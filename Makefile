@@ -3,6 +3,7 @@
 #   make                 build/whisper-stem and build/ws-mkmodel
 #   make test            build and run the Criterion suite (tests/)
 #   make asan            the same suite under AddressSanitizer + UBSan (build-asan/)
+#   make check           both (what CI runs)
 #   make install PREFIX=/usr/local
 #   make bundle          build/bundle/: binary + test runner + their shared libraries,
 #                        relocatable (RUNPATH $ORIGIN/lib), for GPU nodes
@@ -30,7 +31,7 @@ endif
 endef
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
 $(foreach p,$(PKGS),$(eval $(call check_pkg,$(p))))
-ifneq ($(filter test asan bundle,$(MAKECMDGOALS)),)
+ifneq ($(filter test asan check bundle,$(MAKECMDGOALS)),)
 $(foreach p,$(TEST_PKGS),$(eval $(call check_pkg,$(p))))
 endif
 ifneq ($(MISSING),)
@@ -75,7 +76,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TOOLS    := $(patsubst scripts/%.c,$(BUILD)/ws-%,$(wildcard scripts/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench-%,$(wildcard bench/*.c))
 
-.PHONY: all test asan install bundle clean
+.PHONY: all test asan check install bundle clean
 all: $(BUILD)/whisper-stem $(TOOLS) $(BENCHES)
 
 $(BUILD)/%.o: %.c
@@ -115,8 +116,11 @@ test: all $(BUILD)/test_runner
 	$(TEST_ENV) $(BUILD)/test_runner $(TEST_ARGS)
 
 asan:
-	$(MAKE) BUILD=build-asan SAN=1 CFLAGS="-O1 -g" test \
-	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(MAKE) BUILD=build-asan SAN=1 CFLAGS="-O1 -g" test
+
+# What CI runs: the suite, then the suite again under the sanitizers.
+check: test asan
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Installs the Debian packages whisper-stem needs, where they are missing.
+#   scripts/install-deps.sh          build and run
+#   scripts/install-deps.sh --test   also the test framework
+# Runs apt-get through sudo when not root. Debian 12 (bookworm) or later.
+set -eu
+
+PKGS="gcc make pkg-config libsndfile1-dev libfftw3-dev libsoxr-dev libcjson-dev libopenblas0-pthread"
+if [ "${1:-}" = "--test" ]; then
+    PKGS="$PKGS libcriterion-dev"
+fi
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+if [ -z "$missing" ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO="sudo"
+fi
+echo "install-deps: installing$missing"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
