@@ -32,7 +32,7 @@ void assert_close(const char *name, const float *got, const double *want, size_t
         }
     }
     if (bad)
-        cr_fail("%s: %zu of %zu values off; worst at [%zu]: got %.9g, want %.9g "
+        cr_assert_fail("%s: %zu of %zu values off; worst at [%zu]: got %.9g, want %.9g "
                 "(|err| %.3g > %.3g); max |err| %.3g",
                 name, bad, n, worst, (double)got[worst], want[worst], fabs(got[worst] - want[worst]),
                 atol + rtol * fabs(want[worst]), max_abs);
@@ -70,7 +70,7 @@ const char *test_tmpdir(void)
     const char *base = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/ws-test-XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(path))
-        cr_fatal("mkdtemp failed");
+        cr_assert_fail("mkdtemp failed");
     return path;
 }
 
