@@ -4,7 +4,7 @@
  *   1. bytes   A regular file is mapped read-only (mmap); standard input ("-"),
  *              pipes and other unseekable files are read whole into memory. Both go
  *              through ws_audio_load_memory, so every input is decoded the same way.
- *   2. check   For WAV (RIFF/RIFX), RF64/BW64 and AIFF/AIFC the header's data size is
+ *   2. check   For WAV (RIFF/RIFX), RF64/BW64, Wave64 and AIFF/AIFC the header's data size is
  *              compared with the bytes the file holds (container_check): libsndfile
  *              silently shortens such files to what is there, and a cut-off recording
  *              must be an error. Sizes 0xFFFFFFFF and >= 0x7FFF0000 are the
@@ -113,7 +113,7 @@ static sf_count_t vio_tell(void *u)
     return ((mem_file *)u)->pos;
 }
 
-/* --- container sizes (WAV, RF64, AIFF) ---------------------------------- */
+/* --- container sizes (WAV, RF64, W64, AIFF) ----------------------------- */
 
 static uint32_t rd32le(const unsigned char *p)
 {
@@ -130,11 +130,60 @@ static uint64_t rd64le(const unsigned char *p)
     return (uint64_t)rd32le(p) | (uint64_t)rd32le(p + 4) << 32;
 }
 
+/* The walk ended before the audio chunk, inside a chunk header: the file was
+ * cut there (libsndfile would open it as zero frames). Zero bytes left over
+ * (no audio chunk at all) and pad bytes (all zero) are left to libsndfile. */
+static int cut_chunk_header(const unsigned char *p, size_t len, size_t off, const char *name,
+                            ws_err *err)
+{
+    for (size_t i = off; i < len; i++)
+        if (p[i])
+            return ws_errf(err, "%s: truncated: the file ends inside a chunk header at byte %zu",
+                           name, off);
+    return 0;
+}
+
+/* Sony Wave64: GUID chunk ids, 64-bit little-endian sizes that include the 24-byte
+ * chunk header, chunks 8-byte aligned. */
+static const unsigned char W64_RIFF[16] = {'r', 'i', 'f', 'f', 0x2E, 0x91, 0xCF, 0x11,
+                                           0xA5, 0xD6, 0x28, 0xDB, 0x04, 0xC1, 0x00, 0x00};
+static const unsigned char W64_WAVE[16] = {'w', 'a', 'v', 'e', 0xF3, 0xAC, 0xD3, 0x11,
+                                           0x8C, 0xD1, 0x00, 0xC0, 0x4F, 0x8E, 0xDB, 0x8A};
+static const unsigned char W64_DATA[16] = {'d', 'a', 't', 'a', 0xF3, 0xAC, 0xD3, 0x11,
+                                           0x8C, 0xD1, 0x00, 0xC0, 0x4F, 0x8E, 0xDB, 0x8A};
+#define W64_CHUNK_HEADER 24
+
+static int w64_check(const unsigned char *p, size_t len, const char *name, ws_err *err)
+{
+    size_t off = 16 + 8 + 16; /* riff GUID, file size, wave GUID */
+    while (len >= off && len - off >= W64_CHUNK_HEADER) {
+        uint64_t size = rd64le(p + off + 16);
+        if (size < W64_CHUNK_HEADER)
+            return 0; /* malformed: libsndfile's call */
+        if (!memcmp(p + off, W64_DATA, 16)) {
+            uint64_t declared = size - W64_CHUNK_HEADER, avail = len - off - W64_CHUNK_HEADER;
+            if (declared > avail)
+                return ws_errf(err,
+                               "%s: truncated: the data chunk declares %llu bytes but the file "
+                               "holds %llu after its header",
+                               name, (unsigned long long)declared, (unsigned long long)avail);
+            return 0;
+        }
+        uint64_t next = (uint64_t)off + ((size + 7) & ~(uint64_t)7);
+        if (next > len)
+            return 0;
+        off = (size_t)next;
+    }
+    return cut_chunk_header(p, len, off, name, err);
+}
+
 /* Walks the chunks of a RIFF-like file and fails when the audio chunk claims more
  * bytes than follow it. Files of other kinds, and headers too broken to walk, are
  * left to libsndfile, which reports them itself. */
 static int container_check(const unsigned char *p, size_t len, const char *name, ws_err *err)
 {
+    if (len >= 40 && !memcmp(p, W64_RIFF, 16) && !memcmp(p + 24, W64_WAVE, 16))
+        return w64_check(p, len, name, err);
     if (len < 12)
         return 0;
     int riff = !memcmp(p, "RIFF", 4), rifx = !memcmp(p, "RIFX", 4);
@@ -172,7 +221,7 @@ static int container_check(const unsigned char *p, size_t len, const char *name,
             return 0; /* a broken chunk before the audio: libsndfile's call */
         off = (size_t)next;
     }
-    return 0;
+    return cut_chunk_header(p, len, off, name, err);
 }
 
 /* --- decoding ------------------------------------------------------------ */
@@ -307,8 +356,7 @@ int ws_audio_load_memory(ws_audio *a, const void *data, size_t len, const char *
     SNDFILE *f = sf_open_virtual(&vio, SFM_READ, &info, &m);
     if (!f) {
         if (len == 0)
-            return ws_errf(err, "%s: empty file, not a recognised audio file (libsndfile: %s)", name,
-                           sf_strerror(NULL));
+            return ws_errf(err, "%s: empty file (0 bytes; libsndfile: %s)", name, sf_strerror(NULL));
         return ws_errf(err, "%s: not a recognised audio file (libsndfile: %s)", name,
                        sf_strerror(NULL));
     }
