@@ -76,6 +76,13 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TOOLS    := $(patsubst scripts/%.c,$(BUILD)/ws-%,$(wildcard scripts/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench-%,$(wildcard bench/*.c))
 
+# bench/resample.c also measures libsamplerate when it is installed (it is not
+# a dependency of the program).
+ifeq ($(shell $(PKG) --exists samplerate && echo yes),yes)
+$(BUILD)/bench/resample.o: ALL_CFLAGS += -DWS_HAVE_SAMPLERATE $(shell $(PKG) --cflags samplerate)
+$(BUILD)/bench-resample: LDLIBS += $(shell $(PKG) --libs samplerate)
+endif
+
 .PHONY: all test asan check install bundle clean
 all: $(BUILD)/whisper-stem $(TOOLS) $(BENCHES)
 

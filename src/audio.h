@@ -20,6 +20,14 @@
 
 #define WS_SAMPLE_RATE 16000
 
+/* Limits, checked before any large allocation. Output length is capped at
+ * 2^31 - 1 samples (37.28 hours at 16 kHz); longer input is refused with a
+ * message, never truncated. Input rates outside [WS_AUDIO_MIN_RATE,
+ * WS_AUDIO_MAX_RATE] Hz are refused (header garbage, not audio). */
+#define WS_AUDIO_MAX_SAMPLES ((size_t)2147483647)
+#define WS_AUDIO_MIN_RATE 1000
+#define WS_AUDIO_MAX_RATE 1536000
+
 typedef struct {
     float *x;         /* [n] samples at 16 kHz, mono; NULL when n == 0 */
     size_t n;
