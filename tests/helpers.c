@@ -93,7 +93,11 @@ const char *test_sample(const char *name)
 int run_cmd(const char *cmdline, char *err_out, size_t err_len)
 {
     char errpath[600];
-    snprintf(errpath, sizeof errpath, "%s/stderr.txt", test_tmpdir());
+    const char *base = getenv("TMPDIR");
+    snprintf(errpath, sizeof errpath, "%s/ws-cmd-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(errpath))
+        return -1;
+    strcat(errpath, "/stderr.txt");
     size_t len = strlen(cmdline) + strlen(errpath) + 16;
     char *full = malloc(len);
     snprintf(full, len, "%s 2>%s", cmdline, errpath);
@@ -119,16 +123,27 @@ int run_cmd(const char *cmdline, char *err_out, size_t err_len)
     return WEXITSTATUS(st);
 }
 
+/* $name, else the default resolved against the current directory. */
+static const char *tool_path(const char *name, const char *dflt, char *buf, size_t cap)
+{
+    const char *b = getenv(name);
+    if (b && *b)
+        return b;
+    if (!realpath(dflt, buf))
+        snprintf(buf, cap, "%s", dflt);
+    return buf;
+}
+
 const char *ws_bin(void)
 {
-    const char *b = getenv("WS_BIN");
-    return b && *b ? b : "build/whisper-stem";
+    static char buf[4096];
+    return tool_path("WS_BIN", "build/whisper-stem", buf, sizeof buf);
 }
 
 const char *ws_mkmodel(void)
 {
-    const char *b = getenv("WS_MKMODEL");
-    return b && *b ? b : "build/ws-mkmodel";
+    static char buf[4096];
+    return tool_path("WS_MKMODEL", "build/ws-mkmodel", buf, sizeof buf);
 }
 
 void *read_file(const char *path, size_t *len)

@@ -1,0 +1,105 @@
+/* cpu.c - times the CPU log-Mel and conv stem on 30 s windows.
+ *
+ *   build/bench-cpu [--threads N] [--reps R] [--n-mels 80|128] [--d D]
+ *
+ * Inputs: three different 30 s synthetic signals, rotated so that repeated
+ * runs do not all hit one buffer. Reports the median and min over R runs
+ * after 3 warm-up runs, in milliseconds, as one line of key=value pairs
+ * (bench/run-cpu.sh reads it). Exits non-zero if an output is not finite.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "conv/conv.h"
+#include "conv/stem.h"
+#include "mel/mel.h"
+#include "model.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    int threads = 1, reps = 20, n_mels = 80, d = 384;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--threads"))
+            threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--n-mels"))
+            n_mels = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--d"))
+            d = atoi(argv[i + 1]);
+    }
+    if (threads < 1 || reps < 1 || d < 4) {
+        fprintf(stderr, "bench-cpu: bad arguments\n");
+        return 2;
+    }
+    enum { N_IN = 3, N = 480000 };
+    float *audio[N_IN];
+    for (int k = 0; k < N_IN; k++) {
+        ws_rng r = {(uint64_t)k + 1};
+        audio[k] = malloc(sizeof(float) * N);
+        for (int i = 0; i < N; i++)
+            audio[k][i] = (float)(0.2 * sin(2 * M_PI * (200 + 50 * k) * i / 16000.0) *
+                                      (0.5 + 0.5 * sin(2 * M_PI * 3.0 * i / 16000.0)) +
+                                  0.05 * (ws_rng_uniform(&r) - 0.5));
+    }
+    ws_err err;
+    ws_mel *mel = ws_mel_new(n_mels, threads, &err);
+    ws_model m;
+    if (!mel || ws_model_init_random(&m, n_mels, d, 1, 0, &err)) {
+        fprintf(stderr, "bench-cpu: %s\n", err.msg);
+        return 1;
+    }
+    ws_stem *stem = ws_stem_new(&m, threads, &err);
+    if (!stem) {
+        fprintf(stderr, "bench-cpu: %s\n", err.msg);
+        return 1;
+    }
+    ws_mel_out mo[N_IN];
+    for (int k = 0; k < N_IN; k++)
+        ws_mel_compute(mel, audio[k], N, WS_PAD_AUDIO, &mo[k], &err);
+    float *out = malloc(sizeof(float) * 1500 * d);
+    double *tm = malloc(sizeof(double) * reps), *ts = malloc(sizeof(double) * reps);
+    for (int i = -3; i < reps; i++) {
+        int k = (i + 3) % N_IN;
+        ws_mel_out o;
+        double t0 = ws_now();
+        ws_mel_compute(mel, audio[k], N, WS_PAD_AUDIO, &o, &err);
+        double t1 = ws_now();
+        ws_stem_run(stem, mo[k].data, 3000, 0, out, &err);
+        double t2 = ws_now();
+        ws_mel_out_free(&o);
+        if (i >= 0) {
+            tm[i] = 1e3 * (t1 - t0);
+            ts[i] = 1e3 * (t2 - t1);
+        }
+    }
+    int bad = 0;
+    for (int i = 0; i < 1500 * d; i++)
+        bad |= !isfinite(out[i]);
+    qsort(tm, reps, sizeof *tm, cmp_double);
+    qsort(ts, reps, sizeof *ts, cmp_double);
+    printf("threads=%d n_mels=%d d=%d reps=%d mel_ms=%.3f mel_min_ms=%.3f stem_ms=%.3f stem_min_ms=%.3f "
+           "gflops=%.1f sgemm=\"%s\"\n",
+           threads, n_mels, d, reps, tm[reps / 2], tm[0], ts[reps / 2], ts[0],
+           2.0 * 3 * (3000.0 * n_mels * d + 1500.0 * d * d) / (ts[reps / 2] * 1e6), ws_blas_name());
+    for (int k = 0; k < N_IN; k++) {
+        ws_mel_out_free(&mo[k]);
+        free(audio[k]);
+    }
+    free(out), free(tm), free(ts);
+    ws_stem_free(stem);
+    ws_mel_free(mel);
+    ws_model_free(&m);
+    if (bad)
+        fprintf(stderr, "bench-cpu: non-finite output\n");
+    return bad;
+}

@@ -1,0 +1,431 @@
+/* test_cli.c - whisper-stem end to end, as a user runs it.
+ *
+ * Each test writes its inputs (libsndfile) and models (ws-mkmodel) into a
+ * fresh temporary directory, runs the binary through the shell, and checks
+ * exit status, stderr, and the arrays against the float64 oracle computed
+ * from the same samples (parsed here) and the same weights.
+ * Bounds: SPEC.md (embeddings fp32: rel L2 <= 1e-5, max |err| <= 1e-4;
+ * log-Mel max |err| <= 1e-4).
+ */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <sndfile.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "conv/stem.h"
+#include "helpers.h"
+#include "model.h"
+#include "oracle.h"
+
+typedef struct {
+    float *data;
+    int64_t shape[4];
+    int ndim;
+    size_t count;
+    size_t header_len;
+} npy;
+
+/* Parses a '<f4' C-order .npy written by anyone. */
+static npy load_npy(const char *path)
+{
+    npy a = {0};
+    size_t len;
+    uint8_t *b = read_file(path, &len);
+    cr_assert(b, "cannot read %s", path);
+    cr_assert(len >= 10 && memcmp(b, "\x93NUMPY\x01\x00", 8) == 0, "%s: not npy 1.0", path);
+    size_t hl = b[8] | (size_t)b[9] << 8;
+    a.header_len = 10 + hl;
+    cr_assert_eq(a.header_len % 64, 0, "header not 64-aligned");
+    char *h = strndup((char *)b + 10, hl);
+    cr_assert(strstr(h, "'descr': '<f4'") && strstr(h, "'fortran_order': False"), "header %s", h);
+    char *p = strstr(h, "'shape': (");
+    cr_assert(p);
+    p += 10;
+    a.count = 1;
+    while (*p && *p != ')') {
+        long long v = strtoll(p, &p, 10);
+        a.shape[a.ndim++] = v;
+        a.count *= (size_t)v;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    free(h);
+    cr_assert_eq(len - a.header_len, a.count * 4, "%s: payload %zu bytes for %zu floats", path,
+                 len - a.header_len, a.count);
+    a.data = malloc(a.count * 4 + 4);
+    memcpy(a.data, b + a.header_len, a.count * 4);
+    free(b);
+    return a;
+}
+
+static void write_wav(const char *path, const float *x, size_t n, int rate, int format)
+{
+    SF_INFO info = {.samplerate = rate, .channels = 1, .format = format};
+    SNDFILE *f = sf_open(path, SFM_WRITE, &info);
+    cr_assert(f, "sf_open %s: %s", path, sf_strerror(NULL));
+    if (n)
+        cr_assert_eq(sf_writef_float(f, x, (sf_count_t)n), (sf_count_t)n);
+    sf_close(f);
+}
+
+/* Reads a 16-bit mono WAV back as int16 / 32768 (what the reference starts from). */
+static double *read_samples(const char *path, size_t *n)
+{
+    SF_INFO info = {0};
+    SNDFILE *f = sf_open(path, SFM_READ, &info);
+    cr_assert(f);
+    short *s = malloc(sizeof(short) * (size_t)(info.frames ? info.frames : 1));
+    *n = (size_t)sf_readf_short(f, s, info.frames);
+    sf_close(f);
+    double *x = malloc(sizeof(double) * (*n ? *n : 1));
+    for (size_t i = 0; i < *n; i++)
+        x[i] = s[i] / 32768.0;
+    free(s);
+    return x;
+}
+
+static float *tone(size_t n, double f0, uint64_t seed)
+{
+    ws_rng r = {seed};
+    float *x = malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(0.3 * sin(2 * M_PI * f0 * i / 16000.0) + 0.1 * sin(2 * M_PI * 2.7 * f0 * i / 16000.0) +
+                       0.02 * (ws_rng_uniform(&r) - 0.5));
+    return x;
+}
+
+static void mkmodel(const char *dir, const char *name, const char *args, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", dir, name);
+    char cmd[2048], err[1024];
+    snprintf(cmd, sizeof cmd, "%s %s -o %s", ws_mkmodel(), args, path);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s: %s", cmd, err);
+}
+
+/* Oracle embeddings for the samples in wav (pad audio), model at gguf. */
+static double *oracle_embed(const char *wav, const char *gguf, int add_pos, int *t_out, int *d)
+{
+    size_t n;
+    double *x = read_samples(wav, &n);
+    size_t n_total = 480000;
+    cr_assert_leq(n, n_total);
+    double *xp = calloc(n_total, sizeof *xp);
+    memcpy(xp, x, n * sizeof *x);
+    ws_model m;
+    ws_err err;
+    cr_assert_eq(ws_model_load(&m, gguf, &err), 0, "%s", err.msg);
+    int nf;
+    double *mel = oracle_log_mel(xp, n_total, m.n_mels, &nf);
+    float *melf = malloc(sizeof(float) * m.n_mels * nf);
+    for (size_t i = 0; i < (size_t)m.n_mels * nf; i++)
+        melf[i] = (float)mel[i];
+    float *pos = NULL;
+    if (add_pos) {
+        pos = malloc(sizeof(float) * 1500 * m.d);
+        ws_sinusoids(1500, m.d, pos);
+    }
+    double *y = oracle_stem(melf, m.n_mels, nf, m.conv1_w, m.conv1_b, m.conv2_w, m.conv2_b, m.d, pos, t_out);
+    *d = m.d;
+    free(pos), free(melf), free(mel), free(xp), free(x);
+    ws_model_free(&m);
+    return y;
+}
+
+static void check_embed_file(const char *out, const char *wav, const char *gguf, int add_pos)
+{
+    int t_out, d;
+    double *want = oracle_embed(wav, gguf, add_pos, &t_out, &d);
+    npy a = load_npy(out);
+    cr_assert_eq(a.ndim, 2);
+    cr_assert_eq(a.shape[0], t_out);
+    cr_assert_eq(a.shape[1], d);
+    double rl2 = rel_l2(a.data, want, a.count);
+    cr_assert_leq(rl2, 1e-5, "rel L2 %.3g vs the float64 reference", rl2);
+    assert_close("embeddings", a.data, want, a.count, 1e-4, 0);
+    free(a.data);
+    free(want);
+}
+
+static int count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += e->d_name[0] != '.' || strstr(e->d_name, ".tmp.") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+Test(cli, speech_to_embeddings_matches_float64_reference, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], out[1024], cmd[8192], err[2048];
+    mkmodel(dir, "tiny.gguf", "--size tiny --seed 3", model, sizeof model);
+    snprintf(out, sizeof out, "%s/jfk.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s --device cpu -m %s %s -o %s", ws_bin(), model, test_sample("jfk.wav"), out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    check_embed_file(out, test_sample("jfk.wav"), model, 0);
+}
+
+Test(cli, f16_and_bf16_weights_and_large_v3_shape_within_bounds, .timeout = 300)
+{
+    const char *dir = test_tmpdir();
+    char wav[1024], model[1024], out[1024], cmd[8192], err[2048];
+    snprintf(wav, sizeof wav, "%s/a.wav", dir);
+    float *x = tone(3 * 16000, 311.0, 5);
+    write_wav(wav, x, 3 * 16000, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+    free(x);
+    const char *variants[][2] = {{"f16.gguf", "--size tiny --type f16 --seed 4"},
+                                 {"bf16.gguf", "--size tiny --type bf16 --seed 5"},
+                                 {"v3.gguf", "--n-mels 128 --d 256 --type f16 --seed 6"}};
+    for (int i = 0; i < 3; i++) {
+        mkmodel(dir, variants[i][0], variants[i][1], model, sizeof model);
+        snprintf(out, sizeof out, "%s/out%d.npy", dir, i);
+        snprintf(cmd, sizeof cmd, "%s --device cpu -m %s %s -o %s", ws_bin(), model, wav, out);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+        check_embed_file(out, wav, model, 0);
+    }
+}
+
+Test(cli, pos_adds_the_sinusoid_table, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], a[1024], b[1024], cmd[8192], err[2048];
+    mkmodel(dir, "m.gguf", "--n-mels 80 --d 64 --seed 7", model, sizeof model);
+    snprintf(a, sizeof a, "%s/a.npy", dir);
+    snprintf(b, sizeof b, "%s/b.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s --device cpu -m %s %s -o %s && %s --device cpu --pos -m %s %s -o %s",
+             ws_bin(), model, test_sample("jfk.wav"), a, ws_bin(), model, test_sample("jfk.wav"), b);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    npy x = load_npy(a), y = load_npy(b);
+    float *pos = malloc(sizeof(float) * 1500 * 64);
+    ws_sinusoids(1500, 64, pos);
+    for (size_t i = 0; i < x.count; i++)
+        cr_assert_float_eq(y.data[i] - x.data[i], pos[i], 2e-6, "at %zu", i);
+    free(pos), free(x.data), free(y.data);
+}
+
+Test(cli, raw_output_is_the_npy_payload_and_stdout_the_same)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], cmd[8192], err[2048], p1[1024], p2[1024], p3[1024];
+    mkmodel(dir, "m.gguf", "--n-mels 80 --d 32 --seed 8", model, sizeof model);
+    snprintf(p1, sizeof p1, "%s/a.npy", dir);
+    snprintf(p2, sizeof p2, "%s/a.f32", dir);
+    snprintf(p3, sizeof p3, "%s/stdout.f32", dir);
+    snprintf(cmd, sizeof cmd,
+             "%s -m %s %s -o %s --device cpu && %s -m %s %s -o %s --device cpu && "
+             "cat %s | %s -m %s - -o - --device cpu > %s",
+             ws_bin(), model, test_sample("jfk.wav"), p1, ws_bin(), model, test_sample("jfk.wav"), p2,
+             test_sample("jfk.wav"), ws_bin(), model, p3);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    size_t l1, l2, l3;
+    char *a = read_file(p1, &l1), *b = read_file(p2, &l2), *c = read_file(p3, &l3);
+    npy n = load_npy(p1);
+    cr_assert_eq(l2, n.count * 4);
+    cr_assert_eq(memcmp(a + n.header_len, b, l2), 0, "raw file differs from the npy payload");
+    cr_assert_eq(l3, l2);
+    cr_assert_eq(memcmp(b, c, l2), 0, "stdin -> stdout differs from file -> file");
+    free(a), free(b), free(c), free(n.data);
+}
+
+Test(cli, mel_output_matches_float64_log_mel)
+{
+    const char *dir = test_tmpdir();
+    char out[1024], cmd[8192], err[2048];
+    snprintf(out, sizeof out, "%s/mel.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s --mel --n-mels 128 %s -o %s", ws_bin(), test_sample("jfk.wav"), out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    npy a = load_npy(out);
+    cr_assert_eq(a.ndim, 2);
+    cr_assert_eq(a.shape[0], 128);
+    cr_assert_eq(a.shape[1], 3000);
+    size_t n;
+    double *x = read_samples(test_sample("jfk.wav"), &n);
+    double *xp = calloc(480000, sizeof *xp);
+    memcpy(xp, x, n * sizeof *x);
+    int nf;
+    double *want = oracle_log_mel(xp, 480000, 128, &nf);
+    assert_close("log-Mel", a.data, want, a.count, 1e-4, 0);
+    free(a.data), free(x), free(xp), free(want);
+}
+
+Test(cli, long_audio_gives_windows_and_no_pad_gives_one)
+{
+    const char *dir = test_tmpdir();
+    char wav[1024], out[1024], out2[1024], cmd[8192], err[2048];
+    size_t n = 65 * 16000 + 123;
+    float *x = tone(n, 220, 9);
+    snprintf(wav, sizeof wav, "%s/long.wav", dir);
+    write_wav(wav, x, n, 16000, SF_FORMAT_WAV | SF_FORMAT_FLOAT);
+    free(x);
+    snprintf(out, sizeof out, "%s/long.npy", dir);
+    snprintf(out2, sizeof out2, "%s/nopad.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s --mel %s -o %s && %s --mel --no-pad %s -o %s", ws_bin(), wav, out,
+             ws_bin(), wav, out2);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    npy a = load_npy(out), b = load_npy(out2);
+    cr_assert_eq(a.ndim, 3);
+    cr_assert_eq(a.shape[0], 3);
+    cr_assert_eq(a.shape[1], 80);
+    cr_assert_eq(a.shape[2], 3000);
+    cr_assert_eq(b.ndim, 2);
+    cr_assert_eq(b.shape[1], (int64_t)(n / 160));
+    free(a.data), free(b.data);
+}
+
+Test(cli, empty_audio_is_silence_padded_and_an_error_without_padding)
+{
+    const char *dir = test_tmpdir();
+    char wav[1024], out[1024], cmd[8192], err[2048];
+    snprintf(wav, sizeof wav, "%s/empty.wav", dir);
+    write_wav(wav, NULL, 0, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+    snprintf(out, sizeof out, "%s/e.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s --mel %s -o %s", ws_bin(), wav, out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    npy a = load_npy(out);
+    for (size_t i = 0; i < a.count; i++)
+        cr_assert_eq(a.data[i], -1.5f);
+    free(a.data);
+    snprintf(out, sizeof out, "%s/f.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s --mel --no-pad %s -o %s", ws_bin(), wav, out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1);
+    cr_assert(strstr(err, "empty.wav"), "stderr: %s", err);
+    cr_assert(!file_exists(out));
+}
+
+Test(cli, bad_inputs_fail_alone_with_one_line_and_no_output)
+{
+    const char *dir = test_tmpdir();
+    char good[1024], garbage[1024], empty[1024], trunc[1024], outdir[1024], cmd[8192], err[4096], p[1200];
+    snprintf(good, sizeof good, "%s/good.wav", dir);
+    snprintf(garbage, sizeof garbage, "%s/garbage.wav", dir);
+    snprintf(empty, sizeof empty, "%s/zero.wav", dir);
+    snprintf(trunc, sizeof trunc, "%s/trunc.wav", dir);
+    snprintf(outdir, sizeof outdir, "%s/out", dir);
+    float *x = tone(32000, 440, 1);
+    write_wav(good, x, 32000, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+    write_wav(trunc, x, 32000, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+    free(x);
+    FILE *f = fopen(garbage, "wb");
+    for (int i = 0; i < 5000; i++)
+        fputc((i * 7919) & 0xff, f);
+    fclose(f);
+    fclose(fopen(empty, "wb"));
+    cr_assert_eq(truncate(trunc, 30000), 0); /* data chunk longer than the file */
+    snprintf(cmd, sizeof cmd, "%s --mel -O %s %s %s %s %s", ws_bin(), outdir, garbage, good, empty, trunc);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "stderr: %s", err);
+    int lines = 0;
+    for (char *c = err; *c; c++)
+        lines += *c == '\n';
+    cr_assert_eq(lines, 3, "want one line per bad input, got:\n%s", err);
+    cr_assert(strstr(err, "garbage.wav") && strstr(err, "zero.wav") && strstr(err, "trunc.wav"), "%s", err);
+    snprintf(p, sizeof p, "%s/good.npy", outdir);
+    cr_assert(file_exists(p), "the good input was not written");
+    cr_assert_eq(count_files(outdir), 1, "only good.npy may exist (no partial or temporary files)");
+}
+
+Test(cli, failed_run_leaves_an_existing_output_untouched)
+{
+    const char *dir = test_tmpdir();
+    char bad[1024], out[1024], cmd[8192], err[2048];
+    snprintf(bad, sizeof bad, "%s/bad.wav", dir);
+    snprintf(out, sizeof out, "%s/keep.npy", dir);
+    FILE *f = fopen(bad, "wb");
+    fputs("RIFF....WAVEfmt garbage", f);
+    fclose(f);
+    f = fopen(out, "wb");
+    fputs("previous result", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s --mel %s -o %s", ws_bin(), bad, out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1);
+    size_t len;
+    char *c = read_file(out, &len);
+    cr_assert(len == 15 && memcmp(c, "previous result", 15) == 0);
+    free(c);
+    cr_assert_eq(count_files(dir), 2);
+}
+
+Test(cli, usage_errors_exit_2)
+{
+    const char *dir = test_tmpdir();
+    const char *cases[] = {"", "--mel", "--bogus --mel x.wav -o y.npy", "--mel a.wav b.wav -o y.npy",
+                           "--mel --pad nope a.wav -o y.npy", "--threads 0 --mel a.wav -o y.npy",
+                           "a.wav -o y.npy", "--mel -o y.npy -O d a.wav", "--mel --pad mel0 --no-pad a.wav -o y",
+                           "--mel --device gpu a.wav -o y", "--mel --precision fp64 a.wav -o y"};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char cmd[2048], err[2048];
+        snprintf(cmd, sizeof cmd, "cd %s && env -u WHISPER_STEM_MODEL %s %s", dir, ws_bin(), cases[i]);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "'%s' should be a usage error; stderr: %s", cases[i], err);
+        cr_assert(strstr(err, "whisper-stem: "), "'%s': no message: %s", cases[i], err);
+    }
+}
+
+Test(cli, bad_model_is_one_line_and_exit_1)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], out[1024], cmd[8192], err[2048];
+    snprintf(model, sizeof model, "%s/bad.gguf", dir);
+    FILE *f = fopen(model, "wb");
+    fputs("GGUF\x03", f);
+    fclose(f);
+    snprintf(out, sizeof out, "%s/o.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s -m %s %s -o %s", ws_bin(), model, test_sample("jfk.wav"), out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    cr_assert(strstr(err, "bad.gguf"), "%s", err);
+    cr_assert(!file_exists(out));
+}
+
+Test(cli, device_auto_falls_back_and_says_so_json_reports)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], out[1024], js[1024], cmd[8192], err[4096];
+    mkmodel(dir, "m.gguf", "--n-mels 80 --d 32 --seed 2", model, sizeof model);
+    snprintf(out, sizeof out, "%s/o.npy", dir);
+    snprintf(js, sizeof js, "%s/r.json", dir);
+    snprintf(cmd, sizeof cmd, "%s -m %s %s -o %s --json %s --precision bf16", ws_bin(), model,
+             test_sample("jfk.wav"), out, js);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    size_t len;
+    char *text = read_file(js, &len);
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    cr_assert(root, "report is not JSON");
+    const char *dev = cJSON_GetStringValue(cJSON_GetObjectItem(root, "device"));
+    cr_assert(dev);
+    if (strcmp(dev, "cpu") == 0) {
+        cr_assert(strstr(err, "running on the CPU"), "no fallback line: %s", err);
+        cr_assert(strstr(err, "computes in fp32"), "no precision line: %s", err);
+    }
+    cJSON *in = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "inputs"), 0);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(in, "ok")));
+    cJSON *shape = cJSON_GetObjectItem(in, "shape");
+    cr_assert_eq(cJSON_GetArraySize(shape), 2);
+    cr_assert_eq(cJSON_GetArrayItem(shape, 0)->valueint, 1500);
+    cr_assert_eq(cJSON_GetArrayItem(shape, 1)->valueint, 32);
+    cr_assert(cJSON_IsNumber(cJSON_GetObjectItem(cJSON_GetObjectItem(in, "timings_ms"), "mel")));
+    cJSON_Delete(root);
+    free(text);
+}
+
+Test(cli, device_cuda_without_gpu_fails_clearly)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], out[1024], cmd[8192], err[2048];
+    mkmodel(dir, "m.gguf", "--n-mels 80 --d 32 --seed 2", model, sizeof model);
+    snprintf(out, sizeof out, "%s/o.npy", dir);
+    /* hide any driver: the test is about the message when there is none */
+    snprintf(cmd, sizeof cmd, "WS_CUDA_LIBRARY=/nonexistent/libcuda.so.1 %s -m %s %s -o %s --device cuda",
+             ws_bin(), model, test_sample("jfk.wav"), out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    cr_assert(strstr(err, "--device cuda"), "%s", err);
+    cr_assert(!file_exists(out));
+}
