@@ -177,7 +177,9 @@ static int skip_value(cursor *c, uint32_t type, int depth, const char *key)
     if (type == WS_GGUF_STRING) {
         const uint8_t *s;
         size_t n;
-        return rd_str(c, WS_GGUF_MAX_STRING, &s, &n, "string value");
+        char what[120];
+        snprintf(what, sizeof what, "string value of '%s'", key);
+        return rd_str(c, WS_GGUF_MAX_STRING, &s, &n, what);
     }
     if (type == WS_GGUF_ARRAY) {
         size_t at = c->off;
