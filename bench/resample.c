@@ -330,7 +330,8 @@ int main(void)
         fflush(stdout);
     }
     if (fail)
-        fprintf(stderr, "FAIL: ws_resample misses %.0f dB passband, %.0f dB alias or exact length\n",
+        fprintf(stderr,
+                "FAIL: ws_resample misses %.0f dB passband, %.0f dB alias or exact length\n",
                 PASS_MAX_DB, ALIAS_MAX_DB);
     return fail;
 }

@@ -36,15 +36,21 @@ typedef struct {
 } ws_audio;
 
 /* Decodes path ("-" reads standard input, pipes included) to 16 kHz mono.
- * Returns 0, or -1 with err naming the path and the problem. A file with no
- * samples gives a->n == 0 and returns 0. */
+ * Returns 0, or -1 with err naming the path ("<stdin>" for "-") and the problem,
+ * one line: unreadable, not audio (with libsndfile's reason), truncated (a data
+ * chunk longer than the file, fewer frames than the header promises, an Ogg
+ * stream with no end), non-finite samples, or over the limits above. A file with
+ * no samples gives a->n == 0, a->x == NULL and returns 0. */
 int ws_audio_load(ws_audio *a, const char *path, ws_err *err);
 
 /* The same from a buffer already in memory; name is used in messages. */
 int ws_audio_load_memory(ws_audio *a, const void *data, size_t len, const char *name, ws_err *err);
 
 /* Resamples mono float32 from in_rate to out_rate (high quality); *out is
- * malloc'd, *n_out set. in_rate == out_rate copies. Returns 0 or -1. */
+ * malloc'd, *n_out set. in_rate == out_rate copies. Returns 0 or -1.
+ * libsoxr SOXR_VHQ, flat passband to 0.913 x Nyquist; output sample 0 is input
+ * time 0 and *n_out == round(n * out_rate / in_rate), halves up
+ * (bench/RESULTS-audio.md; tests/test_audio.c). n == 0 gives *out == NULL. */
 int ws_resample(const float *in, size_t n, double in_rate, double out_rate, float **out,
                 size_t *n_out, ws_err *err);
 

@@ -110,8 +110,8 @@ static void assert_load_fails(const char *path, const char *want)
     cr_assert_eq(ws_audio_load(&a, path, &err), -1, "%s: loaded, expected an error", path);
     cr_assert_null(a.x);
     cr_assert_eq(a.n, 0);
-    cr_assert_eq(strncmp(err.msg, path, strlen(path)), 0, "message does not start with the path: %s",
-                 err.msg);
+    cr_assert_eq(strncmp(err.msg, path, strlen(path)), 0,
+                 "message does not start with the path: %s", err.msg);
     cr_assert_not_null(strstr(err.msg, want), "message lacks \"%s\": %s", want, err.msg);
     cr_assert_null(strchr(err.msg, '\n'), "message is not one line: %s", err.msg);
 }
@@ -364,6 +364,31 @@ Test(audio, six_channels_are_averaged_exactly)
     check_average(6);
 }
 
+/* 2^24 + 1000 frames: more than audio.c allocates before reading (READ_FIRST_CAP,
+ * 2^24 samples), so the buffer has to grow. 8-bit PCM keeps the file at 17 MB;
+ * values are multiples of 256, so x / 32768 stays exact. */
+Test(audio, long_file_grows_its_buffer_past_the_first_allocation)
+{
+    const sf_count_t frames = ((sf_count_t)1 << 24) + 1000;
+    const char *path = tmp_path("long.wav");
+    SNDFILE *f = open_write(path, SF_FORMAT_WAV | SF_FORMAT_PCM_U8, WS_SAMPLE_RATE, 1);
+    short blk[4096];
+    for (sf_count_t t = 0; t < frames; t += 4096) {
+        sf_count_t k = frames - t < 4096 ? frames - t : 4096;
+        for (sf_count_t i = 0; i < k; i++)
+            blk[i] = (short)((((t + i) * 7) % 255 - 127) * 256);
+        cr_assert_eq(sf_writef_short(f, blk, k), k);
+    }
+    sf_close(f);
+    ws_audio a;
+    load_ok(&a, path);
+    cr_assert_eq(a.n, (size_t)frames);
+    for (size_t i = 0; i < a.n; i += 4099)
+        cr_assert_eq(a.x[i], (float)((long long)(i * 7 % 255) - 127) / 128.0f, "[%zu]", i);
+    cr_assert_eq(a.x[a.n - 1], (float)((long long)((a.n - 1) * 7 % 255) - 127) / 128.0f);
+    ws_audio_free(&a);
+}
+
 Test(audio, opposite_stereo_channels_cancel_to_silence)
 {
     short s[2 * 500];
@@ -509,7 +534,8 @@ static short *parse_wav16(const char *path, size_t *n)
     cr_assert(len >= 12 && !memcmp(p, "RIFF", 4) && !memcmp(p + 8, "WAVE", 4));
     size_t off = 12;
     while (off + 8 <= len) {
-        uint32_t size = p[off + 4] | p[off + 5] << 8 | p[off + 6] << 16 | (uint32_t)p[off + 7] << 24;
+        uint32_t size =
+            p[off + 4] | p[off + 5] << 8 | p[off + 6] << 16 | (uint32_t)p[off + 7] << 24;
         if (!memcmp(p + off, "fmt ", 4)) {
             const unsigned char *f = p + off + 8;
             cr_assert_eq(f[0] | f[1] << 8, 1, "not PCM");
@@ -543,7 +569,8 @@ Test(audio, jfk_passes_through_bit_exact)
     cr_assert_eq(a.n, n);
     cr_assert_eq(n, 176000, "jfk.wav is 11 s at 16 kHz");
     for (size_t i = 0; i < n; i++)
-        cr_assert_eq(a.x[i], s[i] / 32768.0f, "[%zu]: got %.9g want %d/32768", i, (double)a.x[i], s[i]);
+        cr_assert_eq(a.x[i], s[i] / 32768.0f, "[%zu]: got %.9g want %d/32768", i, (double)a.x[i],
+                     s[i]);
     ws_audio_free(&a);
     free(s);
 }
