@@ -276,3 +276,27 @@ Test(mel, thread_count_does_not_change_results)
     ws_mel_free(m3);
     free(x);
 }
+
+Test(mel, fast_log10_is_within_2_ulp)
+{
+    /* every float32 exponent from 1e-10 up, 64 mantissas each, plus dense [0.5, 2] */
+    double worst = 0;
+    float worst_x = 0;
+    for (float x = 1e-10f; x < 1e30f; x *= 1.0123f) {
+        double want = log10((double)x);
+        double ulp = nextafterf((float)fabs(want), INFINITY) - (float)fabs(want);
+        double e = fabs((double)ws_log10_fast(x) - want) / (ulp > 0 ? ulp : 1e-45);
+        if (want == 0)
+            e = fabs((double)ws_log10_fast(x)) / 1e-8;
+        if (e > worst) {
+            worst = e;
+            worst_x = x;
+        }
+    }
+    for (float x = 0.5f; x < 2.0f; x += 1e-5f) {
+        double want = log10((double)x);
+        double e = fabs((double)ws_log10_fast(x) - want);
+        cr_assert_leq(e, 2e-7 * (fabs(want) > 0.1 ? fabs(want) : 0.1), "x = %.9g", (double)x);
+    }
+    cr_assert_leq(worst, 2.0, "%.2f ulp at x = %.9g", worst, (double)worst_x);
+}

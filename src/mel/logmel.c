@@ -20,6 +20,7 @@
  */
 #include <fftw3.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,48 @@
 #define BLOCK 32
 #define LOG_FLOOR_ENERGY 1e-10f /* audio.py: clamp(min=1e-10) before log10 */
 #define DYN_RANGE 8.0f          /* audio.py: max - 8.0, i.e. 80 dB */
+
+/* log10 for x >= 1e-10 (normal floats), branch-free so that the loop over a
+ * block vectorises: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), then
+ * ln(m) by the Cephes logf polynomial (relative error ~1e-7), ln(x) =
+ * ln(m) + e ln2 with ln2 in two parts, times log10(e). glibc's log10f is
+ * scalar and was 2.3 ms of a 30 s window; this is ~0.2 ms.
+ * Max |error| vs log10 in double: tests/test_mel.c (fast_log10_is_within_2_ulp). */
+typedef union {
+    int32_t i;
+    float f;
+} pun;
+
+static inline __attribute__((always_inline)) float log10_pos(float x)
+{
+    pun u = {.f = x};
+    float e = (float)(((u.i >> 23) & 0xff) - 126);
+    u.i = (u.i & 0x007fffff) | 0x3f000000; /* m in [0.5, 1) */
+    const int lo = u.f < 0.70710678118654752f;
+    e = lo ? e - 1.0f : e;
+    const float f = (lo ? u.f + u.f : u.f) - 1.0f;
+    const float z = f * f;
+    float y = 7.0376836292e-2f;
+    y = y * f - 1.1514610310e-1f;
+    y = y * f + 1.1676998740e-1f;
+    y = y * f - 1.2420140846e-1f;
+    y = y * f + 1.4249322787e-1f;
+    y = y * f - 1.6668057665e-1f;
+    y = y * f + 2.0000714765e-1f;
+    y = y * f - 2.4999993993e-1f;
+    y = y * f + 3.3333331174e-1f;
+    y = y * f * z;
+    y += -2.12194440e-4f * e;
+    y += -0.5f * z;
+    float ln = f + y;
+    ln += 0.693359375f * e;
+    return ln * 0.43429448190325182f;
+}
+
+float ws_log10_fast(float x)
+{
+    return log10_pos(x);
+}
 
 struct ws_mel {
     int n_mels;
@@ -160,6 +203,13 @@ static int gather_frame(const padded_signal *s, const float *hann, long long t, 
     return any;
 }
 
+__attribute__((target_clones("avx512f", "arch=haswell", "default")))
+static void log10_rows(float *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        v[i] = log10_pos(v[i]);
+}
+
 typedef struct {
     const ws_mel *m;
     padded_signal sig;
@@ -210,11 +260,11 @@ static void mel_worker(void *ctx, int ti, int nt)
                 float s = 0.0f;
                 for (int j = 0; j < m->band_len[k]; j++)
                     s += w[j] * p[j];
-                float l = log10f(s > LOG_FLOOR_ENERGY ? s : LOG_FLOOR_ENERGY);
-                dst[k] = l;
-                if (l > vmax)
-                    vmax = l;
+                dst[k] = s > LOG_FLOOR_ENERGY ? s : LOG_FLOOR_ENERGY;
             }
+            log10_rows(dst, nm);
+            for (int k = 0; k < nm; k++)
+                vmax = dst[k] > vmax ? dst[k] : vmax;
         }
     }
 done:

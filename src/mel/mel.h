@@ -56,4 +56,7 @@ typedef struct {
 int ws_mel_compute(ws_mel *m, const float *x, size_t n, ws_pad pad, ws_mel_out *out, ws_err *err);
 void ws_mel_out_free(ws_mel_out *o);
 
+/* The vectorisable log10 the log-Mel uses, for x in [1e-10, FLT_MAX]. */
+float ws_log10_fast(float x);
+
 #endif
