@@ -1,0 +1,85 @@
+/* gpu_stem.c - kernel-only time of the GPU stem (mel transpose + conv1 +
+ * conv2, GELU and positional add fused), per shape, precision and windows
+ * per launch.
+ *
+ * Inputs live on the device (several buffers of random log-Mel, rotated),
+ * timing is between CUDA events around each launch sequence, the median of
+ * many runs after warm-up (ws_gpu_bench). 3000 frames per window (30 s).
+ * FLOPs: 2 * (3000 * d * 3*n_mels + 1500 * d * 3*d) per window (tiny 1.88 G).
+ *
+ *   bench-gpu_stem [--iters N] [--only SHAPE]   (SHAPE: tiny | large-v3)
+ * Prints one table row per case and the kernels' resource report.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/gpu_internal.h"
+#include "model.h"
+
+typedef struct {
+    const char *name;
+    int n_mels, d;
+    int windows[3];
+} shape;
+
+int main(int argc, char **argv)
+{
+    int iters = 50;
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+            iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
+        else {
+            fprintf(stderr, "usage: %s [--iters N] [--only tiny|large-v3]\n", argv[0]);
+            return 2;
+        }
+    }
+    const shape shapes[] = { { "tiny", 80, 384, { 1, 16, 64 } }, { "large-v3", 128, 1280, { 1, 64, 0 } } };
+    const ws_precision precs[] = { WS_PREC_FP32, WS_PREC_TF32, WS_PREC_BF16, WS_PREC_FP16 };
+    const int T = 3000;
+    int printed_dev = 0, rc = 0;
+    printf("%-9s %-5s %4s %12s %12s %10s\n", "shape", "prec", "win", "us/launch", "us/window",
+           "TFLOP/s");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const shape *sh = &shapes[s];
+        if (only && strcmp(only, sh->name))
+            continue;
+        ws_model m;
+        ws_err e;
+        if (ws_model_init_random(&m, sh->n_mels, sh->d, 42, 0, &e)) {
+            fprintf(stderr, "%s\n", e.msg);
+            return 1;
+        }
+        const double flop = 2.0 * ((double)T * sh->d * 3 * sh->n_mels + 1500.0 * sh->d * 3 * sh->d);
+        for (size_t p = 0; p < 4; p++) {
+            ws_gpu *g = ws_gpu_new(&m, precs[p], &e);
+            if (!g) {
+                fprintf(stderr, "ws_gpu_new: %s\n", e.msg);
+                ws_model_free(&m);
+                return 1;
+            }
+            if (!printed_dev++)
+                printf("# device: %s\n", ws_gpu_device_name(g));
+            for (int w = 0; w < 3 && sh->windows[w]; w++) {
+                int nw = sh->windows[w];
+                double med = 0, mn = 0;
+                if (ws_gpu_bench(g, nw, T, 1, 4, 5, iters, &med, &mn, &e)) {
+                    fprintf(stderr, "bench %s %s %d: %s\n", sh->name,
+                            ws_precision_name(precs[p]), nw, e.msg);
+                    rc = 1;
+                    continue;
+                }
+                printf("%-9s %-5s %4d %12.1f %12.2f %10.1f\n", sh->name, ws_precision_name(precs[p]),
+                       nw, med, med / nw, flop * nw / (med * 1e-6) / 1e12);
+                fflush(stdout);
+            }
+            fprintf(stderr, "%s", ws_gpu_kernel_report(g));
+            ws_gpu_free(g);
+        }
+        ws_model_free(&m);
+    }
+    return rc;
+}

@@ -1,0 +1,93 @@
+/* cuda_abi.h - the few CUDA driver API types, constants and function types
+ * whisper-stem uses, declared here so that the build needs no CUDA toolkit.
+ *
+ * The values are the driver API's stable ABI (cuda.h of every toolkit since
+ * CUDA 4 carries the same numbers; enums are int-sized, handles are opaque
+ * pointers, wscu_devptr is an unsigned 64-bit integer). tests/test_ptx.c
+ * checks each constant against cuda.h when the toolkit header is present
+ * (`#if __has_include(<cuda.h>)`).
+ *
+ * Symbol names: where cuda.h #defines a call to a versioned symbol
+ * (cuMemAlloc -> cuMemAlloc_v2, ...) the runtime resolves that versioned name
+ * with dlsym; the function types below are those of the versioned symbols.
+ */
+#ifndef WS_CUDA_ABI_H
+#define WS_CUDA_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int wscu_result;              /* CUresult: enum cudaError_enum */
+typedef int wscu_device;              /* device ordinal */
+typedef uint64_t wscu_devptr;         /* CUdeviceptr_v2 */
+typedef struct CUctx_st *wscu_context;
+typedef struct CUmod_st *wscu_module;
+typedef struct CUfunc_st *wscu_function;
+typedef struct CUstream_st *wscu_stream;
+typedef struct CUevent_st *wscu_event;
+typedef int wscu_jit_option;          /* enum CUjit_option_enum */
+typedef int wscu_dev_attr;            /* enum CUdevice_attribute_enum */
+typedef int wscu_func_attr;           /* enum CUfunction_attribute_enum */
+
+enum {
+    WS_CUDA_SUCCESS = 0,
+    WS_CUDA_ERROR_NO_DEVICE = 100,
+
+    WS_CU_JIT_WALL_TIME = 2,
+    WS_CU_JIT_INFO_LOG_BUFFER = 3,
+    WS_CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+    WS_CU_JIT_ERROR_LOG_BUFFER = 5,
+    WS_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+    WS_CU_JIT_LOG_VERBOSE = 12,
+
+    WS_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    WS_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+
+    WS_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
+    WS_CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+    WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+
+    WS_CU_STREAM_NON_BLOCKING = 1,
+    WS_CU_EVENT_DEFAULT = 0,
+};
+
+typedef wscu_result (*PFN_cuInit)(unsigned int flags);
+typedef wscu_result (*PFN_cuDriverGetVersion)(int *version);
+typedef wscu_result (*PFN_cuGetErrorName)(wscu_result e, const char **s);
+typedef wscu_result (*PFN_cuGetErrorString)(wscu_result e, const char **s);
+typedef wscu_result (*PFN_cuDeviceGetCount)(int *n);
+typedef wscu_result (*PFN_cuDeviceGet)(wscu_device *d, int ordinal);
+typedef wscu_result (*PFN_cuDeviceGetName)(char *name, int len, wscu_device d);
+typedef wscu_result (*PFN_cuDeviceGetAttribute)(int *v, wscu_dev_attr a, wscu_device d);
+typedef wscu_result (*PFN_cuDevicePrimaryCtxRetain)(wscu_context *c, wscu_device d);
+typedef wscu_result (*PFN_cuDevicePrimaryCtxRelease)(wscu_device d);
+typedef wscu_result (*PFN_cuCtxSetCurrent)(wscu_context c);
+typedef wscu_result (*PFN_cuStreamCreate)(wscu_stream *s, unsigned int flags);
+typedef wscu_result (*PFN_cuStreamDestroy)(wscu_stream s);
+typedef wscu_result (*PFN_cuStreamSynchronize)(wscu_stream s);
+typedef wscu_result (*PFN_cuEventCreate)(wscu_event *e, unsigned int flags);
+typedef wscu_result (*PFN_cuEventDestroy)(wscu_event e);
+typedef wscu_result (*PFN_cuEventRecord)(wscu_event e, wscu_stream s);
+typedef wscu_result (*PFN_cuEventSynchronize)(wscu_event e);
+typedef wscu_result (*PFN_cuEventElapsedTime)(float *ms, wscu_event start, wscu_event end);
+typedef wscu_result (*PFN_cuMemAlloc)(wscu_devptr *p, size_t bytes);
+typedef wscu_result (*PFN_cuMemFree)(wscu_devptr p);
+typedef wscu_result (*PFN_cuMemAllocHost)(void **p, size_t bytes);
+typedef wscu_result (*PFN_cuMemFreeHost)(void *p);
+typedef wscu_result (*PFN_cuMemcpyHtoDAsync)(wscu_devptr dst, const void *src, size_t bytes, wscu_stream s);
+typedef wscu_result (*PFN_cuMemcpyDtoHAsync)(void *dst, wscu_devptr src, size_t bytes, wscu_stream s);
+typedef wscu_result (*PFN_cuMemsetD32Async)(wscu_devptr dst, unsigned int v, size_t n, wscu_stream s);
+typedef wscu_result (*PFN_cuModuleLoadDataEx)(wscu_module *m, const void *image, unsigned int n_opt,
+                                           wscu_jit_option *opt, void **values);
+typedef wscu_result (*PFN_cuModuleUnload)(wscu_module m);
+typedef wscu_result (*PFN_cuModuleGetFunction)(wscu_function *f, wscu_module m, const char *name);
+typedef wscu_result (*PFN_cuFuncGetAttribute)(int *v, wscu_func_attr a, wscu_function f);
+typedef wscu_result (*PFN_cuFuncSetAttribute)(wscu_function f, wscu_func_attr a, int v);
+typedef wscu_result (*PFN_cuLaunchKernel)(wscu_function f, unsigned int gx, unsigned int gy,
+                                       unsigned int gz, unsigned int bx, unsigned int by,
+                                       unsigned int bz, unsigned int shared, wscu_stream s,
+                                       void **params, void **extra);
+
+#endif

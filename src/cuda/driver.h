@@ -1,0 +1,92 @@
+/* driver.h - the CUDA driver API, opened at run time.
+ *
+ * libcuda.so.1 is loaded with dlopen and its entry points resolved with
+ * dlsym (versioned _v2 names where cuda.h maps a call to one), so binaries
+ * carry no link-time dependency on the driver: without it ws_cu_open fails
+ * with a message and the caller falls back to the CPU.
+ *
+ * Errors: every call goes through CU_TRY, which on failure writes
+ *   "cuMemAlloc(&p, bytes) failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory) at src/cuda/x.c:12"
+ * into the caller's ws_err and jumps to the function's `cleanup:` label.
+ *
+ * Module loading passes both JIT log buffers; on failure the error log, the
+ * info log and a line-numbered copy of the PTX go to a file whose path is in
+ * the error message. Tested by tests/test_gpu.c (module_load_error_names_line).
+ */
+#ifndef WS_CUDA_DRIVER_H
+#define WS_CUDA_DRIVER_H
+
+#include "../common.h"
+#include "cuda_abi.h"
+
+typedef struct {
+    void *lib; /* dlopen handle of libcuda.so.1 */
+    int version; /* cuDriverGetVersion, e.g. 13000 */
+    PFN_cuInit Init;
+    PFN_cuDriverGetVersion DriverGetVersion;
+    PFN_cuGetErrorName GetErrorName;
+    PFN_cuGetErrorString GetErrorString;
+    PFN_cuDeviceGetCount DeviceGetCount;
+    PFN_cuDeviceGet DeviceGet;
+    PFN_cuDeviceGetName DeviceGetName;
+    PFN_cuDeviceGetAttribute DeviceGetAttribute;
+    PFN_cuDevicePrimaryCtxRetain DevicePrimaryCtxRetain;
+    PFN_cuDevicePrimaryCtxRelease DevicePrimaryCtxRelease;
+    PFN_cuCtxSetCurrent CtxSetCurrent;
+    PFN_cuStreamCreate StreamCreate;
+    PFN_cuStreamDestroy StreamDestroy;
+    PFN_cuStreamSynchronize StreamSynchronize;
+    PFN_cuEventCreate EventCreate;
+    PFN_cuEventDestroy EventDestroy;
+    PFN_cuEventRecord EventRecord;
+    PFN_cuEventSynchronize EventSynchronize;
+    PFN_cuEventElapsedTime EventElapsedTime;
+    PFN_cuMemAlloc MemAlloc;
+    PFN_cuMemFree MemFree;
+    PFN_cuMemAllocHost MemAllocHost;
+    PFN_cuMemFreeHost MemFreeHost;
+    PFN_cuMemcpyHtoDAsync MemcpyHtoDAsync;
+    PFN_cuMemcpyDtoHAsync MemcpyDtoHAsync;
+    PFN_cuMemsetD32Async MemsetD32Async;
+    PFN_cuModuleLoadDataEx ModuleLoadDataEx;
+    PFN_cuModuleUnload ModuleUnload;
+    PFN_cuModuleGetFunction ModuleGetFunction;
+    PFN_cuFuncGetAttribute FuncGetAttribute;
+    PFN_cuFuncSetAttribute FuncSetAttribute;
+    PFN_cuLaunchKernel LaunchKernel;
+} ws_cu;
+
+/* dlopen("libcuda.so.1"), resolve every entry point, cuInit(0).
+ * Returns 0, or -1 with err saying what is missing. On failure *cu is closed. */
+int ws_cu_open(ws_cu *cu, ws_err *err);
+
+/* dlclose; NULL-safe and idempotent. */
+void ws_cu_close(ws_cu *cu);
+
+/* Formats a failed call into err (name and string of r, call text,
+ * file:line) and returns -1. */
+int ws_cu_fail(const ws_cu *cu, wscu_result r, const char *call, const char *file, int line,
+               ws_err *err);
+
+/* CU_TRY(cu, MemAlloc(&p, n), err): calls cu->MemAlloc(&p, n); on failure
+ * records "cuMemAlloc(&p, n)" with file:line and does `goto cleanup`. */
+#define CU_TRY(cu, call, err)                                                   \
+    do {                                                                        \
+        wscu_result ws_cu_r_ = (cu)->call;                                         \
+        if (ws_cu_r_ != WS_CUDA_SUCCESS) {                                      \
+            ws_cu_fail((cu), ws_cu_r_, "cu" #call, __FILE__, __LINE__, (err));  \
+            goto cleanup;                                                       \
+        }                                                                       \
+    } while (0)
+
+/* cuModuleLoadDataEx(ptx) with the info and error logs. On failure err holds
+ * the call, the first line of the JIT error log and the path of a file with
+ * both logs and the PTX numbered line by line. `name` labels that file.
+ * If info_log is not NULL it receives the info log (info_len bytes). */
+int ws_cu_load_module(const ws_cu *cu, const char *ptx, const char *name, wscu_module *mod,
+                      char *info_log, size_t info_len, ws_err *err);
+
+/* Writes text to path with "%5d  " line numbers; 0 or -1. */
+int ws_write_numbered(const char *path, const char *header, const char *text);
+
+#endif

@@ -1,0 +1,32 @@
+/* gpu_internal.h - hooks of the GPU stem for tests and benchmarks (not part
+ * of the product's contract, gpu.h). */
+#ifndef WS_CUDA_GPU_INTERNAL_H
+#define WS_CUDA_GPU_INTERNAL_H
+
+#include "gpu.h"
+
+/* Poisons the device intermediates and output with NaN before every
+ * ws_gpu_stem, so that an element no kernel writes shows up (tests). */
+void ws_gpu_set_poison(ws_gpu *g, int on);
+
+/* Forces the tile variant: -1 automatic (default), 0 large, 1 small. */
+void ws_gpu_force_tile(ws_gpu *g, int small);
+
+/* y[i] = gelu(x[i]) through the PTX GELU (ws_gelu_grid). */
+int ws_gpu_gelu(ws_gpu *g, const float *x, float *y, int n, ws_err *err);
+
+/* Kernel-only time of the stem (mel_t + conv1 + conv2) on device-resident
+ * inputs: n_bufs input buffers of random log-Mel rotated, `warmup` untimed
+ * runs, then `iters` runs each between two CUDA events. Fills the median and
+ * minimum in microseconds per launch (all n_win windows). */
+int ws_gpu_bench(ws_gpu *g, int n_win, int n_frames, int add_pos, int n_bufs, int warmup,
+                 int iters, double *median_us, double *min_us, ws_err *err);
+
+/* One line per kernel: name, threads, registers, local (stack) bytes,
+ * dynamic shared memory. Static storage of g. */
+const char *ws_gpu_kernel_report(ws_gpu *g);
+
+/* Device multiprocessor count. */
+int ws_gpu_sm_count(const ws_gpu *g);
+
+#endif

@@ -1,0 +1,506 @@
+/* gpu_stem.c - the conv stem on the GPU: ws_gpu_* of gpu.h.
+ *
+ * Per call (n_win windows of T = n_frames, T2 = (T-1)/2 + 1):
+ *   upload   mel [n_win][C][T] f32  (host -> pinned staging -> device)
+ *   mel_t    xt  [n_win][T][C]  elem          (kernels_misc.c)
+ *   conv1    h1  [n_win][T][D]  elem          gelu(conv1(xt))
+ *   conv2    out [n_win][T2][D] f32           gelu(conv2(h1)) (+ pos)
+ *   download out (device -> pinned staging -> host)
+ * elem is f32 for fp32 and tf32 (tf32 values rounded by cvt.rna), bf16 or
+ * f16 otherwise. Weights are packed once in ws_gpu_new (ws_pack_weights).
+ * The tile variant is picked per launch: the large tile when it fills every
+ * multiprocessor at least once, else the small one.
+ * Owns: driver handle, primary context reference, stream, events, one
+ * module per kernel, device buffers (grown on demand), pinned staging.
+ * Tested by tests/test_gpu.c against the float64 oracle.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../conv/stem.h"
+#include "../trace.h"
+#include "driver.h"
+#include "gpu_internal.h"
+#include "kernels.h"
+
+struct ws_gpu {
+    ws_cu cu;
+    wscu_device dev;
+    wscu_context ctx;
+    wscu_stream stream;
+    wscu_event ev0, ev1;
+    wscu_module mod[WS_K_COUNT];
+    wscu_function fn[WS_K_COUNT];
+    ws_kernel_src k[WS_K_COUNT];  /* ptx freed after loading */
+    int n_mels, d, sms, cc_major, cc_minor;
+    ws_precision prec;
+    wscu_devptr w1, b1, w2, b2;
+    wscu_devptr mel, xt, h1, out, pos;
+    size_t mel_cap, xt_cap, h1_cap, out_cap;
+    int pos_rows;                 /* rows of the device pos table */
+    float *host_pos;              /* copy of the model's table, or NULL */
+    int n_pos;
+    void *pinned;
+    size_t pinned_cap;
+    int poison, force_tile;
+    char name[200];
+    char report[1024];
+};
+
+const char *ws_precision_name(ws_precision p)
+{
+    switch (p) {
+    case WS_PREC_FP32: return "fp32";
+    case WS_PREC_TF32: return "tf32";
+    case WS_PREC_BF16: return "bf16";
+    case WS_PREC_FP16: return "fp16";
+    }
+    return "?";
+}
+
+int ws_precision_parse(const char *s, ws_precision *p)
+{
+    static const ws_precision all[] = { WS_PREC_FP32, WS_PREC_TF32, WS_PREC_BF16, WS_PREC_FP16 };
+    for (int i = 0; i < 4; i++)
+        if (s && !strcmp(s, ws_precision_name(all[i]))) {
+            *p = all[i];
+            return 0;
+        }
+    return -1;
+}
+
+const char *ws_gpu_device_name(const ws_gpu *g)
+{
+    return g ? g->name : "";
+}
+
+int ws_gpu_sm_count(const ws_gpu *g)
+{
+    return g->sms;
+}
+
+void ws_gpu_set_poison(ws_gpu *g, int on)
+{
+    g->poison = on;
+}
+
+void ws_gpu_force_tile(ws_gpu *g, int small)
+{
+    g->force_tile = small;
+}
+
+void ws_gpu_free(ws_gpu *g)
+{
+    if (!g)
+        return;
+    ws_cu *cu = &g->cu;
+    if (cu->lib) {
+        if (g->ctx)
+            cu->CtxSetCurrent(g->ctx);
+        if (g->stream)
+            cu->StreamSynchronize(g->stream);
+        wscu_devptr bufs[] = { g->w1, g->b1, g->w2, g->b2, g->mel, g->xt, g->h1, g->out, g->pos };
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            if (bufs[i])
+                cu->MemFree(bufs[i]);
+        if (g->pinned)
+            cu->MemFreeHost(g->pinned);
+        for (int i = 0; i < WS_K_COUNT; i++)
+            if (g->mod[i])
+                cu->ModuleUnload(g->mod[i]);
+        if (g->ev0)
+            cu->EventDestroy(g->ev0);
+        if (g->ev1)
+            cu->EventDestroy(g->ev1);
+        if (g->stream)
+            cu->StreamDestroy(g->stream);
+        if (g->ctx)
+            cu->DevicePrimaryCtxRelease(g->dev);
+    }
+    for (int i = 0; i < WS_K_COUNT; i++)
+        free(g->k[i].ptx);
+    free(g->host_pos);
+    ws_cu_close(cu);
+    free(g);
+}
+
+/* Allocates and uploads n bytes from host (synchronously, via the stream). */
+static int upload(ws_gpu *g, wscu_devptr *dst, const void *src, size_t n, ws_err *err)
+{
+    ws_cu *cu = &g->cu;
+    CU_TRY(cu, MemAlloc(dst, n), err);
+    CU_TRY(cu, MemcpyHtoDAsync(*dst, src, n, g->stream), err);
+    CU_TRY(cu, StreamSynchronize(g->stream), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+static int pack_upload(ws_gpu *g, wscu_devptr *dst, const float *w, int cin, int cout,
+                       ws_err *err)
+{
+    size_t n = (size_t)3 * cin * cout * ws_prec_elem_bytes(g->prec);
+    void *tmp = malloc(n);
+    if (!tmp)
+        return ws_errf(err, "out of memory packing weights");
+    ws_pack_weights(w, cin, cout, g->prec, tmp);
+    int rc = upload(g, dst, tmp, n, err);
+    free(tmp);
+    return rc;
+}
+
+ws_gpu *ws_gpu_new(const ws_model *m, ws_precision p, ws_err *err)
+{
+    ws_gpu *g = calloc(1, sizeof *g);
+    if (!g)
+        return ws_errf(err, "out of memory"), NULL;
+    ws_cu *cu = &g->cu;
+    g->n_mels = m->n_mels;
+    g->d = m->d;
+    g->prec = p;
+    g->force_tile = -1;
+    if (ws_cu_open(cu, err))
+        goto cleanup;
+    int n = 0;
+    CU_TRY(cu, DeviceGetCount(&n), err);
+    if (n < 1) {
+        ws_errf(err, "no CUDA device: the driver reports 0 devices");
+        goto cleanup;
+    }
+    CU_TRY(cu, DeviceGet(&g->dev, 0), err);
+    char dn[128] = "";
+    CU_TRY(cu, DeviceGetName(dn, (int)sizeof dn, g->dev), err);
+    CU_TRY(cu, DeviceGetAttribute(&g->cc_major, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev), err);
+    CU_TRY(cu, DeviceGetAttribute(&g->cc_minor, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev), err);
+    CU_TRY(cu, DeviceGetAttribute(&g->sms, WS_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev), err);
+    snprintf(g->name, sizeof g->name, "%s, sm_%d%d, %d SMs, driver %d.%d", dn, g->cc_major,
+             g->cc_minor, g->sms, cu->version / 1000, cu->version % 1000 / 10);
+    if (g->cc_major < 8) {
+        ws_errf(err, "%s: compute capability %d.%d is below 8.0, which the kernels need", dn,
+                g->cc_major, g->cc_minor);
+        goto cleanup;
+    }
+    CU_TRY(cu, DevicePrimaryCtxRetain(&g->ctx, g->dev), err);
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    CU_TRY(cu, StreamCreate(&g->stream, WS_CU_STREAM_NON_BLOCKING), err);
+    CU_TRY(cu, EventCreate(&g->ev0, WS_CU_EVENT_DEFAULT), err);
+    CU_TRY(cu, EventCreate(&g->ev1, WS_CU_EVENT_DEFAULT), err);
+
+    ws_kernel_src *ks = NULL;
+    if (ws_stem_kernels(m->n_mels, m->d, p, g->cc_major, g->cc_minor, &ks, err))
+        goto cleanup;
+    memcpy(g->k, ks, sizeof g->k);
+    free(ks);
+    for (int i = 0; i < WS_K_COUNT; i++) {
+        if (ws_cu_load_module(cu, g->k[i].ptx, g->k[i].name, &g->mod[i], NULL, 0, err))
+            goto cleanup;
+        free(g->k[i].ptx);
+        g->k[i].ptx = NULL;
+        CU_TRY(cu, ModuleGetFunction(&g->fn[i], g->mod[i], g->k[i].name), err);
+        if (g->k[i].smem > 48 * 1024)
+            CU_TRY(cu, FuncSetAttribute(g->fn[i], WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        g->k[i].smem), err);
+    }
+    if (pack_upload(g, &g->w1, m->conv1_w, m->n_mels, m->d, err) ||
+        upload(g, &g->b1, m->conv1_b, (size_t)m->d * 4, err) ||
+        pack_upload(g, &g->w2, m->conv2_w, m->d, m->d, err) ||
+        upload(g, &g->b2, m->conv2_b, (size_t)m->d * 4, err))
+        goto cleanup;
+    if (m->pos && m->n_pos > 0) {
+        size_t bytes = (size_t)m->n_pos * m->d * sizeof(float);
+        g->host_pos = malloc(bytes);
+        if (!g->host_pos) {
+            ws_errf(err, "out of memory");
+            goto cleanup;
+        }
+        memcpy(g->host_pos, m->pos, bytes);
+        g->n_pos = m->n_pos;
+    }
+    return g;
+cleanup:
+    ws_gpu_free(g);
+    return NULL;
+}
+
+/* Grows a device buffer to at least n bytes (contents not kept). */
+static int ensure(ws_gpu *g, wscu_devptr *p, size_t *cap, size_t n, ws_err *err)
+{
+    ws_cu *cu = &g->cu;
+    if (*cap >= n)
+        return 0;
+    if (*p)
+        CU_TRY(cu, MemFree(*p), err);
+    *p = 0;
+    *cap = 0;
+    CU_TRY(cu, MemAlloc(p, n), err);
+    *cap = n;
+    return 0;
+cleanup:
+    return -1;
+}
+
+static int ensure_pos(ws_gpu *g, int t_out, ws_err *err)
+{
+    if (g->pos && g->pos_rows >= t_out)
+        return 0;
+    ws_model tmp = { 0 };
+    tmp.n_mels = g->n_mels;
+    tmp.d = g->d;
+    tmp.pos = g->host_pos;
+    tmp.n_pos = g->n_pos;
+    float *owned = NULL;
+    const float *tab = ws_pos_table(&tmp, t_out, &owned, err);
+    if (!tab)
+        return -1;
+    ws_cu *cu = &g->cu;
+    if (g->pos) {
+        CU_TRY(cu, MemFree(g->pos), err);
+        g->pos = 0;
+    }
+    if (upload(g, &g->pos, tab, (size_t)t_out * g->d * sizeof(float), err))
+        goto cleanup;
+    g->pos_rows = t_out;
+    free(owned);
+    return 0;
+cleanup:
+    free(owned);
+    return -1;
+}
+
+static int launch(ws_gpu *g, int slot, unsigned gx, unsigned gy, unsigned gz, void **args,
+                  ws_err *err)
+{
+    ws_cu *cu = &g->cu;
+    CU_TRY(cu, LaunchKernel(g->fn[slot], gx, gy, gz, (unsigned)g->k[slot].threads, 1, 1,
+                            (unsigned)g->k[slot].smem, g->stream, args, NULL), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+static int pick_small(const ws_gpu *g, int large_slot, int t_out, int n_win)
+{
+    if (g->force_tile >= 0)
+        return g->force_tile;
+    const ws_kernel_src *k = &g->k[large_slot];
+    long blocks = (long)((t_out + k->bm - 1) / k->bm) * (g->d / k->bn) * n_win;
+    return blocks < g->sms;
+}
+
+/* Enqueues mel_t, conv1, conv2 on the stream: mel (device) -> out (device). */
+static int enqueue_stem(ws_gpu *g, wscu_devptr mel, int n_win, int n_frames, wscu_devptr pos,
+                        wscu_devptr out, ws_err *err)
+{
+    unsigned T = (unsigned)n_frames, T2 = (unsigned)ws_stem_out_len(n_frames);
+    void *a0[] = { &mel, &g->xt, &T };
+    if (launch(g, WS_K_MEL_T, (T + 31) / 32, (unsigned)(g->n_mels + 31) / 32, (unsigned)n_win, a0,
+               err))
+        return -1;
+    WS_RANGE_PUSH("conv1");
+    int s1 = pick_small(g, WS_K_CONV1_L, n_frames, n_win) ? WS_K_CONV1_S : WS_K_CONV1_L;
+    wscu_devptr nopos = 0;
+    void *a1[] = { &g->xt, &g->w1, &g->b1, &nopos, &g->h1, &T, &T };
+    int rc = launch(g, s1, (unsigned)(g->d / g->k[s1].bn),
+                    (T + (unsigned)g->k[s1].bm - 1) / (unsigned)g->k[s1].bm, (unsigned)n_win, a1, err);
+    WS_RANGE_POP();
+    if (rc)
+        return -1;
+    WS_RANGE_PUSH("conv2");
+    int s2 = pick_small(g, WS_K_CONV2_L, (int)T2, n_win) ? WS_K_CONV2_S : WS_K_CONV2_L;
+    void *a2[] = { &g->h1, &g->w2, &g->b2, &pos, &out, &T, &T2 };
+    rc = launch(g, s2, (unsigned)(g->d / g->k[s2].bn),
+                (T2 + (unsigned)g->k[s2].bm - 1) / (unsigned)g->k[s2].bm, (unsigned)n_win, a2, err);
+    WS_RANGE_POP();
+    return rc;
+}
+
+/* Device buffers for n_win x n_frames (mel and out included). */
+static int ensure_buffers(ws_gpu *g, int n_win, int n_frames, ws_err *err)
+{
+    const size_t es = (size_t)ws_prec_elem_bytes(g->prec);
+    const size_t nw = (size_t)n_win, T = (size_t)n_frames, T2 = (size_t)ws_stem_out_len(n_frames);
+    return ensure(g, &g->mel, &g->mel_cap, nw * g->n_mels * T * 4, err) ||
+           ensure(g, &g->xt, &g->xt_cap, nw * T * g->n_mels * es, err) ||
+           ensure(g, &g->h1, &g->h1_cap, nw * T * g->d * es, err) ||
+           ensure(g, &g->out, &g->out_cap, nw * T2 * g->d * 4, err);
+}
+
+int ws_gpu_stem(ws_gpu *g, const float *mel, int n_win, int n_frames, int add_pos, float *out,
+                ws_err *err)
+{
+    ws_cu *cu = &g->cu;
+    if (n_win < 1 || n_frames < 1)
+        return ws_errf(err, "ws_gpu_stem: %d windows of %d frames", n_win, n_frames);
+    const int T2 = ws_stem_out_len(n_frames);
+    const size_t mel_bytes = (size_t)n_win * g->n_mels * n_frames * 4;
+    const size_t out_bytes = (size_t)n_win * T2 * g->d * 4;
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    if (ensure_buffers(g, n_win, n_frames, err))
+        return -1;
+    if (add_pos && ensure_pos(g, T2, err))
+        return -1;
+    size_t need = mel_bytes > out_bytes ? mel_bytes : out_bytes;
+    if (g->pinned_cap < need) {
+        if (g->pinned)
+            CU_TRY(cu, MemFreeHost(g->pinned), err);
+        g->pinned = NULL;
+        g->pinned_cap = 0;
+        CU_TRY(cu, MemAllocHost(&g->pinned, need), err);
+        g->pinned_cap = need;
+    }
+    if (g->poison) {
+        const unsigned nan = 0x7fc00000u;
+        CU_TRY(cu, MemsetD32Async(g->h1, nan, g->h1_cap / 4, g->stream), err);
+        CU_TRY(cu, MemsetD32Async(g->out, nan, g->out_cap / 4, g->stream), err);
+    }
+    WS_RANGE_PUSH("upload");
+    memcpy(g->pinned, mel, mel_bytes);
+    wscu_result r = cu->MemcpyHtoDAsync(g->mel, g->pinned, mel_bytes, g->stream);
+    WS_RANGE_POP();
+    if (r != WS_CUDA_SUCCESS)
+        return ws_cu_fail(cu, r, "cuMemcpyHtoDAsync(mel)", __FILE__, __LINE__, err);
+    if (enqueue_stem(g, g->mel, n_win, n_frames, add_pos ? g->pos : 0, g->out, err))
+        return -1;
+    WS_RANGE_PUSH("download");
+    r = cu->MemcpyDtoHAsync(g->pinned, g->out, out_bytes, g->stream);
+    if (r == WS_CUDA_SUCCESS)
+        r = cu->StreamSynchronize(g->stream);
+    if (r == WS_CUDA_SUCCESS)
+        memcpy(out, g->pinned, out_bytes);
+    WS_RANGE_POP();
+    if (r != WS_CUDA_SUCCESS)
+        return ws_cu_fail(cu, r, "cuMemcpyDtoHAsync(out)/cuStreamSynchronize", __FILE__, __LINE__,
+                          err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+int ws_gpu_gelu(ws_gpu *g, const float *x, float *y, int n, ws_err *err)
+{
+    ws_cu *cu = &g->cu;
+    wscu_devptr dx = 0, dy = 0;
+    int rc = -1;
+    size_t bytes = (size_t)n * 4;
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    CU_TRY(cu, MemAlloc(&dx, bytes), err);
+    CU_TRY(cu, MemAlloc(&dy, bytes), err);
+    CU_TRY(cu, MemcpyHtoDAsync(dx, x, bytes, g->stream), err);
+    unsigned un = (unsigned)n;
+    void *args[] = { &dx, &dy, &un };
+    if (launch(g, WS_K_GELU, (un + 255) / 256, 1, 1, args, err))
+        goto cleanup;
+    CU_TRY(cu, MemcpyDtoHAsync(y, dy, bytes, g->stream), err);
+    CU_TRY(cu, StreamSynchronize(g->stream), err);
+    rc = 0;
+cleanup:
+    if (dx)
+        cu->MemFree(dx);
+    if (dy)
+        cu->MemFree(dy);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int ws_gpu_bench(ws_gpu *g, int n_win, int n_frames, int add_pos, int n_bufs, int warmup,
+                 int iters, double *median_us, double *min_us, ws_err *err)
+{
+    ws_cu *cu = &g->cu;
+    wscu_devptr in[16] = { 0 };
+    double *ts = NULL;
+    float *h = NULL;
+    int rc = -1;
+    if (n_bufs < 1 || n_bufs > 16 || iters < 1)
+        return ws_errf(err, "ws_gpu_bench: bad arguments");
+    const size_t n = (size_t)n_win * g->n_mels * n_frames;
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    if (ensure_buffers(g, n_win, n_frames, err))
+        return -1;
+    if (add_pos && ensure_pos(g, ws_stem_out_len(n_frames), err))
+        return -1;
+    h = malloc(n * sizeof *h);
+    ts = malloc((size_t)iters * sizeof *ts);
+    if (!h || !ts) {
+        ws_errf(err, "out of memory");
+        goto cleanup;
+    }
+    ws_rng rng = { 12345 };
+    for (int bi = 0; bi < n_bufs; bi++) {
+        for (size_t i = 0; i < n; i++)   /* log-Mel-like values in [-1, 1.5] */
+            h[i] = (float)(ws_rng_uniform(&rng) * 2.5 - 1.0);
+        CU_TRY(cu, MemAlloc(&in[bi], n * 4), err);
+        CU_TRY(cu, MemcpyHtoDAsync(in[bi], h, n * 4, g->stream), err);
+        CU_TRY(cu, StreamSynchronize(g->stream), err);
+    }
+    wscu_devptr pos = add_pos ? g->pos : 0;
+    for (int i = 0; i < warmup; i++)
+        if (enqueue_stem(g, in[i % n_bufs], n_win, n_frames, pos, g->out, err))
+            goto cleanup;
+    for (int i = 0; i < iters; i++) {
+        CU_TRY(cu, EventRecord(g->ev0, g->stream), err);
+        if (enqueue_stem(g, in[i % n_bufs], n_win, n_frames, pos, g->out, err))
+            goto cleanup;
+        CU_TRY(cu, EventRecord(g->ev1, g->stream), err);
+        CU_TRY(cu, EventSynchronize(g->ev1), err);
+        float ms = 0;
+        CU_TRY(cu, EventElapsedTime(&ms, g->ev0, g->ev1), err);
+        ts[i] = ms * 1000.0;
+    }
+    qsort(ts, (size_t)iters, sizeof *ts, cmp_double);
+    *median_us = ts[iters / 2];
+    *min_us = ts[0];
+    rc = 0;
+cleanup:
+    for (int bi = 0; bi < n_bufs; bi++)
+        if (in[bi])
+            cu->MemFree(in[bi]);
+    free(h);
+    free(ts);
+    return rc;
+}
+
+const char *ws_gpu_kernel_report(ws_gpu *g)
+{
+    size_t off = 0;
+    g->report[0] = '\0';
+    for (int i = 0; i < WS_K_COUNT && off < sizeof g->report; i++) {
+        int regs = -1, local = -1;
+        g->cu.FuncGetAttribute(&regs, WS_CU_FUNC_ATTRIBUTE_NUM_REGS, g->fn[i]);
+        g->cu.FuncGetAttribute(&local, WS_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, g->fn[i]);
+        int w = snprintf(g->report + off, sizeof g->report - off,
+                         "%-22s %4d threads %4d regs %4d local bytes %6d dyn smem\n", g->k[i].name,
+                         g->k[i].threads, regs, local, g->k[i].smem);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+    return g->report;
+}
+
+int ws_gpu_dump_ptx(int n_mels, int d, ws_precision p, const char *dir, ws_err *err)
+{
+    ws_kernel_src *ks = NULL;
+    /* sm_90 PTX (the H100's); the runtime emits for the device it finds */
+    if (ws_stem_kernels(n_mels, d, p, 9, 0, &ks, err))
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < WS_K_COUNT && !rc; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.ptx", dir, ks[i].name);
+        FILE *f = fopen(path, "w");
+        if (!f || fputs(ks[i].ptx, f) < 0) {
+            rc = ws_errf(err, "cannot write %s", path);
+        }
+        if (f && fclose(f) && !rc)
+            rc = ws_errf(err, "cannot write %s", path);
+    }
+    ws_stem_kernels_free(ks);
+    return rc;
+}

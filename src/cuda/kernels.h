@@ -1,0 +1,70 @@
+/* kernels.h - the PTX kernels of the GPU stem, emitted per shape and
+ * precision. Every kernel is a standalone PTX module (one .entry).
+ *
+ * The stem on the GPU (n_win windows, T = n_frames, C = n_mels, D = d):
+ *   ws_mel_t   mel [n_win][C][T] f32  ->  xt [n_win][T][C] elem
+ *              (elem: f32; f32 rounded to tf32 (cvt.rna); bf16; f16)
+ *   ws_conv1   xt -> h1 [n_win][T][D] elem      gelu(conv1), stride 1
+ *   ws_conv2   h1 -> out [n_win][T2][D] f32     gelu(conv2) (+ pos), stride 2
+ * Both convs are one kernel emitter: an implicit GEMM, time-major,
+ *   Y[t][o] = act(b[o] + sum_{k<3} sum_{i<Cin} X[s*t + k - 1][i] * W[o][i][k])
+ *   A[t][k*Cin + i] = X[s*t + k - 1][i]  (zero outside [0, T_in): padding 1)
+ *   B[k*Cin + i][o] = W[o][i][k]         packed on the host (ws_pack_weights)
+ * Grid: x = D / BN tiles of outputs, y = ceil(T_out / BM) tiles of time,
+ * z = windows. Precision fp32: FFMA with shared-memory tiles and register
+ * blocking (kernels_ffma.c); tf32/bf16/fp16: mma.sync with f32 accumulation
+ * (kernels_mma.c). Tested by tests/test_ptx.c (ptxas, no spills) and
+ * tests/test_gpu.c (against the float64 oracle).
+ */
+#ifndef WS_CUDA_KERNELS_H
+#define WS_CUDA_KERNELS_H
+
+#include "../common.h"
+#include "gpu.h"
+#include "ptx_emit.h"
+
+/* Kernel slots, in the order ws_stem_kernels returns them. Each conv comes in
+ * a large tile (many windows) and a small tile (few windows, more blocks). */
+enum { WS_K_MEL_T = 0, WS_K_CONV1_L, WS_K_CONV1_S, WS_K_CONV2_L, WS_K_CONV2_S, WS_K_GELU, WS_K_COUNT };
+
+typedef struct {
+    char name[48];   /* entry name, also the file name in --dump-ptx */
+    char *ptx;       /* standalone module text (malloc'd) */
+    int threads;     /* block size (x) */
+    int smem;        /* dynamic shared memory bytes (0: static only) */
+    int bm, bn;      /* output tile: time rows x channels (convs only) */
+} ws_kernel_src;
+
+/* What a conv kernel computes. */
+typedef struct {
+    int cin, cout, stride;     /* kernel 3, padding 1 */
+    ws_precision prec;
+    int last;                  /* conv2: f32 output, + pos when pos != 0 */
+    int small;                 /* small-tile variant */
+} ws_conv_spec;
+
+/* Emits all WS_K_COUNT kernels for (n_mels, d, p) and a compute capability.
+ * *out is a malloc'd array of WS_K_COUNT entries; free with ws_stem_kernels_free. */
+int ws_stem_kernels(int n_mels, int d, ws_precision p, int cc_major, int cc_minor,
+                    ws_kernel_src **out, ws_err *err);
+void ws_stem_kernels_free(ws_kernel_src *k);
+
+/* Element size in bytes of the activations/weights a precision computes with. */
+int ws_prec_elem_bytes(ws_precision p);
+
+/* Packs w [cout][cin][3] for the conv kernels of precision p into dst:
+ *   fp32:            B[k*cin + i][o] f32           (K-major rows, FFMA tiles)
+ *   tf32/bf16/fp16:  Bt[o][k*cin + i] elem         (o-major rows for ldmatrix)
+ * tf32 values are rounded to nearest, ties away (cvt.rna). dst holds
+ * 3*cin*cout elements of ws_prec_elem_bytes(p) bytes. */
+void ws_pack_weights(const float *w, int cin, int cout, ws_precision p, void *dst);
+
+/* Per-kind emitters (kernels_ffma.c, kernels_mma.c, kernels_misc.c). Each
+ * appends one .entry to mod and fills name/threads/smem/bm/bn. Return 0 or -1
+ * with err when the shape is unsupported. */
+int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, ws_err *err);
+int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, ws_err *err);
+void ws_emit_mel_t(ptx_buf *mod, int cin, ws_precision p, ws_kernel_src *info);
+void ws_emit_gelu_grid(ptx_buf *mod, ws_kernel_src *info);
+
+#endif

@@ -1,0 +1,350 @@
+/* kernels_ffma.c - fp32 conv1d + bias + exact GELU (+ pos) as a tiled FFMA
+ * implicit GEMM (the contract and layouts: kernels.h).
+ *
+ * Block tile BM x BN outputs (time rows x channels), K step BK; threads
+ * TY x TX with TY = BM/TM, TX = BN/TN, each owning TM x TN accumulators in
+ * groups of 4x4: rows g*4*TY + 4*ty + r, cols h*4*TX + 4*tx + c, so that
+ * every shared-memory read is a 16-byte vector and a warp reads 2 A vectors
+ * (broadcast) and 16 consecutive B vectors.
+ *   large: 128 x 128, BK 8,  8x8 per thread, 256 threads
+ *   small:  64 x  64, BK 16, 4x4 per thread, 256 threads
+ * Shared memory, double-buffered (one barrier per K step):
+ *   As[2][BK][BM+4]  A transposed (time contiguous); +4 floats per row keep
+ *                    the transposing stores of a warp on distinct banks
+ *   Bs[2][BK][BN]    weights, B[kk][o]
+ * Global loads per K step: A as float4 along channels of one time row
+ * (X[s*t + k - 1][i0 .. i0+3], zero when the row is outside [0, T_in) or
+ * t >= T_out), B as float4 along o. The next step's tile is loaded into
+ * registers while this one is multiplied, then stored to the other buffer.
+ * Tap k and channel offset i0 of tile kt: kt*BK = k*Cin + i0 (Cin % BK == 0).
+ * Accumulation: float32 FFMA in K order. Tested by tests/test_gpu.c
+ * (stem_fp32_matches_oracle_*) and tests/test_ptx.c (ptxas, no spills).
+ */
+#include <stdio.h>
+
+#include "gelu_ptx.h"
+#include "kernels.h"
+
+typedef struct { int bm, bn, bk, tm, tn; } ffma_tile;
+
+static const ffma_tile TILE_LARGE = { 128, 128, 8, 8, 8 };
+static const ffma_tile TILE_SMALL = { 64, 64, 16, 4, 4 };
+
+#define I(...) ptx_ins(b, __VA_ARGS__)
+
+static int ilog2(int v)
+{
+    int l = 0;
+    while ((1 << l) < v)
+        l++;
+    return l;
+}
+
+int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, ws_err *err)
+{
+    const ffma_tile T = s->small ? TILE_SMALL : TILE_LARGE;
+    const int TX = T.bn / T.tn, TY = T.bm / T.tm, NT = TX * TY;
+    const int GM = T.tm / 4, GN = T.tn / 4;   /* 4x4 groups per thread */
+    const int C = s->cin, N = s->cout, KT = 3 * C / T.bk;
+    const int AS = T.bm + 4;                  /* As row stride (floats) */
+    const int A_BYTES = T.bk * AS * 4, B_BYTES = T.bk * T.bn * 4, STAGE = A_BYTES + B_BYTES;
+    const int NA = T.bm * T.bk / 4 / NT, NB = T.bk * T.bn / 4 / NT; /* float4 loads per thread */
+    if (C % T.bk || N % T.bn || NA < 1 || NB < 1)
+        return ws_errf(err, "fp32 conv: unsupported shape cin %d cout %d (cin %% %d, cout %% %d)", C,
+                       N, T.bk, T.bn);
+
+    snprintf(info->name, sizeof info->name, "ws_conv%d_fp32_%s", s->last ? 2 : 1,
+             s->small ? "s" : "l");
+    info->threads = NT;
+    info->smem = 0;
+    info->bm = T.bm;
+    info->bn = T.bn;
+
+    ptx_buf kb, *b = &kb;
+    ptx_init(b);
+    ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE);
+    ptx_comment(b, "y[t][o] = gelu(b[o] + sum_k sum_i x[%d*t + k - 1][i] * w[o][i][k])%s; "
+                   "cin %d, cout %d, tile %dx%d, BK %d, %dx%d per thread",
+                s->stride, s->last ? " (+ pos[t][o])" : "", C, N, T.bm, T.bn, T.bk, T.tm, T.tn);
+
+    ptx_section(b, "parameters and block coordinates");
+    preg px = ptx_reg(b, PTX_B64), pw = ptx_reg(b, PTX_B64), pbias = ptx_reg(b, PTX_B64);
+    preg ppos = ptx_reg(b, PTX_B64), py = ptx_reg(b, PTX_B64);
+    preg tin = ptx_reg(b, PTX_B32), tout = ptx_reg(b, PTX_B32);
+    I("ld.param.u64 %s, [p_x]", px.n);
+    I("ld.param.u64 %s, [p_w]", pw.n);
+    I("ld.param.u64 %s, [p_bias]", pbias.n);
+    I("ld.param.u64 %s, [p_pos]", ppos.n);
+    I("ld.param.u64 %s, [p_y]", py.n);
+    I("ld.param.u32 %s, [p_tin]", tin.n);
+    I("ld.param.u32 %s, [p_tout]", tout.n);
+    I("cvta.to.global.u64 %s, %s", px.n, px.n);
+    I("cvta.to.global.u64 %s, %s", pw.n, pw.n);
+    I("cvta.to.global.u64 %s, %s", pbias.n, pbias.n);
+    preg haspos = ptx_reg(b, PTX_PRED);
+    I("setp.ne.u64 %s, %s, 0", haspos.n, ppos.n);
+    I("cvta.to.global.u64 %s, %s", ppos.n, ppos.n);
+    I("cvta.to.global.u64 %s, %s", py.n, py.n);
+    preg tid = ptx_reg(b, PTX_B32), n0 = ptx_reg(b, PTX_B32), t0 = ptx_reg(b, PTX_B32);
+    preg win = ptx_reg(b, PTX_B32), tx = ptx_reg(b, PTX_B32), ty = ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("mov.u32 %s, %%ctaid.x", n0.n);
+    I("shl.b32 %s, %s, %d", n0.n, n0.n, ilog2(T.bn));
+    I("mov.u32 %s, %%ctaid.y", t0.n);
+    I("shl.b32 %s, %s, %d", t0.n, t0.n, ilog2(T.bm));
+    I("mov.u32 %s, %%ctaid.z", win.n);
+    I("and.b32 %s, %s, %d", tx.n, tid.n, TX - 1);
+    I("shr.u32 %s, %s, %d", ty.n, tid.n, ilog2(TX));
+    preg sbase = ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, smem", sbase.n);
+    /* x of this window: x + win * T_in * C floats */
+    preg xw = ptx_reg(b, PTX_B64), tmp = ptx_reg(b, PTX_B32);
+    I("mul.lo.u32 %s, %s, %s", tmp.n, win.n, tin.n);
+    I("mul.wide.u32 %s, %s, %d", xw.n, tmp.n, C * 4);
+    I("add.u64 %s, %s, %s", xw.n, xw.n, px.n);
+
+    ptx_section(b, "per-thread load addresses");
+    preg arow[4], aok[4], aq[4], ast[4];
+    for (int j = 0; j < NA; j++) {
+        /* chunk c = tid + j*NT: time row m = c / (BK/4), channel quad q = c % (BK/4) */
+        preg c = ptx_reg(b, PTX_B32), m = ptx_reg(b, PTX_B32), q = ptx_reg(b, PTX_B32);
+        preg t = ptx_reg(b, PTX_B32);
+        arow[j] = ptx_reg(b, PTX_B32);
+        aok[j] = ptx_reg(b, PTX_PRED);
+        aq[j] = ptx_reg(b, PTX_B64);
+        ast[j] = ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %d", c.n, tid.n, j * NT);
+        I("shr.u32 %s, %s, %d", m.n, c.n, ilog2(T.bk / 4));
+        I("and.b32 %s, %s, %d", q.n, c.n, T.bk / 4 - 1);
+        I("add.u32 %s, %s, %s", t.n, t0.n, m.n);
+        I("setp.lt.u32 %s, %s, %s", aok[j].n, t.n, tout.n);
+        ptx_comment(b, "input row of tap 0: %d*t - 1", s->stride);
+        I("mad.lo.u32 %s, %s, %d, -1", arow[j].n, t.n, s->stride);
+        I("mul.wide.u32 %s, %s, 16", aq[j].n, q.n);
+        I("add.u64 %s, %s, %s", aq[j].n, aq[j].n, xw.n);
+        ptx_comment(b, "As[q*4][m] (bytes)");
+        I("mad.lo.u32 %s, %s, %d, %s", ast[j].n, q.n, 4 * AS * 4, sbase.n);
+        I("mad.lo.u32 %s, %s, 4, %s", ast[j].n, m.n, ast[j].n);
+    }
+    preg bg[4], bst[4];
+    for (int j = 0; j < NB; j++) {
+        /* chunk c: weight row kk = c / (BN/4), column quad n4 = c % (BN/4) */
+        preg c = ptx_reg(b, PTX_B32), kk = ptx_reg(b, PTX_B32), n4 = ptx_reg(b, PTX_B32);
+        preg off = ptx_reg(b, PTX_B32);
+        bg[j] = ptx_reg(b, PTX_B64);
+        bst[j] = ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %d", c.n, tid.n, j * NT);
+        I("shr.u32 %s, %s, %d", kk.n, c.n, ilog2(T.bn / 4));
+        I("and.b32 %s, %s, %d", n4.n, c.n, T.bn / 4 - 1);
+        I("shl.b32 %s, %s, 2", n4.n, n4.n);
+        I("mad.lo.u32 %s, %s, %d, %s", off.n, kk.n, N, n4.n);
+        I("add.u32 %s, %s, %s", off.n, off.n, n0.n);
+        I("mul.wide.u32 %s, %s, 4", bg[j].n, off.n);
+        I("add.u64 %s, %s, %s", bg[j].n, bg[j].n, pw.n);
+        I("mad.lo.u32 %s, %s, %d, %s", bst[j].n, kk.n, T.bn * 4, sbase.n);
+        I("mad.lo.u32 %s, %s, 4, %s", bst[j].n, n4.n, bst[j].n);
+        I("add.u32 %s, %s, %d", bst[j].n, bst[j].n, A_BYTES);
+    }
+    /* read addresses: As[kk][4*ty], Bs[kk][4*tx] */
+    preg ard = ptx_reg(b, PTX_B32), brd = ptx_reg(b, PTX_B32);
+    I("mad.lo.u32 %s, %s, 16, %s", ard.n, ty.n, sbase.n);
+    I("mad.lo.u32 %s, %s, 16, %s", brd.n, tx.n, sbase.n);
+    I("add.u32 %s, %s, %d", brd.n, brd.n, A_BYTES);
+
+    /* tile counters: tap k and channel offset i0 of the tile being loaded */
+    preg lk = ptx_reg(b, PTX_B32), li0 = ptx_reg(b, PTX_B32);
+    preg av[4][4], bv[4][4];
+    for (int j = 0; j < NA; j++)
+        for (int e = 0; e < 4; e++)
+            av[j][e] = ptx_reg(b, PTX_F32);
+    for (int j = 0; j < NB; j++)
+        for (int e = 0; e < 4; e++)
+            bv[j][e] = ptx_reg(b, PTX_F32);
+    preg acc[8][8];
+    for (int r = 0; r < T.tm; r++)
+        for (int c = 0; c < T.tn; c++)
+            acc[r][c] = ptx_reg(b, PTX_F32);
+    preg fa[8], fb[8];
+    for (int r = 0; r < T.tm; r++)
+        fa[r] = ptx_reg(b, PTX_F32);
+    for (int c = 0; c < T.tn; c++)
+        fb[c] = ptx_reg(b, PTX_F32);
+
+    /* emits: global loads of the tile (lk, li0) into av/bv, then advances */
+    #define EMIT_GLOAD()                                                                   \
+        do {                                                                               \
+            for (int j = 0; j < NA; j++) {                                                 \
+                preg row = ptx_reg(b, PTX_B32), off = ptx_reg(b, PTX_B32);                 \
+                preg ok = ptx_reg(b, PTX_PRED), ga = ptx_reg(b, PTX_B64);                  \
+                I("add.u32 %s, %s, %s", row.n, arow[j].n, lk.n);                           \
+                I("setp.lt.u32 %s, %s, %s", ok.n, row.n, tin.n);                           \
+                I("and.pred %s, %s, %s", ok.n, ok.n, aok[j].n);                            \
+                I("mad.lo.u32 %s, %s, %d, %s", off.n, row.n, C, li0.n);                    \
+                I("mad.wide.u32 %s, %s, 4, %s", ga.n, off.n, aq[j].n);                     \
+                for (int e = 0; e < 4; e++)                                                \
+                    I("mov.f32 %s, 0f00000000", av[j][e].n);                               \
+                I("@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s]", ok.n, av[j][0].n,      \
+                  av[j][1].n, av[j][2].n, av[j][3].n, ga.n);                               \
+            }                                                                              \
+            for (int j = 0; j < NB; j++) {                                                 \
+                I("ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s]", bv[j][0].n, bv[j][1].n,    \
+                  bv[j][2].n, bv[j][3].n, bg[j].n);                                        \
+                I("add.u64 %s, %s, %d", bg[j].n, bg[j].n, T.bk * N * 4);                   \
+            }                                                                              \
+            preg wrap = ptx_reg(b, PTX_PRED);                                              \
+            I("add.u32 %s, %s, %d", li0.n, li0.n, T.bk);                                   \
+            I("setp.eq.u32 %s, %s, %d", wrap.n, li0.n, C);                                 \
+            I("selp.u32 %s, 0, %s, %s", li0.n, li0.n, wrap.n);                             \
+            I("selp.u32 %s, 1, 0, %s", tmp.n, wrap.n);                                     \
+            I("add.u32 %s, %s, %s", lk.n, lk.n, tmp.n);                                    \
+        } while (0)
+    /* emits: av/bv -> shared stage at byte offset `so` (a register) */
+    #define EMIT_SSTORE(so)                                                                \
+        do {                                                                               \
+            for (int j = 0; j < NA; j++) {                                                 \
+                preg a = ptx_reg(b, PTX_B32);                                              \
+                I("add.u32 %s, %s, %s", a.n, ast[j].n, (so).n);                            \
+                for (int e = 0; e < 4; e++)                                                \
+                    I("st.shared.f32 [%s+%d], %s", a.n, e * AS * 4, av[j][e].n);           \
+            }                                                                              \
+            for (int j = 0; j < NB; j++) {                                                 \
+                preg a = ptx_reg(b, PTX_B32);                                              \
+                I("add.u32 %s, %s, %s", a.n, bst[j].n, (so).n);                            \
+                I("st.shared.v4.f32 [%s], {%s, %s, %s, %s}", a.n, bv[j][0].n, bv[j][1].n,  \
+                  bv[j][2].n, bv[j][3].n);                                                 \
+            }                                                                              \
+        } while (0)
+
+    ptx_section(b, "prologue: tile 0 into stage 0");
+    preg cur = ptx_reg(b, PTX_B32), nxt = ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, 0", lk.n);
+    I("mov.u32 %s, 0", li0.n);
+    I("mov.u32 %s, 0", cur.n);
+    for (int r = 0; r < T.tm; r++)
+        for (int c = 0; c < T.tn; c++)
+            I("mov.f32 %s, 0f00000000", acc[r][c].n);
+    EMIT_GLOAD();
+    EMIT_SSTORE(cur);
+    I("bar.sync 0");
+
+    ptx_section(b, "main loop over K tiles");
+    plabel top = ptx_label_new(b, "ktile"), noload = ptx_label_new(b, "nolast");
+    plabel nostore = ptx_label_new(b, "nostore");
+    preg more = ptx_reg(b, PTX_PRED);
+    ptx_label(b, top);
+    ptx_comment(b, "(lk, li0) name the next tile to load; all %d are loaded when lk reaches 3", KT);
+    I("setp.lt.u32 %s, %s, 3", more.n, lk.n);
+    I("@!%s bra.uni %s", more.n, noload.n);
+    ptx_comment(b, "prefetch tile kt+1 into registers");
+    EMIT_GLOAD();
+    ptx_label(b, noload);
+    ptx_comment(b, "multiply the tile in stage `cur`: %d steps of %d FFMA", T.bk, T.tm * T.tn);
+    preg ra = ptx_reg(b, PTX_B32), rb = ptx_reg(b, PTX_B32);
+    I("add.u32 %s, %s, %s", ra.n, ard.n, cur.n);
+    I("add.u32 %s, %s, %s", rb.n, brd.n, cur.n);
+    for (int kk = 0; kk < T.bk; kk++) {
+        for (int g = 0; g < GM; g++)
+            I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", fa[4 * g].n, fa[4 * g + 1].n,
+              fa[4 * g + 2].n, fa[4 * g + 3].n, ra.n, (kk * AS + g * 4 * TY) * 4);
+        for (int h = 0; h < GN; h++)
+            I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", fb[4 * h].n, fb[4 * h + 1].n,
+              fb[4 * h + 2].n, fb[4 * h + 3].n, rb.n, (kk * T.bn + h * 4 * TX) * 4);
+        for (int r = 0; r < T.tm; r++)
+            for (int c = 0; c < T.tn; c++)
+                I("fma.rn.f32 %s, %s, %s, %s", acc[r][c].n, fa[r].n, fb[c].n, acc[r][c].n);
+    }
+    I("@!%s bra.uni %s", more.n, nostore.n);
+    I("sub.u32 %s, %d, %s", nxt.n, STAGE, cur.n);
+    EMIT_SSTORE(nxt);
+    I("mov.u32 %s, %s", cur.n, nxt.n);
+    ptx_label(b, nostore);
+    I("bar.sync 0");
+    I("@%s bra.uni %s", more.n, top.n);
+    #undef EMIT_GLOAD
+    #undef EMIT_SSTORE
+
+    ptx_section(b, "epilogue: + bias, gelu, + pos, store time-major");
+    ptx_comment(b, "pointers and coordinates re-read here so they hold no register in the loop");
+    {
+        preg pb2 = ptx_reg(b, PTX_B64), pp2 = ptx_reg(b, PTX_B64), py2 = ptx_reg(b, PTX_B64);
+        preg to2 = ptx_reg(b, PTX_B32), tid2 = ptx_reg(b, PTX_B32);
+        I("ld.param.u64 %s, [p_bias]", pb2.n);
+        I("ld.param.u64 %s, [p_pos]", pp2.n);
+        I("ld.param.u64 %s, [p_y]", py2.n);
+        I("ld.param.u32 %s, [p_tout]", to2.n);
+        I("cvta.to.global.u64 %s, %s", pbias.n, pb2.n);
+        I("cvta.to.global.u64 %s, %s", ppos.n, pp2.n);
+        I("cvta.to.global.u64 %s, %s", py.n, py2.n);
+        I("mov.u32 %s, %s", tout.n, to2.n);
+        I("mov.u32 %s, %%tid.x", tid2.n);
+        I("and.b32 %s, %s, %d", tx.n, tid2.n, TX - 1);
+        I("shr.u32 %s, %s, %d", ty.n, tid2.n, ilog2(TX));
+        I("mov.u32 %s, %%ctaid.x", n0.n);
+        I("shl.b32 %s, %s, %d", n0.n, n0.n, ilog2(T.bn));
+        I("mov.u32 %s, %%ctaid.y", t0.n);
+        I("shl.b32 %s, %s, %d", t0.n, t0.n, ilog2(T.bm));
+        I("mov.u32 %s, %%ctaid.z", win.n);
+    }
+    preg bias[8];
+    for (int h = 0; h < GN; h++) {
+        preg col = ptx_reg(b, PTX_B32), ga = ptx_reg(b, PTX_B64);
+        for (int e = 0; e < 4; e++)
+            bias[4 * h + e] = ptx_reg(b, PTX_F32);
+        I("mad.lo.u32 %s, %s, 4, %s", col.n, tx.n, n0.n);
+        I("add.u32 %s, %s, %d", col.n, col.n, h * 4 * TX);
+        I("mad.wide.u32 %s, %s, 4, %s", ga.n, col.n, pbias.n);
+        I("ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s]", bias[4 * h].n, bias[4 * h + 1].n,
+          bias[4 * h + 2].n, bias[4 * h + 3].n, ga.n);
+    }
+    /* out row base: (win*T_out + t0 + 4*ty) * N + n0 + 4*tx */
+    preg orow = ptx_reg(b, PTX_B32), tb = ptx_reg(b, PTX_B32);
+    I("mad.lo.u32 %s, %s, 4, %s", tb.n, ty.n, t0.n);
+    I("mad.lo.u32 %s, %s, %s, %s", orow.n, win.n, tout.n, tb.n);
+    preg col0 = ptx_reg(b, PTX_B32);
+    I("mad.lo.u32 %s, %s, 4, %s", col0.n, tx.n, n0.n);
+    for (int g = 0; g < GM; g++) {
+        for (int r = 0; r < 4; r++) {
+            const int row = g * 4 * TY + r;     /* + 4*ty */
+            preg t = ptx_reg(b, PTX_B32), ok = ptx_reg(b, PTX_PRED), pok = ptx_reg(b, PTX_PRED);
+            preg oi = ptx_reg(b, PTX_B32), ga = ptx_reg(b, PTX_B64);
+            preg pi = ptx_reg(b, PTX_B32), pa = ptx_reg(b, PTX_B64);
+            I("add.u32 %s, %s, %d", t.n, tb.n, row);
+            I("setp.lt.u32 %s, %s, %s", ok.n, t.n, tout.n);
+            I("and.pred %s, %s, %s", pok.n, ok.n, haspos.n);
+            I("add.u32 %s, %s, %d", oi.n, orow.n, row);
+            I("mad.lo.u32 %s, %s, %d, %s", oi.n, oi.n, N, col0.n);
+            I("mul.wide.u32 %s, %s, 4", ga.n, oi.n);
+            I("add.u64 %s, %s, %s", ga.n, ga.n, py.n);
+            I("mad.lo.u32 %s, %s, %d, %s", pi.n, t.n, N, col0.n);
+            I("mul.wide.u32 %s, %s, 4", pa.n, pi.n);
+            I("add.u64 %s, %s, %s", pa.n, pa.n, ppos.n);
+            for (int h = 0; h < GN; h++) {
+                preg v[4], pv[4];
+                for (int e = 0; e < 4; e++) {
+                    v[e] = ptx_reg(b, PTX_F32);
+                    pv[e] = ptx_reg(b, PTX_F32);
+                    I("add.f32 %s, %s, %s", v[e].n, acc[4 * g + r][4 * h + e].n, bias[4 * h + e].n);
+                    ws_gelu_emit(b, v[e].n, v[e].n);
+                }
+                if (s->last) {
+                    for (int e = 0; e < 4; e++)
+                        I("mov.f32 %s, 0f00000000", pv[e].n);
+                    I("@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d]", pok.n, pv[0].n, pv[1].n,
+                      pv[2].n, pv[3].n, pa.n, h * 4 * TX * 4);
+                    for (int e = 0; e < 4; e++)
+                        I("add.f32 %s, %s, %s", v[e].n, v[e].n, pv[e].n);
+                }
+                I("@%s st.global.v4.f32 [%s+%d], {%s, %s, %s, %s}", ok.n, ga.n, h * 4 * TX * 4,
+                  v[0].n, v[1].n, v[2].n, v[3].n);
+            }
+        }
+    }
+    I("ret");
+    ptx_kernel_end(b, mod,
+                   info->name,
+                   "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_bias,\n"
+                   "\t.param .u64 p_pos,\n\t.param .u64 p_y,\n\t.param .u32 p_tin,\n"
+                   "\t.param .u32 p_tout",
+                   NT, 2);
+    return 0;
+}

@@ -1,0 +1,142 @@
+/* kernels_misc.c - the small kernels around the convs.
+ *
+ * ws_mel_t_<p>: transpose and convert the log-Mel for the conv kernels,
+ *   xt[w][t][i] = cvt(mel[w][i][t]),  mel [n_win][C][T] f32,  xt [n_win][T][C]
+ *   through a 32 x 33 float shared tile (the +1 column keeps the transposed
+ *   reads on distinct banks); block 32 x 8 threads, each moving 4 values;
+ *   grid (ceil(T/32), ceil(C/32), n_win). cvt: none (fp32), cvt.rna.tf32.f32
+ *   (tf32), cvt.rn.bf16.f32, cvt.rn.f16.f32.
+ * ws_gelu_grid: y[i] = gelu(x[i]) for i < n, 256 threads a block; exists so
+ *   that tests/test_gpu.c (gelu_ptx_matches_double) can hold the PTX GELU to
+ *   its stated error on a dense grid.
+ */
+#include <stdio.h>
+
+#include "gelu_ptx.h"
+#include "kernels.h"
+
+#define I(...) ptx_ins(b, __VA_ARGS__)
+
+void ws_emit_mel_t(ptx_buf *mod, int cin, ws_precision p, ws_kernel_src *info)
+{
+    const int es = ws_prec_elem_bytes(p);
+    snprintf(info->name, sizeof info->name, "ws_mel_t_%s", ws_precision_name(p));
+    info->threads = 256;
+    info->smem = 0;
+    info->bm = info->bn = 0;
+    ptx_buf kb, *b = &kb;
+    ptx_init(b);
+    ptx_raw(b, "\t.shared .align 4 .b8 tile[%d];\n", 32 * 33 * 4);
+    ptx_comment(b, "xt[w][t][i] = %s(mel[w][i][t]), C = %d", p == WS_PREC_FP32 ? "" : "cvt", cin);
+    preg pm = ptx_reg(b, PTX_B64), pxt = ptx_reg(b, PTX_B64), T = ptx_reg(b, PTX_B32);
+    I("ld.param.u64 %s, [p_mel]", pm.n);
+    I("ld.param.u64 %s, [p_xt]", pxt.n);
+    I("ld.param.u32 %s, [p_t]", T.n);
+    I("cvta.to.global.u64 %s, %s", pm.n, pm.n);
+    I("cvta.to.global.u64 %s, %s", pxt.n, pxt.n);
+    preg tid = ptx_reg(b, PTX_B32), tx = ptx_reg(b, PTX_B32), ty = ptx_reg(b, PTX_B32);
+    preg tb = ptx_reg(b, PTX_B32), ib = ptx_reg(b, PTX_B32), w = ptx_reg(b, PTX_B32);
+    preg sb = ptx_reg(b, PTX_B32), wbase = ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("and.b32 %s, %s, 31", tx.n, tid.n);
+    I("shr.u32 %s, %s, 5", ty.n, tid.n);
+    I("mov.u32 %s, %%ctaid.x", tb.n);
+    I("shl.b32 %s, %s, 5", tb.n, tb.n);
+    I("mov.u32 %s, %%ctaid.y", ib.n);
+    I("shl.b32 %s, %s, 5", ib.n, ib.n);
+    I("mov.u32 %s, %%ctaid.z", w.n);
+    I("mov.u32 %s, tile", sb.n);
+    I("mul.lo.u32 %s, %s, %s", wbase.n, w.n, T.n);
+    I("mul.lo.u32 %s, %s, %d", wbase.n, wbase.n, cin);   /* w*T*C: same for both layouts */
+    ptx_section(b, "read 4 rows of channels, time contiguous");
+    preg t = ptx_reg(b, PTX_B32), tok = ptx_reg(b, PTX_PRED);
+    I("add.u32 %s, %s, %s", t.n, tb.n, tx.n);
+    I("setp.lt.u32 %s, %s, %s", tok.n, t.n, T.n);
+    for (int j = 0; j < 4; j++) {
+        preg i = ptx_reg(b, PTX_B32), ok = ptx_reg(b, PTX_PRED), off = ptx_reg(b, PTX_B32);
+        preg ga = ptx_reg(b, PTX_B64), v = ptx_reg(b, PTX_F32), sa = ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %s", i.n, ib.n, ty.n);
+        I("add.u32 %s, %s, %d", i.n, i.n, 8 * j);
+        I("setp.lt.u32 %s, %s, %d", ok.n, i.n, cin);
+        I("and.pred %s, %s, %s", ok.n, ok.n, tok.n);
+        I("mad.lo.u32 %s, %s, %s, %s", off.n, i.n, T.n, t.n);
+        I("add.u32 %s, %s, %s", off.n, off.n, wbase.n);
+        I("mul.wide.u32 %s, %s, 4", ga.n, off.n);
+        I("add.u64 %s, %s, %s", ga.n, ga.n, pm.n);
+        I("mov.f32 %s, 0f00000000", v.n);
+        I("@%s ld.global.nc.f32 %s, [%s]", ok.n, v.n, ga.n);
+        I("add.u32 %s, %s, %d", sa.n, ty.n, 8 * j);
+        I("mad.lo.u32 %s, %s, 33, %s", sa.n, sa.n, tx.n);
+        I("mad.lo.u32 %s, %s, 4, %s", sa.n, sa.n, sb.n);
+        I("st.shared.f32 [%s], %s", sa.n, v.n);
+    }
+    I("bar.sync 0");
+    ptx_section(b, "write 4 rows of time, channels contiguous");
+    preg i = ptx_reg(b, PTX_B32), iok = ptx_reg(b, PTX_PRED);
+    I("add.u32 %s, %s, %s", i.n, ib.n, tx.n);
+    I("setp.lt.u32 %s, %s, %d", iok.n, i.n, cin);
+    for (int j = 0; j < 4; j++) {
+        preg tt = ptx_reg(b, PTX_B32), ok = ptx_reg(b, PTX_PRED), off = ptx_reg(b, PTX_B32);
+        preg ga = ptx_reg(b, PTX_B64), v = ptx_reg(b, PTX_F32), sa = ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %s", tt.n, tb.n, ty.n);
+        I("add.u32 %s, %s, %d", tt.n, tt.n, 8 * j);
+        I("setp.lt.u32 %s, %s, %s", ok.n, tt.n, T.n);
+        I("and.pred %s, %s, %s", ok.n, ok.n, iok.n);
+        I("mad.lo.u32 %s, %s, 33, %s", sa.n, tx.n, ty.n);
+        I("add.u32 %s, %s, %d", sa.n, sa.n, 8 * j);
+        I("mad.lo.u32 %s, %s, 4, %s", sa.n, sa.n, sb.n);
+        I("ld.shared.f32 %s, [%s]", v.n, sa.n);
+        I("mad.lo.u32 %s, %s, %d, %s", off.n, tt.n, cin, i.n);
+        I("add.u32 %s, %s, %s", off.n, off.n, wbase.n);
+        I("mul.wide.u32 %s, %s, %d", ga.n, off.n, es);
+        I("add.u64 %s, %s, %s", ga.n, ga.n, pxt.n);
+        if (p == WS_PREC_FP32) {
+            I("@%s st.global.f32 [%s], %s", ok.n, ga.n, v.n);
+        } else if (p == WS_PREC_TF32) {
+            preg r = ptx_reg(b, PTX_B32);
+            I("cvt.rna.tf32.f32 %s, %s", r.n, v.n);
+            I("@%s st.global.b32 [%s], %s", ok.n, ga.n, r.n);
+        } else {
+            preg h = ptx_reg(b, PTX_B16);
+            I("cvt.rn.%s.f32 %s, %s", p == WS_PREC_BF16 ? "bf16" : "f16", h.n, v.n);
+            I("@%s st.global.b16 [%s], %s", ok.n, ga.n, h.n);
+        }
+    }
+    I("ret");
+    ptx_kernel_end(b, mod, info->name,
+                   "\t.param .u64 p_mel,\n\t.param .u64 p_xt,\n\t.param .u32 p_t", 256, 0);
+}
+
+void ws_emit_gelu_grid(ptx_buf *mod, ws_kernel_src *info)
+{
+    snprintf(info->name, sizeof info->name, "ws_gelu_grid");
+    info->threads = 256;
+    info->smem = 0;
+    info->bm = info->bn = 0;
+    ptx_buf kb, *b = &kb;
+    ptx_init(b);
+    ptx_comment(b, "y[i] = gelu(x[i]) for i < n");
+    preg px = ptx_reg(b, PTX_B64), py = ptx_reg(b, PTX_B64), n = ptx_reg(b, PTX_B32);
+    preg i = ptx_reg(b, PTX_B32), tmp = ptx_reg(b, PTX_B32), ok = ptx_reg(b, PTX_PRED);
+    preg v = ptx_reg(b, PTX_F32);
+    plabel done = ptx_label_new(b, "done");
+    I("ld.param.u64 %s, [p_x]", px.n);
+    I("ld.param.u64 %s, [p_y]", py.n);
+    I("ld.param.u32 %s, [p_n]", n.n);
+    I("cvta.to.global.u64 %s, %s", px.n, px.n);
+    I("cvta.to.global.u64 %s, %s", py.n, py.n);
+    I("mov.u32 %s, %%ctaid.x", i.n);
+    I("mov.u32 %s, %%tid.x", tmp.n);
+    I("mad.lo.u32 %s, %s, 256, %s", i.n, i.n, tmp.n);
+    I("setp.ge.u32 %s, %s, %s", ok.n, i.n, n.n);
+    I("@%s bra.uni %s", ok.n, done.n);
+    I("mad.wide.u32 %s, %s, 4, %s", px.n, i.n, px.n);
+    I("mad.wide.u32 %s, %s, 4, %s", py.n, i.n, py.n);
+    I("ld.global.f32 %s, [%s]", v.n, px.n);
+    ws_gelu_emit(b, v.n, v.n);
+    I("st.global.f32 [%s], %s", py.n, v.n);
+    ptx_label(b, done);
+    I("ret");
+    ptx_kernel_end(b, mod, info->name, "\t.param .u64 p_x,\n\t.param .u64 p_y,\n\t.param .u32 p_n",
+                   256, 0);
+}

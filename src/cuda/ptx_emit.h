@@ -1,0 +1,82 @@
+/* ptx_emit.h - a small assembler-listing writer for PTX kernels.
+ *
+ * Every kernel in whisper-stem is written with this API: registers come from
+ * per-class counters and are declared at the top of the kernel when it is
+ * finished, labels are numbered, instructions are printf-formatted lines,
+ * float constants are exact 0f bit patterns, and section comments keep the
+ * listing readable. Emission is a pure function of its inputs: the same
+ * calls give byte-identical text. The buffer's error flag is sticky: after
+ * an allocation failure or a misuse every later call is a no-op and
+ * ptx_take() returns NULL with the first reason.
+ *
+ * Usage:
+ *   ptx_buf k; ptx_init(&k);
+ *   preg x = ptx_reg(&k, PTX_F32);
+ *   ptx_ins(&k, "mov.f32 %s, %s", x.n, ptx_f32(1.5f).s);
+ *   ptx_module_begin(&mod, 9, 0);                 // .version/.target from the CC
+ *   ptx_kernel_end(&k, &mod, "name", "\t.param .u64 p0", 256, 0);
+ *   char *text = ptx_take(&mod, why, sizeof why);
+ * Tested by tests/test_ptx.c (emitter_is_deterministic, emitter_error_is_sticky, ...).
+ */
+#ifndef WS_CUDA_PTX_EMIT_H
+#define WS_CUDA_PTX_EMIT_H
+
+#include <stddef.h>
+
+typedef enum { PTX_PRED = 0, PTX_B16, PTX_B32, PTX_B64, PTX_F32, PTX_NCLASS } ptx_rclass;
+
+typedef struct { char n[16]; } preg;   /* register name, e.g. "%f12" */
+typedef struct { char n[40]; } plabel; /* label name, e.g. "$Lktile_3" */
+typedef struct { char s[16]; } pimm;   /* immediate text, e.g. "0f3F800000" */
+
+typedef struct {
+    char *text;
+    size_t len, cap;
+    int err;            /* sticky */
+    char why[160];      /* first failure */
+    int nreg[PTX_NCLASS];
+    int nlabel;
+} ptx_buf;
+
+void ptx_init(ptx_buf *b);
+void ptx_free(ptx_buf *b);
+
+/* Marks the buffer failed (first reason kept). */
+void ptx_fail(ptx_buf *b, const char *why);
+
+/* Appends formatted text as is. */
+void ptx_raw(ptx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One instruction: tab, text, ";\n". */
+void ptx_ins(ptx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "\t// text\n" */
+void ptx_comment(ptx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A blank line and "\t// ---- title ----". */
+void ptx_section(ptx_buf *b, const char *title);
+
+preg ptx_reg(ptx_buf *b, ptx_rclass c);
+plabel ptx_label_new(ptx_buf *b, const char *stem);
+void ptx_label(ptx_buf *b, plabel l);
+
+/* Exact bit patterns: ptx_f32(1.0f).s == "0f3F800000". */
+pimm ptx_f32(float v);
+
+/* .version / .target for a compute capability (8.0 and later; newer than the
+ * newest known one get sm_90 PTX, which the driver JIT-compiles forward).
+ * Returns 0, or -1 for capabilities below 8.0. */
+int ptx_target_for(int cc_major, int cc_minor, char version[8], char target[16]);
+
+/* Starts a module: header comment, .version, .target, .address_size 64. */
+void ptx_module_begin(ptx_buf *mod, int cc_major, int cc_minor, const char *title);
+
+/* Wraps kernel body k into mod as ".visible .entry name(params) .maxntid n"
+ * (and ".minnctapersm min_blocks" when min_blocks > 0, which caps registers
+ * so that many blocks fit on a multiprocessor) with the register
+ * declarations its counters call for; frees k's text. A failure of k
+ * propagates to mod. */
+void ptx_kernel_end(ptx_buf *k, ptx_buf *mod, const char *name, const char *params, int maxntid,
+                    int min_blocks);
+
+/* Hands the text over (caller frees) and resets b; NULL with why on error. */
+char *ptx_take(ptx_buf *b, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,278 @@
+/* test_gpu.c - the GPU stem against the float64 oracle (tests/oracle.c) and
+ * against the CPU stem, for every precision, on the tiny (80 -> 384) and
+ * large-v3 (128 -> 1280) shapes, odd lengths and 1 to 64 windows a launch.
+ *
+ * Bounds (SPEC.md, "Accuracy"): fp32 rel L2 <= 1e-5 and max |err| <= 1e-4;
+ * tf32 rel L2 <= 2e-3; bf16 / fp16 rel L2 <= 1e-2 (inputs and weights
+ * rounded to the type, products exact, float32 accumulation). Outputs are
+ * poisoned with NaN on the host and on the device before each run, so an
+ * element no kernel writes fails. Windows hold distinct data, so a mix-up of
+ * windows fails too. Without a driver or device every test skips, saying why.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv/stem.h"
+#include "cuda/driver.h"
+#include "cuda/gelu_ptx.h"
+#include "cuda/gpu_internal.h"
+#include "helpers.h"
+#include "model.h"
+#include "oracle.h"
+
+static const double REL_L2_BOUND[] = { 1e-5, 2e-3, 1e-2, 1e-2 }; /* by ws_precision */
+#define FP32_MAX_ABS 1e-4
+
+/* ws_gpu_new, or skip when this machine has no driver or no device. */
+static ws_gpu *gpu_or_skip(const ws_model *m, ws_precision p)
+{
+    ws_err e = { "" };
+    ws_gpu *g = ws_gpu_new(m, p, &e);
+    if (!g && (strstr(e.msg, "no CUDA driver") || strstr(e.msg, "no CUDA device") ||
+               strstr(e.msg, "CUDA_ERROR_NO_DEVICE")))
+        cr_skip_test("no CUDA driver/device: %s", e.msg);
+    cr_assert_not_null(g, "ws_gpu_new(%s): %s", ws_precision_name(p), e.msg);
+    ws_gpu_set_poison(g, 1);
+    return g;
+}
+
+static float *random_mel(int n_win, int n_mels, int n_frames, uint64_t seed)
+{
+    size_t n = (size_t)n_win * n_mels * n_frames;
+    float *m = malloc(n * sizeof *m);
+    cr_assert_not_null(m);
+    ws_rng r = { seed };
+    for (size_t i = 0; i < n; i++)   /* the range of a normalised log-Mel */
+        m[i] = (float)(ws_rng_uniform(&r) * 2.5 - 1.0);
+    return m;
+}
+
+static float *nan_buffer(size_t n)
+{
+    float *p = malloc(n * sizeof *p);
+    cr_assert_not_null(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = NAN;
+    return p;
+}
+
+/* One case: n_win windows of n_frames through every precision; the oracle
+ * checks the windows in `check` (first, middle, last), the CPU stem all. */
+static void run_case(int n_mels, int d, int n_win, int n_frames, int add_pos, int oracle_all)
+{
+    ws_model m;
+    ws_err e;
+    cr_assert_eq(ws_model_init_random(&m, n_mels, d, 1234 + (uint64_t)d, 0, &e), 0, "%s", e.msg);
+    const int T2 = ws_stem_out_len(n_frames);
+    const size_t per_in = (size_t)n_mels * n_frames, per_out = (size_t)T2 * d;
+    float *mel = random_mel(n_win, n_mels, n_frames, 99 + (uint64_t)n_frames);
+    float *owned = NULL;
+    const float *pos = NULL;
+    if (add_pos) {
+        pos = ws_pos_table(&m, T2, &owned, &e);
+        cr_assert_not_null(pos, "%s", e.msg);
+    }
+    int check[3] = { 0, n_win / 2, n_win - 1 };
+    double *want[3] = { NULL, NULL, NULL };
+    for (int c = 0; c < 3; c++) {
+        if (c && check[c] == check[c - 1])
+            continue;
+        if (!oracle_all && c == 1)
+            continue;
+        int t2 = 0;
+        want[c] = oracle_stem(mel + check[c] * per_in, n_mels, n_frames, m.conv1_w, m.conv1_b,
+                              m.conv2_w, m.conv2_b, d, pos, &t2);
+        cr_assert_eq(t2, T2);
+    }
+    /* the CPU stem, every window */
+    float *cpu = nan_buffer(per_out * n_win);
+    ws_stem *st = ws_stem_new(&m, 1, &e);
+    cr_assert_not_null(st, "%s", e.msg);
+    for (int w = 0; w < n_win; w++)
+        cr_assert_eq(ws_stem_run(st, mel + w * per_in, n_frames, add_pos, cpu + w * per_out, &e), 0,
+                     "%s", e.msg);
+    ws_stem_free(st);
+
+    float *out = nan_buffer(per_out * n_win);
+    for (int p = 0; p < 4; p++) {
+        ws_gpu *g = gpu_or_skip(&m, (ws_precision)p);
+        for (size_t i = 0; i < per_out * n_win; i++)
+            out[i] = NAN;
+        cr_assert_eq(ws_gpu_stem(g, mel, n_win, n_frames, add_pos, out, &e), 0, "%s", e.msg);
+        char name[160];
+        for (int c = 0; c < 3; c++) {
+            if (!want[c])
+                continue;
+            const float *got = out + check[c] * per_out;
+            double rl2 = rel_l2(got, want[c], per_out), mx = max_abs_err(got, want[c], per_out);
+            snprintf(name, sizeof name, "%s %d->%d, %d windows x %d frames%s, window %d vs oracle",
+                     ws_precision_name((ws_precision)p), n_mels, d, n_win, n_frames,
+                     add_pos ? " + pos" : "", check[c]);
+            cr_assert(rl2 <= REL_L2_BOUND[p], "%s: rel L2 %.3g > %.3g (max |err| %.3g)", name, rl2,
+                      REL_L2_BOUND[p], mx);
+            if (p == WS_PREC_FP32)
+                assert_close(name, got, want[c], per_out, FP32_MAX_ABS, 0);
+        }
+        /* every window against the CPU stem (as double) */
+        double *cw = malloc(per_out * sizeof *cw);
+        cr_assert_not_null(cw);
+        for (int w = 0; w < n_win; w++) {
+            for (size_t i = 0; i < per_out; i++)
+                cw[i] = cpu[w * per_out + i];
+            const float *got = out + w * per_out;
+            double rl2 = rel_l2(got, cw, per_out);
+            snprintf(name, sizeof name, "%s %d->%d, %d windows x %d frames, window %d vs CPU stem",
+                     ws_precision_name((ws_precision)p), n_mels, d, n_win, n_frames, w);
+            cr_assert(rl2 <= REL_L2_BOUND[p], "%s: rel L2 %.3g > %.3g", name, rl2, REL_L2_BOUND[p]);
+            if (p == WS_PREC_FP32)
+                assert_close(name, got, cw, per_out, FP32_MAX_ABS, 0);
+        }
+        free(cw);
+        ws_gpu_free(g);
+    }
+    for (int c = 0; c < 3; c++)
+        free(want[c]);
+    free(out);
+    free(cpu);
+    free(mel);
+    free(owned);
+    ws_model_free(&m);
+}
+
+Test(gpu_stem, tiny_one_frame, .timeout = 120) { run_case(80, 384, 1, 1, 0, 1); }
+Test(gpu_stem, tiny_two_frames, .timeout = 120) { run_case(80, 384, 2, 2, 0, 1); }
+Test(gpu_stem, tiny_three_frames_five_windows, .timeout = 120) { run_case(80, 384, 5, 3, 0, 1); }
+Test(gpu_stem, tiny_four_frames_with_pos, .timeout = 120) { run_case(80, 384, 3, 4, 1, 1); }
+Test(gpu_stem, tiny_4097_frames_three_windows, .timeout = 300) { run_case(80, 384, 3, 4097, 0, 0); }
+Test(gpu_stem, tiny_3000_frames_one_window_with_pos, .timeout = 300) { run_case(80, 384, 1, 3000, 1, 1); }
+Test(gpu_stem, tiny_3000_frames_64_windows_with_pos, .timeout = 600) { run_case(80, 384, 64, 3000, 1, 0); }
+Test(gpu_stem, large_v3_one_frame, .timeout = 120) { run_case(128, 1280, 1, 1, 0, 1); }
+Test(gpu_stem, large_v3_three_frames_with_pos, .timeout = 120) { run_case(128, 1280, 4, 3, 1, 1); }
+Test(gpu_stem, large_v3_64_windows_of_65_frames, .timeout = 300) { run_case(128, 1280, 64, 65, 0, 1); }
+Test(gpu_stem, large_v3_1001_frames_two_windows, .timeout = 600) { run_case(128, 1280, 2, 1001, 1, 0); }
+
+/* The small-tile kernels are picked only for few windows; force them on a
+ * batch (and the large ones on a single window) so that both are checked. */
+Test(gpu_stem, both_tile_variants_agree, .timeout = 300)
+{
+    ws_model m;
+    ws_err e;
+    cr_assert_eq(ws_model_init_random(&m, 80, 384, 7, 0, &e), 0, "%s", e.msg);
+    const int n_win = 4, T = 777, T2 = ws_stem_out_len(T);
+    float *mel = random_mel(n_win, 80, T, 5);
+    int t2 = 0;
+    double *want = oracle_stem(mel + 3 * 80 * T, 80, T, m.conv1_w, m.conv1_b, m.conv2_w, m.conv2_b,
+                               384, NULL, &t2);
+    float *out = nan_buffer((size_t)n_win * T2 * 384);
+    for (int p = 0; p < 4; p++)
+        for (int small = 0; small < 2; small++) {
+            ws_gpu *g = gpu_or_skip(&m, (ws_precision)p);
+            ws_gpu_force_tile(g, small);
+            cr_assert_eq(ws_gpu_stem(g, mel, n_win, T, 0, out, &e), 0, "%s", e.msg);
+            const float *got = out + (size_t)3 * T2 * 384;
+            double rl2 = rel_l2(got, want, (size_t)T2 * 384);
+            cr_assert(rl2 <= REL_L2_BOUND[p], "%s %s tile: rel L2 %.3g",
+                      ws_precision_name((ws_precision)p), small ? "small" : "large", rl2);
+            ws_gpu_free(g);
+        }
+    free(want);
+    free(out);
+    free(mel);
+    ws_model_free(&m);
+}
+
+Test(gpu_gelu, gelu_ptx_matches_double)
+{
+    ws_model m;
+    ws_err e;
+    cr_assert_eq(ws_model_init_random(&m, 80, 384, 1, 0, &e), 0, "%s", e.msg);
+    ws_gpu *g = gpu_or_skip(&m, WS_PREC_FP32);
+    const int n = 2000001 + 12;
+    float *x = malloc((size_t)n * sizeof *x), *y = nan_buffer((size_t)n);
+    cr_assert_not_null(x);
+    for (int i = 0; i < 2000001; i++)
+        x[i] = (float)((i - 1000000) * 1e-5);   /* [-10, 10], step 1e-5 */
+    const float wide[12] = { -3e38f, -1e6f, -100.f, -20.f, -13.f, 13.f, 20.f, 100.f, 1e6f, 3e38f,
+                             1e-30f, -1e-30f };
+    memcpy(x + 2000001, wide, sizeof wide);
+    cr_assert_eq(ws_gpu_gelu(g, x, y, n, &e), 0, "%s", e.msg);
+    double worst = 0, wx = 0, maxe = 0;
+    for (int i = 0; i < n; i++) {
+        double want = oracle_gelu((double)x[i]);
+        double err = fabs((double)y[i] - want);
+        if (isnan(err))
+            err = INFINITY;
+        if (err > maxe && fabs(x[i]) <= 10)
+            maxe = err;
+        double lim = WS_GELU_PTX_MAX_ABS + 1.2e-7 * fabs((double)x[i]);
+        if (err - lim > worst) {
+            worst = err - lim;
+            wx = x[i];
+        }
+    }
+    cr_assert_eq(worst, 0, "PTX gelu exceeds its bound by %.3g at x = %.9g", worst, wx);
+    cr_log_info("PTX gelu max |err| on [-10, 10]: %.3g", maxe);
+    free(x);
+    free(y);
+    ws_gpu_free(g);
+    ws_model_free(&m);
+}
+
+Test(gpu_driver, module_load_error_names_call_and_writes_ptx)
+{
+    ws_cu cu;
+    ws_err e = { "" };
+    if (ws_cu_open(&cu, &e))
+        cr_skip_test("no CUDA driver/device: %s", e.msg);
+    wscu_device dev;
+    wscu_context ctx = NULL;
+    int n = 0;
+    if (cu.DeviceGetCount(&n) || n < 1) {
+        ws_cu_close(&cu);
+        cr_skip_test("no CUDA driver/device: no device");
+    }
+    cr_assert_eq(cu.DeviceGet(&dev, 0), 0);
+    cr_assert_eq(cu.DevicePrimaryCtxRetain(&ctx, dev), 0);
+    cr_assert_eq(cu.CtxSetCurrent(ctx), 0);
+    const char *bad = ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n"
+                      "\tbogus.instruction %r0;\n\tret;\n}\n";
+    wscu_module mod = NULL;
+    int rc = ws_cu_load_module(&cu, bad, "bad_kernel", &mod, NULL, 0, &e);
+    cr_assert_eq(rc, -1);
+    cr_assert(strstr(e.msg, "cuModuleLoadDataEx(bad_kernel) failed"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "CUDA_ERROR_"), "%s", e.msg);
+    const char *path = strstr(e.msg, "PTX and logs in ");
+    cr_assert_not_null(path, "%s", e.msg);
+    path += strlen("PTX and logs in ");
+    size_t len = 0;
+    char *t = read_file(path, &len);
+    cr_assert_not_null(t, "cannot read %s", path);
+    cr_assert(strstr(t, "    6  \tbogus.instruction"), "numbered PTX missing:\n%s", t);
+    free(t);
+    remove(path);
+    /* a failing ordinary call names itself */
+    wscu_devptr p = 0;
+    wscu_result r = cu.MemAlloc(&p, (size_t)1 << 60);
+    cr_assert_neq(r, 0);
+    ws_cu_fail(&cu, r, "cuMemAlloc(&p, 1 << 60)", "x.c", 1, &e);
+    cr_assert(strstr(e.msg, "cuMemAlloc(&p, 1 << 60) failed: CUDA_ERROR_OUT_OF_MEMORY"), "%s", e.msg);
+    cu.DevicePrimaryCtxRelease(dev);
+    ws_cu_close(&cu);
+}
+
+Test(gpu_driver, reports_device_and_kernels)
+{
+    ws_model m;
+    ws_err e;
+    cr_assert_eq(ws_model_init_random(&m, 80, 384, 1, 0, &e), 0, "%s", e.msg);
+    ws_gpu *g = gpu_or_skip(&m, WS_PREC_BF16);
+    cr_assert(strstr(ws_gpu_device_name(g), "sm_"), "%s", ws_gpu_device_name(g));
+    const char *rep = ws_gpu_kernel_report(g);
+    cr_assert(strstr(rep, "ws_conv2_bf16_l"), "%s", rep);
+    cr_assert(strstr(rep, "   0 local bytes") != NULL, "%s", rep);
+    ws_gpu_free(g);
+    ws_model_free(&m);
+}
