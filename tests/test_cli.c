@@ -306,13 +306,16 @@ Test(cli, empty_audio_is_silence_padded_and_an_error_without_padding)
 Test(cli, bad_inputs_fail_alone_with_one_line_and_no_output)
 {
     const char *dir = test_tmpdir();
-    char good[1024], garbage[1024], empty[1024], trunc[1024], outdir[1024], cmd[8192], err[4096], p[1200];
+    char good[1024], garbage[1024], empty[1024], trunc[1024], hdr[1024], outdir[1024], cmd[8192], err[4096],
+        p[1200];
     snprintf(good, sizeof good, "%s/good.wav", dir);
     snprintf(garbage, sizeof garbage, "%s/garbage.wav", dir);
     snprintf(empty, sizeof empty, "%s/zero.wav", dir);
     snprintf(trunc, sizeof trunc, "%s/trunc.wav", dir);
+    snprintf(hdr, sizeof hdr, "%s/header.wav", dir);
     snprintf(outdir, sizeof outdir, "%s/out", dir);
     float *x = tone(32000, 440, 1);
+    write_wav(hdr, x, 32000, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
     write_wav(good, x, 32000, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
     write_wav(trunc, x, 32000, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
     free(x);
@@ -322,13 +325,16 @@ Test(cli, bad_inputs_fail_alone_with_one_line_and_no_output)
     fclose(f);
     fclose(fopen(empty, "wb"));
     cr_assert_eq(truncate(trunc, 30000), 0); /* data chunk longer than the file */
-    snprintf(cmd, sizeof cmd, "%s --mel -O %s %s %s %s %s", ws_bin(), outdir, garbage, good, empty, trunc);
+    cr_assert_eq(truncate(hdr, 20), 0);      /* cut inside the fmt chunk */
+    snprintf(cmd, sizeof cmd, "%s --mel -O %s %s %s %s %s %s", ws_bin(), outdir, garbage, good, empty, trunc,
+             hdr);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "stderr: %s", err);
     int lines = 0;
     for (char *c = err; *c; c++)
         lines += *c == '\n';
-    cr_assert_eq(lines, 3, "want one line per bad input, got:\n%s", err);
-    cr_assert(strstr(err, "garbage.wav") && strstr(err, "zero.wav") && strstr(err, "trunc.wav"), "%s", err);
+    cr_assert_eq(lines, 4, "want one line per bad input, got:\n%s", err);
+    cr_assert(strstr(err, "garbage.wav") && strstr(err, "zero.wav") && strstr(err, "trunc.wav") &&
+                  strstr(err, "header.wav"), "%s", err);
     snprintf(p, sizeof p, "%s/good.npy", outdir);
     cr_assert(file_exists(p), "the good input was not written");
     cr_assert_eq(count_files(outdir), 1, "only good.npy may exist (no partial or temporary files)");
