@@ -122,11 +122,14 @@ TEST_ENV = WS_BIN=$(abspath $(BUILD)/whisper-stem) WS_MKMODEL=$(abspath $(BUILD)
 
 test: all $(BUILD)/test_runner
 	$(TEST_ENV) $(BUILD)/test_runner $(TEST_ARGS)
+	@$(BUILD)/whisper-stem --check >/dev/null 2>&1 && echo "✓ GPU found: the gpu_* tests ran" || \
+	  echo "✗ no usable CUDA driver or GPU here: the gpu_* tests were skipped (scripts/gpu-session.sh runs them on a GPU machine)"
 
 # Criterion counts a test that leaks as passing, so the log is searched too.
 asan:
 	@set -o pipefail; \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp):print_suppressions=0 \
 	  $(MAKE) --no-print-directory BUILD=build-asan SAN=1 CFLAGS="-O1 -g" test 2>&1 | tee build-asan.log; \
 	if grep -E "LeakSanitizer|AddressSanitizer|runtime error:" build-asan.log; then \
 	  echo "✗ sanitizer reports above (build-asan.log)"; exit 1; fi; echo "✓ no sanitizer reports"
