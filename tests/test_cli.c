@@ -429,7 +429,7 @@ Test(cli, device_cuda_without_gpu_fails_clearly)
     mkmodel(dir, "m.gguf", "--n-mels 80 --d 32 --seed 2", model, sizeof model);
     snprintf(out, sizeof out, "%s/o.npy", dir);
     /* hide any driver: the test is about the message when there is none */
-    snprintf(cmd, sizeof cmd, "WS_CUDA_LIBRARY=/nonexistent/libcuda.so.1 %s -m %s %s -o %s --device cuda",
+    snprintf(cmd, sizeof cmd, "WHISPER_STEM_LIBCUDA=/nonexistent/libcuda.so.1 %s -m %s %s -o %s --device cuda",
              ws_bin(), model, test_sample("jfk.wav"), out);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
     cr_assert(strstr(err, "--device cuda"), "%s", err);

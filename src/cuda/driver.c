@@ -44,10 +44,15 @@ static void *sym2(void *lib, const char *a, const char *b)
 int ws_cu_open(ws_cu *cu, ws_err *err)
 {
     memset(cu, 0, sizeof *cu);
-    cu->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    /* WHISPER_STEM_LIBCUDA names another driver library (a non-standard
+     * install, or a path that does not exist to test the CPU fallback). */
+    const char *name = getenv("WHISPER_STEM_LIBCUDA");
+    if (!name || !*name)
+        name = "libcuda.so.1";
+    cu->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!cu->lib) {
         const char *why = dlerror();
-        return ws_errf(err, "no CUDA driver: dlopen(\"libcuda.so.1\") failed: %s",
+        return ws_errf(err, "no CUDA driver: dlopen(\"%s\") failed: %s", name,
                        why ? why : "unknown reason");
     }
     /* name in cuda.h -> symbol it maps to (versioned where cuda.h says so) */
