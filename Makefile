@@ -85,6 +85,8 @@ $(BUILD)/bench-resample: LDLIBS += $(shell $(PKG) --libs samplerate)
 endif
 
 .PHONY: all test asan check install bundle clean
+# Keep the objects of tools and benches (make would delete them as intermediates).
+.SECONDARY:
 all: $(BUILD)/whisper-stem $(TOOLS) $(BENCHES)
 
 $(BUILD)/%.o: %.c
