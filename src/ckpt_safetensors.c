@@ -267,8 +267,12 @@ int ckpt_read_safetensors_index(ws_ckpt *c, const char *path, ws_err *err)
                 break;
             }
             if (pass == 0) {
-                if ((rc = shard_read(c, shard, err)))
+                if ((rc = shard_read(c, shard, err))) {
+                    char msg[WS_ERR_LEN];
+                    snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+                    ws_errf(err, "%s (a shard listed in %s)", msg, path);
                     break;
+                }
                 continue;
             }
             const ws_ckpt_tensor *t = ws_ckpt_find(c, e->string);
