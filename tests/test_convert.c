@@ -12,6 +12,7 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,29 @@
 #include "model.h"
 
 enum { N_MELS = 4, D = 6, N_POS = 8, N_FFT = 5 };
+
+/* --- each test's directory, removed after it ------------------------------ */
+
+static char g_dir[1024];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    return remove(path);
+}
+
+static void remove_dir(void)
+{
+    if (g_dir[0])
+        nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(convert, .fini = remove_dir);
+
+static const char *tmpdir(void)
+{
+    snprintf(g_dir, sizeof g_dir, "%s", test_tmpdir());
+    return g_dir;
+}
 
 /* --- bytes ---------------------------------------------------------------- */
 
@@ -282,7 +306,7 @@ static void assert_no_leftovers(const char *dir)
  * write nothing. */
 static void expect_fail(const char *in, const char *args, const char *needle)
 {
-    char out[1024], e[2048], dir[1024];
+    char out[2100], e[2048], dir[2100];
     snprintf(out, sizeof out, "%s.out.gguf", in);
     int rc = convert(in, out, args, e, sizeof e);
     cr_assert_eq(rc, 1, "%s: exit %d, expected 1 (stderr: %s)", in, rc, e);
@@ -368,7 +392,7 @@ static ws_gguf *open_ok(const char *path)
 /* A fixture directory with path = dir/name. */
 static const char *in_dir(const char *dir, const char *name)
 {
-    static char p[4][1024];
+    static char p[4][2048];
     static int k;
     k = (k + 1) % 4;
     snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
@@ -390,7 +414,7 @@ static const char *write_st(const char *dir, const char *name, int hf)
 
 Test(convert, safetensors_keeps_every_stem_tensor_bit_for_bit)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 1, 0, WS_GGML_BF16);
     const char *in = write_st(dir, "model.safetensors", 1);
@@ -419,7 +443,7 @@ Test(convert, safetensors_keeps_every_stem_tensor_bit_for_bit)
 
 Test(convert, safetensors_with_openai_names_and_a_chosen_name)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 0, 0, WS_GGML_BF16);
     const char *in = write_st(dir, "w.safetensors", 0);
@@ -433,7 +457,7 @@ Test(convert, safetensors_with_openai_names_and_a_chosen_name)
 
 static void converts_to(const char *type_arg, int to)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 1, 0, WS_GGML_BF16);
     const char *in = write_st(dir, "model.safetensors", 1);
@@ -494,13 +518,13 @@ static const char *st_patched(const char *dir, const char *from, const char *to)
 
 Test(convert, safetensors_rejects_an_unknown_dtype)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     expect_fail(st_patched(dir, "\"BF16\"", "\"BF17\""), NULL, "unknown dtype \"BF17\"");
 }
 
 Test(convert, safetensors_rejects_a_dtype_that_does_not_match_the_byte_count)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     /* conv1.bias is F32 [6] = 24 bytes; as F16 it would be 12 */
     expect_fail(st_patched(dir, "\"F32\",\"shape\":[6]", "\"F16\",\"shape\":[6]"), NULL,
                 "data_offsets span 24 bytes, but F16 x 6 elements is 12");
@@ -508,7 +532,7 @@ Test(convert, safetensors_rejects_a_dtype_that_does_not_match_the_byte_count)
 
 Test(convert, safetensors_rejects_offsets_past_the_data)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     /* the I64 tensor's end, 16 bytes past the others, pushed further out */
     src_tensor s[N_STEM];
     make_stem(s, 1, 0, WS_GGML_BF16);
@@ -523,7 +547,7 @@ Test(convert, safetensors_rejects_offsets_past_the_data)
 
 Test(convert, safetensors_rejects_overlapping_tensors)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 1, 0, WS_GGML_BF16);
     size_t total = 0;
@@ -539,14 +563,14 @@ Test(convert, safetensors_rejects_overlapping_tensors)
 
 Test(convert, safetensors_rejects_malformed_json)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     expect_fail(st_patched(dir, "\"shape\":[6]", "\"shape\":[6,"), NULL,
                 "not well-formed JSON");
 }
 
 Test(convert, safetensors_rejects_a_negative_or_fractional_shape)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     expect_fail(st_patched(dir, "\"shape\":[8,6]", "\"shape\":[8,-6]"), NULL,
                 "shape[1] is not a non-negative integer");
     expect_fail(st_patched(dir, "\"shape\":[8,6]", "\"shape\":[8.5,6]"), NULL,
@@ -557,7 +581,7 @@ Test(convert, safetensors_rejects_a_negative_or_fractional_shape)
 
 Test(convert, safetensors_rejects_every_kind_of_truncation)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 1, 0, WS_GGML_BF16);
     bytes b = st_build(s, N_STEM, 1);
@@ -578,7 +602,7 @@ Test(convert, safetensors_rejects_every_kind_of_truncation)
 
 Test(convert, safetensors_rejects_a_header_length_past_the_end)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 1, 0, WS_GGML_BF16);
     bytes b = st_build(s, N_STEM, 1);
@@ -591,7 +615,7 @@ Test(convert, safetensors_rejects_a_header_length_past_the_end)
 
 Test(convert, safetensors_without_a_stem_says_what_is_missing)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 1, 0, WS_GGML_BF16);
     bytes b = st_build(s + 1, N_STEM - 1, 0); /* no conv1.weight */
@@ -603,7 +627,7 @@ Test(convert, safetensors_without_a_stem_says_what_is_missing)
 
 Test(convert, a_ggml_bin_fed_as_safetensors_is_refused)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 0, 1, WS_GGML_F16);
     bytes b = ggml_build(s, D);
@@ -643,7 +667,7 @@ static void write_shards(const char *dir, src_tensor s[N_STEM])
 
 Test(convert, index_gathers_the_stem_from_its_shards)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     write_shards(dir, s);
     write_index(dir, INDEX_HEAD
@@ -662,7 +686,7 @@ Test(convert, index_gathers_the_stem_from_its_shards)
 
 Test(convert, index_rejects_a_map_that_disagrees_with_the_shards)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     write_shards(dir, s);
     write_index(dir, INDEX_HEAD "\"model.encoder.conv1.weight\":" SHARD2
@@ -672,7 +696,7 @@ Test(convert, index_rejects_a_map_that_disagrees_with_the_shards)
 
 Test(convert, index_rejects_a_missing_shard_and_paths_outside_its_folder)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     write_shards(dir, s);
     const char *idx = in_dir(dir, "model.safetensors.index.json");
@@ -690,7 +714,7 @@ Test(convert, index_rejects_a_missing_shard_and_paths_outside_its_folder)
 
 Test(convert, index_reports_a_truncated_shard_by_its_own_name)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     write_shards(dir, s);
     const char *sh = in_dir(dir, "model-00001-of-00002.safetensors");
@@ -707,7 +731,7 @@ Test(convert, index_reports_a_truncated_shard_by_its_own_name)
 
 Test(convert, ggml_bin_keeps_the_stem_filters_and_hyper_parameters)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 0, 1, WS_GGML_F16);
     bytes b = ggml_build(s, D);
@@ -738,7 +762,7 @@ Test(convert, ggml_bin_keeps_the_stem_filters_and_hyper_parameters)
 
 Test(convert, ggml_bin_to_f32_and_bf16)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 0, 1, WS_GGML_F16);
     bytes b = ggml_build(s, D);
@@ -758,7 +782,7 @@ Test(convert, ggml_bin_to_f32_and_bf16)
 
 Test(convert, ggml_bin_rejects_truncation_at_every_section)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 0, 1, WS_GGML_F16);
     bytes b = ggml_build(s, D);
@@ -775,7 +799,7 @@ Test(convert, ggml_bin_rejects_truncation_at_every_section)
 
 Test(convert, ggml_bin_rejects_wrong_magic_and_mislabelled_headers)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 0, 1, WS_GGML_F16);
     bytes b = ggml_build(s, D);
@@ -800,7 +824,7 @@ Test(convert, ggml_bin_rejects_wrong_magic_and_mislabelled_headers)
 
 Test(convert, ggml_bin_rejects_an_unknown_tensor_type)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 0, 1, WS_GGML_F16);
     bytes b = ggml_build(s, D);
@@ -815,7 +839,7 @@ Test(convert, ggml_bin_rejects_an_unknown_tensor_type)
 
 Test(convert, safetensors_fed_as_ggml_is_refused)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     expect_fail(write_st(dir, "model.safetensors", 1), "--from ggml", "not a ggml model");
 }
 
@@ -823,7 +847,7 @@ Test(convert, safetensors_fed_as_ggml_is_refused)
 
 Test(convert, gguf_with_llama_cpp_mmproj_names_becomes_our_stem)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     src_tensor s[N_STEM];
     make_stem(s, 0, 1, WS_GGML_F16);
     const char *names[N_STEM] = {"a.conv1d.1.weight", "a.conv1d.1.bias", "a.conv1d.2.weight",
@@ -851,7 +875,7 @@ Test(convert, gguf_with_llama_cpp_mmproj_names_becomes_our_stem)
 
 Test(convert, gguf_written_by_mkmodel_round_trips)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     const char *a = in_dir(dir, "a.gguf"), *b = in_dir(dir, "b.gguf");
     char cmd[4096], e[1024];
     snprintf(cmd, sizeof cmd, "'%s' --n-mels 4 --d 6 --hf-names --bias-2d --type bf16 -o '%s'",
@@ -885,7 +909,7 @@ Test(convert, usage_errors_exit_2)
 
 Test(convert, missing_empty_and_zip_inputs_fail_clearly)
 {
-    const char *dir = test_tmpdir();
+    const char *dir = tmpdir();
     expect_fail(in_dir(dir, "absent.safetensors"), NULL, "cannot open");
     const char *empty = in_dir(dir, "empty.bin");
     write_file(empty, "", 0);
