@@ -120,6 +120,7 @@ $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libwhisperstem.a
 
 # The suite finds the binaries and data through these variables.
 TEST_ENV = WS_BIN=$(abspath $(BUILD)/whisper-stem) WS_MKMODEL=$(abspath $(BUILD)/ws-mkmodel) \
+           WS_CONVERT=$(abspath $(BUILD)/ws-convert) \
            WS_TESTDATA=$(abspath tests/data) WS_SAMPLES=$(abspath samples) WS_PTXAS=$(PTXAS)
 
 test: all $(BUILD)/test_runner
@@ -144,6 +145,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(BUILD)/whisper-stem $(DESTDIR)$(PREFIX)/bin/whisper-stem
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BUILD)/ws-convert $(DESTDIR)$(PREFIX)/bin/whisper-stem-convert
 
 bundle: all $(BUILD)/test_runner
 	scripts/bundle.sh $(BUILD) $(BUILD)/bundle

@@ -146,6 +146,12 @@ const char *ws_mkmodel(void)
     return tool_path("WS_MKMODEL", "build/ws-mkmodel", buf, sizeof buf);
 }
 
+const char *ws_convert(void)
+{
+    static char buf[4096];
+    return tool_path("WS_CONVERT", "build/ws-convert", buf, sizeof buf);
+}
+
 void *read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");

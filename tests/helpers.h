@@ -30,9 +30,11 @@ const char *test_sample(const char *name);
  * truncated to err_len) and returning the exit status (or -1). */
 int run_cmd(const char *cmdline, char *err_out, size_t err_len);
 
-/* The CLI under test ($WS_BIN) and the model generator ($WS_MKMODEL). */
+/* The CLI under test ($WS_BIN), the model generator ($WS_MKMODEL) and the
+ * checkpoint converter ($WS_CONVERT, default build/ws-convert). */
 const char *ws_bin(void);
 const char *ws_mkmodel(void);
+const char *ws_convert(void);
 
 /* Reads a whole file (malloc'd, *len set), NULL if it cannot. */
 void *read_file(const char *path, size_t *len);

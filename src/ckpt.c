@@ -1,0 +1,234 @@
+/* ckpt.c - a checkpoint: format detection, file mappings, the tensor list.
+ *
+ * Detection reads the first bytes, never the extension:
+ *   "GGUF"                        GGUF
+ *   6c 6d 67 67 (0x67676d6c LE)   whisper.cpp ggml .bin
+ *   first non-blank byte '{'      a sharded checkpoint's index (JSON)
+ *   u64 LE n, then '{'            safetensors (header of n bytes of JSON)
+ *   "PK\3\4"                      a zip: PyTorch's torch.save (.pt), which
+ *                                 needs scripts/pt-to-gguf.py
+ * Tested by tests/test_convert.c.
+ */
+#include "ckpt_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const FORMAT_NAMES[] = {
+    [WS_CKPT_AUTO] = "auto",
+    [WS_CKPT_SAFETENSORS] = "safetensors",
+    [WS_CKPT_SAFETENSORS_INDEX] = "safetensors-index",
+    [WS_CKPT_GGML] = "ggml",
+    [WS_CKPT_GGUF] = "gguf",
+};
+#define N_FORMATS (sizeof FORMAT_NAMES / sizeof FORMAT_NAMES[0])
+
+const char *ws_ckpt_format_name(ws_ckpt_format f)
+{
+    return (size_t)f < N_FORMATS ? FORMAT_NAMES[f] : "?";
+}
+
+int ws_ckpt_format_parse(const char *name)
+{
+    for (size_t i = 0; i < N_FORMATS; i++)
+        if (!strcmp(name, FORMAT_NAMES[i]))
+            return (int)i;
+    return -1;
+}
+
+int ckpt_map_file(ws_ckpt *c, const char *path, const ckpt_map **m, ws_err *err)
+{
+    if (c->n_maps == c->cap_maps) {
+        size_t cap = c->cap_maps ? 2 * c->cap_maps : 4;
+        ckpt_map *nm = realloc(c->maps, cap * sizeof *nm);
+        if (!nm)
+            return ws_errf(err, "%s: out of memory", path);
+        c->maps = nm;
+        c->cap_maps = cap;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ws_errf(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return ws_errf(err, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return ws_errf(err, "%s: not a regular file", path);
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        return ws_errf(err, "%s: empty file", path);
+    }
+    if ((uint64_t)st.st_size > SIZE_MAX) {
+        close(fd);
+        return ws_errf(err, "%s: too large to map", path);
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED)
+        return ws_errf(err, "%s: cannot map: %s", path, strerror(e));
+    ckpt_map *nm = &c->maps[c->n_maps];
+    nm->path = strdup(path);
+    if (!nm->path) {
+        munmap(p, (size_t)st.st_size);
+        return ws_errf(err, "%s: out of memory", path);
+    }
+    nm->base = p;
+    nm->size = (size_t)st.st_size;
+    c->n_maps++;
+    *m = nm;
+    return 0;
+}
+
+int ckpt_add_tensor(ws_ckpt *c, const ws_ckpt_tensor *t, const char *file, ws_err *err)
+{
+    if (ws_ckpt_find(c, t->name))
+        return ws_errf(err, "%s: tensor '%s' appears twice", file, t->name);
+    if (c->n_t == c->cap_t) {
+        size_t cap = c->cap_t ? 2 * c->cap_t : 64;
+        ws_ckpt_tensor *nt = realloc(c->t, cap * sizeof *nt);
+        if (!nt)
+            return ws_errf(err, "%s: out of memory", file);
+        c->t = nt;
+        c->cap_t = cap;
+    }
+    ws_ckpt_tensor *d = &c->t[c->n_t];
+    *d = *t;
+    d->file = file;
+    d->name = strdup(t->name);
+    if (!d->name)
+        return ws_errf(err, "%s: out of memory", file);
+    c->n_t++;
+    return 0;
+}
+
+int ckpt_set_hparam(ws_ckpt *c, const char *key, uint32_t val, ws_err *err)
+{
+    if (c->n_hp == WS_CKPT_MAX_HPARAMS || strlen(key) >= sizeof c->hp[0].key)
+        return ws_errf(err, "%s: too many hyper-parameters", c->path);
+    snprintf(c->hp[c->n_hp].key, sizeof c->hp[0].key, "%s", key);
+    c->hp[c->n_hp].val = val;
+    c->n_hp++;
+    return 0;
+}
+
+void ckpt_fmt_ne(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims)
+{
+    size_t k = (size_t)snprintf(buf, cap, "[");
+    for (uint32_t j = 0; j < n_dims && k < cap; j++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%" PRIu64, j ? "," : "", ne[j]);
+    if (k < cap)
+        snprintf(buf + k, cap - k, "]");
+}
+
+/* --- detection ------------------------------------------------------------ */
+
+static int detect(const char *path, ws_ckpt_format *out, ws_err *err)
+{
+    uint8_t b[16] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ws_errf(err, "%s: cannot open: %s", path, strerror(errno));
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n == 0)
+        return ws_errf(err, "%s: empty file", path);
+    if (n >= 4 && !memcmp(b, "GGUF", 4))
+        *out = WS_CKPT_GGUF;
+    else if (n >= 4 && !memcmp(b, "lmgg", 4))
+        *out = WS_CKPT_GGML;
+    else if (n >= 4 && !memcmp(b, "PK\3\4", 4))
+        return ws_errf(err, "%s: a zip archive (PyTorch .pt?): convert it with "
+                       "scripts/pt-to-gguf.py, which needs PyTorch", path);
+    else if (n >= 9 && b[8] == '{')
+        *out = WS_CKPT_SAFETENSORS;
+    else {
+        size_t i = 0;
+        while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r'))
+            i++;
+        if (i < n && b[i] == '{')
+            *out = WS_CKPT_SAFETENSORS_INDEX;
+        else
+            return ws_errf(err, "%s: not a checkpoint this tool reads (safetensors, "
+                           "safetensors index, ggml .bin or GGUF)", path);
+    }
+    return 0;
+}
+
+ws_ckpt *ws_ckpt_open(const char *path, ws_ckpt_format fmt, ws_err *err)
+{
+    if (fmt == WS_CKPT_AUTO && detect(path, &fmt, err))
+        return NULL;
+    ws_ckpt *c = calloc(1, sizeof *c);
+    if (!c || !(c->path = strdup(path))) {
+        free(c);
+        ws_errf(err, "%s: out of memory", path);
+        return NULL;
+    }
+    c->format = fmt;
+    int rc;
+    switch (fmt) {
+    case WS_CKPT_SAFETENSORS: rc = ckpt_read_safetensors(c, path, err); break;
+    case WS_CKPT_SAFETENSORS_INDEX: rc = ckpt_read_safetensors_index(c, path, err); break;
+    case WS_CKPT_GGML: rc = ckpt_read_ggml(c, path, err); break;
+    case WS_CKPT_GGUF: rc = ckpt_read_gguf(c, path, err); break;
+    default: rc = ws_errf(err, "%s: unknown format %d", path, (int)fmt); break;
+    }
+    if (rc) {
+        ws_ckpt_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+void ws_ckpt_close(ws_ckpt *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n_t; i++)
+        free(c->t[i].name);
+    free(c->t);
+    for (size_t i = 0; i < c->n_maps; i++) {
+        munmap(c->maps[i].base, c->maps[i].size);
+        free(c->maps[i].path);
+    }
+    free(c->maps);
+    ws_gguf_close(c->gguf);
+    free(c->path);
+    free(c);
+}
+
+ws_ckpt_format ws_ckpt_format_of(const ws_ckpt *c) { return c->format; }
+const char *ws_ckpt_path(const ws_ckpt *c) { return c->path; }
+size_t ws_ckpt_n_tensors(const ws_ckpt *c) { return c->n_t; }
+size_t ws_ckpt_n_hparams(const ws_ckpt *c) { return c->n_hp; }
+
+const ws_ckpt_tensor *ws_ckpt_tensor_at(const ws_ckpt *c, size_t i)
+{
+    return i < c->n_t ? &c->t[i] : NULL;
+}
+
+const ws_ckpt_hparam *ws_ckpt_hparam_at(const ws_ckpt *c, size_t i)
+{
+    return i < c->n_hp ? &c->hp[i] : NULL;
+}
+
+const ws_ckpt_tensor *ws_ckpt_find(const ws_ckpt *c, const char *name)
+{
+    for (size_t i = 0; i < c->n_t; i++)
+        if (!strcmp(c->t[i].name, name))
+            return &c->t[i];
+    return NULL;
+}

@@ -1,0 +1,115 @@
+/* ckpt.h - read other programs' Whisper checkpoints and convert their conv
+ * stem to our GGUF (SPEC.md, "Weights: GGUF").
+ *
+ * A ws_ckpt is a read-only view of one checkpoint: its tensors (name, type,
+ * shape innermost first, little-endian bytes inside a mapping of the file)
+ * and a few integer hyper-parameters. Readers, one file per format:
+ *   ckpt_safetensors.c  Hugging Face model.safetensors, and a sharded
+ *                       checkpoint's model.safetensors.index.json
+ *   ckpt_ggml.c         whisper.cpp's legacy ggml .bin (magic "ggml")
+ *   ckpt_gguf.c         GGUF (ours, whisper.cpp's or llama.cpp's mmproj names)
+ * ckpt.c detects the format and owns the mappings; ckpt_convert.c picks the
+ * stem tensors out and writes them. Every input is hostile: each reader
+ * checks lengths, offsets and sizes (overflow-checked) against the file and
+ * fails with one line naming the file and the problem.
+ *
+ * Usage:
+ *   ws_err err;
+ *   ws_ckpt *c = ws_ckpt_open("model.safetensors", WS_CKPT_AUTO, &err);
+ *   if (!c || ws_ckpt_convert(c, "stem.gguf", &(ws_convert_opts){WS_CONVERT_KEEP, NULL}, &err))
+ *       fprintf(stderr, "%s\n", err.msg);
+ *   ws_ckpt_close(c);
+ *
+ * Tested by tests/test_convert.c (fixtures assembled byte by byte from each
+ * published layout, converted by the tool, read back with ws_gguf_open).
+ */
+#ifndef WS_CKPT_H
+#define WS_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+#define WS_CKPT_MAX_DIMS 8      /* safetensors allows any rank; we keep 8 */
+#define WS_CKPT_MAX_HPARAMS 16
+
+typedef enum {
+    WS_CKPT_AUTO = 0,         /* detect from the first bytes */
+    WS_CKPT_SAFETENSORS,
+    WS_CKPT_SAFETENSORS_INDEX,
+    WS_CKPT_GGML,
+    WS_CKPT_GGUF,
+} ws_ckpt_format;
+
+/* Format name as the CLI and the metadata spell it ("safetensors", ...). */
+const char *ws_ckpt_format_name(ws_ckpt_format f);
+/* The format for a CLI name, or -1. */
+int ws_ckpt_format_parse(const char *name);
+
+/* A ggml type id we can convert (WS_GGML_F32/F16/BF16), another ggml id, or
+ * WS_CKPT_TYPE_OTHER for a dtype ggml has no id for (safetensors I64, ...). */
+#define WS_CKPT_TYPE_OTHER 0xffffffffu
+
+typedef struct {
+    char *name;                    /* owned by the ws_ckpt */
+    const char *dtype;             /* as the file spells it: "F16", "BF16", "Q4_0", ... */
+    uint32_t type;                 /* see WS_CKPT_TYPE_OTHER */
+    uint32_t n_dims;
+    uint64_t ne[WS_CKPT_MAX_DIMS]; /* innermost first (PyTorch shape reversed); past n_dims: 1 */
+    uint64_t n_elements;
+    const uint8_t *data;           /* little-endian, in a mapping; may be unaligned */
+    size_t nbytes;
+    const char *file;              /* the file holding it (a shard, for an index) */
+} ws_ckpt_tensor;
+
+typedef struct {
+    char key[48];                  /* GGUF key, e.g. "whisper.n_audio_state" */
+    uint32_t val;
+} ws_ckpt_hparam;
+
+typedef struct ws_ckpt ws_ckpt;
+
+/* Opens and validates a checkpoint (the format forced, or detected when
+ * WS_CKPT_AUTO). NULL with err naming the file and the problem. */
+ws_ckpt *ws_ckpt_open(const char *path, ws_ckpt_format fmt, ws_err *err);
+void ws_ckpt_close(ws_ckpt *c); /* NULL-safe; every pointer from c becomes invalid */
+
+ws_ckpt_format ws_ckpt_format_of(const ws_ckpt *c);
+const char *ws_ckpt_path(const ws_ckpt *c);
+size_t ws_ckpt_n_tensors(const ws_ckpt *c);
+const ws_ckpt_tensor *ws_ckpt_tensor_at(const ws_ckpt *c, size_t i);
+const ws_ckpt_tensor *ws_ckpt_find(const ws_ckpt *c, const char *name);
+size_t ws_ckpt_n_hparams(const ws_ckpt *c);
+const ws_ckpt_hparam *ws_ckpt_hparam_at(const ws_ckpt *c, size_t i);
+
+/* --- conversion (ckpt_convert.c) ------------------------------------------ */
+
+typedef enum {
+    WS_CONVERT_KEEP = -1, /* each tensor in the type it has */
+    WS_CONVERT_F32 = 0,
+    WS_CONVERT_F16 = 1,
+    WS_CONVERT_BF16 = 30,
+} ws_convert_type;
+
+typedef struct {
+    ws_convert_type type; /* applies to the stem tensors and the positional table */
+    const char *name;     /* general.name; NULL: the input file's name without extension */
+} ws_convert_opts;
+
+/* Writes the stem of c to out_path as GGUF v3 under openai-whisper's names
+ * (encoder.conv1.weight [d, n_mels, 3], encoder.conv1.bias [d], conv2 alike,
+ * encoder.positional_embedding [n_pos, d] when the source has one, and
+ * mel_filters [n_mel, n_fft] F32 from a ggml .bin), biases as 1-D [d].
+ * Source names accepted: openai's, Hugging Face's (model.encoder.*,
+ * embed_positions) and llama.cpp mmproj's (a.conv1d.1/2.*, a.position_embd).
+ * Metadata: general.architecture = "whisper", general.name,
+ * whisper.source.file (base name), whisper.source.format, whisper.n_mels,
+ * whisper.d, plus the source's hyper-parameters (whisper.n_audio_state, ...).
+ * Values are copied bit for bit unless opts->type asks for another type
+ * (round to nearest even). Returns 0, or -1 with err; out_path is written
+ * through a temporary file, so a failure leaves no output. */
+int ws_ckpt_convert(const ws_ckpt *c, const char *out_path, const ws_convert_opts *opts,
+                    ws_err *err);
+
+#endif

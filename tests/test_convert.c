@@ -1,0 +1,920 @@
+/* test_convert.c - whisper-stem-convert (scripts/convert.c, src/ckpt*.c).
+ *
+ * Fixtures are assembled here byte by byte from each published layout, not
+ * by our writer: safetensors (huggingface/safetensors README, "Format"), a
+ * sharded index (model.safetensors.index.json), and whisper.cpp's ggml .bin
+ * (models/convert-pt-to-ggml.py). Tiny shapes: n_mels 4, d 6, n_pos 8. Each
+ * is converted by running the tool, then read back with ws_gguf_open and
+ * compared tensor by tensor: bytes equal where no type change was asked,
+ * ws_f32_to_f16 / ws_f32_to_bf16 of the source values where it was. Bad
+ * inputs (cut at several points, mislabelled) must exit 1 with one line that
+ * names the file and the problem, and leave no output file behind.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "gguf.h"
+#include "helpers.h"
+#include "model.h"
+
+enum { N_MELS = 4, D = 6, N_POS = 8, N_FFT = 5 };
+
+/* --- each test's directory, removed after it ------------------------------ */
+
+static char g_dir[1024];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    return remove(path);
+}
+
+static void remove_dir(void)
+{
+    if (g_dir[0])
+        nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(convert, .fini = remove_dir);
+
+static const char *tmpdir(void)
+{
+    snprintf(g_dir, sizeof g_dir, "%s", test_tmpdir());
+    return g_dir;
+}
+
+/* --- bytes ---------------------------------------------------------------- */
+
+typedef struct {
+    uint8_t *p;
+    size_t n, cap;
+} bytes;
+
+static void b_put(bytes *b, const void *src, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 64;
+        b->p = realloc(b->p, b->cap);
+        cr_assert_not_null(b->p);
+    }
+    if (n)
+        memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+
+static void b_le(bytes *b, uint64_t v, int n)
+{
+    uint8_t x[8];
+    for (int i = 0; i < n; i++)
+        x[i] = (uint8_t)(v >> 8 * i);
+    b_put(b, x, (size_t)n);
+}
+
+static void b_f32(bytes *b, float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    b_le(b, u, 4);
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot write %s", path);
+    cr_assert_eq(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+/* --- the stem a fixture holds --------------------------------------------- */
+
+/* Values that F16 and BF16 cannot all hold exactly, so rounding shows. */
+static float val(int salt, size_t i)
+{
+    return (float)((int)((i * 7919u + (unsigned)salt * 104729u) % 2001u) - 1000) / 337.0f;
+}
+
+typedef struct {
+    const char *name;     /* as the source names it */
+    const char *out;      /* as the converted file must name it */
+    uint32_t type;        /* ggml type of the source data */
+    uint32_t n_dims;      /* source shape, ne innermost first */
+    uint64_t ne[4];
+    uint32_t out_n_dims;  /* shape in the converted file */
+    uint64_t out_ne[4];
+    uint8_t data[1024];   /* little-endian source bytes */
+    size_t nbytes, n;
+} src_tensor;
+
+static void fill(src_tensor *t, int salt)
+{
+    t->n = 1;
+    for (uint32_t j = 0; j < t->n_dims; j++)
+        t->n *= t->ne[j];
+    size_t es = t->type == WS_GGML_F32 ? 4 : 2;
+    t->nbytes = t->n * es;
+    cr_assert_leq(t->nbytes, sizeof t->data);
+    for (size_t i = 0; i < t->n; i++) {
+        float f = val(salt, i);
+        uint32_t u;
+        if (t->type == WS_GGML_F32)
+            memcpy(&u, &f, 4);
+        else
+            u = t->type == WS_GGML_F16 ? ws_f32_to_f16(f) : ws_f32_to_bf16(f);
+        for (size_t k = 0; k < es; k++)
+            t->data[i * es + k] = (uint8_t)(u >> 8 * k);
+    }
+}
+
+static float src_value(const src_tensor *t, size_t i)
+{
+    if (t->type == WS_GGML_F32) {
+        uint32_t u = (uint32_t)t->data[4 * i] | (uint32_t)t->data[4 * i + 1] << 8 |
+                     (uint32_t)t->data[4 * i + 2] << 16 | (uint32_t)t->data[4 * i + 3] << 24;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    uint16_t h = (uint16_t)(t->data[2 * i] | t->data[2 * i + 1] << 8);
+    return t->type == WS_GGML_F16 ? ws_f16_to_f32(h) : ws_bf16_to_f32(h);
+}
+
+enum { T_C1W, T_C1B, T_C2W, T_C2B, T_POS, N_STEM };
+
+/* The stem under Hugging Face's names (hf) or openai's, with mixed types:
+ * conv1.weight F16, conv2.weight BF16, biases and positions F32. The biases
+ * are [d] (or [d, 1], whisper.cpp's way, when bias_2d). */
+static void make_stem(src_tensor s[N_STEM], int hf, int bias_2d, uint32_t w_type2)
+{
+    memset(s, 0, N_STEM * sizeof *s);
+    const char *pre = hf ? "model." : "";
+    static char names[N_STEM][64];
+    snprintf(names[T_C1W], 64, "%sencoder.conv1.weight", pre);
+    snprintf(names[T_C1B], 64, "%sencoder.conv1.bias", pre);
+    snprintf(names[T_C2W], 64, "%sencoder.conv2.weight", pre);
+    snprintf(names[T_C2B], 64, "%sencoder.conv2.bias", pre);
+    snprintf(names[T_POS], 64, "%s", hf ? "model.encoder.embed_positions.weight"
+                                        : "encoder.positional_embedding");
+    const char *outs[N_STEM] = {"encoder.conv1.weight", "encoder.conv1.bias",
+                                "encoder.conv2.weight", "encoder.conv2.bias",
+                                "encoder.positional_embedding"};
+    uint32_t types[N_STEM] = {WS_GGML_F16, WS_GGML_F32, w_type2, WS_GGML_F32, WS_GGML_F32};
+    for (int r = 0; r < N_STEM; r++) {
+        s[r].name = names[r];
+        s[r].out = outs[r];
+        s[r].type = types[r];
+    }
+    s[T_C1W].n_dims = 3; memcpy(s[T_C1W].ne, (uint64_t[]){3, N_MELS, D}, 24);
+    s[T_C2W].n_dims = 3; memcpy(s[T_C2W].ne, (uint64_t[]){3, D, D}, 24);
+    s[T_POS].n_dims = 2; memcpy(s[T_POS].ne, (uint64_t[]){D, N_POS}, 16);
+    for (int r = T_C1B; r <= T_C2B; r += 2) {
+        s[r].n_dims = bias_2d ? 2 : 1;
+        memcpy(s[r].ne, bias_2d ? (uint64_t[]){1, D} : (uint64_t[]){D, 1}, 16);
+    }
+    for (int r = 0; r < N_STEM; r++) {
+        s[r].out_n_dims = r == T_C1B || r == T_C2B ? 1 : s[r].n_dims;
+        memcpy(s[r].out_ne, s[r].ne, sizeof s[r].ne);
+        if (r == T_C1B || r == T_C2B)
+            s[r].out_ne[0] = D;
+        fill(&s[r], r + 1);
+    }
+}
+
+/* --- safetensors, by hand ------------------------------------------------- */
+
+static const char *st_dtype(uint32_t type)
+{
+    return type == WS_GGML_F32 ? "F32" : type == WS_GGML_F16 ? "F16" : "BF16";
+}
+
+/* A safetensors file of n tensors (plus an unrelated I64 tensor when extra),
+ * header padded with spaces to a multiple of 8 as the reference writer does. */
+static bytes st_build(const src_tensor *t, int n, int extra)
+{
+    char hdr[8192];
+    size_t k = 0, off = 0;
+    k += (size_t)snprintf(hdr + k, sizeof hdr - k, "{\"__metadata__\":{\"format\":\"pt\"}");
+    for (int i = 0; i < n; i++) {
+        k += (size_t)snprintf(hdr + k, sizeof hdr - k, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[",
+                              t[i].name, st_dtype(t[i].type));
+        for (uint32_t j = 0; j < t[i].n_dims; j++) /* PyTorch order: reverse ne */
+            k += (size_t)snprintf(hdr + k, sizeof hdr - k, "%s%llu", j ? "," : "",
+                                  (unsigned long long)t[i].ne[t[i].n_dims - 1 - j]);
+        k += (size_t)snprintf(hdr + k, sizeof hdr - k, "],\"data_offsets\":[%zu,%zu]}", off,
+                              off + t[i].nbytes);
+        off += t[i].nbytes;
+    }
+    if (extra)
+        k += (size_t)snprintf(hdr + k, sizeof hdr - k, ",\"model.decoder.step\":{\"dtype\":"
+                              "\"I64\",\"shape\":[2],\"data_offsets\":[%zu,%zu]}", off, off + 16);
+    k += (size_t)snprintf(hdr + k, sizeof hdr - k, "}");
+    while ((8 + k) % 8)
+        hdr[k++] = ' ';
+    bytes b = {0};
+    b_le(&b, k, 8);
+    b_put(&b, hdr, k);
+    for (int i = 0; i < n; i++)
+        b_put(&b, t[i].data, t[i].nbytes);
+    if (extra) {
+        b_le(&b, 7, 8);
+        b_le(&b, (uint64_t)-1, 8);
+    }
+    return b;
+}
+
+/* --- ggml .bin, by hand --------------------------------------------------- */
+
+static void ggml_tensor(bytes *b, const char *name, uint32_t type, uint32_t n_dims,
+                        const uint64_t *ne, const void *data, size_t nbytes)
+{
+    b_le(b, n_dims, 4);
+    b_le(b, strlen(name), 4);
+    b_le(b, type, 4);
+    for (uint32_t j = 0; j < n_dims; j++)
+        b_le(b, ne[j], 4);
+    b_put(b, name, strlen(name));
+    b_put(b, data, nbytes);
+}
+
+/* whisper.cpp's layout: hparams, mel filters [N_MELS][N_FFT], 3 tokens, then
+ * the tensors as convert-pt-to-ggml.py writes them (biases ne [1, d]) and a
+ * Q8_0 tensor (3 blocks of 34 bytes) to be skipped. n_audio_state is the
+ * header's claim (D unless a test mislabels it). */
+static bytes ggml_build(const src_tensor s[N_STEM], int n_audio_state)
+{
+    bytes b = {0};
+    b_le(&b, 0x67676d6c, 4);
+    const int hp[11] = {3, N_POS, n_audio_state, 1, 0, 4, D, 1, 0, N_MELS, 1};
+    for (int i = 0; i < 11; i++)
+        b_le(&b, (uint64_t)hp[i], 4);
+    b_le(&b, N_MELS, 4);
+    b_le(&b, N_FFT, 4);
+    for (int i = 0; i < N_MELS * N_FFT; i++)
+        b_f32(&b, val(9, (size_t)i));
+    b_le(&b, 3, 4);
+    const char *tok[3] = {"a", "", "<|endoftext|>"};
+    for (int i = 0; i < 3; i++) {
+        b_le(&b, strlen(tok[i]), 4);
+        b_put(&b, tok[i], strlen(tok[i]));
+    }
+    const int order[N_STEM] = {T_POS, T_C1W, T_C1B, T_C2W, T_C2B};
+    for (int k = 0; k < N_STEM; k++) {
+        const src_tensor *t = &s[order[k]];
+        ggml_tensor(&b, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+    }
+    uint8_t q[3 * 34];
+    for (size_t i = 0; i < sizeof q; i++)
+        q[i] = (uint8_t)(i * 13);
+    ggml_tensor(&b, "decoder.token_embedding.weight", WS_GGML_Q8_0, 2, (uint64_t[]){32, 3}, q,
+                sizeof q);
+    return b;
+}
+
+/* --- running the tool and checking what it wrote ------------------------- */
+
+static int convert(const char *in, const char *out, const char *args, char *e, size_t cap)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' -o '%s' %s", ws_convert(), in, out, args ? args : "");
+    return run_cmd(cmd, e, cap);
+}
+
+static void convert_ok(const char *in, const char *out, const char *args)
+{
+    char e[2048];
+    int rc = convert(in, out, args, e, sizeof e);
+    cr_assert_eq(rc, 0, "convert %s %s: exit %d: %s", in, args ? args : "", rc, e);
+}
+
+/* No temporary file of the writer is left in dir. */
+static void assert_no_leftovers(const char *dir)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        cr_assert_null(strstr(e->d_name, ".tmp"), "left behind: %s/%s", dir, e->d_name);
+    closedir(d);
+}
+
+/* Converting `in` must exit 1 with one line naming it and holding needle, and
+ * write nothing. */
+static void expect_fail(const char *in, const char *args, const char *needle)
+{
+    char out[2100], e[2048], dir[2100];
+    snprintf(out, sizeof out, "%s.out.gguf", in);
+    int rc = convert(in, out, args, e, sizeof e);
+    cr_assert_eq(rc, 1, "%s: exit %d, expected 1 (stderr: %s)", in, rc, e);
+    size_t len = strlen(e);
+    cr_assert(len > 0 && e[len - 1] == '\n' && strchr(e, '\n') == e + len - 1,
+              "%s: expected one line, got: %s", in, e);
+    cr_assert_not_null(strstr(e, in), "message does not name the file: %s", e);
+    cr_assert_not_null(strstr(e, needle), "expected '%s' in: %s", needle, e);
+    cr_assert(!file_exists(out), "%s written despite the error", out);
+    snprintf(dir, sizeof dir, "%s", in);
+    *strrchr(dir, '/') = 0;
+    assert_no_leftovers(dir);
+}
+
+static void expect_bytes(const ws_gguf *g, const char *name, uint32_t type, uint32_t n_dims,
+                         const uint64_t *ne, const void *data, size_t nbytes)
+{
+    const ws_gguf_tensor *t = ws_gguf_find(g, name);
+    cr_assert_not_null(t, "no tensor %s", name);
+    cr_assert_eq(t->type, type, "%s: type %u, expected %u", name, t->type, type);
+    cr_assert_eq(t->n_dims, n_dims, "%s: %u dims, expected %u", name, t->n_dims, n_dims);
+    for (uint32_t j = 0; j < n_dims; j++)
+        cr_assert_eq(t->ne[j], ne[j], "%s: ne[%u] = %llu, expected %llu", name, j,
+                     (unsigned long long)t->ne[j], (unsigned long long)ne[j]);
+    cr_assert_eq(t->nbytes, nbytes, "%s: %zu bytes, expected %zu", name, t->nbytes, nbytes);
+    for (size_t i = 0; i < nbytes; i++)
+        cr_assert_eq(((const uint8_t *)t->data)[i], ((const uint8_t *)data)[i],
+                     "%s: byte %zu differs", name, i);
+}
+
+/* The stem, with the source bytes (keep) or the source values in `to`. */
+static void expect_stem(const ws_gguf *g, const src_tensor s[N_STEM], int with_pos, int to)
+{
+    for (int r = 0; r < N_STEM; r++) {
+        if (r == T_POS && !with_pos) {
+            cr_assert_null(ws_gguf_find(g, s[r].out));
+            continue;
+        }
+        if (to < 0 || (uint32_t)to == s[r].type) {
+            expect_bytes(g, s[r].out, s[r].type, s[r].out_n_dims, s[r].out_ne, s[r].data,
+                         s[r].nbytes);
+            continue;
+        }
+        size_t es = to == WS_GGML_F32 ? 4 : 2;
+        uint8_t want[2048];
+        for (size_t i = 0; i < s[r].n; i++) {
+            float f = src_value(&s[r], i);
+            uint32_t u;
+            if (to == WS_GGML_F32)
+                memcpy(&u, &f, 4);
+            else
+                u = to == WS_GGML_F16 ? ws_f32_to_f16(f) : ws_f32_to_bf16(f);
+            for (size_t k = 0; k < es; k++)
+                want[i * es + k] = (uint8_t)(u >> 8 * k);
+        }
+        expect_bytes(g, s[r].out, (uint32_t)to, s[r].out_n_dims, s[r].out_ne, want,
+                     s[r].n * es);
+    }
+}
+
+static void expect_str(const ws_gguf *g, const char *key, const char *want)
+{
+    char buf[256];
+    cr_assert_eq(ws_gguf_get_str(g, key, buf, sizeof buf, NULL), 1, "no string %s", key);
+    cr_assert_str_eq(buf, want, "%s", key);
+}
+
+static void expect_int(const ws_gguf *g, const char *key, int64_t want)
+{
+    int64_t v;
+    cr_assert_eq(ws_gguf_get_int(g, key, &v), 1, "no integer %s", key);
+    cr_assert_eq(v, want, "%s = %lld, expected %lld", key, (long long)v, (long long)want);
+}
+
+static ws_gguf *open_ok(const char *path)
+{
+    ws_err err = {{0}};
+    ws_gguf *g = ws_gguf_open(path, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    return g;
+}
+
+/* A fixture directory with path = dir/name. */
+static const char *in_dir(const char *dir, const char *name)
+{
+    static char p[4][2048];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+    return p[k];
+}
+
+static const char *write_st(const char *dir, const char *name, int hf)
+{
+    src_tensor s[N_STEM];
+    make_stem(s, hf, 0, WS_GGML_BF16);
+    bytes b = st_build(s, N_STEM, 1);
+    const char *p = in_dir(dir, name);
+    write_file(p, b.p, b.n);
+    free(b.p);
+    return p;
+}
+
+/* --- safetensors ---------------------------------------------------------- */
+
+Test(convert, safetensors_keeps_every_stem_tensor_bit_for_bit)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 1, 0, WS_GGML_BF16);
+    const char *in = write_st(dir, "model.safetensors", 1);
+    const char *out = in_dir(dir, "stem.gguf");
+    convert_ok(in, out, NULL);
+    ws_gguf *g = open_ok(out);
+    expect_stem(g, s, 1, -1);
+    cr_assert_eq(ws_gguf_n_tensors(g), 5, "only the stem and the positions are kept");
+    expect_str(g, "general.architecture", "whisper");
+    expect_str(g, "general.name", "model");
+    expect_str(g, "whisper.source.file", "model.safetensors");
+    expect_str(g, "whisper.source.format", "safetensors");
+    expect_int(g, "whisper.n_mels", N_MELS);
+    expect_int(g, "whisper.d", D);
+    ws_gguf_close(g);
+
+    ws_model m;
+    ws_err err = {{0}};
+    cr_assert_eq(ws_model_load(&m, out, &err), 0, "%s", err.msg);
+    cr_assert_eq(m.n_mels, N_MELS);
+    cr_assert_eq(m.d, D);
+    cr_assert_eq(m.n_pos, N_POS);
+    cr_assert_eq(m.conv1_b[5], src_value(&s[T_C1B], 5));
+    ws_model_free(&m);
+}
+
+Test(convert, safetensors_with_openai_names_and_a_chosen_name)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 0, 0, WS_GGML_BF16);
+    const char *in = write_st(dir, "w.safetensors", 0);
+    const char *out = in_dir(dir, "stem.gguf");
+    convert_ok(in, out, "--name 'tiny test'");
+    ws_gguf *g = open_ok(out);
+    expect_stem(g, s, 1, -1);
+    expect_str(g, "general.name", "tiny test");
+    ws_gguf_close(g);
+}
+
+static void converts_to(const char *type_arg, int to)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 1, 0, WS_GGML_BF16);
+    const char *in = write_st(dir, "model.safetensors", 1);
+    const char *out = in_dir(dir, "stem.gguf");
+    char args[64];
+    snprintf(args, sizeof args, "--type %s", type_arg);
+    convert_ok(in, out, args);
+    ws_gguf *g = open_ok(out);
+    expect_stem(g, s, 1, to);
+    ws_gguf_close(g);
+}
+
+Test(convert, type_f16_rounds_each_source_value_like_ws_f32_to_f16)
+{
+    converts_to("f16", WS_GGML_F16);
+}
+
+Test(convert, type_bf16_rounds_each_source_value_like_ws_f32_to_bf16)
+{
+    converts_to("bf16", WS_GGML_BF16);
+}
+
+Test(convert, type_f32_widens_exactly)
+{
+    converts_to("f32", WS_GGML_F32);
+}
+
+Test(convert, type_keep_is_the_default)
+{
+    converts_to("keep", -1);
+}
+
+/* The fixture with the first `from` in its header replaced by `to` (any
+ * length: the header length is rewritten; data offsets are relative to the
+ * data section, so they stay right). */
+static const char *st_patched(const char *dir, const char *from, const char *to)
+{
+    src_tensor s[N_STEM];
+    make_stem(s, 1, 0, WS_GGML_BF16);
+    bytes b = st_build(s, N_STEM, 1);
+    size_t n = 0;
+    for (int i = 0; i < 8; i++)
+        n |= (size_t)b.p[i] << 8 * i;
+    uint8_t *hit = memmem(b.p + 8, n, from, strlen(from));
+    cr_assert_not_null(hit, "'%s' not in the header", from);
+    size_t at = (size_t)(hit - b.p), nf = strlen(from), nt = strlen(to);
+    bytes c = {0};
+    b_le(&c, n - nf + nt, 8);
+    b_put(&c, b.p + 8, at - 8);
+    b_put(&c, to, nt);
+    b_put(&c, b.p + at + nf, b.n - at - nf);
+    const char *p = in_dir(dir, "bad.safetensors");
+    write_file(p, c.p, c.n);
+    free(b.p);
+    free(c.p);
+    return p;
+}
+
+Test(convert, safetensors_rejects_an_unknown_dtype)
+{
+    const char *dir = tmpdir();
+    expect_fail(st_patched(dir, "\"BF16\"", "\"BF17\""), NULL, "unknown dtype \"BF17\"");
+}
+
+Test(convert, safetensors_rejects_a_dtype_that_does_not_match_the_byte_count)
+{
+    const char *dir = tmpdir();
+    /* conv1.bias is F32 [6] = 24 bytes; as F16 it would be 12 */
+    expect_fail(st_patched(dir, "\"F32\",\"shape\":[6]", "\"F16\",\"shape\":[6]"), NULL,
+                "data_offsets span 24 bytes, but F16 x 6 elements is 12");
+}
+
+Test(convert, safetensors_rejects_offsets_past_the_data)
+{
+    const char *dir = tmpdir();
+    /* the I64 tensor's end, 16 bytes past the others, pushed further out */
+    src_tensor s[N_STEM];
+    make_stem(s, 1, 0, WS_GGML_BF16);
+    size_t total = 0;
+    for (int i = 0; i < N_STEM; i++)
+        total += s[i].nbytes;
+    char from[64], to[64];
+    snprintf(from, sizeof from, "[%zu,%zu]", total, total + 16);
+    snprintf(to, sizeof to, "[%zu,%zu]", total, total + 96);
+    expect_fail(st_patched(dir, from, to), NULL, "outside the");
+}
+
+Test(convert, safetensors_rejects_overlapping_tensors)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 1, 0, WS_GGML_BF16);
+    size_t total = 0;
+    for (int i = 0; i < N_STEM; i++)
+        total += s[i].nbytes;
+    char from[64], to[64];
+    snprintf(from, sizeof from, "[%zu,%zu]", total, total + 16);
+    snprintf(to, sizeof to, "[%zu,%zu]", total - 8, total + 8); /* over its neighbour */
+    expect_fail(st_patched(dir, from, to), NULL, "overlaps");
+    snprintf(to, sizeof to, "[%zu,%zu]", total + 8, total + 24); /* a hole, and past the end */
+    expect_fail(st_patched(dir, from, to), NULL, "outside the");
+}
+
+Test(convert, safetensors_rejects_malformed_json)
+{
+    const char *dir = tmpdir();
+    expect_fail(st_patched(dir, "\"shape\":[6]", "\"shape\":[6,"), NULL,
+                "not well-formed JSON");
+}
+
+Test(convert, safetensors_rejects_a_negative_or_fractional_shape)
+{
+    const char *dir = tmpdir();
+    expect_fail(st_patched(dir, "\"shape\":[8,6]", "\"shape\":[8,-6]"), NULL,
+                "shape[1] is not a non-negative integer");
+    expect_fail(st_patched(dir, "\"shape\":[8,6]", "\"shape\":[8.5,6]"), NULL,
+                "shape[0] is not a non-negative integer");
+    expect_fail(st_patched(dir, "\"data_offsets\":[0,", "\"data_offsets\":[-0.5,"), NULL,
+                "data_offsets is not two non-negative integers");
+}
+
+Test(convert, safetensors_rejects_every_kind_of_truncation)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 1, 0, WS_GGML_BF16);
+    bytes b = st_build(s, N_STEM, 1);
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++)
+        n |= (uint64_t)b.p[i] << 8 * i;
+    const size_t cuts[] = {1, 7, 8, 9, 8 + (size_t)n / 2, 8 + (size_t)n, 8 + (size_t)n + 30,
+                           b.n - 1};
+    const char *needles[] = {"truncated", "truncated", "exceeds", "exceeds", "exceeds",
+                             "outside the 0-byte", "outside", "outside"};
+    const char *p = in_dir(dir, "cut.safetensors");
+    for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
+        write_file(p, b.p, cuts[k]);
+        expect_fail(p, "--from safetensors", needles[k]);
+    }
+    free(b.p);
+}
+
+Test(convert, safetensors_rejects_a_header_length_past_the_end)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 1, 0, WS_GGML_BF16);
+    bytes b = st_build(s, N_STEM, 1);
+    b.p[7] = 0x40; /* 2^62-ish */
+    const char *p = in_dir(dir, "long.safetensors");
+    write_file(p, b.p, b.n);
+    expect_fail(p, "--from safetensors", "header length");
+    free(b.p);
+}
+
+Test(convert, safetensors_without_a_stem_says_what_is_missing)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 1, 0, WS_GGML_BF16);
+    bytes b = st_build(s + 1, N_STEM - 1, 0); /* no conv1.weight */
+    const char *p = in_dir(dir, "nostem.safetensors");
+    write_file(p, b.p, b.n);
+    expect_fail(p, NULL, "no tensor 'encoder.conv1.weight'");
+    free(b.p);
+}
+
+Test(convert, a_ggml_bin_fed_as_safetensors_is_refused)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 0, 1, WS_GGML_F16);
+    bytes b = ggml_build(s, D);
+    const char *p = in_dir(dir, "ggml-tiny.safetensors");
+    write_file(p, b.p, b.n);
+    expect_fail(p, "--from safetensors", "not safetensors");
+    free(b.p);
+}
+
+/* --- sharded index -------------------------------------------------------- */
+
+static void write_index(const char *dir, const char *body)
+{
+    const char *p = in_dir(dir, "model.safetensors.index.json");
+    write_file(p, body, strlen(body));
+}
+
+/* conv1.* and the positions in shard 1, conv2.* in shard 2 (in a subfolder). */
+static void write_shards(const char *dir, src_tensor s[N_STEM])
+{
+    make_stem(s, 1, 0, WS_GGML_BF16);
+    src_tensor a[3] = {s[T_C1W], s[T_C1B], s[T_POS]}, b2[2] = {s[T_C2W], s[T_C2B]};
+    bytes b = st_build(a, 3, 0);
+    write_file(in_dir(dir, "model-00001-of-00002.safetensors"), b.p, b.n);
+    free(b.p);
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s/part", dir);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    b = st_build(b2, 2, 0);
+    write_file(in_dir(dir, "part/model-00002-of-00002.safetensors"), b.p, b.n);
+    free(b.p);
+}
+
+#define INDEX_HEAD "{\"metadata\":{\"total_size\":1000},\"weight_map\":{"
+#define SHARD1 "\"model-00001-of-00002.safetensors\""
+#define SHARD2 "\"part/model-00002-of-00002.safetensors\""
+
+Test(convert, index_gathers_the_stem_from_its_shards)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    write_shards(dir, s);
+    write_index(dir, INDEX_HEAD
+                "\"model.encoder.conv1.weight\":" SHARD1 ",\"model.encoder.conv1.bias\":" SHARD1
+                ",\"model.encoder.embed_positions.weight\":" SHARD1
+                ",\"model.encoder.conv2.weight\":" SHARD2 ",\"model.encoder.conv2.bias\":" SHARD2
+                "}}\n");
+    const char *out = in_dir(dir, "stem.gguf");
+    convert_ok(in_dir(dir, "model.safetensors.index.json"), out, NULL);
+    ws_gguf *g = open_ok(out);
+    expect_stem(g, s, 1, -1);
+    expect_str(g, "whisper.source.format", "safetensors-index");
+    expect_str(g, "general.name", "model");
+    ws_gguf_close(g);
+}
+
+Test(convert, index_rejects_a_map_that_disagrees_with_the_shards)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    write_shards(dir, s);
+    write_index(dir, INDEX_HEAD "\"model.encoder.conv1.weight\":" SHARD2
+                ",\"model.encoder.conv2.weight\":" SHARD1 "}}");
+    expect_fail(in_dir(dir, "model.safetensors.index.json"), NULL, "which does not hold it");
+}
+
+Test(convert, index_rejects_a_missing_shard_and_paths_outside_its_folder)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    write_shards(dir, s);
+    const char *idx = in_dir(dir, "model.safetensors.index.json");
+    write_index(dir, INDEX_HEAD "\"model.encoder.conv1.weight\":\"gone.safetensors\"}}");
+    expect_fail(idx, NULL, "gone.safetensors: cannot open");
+    write_index(dir, INDEX_HEAD "\"model.encoder.conv1.weight\":\"../x.safetensors\"}}");
+    expect_fail(idx, NULL, "not a file name under the index's directory");
+    write_index(dir, INDEX_HEAD "\"model.encoder.conv1.weight\":\"/etc/passwd\"}}");
+    expect_fail(idx, NULL, "not a file name under the index's directory");
+    write_index(dir, "{\"metadata\":{}}");
+    expect_fail(idx, NULL, "no \"weight_map\"");
+    write_index(dir, "{\"weight_map\":{\"a\":");
+    expect_fail(idx, NULL, "not well-formed JSON");
+}
+
+Test(convert, index_reports_a_truncated_shard_by_its_own_name)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    write_shards(dir, s);
+    const char *sh = in_dir(dir, "model-00001-of-00002.safetensors");
+    size_t n;
+    uint8_t *p = read_file(sh, &n);
+    write_file(sh, p, n - 3);
+    free(p);
+    write_index(dir, INDEX_HEAD "\"model.encoder.conv1.weight\":" SHARD1 "}}");
+    expect_fail(in_dir(dir, "model.safetensors.index.json"), NULL,
+                "model-00001-of-00002.safetensors: tensor");
+}
+
+/* --- whisper.cpp ggml .bin ------------------------------------------------ */
+
+Test(convert, ggml_bin_keeps_the_stem_filters_and_hyper_parameters)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 0, 1, WS_GGML_F16);
+    bytes b = ggml_build(s, D);
+    const char *in = in_dir(dir, "ggml-tiny.en.bin");
+    write_file(in, b.p, b.n);
+    free(b.p);
+    const char *out = in_dir(dir, "stem.gguf");
+    convert_ok(in, out, NULL);
+    ws_gguf *g = open_ok(out);
+    expect_stem(g, s, 1, -1);
+    bytes mel = {0};
+    for (int i = 0; i < N_MELS * N_FFT; i++)
+        b_f32(&mel, val(9, (size_t)i));
+    expect_bytes(g, "mel_filters", WS_GGML_F32, 2, (uint64_t[]){N_FFT, N_MELS}, mel.p, mel.n);
+    free(mel.p);
+    cr_assert_eq(ws_gguf_n_tensors(g), 6);
+    expect_str(g, "general.name", "ggml-tiny.en");
+    expect_str(g, "whisper.source.format", "ggml");
+    expect_int(g, "whisper.n_mels", N_MELS);
+    expect_int(g, "whisper.d", D);
+    expect_int(g, "whisper.n_audio_state", D);
+    expect_int(g, "whisper.n_audio_ctx", N_POS);
+    expect_int(g, "whisper.n_vocab", 3);
+    expect_int(g, "whisper.n_text_ctx", 4);
+    expect_int(g, "whisper.ftype", 1);
+    ws_gguf_close(g);
+}
+
+Test(convert, ggml_bin_to_f32_and_bf16)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 0, 1, WS_GGML_F16);
+    bytes b = ggml_build(s, D);
+    const char *in = in_dir(dir, "ggml-tiny.bin");
+    write_file(in, b.p, b.n);
+    free(b.p);
+    const char *out = in_dir(dir, "stem.gguf");
+    convert_ok(in, out, "--type f32");
+    ws_gguf *g = open_ok(out);
+    expect_stem(g, s, 1, WS_GGML_F32);
+    ws_gguf_close(g);
+    convert_ok(in, out, "--type bf16");
+    g = open_ok(out);
+    expect_stem(g, s, 1, WS_GGML_BF16);
+    ws_gguf_close(g);
+}
+
+Test(convert, ggml_bin_rejects_truncation_at_every_section)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 0, 1, WS_GGML_F16);
+    bytes b = ggml_build(s, D);
+    const size_t mel_end = 4 + 44 + 8 + 4 * N_MELS * N_FFT;
+    const size_t cuts[] = {2, 4, 20, 48, 52, 60, mel_end - 1, mel_end + 2, mel_end + 9,
+                           b.n - 102 - 30, b.n - 1};
+    const char *p = in_dir(dir, "cut.bin");
+    for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
+        write_file(p, b.p, cuts[k]);
+        expect_fail(p, "--from ggml", "truncated");
+    }
+    free(b.p);
+}
+
+Test(convert, ggml_bin_rejects_wrong_magic_and_mislabelled_headers)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 0, 1, WS_GGML_F16);
+    bytes b = ggml_build(s, D);
+    const char *p = in_dir(dir, "bad.bin");
+    b.p[0] = 'x';
+    write_file(p, b.p, b.n);
+    expect_fail(p, "--from ggml", "not a ggml model: magic 0x67676d78");
+    expect_fail(p, NULL, "not a checkpoint this tool reads");
+    free(b.p);
+
+    b = ggml_build(s, D + 2); /* the header's width disagrees with the tensors */
+    write_file(p, b.p, b.n);
+    expect_fail(p, NULL, "header says whisper.n_audio_state = 8, but");
+    free(b.p);
+
+    b = ggml_build(s, D);
+    b.p[4 + 44 + 3] = 0x80; /* n_mel negative */
+    write_file(p, b.p, b.n);
+    expect_fail(p, NULL, "mel filter n_mel = ");
+    free(b.p);
+}
+
+Test(convert, ggml_bin_rejects_an_unknown_tensor_type)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 0, 1, WS_GGML_F16);
+    bytes b = ggml_build(s, D);
+    /* the first tensor record follows the vocabulary; its type field is +8 */
+    const size_t first = 4 + 44 + 8 + 4 * N_MELS * N_FFT + 4 + (4 + 1) + 4 + (4 + 13);
+    b.p[first + 8] = 99;
+    const char *p = in_dir(dir, "bad.bin");
+    write_file(p, b.p, b.n);
+    expect_fail(p, NULL, "unknown ggml type 99");
+    free(b.p);
+}
+
+Test(convert, safetensors_fed_as_ggml_is_refused)
+{
+    const char *dir = tmpdir();
+    expect_fail(write_st(dir, "model.safetensors", 1), "--from ggml", "not a ggml model");
+}
+
+/* --- GGUF from other tools ------------------------------------------------ */
+
+Test(convert, gguf_with_llama_cpp_mmproj_names_becomes_our_stem)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 0, 1, WS_GGML_F16);
+    const char *names[N_STEM] = {"a.conv1d.1.weight", "a.conv1d.1.bias", "a.conv1d.2.weight",
+                                 "a.conv1d.2.bias", "a.position_embd.weight"};
+    ws_err err = {{0}};
+    ws_gguf_writer *w = ws_gguf_writer_new();
+    int rc = ws_gguf_writer_set_str(w, "general.architecture", "clip", &err);
+    for (int r = 0; r < N_STEM && !rc; r++)
+        rc = ws_gguf_writer_add_raw(w, names[r], s[r].n_dims, s[r].ne, s[r].type, s[r].data,
+                                    s[r].nbytes, &err);
+    float extra[4] = {1, 2, 3, 4};
+    const char *in = in_dir(dir, "mmproj.gguf");
+    rc = rc || ws_gguf_writer_add_tensor(w, "a.blk.0.ln1.weight", 1, (uint64_t[]){4},
+                                         WS_GGML_F32, extra, &err) ||
+         ws_gguf_writer_write(w, in, &err);
+    ws_gguf_writer_free(w);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    const char *out = in_dir(dir, "stem.gguf");
+    convert_ok(in, out, NULL);
+    ws_gguf *g = open_ok(out);
+    expect_stem(g, s, 1, -1);
+    expect_str(g, "whisper.source.format", "gguf");
+    ws_gguf_close(g);
+}
+
+Test(convert, gguf_written_by_mkmodel_round_trips)
+{
+    const char *dir = tmpdir();
+    const char *a = in_dir(dir, "a.gguf"), *b = in_dir(dir, "b.gguf");
+    char cmd[4096], e[1024];
+    snprintf(cmd, sizeof cmd, "'%s' --n-mels 4 --d 6 --hf-names --bias-2d --type bf16 -o '%s'",
+             ws_mkmodel(), a);
+    cr_assert_eq(run_cmd(cmd, e, sizeof e), 0, "%s", e);
+    convert_ok(a, b, NULL);
+    ws_model ma, mb;
+    ws_err err = {{0}};
+    cr_assert_eq(ws_model_load(&ma, a, &err), 0, "%s", err.msg);
+    cr_assert_eq(ws_model_load(&mb, b, &err), 0, "%s", err.msg);
+    cr_assert_eq(mb.conv1_type, WS_DT_BF16);
+    cr_assert_eq(memcmp(ma.conv2_w, mb.conv2_w, 6 * 6 * 3 * sizeof(float)), 0);
+    cr_assert_eq(memcmp(ma.conv1_b, mb.conv1_b, 6 * sizeof(float)), 0);
+    ws_model_free(&ma);
+    ws_model_free(&mb);
+}
+
+/* --- the command line ----------------------------------------------------- */
+
+Test(convert, usage_errors_exit_2)
+{
+    const char *args[] = {"", "x.safetensors", "-o y.gguf", "x -o y --type f8", "x -o y --from pt",
+                          "x -o y --bogus", "x y -o z", "x -o"};
+    for (size_t k = 0; k < sizeof args / sizeof args[0]; k++) {
+        char cmd[1024], e[1024];
+        snprintf(cmd, sizeof cmd, "'%s' %s", ws_convert(), args[k]);
+        cr_assert_eq(run_cmd(cmd, e, sizeof e), 2, "'%s': expected exit 2 (%s)", args[k], e);
+        cr_assert_not_null(strstr(e, "whisper-stem-convert: "), "%s", e);
+    }
+}
+
+Test(convert, missing_empty_and_zip_inputs_fail_clearly)
+{
+    const char *dir = tmpdir();
+    expect_fail(in_dir(dir, "absent.safetensors"), NULL, "cannot open");
+    const char *empty = in_dir(dir, "empty.bin");
+    write_file(empty, "", 0);
+    expect_fail(empty, NULL, "empty file");
+    const char *zip = in_dir(dir, "tiny.pt");
+    write_file(zip, "PK\3\4\0\0\0\0", 8);
+    expect_fail(zip, NULL, "pt-to-gguf.py");
+}
