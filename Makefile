@@ -3,7 +3,8 @@
 #   make                 build/whisper-stem and build/ws-mkmodel
 #   make test            build and run the Criterion suite (tests/)
 #   make asan            the same suite under AddressSanitizer + UBSan (build-asan/)
-#   make check           both (what CI runs)
+#   make interop         GGUF files we write, read by @huggingface/gguf (needs node, npm)
+#   make check           test + asan + interop (what CI runs)
 #   make install PREFIX=/usr/local
 #   make bundle          build/bundle/: binary + test runner + their shared libraries,
 #                        relocatable (RUNPATH $ORIGIN/lib), for GPU nodes
@@ -84,7 +85,7 @@ $(BUILD)/bench/resample.o: ALL_CFLAGS += -DWS_HAVE_SAMPLERATE $(shell $(PKG) --c
 $(BUILD)/bench-resample: LDLIBS += $(shell $(PKG) --libs samplerate)
 endif
 
-.PHONY: all test asan check install bundle clean
+.PHONY: all test asan check interop install bundle clean
 # Keep the objects of tools and benches (make would delete them as intermediates).
 .SECONDARY:
 all: $(BUILD)/whisper-stem $(TOOLS) $(BENCHES)
@@ -138,8 +139,12 @@ asan:
 	  echo "✗ sanitizer reports above (build-asan.log)"; exit 1; fi; echo "✓ no sanitizer reports"
 
 
-# What CI runs: the suite, then the suite again under the sanitizers.
-check: test asan
+# GGUF interop: files we write, read by an independent reader (@huggingface/gguf, npm).
+interop: $(BUILD)/ws-mkmodel $(BUILD)/ws-convert
+	tests/interop/run.sh $(BUILD)
+
+# What CI runs: the suite, the suite again under the sanitizers, the interop check.
+check: test asan interop
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -1,13 +1,18 @@
 #!/bin/sh
 # Installs the Debian packages whisper-stem needs, where they are missing.
 #   scripts/install-deps.sh          build and run
-#   scripts/install-deps.sh --test   also the test framework
+#   scripts/install-deps.sh --test   also the test framework (and node/npm for the
+#                                    GGUF interop check, when node is missing)
 # Runs apt-get through sudo when not root. Debian 12 (bookworm) or later.
 set -eu
 
 PKGS="gcc make pkg-config libsndfile1-dev libfftw3-dev libsoxr-dev libcjson-dev libopenblas0-pthread"
 if [ "${1:-}" = "--test" ]; then
     PKGS="$PKGS libcriterion-dev"
+    # the GGUF interop check runs an npm package; any node >= 18 with npm will do
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        PKGS="$PKGS nodejs npm"
+    fi
 fi
 
 missing=""
