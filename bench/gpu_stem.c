@@ -8,7 +8,9 @@
  * FLOPs: 2 * (3000 * d * 3*n_mels + 1500 * d * 3*d) per window (tiny 1.88 G).
  *
  *   bench-gpu_stem [--iters N] [--only SHAPE]   (SHAPE: tiny | large-v3)
- * Prints one table row per case and the kernels' resource report.
+ * Prints one table row per case (median us per launch and per window, the
+ * rate, and the medians of the three stages from separately marked runs) and
+ * the kernels' resource report.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +43,8 @@ int main(int argc, char **argv)
     const ws_precision precs[] = { WS_PREC_FP32, WS_PREC_TF32, WS_PREC_BF16, WS_PREC_FP16 };
     const int T = 3000;
     int printed_dev = 0, rc = 0;
-    printf("%-9s %-5s %4s %12s %12s %10s\n", "shape", "prec", "win", "us/launch", "us/window",
-           "TFLOP/s");
+    printf("%-9s %-5s %4s %12s %12s %10s %9s %9s %9s\n", "shape", "prec", "win", "us/launch",
+           "us/window", "TFLOP/s", "mel_t", "conv1", "conv2");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const shape *sh = &shapes[s];
         if (only && strcmp(only, sh->name))
@@ -65,15 +67,16 @@ int main(int argc, char **argv)
                 printf("# device: %s\n", ws_gpu_device_name(g));
             for (int w = 0; w < 3 && sh->windows[w]; w++) {
                 int nw = sh->windows[w];
-                double med = 0, mn = 0;
-                if (ws_gpu_bench(g, nw, T, 1, 4, 5, iters, &med, &mn, &e)) {
+                double med = 0, mn = 0, st[3] = { 0, 0, 0 };
+                if (ws_gpu_bench(g, nw, T, 1, 4, 5, 2 * iters, &med, &mn, st, &e)) {
                     fprintf(stderr, "bench %s %s %d: %s\n", sh->name,
                             ws_precision_name(precs[p]), nw, e.msg);
                     rc = 1;
                     continue;
                 }
-                printf("%-9s %-5s %4d %12.1f %12.2f %10.1f\n", sh->name, ws_precision_name(precs[p]),
-                       nw, med, med / nw, flop * nw / (med * 1e-6) / 1e12);
+                printf("%-9s %-5s %4d %12.1f %12.2f %10.1f %9.1f %9.1f %9.1f\n", sh->name,
+                       ws_precision_name(precs[p]), nw, med, med / nw,
+                       flop * nw / (med * 1e-6) / 1e12, st[0], st[1], st[2]);
                 fflush(stdout);
             }
             fprintf(stderr, "%s", ws_gpu_kernel_report(g));

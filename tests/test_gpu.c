@@ -207,7 +207,7 @@ Test(gpu_gelu, gelu_ptx_matches_double)
             err = INFINITY;
         if (err > maxe && fabs(x[i]) <= 10)
             maxe = err;
-        double lim = WS_GELU_PTX_MAX_ABS + 1.2e-7 * fabs((double)x[i]);
+        double lim = WS_GELU_PTX_MAX_ABS + 2.4e-7 * fabs((double)x[i]);
         if (err - lim > worst) {
             worst = err - lim;
             wx = x[i];
@@ -273,6 +273,30 @@ Test(gpu_driver, reports_device_and_kernels)
     const char *rep = ws_gpu_kernel_report(g);
     cr_assert(strstr(rep, "ws_conv2_bf16_l"), "%s", rep);
     cr_assert(strstr(rep, "   0 local bytes") != NULL, "%s", rep);
+    ws_gpu_free(g);
+    ws_model_free(&m);
+}
+
+/* One window leaves most multiprocessors idle, so the fp32 kernels split K
+ * and the last part of each tile sums the parts in a fixed order: two runs
+ * give the same bits. */
+Test(gpu_stem, split_k_fp32_is_bitwise_repeatable, .timeout = 120)
+{
+    ws_model m;
+    ws_err e;
+    cr_assert_eq(ws_model_init_random(&m, 80, 384, 3, 0, &e), 0, "%s", e.msg);
+    ws_gpu *g = gpu_or_skip(&m, WS_PREC_FP32);
+    const int T = 3000, T2 = ws_stem_out_len(T);
+    float *mel = random_mel(1, 80, T, 11);
+    float *a = nan_buffer((size_t)T2 * 384), *b = nan_buffer((size_t)T2 * 384);
+    for (int rep = 0; rep < 3; rep++) {
+        cr_assert_eq(ws_gpu_stem(g, mel, 1, T, 1, rep ? b : a, &e), 0, "%s", e.msg);
+        if (rep)
+            cr_assert_eq(memcmp(a, b, (size_t)T2 * 384 * sizeof *a), 0, "run %d differs", rep);
+    }
+    free(a);
+    free(b);
+    free(mel);
     ws_gpu_free(g);
     ws_model_free(&m);
 }

@@ -6,96 +6,61 @@
 
 #include "gelu_ptx.h"
 
-#define Z_SPLIT 0.9f          /* |z| below: odd polynomial for erf */
-#define Z_CLAMP 4.0f          /* erfc(4) = 1.5e-8: beyond, erf(z) rounds to +-1 */
+#define Z_CLAMP 4.0f          /* erfc(4) = 1.5e-8: beyond, t = 0 */
 #define INV_SQRT2 0x1.6a09e6p-1f
-#define P1_A 0x1.3c0ca4p+1f   /* 2 / 0.81: z^2 in [0, 0.81] -> s in [-1, 1] */
-#define P2_A 0x1.4a5294p-1f   /* 2 / 3.1 */
-#define P2_B -0x1.94a52ap+0f  /* -(0.9 + 4) / 3.1 */
 
-/* erf(z)/z = P(s), Chebyshev interpolant of degree 6, monomials in s */
-static const float P1[7] = {
-    0x1.fc5ddp-1f, -0x1.ec22acp-4f, 0x1.c7db74p-7f, -0x1.56551p-10f,
-    0x1.a8093ep-14f, -0x1.be8ff2p-18f, 0x1.9427d2p-22f,
+/* log2(erfc(z)) = z * R(z), R of degree 9 (R[0] is the z^1 coefficient):
+ * least squares in z on [0, 4], weighted by 1/|log2 erfc|, double, rounded
+ * to float. Horner in z itself, not in a shifted variable, so that near
+ * z = 0 the sum carries no cancellation. */
+static const float R[10] = {
+    -0x1.a0be88p+0f, -0x1.d63da2p-1f, -0x1.2fd2p-3f,   0x1.c87526p-6f,  -0x1.b72b2p-14f,
+    -0x1.1aa0e8p-9f, 0x1.b2dc84p-11f, -0x1.5d6368p-13f, 0x1.32695cp-16f, -0x1.cd7d56p-21f,
 };
-/* log2(erfc(z)) = Q(s'), Chebyshev interpolant of degree 10 on [0.9, 4] */
-static const float P2[11] = {
-    -0x1.5c2a2p+3f, -0x1.7846eap+3f, -0x1.a20744p+1f, -0x1.f16968p-5f,
-    0x1.363544p-6f, -0x1.77e8bcp-8f, 0x1.ab9b04p-10f, -0x1.c0085ep-12f,
-    0x1.82bd48p-14f, -0x1.40627ep-19f, -0x1.8d803cp-18f,
-};
-#define NP1 (int)(sizeof P1 / sizeof P1[0])
-#define NP2 (int)(sizeof P2 / sizeof P2[0])
+#define NR (int)(sizeof R / sizeof R[0])
 
-static float erfc_tail(float az)
+/* t = erfc(|z|) as the PTX computes it (exp2f standing in for ex2.approx) */
+static float erfc_abs(float az)
 {
-    float s = fmaf(fminf(az, Z_CLAMP), P2_A, P2_B);
-    float q = P2[NP2 - 1];
-    for (int i = NP2 - 2; i >= 0; i--)
-        q = fmaf(q, s, P2[i]);
+    float zc = fminf(az, Z_CLAMP);
+    float q = R[NR - 1];
+    for (int i = NR - 2; i >= 0; i--)
+        q = fmaf(q, zc, R[i]);
+    q = q * zc;
     return az > Z_CLAMP ? 0.0f : exp2f(q);
-}
-
-static float erf_small(float z)
-{
-    float s = fmaf(z * z, P1_A, -1.0f);
-    float p = P1[NP1 - 1];
-    for (int i = NP1 - 2; i >= 0; i--)
-        p = fmaf(p, s, P1[i]);
-    return z * p;
 }
 
 float ws_erf_model(float z)
 {
-    float az = fabsf(z);
-    if (az < Z_SPLIT)
-        return erf_small(z);
-    return copysignf(1.0f - erfc_tail(az), z);
+    return copysignf(1.0f - erfc_abs(fabsf(z)), z);
 }
 
 float ws_gelu_model(float x)
 {
-    float z = x * INV_SQRT2, az = fabsf(z), hx = 0.5f * x;
-    if (az < Z_SPLIT)
-        return fmaf(hx, erf_small(z), hx);
-    float t = erfc_tail(az);
-    return x > 0.0f ? x * fmaf(t, -0.5f, 1.0f) : hx * t;
+    float t = erfc_abs(fabsf(x * INV_SQRT2));
+    float phi = x > 0.0f ? fmaf(t, -0.5f, 1.0f) : 0.5f * t;
+    return x * phi;
 }
 
 void ws_gelu_emit(ptx_buf *b, const char *y, const char *x)
 {
-    preg z = ptx_reg(b, PTX_F32), az = ptx_reg(b, PTX_F32), hx = ptx_reg(b, PTX_F32);
-    preg w = ptx_reg(b, PTX_F32), s = ptx_reg(b, PTX_F32), p = ptx_reg(b, PTX_F32);
-    preg g1 = ptx_reg(b, PTX_F32), s2 = ptx_reg(b, PTX_F32), q = ptx_reg(b, PTX_F32);
-    preg t = ptx_reg(b, PTX_F32), gp = ptx_reg(b, PTX_F32), gn = ptx_reg(b, PTX_F32);
-    preg g2 = ptx_reg(b, PTX_F32);
-    preg small = ptx_reg(b, PTX_PRED), pos = ptx_reg(b, PTX_PRED);
-    ptx_comment(b, "gelu(%s) -> %s: erf by odd polynomial for |z| < 0.9, else erfc = 2^Q", x, y);
-    ptx_ins(b, "mul.f32 %s, %s, %s", z.n, x, ptx_f32(INV_SQRT2).s);
-    ptx_ins(b, "abs.f32 %s, %s", az.n, z.n);
-    ptx_ins(b, "mul.f32 %s, %s, 0f3F000000", hx.n, x);
-    /* piece 1: erf(z) = z * P(z^2 * A - 1) */
-    ptx_ins(b, "mul.f32 %s, %s, %s", w.n, z.n, z.n);
-    ptx_ins(b, "fma.rn.f32 %s, %s, %s, 0fBF800000", s.n, w.n, ptx_f32(P1_A).s);
-    ptx_ins(b, "mov.f32 %s, %s", p.n, ptx_f32(P1[NP1 - 1]).s);
-    for (int i = NP1 - 2; i >= 0; i--)
-        ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", p.n, p.n, s.n, ptx_f32(P1[i]).s);
-    ptx_ins(b, "mul.f32 %s, %s, %s", p.n, z.n, p.n);
-    ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", g1.n, hx.n, p.n, hx.n);
-    /* piece 2: t = erfc(|z|) = 2^Q(min(|z|, 4) * A + B) */
-    ptx_ins(b, "min.f32 %s, %s, %s", s2.n, az.n, ptx_f32(Z_CLAMP).s);
-    ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", s2.n, s2.n, ptx_f32(P2_A).s, ptx_f32(P2_B).s);
-    ptx_ins(b, "mov.f32 %s, %s", q.n, ptx_f32(P2[NP2 - 1]).s);
-    for (int i = NP2 - 2; i >= 0; i--)
-        ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", q.n, q.n, s2.n, ptx_f32(P2[i]).s);
+    preg az = ptx_reg(b, PTX_F32), zc = ptx_reg(b, PTX_F32), q = ptx_reg(b, PTX_F32);
+    preg t = ptx_reg(b, PTX_F32), pp = ptx_reg(b, PTX_F32), pn = ptx_reg(b, PTX_F32);
+    preg big = ptx_reg(b, PTX_PRED), pos = ptx_reg(b, PTX_PRED);
+    ptx_comment(b, "%s = gelu(%s) = x * Phi(x); t = erfc(|x|/sqrt2) = 2^(z R(z)); Phi = 1 - t/2 (x > 0), t/2", y, x);
+    ptx_ins(b, "mul.f32 %s, %s, %s", az.n, x, ptx_f32(INV_SQRT2).s);
+    ptx_ins(b, "abs.f32 %s, %s", az.n, az.n);
+    ptx_ins(b, "min.f32 %s, %s, %s", zc.n, az.n, ptx_f32(Z_CLAMP).s);
+    ptx_ins(b, "mov.f32 %s, %s", q.n, ptx_f32(R[NR - 1]).s);
+    for (int i = NR - 2; i >= 0; i--)
+        ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", q.n, q.n, zc.n, ptx_f32(R[i]).s);
+    ptx_ins(b, "mul.f32 %s, %s, %s", q.n, q.n, zc.n);
     ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", t.n, q.n);
-    ptx_ins(b, "setp.gt.f32 %s, %s, %s", pos.n, az.n, ptx_f32(Z_CLAMP).s);
-    ptx_ins(b, "selp.f32 %s, 0f00000000, %s, %s", t.n, t.n, pos.n);
-    ptx_ins(b, "fma.rn.f32 %s, %s, 0fBF000000, 0f3F800000", gp.n, t.n);
-    ptx_ins(b, "mul.f32 %s, %s, %s", gp.n, x, gp.n);
-    ptx_ins(b, "mul.f32 %s, %s, %s", gn.n, hx.n, t.n);
+    ptx_ins(b, "setp.gt.f32 %s, %s, %s", big.n, az.n, ptx_f32(Z_CLAMP).s);
+    ptx_ins(b, "selp.f32 %s, 0f00000000, %s, %s", t.n, t.n, big.n);
+    ptx_ins(b, "fma.rn.f32 %s, %s, 0fBF000000, 0f3F800000", pp.n, t.n);
+    ptx_ins(b, "mul.f32 %s, %s, 0f3F000000", pn.n, t.n);
     ptx_ins(b, "setp.gt.f32 %s, %s, 0f00000000", pos.n, x);
-    ptx_ins(b, "selp.f32 %s, %s, %s, %s", g2.n, gp.n, gn.n, pos.n);
-    ptx_ins(b, "setp.lt.f32 %s, %s, %s", small.n, az.n, ptx_f32(Z_SPLIT).s);
-    ptx_ins(b, "selp.f32 %s, %s, %s, %s", y, g1.n, g2.n, small.n);
+    ptx_ins(b, "selp.f32 %s, %s, %s, %s", pp.n, pp.n, pn.n, pos.n);
+    ptx_ins(b, "mul.f32 %s, %s, %s", y, x, pp.n);
 }

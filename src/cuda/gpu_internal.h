@@ -18,9 +18,12 @@ int ws_gpu_gelu(ws_gpu *g, const float *x, float *y, int n, ws_err *err);
 /* Kernel-only time of the stem (mel_t + conv1 + conv2) on device-resident
  * inputs: n_bufs input buffers of random log-Mel rotated, `warmup` untimed
  * runs, then `iters` runs each between two CUDA events. Fills the median and
- * minimum in microseconds per launch (all n_win windows). */
+ * minimum in microseconds per launch (all n_win windows). With stage_us,
+ * every other run also records events between the stages (those runs are
+ * left out of the median) and stage_us gets the medians of mel_t, conv1 and
+ * conv2 (conv2 includes the end event's own gap). */
 int ws_gpu_bench(ws_gpu *g, int n_win, int n_frames, int add_pos, int n_bufs, int warmup,
-                 int iters, double *median_us, double *min_us, ws_err *err);
+                 int iters, double *median_us, double *min_us, double stage_us[3], ws_err *err);
 
 /* One line per kernel: name, threads, registers, local (stack) bytes,
  * dynamic shared memory. Static storage of g. */

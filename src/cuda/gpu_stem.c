@@ -30,7 +30,7 @@ struct ws_gpu {
     wscu_device dev;
     wscu_context ctx;
     wscu_stream stream;
-    wscu_event ev0, ev1;
+    wscu_event ev0, ev1, ev_mel, ev_c1;  /* bench: start, end, after mel_t, after conv1 */
     wscu_module mod[WS_K_COUNT];
     wscu_function fn[WS_K_COUNT];
     ws_kernel_src k[WS_K_COUNT];  /* ptx freed after loading */
@@ -38,7 +38,8 @@ struct ws_gpu {
     ws_precision prec;
     wscu_devptr w1, b1, w2, b2;
     wscu_devptr mel, xt, h1, out, pos;
-    size_t mel_cap, xt_cap, h1_cap, out_cap;
+    wscu_devptr ws, cnt;          /* split-K partial sums and per-tile arrival counters */
+    size_t mel_cap, xt_cap, h1_cap, out_cap, ws_cap, cnt_cap;
     int pos_rows;                 /* rows of the device pos table */
     float *host_pos;              /* copy of the model's table, or NULL */
     int n_pos;
@@ -101,7 +102,8 @@ void ws_gpu_free(ws_gpu *g)
             cu->CtxSetCurrent(g->ctx);
         if (g->stream)
             cu->StreamSynchronize(g->stream);
-        wscu_devptr bufs[] = { g->w1, g->b1, g->w2, g->b2, g->mel, g->xt, g->h1, g->out, g->pos };
+        wscu_devptr bufs[] = { g->w1, g->b1, g->w2, g->b2, g->mel, g->xt, g->h1, g->out, g->pos,
+                               g->ws, g->cnt };
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i])
                 cu->MemFree(bufs[i]);
@@ -114,6 +116,10 @@ void ws_gpu_free(ws_gpu *g)
             cu->EventDestroy(g->ev0);
         if (g->ev1)
             cu->EventDestroy(g->ev1);
+        if (g->ev_mel)
+            cu->EventDestroy(g->ev_mel);
+        if (g->ev_c1)
+            cu->EventDestroy(g->ev_c1);
         if (g->stream)
             cu->StreamDestroy(g->stream);
         if (g->ctx)
@@ -187,6 +193,8 @@ ws_gpu *ws_gpu_new(const ws_model *m, ws_precision p, ws_err *err)
     CU_TRY(cu, StreamCreate(&g->stream, WS_CU_STREAM_NON_BLOCKING), err);
     CU_TRY(cu, EventCreate(&g->ev0, WS_CU_EVENT_DEFAULT), err);
     CU_TRY(cu, EventCreate(&g->ev1, WS_CU_EVENT_DEFAULT), err);
+    CU_TRY(cu, EventCreate(&g->ev_mel, WS_CU_EVENT_DEFAULT), err);
+    CU_TRY(cu, EventCreate(&g->ev_c1, WS_CU_EVENT_DEFAULT), err);
 
     ws_kernel_src *ks = NULL;
     if (ws_stem_kernels(m->n_mels, m->d, p, g->cc_major, g->cc_minor, &ks, err))
@@ -284,34 +292,84 @@ static int pick_small(const ws_gpu *g, int large_slot, int t_out, int n_win)
 {
     if (g->force_tile >= 0)
         return g->force_tile;
+    if (g->prec == WS_PREC_FP32)
+        return 0;   /* the FFMA kernels split K instead (conv_launch) */
     const ws_kernel_src *k = &g->k[large_slot];
     long blocks = (long)((t_out + k->bm - 1) / k->bm) * (g->d / k->bn) * n_win;
     return blocks < g->sms;
 }
 
-/* Enqueues mel_t, conv1, conv2 on the stream: mel (device) -> out (device). */
+/* Split-K parts for an FFMA conv: when the output tiles fill fewer than the
+ * 2 * SMs block slots (two 256-thread blocks fit on a multiprocessor), K is
+ * cut into parts so that the grid fills them; at least 4 K tiles (of 8) a part. */
+static int pick_splits(const ws_gpu *g, int slot, int cin, int t_out, int n_win)
+{
+    if (g->prec != WS_PREC_FP32)
+        return 1;
+    const ws_kernel_src *k = &g->k[slot];
+    long blocks = (long)((t_out + k->bm - 1) / k->bm) * (g->d / k->bn) * n_win;
+    long slots = 2L * g->sms, kt = 3L * cin / 8;
+    if (blocks >= slots)
+        return 1;
+    long s = slots / blocks;
+    if (s > kt / 4)
+        s = kt / 4;
+    return s < 1 ? 1 : (int)s;
+}
+
+/* Launches one conv: x [n_win][t_in][cin] -> y [n_win][t_out][d]. */
+static int conv_launch(ws_gpu *g, int slot, int cin, wscu_devptr x, wscu_devptr w, wscu_devptr bias,
+                       wscu_devptr pos, wscu_devptr y, unsigned t_in, unsigned t_out, int n_win,
+                       ws_err *err)
+{
+    const ws_kernel_src *k = &g->k[slot];
+    const unsigned gx = (unsigned)(g->d / k->bn), gy = (t_out + (unsigned)k->bm - 1) / (unsigned)k->bm;
+    if (g->prec != WS_PREC_FP32) {
+        void *a[] = { &x, &w, &bias, &pos, &y, &t_in, &t_out };
+        return launch(g, slot, gx, gy, (unsigned)n_win, a, err);
+    }
+    unsigned splits = (unsigned)pick_splits(g, slot, cin, (int)t_out, n_win);
+    if (splits > 1) {
+        size_t tiles = (size_t)gx * gy * (size_t)n_win;
+        /* + one tile of rows: the last part's fixup reads whole tiles */
+        size_t wsb = ((size_t)splits * n_win * t_out + (size_t)k->bm) * g->d * 4;
+        if (ensure(g, &g->ws, &g->ws_cap, wsb, err))
+            return -1;
+        if (g->cnt_cap < tiles * 4) {
+            if (ensure(g, &g->cnt, &g->cnt_cap, tiles * 4, err))
+                return -1;
+            wscu_result r = g->cu.MemsetD32Async(g->cnt, 0, tiles, g->stream);
+            if (r != WS_CUDA_SUCCESS)
+                return ws_cu_fail(&g->cu, r, "cuMemsetD32Async(counters)", __FILE__, __LINE__, err);
+        }
+    }
+    void *a[] = { &x, &w, &bias, &pos, &y, &t_in, &t_out, &g->ws, &g->cnt, &splits };
+    return launch(g, slot, gx, gy, (unsigned)n_win * splits, a, err);
+}
+
+/* Enqueues mel_t, conv1, conv2 on the stream: mel (device) -> out (device).
+ * marks: record ev_mel and ev_c1 between the stages (benchmarks). */
 static int enqueue_stem(ws_gpu *g, wscu_devptr mel, int n_win, int n_frames, wscu_devptr pos,
-                        wscu_devptr out, ws_err *err)
+                        wscu_devptr out, int marks, ws_err *err)
 {
     unsigned T = (unsigned)n_frames, T2 = (unsigned)ws_stem_out_len(n_frames);
     void *a0[] = { &mel, &g->xt, &T };
     if (launch(g, WS_K_MEL_T, (T + 31) / 32, (unsigned)(g->n_mels + 31) / 32, (unsigned)n_win, a0,
                err))
         return -1;
+    if (marks && g->cu.EventRecord(g->ev_mel, g->stream) != WS_CUDA_SUCCESS)
+        return ws_errf(err, "cuEventRecord failed");
     WS_RANGE_PUSH("conv1");
     int s1 = pick_small(g, WS_K_CONV1_L, n_frames, n_win) ? WS_K_CONV1_S : WS_K_CONV1_L;
-    wscu_devptr nopos = 0;
-    void *a1[] = { &g->xt, &g->w1, &g->b1, &nopos, &g->h1, &T, &T };
-    int rc = launch(g, s1, (unsigned)(g->d / g->k[s1].bn),
-                    (T + (unsigned)g->k[s1].bm - 1) / (unsigned)g->k[s1].bm, (unsigned)n_win, a1, err);
+    int rc = conv_launch(g, s1, g->n_mels, g->xt, g->w1, g->b1, 0, g->h1, T, T, n_win, err);
     WS_RANGE_POP();
     if (rc)
         return -1;
+    if (marks && g->cu.EventRecord(g->ev_c1, g->stream) != WS_CUDA_SUCCESS)
+        return ws_errf(err, "cuEventRecord failed");
     WS_RANGE_PUSH("conv2");
     int s2 = pick_small(g, WS_K_CONV2_L, (int)T2, n_win) ? WS_K_CONV2_S : WS_K_CONV2_L;
-    void *a2[] = { &g->h1, &g->w2, &g->b2, &pos, &out, &T, &T2 };
-    rc = launch(g, s2, (unsigned)(g->d / g->k[s2].bn),
-                (T2 + (unsigned)g->k[s2].bm - 1) / (unsigned)g->k[s2].bm, (unsigned)n_win, a2, err);
+    rc = conv_launch(g, s2, g->d, g->h1, g->w2, g->b2, pos, out, T, T2, n_win, err);
     WS_RANGE_POP();
     return rc;
 }
@@ -361,7 +419,7 @@ int ws_gpu_stem(ws_gpu *g, const float *mel, int n_win, int n_frames, int add_po
     WS_RANGE_POP();
     if (r != WS_CUDA_SUCCESS)
         return ws_cu_fail(cu, r, "cuMemcpyHtoDAsync(mel)", __FILE__, __LINE__, err);
-    if (enqueue_stem(g, g->mel, n_win, n_frames, add_pos ? g->pos : 0, g->out, err))
+    if (enqueue_stem(g, g->mel, n_win, n_frames, add_pos ? g->pos : 0, g->out, 0, err))
         return -1;
     WS_RANGE_PUSH("download");
     r = cu->MemcpyDtoHAsync(g->pinned, g->out, out_bytes, g->stream);
@@ -410,11 +468,11 @@ static int cmp_double(const void *a, const void *b)
 }
 
 int ws_gpu_bench(ws_gpu *g, int n_win, int n_frames, int add_pos, int n_bufs, int warmup,
-                 int iters, double *median_us, double *min_us, ws_err *err)
+                 int iters, double *median_us, double *min_us, double stage_us[3], ws_err *err)
 {
     ws_cu *cu = &g->cu;
     wscu_devptr in[16] = { 0 };
-    double *ts = NULL;
+    double *ts = NULL, *st[3] = { NULL, NULL, NULL };
     float *h = NULL;
     int rc = -1;
     if (n_bufs < 1 || n_bufs > 16 || iters < 1)
@@ -427,7 +485,9 @@ int ws_gpu_bench(ws_gpu *g, int n_win, int n_frames, int add_pos, int n_bufs, in
         return -1;
     h = malloc(n * sizeof *h);
     ts = malloc((size_t)iters * sizeof *ts);
-    if (!h || !ts) {
+    for (int k = 0; k < 3; k++)
+        st[k] = malloc((size_t)iters * sizeof *st[k]);
+    if (!h || !ts || !st[0] || !st[1] || !st[2]) {
         ws_errf(err, "out of memory");
         goto cleanup;
     }
@@ -441,21 +501,39 @@ int ws_gpu_bench(ws_gpu *g, int n_win, int n_frames, int add_pos, int n_bufs, in
     }
     wscu_devptr pos = add_pos ? g->pos : 0;
     for (int i = 0; i < warmup; i++)
-        if (enqueue_stem(g, in[i % n_bufs], n_win, n_frames, pos, g->out, err))
+        if (enqueue_stem(g, in[i % n_bufs], n_win, n_frames, pos, g->out, 0, err))
             goto cleanup;
+    int nt = 0, ns = 0;
     for (int i = 0; i < iters; i++) {
+        /* with stage_us, odd runs carry stage marks and even runs time the launch alone */
+        int marks = stage_us && (i & 1);
         CU_TRY(cu, EventRecord(g->ev0, g->stream), err);
-        if (enqueue_stem(g, in[i % n_bufs], n_win, n_frames, pos, g->out, err))
+        if (enqueue_stem(g, in[i % n_bufs], n_win, n_frames, pos, g->out, marks, err))
             goto cleanup;
         CU_TRY(cu, EventRecord(g->ev1, g->stream), err);
         CU_TRY(cu, EventSynchronize(g->ev1), err);
-        float ms = 0;
-        CU_TRY(cu, EventElapsedTime(&ms, g->ev0, g->ev1), err);
-        ts[i] = ms * 1000.0;
+        float ms = 0, a = 0, b = 0, c = 0;
+        if (marks) {
+            CU_TRY(cu, EventElapsedTime(&a, g->ev0, g->ev_mel), err);
+            CU_TRY(cu, EventElapsedTime(&b, g->ev_mel, g->ev_c1), err);
+            CU_TRY(cu, EventElapsedTime(&c, g->ev_c1, g->ev1), err);
+            st[0][ns] = a * 1000.0;
+            st[1][ns] = b * 1000.0;
+            st[2][ns] = c * 1000.0;
+            ns++;
+        } else {
+            CU_TRY(cu, EventElapsedTime(&ms, g->ev0, g->ev1), err);
+            ts[nt++] = ms * 1000.0;
+        }
     }
-    qsort(ts, (size_t)iters, sizeof *ts, cmp_double);
-    *median_us = ts[iters / 2];
+    qsort(ts, (size_t)nt, sizeof *ts, cmp_double);
+    *median_us = ts[nt / 2];
     *min_us = ts[0];
+    if (stage_us)
+        for (int k = 0; k < 3; k++) {
+            qsort(st[k], (size_t)ns, sizeof *st[k], cmp_double);
+            stage_us[k] = ns ? st[k][ns / 2] : 0;
+        }
     rc = 0;
 cleanup:
     for (int bi = 0; bi < n_bufs; bi++)
@@ -463,6 +541,8 @@ cleanup:
             cu->MemFree(in[bi]);
     free(h);
     free(ts);
+    for (int k = 0; k < 3; k++)
+        free(st[k]);
     return rc;
 }
 

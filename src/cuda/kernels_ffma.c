@@ -62,7 +62,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
 
     ptx_buf kb, *b = &kb;
     ptx_init(b);
-    ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE);
+    ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE + 16); /* + split-K flag */
     ptx_comment(b, "y[t][o] = gelu(b[o] + sum_k sum_i x[%d*t + k - 1][i] * w[o][i][k])%s; "
                    "cin %d, cout %d, tile %dx%d, BK %d, %dx%d per thread",
                 s->stride, s->last ? " (+ pos[t][o])" : "", C, N, T.bm, T.bn, T.bk, T.tm, T.tn);
@@ -92,7 +92,13 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     I("shl.b32 %s, %s, %d", n0.n, n0.n, ilog2(T.bn));
     I("mov.u32 %s, %%ctaid.y", t0.n);
     I("shl.b32 %s, %s, %d", t0.n, t0.n, ilog2(T.bm));
-    I("mov.u32 %s, %%ctaid.z", win.n);
+    preg splits = ptx_reg(b, PTX_B32), split = ptx_reg(b, PTX_B32), zz = ptx_reg(b, PTX_B32);
+    ptx_comment(b, "ctaid.z = win * splits + split: split-K parts of one window are neighbours");
+    I("ld.param.u32 %s, [p_splits]", splits.n);
+    I("mov.u32 %s, %%ctaid.z", zz.n);
+    I("div.u32 %s, %s, %s", win.n, zz.n, splits.n);
+    I("mul.lo.u32 %s, %s, %s", split.n, win.n, splits.n);
+    I("sub.u32 %s, %s, %s", split.n, zz.n, split.n);
     I("and.b32 %s, %s, %d", tx.n, tid.n, TX - 1);
     I("shr.u32 %s, %s, %d", ty.n, tid.n, ilog2(TX));
     preg sbase = ptx_reg(b, PTX_B32);
@@ -104,7 +110,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     I("add.u64 %s, %s, %s", xw.n, xw.n, px.n);
 
     ptx_section(b, "per-thread load addresses");
-    preg arow[4], aok[4], aq[4], ast[4];
+    preg arow[4], aok[4], aq[4];
     for (int j = 0; j < NA; j++) {
         /* chunk c = tid + j*NT: time row m = c / (BK/4), channel quad q = c % (BK/4) */
         preg c = ptx_reg(b, PTX_B32), m = ptx_reg(b, PTX_B32), q = ptx_reg(b, PTX_B32);
@@ -112,7 +118,6 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
         arow[j] = ptx_reg(b, PTX_B32);
         aok[j] = ptx_reg(b, PTX_PRED);
         aq[j] = ptx_reg(b, PTX_B64);
-        ast[j] = ptx_reg(b, PTX_B32);
         I("add.u32 %s, %s, %d", c.n, tid.n, j * NT);
         I("shr.u32 %s, %s, %d", m.n, c.n, ilog2(T.bk / 4));
         I("and.b32 %s, %s, %d", q.n, c.n, T.bk / 4 - 1);
@@ -122,17 +127,13 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
         I("mad.lo.u32 %s, %s, %d, -1", arow[j].n, t.n, s->stride);
         I("mul.wide.u32 %s, %s, 16", aq[j].n, q.n);
         I("add.u64 %s, %s, %s", aq[j].n, aq[j].n, xw.n);
-        ptx_comment(b, "As[q*4][m] (bytes)");
-        I("mad.lo.u32 %s, %s, %d, %s", ast[j].n, q.n, 4 * AS * 4, sbase.n);
-        I("mad.lo.u32 %s, %s, 4, %s", ast[j].n, m.n, ast[j].n);
     }
-    preg bg[4], bst[4];
+    preg bg[4];
     for (int j = 0; j < NB; j++) {
         /* chunk c: weight row kk = c / (BN/4), column quad n4 = c % (BN/4) */
         preg c = ptx_reg(b, PTX_B32), kk = ptx_reg(b, PTX_B32), n4 = ptx_reg(b, PTX_B32);
         preg off = ptx_reg(b, PTX_B32);
         bg[j] = ptx_reg(b, PTX_B64);
-        bst[j] = ptx_reg(b, PTX_B32);
         I("add.u32 %s, %s, %d", c.n, tid.n, j * NT);
         I("shr.u32 %s, %s, %d", kk.n, c.n, ilog2(T.bn / 4));
         I("and.b32 %s, %s, %d", n4.n, c.n, T.bn / 4 - 1);
@@ -141,18 +142,30 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
         I("add.u32 %s, %s, %s", off.n, off.n, n0.n);
         I("mul.wide.u32 %s, %s, 4", bg[j].n, off.n);
         I("add.u64 %s, %s, %s", bg[j].n, bg[j].n, pw.n);
-        I("mad.lo.u32 %s, %s, %d, %s", bst[j].n, kk.n, T.bn * 4, sbase.n);
-        I("mad.lo.u32 %s, %s, 4, %s", bst[j].n, n4.n, bst[j].n);
-        I("add.u32 %s, %s, %d", bst[j].n, bst[j].n, A_BYTES);
     }
-    /* read addresses: As[kk][4*ty], Bs[kk][4*tx] */
-    preg ard = ptx_reg(b, PTX_B32), brd = ptx_reg(b, PTX_B32);
-    I("mad.lo.u32 %s, %s, 16, %s", ard.n, ty.n, sbase.n);
-    I("mad.lo.u32 %s, %s, 16, %s", brd.n, tx.n, sbase.n);
-    I("add.u32 %s, %s, %d", brd.n, brd.n, A_BYTES);
 
-    /* tile counters: tap k and channel offset i0 of the tile being loaded */
-    preg lk = ptx_reg(b, PTX_B32), li0 = ptx_reg(b, PTX_B32);
+    /* tile counters: tap k and channel offset i0 of the tile being loaded;
+     * `left` K tiles remain to be loaded after the current one */
+    preg lk = ptx_reg(b, PTX_B32), li0 = ptx_reg(b, PTX_B32), left = ptx_reg(b, PTX_B32);
+    {
+        ptx_comment(b, "K tiles [split*KT/splits, (split+1)*KT/splits) of KT = %d", KT);
+        preg kb0 = ptx_reg(b, PTX_B32), kb1 = ptx_reg(b, PTX_B32);
+        I("mul.lo.u32 %s, %s, %d", kb0.n, split.n, KT);
+        I("div.u32 %s, %s, %s", kb0.n, kb0.n, splits.n);
+        I("mad.lo.u32 %s, %s, %d, %d", kb1.n, split.n, KT, KT);
+        I("div.u32 %s, %s, %s", kb1.n, kb1.n, splits.n);
+        I("sub.u32 %s, %s, %s", left.n, kb1.n, kb0.n);
+        I("sub.u32 %s, %s, 1", left.n, left.n);
+        I("div.u32 %s, %s, %d", lk.n, kb0.n, C / T.bk);
+        I("mul.lo.u32 %s, %s, %d", li0.n, lk.n, C / T.bk);
+        I("sub.u32 %s, %s, %s", li0.n, kb0.n, li0.n);
+        I("mul.lo.u32 %s, %s, %d", li0.n, li0.n, T.bk);
+        for (int j = 0; j < NB; j++) {
+            preg o64 = ptx_reg(b, PTX_B64);
+            I("mul.wide.u32 %s, %s, %d", o64.n, kb0.n, T.bk * N * 4);
+            I("add.u64 %s, %s, %s", bg[j].n, bg[j].n, o64.n);
+        }
+    }
     preg av[4][4], bv[4][4];
     for (int j = 0; j < NA; j++)
         for (int e = 0; e < 4; e++)
@@ -198,18 +211,32 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
             I("selp.u32 %s, 1, 0, %s", tmp.n, wrap.n);                                     \
             I("add.u32 %s, %s, %s", lk.n, lk.n, tmp.n);                                    \
         } while (0)
-    /* emits: av/bv -> shared stage at byte offset `so` (a register) */
+    /* emits: av/bv -> shared stage at byte offset `so` (a register); the
+     * addresses are recomputed from %tid.x here (a few integer operations per
+     * K tile) so that they hold no registers across the FFMA loop */
     #define EMIT_SSTORE(so)                                                                \
         do {                                                                               \
+            preg ti = ptx_reg(b, PTX_B32), sb = ptx_reg(b, PTX_B32);                       \
+            I("mov.u32 %s, %%tid.x", ti.n);                                                \
+            I("mov.u32 %s, smem", sb.n);                                                   \
+            I("add.u32 %s, %s, %s", sb.n, sb.n, (so).n);                                   \
             for (int j = 0; j < NA; j++) {                                                 \
-                preg a = ptx_reg(b, PTX_B32);                                              \
-                I("add.u32 %s, %s, %s", a.n, ast[j].n, (so).n);                            \
+                preg a = ptx_reg(b, PTX_B32), c = ptx_reg(b, PTX_B32);                     \
+                ptx_comment(b, "As[q*4 + e][m], m = c / (BK/4), q = c %% (BK/4)");           \
+                I("add.u32 %s, %s, %d", c.n, ti.n, j * NT);                                \
+                I("and.b32 %s, %s, %d", a.n, c.n, T.bk / 4 - 1);                           \
+                I("shr.u32 %s, %s, %d", c.n, c.n, ilog2(T.bk / 4));                        \
+                I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, 4 * AS, c.n);                     \
+                I("mad.lo.u32 %s, %s, 4, %s", a.n, a.n, sb.n);                             \
                 for (int e = 0; e < 4; e++)                                                \
                     I("st.shared.f32 [%s+%d], %s", a.n, e * AS * 4, av[j][e].n);           \
             }                                                                              \
             for (int j = 0; j < NB; j++) {                                                 \
                 preg a = ptx_reg(b, PTX_B32);                                              \
-                I("add.u32 %s, %s, %s", a.n, bst[j].n, (so).n);                            \
+                ptx_comment(b, "Bs[kk][n4*4], c = tid + j*NT = kk * (BN/4) + n4");           \
+                I("add.u32 %s, %s, %d", a.n, ti.n, j * NT);                                \
+                I("mad.lo.u32 %s, %s, 16, %s", a.n, a.n, sb.n);                            \
+                I("add.u32 %s, %s, %d", a.n, a.n, A_BYTES);                                \
                 I("st.shared.v4.f32 [%s], {%s, %s, %s, %s}", a.n, bv[j][0].n, bv[j][1].n,  \
                   bv[j][2].n, bv[j][3].n);                                                 \
             }                                                                              \
@@ -217,8 +244,6 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
 
     ptx_section(b, "prologue: tile 0 into stage 0");
     preg cur = ptx_reg(b, PTX_B32), nxt = ptx_reg(b, PTX_B32);
-    I("mov.u32 %s, 0", lk.n);
-    I("mov.u32 %s, 0", li0.n);
     I("mov.u32 %s, 0", cur.n);
     for (int r = 0; r < T.tm; r++)
         for (int c = 0; c < T.tn; c++)
@@ -232,16 +257,23 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     plabel nostore = ptx_label_new(b, "nostore");
     preg more = ptx_reg(b, PTX_PRED);
     ptx_label(b, top);
-    ptx_comment(b, "(lk, li0) name the next tile to load; all %d are loaded when lk reaches 3", KT);
-    I("setp.lt.u32 %s, %s, 3", more.n, lk.n);
+    I("setp.ne.u32 %s, %s, 0", more.n, left.n);
     I("@!%s bra.uni %s", more.n, noload.n);
+    I("sub.u32 %s, %s, 1", left.n, left.n);
     ptx_comment(b, "prefetch tile kt+1 into registers");
     EMIT_GLOAD();
     ptx_label(b, noload);
     ptx_comment(b, "multiply the tile in stage `cur`: %d steps of %d FFMA", T.bk, T.tm * T.tn);
-    preg ra = ptx_reg(b, PTX_B32), rb = ptx_reg(b, PTX_B32);
-    I("add.u32 %s, %s, %s", ra.n, ard.n, cur.n);
-    I("add.u32 %s, %s, %s", rb.n, brd.n, cur.n);
+    preg ra = ptx_reg(b, PTX_B32), rb = ptx_reg(b, PTX_B32), ti = ptx_reg(b, PTX_B32);
+    ptx_comment(b, "read addresses As[kk][4*ty], Bs[kk][4*tx] from %%tid.x (no registers held)");
+    I("mov.u32 %s, %%tid.x", ti.n);
+    I("shr.u32 %s, %s, %d", ra.n, ti.n, ilog2(TX));
+    I("and.b32 %s, %s, %d", rb.n, ti.n, TX - 1);
+    I("mov.u32 %s, smem", ti.n);
+    I("add.u32 %s, %s, %s", ti.n, ti.n, cur.n);
+    I("mad.lo.u32 %s, %s, 16, %s", ra.n, ra.n, ti.n);
+    I("mad.lo.u32 %s, %s, 16, %s", rb.n, rb.n, ti.n);
+    I("add.u32 %s, %s, %d", rb.n, rb.n, A_BYTES);
     for (int kk = 0; kk < T.bk; kk++) {
         for (int g = 0; g < GM; g++)
             I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", fa[4 * g].n, fa[4 * g + 1].n,
@@ -263,6 +295,122 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     #undef EMIT_GLOAD
     #undef EMIT_SSTORE
 
+    ptx_section(b, "split-K: partial sums to the workspace; the last part of a tile adds them up");
+    plabel epi = ptx_label_new(b, "epilogue");
+    {
+        preg one = ptx_reg(b, PTX_PRED), lastp = ptx_reg(b, PTX_PRED), t0p = ptx_reg(b, PTX_PRED);
+        preg pws = ptx_reg(b, PTX_B64), pcnt = ptx_reg(b, PTX_B64), to3 = ptx_reg(b, PTX_B32);
+        preg tid3 = ptx_reg(b, PTX_B32), tx3 = ptx_reg(b, PTX_B32), ty3 = ptx_reg(b, PTX_B32);
+        preg n03 = ptx_reg(b, PTX_B32), t03 = ptx_reg(b, PTX_B32), zz3 = ptx_reg(b, PTX_B32);
+        preg sp3 = ptx_reg(b, PTX_B32), w3 = ptx_reg(b, PTX_B32), base = ptx_reg(b, PTX_B32);
+        preg flag = ptx_reg(b, PTX_B32), tile = ptx_reg(b, PTX_B32), u = ptx_reg(b, PTX_B32);
+        preg stride = ptx_reg(b, PTX_B64);
+        I("ld.param.u32 %s, [p_splits]", sp3.n);
+        I("setp.eq.u32 %s, %s, 1", one.n, sp3.n);
+        I("@%s bra.uni %s", one.n, epi.n);
+        I("ld.param.u64 %s, [p_ws]", pws.n);
+        I("cvta.to.global.u64 %s, %s", pws.n, pws.n);
+        I("ld.param.u64 %s, [p_cnt]", pcnt.n);
+        I("cvta.to.global.u64 %s, %s", pcnt.n, pcnt.n);
+        I("ld.param.u32 %s, [p_tout]", to3.n);
+        I("mov.u32 %s, %%tid.x", tid3.n);
+        I("and.b32 %s, %s, %d", tx3.n, tid3.n, TX - 1);
+        I("shr.u32 %s, %s, %d", ty3.n, tid3.n, ilog2(TX));
+        I("mov.u32 %s, %%ctaid.x", n03.n);
+        I("shl.b32 %s, %s, %d", n03.n, n03.n, ilog2(T.bn));
+        I("mov.u32 %s, %%ctaid.y", t03.n);
+        I("shl.b32 %s, %s, %d", t03.n, t03.n, ilog2(T.bm));
+        I("mov.u32 %s, %%ctaid.z", zz3.n);
+        ptx_comment(b, "ws[(ctaid.z * T_out + t) * N + o]: part s of window w at z = w*splits + s");
+        I("mad.lo.u32 %s, %s, 4, %s", base.n, ty3.n, t03.n);
+        I("mad.lo.u32 %s, %s, %s, %s", base.n, zz3.n, to3.n, base.n);
+        I("mul.lo.u32 %s, %s, %d", base.n, base.n, N);
+        I("add.u32 %s, %s, %s", base.n, base.n, n03.n);
+        I("mad.lo.u32 %s, %s, 4, %s", base.n, tx3.n, base.n);
+        for (int g = 0; g < GM; g++)
+            for (int r = 0; r < 4; r++) {
+                const int row = g * 4 * TY + r;
+                preg t = ptx_reg(b, PTX_B32), ok = ptx_reg(b, PTX_PRED), ga = ptx_reg(b, PTX_B64);
+                I("mad.lo.u32 %s, %s, 4, %s", t.n, ty3.n, t03.n);
+                I("add.u32 %s, %s, %d", t.n, t.n, row);
+                I("setp.lt.u32 %s, %s, %s", ok.n, t.n, to3.n);
+                I("add.u32 %s, %s, %d", u.n, base.n, row * N);
+                I("mad.wide.u32 %s, %s, 4, %s", ga.n, u.n, pws.n);
+                for (int h = 0; h < GN; h++)
+                    I("@%s st.global.v4.f32 [%s+%d], {%s, %s, %s, %s}", ok.n, ga.n, h * 4 * TX * 4,
+                      acc[4 * g + r][4 * h].n, acc[4 * g + r][4 * h + 1].n,
+                      acc[4 * g + r][4 * h + 2].n, acc[4 * g + r][4 * h + 3].n);
+            }
+        ptx_comment(b, "release the partials, count this part; the last one goes on");
+        I("membar.gl");
+        I("bar.sync 0");
+        I("setp.eq.u32 %s, %s, 0", t0p.n, tid3.n);
+        preg ca = ptx_reg(b, PTX_B64), old = ptx_reg(b, PTX_B32), sf = ptx_reg(b, PTX_B32);
+        I("mov.u32 %s, %%nctaid.y", tile.n);
+        I("div.u32 %s, %s, %s", w3.n, zz3.n, sp3.n);
+        I("mov.u32 %s, %%ctaid.y", u.n);
+        I("mad.lo.u32 %s, %s, %s, %s", tile.n, w3.n, tile.n, u.n);
+        I("mov.u32 %s, %%nctaid.x", u.n);
+        I("mul.lo.u32 %s, %s, %s", tile.n, tile.n, u.n);
+        I("mov.u32 %s, %%ctaid.x", u.n);
+        I("add.u32 %s, %s, %s", tile.n, tile.n, u.n);
+        I("mad.wide.u32 %s, %s, 4, %s", ca.n, tile.n, pcnt.n);
+        I("mov.u32 %s, smem", sf.n);
+        I("add.u32 %s, %s, %d", sf.n, sf.n, 2 * STAGE);
+        I("mov.u32 %s, 0", old.n);
+        I("@%s atom.global.add.u32 %s, [%s], 1", t0p.n, old.n, ca.n);
+        I("sub.u32 %s, %s, 1", u.n, sp3.n);
+        I("setp.eq.u32 %s, %s, %s", lastp.n, old.n, u.n);
+        I("selp.u32 %s, 1, 0, %s", flag.n, lastp.n);
+        I("and.pred %s, %s, %s", lastp.n, lastp.n, t0p.n);
+        ptx_comment(b, "the last part resets the counter for the next launch");
+        I("@%s st.global.u32 [%s], 0", lastp.n, ca.n);
+        I("@%s st.shared.u32 [%s], %s", t0p.n, sf.n, flag.n);
+        I("bar.sync 0");
+        I("ld.shared.u32 %s, [%s]", flag.n, sf.n);
+        I("setp.eq.u32 %s, %s, 0", lastp.n, flag.n);
+        plabel quit = ptx_label_new(b, "notlast");
+        I("@%s bra.uni %s", lastp.n, quit.n);
+        I("membar.gl");
+        ptx_comment(b, "acc = sum of the parts in split order (the same bits whichever part is last)");
+        I("mul.lo.u32 %s, %s, %s", u.n, w3.n, sp3.n);
+        I("sub.u32 %s, %s, %s", u.n, zz3.n, u.n);          /* own split index */
+        I("mul.lo.u32 %s, %s, %s", u.n, u.n, to3.n);
+        I("mul.lo.u32 %s, %s, %d", u.n, u.n, N);
+        I("sub.u32 %s, %s, %s", base.n, base.n, u.n);      /* part 0 of this window */
+        I("mul.wide.u32 %s, %s, %d", stride.n, to3.n, N * 4);
+        for (int g = 0; g < GM; g++)
+            for (int r = 0; r < 4; r++) {
+                const int row = g * 4 * TY + r;
+                preg ga = ptx_reg(b, PTX_B64), k = ptx_reg(b, PTX_B32), kp = ptx_reg(b, PTX_PRED);
+                I("add.u32 %s, %s, %d", u.n, base.n, row * N);
+                I("mad.wide.u32 %s, %s, 4, %s", ga.n, u.n, pws.n);
+                for (int c = 0; c < T.tn; c++)
+                    I("mov.f32 %s, 0f00000000", acc[4 * g + r][c].n);
+                I("mov.u32 %s, %s", k.n, sp3.n);
+                plabel lp = ptx_label_new(b, "sumparts");
+                ptx_label(b, lp);
+                for (int h = 0; h < GN; h++) {
+                    preg v[4];
+                    for (int e = 0; e < 4; e++)
+                        v[e] = ptx_reg(b, PTX_F32);
+                    ptx_comment(b, "rows past T_out read finite partials of the last tile row or zero-filled slack; never stored");
+                    I("ld.global.cg.v4.f32 {%s, %s, %s, %s}, [%s+%d]", v[0].n, v[1].n, v[2].n, v[3].n,
+                      ga.n, h * 4 * TX * 4);
+                    for (int e = 0; e < 4; e++)
+                        I("add.f32 %s, %s, %s", acc[4 * g + r][4 * h + e].n,
+                          acc[4 * g + r][4 * h + e].n, v[e].n);
+                }
+                I("add.u64 %s, %s, %s", ga.n, ga.n, stride.n);
+                I("sub.u32 %s, %s, 1", k.n, k.n);
+                I("setp.ne.u32 %s, %s, 0", kp.n, k.n);
+                I("@%s bra.uni %s", kp.n, lp.n);
+            }
+        I("bra.uni %s", epi.n);
+        ptx_label(b, quit);
+        I("ret");
+    }
+    ptx_label(b, epi);
     ptx_section(b, "epilogue: + bias, gelu, + pos, store time-major");
     ptx_comment(b, "pointers and coordinates re-read here so they hold no register in the loop");
     {
@@ -283,18 +431,16 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
         I("shl.b32 %s, %s, %d", n0.n, n0.n, ilog2(T.bn));
         I("mov.u32 %s, %%ctaid.y", t0.n);
         I("shl.b32 %s, %s, %d", t0.n, t0.n, ilog2(T.bm));
-        I("mov.u32 %s, %%ctaid.z", win.n);
+        I("ld.param.u32 %s, [p_splits]", splits.n);
+        I("mov.u32 %s, %%ctaid.z", zz.n);
+        I("div.u32 %s, %s, %s", win.n, zz.n, splits.n);
     }
-    preg bias[8];
-    for (int h = 0; h < GN; h++) {
-        preg col = ptx_reg(b, PTX_B32), ga = ptx_reg(b, PTX_B64);
-        for (int e = 0; e < 4; e++)
-            bias[4 * h + e] = ptx_reg(b, PTX_F32);
+    ptx_comment(b, "bias is re-read per row (L1 hits) rather than held: registers are short here");
+    preg bptr = ptx_reg(b, PTX_B64);
+    {
+        preg col = ptx_reg(b, PTX_B32);
         I("mad.lo.u32 %s, %s, 4, %s", col.n, tx.n, n0.n);
-        I("add.u32 %s, %s, %d", col.n, col.n, h * 4 * TX);
-        I("mad.wide.u32 %s, %s, 4, %s", ga.n, col.n, pbias.n);
-        I("ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s]", bias[4 * h].n, bias[4 * h + 1].n,
-          bias[4 * h + 2].n, bias[4 * h + 3].n, ga.n);
+        I("mad.wide.u32 %s, %s, 4, %s", bptr.n, col.n, pbias.n);
     }
     /* out row base: (win*T_out + t0 + 4*ty) * N + n0 + 4*tx */
     preg orow = ptx_reg(b, PTX_B32), tb = ptx_reg(b, PTX_B32);
@@ -319,11 +465,15 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
             I("mul.wide.u32 %s, %s, 4", pa.n, pi.n);
             I("add.u64 %s, %s, %s", pa.n, pa.n, ppos.n);
             for (int h = 0; h < GN; h++) {
-                preg v[4], pv[4];
+                preg v[4], pv[4], bs[4];
+                for (int e = 0; e < 4; e++)
+                    bs[e] = ptx_reg(b, PTX_F32);
+                I("ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d]", bs[0].n, bs[1].n, bs[2].n, bs[3].n,
+                  bptr.n, h * 4 * TX * 4);
                 for (int e = 0; e < 4; e++) {
                     v[e] = ptx_reg(b, PTX_F32);
                     pv[e] = ptx_reg(b, PTX_F32);
-                    I("add.f32 %s, %s, %s", v[e].n, acc[4 * g + r][4 * h + e].n, bias[4 * h + e].n);
+                    I("add.f32 %s, %s, %s", v[e].n, acc[4 * g + r][4 * h + e].n, bs[e].n);
                     ws_gelu_emit(b, v[e].n, v[e].n);
                 }
                 if (s->last) {
@@ -344,7 +494,8 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
                    info->name,
                    "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_bias,\n"
                    "\t.param .u64 p_pos,\n\t.param .u64 p_y,\n\t.param .u32 p_tin,\n"
-                   "\t.param .u32 p_tout",
+                   "\t.param .u32 p_tout,\n\t.param .u64 p_ws,\n\t.param .u64 p_cnt,\n"
+                   "\t.param .u32 p_splits",
                    NT, 2);
     return 0;
 }

@@ -53,7 +53,7 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
     const mma_tile T = s->small ? TILE_SMALL : TILE_LARGE;
     const int es = ws_prec_elem_bytes(s->prec);
     const int C = s->cin, N = s->cout;
-    const int BKB = (C * es) % 64 == 0 ? 64 : 32;   /* bytes of a row per stage */
+    const int BKB = (C * es) % 128 == 0 ? 128 : (C * es) % 64 == 0 ? 64 : 32; /* row bytes a stage */
     const int BK = BKB / es, KT = 3 * C / BK, KSTEPS = BKB / 32;
     const int RS = BKB + 16, STAGE = (T.bm + T.bn) * RS, SMEM = T.stages * STAGE;
     const int NW = T.wm * T.wn, NT = 32 * NW;
