@@ -217,3 +217,51 @@ Test(stem, sinusoids_match_openai_formula_in_double)
         }
     free(t);
 }
+
+/* A window padded to 30 s ends in equal frames; the stem computes that run
+ * once. Every place the run can start, odd and even, with and without pos. */
+static void constant_tail_case(int T, int tc, int d, int add_pos)
+{
+    const int nm = 80;
+    ws_model m = {0};
+    m.n_mels = nm;
+    m.d = d;
+    m.conv1_w = rand_array((size_t)d * nm * 3, 1.0 / sqrt(nm * 3), 61);
+    m.conv1_b = rand_array(d, 0.1, 62);
+    m.conv2_w = rand_array((size_t)d * d * 3, 1.0 / sqrt(d * 3), 63);
+    m.conv2_b = rand_array(d, 0.1, 64);
+    float *mel = rand_array((size_t)nm * T, 1.5, 65 + tc);
+    for (int i = 0; i < nm; i++)
+        for (int t = tc; t < T; t++)
+            mel[(size_t)i * T + t] = -0.75f; /* the floor column of a padded window */
+    ws_err err;
+    ws_stem *s = ws_stem_new(&m, 2, &err);
+    int t_out = ws_stem_out_len(T), t_ref;
+    float *out = malloc(sizeof(float) * t_out * d);
+    for (size_t i = 0; i < (size_t)t_out * d; i++)
+        out[i] = NAN;
+    cr_assert_eq(ws_stem_run(s, mel, T, add_pos, out, &err), 0, "%s", err.msg);
+    float *pos = NULL;
+    if (add_pos) {
+        pos = malloc(sizeof(float) * t_out * d);
+        ws_sinusoids(t_out, d, pos);
+    }
+    double *want = oracle_stem(mel, nm, T, m.conv1_w, m.conv1_b, m.conv2_w, m.conv2_b, d, pos, &t_ref);
+    char name[64];
+    snprintf(name, sizeof name, "T=%d tail from %d", T, tc);
+    cr_assert_leq(rel_l2(out, want, (size_t)t_out * d), 1e-5, "%s", name);
+    assert_close(name, out, want, (size_t)t_out * d, 1e-4, 0);
+    free(want), free(out), free(mel), free(pos);
+    ws_stem_free(s);
+    free(m.conv1_w), free(m.conv1_b), free(m.conv2_w), free(m.conv2_b);
+}
+
+Test(stem, constant_tail_is_computed_once_and_matches_oracle, .timeout = 120)
+{
+    const int tcs[] = {0, 1, 2, 3, 4, 5, 1000, 1001, 2994, 2995, 2996, 2997, 2998, 2999};
+    for (size_t i = 0; i < sizeof tcs / sizeof *tcs; i++)
+        constant_tail_case(3000, tcs[i], 24, (int)(i & 1));
+    for (int tc = 0; tc < 9; tc++)
+        constant_tail_case(9, tc, 16, tc & 1);
+    constant_tail_case(3000, 1100, 384, 1);
+}

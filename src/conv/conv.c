@@ -70,7 +70,8 @@ typedef struct {
     const ws_conv *cv;
     const float *xp;
     float *y;
-    int ldy, t_out;
+    int ldy;
+    int row0, n_rows; /* output rows [row0, row0 + n_rows) */
     const float *add;
 } conv_job;
 
@@ -79,8 +80,8 @@ static void conv_worker(void *ctx, int ti, int nt)
     const conv_job *j = ctx;
     const ws_conv_desc *c = &j->cv->d;
     const int IC = c->in_ch, OC = c->out_ch, s = c->stride;
-    int per = (j->t_out + nt - 1) / nt;
-    int r0 = per * ti, r1 = r0 + per < j->t_out ? r0 + per : j->t_out;
+    int per = (j->n_rows + nt - 1) / nt;
+    int r0 = j->row0 + per * ti, r1 = r0 + per < j->row0 + j->n_rows ? r0 + per : j->row0 + j->n_rows;
     for (int t0 = r0; t0 < r1; t0 += ROW_BLOCK) {
         int mb = r1 - t0 < ROW_BLOCK ? r1 - t0 : ROW_BLOCK;
         float *y = j->y + (size_t)t0 * j->ldy;
@@ -94,15 +95,20 @@ static void conv_worker(void *ctx, int ti, int nt)
     }
 }
 
+void ws_conv_run_rows(const ws_conv *cv, const float *xp, int row0, int n_rows, float *y, int ldy,
+                      const float *add, int n_threads)
+{
+    if (n_rows < 1)
+        return;
+    int nt = n_threads < 1 ? 1 : n_threads;
+    if (nt > n_rows / 16 + 1) /* tiny inputs: not worth a thread */
+        nt = n_rows / 16 + 1;
+    conv_job job = {cv, xp, y, ldy, row0, n_rows, add};
+    ws_parallel(nt, conv_worker, &job);
+}
+
 void ws_conv_run(const ws_conv *cv, const float *xp, int t_in, float *y, int ldy, const float *add,
                  int n_threads)
 {
-    const int t_out = ws_conv_out_len(&cv->d, t_in);
-    if (t_out < 1)
-        return;
-    int nt = n_threads < 1 ? 1 : n_threads;
-    if (nt > t_out / 16 + 1) /* tiny inputs: not worth a thread */
-        nt = t_out / 16 + 1;
-    conv_job job = {cv, xp, y, ldy, t_out, add};
-    ws_parallel(nt, conv_worker, &job);
+    ws_conv_run_rows(cv, xp, 0, ws_conv_out_len(&cv->d, t_in), y, ldy, add, n_threads);
 }

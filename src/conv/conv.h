@@ -48,6 +48,11 @@ void ws_conv_free(ws_conv *cv);
 void ws_conv_run(const ws_conv *cv, const float *xp, int t_in, float *y, int ldy, const float *add,
                  int n_threads);
 
+/* The same for output rows [row0, row0 + n_rows) only (y and add still
+ * indexed from output row 0; xp as above). */
+void ws_conv_run_rows(const ws_conv *cv, const float *xp, int row0, int n_rows, float *y, int ldy,
+                      const float *add, int n_threads);
+
 /* Exact GELU, x * 0.5 * (1 + erf(x / sqrt 2)), as PyTorch's F.gelu default,
  * in float32: max |error| <= 1.5e-7 * max(1, |x|) against erf in double
  * (measured 1.0e-7 at x = 1.19, about one float32 ulp)

@@ -6,6 +6,16 @@
  * The zero rows are conv padding 1, so both convs read shifted-row views
  * (conv.c) with no bounds checks. Buffers grow to the largest T seen and
  * are reused across calls.
+ *
+ * Constant tail: a window padded to 30 s ends in frames that are all the
+ * same column (the floor value, or 0.0 with --pad mel0). If frames
+ * [tc, T) are equal, conv1 rows t in [tc+1, T-2] read three equal frames
+ * and are equal, and conv2 rows u with 2u-1 >= tc+1 and 2u+1 <= T-2 read
+ * three equal rows of those. Each such run is computed once and copied;
+ * only the rows next to the audio and to the zero padding at the very end
+ * are computed. A 5 s clip computes about a sixth of the window. The copied
+ * rows are the same arithmetic on the same inputs as the computed one.
+ * Validated by tests/test_conv.c (stem.constant_tail_*) against the oracle.
  */
 #include "stem.h"
 
@@ -103,7 +113,32 @@ int ws_stem_run(ws_stem *s, const float *mel, int n_frames, int add_pos, float *
         for (int i = 0; i < nm; i++)
             for (int t = t0; t < t0 + TILE && t < T; t++)
                 s->xp[(size_t)(t + 1) * nm + i] = mel[(size_t)i * T + t];
-    ws_conv_run(s->c1, s->xp, T, s->hp + d, d, NULL, s->n_threads);
-    ws_conv_run(s->c2, s->hp, T, out, d, pos, s->n_threads);
+    /* first frame of the run of frames equal to the last one (xp row t+1 = frame t) */
+    int tc = T - 1;
+    const size_t row_bytes = sizeof(float) * nm;
+    while (tc > 0 && memcmp(s->xp + (size_t)tc * nm, s->xp + (size_t)T * nm, row_bytes) == 0)
+        tc--;
+    float *h = s->hp + d; /* conv1 output row 0 */
+    const int h_lo = tc + 1, h_hi = T - 2; /* rows of h that are equal */
+    if (h_hi - h_lo >= 2) {
+        ws_conv_run_rows(s->c1, s->xp, 0, h_lo + 1, h, d, NULL, s->n_threads);
+        ws_conv_run_rows(s->c1, s->xp, T - 1, 1, h, d, NULL, 1);
+        for (int t = h_lo + 1; t <= h_hi; t++)
+            memcpy(h + (size_t)t * d, h + (size_t)h_lo * d, sizeof(float) * d);
+    } else {
+        ws_conv_run(s->c1, s->xp, T, h, d, NULL, s->n_threads);
+    }
+    const int u_lo = (h_lo + 2) / 2, u_hi = (h_hi - 1) / 2; /* rows of out that are equal */
+    if (h_hi - h_lo >= 2 && u_hi - u_lo >= 2) {
+        ws_conv_run_rows(s->c2, s->hp, 0, u_lo + 1, out, d, NULL, s->n_threads);
+        ws_conv_run_rows(s->c2, s->hp, u_hi + 1, t_out - u_hi - 1, out, d, NULL, s->n_threads);
+        for (int u = u_lo + 1; u <= u_hi; u++)
+            memcpy(out + (size_t)u * d, out + (size_t)u_lo * d, sizeof(float) * d);
+        if (pos)
+            for (size_t i = 0; i < (size_t)t_out * d; i++)
+                out[i] += pos[i];
+    } else {
+        ws_conv_run(s->c2, s->hp, T, out, d, pos, s->n_threads);
+    }
     return 0;
 }
