@@ -2,7 +2,8 @@
  *
  * Per call (n_win windows of T = n_frames, T2 = (T-1)/2 + 1):
  *   upload   mel [n_win][C][T] f32  (host -> pinned staging -> device)
- *   mel_t    xt  [n_win][T][C]  elem          (kernels_misc.c)
+ *   mel_t    xt  [n_win][T][C]  elem          (kernels_misc.c; not for fp32,
+ *                                             whose conv1 reads mel as it is)
  *   conv1    h1  [n_win][T][D]  elem          gelu(conv1(xt))
  *   conv2    out [n_win][T2][D] f32           gelu(conv2(h1)) (+ pos)
  *   download out (device -> pinned staging -> host)
@@ -354,14 +355,16 @@ static int enqueue_stem(ws_gpu *g, wscu_devptr mel, int n_win, int n_frames, wsc
 {
     unsigned T = (unsigned)n_frames, T2 = (unsigned)ws_stem_out_len(n_frames);
     void *a0[] = { &mel, &g->xt, &T };
-    if (launch(g, WS_K_MEL_T, (T + 31) / 32, (unsigned)(g->n_mels + 31) / 32, (unsigned)n_win, a0,
-               err))
+    const int fp32 = g->prec == WS_PREC_FP32;  /* conv1 reads the channel-major mel itself */
+    if (!fp32 && launch(g, WS_K_MEL_T, (T + 31) / 32, (unsigned)(g->n_mels + 31) / 32,
+                        (unsigned)n_win, a0, err))
         return -1;
     if (marks && g->cu.EventRecord(g->ev_mel, g->stream) != WS_CUDA_SUCCESS)
         return ws_errf(err, "cuEventRecord failed");
     WS_RANGE_PUSH("conv1");
     int s1 = pick_small(g, WS_K_CONV1_L, n_frames, n_win) ? WS_K_CONV1_S : WS_K_CONV1_L;
-    int rc = conv_launch(g, s1, g->n_mels, g->xt, g->w1, g->b1, 0, g->h1, T, T, n_win, err);
+    int rc = conv_launch(g, s1, g->n_mels, fp32 ? mel : g->xt, g->w1, g->b1, 0, g->h1, T, T, n_win,
+                         err);
     WS_RANGE_POP();
     if (rc)
         return -1;
@@ -380,7 +383,7 @@ static int ensure_buffers(ws_gpu *g, int n_win, int n_frames, ws_err *err)
     const size_t es = (size_t)ws_prec_elem_bytes(g->prec);
     const size_t nw = (size_t)n_win, T = (size_t)n_frames, T2 = (size_t)ws_stem_out_len(n_frames);
     return ensure(g, &g->mel, &g->mel_cap, nw * g->n_mels * T * 4, err) ||
-           ensure(g, &g->xt, &g->xt_cap, nw * T * g->n_mels * es, err) ||
+           (g->prec != WS_PREC_FP32 && ensure(g, &g->xt, &g->xt_cap, nw * T * g->n_mels * es, err)) ||
            ensure(g, &g->h1, &g->h1_cap, nw * T * g->d * es, err) ||
            ensure(g, &g->out, &g->out_cap, nw * T2 * g->d * 4, err);
 }

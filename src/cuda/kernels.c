@@ -76,6 +76,8 @@ int ws_stem_kernels(int n_mels, int d, ws_precision p, int cc_major, int cc_mino
             s.cout = d;
             s.stride = s.last ? 2 : 1;
             s.prec = p;
+            s.chan_major = p == WS_PREC_FP32 && !s.last;
+            s.cc_major = cc_major;
             rc = p == WS_PREC_FP32 ? ws_emit_conv_ffma(&mod, &s, &k[i], err)
                                    : ws_emit_conv_mma(&mod, &s, &k[i], err);
         }

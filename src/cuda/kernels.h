@@ -3,7 +3,8 @@
  *
  * The stem on the GPU (n_win windows, T = n_frames, C = n_mels, D = d):
  *   ws_mel_t   mel [n_win][C][T] f32  ->  xt [n_win][T][C] elem
- *              (elem: f32; f32 rounded to tf32 (cvt.rna); bf16; f16)
+ *              (elem: f32 rounded to tf32 (cvt.rna); bf16; f16). fp32 has
+ *              no transpose: its conv1 reads the channel-major mel directly.
  *   ws_conv1   xt -> h1 [n_win][T][D] elem      gelu(conv1), stride 1
  *   ws_conv2   h1 -> out [n_win][T2][D] f32     gelu(conv2) (+ pos), stride 2
  * Both convs are one kernel emitter: an implicit GEMM, time-major,
@@ -41,6 +42,9 @@ typedef struct {
     ws_precision prec;
     int last;                  /* conv2: f32 output, + pos when pos != 0 */
     int small;                 /* small-tile variant */
+    int cc_major;              /* target compute capability (major) */
+    int chan_major;            /* input x [n_win][cin][T_in] (the log-Mel itself), not
+                                  time-major; fp32 conv1 only: no transpose kernel */
 } ws_conv_spec;
 
 /* Emits all WS_K_COUNT kernels for (n_mels, d, p) and a compute capability.

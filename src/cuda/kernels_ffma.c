@@ -17,6 +17,9 @@
  * t >= T_out), B as float4 along o. The next step's tile is loaded into
  * registers while this one is multiplied, then stored to the other buffer.
  * Tap k and channel offset i0 of tile kt: kt*BK = k*Cin + i0 (Cin % BK == 0).
+ * Registers: on sm_90 the kernel is capped (.minnctapersm 2, 128 registers)
+ * so that two blocks share a multiprocessor, and assembles with no spill;
+ * for sm_8x the cap is left to ptxas, which otherwise spills 8 bytes there.
  * Accumulation: float32 FFMA in K order. Tested by tests/test_gpu.c
  * (stem_fp32_matches_oracle_*) and tests/test_ptx.c (ptxas, no spills).
  */
@@ -49,7 +52,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     const int AS = T.bm + 4;                  /* As row stride (floats) */
     const int A_BYTES = T.bk * AS * 4, B_BYTES = T.bk * T.bn * 4, STAGE = A_BYTES + B_BYTES;
     const int NA = T.bm * T.bk / 4 / NT, NB = T.bk * T.bn / 4 / NT; /* float4 loads per thread */
-    if (C % T.bk || N % T.bn || NA < 1 || NB < 1)
+    if (C % T.bk || N % T.bn || NA < 1 || NB < 1 || (s->chan_major && (NA != 1 || s->stride != 1)))
         return ws_errf(err, "fp32 conv: unsupported shape cin %d cout %d (cin %% %d, cout %% %d)", C,
                        N, T.bk, T.bn);
 
@@ -103,15 +106,32 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     I("shr.u32 %s, %s, %d", ty.n, tid.n, ilog2(TX));
     preg sbase = ptx_reg(b, PTX_B32);
     I("mov.u32 %s, smem", sbase.n);
-    /* x of this window: x + win * T_in * C floats */
-    preg xw = ptx_reg(b, PTX_B64), tmp = ptx_reg(b, PTX_B32);
+    /* x of this window: x + win * T_in * C floats (either layout) */
+    preg xw = ptx_reg(b, PTX_B64), tmp = ptx_reg(b, PTX_B32), cst = ptx_reg(b, PTX_B32);
     I("mul.lo.u32 %s, %s, %s", tmp.n, win.n, tin.n);
     I("mul.wide.u32 %s, %s, %d", xw.n, tmp.n, C * 4);
     I("add.u64 %s, %s, %s", xw.n, xw.n, px.n);
 
     ptx_section(b, "per-thread load addresses");
     preg arow[4], aok[4], aq[4];
-    for (int j = 0; j < NA; j++) {
+    const int KKS = NT / T.bm;   /* channel-major: channels between a thread's 4 elements */
+    if (s->chan_major) {
+        /* element e of thread tid: channel kk = tid/BM + e*KKS, time m = tid % BM */
+        preg m = ptx_reg(b, PTX_B32), kk = ptx_reg(b, PTX_B32), t = ptx_reg(b, PTX_B32);
+        arow[0] = ptx_reg(b, PTX_B32);
+        aok[0] = ptx_reg(b, PTX_PRED);
+        aq[0] = ptx_reg(b, PTX_B64);
+        I("and.b32 %s, %s, %d", m.n, tid.n, T.bm - 1);
+        I("shr.u32 %s, %s, %d", kk.n, tid.n, ilog2(T.bm));
+        I("add.u32 %s, %s, %s", t.n, t0.n, m.n);
+        I("setp.lt.u32 %s, %s, %s", aok[0].n, t.n, tout.n);
+        I("sub.u32 %s, %s, 1", arow[0].n, t.n);
+        I("mul.lo.u32 %s, %s, %s", tmp.n, kk.n, tin.n);
+        I("mul.wide.u32 %s, %s, 4", aq[0].n, tmp.n);
+        I("add.u64 %s, %s, %s", aq[0].n, aq[0].n, xw.n);
+        I("mul.lo.u32 %s, %s, %d", cst.n, tin.n, KKS);
+    }
+    for (int j = 0; j < NA && !s->chan_major; j++) {
         /* chunk c = tid + j*NT: time row m = c / (BK/4), channel quad q = c % (BK/4) */
         preg c = ptx_reg(b, PTX_B32), m = ptx_reg(b, PTX_B32), q = ptx_reg(b, PTX_B32);
         preg t = ptx_reg(b, PTX_B32);
@@ -186,7 +206,23 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     /* emits: global loads of the tile (lk, li0) into av/bv, then advances */
     #define EMIT_GLOAD()                                                                   \
         do {                                                                               \
-            for (int j = 0; j < NA; j++) {                                                 \
+            if (s->chan_major) {                                                           \
+                preg row = ptx_reg(b, PTX_B32), off = ptx_reg(b, PTX_B32);                 \
+                preg ok = ptx_reg(b, PTX_PRED), ga = ptx_reg(b, PTX_B64);                  \
+                ptx_comment(b, "x[i0 + kk + e*%d][t + k - 1], 4 channels, time coalesced", KKS); \
+                I("add.u32 %s, %s, %s", row.n, arow[0].n, lk.n);                           \
+                I("setp.lt.u32 %s, %s, %s", ok.n, row.n, tin.n);                           \
+                I("and.pred %s, %s, %s", ok.n, ok.n, aok[0].n);                            \
+                I("mad.lo.u32 %s, %s, %s, %s", off.n, li0.n, tin.n, row.n);                \
+                for (int e = 0; e < 4; e++) {                                              \
+                    if (e)                                                                 \
+                        I("add.u32 %s, %s, %s", off.n, off.n, cst.n);                      \
+                    I("mad.wide.u32 %s, %s, 4, %s", ga.n, off.n, aq[0].n);                 \
+                    I("mov.f32 %s, 0f00000000", av[0][e].n);                               \
+                    I("@%s ld.global.nc.f32 %s, [%s]", ok.n, av[0][e].n, ga.n);            \
+                }                                                                          \
+            }                                                                              \
+            for (int j = 0; j < NA && !s->chan_major; j++) {                               \
                 preg row = ptx_reg(b, PTX_B32), off = ptx_reg(b, PTX_B32);                 \
                 preg ok = ptx_reg(b, PTX_PRED), ga = ptx_reg(b, PTX_B64);                  \
                 I("add.u32 %s, %s, %s", row.n, arow[j].n, lk.n);                           \
@@ -216,14 +252,24 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
      * K tile) so that they hold no registers across the FFMA loop */
     #define EMIT_SSTORE(so)                                                                \
         do {                                                                               \
-            preg ti = ptx_reg(b, PTX_B32), sb = ptx_reg(b, PTX_B32);                       \
-            I("mov.u32 %s, %%tid.x", ti.n);                                                \
+            preg sti = ptx_reg(b, PTX_B32), sb = ptx_reg(b, PTX_B32);                      \
+            I("mov.u32 %s, %%tid.x", sti.n);                                               \
             I("mov.u32 %s, smem", sb.n);                                                   \
             I("add.u32 %s, %s, %s", sb.n, sb.n, (so).n);                                   \
-            for (int j = 0; j < NA; j++) {                                                 \
+            if (s->chan_major) {                                                           \
+                preg a = ptx_reg(b, PTX_B32), c = ptx_reg(b, PTX_B32);                     \
+                ptx_comment(b, "As[kk + e*%d][m], kk = tid / BM, m = tid %% BM", KKS);       \
+                I("shr.u32 %s, %s, %d", c.n, sti.n, ilog2(T.bm));                          \
+                I("and.b32 %s, %s, %d", a.n, sti.n, T.bm - 1);                             \
+                I("mad.lo.u32 %s, %s, %d, %s", a.n, c.n, AS, a.n);                         \
+                I("mad.lo.u32 %s, %s, 4, %s", a.n, a.n, sb.n);                             \
+                for (int e = 0; e < 4; e++)                                                \
+                    I("st.shared.f32 [%s+%d], %s", a.n, e * KKS * AS * 4, av[0][e].n);     \
+            }                                                                              \
+            for (int j = 0; j < NA && !s->chan_major; j++) {                               \
                 preg a = ptx_reg(b, PTX_B32), c = ptx_reg(b, PTX_B32);                     \
                 ptx_comment(b, "As[q*4 + e][m], m = c / (BK/4), q = c %% (BK/4)");           \
-                I("add.u32 %s, %s, %d", c.n, ti.n, j * NT);                                \
+                I("add.u32 %s, %s, %d", c.n, sti.n, j * NT);                               \
                 I("and.b32 %s, %s, %d", a.n, c.n, T.bk / 4 - 1);                           \
                 I("shr.u32 %s, %s, %d", c.n, c.n, ilog2(T.bk / 4));                        \
                 I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, 4 * AS, c.n);                     \
@@ -234,7 +280,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
             for (int j = 0; j < NB; j++) {                                                 \
                 preg a = ptx_reg(b, PTX_B32);                                              \
                 ptx_comment(b, "Bs[kk][n4*4], c = tid + j*NT = kk * (BN/4) + n4");           \
-                I("add.u32 %s, %s, %d", a.n, ti.n, j * NT);                                \
+                I("add.u32 %s, %s, %d", a.n, sti.n, j * NT);                               \
                 I("mad.lo.u32 %s, %s, 16, %s", a.n, a.n, sb.n);                            \
                 I("add.u32 %s, %s, %d", a.n, a.n, A_BYTES);                                \
                 I("st.shared.v4.f32 [%s], {%s, %s, %s, %s}", a.n, bv[j][0].n, bv[j][1].n,  \
@@ -496,6 +542,6 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
                    "\t.param .u64 p_pos,\n\t.param .u64 p_y,\n\t.param .u32 p_tin,\n"
                    "\t.param .u32 p_tout,\n\t.param .u64 p_ws,\n\t.param .u64 p_cnt,\n"
                    "\t.param .u32 p_splits",
-                   NT, 2);
+                   NT, s->cc_major >= 9 ? 2 : 0);
     return 0;
 }

@@ -9,8 +9,11 @@
  * MI x NI fragments of 16x8:
  *   large: 128 x 128, 2 x 4 warps (64 x 32 each, MI 4, NI 4), 256 threads
  *   small:  64 x  64, 2 x 2 warps (32 x 32 each, MI 2, NI 4), 128 threads
- * Shared memory, STAGES deep, rows of BKB bytes + 16 bytes of padding (the 8
- * row addresses of an ldmatrix then fall on 8 distinct 16-byte bank groups):
+ * Shared memory, STAGES deep (3, or 2 where 3 would not leave room for two
+ * blocks), rows of BKB bytes (128 or 64, or a whole tap's channels when
+ * those are short and not a multiple of 64 bytes: 160 for 80 mels in bf16)
+ * + 16 bytes of padding (the 8 row addresses of an ldmatrix then fall on 8
+ * distinct 16-byte bank groups for every row size used):
  *   As[row t][BKB]  X[s*t + k - 1][i0 ..], filled by cp.async (16 bytes,
  *                   zero-fill when the row is outside [0, T_in) or t >= T_out)
  *   Bs[row o][BKB]  Bt[o][kt*BK ..] (weights packed o-major)
@@ -50,18 +53,26 @@ static int ilog2(int v)
 
 int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, ws_err *err)
 {
-    const mma_tile T = s->small ? TILE_SMALL : TILE_LARGE;
+    mma_tile T = s->small ? TILE_SMALL : TILE_LARGE;
     const int es = ws_prec_elem_bytes(s->prec);
     const int C = s->cin, N = s->cout;
-    const int BKB = (C * es) % 128 == 0 ? 128 : (C * es) % 64 == 0 ? 64 : 32; /* row bytes a stage */
+    /* bytes of a row per stage: 128 or 64 when they divide a tap's row; else
+     * the whole tap (C = 80 in bf16: 160 bytes, 5 k steps) when it is short,
+     * rather than many 32-byte stages that are mostly barrier and bookkeeping */
+    const int TAPB = C * es;
+    const int BKB = TAPB % 128 == 0 ? 128 : TAPB % 64 == 0 ? 64 : TAPB <= 256 ? TAPB : 32;
     const int BK = BKB / es, KT = 3 * C / BK, KSTEPS = BKB / 32;
-    const int RS = BKB + 16, STAGE = (T.bm + T.bn) * RS, SMEM = T.stages * STAGE;
+    const int RS = BKB + 16, STAGE = (T.bm + T.bn) * RS;
+    if (T.stages * STAGE > 113 * 1024)   /* keep two blocks on a multiprocessor */
+        T.stages = 2;
+    const int SMEM = T.stages * STAGE;
     const int NW = T.wm * T.wn, NT = 32 * NW;
     const int WTM = T.bm / T.wm, WTN = T.bn / T.wn, MI = WTM / 16, NI = WTN / 8;
-    const int CPR = BKB / 16, NA = T.bm * CPR / NT, NB = T.bn * CPR / NT;
+    const int CPR = BKB / 16, NA = T.bm * CPR / NT, NB = T.bn * CPR / NT; /* 16-byte chunks */
     const int is_tf32 = s->prec == WS_PREC_TF32;
     const char *ab = s->prec == WS_PREC_BF16 ? "bf16" : s->prec == WS_PREC_FP16 ? "f16" : "tf32";
     if ((C * es) % 32 || N % T.bn || NA < 1 || NB < 1 || KT < T.stages - 1 || MI > MAXF ||
+        T.bm * CPR % NT || T.bn * CPR % NT || NA > 8 || NB > 8 ||
         NI > MAXF || NI % 2)
         return ws_errf(err, "%s conv: unsupported shape cin %d cout %d", ab, C, N);
 
@@ -128,8 +139,8 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
         aq[j] = ptx_reg(b, PTX_B64);
         ast[j] = ptx_reg(b, PTX_B32);
         I("add.u32 %s, %s, %d", c.n, tid.n, j * NT);
-        I("shr.u32 %s, %s, %d", m.n, c.n, ilog2(CPR));
-        I("and.b32 %s, %s, %d", q.n, c.n, CPR - 1);
+        I("div.u32 %s, %s, %d", m.n, c.n, CPR);
+        I("rem.u32 %s, %s, %d", q.n, c.n, CPR);
         I("add.u32 %s, %s, %s", t.n, t0.n, m.n);
         I("setp.lt.u32 %s, %s, %s", aok[j].n, t.n, tout.n);
         I("mad.lo.u32 %s, %s, %d, -1", arow[j].n, t.n, s->stride);
@@ -143,8 +154,8 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
         bg[j] = ptx_reg(b, PTX_B64);
         bst[j] = ptx_reg(b, PTX_B32);
         I("add.u32 %s, %s, %d", c.n, tid.n, j * NT);
-        I("shr.u32 %s, %s, %d", n.n, c.n, ilog2(CPR));
-        I("and.b32 %s, %s, %d", q.n, c.n, CPR - 1);
+        I("div.u32 %s, %s, %d", n.n, c.n, CPR);
+        I("rem.u32 %s, %s, %d", q.n, c.n, CPR);
         I("mad.lo.u32 %s, %s, %d, %s", bst[j].n, n.n, RS, sbase.n);
         I("mad.lo.u32 %s, %s, 16, %s", bst[j].n, q.n, bst[j].n);
         I("add.u32 %s, %s, %d", bst[j].n, bst[j].n, T.bm * RS);
