@@ -278,8 +278,8 @@ Test(gpu_driver, reports_device_and_kernels)
 }
 
 /* One window leaves most multiprocessors idle, so the fp32 kernels split K
- * and the last part of each tile sums the parts in a fixed order: two runs
- * give the same bits. */
+ * and ws_splitk_finish adds the parts in a fixed order: repeated runs give
+ * the same bits. */
 Test(gpu_stem, split_k_fp32_is_bitwise_repeatable, .timeout = 120)
 {
     ws_model m;

@@ -167,8 +167,9 @@ Test(ptx_emit, dump_ptx_writes_every_kernel)
     ws_err e;
     cr_assert_eq(ws_gpu_dump_ptx(80, 384, WS_PREC_BF16, dir, &e), 0, "%s", e.msg);
     const char *names[] = { "ws_mel_t_bf16", "ws_conv1_bf16_l", "ws_conv1_bf16_s",
-                            "ws_conv2_bf16_l", "ws_conv2_bf16_s", "ws_gelu_grid" };
-    for (int i = 0; i < 6; i++) {
+                            "ws_conv2_bf16_l", "ws_conv2_bf16_s", "ws_splitk_finish",
+                            "ws_gelu_grid" };
+    for (int i = 0; i < 7; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s.ptx", dir, names[i]);
         size_t len = 0;

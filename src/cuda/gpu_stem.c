@@ -39,8 +39,8 @@ struct ws_gpu {
     ws_precision prec;
     wscu_devptr w1, b1, w2, b2;
     wscu_devptr mel, xt, h1, out, pos;
-    wscu_devptr ws, cnt;          /* split-K partial sums and per-tile arrival counters */
-    size_t mel_cap, xt_cap, h1_cap, out_cap, ws_cap, cnt_cap;
+    wscu_devptr ws;               /* split-K partial sums (fp32, few windows) */
+    size_t mel_cap, xt_cap, h1_cap, out_cap, ws_cap;
     int pos_rows;                 /* rows of the device pos table */
     float *host_pos;              /* copy of the model's table, or NULL */
     int n_pos;
@@ -104,7 +104,7 @@ void ws_gpu_free(ws_gpu *g)
         if (g->stream)
             cu->StreamSynchronize(g->stream);
         wscu_devptr bufs[] = { g->w1, g->b1, g->w2, g->b2, g->mel, g->xt, g->h1, g->out, g->pos,
-                               g->ws, g->cnt };
+                               g->ws };
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i])
                 cu->MemFree(bufs[i]);
@@ -302,7 +302,9 @@ static int pick_small(const ws_gpu *g, int large_slot, int t_out, int n_win)
 
 /* Split-K parts for an FFMA conv: when the output tiles fill fewer than the
  * 2 * SMs block slots (two 256-thread blocks fit on a multiprocessor), K is
- * cut into parts so that the grid fills them; at least 4 K tiles (of 8) a part. */
+ * cut into parts so that the grid fills them; at least 4 K tiles (of 8) a
+ * part. ws_splitk_finish then adds the parts, in order, and applies the
+ * bias, GELU and pos. */
 static int pick_splits(const ws_gpu *g, int slot, int cin, int t_out, int n_win)
 {
     if (g->prec != WS_PREC_FP32)
@@ -331,21 +333,19 @@ static int conv_launch(ws_gpu *g, int slot, int cin, wscu_devptr x, wscu_devptr 
     }
     unsigned splits = (unsigned)pick_splits(g, slot, cin, (int)t_out, n_win);
     if (splits > 1) {
-        size_t tiles = (size_t)gx * gy * (size_t)n_win;
-        /* + one tile of rows: the last part's fixup reads whole tiles */
-        size_t wsb = ((size_t)splits * n_win * t_out + (size_t)k->bm) * g->d * 4;
+        size_t wsb = (size_t)splits * n_win * t_out * g->d * 4;
         if (ensure(g, &g->ws, &g->ws_cap, wsb, err))
             return -1;
-        if (g->cnt_cap < tiles * 4) {
-            if (ensure(g, &g->cnt, &g->cnt_cap, tiles * 4, err))
-                return -1;
-            wscu_result r = g->cu.MemsetD32Async(g->cnt, 0, tiles, g->stream);
-            if (r != WS_CUDA_SUCCESS)
-                return ws_cu_fail(&g->cu, r, "cuMemsetD32Async(counters)", __FILE__, __LINE__, err);
-        }
     }
-    void *a[] = { &x, &w, &bias, &pos, &y, &t_in, &t_out, &g->ws, &g->cnt, &splits };
-    return launch(g, slot, gx, gy, (unsigned)n_win * splits, a, err);
+    void *a[] = { &x, &w, &bias, &pos, &y, &t_in, &t_out, &g->ws, &splits };
+    if (launch(g, slot, gx, gy, (unsigned)n_win * splits, a, err))
+        return -1;
+    if (splits == 1)
+        return 0;
+    unsigned rows = t_out * (unsigned)n_win;
+    unsigned quads = rows * (unsigned)g->d / 4;
+    void *af[] = { &g->ws, &bias, &pos, &y, &t_out, &rows, &splits };
+    return launch(g, WS_K_FINISH, (quads + 255) / 256, 1, 1, af, err);
 }
 
 /* Enqueues mel_t, conv1, conv2 on the stream: mel (device) -> out (device).

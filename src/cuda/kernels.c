@@ -68,6 +68,8 @@ int ws_stem_kernels(int n_mels, int d, ws_precision p, int cc_major, int cc_mino
             ws_emit_mel_t(&mod, n_mels, p, &k[i]);
         } else if (i == WS_K_GELU) {
             ws_emit_gelu_grid(&mod, &k[i]);
+        } else if (i == WS_K_FINISH) {
+            ws_emit_splitk_finish(&mod, d, &k[i]);
         } else {
             ws_conv_spec s = { 0 };
             s.last = i == WS_K_CONV2_L || i == WS_K_CONV2_S;

@@ -13,8 +13,10 @@
  *   B[k*Cin + i][o] = W[o][i][k]         packed on the host (ws_pack_weights)
  * Grid: x = D / BN tiles of outputs, y = ceil(T_out / BM) tiles of time,
  * z = windows. Precision fp32: FFMA with shared-memory tiles and register
- * blocking (kernels_ffma.c); tf32/bf16/fp16: mma.sync with f32 accumulation
- * (kernels_mma.c). Tested by tests/test_ptx.c (ptxas, no spills) and
+ * blocking (kernels_ffma.c); when the tiles would leave multiprocessors idle
+ * (few windows) K is split into parts (grid z = windows x parts) whose sums
+ * ws_splitk_finish adds up in order before the bias, GELU and pos;
+ * tf32/bf16/fp16: mma.sync with f32 accumulation (kernels_mma.c). Tested by tests/test_ptx.c (ptxas, no spills) and
  * tests/test_gpu.c (against the float64 oracle).
  */
 #ifndef WS_CUDA_KERNELS_H
@@ -26,7 +28,10 @@
 
 /* Kernel slots, in the order ws_stem_kernels returns them. Each conv comes in
  * a large tile (many windows) and a small tile (few windows, more blocks). */
-enum { WS_K_MEL_T = 0, WS_K_CONV1_L, WS_K_CONV1_S, WS_K_CONV2_L, WS_K_CONV2_S, WS_K_GELU, WS_K_COUNT };
+enum {
+    WS_K_MEL_T = 0, WS_K_CONV1_L, WS_K_CONV1_S, WS_K_CONV2_L, WS_K_CONV2_S, WS_K_FINISH, WS_K_GELU,
+    WS_K_COUNT
+};
 
 typedef struct {
     char name[48];   /* entry name, also the file name in --dump-ptx */
@@ -70,5 +75,6 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
 int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, ws_err *err);
 void ws_emit_mel_t(ptx_buf *mod, int cin, ws_precision p, ws_kernel_src *info);
 void ws_emit_gelu_grid(ptx_buf *mod, ws_kernel_src *info);
+void ws_emit_splitk_finish(ptx_buf *mod, int n_out, ws_kernel_src *info);
 
 #endif

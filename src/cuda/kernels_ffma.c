@@ -65,7 +65,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
 
     ptx_buf kb, *b = &kb;
     ptx_init(b);
-    ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE + 16); /* + split-K flag */
+    ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE);
     ptx_comment(b, "y[t][o] = gelu(b[o] + sum_k sum_i x[%d*t + k - 1][i] * w[o][i][k])%s; "
                    "cin %d, cout %d, tile %dx%d, BK %d, %dx%d per thread",
                 s->stride, s->last ? " (+ pos[t][o])" : "", C, N, T.bm, T.bn, T.bk, T.tm, T.tn);
@@ -341,23 +341,18 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     #undef EMIT_GLOAD
     #undef EMIT_SSTORE
 
-    ptx_section(b, "split-K: partial sums to the workspace; the last part of a tile adds them up");
+    ptx_section(b, "split-K: partial sums to the workspace (p_splits > 1)");
     plabel epi = ptx_label_new(b, "epilogue");
     {
-        preg one = ptx_reg(b, PTX_PRED), lastp = ptx_reg(b, PTX_PRED), t0p = ptx_reg(b, PTX_PRED);
-        preg pws = ptx_reg(b, PTX_B64), pcnt = ptx_reg(b, PTX_B64), to3 = ptx_reg(b, PTX_B32);
+        preg one = ptx_reg(b, PTX_PRED), pws = ptx_reg(b, PTX_B64), to3 = ptx_reg(b, PTX_B32);
         preg tid3 = ptx_reg(b, PTX_B32), tx3 = ptx_reg(b, PTX_B32), ty3 = ptx_reg(b, PTX_B32);
         preg n03 = ptx_reg(b, PTX_B32), t03 = ptx_reg(b, PTX_B32), zz3 = ptx_reg(b, PTX_B32);
-        preg sp3 = ptx_reg(b, PTX_B32), w3 = ptx_reg(b, PTX_B32), base = ptx_reg(b, PTX_B32);
-        preg flag = ptx_reg(b, PTX_B32), tile = ptx_reg(b, PTX_B32), u = ptx_reg(b, PTX_B32);
-        preg stride = ptx_reg(b, PTX_B64);
+        preg sp3 = ptx_reg(b, PTX_B32), base = ptx_reg(b, PTX_B32), u = ptx_reg(b, PTX_B32);
         I("ld.param.u32 %s, [p_splits]", sp3.n);
         I("setp.eq.u32 %s, %s, 1", one.n, sp3.n);
         I("@%s bra.uni %s", one.n, epi.n);
         I("ld.param.u64 %s, [p_ws]", pws.n);
         I("cvta.to.global.u64 %s, %s", pws.n, pws.n);
-        I("ld.param.u64 %s, [p_cnt]", pcnt.n);
-        I("cvta.to.global.u64 %s, %s", pcnt.n, pcnt.n);
         I("ld.param.u32 %s, [p_tout]", to3.n);
         I("mov.u32 %s, %%tid.x", tid3.n);
         I("and.b32 %s, %s, %d", tx3.n, tid3.n, TX - 1);
@@ -387,73 +382,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
                       acc[4 * g + r][4 * h].n, acc[4 * g + r][4 * h + 1].n,
                       acc[4 * g + r][4 * h + 2].n, acc[4 * g + r][4 * h + 3].n);
             }
-        ptx_comment(b, "release the partials, count this part; the last one goes on");
-        I("membar.gl");
-        I("bar.sync 0");
-        I("setp.eq.u32 %s, %s, 0", t0p.n, tid3.n);
-        preg ca = ptx_reg(b, PTX_B64), old = ptx_reg(b, PTX_B32), sf = ptx_reg(b, PTX_B32);
-        I("mov.u32 %s, %%nctaid.y", tile.n);
-        I("div.u32 %s, %s, %s", w3.n, zz3.n, sp3.n);
-        I("mov.u32 %s, %%ctaid.y", u.n);
-        I("mad.lo.u32 %s, %s, %s, %s", tile.n, w3.n, tile.n, u.n);
-        I("mov.u32 %s, %%nctaid.x", u.n);
-        I("mul.lo.u32 %s, %s, %s", tile.n, tile.n, u.n);
-        I("mov.u32 %s, %%ctaid.x", u.n);
-        I("add.u32 %s, %s, %s", tile.n, tile.n, u.n);
-        I("mad.wide.u32 %s, %s, 4, %s", ca.n, tile.n, pcnt.n);
-        I("mov.u32 %s, smem", sf.n);
-        I("add.u32 %s, %s, %d", sf.n, sf.n, 2 * STAGE);
-        I("mov.u32 %s, 0", old.n);
-        I("@%s atom.global.add.u32 %s, [%s], 1", t0p.n, old.n, ca.n);
-        I("sub.u32 %s, %s, 1", u.n, sp3.n);
-        I("setp.eq.u32 %s, %s, %s", lastp.n, old.n, u.n);
-        I("selp.u32 %s, 1, 0, %s", flag.n, lastp.n);
-        I("and.pred %s, %s, %s", lastp.n, lastp.n, t0p.n);
-        ptx_comment(b, "the last part resets the counter for the next launch");
-        I("@%s st.global.u32 [%s], 0", lastp.n, ca.n);
-        I("@%s st.shared.u32 [%s], %s", t0p.n, sf.n, flag.n);
-        I("bar.sync 0");
-        I("ld.shared.u32 %s, [%s]", flag.n, sf.n);
-        I("setp.eq.u32 %s, %s, 0", lastp.n, flag.n);
-        plabel quit = ptx_label_new(b, "notlast");
-        I("@%s bra.uni %s", lastp.n, quit.n);
-        I("membar.gl");
-        ptx_comment(b, "acc = sum of the parts in split order (the same bits whichever part is last)");
-        I("mul.lo.u32 %s, %s, %s", u.n, w3.n, sp3.n);
-        I("sub.u32 %s, %s, %s", u.n, zz3.n, u.n);          /* own split index */
-        I("mul.lo.u32 %s, %s, %s", u.n, u.n, to3.n);
-        I("mul.lo.u32 %s, %s, %d", u.n, u.n, N);
-        I("sub.u32 %s, %s, %s", base.n, base.n, u.n);      /* part 0 of this window */
-        I("mul.wide.u32 %s, %s, %d", stride.n, to3.n, N * 4);
-        for (int g = 0; g < GM; g++)
-            for (int r = 0; r < 4; r++) {
-                const int row = g * 4 * TY + r;
-                preg ga = ptx_reg(b, PTX_B64), k = ptx_reg(b, PTX_B32), kp = ptx_reg(b, PTX_PRED);
-                I("add.u32 %s, %s, %d", u.n, base.n, row * N);
-                I("mad.wide.u32 %s, %s, 4, %s", ga.n, u.n, pws.n);
-                for (int c = 0; c < T.tn; c++)
-                    I("mov.f32 %s, 0f00000000", acc[4 * g + r][c].n);
-                I("mov.u32 %s, %s", k.n, sp3.n);
-                plabel lp = ptx_label_new(b, "sumparts");
-                ptx_label(b, lp);
-                for (int h = 0; h < GN; h++) {
-                    preg v[4];
-                    for (int e = 0; e < 4; e++)
-                        v[e] = ptx_reg(b, PTX_F32);
-                    ptx_comment(b, "rows past T_out read finite partials of the last tile row or zero-filled slack; never stored");
-                    I("ld.global.cg.v4.f32 {%s, %s, %s, %s}, [%s+%d]", v[0].n, v[1].n, v[2].n, v[3].n,
-                      ga.n, h * 4 * TX * 4);
-                    for (int e = 0; e < 4; e++)
-                        I("add.f32 %s, %s, %s", acc[4 * g + r][4 * h + e].n,
-                          acc[4 * g + r][4 * h + e].n, v[e].n);
-                }
-                I("add.u64 %s, %s, %s", ga.n, ga.n, stride.n);
-                I("sub.u32 %s, %s, 1", k.n, k.n);
-                I("setp.ne.u32 %s, %s, 0", kp.n, k.n);
-                I("@%s bra.uni %s", kp.n, lp.n);
-            }
-        I("bra.uni %s", epi.n);
-        ptx_label(b, quit);
+        ptx_comment(b, "ws_splitk_finish adds the parts up in split order, then bias, gelu, pos");
         I("ret");
     }
     ptx_label(b, epi);
@@ -540,7 +469,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
                    info->name,
                    "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_bias,\n"
                    "\t.param .u64 p_pos,\n\t.param .u64 p_y,\n\t.param .u32 p_tin,\n"
-                   "\t.param .u32 p_tout,\n\t.param .u64 p_ws,\n\t.param .u64 p_cnt,\n"
+                   "\t.param .u32 p_tout,\n\t.param .u64 p_ws,\n"
                    "\t.param .u32 p_splits",
                    NT, s->cc_major >= 9 ? 2 : 0);
     return 0;

@@ -6,6 +6,11 @@
  *   reads on distinct banks); block 32 x 8 threads, each moving 4 values;
  *   grid (ceil(T/32), ceil(C/32), n_win). cvt: none (fp32), cvt.rna.tf32.f32
  *   (tf32), cvt.rn.bf16.f32, cvt.rn.f16.f32.
+ * ws_splitk_finish: the end of an fp32 conv whose K was split into parts
+ *   (kernels_ffma.c): ws[w*splits + s][t][o] holds part s's sums; per output
+ *   y[w][t][o] = gelu(b[o] + sum_s ws[w*splits + s][t][o]) (+ pos[t][o]),
+ *   the parts added in split order (the same bits on every run). One thread
+ *   per 4 consecutive outputs (float4), 256 threads a block.
  * ws_gelu_grid: y[i] = gelu(x[i]) for i < n, 256 threads a block; exists so
  *   that tests/test_gpu.c (gelu_ptx_matches_double) can hold the PTX GELU to
  *   its stated error on a dense grid.
@@ -138,5 +143,93 @@ void ws_emit_gelu_grid(ptx_buf *mod, ws_kernel_src *info)
     ptx_label(b, done);
     I("ret");
     ptx_kernel_end(b, mod, info->name, "\t.param .u64 p_x,\n\t.param .u64 p_y,\n\t.param .u32 p_n",
+                   256, 0);
+}
+
+void ws_emit_splitk_finish(ptx_buf *mod, int n_out, ws_kernel_src *info)
+{
+    const int N = n_out;
+    snprintf(info->name, sizeof info->name, "ws_splitk_finish");
+    info->threads = 256;
+    info->smem = 0;
+    info->bm = info->bn = 0;
+    ptx_buf kb, *b = &kb;
+    ptx_init(b);
+    ptx_comment(b, "y[w][t][o] = gelu(b[o] + sum_s ws[w*splits + s][t][o]) (+ pos[t][o]), N = %d", N);
+    preg pws = ptx_reg(b, PTX_B64), pb = ptx_reg(b, PTX_B64), pp = ptx_reg(b, PTX_B64);
+    preg py = ptx_reg(b, PTX_B64), tout = ptx_reg(b, PTX_B32), rows = ptx_reg(b, PTX_B32);
+    preg sp = ptx_reg(b, PTX_B32), i = ptx_reg(b, PTX_B32), tmp = ptx_reg(b, PTX_B32);
+    preg row = ptx_reg(b, PTX_B32), col = ptx_reg(b, PTX_B32), w = ptx_reg(b, PTX_B32);
+    preg t = ptx_reg(b, PTX_B32), idx = ptx_reg(b, PTX_B32), ga = ptx_reg(b, PTX_B64);
+    preg stride = ptx_reg(b, PTX_B64), k = ptx_reg(b, PTX_B32);
+    preg done = ptx_reg(b, PTX_PRED), haspos = ptx_reg(b, PTX_PRED), again = ptx_reg(b, PTX_PRED);
+    plabel out = ptx_label_new(b, "done"), lp = ptx_label_new(b, "parts");
+    I("ld.param.u64 %s, [p_ws]", pws.n);
+    I("ld.param.u64 %s, [p_bias]", pb.n);
+    I("ld.param.u64 %s, [p_pos]", pp.n);
+    I("ld.param.u64 %s, [p_y]", py.n);
+    I("ld.param.u32 %s, [p_tout]", tout.n);
+    I("ld.param.u32 %s, [p_rows]", rows.n);
+    I("ld.param.u32 %s, [p_splits]", sp.n);
+    I("setp.ne.u64 %s, %s, 0", haspos.n, pp.n);
+    I("cvta.to.global.u64 %s, %s", pws.n, pws.n);
+    I("cvta.to.global.u64 %s, %s", pb.n, pb.n);
+    I("cvta.to.global.u64 %s, %s", pp.n, pp.n);
+    I("cvta.to.global.u64 %s, %s", py.n, py.n);
+    ptx_section(b, "output quad i: row = 4i / N, col = 4i % N; row = w * T_out + t");
+    I("mov.u32 %s, %%ctaid.x", i.n);
+    I("mov.u32 %s, %%tid.x", tmp.n);
+    I("mad.lo.u32 %s, %s, 256, %s", i.n, i.n, tmp.n);
+    I("shl.b32 %s, %s, 2", i.n, i.n);
+    I("div.u32 %s, %s, %d", row.n, i.n, N);
+    I("setp.ge.u32 %s, %s, %s", done.n, row.n, rows.n);
+    I("@%s bra.uni %s", done.n, out.n);
+    I("mad.lo.u32 %s, %s, %d, %s", col.n, row.n, -N, i.n);
+    I("div.u32 %s, %s, %s", w.n, row.n, tout.n);
+    I("mul.lo.u32 %s, %s, %s", tmp.n, w.n, tout.n);
+    I("sub.u32 %s, %s, %s", t.n, row.n, tmp.n);
+    ptx_comment(b, "part 0 of window w: ((w*splits)*T_out + t)*N + col; parts T_out*N apart");
+    I("mul.lo.u32 %s, %s, %s", idx.n, w.n, sp.n);
+    I("mad.lo.u32 %s, %s, %s, %s", idx.n, idx.n, tout.n, t.n);
+    I("mad.lo.u32 %s, %s, %d, %s", idx.n, idx.n, N, col.n);
+    I("mad.wide.u32 %s, %s, 4, %s", ga.n, idx.n, pws.n);
+    I("mul.wide.u32 %s, %s, %d", stride.n, tout.n, N * 4);
+    ptx_section(b, "sum the parts in split order");
+    preg v[4], a[4];
+    for (int e = 0; e < 4; e++) {
+        v[e] = ptx_reg(b, PTX_F32);
+        a[e] = ptx_reg(b, PTX_F32);
+        I("mov.f32 %s, 0f00000000", v[e].n);
+    }
+    I("mov.u32 %s, %s", k.n, sp.n);
+    ptx_label(b, lp);
+    I("ld.global.cg.v4.f32 {%s, %s, %s, %s}, [%s]", a[0].n, a[1].n, a[2].n, a[3].n, ga.n);
+    for (int e = 0; e < 4; e++)
+        I("add.f32 %s, %s, %s", v[e].n, v[e].n, a[e].n);
+    I("add.u64 %s, %s, %s", ga.n, ga.n, stride.n);
+    I("sub.u32 %s, %s, 1", k.n, k.n);
+    I("setp.ne.u32 %s, %s, 0", again.n, k.n);
+    I("@%s bra.uni %s", again.n, lp.n);
+    ptx_section(b, "+ bias, gelu, + pos, store");
+    I("mad.wide.u32 %s, %s, 4, %s", ga.n, col.n, pb.n);
+    I("ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s]", a[0].n, a[1].n, a[2].n, a[3].n, ga.n);
+    for (int e = 0; e < 4; e++) {
+        I("add.f32 %s, %s, %s", v[e].n, v[e].n, a[e].n);
+        ws_gelu_emit(b, v[e].n, v[e].n);
+        I("mov.f32 %s, 0f00000000", a[e].n);
+    }
+    I("mad.lo.u32 %s, %s, %d, %s", idx.n, t.n, N, col.n);
+    I("mad.wide.u32 %s, %s, 4, %s", ga.n, idx.n, pp.n);
+    I("@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s]", haspos.n, a[0].n, a[1].n, a[2].n, a[3].n, ga.n);
+    for (int e = 0; e < 4; e++)
+        I("add.f32 %s, %s, %s", v[e].n, v[e].n, a[e].n);
+    I("mad.wide.u32 %s, %s, 4, %s", ga.n, i.n, py.n);
+    I("st.global.v4.f32 [%s], {%s, %s, %s, %s}", ga.n, v[0].n, v[1].n, v[2].n, v[3].n);
+    ptx_label(b, out);
+    I("ret");
+    ptx_kernel_end(b, mod, info->name,
+                   "\t.param .u64 p_ws,\n\t.param .u64 p_bias,\n\t.param .u64 p_pos,\n"
+                   "\t.param .u64 p_y,\n\t.param .u32 p_tout,\n\t.param .u32 p_rows,\n"
+                   "\t.param .u32 p_splits",
                    256, 0);
 }
