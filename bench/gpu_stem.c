@@ -7,7 +7,8 @@
  * many runs after warm-up (ws_gpu_bench). 3000 frames per window (30 s).
  * FLOPs: 2 * (3000 * d * 3*n_mels + 1500 * d * 3*d) per window (tiny 1.88 G).
  *
- *   bench-gpu_stem [--iters N] [--only SHAPE]   (SHAPE: tiny | large-v3)
+ *   bench-gpu_stem [--iters N] [--only SHAPE] [--prec P] [--win N]
+ *   (SHAPE: tiny | large-v3; P: fp32 | tf32 | bf16 | fp16; N: windows a launch)
  * Prints one table row per case (median us per launch and per window, the
  * rate, and the medians of the three stages from separately marked runs) and
  * the kernels' resource report.
@@ -28,14 +29,20 @@ typedef struct {
 int main(int argc, char **argv)
 {
     int iters = 50;
-    const char *only = NULL;
+    const char *only = NULL, *only_prec = NULL;
+    int only_win = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
             iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--prec") && i + 1 < argc)
+            only_prec = argv[++i];
+        else if (!strcmp(argv[i], "--win") && i + 1 < argc)
+            only_win = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--iters N] [--only tiny|large-v3]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--iters N] [--only tiny|large-v3] [--prec P] [--win N]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -57,6 +64,8 @@ int main(int argc, char **argv)
         }
         const double flop = 2.0 * ((double)T * sh->d * 3 * sh->n_mels + 1500.0 * sh->d * 3 * sh->d);
         for (size_t p = 0; p < 4; p++) {
+            if (only_prec && strcmp(only_prec, ws_precision_name(precs[p])))
+                continue;
             ws_gpu *g = ws_gpu_new(&m, precs[p], &e);
             if (!g) {
                 fprintf(stderr, "ws_gpu_new: %s\n", e.msg);
@@ -67,6 +76,8 @@ int main(int argc, char **argv)
                 printf("# device: %s\n", ws_gpu_device_name(g));
             for (int w = 0; w < 3 && sh->windows[w]; w++) {
                 int nw = sh->windows[w];
+                if (only_win && nw != only_win)
+                    continue;
                 double med = 0, mn = 0, st[3] = { 0, 0, 0 };
                 if (ws_gpu_bench(g, nw, T, 1, 4, 5, 2 * iters, &med, &mn, st, &e)) {
                     fprintf(stderr, "bench %s %s %d: %s\n", sh->name,
