@@ -5,7 +5,9 @@
 # DEST/lib every shared library they need that is not part of glibc, plus
 # libopenblas.so.0 and its dependencies (the CPU conv opens it with dlopen).
 # RUNPATH is $ORIGIN/lib on the programs and $ORIGIN on the libraries.
-# Called by `make bundle`; needs patchelf (apt-get install patchelf).
+# Also writes DEST.tar.xz (the same tree, ~1/4 of the size: what travels to
+# a GPU node, where scripts/gpu-session.sh unpacks it).
+# Called by `make bundle`; needs patchelf (apt-get install patchelf) and xz.
 set -eu
 BUILD=${1:?usage: bundle.sh BUILD DEST}
 DEST=${2:?usage: bundle.sh BUILD DEST}
@@ -47,4 +49,6 @@ fi
 
 for p in $progs; do patchelf --set-rpath '$ORIGIN/lib' "$p"; done
 for l in "$DEST"/lib/*; do chmod u+w "$l"; patchelf --set-rpath '$ORIGIN' "$l"; done
-echo "bundle.sh: $(ls "$DEST" | wc -l) entries, $(ls "$DEST/lib" | wc -l) libraries, $(du -sh "$DEST" | cut -f1) in $DEST"
+tar -C "$(dirname "$DEST")" -cf - "$(basename "$DEST")" | xz -T0 -6 >"$DEST.tar.xz.tmp"
+mv "$DEST.tar.xz.tmp" "$DEST.tar.xz"
+echo "bundle.sh: $(ls "$DEST" | wc -l) entries, $(ls "$DEST/lib" | wc -l) libraries, $(du -sh "$DEST" | cut -f1) in $DEST, $(du -sh "$DEST.tar.xz" | cut -f1) packed"
