@@ -302,8 +302,7 @@ static int pick_small(const ws_gpu *g, int large_slot, int t_out, int n_win)
 
 /* Split-K parts for an FFMA conv: when the output tiles fill fewer than the
  * 2 * SMs block slots (two 256-thread blocks fit on a multiprocessor), K is
- * cut into parts so that the grid fills them; at least 4 K tiles (of 8) a
- * part. ws_splitk_finish then adds the parts, in order, and applies the
+ * cut into parts so that the grid fills them; at least 4 K tiles a part. ws_splitk_finish then adds the parts, in order, and applies the
  * bias, GELU and pos. */
 static int pick_splits(const ws_gpu *g, int slot, int cin, int t_out, int n_win)
 {
@@ -311,7 +310,7 @@ static int pick_splits(const ws_gpu *g, int slot, int cin, int t_out, int n_win)
         return 1;
     const ws_kernel_src *k = &g->k[slot];
     long blocks = (long)((t_out + k->bm - 1) / k->bm) * (g->d / k->bn) * n_win;
-    long slots = 2L * g->sms, kt = 3L * cin / 8;
+    long slots = 2L * g->sms, kt = 3L * cin / (k->bk > 0 ? k->bk : 8);
     if (blocks >= slots)
         return 1;
     long s = slots / blocks;

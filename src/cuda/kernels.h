@@ -39,6 +39,7 @@ typedef struct {
     int threads;     /* block size (x) */
     int smem;        /* dynamic shared memory bytes (0: static only) */
     int bm, bn;      /* output tile: time rows x channels (convs only) */
+    int bk;          /* K depth of a tile (FFMA convs; split-K granularity) */
 } ws_kernel_src;
 
 /* What a conv kernel computes. */

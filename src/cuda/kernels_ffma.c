@@ -30,7 +30,7 @@
 
 typedef struct { int bm, bn, bk, tm, tn; } ffma_tile;
 
-static const ffma_tile TILE_LARGE = { 128, 128, 8, 8, 8 };
+static const ffma_tile TILE_LARGE = { 128, 128, 16, 8, 8 };
 static const ffma_tile TILE_SMALL = { 64, 64, 16, 4, 4 };
 
 #define I(...) ptx_ins(b, __VA_ARGS__)
@@ -52,7 +52,10 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     const int AS = T.bm + 4;                  /* As row stride (floats) */
     const int A_BYTES = T.bk * AS * 4, B_BYTES = T.bk * T.bn * 4, STAGE = A_BYTES + B_BYTES;
     const int NA = T.bm * T.bk / 4 / NT, NB = T.bk * T.bn / 4 / NT; /* float4 loads per thread */
-    if (C % T.bk || N % T.bn || NA < 1 || NB < 1 || (s->chan_major && (NA != 1 || s->stride != 1)))
+    const int NE = T.bm * T.bk / NT;          /* channel-major: scalar A loads per thread */
+    const int KKB = NT / (T.bn / 4);          /* B rows between a thread's cp.async chunks */
+    if (C % T.bk || N % T.bn || NA < 1 || NB < 1 || NA > 4 || NE > 16 || NT % (T.bn / 4) ||
+        (s->chan_major && (NT % T.bm || s->stride != 1)))
         return ws_errf(err, "fp32 conv: unsupported shape cin %d cout %d (cin %% %d, cout %% %d)", C,
                        N, T.bk, T.bn);
 
@@ -62,6 +65,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     info->smem = 0;
     info->bm = T.bm;
     info->bn = T.bn;
+    info->bk = T.bk;
 
     ptx_buf kb, *b = &kb;
     ptx_init(b);
@@ -148,13 +152,14 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
         I("mul.wide.u32 %s, %s, 16", aq[j].n, q.n);
         I("add.u64 %s, %s, %s", aq[j].n, aq[j].n, xw.n);
     }
-    preg bg[4];
-    for (int j = 0; j < NB; j++) {
-        /* chunk c: weight row kk = c / (BN/4), column quad n4 = c % (BN/4) */
+    preg bg[1];
+    for (int j = 0; j < 1; j++) {
+        /* chunk c = tid (+ j*NT for the thread's further chunks, KKB rows below):
+         * weight row kk = c / (BN/4), column quad n4 = c % (BN/4) */
         preg c = ptx_reg(b, PTX_B32), kk = ptx_reg(b, PTX_B32), n4 = ptx_reg(b, PTX_B32);
         preg off = ptx_reg(b, PTX_B32);
         bg[j] = ptx_reg(b, PTX_B64);
-        I("add.u32 %s, %s, %d", c.n, tid.n, j * NT);
+        I("mov.u32 %s, %s", c.n, tid.n);
         I("shr.u32 %s, %s, %d", kk.n, c.n, ilog2(T.bn / 4));
         I("and.b32 %s, %s, %d", n4.n, c.n, T.bn / 4 - 1);
         I("shl.b32 %s, %s, 2", n4.n, n4.n);
@@ -180,19 +185,16 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
         I("mul.lo.u32 %s, %s, %d", li0.n, lk.n, C / T.bk);
         I("sub.u32 %s, %s, %s", li0.n, kb0.n, li0.n);
         I("mul.lo.u32 %s, %s, %d", li0.n, li0.n, T.bk);
-        for (int j = 0; j < NB; j++) {
+        {
             preg o64 = ptx_reg(b, PTX_B64);
             I("mul.wide.u32 %s, %s, %d", o64.n, kb0.n, T.bk * N * 4);
-            I("add.u64 %s, %s, %s", bg[j].n, bg[j].n, o64.n);
+            I("add.u64 %s, %s, %s", bg[0].n, bg[0].n, o64.n);
         }
     }
-    preg av[4][4], bv[4][4];
-    for (int j = 0; j < NA; j++)
+    preg av[4][4];
+    for (int j = 0; j < (s->chan_major ? NE / 4 : NA); j++)
         for (int e = 0; e < 4; e++)
             av[j][e] = ptx_reg(b, PTX_F32);
-    for (int j = 0; j < NB; j++)
-        for (int e = 0; e < 4; e++)
-            bv[j][e] = ptx_reg(b, PTX_F32);
     preg acc[8][8];
     for (int r = 0; r < T.tm; r++)
         for (int c = 0; c < T.tn; c++)
@@ -203,23 +205,23 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     for (int c = 0; c < T.tn; c++)
         fb[c] = ptx_reg(b, PTX_F32);
 
-    /* emits: global loads of the tile (lk, li0) into av/bv, then advances */
+    /* emits: global loads of the A tile (lk, li0) into av, then advances */
     #define EMIT_GLOAD()                                                                   \
         do {                                                                               \
             if (s->chan_major) {                                                           \
                 preg row = ptx_reg(b, PTX_B32), off = ptx_reg(b, PTX_B32);                 \
                 preg ok = ptx_reg(b, PTX_PRED), ga = ptx_reg(b, PTX_B64);                  \
-                ptx_comment(b, "x[i0 + kk + e*%d][t + k - 1], 4 channels, time coalesced", KKS); \
+                ptx_comment(b, "x[i0 + kk + e*%d][t + k - 1], %d channels, time coalesced", KKS, NE); \
                 I("add.u32 %s, %s, %s", row.n, arow[0].n, lk.n);                           \
                 I("setp.lt.u32 %s, %s, %s", ok.n, row.n, tin.n);                           \
                 I("and.pred %s, %s, %s", ok.n, ok.n, aok[0].n);                            \
                 I("mad.lo.u32 %s, %s, %s, %s", off.n, li0.n, tin.n, row.n);                \
-                for (int e = 0; e < 4; e++) {                                              \
+                for (int e = 0; e < NE; e++) {                                             \
                     if (e)                                                                 \
                         I("add.u32 %s, %s, %s", off.n, off.n, cst.n);                      \
                     I("mad.wide.u32 %s, %s, 4, %s", ga.n, off.n, aq[0].n);                 \
-                    I("mov.f32 %s, 0f00000000", av[0][e].n);                               \
-                    I("@%s ld.global.nc.f32 %s, [%s]", ok.n, av[0][e].n, ga.n);            \
+                    I("mov.f32 %s, 0f00000000", av[e / 4][e % 4].n);                       \
+                    I("@%s ld.global.nc.f32 %s, [%s]", ok.n, av[e / 4][e % 4].n, ga.n);    \
                 }                                                                          \
             }                                                                              \
             for (int j = 0; j < NA && !s->chan_major; j++) {                               \
@@ -235,11 +237,6 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
                 I("@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s]", ok.n, av[j][0].n,      \
                   av[j][1].n, av[j][2].n, av[j][3].n, ga.n);                               \
             }                                                                              \
-            for (int j = 0; j < NB; j++) {                                                 \
-                I("ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s]", bv[j][0].n, bv[j][1].n,    \
-                  bv[j][2].n, bv[j][3].n, bg[j].n);                                        \
-                I("add.u64 %s, %s, %d", bg[j].n, bg[j].n, T.bk * N * 4);                   \
-            }                                                                              \
             preg wrap = ptx_reg(b, PTX_PRED);                                              \
             I("add.u32 %s, %s, %d", li0.n, li0.n, T.bk);                                   \
             I("setp.eq.u32 %s, %s, %d", wrap.n, li0.n, C);                                 \
@@ -247,7 +244,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
             I("selp.u32 %s, 1, 0, %s", tmp.n, wrap.n);                                     \
             I("add.u32 %s, %s, %s", lk.n, lk.n, tmp.n);                                    \
         } while (0)
-    /* emits: av/bv -> shared stage at byte offset `so` (a register); the
+    /* emits: av -> shared stage at byte offset `so` (a register); the
      * addresses are recomputed from %tid.x here (a few integer operations per
      * K tile) so that they hold no registers across the FFMA loop */
     #define EMIT_SSTORE(so)                                                                \
@@ -263,8 +260,8 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
                 I("and.b32 %s, %s, %d", a.n, sti.n, T.bm - 1);                             \
                 I("mad.lo.u32 %s, %s, %d, %s", a.n, c.n, AS, a.n);                         \
                 I("mad.lo.u32 %s, %s, 4, %s", a.n, a.n, sb.n);                             \
-                for (int e = 0; e < 4; e++)                                                \
-                    I("st.shared.f32 [%s+%d], %s", a.n, e * KKS * AS * 4, av[0][e].n);     \
+                for (int e = 0; e < NE; e++)                                               \
+                    I("st.shared.f32 [%s+%d], %s", a.n, e * KKS * AS * 4, av[e / 4][e % 4].n); \
             }                                                                              \
             for (int j = 0; j < NA && !s->chan_major; j++) {                               \
                 preg a = ptx_reg(b, PTX_B32), c = ptx_reg(b, PTX_B32);                     \
@@ -277,15 +274,26 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
                 for (int e = 0; e < 4; e++)                                                \
                     I("st.shared.f32 [%s+%d], %s", a.n, e * AS * 4, av[j][e].n);           \
             }                                                                              \
+        } while (0)
+    /* emits: cp.async of the B tile at bg into the stage at byte offset `so`
+     * (weights go to shared memory as they are, no registers), then advances */
+    #define EMIT_BISSUE(so)                                                                \
+        do {                                                                               \
+            preg a = ptx_reg(b, PTX_B32);                                                  \
+            ptx_comment(b, "Bs[kk][n4*4] <- w[kt*BK + kk][n0 + n4*4], chunks %d rows apart", KKB); \
+            I("mov.u32 %s, %%tid.x", a.n);                                                 \
+            I("shl.b32 %s, %s, 4", a.n, a.n);                                              \
+            I("add.u32 %s, %s, %s", a.n, a.n, (so).n);                                     \
+            I("add.u32 %s, %s, %d", a.n, a.n, A_BYTES);                                    \
             for (int j = 0; j < NB; j++) {                                                 \
-                preg a = ptx_reg(b, PTX_B32);                                              \
-                ptx_comment(b, "Bs[kk][n4*4], c = tid + j*NT = kk * (BN/4) + n4");           \
-                I("add.u32 %s, %s, %d", a.n, sti.n, j * NT);                               \
-                I("mad.lo.u32 %s, %s, 16, %s", a.n, a.n, sb.n);                            \
-                I("add.u32 %s, %s, %d", a.n, a.n, A_BYTES);                                \
-                I("st.shared.v4.f32 [%s], {%s, %s, %s, %s}", a.n, bv[j][0].n, bv[j][1].n,  \
-                  bv[j][2].n, bv[j][3].n);                                                 \
+                preg sa = ptx_reg(b, PTX_B32);                                             \
+                I("mov.u32 %s, smem", sa.n);                                               \
+                I("add.u32 %s, %s, %s", sa.n, sa.n, a.n);                                  \
+                I("cp.async.cg.shared.global [%s+%d], [%s+%d], 16", sa.n, j * NT * 16,     \
+                  bg[0].n, j * KKB * N * 4);                                               \
             }                                                                              \
+            I("cp.async.commit_group");                                                    \
+            I("add.u64 %s, %s, %d", bg[0].n, bg[0].n, T.bk * N * 4);                       \
         } while (0)
 
     ptx_section(b, "prologue: tile 0 into stage 0");
@@ -294,8 +302,10 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     for (int r = 0; r < T.tm; r++)
         for (int c = 0; c < T.tn; c++)
             I("mov.f32 %s, 0f00000000", acc[r][c].n);
+    EMIT_BISSUE(cur);
     EMIT_GLOAD();
     EMIT_SSTORE(cur);
+    I("cp.async.wait_group 0");
     I("bar.sync 0");
 
     ptx_section(b, "main loop over K tiles");
@@ -304,9 +314,11 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     preg more = ptx_reg(b, PTX_PRED);
     ptx_label(b, top);
     I("setp.ne.u32 %s, %s, 0", more.n, left.n);
+    I("sub.u32 %s, %d, %s", nxt.n, STAGE, cur.n);
     I("@!%s bra.uni %s", more.n, noload.n);
     I("sub.u32 %s, %s, 1", left.n, left.n);
-    ptx_comment(b, "prefetch tile kt+1 into registers");
+    ptx_comment(b, "tile kt+1: B by cp.async into the other stage, A into registers");
+    EMIT_BISSUE(nxt);
     EMIT_GLOAD();
     ptx_label(b, noload);
     ptx_comment(b, "multiply the tile in stage `cur`: %d steps of %d FFMA", T.bk, T.tm * T.tn);
@@ -332,14 +344,15 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
                 I("fma.rn.f32 %s, %s, %s, %s", acc[r][c].n, fa[r].n, fb[c].n, acc[r][c].n);
     }
     I("@!%s bra.uni %s", more.n, nostore.n);
-    I("sub.u32 %s, %d, %s", nxt.n, STAGE, cur.n);
     EMIT_SSTORE(nxt);
+    I("cp.async.wait_group 0");
     I("mov.u32 %s, %s", cur.n, nxt.n);
     ptx_label(b, nostore);
     I("bar.sync 0");
     I("@%s bra.uni %s", more.n, top.n);
     #undef EMIT_GLOAD
     #undef EMIT_SSTORE
+    #undef EMIT_BISSUE
 
     ptx_section(b, "split-K: partial sums to the workspace (p_splits > 1)");
     plabel epi = ptx_label_new(b, "epilogue");
