@@ -3,9 +3,11 @@
  *
  * The values are the driver API's stable ABI (cuda.h of every toolkit since
  * CUDA 4 carries the same numbers; enums are int-sized, handles are opaque
- * pointers, wscu_devptr is an unsigned 64-bit integer). tests/test_ptx.c
- * checks each constant against cuda.h when the toolkit header is present
- * (`#if __has_include(<cuda.h>)`).
+ * pointers, CUdeviceptr is an unsigned 64-bit integer). Our names carry a
+ * wscu_ / WS_ prefix (wscu_result for CUresult, WS_CU_JIT_INFO_LOG_BUFFER for
+ * CU_JIT_INFO_LOG_BUFFER, ...) so that they can sit beside cuda.h:
+ * tests/test_ptx.c checks every constant and size against it when the
+ * toolkit header is visible (`#if __has_include(<cuda.h>)`).
  *
  * Symbol names: where cuda.h #defines a call to a versioned symbol
  * (cuMemAlloc -> cuMemAlloc_v2, ...) the runtime resolves that versioned name

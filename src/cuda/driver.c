@@ -1,6 +1,6 @@
 /* driver.c - dlopen of libcuda.so.1, entry points, error text, module
  * loading with JIT logs. See driver.h. Tested by tests/test_gpu.c
- * (driver_errors_name_the_call, module_load_error_names_line). */
+ * (gpu_driver::module_load_error_names_call_and_writes_ptx). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>

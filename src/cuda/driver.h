@@ -11,7 +11,7 @@
  *
  * Module loading passes both JIT log buffers; on failure the error log, the
  * info log and a line-numbered copy of the PTX go to a file whose path is in
- * the error message. Tested by tests/test_gpu.c (module_load_error_names_line).
+ * the error message. Tested by tests/test_gpu.c (gpu_driver::module_load_error_names_call_and_writes_ptx).
  */
 #ifndef WS_CUDA_DRIVER_H
 #define WS_CUDA_DRIVER_H

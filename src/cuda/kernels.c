@@ -1,6 +1,6 @@
 /* kernels.c - the kernel list of the GPU stem for (n_mels, d, precision),
  * and the host-side weight packing that matches it. Layouts: kernels.h.
- * Tested by tests/test_ptx.c (every_kernel_assembles_without_spills,
+ * Tested by tests/test_ptx.c (ptx_kernels::*_assemble_without_spills,
  * emitter_is_deterministic) and tests/test_gpu.c. */
 #include <stdlib.h>
 #include <string.h>

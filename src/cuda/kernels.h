@@ -16,7 +16,8 @@
  * blocking (kernels_ffma.c); when the tiles would leave multiprocessors idle
  * (few windows) K is split into parts (grid z = windows x parts) whose sums
  * ws_splitk_finish adds up in order before the bias, GELU and pos;
- * tf32/bf16/fp16: mma.sync with f32 accumulation (kernels_mma.c). Tested by tests/test_ptx.c (ptxas, no spills) and
+ * tf32/bf16/fp16: mma.sync with f32 accumulation (kernels_mma.c).
+ * Tested by tests/test_ptx.c (ptxas, no spills) and
  * tests/test_gpu.c (against the float64 oracle).
  */
 #ifndef WS_CUDA_KERNELS_H

@@ -1,27 +1,37 @@
 /* kernels_ffma.c - fp32 conv1d + bias + exact GELU (+ pos) as a tiled FFMA
  * implicit GEMM (the contract and layouts: kernels.h).
  *
+ *   y[t][o] = gelu(b[o] + sum_{k<3} sum_{i<Cin} x[s*t + k - 1][i] * w[o][i][k]) (+ pos[t][o])
+ *
  * Block tile BM x BN outputs (time rows x channels), K step BK; threads
  * TY x TX with TY = BM/TM, TX = BN/TN, each owning TM x TN accumulators in
  * groups of 4x4: rows g*4*TY + 4*ty + r, cols h*4*TX + 4*tx + c, so that
  * every shared-memory read is a 16-byte vector and a warp reads 2 A vectors
  * (broadcast) and 16 consecutive B vectors.
- *   large: 128 x 128, BK 8,  8x8 per thread, 256 threads
- *   small:  64 x  64, BK 16, 4x4 per thread, 256 threads
+ *   large: 128 x 128, BK 16, 8x8 per thread, 256 threads
+ *   small:  64 x  64, BK 16, 4x4 per thread, 256 threads (tests force it)
  * Shared memory, double-buffered (one barrier per K step):
- *   As[2][BK][BM+4]  A transposed (time contiguous); +4 floats per row keep
- *                    the transposing stores of a warp on distinct banks
- *   Bs[2][BK][BN]    weights, B[kk][o]
- * Global loads per K step: A as float4 along channels of one time row
- * (X[s*t + k - 1][i0 .. i0+3], zero when the row is outside [0, T_in) or
- * t >= T_out), B as float4 along o. The next step's tile is loaded into
- * registers while this one is multiplied, then stored to the other buffer.
+ *   As[2][BK][BM+4]  A transposed (time contiguous); +4 floats per row spread
+ *                    the transposing stores over the banks
+ *   Bs[2][BK][BN]    weights B[kk][o], packed K-major on the host
+ * Per K step: the next B tile goes straight to the other stage by cp.async
+ * (16 bytes a chunk, no registers); the next A tile is loaded into registers
+ * while this one is multiplied, then stored transposed into the other stage:
+ *   time-major x (conv2: h1 [T_in][Cin]): float4 along channels of one row,
+ *     x[s*t + k - 1][i0 .. i0+3]
+ *   channel-major x (conv1 reads the log-Mel [Cin][T_in] itself): scalars
+ *     along time, x[i0 + kk][t + k - 1], coalesced across the warp
+ *   zero when the row is outside [0, T_in) or t >= T_out (padding 1).
  * Tap k and channel offset i0 of tile kt: kt*BK = k*Cin + i0 (Cin % BK == 0).
+ * Split-K (p_splits > 1, few windows): grid z = windows x parts, part s
+ * takes K tiles [s*KT/splits, (s+1)*KT/splits) and stores raw sums to the
+ * workspace; ws_splitk_finish (kernels_misc.c) adds them in order.
  * Registers: on sm_90 the kernel is capped (.minnctapersm 2, 128 registers)
  * so that two blocks share a multiprocessor, and assembles with no spill;
  * for sm_8x the cap is left to ptxas, which otherwise spills 8 bytes there.
  * Accumulation: float32 FFMA in K order. Tested by tests/test_gpu.c
- * (stem_fp32_matches_oracle_*) and tests/test_ptx.c (ptxas, no spills).
+ * (gpu_stem::*: fp32 within rel L2 1e-5 and 1e-4 absolute of the float64
+ * oracle) and tests/test_ptx.c (ptxas sm_90 and sm_80, no spills).
  */
 #include <stdio.h>
 
