@@ -3,7 +3,7 @@
 # run from the repository root with a bundle built here (make bundle
 # BUILD=build-gpu), carried as build-gpu/bundle.tar.xz (unpacked here into
 # /tmp) or as the directory build-gpu/bundle. PHASEs: info tests bench torch
-# (default: all four). Logs go to $OUT (default /tmp/ws-gpu-out).
+# wholerun (default: all five). Logs go to $OUT (default /tmp/ws-gpu-out).
 #   WS_BUNDLE   bundle directory (default build-gpu/bundle, else the tarball)
 #   WS_FILTER   Criterion filter for the tests (default: the whole suite)
 #   WS_ITERS    timed runs per bench case (default 50)
@@ -16,7 +16,7 @@ if [ ! -x "$B/test_runner" ] && [ -f "$B.tar.xz" ]; then
 fi
 ITERS=${WS_ITERS:-50}
 mkdir -p "$OUT"
-phases=${*:-info tests bench torch}
+phases=${*:-info tests bench torch wholerun}
 status=0
 for ph in $phases; do
     case $ph in
@@ -40,6 +40,42 @@ for ph in $phases; do
     torch)
         PYTHONUNBUFFERED=1 python3 bench/gpu_torch.py --iters "$ITERS" >"$OUT/bench-torch.txt" 2>&1 || status=1
         cat "$OUT/bench-torch.txt"
+        ;;
+    wholerun)
+        # whole runs of the binary on 30 s of speech (samples/jfk.wav looped), tiny F32
+        # weights: cold JIT cache (a fresh CUDA_CACHE_PATH), warm cache, CPU; 64 files
+        # in one run; the PyTorch path (bench/whole_torch.py) on the same file; GPU vs
+        # CPU outputs compared; --check.
+        w=/tmp/ws-whole; rm -rf $w; mkdir -p $w/in
+        python3 -c "
+import wave, numpy as np
+with wave.open('samples/jfk.wav') as f: x = np.frombuffer(f.readframes(f.getnframes()), '<i2')
+y = np.resize(x, 480000)
+with wave.open('$w/in/speech30.wav', 'wb') as g:
+    g.setnchannels(1); g.setsampwidth(2); g.setframerate(16000); g.writeframes(y.astype('<i2').tobytes())"
+        for i in $(seq -w 1 64); do cp $w/in/speech30.wav $w/in/s$i.wav; done
+        "$B/ws-mkmodel" --size tiny -o $w/tiny.gguf
+        bin="$B/whisper-stem -m $w/tiny.gguf"
+        tm() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>>"$OUT/wholerun.err"; e=$(date +%s.%N); awk "BEGIN { printf \"%.3f\\n\", $e - $s }"; }
+        med() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+        {
+        echo "| run | wall s (median of 5) |"; echo "|---|---|"
+        for k in 1 2 3 4 5; do CUDA_CACHE_PATH=$w/cache$k tm $bin --device cuda $w/in/speech30.wav -o $w/g.npy; done | med | xargs printf "| cold JIT cache, GPU, 1 file | %s |\n"
+        for k in 1 2 3 4 5; do CUDA_CACHE_PATH=$w/cache1 tm $bin --device cuda $w/in/speech30.wav -o $w/g.npy; done | med | xargs printf "| warm JIT cache, GPU, 1 file | %s |\n"
+        for k in 1 2 3 4 5; do tm $bin --device cpu --threads 16 $w/in/speech30.wav -o $w/c.npy; done | med | xargs printf "| CPU (16 threads), 1 file | %s |\n"
+        for k in 1 2 3 4 5; do tm python3 bench/whole_torch.py $w/tiny.gguf $w/in/speech30.wav $w/t.npy; done | med | xargs printf "| PyTorch GPU path (python, bench/whole_torch.py), 1 file | %s |\n"
+        for k in 1 2 3; do CUDA_CACHE_PATH=$w/cache1 tm $bin --device cuda -O $w/out $w/in/s*.wav; done | med | xargs printf "| warm JIT cache, GPU, 64 files in one run | %s |\n"
+        for k in 1 2 3; do tm $bin --device cpu --threads 16 -O $w/outc $w/in/s*.wav; done | med | xargs printf "| CPU (16 threads), 64 files in one run | %s |\n"
+        } | tee "$OUT/wholerun.md"
+        CUDA_CACHE_PATH=$w/cache1 $bin --device cuda $w/in/speech30.wav -o $w/g.npy --json "$OUT/wholerun-gpu.json" -v 2>&1 | tail -3
+        $bin --device cpu --threads 16 $w/in/speech30.wav -o $w/c.npy --json "$OUT/wholerun-cpu.json"
+        python3 -c "
+import numpy as np
+g, c, t = np.load('$w/g.npy'), np.load('$w/c.npy'), np.load('$w/t.npy')
+r = lambda a, b: float(np.linalg.norm(a - b) / np.linalg.norm(b))
+print(f'GPU fp32 vs CPU: rel L2 {r(g, c):.2e}, max {abs(g - c).max():.2e}; GPU vs PyTorch: rel L2 {r(g, t):.2e}, max {abs(g - t).max():.2e}; shape {g.shape}')
+" | tee -a "$OUT/wholerun.md"
+        CUDA_CACHE_PATH=$w/cache1 "$B/whisper-stem" --check | tee "$OUT/check.txt" || status=1
         ;;
     *) echo "gpu-session.sh: unknown phase $ph" >&2; exit 2 ;;
     esac
