@@ -25,13 +25,20 @@ static struct {
 static void blas_load(void)
 {
     int is_openblas = 0;
-    /* AVX-512 AMD CPUs: ask OpenBLAS for its SkylakeX kernels unless the user chose. */
+    /* Pick OpenBLAS's kernels by what the CPU can do, unless the user chose:
+     * OpenBLAS 0.3.21 goes by the CPU model, and on models it does not know
+     * (AMD Zen 4/5, CPUs behind a hypervisor that hides the model) it falls
+     * back to AVX2 or even SSE3 ("Prescott") kernels. Its SkylakeX and Haswell
+     * sgemm kernels need exactly these feature sets. */
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    if (!getenv("OPENBLAS_CORETYPE") && __builtin_cpu_is("amd") &&
-        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+    if (!getenv("OPENBLAS_CORETYPE")) {
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+            setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            setenv("OPENBLAS_CORETYPE", "Haswell", 0);
+    }
 #endif
     void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
     if (h)

@@ -4,9 +4,11 @@
  *
  * OpenBLAS (libopenblas.so.0) is preferred, then any CBLAS (libblas.so.3),
  * then built-in loops. It is opened at run time so that OPENBLAS_CORETYPE
- * can be set first: OpenBLAS 0.3.21 does not recognise AVX-512 AMD CPUs
- * (Zen 4/5) and falls back to its AVX2 kernels, 1.9x slower than its
- * SkylakeX ones on the same chip (PEERS.md). OpenBLAS is kept to one thread:
+ * can be set first, from the CPU's features: OpenBLAS 0.3.21 goes by the CPU
+ * model and falls back to slower kernels on models it does not know (AVX2
+ * ones on AMD Zen 4/5, 1.9x slower than its SkylakeX ones there, PEERS.md;
+ * SSE3 "Prescott" ones on a GPU host whose hypervisor hides the model).
+ * OpenBLAS is kept to one thread:
  * callers split the work over their own threads (no busy-waiting pools
  * fighting over two cores).
  */
