@@ -487,6 +487,12 @@ int main(int argc, char **argv)
                 model.pos ? "positional embedding in file" : "sinusoids for --pos");
 
     if (o.dump_ptx) {
+        if (mkdir(o.dump_ptx, 0755) && errno != EEXIST) {
+            fprintf(stderr, PROG ": --dump-ptx %s: cannot create the directory: %s\n", o.dump_ptx,
+                    strerror(errno));
+            status = 1;
+            goto out;
+        }
         if (ws_gpu_dump_ptx(model.n_mels, model.d, o.precision, o.dump_ptx, &err)) {
             fprintf(stderr, PROG ": --dump-ptx: %s\n", err.msg);
             status = 1;

@@ -492,3 +492,33 @@ Test(cli, resampled_input_log_mel_within_1e_2_below_0_9_nyquist, .timeout = 60)
         free(ref), free(ref_in), free(a.data);
     }
 }
+
+Test(cli, dump_ptx_writes_the_kernels_without_a_gpu)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], out[1100], cmd[8192], err[2048], path[1300];
+    mkmodel(dir, "m.gguf", "--size tiny --seed 1", model, sizeof model);
+    snprintf(out, sizeof out, "%s/ptx", dir); /* does not exist yet: created */
+    snprintf(cmd, sizeof cmd, "WHISPER_STEM_LIBCUDA=/nonexistent %s -m %s --dump-ptx %s --precision bf16",
+             ws_bin(), model, out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    const char *names[] = {"ws_conv1_bf16", "ws_conv2_bf16"};
+    for (int i = 0; i < 2; i++) {
+        int found = 0;
+        DIR *d = opendir(out);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (strncmp(e->d_name, names[i], strlen(names[i])) != 0)
+                continue;
+            snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+            size_t len;
+            char *text = read_file(path, &len);
+            cr_assert(text && strstr(text, ".visible .entry") && strstr(text, ".target sm_"), "%s", path);
+            free(text);
+            found = 1;
+        }
+        if (d)
+            closedir(d);
+        cr_assert(found, "no %s*.ptx in %s", names[i], out);
+    }
+}
