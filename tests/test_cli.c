@@ -496,7 +496,7 @@ Test(cli, resampled_input_log_mel_within_1e_2_below_0_9_nyquist, .timeout = 60)
 Test(cli, dump_ptx_writes_the_kernels_without_a_gpu)
 {
     const char *dir = test_tmpdir();
-    char model[1024], out[1100], cmd[8192], err[2048], path[1300];
+    char model[1024], out[1100], cmd[8192], err[2048], path[1500];
     mkmodel(dir, "m.gguf", "--size tiny --seed 1", model, sizeof model);
     snprintf(out, sizeof out, "%s/ptx", dir); /* does not exist yet: created */
     snprintf(cmd, sizeof cmd, "WHISPER_STEM_LIBCUDA=/nonexistent %s -m %s --dump-ptx %s --precision bf16",
