@@ -25,6 +25,7 @@
 #include "mel/mel.h"
 #include "model.h"
 #include "output.h"
+#include "run.h"
 #include "trace.h"
 
 #define PROG "whisper-stem"
@@ -239,19 +240,6 @@ static void outdir_path(const char *dir, const char *input, char *buf, size_t ca
     snprintf(buf, cap, "%s/%.*s.npy", dir, len, base);
 }
 
-typedef struct {
-    double decode, mel, stem, write;
-} stage_ms;
-
-typedef struct {
-    const options *o;
-    ws_model *model;
-    ws_mel *mel;
-    ws_stem *cpu;
-    ws_gpu *gpu;
-    cJSON *report_inputs;
-} runner;
-
 static cJSON *shape_json(const int64_t *shape, int nd)
 {
     cJSON *a = cJSON_CreateArray();
@@ -260,123 +248,32 @@ static cJSON *shape_json(const int64_t *shape, int nd)
     return a;
 }
 
-/* One input to one output. Returns 0 or -1 with err (message names the input). */
-static int process(runner *r, const char *in, const char *out, ws_err *err)
+static void report_job(cJSON *inputs, const ws_job *j)
 {
-    const options *o = r->o;
-    stage_ms ms = {0};
-    ws_audio a = {0};
-    ws_mel_out mo = {0};
-    float *emb = NULL;
-    int rc = -1;
-    int64_t shape[3];
-    int nd = 0;
-    ws_err e = {{0}};
-
-    double t0 = ws_now();
-    WS_RANGE_PUSH("decode");
-    int dec = ws_audio_load(&a, in, &e);
-    WS_RANGE_POP();
-    ms.decode = 1e3 * (ws_now() - t0);
-    if (dec) {
-        ws_errf(err, "%s", e.msg);
-        goto done;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "input", j->input);
+    cJSON_AddStringToObject(o, "output", j->output);
+    cJSON_AddBoolToObject(o, "ok", j->ok);
+    if (j->ok)
+        cJSON_AddNullToObject(o, "error");
+    else
+        cJSON_AddStringToObject(o, "error", j->error);
+    if (j->decoded) {
+        cJSON_AddNumberToObject(o, "source_rate", j->src_rate);
+        cJSON_AddNumberToObject(o, "source_channels", j->src_channels);
+        cJSON_AddNumberToObject(o, "samples_16k", (double)j->samples);
+        cJSON_AddNumberToObject(o, "duration_s", j->samples / (double)WS_SAMPLE_RATE);
     }
-
-    t0 = ws_now();
-    WS_RANGE_PUSH("mel");
-    int mrc = ws_mel_compute(r->mel, a.x, a.n, o->pad, &mo, &e);
-    WS_RANGE_POP();
-    ms.mel = 1e3 * (ws_now() - t0);
-    if (mrc) {
-        ws_errf(err, "%s: %s", in, e.msg);
-        goto done;
+    if (j->ok) {
+        cJSON_AddNumberToObject(o, "windows", j->windows);
+        cJSON_AddItemToObject(o, "shape", shape_json(j->shape, j->ndim));
     }
-
-    const float *result;
-    if (o->mel_only) {
-        result = mo.data;
-        if (mo.n_windows > 1)
-            shape[nd++] = mo.n_windows;
-        shape[nd++] = mo.n_mels;
-        shape[nd++] = mo.n_frames;
-    } else {
-        const int d = r->model->d, t_out = ws_stem_out_len(mo.n_frames);
-        size_t per = (size_t)t_out * d;
-        emb = malloc(per * mo.n_windows * sizeof *emb);
-        if (!emb) {
-            ws_errf(err, "%s: out of memory for %d windows of embeddings", in, mo.n_windows);
-            goto done;
-        }
-        t0 = ws_now();
-        if (r->gpu) {
-            if (ws_gpu_stem(r->gpu, mo.data, mo.n_windows, mo.n_frames, o->pos, emb, &e)) {
-                ws_errf(err, "%s: GPU: %s", in, e.msg);
-                goto done;
-            }
-        } else {
-            for (int w = 0; w < mo.n_windows; w++) {
-                if (ws_stem_run(r->cpu, mo.data + (size_t)w * mo.n_mels * mo.n_frames, mo.n_frames,
-                                o->pos, emb + w * per, &e)) {
-                    ws_errf(err, "%s: %s", in, e.msg);
-                    goto done;
-                }
-            }
-        }
-        ms.stem = 1e3 * (ws_now() - t0);
-        result = emb;
-        if (mo.n_windows > 1)
-            shape[nd++] = mo.n_windows;
-        shape[nd++] = t_out;
-        shape[nd++] = d;
-    }
-
-    t0 = ws_now();
-    WS_RANGE_PUSH("write");
-    int wrc = ws_write_array(out, result, shape, nd, &e);
-    WS_RANGE_POP();
-    ms.write = 1e3 * (ws_now() - t0);
-    if (wrc) {
-        ws_errf(err, "%s: %s", in, e.msg);
-        goto done;
-    }
-    rc = 0;
-    if (o->verbose)
-        fprintf(stderr, PROG ": %s -> %s: %.2f s of audio, %d window%s; decode %.1f ms, mel %.1f ms, "
-                        "stem %.1f ms, write %.1f ms\n",
-                in, out, a.n / (double)WS_SAMPLE_RATE, mo.n_windows, mo.n_windows == 1 ? "" : "s",
-                ms.decode, ms.mel, ms.stem, ms.write);
-done:
-    if (r->report_inputs) {
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "input", in);
-        cJSON_AddStringToObject(j, "output", out);
-        cJSON_AddBoolToObject(j, "ok", rc == 0);
-        if (rc)
-            cJSON_AddStringToObject(j, "error", err->msg);
-        else
-            cJSON_AddNullToObject(j, "error");
-        if (a.n || dec == 0) {
-            cJSON_AddNumberToObject(j, "source_rate", a.src_rate);
-            cJSON_AddNumberToObject(j, "source_channels", a.src_channels);
-            cJSON_AddNumberToObject(j, "samples_16k", (double)a.n);
-            cJSON_AddNumberToObject(j, "duration_s", a.n / (double)WS_SAMPLE_RATE);
-        }
-        if (rc == 0) {
-            cJSON_AddNumberToObject(j, "windows", mo.n_windows);
-            cJSON_AddItemToObject(j, "shape", shape_json(shape, nd));
-        }
-        cJSON *t = cJSON_AddObjectToObject(j, "timings_ms");
-        cJSON_AddNumberToObject(t, "decode", ms.decode);
-        cJSON_AddNumberToObject(t, "mel", ms.mel);
-        cJSON_AddNumberToObject(t, "stem", ms.stem);
-        cJSON_AddNumberToObject(t, "write", ms.write);
-        cJSON_AddItemToArray(r->report_inputs, j);
-    }
-    free(emb);
-    ws_mel_out_free(&mo);
-    ws_audio_free(&a);
-    return rc;
+    cJSON *t = cJSON_AddObjectToObject(o, "timings_ms");
+    cJSON_AddNumberToObject(t, "decode", j->ms.decode);
+    cJSON_AddNumberToObject(t, "mel", j->ms.mel);
+    cJSON_AddNumberToObject(t, "stem", j->ms.stem);
+    cJSON_AddNumberToObject(t, "write", j->ms.write);
+    cJSON_AddItemToArray(inputs, o);
 }
 
 /* --check: GPU vs CPU on random log-Mel-like input for the model's shape. */
@@ -462,7 +359,10 @@ int main(int argc, char **argv)
     ws_err err = {{0}};
     ws_model model = {0};
     int have_model = 0, status = 0;
-    runner r = {&o, NULL, NULL, NULL, NULL, NULL};
+    ws_run_ctx r = {0};
+    ws_mel *mel = NULL;
+    ws_job *jobs = NULL;
+    char **outs = NULL;
     cJSON *root = NULL;
 
     double t0 = ws_now();
@@ -557,7 +457,7 @@ int main(int argc, char **argv)
         }
         r.model = &model;
     }
-    if (!(r.mel = ws_mel_new(n_mels, o.threads, &err))) {
+    if (!(mel = ws_mel_new(n_mels, o.threads, &err))) {
         fprintf(stderr, PROG ": %s\n", err.msg);
         status = 1;
         goto out;
@@ -591,24 +491,35 @@ int main(int argc, char **argv)
         } else {
             cJSON_AddNullToObject(root, "model");
         }
-        r.report_inputs = cJSON_AddArrayToObject(root, "inputs");
     }
 
-    int failed = 0;
-    for (int i = 0; i < o.n_inputs; i++) {
-        char path[4096];
-        const char *out = o.output;
-        if (o.outdir) {
-            outdir_path(o.outdir, o.inputs[i], path, sizeof path);
-            out = path;
-        }
-        if (process(&r, o.inputs[i], out, &err)) {
-            fprintf(stderr, PROG ": %s\n", err.msg);
-            failed++;
-        }
+    outs = calloc((size_t)o.n_inputs, sizeof *outs);
+    for (int i = 0; outs && i < o.n_inputs; i++) {
+        size_t cap = (o.outdir ? strlen(o.outdir) : 0) + strlen(o.inputs[i]) + 16;
+        if (!(outs[i] = malloc(o.output ? strlen(o.output) + 1 : cap)))
+            break;
+        if (o.outdir)
+            outdir_path(o.outdir, o.inputs[i], outs[i], cap);
+        else
+            strcpy(outs[i], o.output);
     }
+    if (!outs || !outs[o.n_inputs - 1] || !(jobs = ws_jobs_new(o.n_inputs, o.inputs, outs))) {
+        fprintf(stderr, PROG ": out of memory\n");
+        status = 1;
+        goto out;
+    }
+    r.mel = mel;
+    r.pad = o.pad;
+    r.mel_only = o.mel_only;
+    r.add_pos = o.pos;
+    r.verbose = o.verbose;
+    r.threads = o.threads;
+    const int failed = ws_run(&r, jobs, o.n_inputs);
     status = failed ? 1 : 0;
     if (root) {
+        cJSON *inputs = cJSON_AddArrayToObject(root, "inputs");
+        for (int i = 0; i < o.n_inputs; i++)
+            report_job(inputs, &jobs[i]);
         cJSON_AddNumberToObject(root, "failed", failed);
         cJSON *t = cJSON_AddObjectToObject(root, "timings_ms");
         cJSON_AddNumberToObject(t, "model_load", model_ms);
@@ -619,7 +530,11 @@ int main(int argc, char **argv)
     }
 out:
     cJSON_Delete(root);
-    ws_mel_free(r.mel);
+    ws_jobs_free(jobs, o.n_inputs);
+    for (int i = 0; outs && i < o.n_inputs; i++)
+        free(outs[i]);
+    free(outs);
+    ws_mel_free(mel);
     ws_stem_free(r.cpu);
     ws_gpu_free(r.gpu);
     if (have_model)

@@ -522,3 +522,46 @@ Test(cli, dump_ptx_writes_the_kernels_without_a_gpu)
         cr_assert(found, "no %s*.ptx in %s", names[i], out);
     }
 }
+
+/* With several inputs the stages of different files overlap on worker
+ * threads; every output must be the bytes a run of that file alone gives. */
+Test(cli, many_inputs_give_the_same_bytes_as_one_per_run, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], cmd[16384], err[4096], outdir[1100], p[1300], q[1300];
+    mkmodel(dir, "m.gguf", "--n-mels 80 --d 32 --seed 11", model, sizeof model);
+    snprintf(outdir, sizeof outdir, "%s/many", dir);
+    enum { N = 12 };
+    int len = snprintf(cmd, sizeof cmd, "%s --device cpu --threads 3 -m %s -O %s", ws_bin(), model, outdir);
+    for (int i = 0; i < N; i++) {
+        snprintf(p, sizeof p, "%s/in%02d.wav", dir, i);
+        if (i == 5) { /* one bad input among them */
+            FILE *f = fopen(p, "wb");
+            fputs("not audio at all", f);
+            fclose(f);
+        } else {
+            size_t n = (size_t)(8000 + 37000 * i) + (i == 9 ? 480000 : 0); /* one of two windows */
+            float *x = tone(n, 150.0 + 40 * i, (uint64_t)i);
+            write_wav(p, x, n, i % 3 ? 16000 : 22050, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+            free(x);
+        }
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %s", p);
+    }
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    cr_assert(strstr(err, "in05.wav"), "%s", err);
+    for (int i = 0; i < N; i++) {
+        snprintf(p, sizeof p, "%s/in%02d.npy", outdir, i);
+        if (i == 5) {
+            cr_assert(!file_exists(p));
+            continue;
+        }
+        snprintf(q, sizeof q, "%s/one.npy", dir);
+        snprintf(cmd, sizeof cmd, "%s --device cpu --threads 1 -m %s %s/in%02d.wav -o %s", ws_bin(), model, dir,
+                 i, q);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+        size_t la, lb;
+        char *a = read_file(p, &la), *b = read_file(q, &lb);
+        cr_assert(a && b && la == lb && memcmp(a, b, la) == 0, "input %d: batch and single runs differ", i);
+        free(a), free(b);
+    }
+}

@@ -275,6 +275,12 @@ done:
 
 int ws_mel_compute(ws_mel *m, const float *x, size_t n, ws_pad pad, ws_mel_out *o, ws_err *err)
 {
+    return ws_mel_compute_nt(m, x, n, pad, m->n_threads, o, err);
+}
+
+int ws_mel_compute_nt(const ws_mel *m, const float *x, size_t n, ws_pad pad, int n_threads,
+                      ws_mel_out *o, ws_err *err)
+{
     memset(o, 0, sizeof *o);
     /* The padded length and the frames each rule keeps. */
     size_t n_total;
@@ -322,7 +328,7 @@ int ws_mel_compute(ws_mel *m, const float *x, size_t n, ws_pad pad, ws_mel_out *
         free(data);
         return ws_errf(err, "out of memory for a %lld-frame log-Mel", n_frames);
     }
-    int nt = m->n_threads;
+    int nt = n_threads < 1 ? 1 : n_threads;
     if (nt > 256)
         nt = 256;
     if ((long long)nt * BLOCK > n_frames)

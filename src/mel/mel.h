@@ -54,6 +54,11 @@ typedef struct {
 /* Log-Mel of x[0..n) (16 kHz mono) with the windowing rule pad.
  * Returns 0, or -1 with err (e.g. too short for WS_PAD_NONE). */
 int ws_mel_compute(ws_mel *m, const float *x, size_t n, ws_pad pad, ws_mel_out *out, ws_err *err);
+
+/* The same on n_threads threads. Reads m only: any number of threads may
+ * call it at once on one plan (FFTW's execute on new arrays is thread-safe). */
+int ws_mel_compute_nt(const ws_mel *m, const float *x, size_t n, ws_pad pad, int n_threads,
+                      ws_mel_out *out, ws_err *err);
 void ws_mel_out_free(ws_mel_out *o);
 
 /* The vectorisable log10 the log-Mel uses, for x in [1e-10, FLT_MAX]. */
