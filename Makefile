@@ -140,8 +140,9 @@ asan:
 
 
 # GGUF interop: files we write, read by an independent reader (@huggingface/gguf, npm).
-interop: $(BUILD)/ws-mkmodel $(BUILD)/ws-convert
+interop: $(BUILD)/ws-mkmodel $(BUILD)/ws-convert $(BUILD)/whisper-stem
 	tests/interop/run.sh $(BUILD)
+	tests/interop/pt.sh $(BUILD)
 
 # What CI runs: the suite, the suite again under the sanitizers, the interop check.
 check: test asan interop
