@@ -127,7 +127,7 @@ TEST_ENV = WS_BIN=$(abspath $(BUILD)/whisper-stem) WS_MKMODEL=$(abspath $(BUILD)
 test: all $(BUILD)/test_runner
 	$(TEST_ENV) $(BUILD)/test_runner $(TEST_ARGS)
 	@$(BUILD)/whisper-stem --check >/dev/null 2>&1 && echo "✓ GPU found: the gpu_* tests ran" || \
-	  echo "✗ no usable CUDA driver or GPU here: the gpu_* tests were skipped (scripts/gpu-session.sh runs them on a GPU machine)"
+	  echo "✗ no usable CUDA driver or GPU here: the gpu_* tests were skipped (scripts/gpu-node.sh runs them on a GPU machine)"
 
 # Criterion counts a test that leaks as passing, so the log is searched too.
 asan:

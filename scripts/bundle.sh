@@ -6,7 +6,7 @@
 # libopenblas.so.0 and its dependencies (the CPU conv opens it with dlopen).
 # RUNPATH is $ORIGIN/lib on the programs and $ORIGIN on the libraries.
 # Also writes DEST.tar.xz (the same tree, ~1/4 of the size: what travels to
-# a GPU node, where scripts/gpu-session.sh unpacks it).
+# a GPU node, where scripts/gpu-node.sh unpacks it).
 # Called by `make bundle`; needs patchelf (apt-get install patchelf) and xz.
 set -eu
 BUILD=${1:?usage: bundle.sh BUILD DEST}

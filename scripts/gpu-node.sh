@@ -1,5 +1,5 @@
 #!/bin/bash
-# gpu-session.sh [PHASE...] - everything that belongs together on a GPU node,
+# gpu-node.sh [PHASE...] - everything that belongs together on a GPU node,
 # run from the repository root with a bundle built here (make bundle
 # BUILD=build-gpu), carried as build-gpu/bundle.tar.xz (unpacked here into
 # /tmp) or as the directory build-gpu/bundle. PHASEs: info tests bench torch
@@ -77,7 +77,7 @@ print(f'GPU fp32 vs CPU: rel L2 {r(g, c):.2e}, max {abs(g - c).max():.2e}; GPU v
 " | tee -a "$OUT/wholerun.md"
         CUDA_CACHE_PATH=$w/cache1 "$B/whisper-stem" --check | tee "$OUT/check.txt" || status=1
         ;;
-    *) echo "gpu-session.sh: unknown phase $ph" >&2; exit 2 ;;
+    *) echo "gpu-node.sh: unknown phase $ph" >&2; exit 2 ;;
     esac
 done
 exit $status
