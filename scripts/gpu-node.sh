@@ -1,7 +1,7 @@
 #!/bin/bash
 # gpu-node.sh [PHASE...] - everything that belongs together on a GPU node,
 # run from the repository root with a bundle built here (make bundle
-# BUILD=build-gpu), carried as build-gpu/bundle.tar.xz (unpacked here into
+# BUILD=build-gpu), copied over as build-gpu/bundle.tar.xz (unpacked here into
 # /tmp) or as the directory build-gpu/bundle. PHASEs: info tests bench torch
 # wholerun (default: all five). Logs go to $OUT (default /tmp/ws-gpu-out).
 #   WS_BUNDLE   bundle directory (default build-gpu/bundle, else the tarball)
