@@ -7,7 +7,7 @@
  * many runs after warm-up (ws_gpu_bench). 3000 frames per window (30 s).
  * FLOPs: 2 * (3000 * d * 3*n_mels + 1500 * d * 3*d) per window (tiny 1.88 G).
  *
- *   bench-gpu_stem [--iters N] [--only SHAPE] [--prec P] [--win N]
+ *   bench-gpu_stem [--iters N] [--only SHAPE] [--prec P] [--win N] [--tile large|small]
  *   (SHAPE: tiny | large-v3; P: fp32 | tf32 | bf16 | fp16; N: windows a launch)
  * Prints one table row per case (median us per launch and per window, the
  * rate, and the medians of the three stages from separately marked runs) and
@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 {
     int iters = 50;
     const char *only = NULL, *only_prec = NULL;
-    int only_win = 0;
+    int only_win = 0, tile = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
             iters = atoi(argv[++i]);
@@ -40,8 +40,10 @@ int main(int argc, char **argv)
             only_prec = argv[++i];
         else if (!strcmp(argv[i], "--win") && i + 1 < argc)
             only_win = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--tile") && i + 1 < argc)
+            tile = !strcmp(argv[++i], "small");
         else {
-            fprintf(stderr, "usage: %s [--iters N] [--only tiny|large-v3] [--prec P] [--win N]\n",
+            fprintf(stderr, "usage: %s [--iters N] [--only tiny|large-v3] [--prec P] [--win N] [--tile large|small]\n",
                     argv[0]);
             return 2;
         }
@@ -72,6 +74,7 @@ int main(int argc, char **argv)
                 ws_model_free(&m);
                 return 1;
             }
+            ws_gpu_force_tile(g, tile);
             if (!printed_dev++)
                 printf("# device: %s\n", ws_gpu_device_name(g));
             for (int w = 0; w < 3 && sh->windows[w]; w++) {
