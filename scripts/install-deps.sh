@@ -8,7 +8,8 @@ set -eu
 
 PKGS="gcc make pkg-config libsndfile1-dev libfftw3-dev libsoxr-dev libcjson-dev libopenblas0-pthread"
 if [ "${1:-}" = "--test" ]; then
-    PKGS="$PKGS libcriterion-dev"
+    # python3-torch: the .pt converter check (tests/interop/pt.sh) and bench/run-cpu.sh
+    PKGS="$PKGS libcriterion-dev python3-torch python3-numpy"
     # the GGUF interop check runs an npm package; any node >= 18 with npm will do
     if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
         PKGS="$PKGS nodejs npm"

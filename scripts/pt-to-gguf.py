@@ -24,7 +24,7 @@ u64 n_tensors, u64 n_kv; kv = (string key, u32 type, value); tensor infos =
 u64 offset); zero padding to 32; data, each tensor padded to 32.
 
 Exit status: 0 written, 1 failed (one line on stderr, no output file), 2 usage.
-Not run in this repository's CI (no PyTorch there); see models/README.md.
+Checked by tests/interop/pt.sh (make interop) against a torch.save'd checkpoint.
 """
 import argparse
 import os

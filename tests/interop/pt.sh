@@ -2,15 +2,22 @@
 # pt.sh - scripts/pt-to-gguf.py on an openai-whisper-style .pt checkpoint
 # ({"dims": ..., "model_state_dict": ...}, written here by torch.save), read
 # back tensor by tensor from the GGUF bytes, and loaded by whisper-stem (-v).
-#   tests/interop/pt.sh [BUILD_DIR]      needs python3 with torch and numpy;
-# prints a skip line and exits 0 where they are missing.
+#   tests/interop/pt.sh [BUILD_DIR]      needs python3 with torch and numpy
+# (install-deps.sh --test installs Debian's); prints a skip line without them.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
-PY=${PYTHON:-python3}
-if ! $PY -c "import torch, numpy" 2>/dev/null; then
-    echo "skip pt.sh: $PY has no torch/numpy (scripts/pt-to-gguf.py needs them)"
+# the first python3 with torch and numpy: $PYTHON, the one on PATH, Debian's
+PY=
+for p in ${PYTHON:-} python3 /usr/bin/python3; do
+    if "$p" -c "import torch, numpy" 2>/dev/null; then
+        PY=$p
+        break
+    fi
+done
+if [ -z "$PY" ]; then
+    echo "skip pt.sh: no python3 with torch and numpy (scripts/pt-to-gguf.py needs them)"
     exit 0
 fi
 tmp=$(mktemp -d)
