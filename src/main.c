@@ -366,7 +366,7 @@ int main(int argc, char **argv)
     cJSON *root = NULL;
 
     double t0 = ws_now();
-    if (o.model_path && (!o.mel_only || o.check || o.dump_ptx)) {
+    if (o.model_path) { /* with --mel too: the model says how many mel bands */
         if (ws_model_load(&model, o.model_path, &err)) {
             fprintf(stderr, PROG ": %s\n", err.msg);
             return 1;

@@ -565,3 +565,18 @@ Test(cli, many_inputs_give_the_same_bytes_as_one_per_run, .timeout = 120)
         free(a), free(b);
     }
 }
+
+Test(cli, mel_takes_the_band_count_from_the_model)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], out[1100], cmd[8192], err[2048];
+    mkmodel(dir, "v3.gguf", "--n-mels 128 --d 32 --seed 3", model, sizeof model);
+    snprintf(out, sizeof out, "%s/mel.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s --mel -m %s %s -o %s", ws_bin(), model, test_sample("jfk.wav"), out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    npy a = load_npy(out);
+    cr_assert_eq(a.shape[0], 128, "a 128-band model gives 128 bands, got %lld", (long long)a.shape[0]);
+    free(a.data);
+    snprintf(cmd, sizeof cmd, "%s --mel --n-mels 80 -m %s %s -o %s", ws_bin(), model, test_sample("jfk.wav"), out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "--n-mels against the model is a usage error: %s", err);
+}
