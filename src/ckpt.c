@@ -210,10 +210,7 @@ void ws_ckpt_close(ws_ckpt *c)
     free(c);
 }
 
-ws_ckpt_format ws_ckpt_format_of(const ws_ckpt *c) { return c->format; }
 const char *ws_ckpt_path(const ws_ckpt *c) { return c->path; }
-size_t ws_ckpt_n_tensors(const ws_ckpt *c) { return c->n_t; }
-size_t ws_ckpt_n_hparams(const ws_ckpt *c) { return c->n_hp; }
 
 const ws_ckpt_tensor *ws_ckpt_tensor_at(const ws_ckpt *c, size_t i)
 {

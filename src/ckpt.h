@@ -75,12 +75,9 @@ typedef struct ws_ckpt ws_ckpt;
 ws_ckpt *ws_ckpt_open(const char *path, ws_ckpt_format fmt, ws_err *err);
 void ws_ckpt_close(ws_ckpt *c); /* NULL-safe; every pointer from c becomes invalid */
 
-ws_ckpt_format ws_ckpt_format_of(const ws_ckpt *c);
 const char *ws_ckpt_path(const ws_ckpt *c);
-size_t ws_ckpt_n_tensors(const ws_ckpt *c);
 const ws_ckpt_tensor *ws_ckpt_tensor_at(const ws_ckpt *c, size_t i);
 const ws_ckpt_tensor *ws_ckpt_find(const ws_ckpt *c, const char *name);
-size_t ws_ckpt_n_hparams(const ws_ckpt *c);
 const ws_ckpt_hparam *ws_ckpt_hparam_at(const ws_ckpt *c, size_t i);
 
 /* --- conversion (ckpt_convert.c) ------------------------------------------ */

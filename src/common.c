@@ -165,11 +165,3 @@ double ws_rng_uniform(ws_rng *r)
 {
     return (double)(ws_rng_next(r) >> 11) * 0x1p-53;
 }
-
-double ws_rng_normal(ws_rng *r)
-{
-    double u1 = ws_rng_uniform(r), u2 = ws_rng_uniform(r);
-    if (u1 < 1e-300)
-        u1 = 1e-300;
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}

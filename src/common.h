@@ -50,6 +50,5 @@ int ws_add_size(size_t a, size_t b, size_t *out);
 typedef struct { uint64_t s; } ws_rng;
 uint64_t ws_rng_next(ws_rng *r);
 double ws_rng_uniform(ws_rng *r);            /* [0, 1) */
-double ws_rng_normal(ws_rng *r);             /* N(0, 1), Box-Muller */
 
 #endif

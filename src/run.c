@@ -223,16 +223,10 @@ static void worker(void *arg, int ti, int nt)
     pthread_mutex_unlock(&p->mu);
 }
 
-typedef struct {
-    pipe_state *p;
-    int n_workers;
-} stem_thread_arg;
-
 /* Thread 0 of ws_parallel runs the stem in order; the others are workers. */
 static void pipeline_task(void *arg, int ti, int nt)
 {
-    stem_thread_arg *a = arg;
-    pipe_state *p = a->p;
+    pipe_state *p = arg;
     if (ti != 0) {
         worker(p, ti, nt);
         return;
@@ -283,8 +277,7 @@ int ws_run(const ws_run_ctx *c, ws_job *jobs, int n)
     pipe_state p = {.c = c, .jobs = jobs, .n = n, .ahead = 2 * n_workers + 1};
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv, NULL);
-    stem_thread_arg a = {&p, n_workers};
-    if (ws_parallel(n_workers + 1, pipeline_task, &a))
+    if (ws_parallel(n_workers + 1, pipeline_task, &p))
         fprintf(stderr, "whisper-stem: could not start all worker threads; fewer are used\n");
     pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);

@@ -29,7 +29,5 @@ int ws_gpu_bench(ws_gpu *g, int n_win, int n_frames, int add_pos, int n_bufs, in
  * dynamic shared memory. Static storage of g. */
 const char *ws_gpu_kernel_report(ws_gpu *g);
 
-/* Device multiprocessor count. */
-int ws_gpu_sm_count(const ws_gpu *g);
 
 #endif

@@ -78,10 +78,6 @@ const char *ws_gpu_device_name(const ws_gpu *g)
     return g ? g->name : "";
 }
 
-int ws_gpu_sm_count(const ws_gpu *g)
-{
-    return g->sms;
-}
 
 void ws_gpu_set_poison(ws_gpu *g, int on)
 {

@@ -152,7 +152,6 @@ void ws_mel_free(ws_mel *m)
     free(m);
 }
 
-int ws_mel_n_mels(const ws_mel *m) { return m->n_mels; }
 const double *ws_mel_filters(const ws_mel *m) { return m->filt; }
 
 void ws_mel_out_free(ws_mel_out *o)

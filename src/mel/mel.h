@@ -39,7 +39,6 @@ typedef struct ws_mel ws_mel;
  * n_mels: 80 or 128. Not thread-safe (FFTW planning); call once per process. */
 ws_mel *ws_mel_new(int n_mels, int n_threads, ws_err *err);
 void ws_mel_free(ws_mel *m);
-int ws_mel_n_mels(const ws_mel *m);
 
 /* The filterbank [n_mels][201], float64. */
 const double *ws_mel_filters(const ws_mel *m);
