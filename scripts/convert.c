@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "signals.h"
 
 #define PROG "whisper-stem-convert"
 
@@ -71,6 +72,7 @@ static int find_opt(const char *a)
 
 int main(int argc, char **argv)
 {
+    ws_signals_init(PROG);
     const char *in = NULL, *out = NULL;
     ws_convert_opts o = {WS_CONVERT_KEEP, NULL};
     ws_ckpt_format from = WS_CKPT_AUTO;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "signals.h"
 
 static const struct {
     const char *name;
@@ -57,6 +58,7 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 
 int main(int argc, char **argv)
 {
+    ws_signals_init("ws-mkmodel");
     const char *size = NULL, *out = NULL;
     uint64_t n_mels = 0, d = 0, seed = 1;
     ws_dtype type = WS_DT_F32;

@@ -26,6 +26,7 @@
 #include "model.h"
 #include "output.h"
 #include "run.h"
+#include "signals.h"
 #include "trace.h"
 
 #define PROG "whisper-stem"
@@ -351,6 +352,7 @@ static int write_json(const char *path, cJSON *root)
 
 int main(int argc, char **argv)
 {
+    ws_signals_init(PROG);
     const double t_start = ws_now();
     options o;
     int st = parse_args(argc, argv, &o);
@@ -514,6 +516,7 @@ int main(int argc, char **argv)
     r.add_pos = o.pos;
     r.verbose = o.verbose;
     r.threads = o.threads;
+    ws_progress_total(o.n_inputs);
     const int failed = ws_run(&r, jobs, o.n_inputs);
     status = failed ? 1 : 0;
     if (root) {

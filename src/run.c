@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "output.h"
+#include "signals.h"
 #include "trace.h"
 
 enum { NEW, PREP, PREPPED, STEMMED, WRITE, DONE };
@@ -136,6 +137,7 @@ static int write_out(ws_job *j)
 
 static void report(const ws_run_ctx *c, const ws_job *j)
 {
+    ws_progress_done(j->ok);
     if (!j->ok)
         fprintf(stderr, "whisper-stem: %s\n", j->error);
     else if (c->verbose)
