@@ -10,15 +10,110 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A message longer than the buffer keeps its start and its end: paths come
+ * first and the reason last ("PATH: cannot open: No such file or directory"),
+ * so a path near PATH_MAX loses its middle, never the reason. */
+#define ERR_HEAD 160
+#define ERR_ELLIPSIS "..."
+
+static void shorten_into(char *dst, size_t cap, const char *src, size_t len)
+{
+    if (len < cap) {
+        memcpy(dst, src, len + 1);
+        return;
+    }
+    size_t tail = cap - 1 - ERR_HEAD - (sizeof ERR_ELLIPSIS - 1);
+    memcpy(dst, src, ERR_HEAD);
+    memcpy(dst + ERR_HEAD, ERR_ELLIPSIS, sizeof ERR_ELLIPSIS - 1);
+    memcpy(dst + ERR_HEAD + sizeof ERR_ELLIPSIS - 1, src + len - tail, tail);
+    dst[cap - 1] = 0;
+}
+
 int ws_errf(ws_err *e, const char *fmt, ...)
 {
-    if (e) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-        va_end(ap);
+    if (!e)
+        return -1;
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    char first[WS_ERR_LEN];
+    int n = vsnprintf(first, sizeof first, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        snprintf(e->msg, sizeof e->msg, "(unformattable message)");
+    } else if ((size_t)n < sizeof first) {
+        memcpy(e->msg, first, (size_t)n + 1);
+    } else {
+        char *big = malloc((size_t)n + 1);
+        if (big && vsnprintf(big, (size_t)n + 1, fmt, ap2) == n)
+            shorten_into(e->msg, sizeof e->msg, big, (size_t)n);
+        else
+            memcpy(e->msg, first, sizeof first); /* out of memory: the start at least */
+        free(big);
     }
+    va_end(ap2);
     return -1;
+}
+
+size_t ws_escape(char *dst, size_t cap, const char *src)
+{
+    size_t k = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p && cap; p++) {
+        char esc[8];
+        const char *s = esc;
+        switch (*p) {
+        case '\n': s = "\\n"; break;
+        case '\t': s = "\\t"; break;
+        case '\r': s = "\\r"; break;
+        case '\\': s = "\\\\"; break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                snprintf(esc, sizeof esc, "\\%03o", *p);
+            else
+                esc[0] = (char)*p, esc[1] = 0;
+        }
+        size_t n = strlen(s);
+        if (k + n >= cap)
+            break;
+        memcpy(dst + k, s, n);
+        k += n;
+    }
+    if (cap)
+        dst[k < cap ? k : cap - 1] = 0;
+    return k;
+}
+
+void ws_eprintf(const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    char small[1024], *line = small;
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n >= (int)sizeof small && (line = malloc((size_t)n + 1)))
+        vsnprintf(line, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    if (!line)
+        line = small; /* out of memory: the part that fitted */
+    if (n < 0)
+        return;
+    size_t len = strlen(line), cap = 4 * len + 2; /* every byte may become \ooo; then '\n' */
+    char *out = malloc(cap);
+    if (out) {
+        size_t k = ws_escape(out, cap - 1, line);
+        out[k++] = '\n';
+        /* one write: lines of different threads do not interleave */
+        for (size_t off = 0; off < k;) {
+            ssize_t w = write(STDERR_FILENO, out + off, k - off);
+            if (w <= 0)
+                break;
+            off += (size_t)w;
+        }
+    }
+    free(out);
+    if (line != small)
+        free(line);
 }
 
 double ws_now(void)

@@ -18,8 +18,21 @@ typedef struct {
 } ws_err;
 
 /* Formats into e->msg (when e is not NULL) and returns -1, so that
- * `return ws_errf(err, "...")` reads as "fail with this message". */
+ * `return ws_errf(err, "...")` reads as "fail with this message". A message
+ * longer than WS_ERR_LEN keeps its first 160 bytes and its end (the reason),
+ * with "..." between. */
 int ws_errf(ws_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Copies src to dst (cap bytes, always terminated), escaping what a terminal
+ * would act on: newline, tab and CR as \n \t \r, other control bytes and DEL
+ * as \ooo, and the backslash as \\ (as `ls -b` does). Bytes >= 0x80 (UTF-8)
+ * pass. Returns the length written. */
+size_t ws_escape(char *dst, size_t cap, const char *src);
+
+/* Prints one line to stderr: the formatted text with ws_escape applied and a
+ * newline, in one write(2). Every message whisper-stem prints goes through it,
+ * so a file name cannot forge a line or send escape codes to a terminal. */
+void ws_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Monotonic wall clock in seconds. */
 double ws_now(void);
