@@ -6,12 +6,18 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "signals.h"
 
 int ws_path_is_npy(const char *path)
 {
@@ -42,15 +48,276 @@ size_t ws_npy_header(char *buf, size_t cap, const int64_t *shape, int ndim)
     return total;
 }
 
-static int write_all(int fd, const void *data, size_t len)
+/* --- unique names -------------------------------------------------------- */
+
+static void random_chars(char *p, int n)
+{
+    static const char set[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static _Atomic uint64_t counter;
+    uint8_t b[16];
+    if (n > (int)sizeof b)
+        n = (int)sizeof b;
+    if (getrandom(b, (size_t)n, GRND_NONBLOCK) != n) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ws_rng r = {(uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^ (uint64_t)getpid() << 20 ^
+                    atomic_fetch_add(&counter, 1) * 0x9e3779b97f4a7c15u};
+        for (int i = 0; i < n; i++)
+            b[i] = (uint8_t)ws_rng_next(&r);
+    }
+    for (int i = 0; i < n; i++)
+        p[i] = set[b[i] % (sizeof set - 1)];
+}
+
+/* "<prefix>XXXXXX<suffix>" into name; -1 with ENAMETOOLONG when it does not fit. */
+static int unique_name(const char *prefix, const char *suffix, char *name, size_t cap)
+{
+    size_t lp = strlen(prefix), ls = strlen(suffix);
+    if (lp + 6 + ls >= cap || lp + 6 + ls > NAME_MAX) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(name, prefix, lp);
+    random_chars(name + lp, 6);
+    memcpy(name + lp + 6, suffix, ls + 1);
+    return 0;
+}
+
+int ws_create_unique(int dirfd, const char *prefix, const char *suffix, unsigned mode, char *name,
+                     size_t cap)
+{
+    for (int attempt = 0; attempt < 100; attempt++) {
+        if (unique_name(prefix, suffix, name, cap))
+            return -1;
+        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* --- ws_out -------------------------------------------------------------- */
+
+enum { OUT_STDOUT, OUT_STREAM, OUT_UNNAMED, OUT_NAMED };
+
+struct ws_out {
+    int kind;
+    int fd;
+    int dirfd;       /* the target's directory (OUT_UNNAMED, OUT_NAMED) */
+    char *base;      /* the target's name in dirfd */
+    char tmp[32];    /* the temporary name in dirfd, while there is one */
+    int slot;        /* signals.h registry slot of tmp (OUT_NAMED) */
+    int failed;      /* a write failed */
+    char shown[300]; /* the path for messages: whole, or "..." and its tail */
+};
+
+#define TMP_PREFIX ".ws-"
+#define TMP_SUFFIX ".tmp"
+
+static void set_shown(ws_out *o, const char *path)
+{
+    size_t n = strlen(path), keep = sizeof o->shown - 4;
+    if (strcmp(path, "-") == 0)
+        snprintf(o->shown, sizeof o->shown, "standard output");
+    else if (n < sizeof o->shown)
+        memcpy(o->shown, path, n + 1);
+    else
+        snprintf(o->shown, sizeof o->shown, "...%s", path + n - keep);
+}
+
+static void out_free(ws_out *o)
+{
+    if (o->fd >= 0 && o->kind != OUT_STDOUT)
+        close(o->fd);
+    if (o->dirfd >= 0)
+        close(o->dirfd);
+    free(o->base);
+    free(o);
+}
+
+/* "dir/name" with name relative to dir's directory unless absolute; malloc'd. */
+static char *join_link(const char *from, const char *link)
+{
+    if (link[0] == '/')
+        return strdup(link);
+    const char *slash = strrchr(from, '/');
+    size_t dl = slash ? (size_t)(slash - from + 1) : 0, ll = strlen(link);
+    char *p = malloc(dl + ll + 1);
+    if (p) {
+        memcpy(p, from, dl);
+        memcpy(p + dl, link, ll + 1);
+    }
+    return p;
+}
+
+/* The name that the chain of symbolic links at path ends in (which need not
+ * exist): the file to replace. malloc'd, or NULL with errno. */
+static char *resolve_links(const char *path)
+{
+    char *cur = strdup(path);
+    for (int depth = 0; cur && depth < 40; depth++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+            return cur; /* missing (the directory decides) or not a link */
+        size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+        char *link = malloc(cap);
+        ssize_t n = link ? readlink(cur, link, cap) : -1;
+        if (n < 0 || (size_t)n >= cap) { /* out of memory, or the link changed meanwhile */
+            int e = !link ? ENOMEM : n < 0 ? errno : EAGAIN;
+            free(link);
+            free(cur);
+            errno = e;
+            return NULL;
+        }
+        link[n] = '\0';
+        char *next = join_link(cur, link);
+        free(link);
+        free(cur);
+        cur = next;
+    }
+    if (cur) {
+        free(cur);
+        errno = ELOOP;
+    } else {
+        errno = ENOMEM;
+    }
+    return NULL;
+}
+
+/* O_TMPFILE needs /proc/self/fd to be named later (linkat). Setting
+ * WHISPER_STEM_NO_TMPFILE (tests) takes the named-temporary path as on a
+ * file system without O_TMPFILE. */
+static int tmpfile_usable(void)
+{
+    static atomic_int proc = -1; /* every thread computes the same answer */
+    const char *off = getenv("WHISPER_STEM_NO_TMPFILE");
+    if (off && *off)
+        return 0;
+    int u = atomic_load(&proc);
+    if (u < 0) {
+        u = access("/proc/self/fd", X_OK) == 0;
+        atomic_store(&proc, u);
+    }
+    return u;
+}
+
+/* under the registry lock: create the temporary name and register it */
+static int create_named(void *arg)
+{
+    ws_out *o = arg;
+    o->fd = ws_create_unique(o->dirfd, TMP_PREFIX, TMP_SUFFIX, 0666, o->tmp, sizeof o->tmp);
+    if (o->fd < 0)
+        return errno;
+    o->slot = ws_temp_register_at(o->dirfd, o->tmp);
+    return 0;
+}
+
+ws_out *ws_out_open(const char *path, ws_err *err)
+{
+    ws_out *o = calloc(1, sizeof *o);
+    if (!o) {
+        ws_errf(err, "%s: out of memory", path);
+        return NULL;
+    }
+    o->fd = o->dirfd = o->slot = -1;
+    set_shown(o, path);
+    if (strcmp(path, "-") == 0) {
+        o->kind = OUT_STDOUT;
+        o->fd = STDOUT_FILENO;
+        return o;
+    }
+    if (!*path) {
+        ws_errf(err, "empty output file name");
+        goto fail;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            ws_errf(err, "%s: is a directory", o->shown);
+            goto fail;
+        }
+        if (!S_ISREG(st.st_mode)) { /* device, FIFO: write into it, do not replace it */
+            o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+            if (o->fd < 0) {
+                ws_errf(err, "%s: cannot open for writing: %s", o->shown, strerror(errno));
+                goto fail;
+            }
+            if (fstat(o->fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+                o->kind = OUT_STREAM;
+                return o;
+            }
+            close(o->fd); /* replaced by a regular file meanwhile: replace that atomically */
+            o->fd = -1;
+        }
+    } else if (errno != ENOENT) {
+        ws_errf(err, "%s: %s", o->shown, strerror(errno));
+        goto fail;
+    }
+
+    char *target = resolve_links(path);
+    if (!target) {
+        ws_errf(err, "%s: cannot follow the symbolic link: %s", o->shown, strerror(errno));
+        goto fail;
+    }
+    char *slash = strrchr(target, '/');
+    const char *base = slash ? slash + 1 : target;
+    if (!*base) {
+        free(target);
+        ws_errf(err, "%s: is a directory", o->shown);
+        goto fail;
+    }
+    if (!(o->base = strdup(base))) {
+        free(target);
+        ws_errf(err, "%s: out of memory", o->shown);
+        goto fail;
+    }
+    if (slash == target)
+        o->dirfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    else if (slash) {
+        *slash = '\0';
+        o->dirfd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } else
+        o->dirfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int e = errno;
+    free(target);
+    if (o->dirfd < 0) {
+        ws_errf(err, "%s: cannot open its directory: %s", o->shown, strerror(e));
+        goto fail;
+    }
+    if (tmpfile_usable()) {
+        o->fd = openat(o->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+        if (o->fd >= 0) {
+            o->kind = OUT_UNNAMED;
+            return o;
+        }
+        e = errno;
+        if (e != EOPNOTSUPP && e != EISDIR && e != EINVAL && e != ENOENT) {
+            ws_errf(err, "%s: cannot create a file in its directory: %s", o->shown, strerror(e));
+            goto fail;
+        }
+    }
+    o->kind = OUT_NAMED; /* no O_TMPFILE here: a registered temporary name */
+    if ((e = ws_temp_locked(create_named, o)) != 0) {
+        ws_errf(err, "%s: cannot create a file in its directory: %s", o->shown, strerror(e));
+        goto fail;
+    }
+    return o;
+fail:
+    out_free(o);
+    return NULL;
+}
+
+int ws_out_write(ws_out *o, const void *data, size_t len, ws_err *err)
 {
     const char *p = data;
     while (len) {
-        ssize_t w = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
+        ssize_t w = write(o->fd, p, len > (1u << 30) ? (1u << 30) : len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            o->failed = 1;
+            return ws_errf(err, "%s: write failed: %s", o->shown, w < 0 ? strerror(errno) : "no progress");
         }
         p += w;
         len -= (size_t)w;
@@ -58,61 +325,135 @@ static int write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
-/* Temporary file beside path: "<dir>/.<base>.tmp.XXXXXX". */
-static int open_temp(const char *path, char *tmp, size_t cap)
+/* under the registry lock: name the unnamed file as the target when there is
+ * none, else under a temporary name renamed over the target */
+static int link_and_rename(void *arg)
 {
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path + 1) : 0;
-    if ((size_t)snprintf(tmp, cap, "%.*s.%s.tmp.XXXXXX", dirlen, path, slash ? slash + 1 : path) >= cap)
+    ws_out *o = arg;
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", o->fd);
+    int rc = linkat(AT_FDCWD, proc, o->dirfd, o->base, AT_SYMLINK_FOLLOW);
+    if (rc == 0 || errno != EEXIST)
+        return rc;
+    for (int attempt = 0; attempt < 100 && rc; attempt++) {
+        if (unique_name(TMP_PREFIX, TMP_SUFFIX, o->tmp, sizeof o->tmp))
+            return -1;
+        rc = linkat(AT_FDCWD, proc, o->dirfd, o->tmp, AT_SYMLINK_FOLLOW);
+        if (rc && errno != EEXIST)
+            break;
+    }
+    if (rc)
         return -1;
-    int fd = mkstemp(tmp);
-    if (fd >= 0)
-        fchmod(fd, 0644); /* mkstemp makes 0600; outputs are ordinary files */
-    return fd;
-}
-
-typedef struct {
-    const void *p;
-    size_t len;
-} chunk;
-
-static int write_chunks_atomic(const char *path, const chunk *c, int n, ws_err *err)
-{
-    if (strcmp(path, "-") == 0) {
-        for (int i = 0; i < n; i++)
-            if (write_all(STDOUT_FILENO, c[i].p, c[i].len))
-                return ws_errf(err, "standard output: write failed: %s", strerror(errno));
-        return 0;
-    }
-    char tmp[4096];
-    int fd = open_temp(path, tmp, sizeof tmp);
-    if (fd < 0)
-        return ws_errf(err, "%s: cannot create a file there: %s", path, strerror(errno));
-    for (int i = 0; i < n; i++) {
-        if (write_all(fd, c[i].p, c[i].len)) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            return ws_errf(err, "%s: write failed: %s", path, strerror(e));
-        }
-    }
-    if (fsync(fd) || close(fd)) {
+    if (renameat(o->dirfd, o->tmp, o->dirfd, o->base)) {
         int e = errno;
-        unlink(tmp);
-        return ws_errf(err, "%s: could not flush to disk: %s", path, strerror(e));
-    }
-    if (rename(tmp, path)) {
-        int e = errno;
-        unlink(tmp);
-        return ws_errf(err, "%s: could not rename the finished file into place: %s", path, strerror(e));
+        unlinkat(o->dirfd, o->tmp, 0);
+        errno = e;
+        return -2;
     }
     return 0;
 }
 
+/* under the registry lock: rename the registered temporary name over the target */
+static int rename_named(void *arg)
+{
+    ws_out *o = arg;
+    int rc = renameat(o->dirfd, o->tmp, o->dirfd, o->base);
+    int e = errno;
+    if (rc)
+        unlinkat(o->dirfd, o->tmp, 0);
+    ws_temp_unregister(o->slot);
+    o->slot = -1;
+    errno = e;
+    return rc;
+}
+
+static int drop_named(void *arg)
+{
+    ws_out *o = arg;
+    unlinkat(o->dirfd, o->tmp, 0);
+    ws_temp_unregister(o->slot);
+    o->slot = -1;
+    return 0;
+}
+
+void ws_out_abort(ws_out *o)
+{
+    if (!o)
+        return;
+    if (o->kind == OUT_NAMED && o->fd >= 0)
+        ws_temp_locked(drop_named, o);
+    out_free(o);
+}
+
+int ws_out_commit(ws_out *o, ws_err *err)
+{
+    int rc = -1;
+    if (o->failed) {
+        ws_errf(err, "%s: not written: an earlier write failed", o->shown);
+        ws_out_abort(o);
+        return -1;
+    }
+    switch (o->kind) {
+    case OUT_STDOUT:
+        out_free(o);
+        return 0;
+    case OUT_STREAM:
+        rc = close(o->fd);
+        o->fd = -1;
+        if (rc)
+            ws_errf(err, "%s: write failed: %s", o->shown, strerror(errno));
+        out_free(o);
+        return rc ? -1 : 0;
+    case OUT_UNNAMED:
+        if (fsync(o->fd)) {
+            ws_errf(err, "%s: could not flush to disk: %s", o->shown, strerror(errno));
+            break;
+        }
+        rc = ws_temp_locked(link_and_rename, o);
+        if (rc == -1)
+            ws_errf(err, "%s: could not name the finished file in its directory: %s", o->shown,
+                    strerror(errno));
+        else if (rc)
+            ws_errf(err, "%s: could not rename the finished file into place: %s", o->shown,
+                    strerror(errno));
+        break;
+    case OUT_NAMED:
+        rc = fsync(o->fd);
+        if (close(o->fd) && !rc)
+            rc = -1;
+        o->fd = -1;
+        if (rc) {
+            ws_errf(err, "%s: could not flush to disk: %s", o->shown, strerror(errno));
+            ws_temp_locked(drop_named, o);
+            break;
+        }
+        rc = ws_temp_locked(rename_named, o);
+        if (rc)
+            ws_errf(err, "%s: could not rename the finished file into place: %s", o->shown,
+                    strerror(errno));
+        break;
+    }
+    if (rc == 0 && fsync(o->dirfd) && errno != EINVAL) {
+        ws_errf(err, "%s: written, but its directory could not be flushed to disk: %s", o->shown,
+                strerror(errno));
+        rc = -1;
+    }
+    out_free(o);
+    return rc ? -1 : 0;
+}
+
+/* --- whole arrays and files ---------------------------------------------- */
+
 int ws_write_file_atomic(const char *path, const void *data, size_t len, ws_err *err)
 {
-    chunk c = {data, len};
-    return write_chunks_atomic(path, &c, 1, err);
+    ws_out *o = ws_out_open(path, err);
+    if (!o)
+        return -1;
+    if (ws_out_write(o, data, len, err)) {
+        ws_out_abort(o);
+        return -1;
+    }
+    return ws_out_commit(o, err);
 }
 
 int ws_write_array(const char *path, const float *data, const int64_t *shape, int ndim, ws_err *err)
@@ -125,15 +466,19 @@ int ws_write_array(const char *path, const float *data, const int64_t *shape, in
     if (ws_mul_size(count, sizeof(float), &bytes))
         return ws_errf(err, "%s: array too large", path);
     char header[256];
-    chunk c[2];
-    int n = 0;
+    size_t hl = 0;
     if (strcmp(path, "-") != 0 && ws_path_is_npy(path)) {
-        size_t hl = ws_npy_header(header, sizeof header, shape, ndim);
+        hl = ws_npy_header(header, sizeof header, shape, ndim);
         if (!hl)
             return ws_errf(err, "%s: shape too long for a .npy header", path);
-        c[n++] = (chunk){header, hl};
     }
+    ws_out *o = ws_out_open(path, err);
+    if (!o)
+        return -1;
     /* float32 little-endian: the in-memory layout on the little-endian hosts we build for */
-    c[n++] = (chunk){data, bytes};
-    return write_chunks_atomic(path, c, n, err);
+    if ((hl && ws_out_write(o, header, hl, err)) || ws_out_write(o, data, bytes, err)) {
+        ws_out_abort(o);
+        return -1;
+    }
+    return ws_out_commit(o, err);
 }

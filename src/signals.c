@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static const int CAUGHT[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGALRM,
@@ -91,7 +90,6 @@ int ws_signals_init(const char *prog)
 {
     if (prog && *prog)
         g_prog = prog;
-    ws_file_mode(); /* read the umask while there is one thread */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);
     sigemptyset(&g_set);
@@ -184,34 +182,4 @@ int ws_temp_locked(int (*fn)(void *ctx), void *ctx)
     int rc = fn(ctx);
     pthread_mutex_unlock(&g_mu);
     return rc;
-}
-
-static unsigned g_mode = 0644;
-static pthread_once_t g_mode_once = PTHREAD_ONCE_INIT;
-
-static void read_umask(void)
-{
-    /* Linux reports it without changing it; umask() itself can only be read
-     * by setting it, which races with files other threads create. */
-    FILE *f = fopen("/proc/self/status", "re");
-    char line[256];
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned m;
-        if (sscanf(line, "Umask: %o", &m) == 1) {
-            g_mode = 0666u & ~m;
-            fclose(f);
-            return;
-        }
-    }
-    if (f)
-        fclose(f);
-    mode_t m = umask(022);
-    umask(m);
-    g_mode = 0666u & ~(unsigned)m;
-}
-
-unsigned ws_file_mode(void)
-{
-    pthread_once(&g_mode_once, read_umask);
-    return g_mode;
 }

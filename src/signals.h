@@ -46,8 +46,4 @@ void ws_temp_unregister(int id); /* id < 0 is a no-op */
  * until the process ends. */
 int ws_temp_locked(int (*fn)(void *ctx), void *ctx);
 
-/* 0666 & ~umask of the process, read once without changing it (files that
- * are created with another mode are fchmod'ed to this). */
-unsigned ws_file_mode(void);
-
 #endif
