@@ -4,10 +4,11 @@
  * that the offsets are known before the first byte is written: infos carry
  * each tensor's offset relative to the data section, which starts at the
  * next multiple of the alignment after the infos; each tensor is padded to
- * the alignment too, as ggml does. The bytes go to PATH.tmp.XXXXXX, which is
- * flushed, synced and renamed over PATH, so PATH is either the old file or
- * the whole new one. Tested by tests/test_gguf.c, which also reads a file
- * built byte by byte to check this layout independently.
+ * the alignment too, as ggml does. The bytes go through output.h's writer
+ * (an unnamed file beside PATH, synced and renamed over it, mode 0666 &
+ * ~umask), so PATH is either the old file or the whole new one. Tested by
+ * tests/test_gguf.c, which also reads a file built byte by byte to check
+ * this layout independently, and tests/test_output.c (umask).
  */
 #include "gguf.h"
 
@@ -18,6 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "output.h"
 
 typedef struct {
     char *key;
@@ -289,37 +292,43 @@ static void emit(const ws_gguf_writer *w, out *o)
     }
 }
 
+/* FILE * over a ws_out (output.h), so that emit() writes buffered */
+typedef struct {
+    ws_out *o;
+    ws_err err; /* the first write failure */
+    int bad;
+} out_cookie;
+
+static ssize_t cookie_write(void *c, const char *buf, size_t n)
+{
+    out_cookie *k = c;
+    if (k->bad || ws_out_write(k->o, buf, n, &k->err)) {
+        k->bad = 1;
+        return -1;
+    }
+    return (ssize_t)n;
+}
+
 int ws_gguf_writer_write(const ws_gguf_writer *w, const char *path, ws_err *err)
 {
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= sizeof tmp)
-        return ws_errf(err, "%s: path too long", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0)
-        return ws_errf(err, "%s: cannot create a temporary file: %s", path, strerror(errno));
-    FILE *f = fchmod(fd, 0644) == 0 ? fdopen(fd, "wb") : NULL;
+    out_cookie k = {ws_out_open(path, err), {{0}}, 0};
+    if (!k.o)
+        return -1;
+    FILE *f = fopencookie(&k, "w", (cookie_io_functions_t){.write = cookie_write});
     if (!f) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        return ws_errf(err, "%s: cannot open %s: %s", path, tmp, strerror(e));
+        ws_out_abort(k.o);
+        return ws_errf(err, "%s: out of memory", path);
     }
     out o = {f, 0, 0};
     emit(w, &o);
-    int bad = o.bad || ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    int e = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
+    int bad = o.bad | (fclose(f) != 0);
     if (bad) {
-        unlink(tmp);
-        return ws_errf(err, "%s: cannot write %s: %s", path, tmp, strerror(e));
+        ws_out_abort(k.o);
+        if (k.bad && err)
+            *err = k.err;
+        else
+            ws_errf(err, "%s: write failed: out of memory", path);
+        return -1;
     }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        return ws_errf(err, "%s: cannot rename %s into place: %s", path, tmp, strerror(e));
-    }
-    return 0;
+    return ws_out_commit(k.o, err);
 }
