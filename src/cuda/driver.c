@@ -1,13 +1,17 @@
 /* driver.c - dlopen of libcuda.so.1, entry points, error text, module
  * loading with JIT logs. See driver.h. Tested by tests/test_gpu.c
- * (gpu_driver::module_load_error_names_call_and_writes_ptx). */
+ * (gpu_driver::module_load_error_names_call_and_writes_ptx) and, with a
+ * stand-in for the driver, tests/test_output.c (the PTX dump's file). */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "driver.h"
+#include "../output.h"
 
 #define JIT_LOG_BYTES 16384
 
@@ -108,11 +112,31 @@ cleanup:
     return -1;
 }
 
-int ws_write_numbered(const char *path, const char *header, const char *text)
+int ws_dump_temp(const char *prefix, const char *header, const char *text, char *path_out,
+                 size_t cap, ws_err *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    if (cap)
+        snprintf(path_out, cap, "%s/%sXXXXXX.ptx", dir, prefix);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return ws_errf(err, "%s: cannot open the directory: %s", dir, strerror(errno));
+    char name[256];
+    int fd = ws_create_unique(dfd, prefix, ".ptx", 0600, name, sizeof name);
+    int e = errno;
+    close(dfd);
+    if (fd < 0)
+        return ws_errf(err, "%s/%sXXXXXX.ptx: cannot create: %s", dir, prefix, strerror(e));
+    if (cap && (size_t)snprintf(path_out, cap, "%s/%s", dir, name) >= cap)
+        snprintf(path_out, cap, "%s", name); /* at least the file's own name */
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        e = errno;
+        close(fd);
+        return ws_errf(err, "%s/%s: cannot write: %s", dir, name, strerror(e));
+    }
     if (header)
         fputs(header, f);
     int line = 1;
@@ -123,7 +147,15 @@ int ws_write_numbered(const char *path, const char *header, const char *text)
         fprintf(f, "%5d  %.*s\n", line++, (int)n, p);
         p += n + (nl ? 1 : 0);
     }
-    return fclose(f) == 0 ? 0 : -1;
+    int bad = ferror(f);
+    e = errno;
+    if (fclose(f) && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (bad)
+        return ws_errf(err, "%s/%s: cannot write: %s", dir, name, strerror(e));
+    return 0;
 }
 
 int ws_cu_load_module(const ws_cu *cu, const char *ptx, const char *name, wscu_module *mod,
@@ -147,16 +179,15 @@ int ws_cu_load_module(const ws_cu *cu, const char *ptx, const char *name, wscu_m
         snprintf(info_log, info_len, "%s", ib);
     }
     if (r != WS_CUDA_SUCCESS) {
-        char path[512];
-        const char *tmp = getenv("TMPDIR");
-        snprintf(path, sizeof path, "%s/whisper-stem-%s-%ld.ptx", tmp && *tmp ? tmp : "/tmp",
-                 name, (long)getpid());
+        char path[512], prefix[128];
+        snprintf(prefix, sizeof prefix, "whisper-stem-%.64s-", name);
         size_t hl = strlen(eb) + strlen(ib) + 256;
         char *hdr = malloc(hl);
         if (hdr)
             snprintf(hdr, hl, "// cuModuleLoadDataEx failed\n// JIT error log:\n%s\n// JIT info log:\n%s\n// PTX:\n",
                      eb, ib);
-        int wrote = ws_write_numbered(path, hdr, ptx);
+        ws_err dump_err;
+        int wrote = ws_dump_temp(prefix, hdr, ptx, path, sizeof path, &dump_err);
         free(hdr);
         char first[200];
         const char *nl = strchr(eb, '\n');
@@ -165,8 +196,12 @@ int ws_cu_load_module(const ws_cu *cu, const char *ptx, const char *name, wscu_m
         snprintf(call, sizeof call, "cuModuleLoadDataEx(%s)", name);
         ws_err e0;
         ws_cu_fail(cu, r, call, __FILE__, __LINE__, &e0);
-        ws_errf(err, "%s; JIT log: %s; PTX and logs %s %s", e0.msg, first[0] ? first : "(empty)",
-                wrote == 0 ? "in" : "could not be written to", path);
+        if (wrote == 0)
+            ws_errf(err, "%s; JIT log: %s; PTX and logs in %s", e0.msg, first[0] ? first : "(empty)",
+                    path);
+        else
+            ws_errf(err, "%s; JIT log: %s; PTX and logs not written: %s", e0.msg,
+                    first[0] ? first : "(empty)", dump_err.msg);
         free(ib);
         free(eb);
         return -1;

@@ -86,7 +86,11 @@ int ws_cu_fail(const ws_cu *cu, wscu_result r, const char *call, const char *fil
 int ws_cu_load_module(const ws_cu *cu, const char *ptx, const char *name, wscu_module *mod,
                       char *info_log, size_t info_len, ws_err *err);
 
-/* Writes text to path with "%5d  " line numbers; 0 or -1. */
-int ws_write_numbered(const char *path, const char *header, const char *text);
+/* Writes header, then text with "%5d  " line numbers, to a new file
+ * $TMPDIR/<prefix>XXXXXX.ptx (default /tmp; X random), created exclusively
+ * (O_EXCL|O_NOFOLLOW, mode 0600) so that a planted name or symbolic link is
+ * never followed. Its path goes to path_out (cap bytes). 0, or -1 with err. */
+int ws_dump_temp(const char *prefix, const char *header, const char *text, char *path_out,
+                 size_t cap, ws_err *err);
 
 #endif
