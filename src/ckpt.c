@@ -1,4 +1,4 @@
-/* ckpt.c - a checkpoint: format detection, file mappings, the tensor list.
+/* ckpt.c - a checkpoint: format detection, its open files, the tensor list.
  *
  * Detection reads the first bytes, never the extension:
  *   "GGUF"                        GGUF
@@ -11,15 +11,11 @@
  */
 #include "ckpt_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 static const char *const FORMAT_NAMES[] = {
     [WS_CKPT_AUTO] = "auto",
@@ -43,52 +39,42 @@ int ws_ckpt_format_parse(const char *name)
     return -1;
 }
 
-int ckpt_map_file(ws_ckpt *c, const char *path, const ckpt_map **m, ws_err *err)
+int ckpt_open_file(ws_ckpt *c, const char *path, const ws_rfile **f, ws_err *err)
 {
-    if (c->n_maps == c->cap_maps) {
-        size_t cap = c->cap_maps ? 2 * c->cap_maps : 4;
-        ckpt_map *nm = realloc(c->maps, cap * sizeof *nm);
-        if (!nm)
+    size_t i;
+    if (c->opened && ws_strmap_get(c->opened, path, strlen(path), &i)) {
+        *f = c->files[i];
+        return 0;
+    }
+    if (!c->opened && !(c->opened = ws_strmap_new()))
+        return ws_errf(err, "%s: out of memory", path);
+    if (c->n_files == c->cap_files) {
+        size_t cap = c->cap_files ? 2 * c->cap_files : 4;
+        ws_rfile **nf = realloc(c->files, cap * sizeof *nf);
+        if (!nf)
             return ws_errf(err, "%s: out of memory", path);
-        c->maps = nm;
-        c->cap_maps = cap;
+        c->files = nf;
+        c->cap_files = cap;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ws_errf(err, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return ws_errf(err, "%s: cannot stat: %s", path, strerror(e));
+    ws_rfile *nf = malloc(sizeof *nf);
+    if (!nf)
+        return ws_errf(err, "%s: out of memory", path);
+    if (ws_rfile_open(nf, path, err)) {
+        free(nf);
+        return -1;
     }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return ws_errf(err, "%s: not a regular file", path);
-    }
-    if (st.st_size == 0) {
-        close(fd);
+    if (nf->size == 0) {
+        ws_rfile_close(nf);
+        free(nf);
         return ws_errf(err, "%s: empty file", path);
     }
-    if ((uint64_t)st.st_size > SIZE_MAX) {
-        close(fd);
-        return ws_errf(err, "%s: too large to map", path);
-    }
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    close(fd);
-    if (p == MAP_FAILED)
-        return ws_errf(err, "%s: cannot map: %s", path, strerror(e));
-    ckpt_map *nm = &c->maps[c->n_maps];
-    nm->path = strdup(path);
-    if (!nm->path) {
-        munmap(p, (size_t)st.st_size);
+    if (ws_strmap_put(c->opened, path, strlen(path), c->n_files, NULL) < 0) {
+        ws_rfile_close(nf);
+        free(nf);
         return ws_errf(err, "%s: out of memory", path);
     }
-    nm->base = p;
-    nm->size = (size_t)st.st_size;
-    c->n_maps++;
-    *m = nm;
+    c->files[c->n_files++] = nf;
+    *f = nf;
     return 0;
 }
 
@@ -138,11 +124,14 @@ void ckpt_fmt_ne(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims)
 static int detect(const char *path, ws_ckpt_format *out, ws_err *err)
 {
     uint8_t b[16] = {0};
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ws_errf(err, "%s: cannot open: %s", path, strerror(errno));
-    size_t n = fread(b, 1, sizeof b, f);
-    fclose(f);
+    ws_rfile f;
+    if (ws_rfile_open(&f, path, err))
+        return -1;
+    size_t n = f.size < sizeof b ? (size_t)f.size : sizeof b;
+    int rc = ws_rfile_read(&f, 0, b, n, NULL, err);
+    ws_rfile_close(&f);
+    if (rc)
+        return -1;
     if (n == 0)
         return ws_errf(err, "%s: empty file", path);
     if (n >= 4 && !memcmp(b, "GGUF", 4))
@@ -200,11 +189,12 @@ void ws_ckpt_close(ws_ckpt *c)
     for (size_t i = 0; i < c->n_t; i++)
         free(c->t[i].name);
     free(c->t);
-    for (size_t i = 0; i < c->n_maps; i++) {
-        munmap(c->maps[i].base, c->maps[i].size);
-        free(c->maps[i].path);
+    for (size_t i = 0; i < c->n_files; i++) {
+        ws_rfile_close(c->files[i]);
+        free(c->files[i]);
     }
-    free(c->maps);
+    free(c->files);
+    ws_strmap_free(c->opened);
     ws_gguf_close(c->gguf);
     free(c->path);
     free(c);
@@ -228,4 +218,14 @@ const ws_ckpt_tensor *ws_ckpt_find(const ws_ckpt *c, const char *name)
         if (!strcmp(c->t[i].name, name))
             return &c->t[i];
     return NULL;
+}
+
+int ws_ckpt_read(const ws_ckpt_tensor *t, void *dst, ws_err *err)
+{
+    char what[160];
+    snprintf(what, sizeof what, "tensor '%.100s'", t->name);
+    if (!t->readable || !t->src)
+        return ws_errf(err, "%s: %s: %s data cannot be read (size unknown)", t->file, what,
+                       t->dtype);
+    return ws_rfile_read(t->src, t->offset, dst, t->nbytes, what, err);
 }

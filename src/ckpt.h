@@ -2,13 +2,13 @@
  * stem to our GGUF (SPEC.md, "Weights: GGUF").
  *
  * A ws_ckpt is a read-only view of one checkpoint: its tensors (name, type,
- * shape innermost first, little-endian bytes inside a mapping of the file)
+ * shape innermost first, where its little-endian bytes lie in which file)
  * and a few integer hyper-parameters. Readers, one file per format:
  *   ckpt_safetensors.c  Hugging Face model.safetensors, and a sharded
  *                       checkpoint's model.safetensors.index.json
  *   ckpt_ggml.c         whisper.cpp's legacy ggml .bin (magic "ggml")
  *   ckpt_gguf.c         GGUF (ours, whisper.cpp's or llama.cpp's mmproj names)
- * ckpt.c detects the format and owns the mappings; ckpt_convert.c picks the
+ * ckpt.c detects the format and owns the open files; ckpt_convert.c picks the
  * stem tensors out and writes them. Every input is hostile: each reader
  * checks lengths, offsets and sizes (overflow-checked) against the file and
  * fails with one line naming the file and the problem.
@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "gguf.h"
 
 #define WS_CKPT_MAX_DIMS 8      /* safetensors allows any rank; we keep 8 */
 #define WS_CKPT_MAX_HPARAMS 16
@@ -58,9 +59,11 @@ typedef struct {
     uint32_t n_dims;
     uint64_t ne[WS_CKPT_MAX_DIMS]; /* innermost first (PyTorch shape reversed); past n_dims: 1 */
     uint64_t n_elements;
-    const uint8_t *data;           /* little-endian, in a mapping; may be unaligned */
+    int readable;                  /* size known: ws_ckpt_read reads its nbytes */
     size_t nbytes;
+    uint64_t offset;               /* of its little-endian bytes in file */
     const char *file;              /* the file holding it (a shard, for an index) */
+    const ws_rfile *src;           /* that file, open */
 } ws_ckpt_tensor;
 
 typedef struct {
@@ -71,13 +74,19 @@ typedef struct {
 typedef struct ws_ckpt ws_ckpt;
 
 /* Opens and validates a checkpoint (the format forced, or detected when
- * WS_CKPT_AUTO). NULL with err naming the file and the problem. */
+ * WS_CKPT_AUTO). NULL with err naming the file and the problem. Reads the
+ * headers only and keeps the files open (read with pread, never mapped: see
+ * ws_rfile in gguf.h); tensor data is read by ws_ckpt_read. Every input must
+ * be a regular file ("is a directory", "not a regular file (a FIFO)"). */
 ws_ckpt *ws_ckpt_open(const char *path, ws_ckpt_format fmt, ws_err *err);
 void ws_ckpt_close(ws_ckpt *c); /* NULL-safe; every pointer from c becomes invalid */
 
 const char *ws_ckpt_path(const ws_ckpt *c);
 const ws_ckpt_tensor *ws_ckpt_tensor_at(const ws_ckpt *c, size_t i);
 const ws_ckpt_tensor *ws_ckpt_find(const ws_ckpt *c, const char *name);
+/* Reads t's nbytes into dst; -1 with err when t is not readable or its file
+ * changed since it was opened. */
+int ws_ckpt_read(const ws_ckpt_tensor *t, void *dst, ws_err *err);
 const ws_ckpt_hparam *ws_ckpt_hparam_at(const ws_ckpt *c, size_t i);
 
 /* --- conversion (ckpt_convert.c) ------------------------------------------ */

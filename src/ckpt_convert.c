@@ -59,7 +59,7 @@ static const ws_ckpt_tensor *lookup(const ws_ckpt *c, int role, ws_err *err)
 static int check_float(const ws_ckpt_tensor *t, ws_err *err)
 {
     if (t->type == WS_GGML_F32 || t->type == WS_GGML_F16 || t->type == WS_GGML_BF16)
-        return t->data ? 0 : ws_errf(err, "%s: tensor '%s' has no data", t->file, t->name);
+        return t->readable ? 0 : ws_errf(err, "%s: tensor '%s' has no data", t->file, t->name);
     return ws_errf(err, "%s: tensor '%s': type %s is not supported (F32, F16 or BF16)", t->file,
                    t->name, t->dtype);
 }
@@ -110,16 +110,30 @@ static float load_f32(const uint8_t *p, uint32_t type, size_t i)
 static int add(ws_gguf_writer *w, const ws_ckpt_tensor *t, const char *name, uint32_t n_dims,
                const uint64_t *ne, ws_convert_type to, ws_err *err)
 {
-    if (to == WS_CONVERT_KEEP || (uint32_t)to == t->type)
-        return ws_gguf_writer_add_raw(w, name, n_dims, ne, t->type, t->data, t->nbytes, err);
-    size_t n = (size_t)t->n_elements;
-    float *f = malloc((n ? n : 1) * sizeof *f);
-    if (!f)
-        return ws_errf(err, "%s: out of memory for %zu floats", t->name, n);
-    for (size_t i = 0; i < n; i++)
-        f[i] = load_f32(t->data, t->type, i);
-    int rc = ws_gguf_writer_add_tensor(w, name, n_dims, ne, (uint32_t)to, f, err);
-    free(f);
+    uint8_t *raw = malloc(t->nbytes ? t->nbytes : 1);
+    if (!raw)
+        return ws_errf(err, "%s: tensor '%s': out of memory for %zu bytes", t->file, t->name,
+                       t->nbytes);
+    if (ws_ckpt_read(t, raw, err)) {
+        free(raw);
+        return -1;
+    }
+    int rc;
+    if (to == WS_CONVERT_KEEP || (uint32_t)to == t->type) {
+        rc = ws_gguf_writer_add_raw(w, name, n_dims, ne, t->type, raw, t->nbytes, err);
+    } else {
+        size_t n = (size_t)t->n_elements;
+        float *f = malloc((n ? n : 1) * sizeof *f);
+        if (!f) {
+            free(raw);
+            return ws_errf(err, "%s: out of memory for %zu floats", t->name, n);
+        }
+        for (size_t i = 0; i < n; i++)
+            f[i] = load_f32(raw, t->type, i);
+        rc = ws_gguf_writer_add_tensor(w, name, n_dims, ne, (uint32_t)to, f, err);
+        free(f);
+    }
+    free(raw);
     return rc;
 }
 

@@ -36,8 +36,10 @@ static const char *const HPARAMS[] = {
 };
 #define N_HPARAMS (sizeof HPARAMS / sizeof HPARAMS[0])
 
+/* Walks the file through a read-ahead window: records are small and many
+ * (a vocabulary of 51865 tokens), and tensor data is skipped unread. */
 typedef struct {
-    const uint8_t *p;
+    ws_window w;
     size_t n, off;
     const char *path;
 } cursor;
@@ -50,11 +52,19 @@ static int need(cursor *c, size_t k, const char *what, ws_err *err)
     return 0;
 }
 
+/* need(), then the k bytes at the cursor (valid until the next call). */
+static const uint8_t *bytes_at(cursor *c, size_t k, const char *what, ws_err *err)
+{
+    if (need(c, k, what, err))
+        return NULL;
+    return ws_window_at(&c->w, c->off, k, NULL, err);
+}
+
 static int rd_i32(cursor *c, const char *what, int32_t *v, ws_err *err)
 {
-    if (need(c, 4, what, err))
+    const uint8_t *b = bytes_at(c, 4, what, err);
+    if (!b)
         return -1;
-    const uint8_t *b = c->p + c->off;
     uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
                  (uint32_t)b[3] << 24;
     memcpy(v, &u, 4);
@@ -106,9 +116,10 @@ static int read_tensor(ws_ckpt *c, cursor *cur, ws_err *err)
     }
     t.n_elements = numel;
     char name[MAX_NAME + 1];
-    if (need(cur, (size_t)name_len, "a tensor name", err))
+    const uint8_t *nb = bytes_at(cur, (size_t)name_len, "a tensor name", err);
+    if (!nb)
         return -1;
-    memcpy(name, cur->p + cur->off, (size_t)name_len);
+    memcpy(name, nb, (size_t)name_len);
     name[name_len] = 0;
     cur->off += (size_t)name_len;
     if (strlen(name) != (size_t)name_len)
@@ -124,7 +135,9 @@ static int read_tensor(ws_ckpt *c, cursor *cur, ws_err *err)
     if (ws_ggml_nbytes(t.type, numel, &t.nbytes, &e2) || (t.nbytes == 0 && numel))
         return ws_errf(err, "%s: tensor '%s': %s: %s", cur->path, name, t.dtype,
                        e2.msg[0] ? e2.msg : "size unknown");
-    t.data = cur->p + cur->off;
+    t.readable = 1;
+    t.offset = cur->off;
+    t.src = cur->w.f;
     char what[MAX_NAME + 32];
     snprintf(what, sizeof what, "the data of '%s'", name);
     if (skip(cur, t.nbytes, what, err))
@@ -132,14 +145,11 @@ static int read_tensor(ws_ckpt *c, cursor *cur, ws_err *err)
     return ckpt_add_tensor(c, &t, cur->path, err);
 }
 
-int ckpt_read_ggml(ws_ckpt *c, const char *path, ws_err *err)
+/* The whole file, record by record. */
+static int walk(ws_ckpt *c, const char *path, cursor *cur, ws_err *err)
 {
-    const ckpt_map *m;
-    if (ckpt_map_file(c, path, &m, err))
-        return -1;
-    cursor cur = {m->base, m->size, 0, m->path};
     int32_t magic;
-    if (rd_i32(&cur, "the magic", &magic, err))
+    if (rd_i32(cur, "the magic", &magic, err))
         return -1;
     if ((uint32_t)magic != GGML_MAGIC)
         return ws_errf(err, "%s: not a ggml model: magic 0x%08" PRIx32 ", expected 0x%08x",
@@ -147,7 +157,7 @@ int ckpt_read_ggml(ws_ckpt *c, const char *path, ws_err *err)
     for (size_t i = 0; i < N_HPARAMS; i++) {
         int32_t v;
         char key[48];
-        if (rd_range(&cur, HPARAMS[i], 0, INT32_MAX, &v, err))
+        if (rd_range(cur, HPARAMS[i], 0, INT32_MAX, &v, err))
             return -1;
         snprintf(key, sizeof key, "whisper.%s", HPARAMS[i]);
         if (ckpt_set_hparam(c, key, (uint32_t)v, err))
@@ -155,8 +165,8 @@ int ckpt_read_ggml(ws_ckpt *c, const char *path, ws_err *err)
     }
     /* mel filterbank */
     int32_t n_mel, n_fft;
-    if (rd_range(&cur, "mel filter n_mel", 1, MAX_MEL, &n_mel, err) ||
-        rd_range(&cur, "mel filter n_fft", 1, MAX_MEL, &n_fft, err))
+    if (rd_range(cur, "mel filter n_mel", 1, MAX_MEL, &n_mel, err) ||
+        rd_range(cur, "mel filter n_fft", 1, MAX_MEL, &n_fft, err))
         return -1;
     ws_ckpt_tensor mel = {.name = "mel_filters", .dtype = "F32", .type = WS_GGML_F32,
                           .n_dims = 2};
@@ -166,22 +176,37 @@ int ckpt_read_ggml(ws_ckpt *c, const char *path, ws_err *err)
     mel.ne[1] = (uint64_t)n_mel;
     mel.n_elements = (uint64_t)n_mel * (uint64_t)n_fft; /* < 2^32 */
     mel.nbytes = (size_t)mel.n_elements * 4;
-    mel.data = cur.p + cur.off;
-    if (skip(&cur, mel.nbytes, "the mel filters", err) ||
-        ckpt_add_tensor(c, &mel, m->path, err))
+    mel.readable = 1;
+    mel.offset = cur->off;
+    mel.src = cur->w.f;
+    if (skip(cur, mel.nbytes, "the mel filters", err) ||
+        ckpt_add_tensor(c, &mel, cur->path, err))
         return -1;
     /* vocabulary: skipped, but every length checked */
     int32_t n_tok;
-    if (rd_range(&cur, "vocabulary size", 0, INT32_MAX, &n_tok, err))
+    if (rd_range(cur, "vocabulary size", 0, INT32_MAX, &n_tok, err))
         return -1;
     for (int32_t i = 0; i < n_tok; i++) {
         int32_t len;
-        if (rd_range(&cur, "token length", 0, INT32_MAX, &len, err) ||
-            skip(&cur, (size_t)len, "a token", err))
+        if (rd_range(cur, "token length", 0, INT32_MAX, &len, err) ||
+            skip(cur, (size_t)len, "a token", err))
             return -1;
     }
-    while (cur.off < cur.n)
-        if (read_tensor(c, &cur, err))
+    while (cur->off < cur->n)
+        if (read_tensor(c, cur, err))
             return -1;
     return 0;
+}
+
+int ckpt_read_ggml(ws_ckpt *c, const char *path, ws_err *err)
+{
+    const ws_rfile *f;
+    if (ckpt_open_file(c, path, &f, err))
+        return -1;
+    if (f->size > SIZE_MAX)
+        return ws_errf(err, "%s: too large to read", path);
+    cursor cur = {{.f = f}, (size_t)f->size, 0, f->path};
+    int rc = walk(c, path, &cur, err);
+    ws_window_free(&cur.w);
+    return rc;
 }

@@ -26,8 +26,10 @@ int ckpt_read_gguf(ws_ckpt *c, const char *path, ws_err *err)
         for (int j = 0; j < WS_CKPT_MAX_DIMS; j++)
             t.ne[j] = j < WS_GGUF_MAX_DIMS ? g->ne[j] : 1;
         t.n_elements = g->n_elements;
-        t.data = g->data;
+        t.readable = g->readable;
         t.nbytes = g->nbytes;
+        t.offset = g->file_offset;
+        t.src = ws_gguf_file(c->gguf);
         if (ckpt_add_tensor(c, &t, file, err))
             return -1;
     }

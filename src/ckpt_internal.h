@@ -1,16 +1,11 @@
 /* ckpt_internal.h - what the checkpoint readers share (not a public API):
- * the ws_ckpt they fill, the file mapping and the tensor list. See ckpt.h. */
+ * the ws_ckpt they fill, its open files and the tensor list. See ckpt.h. */
 #ifndef WS_CKPT_INTERNAL_H
 #define WS_CKPT_INTERNAL_H
 
 #include "ckpt.h"
 #include "gguf.h"
-
-typedef struct {
-    char *path;
-    uint8_t *base;
-    size_t size;
-} ckpt_map;
+#include "strmap.h"
 
 struct ws_ckpt {
     ws_ckpt_format format;
@@ -19,18 +14,19 @@ struct ws_ckpt {
     size_t n_t, cap_t;
     ws_ckpt_hparam hp[WS_CKPT_MAX_HPARAMS];
     size_t n_hp;
-    ckpt_map *maps;
-    size_t n_maps, cap_maps;
-    ws_gguf *gguf; /* the GGUF reader's own mapping, for WS_CKPT_GGUF */
+    ws_rfile **files;   /* each allocated alone, so pointers to it stay valid */
+    size_t n_files, cap_files;
+    ws_strmap *opened;  /* path as opened -> index in files */
+    ws_gguf *gguf;      /* the GGUF reader's own file, for WS_CKPT_GGUF */
 };
 
-/* Maps path read-only (an empty file is an error) and keeps the mapping until
- * ws_ckpt_close. *m is valid until the next call (the table may move); the
- * bytes and m->path stay valid until ws_ckpt_close. */
-int ckpt_map_file(ws_ckpt *c, const char *path, const ckpt_map **m, ws_err *err);
+/* Opens path (a regular, non-empty file) and keeps it open until
+ * ws_ckpt_close; *f stays valid until then. A path opened before gives the
+ * same file again. */
+int ckpt_open_file(ws_ckpt *c, const char *path, const ws_rfile **f, ws_err *err);
 
-/* Appends a copy of *t (its name is copied; data must lie in a mapping of c;
- * file must live as long as c, e.g. a ckpt_map's path). A name already
+/* Appends a copy of *t (its name is copied; t->src must be a file of c;
+ * file must live as long as c, e.g. a ws_rfile's path). A name already
  * present is an error naming file. */
 int ckpt_add_tensor(ws_ckpt *c, const ws_ckpt_tensor *t, const char *file, ws_err *err);
 

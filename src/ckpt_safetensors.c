@@ -68,9 +68,10 @@ static int by_begin(const void *a, const void *b)
 }
 
 /* One header entry: checks it and adds the tensor. */
-static int read_entry(ws_ckpt *c, const char *path, const cJSON *e, const uint8_t *buf,
+static int read_entry(ws_ckpt *c, const ws_rfile *f, const cJSON *e, uint64_t buf_start,
                       uint64_t buf_size, span *sp, ws_err *err)
 {
+    const char *path = f->path;
     const char *name = e->string;
     if (!cJSON_IsObject(e))
         return ws_errf(err, "%s: header: '%s' is not an object", path, name);
@@ -125,49 +126,78 @@ static int read_entry(ws_ckpt *c, const char *path, const cJSON *e, const uint8_
     if (be[1] - be[0] != t.nbytes)
         return ws_errf(err, "%s: tensor '%s': data_offsets span %" PRIu64 " bytes, but %s x %zu "
                        "elements is %zu", path, name, be[1] - be[0], t.dtype, numel, t.nbytes);
-    t.data = buf + be[0];
+    t.readable = 1;
+    t.offset = buf_start + be[0];
+    t.src = f;
     sp->begin = be[0];
     sp->end = be[1];
     sp->name = name;
     return ckpt_add_tensor(c, &t, path, err);
 }
 
-int ckpt_read_safetensors(ws_ckpt *c, const char *path, ws_err *err)
+/* The header of a safetensors file, parsed; *json (the header's bytes,
+ * which cJSON's strings do not point into) is the caller's to free. */
+static int read_header(const ws_rfile *f, const char *path, char **json, uint64_t *len,
+                       cJSON **out, ws_err *err)
 {
-    const ckpt_map *m;
-    if (ckpt_map_file(c, path, &m, err))
+    *json = NULL;
+    *out = NULL;
+    if (f->size < 8)
+        return ws_errf(err, "%s: truncated: %" PRIu64 " bytes, shorter than the 8-byte header "
+                       "length", path, f->size);
+    uint8_t lb[8];
+    if (ws_rfile_read(f, 0, lb, 8, "the header length", err))
         return -1;
-    if (m->size < 8)
-        return ws_errf(err, "%s: truncated: %zu bytes, shorter than the 8-byte header length",
-                       path, m->size);
     uint64_t n = 0;
     for (int i = 0; i < 8; i++)
-        n |= (uint64_t)m->base[i] << 8 * i;
-    if (n > m->size - 8)
+        n |= (uint64_t)lb[i] << 8 * i;
+    if (n > f->size - 8)
         return ws_errf(err, "%s: not safetensors or truncated: header length %" PRIu64
-                       " exceeds the %zu bytes after it", path, n, m->size - 8);
+                       " exceeds the %" PRIu64 " bytes after it", path, n, f->size - 8);
     if (n > HEADER_MAX)
         return ws_errf(err, "%s: header length %" PRIu64 " exceeds the format's 100 MB limit",
                        path, n);
-    if (n < 2 || m->base[8] != '{')
+    if (n < 2)
         return ws_errf(err, "%s: not safetensors: the header does not start with '{'", path);
-    const char *json = (const char *)m->base + 8;
+    if (!(*json = malloc((size_t)n)))
+        return ws_errf(err, "%s: out of memory for a %" PRIu64 "-byte header", path, n);
+    if (ws_rfile_read(f, 8, *json, (size_t)n, "the header", err))
+        return -1;
+    if ((*json)[0] != '{')
+        return ws_errf(err, "%s: not safetensors: the header does not start with '{'", path);
     const char *end = NULL;
-    cJSON *h = cJSON_ParseWithLengthOpts(json, (size_t)n, &end, 0);
+    cJSON *h = cJSON_ParseWithLengthOpts(*json, (size_t)n, &end, 0);
     if (!h || !cJSON_IsObject(h)) {
-        size_t at = end ? (size_t)(end - json) : 0;
+        size_t at = end ? (size_t)(end - *json) : 0;
         cJSON_Delete(h);
         return ws_errf(err, "%s: header is not well-formed JSON (near byte %zu of %" PRIu64 ")",
                        path, at + 8, n);
     }
-    for (const char *p = end; p < json + n; p++)
+    for (const char *p = end; p < *json + n; p++)
         if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
             cJSON_Delete(h);
             return ws_errf(err, "%s: header has bytes after its JSON object (at byte %zu)", path,
-                           (size_t)(p - json) + 8);
+                           (size_t)(p - *json) + 8);
         }
-    const uint8_t *buf = m->base + 8 + n;
-    uint64_t buf_size = m->size - 8 - n;
+    *len = n;
+    *out = h;
+    return 0;
+}
+
+int ckpt_read_safetensors(ws_ckpt *c, const char *path, ws_err *err)
+{
+    const ws_rfile *f;
+    if (ckpt_open_file(c, path, &f, err))
+        return -1;
+    char *json;
+    uint64_t n = 0;
+    cJSON *h;
+    if (read_header(f, path, &json, &n, &h, err)) {
+        free(json);
+        return -1;
+    }
+    free(json);
+    const uint64_t buf_start = 8 + n, buf_size = f->size - 8 - n;
     int count = cJSON_GetArraySize(h);
     span *sp = calloc((size_t)count + 1, sizeof *sp);
     int rc = sp ? 0 : ws_errf(err, "%s: out of memory", path);
@@ -182,7 +212,7 @@ int ckpt_read_safetensors(ws_ckpt *c, const char *path, ws_err *err)
             if (!cJSON_IsObject(e))
                 rc = ws_errf(err, "%s: header: __metadata__ is not an object", path);
         } else {
-            rc = read_entry(c, m->path, e, buf, buf_size, &sp[ns], err);
+            rc = read_entry(c, f, e, buf_start, buf_size, &sp[ns], err);
             ns += !rc;
         }
     }
@@ -225,20 +255,25 @@ static int safe_relative(const char *s)
 
 static int shard_read(ws_ckpt *c, const char *shard, ws_err *err)
 {
-    for (size_t i = 0; i < c->n_maps; i++)
-        if (!strcmp(c->maps[i].path, shard))
-            return 0;
     return ckpt_read_safetensors(c, shard, err);
 }
 
 int ckpt_read_safetensors_index(ws_ckpt *c, const char *path, ws_err *err)
 {
-    const ckpt_map *m;
-    if (ckpt_map_file(c, path, &m, err))
+    const ws_rfile *f;
+    if (ckpt_open_file(c, path, &f, err))
         return -1;
-    if (m->size > HEADER_MAX)
+    if (f->size > HEADER_MAX)
         return ws_errf(err, "%s: index larger than 100 MB", path);
-    cJSON *h = cJSON_ParseWithLength((const char *)m->base, m->size);
+    char *text = malloc((size_t)f->size);
+    if (!text)
+        return ws_errf(err, "%s: out of memory", path);
+    if (ws_rfile_read(f, 0, text, (size_t)f->size, NULL, err)) {
+        free(text);
+        return -1;
+    }
+    cJSON *h = cJSON_ParseWithLength(text, (size_t)f->size);
+    free(text);
     if (!h || !cJSON_IsObject(h)) {
         cJSON_Delete(h);
         return ws_errf(err, "%s: not a safetensors index: not well-formed JSON", path);
@@ -267,6 +302,9 @@ int ckpt_read_safetensors_index(ws_ckpt *c, const char *path, ws_err *err)
                 break;
             }
             if (pass == 0) {
+                size_t seen;
+                if (c->opened && ws_strmap_get(c->opened, shard, strlen(shard), &seen))
+                    continue; /* read already (the index itself counts: it holds no tensor) */
                 if ((rc = shard_read(c, shard, err))) {
                     char msg[WS_ERR_LEN];
                     snprintf(msg, sizeof msg, "%s", err ? err->msg : "");

@@ -1,11 +1,15 @@
-/* gguf.c - the GGUF reader and the ggml type table (layout in gguf.h).
+/* gguf.c - regular files read with pread, the GGUF reader and the ggml type
+ * table (layout in gguf.h).
  *
- * The file is mapped read-only and walked with a cursor {base, size, off}
- * whose every read first checks that the bytes are there (need()). Counts
- * are checked against what the rest of the file could hold before anything
- * is allocated for them, so a 40-byte file cannot ask for gigabytes. All
- * multi-byte fields are decoded byte by byte, so the host's byte order and
- * alignment do not matter. Tested by tests/test_gguf.c.
+ * The header is walked with a cursor {size, off} over a read-ahead window of
+ * the file (ws_window); every read first checks that the bytes are in the
+ * file (need()), and what must outlive the walk (keys, string values, tensor
+ * names, scalar values) is copied into one arena. Skipped bytes (arrays, the
+ * data section) are never read. Counts are checked against what the rest of
+ * the file could hold before anything is allocated for them, so a 40-byte
+ * file cannot ask for gigabytes. All multi-byte fields are decoded byte by
+ * byte, so the host's byte order and alignment do not matter. Tested by
+ * tests/test_gguf.c.
  */
 #include "gguf.h"
 
@@ -15,13 +19,157 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "strmap.h"
 
 #define GGUF_HEADER_BYTES 24 /* magic, version, tensor_count, kv_count */
 #define MIN_KV_BYTES 13      /* empty key (8) + type (4) + a 1-byte value */
 #define MIN_INFO_BYTES 24    /* empty name (8) + n_dims (4) + type (4) + offset (8) */
+#define READ_AHEAD 65536     /* bytes a window reads at least: few syscalls for small fields */
+
+/* --- regular files ----------------------------------------------------------- */
+
+static int not_regular(const char *path, mode_t mode, ws_err *err)
+{
+    if (S_ISDIR(mode))
+        return ws_errf(err, "%s: is a directory", path);
+    const char *kind = S_ISFIFO(mode)  ? "a FIFO"
+                       : S_ISCHR(mode) ? "a character device"
+                       : S_ISBLK(mode) ? "a block device"
+                       : S_ISSOCK(mode) ? "a socket"
+                                        : "of an unknown kind";
+    return ws_errf(err, "%s: not a regular file (%s)", path, kind);
+}
+
+int ws_rfile_open(ws_rfile *f, const char *path, ws_err *err)
+{
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    /* O_NONBLOCK: open() of a FIFO would otherwise wait for a writer forever
+     * (and a device might too). On a regular file it changes nothing. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENXIO && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) /* a socket */
+            return not_regular(path, st.st_mode, err);
+        return ws_errf(err, "%s: cannot open: %s", path, strerror(e));
+    }
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return ws_errf(err, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return not_regular(path, st.st_mode, err);
+    }
+    if (!(f->path = strdup(path))) {
+        close(fd);
+        return ws_errf(err, "%s: out of memory", path);
+    }
+    f->fd = fd;
+    f->size = (uint64_t)st.st_size;
+    f->dev = (uint64_t)st.st_dev;
+    f->ino = (uint64_t)st.st_ino;
+    f->mtime_s = (int64_t)st.st_mtim.tv_sec;
+    f->mtime_ns = (int64_t)st.st_mtim.tv_nsec;
+    return 0;
+}
+
+void ws_rfile_close(ws_rfile *f)
+{
+    if (!f)
+        return;
+    if (f->fd >= 0)
+        close(f->fd);
+    free(f->path);
+    f->fd = -1;
+    f->path = NULL;
+}
+
+static int changed(const ws_rfile *f, const char *what, uint64_t now, ws_err *err)
+{
+    char part[160] = "";
+    if (what)
+        snprintf(part, sizeof part, " (%s)", what);
+    if (now < f->size)
+        return ws_errf(err, "%s: the file changed while being read%s: it shrank from %" PRIu64
+                            " to %" PRIu64 " bytes", f->path, part, f->size, now);
+    return ws_errf(err, "%s: the file changed while being read%s: modified after it was opened",
+                   f->path, part);
+}
+
+int ws_rfile_read(const ws_rfile *f, uint64_t off, void *dst, size_t n, const char *what,
+                  ws_err *err)
+{
+    if (n == 0)
+        return 0;
+    /* Size and mtime as at open: what was validated is what is read. */
+    struct stat st;
+    if (fstat(f->fd, &st) != 0)
+        return ws_errf(err, "%s: cannot stat: %s", f->path, strerror(errno));
+    if ((uint64_t)st.st_size != f->size || (int64_t)st.st_mtim.tv_sec != f->mtime_s ||
+        (int64_t)st.st_mtim.tv_nsec != f->mtime_ns)
+        return changed(f, what, (uint64_t)st.st_size, err);
+    if (off > f->size || n > f->size - off)
+        return ws_errf(err, "%s: reading %zu bytes at offset %" PRIu64 " past the end (%" PRIu64
+                            " bytes)", f->path, n, off, f->size);
+    uint8_t *p = dst;
+    while (n) {
+        size_t k = n > (1u << 30) ? (1u << 30) : n;
+        ssize_t r = pread(f->fd, p, k, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return ws_errf(err, "%s: read error at offset %" PRIu64 ": %s", f->path, off,
+                           strerror(errno));
+        if (r == 0) /* shorter than fstat said a moment ago */
+            return changed(f, what, fstat(f->fd, &st) == 0 ? (uint64_t)st.st_size : off, err);
+        p += r;
+        off += (uint64_t)r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+const uint8_t *ws_window_at(ws_window *w, uint64_t off, size_t n, const char *what, ws_err *err)
+{
+    if (n == 0)
+        return (const uint8_t *)"";
+    if (w->buf && off >= w->off && off - w->off <= w->len && n <= w->len - (off - w->off))
+        return w->buf + (off - w->off);
+    size_t want = n > READ_AHEAD ? n : READ_AHEAD;
+    if (off >= w->f->size)
+        want = 0;
+    else if (want > w->f->size - off)
+        want = (size_t)(w->f->size - off);
+    if (want < n) /* the caller checks the range; this keeps a mistake from reading past buf */
+        return ws_errf(err, "%s: %zu bytes at offset %" PRIu64 " are past the end (%" PRIu64
+                            " bytes)", w->f->path, n, off, w->f->size), NULL;
+    if (want > w->cap) {
+        uint8_t *nb = realloc(w->buf, want);
+        if (!nb)
+            return ws_errf(err, "%s: out of memory for %zu bytes", w->f->path, want), NULL;
+        w->buf = nb;
+        w->cap = want;
+    }
+    w->len = 0;
+    if (ws_rfile_read(w->f, off, w->buf, want, what, err))
+        return NULL;
+    w->off = off;
+    w->len = want;
+    return w->buf;
+}
+
+void ws_window_free(ws_window *w)
+{
+    free(w->buf);
+    w->buf = NULL;
+    w->len = w->cap = 0;
+}
 
 /* --- ggml types ------------------------------------------------------------ */
 
@@ -71,30 +219,59 @@ int ws_ggml_nbytes(uint32_t type, uint64_t n, size_t *out, ws_err *err)
 /* --- the handle ---------------------------------------------------------- */
 
 typedef struct {
-    const uint8_t *key; /* in the mapping, not NUL-terminated */
-    size_t key_len;
+    size_t key, key_len; /* in the arena */
     uint32_t type;
-    size_t val_off;     /* file offset of the value */
+    size_t val_off;      /* file offset of the value (for messages) */
+    uint8_t val[8];      /* a scalar value's bytes, little-endian */
+    size_t str, str_len; /* a string value, in the arena */
 } kv_rec;
 
 struct ws_gguf {
     char *path;
-    const uint8_t *map;
+    ws_rfile f;
     size_t size;
     uint32_t version;
     size_t alignment;
     size_t data_off;
     size_t n_kv, n_tensors;
     kv_rec *kv;
+    ws_strmap *keys;                /* key -> index in kv */
     ws_gguf_tensor *t;
     const ws_gguf_tensor **by_name; /* sorted by name, for bsearch */
-    char *names;                    /* every tensor name, NUL-terminated */
+    char *arena;                    /* keys, string values, tensor names; each NUL-terminated */
+    size_t arena_len, arena_cap;
 };
+
+/* Copies n bytes (plus a NUL) into g's arena; *at gets their offset. The
+ * arena holds only bytes read from the file, so it is bounded by its size. */
+static int arena_put(ws_gguf *g, const uint8_t *p, size_t n, size_t *at, ws_err *err)
+{
+    if (n + 1 > g->arena_cap - g->arena_len) {
+        size_t cap = g->arena_cap ? g->arena_cap : 4096;
+        while (n + 1 > cap - g->arena_len) {
+            if (cap > SIZE_MAX / 2)
+                return ws_errf(err, "%s: out of memory", g->path);
+            cap *= 2;
+        }
+        char *na = realloc(g->arena, cap);
+        if (!na)
+            return ws_errf(err, "%s: out of memory for %zu bytes of names", g->path, cap);
+        g->arena = na;
+        g->arena_cap = cap;
+    }
+    *at = g->arena_len;
+    if (n)
+        memcpy(g->arena + g->arena_len, p, n);
+    g->arena[g->arena_len + n] = 0;
+    g->arena_len += n + 1;
+    return 0;
+}
 
 /* --- cursor -------------------------------------------------------------- */
 
 typedef struct {
-    const uint8_t *base;
+    ws_gguf *g;
+    ws_window w;
     size_t size, off; /* invariant: off <= size */
     const char *path;
     ws_err *err;
@@ -113,29 +290,40 @@ static size_t left(const cursor *c)
     return c->size - c->off;
 }
 
-/* Fails unless n more bytes are there; what names the field being read. */
+/* Fails unless n more bytes are there; what names the field being read.
+ * On success *p (when p is not NULL) points at them, valid until the next
+ * need(). */
+static int need_at(cursor *c, size_t n, const char *what, const uint8_t **p)
+{
+    if (n > left(c))
+        return ws_errf(c->err, "%s: truncated at offset %zu: %s needs %zu bytes, %zu left",
+                       c->path, c->off, what, n, left(c));
+    if (p && !(*p = ws_window_at(&c->w, c->off, n, "the header", c->err)))
+        return -1;
+    return 0;
+}
+
 static int need(cursor *c, size_t n, const char *what)
 {
-    if (n <= left(c))
-        return 0;
-    return ws_errf(c->err, "%s: truncated at offset %zu: %s needs %zu bytes, %zu left", c->path,
-                   c->off, what, n, left(c));
+    return need_at(c, n, what, NULL);
 }
 
 static int rd_u32(cursor *c, uint32_t *v, const char *what)
 {
-    if (need(c, 4, what))
+    const uint8_t *p;
+    if (need_at(c, 4, what, &p))
         return -1;
-    *v = (uint32_t)le(c->base + c->off, 4);
+    *v = (uint32_t)le(p, 4);
     c->off += 4;
     return 0;
 }
 
 static int rd_u64(cursor *c, uint64_t *v, const char *what)
 {
-    if (need(c, 8, what))
+    const uint8_t *p;
+    if (need_at(c, 8, what, &p))
         return -1;
-    *v = le(c->base + c->off, 8);
+    *v = le(p, 8);
     c->off += 8;
     return 0;
 }
@@ -148,19 +336,26 @@ static int skip(cursor *c, uint64_t n, const char *what)
     return 0;
 }
 
-/* A gguf string: u64 length, then the bytes (returned in place). */
-static int rd_str(cursor *c, uint64_t max, const uint8_t **s, size_t *len, const char *what)
+/* A gguf string: u64 length, then the bytes. With at, the bytes are copied
+ * into the arena (*at: their offset); without, they are skipped unread. */
+static int rd_str(cursor *c, uint64_t max, size_t *at, size_t *len, const char *what)
 {
-    size_t at = c->off;
+    size_t start = c->off;
     uint64_t n;
     if (rd_u64(c, &n, what))
         return -1;
     if (n > max)
         return ws_errf(c->err, "%s: %s at offset %zu: length %" PRIu64 " exceeds the limit %" PRIu64,
-                       c->path, what, at, n, max);
-    *s = c->base + c->off;
-    *len = (size_t)n;
-    return skip(c, n, what);
+                       c->path, what, start, n, max);
+    if (len)
+        *len = (size_t)n;
+    if (!at)
+        return skip(c, n, what);
+    const uint8_t *p;
+    if (need_at(c, (size_t)n, what, &p) || arena_put(c->g, p, (size_t)n, at, c->err))
+        return -1;
+    c->off += (size_t)n;
+    return 0;
 }
 
 /* --- metadata ------------------------------------------------------------ */
@@ -175,11 +370,9 @@ static size_t scalar_size(uint32_t type)
 static int skip_value(cursor *c, uint32_t type, int depth, const char *key)
 {
     if (type == WS_GGUF_STRING) {
-        const uint8_t *s;
-        size_t n;
         char what[120];
         snprintf(what, sizeof what, "string value of '%s'", key);
-        return rd_str(c, WS_GGUF_MAX_STRING, &s, &n, what);
+        return rd_str(c, WS_GGUF_MAX_STRING, NULL, NULL, what);
     }
     if (type == WS_GGUF_ARRAY) {
         size_t at = c->off;
@@ -224,12 +417,27 @@ static int parse_kv(ws_gguf *g, cursor *c, uint64_t n_kv)
         if (rd_str(c, WS_GGUF_MAX_NAME, &r->key, &r->key_len, what))
             return -1;
         char key[80]; /* for messages only */
-        snprintf(key, sizeof key, "%.*s", (int)(r->key_len < 64 ? r->key_len : 64), (const char *)r->key);
+        snprintf(key, sizeof key, "%.*s", (int)(r->key_len < 64 ? r->key_len : 64),
+                 g->arena + r->key);
         if (rd_u32(c, &r->type, "value type"))
             return -1;
         r->val_off = c->off;
-        if (skip_value(c, r->type, 0, key))
+        /* Keep what the getters return: a scalar's bytes, a string. */
+        size_t es = scalar_size(r->type);
+        const uint8_t *p;
+        if (es) {
+            if (need_at(c, es, "value", &p))
+                return -1;
+            memcpy(r->val, p, es);
+        }
+        if (r->type == WS_GGUF_STRING) {
+            char sw[120];
+            snprintf(sw, sizeof sw, "string value of '%s'", key);
+            if (rd_str(c, WS_GGUF_MAX_STRING, &r->str, &r->str_len, sw))
+                return -1;
+        } else if (skip_value(c, r->type, 0, key)) {
             return -1;
+        }
         g->n_kv = i + 1;
     }
     return 0;
@@ -237,38 +445,25 @@ static int parse_kv(ws_gguf *g, cursor *c, uint64_t n_kv)
 
 static const kv_rec *find_kv(const ws_gguf *g, const char *key)
 {
-    size_t n = strlen(key);
-    for (size_t i = 0; i < g->n_kv; i++)
-        if (g->kv[i].key_len == n && memcmp(g->kv[i].key, key, n) == 0)
-            return &g->kv[i];
-    return NULL;
-}
-
-static int cmp_kv(const void *a, const void *b)
-{
-    const kv_rec *x = a, *y = b;
-    size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
-    int r = memcmp(x->key, y->key, n);
-    return r ? r : (x->key_len > y->key_len) - (x->key_len < y->key_len);
+    size_t i;
+    return g->keys && ws_strmap_get(g->keys, key, strlen(key), &i) ? &g->kv[i] : NULL;
 }
 
 /* Duplicate keys are an error (ggml refuses them too): which one would win? */
-static int check_unique_keys(const ws_gguf *g, ws_err *err)
+static int check_unique_keys(ws_gguf *g, ws_err *err)
 {
-    if (g->n_kv < 2)
-        return 0;
-    kv_rec *s = malloc(g->n_kv * sizeof *s);
-    if (!s)
+    if (!(g->keys = ws_strmap_new()))
         return ws_errf(err, "%s: out of memory", g->path);
-    memcpy(s, g->kv, g->n_kv * sizeof *s);
-    qsort(s, g->n_kv, sizeof *s, cmp_kv);
-    int rc = 0;
-    for (size_t i = 1; i < g->n_kv && !rc; i++)
-        if (cmp_kv(&s[i - 1], &s[i]) == 0)
-            rc = ws_errf(err, "%s: metadata key '%.*s' appears twice", g->path,
-                         (int)(s[i].key_len < 200 ? s[i].key_len : 200), (const char *)s[i].key);
-    free(s);
-    return rc;
+    for (size_t i = 0; i < g->n_kv; i++) {
+        const kv_rec *r = &g->kv[i];
+        int rc = ws_strmap_put(g->keys, g->arena + r->key, r->key_len, i, NULL);
+        if (rc < 0)
+            return ws_errf(err, "%s: out of memory", g->path);
+        if (rc > 0)
+            return ws_errf(err, "%s: metadata key '%.*s' appears twice", g->path,
+                           (int)(r->key_len < 200 ? r->key_len : 200), g->arena + r->key);
+    }
+    return 0;
 }
 
 static int read_alignment(ws_gguf *g, ws_err *err)
@@ -280,7 +475,7 @@ static int read_alignment(ws_gguf *g, ws_err *err)
     if (r->type != WS_GGUF_U32)
         return ws_errf(err, "%s: general.alignment at offset %zu has value type %" PRIu32
                             ", expected u32 (%d)", g->path, r->val_off, r->type, WS_GGUF_U32);
-    uint32_t a = (uint32_t)le(g->map + r->val_off, 4);
+    uint32_t a = (uint32_t)le(r->val, 4);
     if (a == 0 || (a & (a - 1)))
         return ws_errf(err, "%s: general.alignment %" PRIu32 " at offset %zu is not a power of two",
                        g->path, a, r->val_off);
@@ -297,12 +492,11 @@ static int parse_infos(ws_gguf *g, cursor *c, uint64_t n_t, size_t *name_off, si
         char what[48];
         snprintf(what, sizeof what, "name of tensor %" PRIu64, i);
         t->info_offset = c->off;
-        const uint8_t *nm;
-        if (rd_str(c, WS_GGUF_MAX_NAME, &nm, &name_len[i], what))
+        if (rd_str(c, WS_GGUF_MAX_NAME, &name_off[i], &name_len[i], what))
             return -1;
-        name_off[i] = (size_t)(nm - c->base);
+        const char *nm = g->arena + name_off[i];
         char tn[80];
-        snprintf(tn, sizeof tn, "%.*s", (int)(name_len[i] < 64 ? name_len[i] : 64), (const char *)nm);
+        snprintf(tn, sizeof tn, "%.*s", (int)(name_len[i] < 64 ? name_len[i] : 64), nm);
         if (memchr(nm, 0, name_len[i]))
             return ws_errf(c->err, "%s: tensor %" PRIu64 " at offset %zu: name contains a NUL byte",
                            c->path, i, t->info_offset);
@@ -364,23 +558,16 @@ static int cmp_tensor(const void *a, const void *b)
     return strcmp((*x)->name, (*y)->name);
 }
 
-/* Copies the names out of the mapping (NUL-terminated) and indexes them. */
-static int index_names(ws_gguf *g, const size_t *name_off, const size_t *name_len, ws_err *err)
+/* Points each tensor at its name in the arena (which no longer moves) and
+ * indexes the names. */
+static int index_names(ws_gguf *g, const size_t *name_off, ws_err *err)
 {
-    size_t total = g->n_tensors; /* NULs; names themselves fit in the file */
-    for (size_t i = 0; i < g->n_tensors; i++)
-        total += name_len[i];
-    g->names = malloc(total ? total : 1);
     g->by_name = malloc((g->n_tensors ? g->n_tensors : 1) * sizeof *g->by_name);
-    if (!g->names || !g->by_name)
+    if (!g->by_name)
         return ws_errf(err, "%s: out of memory for %zu tensor names", g->path, g->n_tensors);
-    char *p = g->names;
     for (size_t i = 0; i < g->n_tensors; i++) {
-        memcpy(p, g->map + name_off[i], name_len[i]);
-        p[name_len[i]] = 0;
-        g->t[i].name = p;
+        g->t[i].name = g->arena + name_off[i];
         g->by_name[i] = &g->t[i];
-        p += name_len[i] + 1;
     }
     qsort(g->by_name, g->n_tensors, sizeof *g->by_name, cmp_tensor);
     for (size_t i = 1; i < g->n_tensors; i++)
@@ -403,20 +590,23 @@ static int place_data(ws_gguf *g, ws_err *err)
                                 "of the file (%zu bytes)",
                            g->path, t->name, start, t->nbytes, g->size);
         t->file_offset = start;
-        t->data = t->type < N_TYPES && TYPES[t->type].bytes ? g->map + start : NULL;
+        t->readable = t->type < N_TYPES && TYPES[t->type].bytes;
     }
     return 0;
 }
 
 /* --- header and open ----------------------------------------------------- */
 
-static int parse(ws_gguf *g, ws_err *err)
+static int parse_body(ws_gguf *g, cursor *cp, ws_err *err)
 {
-    cursor c = {g->map, g->size, 0, g->path, err};
-    if (g->size < 4 || memcmp(g->map, "GGUF", 4) != 0) {
+    cursor *c = cp;
+    const uint8_t *magic;
+    if (need_at(c, g->size < 4 ? g->size : 4, "the magic", &magic))
+        return -1;
+    if (g->size < 4 || memcmp(magic, "GGUF", 4) != 0) {
         char shown[5] = {0}, hex[16] = {0};
         for (size_t i = 0; i < 4 && i < g->size; i++) {
-            uint8_t b = g->map[i];
+            uint8_t b = magic[i];
             shown[i] = b >= 0x20 && b < 0x7f ? (char)b : '.';
             snprintf(hex + 3 * i, sizeof hex - 3 * i, "%02x ", b);
         }
@@ -424,8 +614,8 @@ static int parse(ws_gguf *g, ws_err *err)
         return ws_errf(err, "%s: not a GGUF file: starts with '%s' (%s), expected 'GGUF'", g->path,
                        shown, hex);
     }
-    c.off = 4;
-    if (rd_u32(&c, &g->version, "version"))
+    c->off = 4;
+    if (rd_u32(c, &g->version, "version"))
         return -1;
     if (g->version == 1)
         return ws_errf(err, "%s: GGUF version 1 (32-bit counts) is not supported; convert the "
@@ -438,7 +628,7 @@ static int parse(ws_gguf *g, ws_err *err)
                        g->version);
     }
     uint64_t n_t, n_kv;
-    if (rd_u64(&c, &n_t, "tensor count") || rd_u64(&c, &n_kv, "metadata count"))
+    if (rd_u64(c, &n_t, "tensor count") || rd_u64(c, &n_kv, "metadata count"))
         return -1;
     if (n_t > WS_GGUF_MAX_COUNT)
         return ws_errf(err, "%s: tensor count %" PRIu64 " at offset 8 exceeds the limit %u",
@@ -447,10 +637,10 @@ static int parse(ws_gguf *g, ws_err *err)
         return ws_errf(err, "%s: metadata count %" PRIu64 " at offset 16 exceeds the limit %u",
                        g->path, n_kv, WS_GGUF_MAX_COUNT);
     /* Before allocating for them, the counts must fit in what is left. */
-    if (n_kv * MIN_KV_BYTES + n_t * MIN_INFO_BYTES > left(&c))
+    if (n_kv * MIN_KV_BYTES + n_t * MIN_INFO_BYTES > left(c))
         return ws_errf(err, "%s: truncated: %" PRIu64 " metadata pairs and %" PRIu64
                             " tensors cannot fit in the %zu bytes after the header",
-                       g->path, n_kv, n_t, left(&c));
+                       g->path, n_kv, n_t, left(c));
     g->kv = calloc(n_kv ? n_kv : 1, sizeof *g->kv);
     g->t = calloc(n_t ? n_t : 1, sizeof *g->t);
     size_t *name_off = calloc(n_t ? n_t : 1, sizeof *name_off);
@@ -458,12 +648,11 @@ static int parse(ws_gguf *g, ws_err *err)
     int rc = -1;
     if (!g->kv || !g->t || !name_off || !name_len)
         ws_errf(err, "%s: out of memory", g->path);
-    else if (!parse_kv(g, &c, n_kv) && !check_unique_keys(g, err) && !read_alignment(g, err) &&
-             !parse_infos(g, &c, n_t, name_off, name_len) &&
-             !index_names(g, name_off, name_len, err)) {
+    else if (!parse_kv(g, c, n_kv) && !check_unique_keys(g, err) && !read_alignment(g, err) &&
+             !parse_infos(g, c, n_t, name_off, name_len) && !index_names(g, name_off, err)) {
         /* The data section starts at the next multiple of the alignment. */
-        size_t pad = (g->alignment - c.off % g->alignment) % g->alignment;
-        if (ws_add_size(c.off, pad, &g->data_off))
+        size_t pad = (g->alignment - c->off % g->alignment) % g->alignment;
+        if (ws_add_size(c->off, pad, &g->data_off))
             g->data_off = SIZE_MAX;
         rc = place_data(g, err);
     }
@@ -472,42 +661,34 @@ static int parse(ws_gguf *g, ws_err *err)
     return rc;
 }
 
+static int parse(ws_gguf *g, ws_err *err)
+{
+    cursor c = {g, {&g->f, NULL, 0, 0, 0}, g->size, 0, g->path, err};
+    int rc = parse_body(g, &c, err);
+    ws_window_free(&c.w); /* the header is no longer needed: what is kept was copied */
+    return rc;
+}
+
 ws_gguf *ws_gguf_open(const char *path, ws_err *err)
 {
     ws_gguf *g = calloc(1, sizeof *g);
+    if (g)
+        g->f.fd = -1;
     if (!g || !(g->path = strdup(path))) {
         free(g);
         return ws_errf(err, "%s: out of memory", path), NULL;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        ws_errf(err, "%s: cannot open: %s", path, strerror(errno));
+    if (ws_rfile_open(&g->f, path, err))
         goto fail;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ws_errf(err, "%s: not a regular file", path);
-        close(fd);
-        goto fail;
-    }
-    if (st.st_size == 0) {
+    if (g->f.size == 0) {
         ws_errf(err, "%s: empty file (0 bytes), expected a GGUF header", path);
-        close(fd);
         goto fail;
     }
-    if ((uintmax_t)st.st_size > SIZE_MAX) {
-        ws_errf(err, "%s: too large to map", path);
-        close(fd);
+    if (g->f.size > SIZE_MAX) {
+        ws_errf(err, "%s: too large to read", path);
         goto fail;
     }
-    g->size = (size_t)st.st_size;
-    void *m = mmap(NULL, g->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd); /* the mapping keeps the file */
-    if (m == MAP_FAILED) {
-        ws_errf(err, "%s: cannot map %zu bytes: %s", path, g->size, strerror(errno));
-        goto fail;
-    }
-    g->map = m;
+    g->size = (size_t)g->f.size;
     if (parse(g, err))
         goto fail;
     return g;
@@ -520,15 +701,31 @@ void ws_gguf_close(ws_gguf *g)
 {
     if (!g)
         return;
-    if (g->map)
-        munmap((void *)g->map, g->size);
+    ws_rfile_close(&g->f);
     free(g->kv);
+    ws_strmap_free(g->keys);
     free(g->t);
     free(g->by_name);
-    free(g->names);
+    free(g->arena);
     free(g->path);
     free(g);
 }
+
+int ws_gguf_read(const ws_gguf *g, const ws_gguf_tensor *t, size_t off, void *dst, size_t n,
+                 ws_err *err)
+{
+    char what[160];
+    snprintf(what, sizeof what, "tensor '%.100s'", t->name);
+    if (!t->readable)
+        return ws_errf(err, "%s: %s: type %" PRIu32 " has no known size; its data cannot be read",
+                       g->path, what, t->type);
+    if (off > t->nbytes || n > t->nbytes - off)
+        return ws_errf(err, "%s: %s: bytes [%zu, +%zu) are outside its %zu bytes", g->path, what,
+                       off, n, t->nbytes);
+    return ws_rfile_read(&g->f, (uint64_t)(t->file_offset + off), dst, n, what, err);
+}
+
+const ws_rfile *ws_gguf_file(const ws_gguf *g) { return &g->f; }
 
 /* --- queries ------------------------------------------------------------- */
 
@@ -560,10 +757,10 @@ int ws_gguf_get_str(const ws_gguf *g, const char *key, char *buf, size_t cap, si
         return 0;
     if (r->type != WS_GGUF_STRING)
         return -1;
-    size_t n = (size_t)le(g->map + r->val_off, 8); /* validated at open */
+    size_t n = r->str_len;
     if (cap) {
         size_t k = n < cap - 1 ? n : cap - 1;
-        memcpy(buf, g->map + r->val_off + 8, k);
+        memcpy(buf, g->arena + r->str, k);
         buf[k] = 0;
     }
     if (len)
@@ -576,7 +773,7 @@ int ws_gguf_get_int(const ws_gguf *g, const char *key, int64_t *out)
     const kv_rec *r = find_kv(g, key);
     if (!r)
         return 0;
-    const uint8_t *p = g->map + r->val_off;
+    const uint8_t *p = r->val;
     uint64_t u;
     switch (r->type) {
     case WS_GGUF_U8: case WS_GGUF_BOOL: *out = p[0]; return 1;
@@ -602,14 +799,14 @@ int ws_gguf_get_float(const ws_gguf *g, const char *key, double *out)
     if (!r)
         return 0;
     if (r->type == WS_GGUF_F32) {
-        uint32_t u = (uint32_t)le(g->map + r->val_off, 4);
+        uint32_t u = (uint32_t)le(r->val, 4);
         float f;
         memcpy(&f, &u, 4);
         *out = f;
         return 1;
     }
     if (r->type == WS_GGUF_F64) {
-        uint64_t u = le(g->map + r->val_off, 8);
+        uint64_t u = le(r->val, 8);
         memcpy(out, &u, 8);
         return 1;
     }

@@ -12,25 +12,29 @@
  * ne lists dimensions innermost first: PyTorch [d, n_mels, 3] is ne = [3, n_mels, d].
  * Version 1 (32-bit counts) is refused; version 2 has the same layout as 3.
  *
- * Every file is treated as hostile: the reader walks an mmap'd copy with a
- * bounded cursor, checks each count, length and size for overflow and against
- * the file's length, and fails with one line naming the file, the offset and
- * the tensor. Limits (beyond "it must fit in the file"):
+ * Every file is treated as hostile: the reader walks the file with a bounded
+ * cursor, checks each count, length and size for overflow and against the
+ * file's length, and fails with one line naming the file, the offset and the
+ * tensor. Limits (beyond "it must fit in the file"):
  *   WS_GGUF_MAX_COUNT  tensors and metadata pairs, each
  *   WS_GGUF_MAX_NAME   bytes in a key or tensor name (the spec's key limit)
  *   WS_GGUF_MAX_STRING bytes in a string value
  *   WS_GGUF_MAX_DIMS   dimensions per tensor (ggml's GGML_MAX_DIMS)
  * Arrays of arrays are refused (ggml neither writes nor reads them).
- * Tensor types the reader does not know are listed with data == NULL;
- * their data range cannot be checked and is not exposed.
+ * Tensor types the reader does not know are listed with readable == 0;
+ * their data range cannot be checked and cannot be read.
+ *
+ * Only the header (metadata and tensor infos) is read at open; tensor data is
+ * read when asked for, with pread (see ws_rfile below for why not mmap), so a
+ * whole-model file of gigabytes costs what the tensors a caller reads cost.
  *
  * Usage:
  *   ws_err err;
  *   ws_gguf *g = ws_gguf_open("tiny.gguf", &err);
  *   if (!g) { fprintf(stderr, "%s\n", err.msg); ... }
  *   const ws_gguf_tensor *t = ws_gguf_find(g, "encoder.conv1.weight");
- *   if (t && t->type == WS_GGML_F32) ... t->data, t->nbytes ...
- *   ws_gguf_close(g);            // t and t->data are invalid from here on
+ *   if (t && t->type == WS_GGML_F32) ws_gguf_read(g, t, 0, buf, t->nbytes, &err) ...
+ *   ws_gguf_close(g);            // t is invalid from here on
  *
  *   ws_gguf_writer *w = ws_gguf_writer_new();
  *   ws_gguf_writer_set_str(w, "general.architecture", "whisper", &err);
@@ -47,6 +51,54 @@
 #include <stdint.h>
 
 #include "common.h"
+
+/* --- regular files, read with pread ------------------------------------------
+ * Models and checkpoints are read, never mapped. A mapped file that shrinks
+ * while it is mapped (rewritten in place, truncated by another program) turns
+ * the next access to a page past its new end into SIGBUS, which kills the
+ * process without a message. pread returns short instead, which is an error
+ * for that file. The other way out, a SIGBUS handler that siglongjmps out of
+ * guarded accesses, would need a guard around every touch of mapped bytes
+ * (cJSON's parse of a header, the GGUF writer's copies) and competes with
+ * sanitizers for the signal; reading only what is needed costs no more
+ * memory than the touched pages of a mapping did.
+ *
+ * ws_rfile_open opens with O_NONBLOCK, so a FIFO or a device cannot block it,
+ * and refuses anything but a regular file ("is a directory", "not a regular
+ * file (a FIFO)"). ws_rfile_read reads exactly n bytes or fails: a file that
+ * is shorter than at open, or whose size or modification time changed since,
+ * is "the file changed while being read". */
+typedef struct {
+    int fd;             /* -1 when closed */
+    char *path;         /* for messages; owned */
+    uint64_t size;      /* st_size at open */
+    uint64_t dev, ino;  /* identity, to tell whether two paths are one file */
+    int64_t mtime_s, mtime_ns;
+} ws_rfile;
+
+/* Opens path read-only. 0, or -1 with err naming the file (f is then closed). */
+int ws_rfile_open(ws_rfile *f, const char *path, ws_err *err);
+/* Reads bytes [off, off + n) into dst. what (may be NULL) names the part
+ * being read in a message ("tensor 'x'", "the header"). */
+int ws_rfile_read(const ws_rfile *f, uint64_t off, void *dst, size_t n, const char *what,
+                  ws_err *err);
+void ws_rfile_close(ws_rfile *f); /* NULL-safe, idempotent */
+
+/* A read-ahead window over a ws_rfile, for parsers that walk a file in small
+ * steps: ws_window_at returns bytes [off, off + n) (the caller has checked
+ * that they lie within f->size), valid until the next call; NULL with err.
+ * Start from (ws_window){.f = &file}. */
+typedef struct {
+    const ws_rfile *f;
+    uint8_t *buf;
+    uint64_t off;       /* file offset of buf[0] */
+    size_t len, cap;
+} ws_window;
+
+const uint8_t *ws_window_at(ws_window *w, uint64_t off, size_t n, const char *what, ws_err *err);
+void ws_window_free(ws_window *w);
+
+/* --- GGUF ----------------------------------------------------------------- */
 
 #define WS_GGUF_MAX_DIMS 4
 #define WS_GGUF_MAX_COUNT (1u << 20)
@@ -72,16 +124,25 @@ typedef struct {
     uint64_t ne[WS_GGUF_MAX_DIMS]; /* innermost first; entries past n_dims are 1 */
     uint32_t type;                 /* ggml type id */
     uint64_t n_elements;           /* product of ne */
-    const void *data;              /* in the read-only mapping; NULL if the type is unknown */
+    int readable;                  /* 1 when the type's size is known: ws_gguf_read reads it */
     size_t nbytes;                 /* bytes of data; 0 if the type is unknown */
     size_t file_offset;            /* absolute offset of the data in the file */
     size_t info_offset;            /* absolute offset of this tensor's info record */
 } ws_gguf_tensor;
 
-/* Maps and validates the file. NULL with err on failure. */
+/* Reads and validates the header (metadata, tensor infos, every data range
+ * inside the file); keeps the file open for ws_gguf_read. NULL with err on
+ * failure. */
 ws_gguf *ws_gguf_open(const char *path, ws_err *err);
-/* Unmaps; every pointer obtained from g becomes invalid. NULL-safe. */
+/* Closes the file; every pointer obtained from g becomes invalid. NULL-safe. */
 void ws_gguf_close(ws_gguf *g);
+
+/* Reads bytes [off, off + n) of t's data into dst. -1 with err when t is not
+ * readable, the range is not inside t, or the file changed since open. */
+int ws_gguf_read(const ws_gguf *g, const ws_gguf_tensor *t, size_t off, void *dst, size_t n,
+                 ws_err *err);
+/* The open file (for its identity, or to read through ws_rfile_read). */
+const ws_rfile *ws_gguf_file(const ws_gguf *g);
 
 const char *ws_gguf_path(const ws_gguf *g);
 uint32_t ws_gguf_version(const ws_gguf *g);

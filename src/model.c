@@ -11,7 +11,10 @@
  * from conv1.weight; every other shape must agree with them. Because ne is
  * innermost first and PyTorch is row-major, the file's bytes are already in
  * the [d][n_mels][3] order model.h documents: loading is a type conversion.
- * F16 and BF16 are widened to float32 exactly. Tested by tests/test_model.c.
+ * F16 and BF16 are widened to float32 exactly. Every name, type and shape is
+ * checked (find_stem) before any data is read, and only the stem's tensors
+ * are read, so a whole-model file costs what its stem costs.
+ * Tested by tests/test_model.c.
  */
 #include "model.h"
 
@@ -102,7 +105,12 @@ static int shape_error(ws_gguf *g, const ws_gguf_tensor *t, const char *expected
     return ws_errf(err, "%s: %s: got ne=%s, expected %s", ws_gguf_path(g), t->name, got, expected);
 }
 
-/* Widens t's n elements to float32 (memcpy per element: data may be unaligned). */
+/* Reads t and widens it to float32, with no buffer beside the result: the
+ * raw bytes are read into the top of the output (F32: all of it; F16/BF16:
+ * its second half) and converted upwards in place. Element i's raw bytes
+ * sit at or above the float it becomes, so no raw byte is overwritten before
+ * it is read (F16: raw i at 2n + 2i >= 4i + 4 for i < n - 1, and element
+ * n - 1 reads its bytes before writing). Peak memory is the float array. */
 static float *to_f32(ws_gguf *g, const ws_gguf_tensor *t, ws_err *err)
 {
     if (check_type(g, t, err))
@@ -112,7 +120,12 @@ static float *to_f32(ws_gguf *g, const ws_gguf_tensor *t, ws_err *err)
     if (!out)
         return ws_errf(err, "%s: tensor '%s': out of memory for %zu floats", ws_gguf_path(g),
                        t->name, n), NULL;
-    const uint8_t *p = t->data;
+    uint8_t *raw = (uint8_t *)out + n * sizeof *out - t->nbytes; /* nbytes: n * 4 or n * 2 */
+    const uint8_t *p = raw;
+    if (ws_gguf_read(g, t, 0, raw, t->nbytes, err)) {
+        free(out);
+        return NULL;
+    }
     for (size_t i = 0; i < n; i++) {
         if (t->type == WS_GGML_F32) {
             uint32_t u = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
@@ -126,7 +139,8 @@ static float *to_f32(ws_gguf *g, const ws_gguf_tensor *t, ws_err *err)
     return out;
 }
 
-static float *load_bias(ws_gguf *g, const char *oa, const char *hf, uint64_t d, ws_err *err)
+static const ws_gguf_tensor *find_bias(ws_gguf *g, const char *oa, const char *hf, uint64_t d,
+                                       ws_err *err)
 {
     const ws_gguf_tensor *t = find2(g, oa, hf, 1, err);
     if (!t)
@@ -137,11 +151,18 @@ static float *load_bias(ws_gguf *g, const char *oa, const char *hf, uint64_t d, 
         snprintf(want, sizeof want, "[%" PRIu64 "] (or [1,%" PRIu64 "] or [%" PRIu64 ",1])", d, d, d);
         return shape_error(g, t, want, err), NULL;
     }
-    return to_f32(g, t, err);
+    return check_type(g, t, err) ? NULL : t;
 }
 
-static int load(ws_model *m, ws_gguf *g, ws_err *err)
+/* The stem's tensors in a file, every name, type and shape checked; no data
+ * is read. n_mels and d come from conv1.weight. */
+typedef struct {
+    const ws_gguf_tensor *w1, *b1, *w2, *b2, *pos; /* pos may be NULL */
+} stem_tensors;
+
+static int find_stem(ws_gguf *g, stem_tensors *s, ws_err *err)
 {
+    memset(s, 0, sizeof *s);
     const ws_gguf_tensor *w1 =
         find2(g, "encoder.conv1.weight", "model.encoder.conv1.weight", 1, err);
     if (!w1 || check_type(g, w1, err))
@@ -149,10 +170,7 @@ static int load(ws_model *m, ws_gguf *g, ws_err *err)
     if (w1->ne[0] != 3 || w1->ne[1] < 1 || w1->ne[1] > MAX_DIM || w1->ne[2] < 1 ||
         w1->ne[2] > MAX_DIM || w1->ne[3] != 1)
         return shape_error(g, w1, "[3,n_mels,d] with n_mels and d in 1..65536", err);
-    const uint64_t n_mels = w1->ne[1], d = w1->ne[2];
-    m->n_mels = (int)n_mels;
-    m->d = (int)d;
-    m->conv1_type = (ws_dtype)w1->type;
+    const uint64_t d = w1->ne[2];
 
     const ws_gguf_tensor *w2 =
         find2(g, "encoder.conv2.weight", "model.encoder.conv2.weight", 1, err);
@@ -164,7 +182,6 @@ static int load(ws_model *m, ws_gguf *g, ws_err *err)
         snprintf(want, sizeof want, "[3,%" PRIu64 ",%" PRIu64 "]", d, d);
         return shape_error(g, w2, want, err);
     }
-    m->conv2_type = (ws_dtype)w2->type;
 
     const ws_gguf_tensor *pos = find2(g, "encoder.positional_embedding",
                                       "model.encoder.embed_positions.weight", 0, err);
@@ -174,19 +191,42 @@ static int load(ws_model *m, ws_gguf *g, ws_err *err)
         snprintf(want, sizeof want, "[%" PRIu64 ",n_pos] with n_pos in 1..65536", d);
         return shape_error(g, pos, want, err);
     }
-
-    if (!(m->conv1_w = to_f32(g, w1, err)) ||
-        !(m->conv1_b = load_bias(g, "encoder.conv1.bias", "model.encoder.conv1.bias", d, err)) ||
-        !(m->conv2_w = to_f32(g, w2, err)) ||
-        !(m->conv2_b = load_bias(g, "encoder.conv2.bias", "model.encoder.conv2.bias", d, err)))
+    if (pos && check_type(g, pos, err))
         return -1;
-    if (pos) {
-        if (!(m->pos = to_f32(g, pos, err)))
-            return -1;
-        m->n_pos = (int)pos->ne[1];
+    s->b1 = find_bias(g, "encoder.conv1.bias", "model.encoder.conv1.bias", d, err);
+    if (!s->b1)
+        return -1;
+    s->b2 = find_bias(g, "encoder.conv2.bias", "model.encoder.conv2.bias", d, err);
+    if (!s->b2)
+        return -1;
+    s->w1 = w1;
+    s->w2 = w2;
+    s->pos = pos;
+    return 0;
+}
+
+int ws_model_load_gguf(ws_model *m, ws_gguf *g, ws_err *err)
+{
+    memset(m, 0, sizeof *m);
+    stem_tensors s;
+    if (find_stem(g, &s, err))
+        return -1;
+    m->n_mels = (int)s.w1->ne[1];
+    m->d = (int)s.w1->ne[2];
+    m->conv1_type = (ws_dtype)s.w1->type;
+    m->conv2_type = (ws_dtype)s.w2->type;
+    /* Only the stem's tensors are read; the rest of a whole-model file is not. */
+    if (!(m->conv1_w = to_f32(g, s.w1, err)) || !(m->conv1_b = to_f32(g, s.b1, err)) ||
+        !(m->conv2_w = to_f32(g, s.w2, err)) || !(m->conv2_b = to_f32(g, s.b2, err)) ||
+        (s.pos && !(m->pos = to_f32(g, s.pos, err)))) {
+        ws_model_free(m);
+        return -1;
     }
+    if (s.pos)
+        m->n_pos = (int)s.pos->ne[1];
     if (ws_gguf_get_str(g, "general.name", m->name, sizeof m->name, NULL) < 0)
         m->name[0] = 0; /* present with another type: ignore, the name is informative */
+    snprintf(m->path, sizeof m->path, "%s", ws_gguf_path(g));
     return 0;
 }
 
@@ -196,14 +236,9 @@ int ws_model_load(ws_model *m, const char *path, ws_err *err)
     ws_gguf *g = ws_gguf_open(path, err);
     if (!g)
         return -1;
-    int rc = load(m, g, err);
+    int rc = ws_model_load_gguf(m, g, err);
     ws_gguf_close(g);
-    if (rc) {
-        ws_model_free(m);
-        return -1;
-    }
-    snprintf(m->path, sizeof m->path, "%s", path);
-    return 0;
+    return rc;
 }
 
 /* --- random -------------------------------------------------------------- */

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "gguf.h"
 
 typedef enum { WS_DT_F32 = 0, WS_DT_F16 = 1, WS_DT_BF16 = 30 } ws_dtype; /* GGUF type ids */
 
@@ -44,9 +45,15 @@ typedef struct {
 /* Reads the stem tensors from a GGUF file (v2 or v3). Accepts openai-whisper
  * names (encoder.conv1.weight, ...) and Hugging Face names
  * (model.encoder.conv1.weight, ...); a bias stored [d], [d,1] or [1,d];
- * F32, F16 and BF16. Returns 0, or -1 with err naming the file and problem.
- * On failure *m is left empty (safe to ws_model_free). */
+ * F32, F16 and BF16. Returns 0, or -1 with err naming the file and problem
+ * (a file that changes while it is read is one: "the file changed while
+ * being read"). On failure *m is left empty (safe to ws_model_free).
+ * Reads the header and the stem's tensors only; memory is the float arrays. */
 int ws_model_load(ws_model *m, const char *path, ws_err *err);
+
+/* ws_model_load from a file already opened with ws_gguf_open (g stays open;
+ * the caller closes it). */
+int ws_model_load_gguf(ws_model *m, ws_gguf *g, ws_err *err);
 
 /* Fills *m with deterministic pseudo-random weights for the given shape,
  * drawn like PyTorch's default Conv1d init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))

@@ -17,8 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "ckpt.h"
 #include "common.h"
 #include "gguf.h"
 #include "helpers.h"
@@ -332,9 +334,12 @@ static void expect_bytes(const ws_gguf *g, const char *name, uint32_t type, uint
         cr_assert_eq(t->ne[j], ne[j], "%s: ne[%u] = %llu, expected %llu", name, j,
                      (unsigned long long)t->ne[j], (unsigned long long)ne[j]);
     cr_assert_eq(t->nbytes, nbytes, "%s: %zu bytes, expected %zu", name, t->nbytes, nbytes);
+    uint8_t *got = malloc(nbytes ? nbytes : 1);
+    ws_err err = {{0}};
+    cr_assert_eq(ws_gguf_read(g, t, 0, got, nbytes, &err), 0, "%s", err.msg);
     for (size_t i = 0; i < nbytes; i++)
-        cr_assert_eq(((const uint8_t *)t->data)[i], ((const uint8_t *)data)[i],
-                     "%s: byte %zu differs", name, i);
+        cr_assert_eq(got[i], ((const uint8_t *)data)[i], "%s: byte %zu differs", name, i);
+    free(got);
 }
 
 /* The stem, with the source bytes (keep) or the source values in `to`. */
@@ -917,4 +922,96 @@ Test(convert, missing_empty_and_zip_inputs_fail_clearly)
     const char *zip = in_dir(dir, "tiny.pt");
     write_file(zip, "PK\3\4\0\0\0\0", 8);
     expect_fail(zip, NULL, "pt-to-gguf.py");
+}
+
+/* --- inputs that are not what they seem ---------------------------------- */
+
+/* A FIFO as input: open() would wait for a writer forever. `timeout` keeps a
+ * hanging converter from outliving the test. */
+Test(convert, a_fifo_input_fails_at_once, .timeout = 10)
+{
+    const char *dir = tmpdir();
+    const char *fifo = in_dir(dir, "model.safetensors");
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    char cmd[4096], e[2048];
+    const char *from[] = {"", "--from safetensors", "--from ggml", "--from gguf",
+                          "--from safetensors-index"};
+    for (size_t k = 0; k < sizeof from / sizeof from[0]; k++) {
+        snprintf(cmd, sizeof cmd, "timeout 8 '%s' '%s' -o '%s/out.gguf' %s", ws_convert(), fifo,
+                 dir, from[k]);
+        int rc = run_cmd(cmd, e, sizeof e);
+        cr_assert_eq(rc, 1, "%s: exit %d (124: it hung): %s", from[k], rc, e);
+        cr_assert_not_null(strstr(e, "model.safetensors: not a regular file (a FIFO)"), "%s", e);
+    }
+    /* a FIFO among an index's shards */
+    src_tensor s[N_STEM];
+    write_shards(dir, s);
+    cr_assert_eq(unlink(in_dir(dir, "model-00001-of-00002.safetensors")), 0);
+    cr_assert_eq(mkfifo(in_dir(dir, "model-00001-of-00002.safetensors"), 0600), 0);
+    write_index(dir, INDEX_HEAD "\"model.encoder.conv1.weight\":" SHARD1 "}}");
+    snprintf(cmd, sizeof cmd, "timeout 8 '%s' '%s' -o '%s/out.gguf'", ws_convert(),
+             in_dir(dir, "model.safetensors.index.json"), dir);
+    int rc = run_cmd(cmd, e, sizeof e);
+    cr_assert_eq(rc, 1, "exit %d (124: it hung): %s", rc, e);
+    cr_assert_not_null(strstr(e, "model-00001-of-00002.safetensors: not a regular file (a FIFO)"),
+                       "%s", e);
+}
+
+Test(convert, a_directory_input_is_called_a_directory)
+{
+    const char *dir = tmpdir();
+    char sub[1100];
+    snprintf(sub, sizeof sub, "%s/ckpt", dir);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    char cmd[4096], e[2048];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' -o '%s/out.gguf'", ws_convert(), sub, dir);
+    cr_assert_eq(run_cmd(cmd, e, sizeof e), 1, "%s", e);
+    char want[1200];
+    snprintf(want, sizeof want, "whisper-stem-convert: %s: is a directory\n", sub);
+    cr_assert_str_eq(e, want);
+}
+
+/* A checkpoint cut short after it was opened: converting it is an error for
+ * it, never SIGBUS. Through the library, so that the cut falls between
+ * reading the headers and reading the tensors. */
+static void shrinks_between_open_and_convert(const char *in, const char *needle)
+{
+    ws_err err = {{0}};
+    ws_ckpt *c = ws_ckpt_open(in, WS_CKPT_AUTO, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    size_t n;
+    uint8_t *p = read_file(in, &n);
+    free(p);
+    cr_assert_eq(truncate(in, (off_t)(n / 2)), 0);
+    char out[2100];
+    snprintf(out, sizeof out, "%s.out.gguf", in);
+    const ws_convert_opts o = {WS_CONVERT_KEEP, NULL};
+    cr_assert_eq(ws_ckpt_convert(c, out, &o, &err), -1, "%s converted after it shrank", in);
+    ws_ckpt_close(c);
+    cr_assert_not_null(strstr(err.msg, in), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "the file changed while being read"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, needle), "expected '%s' in %s", needle, err.msg);
+    cr_assert(!file_exists(out), "%s written", out);
+}
+
+Test(convert, an_input_that_shrinks_before_its_tensors_are_read_is_an_error)
+{
+    const char *dir = tmpdir();
+    /* Whisper tiny's shape (2 MB): the cut drops whole pages, which a mapping
+     * turned into SIGBUS; the small fixtures below end inside a page. */
+    const char *gg = in_dir(dir, "tiny.gguf");
+    char cmd[4096], e[1024];
+    snprintf(cmd, sizeof cmd, "'%s' --size tiny -o '%s'", ws_mkmodel(), gg);
+    cr_assert_eq(run_cmd(cmd, e, sizeof e), 0, "%s", e);
+    shrinks_between_open_and_convert(gg, "it shrank from");
+
+    shrinks_between_open_and_convert(write_st(dir, "model.safetensors", 1), "it shrank from");
+
+    src_tensor s[N_STEM];
+    make_stem(s, 0, 1, WS_GGML_F16);
+    bytes b = ggml_build(s, D);
+    const char *bin = in_dir(dir, "ggml-tiny.bin");
+    write_file(bin, b.p, b.n);
+    free(b.p);
+    shrinks_between_open_and_convert(bin, "it shrank from");
 }

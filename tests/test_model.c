@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -466,6 +467,41 @@ Test(model, fails_cleanly_on_every_truncation)
     }
     free(bytes);
     ws_model_free(&src);
+    rm_dir(p.dir);
+}
+
+/* A model file cut short between opening it and reading its tensors fails
+ * with a message; with the file mapped this was SIGBUS, no message. */
+Test(model, a_file_that_shrinks_while_loading_fails_with_a_message)
+{
+    place p = new_place("shrinks.gguf");
+    ws_model src;
+    ws_err err = {{0}};
+    random_model(&src, 5, 16, 3, 1);
+    cr_assert_eq(ws_model_save_gguf(&src, p.path, WS_DT_F16, &err), 0, "%s", err.msg);
+    ws_gguf *g = ws_gguf_open(p.path, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    cr_assert_eq(truncate(p.path, (off_t)ws_gguf_data_offset(g) + 10), 0);
+    ws_model m;
+    cr_assert_eq(ws_model_load_gguf(&m, g, &err), -1, "loaded a file that shrank");
+    ws_gguf_close(g);
+    cr_assert_not_null(strstr(err.msg, p.path), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "the file changed while being read (tensor "
+                                       "'encoder.conv1.weight'): it shrank from"), "%s", err.msg);
+    cr_assert(m.conv1_w == NULL && m.conv1_b == NULL && m.d == 0, "the model is left empty");
+    ws_model_free(&src);
+    rm_dir(p.dir);
+}
+
+/* -m naming a FIFO (or /dev/stdin on a pipe) must not wait for a writer. */
+Test(model, refuses_a_fifo_or_a_directory_without_waiting, .timeout = 10)
+{
+    place p = new_place("fifo.gguf");
+    cr_assert_eq(mkfifo(p.path, 0600), 0);
+    expect_load_fail(p.path, "not a regular file (a FIFO)");
+    rm_dir(p.dir);
+    p = new_place("x");
+    expect_load_fail(p.dir, "is a directory");
     rm_dir(p.dir);
 }
 
