@@ -80,8 +80,8 @@ int ckpt_open_file(ws_ckpt *c, const char *path, const ws_rfile **f, ws_err *err
 
 int ckpt_add_tensor(ws_ckpt *c, const ws_ckpt_tensor *t, const char *file, ws_err *err)
 {
-    if (ws_ckpt_find(c, t->name))
-        return ws_errf(err, "%s: tensor '%s' appears twice", file, t->name);
+    if (!c->names && !(c->names = ws_strmap_new()))
+        return ws_errf(err, "%s: out of memory", file);
     if (c->n_t == c->cap_t) {
         size_t cap = c->cap_t ? 2 * c->cap_t : 64;
         ws_ckpt_tensor *nt = realloc(c->t, cap * sizeof *nt);
@@ -90,12 +90,17 @@ int ckpt_add_tensor(ws_ckpt *c, const ws_ckpt_tensor *t, const char *file, ws_er
         c->t = nt;
         c->cap_t = cap;
     }
+    int rc = ws_strmap_put(c->names, t->name, strlen(t->name), c->n_t, NULL);
+    if (rc > 0)
+        return ws_errf(err, "%s: tensor '%s' appears twice", file, t->name);
+    if (rc < 0)
+        return ws_errf(err, "%s: out of memory", file);
     ws_ckpt_tensor *d = &c->t[c->n_t];
     *d = *t;
     d->file = file;
     d->name = strdup(t->name);
     if (!d->name)
-        return ws_errf(err, "%s: out of memory", file);
+        return ws_errf(err, "%s: out of memory", file); /* the map keeps the name: c is closed on error */
     c->n_t++;
     return 0;
 }
@@ -189,6 +194,7 @@ void ws_ckpt_close(ws_ckpt *c)
     for (size_t i = 0; i < c->n_t; i++)
         free(c->t[i].name);
     free(c->t);
+    ws_strmap_free(c->names);
     for (size_t i = 0; i < c->n_files; i++) {
         ws_rfile_close(c->files[i]);
         free(c->files[i]);
@@ -214,10 +220,8 @@ const ws_ckpt_hparam *ws_ckpt_hparam_at(const ws_ckpt *c, size_t i)
 
 const ws_ckpt_tensor *ws_ckpt_find(const ws_ckpt *c, const char *name)
 {
-    for (size_t i = 0; i < c->n_t; i++)
-        if (!strcmp(c->t[i].name, name))
-            return &c->t[i];
-    return NULL;
+    size_t i;
+    return c->names && ws_strmap_get(c->names, name, strlen(name), &i) ? &c->t[i] : NULL;
 }
 
 int ws_ckpt_read(const ws_ckpt_tensor *t, void *dst, ws_err *err)

@@ -83,6 +83,7 @@ void ws_ckpt_close(ws_ckpt *c); /* NULL-safe; every pointer from c becomes inval
 
 const char *ws_ckpt_path(const ws_ckpt *c);
 const ws_ckpt_tensor *ws_ckpt_tensor_at(const ws_ckpt *c, size_t i);
+/* The tensor with this exact name, or NULL (a hash lookup). */
 const ws_ckpt_tensor *ws_ckpt_find(const ws_ckpt *c, const char *name);
 /* Reads t's nbytes into dst; -1 with err when t is not readable or its file
  * changed since it was opened. */

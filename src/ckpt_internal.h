@@ -12,6 +12,7 @@ struct ws_ckpt {
     char *path;
     ws_ckpt_tensor *t;
     size_t n_t, cap_t;
+    ws_strmap *names;   /* tensor name -> index in t: lookups and duplicates in O(1) */
     ws_ckpt_hparam hp[WS_CKPT_MAX_HPARAMS];
     size_t n_hp;
     ws_rfile **files;   /* each allocated alone, so pointers to it stay valid */

@@ -1015,3 +1015,72 @@ Test(convert, an_input_that_shrinks_before_its_tensors_are_read_is_an_error)
     free(b.p);
     shrinks_between_open_and_convert(bin, "it shrank from");
 }
+
+/* --- many tensors --------------------------------------------------------- */
+
+enum { MANY = 100000 };
+
+/* A safetensors file with MANY one-value F32 tensors besides the stem; with
+ * dup, the last of them takes the name of one in the middle. */
+static const char *write_many(const char *dir, int dup)
+{
+    src_tensor s[N_STEM];
+    make_stem(s, 1, 0, WS_GGML_BF16);
+    size_t cap = (size_t)MANY * 96 + 8192, k = 0, off = 0;
+    char *hdr = malloc(cap);
+    cr_assert_not_null(hdr);
+    k += (size_t)snprintf(hdr + k, cap - k, "{");
+    for (int i = 0; i < MANY; i++) {
+        k += (size_t)snprintf(hdr + k, cap - k, "%s\"model.decoder.layers.%d.w\":{\"dtype\":\"F32\","
+                              "\"shape\":[1],\"data_offsets\":[%zu,%zu]}", i ? "," : "",
+                              dup && i == MANY - 1 ? MANY / 2 : i, off, off + 4);
+        off += 4;
+    }
+    for (int r = 0; r < N_STEM; r++) {
+        k += (size_t)snprintf(hdr + k, cap - k, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", s[r].name,
+                              st_dtype(s[r].type));
+        for (uint32_t j = 0; j < s[r].n_dims; j++)
+            k += (size_t)snprintf(hdr + k, cap - k, "%s%llu", j ? "," : "",
+                                  (unsigned long long)s[r].ne[s[r].n_dims - 1 - j]);
+        k += (size_t)snprintf(hdr + k, cap - k, "],\"data_offsets\":[%zu,%zu]}", off,
+                              off + s[r].nbytes);
+        off += s[r].nbytes;
+    }
+    k += (size_t)snprintf(hdr + k, cap - k, "}");
+    cr_assert_lt(k, cap);
+    bytes b = {0};
+    b_le(&b, k, 8);
+    b_put(&b, hdr, k);
+    free(hdr);
+    for (int i = 0; i < MANY; i++)
+        b_f32(&b, (float)i);
+    for (int r = 0; r < N_STEM; r++)
+        b_put(&b, s[r].data, s[r].nbytes);
+    const char *p = in_dir(dir, dup ? "dup.safetensors" : "many.safetensors");
+    write_file(p, b.p, b.n);
+    free(b.p);
+    return p;
+}
+
+/* Names are looked up in a hash map: 10^5 tensors convert in well under a
+ * second (a linear search per name made this take tens of seconds). */
+Test(convert, a_checkpoint_of_a_hundred_thousand_tensors_converts)
+{
+    const char *dir = tmpdir();
+    src_tensor s[N_STEM];
+    make_stem(s, 1, 0, WS_GGML_BF16);
+    const char *in = write_many(dir, 0);
+    const char *out = in_dir(dir, "stem.gguf");
+    convert_ok(in, out, NULL);
+    ws_gguf *g = open_ok(out);
+    expect_stem(g, s, 1, -1);
+    ws_gguf_close(g);
+}
+
+Test(convert, a_duplicate_among_a_hundred_thousand_names_is_named)
+{
+    const char *dir = tmpdir();
+    char want[128];
+    snprintf(want, sizeof want, "tensor 'model.decoder.layers.%d.w' appears twice", MANY / 2);
+    expect_fail(write_many(dir, 1), NULL, want);
+}
