@@ -233,3 +233,26 @@ int ws_ckpt_read(const ws_ckpt_tensor *t, void *dst, ws_err *err)
                        t->dtype);
     return ws_rfile_read(t->src, t->offset, dst, t->nbytes, what, err);
 }
+
+/* --- the output must not be an input --------------------------------------- */
+
+static int same_file(const ws_rfile *f, const struct stat *st, const char *out, ws_err *err)
+{
+    if (f->dev != (uint64_t)st->st_dev || f->ino != (uint64_t)st->st_ino)
+        return 0;
+    return ws_errf(err, "%s: is the input file %s (the same file); refusing to overwrite it",
+                   out, f->path);
+}
+
+int ws_ckpt_check_output(const ws_ckpt *c, const char *path, ws_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) /* absent, or unreachable: the writer says why */
+        return 0;
+    for (size_t i = 0; i < c->n_files; i++)
+        if (same_file(c->files[i], &st, path, err))
+            return -1;
+    if (c->gguf && same_file(ws_gguf_file(c->gguf), &st, path, err))
+        return -1;
+    return 0;
+}

@@ -88,6 +88,10 @@ const ws_ckpt_tensor *ws_ckpt_find(const ws_ckpt *c, const char *name);
 /* Reads t's nbytes into dst; -1 with err when t is not readable or its file
  * changed since it was opened. */
 int ws_ckpt_read(const ws_ckpt_tensor *t, void *dst, ws_err *err);
+/* Fails, naming both, when path exists and is one of the files c has read
+ * (same device and inode: the same path, another path to it, a hard link),
+ * so that writing it would destroy an input. */
+int ws_ckpt_check_output(const ws_ckpt *c, const char *path, ws_err *err);
 const ws_ckpt_hparam *ws_ckpt_hparam_at(const ws_ckpt *c, size_t i);
 
 /* --- conversion (ckpt_convert.c) ------------------------------------------ */
@@ -115,7 +119,9 @@ typedef struct {
  * whisper.d, plus the source's hyper-parameters (whisper.n_audio_state, ...).
  * Values are copied bit for bit unless opts->type asks for another type
  * (round to nearest even). Returns 0, or -1 with err; out_path is written
- * through a temporary file, so a failure leaves no output. */
+ * through a temporary file, so a failure leaves no output. An out_path that
+ * is one of the input files is refused before anything is written
+ * (ws_ckpt_check_output). */
 int ws_ckpt_convert(const ws_ckpt *c, const char *out_path, const ws_convert_opts *opts,
                     ws_err *err);
 

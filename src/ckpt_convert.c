@@ -197,6 +197,10 @@ static int add_metadata(ws_gguf_writer *w, const ws_ckpt *c, const ws_convert_op
 int ws_ckpt_convert(const ws_ckpt *c, const char *out_path, const ws_convert_opts *o,
                     ws_err *err)
 {
+    /* Before anything: writing an input would destroy it (the temporary file
+     * is renamed over it) and leave a stem in its place. */
+    if (ws_ckpt_check_output(c, out_path, err))
+        return -1;
     const ws_ckpt_tensor *t[N_ROLES];
     for (int r = 0; r < N_ROLES; r++) {
         t[r] = lookup(c, r, err);

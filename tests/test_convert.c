@@ -1016,6 +1016,59 @@ Test(convert, an_input_that_shrinks_before_its_tensors_are_read_is_an_error)
     shrinks_between_open_and_convert(bin, "it shrank from");
 }
 
+/* -o naming an input would rename the output over it: refused before
+ * anything is written, under any name for the same file. */
+static void refuses_output(const char *in, const char *out, const char *input_named)
+{
+    size_t n0, n1;
+    uint8_t *before = read_file(input_named, &n0);
+    cr_assert_not_null(before);
+    char e[2048];
+    int rc = convert(in, out, NULL, e, sizeof e);
+    cr_assert_eq(rc, 1, "-o %s: exit %d: %s", out, rc, e);
+    cr_assert_not_null(strstr(e, out), "%s", e);
+    cr_assert_not_null(strstr(e, "refusing to overwrite it"), "%s", e);
+    cr_assert_not_null(strstr(e, input_named), "%s", e);
+    cr_assert(strchr(e, '\n') == e + strlen(e) - 1, "one line: %s", e);
+    uint8_t *after = read_file(input_named, &n1);
+    cr_assert(after && n0 == n1 && !memcmp(before, after, n0), "%s changed", input_named);
+    free(before);
+    free(after);
+}
+
+Test(convert, refuses_to_write_over_its_input_under_any_name)
+{
+    const char *dir = tmpdir();
+    char in[2100]; /* in_dir's buffers are reused */
+    snprintf(in, sizeof in, "%s", write_st(dir, "model.safetensors", 1));
+    refuses_output(in, in, in);
+    char other[2100], hard[2100];
+    snprintf(other, sizeof other, "%s/./model.safetensors", dir);
+    refuses_output(in, other, in);
+    snprintf(hard, sizeof hard, "%s/hard.safetensors", dir);
+    cr_assert_eq(link(in, hard), 0);
+    refuses_output(in, hard, in);
+
+    src_tensor s[N_STEM];
+    write_shards(dir, s);
+    write_index(dir, INDEX_HEAD
+                "\"model.encoder.conv1.weight\":" SHARD1 ",\"model.encoder.conv1.bias\":" SHARD1
+                ",\"model.encoder.conv2.weight\":" SHARD2 ",\"model.encoder.conv2.bias\":" SHARD2
+                "}}");
+    const char *idx = in_dir(dir, "model.safetensors.index.json");
+    const char *shard2 = in_dir(dir, "part/model-00002-of-00002.safetensors");
+    refuses_output(idx, shard2, shard2);
+    refuses_output(idx, idx, idx);
+
+    char gg[2100], cmd[4096], e[1024];
+    snprintf(gg, sizeof gg, "%s/m.gguf", dir);
+    snprintf(cmd, sizeof cmd, "'%s' --n-mels 4 --d 6 -o '%s'", ws_mkmodel(), gg);
+    cr_assert_eq(run_cmd(cmd, e, sizeof e), 0, "%s", e);
+    refuses_output(gg, gg, gg);
+    /* an output that is another file is still written */
+    convert_ok(in, in_dir(dir, "stem.gguf"), NULL);
+}
+
 /* --- many tensors --------------------------------------------------------- */
 
 enum { MANY = 100000 };
