@@ -15,17 +15,22 @@
  * A sharded checkpoint's index, model.safetensors.index.json, is
  *   {"metadata": {...}, "weight_map": {"tensor name": "shard file", ...}}
  * with shard files relative to the index's directory; every shard named is
- * read and every tensor must be in the shard the map names.
+ * read and every tensor must be in the shard the map names. A shard name may
+ * not be absolute or hold "..", and must resolve (symlinks followed) inside
+ * the index's directory or the directory of the file the index resolves to
+ * (shard_dirs_of says why both).
  *
  * Tested by tests/test_convert.c (convert/safetensors_*, convert/index_*).
  */
 #include "ckpt_internal.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define HEADER_MAX (100u * 1000u * 1000u) /* the spec's limit on N */
 #define JSON_INT_MAX 9007199254740992.0   /* 2^53: doubles hold integers exactly below it */
@@ -253,8 +258,86 @@ static int safe_relative(const char *s)
     }
 }
 
-static int shard_read(ws_ckpt *c, const char *shard, ws_err *err)
+/* path is inside dir (both canonical, dir without a trailing slash unless
+ * it is the root). */
+static int inside(const char *dir, const char *path)
 {
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/')
+        return 1;
+    return !strncmp(path, dir, n) && path[n] == '/';
+}
+
+/* The directories a shard may resolve into: the index's directory as named,
+ * and the directory of the file the index resolves to. Hugging Face's cache
+ * keeps a snapshot as symlinks (snapshots/REV/model-00001-of-00002.safetensors
+ * -> ../../blobs/HASH), the index among them, so its shards resolve next to
+ * the index's own target. A symlink planted to read a file elsewhere (a key,
+ * another user's data) resolves into neither. */
+typedef struct {
+    char *named, *real; /* canonical; real may equal named */
+} shard_dirs;
+
+static int shard_dirs_of(const char *index, shard_dirs *d, ws_err *err)
+{
+    d->named = d->real = NULL;
+    const char *slash = strrchr(index, '/');
+    char dir[4096];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == index)
+        snprintf(dir, sizeof dir, "/");
+    else if (snprintf(dir, sizeof dir, "%.*s", (int)(slash - index), index) >= (int)sizeof dir)
+        return ws_errf(err, "%s: path too long", index);
+    char *ri = realpath(index, NULL);
+    d->named = realpath(dir, NULL);
+    if (!ri || !d->named) {
+        int e = errno;
+        free(ri);
+        free(d->named);
+        d->named = NULL;
+        return ws_errf(err, "%s: cannot resolve its directory: %s", index, strerror(e));
+    }
+    char *rs = strrchr(ri, '/'); /* realpath gives an absolute path: there is one */
+    if (rs == ri)
+        rs[1] = 0;
+    else
+        *rs = 0;
+    d->real = ri;
+    return 0;
+}
+
+/* A shard's name has passed safe_relative (no "..", not absolute); its
+ * resolved path must also lie in one of dirs. *st gets the file it resolves
+ * to (*resolved = 0 when it does not resolve: opening it will say why). */
+static int shard_check(const char *shard, const char *name, const shard_dirs *dirs,
+                       const char *index, struct stat *st, int *resolved, ws_err *err)
+{
+    *resolved = 0;
+    char *rp = realpath(shard, NULL);
+    if (!rp)
+        return 0;
+    int rc = 0;
+    if (!inside(dirs->named, rp) && !inside(dirs->real, rp))
+        rc = ws_errf(err, "%s: shard '%s' resolves to %s, outside the index's directory %s",
+                     index, name, rp, dirs->named);
+    else
+        *resolved = stat(rp, st) == 0;
+    free(rp);
+    return rc;
+}
+
+/* Reads a shard; the file opened must be the file its path resolved to a
+ * moment ago (a swap in between is refused). */
+static int shard_read(ws_ckpt *c, const char *shard, const struct stat *st, int resolved,
+                      ws_err *err)
+{
+    const ws_rfile *f;
+    if (ckpt_open_file(c, shard, &f, err))
+        return -1;
+    if (!resolved || f->dev != (uint64_t)st->st_dev || f->ino != (uint64_t)st->st_ino)
+        return ws_errf(err, "%s: the file changed while being read: it is no longer the file "
+                       "its path resolved to", shard);
     return ckpt_read_safetensors(c, shard, err);
 }
 
@@ -283,6 +366,11 @@ int ckpt_read_safetensors_index(ws_ckpt *c, const char *path, ws_err *err)
         cJSON_Delete(h);
         return ws_errf(err, "%s: not a safetensors index: no \"weight_map\" object", path);
     }
+    shard_dirs dirs;
+    if (shard_dirs_of(path, &dirs, err)) {
+        cJSON_Delete(h);
+        return -1;
+    }
     const char *slash = strrchr(path, '/');
     int dir_len = slash ? (int)(slash - path) + 1 : 0;
     int rc = 0;
@@ -302,10 +390,14 @@ int ckpt_read_safetensors_index(ws_ckpt *c, const char *path, ws_err *err)
                 break;
             }
             if (pass == 0) {
+                struct stat st;
+                int resolved;
                 size_t seen;
                 if (c->opened && ws_strmap_get(c->opened, shard, strlen(shard), &seen))
                     continue; /* read already (the index itself counts: it holds no tensor) */
-                if ((rc = shard_read(c, shard, err))) {
+                if ((rc = shard_check(shard, e->valuestring, &dirs, path, &st, &resolved, err)))
+                    break;
+                if ((rc = shard_read(c, shard, &st, resolved, err))) {
                     char msg[WS_ERR_LEN];
                     snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
                     ws_errf(err, "%s (a shard listed in %s)", msg, path);
@@ -321,6 +413,8 @@ int ckpt_read_safetensors_index(ws_ckpt *c, const char *path, ws_err *err)
             }
         }
     }
+    free(dirs.named);
+    free(dirs.real);
     cJSON_Delete(h);
     return rc;
 }

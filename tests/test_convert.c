@@ -1069,6 +1069,68 @@ Test(convert, refuses_to_write_over_its_input_under_any_name)
     convert_ok(in, in_dir(dir, "stem.gguf"), NULL);
 }
 
+/* A shard that is a symlink must resolve inside the index's directory: a
+ * planted link must not make the converter read a file elsewhere. */
+Test(convert, index_refuses_a_shard_that_links_out_of_its_folder)
+{
+    const char *dir = tmpdir();
+    char in[1100], out[1100];
+    snprintf(in, sizeof in, "%s/repo", dir);
+    snprintf(out, sizeof out, "%s/elsewhere", dir);
+    cr_assert_eq(mkdir(in, 0755), 0);
+    cr_assert_eq(mkdir(out, 0755), 0);
+    src_tensor s[N_STEM];
+    write_shards(out, s); /* valid shards, outside the repository */
+    cr_assert_eq(symlink("../elsewhere/model-00001-of-00002.safetensors",
+                         in_dir(in, "model-00001-of-00002.safetensors")), 0);
+    write_index(in, INDEX_HEAD "\"model.encoder.conv1.weight\":" SHARD1 "}}");
+    const char *idx = in_dir(in, "model.safetensors.index.json");
+    expect_fail(idx, NULL, "shard 'model-00001-of-00002.safetensors' resolves to ");
+    expect_fail(idx, NULL, "elsewhere/model-00001-of-00002.safetensors, outside the index's "
+                           "directory");
+    /* a directory symlinked out of it */
+    cr_assert_eq(symlink("../elsewhere/part", in_dir(in, "part")), 0);
+    write_index(in, INDEX_HEAD "\"model.encoder.conv2.weight\":" SHARD2 "}}");
+    expect_fail(idx, NULL, "outside the index's directory");
+}
+
+/* Hugging Face's cache: snapshots/REV holds symlinks to ../../blobs/HASH,
+ * the index among them. The shards resolve beside the index's target, so
+ * this layout converts. */
+Test(convert, index_in_a_hugging_face_cache_snapshot_converts)
+{
+    const char *dir = tmpdir();
+    char blobs[1100], snap[1100], p[1200];
+    snprintf(blobs, sizeof blobs, "%s/blobs", dir);
+    snprintf(p, sizeof p, "%s/snapshots", dir);
+    snprintf(snap, sizeof snap, "%s/snapshots/abc123", dir);
+    cr_assert(!mkdir(blobs, 0755) && !mkdir(p, 0755) && !mkdir(snap, 0755));
+    src_tensor s[N_STEM];
+    make_stem(s, 1, 0, WS_GGML_BF16);
+    src_tensor a[3] = {s[T_C1W], s[T_C1B], s[T_POS]}, b2[2] = {s[T_C2W], s[T_C2B]};
+    bytes b = st_build(a, 3, 0);
+    write_file(in_dir(blobs, "1111"), b.p, b.n);
+    free(b.p);
+    b = st_build(b2, 2, 0);
+    write_file(in_dir(blobs, "2222"), b.p, b.n);
+    free(b.p);
+    write_index(blobs, INDEX_HEAD
+                "\"model.encoder.conv1.weight\":\"model-00001-of-00002.safetensors\","
+                "\"model.encoder.conv1.bias\":\"model-00001-of-00002.safetensors\","
+                "\"model.encoder.embed_positions.weight\":\"model-00001-of-00002.safetensors\","
+                "\"model.encoder.conv2.weight\":\"model-00002-of-00002.safetensors\","
+                "\"model.encoder.conv2.bias\":\"model-00002-of-00002.safetensors\"}}");
+    cr_assert_eq(rename(in_dir(blobs, "model.safetensors.index.json"), in_dir(blobs, "3333")), 0);
+    cr_assert_eq(symlink("../../blobs/1111", in_dir(snap, "model-00001-of-00002.safetensors")), 0);
+    cr_assert_eq(symlink("../../blobs/2222", in_dir(snap, "model-00002-of-00002.safetensors")), 0);
+    cr_assert_eq(symlink("../../blobs/3333", in_dir(snap, "model.safetensors.index.json")), 0);
+    const char *out = in_dir(dir, "stem.gguf");
+    convert_ok(in_dir(snap, "model.safetensors.index.json"), out, NULL);
+    ws_gguf *g = open_ok(out);
+    expect_stem(g, s, 1, -1);
+    ws_gguf_close(g);
+}
+
 /* --- many tensors --------------------------------------------------------- */
 
 enum { MANY = 100000 };
