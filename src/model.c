@@ -241,6 +241,21 @@ int ws_model_load(ws_model *m, const char *path, ws_err *err)
     return rc;
 }
 
+int ws_model_probe(const char *path, int *n_mels, int *d, ws_err *err)
+{
+    ws_gguf *g = ws_gguf_open(path, err);
+    if (!g)
+        return -1;
+    stem_tensors s;
+    int rc = find_stem(g, &s, err);
+    if (!rc) {
+        *n_mels = (int)s.w1->ne[1];
+        *d = (int)s.w1->ne[2];
+    }
+    ws_gguf_close(g);
+    return rc;
+}
+
 /* --- random -------------------------------------------------------------- */
 
 static void fill_uniform(ws_rng *r, float *x, size_t n, double bound)

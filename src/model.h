@@ -55,6 +55,12 @@ int ws_model_load(ws_model *m, const char *path, ws_err *err);
  * the caller closes it). */
 int ws_model_load_gguf(ws_model *m, ws_gguf *g, ws_err *err);
 
+/* The model's n_mels and d, from the header alone: the stem's names, types
+ * and shapes are checked as ws_model_load checks them (the same messages),
+ * but no tensor data is read or converted. For callers that need only the
+ * shape (--mel takes the model's band count). 0, or -1 with err. */
+int ws_model_probe(const char *path, int *n_mels, int *d, ws_err *err);
+
 /* Fills *m with deterministic pseudo-random weights for the given shape,
  * drawn like PyTorch's default Conv1d init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
  * with fan_in = in_channels * 3. with_pos adds sinusoids(1500, d). */

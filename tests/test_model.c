@@ -59,17 +59,21 @@ static void random_model(ws_model *m, int n_mels, int d, uint64_t seed, int pos)
     cr_assert_eq(ws_model_init_random(m, n_mels, d, seed, pos, &err), 0, "%s", err.msg);
 }
 
-/* Loading must fail with needle (and the path) in the message, m left empty. */
+/* Loading must fail with needle (and the path) in the message, m left empty;
+ * ws_model_probe must fail with the same message. */
 static void expect_load_fail(const char *path, const char *needle)
 {
     ws_model m;
-    ws_err err = {{0}};
+    ws_err err = {{0}}, perr = {{0}};
     cr_assert_eq(ws_model_load(&m, path, &err), -1, "loaded; expected '%s'", needle);
     cr_assert_not_null(strstr(err.msg, path), "message does not name the file: %s", err.msg);
     cr_assert_not_null(strstr(err.msg, needle), "expected '%s' in: %s", needle, err.msg);
     cr_assert(m.conv1_w == NULL && m.conv1_b == NULL && m.conv2_w == NULL && m.conv2_b == NULL &&
                   m.pos == NULL && m.d == 0 && m.n_mels == 0,
               "a failed load leaves the model empty");
+    int n_mels = -1, d = -1;
+    cr_assert_eq(ws_model_probe(path, &n_mels, &d, &perr), -1, "probed; expected '%s'", needle);
+    cr_assert_str_eq(perr.msg, err.msg, "probe and load disagree");
 }
 
 /* Writes the stem of m with chosen names/shapes: a file made tensor by tensor. */
@@ -464,6 +468,10 @@ Test(model, fails_cleanly_on_every_truncation)
         cr_assert_eq(ws_model_load(&m, cut, &err), -1, "a model cut at %zu of %zu bytes loaded", k, n);
         cr_assert_not_null(strstr(err.msg, cut), "cut at %zu: %s", k, err.msg);
         cr_assert_null(m.conv1_w);
+        int n_mels, d;
+        ws_err perr = {{0}};
+        cr_assert_eq(ws_model_probe(cut, &n_mels, &d, &perr), -1, "probed a cut at %zu", k);
+        cr_assert_str_eq(perr.msg, err.msg);
     }
     free(bytes);
     ws_model_free(&src);
@@ -502,6 +510,26 @@ Test(model, refuses_a_fifo_or_a_directory_without_waiting, .timeout = 10)
     rm_dir(p.dir);
     p = new_place("x");
     expect_load_fail(p.dir, "is a directory");
+    rm_dir(p.dir);
+}
+
+Test(model, probe_gives_the_shape_that_load_gives)
+{
+    place p = new_place("m.gguf");
+    ws_model src;
+    ws_err err = {{0}};
+    random_model(&src, 7, 12, 4, 1);
+    const ws_model_save_opts o = {WS_DT_BF16, 1, 1}; /* Hugging Face names, [1,d] biases */
+    cr_assert_eq(ws_model_save_gguf_opts(&src, p.path, &o, &err), 0, "%s", err.msg);
+    int n_mels = 0, d = 0;
+    cr_assert_eq(ws_model_probe(p.path, &n_mels, &d, &err), 0, "%s", err.msg);
+    cr_assert_eq(n_mels, 7);
+    cr_assert_eq(d, 12);
+    ws_model m;
+    cr_assert_eq(ws_model_load(&m, p.path, &err), 0, "%s", err.msg);
+    cr_assert(m.n_mels == n_mels && m.d == d);
+    ws_model_free(&m);
+    ws_model_free(&src);
     rm_dir(p.dir);
 }
 
