@@ -35,7 +35,8 @@ const float *ws_pos_table(const ws_model *m, int t_out, float **owned, ws_err *e
         return m->pos;
     }
     if (m->d < 4 || m->d % 2)
-        return ws_errf(err, "--pos: width %d is not even", m->d), NULL;
+        return ws_errf(err, "--pos: the model has no positional embedding and its width %d is "
+                            "too small for sinusoids (an even width of at least 4)", m->d), NULL;
     float *t = malloc((size_t)t_out * (size_t)m->d * sizeof *t);
     if (!t)
         return ws_errf(err, "out of memory for the positional table"), NULL;

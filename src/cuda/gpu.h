@@ -26,6 +26,10 @@ typedef struct ws_gpu ws_gpu;
  * loads the kernels for m's shape and precision p, and uploads the weights.
  * Returns NULL with err set when there is no driver, no device, or a call
  * fails (err names the call and the driver's error string). */
+/* 0 when a CUDA driver and a device of compute capability 8.0 or later are
+ * there (name gets "NAME, sm_XY"), else -1 with the reason; loads no kernels. */
+int ws_gpu_probe(char *name, size_t cap, ws_err *err);
+
 ws_gpu *ws_gpu_new(const ws_model *m, ws_precision p, ws_err *err);
 
 /* Runs the stem on n_win windows of n_frames frames each (any n_frames >= 1),

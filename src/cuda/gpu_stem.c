@@ -154,6 +154,36 @@ static int pack_upload(ws_gpu *g, wscu_devptr *dst, const float *w, int cin, int
     return rc;
 }
 
+int ws_gpu_probe(char *name, size_t cap, ws_err *err)
+{
+    ws_cu cu;
+    int n = 0, dev = 0, major = 0, minor = 0;
+    char dn[128] = "";
+    if (ws_cu_open(&cu, err))
+        return -1;
+    CU_TRY(&cu, DeviceGetCount(&n), err);
+    if (n < 1) {
+        ws_errf(err, "no CUDA device: the driver reports 0 devices");
+        goto cleanup;
+    }
+    CU_TRY(&cu, DeviceGet(&dev, 0), err);
+    CU_TRY(&cu, DeviceGetName(dn, (int)sizeof dn, dev), err);
+    CU_TRY(&cu, DeviceGetAttribute(&major, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), err);
+    CU_TRY(&cu, DeviceGetAttribute(&minor, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), err);
+    if (major < 8) {
+        ws_errf(err, "%s: compute capability %d.%d is below 8.0, which the kernels need", dn,
+                major, minor);
+        goto cleanup;
+    }
+    if (cap)
+        snprintf(name, cap, "%s, sm_%d%d", dn, major, minor);
+    ws_cu_close(&cu);
+    return 0;
+cleanup:
+    ws_cu_close(&cu);
+    return -1;
+}
+
 ws_gpu *ws_gpu_new(const ws_model *m, ws_precision p, ws_err *err)
 {
     ws_gpu *g = calloc(1, sizeof *g);
