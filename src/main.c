@@ -27,13 +27,14 @@
 #include "output.h"
 #include "run.h"
 #include "signals.h"
+#include "strmap.h"
 #include "trace.h"
 
 #define PROG "whisper-stem"
 
 enum {
     OPT_MEL = 256, OPT_N_MELS, OPT_PAD, OPT_NO_PAD, OPT_POS, OPT_DEVICE, OPT_PRECISION,
-    OPT_THREADS, OPT_JSON, OPT_DUMP_PTX, OPT_CHECK, OPT_VERSION
+    OPT_THREADS, OPT_MAX_MEMORY, OPT_JSON, OPT_DUMP_PTX, OPT_CHECK, OPT_VERSION
 };
 
 typedef struct {
@@ -56,6 +57,8 @@ static const opt_def OPTS[] = {
     {"device", OPT_DEVICE, 1, "auto|cpu|cuda", "where the conv stem runs (default auto)"},
     {"precision", OPT_PRECISION, 1, "fp32|tf32|bf16|fp16", "GPU arithmetic (default fp32)"},
     {"threads", OPT_THREADS, 1, "N", "CPU threads (default: all cores)"},
+    {"max-memory", OPT_MAX_MEMORY, 1, "SIZE",
+     "bound on the audio data held at once, e.g. 512M, 8G (default: 4G or half the RAM)"},
     {"json", OPT_JSON, 1, "FILE", "write a report: inputs, shapes, device, timings"},
     {"dump-ptx", OPT_DUMP_PTX, 1, "DIR", "write the PTX kernels for the model's shape and exit"},
     {"check", OPT_CHECK, 0, NULL, "compare GPU and CPU on random data, per precision, and exit"},
@@ -70,6 +73,7 @@ typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } device_choice;
 typedef struct {
     const char *model_path, *output, *outdir, *json, *dump_ptx;
     int mel_only, n_mels, pos, threads, check, verbose;
+    size_t max_memory;
     ws_pad pad;
     int pad_set;
     device_choice device;
@@ -99,9 +103,9 @@ static void usage(FILE *f)
 
 static int usage_error(const char *fmt, const char *a)
 {
-    fprintf(stderr, PROG ": ");
-    fprintf(stderr, fmt, a);
-    fprintf(stderr, " (see --help)\n");
+    char msg[WS_ERR_LEN];
+    snprintf(msg, sizeof msg, fmt, a);
+    ws_eprintf(PROG ": %s (see --help)", msg);
     return 2;
 }
 
@@ -113,6 +117,29 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     if (errno || end == s || *end || v < lo || v > hi)
         return -1;
     *out = (int)v;
+    return 0;
+}
+
+/* "512M", "8G", "1048576": bytes, suffixes K M G T in powers of 1024. */
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return -1;
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    }
+    if (*end == 'B' || (*end == 'i' && end[1] == 'B' && shift && (end++, 1)))
+        end++;
+    if (*end || v > (SIZE_MAX >> shift))
+        return -1;
+    *out = (size_t)v << shift;
     return 0;
 }
 
@@ -188,6 +215,11 @@ static int parse_args(int argc, char **argv, options *o)
             if (parse_int(optarg, 1, 256, &o->threads))
                 return usage_error("--threads must be an integer from 1 to 256, not '%s'", optarg);
             break;
+        case OPT_MAX_MEMORY:
+            if (parse_size(optarg, &o->max_memory) || o->max_memory < WS_MIN_MEMORY)
+                return usage_error("--max-memory must be a size of at least 16M (K, M, G, T: "
+                                   "powers of 1024), not '%s'", optarg);
+            break;
         case OPT_JSON: o->json = optarg; break;
         case OPT_DUMP_PTX: o->dump_ptx = optarg; break;
         case OPT_CHECK: o->check = 1; break;
@@ -196,9 +228,9 @@ static int parse_args(int argc, char **argv, options *o)
         default: {
             const char *bad = argv[optind - 1];
             if (optopt && optopt < 256 && c == '?')
-                fprintf(stderr, PROG ": unknown or incomplete option '-%c' (see --help)\n", optopt);
+                ws_eprintf(PROG ": unknown or incomplete option '-%c' (see --help)", optopt);
             else
-                fprintf(stderr, PROG ": unknown or incomplete option '%s' (see --help)\n", bad);
+                ws_eprintf(PROG ": unknown or incomplete option '%s' (see --help)", bad);
             return 2;
         }
         }
@@ -239,6 +271,92 @@ static void outdir_path(const char *dir, const char *input, char *buf, size_t ca
     const char *dot = strrchr(base, '.');
     int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
     snprintf(buf, cap, "%s/%.*s.npy", dir, len, base);
+}
+
+/* The file a path names, as a key for identity checks: "i<dev>:<ino>" for
+ * an existing regular file (symlinks followed), "d<dev>:<ino>/<name>" for a
+ * name in an existing directory, else "p" and the path as written. Two
+ * spellings of one file (./a.npy, a.npy, a hard link) get the same key. */
+static void file_key(const char *path, char *key, size_t cap)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+        snprintf(key, cap, "i%ju:%ju", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
+        return;
+    }
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else
+        snprintf(dir, sizeof dir, ".");
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+        snprintf(key, cap, "d%ju:%ju/%s", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
+                 slash ? slash + 1 : path);
+    else
+        snprintf(key, cap, "p%s", path);
+}
+
+/* Output names, checked before anything runs: no two inputs write one file
+ * (-O flattens directories), no output is an input, --json is none of them.
+ * Near-linear in the number of inputs (hash maps). Returns -1 to go on, else
+ * the exit status (2: usage error). */
+static int check_outputs(const options *o, char *const *outs)
+{
+    int rc = -1;
+    char key[8192];
+    ws_strmap *names = ws_strmap_new(), *ins = ws_strmap_new(), *outk = ws_strmap_new();
+    if (!names || !ins || !outk) {
+        ws_eprintf(PROG ": out of memory");
+        rc = 1;
+        goto done;
+    }
+    for (int i = 0; i < o->n_inputs && rc < 0; i++) {
+        size_t prev;
+        if (o->outdir && ws_strmap_put(names, outs[i], strlen(outs[i]), (size_t)i, &prev) == 1) {
+            ws_eprintf(PROG ": inputs '%s' and '%s' would both write %s", o->inputs[prev],
+                       o->inputs[i], outs[i]);
+            rc = 2;
+        }
+        struct stat st;
+        if (strcmp(o->inputs[i], "-") && stat(o->inputs[i], &st) == 0 && S_ISREG(st.st_mode)) {
+            file_key(o->inputs[i], key, sizeof key);
+            if (ws_strmap_put(ins, key, strlen(key), (size_t)i, NULL) < 0)
+                rc = 1;
+        }
+    }
+    for (int i = 0; i < o->n_inputs && rc < 0; i++) {
+        size_t at;
+        if (!strcmp(outs[i], "-"))
+            continue;
+        file_key(outs[i], key, sizeof key);
+        if (ws_strmap_get(ins, key, strlen(key), &at)) {
+            ws_eprintf(PROG ": the output %s is the input '%s'; refusing to overwrite an input",
+                       outs[i], o->inputs[at]);
+            rc = 2;
+        } else if (o->json && ws_strmap_put(outk, key, strlen(key), (size_t)i, NULL) < 0) {
+            rc = 1;
+        }
+    }
+    if (o->json && rc < 0) {
+        size_t at;
+        file_key(o->json, key, sizeof key);
+        if (ws_strmap_get(ins, key, strlen(key), &at)) {
+            ws_eprintf(PROG ": --json %s is the input '%s'; refusing to overwrite an input",
+                       o->json, o->inputs[at]);
+            rc = 2;
+        } else if (ws_strmap_get(outk, key, strlen(key), &at)) {
+            ws_eprintf(PROG ": --json %s is also the output of '%s'", o->json, o->inputs[at]);
+            rc = 2;
+        }
+    }
+done:
+    ws_strmap_free(names);
+    ws_strmap_free(ins);
+    ws_strmap_free(outk);
+    return rc;
 }
 
 static cJSON *shape_json(const int64_t *shape, int nd)
@@ -285,17 +403,33 @@ static int run_check(const options *o, ws_model *m)
     ws_err err;
     ws_stem *cpu = ws_stem_new(m, o->threads, &err);
     if (!cpu) {
-        fprintf(stderr, PROG ": --check: %s\n", err.msg);
+        ws_eprintf(PROG ": --check: %s", err.msg);
         return 1;
     }
     size_t nmel = (size_t)n_win * m->n_mels * T, nout = (size_t)n_win * t_out * m->d;
     float *mel = malloc(nmel * sizeof *mel), *ref = malloc(nout * sizeof *ref),
           *got = malloc(nout * sizeof *got);
+    if (!mel || !ref || !got) {
+        ws_eprintf(PROG ": --check: out of memory for %d windows of the model's shape", n_win);
+        free(mel);
+        free(ref);
+        free(got);
+        ws_stem_free(cpu);
+        return 1;
+    }
     ws_rng rng = {12345};
     for (size_t i = 0; i < nmel; i++)
         mel[i] = (float)(ws_rng_uniform(&rng) * 3.0 - 1.5);
     for (int w = 0; w < n_win; w++)
-        ws_stem_run(cpu, mel + (size_t)w * m->n_mels * T, T, 0, ref + (size_t)w * t_out * m->d, &err);
+        if (ws_stem_run(cpu, mel + (size_t)w * m->n_mels * T, T, 0, ref + (size_t)w * t_out * m->d,
+                        &err)) {
+            ws_eprintf(PROG ": --check: the CPU reference failed: %s", err.msg);
+            free(mel);
+            free(ref);
+            free(got);
+            ws_stem_free(cpu);
+            return 1;
+        }
     printf("model %s: n_mels %d, d %d; %d windows of %d frames; CPU reference (%s)\n",
            *m->name ? m->name : "(unnamed)", m->n_mels, m->d, n_win, T, ws_blas_name());
     int failed = 0;
@@ -343,7 +477,7 @@ static int write_json(const char *path, cJSON *root)
     ws_err err;
     int rc = 0;
     if (!text || ws_write_file_atomic(path, text, strlen(text), &err)) {
-        fprintf(stderr, PROG ": --json: %s\n", text ? err.msg : "out of memory");
+        ws_eprintf(PROG ": --json: %s", text ? err.msg : "out of memory");
         rc = -1;
     }
     free(text);
@@ -360,43 +494,73 @@ int main(int argc, char **argv)
         return st;
     ws_err err = {{0}};
     ws_model model = {0};
-    int have_model = 0, status = 0;
+    int have_model = 0, status = 0, probe_n_mels = 0, probe_d = 0;
     ws_run_ctx r = {0};
     ws_mel *mel = NULL;
     ws_job *jobs = NULL;
     char **outs = NULL;
     cJSON *root = NULL;
 
+    if (o.n_inputs) { /* output names first: a usage error costs no model load */
+        outs = calloc((size_t)o.n_inputs, sizeof *outs);
+        for (int i = 0; outs && i < o.n_inputs; i++) {
+            size_t cap = (o.outdir ? strlen(o.outdir) : 0) + strlen(o.inputs[i]) + 16;
+            if (!(outs[i] = malloc(o.output ? strlen(o.output) + 1 : cap)))
+                break;
+            if (o.outdir)
+                outdir_path(o.outdir, o.inputs[i], outs[i], cap);
+            else
+                strcpy(outs[i], o.output);
+        }
+        if (!outs || !outs[o.n_inputs - 1]) {
+            ws_eprintf(PROG ": out of memory");
+            status = 1;
+            goto out;
+        }
+        if ((st = check_outputs(&o, outs)) >= 0) {
+            status = st;
+            goto out;
+        }
+    }
+
     double t0 = ws_now();
-    if (o.model_path) { /* with --mel too: the model says how many mel bands */
+    if (o.model_path && o.mel_only && !o.check && !o.dump_ptx) { /* the model says how many mel bands; no weights needed */
+        if (ws_model_probe(o.model_path, &probe_n_mels, &probe_d, &err)) {
+            ws_eprintf(PROG ": %s", err.msg);
+            status = 1;
+            goto out;
+        }
+    } else if (o.model_path) {
         if (ws_model_load(&model, o.model_path, &err)) {
-            fprintf(stderr, PROG ": %s\n", err.msg);
-            return 1;
+            ws_eprintf(PROG ": %s", err.msg);
+            status = 1;
+            goto out;
         }
         have_model = 1;
     } else if (o.check || o.dump_ptx) { /* no model: Whisper tiny's shape with random weights */
         if (ws_model_init_random(&model, o.n_mels ? o.n_mels : 80, 384, 1, 0, &err)) {
-            fprintf(stderr, PROG ": %s\n", err.msg);
-            return 1;
+            ws_eprintf(PROG ": %s", err.msg);
+            status = 1;
+            goto out;
         }
         have_model = 1;
     }
     const double model_ms = 1e3 * (ws_now() - t0);
     if (have_model && o.verbose)
-        fprintf(stderr, PROG ": model %s: '%s', n_mels %d, d %d, conv1 %s, conv2 %s, %s\n",
+        ws_eprintf(PROG ": model %s: '%s', n_mels %d, d %d, conv1 %s, conv2 %s, %s",
                 o.model_path ? o.model_path : "(random)", model.name, model.n_mels, model.d,
                 ws_dtype_name(model.conv1_type), ws_dtype_name(model.conv2_type),
                 model.pos ? "positional embedding in file" : "sinusoids for --pos");
 
     if (o.dump_ptx) {
         if (mkdir(o.dump_ptx, 0755) && errno != EEXIST) {
-            fprintf(stderr, PROG ": --dump-ptx %s: cannot create the directory: %s\n", o.dump_ptx,
+            ws_eprintf(PROG ": --dump-ptx %s: cannot create the directory: %s", o.dump_ptx,
                     strerror(errno));
             status = 1;
             goto out;
         }
         if (ws_gpu_dump_ptx(model.n_mels, model.d, o.precision, o.dump_ptx, &err)) {
-            fprintf(stderr, PROG ": --dump-ptx: %s\n", err.msg);
+            ws_eprintf(PROG ": --dump-ptx: %s", err.msg);
             status = 1;
         }
         goto out;
@@ -406,27 +570,16 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    int n_mels = have_model ? model.n_mels : (o.n_mels ? o.n_mels : 80);
-    if (have_model && o.n_mels && o.n_mels != model.n_mels) {
-        fprintf(stderr, PROG ": --n-mels %d, but the model takes %d mel bands\n", o.n_mels, model.n_mels);
+    const int model_n_mels = have_model ? model.n_mels : probe_n_mels;
+    int n_mels = model_n_mels ? model_n_mels : (o.n_mels ? o.n_mels : 80);
+    if (model_n_mels && o.n_mels && o.n_mels != model_n_mels) {
+        ws_eprintf(PROG ": --n-mels %d, but the model takes %d mel bands", o.n_mels, model_n_mels);
         status = 2;
         goto out;
     }
-    if (o.outdir) { /* two inputs must not write the same file */
-        char a[4096], b[4096];
-        for (int i = 0; i < o.n_inputs; i++)
-            for (int j = i + 1; j < o.n_inputs; j++) {
-                outdir_path(o.outdir, o.inputs[i], a, sizeof a);
-                outdir_path(o.outdir, o.inputs[j], b, sizeof b);
-                if (strcmp(a, b) == 0) {
-                    fprintf(stderr, PROG ": inputs '%s' and '%s' would both write %s\n", o.inputs[i],
-                            o.inputs[j], a);
-                    status = 2;
-                    goto out;
-                }
-            }
+    if (o.outdir) {
         if (mkdir(o.outdir, 0755) && errno != EEXIST) {
-            fprintf(stderr, PROG ": -O %s: cannot create the directory: %s\n", o.outdir, strerror(errno));
+            ws_eprintf(PROG ": -O %s: cannot create the directory: %s", o.outdir, strerror(errno));
             status = 1;
             goto out;
         }
@@ -434,25 +587,36 @@ int main(int argc, char **argv)
 
     t0 = ws_now();
     const char *device_used = "cpu";
+    if (o.mel_only && o.device == DEV_CUDA) {
+        /* the log-Mel runs on the CPU; still, the user asked for CUDA */
+        char name[160];
+        if (ws_gpu_probe(name, sizeof name, &err)) {
+            ws_eprintf(PROG ": --device cuda: %s", err.msg);
+            status = 1;
+            goto out;
+        }
+        if (o.verbose)
+            ws_eprintf(PROG ": GPU %s present; --mel computes on the CPU", name);
+    }
     if (!o.mel_only) {
         if (o.device != DEV_CPU) {
             r.gpu = ws_gpu_new(&model, o.precision, &err);
             if (r.gpu) {
                 device_used = "cuda";
             } else if (o.device == DEV_CUDA) {
-                fprintf(stderr, PROG ": --device cuda: %s\n", err.msg);
+                ws_eprintf(PROG ": --device cuda: %s", err.msg);
                 status = 1;
                 goto out;
             } else {
-                fprintf(stderr, PROG ": no usable GPU (%s); running on the CPU\n", err.msg);
+                ws_eprintf(PROG ": no usable GPU (%s); running on the CPU", err.msg);
             }
         }
         if (!r.gpu) {
             if (o.precision != WS_PREC_FP32)
-                fprintf(stderr, PROG ": --precision %s applies to the GPU; the CPU computes in fp32\n",
+                ws_eprintf(PROG ": --precision %s applies to the GPU; the CPU computes in fp32",
                         ws_precision_name(o.precision));
             if (!(r.cpu = ws_stem_new(&model, o.threads, &err))) {
-                fprintf(stderr, PROG ": %s\n", err.msg);
+                ws_eprintf(PROG ": %s", err.msg);
                 status = 1;
                 goto out;
             }
@@ -460,13 +624,13 @@ int main(int argc, char **argv)
         r.model = &model;
     }
     if (!(mel = ws_mel_new(n_mels, o.threads, &err))) {
-        fprintf(stderr, PROG ": %s\n", err.msg);
+        ws_eprintf(PROG ": %s", err.msg);
         status = 1;
         goto out;
     }
     const double init_ms = 1e3 * (ws_now() - t0);
     if (o.verbose)
-        fprintf(stderr, PROG ": device %s%s%s, %d threads, sgemm %s\n", device_used,
+        ws_eprintf(PROG ": device %s%s%s, %d threads, sgemm %s", device_used,
                 r.gpu ? ": " : "", r.gpu ? ws_gpu_device_name(r.gpu) : "", o.threads, ws_blas_name());
 
     if (o.json) {
@@ -490,23 +654,18 @@ int main(int argc, char **argv)
             cJSON_AddStringToObject(m, "conv1_type", ws_dtype_name(model.conv1_type));
             cJSON_AddStringToObject(m, "conv2_type", ws_dtype_name(model.conv2_type));
             cJSON_AddBoolToObject(m, "positional_embedding", model.pos != NULL);
+        } else if (probe_n_mels) { /* --mel -m: only the header was read */
+            cJSON *m = cJSON_AddObjectToObject(root, "model");
+            cJSON_AddStringToObject(m, "path", o.model_path);
+            cJSON_AddNumberToObject(m, "n_mels", probe_n_mels);
+            cJSON_AddNumberToObject(m, "d", probe_d);
         } else {
             cJSON_AddNullToObject(root, "model");
         }
     }
 
-    outs = calloc((size_t)o.n_inputs, sizeof *outs);
-    for (int i = 0; outs && i < o.n_inputs; i++) {
-        size_t cap = (o.outdir ? strlen(o.outdir) : 0) + strlen(o.inputs[i]) + 16;
-        if (!(outs[i] = malloc(o.output ? strlen(o.output) + 1 : cap)))
-            break;
-        if (o.outdir)
-            outdir_path(o.outdir, o.inputs[i], outs[i], cap);
-        else
-            strcpy(outs[i], o.output);
-    }
-    if (!outs || !outs[o.n_inputs - 1] || !(jobs = ws_jobs_new(o.n_inputs, o.inputs, outs))) {
-        fprintf(stderr, PROG ": out of memory\n");
+    if (!(jobs = ws_jobs_new(o.n_inputs, o.inputs, outs))) {
+        ws_eprintf(PROG ": out of memory");
         status = 1;
         goto out;
     }
@@ -516,6 +675,8 @@ int main(int argc, char **argv)
     r.add_pos = o.pos;
     r.verbose = o.verbose;
     r.threads = o.threads;
+    r.n_mels = n_mels;
+    r.max_memory = o.max_memory ? o.max_memory : ws_default_max_memory();
     ws_progress_total(o.n_inputs);
     const int failed = ws_run(&r, jobs, o.n_inputs);
     status = failed ? 1 : 0;

@@ -1,15 +1,30 @@
-/* run.c - inputs to outputs, overlapped across files (see run.h).
+/* run.c - inputs to outputs, overlapped across files, in bounded memory (see run.h).
  *
  * A job moves through states under one mutex:
  *   NEW -> PREP (a worker decodes and computes the log-Mel) -> PREPPED
- *       -> (the calling thread runs the stem, in input order) -> STEMMED
- *       -> WRITE (a worker writes the output) -> DONE
+ *       -> STEM (the calling thread runs the stem) -> STEMMED
+ *       -> WRITE (a worker writes the output, or finishes a streamed one) -> DONE
  * A failure at any stage goes straight to DONE with the job's error set.
- * Workers prefer writing (it frees memory) over preparing, and prepare at
- * most `ahead` jobs beyond the one in the stem. FFTW's plan, the model and
- * the stems are shared read-only by the workers; only the calling thread
- * touches the GPU context and the CPU stem's buffers.
- * Validated by tests/test_cli.c (many_inputs_give_the_same_bytes_as_one_per_run).
+ * Workers prefer writing (it frees memory) over preparing. The stem takes
+ * the prepared job with the lowest index, not strictly the next one: an
+ * input that blocks (a FIFO whose writer has not come yet) holds one worker
+ * and nothing else. FFTW's plan, the model and the stems are shared
+ * read-only by the workers; only the calling thread touches the GPU context
+ * and the CPU stem's buffers.
+ *
+ * Memory. Each job reserves, before it allocates, the bytes it will hold at
+ * its peak (job_need: the decoder's buffers, then the 16 kHz samples with
+ * the log-Mel being made, then the log-Mel with the embeddings); the
+ * decoder asks as soon as the header tells the length, and again as a
+ * stream of unknown length grows. Reservations of all jobs together stay
+ * under max_memory: a job waits while others that will finish hold memory,
+ * and an input that alone needs more than max_memory fails with one line
+ * saying so. Embeddings of a long input are not held whole: they are
+ * computed and written STREAM_BYTES (or max_memory / 8) at a time into the
+ * output file, which
+ * is named only when complete (output.h).
+ * Validated by tests/test_cli.c (many_inputs_give_the_same_bytes_as_one_per_run,
+ * memory bound and streamed output tests).
  */
 #include "run.h"
 
@@ -17,12 +32,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "output.h"
 #include "signals.h"
 #include "trace.h"
 
-enum { NEW, PREP, PREPPED, STEMMED, WRITE, DONE };
+enum { NEW, PREP, PREPPED, STEM, STEMMED, WRITE, DONE };
+
+/* Embeddings of one input are computed and written at most this many bytes
+ * at a time (whole windows, at least one): 29 windows of tiny, 8 of large-v3. */
+#define STREAM_BYTES ((size_t)64 << 20)
+#define DEFAULT_MAX_MEMORY ((size_t)4 << 30)
+
+size_t ws_default_max_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    size_t half = pages > 0 && psz > 0 ? (size_t)pages / 2 * (size_t)psz : DEFAULT_MAX_MEMORY;
+    size_t m = half < DEFAULT_MAX_MEMORY ? half : DEFAULT_MAX_MEMORY;
+    return m < WS_MIN_MEMORY ? WS_MIN_MEMORY : m;
+}
 
 ws_job *ws_jobs_new(int n, char *const *inputs, char *const *outputs)
 {
@@ -41,6 +70,8 @@ static void release(ws_job *j)
         free(j->result);
     j->result = NULL;
     ws_mel_out_free(&j->mel);
+    ws_out_abort(j->out);
+    j->out = NULL;
 }
 
 void ws_jobs_free(ws_job *jobs, int n)
@@ -58,13 +89,117 @@ static int fail(ws_job *j, const char *fmt, const char *a, const char *b)
     return -1;
 }
 
+/* --- memory ---------------------------------------------------------------- */
+
+typedef struct {
+    pthread_mutex_t *mu; /* NULL: one job, nobody to wait for */
+    pthread_cond_t *cv;
+    size_t budget, held, held_waiting;
+} mem_acct;
+
+/* Embedding windows computed and written at once: STREAM_BYTES, or an
+ * eighth of the memory bound when that is less. */
+static int chunk_windows(const ws_run_ctx *c)
+{
+    size_t per = (size_t)ws_stem_out_len(WS_CHUNK_FRAMES) * (size_t)c->model->d * sizeof(float);
+    size_t bytes = c->max_memory / 8 < STREAM_BYTES ? c->max_memory / 8 : STREAM_BYTES;
+    size_t w = bytes / per;
+    return w < 1 ? 1 : w > 4096 ? 4096 : (int)w;
+}
+
+/* Peak bytes one input of n samples at 16 kHz holds, given the decoder's own
+ * peak (mel.c: a [frames][n_mels] buffer and the windows; SIZE_MAX on overflow). */
+static size_t job_need(const ws_run_ctx *c, size_t decoder_bytes, size_t n)
+{
+    const double f = sizeof(float), nm = c->n_mels;
+    double total = c->pad == WS_PAD_AUDIO  ? (n / WS_CHUNK_SAMPLES + 1.0) * WS_CHUNK_SAMPLES
+                   : c->pad == WS_PAD_MEL0 ? (double)n + WS_CHUNK_SAMPLES
+                                           : (double)n;
+    double frames = total / WS_HOP, content = (double)(n / WS_HOP);
+    double windows = c->pad == WS_PAD_NONE ? 1 : content / WS_CHUNK_FRAMES + 1;
+    double win_frames = c->pad == WS_PAD_NONE ? content : WS_CHUNK_FRAMES;
+    double mel = windows * nm * win_frames * f;
+    double mel_peak = (double)n * f + frames * nm * f + mel;
+    double out = 0;
+    if (!c->mel_only) {
+        double w = windows < chunk_windows(c) ? windows : chunk_windows(c);
+        out = w * ws_stem_out_len((int)(win_frames < 1 ? 1 : win_frames)) * c->model->d * f;
+    }
+    double need = (double)decoder_bytes;
+    if (mel_peak > need)
+        need = mel_peak;
+    if (mel + out > need)
+        need = mel + out;
+    return need >= (double)SIZE_MAX ? SIZE_MAX : (size_t)need;
+}
+
+static void fmt_mib(char *buf, size_t cap, size_t bytes)
+{
+    snprintf(buf, cap, "%.0f MiB", (double)bytes / (1 << 20));
+}
+
+/* Raises j's reservation to need bytes: waits while the others hold too much
+ * and some of them will free it without waiting themselves; fails when need
+ * alone is over the budget. */
+static int reserve(mem_acct *m, ws_job *j, size_t need, size_t samples, ws_err *err)
+{
+    if (need <= j->reserved)
+        return 0;
+    if (need > m->budget) {
+        char a[32], b[32];
+        fmt_mib(a, sizeof a, need);
+        fmt_mib(b, sizeof b, m->budget);
+        return ws_errf(err,
+                       "%s: %.1f min of audio needs about %s at once, over the memory bound of "
+                       "%s (--max-memory)",
+                       j->input, samples / (double)WS_SAMPLE_RATE / 60.0, a, b);
+    }
+    size_t delta = need - j->reserved;
+    if (m->mu) {
+        pthread_mutex_lock(m->mu);
+        m->held_waiting += j->reserved;
+        while (m->held + delta > m->budget && m->held > m->held_waiting)
+            pthread_cond_wait(m->cv, m->mu);
+        m->held_waiting -= j->reserved;
+        m->held += delta;
+        pthread_mutex_unlock(m->mu);
+    }
+    j->reserved = need;
+    return 0;
+}
+
+/* Called with m->mu held (or with no mutex). */
+static void unreserve(mem_acct *m, ws_job *j)
+{
+    if (m->mu)
+        m->held -= j->reserved;
+    j->reserved = 0;
+}
+
+typedef struct {
+    const ws_run_ctx *c;
+    mem_acct *mem;
+    ws_job *j;
+} reserve_ctx;
+
+static int reserve_for_audio(void *ctx, size_t decoder_bytes, size_t samples_16k, ws_err *err)
+{
+    reserve_ctx *r = ctx;
+    return reserve(r->mem, r->j, job_need(r->c, decoder_bytes, samples_16k), samples_16k, err);
+}
+
+/* --- stages ---------------------------------------------------------------- */
+
 /* decode + log-Mel on mel_threads threads */
-static int prep(const ws_run_ctx *c, ws_job *j, int mel_threads)
+static int prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
 {
     ws_err e = {{0}};
     double t0 = ws_now();
+    reserve_ctx rc_ = {c, mem, j};
+    ws_audio_opts ao = {.max_stream_bytes = mem->budget, .reserve = reserve_for_audio,
+                        .reserve_ctx = &rc_};
     WS_RANGE_PUSH("decode");
-    int rc = ws_audio_load(&j->audio, j->input, &e);
+    int rc = ws_audio_load_opts(&j->audio, j->input, &ao, &e);
     WS_RANGE_POP();
     j->ms.decode = 1e3 * (ws_now() - t0);
     if (rc)
@@ -73,6 +208,9 @@ static int prep(const ws_run_ctx *c, ws_job *j, int mel_threads)
     j->src_rate = j->audio.src_rate;
     j->src_channels = j->audio.src_channels;
     j->samples = j->audio.n;
+    /* the length is known now, whatever the header said */
+    if (reserve(mem, j, job_need(c, 0, j->audio.n), j->audio.n, &e))
+        return fail(j, "%s%s", e.msg, "");
     t0 = ws_now();
     WS_RANGE_PUSH("mel");
     rc = ws_mel_compute_nt(c->mel, j->audio.x, j->audio.n, c->pad, mel_threads, &j->mel, &e);
@@ -85,7 +223,24 @@ static int prep(const ws_run_ctx *c, ws_job *j, int mel_threads)
     return 0;
 }
 
-/* the conv stem, or nothing with --mel; sets result and shape */
+/* Windows [w0, w0 + nw) of j's log-Mel through the stem into out. */
+static int stem_windows(const ws_run_ctx *c, const ws_job *j, int w0, int nw, float *out, ws_err *e)
+{
+    const ws_mel_out *mo = &j->mel;
+    const size_t in_per = (size_t)mo->n_mels * mo->n_frames;
+    const size_t out_per = (size_t)ws_stem_out_len(mo->n_frames) * c->model->d;
+    const float *mel = mo->data + (size_t)w0 * in_per;
+    if (c->gpu)
+        return ws_gpu_stem(c->gpu, mel, nw, mo->n_frames, c->add_pos, out, e);
+    for (int w = 0; w < nw; w++)
+        if (ws_stem_run(c->cpu, mel + (size_t)w * in_per, mo->n_frames, c->add_pos,
+                        out + (size_t)w * out_per, e))
+            return -1;
+    return 0;
+}
+
+/* The conv stem, or nothing with --mel; sets result (or, for a long input,
+ * writes the embeddings into j->out piece by piece) and the shape. */
 static int stem(const ws_run_ctx *c, ws_job *j)
 {
     const ws_mel_out *mo = &j->mel;
@@ -99,24 +254,51 @@ static int stem(const ws_run_ctx *c, ws_job *j)
         return 0;
     }
     const int d = c->model->d, t_out = ws_stem_out_len(mo->n_frames);
-    const size_t per = (size_t)t_out * d;
-    j->result = malloc(per * (size_t)mo->n_windows * sizeof(float));
-    if (!j->result)
-        return fail(j, "%s: out of memory for the embeddings%s", j->input, "");
-    ws_err e = {{0}};
-    double t0 = ws_now();
-    if (c->gpu) {
-        if (ws_gpu_stem(c->gpu, mo->data, mo->n_windows, mo->n_frames, c->add_pos, j->result, &e))
-            return fail(j, "%s: GPU: %s", j->input, e.msg);
-    } else {
-        for (int w = 0; w < mo->n_windows; w++)
-            if (ws_stem_run(c->cpu, mo->data + (size_t)w * mo->n_mels * mo->n_frames, mo->n_frames,
-                            c->add_pos, j->result + w * per, &e))
-                return fail(j, "%s: %s", j->input, e.msg);
-    }
-    j->ms.stem = 1e3 * (ws_now() - t0);
     j->shape[j->ndim++] = t_out;
     j->shape[j->ndim++] = d;
+    const size_t per = (size_t)t_out * d;
+    const int cw = chunk_windows(c), n_win = mo->n_windows;
+    const int streamed = n_win > cw && strcmp(j->output, "-") != 0;
+    const int nw_buf = streamed ? cw : n_win;
+    ws_err e = {{0}};
+    double t0 = ws_now();
+    j->result = malloc(per * (size_t)nw_buf * sizeof(float));
+    if (!j->result)
+        return fail(j, "%s: out of memory for the embeddings%s", j->input, "");
+    if (!streamed) {
+        if (stem_windows(c, j, 0, n_win, j->result, &e))
+            return fail(j, "%s: %s", j->input, e.msg);
+        j->ms.stem = 1e3 * (ws_now() - t0);
+        return 0;
+    }
+    /* A long input: its output file is written as the windows come, and
+     * named only when complete (ws_out_commit in the write stage). */
+    double t_write = 0;
+    if (!(j->out = ws_out_open(j->output, &e)))
+        return fail(j, "%s: %s", j->input, e.msg);
+    if (ws_path_is_npy(j->output)) {
+        char header[256];
+        size_t hl = ws_npy_header(header, sizeof header, j->shape, j->ndim);
+        if (!hl || ws_out_write(j->out, header, hl, &e))
+            return fail(j, "%s: %s", j->input, hl ? e.msg : "shape too long for a .npy header");
+    }
+    for (int w0 = 0; w0 < n_win; w0 += cw) {
+        int nw = n_win - w0 < cw ? n_win - w0 : cw;
+        if (stem_windows(c, j, w0, nw, j->result, &e))
+            return fail(j, "%s: %s", j->input, e.msg);
+        double tw = ws_now();
+        WS_RANGE_PUSH("write");
+        int rc = ws_out_write(j->out, j->result, per * (size_t)nw * sizeof(float), &e);
+        WS_RANGE_POP();
+        t_write += ws_now() - tw;
+        if (rc)
+            return fail(j, "%s: %s", j->input, e.msg);
+    }
+    free(j->result);
+    j->result = NULL;
+    ws_mel_out_free(&j->mel); /* the embeddings are in the file: nothing else is needed */
+    j->ms.stem = 1e3 * (ws_now() - t0 - t_write);
+    j->ms.write = 1e3 * t_write;
     return 0;
 }
 
@@ -125,9 +307,15 @@ static int write_out(ws_job *j)
     ws_err e = {{0}};
     double t0 = ws_now();
     WS_RANGE_PUSH("write");
-    int rc = ws_write_array(j->output, j->result, j->shape, j->ndim, &e);
+    int rc;
+    if (j->out) { /* streamed by the stem: flush and name it */
+        rc = ws_out_commit(j->out, &e);
+        j->out = NULL;
+    } else {
+        rc = ws_write_array(j->output, j->result, j->shape, j->ndim, &e);
+    }
     WS_RANGE_POP();
-    j->ms.write = 1e3 * (ws_now() - t0);
+    j->ms.write += 1e3 * (ws_now() - t0);
     if (rc)
         return fail(j, "%s: %s", j->input, e.msg);
     j->ok = 1;
@@ -139,12 +327,12 @@ static void report(const ws_run_ctx *c, const ws_job *j)
 {
     ws_progress_done(j->ok);
     if (!j->ok)
-        fprintf(stderr, "whisper-stem: %s\n", j->error);
+        ws_eprintf("whisper-stem: %s", j->error);
     else if (c->verbose)
-        fprintf(stderr, "whisper-stem: %s -> %s: %.2f s of audio, %d window%s; decode %.1f ms, "
-                        "mel %.1f ms, stem %.1f ms, write %.1f ms\n",
-                j->input, j->output, j->samples / (double)WS_SAMPLE_RATE, j->windows,
-                j->windows == 1 ? "" : "s", j->ms.decode, j->ms.mel, j->ms.stem, j->ms.write);
+        ws_eprintf("whisper-stem: %s -> %s: %.2f s of audio, %d window%s; decode %.1f ms, "
+                   "mel %.1f ms, stem %.1f ms, write %.1f ms",
+                   j->input, j->output, j->samples / (double)WS_SAMPLE_RATE, j->windows,
+                   j->windows == 1 ? "" : "s", j->ms.decode, j->ms.mel, j->ms.stem, j->ms.write);
 }
 
 /* --- one input: every stage on this thread --------------------------------- */
@@ -152,10 +340,12 @@ static void report(const ws_run_ctx *c, const ws_job *j)
 static int run_serial(const ws_run_ctx *c, ws_job *jobs, int n)
 {
     int failed = 0;
+    mem_acct mem = {.budget = c->max_memory};
     for (int i = 0; i < n; i++) {
         ws_job *j = &jobs[i];
-        if (prep(c, j, c->threads) == 0 && stem(c, j) == 0)
+        if (prep(c, &mem, j, c->threads) == 0 && stem(c, j) == 0)
             write_out(j);
+        unreserve(&mem, j);
         j->state = DONE;
         report(c, j);
         failed += !j->ok;
@@ -171,10 +361,12 @@ typedef struct {
     int n;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int next_prep;  /* next job to prepare */
-    int stem_at;    /* job the stem works on next */
-    int ahead;      /* jobs prepared beyond stem_at at most */
-    int write_from; /* no job before this one waits for a write */
+    mem_acct mem;
+    int next_prep;    /* next job to prepare; jobs before it have been taken */
+    int inflight;     /* jobs taken and not DONE */
+    int max_inflight;
+    int low;          /* no job before this one waits for the stem or a write */
+    int unstemmed;    /* jobs that will still reach the stem or fail before it */
     int done;
 } pipe_state;
 
@@ -182,8 +374,21 @@ static void finish(pipe_state *p, ws_job *j)
 {
     j->state = DONE;
     p->done++;
+    p->inflight--;
+    unreserve(&p->mem, j);
     report(p->c, j);
     pthread_cond_broadcast(&p->cv);
+}
+
+/* The first job in state s (jobs before low are DONE or past it). */
+static ws_job *first_in(pipe_state *p, int s)
+{
+    while (p->low < p->next_prep && p->jobs[p->low].state == DONE)
+        p->low++;
+    for (int i = p->low; i < p->next_prep; i++)
+        if (p->jobs[i].state == s)
+            return &p->jobs[i];
+    return NULL;
 }
 
 static void worker(void *arg, int ti, int nt)
@@ -193,30 +398,27 @@ static void worker(void *arg, int ti, int nt)
     (void)nt;
     pthread_mutex_lock(&p->mu);
     while (p->done < p->n) {
-        ws_job *w = NULL;
-        while (p->write_from < p->n && p->jobs[p->write_from].state == DONE)
-            p->write_from++;
-        for (int i = p->write_from; i < p->stem_at && i < p->n; i++)
-            if (p->jobs[i].state == STEMMED) {
-                w = &p->jobs[i];
-                break;
-            }
+        ws_job *w = first_in(p, STEMMED);
         if (w) {
             w->state = WRITE;
             pthread_mutex_unlock(&p->mu);
             write_out(w);
             pthread_mutex_lock(&p->mu);
             finish(p, w);
-        } else if (p->next_prep < p->n && p->next_prep <= p->stem_at + p->ahead) {
+        } else if (p->next_prep < p->n && p->inflight < p->max_inflight &&
+                   p->mem.held < p->mem.budget) {
             ws_job *j = &p->jobs[p->next_prep++];
             j->state = PREP;
+            p->inflight++;
             pthread_mutex_unlock(&p->mu);
-            int rc = prep(p->c, j, 1);
+            int rc = prep(p->c, &p->mem, j, 1);
             pthread_mutex_lock(&p->mu);
-            if (rc)
+            if (rc) {
+                p->unstemmed--;
                 finish(p, j);
-            else
+            } else {
                 j->state = PREPPED;
+            }
             pthread_cond_broadcast(&p->cv);
         } else {
             pthread_cond_wait(&p->cv, &p->mu);
@@ -225,7 +427,7 @@ static void worker(void *arg, int ti, int nt)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* Thread 0 of ws_parallel runs the stem in order; the others are workers. */
+/* Thread 0 of ws_parallel runs the stem; the others are workers. */
 static void pipeline_task(void *arg, int ti, int nt)
 {
     pipe_state *p = arg;
@@ -233,36 +435,33 @@ static void pipeline_task(void *arg, int ti, int nt)
         worker(p, ti, nt);
         return;
     }
-    for (int i = 0; i < p->n; i++) {
-        ws_job *j = &p->jobs[i];
-        pthread_mutex_lock(&p->mu);
-        while (j->state < PREPPED) {
-            if (j->state == NEW && p->next_prep == i) { /* no worker has taken it: do it here */
-                p->next_prep++;
-                j->state = PREP;
-                pthread_mutex_unlock(&p->mu);
-                int rc = prep(p->c, j, 1);
-                pthread_mutex_lock(&p->mu);
-                if (rc)
-                    finish(p, j);
-                else
-                    j->state = PREPPED;
-            } else {
-                pthread_cond_wait(&p->cv, &p->mu);
-            }
+    pthread_mutex_lock(&p->mu);
+    while (p->unstemmed > 0) {
+        ws_job *j = first_in(p, PREPPED), *w;
+        if (j) {
+            j->state = STEM;
+            pthread_mutex_unlock(&p->mu);
+            int rc = stem(p->c, j);
+            pthread_mutex_lock(&p->mu);
+            p->unstemmed--;
+            if (rc)
+                finish(p, j);
+            else
+                j->state = STEMMED;
+            pthread_cond_broadcast(&p->cv);
+        } else if ((w = first_in(p, STEMMED))) {
+            /* Nothing to stem: write, so that memory is freed even while
+             * every worker waits for memory or for a slow input. */
+            w->state = WRITE;
+            pthread_mutex_unlock(&p->mu);
+            write_out(w);
+            pthread_mutex_lock(&p->mu);
+            finish(p, w);
+        } else {
+            pthread_cond_wait(&p->cv, &p->mu);
         }
-        int ready = j->state == PREPPED;
-        pthread_mutex_unlock(&p->mu);
-        int rc = ready ? stem(p->c, j) : -1;
-        pthread_mutex_lock(&p->mu);
-        if (ready && rc)
-            finish(p, j);
-        else if (ready)
-            j->state = STEMMED;
-        p->stem_at = i + 1;
-        pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
     }
+    pthread_mutex_unlock(&p->mu);
     worker(p, 0, nt); /* then help with the writes that are left */
 }
 
@@ -276,11 +475,14 @@ int ws_run(const ws_run_ctx *c, ws_job *jobs, int n)
         n_workers = n;
     if (n <= 1 || n_workers < 1)
         return run_serial(c, jobs, n);
-    pipe_state p = {.c = c, .jobs = jobs, .n = n, .ahead = 2 * n_workers + 1};
+    pipe_state p = {.c = c, .jobs = jobs, .n = n, .max_inflight = 2 * n_workers + 2,
+                    .unstemmed = n, .mem = {.budget = c->max_memory}};
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv, NULL);
+    p.mem.mu = &p.mu;
+    p.mem.cv = &p.cv;
     if (ws_parallel(n_workers + 1, pipeline_task, &p))
-        fprintf(stderr, "whisper-stem: could not start all worker threads; fewer are used\n");
+        ws_eprintf("whisper-stem: could not start all worker threads; fewer are used");
     pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);
     int failed = 0;

@@ -9,9 +9,11 @@
  *
  * With more than one input the stages overlap: worker threads decode and
  * compute the log-Mel of the next inputs and write finished outputs, while
- * the calling thread runs the stem (GPU or CPU) on each input in order. At
- * most `ahead` inputs are held in memory beyond the one in the stem.
- * Outputs are the same bytes as one input per run (tests/test_cli.c).
+ * the calling thread runs the stem (GPU or CPU) on each prepared input,
+ * lowest index first (an input that blocks, such as a FIFO whose writer has
+ * not come, does not hold up the others). At most 2 x workers + 2 inputs are
+ * in flight, and their bytes stay under max_memory (below). Outputs are the
+ * same bytes as one input per run with the same --threads (tests/test_cli.c).
  */
 #ifndef WS_RUN_H
 #define WS_RUN_H
@@ -24,6 +26,7 @@
 #include "cuda/gpu.h"
 #include "mel/mel.h"
 #include "model.h"
+#include "output.h"
 
 typedef struct {
     double decode, mel, stem, write; /* milliseconds */
@@ -43,6 +46,8 @@ typedef struct {
     ws_stage_ms ms;
     /* private to run.c */
     int state;
+    size_t reserved; /* bytes counted against max_memory */
+    ws_out *out;     /* a long input's output, written piece by piece */
     ws_audio audio;
     ws_mel_out mel;
     float *result;
@@ -56,7 +61,18 @@ typedef struct {
     ws_pad pad;
     int mel_only, add_pos, verbose;
     int threads;           /* CPU threads in all */
+    int n_mels;            /* log-Mel bands */
+    size_t max_memory;     /* bound on the bytes of inputs in flight (see below) */
 } ws_run_ctx;
+
+/* Memory: every input reserves the bytes it will hold at its peak before it
+ * allocates them (the decoder's buffers, the 16 kHz samples with the log-Mel
+ * being made, then the log-Mel with the embeddings, of which a long input
+ * holds at most 64 MiB: the rest is written as it is made). Inputs in flight
+ * together stay under max_memory (one waits while others hold it); an input
+ * that alone needs more fails with one line. */
+#define WS_MIN_MEMORY ((size_t)16 << 20)
+size_t ws_default_max_memory(void); /* 4 GiB, or half the RAM when that is less */
 
 /* jobs[i].input / .output point into the caller's strings (kept alive). */
 ws_job *ws_jobs_new(int n, char *const *inputs, char *const *outputs);

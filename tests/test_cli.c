@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -581,4 +582,192 @@ Test(cli, mel_takes_the_band_count_from_the_model)
     free(a.data);
     snprintf(cmd, sizeof cmd, "%s --mel --n-mels 80 -m %s %s -o %s", ws_bin(), model, test_sample("jfk.wav"), out);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "--n-mels against the model is a usage error: %s", err);
+}
+
+/* --- hostile and unusual command lines ------------------------------------ */
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+Test(cli, output_naming_an_input_is_refused_and_the_input_kept)
+{
+    const char *dir = test_tmpdir();
+    char wav[1024], alias[1100], hard[1100], js[1100], cmd[8192], err[4096];
+    snprintf(wav, sizeof wav, "%s/in.wav", dir);
+    float *x = tone(16000, 300, 1);
+    write_wav(wav, x, 16000, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+    free(x);
+    size_t len0, len;
+    char *before = read_file(wav, &len0);
+    snprintf(alias, sizeof alias, "%s/./sub/../in.wav", dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/sub && ln %s %s/hard.wav", dir, wav, dir);
+    cr_assert_eq(run_cmd(cmd, NULL, 0), 0);
+    snprintf(hard, sizeof hard, "%s/hard.wav", dir);
+    const char *outs[] = {wav, alias, hard};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s --mel %s -o %s", ws_bin(), wav, outs[i]);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "-o %s: %s", outs[i], err);
+        cr_assert(strstr(err, "is the input"), "%s", err);
+        cr_assert_eq(count_lines(err), 1, "%s", err);
+    }
+    /* -O: an input already in DIR with the output's name */
+    char npyp[1100];
+    snprintf(npyp, sizeof npyp, "%s/in.npy", dir);
+    cr_assert_eq(link(wav, npyp), 0);
+    snprintf(cmd, sizeof cmd, "%s --mel -O %s %s", ws_bin(), dir, npyp);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "%s", err);
+    /* --json naming an input, or the -o file */
+    snprintf(js, sizeof js, "%s/o.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s --mel %s -o %s --json %s", ws_bin(), wav, js, wav);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "%s", err);
+    snprintf(cmd, sizeof cmd, "%s --mel %s -o %s --json %s/./o.npy", ws_bin(), wav, js, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "%s", err);
+    cr_assert(strstr(err, "--json") && strstr(err, "output"), "%s", err);
+    cr_assert(!file_exists(js), "nothing runs after a usage error");
+    char *after = read_file(wav, &len);
+    cr_assert(len == len0 && !memcmp(before, after, len), "the input was changed");
+    free(before);
+    free(after);
+}
+
+Test(cli, file_names_are_escaped_in_messages)
+{
+    const char *dir = test_tmpdir();
+    char bad[1024], cmd[8192], err[4096];
+    snprintf(bad, sizeof bad, "%s/evil\nwhisper-stem: forged line\033[31m.wav", dir);
+    FILE *f = fopen(bad, "wb");
+    fputs("not audio", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s --mel -O %s/out '%s'", ws_bin(), dir, bad);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    cr_assert_eq(count_lines(err), 1, "one line, not a forged second one:\n%s", err);
+    cr_assert(strstr(err, "evil\\nwhisper-stem: forged line\\033[31m.wav"), "%s", err);
+    cr_assert_null(strchr(err, '\033'), "no escape code reaches the terminal");
+}
+
+Test(cli, device_cuda_with_mel_fails_without_a_gpu)
+{
+    const char *dir = test_tmpdir();
+    char out[1024], cmd[8192], err[2048];
+    snprintf(out, sizeof out, "%s/o.npy", dir);
+    snprintf(cmd, sizeof cmd, "WHISPER_STEM_LIBCUDA=/nonexistent/libcuda.so.1 %s --mel %s -o %s --device cuda",
+             ws_bin(), test_sample("jfk.wav"), out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    cr_assert(strstr(err, "--device cuda") && strstr(err, "no CUDA driver"), "%s", err);
+    cr_assert_eq(count_lines(err), 1, "%s", err);
+    cr_assert(!file_exists(out));
+}
+
+Test(cli, pos_on_a_too_narrow_model_says_why)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], out[1024], cmd[8192], err[2048];
+    mkmodel(dir, "w2.gguf", "--n-mels 80 --d 2 --seed 2", model, sizeof model);
+    snprintf(out, sizeof out, "%s/o.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s --device cpu --pos -m %s %s -o %s", ws_bin(), model, test_sample("jfk.wav"), out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    cr_assert(strstr(err, "width 2") && strstr(err, "at least 4") && !strstr(err, "not even"), "%s", err);
+}
+
+Test(cli, clashing_outdir_names_are_found_among_many_inputs, .timeout = 60)
+{
+    /* 20000 names: the clash check is a hash set (bench/dupcheck.sh times it) */
+    const char *dir = test_tmpdir();
+    enum { N = 20000 };
+    char list[1100], cmd[4096], err[4096];
+    snprintf(list, sizeof list, "%s/list.txt", dir);
+    FILE *f = fopen(list, "w");
+    for (int i = 0; i < N; i++)
+        fprintf(f, "d%d/f%05d.wav\n", i % 7, i);
+    fprintf(f, "other/f12345.flac\n");
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cd %s && %s --mel -O out $(cat list.txt)", dir, ws_bin());
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "%s", err);
+    cr_assert(strstr(err, "'d4/f12345.wav' and 'other/f12345.flac' would both write out/f12345.npy"), "%s",
+              err);
+}
+
+Test(cli, input_over_the_memory_bound_is_one_line, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char wav[1024], out[1100], cmd[8192], err[4096];
+    snprintf(wav, sizeof wav, "%s/long.wav", dir);
+    size_t n = 16000 * 300; /* 5 min: 19 MB of samples at 16 kHz */
+    float *x = calloc(n, sizeof *x);
+    write_wav(wav, x, n, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+    free(x);
+    snprintf(out, sizeof out, "%s/o.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s --mel --max-memory 16M %s -o %s", ws_bin(), wav, out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    cr_assert(strstr(err, "long.wav") && strstr(err, "memory bound of 16 MiB") && strstr(err, "--max-memory"),
+              "%s", err);
+    cr_assert_eq(count_lines(err), 1, "%s", err);
+    cr_assert(!file_exists(out));
+    snprintf(cmd, sizeof cmd, "%s --mel --max-memory 256M %s -o %s", ws_bin(), wav, out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd, "%s --mel --max-memory 1X %s -o %s", ws_bin(), wav, out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "%s", err);
+}
+
+Test(cli, long_input_is_streamed_to_the_same_bytes, .timeout = 240)
+{
+    /* --max-memory 64M: embeddings go out 8 MiB (two windows of d 512) at a
+     * time; five windows are then written piece by piece into the .npy */
+    const char *dir = test_tmpdir();
+    char model[1024], wav[1024], a[1100], b[1100], cmd[8192], err[4096];
+    mkmodel(dir, "m.gguf", "--n-mels 80 --d 512 --seed 8", model, sizeof model);
+    snprintf(wav, sizeof wav, "%s/long.wav", dir);
+    size_t n = 16000 * 135;
+    float *x = tone(n, 220, 3);
+    write_wav(wav, x, n, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+    free(x);
+    snprintf(a, sizeof a, "%s/a.npy", dir);
+    snprintf(b, sizeof b, "%s/b.f32", dir);
+    snprintf(cmd, sizeof cmd, "%s --device cpu --threads 2 --max-memory 64M -m %s %s -o %s", ws_bin(), model, wav, a);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd, "%s --device cpu --threads 2 -m %s %s -o - > %s", ws_bin(), model, wav, b);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    npy A = load_npy(a);
+    cr_assert_eq(A.ndim, 3);
+    cr_assert_eq(A.shape[0], 5);
+    size_t lb;
+    char *B = read_file(b, &lb);
+    cr_assert(lb == A.count * 4 && !memcmp(A.data, B, lb), "streamed .npy payload differs from the whole-array write");
+    free(A.data);
+    free(B);
+}
+
+Test(cli, an_input_that_blocks_does_not_hold_up_the_others, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char fifo[1024], cmd[8192], err[4096], p[1200];
+    snprintf(fifo, sizeof fifo, "%s/slow.wav", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    int len = snprintf(cmd, sizeof cmd, "%s --mel --threads 2 -O %s/out %s", ws_bin(), dir, fifo);
+    float *x = tone(16000, 300, 1);
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/in%d.wav", dir, i);
+        write_wav(p, x, 16000, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %s", p);
+    }
+    /* background run; the FIFO gets its writer only once the others are written */
+    snprintf(cmd + len, sizeof cmd - (size_t)len, " & pid=$!; for i in $(seq 200); do "
+             "[ -e %s/out/in0.npy ] && [ -e %s/out/in1.npy ] && [ -e %s/out/in2.npy ] && break; sleep 0.05; done; "
+             "ls %s/out > %s/seen.txt; cat %s/in0.wav > %s; wait $pid",
+             dir, dir, dir, dir, dir, dir, fifo);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(p, sizeof p, "%s/seen.txt", dir);
+    size_t n;
+    char *seen = read_file(p, &n);
+    cr_assert(seen && strstr(seen, "in0.npy") && strstr(seen, "in1.npy") && strstr(seen, "in2.npy"),
+              "the other inputs waited for the FIFO: %s", seen ? seen : "");
+    free(seen);
+    snprintf(p, sizeof p, "%s/out/slow.npy", dir);
+    cr_assert(file_exists(p), "the FIFO's input was written once its writer came");
+    free(x);
 }
