@@ -128,7 +128,8 @@
 typedef struct {
     const unsigned char *mem; /* the bytes, or NULL to pread fd */
     int fd;
-    uint64_t len;             /* the size the decoders see (st_size at open) */
+    uint64_t base;            /* the decoders' byte 0 (past ID3v2 tags before a container) */
+    uint64_t len;             /* the bytes they see from there (st_size at open - base) */
     uint64_t pos;             /* the decoder's position */
     int read_errno;           /* first pread error */
     int shrunk;               /* pread found the end before len */
@@ -148,11 +149,11 @@ static size_t src_read(source *s, uint64_t off, void *dst, size_t n)
     if (n > s->len - off)
         n = (size_t)(s->len - off);
     if (s->mem) {
-        memcpy(d, s->mem + off, n);
+        memcpy(d, s->mem + s->base + off, n);
         got = n;
     } else {
         while (got < n) {
-            ssize_t r = pread(s->fd, d + got, n - got, (off_t)(off + got));
+            ssize_t r = pread(s->fd, d + got, n - got, (off_t)(s->base + off + got));
             if (r < 0 && errno == EINTR)
                 continue;
             if (r < 0) {
@@ -369,8 +370,6 @@ static int container_check(source *s, const char *name, ws_err *err)
 
 /* --- MPEG audio through libmpg123 ---------------------------------------- */
 
-#ifdef WS_HAVE_MPG123
-
 /* libsndfile's test for an MPEG audio frame header (sndfile.c, identify_mpeg):
  * frame sync, a valid version, layer, bitrate and sample rate index. */
 static int mpeg_sync(const unsigned char *b)
@@ -379,30 +378,47 @@ static int mpeg_sync(const unsigned char *b)
            (b[2] & 0xF0) != 0xF0 && (b[2] & 0x0C) != 0x0C;
 }
 
-/* What libsndfile would open as MPEG: ID3v2 tags skipped (while they end before
- * the file does), then a frame header, whose offset goes to *at. Every other
- * format libsndfile knows has a magic number that cannot be an MPEG frame header. */
+/* Container magic numbers libsndfile recognises (sndfile.c, guess_file_type),
+ * for files that an ID3v2 tag precedes. */
+static const char *const SNDFILE_MAGIC[] = {
+    "RIFF", "RIFX", "RF64", "FORM", "riff", "fLaC", "OggS", "caff", ".snd", "dns.", "fap ",
+    " paf", "NIST", "Crea", "2BIT", "MATL", "PVF1", "Exte", "ALaw", "Diam", "LM89", "CAT ",
+};
+
+/* MPEG audio for libmpg123, its first frame (or what follows the tags) at *at:
+ * a frame header at the start (libsndfile's only test for MPEG there), or an
+ * ID3v2 tag followed by anything but another container libsndfile knows.
+ * After a tag libsndfile itself hands nearly anything to libmpg123, which
+ * then prints; here that goes to our quiet handle instead. */
 static int is_mpeg(source *s, uint64_t *at)
 {
     uint64_t off = 0;
     unsigned char b[12];
+    int tagged = 0;
     for (int k = 0; k < 64; k++) {
-        if (src_read(s, off, b, sizeof b) != sizeof b)
-            return 0;
-        if (b[0] == 'I' && b[1] == 'D' && b[2] == '3' && b[3] >= 2 && b[3] <= 4) {
+        size_t n = src_read(s, off, b, sizeof b);
+        if (n >= 10 && b[0] == 'I' && b[1] == 'D' && b[2] == '3' && b[3] >= 2 && b[3] <= 4) {
             uint64_t tag = ((uint64_t)(b[6] & 0x7F) << 21 | (uint64_t)(b[7] & 0x7F) << 14 |
                             (uint64_t)(b[8] & 0x7F) << 7 | (uint64_t)(b[9] & 0x7F)) + 10;
+            tagged = 1;
             if (tag >= s->len - off)
-                return 0;
+                break; /* the tag is all there is */
             off += tag;
             continue;
         }
         *at = off;
-        return mpeg_sync(b);
+        if (!tagged)
+            return n == sizeof b && mpeg_sync(b);
+        for (size_t i = 0; n >= 4 && i < sizeof SNDFILE_MAGIC / sizeof *SNDFILE_MAGIC; i++)
+            if (!memcmp(b, SNDFILE_MAGIC[i], 4))
+                return 0;
+        return 1;
     }
-    return 0;
+    *at = off;
+    return tagged;
 }
 
+#ifdef WS_HAVE_MPG123
 /* The frame count of a Xing or Info tag in the Layer III frame at off, or 0.
  * Encoders write it after encoding (LAME, ffmpeg when it can seek back); with it
  * libmpg123's length is exact, without it an estimate from the file size. The
@@ -555,13 +571,14 @@ static int mpeg_open(decoder *d, source *s, uint64_t first_frame, const char *na
 }
 #endif
 
-static int dec_open(decoder *d, source *s, const char *name, ws_err *err)
+/* mpeg: is_mpeg's answer, with the offset of the first frame. */
+static int dec_open(decoder *d, source *s, int mpeg, uint64_t first_frame, const char *name,
+                    ws_err *err)
 {
     memset(d, 0, sizeof *d);
     d->frames = -1;
 #ifdef WS_HAVE_MPG123
-    uint64_t first_frame = 0;
-    if (is_mpeg(s, &first_frame)) {
+    if (mpeg) {
         pthread_once(&mp_once, mp_load);
         if (mp.ok)
             return mpeg_open(d, s, first_frame, name, err);
@@ -922,9 +939,18 @@ static int load_source(ws_audio *a, source *s, load_opts *o, size_t held, ws_err
 {
     decoder d;
     memset(a, 0, sizeof *a);
+    uint64_t at = 0;
+    int mpeg = is_mpeg(s, &at);
+    if (!mpeg && at) {
+        /* ID3v2 tags before a WAV, FLAC, ...: libsndfile skips them itself but then
+         * misplaces a WAV's data over virtual I/O (an ID3-tagged WAV of 64 frames
+         * decoded as 49 shifted ones); decoders and checks see what follows. */
+        s->base = at;
+        s->len -= at;
+    }
     if (container_check(s, o->name, err))
         return -1;
-    int rc = dec_open(&d, s, o->name, err);
+    int rc = dec_open(&d, s, mpeg, at, o->name, err);
     if (!rc && d.channels < 1)
         rc = ws_errf(err, "%s: %d channels in the header", o->name, d.channels);
     if (!rc && (d.rate < WS_AUDIO_MIN_RATE || d.rate > WS_AUDIO_MAX_RATE))
@@ -940,7 +966,7 @@ static int load_source(ws_audio *a, source *s, load_opts *o, size_t held, ws_err
         if (s->read_errno)
             return ws_errf(err, "%s: read failed: %s", o->name, strerror(s->read_errno));
         return ws_errf(err, "%s: the file changed while being read (it is shorter than the "
-                       "%llu bytes it had at open)", o->name, (unsigned long long)s->len);
+                       "%llu bytes it had at open)", o->name, (unsigned long long)(s->base + s->len));
     }
     return rc;
 }

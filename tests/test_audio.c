@@ -1670,3 +1670,85 @@ Test(audio, regular_file_on_stdin_is_read_in_place)
     ws_audio_free(&a);
     ws_audio_free(&b);
 }
+
+/* Found by fuzzing: after an ID3v2 tag libsndfile hands nearly anything to
+ * libmpg123, which printed "Note: Illegal Audio-MPEG-Header ..." and
+ * "[src/libmpg123/layer2.c:...] error: ..." (tests/fuzz/corpus/audio/stderr-*).
+ * Standard error is a file here (each test runs in its own process). */
+static const unsigned char ID3_THEN_JUNK[24] = {
+    0x49, 0x44, 0x33, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xfd, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00};
+static const unsigned char ID3_THEN_LAYER2[128] = {
+    0x49, 0x44, 0x33, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xfd, 0x00,
+    0x00, 0x00, 0x82, 0x82, 0x82, 0x82, 0x82, 0x82, 0x00, 0xff, 0xff, 0xff, 0xff, 0x60, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x31, 0xff, 0x01, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x69, 0x00, 0x0f, 0x00, 0x49, 0x44, 0x33, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff,
+    0xff, 0xff, 0xfd, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf0, 0x00, 0x8f,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0xff, 0x24, 0x20, 0x00, 0x00, 0x6b, 0x03, 0x73};
+
+static void assert_loads_quietly(const unsigned char *p, size_t n)
+{
+    const char *path = tmp_path("stderr.txt");
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    cr_assert(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    ws_audio a;
+    ws_err err = {{0}};
+    int rc = ws_audio_load_memory(&a, p, n, "tagged", &err);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    if (rc == 0)
+        ws_audio_free(&a);
+    else
+        cr_assert_eq(strncmp(err.msg, "tagged: ", 8), 0, "%s", err.msg);
+    size_t len = 0;
+    char *said = read_file(path, &len);
+    cr_assert_eq(len, 0, "the decoder wrote to stderr: %.*s", (int)len, said);
+    free(said);
+}
+
+Test(audio, id3_tagged_junk_prints_nothing_on_stderr)
+{
+    assert_loads_quietly(ID3_THEN_JUNK, sizeof ID3_THEN_JUNK);
+    assert_loads_quietly(ID3_THEN_LAYER2, sizeof ID3_THEN_LAYER2);
+}
+
+/* Some taggers put an ID3v2 tag before a WAV or FLAC file. What follows the tag
+ * decodes as the file alone does (libsndfile over virtual I/O made 49 shifted
+ * frames of a 64-frame WAV), and its data size is still checked. */
+Test(audio, id3_tagged_wav_and_flac_decode_like_the_untagged_files)
+{
+    static const int formats[] = {SF_FORMAT_WAV | SF_FORMAT_PCM_16, SF_FORMAT_FLAC | SF_FORMAT_PCM_16};
+    for (int k = 0; k < 2; k++) {
+        short *s = random_shorts(64, 60);
+        const char *path = tmp_path(k ? "plain.flac" : "plain.wav");
+        write_short(path, formats[k], WS_SAMPLE_RATE, 1, s, 64);
+        size_t len;
+        unsigned char *p = read_file(path, &len);
+        unsigned char *q = malloc(len + 30);
+        memcpy(q, "ID3\3\0\0\0\0\0\24", 10); /* v2.3, 20 bytes of tag follow */
+        memset(q + 10, 0, 20);
+        memcpy(q + 30, p, len);
+        ws_audio a;
+        ws_err err = {{0}};
+        cr_assert_eq(ws_audio_load_memory(&a, q, len + 30, "tagged", &err), 0, "%s", err.msg);
+        cr_assert_eq(a.n, 64, "%s: %zu samples", path, a.n);
+        for (size_t i = 0; i < 64; i++)
+            cr_assert_eq(a.x[i], s[i] / 32768.0f, "%s [%zu]", path, i);
+        ws_audio_free(&a);
+        if (k == 0) {
+            cr_assert_eq(ws_audio_load_memory(&a, q, len + 30 - 40, "tagged", &err), -1);
+            cr_assert_not_null(strstr(err.msg, "truncated: the data chunk declares 128 bytes"),
+                               "%s", err.msg);
+        }
+        free(q);
+        free(p);
+        free(s);
+    }
+}
