@@ -4,7 +4,10 @@
 #   make test            build and run the Criterion suite (tests/)
 #   make asan            the same suite under AddressSanitizer + UBSan (build-asan/)
 #   make interop         GGUF files we write, read by @huggingface/gguf (needs node, npm)
-#   make check           test + asan + interop (what CI runs)
+#   make fuzz-replay     each fuzz harness over its committed corpus, gcc + ASan/UBSan
+#   make fuzz [FUZZ_TIME=60]  each harness under libFuzzer (clang) for FUZZ_TIME s
+#   make fuzz-smoke      fuzz with FUZZ_TIME=10 when clang has libFuzzer, else says so
+#   make check           test + asan + interop + fuzz-replay + fuzz-smoke (what CI runs)
 #   make install PREFIX=/usr/local
 #   make bundle          build/bundle/: binary + test runner + their shared libraries,
 #                        relocatable (RUNPATH $ORIGIN/lib), for GPU nodes
@@ -144,8 +147,88 @@ interop: $(BUILD)/ws-mkmodel $(BUILD)/ws-convert $(BUILD)/whisper-stem
 	tests/interop/run.sh $(BUILD)
 	tests/interop/pt.sh $(BUILD)
 
-# What CI runs: the suite, the suite again under the sanitizers, the interop check.
-check: test asan interop
+# What CI runs: the suite, the suite again under the sanitizers, the interop check,
+# the fuzz corpora replayed, and a short fuzz run when libFuzzer is there.
+check: test asan interop fuzz-replay fuzz-smoke
+
+# --- fuzzing (tests/fuzz/README.md) ------------------------------------------
+# Each tests/fuzz/fuzz_NAME.c is a libFuzzer harness with a seed corpus in
+# tests/fuzz/corpus/NAME/. `fuzz` builds the harnesses and the library with clang
+# (-fsanitize=fuzzer,address,undefined) in $(BUILD)/fuzz and runs each for
+# FUZZ_TIME seconds over a copy of its corpus (the committed one never grows);
+# a crash, a sanitizer report, a leak or a run over 10 s (-timeout=10: hangs are
+# findings) fails it, the input left in $(BUILD)/fuzz/run-NAME/. `fuzz-replay`
+# runs every corpus file once through each harness linked with tests/fuzz/replay.c
+# instead of libFuzzer, built by $(CC) under ASan/UBSan in $(BUILD)/replay.
+FUZZ_CC    ?= clang
+FUZZ_TIME  ?= 60
+FUZZ_BUILD := $(BUILD)/fuzz
+FUZZERS    := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS = -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(WARN) $(DEFS) -Isrc \
+              $(shell $(PKG) --cflags $(PKGS))
+FUZZ_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+              UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+              LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp):print_suppressions=0
+.PHONY: fuzz fuzz-replay fuzz-replay-run fuzz-smoke fuzz-seeds
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+# An archive, so that each harness links only the objects it reaches.
+$(FUZZ_BUILD)/libwhisperstem.a: $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz-%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_BUILD)/libwhisperstem.a
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ $(LDLIBS)
+
+fuzz: $(FUZZERS:%=$(FUZZ_BUILD)/fuzz-%)
+	@set -e; for h in $(FUZZERS); do \
+	  run=$(FUZZ_BUILD)/run-$$h; rm -rf $$run; mkdir -p $$run/corpus $$run/findings; \
+	  cp tests/fuzz/corpus/$$h/* $$run/corpus/; \
+	  echo "fuzz-$$h: $(FUZZ_TIME) s over a copy of tests/fuzz/corpus/$$h ($$(ls $$run/corpus | wc -l) files)"; \
+	  if ! $(FUZZ_ENV) $(FUZZ_BUILD)/fuzz-$$h -max_total_time=$(FUZZ_TIME) -timeout=10 \
+	      -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=$$run/findings/ \
+	      $$run/corpus > $$run/log 2>&1; then \
+	    tail -40 $$run/log; echo "✗ fuzz-$$h: a finding in $$run/findings/ (log: $$run/log)"; exit 1; fi; \
+	  grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb" $$run/log | tr '\n' ' '; echo; \
+	done; echo "✓ fuzz: no findings in $(FUZZ_TIME) s per harness"
+
+# No libFuzzer needed: the objects are $(CC)'s, under the sanitizers, in $(BUILD)/replay.
+fuzz-replay:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/replay SAN=1 CFLAGS="-O1 -g" fuzz-replay-run
+
+fuzz-replay-run: $(FUZZERS:%=$(BUILD)/replay-%)
+	@set -e; for h in $(FUZZERS); do \
+	  if ! $(FUZZ_ENV) timeout 600 $(BUILD)/replay-$$h tests/fuzz/corpus/$$h 2>$(BUILD)/replay-$$h.log; then \
+	    tail -30 $(BUILD)/replay-$$h.log; echo "✗ replay-$$h: a finding (log: $(BUILD)/replay-$$h.log)"; exit 1; fi; \
+	  echo "✓ replay-$$h: $$(grep -c '^replay: .* bytes)$$' $(BUILD)/replay-$$h.log) corpus files, no findings"; \
+	done
+
+$(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/replay-%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/replay.o $(BUILD)/libwhisperstem.a
+	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
+
+# CI's short run: only where clang can link a libFuzzer program.
+fuzz-smoke:
+	@t=$$(mktemp -d); \
+	if printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' > $$t/p.c && \
+	    $(FUZZ_CC) -fsanitize=fuzzer,address,undefined $$t/p.c -o $$t/p >/dev/null 2>&1; then \
+	  rm -rf $$t; $(MAKE) --no-print-directory fuzz FUZZ_TIME=10; \
+	else rm -rf $$t; echo "✗ $(FUZZ_CC) cannot link -fsanitize=fuzzer: the 10 s fuzz runs were skipped" \
+	  "(scripts/install-deps.sh --test installs clang and libclang-rt-dev)"; fi
+
+# Rewrites the generated seeds (tests/fuzz/seeds.c); the handcrafted ones stay.
+fuzz-seeds: $(BUILD)/ws-fuzz-seeds
+	$(BUILD)/ws-fuzz-seeds tests/fuzz/corpus
+
+$(BUILD)/ws-fuzz-seeds: $(BUILD)/tests/fuzz/seeds.o $(BUILD)/libwhisperstem.a
+	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

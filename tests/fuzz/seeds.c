@@ -1,0 +1,367 @@
+/* seeds.c - writes the seed corpora of the fuzz harnesses:
+ *   ws-fuzz-seeds DIR   ->  DIR/audio/, DIR/gguf/, DIR/ckpt/  (`make fuzz-seeds`)
+ *
+ * Valid small files of each kind the readers take, made with libsndfile and our
+ * own GGUF writer, or assembled here byte by byte from the published layouts
+ * (safetensors, whisper.cpp's ggml .bin); then the handcrafted headers that once
+ * hung or crashed a reader, or that carry the sizes writers leave when they
+ * stream to a pipe. Findings of later fuzz runs are added to the corpora as
+ * files of their own (crash-*, timeout-*), not made here.
+ */
+#include <math.h>
+#include <sndfile.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gguf.h"
+
+static const char *g_dir;
+
+static const char *path_of(const char *sub, const char *name)
+{
+    static char p[4096];
+    snprintf(p, sizeof p, "%s/%s", g_dir, sub);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/%s/%s", g_dir, sub, name);
+    return p;
+}
+
+static void die(const char *what, const char *why)
+{
+    fprintf(stderr, "ws-fuzz-seeds: %s: %s\n", what, why);
+    exit(1);
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, n, f) != n || fclose(f))
+        die(path, "cannot write");
+}
+
+static unsigned char *read_whole(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        die(path, "cannot read");
+    unsigned char *p = malloc(1 << 20);
+    *n = fread(p, 1, 1 << 20, f);
+    fclose(f);
+    return p;
+}
+
+/* --- a byte builder -------------------------------------------------------- */
+
+typedef struct {
+    unsigned char b[4096];
+    size_t n;
+} bytes;
+
+static void put(bytes *h, const void *p, size_t n)
+{
+    if (h->n + n > sizeof h->b)
+        die("seed", "too large");
+    memcpy(h->b + h->n, p, n);
+    h->n += n;
+}
+
+static void le(bytes *h, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        unsigned char c = i < 8 ? (unsigned char)(v >> (8 * i)) : 0;
+        put(h, &c, 1);
+    }
+}
+
+static void be(bytes *h, uint64_t v, int n)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        unsigned char c = i < 8 ? (unsigned char)(v >> (8 * i)) : 0;
+        put(h, &c, 1);
+    }
+}
+
+static void str(bytes *h, const char *s)
+{
+    put(h, s, strlen(s));
+}
+
+/* --- audio ----------------------------------------------------------------- */
+
+static void audio(const char *name, int format, int rate, int channels, int frames)
+{
+    const char *path = path_of("audio", name);
+    SF_INFO info = {.samplerate = rate, .channels = channels, .format = format};
+    if (!sf_format_check(&info)) {
+        fprintf(stderr, "ws-fuzz-seeds: this libsndfile cannot write %s; skipped\n", name);
+        return;
+    }
+    SNDFILE *f = sf_open(path, SFM_WRITE, &info);
+    if (!f)
+        die(path, sf_strerror(NULL));
+    float *x = malloc((size_t)frames * (size_t)channels * sizeof *x);
+    for (int i = 0; i < frames * channels; i++)
+        x[i] = (float)(0.5 * sin(0.05 * i) + 0.1 * sin(0.31 * i));
+    if (sf_writef_float(f, x, frames) != frames)
+        die(path, sf_strerror(f));
+    sf_close(f);
+    free(x);
+}
+
+/* A copy of an audio seed with n bytes at off replaced. */
+static void audio_patched(const char *from, const char *name, size_t off, const void *p, size_t n)
+{
+    size_t len;
+    unsigned char *b = read_whole(path_of("audio", from), &len);
+    if (off + n > len)
+        die(name, "patch outside the file");
+    memcpy(b + off, p, n);
+    write_file(path_of("audio", name), b, len);
+    free(b);
+}
+
+static const unsigned char W64_RIFF[16] = {'r',  'i',  'f',  'f',  0x2E, 0x91, 0xCF, 0x11,
+                                           0xA5, 0xD6, 0x28, 0xDB, 0x04, 0xC1, 0x00, 0x00};
+static const unsigned char W64_TAIL[12] = {0xF3, 0xAC, 0xD3, 0x11, 0x8C, 0xD1,
+                                           0x00, 0xC0, 0x4F, 0x8E, 0xDB, 0x8A};
+
+static void w64_id(bytes *h, const char *fourcc)
+{
+    put(h, fourcc, 4);
+    put(h, W64_TAIL, 12);
+}
+
+static void fmt16k(bytes *h, int little)
+{
+    void (*w)(bytes *, uint64_t, int) = little ? le : be;
+    w(h, 1, 2), w(h, 1, 2), w(h, 16000, 4), w(h, 32000, 4), w(h, 2, 2), w(h, 16, 2);
+}
+
+static void w64_head(bytes *h, uint64_t riff_size)
+{
+    put(h, W64_RIFF, 16), le(h, riff_size, 8), w64_id(h, "wave");
+    w64_id(h, "fmt "), le(h, 40, 8), fmt16k(h, 1);
+}
+
+static void samples(bytes *h, int n)
+{
+    for (int i = 0; i < n; i++)
+        le(h, (uint64_t)(uint16_t)(int16_t)(3000 * sin(0.2 * i)), 2);
+}
+
+static void audio_seeds(void)
+{
+    audio("pcm16-16k-mono.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, 64);
+    audio("pcm24-44k-stereo.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_24, 44100, 2, 32);
+    audio("float-8k.wav", SF_FORMAT_WAV | SF_FORMAT_FLOAT, 8000, 1, 32);
+    audio("wavex-6ch.wav", SF_FORMAT_WAVEX | SF_FORMAT_PCM_16, 48000, 6, 16);
+    audio("ulaw.wav", SF_FORMAT_WAV | SF_FORMAT_ULAW, 8000, 1, 64);
+    audio("pcm16.flac", SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, 300);
+    audio("pcm16.aiff", SF_FORMAT_AIFF | SF_FORMAT_PCM_16, 16000, 1, 64);
+    audio("float.aifc", SF_FORMAT_AIFF | SF_FORMAT_FLOAT, 22050, 2, 16);
+    audio("pcm16.w64", SF_FORMAT_W64 | SF_FORMAT_PCM_16, 16000, 1, 64);
+    audio("pcm16.rf64", SF_FORMAT_RF64 | SF_FORMAT_PCM_16, 16000, 1, 64);
+    audio("pcm16.caf", SF_FORMAT_CAF | SF_FORMAT_PCM_16, 16000, 1, 64);
+    audio("pcm16.au", SF_FORMAT_AU | SF_FORMAT_PCM_16, 11025, 1, 64);
+    audio("vorbis.ogg", SF_FORMAT_OGG | SF_FORMAT_VORBIS, 16000, 1, 1600);
+    audio("opus.opus", SF_FORMAT_OGG | SF_FORMAT_OPUS, 48000, 1, 4800);
+    audio("layer3.mp3", SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III, 16000, 1, 3200);
+
+    /* What writers leave when they stream to a pipe. */
+    static const unsigned char ff4[4] = {0xFF, 0xFF, 0xFF, 0xFF}, zero8[8] = {0};
+    audio_patched("pcm16-16k-mono.wav", "pipe-ffffffff.wav", 4, ff4, 4);
+    audio_patched("pipe-ffffffff.wav", "pipe-ffffffff.wav", 40, ff4, 4);
+    static const unsigned char no_count[5] = {0};
+    audio_patched("pcm16.flac", "pipe-no-sample-count.flac", 22, no_count, 4);
+    /* MP3 without its Info tag: the length becomes an estimate */
+    audio_patched("layer3.mp3", "no-info-tag.mp3", 4 + 9, "\0\0\0\0", 4);
+
+    bytes h = {.n = 0};
+    str(&h, "ID3"), le(&h, 3, 1), le(&h, 0, 2), be(&h, 10, 4), put(&h, zero8, 8), le(&h, 0, 2);
+    size_t len;
+    unsigned char *mp3 = read_whole(path_of("audio", "layer3.mp3"), &len);
+    if (len > sizeof h.b - h.n)
+        len = sizeof h.b - h.n;
+    put(&h, mp3, len);
+    free(mp3);
+    write_file(path_of("audio", "id3v2-then-mp3.mp3"), h.b, h.n);
+
+    h.n = 0; /* sox -t aiff - : sizes 0x7F0000xx */
+    str(&h, "FORM"), be(&h, 0x7F000050, 4), str(&h, "AIFF");
+    str(&h, "COMM"), be(&h, 18, 4), be(&h, 1, 2), be(&h, 0x3F800000, 4), be(&h, 16, 2);
+    be(&h, 0x400CFA00, 4), be(&h, 0, 6);
+    str(&h, "SSND"), be(&h, 0x7F000008, 4), be(&h, 0, 8), samples(&h, 48);
+    write_file(path_of("audio", "pipe-sox.aiff"), h.b, h.n);
+
+    h.n = 0; /* ffmpeg -f w64 - : data size 2^63 - 1 */
+    w64_head(&h, UINT64_MAX), w64_id(&h, "data"), le(&h, INT64_MAX, 8), samples(&h, 48);
+    write_file(path_of("audio", "pipe-ffmpeg.w64"), h.b, h.n);
+
+    h.n = 0; /* ffmpeg -rf64 always to a pipe: ds64 all zero, data 0xFFFFFFFF */
+    str(&h, "RF64"), le(&h, 0xFFFFFFFF, 4), str(&h, "WAVE");
+    str(&h, "ds64"), le(&h, 28, 4), put(&h, zero8, 8), put(&h, zero8, 8), put(&h, zero8, 8);
+    le(&h, 0, 4), str(&h, "fmt "), le(&h, 16, 4), fmt16k(&h, 1);
+    str(&h, "data"), le(&h, 0xFFFFFFFF, 4), samples(&h, 48);
+    write_file(path_of("audio", "pipe-ffmpeg-ds64-zero.rf64"), h.b, h.n);
+
+    /* Chunk walks that once did not end, and the largest sizes of each format. */
+    h.n = 0; /* 142 bytes: a chunk of 2^64 - 1 bytes; rounded up to 8 it was 0 */
+    w64_head(&h, 142), w64_id(&h, "junk"), le(&h, UINT64_MAX, 8);
+    while (h.n < 142)
+        le(&h, 0, 1);
+    write_file(path_of("audio", "hang-w64-chunk-2pow64-1.w64"), h.b, h.n);
+
+    h.n = 0;
+    w64_head(&h, 200), w64_id(&h, "junk"), le(&h, UINT64_MAX - 6, 8);
+    w64_id(&h, "data"), le(&h, 24 + 16, 8), samples(&h, 8);
+    write_file(path_of("audio", "hang-w64-chunk-2pow64-7.w64"), h.b, h.n);
+
+    h.n = 0;
+    str(&h, "RIFF"), le(&h, 0xFFFFFFFF, 4), str(&h, "WAVE"), str(&h, "fmt "), le(&h, 16, 4);
+    fmt16k(&h, 1), str(&h, "junk"), le(&h, 0xFFFFFFFF, 4), str(&h, "data"), le(&h, 16, 4);
+    samples(&h, 8);
+    write_file(path_of("audio", "huge-riff-chunk.wav"), h.b, h.n);
+
+    h.n = 0;
+    str(&h, "RIFX"), be(&h, 0xFFFFFFFF, 4), str(&h, "WAVE"), str(&h, "fmt "), be(&h, 16, 4);
+    fmt16k(&h, 0), str(&h, "data"), be(&h, 0xFFFFFFFE, 4), samples(&h, 8);
+    write_file(path_of("audio", "huge-rifx-data.wav"), h.b, h.n);
+
+    h.n = 0;
+    str(&h, "FORM"), be(&h, 0xFFFFFFFF, 4), str(&h, "AIFF");
+    str(&h, "COMM"), be(&h, 18, 4), be(&h, 1, 2), be(&h, 8, 4), be(&h, 16, 2);
+    be(&h, 0x400CFA00, 4), be(&h, 0, 6), str(&h, "junk"), be(&h, 0xFFFFFFFF, 4);
+    str(&h, "SSND"), be(&h, 24, 4), be(&h, 0, 8), samples(&h, 8);
+    write_file(path_of("audio", "huge-aiff-chunk.aiff"), h.b, h.n);
+
+    h.n = 0;
+    str(&h, "RF64"), le(&h, 0xFFFFFFFF, 4), str(&h, "WAVE");
+    str(&h, "ds64"), le(&h, 28, 4), le(&h, UINT64_MAX, 8), le(&h, UINT64_MAX, 8);
+    le(&h, UINT64_MAX, 8), le(&h, 0, 4), str(&h, "fmt "), le(&h, 16, 4), fmt16k(&h, 1);
+    str(&h, "data"), le(&h, 0xFFFFFFFF, 4), samples(&h, 8);
+    write_file(path_of("audio", "huge-rf64-ds64.rf64"), h.b, h.n);
+}
+
+/* --- GGUF (our writer) ----------------------------------------------------- */
+
+static void gguf_seed(const char *name, int type, uint32_t align, int n_mels, int d)
+{
+    ws_err err;
+    ws_gguf_writer *w = ws_gguf_writer_new();
+    float x[3 * 8 * 8];
+    for (size_t i = 0; i < sizeof x / sizeof *x; i++)
+        x[i] = (float)sin(0.37 * (double)i);
+    const uint64_t ne1[3] = {3, (uint64_t)n_mels, (uint64_t)d}, ne2[3] = {3, (uint64_t)d, (uint64_t)d};
+    const uint64_t nb[1] = {(uint64_t)d}, npos[2] = {(uint64_t)d, 4};
+    if (!w || ws_gguf_writer_set_str(w, "general.architecture", "whisper", &err) ||
+        ws_gguf_writer_set_u32(w, "whisper.n_mels", (uint32_t)n_mels, &err) ||
+        ws_gguf_writer_set_f32(w, "whisper.scale", 0.5f, &err) ||
+        (align && ws_gguf_writer_set_u32(w, "general.alignment", align, &err)) ||
+        ws_gguf_writer_add_tensor(w, "encoder.conv1.weight", 3, ne1, (uint32_t)type, x, &err) ||
+        ws_gguf_writer_add_tensor(w, "encoder.conv1.bias", 1, nb, WS_GGML_F32, x, &err) ||
+        ws_gguf_writer_add_tensor(w, "encoder.conv2.weight", 3, ne2, (uint32_t)type, x, &err) ||
+        ws_gguf_writer_add_tensor(w, "encoder.conv2.bias", 1, nb, WS_GGML_F32, x, &err) ||
+        ws_gguf_writer_add_tensor(w, "encoder.positional_embedding", 2, npos, WS_GGML_F32, x,
+                                  &err) ||
+        ws_gguf_writer_write(w, path_of("gguf", name), &err))
+        die(name, err.msg);
+    ws_gguf_writer_free(w);
+}
+
+static void gguf_seeds(void)
+{
+    gguf_seed("stem-f32.gguf", WS_GGML_F32, 0, 4, 6);
+    gguf_seed("stem-f16-align64.gguf", WS_GGML_F16, 64, 2, 8);
+    gguf_seed("stem-bf16.gguf", WS_GGML_BF16, 0, 3, 4);
+    ws_err err;
+    ws_gguf_writer *w = ws_gguf_writer_new();
+    if (!w || ws_gguf_writer_write(w, path_of("gguf", "empty.gguf"), &err))
+        die("empty.gguf", "cannot write");
+    ws_gguf_writer_free(w);
+}
+
+/* --- checkpoints ------------------------------------------------------------ */
+
+/* safetensors: u64 header length, JSON header, data (offsets relative to it). */
+static void safetensors_seed(void)
+{
+    static const char *const names[] = {"model.encoder.conv1.weight", "model.encoder.conv1.bias",
+                                        "model.encoder.conv2.weight", "model.encoder.conv2.bias",
+                                        "model.encoder.embed_positions.weight"};
+    static const char *const shapes[] = {"[6,4,3]", "[6]", "[6,6,3]", "[6]", "[8,6]"};
+    static const int counts[] = {72, 6, 108, 6, 48};
+    char json[2048];
+    size_t n = (size_t)snprintf(json, sizeof json, "{\"__metadata__\":{\"format\":\"pt\"}");
+    size_t off = 0;
+    for (int i = 0; i < 5; i++) {
+        n += (size_t)snprintf(json + n, sizeof json - n,
+                              ",\"%s\":{\"dtype\":\"F16\",\"shape\":%s,\"data_offsets\":[%zu,%zu]}",
+                              names[i], shapes[i], off, off + 2 * (size_t)counts[i]);
+        off += 2 * (size_t)counts[i];
+    }
+    n += (size_t)snprintf(json + n, sizeof json - n, "}");
+    while (n % 8) /* the header is padded with spaces to 8 bytes */
+        json[n++] = ' ';
+    bytes h = {.n = 0};
+    le(&h, n, 8), put(&h, json, n);
+    for (size_t i = 0; i < off / 2; i++)
+        le(&h, ws_f32_to_f16((float)sin(0.1 * (double)i)), 2);
+    write_file(path_of("ckpt", "model.safetensors"), h.b, h.n);
+
+    const char *idx = "{\"metadata\":{\"total_size\":492},\"weight_map\":{"
+                      "\"model.encoder.conv1.weight\":\"model-00001-of-00001.safetensors\"}}";
+    write_file(path_of("ckpt", "model.safetensors.index.json"), idx, strlen(idx));
+}
+
+/* whisper.cpp's ggml .bin (src/ckpt_ggml.c): magic, 11 hyper-parameters, the
+ * filterbank, the vocabulary, then tensor records. */
+static void ggml_tensor(bytes *h, const char *name, int type, int n_dims, const int *ne)
+{
+    int n = 1;
+    le(h, (uint64_t)n_dims, 4), le(h, strlen(name), 4), le(h, (uint64_t)type, 4);
+    for (int i = 0; i < n_dims; i++)
+        le(h, (uint64_t)ne[i], 4), n *= ne[i];
+    str(h, name);
+    for (int i = 0; i < n; i++)
+        le(h, type == 1 ? ws_f32_to_f16(0.25f) : 0x3E800000u, type == 1 ? 2 : 4);
+}
+
+static void ggml_seed(void)
+{
+    bytes h = {.n = 0};
+    static const int hp[11] = {3, 8, 6, 1, 1, 8, 6, 1, 1, 4, 1};
+    le(&h, 0x67676d6c, 4);
+    for (int i = 0; i < 11; i++)
+        le(&h, (uint64_t)hp[i], 4);
+    le(&h, 2, 4), le(&h, 3, 4); /* filterbank 2 x 3 */
+    for (int i = 0; i < 6; i++)
+        le(&h, 0x3F000000u, 4);
+    le(&h, 2, 4), le(&h, 1, 4), str(&h, "a"), le(&h, 2, 4), str(&h, "bc");
+    ggml_tensor(&h, "encoder.conv1.weight", 1, 3, (const int[]){3, 4, 6});
+    ggml_tensor(&h, "encoder.conv1.bias", 0, 2, (const int[]){1, 6});
+    ggml_tensor(&h, "encoder.conv2.weight", 1, 3, (const int[]){3, 6, 6});
+    ggml_tensor(&h, "encoder.conv2.bias", 0, 2, (const int[]){1, 6});
+    ggml_tensor(&h, "encoder.positional_embedding", 0, 2, (const int[]){6, 8});
+    write_file(path_of("ckpt", "ggml-tiny.bin"), h.b, h.n);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: ws-fuzz-seeds DIR\n");
+        return 2;
+    }
+    g_dir = argv[1];
+    audio_seeds();
+    gguf_seeds();
+    safetensors_seed();
+    ggml_seed();
+    size_t n;
+    unsigned char *g = read_whole(path_of("gguf", "stem-f16-align64.gguf"), &n);
+    write_file(path_of("ckpt", "stem.gguf"), g, n);
+    free(g);
+    return 0;
+}
