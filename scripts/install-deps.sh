@@ -1,8 +1,11 @@
 #!/bin/sh
 # Installs the Debian packages whisper-stem needs, where they are missing.
 #   scripts/install-deps.sh          build and run
-#   scripts/install-deps.sh --test   also the test framework (and node/npm for the
-#                                    GGUF interop check, when node is missing)
+#   scripts/install-deps.sh --test   also the test framework, ffmpeg and sox (the audio
+#                                    tests decode what they write to pipes), clang with
+#                                    its runtime libraries (make fuzz: libFuzzer,
+#                                    ASan, UBSan), and node/npm for the GGUF interop
+#                                    check when node is missing
 # Runs apt-get through sudo when not root. Debian 12 (bookworm) or later.
 set -eu
 
@@ -10,6 +13,14 @@ PKGS="gcc make pkg-config libsndfile1-dev libfftw3-dev libsoxr-dev libcjson-dev 
 if [ "${1:-}" = "--test" ]; then
     # python3-torch: the .pt converter check (tests/interop/pt.sh) and bench/run-cpu.sh
     PKGS="$PKGS libcriterion-dev python3-torch python3-numpy"
+    # tests/test_audio.c runs both to make the files they write to a pipe; sox pulls
+    # in libsox-fmt-base (w64, flac) and reads and writes WAV and AIFF itself
+    PKGS="$PKGS ffmpeg sox"
+    # make fuzz / fuzz-smoke: clang links -fsanitize=fuzzer,address,undefined only
+    # with its runtime archives (libclang_rt.fuzzer, .asan, .ubsan_standalone), which
+    # Debian ships apart from clang: libclang-rt-dev is the one for the default clang
+    # (clang-14 and libclang-rt-14-dev on Debian 12)
+    PKGS="$PKGS clang libclang-rt-dev"
     # the GGUF interop check runs an npm package; any node >= 18 with npm will do
     if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
         PKGS="$PKGS nodejs npm"
