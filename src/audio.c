@@ -974,7 +974,9 @@ static int load_source(ws_audio *a, source *s, load_opts *o, size_t held, ws_err
 static load_opts resolve(const ws_audio_opts *o, const char *name)
 {
     load_opts r = {.name = name};
-    r.max_samples = o && o->max_samples ? o->max_samples : WS_AUDIO_MAX_SAMPLES;
+    r.max_samples = o && o->max_samples && o->max_samples < WS_AUDIO_MAX_SAMPLES
+                        ? o->max_samples
+                        : WS_AUDIO_MAX_SAMPLES; /* the output's hard limit stays */
     r.max_stream_bytes = o && o->max_stream_bytes ? o->max_stream_bytes : WS_AUDIO_MAX_STREAM_BYTES;
     if (o) {
         r.reserve = o->reserve;

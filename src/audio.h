@@ -47,7 +47,7 @@ typedef struct {
 
 /* Options of one load. Zero-initialised means the defaults of ws_audio_load. */
 typedef struct {
-    size_t max_samples;      /* cap on 16 kHz output samples; 0 = WS_AUDIO_MAX_SAMPLES */
+    size_t max_samples;      /* cap on 16 kHz output samples; 0 = WS_AUDIO_MAX_SAMPLES (also the most) */
     size_t max_stream_bytes; /* cap on the bytes buffered from a pipe, FIFO, device or
                                 standard input; 0 = WS_AUDIO_MAX_STREAM_BYTES */
     /* Optional. Called before the decoder allocates for samples, with the peak
