@@ -133,6 +133,7 @@ typedef struct {
     uint64_t pos;             /* the decoder's position */
     int read_errno;           /* first pread error */
     int shrunk;               /* pread found the end before len */
+    int mpeg_data;            /* the view is the MP3 data of a WAV (format tag 0x0055) */
     uint64_t patch_off;       /* patch_len bytes shown instead of the file's there */
     size_t patch_len;
     unsigned char patch[8];
@@ -261,32 +262,50 @@ static const unsigned char W64_WAVE[16] = {'w',  'a',  'v',  'e',  0xF3, 0xAC, 0
 static const unsigned char W64_DATA[16] = {'d',  'a',  't',  'a',  0xF3, 0xAC, 0xD3, 0x11,
                                            0x8C, 0xD1, 0x00, 0xC0, 0x4F, 0x8E, 0xDB, 0x8A};
 #define W64_CHUNK_HEADER 24
+#define WAVE_FORMAT_MPEGLAYER3 0x0055
+
+/* A WAV, RF64 or Wave64 whose format tag says MP3: libsndfile would hand its data
+ * to a libmpg123 handle of its own, which prints (see step 3 above). The data
+ * chunk becomes the whole view, for our quiet one. */
+static void mpeg_window(source *s, uint64_t data_at, uint64_t data_len)
+{
+    s->base += data_at;
+    s->len = data_len;
+    s->patch_len = 0;
+    s->mpeg_data = 1;
+}
 
 static int w64_check(source *s, const char *name, ws_err *err)
 {
     const uint64_t len = s->len;
     uint64_t off = 16 + 8 + 16; /* riff GUID, file size, wave GUID */
-    unsigned char h[W64_CHUNK_HEADER];
+    unsigned char h[W64_CHUNK_HEADER], tag[2];
+    unsigned fmt_tag = 0;
     for (int k = 0; k < WALK_MAX_CHUNKS; k++) {
         if (len - off < W64_CHUNK_HEADER)
             return cut_chunk_header(s, off, name, err);
         if (src_read(s, off, h, sizeof h) != sizeof h)
             return 0; /* the file shrank: the decode reports it */
         uint64_t size = rd64le(h + 16), avail = len - off - W64_CHUNK_HEADER;
+        if (!memcmp(h, "fmt ", 4) && !memcmp(h + 4, W64_DATA + 4, 12) &&
+            src_read(s, off + W64_CHUNK_HEADER, tag, 2) == 2)
+            fmt_tag = (unsigned)tag[0] | (unsigned)tag[1] << 8;
         if (!memcmp(h, W64_DATA, 16)) {
             if (size < W64_CHUNK_HEADER)
                 return ws_errf(err,
                                "%s: malformed Wave64: the data chunk's size %llu is smaller "
                                "than its 24-byte header",
                                name, (unsigned long long)size);
+            uint64_t data = size - W64_CHUNK_HEADER;
             if (size >= W64_PLACEHOLDER)
-                return 0; /* streamed: the data runs to the end of the file */
-            if (size - W64_CHUNK_HEADER > avail)
+                data = avail; /* streamed: the data runs to the end of the file */
+            else if (data > avail)
                 return ws_errf(err,
                                "%s: truncated: the data chunk declares %llu bytes but the file "
                                "holds %llu after its header",
-                               name, (unsigned long long)(size - W64_CHUNK_HEADER),
-                               (unsigned long long)avail);
+                               name, (unsigned long long)data, (unsigned long long)avail);
+            if (fmt_tag == WAVE_FORMAT_MPEGLAYER3)
+                mpeg_window(s, off + W64_CHUNK_HEADER, data);
             return 0;
         }
         /* Another chunk: it must lie inside the file for the walk to go on (a
@@ -321,6 +340,7 @@ static int container_check(source *s, const char *name, ws_err *err)
     const char *data_id = aiff ? "SSND" : "data";
     uint64_t ds64_data = 0, ds64_at = 0;
     int have_ds64 = 0;
+    unsigned fmt_tag = 0;
     uint64_t off = 12;
     unsigned char c[8 + 16];
     for (int k = 0; k < WALK_MAX_CHUNKS; k++) {
@@ -336,8 +356,12 @@ static int container_check(source *s, const char *name, ws_err *err)
             ds64_at = off + 8 + 8;
             have_ds64 = 1;
         }
+        if (!aiff && !memcmp(c, "fmt ", 4) && size >= 2 && avail >= 2 &&
+            src_read(s, off + 8, c + 8, 2) == 2)
+            fmt_tag = rifx ? (unsigned)c[8] << 8 | c[9] : (unsigned)c[8] | (unsigned)c[9] << 8;
         if (!memcmp(c, data_id, 4)) {
             uint64_t declared = size;
+            int streamed = 0;
             if (rf64 && size == 0xFFFFFFFFu && have_ds64) {
                 if ((ds64_data == 0 && avail > 0) || ds64_data >= W64_PLACEHOLDER) {
                     /* Never filled in: show the decoders the bytes that are there. */
@@ -345,19 +369,22 @@ static int container_check(source *s, const char *name, ws_err *err)
                     s->patch_len = 8;
                     for (int i = 0; i < 8; i++)
                         s->patch[i] = (unsigned char)(avail >> (8 * i));
-                    return 0;
+                    streamed = 1;
+                } else {
+                    declared = ds64_data;
                 }
-                declared = ds64_data;
             } else if (size == 0xFFFFFFFFu || size >= RIFF_PLACEHOLDER ||
                        (aiff && size >= AIFF_PLACEHOLDER)) {
-                return 0; /* streamed: the data runs to the end of the file */
+                streamed = 1; /* the data runs to the end of the file */
             }
-            if (declared > avail)
+            if (!streamed && declared > avail)
                 return ws_errf(err,
                                "%s: truncated: the %.4s chunk declares %llu bytes but the file "
                                "holds %llu after its header",
                                name, data_id, (unsigned long long)declared,
                                (unsigned long long)avail);
+            if (fmt_tag == WAVE_FORMAT_MPEGLAYER3)
+                mpeg_window(s, off + 8, streamed ? avail : declared);
             return 0;
         }
         uint64_t next = off + 8 + size + (size & 1); /* 2-byte aligned; < 2^34 added: no wrap */
@@ -950,7 +977,8 @@ static int load_source(ws_audio *a, source *s, load_opts *o, size_t held, ws_err
     }
     if (container_check(s, o->name, err))
         return -1;
-    int rc = dec_open(&d, s, mpeg, at, o->name, err);
+    int rc = s->mpeg_data ? dec_open(&d, s, 1, 0, o->name, err)
+                          : dec_open(&d, s, mpeg, at, o->name, err);
     if (!rc && d.channels < 1)
         rc = ws_errf(err, "%s: %d channels in the header", o->name, d.channels);
     if (!rc && (d.rate < WS_AUDIO_MIN_RATE || d.rate > WS_AUDIO_MAX_RATE))

@@ -189,6 +189,15 @@ static void audio_seeds(void)
     free(mp3);
     write_file(path_of("audio", "id3v2-then-mp3.mp3"), h.b, h.n);
 
+    h.n = 0; /* MP3 data in a WAV (format tag 0x0055, MPEGLAYER3WAVEFORMAT) */
+    mp3 = read_whole(path_of("audio", "layer3.mp3"), &len);
+    str(&h, "RIFF"), le(&h, 4 + 8 + 30 + 8 + len, 4), str(&h, "WAVE"), str(&h, "fmt "), le(&h, 30, 4);
+    le(&h, 0x55, 2), le(&h, 1, 2), le(&h, 16000, 4), le(&h, 8000, 4), le(&h, 1, 2), le(&h, 0, 2);
+    le(&h, 12, 2), le(&h, 1, 2), le(&h, 2, 4), le(&h, 417, 2), le(&h, 1, 2), le(&h, 1393, 2);
+    str(&h, "data"), le(&h, len, 4), put(&h, mp3, len);
+    free(mp3);
+    write_file(path_of("audio", "mp3-in.wav"), h.b, h.n);
+
     h.n = 0; /* sox -t aiff - : sizes 0x7F0000xx */
     str(&h, "FORM"), be(&h, 0x7F000050, 4), str(&h, "AIFF");
     str(&h, "COMM"), be(&h, 18, 4), be(&h, 1, 2), be(&h, 0x3F800000, 4), be(&h, 16, 2);
