@@ -151,8 +151,34 @@ static char *join_link(const char *from, const char *link)
     return p;
 }
 
+/* The kernel's fs.protected_symlinks rule, applied whatever the sysctl says
+ * (we follow links ourselves, so the kernel's check never runs): a link in a
+ * sticky, world-writable directory such as /tmp is followed only when its
+ * owner is us or the directory's owner. Otherwise another user's planted
+ * link could make us replace a file of theirs choosing. */
+static int link_is_trusted(const char *link, const struct stat *lst)
+{
+    if (lst->st_uid == geteuid())
+        return 1;
+    const char *slash = strrchr(link, '/');
+    char dir[4096];
+    if (slash == link)
+        snprintf(dir, sizeof dir, "/");
+    else if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - link), link);
+    else
+        snprintf(dir, sizeof dir, ".");
+    struct stat ds;
+    if (stat(dir, &ds) != 0)
+        return 0;
+    if (!(ds.st_mode & S_ISVTX) || !(ds.st_mode & S_IWOTH))
+        return 1;
+    return lst->st_uid == ds.st_uid;
+}
+
 /* The name that the chain of symbolic links at path ends in (which need not
- * exist): the file to replace. malloc'd, or NULL with errno. */
+ * exist): the file to replace. malloc'd, or NULL with errno (EPERM: a link
+ * link_is_trusted refuses). */
 static char *resolve_links(const char *path)
 {
     char *cur = strdup(path);
@@ -160,6 +186,11 @@ static char *resolve_links(const char *path)
         struct stat st;
         if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
             return cur; /* missing (the directory decides) or not a link */
+        if (!link_is_trusted(cur, &st)) {
+            free(cur);
+            errno = EPERM;
+            return NULL;
+        }
         size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
         char *link = malloc(cap);
         ssize_t n = link ? readlink(cur, link, cap) : -1;
@@ -256,6 +287,11 @@ ws_out *ws_out_open(const char *path, ws_err *err)
     }
 
     char *target = resolve_links(path);
+    if (!target && errno == EPERM) {
+        ws_errf(err, "%s: refusing to follow a symbolic link that another user owns in a sticky "
+                     "world-writable directory", o->shown);
+        goto fail;
+    }
     if (!target) {
         ws_errf(err, "%s: cannot follow the symbolic link: %s", o->shown, strerror(errno));
         goto fail;
@@ -385,6 +421,18 @@ void ws_out_abort(ws_out *o)
     out_free(o);
 }
 
+/* A file that is replaced keeps its permissions (and, for root, its owner):
+ * replacing a private 0600 file must not make it readable by all. */
+static void keep_old_mode(const ws_out *o)
+{
+    struct stat st;
+    if (fstatat(o->dirfd, o->base, &st, 0) != 0 || !S_ISREG(st.st_mode))
+        return;
+    if (geteuid() == 0 && fchown(o->fd, st.st_uid, st.st_gid) != 0)
+        return; /* the new file stays ours, with the default mode */
+    (void)fchmod(o->fd, st.st_mode & 07777);
+}
+
 int ws_out_commit(ws_out *o, ws_err *err)
 {
     int rc = -1;
@@ -405,6 +453,7 @@ int ws_out_commit(ws_out *o, ws_err *err)
         out_free(o);
         return rc ? -1 : 0;
     case OUT_UNNAMED:
+        keep_old_mode(o);
         if (fsync(o->fd)) {
             ws_errf(err, "%s: could not flush to disk: %s", o->shown, strerror(errno));
             break;
@@ -418,6 +467,7 @@ int ws_out_commit(ws_out *o, ws_err *err)
                     strerror(errno));
         break;
     case OUT_NAMED:
+        keep_old_mode(o);
         rc = fsync(o->fd);
         if (close(o->fd) && !rc)
             rc = -1;

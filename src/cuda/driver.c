@@ -126,15 +126,18 @@ int ws_dump_temp(const char *prefix, const char *header, const char *text, char 
     char name[256];
     int fd = ws_create_unique(dfd, prefix, ".ptx", 0600, name, sizeof name);
     int e = errno;
-    close(dfd);
-    if (fd < 0)
+    if (fd < 0) {
+        close(dfd);
         return ws_errf(err, "%s/%sXXXXXX.ptx: cannot create: %s", dir, prefix, strerror(e));
+    }
     if (cap && (size_t)snprintf(path_out, cap, "%s/%s", dir, name) >= cap)
         snprintf(path_out, cap, "%s", name); /* at least the file's own name */
     FILE *f = fdopen(fd, "w");
     if (!f) {
         e = errno;
         close(fd);
+        unlinkat(dfd, name, 0); /* no empty file left behind */
+        close(dfd);
         return ws_errf(err, "%s/%s: cannot write: %s", dir, name, strerror(e));
     }
     if (header)
@@ -153,6 +156,9 @@ int ws_dump_temp(const char *prefix, const char *header, const char *text, char 
         bad = 1;
         e = errno;
     }
+    if (bad)
+        unlinkat(dfd, name, 0); /* no partial file left behind */
+    close(dfd);
     if (bad)
         return ws_errf(err, "%s/%s: cannot write: %s", dir, name, strerror(e));
     return 0;
