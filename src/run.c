@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "output.h"
@@ -109,7 +110,7 @@ static int chunk_windows(const ws_run_ctx *c)
 
 /* Peak bytes one input of n samples at 16 kHz holds, given the decoder's own
  * peak (mel.c: a [frames][n_mels] buffer and the windows; SIZE_MAX on overflow). */
-static size_t job_need(const ws_run_ctx *c, size_t decoder_bytes, size_t n)
+static size_t job_need(const ws_run_ctx *c, const ws_job *j, size_t decoder_bytes, size_t n)
 {
     const double f = sizeof(float), nm = c->n_mels;
     double total = c->pad == WS_PAD_AUDIO  ? (n / WS_CHUNK_SAMPLES + 1.0) * WS_CHUNK_SAMPLES
@@ -122,7 +123,7 @@ static size_t job_need(const ws_run_ctx *c, size_t decoder_bytes, size_t n)
     double mel_peak = (double)n * f + frames * nm * f + mel;
     double out = 0;
     if (!c->mel_only) {
-        double w = windows < chunk_windows(c) ? windows : chunk_windows(c);
+        double w = windows < chunk_windows(c) || j->special ? windows : chunk_windows(c);
         out = w * ws_stem_out_len((int)(win_frames < 1 ? 1 : win_frames)) * c->model->d * f;
     }
     double need = (double)decoder_bytes;
@@ -140,7 +141,9 @@ static void fmt_mib(char *buf, size_t cap, size_t bytes)
 
 /* Raises j's reservation to need bytes: waits while the others hold too much
  * and some of them will free it without waiting themselves; fails when need
- * alone is over the budget. */
+ * alone is over the budget. When every holder is itself waiting (streams of
+ * unknown length growing at once), the first to wake goes on past the bound
+ * rather than stalling the run: the total then stays under twice the bound. */
 static int reserve(mem_acct *m, ws_job *j, size_t need, size_t samples, ws_err *err)
 {
     if (need <= j->reserved)
@@ -149,6 +152,9 @@ static int reserve(mem_acct *m, ws_job *j, size_t need, size_t samples, ws_err *
         char a[32], b[32];
         fmt_mib(a, sizeof a, need);
         fmt_mib(b, sizeof b, m->budget);
+        if (samples == 0) /* a stream still being read: its length is not known yet */
+            return ws_errf(err, "%s: more than %s of input to hold, over the memory bound of %s "
+                                "(--max-memory)", j->input, b, b);
         return ws_errf(err,
                        "%s: %.1f min of audio needs about %s at once, over the memory bound of "
                        "%s (--max-memory)",
@@ -185,7 +191,7 @@ typedef struct {
 static int reserve_for_audio(void *ctx, size_t decoder_bytes, size_t samples_16k, ws_err *err)
 {
     reserve_ctx *r = ctx;
-    return reserve(r->mem, r->j, job_need(r->c, decoder_bytes, samples_16k), samples_16k, err);
+    return reserve(r->mem, r->j, job_need(r->c, r->j, decoder_bytes, samples_16k), samples_16k, err);
 }
 
 /* --- stages ---------------------------------------------------------------- */
@@ -195,6 +201,9 @@ static int prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
 {
     ws_err e = {{0}};
     double t0 = ws_now();
+    struct stat st;
+    j->special = strcmp(j->output, "-") && stat(j->output, &st) == 0 && !S_ISREG(st.st_mode) &&
+                 !S_ISDIR(st.st_mode);
     reserve_ctx rc_ = {c, mem, j};
     ws_audio_opts ao = {.max_stream_bytes = mem->budget, .reserve = reserve_for_audio,
                         .reserve_ctx = &rc_};
@@ -209,7 +218,7 @@ static int prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
     j->src_channels = j->audio.src_channels;
     j->samples = j->audio.n;
     /* the length is known now, whatever the header said */
-    if (reserve(mem, j, job_need(c, 0, j->audio.n), j->audio.n, &e))
+    if (reserve(mem, j, job_need(c, j, 0, j->audio.n), j->audio.n, &e))
         return fail(j, "%s%s", e.msg, "");
     t0 = ws_now();
     WS_RANGE_PUSH("mel");
@@ -258,7 +267,8 @@ static int stem(const ws_run_ctx *c, ws_job *j)
     j->shape[j->ndim++] = d;
     const size_t per = (size_t)t_out * d;
     const int cw = chunk_windows(c), n_win = mo->n_windows;
-    const int streamed = n_win > cw && strcmp(j->output, "-") != 0;
+    /* not into a FIFO or device: the stem thread must never wait for its reader */
+    const int streamed = n_win > cw && !j->special;
     const int nw_buf = streamed ? cw : n_win;
     ws_err e = {{0}};
     double t0 = ws_now();
@@ -380,13 +390,14 @@ static void finish(pipe_state *p, ws_job *j)
     pthread_cond_broadcast(&p->cv);
 }
 
-/* The first job in state s (jobs before low are DONE or past it). */
-static ws_job *first_in(pipe_state *p, int s)
+/* The first job in state s (jobs before low are DONE or past it); with
+ * plain_only, not one whose output is a FIFO or device (opening it may wait). */
+static ws_job *first_in(pipe_state *p, int s, int plain_only)
 {
     while (p->low < p->next_prep && p->jobs[p->low].state == DONE)
         p->low++;
     for (int i = p->low; i < p->next_prep; i++)
-        if (p->jobs[i].state == s)
+        if (p->jobs[i].state == s && !(plain_only && p->jobs[i].special))
             return &p->jobs[i];
     return NULL;
 }
@@ -398,7 +409,7 @@ static void worker(void *arg, int ti, int nt)
     (void)nt;
     pthread_mutex_lock(&p->mu);
     while (p->done < p->n) {
-        ws_job *w = first_in(p, STEMMED);
+        ws_job *w = first_in(p, STEMMED, 0);
         if (w) {
             w->state = WRITE;
             pthread_mutex_unlock(&p->mu);
@@ -427,17 +438,18 @@ static void worker(void *arg, int ti, int nt)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* Thread 0 of ws_parallel runs the stem; the others are workers. */
-static void pipeline_task(void *arg, int ti, int nt)
+static void *worker_main(void *arg)
 {
-    pipe_state *p = arg;
-    if (ti != 0) {
-        worker(p, ti, nt);
-        return;
-    }
+    worker(arg, 0, 0);
+    return NULL;
+}
+
+/* The calling thread runs the stem, then helps with the writes. */
+static void stem_loop(pipe_state *p)
+{
     pthread_mutex_lock(&p->mu);
     while (p->unstemmed > 0) {
-        ws_job *j = first_in(p, PREPPED), *w;
+        ws_job *j = first_in(p, PREPPED, 0), *w;
         if (j) {
             j->state = STEM;
             pthread_mutex_unlock(&p->mu);
@@ -449,7 +461,7 @@ static void pipeline_task(void *arg, int ti, int nt)
             else
                 j->state = STEMMED;
             pthread_cond_broadcast(&p->cv);
-        } else if ((w = first_in(p, STEMMED))) {
+        } else if ((w = first_in(p, STEMMED, 1))) {
             /* Nothing to stem: write, so that memory is freed even while
              * every worker waits for memory or for a slow input. */
             w->state = WRITE;
@@ -462,27 +474,47 @@ static void pipeline_task(void *arg, int ti, int nt)
         }
     }
     pthread_mutex_unlock(&p->mu);
-    worker(p, 0, nt); /* then help with the writes that are left */
+    worker(p, 0, 0);
 }
 
 int ws_run(const ws_run_ctx *c, ws_job *jobs, int n)
 {
     int threads = c->threads < 1 ? 1 : c->threads;
     /* The CPU stem keeps every thread busy on its own; the GPU stem and
-     * --mel leave the cores to decoding, log-Mel and writing. */
+     * --mel leave the cores to decoding, log-Mel and writing. At least two
+     * workers: one input that blocks (a FIFO) leaves the other to go on. */
     int n_workers = c->gpu || c->mel_only ? threads : (threads + 1) / 2;
+    if (n_workers < 2)
+        n_workers = 2;
     if (n_workers > n)
         n_workers = n;
-    if (n <= 1 || n_workers < 1)
+    if (n <= 1)
         return run_serial(c, jobs, n);
     pipe_state p = {.c = c, .jobs = jobs, .n = n, .max_inflight = 2 * n_workers + 2,
                     .unstemmed = n, .mem = {.budget = c->max_memory}};
+    pthread_t *tid = malloc((size_t)n_workers * sizeof *tid);
+    int started = 0;
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv, NULL);
     p.mem.mu = &p.mu;
     p.mem.cv = &p.cv;
-    if (ws_parallel(n_workers + 1, pipeline_task, &p))
-        ws_eprintf("whisper-stem: could not start all worker threads; fewer are used");
+    for (int i = 0; tid && i < n_workers; i++)
+        if (pthread_create(&tid[started], NULL, worker_main, &p) == 0)
+            started++;
+    if (started == 0) { /* no thread at all: one input after another on this one */
+        ws_eprintf("whisper-stem: could not start worker threads; inputs run one at a time");
+        free(tid);
+        pthread_cond_destroy(&p.cv);
+        pthread_mutex_destroy(&p.mu);
+        return run_serial(c, jobs, n);
+    }
+    if (started < n_workers)
+        ws_eprintf("whisper-stem: could not start all worker threads; %d of %d run", started,
+                   n_workers);
+    stem_loop(&p);
+    for (int i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    free(tid);
     pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);
     int failed = 0;

@@ -48,6 +48,7 @@ typedef struct {
     int state;
     size_t reserved; /* bytes counted against max_memory */
     ws_out *out;     /* a long input's output, written piece by piece */
+    int special;     /* the output is a FIFO or a device: never streamed */
     ws_audio audio;
     ws_mel_out mel;
     float *result;
