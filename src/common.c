@@ -116,6 +116,17 @@ void ws_eprintf(const char *fmt, ...)
         free(line);
 }
 
+void ws_dirname(const char *path, char *dir, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == path)
+        snprintf(dir, cap, "/");
+    else if (slash)
+        snprintf(dir, cap, "%.*s", (int)(slash - path), path);
+    else
+        snprintf(dir, cap, ".");
+}
+
 double ws_now(void)
 {
     struct timespec ts;

@@ -34,6 +34,10 @@ size_t ws_escape(char *dst, size_t cap, const char *src);
  * so a file name cannot forge a line or send escape codes to a terminal. */
 void ws_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The directory part of path, as dirname(1) gives it for paths without a
+ * trailing slash: "a/b" -> "a", "/b" -> "/", "b" -> ".". */
+void ws_dirname(const char *path, char *dir, size_t cap);
+
 /* Monotonic wall clock in seconds. */
 double ws_now(void);
 

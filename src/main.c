@@ -286,12 +286,7 @@ static void file_key(const char *path, char *key, size_t cap)
     }
     const char *slash = strrchr(path, '/');
     char dir[4096];
-    if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else if (slash)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    else
-        snprintf(dir, sizeof dir, ".");
+    ws_dirname(path, dir, sizeof dir);
     if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
         snprintf(key, cap, "d%ju:%ju/%s", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
                  slash ? slash + 1 : path);

@@ -160,14 +160,8 @@ static int link_is_trusted(const char *link, const struct stat *lst)
 {
     if (lst->st_uid == geteuid())
         return 1;
-    const char *slash = strrchr(link, '/');
     char dir[4096];
-    if (slash == link)
-        snprintf(dir, sizeof dir, "/");
-    else if (slash)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - link), link);
-    else
-        snprintf(dir, sizeof dir, ".");
+    ws_dirname(link, dir, sizeof dir);
     struct stat ds;
     if (stat(dir, &ds) != 0)
         return 0;
