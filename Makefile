@@ -66,7 +66,7 @@ DEFS     := -D_GNU_SOURCE
 ifeq ($(SAN),1)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 endif
-ALL_CFLAGS  = $(CFLAGS) $(WARN) $(DEFS) $(NVTX_FLAGS) $(SANFLAGS) -Isrc $(shell $(PKG) --cflags $(PKGS))
+ALL_CFLAGS  = $(CFLAGS) $(WARN) $(DEFS) $(NVTX_FLAGS) $(SANFLAGS) -Iinclude -Isrc $(shell $(PKG) --cflags $(PKGS))
 LDLIBS      = $(shell $(PKG) --libs $(PKGS)) -lpthread -ldl -lm
 TEST_CFLAGS = $(ALL_CFLAGS) $(shell $(PKG) --cflags criterion) -Itests
 TEST_LIBS   = $(shell $(PKG) --libs criterion)
@@ -165,7 +165,7 @@ FUZZ_TIME  ?= 60
 FUZZ_BUILD := $(BUILD)/fuzz
 FUZZERS    := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_CFLAGS = -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(WARN) $(DEFS) -Isrc \
+FUZZ_CFLAGS = -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(WARN) $(DEFS) -Iinclude -Isrc \
               $(shell $(PKG) --cflags $(PKGS))
 FUZZ_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

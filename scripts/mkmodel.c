@@ -61,9 +61,9 @@ int main(int argc, char **argv)
     ws_signals_init("ws-mkmodel");
     const char *size = NULL, *out = NULL;
     uint64_t n_mels = 0, d = 0, seed = 1;
-    ws_dtype type = WS_DT_F32;
+    ws_tensor_type type = WS_TT_F32;
     int pos = 0;
-    ws_model_save_opts o = {WS_DT_F32, 0, 0};
+    ws_model_save_opts o = {WS_TT_F32, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -94,11 +94,11 @@ int main(int argc, char **argv)
                     return usage_error("--seed wants a non-negative integer", v);
             } else if (!strcmp(a, "--type")) {
                 if (!strcmp(v, "f32"))
-                    type = WS_DT_F32;
+                    type = WS_TT_F32;
                 else if (!strcmp(v, "f16"))
-                    type = WS_DT_F16;
+                    type = WS_TT_F16;
                 else if (!strcmp(v, "bf16"))
-                    type = WS_DT_BF16;
+                    type = WS_TT_BF16;
                 else
                     return usage_error("--type wants f32, f16 or bf16", v);
             } else {

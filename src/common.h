@@ -13,9 +13,12 @@
 #define WS_VERSION "0.1.0"
 #define WS_ERR_LEN 512
 
-typedef struct {
+#ifndef WS_ERR_DEFINED /* the same type as include/ws_conv.h's */
+#define WS_ERR_DEFINED
+typedef struct ws_err {
     char msg[WS_ERR_LEN]; /* one line, no trailing newline; "" when unset */
 } ws_err;
+#endif
 
 /* Formats into e->msg (when e is not NULL) and returns -1, so that
  * `return ws_errf(err, "...")` reads as "fail with this message". A message

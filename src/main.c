@@ -544,7 +544,7 @@ int main(int argc, char **argv)
     if (have_model && o.verbose)
         ws_eprintf(PROG ": model %s: '%s', n_mels %d, d %d, conv1 %s, conv2 %s, %s",
                 o.model_path ? o.model_path : "(random)", model.name, model.n_mels, model.d,
-                ws_dtype_name(model.conv1_type), ws_dtype_name(model.conv2_type),
+                ws_tensor_type_name(model.conv1_type), ws_tensor_type_name(model.conv2_type),
                 model.pos ? "positional embedding in file" : "sinusoids for --pos");
 
     if (o.dump_ptx) {
@@ -646,8 +646,8 @@ int main(int argc, char **argv)
             cJSON_AddStringToObject(m, "name", model.name);
             cJSON_AddNumberToObject(m, "n_mels", model.n_mels);
             cJSON_AddNumberToObject(m, "d", model.d);
-            cJSON_AddStringToObject(m, "conv1_type", ws_dtype_name(model.conv1_type));
-            cJSON_AddStringToObject(m, "conv2_type", ws_dtype_name(model.conv2_type));
+            cJSON_AddStringToObject(m, "conv1_type", ws_tensor_type_name(model.conv1_type));
+            cJSON_AddStringToObject(m, "conv2_type", ws_tensor_type_name(model.conv2_type));
             cJSON_AddBoolToObject(m, "positional_embedding", model.pos != NULL);
         } else if (probe_n_mels) { /* --mel -m: only the header was read */
             cJSON *m = cJSON_AddObjectToObject(root, "model");

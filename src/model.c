@@ -30,12 +30,12 @@
 #define MAX_DIM 65536      /* sanity limit on n_mels, d and n_pos */
 #define RANDOM_N_POS 1500  /* openai-whisper's n_audio_ctx */
 
-const char *ws_dtype_name(ws_dtype t)
+const char *ws_tensor_type_name(ws_tensor_type t)
 {
     switch (t) {
-    case WS_DT_F32: return "f32";
-    case WS_DT_F16: return "f16";
-    case WS_DT_BF16: return "bf16";
+    case WS_TT_F32: return "f32";
+    case WS_TT_F16: return "f16";
+    case WS_TT_BF16: return "bf16";
     }
     return "?";
 }
@@ -213,8 +213,8 @@ int ws_model_load_gguf(ws_model *m, ws_gguf *g, ws_err *err)
         return -1;
     m->n_mels = (int)s.w1->ne[1];
     m->d = (int)s.w1->ne[2];
-    m->conv1_type = (ws_dtype)s.w1->type;
-    m->conv2_type = (ws_dtype)s.w2->type;
+    m->conv1_type = (ws_tensor_type)s.w1->type;
+    m->conv2_type = (ws_tensor_type)s.w2->type;
     /* Only the stem's tensors are read; the rest of a whole-model file is not. */
     if (!(m->conv1_w = to_f32(g, s.w1, err)) || !(m->conv1_b = to_f32(g, s.b1, err)) ||
         !(m->conv2_w = to_f32(g, s.w2, err)) || !(m->conv2_b = to_f32(g, s.b2, err)) ||
@@ -296,7 +296,7 @@ int ws_model_init_random(ws_model *m, int n_mels, int d, uint64_t seed, int with
         ws_sinusoids(RANDOM_N_POS, d, m->pos);
         m->n_pos = RANDOM_N_POS;
     }
-    m->conv1_type = m->conv2_type = WS_DT_F32;
+    m->conv1_type = m->conv2_type = WS_TT_F32;
     snprintf(m->name, sizeof m->name, "random-%dx%d-seed%" PRIu64, n_mels, d, seed);
     return 0;
 }
@@ -306,7 +306,7 @@ int ws_model_init_random(ws_model *m, int n_mels, int d, uint64_t seed, int with
 int ws_model_save_gguf_opts(const ws_model *m, const char *path, const ws_model_save_opts *o,
                             ws_err *err)
 {
-    if (o->type != WS_DT_F32 && o->type != WS_DT_F16 && o->type != WS_DT_BF16)
+    if (o->type != WS_TT_F32 && o->type != WS_TT_F16 && o->type != WS_TT_BF16)
         return ws_errf(err, "%s: cannot save tensors of type %d", path, (int)o->type);
     ws_gguf_writer *w = ws_gguf_writer_new();
     if (!w)
@@ -341,7 +341,7 @@ int ws_model_save_gguf_opts(const ws_model *m, const char *path, const ws_model_
     return rc ? -1 : 0;
 }
 
-int ws_model_save_gguf(const ws_model *m, const char *path, ws_dtype type, ws_err *err)
+int ws_model_save_gguf(const ws_model *m, const char *path, ws_tensor_type type, ws_err *err)
 {
     const ws_model_save_opts o = {type, 0, 0};
     return ws_model_save_gguf_opts(m, path, &o, err);

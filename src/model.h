@@ -23,9 +23,9 @@
 #include "common.h"
 #include "gguf.h"
 
-typedef enum { WS_DT_F32 = 0, WS_DT_F16 = 1, WS_DT_BF16 = 30 } ws_dtype; /* GGUF type ids */
+typedef enum { WS_TT_F32 = 0, WS_TT_F16 = 1, WS_TT_BF16 = 30 } ws_tensor_type; /* GGUF type ids */
 
-const char *ws_dtype_name(ws_dtype t);
+const char *ws_tensor_type_name(ws_tensor_type t);
 
 typedef struct {
     int n_mels;          /* conv1 input channels: 80 or 128 */
@@ -36,8 +36,8 @@ typedef struct {
     float *conv2_b;      /* [d] */
     float *pos;          /* [n_pos][d] or NULL */
     int n_pos;
-    ws_dtype conv1_type; /* type the weights had in the file */
-    ws_dtype conv2_type;
+    ws_tensor_type conv1_type; /* type the weights had in the file */
+    ws_tensor_type conv2_type;
     char name[128];      /* general.name, or "" */
     char path[1024];     /* file it was loaded from, or "" */
 } ws_model;
@@ -70,11 +70,11 @@ int ws_model_init_random(ws_model *m, int n_mels, int d, uint64_t seed, int with
  * positional embedding as F32 when present), metadata
  * general.architecture = "whisper" and general.name = m->name.
  * The file is written to a temporary name and renamed when complete. */
-int ws_model_save_gguf(const ws_model *m, const char *path, ws_dtype type, ws_err *err);
+int ws_model_save_gguf(const ws_model *m, const char *path, ws_tensor_type type, ws_err *err);
 
 /* Variants of the file ws_model_save_gguf writes, for tools and tests. */
 typedef struct {
-    ws_dtype type;  /* of the stem tensors */
+    ws_tensor_type type;  /* of the stem tensors */
     int hf_names;   /* Hugging Face names (model.encoder.conv1.weight, ...,
                        model.encoder.embed_positions.weight) */
     int bias_2d;    /* biases stored ne = [1, d] (PyTorch [d, 1]), as whisper.cpp does */

@@ -59,25 +59,25 @@ Test(conv, vectorised_epilogue_equals_scalar_gelu_bit_for_bit)
 }
 
 /* Runs one conv on time-major x [t][ic] through a padded buffer. */
-static float *run_conv(const ws_conv_desc *c, const float *w, const float *b, const float *x,
+static float *run_conv(const ws_rowconv_desc *c, const float *w, const float *b, const float *x,
                        int t_in, int threads, int *t_out)
 {
     ws_err err;
-    ws_conv *cv = ws_conv_new(c, w, b, &err);
+    ws_rowconv *cv = ws_rowconv_new(c, w, b, &err);
     cr_assert(cv, "%s", err.msg);
     float *xp = calloc((size_t)(t_in + 2 * c->pad) * c->in_ch, sizeof *xp);
     memcpy(xp + (size_t)c->pad * c->in_ch, x, sizeof(float) * t_in * c->in_ch);
-    *t_out = ws_conv_out_len(c, t_in);
+    *t_out = ws_rowconv_out_len(c, t_in);
     float *y = malloc(sizeof(float) * (*t_out) * c->out_ch);
-    ws_conv_run(cv, xp, t_in, y, c->out_ch, NULL, threads);
-    ws_conv_free(cv);
+    ws_rowconv_run(cv, xp, t_in, y, c->out_ch, NULL, threads);
+    ws_rowconv_free(cv);
     free(xp);
     return y;
 }
 
 Test(conv, delta_input_reproduces_a_weight_column)
 {
-    ws_conv_desc c = {5, 7, 3, 1, 1, 1, WS_ACT_NONE};
+    ws_rowconv_desc c = {5, 7, 3, 1, 1, 1, WS_ACT_NONE};
     float *w = rand_array(7 * 5 * 3, 1, 11), *b = rand_array(7, 1, 12);
     float x[9 * 5] = {0};
     const int ti = 4, ci = 2;
@@ -98,7 +98,7 @@ Test(conv, delta_input_reproduces_a_weight_column)
 
 Test(conv, is_linear_before_the_activation)
 {
-    ws_conv_desc c = {16, 24, 3, 1, 1, 1, WS_ACT_NONE};
+    ws_rowconv_desc c = {16, 24, 3, 1, 1, 1, WS_ACT_NONE};
     float *w = rand_array(24 * 16 * 3, 0.2, 21);
     float *x1 = rand_array(50 * 16, 1, 22), *x2 = rand_array(50 * 16, 1, 23);
     float *x3 = malloc(sizeof(float) * 50 * 16);
@@ -114,7 +114,7 @@ Test(conv, is_linear_before_the_activation)
 
 Test(conv, shifting_input_by_the_stride_shifts_output_by_one)
 {
-    ws_conv_desc c = {8, 8, 3, 2, 1, 1, WS_ACT_GELU};
+    ws_rowconv_desc c = {8, 8, 3, 2, 1, 1, WS_ACT_GELU};
     float *w = rand_array(8 * 8 * 3, 0.3, 31), *b = rand_array(8, 0.3, 32);
     float *x = rand_array(40 * 8, 1, 33);
     float *xs = calloc(40 * 8, sizeof *xs);
@@ -130,7 +130,7 @@ Test(conv, shifting_input_by_the_stride_shifts_output_by_one)
 
 static void conv_vs_oracle(int ic, int oc, int stride, int t_in, int threads)
 {
-    ws_conv_desc c = {ic, oc, 3, stride, 1, 1, WS_ACT_GELU};
+    ws_rowconv_desc c = {ic, oc, 3, stride, 1, 1, WS_ACT_GELU};
     float *w = rand_array((size_t)oc * ic * 3, 1.0 / sqrt(ic * 3), 41 + ic);
     float *b = rand_array(oc, 0.1, 42);
     float *x = rand_array((size_t)t_in * ic, 1.5, 43);

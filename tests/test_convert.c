@@ -891,7 +891,7 @@ Test(convert, gguf_written_by_mkmodel_round_trips)
     ws_err err = {{0}};
     cr_assert_eq(ws_model_load(&ma, a, &err), 0, "%s", err.msg);
     cr_assert_eq(ws_model_load(&mb, b, &err), 0, "%s", err.msg);
-    cr_assert_eq(mb.conv1_type, WS_DT_BF16);
+    cr_assert_eq(mb.conv1_type, WS_TT_BF16);
     cr_assert_eq(memcmp(ma.conv2_w, mb.conv2_w, 6 * 6 * 3 * sizeof(float)), 0);
     cr_assert_eq(memcmp(ma.conv1_b, mb.conv1_b, 6 * sizeof(float)), 0);
     ws_model_free(&ma);

@@ -128,11 +128,11 @@ Test(model, f32_round_trip_is_bit_exact)
     ws_model src, got;
     ws_err err = {{0}};
     random_model(&src, 80, 24, 5, 0);
-    cr_assert_eq(ws_model_save_gguf(&src, p.path, WS_DT_F32, &err), 0, "%s", err.msg);
+    cr_assert_eq(ws_model_save_gguf(&src, p.path, WS_TT_F32, &err), 0, "%s", err.msg);
     cr_assert_eq(ws_model_load(&got, p.path, &err), 0, "%s", err.msg);
     assert_same_model(&got, &src);
-    cr_assert_eq(got.conv1_type, WS_DT_F32);
-    cr_assert_eq(got.conv2_type, WS_DT_F32);
+    cr_assert_eq(got.conv1_type, WS_TT_F32);
+    cr_assert_eq(got.conv2_type, WS_TT_F32);
     cr_assert_str_eq(got.name, "random-80x24-seed5");
     cr_assert_str_eq(got.path, p.path);
     ws_model_free(&got);
@@ -141,7 +141,7 @@ Test(model, f32_round_trip_is_bit_exact)
 }
 
 /* Stored in type, loaded back: each value is the rounding of the source. */
-static void half_round_trip(ws_dtype type)
+static void half_round_trip(ws_tensor_type type)
 {
     place p = new_place("h.gguf");
     ws_model src, got;
@@ -157,12 +157,12 @@ static void half_round_trip(ws_dtype type)
     size_t changed = 0;
     for (int k = 0; k < 4; k++)
         for (size_t i = 0; i < n[k]; i++) {
-            float want = type == WS_DT_F16 ? ws_f16_to_f32(ws_f32_to_f16(s[k][i]))
+            float want = type == WS_TT_F16 ? ws_f16_to_f32(ws_f32_to_f16(s[k][i]))
                                            : ws_bf16_to_f32(ws_f32_to_bf16(s[k][i]));
             cr_assert_eq(g[k][i], want, "tensor %d [%zu]: got %.9g, want %.9g", k, i, g[k][i], want);
             changed += g[k][i] != s[k][i];
         }
-    cr_assert_gt(changed, n[0] / 2, "the values went through %s", ws_dtype_name(type));
+    cr_assert_gt(changed, n[0] / 2, "the values went through %s", ws_tensor_type_name(type));
     /* the positional table is always written as F32 */
     assert_same_floats("pos", got.pos, src.pos, (size_t)1500 * 16);
     ws_model_free(&got);
@@ -170,8 +170,8 @@ static void half_round_trip(ws_dtype type)
     rm_dir(p.dir);
 }
 
-Test(model, f16_round_trip_equals_f16_rounding_of_the_source) { half_round_trip(WS_DT_F16); }
-Test(model, bf16_round_trip_equals_bf16_rounding_of_the_source) { half_round_trip(WS_DT_BF16); }
+Test(model, f16_round_trip_equals_f16_rounding_of_the_source) { half_round_trip(WS_TT_F16); }
+Test(model, bf16_round_trip_equals_bf16_rounding_of_the_source) { half_round_trip(WS_TT_BF16); }
 
 Test(model, reads_hugging_face_names)
 {
@@ -179,7 +179,7 @@ Test(model, reads_hugging_face_names)
     ws_model src, got;
     ws_err err = {{0}};
     random_model(&src, 8, 12, 2, 1);
-    const ws_model_save_opts o = {WS_DT_F32, 1, 0};
+    const ws_model_save_opts o = {WS_TT_F32, 1, 0};
     cr_assert_eq(ws_model_save_gguf_opts(&src, p.path, &o, &err), 0, "%s", err.msg);
     ws_gguf *g = ws_gguf_open(p.path, &err);
     cr_assert_not_null(ws_gguf_find(g, "model.encoder.conv2.bias"));
@@ -200,7 +200,7 @@ Test(model, reads_biases_stored_as_1_by_d_and_d_by_1)
     ws_err err = {{0}};
     random_model(&src, 4, 6, 3, 0);
     /* ne [1, d], as whisper.cpp writes them */
-    const ws_model_save_opts o = {WS_DT_F16, 0, 1};
+    const ws_model_save_opts o = {WS_TT_F16, 0, 1};
     cr_assert_eq(ws_model_save_gguf_opts(&src, p.path, &o, &err), 0, "%s", err.msg);
     ws_gguf *g = ws_gguf_open(p.path, &err);
     const ws_gguf_tensor *t = ws_gguf_find(g, "encoder.conv1.bias");
@@ -253,8 +253,8 @@ Test(model, ignores_extra_tensors)
     ws_gguf_writer_free(w);
     cr_assert_eq(ws_model_load(&got, p.path, &err), 0, "%s", err.msg);
     assert_same_floats("conv1_w", got.conv1_w, src.conv1_w, n_w1(&src));
-    cr_assert_eq(got.conv1_type, WS_DT_F32);
-    cr_assert_eq(got.conv2_type, WS_DT_BF16, "each conv keeps its own type");
+    cr_assert_eq(got.conv1_type, WS_TT_F32);
+    cr_assert_eq(got.conv2_type, WS_TT_BF16, "each conv keeps its own type");
     cr_assert_eq(got.conv2_w[5], ws_bf16_to_f32(ws_f32_to_bf16(src.conv2_w[5])));
     cr_assert_str_eq(got.name, "whole model");
     ws_model_free(&got);
@@ -272,7 +272,7 @@ Test(model, reads_the_positional_embedding)
     float *want = malloc((size_t)1500 * 8 * sizeof *want);
     ws_sinusoids(1500, 8, want);
     assert_same_floats("pos", src.pos, want, (size_t)1500 * 8);
-    cr_assert_eq(ws_model_save_gguf(&src, p.path, WS_DT_BF16, &err), 0, "%s", err.msg);
+    cr_assert_eq(ws_model_save_gguf(&src, p.path, WS_TT_BF16, &err), 0, "%s", err.msg);
     cr_assert_eq(ws_model_load(&got, p.path, &err), 0, "%s", err.msg);
     cr_assert_eq(got.n_pos, 1500);
     assert_same_floats("pos", got.pos, want, (size_t)1500 * 8);
@@ -419,7 +419,7 @@ Test(model, rejects_unsupported_types_by_name_or_id)
                      "tensor 'encoder.conv1.bias': type Q8_0 is not supported (F32, F16 or BF16)");
 
     /* an id with no name: patch conv2.weight's type field to 200 */
-    ws_model_save_gguf(&src, p.path, WS_DT_F32, &err);
+    ws_model_save_gguf(&src, p.path, WS_TT_F32, &err);
     ws_gguf *g = ws_gguf_open(p.path, &err);
     const ws_gguf_tensor *t = ws_gguf_find(g, "encoder.conv2.weight");
     size_t at = t->info_offset + 8 + strlen(t->name) + 4 + 8 * 3;
@@ -445,7 +445,7 @@ Test(model, fails_cleanly_on_every_truncation)
     ws_model src;
     ws_err err = {{0}};
     random_model(&src, 3, 4, 8, 1);
-    cr_assert_eq(ws_model_save_gguf(&src, p.path, WS_DT_F16, &err), 0, "%s", err.msg);
+    cr_assert_eq(ws_model_save_gguf(&src, p.path, WS_TT_F16, &err), 0, "%s", err.msg);
     size_t n;
     uint8_t *bytes = read_file(p.path, &n);
     ws_gguf *g = ws_gguf_open(p.path, &err);
@@ -486,7 +486,7 @@ Test(model, a_file_that_shrinks_while_loading_fails_with_a_message)
     ws_model src;
     ws_err err = {{0}};
     random_model(&src, 5, 16, 3, 1);
-    cr_assert_eq(ws_model_save_gguf(&src, p.path, WS_DT_F16, &err), 0, "%s", err.msg);
+    cr_assert_eq(ws_model_save_gguf(&src, p.path, WS_TT_F16, &err), 0, "%s", err.msg);
     ws_gguf *g = ws_gguf_open(p.path, &err);
     cr_assert_not_null(g, "%s", err.msg);
     cr_assert_eq(truncate(p.path, (off_t)ws_gguf_data_offset(g) + 10), 0);
@@ -519,7 +519,7 @@ Test(model, probe_gives_the_shape_that_load_gives)
     ws_model src;
     ws_err err = {{0}};
     random_model(&src, 7, 12, 4, 1);
-    const ws_model_save_opts o = {WS_DT_BF16, 1, 1}; /* Hugging Face names, [1,d] biases */
+    const ws_model_save_opts o = {WS_TT_BF16, 1, 1}; /* Hugging Face names, [1,d] biases */
     cr_assert_eq(ws_model_save_gguf_opts(&src, p.path, &o, &err), 0, "%s", err.msg);
     int n_mels = 0, d = 0;
     cr_assert_eq(ws_model_probe(p.path, &n_mels, &d, &err), 0, "%s", err.msg);
@@ -577,9 +577,9 @@ Test(model, random_init_rejects_bad_shapes)
     cr_assert_null(m.conv1_w);
     ws_model_free(&m);
     ws_model_free(NULL);
-    cr_assert_str_eq(ws_dtype_name(WS_DT_F32), "f32");
-    cr_assert_str_eq(ws_dtype_name(WS_DT_F16), "f16");
-    cr_assert_str_eq(ws_dtype_name(WS_DT_BF16), "bf16");
+    cr_assert_str_eq(ws_tensor_type_name(WS_TT_F32), "f32");
+    cr_assert_str_eq(ws_tensor_type_name(WS_TT_F16), "f16");
+    cr_assert_str_eq(ws_tensor_type_name(WS_TT_BF16), "bf16");
 }
 
 /* --- ws-mkmodel ---------------------------------------------------------- */
@@ -595,7 +595,7 @@ Test(mkmodel, writes_the_named_size_with_the_given_type_and_seed)
     cr_assert_eq(ws_model_load(&got, p.path, &err), 0, "%s", err.msg);
     cr_assert_eq(got.n_mels, 80);
     cr_assert_eq(got.d, 384);
-    cr_assert_eq(got.conv1_type, WS_DT_F16);
+    cr_assert_eq(got.conv1_type, WS_TT_F16);
     cr_assert_null(got.pos);
     cr_assert_str_eq(got.name, "random-80x384-seed3");
     random_model(&src, 80, 384, 3, 0);

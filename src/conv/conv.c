@@ -17,13 +17,13 @@
 
 #define ROW_BLOCK 1024 /* rows per sgemm call: OpenBLAS repacks B (up to 6.5 MB a tap for large-v3) once per call */
 
-struct ws_conv {
-    ws_conv_desc d;
+struct ws_rowconv {
+    ws_rowconv_desc d;
     float *wk;   /* [K][IC][OC]: wk[(k*IC + i)*OC + o] = w[(o*IC + i)*K + k] */
     float *bias; /* [OC] or NULL */
 };
 
-int ws_conv_out_len(const ws_conv_desc *c, int t_in)
+int ws_rowconv_out_len(const ws_rowconv_desc *c, int t_in)
 {
     long long span = (long long)c->dilation * (c->kernel - 1) + 1;
     long long num = (long long)t_in + 2LL * c->pad - span;
@@ -32,17 +32,17 @@ int ws_conv_out_len(const ws_conv_desc *c, int t_in)
     return (int)(num / c->stride + 1);
 }
 
-ws_conv *ws_conv_new(const ws_conv_desc *c, const float *w, const float *b, ws_err *err)
+ws_rowconv *ws_rowconv_new(const ws_rowconv_desc *c, const float *w, const float *b, ws_err *err)
 {
     if (c->in_ch < 1 || c->out_ch < 1 || c->kernel < 1 || c->stride < 1 || c->dilation < 1 ||
         c->pad < 0)
         return ws_errf(err, "conv1d: invalid shape (in %d, out %d, k %d, s %d, d %d, p %d)",
                        c->in_ch, c->out_ch, c->kernel, c->stride, c->dilation, c->pad), NULL;
-    ws_conv *cv = calloc(1, sizeof *cv);
+    ws_rowconv *cv = calloc(1, sizeof *cv);
     size_t nw = (size_t)c->kernel * c->in_ch * c->out_ch;
     if (!cv || !(cv->wk = malloc(nw * sizeof(float))) ||
         (b && !(cv->bias = malloc((size_t)c->out_ch * sizeof(float))))) {
-        ws_conv_free(cv);
+        ws_rowconv_free(cv);
         return ws_errf(err, "out of memory for conv weights"), NULL;
     }
     cv->d = *c;
@@ -57,7 +57,7 @@ ws_conv *ws_conv_new(const ws_conv_desc *c, const float *w, const float *b, ws_e
     return cv;
 }
 
-void ws_conv_free(ws_conv *cv)
+void ws_rowconv_free(ws_rowconv *cv)
 {
     if (!cv)
         return;
@@ -67,7 +67,7 @@ void ws_conv_free(ws_conv *cv)
 }
 
 typedef struct {
-    const ws_conv *cv;
+    const ws_rowconv *cv;
     const float *xp;
     float *y;
     int ldy;
@@ -78,7 +78,7 @@ typedef struct {
 static void conv_worker(void *ctx, int ti, int nt)
 {
     const conv_job *j = ctx;
-    const ws_conv_desc *c = &j->cv->d;
+    const ws_rowconv_desc *c = &j->cv->d;
     const int IC = c->in_ch, OC = c->out_ch, s = c->stride;
     int per = (j->n_rows + nt - 1) / nt;
     int r0 = j->row0 + per * ti, r1 = r0 + per < j->row0 + j->n_rows ? r0 + per : j->row0 + j->n_rows;
@@ -95,7 +95,7 @@ static void conv_worker(void *ctx, int ti, int nt)
     }
 }
 
-void ws_conv_run_rows(const ws_conv *cv, const float *xp, int row0, int n_rows, float *y, int ldy,
+void ws_rowconv_run_rows(const ws_rowconv *cv, const float *xp, int row0, int n_rows, float *y, int ldy,
                       const float *add, int n_threads)
 {
     if (n_rows < 1)
@@ -107,8 +107,8 @@ void ws_conv_run_rows(const ws_conv *cv, const float *xp, int row0, int n_rows, 
     ws_parallel(nt, conv_worker, &job);
 }
 
-void ws_conv_run(const ws_conv *cv, const float *xp, int t_in, float *y, int ldy, const float *add,
+void ws_rowconv_run(const ws_rowconv *cv, const float *xp, int t_in, float *y, int ldy, const float *add,
                  int n_threads)
 {
-    ws_conv_run_rows(cv, xp, 0, ws_conv_out_len(&cv->d, t_in), y, ldy, add, n_threads);
+    ws_rowconv_run_rows(cv, xp, 0, ws_rowconv_out_len(&cv->d, t_in), y, ldy, add, n_threads);
 }

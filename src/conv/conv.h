@@ -21,36 +21,35 @@
  * Accumulation: float32, summation order set by the BLAS.
  * Validated by tests/test_conv.c against the double-precision oracle.
  */
-#ifndef WS_CONV_H
-#define WS_CONV_H
+#ifndef WS_CONV_ROWS_H
+#define WS_CONV_ROWS_H
 
 #include "../common.h"
-
-typedef enum { WS_ACT_NONE = 0, WS_ACT_GELU = 1 } ws_act; /* GELU: exact erf form */
+#include "ws_conv.h" /* ws_act */
 
 typedef struct {
     int in_ch, out_ch;
     int kernel, stride, pad, dilation;
     ws_act act;
-} ws_conv_desc;
+} ws_rowconv_desc;
 
 /* T_out for a given T_in, or 0 when the input is too short. */
-int ws_conv_out_len(const ws_conv_desc *c, int t_in);
+int ws_rowconv_out_len(const ws_rowconv_desc *c, int t_in);
 
-typedef struct ws_conv ws_conv;
+typedef struct ws_rowconv ws_rowconv;
 
 /* Packs w [OC][IC][K] and copies b [OC] (b may be NULL). NULL + err on failure. */
-ws_conv *ws_conv_new(const ws_conv_desc *c, const float *w, const float *b, ws_err *err);
-void ws_conv_free(ws_conv *cv);
+ws_rowconv *ws_rowconv_new(const ws_rowconv_desc *c, const float *w, const float *b, ws_err *err);
+void ws_rowconv_free(ws_rowconv *cv);
 
 /* y[t_out][ldy] = act(conv(xp)) + add, on n_threads threads. add is
  * [t_out][OC] (added after the activation: the positional embedding) or NULL. */
-void ws_conv_run(const ws_conv *cv, const float *xp, int t_in, float *y, int ldy, const float *add,
+void ws_rowconv_run(const ws_rowconv *cv, const float *xp, int t_in, float *y, int ldy, const float *add,
                  int n_threads);
 
 /* The same for output rows [row0, row0 + n_rows) only (y and add still
  * indexed from output row 0; xp as above). */
-void ws_conv_run_rows(const ws_conv *cv, const float *xp, int row0, int n_rows, float *y, int ldy,
+void ws_rowconv_run_rows(const ws_rowconv *cv, const float *xp, int row0, int n_rows, float *y, int ldy,
                       const float *add, int n_threads);
 
 /* Exact GELU, x * 0.5 * (1 + erf(x / sqrt 2)), as PyTorch's F.gelu default,

@@ -26,7 +26,7 @@
 
 struct ws_stem {
     const ws_model *m;
-    ws_conv *c1, *c2;
+    ws_rowconv *c1, *c2;
     int n_threads;
     float *xp, *hp;
     int cap_t;           /* frames the buffers hold */
@@ -41,10 +41,10 @@ ws_stem *ws_stem_new(const ws_model *m, int n_threads, ws_err *err)
         return ws_errf(err, "out of memory"), NULL;
     s->m = m;
     s->n_threads = n_threads < 1 ? 1 : n_threads;
-    ws_conv_desc d1 = {m->n_mels, m->d, 3, 1, 1, 1, WS_ACT_GELU};
-    ws_conv_desc d2 = {m->d, m->d, 3, 2, 1, 1, WS_ACT_GELU};
-    if (!(s->c1 = ws_conv_new(&d1, m->conv1_w, m->conv1_b, err)) ||
-        !(s->c2 = ws_conv_new(&d2, m->conv2_w, m->conv2_b, err))) {
+    ws_rowconv_desc d1 = {m->n_mels, m->d, 3, 1, 1, 1, WS_ACT_GELU};
+    ws_rowconv_desc d2 = {m->d, m->d, 3, 2, 1, 1, WS_ACT_GELU};
+    if (!(s->c1 = ws_rowconv_new(&d1, m->conv1_w, m->conv1_b, err)) ||
+        !(s->c2 = ws_rowconv_new(&d2, m->conv2_w, m->conv2_b, err))) {
         ws_stem_free(s);
         return NULL;
     }
@@ -55,8 +55,8 @@ void ws_stem_free(ws_stem *s)
 {
     if (!s)
         return;
-    ws_conv_free(s->c1);
-    ws_conv_free(s->c2);
+    ws_rowconv_free(s->c1);
+    ws_rowconv_free(s->c2);
     free(s->xp);
     free(s->hp);
     free(s->pos);
@@ -121,24 +121,24 @@ int ws_stem_run(ws_stem *s, const float *mel, int n_frames, int add_pos, float *
     float *h = s->hp + d; /* conv1 output row 0 */
     const int h_lo = tc + 1, h_hi = T - 2; /* rows of h that are equal */
     if (h_hi - h_lo >= 2) {
-        ws_conv_run_rows(s->c1, s->xp, 0, h_lo + 1, h, d, NULL, s->n_threads);
-        ws_conv_run_rows(s->c1, s->xp, T - 1, 1, h, d, NULL, 1);
+        ws_rowconv_run_rows(s->c1, s->xp, 0, h_lo + 1, h, d, NULL, s->n_threads);
+        ws_rowconv_run_rows(s->c1, s->xp, T - 1, 1, h, d, NULL, 1);
         for (int t = h_lo + 1; t <= h_hi; t++)
             memcpy(h + (size_t)t * d, h + (size_t)h_lo * d, sizeof(float) * d);
     } else {
-        ws_conv_run(s->c1, s->xp, T, h, d, NULL, s->n_threads);
+        ws_rowconv_run(s->c1, s->xp, T, h, d, NULL, s->n_threads);
     }
     const int u_lo = (h_lo + 2) / 2, u_hi = (h_hi - 1) / 2; /* rows of out that are equal */
     if (h_hi - h_lo >= 2 && u_hi - u_lo >= 2) {
-        ws_conv_run_rows(s->c2, s->hp, 0, u_lo + 1, out, d, NULL, s->n_threads);
-        ws_conv_run_rows(s->c2, s->hp, u_hi + 1, t_out - u_hi - 1, out, d, NULL, s->n_threads);
+        ws_rowconv_run_rows(s->c2, s->hp, 0, u_lo + 1, out, d, NULL, s->n_threads);
+        ws_rowconv_run_rows(s->c2, s->hp, u_hi + 1, t_out - u_hi - 1, out, d, NULL, s->n_threads);
         for (int u = u_lo + 1; u <= u_hi; u++)
             memcpy(out + (size_t)u * d, out + (size_t)u_lo * d, sizeof(float) * d);
         if (pos)
             for (size_t i = 0; i < (size_t)t_out * d; i++)
                 out[i] += pos[i];
     } else {
-        ws_conv_run(s->c2, s->hp, T, out, d, pos, s->n_threads);
+        ws_rowconv_run(s->c2, s->hp, T, out, d, pos, s->n_threads);
     }
     return 0;
 }
