@@ -147,3 +147,124 @@ double *oracle_stem(const float *mel, int n_mels, int n_frames, const float *w1,
     *t_out = t2;
     return out;
 }
+
+/* --- the conv engine's math ------------------------------------------------ */
+
+int oracle_conv_out_len(const oracle_conv_shape *p)
+{
+    if (p->n < 1 || p->c_in < 1 || p->c_out < 1 || p->groups < 1 || p->k < 1 || p->stride < 1 ||
+        p->dilation < 1 || p->pad_l < 0 || p->pad_r < 0 || p->t_in < 1 ||
+        p->c_in % p->groups || p->c_out % p->groups)
+        return 0;
+    long long span = (long long)p->t_in + p->pad_l + p->pad_r - (long long)p->dilation * (p->k - 1);
+    if (span < 1)
+        return 0;
+    return (int)((span - 1) / p->stride + 1);
+}
+
+double oracle_act(int act, double z)
+{
+    switch (act) {
+    case ORACLE_ACT_RELU: return z > 0 ? z : 0.0;
+    case ORACLE_ACT_GELU: return oracle_gelu(z);
+    case ORACLE_ACT_SILU: return z / (1.0 + exp(-z));
+    default: return z;
+    }
+}
+
+double oracle_act_grad(int act, double z)
+{
+    switch (act) {
+    case ORACLE_ACT_RELU: return z > 0 ? 1.0 : 0.0;
+    case ORACLE_ACT_GELU: {
+        double cdf = 0.5 * (1.0 + erf(z / sqrt(2.0)));
+        double pdf = exp(-0.5 * z * z) / sqrt(2.0 * M_PI);
+        return cdf + z * pdf;
+    }
+    case ORACLE_ACT_SILU: {
+        double s = 1.0 / (1.0 + exp(-z));
+        return s + z * s * (1.0 - s);
+    }
+    default: return 1.0;
+    }
+}
+
+static size_t lay_index(int layout, int n, int c, int t, int C, int T)
+{
+    return layout == ORACLE_NLC ? ((size_t)n * T + t) * C + c : ((size_t)n * C + c) * T + t;
+}
+
+/* The pre-activation z[n,o,t] (bias included, before act). */
+static double conv_z(const oracle_conv_shape *p, const double *x, const double *w, const double *b,
+                     int n, int o, int t)
+{
+    const int cg = p->c_in / p->groups, g = o / (p->c_out / p->groups);
+    double s = b ? b[o] : 0.0;
+    for (int j = 0; j < cg; j++)
+        for (int kk = 0; kk < p->k; kk++) {
+            long long u = (long long)p->stride * t + (long long)p->dilation * kk - p->pad_l;
+            if (u < 0 || u >= p->t_in)
+                continue;
+            double xv = x[lay_index(p->x_layout, n, g * cg + j, (int)u, p->c_in, p->t_in)];
+            s += w[((size_t)o * cg + j) * p->k + kk] * oracle_act(p->pre, xv);
+        }
+    return s;
+}
+
+int oracle_conv1d_fwd(const oracle_conv_shape *p, const double *x, const double *w,
+                      const double *b, const double *add, long long add_batch_stride, double *y)
+{
+    const int t_out = oracle_conv_out_len(p);
+    if (t_out < 1)
+        return -1;
+    for (int n = 0; n < p->n; n++)
+        for (int o = 0; o < p->c_out; o++)
+            for (int t = 0; t < t_out; t++) {
+                double v = oracle_act(p->act, conv_z(p, x, w, b, n, o, t));
+                if (add)
+                    v += add[n * add_batch_stride + (long long)lay_index(p->y_layout, 0, o, t,
+                                                                       p->c_out, t_out)];
+                y[lay_index(p->y_layout, n, o, t, p->c_out, t_out)] = v;
+            }
+    return t_out;
+}
+
+int oracle_conv1d_bwd(const oracle_conv_shape *p, const double *x, const double *w,
+                      const double *b, const double *dy, double *dx, double *dw, double *db)
+{
+    const int t_out = oracle_conv_out_len(p);
+    if (t_out < 1 || p->pre != ORACLE_ACT_NONE)
+        return -1;
+    const int cg = p->c_in / p->groups;
+    if (dx)
+        memset(dx, 0, sizeof *dx * (size_t)p->n * p->c_in * p->t_in);
+    if (dw)
+        memset(dw, 0, sizeof *dw * (size_t)p->c_out * cg * p->k);
+    if (db)
+        memset(db, 0, sizeof *db * (size_t)p->c_out);
+    for (int n = 0; n < p->n; n++)
+        for (int o = 0; o < p->c_out; o++) {
+            const int g = o / (p->c_out / p->groups);
+            for (int t = 0; t < t_out; t++) {
+                /* dL/dz = dy * act'(z), z recomputed from x, w, b */
+                double z = conv_z(p, x, w, b, n, o, t);
+                double gz = dy[lay_index(p->y_layout, n, o, t, p->c_out, t_out)] *
+                            oracle_act_grad(p->act, z);
+                if (db)
+                    db[o] += gz;
+                for (int j = 0; j < cg; j++)
+                    for (int kk = 0; kk < p->k; kk++) {
+                        long long u = (long long)p->stride * t + (long long)p->dilation * kk - p->pad_l;
+                        if (u < 0 || u >= p->t_in)
+                            continue;
+                        size_t xi = lay_index(p->x_layout, n, g * cg + j, (int)u, p->c_in, p->t_in);
+                        size_t wi = ((size_t)o * cg + j) * p->k + kk;
+                        if (dw)
+                            dw[wi] += gz * x[xi];
+                        if (dx)
+                            dx[xi] += gz * w[wi];
+                    }
+            }
+        }
+    return t_out;
+}

@@ -34,4 +34,42 @@ double *oracle_stem(const float *mel, int n_mels, int n_frames, const float *w1,
 /* erf GELU in double. */
 double oracle_gelu(double x);
 
+/* The conv engine's math (CONV-ENGINE.md) in double, loops only.
+ * Dims: n batch, c_in, c_out, groups (cg = c_in / groups), k taps, stride S,
+ * dilation D, pad_l / pad_r, t_in; t_out = (t_in + pad_l + pad_r - D*(k-1) - 1) / S + 1.
+ *   FWD  y[n,o,t] = act(b[o] + sum_{j<cg,kk<k} w[o,j,kk] * pre(x[n, g*cg+j, S*t + D*kk - pad_l]))
+ *                   + add[n,o,t],   g = o / (c_out / groups), x = 0 outside [0, t_in)
+ *   BWD  with L = sum(y * dy): dx = dL/dx, dw = dL/dw, db = dL/db (pre NONE, no add).
+ * x / dx are indexed in x_layout, y / dy / add in y_layout:
+ *   ORACLE_NCL  a[(n*C + c)*T + t]      ORACLE_NLC  a[(n*T + t)*C + c]
+ * w is [c_out][cg][k]. act / pre use the numbering of ws_act (NONE, RELU, GELU, SILU). */
+enum { ORACLE_NCL = 0, ORACLE_NLC = 1 };
+enum { ORACLE_ACT_NONE = 0, ORACLE_ACT_RELU, ORACLE_ACT_GELU, ORACLE_ACT_SILU };
+
+typedef struct {
+    int n, c_in, c_out, groups, k, stride, dilation, pad_l, pad_r, t_in;
+    int x_layout, y_layout;
+    int pre, act;
+} oracle_conv_shape;
+
+/* t_out, or 0 when t_in is too short or the shape is invalid. */
+int oracle_conv_out_len(const oracle_conv_shape *p);
+
+/* act(z) and d act / dz in double; GELU exact (erf), GELU' = Phi(z) + z*phi(z),
+ * SILU' = s + z*s*(1 - s) with s = sigmoid(z), RELU' = (z > 0). */
+double oracle_act(int act, double z);
+double oracle_act_grad(int act, double z);
+
+/* y [n][c_out][t_out] in y_layout, written whole. b and add may be NULL; item n of add
+ * starts at add + n * add_batch_stride (0: the same add for every n). Returns t_out, or
+ * -1 for an invalid shape. */
+int oracle_conv1d_fwd(const oracle_conv_shape *p, const double *x, const double *w,
+                      const double *b, const double *add, long long add_batch_stride, double *y);
+
+/* Any of dx [n][c_in][t_in] (x_layout), dw [c_out][cg][k], db [c_out] (NULL: not wanted),
+ * each written whole, from x, w, b (may be NULL) and dy [n][c_out][t_out] (y_layout).
+ * Returns t_out, or -1 for an invalid shape (or pre not NONE). */
+int oracle_conv1d_bwd(const oracle_conv_shape *p, const double *x, const double *w,
+                      const double *b, const double *dy, double *dx, double *dw, double *db);
+
 #endif
