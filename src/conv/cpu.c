@@ -1,0 +1,81 @@
+/* cpu.c - the conv engine's CPU plans: ws_conv_new / ws_conv_run / ws_conv_free.
+ *
+ * A plan holds the checked descriptor, w converted to float32 [C_out][Cg][K]
+ * (w[(o*Cg + j)*K + k]) and b [C_out], both copies, and the thread count. It is never
+ * written after ws_conv_new: a run allocates its own scratch, so runs on one plan may
+ * overlap. Every descriptor ws_conv_check accepts runs (cpu_direct.c); the CPU forms
+ * products in float32 whatever d->math says.
+ * Tested by tests/test_engine.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+/* w [C_out][Cg][K] in type t -> float32; NULL when out of memory */
+static float *weights_f32(const ws_conv_desc *d, const void *w)
+{
+    size_t nw = (size_t)d->c_out * (size_t)(d->c_in / d->groups) * (size_t)d->k;
+    float *f = malloc(nw * sizeof(float));
+    if (!f)
+        return NULL;
+    for (size_t i = 0; i < nw; i++)
+        f[i] = ws_ld(w, d->w_type, i);
+    return f;
+}
+
+ws_conv *ws_conv_new(const ws_conv_desc *d, const void *w, const float *b, int n_threads,
+                     ws_err *err)
+{
+    if (ws_conv_check(d, err))
+        return NULL;
+    if (n_threads < 0)
+        return ws_errf(err, "ws_conv_new: n_threads %d must be >= 0 (0: all CPUs)", n_threads),
+               NULL;
+    ws_conv *c = calloc(1, sizeof *c);
+    if (!c)
+        return ws_errf(err, "ws_conv_new: out of memory"), NULL;
+    c->d = *d;
+    c->n_threads = n_threads ? n_threads : ws_ncpu();
+    if ((w && !(c->w = weights_f32(d, w))) ||
+        (b && !(c->b = malloc((size_t)d->c_out * sizeof(float))))) {
+        ws_conv_free(c);
+        return ws_errf(err, "ws_conv_new: out of memory for weights (c_out %d, c_in %d, k %d)",
+                       d->c_out, d->c_in, d->k),
+               NULL;
+    }
+    if (b)
+        memcpy(c->b, b, (size_t)d->c_out * sizeof(float));
+    return c;
+}
+
+int ws_conv_run(ws_conv *c, const ws_conv_args *a, ws_err *err)
+{
+    if (!c)
+        return ws_errf(err, "ws_conv_run: plan is NULL");
+    const ws_conv_desc *d = &c->d;
+    int t_out;
+    if (ws_conv_check_args(d, a, c->w != NULL, &t_out, err))
+        return -1;
+    float *wtmp = NULL;
+    const float *w = c->w;
+    if (a->w) {
+        if (!(wtmp = weights_f32(d, a->w)))
+            return ws_errf(err, "ws_conv_run: out of memory for weights");
+        w = wtmp;
+    }
+    const float *b = a->b ? a->b : c->b;
+    int rc = d->op == WS_CONV_FWD ? ws_conv_direct_fwd(d, a, t_out, w, b, c->n_threads, err)
+                                  : ws_conv_direct_bwd(d, a, t_out, w, b, c->n_threads, err);
+    free(wtmp);
+    return rc;
+}
+
+void ws_conv_free(ws_conv *c)
+{
+    if (!c)
+        return;
+    free(c->w);
+    free(c->b);
+    free(c);
+}

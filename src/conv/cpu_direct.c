@@ -1,0 +1,373 @@
+/* cpu_direct.c - the conv engine's direct CPU kernels: every descriptor, FWD and BWD.
+ *
+ *   FWD  y[n,o,t] = act( b[o] + sum_{j<Cg} sum_{k<K} w[o,j,k] * pre(x[n, g*Cg+j, S*t + D*k - P_L]) )
+ *                   + add[n,o,t]                                  g = o / Cog, Cog = C_out / G
+ *   BWD  z = b + conv(x),  gr[n,o,t] = dy[n,o,t] * act'(z[n,o,t])
+ *        db[o]     = sum_n sum_t gr[n,o,t]
+ *        dw[o,j,k] = sum_n sum_t gr[n,o,t] * x[n, g*Cg+j, S*t + D*k - P_L]
+ *        dx[n,i,u] = sum_{o in group of i} sum_k sum_{t: S*t + D*k - P_L = u} w[o,i-g*Cg,k] * gr[n,o,t]
+ *
+ * Method: batch items are taken in chunks; for each, x is converted (and pre applied) to a
+ * float32 scratch xs[n][C_in][T_in] (channel rows, whatever x_layout), so every tap is a
+ * contiguous (S = 1) or strided row read over the output times whose input is inside
+ * [0, T_in) (the padding is never materialised). FWD: one task per (n, o), output times in
+ * blocks of TB, sum order j, k fixed; epilogue bias, act, add, store in y_type/y_layout.
+ * BWD: gr per (n, o) in float32; dw/db per o, summing over n in order, then t: db in
+ * double, dw in 8 fixed float32 lanes whose sums are added in double; dx per (n, i) by scattering taps in the
+ * fixed order (o, k, t). No sum is ever split across threads, so the bits do not depend on
+ * the thread count. Sums in float32 (dw, db: float32 within an item, double across).
+ * Tested by tests/test_engine.c (float64 oracle, finite differences, adjoint identity).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+enum {
+    TB = 1024,            /* output times per FWD block: the accumulator stays in L1 */
+    NLC_TB = 64,          /* times per NLC transpose block */
+    CHUNK_FLOATS = 1 << 24, /* scratch per batch chunk (64 MiB), at least one item */
+    MAX_THREADS = 256,    /* ws_parallel's cap */
+};
+
+typedef struct {
+    const ws_conv_desc *d;
+    const ws_conv_args *a;
+    const float *w, *b;
+    int t_in, t_out, cg, cog;
+    int n0, nb;      /* this chunk: batch items [n0, n0 + nb) */
+    float *xs;       /* [nb][C_in][T_in] */
+    float *gr;       /* BWD: [nb][C_out][T_out] */
+    float *tbuf;     /* per-thread scratch: tbuf + i * tlen */
+    size_t tlen;
+    double *dw_acc;  /* [C_out][Cg][K] or NULL */
+    double *db_acc;  /* [C_out] or NULL */
+    long long items; /* tasks of the current phase */
+} job;
+
+static void split(long long items, int i, int n, long long *lo, long long *hi)
+{
+    *lo = items * i / n;
+    *hi = items * (i + 1) / n;
+}
+
+/* times t with 0 <= S*t + off < T_in, intersected with [t0, t1): [*lo, *hi) */
+static void tap_range(long long off, int s, int t_in, long long t0, long long t1, long long *lo,
+                      long long *hi)
+{
+    long long a = off >= 0 ? 0 : (-off + s - 1) / s;
+    long long b = t_in - 1 - off < 0 ? 0 : (t_in - 1 - off) / s + 1;
+    *lo = a > t0 ? a : t0;
+    *hi = b < t1 ? b : t1;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* x -> xs, pre applied: NCL one task per row (n, c), NLC one per (n, block of times) */
+static void load_x(void *ctx, int i, int n)
+{
+    job *J = ctx;
+    const ws_conv_desc *d = J->d;
+    const int C = d->c_in, T = J->t_in;
+    long long lo, hi;
+    split(J->items, i, n, &lo, &hi);
+    for (long long r = lo; r < hi; r++) {
+        if (d->x_layout == WS_NCL) {
+            float *dst = J->xs + (size_t)r * T;
+            const size_t src = ((size_t)J->n0 * C + (size_t)r) * T;
+            for (int t = 0; t < T; t++)
+                dst[t] = ws_act_f(d->pre, ws_ld(J->a->x, d->x_type, src + t));
+        } else {
+            const long long nblk = (T + NLC_TB - 1) / NLC_TB;
+            const int nl = (int)(r / nblk), t0 = (int)(r % nblk) * NLC_TB;
+            const int t1 = t0 + NLC_TB < T ? t0 + NLC_TB : T;
+            float *dst = J->xs + (size_t)nl * C * T;
+            for (int t = t0; t < t1; t++) {
+                const size_t src = ((size_t)(J->n0 + nl) * T + t) * C;
+                for (int c = 0; c < C; c++)
+                    dst[(size_t)c * T + t] = ws_act_f(d->pre, ws_ld(J->a->x, d->x_type, src + c));
+            }
+        }
+    }
+}
+
+/* acc[t - t0] = sum_j sum_k w[o,j,k] * xs[nl, g*Cg+j, S*t + D*k - P_L] for t in [t0, t1) */
+static void conv_block(const job *J, int nl, int o, int t0, int t1, float *acc)
+{
+    const ws_conv_desc *d = J->d;
+    const int K = d->k, S = d->stride, T = J->t_in;
+    const float *xg = J->xs + ((size_t)nl * d->c_in + (size_t)(o / J->cog) * J->cg) * T;
+    memset(acc, 0, (size_t)(t1 - t0) * sizeof(float));
+    for (int j = 0; j < J->cg; j++) {
+        const float *row = xg + (size_t)j * T;
+        const float *wr = J->w + ((size_t)o * J->cg + j) * K;
+        for (int k = 0; k < K; k++) {
+            const float wv = wr[k];
+            const long long off = (long long)d->dilation * k - d->pad_l;
+            long long lo, hi;
+            tap_range(off, S, T, t0, t1, &lo, &hi);
+            if (hi <= lo)
+                continue;
+            float *a = acc + (lo - t0);
+            const float *src = row + (S * lo + off);
+            const long long n = hi - lo;
+            if (S == 1)
+                for (long long t = 0; t < n; t++)
+                    a[t] += wv * src[t];
+            else
+                for (long long t = 0; t < n; t++)
+                    a[t] += wv * src[(size_t)S * t];
+        }
+    }
+}
+
+static size_t y_index(const ws_conv_desc *d, int n, int o, int t, int t_out)
+{
+    return d->y_layout == WS_NCL ? ((size_t)n * d->c_out + o) * t_out + t
+                                 : ((size_t)n * t_out + t) * d->c_out + o;
+}
+
+static void fwd_task(void *ctx, int i, int n)
+{
+    job *J = ctx;
+    const ws_conv_desc *d = J->d;
+    const ws_conv_args *a = J->a;
+    float *acc = J->tbuf + (size_t)i * J->tlen;
+    long long lo, hi;
+    split(J->items, i, n, &lo, &hi);
+    for (long long r = lo; r < hi; r++) {
+        const int nl = (int)(r / d->c_out), o = (int)(r % d->c_out), nn = J->n0 + nl;
+        for (int t0 = 0; t0 < J->t_out; t0 += TB) {
+            const int t1 = t0 + TB < J->t_out ? t0 + TB : J->t_out;
+            conv_block(J, nl, o, t0, t1, acc);
+            ws_act_row(acc, t1 - t0, J->b ? J->b + o : NULL, d->act);
+            if (a->add) {
+                const size_t base = (size_t)nn * (size_t)a->add_batch_stride;
+                for (int t = t0; t < t1; t++)
+                    acc[t - t0] += ws_ld(a->add, d->y_type, base + y_index(d, 0, o, t, J->t_out));
+            }
+            for (int t = t0; t < t1; t++)
+                ws_st(a->y, d->y_type, y_index(d, nn, o, t, J->t_out), acc[t - t0]);
+        }
+    }
+}
+
+/* BWD: gr[nl][o][t] = dy * act'(b + conv) */
+static void grad_task(void *ctx, int i, int n)
+{
+    job *J = ctx;
+    const ws_conv_desc *d = J->d;
+    float *acc = J->tbuf + (size_t)i * J->tlen;
+    long long lo, hi;
+    split(J->items, i, n, &lo, &hi);
+    for (long long r = lo; r < hi; r++) {
+        const int nl = (int)(r / d->c_out), o = (int)(r % d->c_out), nn = J->n0 + nl;
+        float *g = J->gr + (size_t)r * J->t_out;
+        for (int t0 = 0; t0 < J->t_out; t0 += TB) {
+            const int t1 = t0 + TB < J->t_out ? t0 + TB : J->t_out;
+            if (d->act != WS_ACT_NONE) {
+                conv_block(J, nl, o, t0, t1, acc);
+                const float bo = J->b ? J->b[o] : 0.0f;
+                for (int t = t0; t < t1; t++)
+                    g[t] = ws_ld(J->a->dy, d->y_type, y_index(d, nn, o, t, J->t_out)) *
+                           ws_act_df(d->act, acc[t - t0] + bo);
+            } else {
+                for (int t = t0; t < t1; t++)
+                    g[t] = ws_ld(J->a->dy, d->y_type, y_index(d, nn, o, t, J->t_out));
+            }
+        }
+    }
+}
+
+/* sum_t a[t] * b[t*s] over n terms: 8 float32 lanes in a fixed order, lanes added in double */
+static double dot8(const float *a, const float *b, int s, long long n)
+{
+    float l[8] = {0};
+    long long t = 0;
+    if (s == 1)
+        for (; t + 8 <= n; t += 8)
+            for (int q = 0; q < 8; q++)
+                l[q] += a[t + q] * b[t + q];
+    else
+        for (; t + 8 <= n; t += 8)
+            for (int q = 0; q < 8; q++)
+                l[q] += a[t + q] * b[(size_t)(t + q) * s];
+    for (; t < n; t++)
+        l[t & 7] += a[t] * b[(size_t)t * s];
+    double sum = 0;
+    for (int q = 0; q < 8; q++)
+        sum += l[q];
+    return sum;
+}
+
+/* dw, db: one task per output channel o, items of the chunk in order */
+static void wgrad_task(void *ctx, int i, int n)
+{
+    job *J = ctx;
+    const ws_conv_desc *d = J->d;
+    const int K = d->k, S = d->stride, T = J->t_in, To = J->t_out;
+    long long lo, hi;
+    split(J->items, i, n, &lo, &hi);
+    for (long long o = lo; o < hi; o++) {
+        for (int nl = 0; nl < J->nb; nl++) {
+            const float *g = J->gr + ((size_t)nl * d->c_out + o) * To;
+            if (J->db_acc) {
+                double s = 0;
+                for (int t = 0; t < To; t++)
+                    s += g[t];
+                J->db_acc[o] += s;
+            }
+            if (!J->dw_acc)
+                continue;
+            const float *xg = J->xs + ((size_t)nl * d->c_in + (size_t)(o / J->cog) * J->cg) * T;
+            for (int j = 0; j < J->cg; j++)
+                for (int k = 0; k < K; k++) {
+                    const long long off = (long long)d->dilation * k - d->pad_l;
+                    long long a, b;
+                    tap_range(off, S, T, 0, To, &a, &b);
+                    if (b <= a)
+                        continue;
+                    J->dw_acc[((size_t)o * J->cg + j) * K + k] +=
+                        dot8(g + a, xg + (size_t)j * T + (S * a + off), S, b - a);
+                }
+        }
+    }
+}
+
+/* dx: one task per (n, i); acc[u] over T_in, scattered in the order (o, k, t) */
+static void dx_task(void *ctx, int i, int n)
+{
+    job *J = ctx;
+    const ws_conv_desc *d = J->d;
+    const int K = d->k, S = d->stride, T = J->t_in, To = J->t_out, C = d->c_in;
+    float *acc = J->tbuf + (size_t)i * J->tlen;
+    long long lo, hi;
+    split(J->items, i, n, &lo, &hi);
+    for (long long r = lo; r < hi; r++) {
+        const int nl = (int)(r / C), ci = (int)(r % C), nn = J->n0 + nl;
+        const int g = ci / J->cg, j = ci % J->cg;
+        memset(acc, 0, (size_t)T * sizeof(float));
+        for (int o = g * J->cog; o < (g + 1) * J->cog; o++) {
+            const float *gr = J->gr + ((size_t)nl * d->c_out + o) * To;
+            const float *wr = J->w + ((size_t)o * J->cg + j) * K;
+            for (int k = 0; k < K; k++) {
+                const float wv = wr[k];
+                const long long off = (long long)d->dilation * k - d->pad_l;
+                long long a, b;
+                tap_range(off, S, T, 0, To, &a, &b);
+                if (b <= a)
+                    continue;
+                float *dst = acc + (S * a + off);
+                if (S == 1)
+                    for (long long t = a; t < b; t++)
+                        dst[t - a] += wv * gr[t];
+                else
+                    for (long long t = a; t < b; t++)
+                        dst[(size_t)(t - a) * S] += wv * gr[t];
+            }
+        }
+        for (int u = 0; u < T; u++) {
+            const size_t idx = d->x_layout == WS_NCL ? ((size_t)nn * C + ci) * T + u
+                                                     : ((size_t)nn * T + u) * C + ci;
+            ws_st(J->a->dx, d->x_type, idx, acc[u]);
+        }
+    }
+}
+
+static int threads_for(int n_threads, long long items)
+{
+    long long t = n_threads < MAX_THREADS ? n_threads : MAX_THREADS;
+    return (int)(items < t ? items : t);
+}
+
+static void phase(job *J, long long items, ws_task_fn fn, int n_threads)
+{
+    J->items = items;
+    ws_parallel(threads_for(n_threads, items), fn, J);
+}
+
+/* scratch for a chunk of nb items plus per-thread buffers; 0 or -1 (nothing allocated) */
+static int setup(job *J, const ws_conv_desc *d, const ws_conv_args *a, int t_out, int bwd,
+                 int n_threads, ws_err *err)
+{
+    const size_t per_item = (size_t)d->c_in * a->t_in + (bwd ? (size_t)d->c_out * t_out : 0);
+    size_t nb = CHUNK_FLOATS / (per_item ? per_item : 1);
+    nb = nb < 1 ? 1 : nb > (size_t)a->n ? (size_t)a->n : nb;
+    J->nb = (int)nb;
+    J->t_in = a->t_in;
+    J->t_out = t_out;
+    J->cg = d->c_in / d->groups;
+    J->cog = d->c_out / d->groups;
+    J->tlen = bwd && a->dx ? (size_t)(a->t_in > TB ? a->t_in : TB) : TB;
+    const int nt = n_threads < MAX_THREADS ? n_threads : MAX_THREADS;
+    J->xs = malloc(nb * (size_t)d->c_in * a->t_in * sizeof(float));
+    J->gr = bwd ? malloc(nb * (size_t)d->c_out * t_out * sizeof(float)) : NULL;
+    J->tbuf = malloc((size_t)nt * J->tlen * sizeof(float));
+    const size_t nw = (size_t)d->c_out * J->cg * d->k;
+    J->dw_acc = bwd && a->dw ? calloc(nw, sizeof(double)) : NULL;
+    J->db_acc = bwd && a->db ? calloc((size_t)d->c_out, sizeof(double)) : NULL;
+    if (!J->xs || (bwd && !J->gr) || !J->tbuf || (bwd && a->dw && !J->dw_acc) ||
+        (bwd && a->db && !J->db_acc)) {
+        free(J->xs), free(J->gr), free(J->tbuf), free(J->dw_acc), free(J->db_acc);
+        return ws_errf(err, "ws_conv_run: out of memory for scratch (%zu items of c_in %d x t_in %d)",
+                       nb, d->c_in, a->t_in);
+    }
+    return 0;
+}
+
+static void teardown(job *J)
+{
+    free(J->xs), free(J->gr), free(J->tbuf), free(J->dw_acc), free(J->db_acc);
+}
+
+static long long load_items(const job *J, const ws_conv_desc *d, int nb)
+{
+    return d->x_layout == WS_NCL ? (long long)nb * d->c_in
+                                 : (long long)nb * ((J->t_in + NLC_TB - 1) / NLC_TB);
+}
+
+int ws_conv_direct_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
+                       const float *b, int n_threads, ws_err *err)
+{
+    job J = {.d = d, .a = a, .w = w, .b = b};
+    if (setup(&J, d, a, t_out, 0, n_threads, err))
+        return -1;
+    const int chunk = J.nb;
+    for (int n0 = 0; n0 < a->n; n0 += chunk) {
+        J.n0 = n0;
+        J.nb = a->n - n0 < chunk ? a->n - n0 : chunk;
+        phase(&J, load_items(&J, d, J.nb), load_x, n_threads);
+        phase(&J, (long long)J.nb * d->c_out, fwd_task, n_threads);
+    }
+    teardown(&J);
+    return 0;
+}
+
+int ws_conv_direct_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
+                       const float *b, int n_threads, ws_err *err)
+{
+    job J = {.d = d, .a = a, .w = w, .b = b};
+    if (setup(&J, d, a, t_out, 1, n_threads, err))
+        return -1;
+    const int chunk = J.nb;
+    for (int n0 = 0; n0 < a->n; n0 += chunk) {
+        J.n0 = n0;
+        J.nb = a->n - n0 < chunk ? a->n - n0 : chunk;
+        phase(&J, load_items(&J, d, J.nb), load_x, n_threads);
+        phase(&J, (long long)J.nb * d->c_out, grad_task, n_threads);
+        if (a->dw || a->db)
+            phase(&J, d->c_out, wgrad_task, n_threads);
+        if (a->dx)
+            phase(&J, (long long)J.nb * d->c_in, dx_task, n_threads);
+    }
+    if (a->dw) {
+        const size_t nw = (size_t)d->c_out * J.cg * d->k;
+        for (size_t i = 0; i < nw; i++)
+            a->dw[i] = (float)J.dw_acc[i];
+    }
+    if (a->db)
+        for (int o = 0; o < d->c_out; o++)
+            a->db[o] = (float)J.db_acc[o];
+    teardown(&J);
+    return 0;
+}

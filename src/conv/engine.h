@@ -1,0 +1,68 @@
+/* engine.h - internals of the conv engine's CPU backend (include/ws_conv.h is the contract).
+ *
+ * Dims as in ws_conv.h: N, C_in, C_out, G, Cg = C_in / G, Cog = C_out / G, K, S, D,
+ * P_L, P_R, T_in, T_out. Weights inside a plan are float32 [C_out][Cg][K]:
+ *   w[(o*Cg + j)*K + k]
+ * Files: desc.c (validation, T_out), act.c (activations and their derivatives),
+ * cpu.c (plans), cpu_direct.c (the direct kernels, every descriptor).
+ * Tested by tests/test_engine.c.
+ */
+#ifndef WS_CONV_ENGINE_H
+#define WS_CONV_ENGINE_H
+
+#include "../common.h"
+#include "ws_conv.h"
+
+struct ws_conv {
+    ws_conv_desc d;
+    float *w;      /* [C_out][Cg][K] float32, or NULL: given per call */
+    float *b;      /* [C_out] or NULL */
+    int n_threads; /* >= 1 */
+};
+
+/* T_out in long long (no overflow), or 0 when t_in is too short. */
+long long ws_conv_out_len_ll(const ws_conv_desc *d, long long t_in);
+
+/* Validates a call against a checked descriptor; has_w / has_b: the plan holds them.
+ * Fills *t_out. 0, or -1 with one line naming the argument. */
+int ws_conv_check_args(const ws_conv_desc *d, const ws_conv_args *a, int has_w, int *t_out,
+                       ws_err *err);
+
+/* act.c: f(z) and f'(z) for one element; ws_act_row: v[i] = f(v[i] + *bias) (bias NULL: none). */
+float ws_act_f(ws_act act, float z);
+float ws_act_df(ws_act act, float z);
+void ws_act_row(float *v, int n, const float *bias, ws_act act);
+
+/* Element loads and stores in a storage type (f16/bf16 stores round to nearest even). */
+static inline float ws_ld(const void *p, ws_dtype t, size_t i)
+{
+    if (t == WS_F32)
+        return ((const float *)p)[i];
+    if (t == WS_F16)
+        return ws_f16_to_f32(((const uint16_t *)p)[i]);
+    return ws_bf16_to_f32(((const uint16_t *)p)[i]);
+}
+
+static inline void ws_st(void *p, ws_dtype t, size_t i, float v)
+{
+    if (t == WS_F32)
+        ((float *)p)[i] = v;
+    else if (t == WS_F16)
+        ((uint16_t *)p)[i] = ws_f32_to_f16(v);
+    else
+        ((uint16_t *)p)[i] = ws_f32_to_bf16(v);
+}
+
+static inline size_t ws_dtype_size(ws_dtype t)
+{
+    return t == WS_F32 ? 4 : 2;
+}
+
+/* cpu_direct.c: the direct kernels. w float32 [C_out][Cg][K], b [C_out] or NULL; the
+ * arguments already checked. 0, or -1 (out of memory: nothing written). */
+int ws_conv_direct_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
+                       const float *b, int n_threads, ws_err *err);
+int ws_conv_direct_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
+                       const float *b, int n_threads, ws_err *err);
+
+#endif
