@@ -51,6 +51,48 @@ static void split(long long items, int i, int n, long long *lo, long long *hi)
     *hi = items * (i + 1) / n;
 }
 
+/* dst[i] = src[base + i*stride] for i < n, converted from type t */
+static void ld_row(float *dst, const void *src, ws_dtype t, size_t base, size_t stride, long long n)
+{
+    if (t == WS_F32) {
+        const float *p = (const float *)src + base;
+        if (stride == 1)
+            memcpy(dst, p, (size_t)n * sizeof(float));
+        else
+            for (long long i = 0; i < n; i++)
+                dst[i] = p[(size_t)i * stride];
+    } else {
+        const uint16_t *p = (const uint16_t *)src + base;
+        if (t == WS_F16)
+            for (long long i = 0; i < n; i++)
+                dst[i] = ws_f16_to_f32(p[(size_t)i * stride]);
+        else
+            for (long long i = 0; i < n; i++)
+                dst[i] = ws_bf16_to_f32(p[(size_t)i * stride]);
+    }
+}
+
+/* dst[base + i*stride] = v[i] for i < n, stored in type t (round to nearest even) */
+static void st_row(void *dst, ws_dtype t, size_t base, size_t stride, const float *v, long long n)
+{
+    if (t == WS_F32) {
+        float *p = (float *)dst + base;
+        if (stride == 1)
+            memcpy(p, v, (size_t)n * sizeof(float));
+        else
+            for (long long i = 0; i < n; i++)
+                p[(size_t)i * stride] = v[i];
+    } else {
+        uint16_t *p = (uint16_t *)dst + base;
+        if (t == WS_F16)
+            for (long long i = 0; i < n; i++)
+                p[(size_t)i * stride] = ws_f32_to_f16(v[i]);
+        else
+            for (long long i = 0; i < n; i++)
+                p[(size_t)i * stride] = ws_f32_to_bf16(v[i]);
+    }
+}
+
 /* times t with 0 <= S*t + off < T_in, intersected with [t0, t1): [*lo, *hi) */
 static void tap_range(long long off, int s, int t_in, long long t0, long long t1, long long *lo,
                       long long *hi)
@@ -74,18 +116,19 @@ static void load_x(void *ctx, int i, int n)
     for (long long r = lo; r < hi; r++) {
         if (d->x_layout == WS_NCL) {
             float *dst = J->xs + (size_t)r * T;
-            const size_t src = ((size_t)J->n0 * C + (size_t)r) * T;
-            for (int t = 0; t < T; t++)
-                dst[t] = ws_act_f(d->pre, ws_ld(J->a->x, d->x_type, src + t));
+            ld_row(dst, J->a->x, d->x_type, ((size_t)J->n0 * C + (size_t)r) * T, 1, T);
+            if (d->pre != WS_ACT_NONE)
+                ws_act_row(dst, T, NULL, d->pre);
         } else {
             const long long nblk = (T + NLC_TB - 1) / NLC_TB;
             const int nl = (int)(r / nblk), t0 = (int)(r % nblk) * NLC_TB;
             const int t1 = t0 + NLC_TB < T ? t0 + NLC_TB : T;
             float *dst = J->xs + (size_t)nl * C * T;
-            for (int t = t0; t < t1; t++) {
-                const size_t src = ((size_t)(J->n0 + nl) * T + t) * C;
-                for (int c = 0; c < C; c++)
-                    dst[(size_t)c * T + t] = ws_act_f(d->pre, ws_ld(J->a->x, d->x_type, src + c));
+            for (int c = 0; c < C; c++) {
+                float *row = dst + (size_t)c * T + t0;
+                ld_row(row, J->a->x, d->x_type, ((size_t)(J->n0 + nl) * T + t0) * C + c, C, t1 - t0);
+                if (d->pre != WS_ACT_NONE)
+                    ws_act_row(row, t1 - t0, NULL, d->pre);
             }
         }
     }
@@ -127,6 +170,12 @@ static size_t y_index(const ws_conv_desc *d, int n, int o, int t, int t_out)
                                  : ((size_t)n * t_out + t) * d->c_out + o;
 }
 
+/* elements between consecutive times of one channel in y's layout */
+static size_t y_tstride(const ws_conv_desc *d)
+{
+    return d->y_layout == WS_NCL ? 1 : (size_t)d->c_out;
+}
+
 static void fwd_task(void *ctx, int i, int n)
 {
     job *J = ctx;
@@ -142,12 +191,14 @@ static void fwd_task(void *ctx, int i, int n)
             conv_block(J, nl, o, t0, t1, acc);
             ws_act_row(acc, t1 - t0, J->b ? J->b + o : NULL, d->act);
             if (a->add) {
-                const size_t base = (size_t)nn * (size_t)a->add_batch_stride;
-                for (int t = t0; t < t1; t++)
-                    acc[t - t0] += ws_ld(a->add, d->y_type, base + y_index(d, 0, o, t, J->t_out));
+                float *ad = acc + TB;
+                ld_row(ad, a->add, d->y_type,
+                       (size_t)nn * (size_t)a->add_batch_stride + y_index(d, 0, o, t0, J->t_out),
+                       y_tstride(d), t1 - t0);
+                for (int t = 0; t < t1 - t0; t++)
+                    acc[t] += ad[t];
             }
-            for (int t = t0; t < t1; t++)
-                ws_st(a->y, d->y_type, y_index(d, nn, o, t, J->t_out), acc[t - t0]);
+            st_row(a->y, d->y_type, y_index(d, nn, o, t0, J->t_out), y_tstride(d), acc, t1 - t0);
         }
     }
 }
@@ -165,15 +216,13 @@ static void grad_task(void *ctx, int i, int n)
         float *g = J->gr + (size_t)r * J->t_out;
         for (int t0 = 0; t0 < J->t_out; t0 += TB) {
             const int t1 = t0 + TB < J->t_out ? t0 + TB : J->t_out;
+            ld_row(g + t0, J->a->dy, d->y_type, y_index(d, nn, o, t0, J->t_out), y_tstride(d),
+                   t1 - t0);
             if (d->act != WS_ACT_NONE) {
                 conv_block(J, nl, o, t0, t1, acc);
                 const float bo = J->b ? J->b[o] : 0.0f;
                 for (int t = t0; t < t1; t++)
-                    g[t] = ws_ld(J->a->dy, d->y_type, y_index(d, nn, o, t, J->t_out)) *
-                           ws_act_df(d->act, acc[t - t0] + bo);
-            } else {
-                for (int t = t0; t < t1; t++)
-                    g[t] = ws_ld(J->a->dy, d->y_type, y_index(d, nn, o, t, J->t_out));
+                    g[t] *= ws_act_df(d->act, acc[t - t0] + bo);
             }
         }
     }
@@ -266,11 +315,10 @@ static void dx_task(void *ctx, int i, int n)
                         dst[(size_t)(t - a) * S] += wv * gr[t];
             }
         }
-        for (int u = 0; u < T; u++) {
-            const size_t idx = d->x_layout == WS_NCL ? ((size_t)nn * C + ci) * T + u
-                                                     : ((size_t)nn * T + u) * C + ci;
-            ws_st(J->a->dx, d->x_type, idx, acc[u]);
-        }
+        if (d->x_layout == WS_NCL)
+            st_row(J->a->dx, d->x_type, ((size_t)nn * C + ci) * T, 1, acc, T);
+        else
+            st_row(J->a->dx, d->x_type, (size_t)nn * T * C + ci, C, acc, T);
     }
 }
 
@@ -298,7 +346,7 @@ static int setup(job *J, const ws_conv_desc *d, const ws_conv_args *a, int t_out
     J->t_out = t_out;
     J->cg = d->c_in / d->groups;
     J->cog = d->c_out / d->groups;
-    J->tlen = bwd && a->dx ? (size_t)(a->t_in > TB ? a->t_in : TB) : TB;
+    J->tlen = bwd && a->dx ? (size_t)(a->t_in > TB ? a->t_in : TB) : 2 * TB; /* FWD: acc, add */
     const int nt = n_threads < MAX_THREADS ? n_threads : MAX_THREADS;
     J->xs = malloc(nb * (size_t)d->c_in * a->t_in * sizeof(float));
     J->gr = bwd ? malloc(nb * (size_t)d->c_out * t_out * sizeof(float)) : NULL;

@@ -28,8 +28,7 @@ long long ws_conv_out_len_ll(const ws_conv_desc *d, long long t_in);
 int ws_conv_check_args(const ws_conv_desc *d, const ws_conv_args *a, int has_w, int *t_out,
                        ws_err *err);
 
-/* act.c: f(z) and f'(z) for one element; ws_act_row: v[i] = f(v[i] + *bias) (bias NULL: none). */
-float ws_act_f(ws_act act, float z);
+/* act.c: f'(z) for one element; ws_act_row: v[i] = f(v[i] + *bias) (bias NULL: none). */
 float ws_act_df(ws_act act, float z);
 void ws_act_row(float *v, int n, const float *bias, ws_act act);
 
