@@ -3,13 +3,15 @@
  * A plan holds the checked descriptor, w converted to float32 [C_out][Cg][K]
  * (w[(o*Cg + j)*K + k]) and b [C_out], both copies, and the thread count. It is never
  * written after ws_conv_new: a run allocates its own scratch, so runs on one plan may
- * overlap. Every descriptor ws_conv_check accepts runs (cpu_direct.c); the CPU forms
- * products in float32 whatever d->math says.
+ * overlap. Dense FWD (groups 1, C_in*K >= 8, C_out >= 4) runs as shifted-row sgemm
+ * (cpu_dense.c, weights packed here); every other descriptor ws_conv_check accepts runs on
+ * the direct kernels (cpu_direct.c). The CPU forms products in float32 whatever d->math says.
  * Tested by tests/test_engine.c.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv.h"
 #include "engine.h"
 
 /* w [C_out][Cg][K] in type t -> float32; NULL when out of memory */
@@ -46,6 +48,12 @@ ws_conv *ws_conv_new(const ws_conv_desc *d, const void *w, const float *b, int n
     }
     if (b)
         memcpy(c->b, b, (size_t)d->c_out * sizeof(float));
+    if (c->w && ws_conv_dense_ok(d) && !(c->rc = ws_conv_dense_new(d, c->w, c->b))) {
+        ws_conv_free(c);
+        return ws_errf(err, "ws_conv_new: out of memory for packed weights (c_out %d, c_in %d, k %d)",
+                       d->c_out, d->c_in, d->k),
+               NULL;
+    }
     return c;
 }
 
@@ -65,6 +73,25 @@ int ws_conv_run(ws_conv *c, const ws_conv_args *a, ws_err *err)
         w = wtmp;
     }
     const float *b = a->b ? a->b : c->b;
+    if (ws_conv_dense_ok(d)) {
+        /* the plan's packed weights, or this call's w / b packed now */
+        ws_rowconv *tmp = NULL;
+        const ws_rowconv *rc = c->rc;
+        if (a->w || a->b || !rc) {
+            if (!(tmp = ws_conv_dense_new(d, w, b))) {
+                free(wtmp);
+                return ws_errf(err, "ws_conv_run: out of memory for packed weights");
+            }
+            rc = tmp;
+        }
+        int r = ws_conv_dense_fwd(d, rc, a, t_out, c->n_threads, err);
+        ws_rowconv_free(tmp);
+        if (r <= 0) {
+            free(wtmp);
+            return r;
+        }
+        /* r > 0: too large for the padded copy; the direct kernel below */
+    }
     int rc = d->op == WS_CONV_FWD ? ws_conv_direct_fwd(d, a, t_out, w, b, c->n_threads, err)
                                   : ws_conv_direct_bwd(d, a, t_out, w, b, c->n_threads, err);
     free(wtmp);
@@ -75,6 +102,7 @@ void ws_conv_free(ws_conv *c)
 {
     if (!c)
         return;
+    ws_rowconv_free(c->rc);
     free(c->w);
     free(c->b);
     free(c);

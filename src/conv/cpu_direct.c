@@ -52,7 +52,7 @@ static void split(long long items, int i, int n, long long *lo, long long *hi)
 }
 
 /* dst[i] = src[base + i*stride] for i < n, converted from type t */
-static void ld_row(float *dst, const void *src, ws_dtype t, size_t base, size_t stride, long long n)
+void ws_conv_ld_row(float *dst, const void *src, ws_dtype t, size_t base, size_t stride, long long n)
 {
     if (t == WS_F32) {
         const float *p = (const float *)src + base;
@@ -73,7 +73,7 @@ static void ld_row(float *dst, const void *src, ws_dtype t, size_t base, size_t 
 }
 
 /* dst[base + i*stride] = v[i] for i < n, stored in type t (round to nearest even) */
-static void st_row(void *dst, ws_dtype t, size_t base, size_t stride, const float *v, long long n)
+void ws_conv_st_row(void *dst, ws_dtype t, size_t base, size_t stride, const float *v, long long n)
 {
     if (t == WS_F32) {
         float *p = (float *)dst + base;
@@ -116,7 +116,7 @@ static void load_x(void *ctx, int i, int n)
     for (long long r = lo; r < hi; r++) {
         if (d->x_layout == WS_NCL) {
             float *dst = J->xs + (size_t)r * T;
-            ld_row(dst, J->a->x, d->x_type, ((size_t)J->n0 * C + (size_t)r) * T, 1, T);
+            ws_conv_ld_row(dst, J->a->x, d->x_type, ((size_t)J->n0 * C + (size_t)r) * T, 1, T);
             if (d->pre != WS_ACT_NONE)
                 ws_act_row(dst, T, NULL, d->pre);
         } else {
@@ -126,7 +126,7 @@ static void load_x(void *ctx, int i, int n)
             float *dst = J->xs + (size_t)nl * C * T;
             for (int c = 0; c < C; c++) {
                 float *row = dst + (size_t)c * T + t0;
-                ld_row(row, J->a->x, d->x_type, ((size_t)(J->n0 + nl) * T + t0) * C + c, C, t1 - t0);
+                ws_conv_ld_row(row, J->a->x, d->x_type, ((size_t)(J->n0 + nl) * T + t0) * C + c, C, t1 - t0);
                 if (d->pre != WS_ACT_NONE)
                     ws_act_row(row, t1 - t0, NULL, d->pre);
             }
@@ -192,13 +192,13 @@ static void fwd_task(void *ctx, int i, int n)
             ws_act_row(acc, t1 - t0, J->b ? J->b + o : NULL, d->act);
             if (a->add) {
                 float *ad = acc + TB;
-                ld_row(ad, a->add, d->y_type,
+                ws_conv_ld_row(ad, a->add, d->y_type,
                        (size_t)nn * (size_t)a->add_batch_stride + y_index(d, 0, o, t0, J->t_out),
                        y_tstride(d), t1 - t0);
                 for (int t = 0; t < t1 - t0; t++)
                     acc[t] += ad[t];
             }
-            st_row(a->y, d->y_type, y_index(d, nn, o, t0, J->t_out), y_tstride(d), acc, t1 - t0);
+            ws_conv_st_row(a->y, d->y_type, y_index(d, nn, o, t0, J->t_out), y_tstride(d), acc, t1 - t0);
         }
     }
 }
@@ -216,7 +216,7 @@ static void grad_task(void *ctx, int i, int n)
         float *g = J->gr + (size_t)r * J->t_out;
         for (int t0 = 0; t0 < J->t_out; t0 += TB) {
             const int t1 = t0 + TB < J->t_out ? t0 + TB : J->t_out;
-            ld_row(g + t0, J->a->dy, d->y_type, y_index(d, nn, o, t0, J->t_out), y_tstride(d),
+            ws_conv_ld_row(g + t0, J->a->dy, d->y_type, y_index(d, nn, o, t0, J->t_out), y_tstride(d),
                    t1 - t0);
             if (d->act != WS_ACT_NONE) {
                 conv_block(J, nl, o, t0, t1, acc);
@@ -316,9 +316,9 @@ static void dx_task(void *ctx, int i, int n)
             }
         }
         if (d->x_layout == WS_NCL)
-            st_row(J->a->dx, d->x_type, ((size_t)nn * C + ci) * T, 1, acc, T);
+            ws_conv_st_row(J->a->dx, d->x_type, ((size_t)nn * C + ci) * T, 1, acc, T);
         else
-            st_row(J->a->dx, d->x_type, (size_t)nn * T * C + ci, C, acc, T);
+            ws_conv_st_row(J->a->dx, d->x_type, (size_t)nn * T * C + ci, C, acc, T);
     }
 }
 

@@ -18,6 +18,7 @@ struct ws_conv {
     float *w;      /* [C_out][Cg][K] float32, or NULL: given per call */
     float *b;      /* [C_out] or NULL */
     int n_threads; /* >= 1 */
+    struct ws_rowconv *rc; /* dense FWD with the plan's w and b (cpu_dense.c), or NULL */
 };
 
 /* T_out in long long (no overflow), or 0 when t_in is too short. */
@@ -56,6 +57,20 @@ static inline size_t ws_dtype_size(ws_dtype t)
 {
     return t == WS_F32 ? 4 : 2;
 }
+
+/* dst[i] = src[base + i*stride] (i < n) converted from t; and the store, rounding to nearest even */
+void ws_conv_ld_row(float *dst, const void *src, ws_dtype t, size_t base, size_t stride, long long n);
+void ws_conv_st_row(void *dst, ws_dtype t, size_t base, size_t stride, const float *v, long long n);
+
+/* cpu_dense.c: groups 1 FWD as shifted-row sgemm (conv.c). ws_conv_dense_ok: the
+ * descriptor takes this path; ws_conv_dense_new: the packed weights (w float32 [C_out][C_in][K],
+ * b or NULL), NULL when out of memory; ws_conv_dense_fwd: 0, or -1 (out of memory:
+ * nothing written). */
+struct ws_rowconv;
+int ws_conv_dense_ok(const ws_conv_desc *d);
+struct ws_rowconv *ws_conv_dense_new(const ws_conv_desc *d, const float *w, const float *b);
+int ws_conv_dense_fwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const ws_conv_args *a,
+                      int t_out, int n_threads, ws_err *err);
 
 /* cpu_direct.c: the direct kernels. w float32 [C_out][Cg][K], b [C_out] or NULL; the
  * arguments already checked. 0, or -1 (out of memory: nothing written). */
