@@ -127,8 +127,15 @@ TEST_ENV = WS_BIN=$(abspath $(BUILD)/whisper-stem) WS_MKMODEL=$(abspath $(BUILD)
            WS_CONVERT=$(abspath $(BUILD)/ws-convert) \
            WS_TESTDATA=$(abspath tests/data) WS_SAMPLES=$(abspath samples) WS_PTXAS=$(PTXAS)
 
-test: all $(BUILD)/test_runner
+# tests/client/client.c: a caller of the conv engine built from include/ alone (no -Isrc).
+$(BUILD)/ws-conv-client: tests/client/client.c include/ws_conv.h $(BUILD)/libwhisperstem.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(WARN) $(DEFS) $(SANFLAGS) -Iinclude $< -o $@ $(BUILD)/libwhisperstem.a $(LDLIBS)
+
+test: all $(BUILD)/test_runner $(BUILD)/ws-conv-client
 	$(TEST_ENV) $(BUILD)/test_runner $(TEST_ARGS)
+	@if $(BUILD)/ws-conv-client; then echo "✓ conv engine client (include/ws_conv.h alone) gave the hand-computed values"; \
+	  else echo "✗ conv engine client (tests/client/client.c) failed"; exit 1; fi
 	@$(BUILD)/whisper-stem --check >/dev/null 2>&1 && echo "✓ GPU found: the gpu_* tests ran" || \
 	  echo "✗ no usable CUDA driver or GPU here: the gpu_* tests were skipped (scripts/gpu-node.sh runs them on a GPU machine)"
 
