@@ -72,6 +72,11 @@ struct ws_rowconv *ws_conv_dense_new(const ws_conv_desc *d, const float *w, cons
 int ws_conv_dense_fwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const ws_conv_args *a,
                       int t_out, int n_threads, ws_err *err);
 
+/* cpu_dw.c: depthwise FWD with x and y NLC, vectorised over channels. */
+int ws_conv_dw_nlc_ok(const ws_conv_desc *d);
+int ws_conv_dw_nlc_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
+                       const float *b, int n_threads, ws_err *err);
+
 /* cpu_direct.c: the direct kernels. w float32 [C_out][Cg][K], b [C_out] or NULL; the
  * arguments already checked. 0, or -1 (out of memory: nothing written). */
 int ws_conv_direct_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
