@@ -254,6 +254,15 @@ static const eng_case cases[] = {
     /* past one block of output times (1024) and many NLC transpose blocks */
     {"long_t_depthwise_nlc", 1, 8, 8, 8, 4, 1, 1, 3, 0, 1100, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0, 1, 0},
     {"long_t_dense_ncl", 1, 4, 8, 1, 3, 1, 1, 1, 1, 1100, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0, 1, 1},
+    /* depthwise channel-last past one block of channels (512) and of times (64); K 8;
+     * strided and dilated with pre and add; half storage */
+    {"mamba_c520_k8_nlc", 1, 520, 520, 520, 8, 1, 1, 7, 0, 130, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0, 1, 0},
+    {"dw_nlc_s2_d2_pre_gelu_add_bf16", 2, 33, 33, 33, 3, 2, 2, 4, 1, 150, WS_NLC, WS_NLC, WS_BF16, WS_F32,
+     WS_BF16, WS_ACT_GELU, WS_ACT_RELU, 1, ADD_PER_ITEM, 0, 1},
+    {"dw_nlc_causal_pre_silu_f16", 2, 40, 40, 40, 4, 1, 1, 3, 0, 90, WS_NLC, WS_NLC, WS_F16, WS_F16, WS_F16,
+     WS_ACT_SILU, WS_ACT_GELU, 1, ADD_BROADCAST, 0, 0},
+    {"dw_nlc_stride3_f32", 3, 17, 17, 17, 5, 3, 1, 2, 2, 200, WS_NLC, WS_NLC, F32, WS_ACT_RELU, WS_ACT_NONE, 0,
+     ADD_PER_ITEM, 0, 0},
     /* storage types */
     {"f16_whisper_conv2_pos", 2, 12, 12, 1, 3, 2, 1, 1, 1, 30, WS_NCL, WS_NLC, WS_F16, WS_F16, WS_F16, 0,
      WS_ACT_GELU, 1, ADD_BROADCAST, 0, 0},
