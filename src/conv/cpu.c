@@ -4,8 +4,8 @@
  * (w[(o*Cg + j)*K + k]) and b [C_out], both copies, and the thread count. It is never
  * written after ws_conv_new: a run allocates its own scratch, so runs on one plan may
  * overlap. Dense FWD (groups 1, C_in*K >= 8, C_out >= 4) runs as shifted-row sgemm
- * (cpu_dense.c, weights packed here); depthwise FWD with NLC x and y vectorised over
- * channels (cpu_dw.c); every other descriptor ws_conv_check accepts runs on
+ * (cpu_dense.c, weights packed here); depthwise FWD and BWD with NLC x and y
+ * vectorised over channels (cpu_dw.c); every other descriptor ws_conv_check accepts runs on
  * the direct kernels (cpu_direct.c). The CPU forms products in float32 whatever d->math says.
  * Tested by tests/test_engine.c.
  */
@@ -94,7 +94,8 @@ int ws_conv_run(ws_conv *c, const ws_conv_args *a, ws_err *err)
         /* r > 0: too large for the padded copy; the direct kernel below */
     }
     if (ws_conv_dw_nlc_ok(d)) {
-        int r = ws_conv_dw_nlc_fwd(d, a, t_out, w, b, c->n_threads, err);
+        int r = d->op == WS_CONV_FWD ? ws_conv_dw_nlc_fwd(d, a, t_out, w, b, c->n_threads, err)
+                                     : ws_conv_dw_nlc_bwd(d, a, t_out, w, b, c->n_threads, err);
         free(wtmp);
         return r;
     }

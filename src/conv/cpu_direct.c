@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv.h"
 #include "engine.h"
 
 enum {
@@ -220,9 +221,10 @@ static void grad_task(void *ctx, int i, int n)
                    t1 - t0);
             if (d->act != WS_ACT_NONE) {
                 conv_block(J, nl, o, t0, t1, acc);
-                const float bo = J->b ? J->b[o] : 0.0f;
-                for (int t = t0; t < t1; t++)
-                    g[t] *= ws_act_df(d->act, acc[t - t0] + bo);
+                if (J->b)
+                    for (int t = 0; t < t1 - t0; t++)
+                        acc[t] += J->b[o];
+                ws_act_grad_rows(g + t0, acc, t1 - t0, d->act);
             }
         }
     }

@@ -29,9 +29,11 @@ long long ws_conv_out_len_ll(const ws_conv_desc *d, long long t_in);
 int ws_conv_check_args(const ws_conv_desc *d, const ws_conv_args *a, int has_w, int *t_out,
                        ws_err *err);
 
-/* act.c: f'(z) for one element; ws_act_row: v[i] = f(v[i] + *bias) (bias NULL: none). */
-float ws_act_df(ws_act act, float z);
+/* act.c: v[i] = f(v[i] + *bias) (bias NULL: none). */
 void ws_act_row(float *v, int n, const float *bias, ws_act act);
+
+/* gelu.c: g[j] *= f'(z[j]) for j < n (NONE: unchanged), vectorised. */
+void ws_act_grad_rows(float *g, const float *z, int n, ws_act act);
 
 /* Element loads and stores in a storage type (f16/bf16 stores round to nearest even). */
 static inline float ws_ld(const void *p, ws_dtype t, size_t i)
@@ -72,9 +74,11 @@ struct ws_rowconv *ws_conv_dense_new(const ws_conv_desc *d, const float *w, cons
 int ws_conv_dense_fwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const ws_conv_args *a,
                       int t_out, int n_threads, ws_err *err);
 
-/* cpu_dw.c: depthwise FWD with x and y NLC, vectorised over channels. */
+/* cpu_dw.c: depthwise FWD and BWD with x and y NLC, vectorised over channels. */
 int ws_conv_dw_nlc_ok(const ws_conv_desc *d);
 int ws_conv_dw_nlc_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
+                       const float *b, int n_threads, ws_err *err);
+int ws_conv_dw_nlc_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
                        const float *b, int n_threads, ws_err *err);
 
 /* cpu_direct.c: the direct kernels. w float32 [C_out][Cg][K], b [C_out] or NULL; the

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "conv.h"
+#include "engine.h" /* ws_act_grad_rows */
 
 typedef union {
     int32_t i;
@@ -104,6 +105,48 @@ void ws_bias_act_rows(float *y, int n_rows, int ldy, int n, const float *bias, w
             const float *a = add + (size_t)r * n;
             for (int j = 0; j < n; j++)
                 row[j] += a[j];
+        }
+    }
+}
+
+/* g[j] *= act'(z[j]) for j < n: the conv engine's gradient through act, branch-free:
+ *   RELU  [z > 0]
+ *   GELU  Phi(z) + z*phi(z), Phi from erfc(|z|/sqrt2) as in gelu_inline (Phi = 1 - erfc/2
+ *         for z >= 0, erfc/2 below), phi = exp(-z^2/2) / sqrt(2 pi)
+ *   SILU  s + z*s*(1-s), s and 1-s from e = exp(-|z|) with no cancellation
+ * (tests/test_engine.c: backward against the float64 oracle) */
+__attribute__((target_clones("avx512f", "arch=haswell", "default")))
+void ws_act_grad_rows(float *g, const float *z, int n, ws_act act)
+{
+    if (act == WS_ACT_RELU) {
+        for (int j = 0; j < n; j++)
+            g[j] = z[j] > 0.0f ? g[j] : 0.0f;
+    } else if (act == WS_ACT_GELU) {
+        for (int j = 0; j < n; j++) {
+            const float x = z[j], ax = x < 0.0f ? -x : x;
+            const float u = ax * 0.70710678118654752f;
+            const float t = 1.0f / (1.0f + 0.5f * u);
+            float q = 0.17087277f;
+            q = q * t - 0.82215223f;
+            q = q * t + 1.48851587f;
+            q = q * t - 1.13520398f;
+            q = q * t + 0.27886807f;
+            q = q * t - 0.18628806f;
+            q = q * t + 0.09678418f;
+            q = q * t + 0.37409196f;
+            q = q * t + 1.00002368f;
+            q = q * t - 1.26551223f;
+            const float half_erfc = 0.5f * t * exp_nonpos(q - u * u);
+            const float cdf = x >= 0.0f ? 1.0f - half_erfc : half_erfc;
+            const float pdf = 0.39894228040143268f * exp_nonpos(-u * u);
+            g[j] *= cdf + x * pdf;
+        }
+    } else if (act == WS_ACT_SILU) {
+        for (int j = 0; j < n; j++) {
+            const float x = z[j], ax = x < 0.0f ? -x : x;
+            const float e = exp_nonpos(-ax), r = 1.0f / (1.0f + e);
+            const float s = (x >= 0.0f ? 1.0f : e) * r, s1 = (x >= 0.0f ? e : 1.0f) * r;
+            g[j] *= s + x * s * s1;
         }
     }
 }
