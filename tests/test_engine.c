@@ -29,6 +29,7 @@
 #include <ctype.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -324,12 +325,26 @@ static void expect_close(const eng_case *c, const char *what, const float *got, 
 
 /* --- forward against the oracle ---------------------------------------------- */
 
+static void free_params(struct criterion_test_params *p) { cr_free(p->params); }
+
+/* The indices into cases[] of the rows whose int at flag_offset is set (all rows: all),
+ * in Criterion's shared memory. */
+static struct criterion_test_params case_params(size_t flag_offset, int all)
+{
+    size_t n = 0;
+    for (int i = 0; i < N_CASES; i++)
+        n += all || *(const int *)((const char *)&cases[i] + flag_offset);
+    int *idx = cr_malloc(sizeof(int) * n);
+    n = 0;
+    for (int i = 0; i < N_CASES; i++)
+        if (all || *(const int *)((const char *)&cases[i] + flag_offset))
+            idx[n++] = i;
+    return cr_make_param_array(int, idx, n, free_params);
+}
+
 ParameterizedTestParameters(engine, forward_matches_the_oracle_for_every_table_descriptor)
 {
-    static int idx[N_CASES];
-    for (int i = 0; i < N_CASES; i++)
-        idx[i] = i;
-    return cr_make_param_array(int, idx, N_CASES);
+    return case_params(0, 1);
 }
 
 ParameterizedTest(int *ci, engine, forward_matches_the_oracle_for_every_table_descriptor)
@@ -389,19 +404,9 @@ ParameterizedTest(int *ci, engine, forward_matches_the_oracle_for_every_table_de
 
 /* --- backward against the oracle --------------------------------------------- */
 
-static void free_params(struct criterion_test_params *p) { cr_free(p->params); }
-
 ParameterizedTestParameters(engine, backward_matches_the_oracle_for_every_table_descriptor)
 {
-    int n = 0;
-    for (int i = 0; i < N_CASES; i++)
-        n += cases[i].bwd;
-    int *idx = cr_malloc(sizeof(int) * (size_t)n);
-    n = 0;
-    for (int i = 0; i < N_CASES; i++)
-        if (cases[i].bwd)
-            idx[n++] = i;
-    return cr_make_param_array(int, idx, (size_t)n, free_params);
+    return case_params(offsetof(eng_case, bwd), 0);
 }
 
 enum { WANT_DX = 1, WANT_DW = 2, WANT_DB = 4 };
@@ -962,5 +967,27 @@ Test(engine, a_size_that_overflows_n_c_t_is_refused)
         fprintf(stderr, "engine refusal %-28s %s\n", "n*C*T overflow", err.msg);
     cr_assert(all_ff(y, 16), "y was written");
     ws_conv_free(plan);
+    free(y);
+}
+
+Test(engine, a_negative_thread_count_and_a_null_plan_are_refused)
+{
+    ws_err err = {{0}};
+    float w[8 * 4 * 3] = {0};
+    cr_assert_null(ws_conv_new(&good_desc, w, NULL, -1, &err));
+    expect_message("n_threads -1", err.msg, "n_threads", "-1");
+    float x[8 * 10] = {0}, *y = poisoned(8 * 10 * 4);
+    ws_conv_args a = {.n = 1, .t_in = 10, .x = x, .y = y};
+    memset(&err, 0, sizeof err);
+    cr_assert_eq(ws_conv_run(NULL, &a, &err), -1);
+    cr_assert(err.msg[0] && !strchr(err.msg, '\n'), "NULL plan: \"%s\"", err.msg);
+    cr_assert(all_ff(y, 8 * 10 * 4), "y was written");
+    /* 0 threads: all online CPUs, and it runs */
+    ws_conv *c = ws_conv_new(&good_desc, w, NULL, 0, &err);
+    cr_assert(c, "%s", err.msg);
+    cr_assert_eq(ws_conv_run(c, &a, &err), 0, "%s", err.msg);
+    for (int i = 0; i < 8 * 10; i++)
+        cr_assert_eq(y[i], 0.0f, "y[%d] = %g for zero x and w", i, (double)y[i]);
+    ws_conv_free(c);
     free(y);
 }
