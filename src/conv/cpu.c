@@ -3,8 +3,8 @@
  * A plan holds the checked descriptor, w converted to float32 [C_out][Cg][K]
  * (w[(o*Cg + j)*K + k]) and b [C_out], both copies, and the thread count. It is never
  * written after ws_conv_new: a run allocates its own scratch, so runs on one plan may
- * overlap. Dense FWD (groups 1, C_in*K >= 8, C_out >= 4) runs as shifted-row sgemm
- * (cpu_dense.c, weights packed here); depthwise FWD and BWD with NLC x and y
+ * overlap. Dense (groups 1, C_in*K >= 8, C_out >= 4) FWD and BWD run as shifted-row
+ * sgemm (cpu_dense.c, cpu_dense_bwd.c, weights packed here); depthwise FWD and BWD with NLC x and y
  * vectorised over channels (cpu_dw.c); every other descriptor ws_conv_check accepts runs on
  * the direct kernels (cpu_direct.c). The CPU forms products in float32 whatever d->math says.
  * Tested by tests/test_engine.c.
@@ -85,7 +85,8 @@ int ws_conv_run(ws_conv *c, const ws_conv_args *a, ws_err *err)
             }
             rc = tmp;
         }
-        int r = ws_conv_dense_fwd(d, rc, a, t_out, c->n_threads, err);
+        int r = d->op == WS_CONV_FWD ? ws_conv_dense_fwd(d, rc, a, t_out, c->n_threads, err)
+                                     : ws_conv_dense_bwd(d, rc, a, t_out, w, c->n_threads, err);
         ws_rowconv_free(tmp);
         if (r <= 0) {
             free(wtmp);

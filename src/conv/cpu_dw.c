@@ -302,9 +302,13 @@ int ws_conv_dw_nlc_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, 
     J.tlen = ((size_t)J.rows + J.grows + 2) * CB;
     const int nt = clamp_threads(n_threads, (long long)a->n * J.ntb * J.ncb + 1);
     const size_t nblk = (size_t)a->n * J.ntb;
+    size_t npart; /* nblk*K*C floats of partials: checked, K*C alone can be near the limit */
+    if (ws_mul_size(nblk, (size_t)K * C, &npart) || ws_mul_size(npart, sizeof(float), &npart))
+        return ws_errf(err, "ws_conv_run: dw partials (n %d x %d blocks x k %d x c %d) overflow",
+                       a->n, J.ntb, K, C);
     float *wt = malloc((size_t)K * C * sizeof(float));
     J.tbuf = malloc((size_t)nt * J.tlen * sizeof(float));
-    J.part_dw = a->dw ? malloc(nblk * K * C * sizeof(float)) : NULL;
+    J.part_dw = a->dw ? malloc(npart) : NULL;
     J.part_db = a->db ? malloc(nblk * C * sizeof(float)) : NULL;
     if (!wt || !J.tbuf || (a->dw && !J.part_dw) || (a->db && !J.part_db)) {
         free(wt), free(J.tbuf), free(J.part_dw), free(J.part_db);

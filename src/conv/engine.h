@@ -64,15 +64,25 @@ static inline size_t ws_dtype_size(ws_dtype t)
 void ws_conv_ld_row(float *dst, const void *src, ws_dtype t, size_t base, size_t stride, long long n);
 void ws_conv_st_row(void *dst, ws_dtype t, size_t base, size_t stride, const float *v, long long n);
 
-/* cpu_dense.c: groups 1 FWD as shifted-row sgemm (conv.c). ws_conv_dense_ok: the
- * descriptor takes this path; ws_conv_dense_new: the packed weights (w float32 [C_out][C_in][K],
- * b or NULL), NULL when out of memory; ws_conv_dense_fwd: 0, or -1 (out of memory:
- * nothing written). */
+/* cpu_dense.c, cpu_dense_bwd.c: groups 1 as shifted-row sgemm (conv.c). ws_conv_dense_ok:
+ * the descriptor takes this path; ws_conv_dense_new: the packed weights (w float32
+ * [C_out][C_in][K], b or NULL; act for FWD, NONE for BWD: z), NULL when out of memory;
+ * ws_conv_dense_fwd / _bwd: 0, -1 (out of memory), or 1 (too large a padded copy: use the
+ * direct kernel); nothing written unless 0. ws_conv_dense_fill_xp: item n of x, pre
+ * applied, into rows [P_L, P_L + T_in) of the time-major xp[R][C_in] (other rows untouched);
+ * tmp holds T_in floats. */
 struct ws_rowconv;
 int ws_conv_dense_ok(const ws_conv_desc *d);
 struct ws_rowconv *ws_conv_dense_new(const ws_conv_desc *d, const float *w, const float *b);
 int ws_conv_dense_fwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const ws_conv_args *a,
                       int t_out, int n_threads, ws_err *err);
+int ws_conv_dense_bwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const ws_conv_args *a,
+                      int t_out, const float *w, int n_threads, ws_err *err);
+/* y[t][ldy] for t < t_out by rowconv over fixed row blocks (bits independent of threads) */
+void ws_conv_dense_rows(const struct ws_rowconv *rc, const float *xp, int t_out, float *y, int ldy,
+                        const float *add, int n_threads);
+void ws_conv_dense_fill_xp(const ws_conv_desc *d, const ws_conv_args *a, int n, long long R,
+                           float *xp, float *tmp);
 
 /* cpu_dw.c: depthwise FWD and BWD with x and y NLC, vectorised over channels. */
 int ws_conv_dw_nlc_ok(const ws_conv_desc *d);
