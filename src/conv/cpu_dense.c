@@ -2,15 +2,17 @@
  *
  *   y[n,o,t] = act( b[o] + sum_i sum_k w[o,i,k] * pre(x[n, i, S*t + D*k - P_L]) ) + add[n,o,t]
  *
- * Per batch item, x is copied (converted, pre applied) to a zero-padded time-major buffer
- *   xp[r][i] = pre(x[n, i, r - P_L]),  r < R = S*(T_out-1) + D*(K-1) + 1
- * (zero where r - P_L is outside [0, T_in)), so tap k of output row t is row S*t + D*k and
- * conv.c's ws_rowconv (pad 0, K sgemms over shifted row views, bias and act in its
- * epilogue) computes y time-major [T_out][C_out]: straight into y when y is f32 NLC (add
- * too), else into a scratch that is then added to and stored in y's type and layout.
- * Sums in float32 in the BLAS's order; the time axis is cut into blocks whose size depends
- * on T_out alone (16 rows, 128 from T_out 1024), one single-threaded sgemm chain each, so the
- * bits do not depend on the thread count. Tested by tests/test_engine.c (the dense rows).
+ * One task per (item n, block of RB output rows t0..): the input rows the block reads are
+ * copied (converted, pre applied) to a zero-padded time-major buffer
+ *   xp[j][i] = pre(x[n, i, S*t0 - P_L + j]),  j < S*(RB-1) + D*(K-1) + 1
+ * (zero where the time is outside [0, T_in)), so tap k of output row t0 + t is row S*t + D*k
+ * and conv.c's ws_rowconv (pad 0, K sgemms over shifted row views, bias and act in its
+ * epilogue) computes the block time-major [RB][C_out]: straight into y when y is f32 NLC
+ * (add too), else into a scratch then added to and stored in y's type and layout.
+ * Sums in float32 in the BLAS's order; blocks are RB = 256 rows (fewer, down to 32, when
+ * N < 8: at least 8 tasks), set by N and T_out alone, each one single-threaded sgemm
+ * chain, so the bits do not depend on the thread count. ws_conv_dense_rows does the
+ * same over a whole padded item (BWD's z). Tested by tests/test_engine.c (the dense rows).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,9 @@
 enum {
     MIN_CK = 8,                /* C_in*K below this: the direct kernel */
     MIN_COUT = 4,              /* C_out below this: the direct kernel */
-    MAX_XP_FLOATS = 1 << 27,   /* a padded item above 512 MiB: the direct kernel */
+    MAX_XP_FLOATS = 1 << 24,   /* a staged block above 64 MiB (huge S or D): the direct kernel */
+    RB = 256,                  /* output rows per task: never from the thread count */
+    MIN_TASKS = 8,             /* below this many items, blocks shorter than RB (down to 32) */
 };
 
 int ws_conv_dense_ok(const ws_conv_desc *d)
@@ -81,65 +85,117 @@ void ws_conv_dense_rows(const struct ws_rowconv *rc, const float *xp, int t_out,
                         const float *add, int n_threads)
 {
     /* the block size depends on T_out alone, never on the thread count */
-    rows_job J = {rc, xp, add, y, ldy, t_out, t_out < 1024 ? 16 : 128, 0};
+    rows_job J = {rc, xp, add, y, ldy, t_out, RB, 0};
     J.nblk = (t_out + J.rb - 1) / J.rb;
     const int cap = n_threads < 256 ? n_threads : 256;
     ws_parallel((int)(J.nblk < cap ? J.nblk : cap), rows_task, &J);
 }
 
-int ws_conv_dense_fwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const ws_conv_args *a,
-                      int t_out, int n_threads, ws_err *err)
+typedef struct {
+    const ws_conv_desc *d;
+    const ws_conv_args *a;
+    const struct ws_rowconv *rc;
+    int t_out, nblk, rb; /* rb output rows per task (<= RB) */
+    long long xrows;     /* staged input rows per task: S*(rb-1) + D*(K-1) + 1 */
+    float *tbuf;     /* per thread: xrows*C_in (xp), RB*C_out (y block), tmp */
+    size_t tlen;
+    long long items;
+} fwd_job;
+
+/* one task: output rows [r0, r0 + nr) of item n */
+static void fwd_task(void *ctx, int ti, int nt)
 {
-    const int C = d->c_in, O = d->c_out, T = a->t_in;
-    const long long R = (long long)d->stride * (t_out - 1) + (long long)d->dilation * (d->k - 1) + 1;
-    if (R * C > MAX_XP_FLOATS)
-        return 1; /* too big a copy: the caller takes the direct kernel */
-    const int direct_y = d->y_layout == WS_NLC && d->y_type == WS_F32;
-    float *xp = malloc((size_t)R * C * sizeof(float));
-    float *ys = direct_y ? NULL : malloc((size_t)t_out * O * sizeof(float));
-    size_t ntmp = (size_t)T > 2 * (size_t)t_out ? (size_t)T : 2 * (size_t)t_out;
-    ntmp = ntmp > (size_t)O ? ntmp : (size_t)O; /* an x row, a y row and its add, a y time */
-    float *tmp = malloc(ntmp * sizeof(float));
-    if (!xp || (!direct_y && !ys) || !tmp) {
-        free(xp), free(ys), free(tmp);
-        return ws_errf(err, "ws_conv_run: out of memory for the padded input (%lld rows x c_in %d)",
-                       R, C);
-    }
-    memset(xp, 0, (size_t)R * C * sizeof(float));
-    for (int n = 0; n < a->n; n++) {
-        ws_conv_dense_fill_xp(d, a, n, R, xp, tmp);
-        const float *add = a->add ? (const float *)a->add + (size_t)n * a->add_batch_stride : NULL;
-        if (direct_y) {
-            ws_conv_dense_rows(rc, xp, t_out, (float *)a->y + (size_t)n * t_out * O, O, add,
-                               n_threads);
+    const fwd_job *J = ctx;
+    const ws_conv_desc *d = J->d;
+    const ws_conv_args *a = J->a;
+    const int C = d->c_in, O = d->c_out, T = a->t_in, S = d->stride;
+    float *xp = J->tbuf + (size_t)ti * J->tlen;
+    float *ys = xp + (size_t)J->xrows * C, *tmp = ys + (size_t)RB * O;
+    for (long long it = J->items * ti / nt; it < J->items * (ti + 1) / nt; it++) {
+        const int n = (int)(it / J->nblk), r0 = (int)(it % J->nblk) * J->rb;
+        const int nr = J->t_out - r0 < J->rb ? J->t_out - r0 : J->rb;
+        /* xp row j is x time u = S*r0 - P_L + j; rows [ja, jb) lie inside x */
+        const long long nrows = (long long)S * (nr - 1) + (long long)d->dilation * (d->k - 1) + 1;
+        const long long base = (long long)S * r0 - d->pad_l;
+        long long ja = base < 0 ? -base : 0, jb = (long long)T - base;
+        ja = ja < nrows ? ja : nrows;
+        jb = jb < nrows ? jb : nrows;
+        jb = jb > ja ? jb : ja;
+        memset(xp, 0, (size_t)ja * C * sizeof(float));
+        memset(xp + (size_t)jb * C, 0, (size_t)(nrows - jb) * C * sizeof(float));
+        if (jb > ja) {
+            float *xr = xp + (size_t)ja * C;
+            if (d->x_layout == WS_NLC)
+                ws_conv_ld_row(xr, a->x, d->x_type, ((size_t)n * T + (size_t)(base + ja)) * C, 1,
+                               (jb - ja) * C);
+            else
+                for (int i = 0; i < C; i++) { /* NCL row i becomes column i */
+                    ws_conv_ld_row(tmp, a->x, d->x_type, ((size_t)n * C + i) * T + (size_t)(base + ja),
+                                   1, jb - ja);
+                    for (long long j = 0; j < jb - ja; j++)
+                        xr[(size_t)j * C + i] = tmp[j];
+                }
+            if (d->pre != WS_ACT_NONE)
+                ws_act_row(xr, (int)((jb - ja) * C), NULL, d->pre);
+        }
+        const size_t abase = (size_t)n * (size_t)a->add_batch_stride;
+        if (d->y_layout == WS_NLC && d->y_type == WS_F32) { /* straight into y, add there too */
+            ws_rowconv_run_rows(J->rc, xp, 0, nr, (float *)a->y + ((size_t)n * J->t_out + r0) * O, O,
+                                a->add ? (const float *)a->add + abase + (size_t)r0 * O : NULL, 1);
             continue;
         }
-        ws_conv_dense_rows(rc, xp, t_out, ys, O, NULL, n_threads);
-        const size_t abase = (size_t)n * (size_t)a->add_batch_stride;
+        ws_rowconv_run_rows(J->rc, xp, 0, nr, ys, O, NULL, 1);
         if (d->y_layout == WS_NLC) {
-            for (int t = 0; t < t_out; t++) {
+            for (int t = 0; t < nr; t++) {
                 float *row = ys + (size_t)t * O;
                 if (a->add) {
-                    ws_conv_ld_row(tmp, a->add, d->y_type, abase + (size_t)t * O, 1, O);
+                    ws_conv_ld_row(tmp, a->add, d->y_type, abase + (size_t)(r0 + t) * O, 1, O);
                     for (int o = 0; o < O; o++)
                         row[o] += tmp[o];
                 }
-                ws_conv_st_row(a->y, d->y_type, ((size_t)n * t_out + t) * O, 1, row, O);
+                ws_conv_st_row(a->y, d->y_type, ((size_t)n * J->t_out + r0 + t) * O, 1, row, O);
             }
         } else {
             for (int o = 0; o < O; o++) {
-                for (int t = 0; t < t_out; t++)
+                for (int t = 0; t < nr; t++)
                     tmp[t] = ys[(size_t)t * O + o];
                 if (a->add) {
-                    float *ad = tmp + t_out;
-                    ws_conv_ld_row(ad, a->add, d->y_type, abase + (size_t)o * t_out, 1, t_out);
-                    for (int t = 0; t < t_out; t++)
+                    float *ad = tmp + RB;
+                    ws_conv_ld_row(ad, a->add, d->y_type, abase + (size_t)o * J->t_out + r0, 1, nr);
+                    for (int t = 0; t < nr; t++)
                         tmp[t] += ad[t];
                 }
-                ws_conv_st_row(a->y, d->y_type, ((size_t)n * O + o) * t_out, 1, tmp, t_out);
+                ws_conv_st_row(a->y, d->y_type, ((size_t)n * O + o) * J->t_out + r0, 1, tmp, nr);
             }
         }
     }
-    free(xp), free(ys), free(tmp);
+}
+
+int ws_conv_dense_fwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const ws_conv_args *a,
+                      int t_out, int n_threads, ws_err *err)
+{
+    const int C = d->c_in, O = d->c_out;
+    fwd_job J = {.d = d, .a = a, .rc = rc, .t_out = t_out, .rb = RB};
+    if (a->n < MIN_TASKS) { /* few items: shorter blocks, from N and T_out alone */
+        const int per_item = (MIN_TASKS + a->n - 1) / a->n;
+        int rb = (t_out + per_item - 1) / per_item;
+        rb = (rb + 15) / 16 * 16;
+        J.rb = rb < 32 ? 32 : rb > RB ? RB : rb;
+    }
+    J.nblk = (t_out + J.rb - 1) / J.rb;
+    J.xrows = (long long)d->stride * (J.rb - 1) + (long long)d->dilation * (d->k - 1) + 1;
+    if (J.xrows * C > MAX_XP_FLOATS)
+        return 1; /* too big a staged block: the caller takes the direct kernel */
+    J.items = (long long)a->n * J.nblk;
+    long long ntmp = J.xrows > 2 * RB ? J.xrows : 2 * RB;
+    ntmp = ntmp > O ? ntmp : O; /* an x row, a y row and its add, a y time */
+    J.tlen = (size_t)J.xrows * C + (size_t)RB * O + (size_t)ntmp;
+    const int cap = n_threads < 256 ? n_threads : 256;
+    const int nt = (int)(J.items < cap ? J.items : cap);
+    if (!(J.tbuf = malloc((size_t)nt * J.tlen * sizeof(float))))
+        return ws_errf(err, "ws_conv_run: out of memory for the staged input (%lld rows x c_in %d)",
+                       J.xrows, C);
+    ws_parallel(nt, fwd_task, &J);
+    free(J.tbuf);
     return 0;
 }

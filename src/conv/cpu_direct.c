@@ -12,6 +12,8 @@
  * contiguous (S = 1) or strided row read over the output times whose input is inside
  * [0, T_in) (the padding is never materialised). FWD: one task per (n, o), output times in
  * blocks of TB, sum order j, k fixed; epilogue bias, act, add, store in y_type/y_layout.
+ * FWD with Cg = 1 and NCL x (depthwise, PyTorch's layout) skips the xs pass: each (n, o)
+ * task converts its one input row itself.
  * BWD: gr per (n, o) in float32; dw/db per o, summing over n in order, then t: db in
  * double, dw in 8 fixed float32 lanes whose sums are added in double; dx per (n, i) by scattering taps in the
  * fixed order (o, k, t). No sum is ever split across threads, so the bits do not depend on
@@ -37,7 +39,8 @@ typedef struct {
     const float *w, *b;
     int t_in, t_out, cg, cog;
     int n0, nb;      /* this chunk: batch items [n0, n0 + nb) */
-    float *xs;       /* [nb][C_in][T_in] */
+    float *xs;       /* [nb][C_in][T_in]; NULL when fused */
+    int fused;       /* FWD, Cg 1, NCL x: each task reads its own input row, no xs pass */
     float *gr;       /* BWD: [nb][C_out][T_out] */
     float *tbuf;     /* per-thread scratch: tbuf + i * tlen */
     size_t tlen;
@@ -135,12 +138,17 @@ static void load_x(void *ctx, int i, int n)
     }
 }
 
-/* acc[t - t0] = sum_j sum_k w[o,j,k] * xs[nl, g*Cg+j, S*t + D*k - P_L] for t in [t0, t1) */
-static void conv_block(const job *J, int nl, int o, int t0, int t1, float *acc)
+/* the first of output channel o's Cg input rows in xs */
+static const float *xs_rows(const job *J, int nl, int o)
+{
+    return J->xs + ((size_t)nl * J->d->c_in + (size_t)(o / J->cog) * J->cg) * J->t_in;
+}
+
+/* acc[t - t0] = sum_j sum_k w[o,j,k] * xg[j][S*t + D*k - P_L] for t in [t0, t1) */
+static void conv_block(const job *J, const float *xg, int o, int t0, int t1, float *acc)
 {
     const ws_conv_desc *d = J->d;
     const int K = d->k, S = d->stride, T = J->t_in;
-    const float *xg = J->xs + ((size_t)nl * d->c_in + (size_t)(o / J->cog) * J->cg) * T;
     memset(acc, 0, (size_t)(t1 - t0) * sizeof(float));
     for (int j = 0; j < J->cg; j++) {
         const float *row = xg + (size_t)j * T;
@@ -187,9 +195,19 @@ static void fwd_task(void *ctx, int i, int n)
     split(J->items, i, n, &lo, &hi);
     for (long long r = lo; r < hi; r++) {
         const int nl = (int)(r / d->c_out), o = (int)(r % d->c_out), nn = J->n0 + nl;
+        const float *xg;
+        if (J->fused) { /* Cg 1: input channel o / Cog, read here */
+            float *row = acc + 2 * TB;
+            ws_conv_ld_row(row, a->x, d->x_type, ((size_t)nn * d->c_in + o / J->cog) * J->t_in, 1,
+                           J->t_in);
+            if (d->pre != WS_ACT_NONE)
+                ws_act_row(row, J->t_in, NULL, d->pre);
+            xg = row;
+        } else
+            xg = xs_rows(J, nl, o);
         for (int t0 = 0; t0 < J->t_out; t0 += TB) {
             const int t1 = t0 + TB < J->t_out ? t0 + TB : J->t_out;
-            conv_block(J, nl, o, t0, t1, acc);
+            conv_block(J, xg, o, t0, t1, acc);
             ws_act_row(acc, t1 - t0, J->b ? J->b + o : NULL, d->act);
             if (a->add) {
                 float *ad = acc + TB;
@@ -220,7 +238,7 @@ static void grad_task(void *ctx, int i, int n)
             ws_conv_ld_row(g + t0, J->a->dy, d->y_type, y_index(d, nn, o, t0, J->t_out), y_tstride(d),
                    t1 - t0);
             if (d->act != WS_ACT_NONE) {
-                conv_block(J, nl, o, t0, t1, acc);
+                conv_block(J, xs_rows(J, nl, o), o, t0, t1, acc);
                 if (J->b)
                     for (int t = 0; t < t1 - t0; t++)
                         acc[t] += J->b[o];
@@ -340,23 +358,26 @@ static void phase(job *J, long long items, ws_task_fn fn, int n_threads)
 static int setup(job *J, const ws_conv_desc *d, const ws_conv_args *a, int t_out, int bwd,
                  int n_threads, ws_err *err)
 {
-    const size_t per_item = (size_t)d->c_in * a->t_in + (bwd ? (size_t)d->c_out * t_out : 0);
-    size_t nb = CHUNK_FLOATS / (per_item ? per_item : 1);
+    J->fused = !bwd && d->c_in == d->groups && d->x_layout == WS_NCL;
+    const size_t per_item =
+        (J->fused ? 0 : (size_t)d->c_in * a->t_in) + (bwd ? (size_t)d->c_out * t_out : 0);
+    size_t nb = per_item ? CHUNK_FLOATS / per_item : (size_t)a->n;
     nb = nb < 1 ? 1 : nb > (size_t)a->n ? (size_t)a->n : nb;
     J->nb = (int)nb;
     J->t_in = a->t_in;
     J->t_out = t_out;
     J->cg = d->c_in / d->groups;
     J->cog = d->c_out / d->groups;
-    J->tlen = bwd && a->dx ? (size_t)(a->t_in > TB ? a->t_in : TB) : 2 * TB; /* FWD: acc, add */
+    J->tlen = bwd && a->dx ? (size_t)(a->t_in > TB ? a->t_in : TB)
+                           : 2 * TB + (J->fused ? (size_t)a->t_in : 0); /* FWD: acc, add, x row */
     const int nt = n_threads < MAX_THREADS ? n_threads : MAX_THREADS;
-    J->xs = malloc(nb * (size_t)d->c_in * a->t_in * sizeof(float));
+    J->xs = J->fused ? NULL : malloc(nb * (size_t)d->c_in * a->t_in * sizeof(float));
     J->gr = bwd ? malloc(nb * (size_t)d->c_out * t_out * sizeof(float)) : NULL;
     J->tbuf = malloc((size_t)nt * J->tlen * sizeof(float));
     const size_t nw = (size_t)d->c_out * J->cg * d->k;
     J->dw_acc = bwd && a->dw ? calloc(nw, sizeof(double)) : NULL;
     J->db_acc = bwd && a->db ? calloc((size_t)d->c_out, sizeof(double)) : NULL;
-    if (!J->xs || (bwd && !J->gr) || !J->tbuf || (bwd && a->dw && !J->dw_acc) ||
+    if ((!J->fused && !J->xs) || (bwd && !J->gr) || !J->tbuf || (bwd && a->dw && !J->dw_acc) ||
         (bwd && a->db && !J->db_acc)) {
         free(J->xs), free(J->gr), free(J->tbuf), free(J->dw_acc), free(J->db_acc);
         return ws_errf(err, "ws_conv_run: out of memory for scratch (%zu items of c_in %d x t_in %d)",
@@ -386,7 +407,8 @@ int ws_conv_direct_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, 
     for (int n0 = 0; n0 < a->n; n0 += chunk) {
         J.n0 = n0;
         J.nb = a->n - n0 < chunk ? a->n - n0 : chunk;
-        phase(&J, load_items(&J, d, J.nb), load_x, n_threads);
+        if (!J.fused)
+            phase(&J, load_items(&J, d, J.nb), load_x, n_threads);
         phase(&J, (long long)J.nb * d->c_out, fwd_task, n_threads);
     }
     teardown(&J);
