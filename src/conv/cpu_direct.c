@@ -15,9 +15,10 @@
  * FWD with Cg = 1 and NCL x (depthwise, PyTorch's layout) skips the xs pass: each (n, o)
  * task converts its one input row itself.
  * BWD: gr per (n, o) in float32; dw/db per o, summing over n in order, then t: db in
- * double, dw in 8 fixed float32 lanes whose sums are added in double; dx per (n, i) by scattering taps in the
- * fixed order (o, k, t). No sum is ever split across threads, so the bits do not depend on
- * the thread count. Sums in float32 (dw, db: float32 within an item, double across).
+ * double, dw in 8 fixed float32 lanes whose sums are added in double; dx per (n, i) by
+ * scattering taps in the fixed order (o, k, t). No sum is ever split across threads, so
+ * the bits do not depend on the thread count. Sums in float32 (dw, db: float32 within an
+ * item, double across).
  * Tested by tests/test_engine.c (float64 oracle, finite differences, adjoint identity).
  */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* cpu_dw.c - the conv engine's depthwise FWD for channel-last data (Mamba's layout).
+/* cpu_dw.c - the conv engine's depthwise FWD and BWD for channel-last data (Mamba's layout).
  *
  *   y[n,t,c] = act( b[c] + sum_{k<K} w[c,k] * pre(x[n, S*t + D*k - P_L, c]) ) + add[n,t,c]
  *   (G = C_in = C_out = C; x and y NLC: x[(n*T_in + u)*C + c], y[(n*T_out + t)*C + c])
