@@ -1,0 +1,110 @@
+/* conv.c - times the conv engine's CPU backend on the contract's CPU cases.
+ *
+ *   build/bench-conv [--threads N] [--reps R] [--case NAME]
+ *
+ * Cases (CONV-ENGINE.md, "Must reach" of the CPU half; NCL f32 like PyTorch's):
+ *   dw_fwd      depthwise causal K4, N2 C1536 T2048, forward
+ *   dw_fwdbwd   the same, forward then backward (dx, dw, db)
+ *   dil_relu    dense K3 dilation 9 pad 9 + bias + ReLU, N32 C512 T32
+ * One line per case, key=value (bench/run-conv.sh reads it): the median and
+ * min over R runs after 3 warm-ups, in microseconds, and the rate (GB/s of the
+ * fewest bytes for the depthwise cases, GFLOP/s for the dense one). Inputs are
+ * random in [-1, 1] (never zeros); exits non-zero if an output is not finite.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "ws_conv.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static float *rnd(size_t n, uint64_t seed)
+{
+    ws_rng r = {seed};
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(2.0 * ws_rng_uniform(&r) - 1.0);
+    return x;
+}
+
+typedef struct {
+    const char *name;
+    int n, c_in, c_out, groups, k, dil, pad_l, pad_r, t;
+    ws_act act;
+    int bwd;
+} bcase;
+
+static const bcase CASES[] = {
+    {"dw_fwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, WS_ACT_NONE, 0},
+    {"dw_fwdbwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, WS_ACT_NONE, 1},
+    {"dil_relu", 32, 512, 512, 1, 3, 9, 9, 9, 32, WS_ACT_RELU, 0},
+};
+
+int main(int argc, char **argv)
+{
+    int threads = 1, reps = 20;
+    const char *only = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--threads"))
+            threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--case"))
+            only = argv[i + 1];
+    }
+    int bad = 0;
+    for (size_t ci = 0; ci < sizeof CASES / sizeof *CASES; ci++) {
+        const bcase *b = &CASES[ci];
+        if (only && strcmp(only, b->name))
+            continue;
+        ws_err err;
+        ws_conv_desc d = {.op = WS_CONV_FWD, .c_in = b->c_in, .c_out = b->c_out, .groups = b->groups,
+                          .k = b->k, .stride = 1, .dilation = b->dil, .pad_l = b->pad_l,
+                          .pad_r = b->pad_r, .act = b->act};
+        int t_out = ws_conv_out_len(&d, b->t);
+        size_t nx = (size_t)b->n * b->c_in * b->t, ny = (size_t)b->n * b->c_out * t_out;
+        size_t nw = (size_t)b->c_out * (b->c_in / b->groups) * b->k;
+        float *x = rnd(nx, 1), *w = rnd(nw, 2), *bias = rnd((size_t)b->c_out, 3), *dy = rnd(ny, 4);
+        float *y = malloc(ny * sizeof *y), *dx = malloc(nx * sizeof *dx), *dw = malloc(nw * sizeof *dw),
+              *db = malloc((size_t)b->c_out * sizeof *db);
+        ws_conv *f = ws_conv_new(&d, w, bias, threads, &err);
+        d.op = WS_CONV_BWD;
+        ws_conv *g = b->bwd ? ws_conv_new(&d, w, bias, threads, &err) : NULL;
+        if (!f || (b->bwd && !g)) {
+            fprintf(stderr, "bench-conv: %s: %s\n", b->name, err.msg);
+            return 1;
+        }
+        ws_conv_args fa = {.n = b->n, .t_in = b->t, .x = x, .y = y};
+        ws_conv_args ga = {.n = b->n, .t_in = b->t, .x = x, .dy = dy, .dx = dx, .dw = dw, .db = db};
+        double *ts = malloc(sizeof(double) * (size_t)reps);
+        for (int r = -3; r < reps; r++) {
+            double t0 = ws_now();
+            if (ws_conv_run(f, &fa, &err) || (g && ws_conv_run(g, &ga, &err))) {
+                fprintf(stderr, "bench-conv: %s: %s\n", b->name, err.msg);
+                return 1;
+            }
+            if (r >= 0)
+                ts[r] = 1e6 * (ws_now() - t0);
+        }
+        qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
+        for (size_t i = 0; i < ny; i++)
+            bad |= !isfinite(y[i]);
+        double med = ts[reps / 2];
+        /* fewest bytes: x and y once (FWD); + dy read, dx written, x read again (BWD) */
+        double bytes = 4.0 * (double)(nx + ny) + (b->bwd ? 4.0 * (double)(nx + ny + nx) : 0);
+        double flops = 2.0 * (double)ny * (b->c_in / b->groups) * b->k;
+        printf("case=%s threads=%d us=%.1f min_us=%.1f gbps=%.2f gflops=%.2f\n", b->name, threads, med,
+               ts[0], bytes / med / 1e3, flops * (b->bwd ? 3 : 1) / med / 1e3);
+        free(ts), free(x), free(w), free(bias), free(dy), free(y), free(dx), free(dw), free(db);
+        ws_conv_free(f);
+        ws_conv_free(g);
+    }
+    return bad;
+}
