@@ -5,7 +5,8 @@
  * written after ws_conv_new: a run allocates its own scratch, so runs on one plan may
  * overlap. Dense (groups 1, C_in*K >= 8, C_out >= 4) FWD and BWD run as shifted-row
  * sgemm (cpu_dense.c, cpu_dense_bwd.c, weights packed here); depthwise FWD and BWD with NLC x and y
- * vectorised over channels (cpu_dw.c); every other descriptor ws_conv_check accepts runs on
+ * vectorised over channels (cpu_dw.c), with NCL x and y, stride 1 and K <= 8 one pass per
+ * row (cpu_dw_ncl.c); every other descriptor ws_conv_check accepts runs on
  * the direct kernels (cpu_direct.c). The CPU forms products in float32 whatever d->math says.
  * Tested by tests/test_engine.c.
  */
@@ -93,6 +94,12 @@ int ws_conv_run(ws_conv *c, const ws_conv_args *a, ws_err *err)
             return r;
         }
         /* r > 0: too large for the padded copy; the direct kernel below */
+    }
+    if (ws_conv_dw_ncl_ok(d)) {
+        int r = d->op == WS_CONV_FWD ? ws_conv_dw_ncl_fwd(d, a, t_out, w, b, c->n_threads, err)
+                                     : ws_conv_dw_ncl_bwd(d, a, t_out, w, b, c->n_threads, err);
+        free(wtmp);
+        return r;
     }
     if (ws_conv_dw_nlc_ok(d)) {
         int r = d->op == WS_CONV_FWD ? ws_conv_dw_nlc_fwd(d, a, t_out, w, b, c->n_threads, err)

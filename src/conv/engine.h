@@ -91,6 +91,13 @@ int ws_conv_dw_nlc_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, 
 int ws_conv_dw_nlc_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
                        const float *b, int n_threads, ws_err *err);
 
+/* cpu_dw_ncl.c: depthwise FWD and BWD with x and y NCL, stride 1, K <= 8: one pass per row. */
+int ws_conv_dw_ncl_ok(const ws_conv_desc *d);
+int ws_conv_dw_ncl_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
+                       const float *b, int n_threads, ws_err *err);
+int ws_conv_dw_ncl_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
+                       const float *b, int n_threads, ws_err *err);
+
 /* cpu_direct.c: the direct kernels. w float32 [C_out][Cg][K], b [C_out] or NULL; the
  * arguments already checked. 0, or -1 (out of memory: nothing written). */
 int ws_conv_direct_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
