@@ -30,7 +30,8 @@
  *        x, w, b. pre must be NONE and add NULL.
  *   act, pre: NONE, RELU, GELU (exact erf form, PyTorch's default), SILU (x * sigmoid(x)).
  *   Causal (Mamba): P_L = D*(K-1), P_R = 0. Depthwise: G = C_in = C_out.
- *   Sums in float32 or better; the same inputs and thread count give the same bits.
+ *   Sums in float32 or better, in an order fixed by the shapes alone: the same inputs give
+ *   the same bits, run after run and for any thread count.
  *
  * Layouts, with index formulas:
  *   WS_NCL  x[n][c][t] = x[(n*C + c)*T + t]   (PyTorch)
@@ -52,6 +53,7 @@
  *
  * Threads: a plan is immutable after ws_conv_new; ws_conv_run may be called on one plan
  * from several threads at once with different buffers. n_threads 0 = all online CPUs.
+ * Limits: t_in and T_out at most INT_MAX - 8192.
  *
  * Tested by tests/test_engine.c (every descriptor of its table against the float64
  * oracle, backward by finite differences and the adjoint identity) and

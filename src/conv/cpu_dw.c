@@ -62,7 +62,9 @@ int ws_conv_dw_nlc_ok(const ws_conv_desc *d)
         return 0;
     if (d->op == WS_CONV_FWD)
         return rows_for(d, TB) <= MAX_ROWS;
-    return rows_for(d, bwd_t_span(d)) <= MAX_ROWS;
+    /* the backward stages rows_for(max(span, TB)) rows per task: hold that to the bound too */
+    long long span = bwd_t_span(d) > TB ? bwd_t_span(d) : TB;
+    return rows_for(d, span) <= MAX_ROWS;
 }
 
 /* xb[r][c] = pre(x[n, S*ta - P_L + r, c0 + c]) for r < rows_for(tb - ta), zero outside */

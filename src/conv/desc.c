@@ -112,9 +112,11 @@ int ws_conv_check_args(const ws_conv_desc *d, const ws_conv_args *a, int has_w, 
                        "ws_conv_run: t_in %d is too short: T_out would be 0 (k %d, dilation %d, "
                        "pads %d+%d)",
                        a->t_in, d->k, d->dilation, d->pad_l, d->pad_r);
-    if (to > INT_MAX)
-        return ws_errf(err, "ws_conv_run: T_out %lld (t_in %d, pads %d+%d, stride %d) overflows int",
-                       to, a->t_in, d->pad_l, d->pad_r, d->stride);
+    /* The kernels walk times in blocks of up to 4096 in int: keep every block end in range. */
+    if (to > INT_MAX - WS_CONV_T_MARGIN || a->t_in > INT_MAX - WS_CONV_T_MARGIN)
+        return ws_errf(err,
+                       "ws_conv_run: t_in %d / T_out %lld is over the limit of %d (INT_MAX - %d)",
+                       a->t_in, to, INT_MAX - WS_CONV_T_MARGIN, WS_CONV_T_MARGIN);
     if (!a->x)
         return ws_errf(err, "ws_conv_run: x is NULL");
     if (!a->w && !has_w)

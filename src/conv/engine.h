@@ -105,4 +105,9 @@ int ws_conv_direct_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, 
 int ws_conv_direct_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
                        const float *b, int n_threads, ws_err *err);
 
+
+/* t_in and T_out stay this far below INT_MAX, so that block ends (t0 + block, blocks
+ * of at most 4096 times) never overflow int. */
+#define WS_CONV_T_MARGIN 8192
+
 #endif
