@@ -249,6 +249,8 @@ static const eng_case cases[] = {
     {"groups2", 2, 8, 6, 2, 3, 1, 1, 1, 1, 25, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0, 1, 0},
     {"groups4_s2_d2_asym", 2, 12, 8, 4, 5, 2, 2, 2, 3, 27, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0, 1, 1},
     {"groups4_out_mult2", 2, 4, 8, 4, 3, 1, 1, 1, 1, 15, WS_NCL, WS_NLC, F32, 0, WS_ACT_NONE, 1, 0, 1, 0},
+    {"groups2_c32_sgemm_blocks", 1, 32, 48, 2, 3, 1, 2, 2, 1, 600, WS_NCL, WS_NLC, F32, 0, WS_ACT_GELU, 1,
+     ADD_PER_ITEM, 0, 0},
     {"asym_pad_0_4", 2, 6, 5, 1, 4, 3, 1, 0, 4, 26, WS_NLC, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0, 1, 0},
     {"asym_pad_5_1", 1, 3, 4, 1, 3, 2, 2, 5, 1, 14, WS_NCL, WS_NCL, F32, 0, WS_ACT_NONE, 0, 0, 1, 1},
     {"dilation_larger_than_input", 1, 4, 4, 1, 3, 1, 7, 7, 7, 6, WS_NCL, WS_NLC, F32, 0, WS_ACT_GELU, 1, 0, 1, 0},

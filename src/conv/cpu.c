@@ -4,7 +4,8 @@
  * (w[(o*Cg + j)*K + k]) and b [C_out], both copies, and the thread count. It is never
  * written after ws_conv_new: a run allocates its own scratch, so runs on one plan may
  * overlap. Dense (groups 1, C_in*K >= 8, C_out >= 4) FWD and BWD run as shifted-row
- * sgemm (cpu_dense.c, cpu_dense_bwd.c, weights packed here); depthwise FWD and BWD with NLC x and y
+ * sgemm (cpu_dense.c, cpu_dense_bwd.c, weights packed here); grouped FWD (1 < G, not
+ * depthwise) as one sgemm per group and tap (cpu_dense.c, packed here too); depthwise FWD and BWD with NLC x and y
  * vectorised over channels (cpu_dw.c), with NCL x and y, stride 1 and K <= 8 one pass per
  * row (cpu_dw_ncl.c); every other descriptor ws_conv_check accepts runs on
  * the direct kernels (cpu_direct.c). The CPU forms products in float32 whatever d->math says.
@@ -56,6 +57,12 @@ ws_conv *ws_conv_new(const ws_conv_desc *d, const void *w, const float *b, int n
                        d->c_out, d->c_in, d->k),
                NULL;
     }
+    if (c->w && ws_conv_grouped_ok(d) && !(c->gp = ws_conv_grouped_new(d, c->w, c->b))) {
+        ws_conv_free(c);
+        return ws_errf(err, "ws_conv_new: out of memory for packed weights (c_out %d, c_in %d, k %d)",
+                       d->c_out, d->c_in, d->k),
+               NULL;
+    }
     return c;
 }
 
@@ -95,6 +102,25 @@ int ws_conv_run(ws_conv *c, const ws_conv_args *a, ws_err *err)
         }
         /* r > 0: too large for the padded copy; the direct kernel below */
     }
+    if (ws_conv_grouped_ok(d)) {
+        /* the plan's packed weights, or this call's w / b packed now */
+        struct ws_gpack *tmp = NULL;
+        const struct ws_gpack *gp = c->gp;
+        if (a->w || a->b || !gp) {
+            if (!(tmp = ws_conv_grouped_new(d, w, b))) {
+                free(wtmp);
+                return ws_errf(err, "ws_conv_run: out of memory for packed weights");
+            }
+            gp = tmp;
+        }
+        int r = ws_conv_grouped_fwd(d, gp, a, t_out, c->n_threads, err);
+        ws_conv_grouped_free(tmp);
+        if (r <= 0) {
+            free(wtmp);
+            return r;
+        }
+        /* r > 0: too large for the staged block; the direct kernel below */
+    }
     if (ws_conv_dw_ncl_ok(d)) {
         int r = d->op == WS_CONV_FWD ? ws_conv_dw_ncl_fwd(d, a, t_out, w, b, c->n_threads, err)
                                      : ws_conv_dw_ncl_bwd(d, a, t_out, w, b, c->n_threads, err);
@@ -118,6 +144,7 @@ void ws_conv_free(ws_conv *c)
     if (!c)
         return;
     ws_rowconv_free(c->rc);
+    ws_conv_grouped_free(c->gp);
     free(c->w);
     free(c->b);
     free(c);

@@ -12,17 +12,26 @@
  * Sums in float32 in the BLAS's order; blocks are RB = 256 rows (fewer, down to 32, when
  * N < 8: at least 8 tasks), set by N and T_out alone, each one single-threaded sgemm
  * chain, so the bits do not depend on the thread count. ws_conv_dense_rows does the
- * same over a whole padded item (BWD's z). Tested by tests/test_engine.c (the dense rows).
+ * same over a whole padded item (BWD's z).
+ *
+ * Grouped FWD (1 < G, not depthwise) is G dense convs side by side: group g reads xp's
+ * columns [g*Cg, (g+1)*Cg) and writes y's columns [g*Cog, (g+1)*Cog), so the same staged
+ * block serves every group and each (group, tap) is one sgemm on a column-offset view of it
+ * (weights packed per group once per plan); the same fixed blocks, so the same bits for
+ * any thread count. Tested by tests/test_engine.c (the dense and grouped rows).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas.h"
 #include "conv.h"
 #include "engine.h"
 
 enum {
     MIN_CK = 8,                /* C_in*K below this: the direct kernel */
     MIN_COUT = 4,              /* C_out below this: the direct kernel */
+    MIN_GCH = 16,              /* grouped: Cg or Cog below this: the direct kernel (G sgemm
+                                * calls of rank Cg per tap and block lose to it there) */
     MAX_XP_FLOATS = 1 << 24,   /* a staged block above 64 MiB (huge S or D): the direct kernel */
     RB = 256,                  /* output rows per task: never from the thread count */
     MIN_TASKS = 8,             /* below this many items, blocks shorter than RB (down to 32) */
@@ -91,16 +100,47 @@ void ws_conv_dense_rows(const struct ws_rowconv *rc, const float *xp, int t_out,
     ws_parallel((int)(J.nblk < cap ? J.nblk : cap), rows_task, &J);
 }
 
+/* grouped FWD's packed weights: wk [G][K][Cg][Cog], b [C_out] or NULL, the FWD act */
+struct ws_gpack {
+    int g;
+    ws_act act;
+    float *wk, *b;
+};
+
 typedef struct {
     const ws_conv_desc *d;
     const ws_conv_args *a;
-    const struct ws_rowconv *rc;
+    const struct ws_rowconv *rc; /* groups 1 */
+    const struct ws_gpack *gp;   /* groups > 1 (rc NULL) */
     int t_out, nblk, rb; /* rb output rows per task (<= RB) */
     long long xrows;     /* staged input rows per task: S*(rb-1) + D*(K-1) + 1 */
     float *tbuf;     /* per thread: xrows*C_in (xp), RB*C_out (y block), tmp */
     size_t tlen;
     long long items;
 } fwd_job;
+
+/* y[t][O] (row stride O) for the block's nr output rows from its staged xp[][C_in]:
+ * act(b + conv) + add (add [nr][O] or NULL), single-threaded */
+static void block_rows(const fwd_job *J, const float *xp, int nr, float *y, const float *add)
+{
+    if (J->rc) {
+        ws_rowconv_run_rows(J->rc, xp, 0, nr, y, J->d->c_out, add, 1);
+        return;
+    }
+    /* group g is a dense conv from columns [g*Cg, (g+1)*Cg) of xp to columns
+     * [g*Cog, (g+1)*Cog) of y: per tap k, Y_g[nr x Cog] += X_gk[nr x Cg] * W_gk, where X_gk
+     * starts at row D*k, column g*Cg of xp with row stride S*C_in (the shifted-row view of
+     * the dense path, offset by the group's columns) and W_gk[j][oo] = w[g*Cog + oo, j, k] */
+    const struct ws_gpack *p = J->gp;
+    const int C = J->d->c_in, O = J->d->c_out, S = J->d->stride, D = J->d->dilation;
+    const int G = p->g, Cg = C / G, Cog = O / G, K = J->d->k;
+    for (int g = 0; g < G; g++)
+        for (int k = 0; k < K; k++)
+            ws_sgemm(nr, Cog, Cg, 1.0f, xp + (size_t)D * k * C + (size_t)g * Cg, S * C,
+                     p->wk + ((size_t)g * K + k) * Cg * Cog, Cog, k ? 1.0f : 0.0f,
+                     y + (size_t)g * Cog, O);
+    ws_bias_act_rows(y, nr, O, O, p->b, p->act, add);
+}
 
 /* one task: output rows [r0, r0 + nr) of item n */
 static void fwd_task(void *ctx, int ti, int nt)
@@ -140,11 +180,11 @@ static void fwd_task(void *ctx, int ti, int nt)
         }
         const size_t abase = (size_t)n * (size_t)a->add_batch_stride;
         if (d->y_layout == WS_NLC && d->y_type == WS_F32) { /* straight into y, add there too */
-            ws_rowconv_run_rows(J->rc, xp, 0, nr, (float *)a->y + ((size_t)n * J->t_out + r0) * O, O,
-                                a->add ? (const float *)a->add + abase + (size_t)r0 * O : NULL, 1);
+            block_rows(J, xp, nr, (float *)a->y + ((size_t)n * J->t_out + r0) * O,
+                       a->add ? (const float *)a->add + abase + (size_t)r0 * O : NULL);
             continue;
         }
-        ws_rowconv_run_rows(J->rc, xp, 0, nr, ys, O, NULL, 1);
+        block_rows(J, xp, nr, ys, NULL);
         if (d->y_layout == WS_NLC) {
             for (int t = 0; t < nr; t++) {
                 float *row = ys + (size_t)t * O;
@@ -171,11 +211,11 @@ static void fwd_task(void *ctx, int ti, int nt)
     }
 }
 
-int ws_conv_dense_fwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const ws_conv_args *a,
-                      int t_out, int n_threads, ws_err *err)
+static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const struct ws_gpack *gp,
+                   const ws_conv_args *a, int t_out, int n_threads, ws_err *err)
 {
     const int C = d->c_in, O = d->c_out;
-    fwd_job J = {.d = d, .a = a, .rc = rc, .t_out = t_out, .rb = RB};
+    fwd_job J = {.d = d, .a = a, .rc = rc, .gp = gp, .t_out = t_out, .rb = RB};
     if (a->n < MIN_TASKS) { /* few items: shorter blocks, from N and T_out alone */
         const int per_item = (MIN_TASKS + a->n - 1) / a->n;
         int rb = (t_out + per_item - 1) / per_item;
@@ -198,4 +238,61 @@ int ws_conv_dense_fwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const 
     ws_parallel(nt, fwd_task, &J);
     free(J.tbuf);
     return 0;
+}
+
+int ws_conv_dense_fwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const ws_conv_args *a,
+                      int t_out, int n_threads, ws_err *err)
+{
+    return fwd_run(d, rc, NULL, a, t_out, n_threads, err);
+}
+
+/* --- grouped FWD: one sgemm per group and tap over the same staged blocks --------- */
+
+int ws_conv_grouped_ok(const ws_conv_desc *d)
+{
+    const int G = d->groups;
+    if (d->op != WS_CONV_FWD || G <= 1 || (G == d->c_in && d->c_in == d->c_out))
+        return 0; /* dense, depthwise, or BWD: their own paths */
+    const int Cg = d->c_in / G, Cog = d->c_out / G;
+    return Cg >= MIN_GCH && Cog >= MIN_GCH;
+}
+
+struct ws_gpack *ws_conv_grouped_new(const ws_conv_desc *d, const float *w, const float *b)
+{
+    const int G = d->groups, K = d->k, Cg = d->c_in / G, Cog = d->c_out / G, O = d->c_out;
+    struct ws_gpack *p = calloc(1, sizeof *p);
+    const size_t nw = (size_t)O * Cg * K;
+    if (!p || !(p->wk = malloc(nw * sizeof(float))) ||
+        (b && !(p->b = malloc((size_t)O * sizeof(float))))) {
+        ws_conv_grouped_free(p);
+        return NULL;
+    }
+    p->g = G;
+    p->act = d->act;
+    /* wk[g][k][j][oo] = w[g*Cog + oo][j][k]: W_gk row-major [Cg][Cog] */
+    for (int g = 0; g < G; g++)
+        for (int oo = 0; oo < Cog; oo++)
+            for (int j = 0; j < Cg; j++)
+                for (int k = 0; k < K; k++)
+                    p->wk[(((size_t)g * K + k) * Cg + j) * Cog + oo] =
+                        w[(((size_t)g * Cog + oo) * Cg + j) * K + k];
+    if (b)
+        memcpy(p->b, b, (size_t)O * sizeof(float));
+    ws_blas_name(); /* load the BLAS now, on one thread */
+    return p;
+}
+
+void ws_conv_grouped_free(struct ws_gpack *p)
+{
+    if (!p)
+        return;
+    free(p->wk);
+    free(p->b);
+    free(p);
+}
+
+int ws_conv_grouped_fwd(const ws_conv_desc *d, const struct ws_gpack *gp, const ws_conv_args *a,
+                        int t_out, int n_threads, ws_err *err)
+{
+    return fwd_run(d, NULL, gp, a, t_out, n_threads, err);
 }

@@ -19,6 +19,7 @@ struct ws_conv {
     float *b;      /* [C_out] or NULL */
     int n_threads; /* >= 1 */
     struct ws_rowconv *rc; /* dense FWD with the plan's w and b (cpu_dense.c), or NULL */
+    struct ws_gpack *gp;   /* grouped FWD with the plan's w and b (cpu_dense.c), or NULL */
 };
 
 /* T_out in long long (no overflow), or 0 when t_in is too short. */
@@ -83,6 +84,17 @@ void ws_conv_dense_rows(const struct ws_rowconv *rc, const float *xp, int t_out,
                         const float *add, int n_threads);
 void ws_conv_dense_fill_xp(const ws_conv_desc *d, const ws_conv_args *a, int n, long long R,
                            float *xp, float *tmp);
+
+/* cpu_dense.c: grouped FWD (1 < G, not depthwise, Cg and Cog >= 16) as one sgemm
+ * per group and tap over the dense path's staged blocks. ws_conv_grouped_new packs w
+ * (float32 [C_out][Cg][K]) and b (or NULL), NULL when out of memory; ws_conv_grouped_fwd
+ * returns as ws_conv_dense_fwd (1: use the direct kernel). */
+struct ws_gpack;
+int ws_conv_grouped_ok(const ws_conv_desc *d);
+struct ws_gpack *ws_conv_grouped_new(const ws_conv_desc *d, const float *w, const float *b);
+void ws_conv_grouped_free(struct ws_gpack *p);
+int ws_conv_grouped_fwd(const ws_conv_desc *d, const struct ws_gpack *gp, const ws_conv_args *a,
+                        int t_out, int n_threads, ws_err *err);
 
 /* cpu_dw.c: depthwise FWD and BWD with x and y NLC, vectorised over channels. */
 int ws_conv_dw_nlc_ok(const ws_conv_desc *d);
