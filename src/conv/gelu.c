@@ -50,10 +50,9 @@ static inline __attribute__((always_inline)) float exp_nonpos(float x)
     return p * scale.f;
 }
 
-static inline __attribute__((always_inline)) float gelu_inline(float x)
+/* erfc(z) for z >= 0, the erfcc form in the file's header */
+static inline __attribute__((always_inline)) float erfc_nonneg(float z)
 {
-    const float ax = x < 0.0f ? -x : x;
-    const float z = ax * 0.70710678118654752f;
     const float t = 1.0f / (1.0f + 0.5f * z);
     float q = 0.17087277f;
     q = q * t - 0.82215223f;
@@ -65,8 +64,13 @@ static inline __attribute__((always_inline)) float gelu_inline(float x)
     q = q * t + 0.37409196f;
     q = q * t + 1.00002368f;
     q = q * t - 1.26551223f;
-    const float erfc_z = t * exp_nonpos(q - z * z);
-    return (x > 0.0f ? x : 0.0f) - 0.5f * ax * erfc_z;
+    return t * exp_nonpos(q - z * z);
+}
+
+static inline __attribute__((always_inline)) float gelu_inline(float x)
+{
+    const float ax = x < 0.0f ? -x : x;
+    return (x > 0.0f ? x : 0.0f) - 0.5f * ax * erfc_nonneg(ax * 0.70710678118654752f);
 }
 
 /* silu(x) = x * sigmoid(x), sigmoid from e = exp(-|x|) so that exp never overflows:
@@ -125,18 +129,7 @@ void ws_act_grad_rows(float *g, const float *z, int n, ws_act act)
         for (int j = 0; j < n; j++) {
             const float x = z[j], ax = x < 0.0f ? -x : x;
             const float u = ax * 0.70710678118654752f;
-            const float t = 1.0f / (1.0f + 0.5f * u);
-            float q = 0.17087277f;
-            q = q * t - 0.82215223f;
-            q = q * t + 1.48851587f;
-            q = q * t - 1.13520398f;
-            q = q * t + 0.27886807f;
-            q = q * t - 0.18628806f;
-            q = q * t + 0.09678418f;
-            q = q * t + 0.37409196f;
-            q = q * t + 1.00002368f;
-            q = q * t - 1.26551223f;
-            const float half_erfc = 0.5f * t * exp_nonpos(q - u * u);
+            const float half_erfc = 0.5f * erfc_nonneg(u);
             const float cdf = x >= 0.0f ? 1.0f - half_erfc : half_erfc;
             const float pdf = 0.39894228040143268f * exp_nonpos(-u * u);
             g[j] *= cdf + x * pdf;
