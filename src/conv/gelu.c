@@ -10,7 +10,8 @@
  * cancellation in 1 + erf for large negative x). exp is a Cephes-style
  * float exp (range reduction by ln 2 in two parts, degree-6 polynomial,
  * 2^n built in the exponent bits), branch-free so that the loop vectorises;
- * the function is cloned for AVX-512 and AVX2 and picked at load time.
+ * the function is cloned for AVX-512 and AVX2 (by CPU feature, not by model: "arch=haswell"
+ * matched Intel parts only, so AMD AVX2 machines ran the baseline) and picked at load time.
  * The epilogue also takes the conv engine's RELU and SILU (x * sigmoid(x), sigmoid from
  * the same exp on -|x|: relative error about 2 float32 ulps, tests/test_engine.c).
  * Measured max |error| vs erf in double over [-10, 10]: tests/test_conv.c.
@@ -87,7 +88,7 @@ float ws_gelu(float x)
     return gelu_inline(x);
 }
 
-__attribute__((target_clones("avx512f", "arch=haswell", "default")))
+__attribute__((target_clones("avx512f", "avx2", "default")))
 void ws_bias_act_rows(float *y, int n_rows, int ldy, int n, const float *bias, ws_act act,
                       const float *add)
 {
@@ -119,7 +120,7 @@ void ws_bias_act_rows(float *y, int n_rows, int ldy, int n, const float *bias, w
  *         for z >= 0, erfc/2 below), phi = exp(-z^2/2) / sqrt(2 pi)
  *   SILU  s + z*s*(1-s), s and 1-s from e = exp(-|z|) with no cancellation
  * (tests/test_engine.c: backward against the float64 oracle) */
-__attribute__((target_clones("avx512f", "arch=haswell", "default")))
+__attribute__((target_clones("avx512f", "avx2", "default")))
 void ws_act_grad_rows(float *g, const float *z, int n, ws_act act)
 {
     if (act == WS_ACT_RELU) {

@@ -202,7 +202,7 @@ static int gather_frame(const padded_signal *s, const float *hann, long long t, 
     return any;
 }
 
-__attribute__((target_clones("avx512f", "arch=haswell", "default")))
+__attribute__((target_clones("avx512f", "avx2", "default")))
 static void log10_rows(float *v, int n)
 {
     for (int i = 0; i < n; i++)
