@@ -71,8 +71,8 @@ LDLIBS      = $(shell $(PKG) --libs $(PKGS)) -lpthread -ldl -lm
 TEST_CFLAGS = $(ALL_CFLAGS) $(shell $(PKG) --cflags criterion) -Itests
 TEST_LIBS   = $(shell $(PKG) --libs criterion)
 
-SRC      := $(wildcard src/*.c src/mel/*.c src/conv/*.c src/cuda/*.c)
-LIB_SRC  := $(filter-out src/main.c,$(SRC))
+SRC      := $(wildcard src/*.c src/*/*.c)
+LIB_SRC  := $(filter-out src/cli/main.c,$(SRC))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
@@ -110,7 +110,7 @@ $(BUILD)/libwhisperstem.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/whisper-stem: $(BUILD)/src/main.o $(BUILD)/libwhisperstem.a
+$(BUILD)/whisper-stem: $(BUILD)/src/cli/main.o $(BUILD)/libwhisperstem.a
 	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/ws-%: $(BUILD)/scripts/%.o $(BUILD)/libwhisperstem.a

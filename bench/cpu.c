@@ -20,9 +20,9 @@
 #include "common.h"
 #include "conv/blas.h"
 #include "conv/conv.h"
-#include "conv/stem.h"
+#include "whisper/stem.h"
 #include "mel/mel.h"
-#include "model.h"
+#include "whisper/model.h"
 
 static int cmp_double(const void *a, const void *b)
 {

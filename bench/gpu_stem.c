@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "cuda/gpu_internal.h"
-#include "model.h"
+#include "whisper/model.h"
 
 typedef struct {
     const char *name;

@@ -33,7 +33,7 @@
 #include <samplerate.h>
 #endif
 
-#include "audio.h"
+#include "audio/audio.h"
 #include "common.h"
 
 #define OUT_RATE 16000.0

@@ -1,5 +1,5 @@
 /* convert.c - ws-convert, installed as whisper-stem-convert: a user's Whisper
- * checkpoint to the conv-stem GGUF whisper-stem reads (src/ckpt.h).
+ * checkpoint to the conv-stem GGUF whisper-stem reads (src/convert/ckpt.h).
  *
  *   whisper-stem-convert IN -o OUT.gguf [--type keep|f32|f16|bf16]
  *                        [--from auto|safetensors|safetensors-index|ggml|gguf] [--name NAME]
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ckpt.h"
+#include "convert/ckpt.h"
 #include "signals.h"
 
 #define PROG "whisper-stem-convert"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "whisper/model.h"
 #include "signals.h"
 
 static const struct {

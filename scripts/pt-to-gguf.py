@@ -11,7 +11,7 @@ torch.load(weights_only=True) (no arbitrary code from the file).
 openai-whisper's .pt (whisper/__init__.py download URLs) is
     {"dims": {"n_mels": ..., "n_audio_state": ..., ...},
      "model_state_dict": {"encoder.conv1.weight": Tensor[d, n_mels, 3], ...}}
-The output is what whisper-stem-convert writes (src/ckpt_convert.c): GGUF v3,
+The output is what whisper-stem-convert writes (src/convert/convert.c): GGUF v3,
 tensors encoder.conv1.weight / .bias, encoder.conv2.weight / .bias, and
 encoder.positional_embedding when present, biases as [d]; metadata
 general.architecture = "whisper", general.name, whisper.source.file,

@@ -1,4 +1,4 @@
-/* test_audio.c - src/audio.c: decoding, sample formats, channel averaging,
+/* test_audio.c - src/audio/: decoding, sample formats, channel averaging,
  * resampling to 16 kHz, standard input, and hostile files.
  *
  * Every input is written here with libsndfile's writer into a fresh
@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "audio.h"
+#include "audio/audio.h"
 #include "helpers.h"
 
 /* --- helpers ------------------------------------------------------------- */

@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "conv/stem.h"
+#include "whisper/stem.h"
 #include "helpers.h"
-#include "model.h"
+#include "whisper/model.h"
 #include "oracle.h"
 
 typedef struct {

@@ -13,7 +13,7 @@
 
 #include "common.h"
 #include "conv/conv.h"
-#include "conv/stem.h"
+#include "whisper/stem.h"
 #include "helpers.h"
 #include "oracle.h"
 

@@ -1,4 +1,4 @@
-/* test_convert.c - whisper-stem-convert (scripts/convert.c, src/ckpt*.c).
+/* test_convert.c - whisper-stem-convert (scripts/convert.c, src/convert/).
  *
  * Fixtures are assembled here byte by byte from each published layout, not
  * by our writer: safetensors (huggingface/safetensors README, "Format"), a
@@ -20,11 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ckpt.h"
+#include "convert/ckpt.h"
 #include "common.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "helpers.h"
-#include "model.h"
+#include "whisper/model.h"
 
 enum { N_MELS = 4, D = 6, N_POS = 8, N_FFT = 5 };
 

@@ -1,4 +1,4 @@
-/* test_gguf.c - the GGUF reader and writer (src/gguf.c, src/gguf_write.c).
+/* test_gguf.c - the GGUF reader and writer (src/gguf/read.c, src/gguf/write.c).
  *
  * The layout is checked independently of our writer by a file assembled here
  * byte by byte from the specification; the writer is then checked by reading
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "helpers.h"
 
 /* --- little tools -------------------------------------------------------- */

@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv/stem.h"
+#include "whisper/stem.h"
 #include "cuda/driver.h"
 #include "cuda/gelu_ptx.h"
 #include "cuda/gpu_internal.h"
 #include "helpers.h"
-#include "model.h"
+#include "whisper/model.h"
 #include "oracle.h"
 
 static const double REL_L2_BOUND[] = { 1e-5, 2e-3, 1e-2, 1e-2 }; /* by ws_precision */

@@ -1,5 +1,5 @@
 /* test_model.c - stem weights: ws_model_load / _save_gguf / _init_random
- * (src/model.c) and the ws-mkmodel tool (scripts/mkmodel.c).
+ * (src/whisper/model.c) and the ws-mkmodel tool (scripts/mkmodel.c).
  *
  * Round trips are exact: F32 bit for bit, F16 and BF16 equal to the
  * round-to-nearest-even conversion of the source (ws_f32_to_f16/bf16), since
@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "conv/stem.h"
-#include "gguf.h"
+#include "whisper/stem.h"
+#include "gguf/gguf.h"
 #include "helpers.h"
-#include "model.h"
+#include "whisper/model.h"
 
 static void rm_dir(const char *dir)
 {

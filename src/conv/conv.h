@@ -24,7 +24,7 @@
 #ifndef WS_CONV_ROWS_H
 #define WS_CONV_ROWS_H
 
-#include "../common.h"
+#include "common.h"
 #include "ws_conv.h" /* ws_act */
 
 typedef struct {

@@ -10,7 +10,7 @@
 #ifndef WS_CONV_ENGINE_H
 #define WS_CONV_ENGINE_H
 
-#include "../common.h"
+#include "common.h"
 #include "ws_conv.h"
 
 struct ws_conv {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "driver.h"
-#include "../output.h"
+#include "output.h"
 
 #define JIT_LOG_BYTES 16384
 

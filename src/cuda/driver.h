@@ -16,7 +16,7 @@
 #ifndef WS_CUDA_DRIVER_H
 #define WS_CUDA_DRIVER_H
 
-#include "../common.h"
+#include "common.h"
 #include "cuda_abi.h"
 
 typedef struct {

@@ -5,15 +5,15 @@
  * caller falls back to the CPU). Kernels are PTX emitted by whisper-stem for
  * the model's shape and the chosen precision.
  *
- * Data layouts match the CPU stem (conv/stem.h):
+ * Data layouts match the CPU stem (whisper/stem.h):
  *   mel  [n_win][n_mels][n_frames]  channel-major log-Mel, as --mel writes it
  *   out  [n_win][t_out][d]          time-major, t_out = (n_frames - 1) / 2 + 1
  */
 #ifndef WS_CUDA_GPU_H
 #define WS_CUDA_GPU_H
 
-#include "../common.h"
-#include "../model.h"
+#include "common.h"
+#include "whisper/model.h"
 
 typedef enum { WS_PREC_FP32 = 0, WS_PREC_TF32, WS_PREC_BF16, WS_PREC_FP16 } ws_precision;
 

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../conv/stem.h"
-#include "../trace.h"
+#include "whisper/stem.h"
+#include "trace.h"
 #include "driver.h"
 #include "gpu_internal.h"
 #include "kernels.h"

@@ -23,7 +23,7 @@
 #ifndef WS_CUDA_KERNELS_H
 #define WS_CUDA_KERNELS_H
 
-#include "../common.h"
+#include "common.h"
 #include "gpu.h"
 #include "ptx_emit.h"
 

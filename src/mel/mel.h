@@ -23,7 +23,7 @@
 
 #include <stddef.h>
 
-#include "../common.h"
+#include "common.h"
 
 #define WS_N_FFT 400
 #define WS_HOP 160

@@ -1,4 +1,4 @@
-/* fuzz_audio.c - libFuzzer harness for the audio reader (src/audio.c).
+/* fuzz_audio.c - libFuzzer harness for the audio reader (src/audio/).
  *
  * Arbitrary bytes go through ws_audio_load_memory_opts, the path every input
  * takes after its bytes are read: container checks, libsndfile, libmpg123,
@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "audio.h"
+#include "audio/audio.h"
 
 #define FUZZ_BUDGET ((size_t)64 << 20)
 

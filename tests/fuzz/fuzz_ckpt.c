@@ -1,4 +1,4 @@
-/* fuzz_ckpt.c - libFuzzer harness for the checkpoint readers (src/ckpt*.c).
+/* fuzz_ckpt.c - libFuzzer harness for the checkpoint readers (src/convert/).
  *
  * Each input is written to a file in a private temporary directory and opened
  * with ws_ckpt_open once per format (detected, safetensors, its sharded index,
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt.h"
+#include "convert/ckpt.h"
 
 #define FUZZ_MAX_READ ((size_t)1 << 20)
 

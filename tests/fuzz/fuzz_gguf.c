@@ -1,4 +1,4 @@
-/* fuzz_gguf.c - libFuzzer harness for the GGUF reader (src/gguf.c).
+/* fuzz_gguf.c - libFuzzer harness for the GGUF reader (src/gguf/read.c).
  *
  * The reader opens a path, so each input is written to a memory file
  * (memfd_create) and opened as /proc/self/fd/N. When the header validates,
@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "gguf.h"
+#include "gguf/gguf.h"
 
 #define FUZZ_MAX_READ ((size_t)1 << 20)
 

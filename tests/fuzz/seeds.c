@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gguf.h"
+#include "gguf/gguf.h"
 
 static const char *g_dir;
 
@@ -325,7 +325,7 @@ static void safetensors_seed(void)
     write_file(path_of("ckpt", "model.safetensors.index.json"), idx, strlen(idx));
 }
 
-/* whisper.cpp's ggml .bin (src/ckpt_ggml.c): magic, 11 hyper-parameters, the
+/* whisper.cpp's ggml .bin (src/convert/ggml.c): magic, 11 hyper-parameters, the
  * filterbank, the vocabulary, then tensor records. */
 static void ggml_tensor(bytes *h, const char *name, int type, int n_dims, const int *ne)
 {

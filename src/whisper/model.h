@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "common.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 
 typedef enum { WS_TT_F32 = 0, WS_TT_F16 = 1, WS_TT_BF16 = 30 } ws_tensor_type; /* GGUF type ids */
 

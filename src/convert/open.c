@@ -1,4 +1,4 @@
-/* ckpt.c - a checkpoint: format detection, its open files, the tensor list.
+/* open.c - a checkpoint: format detection, its open files, the tensor list.
  *
  * Detection reads the first bytes, never the extension:
  *   "GGUF"                        GGUF
@@ -9,7 +9,7 @@
  *                                 needs scripts/pt-to-gguf.py
  * Tested by tests/test_convert.c.
  */
-#include "ckpt_internal.h"
+#include "internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>

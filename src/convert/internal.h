@@ -4,7 +4,7 @@
 #define WS_CKPT_INTERNAL_H
 
 #include "ckpt.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "strmap.h"
 
 struct ws_ckpt {

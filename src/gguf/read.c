@@ -1,4 +1,4 @@
-/* gguf.c - regular files read with pread, the GGUF reader and the ggml type
+/* read.c - regular files read with pread, the GGUF reader and the ggml type
  * table (layout in gguf.h).
  *
  * The header is walked with a cursor {size, off} over a read-ahead window of

@@ -1,4 +1,4 @@
-/* gguf_write.c - the GGUF v3 writer (layout in gguf.h).
+/* write.c - the GGUF v3 writer (layout in gguf.h).
  *
  * Everything is collected in memory first (tensors copied and converted), so
  * that the offsets are known before the first byte is written: infos carry

@@ -4,11 +4,11 @@
  * A ws_ckpt is a read-only view of one checkpoint: its tensors (name, type,
  * shape innermost first, where its little-endian bytes lie in which file)
  * and a few integer hyper-parameters. Readers, one file per format:
- *   ckpt_safetensors.c  Hugging Face model.safetensors, and a sharded
+ *   safetensors.c       Hugging Face model.safetensors, and a sharded
  *                       checkpoint's model.safetensors.index.json
- *   ckpt_ggml.c         whisper.cpp's legacy ggml .bin (magic "ggml")
- *   ckpt_gguf.c         GGUF (ours, whisper.cpp's or llama.cpp's mmproj names)
- * ckpt.c detects the format and owns the open files; ckpt_convert.c picks the
+ *   ggml.c              whisper.cpp's legacy ggml .bin (magic "ggml")
+ *   gguf.c              GGUF (ours, whisper.cpp's or llama.cpp's mmproj names)
+ * open.c detects the format and owns the open files; convert.c picks the
  * stem tensors out and writes them. Every input is hostile: each reader
  * checks lengths, offsets and sizes (overflow-checked) against the file and
  * fails with one line naming the file and the problem.
@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "common.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 
 #define WS_CKPT_MAX_DIMS 8      /* safetensors allows any rank; we keep 8 */
 #define WS_CKPT_MAX_HPARAMS 16
@@ -94,7 +94,7 @@ int ws_ckpt_read(const ws_ckpt_tensor *t, void *dst, ws_err *err);
 int ws_ckpt_check_output(const ws_ckpt *c, const char *path, ws_err *err);
 const ws_ckpt_hparam *ws_ckpt_hparam_at(const ws_ckpt *c, size_t i);
 
-/* --- conversion (ckpt_convert.c) ------------------------------------------ */
+/* --- conversion (convert.c) ----------------------------------------------- */
 
 typedef enum {
     WS_CONVERT_KEEP = -1, /* each tensor in the type it has */

@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv/stem.h"
-#include "gguf.h"
+#include "stem.h"
+#include "gguf/gguf.h"
 
 #define MAX_DIM 65536      /* sanity limit on n_mels, d and n_pos */
 #define RANDOM_N_POS 1500  /* openai-whisper's n_audio_ctx */

@@ -1,4 +1,4 @@
-/* ckpt_gguf.c - a GGUF file as a checkpoint (layout in gguf.h), so that
+/* gguf.c - a GGUF file as a checkpoint (layout in gguf.h), so that
  * another tool's GGUF (llama.cpp's mmproj names a.conv1d.1.weight, ...,
  * whisper.cpp-style [1, d] biases, a whole model) can be cut down to our stem
  * file, renamed and re-typed. The GGUF reader does all the validation; this
@@ -6,7 +6,7 @@
  * listed without data (a stem tensor of such a type is refused by the
  * converter). Tested by tests/test_convert.c (convert/gguf_*).
  */
-#include "ckpt_internal.h"
+#include "internal.h"
 
 int ckpt_read_gguf(ws_ckpt *c, const char *path, ws_err *err)
 {

@@ -1,4 +1,4 @@
-/* ckpt_convert.c - a checkpoint's conv stem to our GGUF (SPEC.md, "Weights: GGUF").
+/* convert.c - a checkpoint's conv stem to our GGUF (SPEC.md, "Weights: GGUF").
  *
  * Stem tensors, by role (PyTorch shape; GGUF ne innermost first):
  *   encoder.conv1.weight          [d, n_mels, 3]  ne [3, n_mels, d]
@@ -16,7 +16,7 @@
  * through float32 (exact for F16/BF16) to the target, rounding to nearest even.
  * Tested by tests/test_convert.c.
  */
-#include "ckpt_internal.h"
+#include "internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>

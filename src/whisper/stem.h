@@ -9,8 +9,8 @@
 #ifndef WS_STEM_H
 #define WS_STEM_H
 
-#include "../common.h"
-#include "../model.h"
+#include "common.h"
+#include "model.h"
 
 typedef struct ws_stem ws_stem;
 

@@ -20,12 +20,12 @@
 
 #include <stdint.h>
 
-#include "audio.h"
+#include "audio/audio.h"
 #include "common.h"
-#include "conv/stem.h"
+#include "whisper/stem.h"
 #include "cuda/gpu.h"
 #include "mel/mel.h"
-#include "model.h"
+#include "whisper/model.h"
 #include "output.h"
 
 typedef struct {

@@ -1,4 +1,4 @@
-/* ckpt_safetensors.c - Hugging Face safetensors, single file or sharded.
+/* safetensors.c - Hugging Face safetensors, single file or sharded.
  *
  * Layout (huggingface/safetensors README, "Format"):
  *   u64 LE  N                  length of the header
@@ -22,7 +22,7 @@
  *
  * Tested by tests/test_convert.c (convert/safetensors_*, convert/index_*).
  */
-#include "ckpt_internal.h"
+#include "internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

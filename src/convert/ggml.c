@@ -1,4 +1,4 @@
-/* ckpt_ggml.c - whisper.cpp's legacy ggml model file (ggml-*.bin).
+/* ggml.c - whisper.cpp's legacy ggml model file (ggml-*.bin).
  *
  * Layout, as whisper.cpp's models/convert-pt-to-ggml.py writes it and
  * whisper_model_load reads it (all int32/float32 little-endian, no padding):
@@ -19,7 +19,7 @@
  *
  * Tested by tests/test_convert.c (convert/ggml_*).
  */
-#include "ckpt_internal.h"
+#include "internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>

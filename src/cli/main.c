@@ -17,13 +17,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "audio.h"
+#include "audio/audio.h"
 #include "common.h"
 #include "conv/conv.h"
-#include "conv/stem.h"
+#include "whisper/stem.h"
 #include "cuda/gpu.h"
 #include "mel/mel.h"
-#include "model.h"
+#include "whisper/model.h"
 #include "output.h"
 #include "run.h"
 #include "signals.h"

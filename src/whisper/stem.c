@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv.h"
+#include "conv/conv.h"
 
 struct ws_stem {
     const ws_model *m;
