@@ -89,7 +89,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench-cpu: %s\n", err.msg);
         return 1;
     }
-    ws_stem *stem = ws_stem_new(&m, threads, &err);
+    ws_stem *stem = ws_stem_new_cpu(&m, threads, &err);
     if (!stem) {
         fprintf(stderr, "bench-cpu: %s\n", err.msg);
         return 1;
@@ -105,7 +105,7 @@ int main(int argc, char **argv)
         double t0 = ws_now();
         ws_mel_compute(mel, audio[k], (size_t)n_audio, WS_PAD_AUDIO, &o, &err);
         double t1 = ws_now();
-        ws_stem_run(stem, mo[k].data, 3000, 0, out, &err);
+        ws_stem_run(stem, mo[k].data, 1, 3000, 0, out, &err);
         double t2 = ws_now();
         ws_mel_out_free(&o);
         if (i >= 0) {

@@ -19,6 +19,7 @@
 
 #include "cuda/gpu_internal.h"
 #include "whisper/model.h"
+#include "whisper/stem.h"
 
 typedef struct {
     const char *name;
@@ -68,12 +69,19 @@ int main(int argc, char **argv)
         for (size_t p = 0; p < 4; p++) {
             if (only_prec && strcmp(only_prec, ws_precision_name(precs[p])))
                 continue;
-            ws_gpu *g = ws_gpu_new(&m, precs[p], &e);
-            if (!g) {
-                fprintf(stderr, "ws_gpu_new: %s\n", e.msg);
+            ws_stem *gs = ws_stem_new_gpu(&m, precs[p], &e);
+            ws_gpu *g = ws_stem_gpu(gs);
+            float *pos = malloc((size_t)1500 * sh->d * sizeof *pos);
+            if (pos)
+                ws_sinusoids(1500, sh->d, pos);
+            if (!g || !pos || ws_gpu_set_add(g, pos, 1500, &e)) {
+                fprintf(stderr, "bench-gpu_stem: %s\n", pos ? e.msg : "out of memory");
+                free(pos);
+                ws_stem_free(gs);
                 ws_model_free(&m);
                 return 1;
             }
+            free(pos);
             ws_gpu_force_tile(g, tile);
             if (!printed_dev++)
                 printf("# device: %s\n", ws_gpu_device_name(g));
@@ -94,7 +102,7 @@ int main(int argc, char **argv)
                 fflush(stdout);
             }
             fprintf(stderr, "%s", ws_gpu_kernel_report(g));
-            ws_gpu_free(g);
+            ws_stem_free(gs);
         }
         ws_model_free(&m);
     }

@@ -171,13 +171,13 @@ static void stem_vs_oracle(int n_mels, int d, int T, int threads, int add_pos)
     /* log-Mel-like input: values in [-1.5, 1.5] */
     float *mel = rand_array((size_t)n_mels * T, 1.5, 55);
     ws_err err;
-    ws_stem *s = ws_stem_new(&m, threads, &err);
+    ws_stem *s = ws_stem_new_cpu(&m, threads, &err);
     cr_assert(s, "%s", err.msg);
     int t_out = ws_stem_out_len(T), t_ref;
     float *out = malloc(sizeof(float) * t_out * d);
     for (size_t i = 0; i < (size_t)t_out * d; i++)
         out[i] = NAN; /* poison: every element must be written */
-    cr_assert_eq(ws_stem_run(s, mel, T, add_pos, out, &err), 0, "%s", err.msg);
+    cr_assert_eq(ws_stem_run(s, mel, 1, T, add_pos, out, &err), 0, "%s", err.msg);
     float *pos = NULL;
     if (add_pos) {
         pos = malloc(sizeof(float) * t_out * d);
@@ -235,12 +235,12 @@ static void constant_tail_case(int T, int tc, int d, int add_pos)
         for (int t = tc; t < T; t++)
             mel[(size_t)i * T + t] = -0.75f; /* the floor column of a padded window */
     ws_err err;
-    ws_stem *s = ws_stem_new(&m, 2, &err);
+    ws_stem *s = ws_stem_new_cpu(&m, 2, &err);
     int t_out = ws_stem_out_len(T), t_ref;
     float *out = malloc(sizeof(float) * t_out * d);
     for (size_t i = 0; i < (size_t)t_out * d; i++)
         out[i] = NAN;
-    cr_assert_eq(ws_stem_run(s, mel, T, add_pos, out, &err), 0, "%s", err.msg);
+    cr_assert_eq(ws_stem_run(s, mel, 1, T, add_pos, out, &err), 0, "%s", err.msg);
     float *pos = NULL;
     if (add_pos) {
         pos = malloc(sizeof(float) * t_out * d);
@@ -264,4 +264,46 @@ Test(stem, constant_tail_is_computed_once_and_matches_oracle, .timeout = 120)
     for (int tc = 0; tc < 9; tc++)
         constant_tail_case(9, tc, 16, tc & 1);
     constant_tail_case(3000, 1100, 384, 1);
+}
+
+/* The stem's plans cut the time axis into blocks set by the shapes alone: the same
+ * input gives the same bits on 1, 2 or 3 threads, with and without a constant tail,
+ * for several windows in one call. */
+Test(stem, same_bits_for_any_thread_count, .timeout = 120)
+{
+    const int nm = 80, d = 64, T = 777, n_win = 2, t_out = ws_stem_out_len(T);
+    ws_model m = {0};
+    m.n_mels = nm;
+    m.d = d;
+    m.conv1_w = rand_array((size_t)d * nm * 3, 1.0 / sqrt(nm * 3), 71);
+    m.conv1_b = rand_array(d, 0.1, 72);
+    m.conv2_w = rand_array((size_t)d * d * 3, 1.0 / sqrt(d * 3), 73);
+    m.conv2_b = rand_array(d, 0.1, 74);
+    float *mel = rand_array((size_t)n_win * nm * T, 1.5, 75);
+    for (int i = 0; i < nm; i++) /* window 1 ends in a constant tail from frame 300 */
+        for (int t = 300; t < T; t++)
+            mel[(size_t)(nm + i) * T + t] = -0.75f;
+    const size_t n = (size_t)n_win * t_out * d;
+    float *ref = malloc(n * sizeof *ref), *out = malloc(n * sizeof *out);
+    for (int threads = 1; threads <= 3; threads++) {
+        ws_err err;
+        ws_stem *s = ws_stem_new_cpu(&m, threads, &err);
+        cr_assert(s, "%s", err.msg);
+        cr_assert_eq(ws_stem_run(s, mel, n_win, T, 1, threads == 1 ? ref : out, &err), 0, "%s",
+                     err.msg);
+        if (threads > 1)
+            cr_assert_eq(memcmp(ref, out, n * sizeof *out), 0, "%d threads differ from 1",
+                         threads);
+        ws_stem_free(s);
+    }
+    /* and each window equals the same window run alone */
+    ws_err err;
+    ws_stem *s = ws_stem_new_cpu(&m, 2, &err);
+    cr_assert(s, "%s", err.msg);
+    cr_assert_eq(ws_stem_run(s, mel + (size_t)nm * T, 1, T, 1, out, &err), 0, "%s", err.msg);
+    cr_assert_eq(memcmp(ref + (size_t)t_out * d, out, (size_t)t_out * d * sizeof *out), 0,
+                 "window 1 of 2 differs from window 1 alone");
+    ws_stem_free(s);
+    free(ref), free(out), free(mel);
+    free(m.conv1_w), free(m.conv1_b), free(m.conv2_w), free(m.conv2_b);
 }

@@ -26,16 +26,16 @@
 static const double REL_L2_BOUND[] = { 1e-5, 2e-3, 1e-2, 1e-2 }; /* by ws_precision */
 #define FP32_MAX_ABS 1e-4
 
-/* ws_gpu_new, or skip when this machine has no driver or no device. */
-static ws_gpu *gpu_or_skip(const ws_model *m, ws_precision p)
+/* The stem on the GPU, or skip when this machine has no driver or no device. */
+static ws_stem *gpu_or_skip(const ws_model *m, ws_precision p)
 {
     ws_err e = { "" };
-    ws_gpu *g = ws_gpu_new(m, p, &e);
+    ws_stem *g = ws_stem_new_gpu(m, p, &e);
     if (!g && (strstr(e.msg, "no CUDA driver") || strstr(e.msg, "no CUDA device") ||
                strstr(e.msg, "CUDA_ERROR_NO_DEVICE")))
         cr_skip_test("no CUDA driver/device: %s", e.msg);
-    cr_assert_not_null(g, "ws_gpu_new(%s): %s", ws_precision_name(p), e.msg);
-    ws_gpu_set_poison(g, 1);
+    cr_assert_not_null(g, "ws_stem_new_gpu(%s): %s", ws_precision_name(p), e.msg);
+    ws_gpu_set_poison(ws_stem_gpu(g), 1);
     return g;
 }
 
@@ -89,19 +89,17 @@ static void run_case(int n_mels, int d, int n_win, int n_frames, int add_pos, in
     }
     /* the CPU stem, every window */
     float *cpu = nan_buffer(per_out * n_win);
-    ws_stem *st = ws_stem_new(&m, 1, &e);
+    ws_stem *st = ws_stem_new_cpu(&m, 1, &e);
     cr_assert_not_null(st, "%s", e.msg);
-    for (int w = 0; w < n_win; w++)
-        cr_assert_eq(ws_stem_run(st, mel + w * per_in, n_frames, add_pos, cpu + w * per_out, &e), 0,
-                     "%s", e.msg);
+    cr_assert_eq(ws_stem_run(st, mel, n_win, n_frames, add_pos, cpu, &e), 0, "%s", e.msg);
     ws_stem_free(st);
 
     float *out = nan_buffer(per_out * n_win);
     for (int p = 0; p < 4; p++) {
-        ws_gpu *g = gpu_or_skip(&m, (ws_precision)p);
+        ws_stem *g = gpu_or_skip(&m, (ws_precision)p);
         for (size_t i = 0; i < per_out * n_win; i++)
             out[i] = NAN;
-        cr_assert_eq(ws_gpu_stem(g, mel, n_win, n_frames, add_pos, out, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_stem_run(g, mel, n_win, n_frames, add_pos, out, &e), 0, "%s", e.msg);
         char name[160];
         for (int c = 0; c < 3; c++) {
             if (!want[c])
@@ -131,7 +129,7 @@ static void run_case(int n_mels, int d, int n_win, int n_frames, int add_pos, in
                 assert_close(name, got, cw, per_out, FP32_MAX_ABS, 0);
         }
         free(cw);
-        ws_gpu_free(g);
+        ws_stem_free(g);
     }
     for (int c = 0; c < 3; c++)
         free(want[c]);
@@ -169,14 +167,14 @@ Test(gpu_stem, both_tile_variants_agree, .timeout = 300)
     float *out = nan_buffer((size_t)n_win * T2 * 384);
     for (int p = 0; p < 4; p++)
         for (int small = 0; small < 2; small++) {
-            ws_gpu *g = gpu_or_skip(&m, (ws_precision)p);
-            ws_gpu_force_tile(g, small);
-            cr_assert_eq(ws_gpu_stem(g, mel, n_win, T, 0, out, &e), 0, "%s", e.msg);
+            ws_stem *g = gpu_or_skip(&m, (ws_precision)p);
+            ws_gpu_force_tile(ws_stem_gpu(g), small);
+            cr_assert_eq(ws_stem_run(g, mel, n_win, T, 0, out, &e), 0, "%s", e.msg);
             const float *got = out + (size_t)3 * T2 * 384;
             double rl2 = rel_l2(got, want, (size_t)T2 * 384);
             cr_assert(rl2 <= REL_L2_BOUND[p], "%s %s tile: rel L2 %.3g",
                       ws_precision_name((ws_precision)p), small ? "small" : "large", rl2);
-            ws_gpu_free(g);
+            ws_stem_free(g);
         }
     free(want);
     free(out);
@@ -189,7 +187,7 @@ Test(gpu_gelu, gelu_ptx_matches_double)
     ws_model m;
     ws_err e;
     cr_assert_eq(ws_model_init_random(&m, 80, 384, 1, 0, &e), 0, "%s", e.msg);
-    ws_gpu *g = gpu_or_skip(&m, WS_PREC_FP32);
+    ws_stem *g = gpu_or_skip(&m, WS_PREC_FP32);
     const int n = 2000001 + 12;
     float *x = malloc((size_t)n * sizeof *x), *y = nan_buffer((size_t)n);
     cr_assert_not_null(x);
@@ -198,7 +196,7 @@ Test(gpu_gelu, gelu_ptx_matches_double)
     const float wide[12] = { -3e38f, -1e6f, -100.f, -20.f, -13.f, 13.f, 20.f, 100.f, 1e6f, 3e38f,
                              1e-30f, -1e-30f };
     memcpy(x + 2000001, wide, sizeof wide);
-    cr_assert_eq(ws_gpu_gelu(g, x, y, n, &e), 0, "%s", e.msg);
+    cr_assert_eq(ws_gpu_gelu(ws_stem_gpu(g), x, y, n, &e), 0, "%s", e.msg);
     double worst = 0, wx = 0, maxe = 0;
     for (int i = 0; i < n; i++) {
         double want = oracle_gelu((double)x[i]);
@@ -217,7 +215,7 @@ Test(gpu_gelu, gelu_ptx_matches_double)
     cr_log_info("PTX gelu max |err| on [-10, 10]: %.3g", maxe);
     free(x);
     free(y);
-    ws_gpu_free(g);
+    ws_stem_free(g);
     ws_model_free(&m);
 }
 
@@ -268,12 +266,12 @@ Test(gpu_driver, reports_device_and_kernels)
     ws_model m;
     ws_err e;
     cr_assert_eq(ws_model_init_random(&m, 80, 384, 1, 0, &e), 0, "%s", e.msg);
-    ws_gpu *g = gpu_or_skip(&m, WS_PREC_BF16);
-    cr_assert(strstr(ws_gpu_device_name(g), "sm_"), "%s", ws_gpu_device_name(g));
-    const char *rep = ws_gpu_kernel_report(g);
+    ws_stem *g = gpu_or_skip(&m, WS_PREC_BF16);
+    cr_assert(strstr(ws_gpu_device_name(ws_stem_gpu(g)), "sm_"), "%s", ws_gpu_device_name(ws_stem_gpu(g)));
+    const char *rep = ws_gpu_kernel_report(ws_stem_gpu(g));
     cr_assert(strstr(rep, "ws_conv2_bf16_l"), "%s", rep);
     cr_assert(strstr(rep, "   0 local bytes") != NULL, "%s", rep);
-    ws_gpu_free(g);
+    ws_stem_free(g);
     ws_model_free(&m);
 }
 
@@ -285,18 +283,18 @@ Test(gpu_stem, split_k_fp32_is_bitwise_repeatable, .timeout = 120)
     ws_model m;
     ws_err e;
     cr_assert_eq(ws_model_init_random(&m, 80, 384, 3, 0, &e), 0, "%s", e.msg);
-    ws_gpu *g = gpu_or_skip(&m, WS_PREC_FP32);
+    ws_stem *g = gpu_or_skip(&m, WS_PREC_FP32);
     const int T = 3000, T2 = ws_stem_out_len(T);
     float *mel = random_mel(1, 80, T, 11);
     float *a = nan_buffer((size_t)T2 * 384), *b = nan_buffer((size_t)T2 * 384);
     for (int rep = 0; rep < 3; rep++) {
-        cr_assert_eq(ws_gpu_stem(g, mel, 1, T, 1, rep ? b : a, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_stem_run(g, mel, 1, T, 1, rep ? b : a, &e), 0, "%s", e.msg);
         if (rep)
             cr_assert_eq(memcmp(a, b, (size_t)T2 * 384 * sizeof *a), 0, "run %d differs", rep);
     }
     free(a);
     free(b);
     free(mel);
-    ws_gpu_free(g);
+    ws_stem_free(g);
     ws_model_free(&m);
 }

@@ -16,6 +16,7 @@
 #include "cuda/gelu_ptx.h"
 #include "cuda/kernels.h"
 #include "cuda/ptx_emit.h"
+#include "whisper/stem.h"
 #include "helpers.h"
 #include "oracle.h"
 
@@ -132,6 +133,15 @@ Test(ptx_emit, emitter_error_is_sticky)
 }
 
 static const ws_precision ALL_PREC[] = { WS_PREC_FP32, WS_PREC_TF32, WS_PREC_BF16, WS_PREC_FP16 };
+
+/* The kernels the GPU lowers Whisper's stem descriptors to, for (n_mels, d, p). */
+static int lower_stem(int n_mels, int d, ws_precision p, int cc_major, int cc_minor,
+                      ws_kernel_src **k, ws_err *e)
+{
+    ws_conv_desc pair[2];
+    ws_stem_descs(n_mels, d, p, pair);
+    return ws_gpu_lower(pair, cc_major, cc_minor, k, e);
+}
 static const int SHAPES[][2] = { { 80, 384 }, { 128, 1280 } };
 
 Test(ptx_emit, emitter_is_deterministic)
@@ -139,16 +149,16 @@ Test(ptx_emit, emitter_is_deterministic)
     for (int p = 0; p < 4; p++) {
         ws_kernel_src *a = NULL, *b = NULL;
         ws_err e;
-        cr_assert_eq(ws_stem_kernels(80, 384, ALL_PREC[p], 9, 0, &a, &e), 0, "%s", e.msg);
-        cr_assert_eq(ws_stem_kernels(80, 384, ALL_PREC[p], 9, 0, &b, &e), 0, "%s", e.msg);
+        cr_assert_eq(lower_stem(80, 384, ALL_PREC[p], 9, 0, &a, &e), 0, "%s", e.msg);
+        cr_assert_eq(lower_stem(80, 384, ALL_PREC[p], 9, 0, &b, &e), 0, "%s", e.msg);
         for (int i = 0; i < WS_K_COUNT; i++) {
             cr_assert_str_eq(a[i].name, b[i].name);
             cr_assert_str_eq(a[i].ptx, b[i].ptx, "kernel %s differs between two emissions", a[i].name);
             cr_assert(strstr(a[i].ptx, "// ----") || i == WS_K_GELU,
                       "%s has no section comments", a[i].name);
         }
-        ws_stem_kernels_free(a);
-        ws_stem_kernels_free(b);
+        ws_gpu_kernels_free(a);
+        ws_gpu_kernels_free(b);
     }
 }
 
@@ -156,16 +166,70 @@ Test(ptx_emit, rejects_unsupported_widths)
 {
     ws_kernel_src *k = NULL;
     ws_err e = { "" };
-    cr_assert_eq(ws_stem_kernels(80, 100, WS_PREC_FP32, 9, 0, &k, &e), -1);
+    cr_assert_eq(lower_stem(80, 100, WS_PREC_FP32, 9, 0, &k, &e), -1);
     cr_assert(strstr(e.msg, "unsupported shape"), "%s", e.msg);
     cr_assert_null(k);
+}
+
+/* The GPU lowers the stem's pair only: any other descriptor is refused with the field. */
+Test(ptx_emit, lowering_refuses_other_descriptors_naming_the_field)
+{
+    static const struct {
+        int which;      /* 0: conv 1, 1: conv 2 */
+        const char *field;
+        int value;
+        const char *want;
+    } cases[] = {
+        { 0, "k", 5, "conv 1 with k 5" },          { 1, "stride", 1, "conv 2 with stride 1" },
+        { 0, "dilation", 2, "conv 1 with dilation 2" }, { 1, "pad_l", 2, "conv 2 with pad_l 2" },
+        { 0, "act", WS_ACT_RELU, "conv 1 with act 1" }, { 1, "pre", WS_ACT_RELU, "conv 2 with pre 1" },
+        { 0, "op", WS_CONV_BWD, "conv 1 with op 1" }, { 0, "x_layout", WS_NLC, "conv 1 with x_layout 1" },
+        { 1, "y_type", WS_BF16, "conv 2 with y_type bf16" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ws_conv_desc pair[2];
+        ws_stem_descs(80, 384, WS_PREC_FP32, pair);
+        ws_conv_desc *c = &pair[cases[i].which];
+        const char *f = cases[i].field;
+        int v = cases[i].value;
+        if (!strcmp(f, "k")) { c->k = v; c->pad_l = c->pad_r = 2; } /* still a valid descriptor */
+        else if (!strcmp(f, "stride")) c->stride = v;
+        else if (!strcmp(f, "dilation")) c->dilation = v;
+        else if (!strcmp(f, "pad_l")) c->pad_l = v;
+        else if (!strcmp(f, "act")) c->act = (ws_act)v;
+        else if (!strcmp(f, "pre")) c->pre = (ws_act)v;
+        else if (!strcmp(f, "op")) c->op = (ws_conv_op)v;
+        else if (!strcmp(f, "x_layout")) c->x_layout = (ws_layout)v;
+        else if (!strcmp(f, "y_type")) c->y_type = (ws_dtype)v;
+        ws_kernel_src *k = NULL;
+        ws_err e = { "" };
+        cr_assert_eq(ws_gpu_lower(pair, 9, 0, &k, &e), -1, "%s %d was lowered", f, v);
+        cr_assert_null(k);
+        cr_assert(strstr(e.msg, cases[i].want), "%s %d: \"%s\" does not say \"%s\"", f, v, e.msg,
+                  cases[i].want);
+    }
+    /* conv 2 must read conv 1's output */
+    ws_conv_desc pair[2];
+    ws_stem_descs(80, 384, WS_PREC_BF16, pair);
+    pair[1].c_in = 128;
+    ws_kernel_src *k = NULL;
+    ws_err e = { "" };
+    cr_assert_eq(ws_gpu_lower(pair, 9, 0, &k, &e), -1);
+    cr_assert(strstr(e.msg, "c_in 128"), "%s", e.msg);
+    /* an intermediate stored in another type than the math's */
+    ws_stem_descs(80, 384, WS_PREC_BF16, pair);
+    pair[0].y_type = pair[1].x_type = WS_F16;
+    cr_assert_eq(ws_gpu_lower(pair, 9, 0, &k, &e), -1);
+    cr_assert(strstr(e.msg, "conv 1 with y_type f16"), "%s", e.msg);
 }
 
 Test(ptx_emit, dump_ptx_writes_every_kernel)
 {
     const char *dir = test_tmpdir();
     ws_err e;
-    cr_assert_eq(ws_gpu_dump_ptx(80, 384, WS_PREC_BF16, dir, &e), 0, "%s", e.msg);
+    ws_conv_desc pair[2];
+    ws_stem_descs(80, 384, WS_PREC_BF16, pair);
+    cr_assert_eq(ws_gpu_dump_ptx(pair, dir, &e), 0, "%s", e.msg);
     const char *names[] = { "ws_mel_t_bf16", "ws_conv1_bf16_l", "ws_conv1_bf16_s",
                             "ws_conv2_bf16_l", "ws_conv2_bf16_s", "ws_splitk_finish",
                             "ws_gelu_grid" };
@@ -193,7 +257,7 @@ static void assemble_all(ws_precision p)
         for (int c = 0; c < 2; c++) {
             ws_kernel_src *k = NULL;
             ws_err e;
-            cr_assert_eq(ws_stem_kernels(SHAPES[s][0], SHAPES[s][1], p, ccs[c][0], ccs[c][1], &k, &e),
+            cr_assert_eq(lower_stem(SHAPES[s][0], SHAPES[s][1], p, ccs[c][0], ccs[c][1], &k, &e),
                          0, "%s", e.msg);
             for (int i = 0; i < WS_K_COUNT; i++) {
                 char path[1024], cmd[4096], log[8192];
@@ -223,7 +287,7 @@ static void assemble_all(ws_precision p)
                           "%s (%d->%d, sm_%d%d) uses stack %d, spills %d/%d:\n%s", k[i].name,
                           SHAPES[s][0], SHAPES[s][1], ccs[c][0], ccs[c][1], stack, sst, sld, log);
             }
-            ws_stem_kernels_free(k);
+            ws_gpu_kernels_free(k);
         }
 }
 

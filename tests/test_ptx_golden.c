@@ -2,9 +2,9 @@
  * no GPU.
  *
  * For tiny (n_mels 80, d 384) and large-v3 (n_mels 128, d 1280), each
- * precision and the targets sm_80 and sm_90, ws_stem_kernels must emit the
- * same kernels, in the same order, with the same text (64-bit FNV-1a) as
- * recorded in the table below. A restructuring of the PTX emitters has to
+ * precision and the targets sm_80 and sm_90, the kernels ws_gpu_lower emits for
+ * the stem's two descriptors (ws_stem_descs) must be the same kernels, in the
+ * same order, with the same text (64-bit FNV-1a) as recorded in the table below. A restructuring of the PTX emitters has to
  * keep these bytes; a deliberate kernel change re-runs the GPU suite on an
  * H100 (scripts/gpu-node.sh) and updates the table, which the test prints
  * itself in C syntax when WS_GOLDEN_PRINT=1:
@@ -21,6 +21,7 @@
 
 #include "cuda/gpu.h"
 #include "cuda/kernels.h"
+#include "whisper/stem.h"
 
 /* 64-bit FNV-1a over a NUL-terminated text. */
 static uint64_t fnv1a64(const char *s)
@@ -193,9 +194,10 @@ Test(ptx_golden, stem_kernels_emit_the_recorded_bytes)
                 int sm = sms[ti];
                 ws_kernel_src *k = NULL;
                 ws_err err = { 0 };
-                int rc = ws_stem_kernels(shapes[si].n_mels, shapes[si].d, precs[pi], sm / 10,
-                                         sm % 10, &k, &err);
-                cr_assert_eq(rc, 0, "%s %s sm_%d: ws_stem_kernels failed: %s", shape, prec, sm,
+                ws_conv_desc pair[2];
+                ws_stem_descs(shapes[si].n_mels, shapes[si].d, precs[pi], pair);
+                int rc = ws_gpu_lower(pair, sm / 10, sm % 10, &k, &err);
+                cr_assert_eq(rc, 0, "%s %s sm_%d: ws_gpu_lower failed: %s", shape, prec, sm,
                              err.msg);
 
                 /* The recorded rows of this combination, in order. */
@@ -234,7 +236,7 @@ Test(ptx_golden, stem_kernels_emit_the_recorded_bytes)
                                  "%s %s sm_%d: %d kernels emitted, %d recorded: %s", shape, prec,
                                  sm, WS_K_COUNT, n_rec, update);
                 used = first + n_rec;
-                ws_stem_kernels_free(k);
+                ws_gpu_kernels_free(k);
             }
 
     if (print) {

@@ -396,7 +396,7 @@ static int run_check(const options *o, ws_model *m)
     static const double bound[] = {1e-5, 2e-3, 1e-2, 1e-2}; /* SPEC.md rel L2, by precision */
     const int n_win = 2, T = WS_CHUNK_FRAMES, t_out = ws_stem_out_len(T);
     ws_err err;
-    ws_stem *cpu = ws_stem_new(m, o->threads, &err);
+    ws_stem *cpu = ws_stem_new_cpu(m, o->threads, &err);
     if (!cpu) {
         ws_eprintf(PROG ": --check: %s", err.msg);
         return 1;
@@ -415,31 +415,29 @@ static int run_check(const options *o, ws_model *m)
     ws_rng rng = {12345};
     for (size_t i = 0; i < nmel; i++)
         mel[i] = (float)(ws_rng_uniform(&rng) * 3.0 - 1.5);
-    for (int w = 0; w < n_win; w++)
-        if (ws_stem_run(cpu, mel + (size_t)w * m->n_mels * T, T, 0, ref + (size_t)w * t_out * m->d,
-                        &err)) {
-            ws_eprintf(PROG ": --check: the CPU reference failed: %s", err.msg);
-            free(mel);
-            free(ref);
-            free(got);
-            ws_stem_free(cpu);
-            return 1;
-        }
+    if (ws_stem_run(cpu, mel, n_win, T, 0, ref, &err)) {
+        ws_eprintf(PROG ": --check: the CPU reference failed: %s", err.msg);
+        free(mel);
+        free(ref);
+        free(got);
+        ws_stem_free(cpu);
+        return 1;
+    }
     printf("model %s: n_mels %d, d %d; %d windows of %d frames; CPU reference (%s)\n",
            *m->name ? m->name : "(unnamed)", m->n_mels, m->d, n_win, T, ws_blas_name());
     int failed = 0;
     for (int p = WS_PREC_FP32; p <= WS_PREC_FP16; p++) {
-        ws_gpu *g = ws_gpu_new(m, (ws_precision)p, &err);
+        ws_stem *g = ws_stem_new_gpu(m, (ws_precision)p, &err);
         if (!g) {
             printf("%-5s FAIL  %s\n", ws_precision_name((ws_precision)p), err.msg);
             failed = 1;
             continue;
         }
         if (p == WS_PREC_FP32)
-            printf("device: %s\n", ws_gpu_device_name(g));
+            printf("device: %s\n", ws_gpu_device_name(ws_stem_gpu(g)));
         for (size_t i = 0; i < nout; i++)
             got[i] = NAN;
-        if (ws_gpu_stem(g, mel, n_win, T, 0, got, &err)) {
+        if (ws_stem_run(g, mel, n_win, T, 0, got, &err)) {
             printf("%-5s FAIL  %s\n", ws_precision_name((ws_precision)p), err.msg);
             failed = 1;
         } else {
@@ -457,7 +455,7 @@ static int run_check(const options *o, ws_model *m)
                    ws_precision_name((ws_precision)p), ok ? "pass" : "FAIL", rl2, bound[p], mx);
             failed |= !ok;
         }
-        ws_gpu_free(g);
+        ws_stem_free(g);
     }
     free(mel);
     free(ref);
@@ -554,7 +552,9 @@ int main(int argc, char **argv)
             status = 1;
             goto out;
         }
-        if (ws_gpu_dump_ptx(model.n_mels, model.d, o.precision, o.dump_ptx, &err)) {
+        ws_conv_desc pair[2];
+        ws_stem_descs(model.n_mels, model.d, o.precision, pair);
+        if (ws_gpu_dump_ptx(pair, o.dump_ptx, &err)) {
             ws_eprintf(PROG ": --dump-ptx: %s", err.msg);
             status = 1;
         }
@@ -595,8 +595,9 @@ int main(int argc, char **argv)
     }
     if (!o.mel_only) {
         if (o.device != DEV_CPU) {
-            r.gpu = ws_gpu_new(&model, o.precision, &err);
-            if (r.gpu) {
+            r.stem = ws_stem_new_gpu(&model, o.precision, &err);
+            r.on_gpu = r.stem != NULL;
+            if (r.on_gpu) {
                 device_used = "cuda";
             } else if (o.device == DEV_CUDA) {
                 ws_eprintf(PROG ": --device cuda: %s", err.msg);
@@ -606,11 +607,11 @@ int main(int argc, char **argv)
                 ws_eprintf(PROG ": no usable GPU (%s); running on the CPU", err.msg);
             }
         }
-        if (!r.gpu) {
+        if (!r.on_gpu) {
             if (o.precision != WS_PREC_FP32)
                 ws_eprintf(PROG ": --precision %s applies to the GPU; the CPU computes in fp32",
                         ws_precision_name(o.precision));
-            if (!(r.cpu = ws_stem_new(&model, o.threads, &err))) {
+            if (!(r.stem = ws_stem_new_cpu(&model, o.threads, &err))) {
                 ws_eprintf(PROG ": %s", err.msg);
                 status = 1;
                 goto out;
@@ -626,15 +627,17 @@ int main(int argc, char **argv)
     const double init_ms = 1e3 * (ws_now() - t0);
     if (o.verbose)
         ws_eprintf(PROG ": device %s%s%s, %d threads, sgemm %s", device_used,
-                r.gpu ? ": " : "", r.gpu ? ws_gpu_device_name(r.gpu) : "", o.threads, ws_blas_name());
+                r.on_gpu ? ": " : "", r.on_gpu ? ws_gpu_device_name(ws_stem_gpu(r.stem)) : "",
+                o.threads, ws_blas_name());
 
     if (o.json) {
         root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "version", WS_VERSION);
         cJSON_AddStringToObject(root, "output_kind", o.mel_only ? "log_mel" : "embeddings");
         cJSON_AddStringToObject(root, "device", device_used);
-        cJSON_AddStringToObject(root, "device_name", r.gpu ? ws_gpu_device_name(r.gpu) : "cpu");
-        cJSON_AddStringToObject(root, "precision", r.gpu ? ws_precision_name(o.precision) : "fp32");
+        cJSON_AddStringToObject(root, "device_name",
+                                r.on_gpu ? ws_gpu_device_name(ws_stem_gpu(r.stem)) : "cpu");
+        cJSON_AddStringToObject(root, "precision", r.on_gpu ? ws_precision_name(o.precision) : "fp32");
         cJSON_AddNumberToObject(root, "threads", o.threads);
         cJSON_AddStringToObject(root, "sgemm", ws_blas_name());
         cJSON_AddStringToObject(root, "pad", o.pad == WS_PAD_AUDIO ? "audio" : o.pad == WS_PAD_MEL0 ? "mel0" : "none");
@@ -694,8 +697,7 @@ out:
         free(outs[i]);
     free(outs);
     ws_mel_free(mel);
-    ws_stem_free(r.cpu);
-    ws_gpu_free(r.gpu);
+    ws_stem_free(r.stem);
     if (have_model)
         ws_model_free(&model);
     return status;

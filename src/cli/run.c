@@ -236,16 +236,8 @@ static int prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
 static int stem_windows(const ws_run_ctx *c, const ws_job *j, int w0, int nw, float *out, ws_err *e)
 {
     const ws_mel_out *mo = &j->mel;
-    const size_t in_per = (size_t)mo->n_mels * mo->n_frames;
-    const size_t out_per = (size_t)ws_stem_out_len(mo->n_frames) * c->model->d;
-    const float *mel = mo->data + (size_t)w0 * in_per;
-    if (c->gpu)
-        return ws_gpu_stem(c->gpu, mel, nw, mo->n_frames, c->add_pos, out, e);
-    for (int w = 0; w < nw; w++)
-        if (ws_stem_run(c->cpu, mel + (size_t)w * in_per, mo->n_frames, c->add_pos,
-                        out + (size_t)w * out_per, e))
-            return -1;
-    return 0;
+    const float *mel = mo->data + (size_t)w0 * mo->n_mels * mo->n_frames;
+    return ws_stem_run(c->stem, mel, nw, mo->n_frames, c->add_pos, out, e);
 }
 
 /* The conv stem, or nothing with --mel; sets result (or, for a long input,
@@ -483,7 +475,7 @@ int ws_run(const ws_run_ctx *c, ws_job *jobs, int n)
     /* The CPU stem keeps every thread busy on its own; the GPU stem and
      * --mel leave the cores to decoding, log-Mel and writing. At least two
      * workers: one input that blocks (a FIFO) leaves the other to go on. */
-    int n_workers = c->gpu || c->mel_only ? threads : (threads + 1) / 2;
+    int n_workers = c->on_gpu || c->mel_only ? threads : (threads + 1) / 2;
     if (n_workers < 2)
         n_workers = 2;
     if (n_workers > n)

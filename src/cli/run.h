@@ -57,8 +57,8 @@ typedef struct {
 typedef struct {
     const ws_mel *mel;
     const ws_model *model; /* NULL with mel_only */
-    ws_stem *cpu;          /* the stem on the CPU, or NULL */
-    ws_gpu *gpu;           /* the stem on the GPU, or NULL */
+    ws_stem *stem;         /* the stem (CPU or GPU), NULL with mel_only */
+    int on_gpu;            /* the stem runs on the GPU */
     ws_pad pad;
     int mel_only, add_pos, verbose;
     int threads;           /* CPU threads in all */

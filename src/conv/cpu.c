@@ -139,6 +139,27 @@ int ws_conv_run(ws_conv *c, const ws_conv_args *a, ws_err *err)
     return rc;
 }
 
+int ws_conv_run_rows(ws_conv *c, const ws_conv_args *a, int t0, int nt, ws_err *err)
+{
+    if (!c)
+        return ws_errf(err, "ws_conv_run_rows: plan is NULL");
+    const ws_conv_desc *d = &c->d;
+    int t_out;
+    if (ws_conv_check_args(d, a, c->w != NULL, &t_out, err))
+        return -1;
+    if (d->op != WS_CONV_FWD || !c->rc || a->w || a->b)
+        return ws_errf(err, "ws_conv_run_rows: only a dense FWD plan with its own weights "
+                            "computes part of an output");
+    if (t0 < 0 || nt < 0 || nt > t_out - t0)
+        return ws_errf(err, "ws_conv_run_rows: rows [%d, %d + %d) outside [0, %d)", t0, t0, nt,
+                       t_out);
+    int r = ws_conv_dense_fwd_rows(d, c->rc, a, t_out, t0, nt, c->n_threads, err);
+    if (r > 0)
+        return ws_errf(err, "ws_conv_run_rows: the staged input is too large (stride %d, "
+                            "dilation %d)", d->stride, d->dilation);
+    return r;
+}
+
 void ws_conv_free(ws_conv *c)
 {
     if (!c)

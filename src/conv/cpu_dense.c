@@ -113,6 +113,7 @@ typedef struct {
     const struct ws_rowconv *rc; /* groups 1 */
     const struct ws_gpack *gp;   /* groups > 1 (rc NULL) */
     int t_out, nblk, rb; /* rb output rows per task (<= RB) */
+    int r_first, r_end;  /* output rows [r_first, r_end) are computed (all: 0, t_out) */
     long long xrows;     /* staged input rows per task: S*(rb-1) + D*(K-1) + 1 */
     float *tbuf;     /* per thread: xrows*C_in (xp), RB*C_out (y block), tmp */
     size_t tlen;
@@ -152,8 +153,8 @@ static void fwd_task(void *ctx, int ti, int nt)
     float *xp = J->tbuf + (size_t)ti * J->tlen;
     float *ys = xp + (size_t)J->xrows * C, *tmp = ys + (size_t)RB * O;
     for (long long it = J->items * ti / nt; it < J->items * (ti + 1) / nt; it++) {
-        const int n = (int)(it / J->nblk), r0 = (int)(it % J->nblk) * J->rb;
-        const int nr = J->t_out - r0 < J->rb ? J->t_out - r0 : J->rb;
+        const int n = (int)(it / J->nblk), r0 = J->r_first + (int)(it % J->nblk) * J->rb;
+        const int nr = J->r_end - r0 < J->rb ? J->r_end - r0 : J->rb;
         /* xp row j is x time u = S*r0 - P_L + j; rows [ja, jb) lie inside x */
         const long long nrows = (long long)S * (nr - 1) + (long long)d->dilation * (d->k - 1) + 1;
         const long long base = (long long)S * r0 - d->pad_l;
@@ -212,17 +213,21 @@ static void fwd_task(void *ctx, int ti, int nt)
 }
 
 static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const struct ws_gpack *gp,
-                   const ws_conv_args *a, int t_out, int n_threads, ws_err *err)
+                   const ws_conv_args *a, int t_out, int r_first, int r_end, int n_threads,
+                   ws_err *err)
 {
-    const int C = d->c_in, O = d->c_out;
-    fwd_job J = {.d = d, .a = a, .rc = rc, .gp = gp, .t_out = t_out, .rb = RB};
-    if (a->n < MIN_TASKS) { /* few items: shorter blocks, from N and T_out alone */
+    const int C = d->c_in, O = d->c_out, rows = r_end - r_first;
+    fwd_job J = {.d = d, .a = a, .rc = rc, .gp = gp, .t_out = t_out, .rb = RB,
+                 .r_first = r_first, .r_end = r_end};
+    if (rows < 1)
+        return 0;
+    if (a->n < MIN_TASKS) { /* few items: shorter blocks, from N and the rows alone */
         const int per_item = (MIN_TASKS + a->n - 1) / a->n;
-        int rb = (t_out + per_item - 1) / per_item;
+        int rb = (rows + per_item - 1) / per_item;
         rb = (rb + 15) / 16 * 16;
         J.rb = rb < 32 ? 32 : rb > RB ? RB : rb;
     }
-    J.nblk = (t_out + J.rb - 1) / J.rb;
+    J.nblk = (rows + J.rb - 1) / J.rb;
     J.xrows = (long long)d->stride * (J.rb - 1) + (long long)d->dilation * (d->k - 1) + 1;
     if (J.xrows * C > MAX_XP_FLOATS)
         return 1; /* too big a staged block: the caller takes the direct kernel */
@@ -243,7 +248,14 @@ static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const str
 int ws_conv_dense_fwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const ws_conv_args *a,
                       int t_out, int n_threads, ws_err *err)
 {
-    return fwd_run(d, rc, NULL, a, t_out, n_threads, err);
+    return fwd_run(d, rc, NULL, a, t_out, 0, t_out, n_threads, err);
+}
+
+int ws_conv_dense_fwd_rows(const ws_conv_desc *d, const struct ws_rowconv *rc,
+                           const ws_conv_args *a, int t_out, int t0, int nt, int n_threads,
+                           ws_err *err)
+{
+    return fwd_run(d, rc, NULL, a, t_out, t0, t0 + nt, n_threads, err);
 }
 
 /* --- grouped FWD: one sgemm per group and tap over the same staged blocks --------- */
@@ -294,5 +306,5 @@ void ws_conv_grouped_free(struct ws_gpack *p)
 int ws_conv_grouped_fwd(const ws_conv_desc *d, const struct ws_gpack *gp, const ws_conv_args *a,
                         int t_out, int n_threads, ws_err *err)
 {
-    return fwd_run(d, NULL, gp, a, t_out, n_threads, err);
+    return fwd_run(d, NULL, gp, a, t_out, 0, t_out, n_threads, err);
 }

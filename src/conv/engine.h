@@ -79,6 +79,9 @@ int ws_conv_dense_fwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const 
                       int t_out, int n_threads, ws_err *err);
 int ws_conv_dense_bwd(const ws_conv_desc *d, const struct ws_rowconv *rc, const ws_conv_args *a,
                       int t_out, const float *w, int n_threads, ws_err *err);
+int ws_conv_dense_fwd_rows(const ws_conv_desc *d, const struct ws_rowconv *rc,
+                           const ws_conv_args *a, int t_out, int t0, int nt, int n_threads,
+                           ws_err *err);
 /* y[t][ldy] for t < t_out by rowconv over fixed row blocks (bits independent of threads) */
 void ws_conv_dense_rows(const struct ws_rowconv *rc, const float *xp, int t_out, float *y, int ldy,
                         const float *add, int n_threads);
@@ -117,6 +120,16 @@ int ws_conv_direct_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, 
 int ws_conv_direct_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
                        const float *b, int n_threads, ws_err *err);
 
+
+/* cpu.c: output times [t0, t0 + nt) of a dense FWD plan (groups 1, its own w and b) only:
+ * y and add indexed as for the whole output, y's other times untouched. The blocks start
+ * at t0 and their sizes depend on N and nt alone, so the bits are the same for any thread
+ * count (they may differ from ws_conv_run's for the same times in the last place: the
+ * BLAS's sums depend on where a row falls in its block). For clients that know parts of an
+ * output are copies (whisper/stem.c: the equal rows of a padded window). 0, or -1 with a
+ * message (another path, a range outside [0, T_out), out of memory); nothing written on
+ * failure. */
+int ws_conv_run_rows(ws_conv *c, const ws_conv_args *a, int t0, int nt, ws_err *err);
 
 /* t_in and T_out stay this far below INT_MAX, so that block ends (t0 + block, blocks
  * of at most 4096 times) never overflow int. */

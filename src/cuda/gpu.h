@@ -1,19 +1,21 @@
-/* gpu.h - the conv stem on an NVIDIA GPU through the CUDA driver API.
+/* gpu.h - the conv engine's GPU backend through the CUDA driver API: today the pair of
+ * convolutions of Whisper's stem (lower.c says which descriptors it lowers).
  *
  * libcuda.so.1 is opened at run time, so a binary built anywhere runs on a
  * machine with no driver (ws_gpu_new then fails with a clear message and the
  * caller falls back to the CPU). Kernels are PTX emitted by whisper-stem for
- * the model's shape and the chosen precision.
+ * the descriptors and the device found.
  *
- * Data layouts match the CPU stem (whisper/stem.h):
- *   mel  [n_win][n_mels][n_frames]  channel-major log-Mel, as --mel writes it
- *   out  [n_win][t_out][d]          time-major, t_out = (n_frames - 1) / 2 + 1
+ * Data layouts (the pair c1 -> c2; C = c1's c_in, D = its c_out):
+ *   x    [n_win][C][T]        channel-major (c1's NCL x: the log-Mel), float32
+ *   out  [n_win][T2][D]       time-major (c2's NLC y), float32, T2 = ws_conv_out_len(c2, T)
+ *   add  [rows][D]            float32, added to every item (batch stride 0)
  */
 #ifndef WS_CUDA_GPU_H
 #define WS_CUDA_GPU_H
 
 #include "common.h"
-#include "whisper/model.h"
+#include "ws_conv.h"
 
 typedef enum { WS_PREC_FP32 = 0, WS_PREC_TF32, WS_PREC_BF16, WS_PREC_FP16 } ws_precision;
 
@@ -22,20 +24,25 @@ int ws_precision_parse(const char *s, ws_precision *p); /* 0, or -1 if unknown *
 
 typedef struct ws_gpu ws_gpu;
 
-/* Opens the driver, the first device and its primary context, emits and
- * loads the kernels for m's shape and precision p, and uploads the weights.
- * Returns NULL with err set when there is no driver, no device, or a call
- * fails (err names the call and the driver's error string). */
 /* 0 when a CUDA driver and a device of compute capability 8.0 or later are
  * there (name gets "NAME, sm_XY"), else -1 with the reason; loads no kernels. */
 int ws_gpu_probe(char *name, size_t cap, ws_err *err);
 
-ws_gpu *ws_gpu_new(const ws_model *m, ws_precision p, ws_err *err);
+/* Opens the driver, the first device and its primary context, lowers the pair (lower.c)
+ * for that device and loads its kernels, and uploads the weights w1 [D][C][3], b1 [D],
+ * w2 [D][D][3], b2 [D] (float32, packed for the pair's math). Returns NULL with err set
+ * when there is no driver, no device, the pair is not lowered, or a call fails (err names
+ * the call and the driver's error string). */
+ws_gpu *ws_gpu_new(const ws_conv_desc pair[2], const float *w1, const float *b1,
+                   const float *w2, const float *b2, ws_err *err);
 
-/* Runs the stem on n_win windows of n_frames frames each (any n_frames >= 1),
- * writing out [n_win][t_out][d]. Adds pos[t] when add_pos (m->pos, or the
- * sinusoids table). Returns 0, or -1 with err set. */
-int ws_gpu_stem(ws_gpu *g, const float *mel, int n_win, int n_frames, int add_pos, float *out,
+/* c2's add operand: rows x D float32, copied to the device (replacing the previous one). */
+int ws_gpu_set_add(ws_gpu *g, const float *add, int rows, ws_err *err);
+
+/* Runs the pair on n_win items of n_frames frames each (any n_frames >= 1), writing
+ * out [n_win][T2][D]; with_add: + the add set by ws_gpu_set_add, which must have at least
+ * T2 rows. Returns 0, or -1 with err set. */
+int ws_gpu_stem(ws_gpu *g, const float *x, int n_win, int n_frames, int with_add, float *out,
                 ws_err *err);
 
 /* One line naming the device (e.g. "NVIDIA H100 80GB HBM3, sm_90"). */
@@ -44,8 +51,8 @@ const char *ws_gpu_device_name(const ws_gpu *g);
 /* Frees device memory, module and context reference. NULL-safe. */
 void ws_gpu_free(ws_gpu *g);
 
-/* Writes every kernel emitted for (n_mels, d, p) into dir as .ptx files;
+/* Writes every kernel lowered for the pair (for sm_90) into dir as .ptx files;
  * needs no GPU. Returns 0 or -1. */
-int ws_gpu_dump_ptx(int n_mels, int d, ws_precision p, const char *dir, ws_err *err);
+int ws_gpu_dump_ptx(const ws_conv_desc pair[2], const char *dir, ws_err *err);
 
 #endif

@@ -1,4 +1,4 @@
-/* gpu_stem.c - the conv stem on the GPU: ws_gpu_* of gpu.h.
+/* gpu_stem.c - the GPU backend's pair of convs (Whisper's stem): ws_gpu_* of gpu.h.
  *
  * Per call (n_win windows of T = n_frames, T2 = (T-1)/2 + 1):
  *   upload   mel [n_win][C][T] f32  (host -> pinned staging -> device)
@@ -8,7 +8,9 @@
  *   conv2    out [n_win][T2][D] f32           gelu(conv2(h1)) (+ pos)
  *   download out (device -> pinned staging -> host)
  * elem is f32 for fp32 and tf32 (tf32 values rounded by cvt.rna), bf16 or
- * f16 otherwise. Weights are packed once in ws_gpu_new (ws_pack_weights).
+ * f16 otherwise. The kernels are lower.c's for the pair of descriptors; weights are
+ * packed once in ws_gpu_new (ws_pack_weights); the add (pos) table is the caller's,
+ * uploaded by ws_gpu_set_add.
  * The tile variant is picked per launch: the large tile when it fills every
  * multiprocessor at least once, else the small one.
  * Owns: driver handle, primary context reference, stream, events, one
@@ -20,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "whisper/stem.h"
 #include "trace.h"
 #include "driver.h"
 #include "gpu_internal.h"
@@ -35,15 +36,14 @@ struct ws_gpu {
     wscu_module mod[WS_K_COUNT];
     wscu_function fn[WS_K_COUNT];
     ws_kernel_src k[WS_K_COUNT];  /* ptx freed after loading */
+    ws_conv_desc c[2];            /* the pair: conv1, conv2 */
     int n_mels, d, sms, cc_major, cc_minor;
     ws_precision prec;
     wscu_devptr w1, b1, w2, b2;
     wscu_devptr mel, xt, h1, out, pos;
     wscu_devptr ws;               /* split-K partial sums (fp32, few windows) */
     size_t mel_cap, xt_cap, h1_cap, out_cap, ws_cap;
-    int pos_rows;                 /* rows of the device pos table */
-    float *host_pos;              /* copy of the model's table, or NULL */
-    int n_pos;
+    int pos_rows;                 /* rows of the device add (pos) table */
     void *pinned;
     size_t pinned_cap;
     int poison, force_tile;
@@ -124,7 +124,6 @@ void ws_gpu_free(ws_gpu *g)
     }
     for (int i = 0; i < WS_K_COUNT; i++)
         free(g->k[i].ptx);
-    free(g->host_pos);
     ws_cu_close(cu);
     free(g);
 }
@@ -184,14 +183,26 @@ cleanup:
     return -1;
 }
 
-ws_gpu *ws_gpu_new(const ws_model *m, ws_precision p, ws_err *err)
+/* T2 for T frames */
+static int out_len(const ws_gpu *g, int n_frames)
 {
+    return ws_conv_out_len(&g->c[1], n_frames);
+}
+
+ws_gpu *ws_gpu_new(const ws_conv_desc pair[2], const float *w1, const float *b1,
+                   const float *w2, const float *b2, ws_err *err)
+{
+    ws_precision p;
+    if (ws_gpu_check_pair(pair, &p, err))
+        return NULL;
     ws_gpu *g = calloc(1, sizeof *g);
     if (!g)
         return ws_errf(err, "out of memory"), NULL;
     ws_cu *cu = &g->cu;
-    g->n_mels = m->n_mels;
-    g->d = m->d;
+    g->c[0] = pair[0];
+    g->c[1] = pair[1];
+    g->n_mels = pair[0].c_in;
+    g->d = pair[0].c_out;
     g->prec = p;
     g->force_tile = -1;
     if (ws_cu_open(cu, err))
@@ -224,7 +235,7 @@ ws_gpu *ws_gpu_new(const ws_model *m, ws_precision p, ws_err *err)
     CU_TRY(cu, EventCreate(&g->ev_c1, WS_CU_EVENT_DEFAULT), err);
 
     ws_kernel_src *ks = NULL;
-    if (ws_stem_kernels(m->n_mels, m->d, p, g->cc_major, g->cc_minor, &ks, err))
+    if (ws_gpu_lower(g->c, g->cc_major, g->cc_minor, &ks, err))
         goto cleanup;
     memcpy(g->k, ks, sizeof g->k);
     free(ks);
@@ -238,21 +249,11 @@ ws_gpu *ws_gpu_new(const ws_model *m, ws_precision p, ws_err *err)
             CU_TRY(cu, FuncSetAttribute(g->fn[i], WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         g->k[i].smem), err);
     }
-    if (pack_upload(g, &g->w1, m->conv1_w, m->n_mels, m->d, err) ||
-        upload(g, &g->b1, m->conv1_b, (size_t)m->d * 4, err) ||
-        pack_upload(g, &g->w2, m->conv2_w, m->d, m->d, err) ||
-        upload(g, &g->b2, m->conv2_b, (size_t)m->d * 4, err))
+    if (pack_upload(g, &g->w1, w1, g->n_mels, g->d, err) ||
+        upload(g, &g->b1, b1, (size_t)g->d * 4, err) ||
+        pack_upload(g, &g->w2, w2, g->d, g->d, err) ||
+        upload(g, &g->b2, b2, (size_t)g->d * 4, err))
         goto cleanup;
-    if (m->pos && m->n_pos > 0) {
-        size_t bytes = (size_t)m->n_pos * m->d * sizeof(float);
-        g->host_pos = malloc(bytes);
-        if (!g->host_pos) {
-            ws_errf(err, "out of memory");
-            goto cleanup;
-        }
-        memcpy(g->host_pos, m->pos, bytes);
-        g->n_pos = m->n_pos;
-    }
     return g;
 cleanup:
     ws_gpu_free(g);
@@ -276,32 +277,32 @@ cleanup:
     return -1;
 }
 
-static int ensure_pos(ws_gpu *g, int t_out, ws_err *err)
+int ws_gpu_set_add(ws_gpu *g, const float *add, int rows, ws_err *err)
 {
-    if (g->pos && g->pos_rows >= t_out)
-        return 0;
-    ws_model tmp = { 0 };
-    tmp.n_mels = g->n_mels;
-    tmp.d = g->d;
-    tmp.pos = g->host_pos;
-    tmp.n_pos = g->n_pos;
-    float *owned = NULL;
-    const float *tab = ws_pos_table(&tmp, t_out, &owned, err);
-    if (!tab)
-        return -1;
     ws_cu *cu = &g->cu;
+    if (rows < 1)
+        return ws_errf(err, "ws_gpu_set_add: %d rows", rows);
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     if (g->pos) {
         CU_TRY(cu, MemFree(g->pos), err);
         g->pos = 0;
+        g->pos_rows = 0;
     }
-    if (upload(g, &g->pos, tab, (size_t)t_out * g->d * sizeof(float), err))
-        goto cleanup;
-    g->pos_rows = t_out;
-    free(owned);
+    if (upload(g, &g->pos, add, (size_t)rows * g->d * sizeof(float), err))
+        return -1;
+    g->pos_rows = rows;
     return 0;
 cleanup:
-    free(owned);
     return -1;
+}
+
+/* with_add needs an add table of at least t_out rows */
+static int check_add(const ws_gpu *g, int with_add, int t_out, ws_err *err)
+{
+    if (with_add && g->pos_rows < t_out)
+        return ws_errf(err, "the add table has %d rows, %d outputs need it (ws_gpu_set_add)",
+                       g->pos_rows, t_out);
+    return 0;
 }
 
 static int launch(ws_gpu *g, int slot, unsigned gx, unsigned gy, unsigned gz, void **args,
@@ -378,7 +379,7 @@ static int conv_launch(ws_gpu *g, int slot, int cin, wscu_devptr x, wscu_devptr 
 static int enqueue_stem(ws_gpu *g, wscu_devptr mel, int n_win, int n_frames, wscu_devptr pos,
                         wscu_devptr out, int marks, ws_err *err)
 {
-    unsigned T = (unsigned)n_frames, T2 = (unsigned)ws_stem_out_len(n_frames);
+    unsigned T = (unsigned)n_frames, T2 = (unsigned)out_len(g, n_frames);
     void *a0[] = { &mel, &g->xt, &T };
     const int fp32 = g->prec == WS_PREC_FP32;  /* conv1 reads the channel-major mel itself */
     if (!fp32 && launch(g, WS_K_MEL_T, (T + 31) / 32, (unsigned)(g->n_mels + 31) / 32,
@@ -406,7 +407,7 @@ static int enqueue_stem(ws_gpu *g, wscu_devptr mel, int n_win, int n_frames, wsc
 static int ensure_buffers(ws_gpu *g, int n_win, int n_frames, ws_err *err)
 {
     const size_t es = (size_t)ws_prec_elem_bytes(g->prec);
-    const size_t nw = (size_t)n_win, T = (size_t)n_frames, T2 = (size_t)ws_stem_out_len(n_frames);
+    const size_t nw = (size_t)n_win, T = (size_t)n_frames, T2 = (size_t)out_len(g, n_frames);
     return ensure(g, &g->mel, &g->mel_cap, nw * g->n_mels * T * 4, err) ||
            (g->prec != WS_PREC_FP32 && ensure(g, &g->xt, &g->xt_cap, nw * T * g->n_mels * es, err)) ||
            ensure(g, &g->h1, &g->h1_cap, nw * T * g->d * es, err) ||
@@ -419,13 +420,13 @@ int ws_gpu_stem(ws_gpu *g, const float *mel, int n_win, int n_frames, int add_po
     ws_cu *cu = &g->cu;
     if (n_win < 1 || n_frames < 1)
         return ws_errf(err, "ws_gpu_stem: %d windows of %d frames", n_win, n_frames);
-    const int T2 = ws_stem_out_len(n_frames);
+    const int T2 = out_len(g, n_frames);
     const size_t mel_bytes = (size_t)n_win * g->n_mels * n_frames * 4;
     const size_t out_bytes = (size_t)n_win * T2 * g->d * 4;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     if (ensure_buffers(g, n_win, n_frames, err))
         return -1;
-    if (add_pos && ensure_pos(g, T2, err))
+    if (check_add(g, add_pos, T2, err))
         return -1;
     size_t need = mel_bytes > out_bytes ? mel_bytes : out_bytes;
     if (g->pinned_cap < need) {
@@ -509,7 +510,7 @@ int ws_gpu_bench(ws_gpu *g, int n_win, int n_frames, int add_pos, int n_bufs, in
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     if (ensure_buffers(g, n_win, n_frames, err))
         return -1;
-    if (add_pos && ensure_pos(g, ws_stem_out_len(n_frames), err))
+    if (check_add(g, add_pos, out_len(g, n_frames), err))
         return -1;
     h = malloc(n * sizeof *h);
     ts = malloc((size_t)iters * sizeof *ts);
@@ -592,11 +593,11 @@ const char *ws_gpu_kernel_report(ws_gpu *g)
     return g->report;
 }
 
-int ws_gpu_dump_ptx(int n_mels, int d, ws_precision p, const char *dir, ws_err *err)
+int ws_gpu_dump_ptx(const ws_conv_desc pair[2], const char *dir, ws_err *err)
 {
     ws_kernel_src *ks = NULL;
     /* sm_90 PTX (the H100's); the runtime emits for the device it finds */
-    if (ws_stem_kernels(n_mels, d, p, 9, 0, &ks, err))
+    if (ws_gpu_lower(pair, 9, 0, &ks, err))
         return -1;
     int rc = 0;
     for (int i = 0; i < WS_K_COUNT && !rc; i++) {
@@ -609,6 +610,6 @@ int ws_gpu_dump_ptx(int n_mels, int d, ws_precision p, const char *dir, ws_err *
         if (f && fclose(f) && !rc)
             rc = ws_errf(err, "cannot write %s", path);
     }
-    ws_stem_kernels_free(ks);
+    ws_gpu_kernels_free(ks);
     return rc;
 }

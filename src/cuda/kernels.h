@@ -27,7 +27,7 @@
 #include "gpu.h"
 #include "ptx_emit.h"
 
-/* Kernel slots, in the order ws_stem_kernels returns them. Each conv comes in
+/* Kernel slots, in the order ws_gpu_lower returns them. Each conv comes in
  * a large tile (many windows) and a small tile (few windows, more blocks). */
 enum {
     WS_K_MEL_T = 0, WS_K_CONV1_L, WS_K_CONV1_S, WS_K_CONV2_L, WS_K_CONV2_S, WS_K_FINISH, WS_K_GELU,
@@ -54,11 +54,19 @@ typedef struct {
                                   time-major; fp32 conv1 only: no transpose kernel */
 } ws_conv_spec;
 
-/* Emits all WS_K_COUNT kernels for (n_mels, d, p) and a compute capability.
- * *out is a malloc'd array of WS_K_COUNT entries; free with ws_stem_kernels_free. */
-int ws_stem_kernels(int n_mels, int d, ws_precision p, int cc_major, int cc_minor,
-                    ws_kernel_src **out, ws_err *err);
-void ws_stem_kernels_free(ws_kernel_src *k);
+/* lower.c: the pair of descriptors the GPU lowers (see lower.c: c1 -> c2, K 3, pad 1,
+ * GELU, Whisper's stem) checked, with its precision; 0 or -1 with the field named. */
+int ws_gpu_check_pair(const ws_conv_desc pair[2], ws_precision *prec, ws_err *err);
+
+/* Emits all WS_K_COUNT kernels for the pair and a compute capability.
+ * *out is a malloc'd array of WS_K_COUNT entries; free with ws_gpu_kernels_free. */
+int ws_gpu_lower(const ws_conv_desc pair[2], int cc_major, int cc_minor, ws_kernel_src **out,
+                 ws_err *err);
+void ws_gpu_kernels_free(ws_kernel_src *k);
+
+/* The precision of a math (0), and the element type the intermediate is stored in. */
+int ws_gpu_math_precision(ws_math m, ws_precision *p);
+ws_dtype ws_gpu_elem_type(ws_precision p);
 
 /* Element size in bytes of the activations/weights a precision computes with. */
 int ws_prec_elem_bytes(ws_precision p);

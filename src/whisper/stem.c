@@ -1,50 +1,92 @@
-/* stem.c - Whisper's conv stem on the CPU (see stem.h).
+/* stem.c - Whisper's conv stem as a client of the conv engine (see stem.h).
  *
- *   xp  [T + 2][n_mels]  mel transposed to time-major, zero rows at both ends
- *   hp  [T + 2][d]       gelu(conv1(mel)), zero rows at both ends
- *   out [t_out][d]       gelu(conv2(hp)) (+ pos)
- * The zero rows are conv padding 1, so both convs read shifted-row views
- * (conv.c) with no bounds checks. Buffers grow to the largest T seen and
- * are reused across calls.
+ * CPU, per window (T = n_frames):
+ *   h   [T][d]       gelu(conv1(mel)), conv1 a plan reading the NCL log-Mel as it is
+ *   out [t_out][d]   gelu(conv2(h)) (+ pos as conv2's add, batch stride 0)
+ * h grows to the largest T seen and is reused across calls.
+ * GPU: all windows in one ws_gpu_stem call; the positional table is uploaded when a
+ * longer one is needed (ws_gpu_set_add).
  *
- * Constant tail: a window padded to 30 s ends in frames that are all the
+ * Constant tail (CPU): a window padded to 30 s ends in frames that are all the
  * same column (the floor value, or 0.0 with --pad mel0). If frames
  * [tc, T) are equal, conv1 rows t in [tc+1, T-2] read three equal frames
  * and are equal, and conv2 rows u with 2u-1 >= tc+1 and 2u+1 <= T-2 read
- * three equal rows of those. Each such run is computed once and copied;
- * only the rows next to the audio and to the zero padding at the very end
- * are computed. A 5 s clip computes about a sixth of the window. The copied
- * rows are the same arithmetic on the same inputs as the computed one.
- * Validated by tests/test_conv.c (stem.constant_tail_*) against the oracle.
+ * three equal rows of those. Each such run is computed once (ws_conv_run_rows:
+ * only those output rows of the plan) and copied; only the rows next to the audio
+ * and to the zero padding at the very end are computed. A 5 s clip computes about
+ * a sixth of the window. The copied rows are the computed one's value: the same
+ * products of the same inputs (summed in the BLAS's order for its place in its block).
+ * The plans' blocks depend on the shapes alone, so the output has the same bits for any
+ * thread count.
+ * Validated by tests/test_conv.c (stem.*: the oracle, constant tails, thread counts).
  */
 #include "stem.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv/conv.h"
+#include "conv/engine.h" /* ws_conv_run_rows */
 
 struct ws_stem {
-    const ws_model *m;
-    ws_rowconv *c1, *c2;
-    int n_threads;
-    float *xp, *hp;
-    int cap_t;           /* frames the buffers hold */
+    const ws_model *m;   /* for its positional table: must outlive the stem */
+    ws_conv *c1, *c2;    /* CPU plans, or NULL */
+    ws_gpu *gpu;         /* or the GPU backend */
+    float *h;            /* CPU: conv1's output [cap_t][d] */
+    int cap_t;
     float *pos;          /* sinusoids table when the model has none */
     int pos_len;
+    int gpu_add_rows;    /* rows of the positional table on the device */
 };
 
-ws_stem *ws_stem_new(const ws_model *m, int n_threads, ws_err *err)
+void ws_stem_descs(int n_mels, int d, ws_precision p, ws_conv_desc pair[2])
+{
+    const ws_math math = p == WS_PREC_TF32   ? WS_MATH_TF32
+                         : p == WS_PREC_BF16 ? WS_MATH_BF16
+                         : p == WS_PREC_FP16 ? WS_MATH_F16
+                                             : WS_MATH_F32;
+    const ws_dtype elem = p == WS_PREC_BF16 ? WS_BF16 : p == WS_PREC_FP16 ? WS_F16 : WS_F32;
+    const ws_conv_desc c1 = {
+        .op = WS_CONV_FWD, .c_in = n_mels, .c_out = d, .groups = 1, .k = 3, .stride = 1,
+        .dilation = 1, .pad_l = 1, .pad_r = 1, .x_layout = WS_NCL, .y_layout = WS_NLC,
+        .x_type = WS_F32, .w_type = WS_F32, .y_type = elem, .math = math,
+        .pre = WS_ACT_NONE, .act = WS_ACT_GELU,
+    };
+    ws_conv_desc c2 = c1;
+    c2.c_in = d;
+    c2.stride = 2;
+    c2.x_layout = WS_NLC;
+    c2.x_type = elem;
+    c2.y_type = WS_F32;
+    pair[0] = c1;
+    pair[1] = c2;
+}
+
+ws_stem *ws_stem_new_cpu(const ws_model *m, int n_threads, ws_err *err)
 {
     ws_stem *s = calloc(1, sizeof *s);
     if (!s)
         return ws_errf(err, "out of memory"), NULL;
     s->m = m;
-    s->n_threads = n_threads < 1 ? 1 : n_threads;
-    ws_rowconv_desc d1 = {m->n_mels, m->d, 3, 1, 1, 1, WS_ACT_GELU};
-    ws_rowconv_desc d2 = {m->d, m->d, 3, 2, 1, 1, WS_ACT_GELU};
-    if (!(s->c1 = ws_rowconv_new(&d1, m->conv1_w, m->conv1_b, err)) ||
-        !(s->c2 = ws_rowconv_new(&d2, m->conv2_w, m->conv2_b, err))) {
+    ws_conv_desc pair[2];
+    ws_stem_descs(m->n_mels, m->d, WS_PREC_FP32, pair);
+    const int nt = n_threads < 1 ? 1 : n_threads;
+    if (!(s->c1 = ws_conv_new(&pair[0], m->conv1_w, m->conv1_b, nt, err)) ||
+        !(s->c2 = ws_conv_new(&pair[1], m->conv2_w, m->conv2_b, nt, err))) {
+        ws_stem_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+ws_stem *ws_stem_new_gpu(const ws_model *m, ws_precision p, ws_err *err)
+{
+    ws_stem *s = calloc(1, sizeof *s);
+    if (!s)
+        return ws_errf(err, "out of memory"), NULL;
+    s->m = m;
+    ws_conv_desc pair[2];
+    ws_stem_descs(m->n_mels, m->d, p, pair);
+    if (!(s->gpu = ws_gpu_new(pair, m->conv1_w, m->conv1_b, m->conv2_w, m->conv2_b, err))) {
         ws_stem_free(s);
         return NULL;
     }
@@ -55,90 +97,119 @@ void ws_stem_free(ws_stem *s)
 {
     if (!s)
         return;
-    ws_rowconv_free(s->c1);
-    ws_rowconv_free(s->c2);
-    free(s->xp);
-    free(s->hp);
+    ws_conv_free(s->c1);
+    ws_conv_free(s->c2);
+    ws_gpu_free(s->gpu);
+    free(s->h);
     free(s->pos);
     free(s);
+}
+
+ws_gpu *ws_stem_gpu(ws_stem *s)
+{
+    return s ? s->gpu : NULL;
+}
+
+/* The positional rows for t_out outputs (the model's, or sinusoids kept in s); *rows:
+ * how many rows the table has. NULL with err. */
+static const float *pos_rows(ws_stem *s, int t_out, int *rows, ws_err *err)
+{
+    if (s->m->pos || t_out > s->pos_len) {
+        float *owned = NULL;
+        const float *pos = ws_pos_table(s->m, t_out, &owned, err);
+        if (!pos)
+            return NULL;
+        if (owned) {
+            free(s->pos);
+            s->pos = owned;
+            s->pos_len = t_out;
+        }
+        *rows = owned ? t_out : s->m->n_pos;
+        return pos;
+    }
+    *rows = s->pos_len;
+    return s->pos;
 }
 
 static int reserve(ws_stem *s, int T, ws_err *err)
 {
     if (T <= s->cap_t)
         return 0;
-    free(s->xp);
-    free(s->hp);
-    s->xp = calloc((size_t)(T + 2) * s->m->n_mels, sizeof(float));
-    s->hp = calloc((size_t)(T + 2) * s->m->d, sizeof(float));
+    free(s->h);
     s->cap_t = 0;
-    if (!s->xp || !s->hp)
+    if (!(s->h = malloc((size_t)T * s->m->d * sizeof(float))))
         return ws_errf(err, "out of memory for a %d-frame stem", T);
     s->cap_t = T;
     return 0;
 }
 
-int ws_stem_run(ws_stem *s, const float *mel, int n_frames, int add_pos, float *out, ws_err *err)
+/* One window on the CPU plans: mel [nm][T] -> out [t_out][d]. */
+static int cpu_window(ws_stem *s, const float *mel, int T, const float *pos, float *out,
+                      ws_err *err)
+{
+    const int nm = s->m->n_mels, d = s->m->d, t_out = ws_stem_out_len(T);
+    /* first frame of the run of frames equal to the last one (bit for bit) */
+    int tc = T - 1;
+    for (; tc > 0; tc--) {
+        int i = 0;
+        while (i < nm && !memcmp(mel + (size_t)i * T + tc - 1, mel + (size_t)i * T + T - 1,
+                                 sizeof(float)))
+            i++;
+        if (i < nm)
+            break;
+    }
+    float *h = s->h;
+    ws_conv_args a1 = {.n = 1, .t_in = T, .x = mel, .y = h};
+    const int h_lo = tc + 1, h_hi = T - 2; /* rows of h that are equal */
+    if (h_hi - h_lo >= 2) {
+        if (ws_conv_run_rows(s->c1, &a1, 0, h_lo + 1, err) ||
+            ws_conv_run_rows(s->c1, &a1, T - 1, 1, err))
+            return -1;
+        for (int t = h_lo + 1; t <= h_hi; t++)
+            memcpy(h + (size_t)t * d, h + (size_t)h_lo * d, sizeof(float) * d);
+    } else if (ws_conv_run(s->c1, &a1, err)) {
+        return -1;
+    }
+    ws_conv_args a2 = {.n = 1, .t_in = T, .x = h, .y = out};
+    const int u_lo = (h_lo + 2) / 2, u_hi = (h_hi - 1) / 2; /* rows of out that are equal */
+    if (h_hi - h_lo >= 2 && u_hi - u_lo >= 2) {
+        if (ws_conv_run_rows(s->c2, &a2, 0, u_lo + 1, err) ||
+            ws_conv_run_rows(s->c2, &a2, u_hi + 1, t_out - u_hi - 1, err))
+            return -1;
+        for (int u = u_lo + 1; u <= u_hi; u++)
+            memcpy(out + (size_t)u * d, out + (size_t)u_lo * d, sizeof(float) * d);
+        if (pos) /* after the copies: the same float adds as the fused epilogue */
+            for (size_t i = 0; i < (size_t)t_out * d; i++)
+                out[i] += pos[i];
+        return 0;
+    }
+    a2.add = pos;
+    return ws_conv_run(s->c2, &a2, err);
+}
+
+int ws_stem_run(ws_stem *s, const float *mel, int n_win, int n_frames, int add_pos, float *out,
+                ws_err *err)
 {
     const int T = n_frames, nm = s->m->n_mels, d = s->m->d;
-    if (T < 1)
-        return ws_errf(err, "the stem needs at least one frame");
+    if (T < 1 || n_win < 1)
+        return ws_errf(err, "the stem needs at least one frame and one window (%d, %d)", T, n_win);
     const int t_out = ws_stem_out_len(T);
     const float *pos = NULL;
-    if (add_pos) {
-        if (s->m->pos || t_out > s->pos_len) {
-            float *owned = NULL;
-            pos = ws_pos_table(s->m, t_out, &owned, err);
-            if (!pos)
+    int rows = 0;
+    if (add_pos && !(pos = pos_rows(s, t_out, &rows, err)))
+        return -1;
+    if (s->gpu) {
+        if (pos && s->gpu_add_rows < t_out) {
+            if (ws_gpu_set_add(s->gpu, pos, rows, err))
                 return -1;
-            if (owned) {
-                free(s->pos);
-                s->pos = owned;
-                s->pos_len = t_out;
-            }
-        } else {
-            pos = s->pos;
+            s->gpu_add_rows = rows;
         }
+        return ws_gpu_stem(s->gpu, mel, n_win, T, add_pos, out, err);
     }
     if (reserve(s, T, err))
         return -1;
-    /* Zero pad rows: row 0 and row T + 1 (T may be smaller than last time). */
-    memset(s->xp, 0, sizeof(float) * nm);
-    memset(s->xp + (size_t)(T + 1) * nm, 0, sizeof(float) * nm);
-    memset(s->hp, 0, sizeof(float) * d);
-    memset(s->hp + (size_t)(T + 1) * d, 0, sizeof(float) * d);
-    /* Transpose mel [nm][T] into xp rows 1..T, in tiles for the cache. */
-    enum { TILE = 32 };
-    for (int t0 = 0; t0 < T; t0 += TILE)
-        for (int i = 0; i < nm; i++)
-            for (int t = t0; t < t0 + TILE && t < T; t++)
-                s->xp[(size_t)(t + 1) * nm + i] = mel[(size_t)i * T + t];
-    /* first frame of the run of frames equal to the last one (xp row t+1 = frame t) */
-    int tc = T - 1;
-    const size_t row_bytes = sizeof(float) * nm;
-    while (tc > 0 && memcmp(s->xp + (size_t)tc * nm, s->xp + (size_t)T * nm, row_bytes) == 0)
-        tc--;
-    float *h = s->hp + d; /* conv1 output row 0 */
-    const int h_lo = tc + 1, h_hi = T - 2; /* rows of h that are equal */
-    if (h_hi - h_lo >= 2) {
-        ws_rowconv_run_rows(s->c1, s->xp, 0, h_lo + 1, h, d, NULL, s->n_threads);
-        ws_rowconv_run_rows(s->c1, s->xp, T - 1, 1, h, d, NULL, 1);
-        for (int t = h_lo + 1; t <= h_hi; t++)
-            memcpy(h + (size_t)t * d, h + (size_t)h_lo * d, sizeof(float) * d);
-    } else {
-        ws_rowconv_run(s->c1, s->xp, T, h, d, NULL, s->n_threads);
-    }
-    const int u_lo = (h_lo + 2) / 2, u_hi = (h_hi - 1) / 2; /* rows of out that are equal */
-    if (h_hi - h_lo >= 2 && u_hi - u_lo >= 2) {
-        ws_rowconv_run_rows(s->c2, s->hp, 0, u_lo + 1, out, d, NULL, s->n_threads);
-        ws_rowconv_run_rows(s->c2, s->hp, u_hi + 1, t_out - u_hi - 1, out, d, NULL, s->n_threads);
-        for (int u = u_lo + 1; u <= u_hi; u++)
-            memcpy(out + (size_t)u * d, out + (size_t)u_lo * d, sizeof(float) * d);
-        if (pos)
-            for (size_t i = 0; i < (size_t)t_out * d; i++)
-                out[i] += pos[i];
-    } else {
-        ws_rowconv_run(s->c2, s->hp, T, out, d, pos, s->n_threads);
-    }
+    for (int w = 0; w < n_win; w++)
+        if (cpu_window(s, mel + (size_t)w * nm * T, T, pos, out + (size_t)w * t_out * d, err))
+            return -1;
     return 0;
 }

@@ -1,28 +1,46 @@
-/* stem.h - Whisper's encoder stem on the CPU:
+/* stem.h - Whisper's encoder stem, a client of the conv engine:
  *   x = gelu(conv1(mel)); x = gelu(conv2(x)); [x += pos]; out = x^T
  * conv1: n_mels -> d, k 3, s 1, pad 1.  conv2: d -> d, k 3, s 2, pad 1.
- *   mel [n_mels][n_frames]   channel-major, as log_mel_spectrogram returns it
- *   out [t_out][d]           time-major (x.permute(0, 2, 1)),
- *                            t_out = (n_frames - 1) / 2 + 1   (1500 for 3000)
- * Validated by tests/test_stem.c against the double-precision oracle.
+ *   mel [n_win][n_mels][n_frames]  channel-major, as log_mel_spectrogram returns it
+ *   out [n_win][t_out][d]          time-major (x.permute(0, 2, 1)),
+ *                                  t_out = (n_frames - 1) / 2 + 1   (1500 for 3000)
+ * The two convolutions are written once, as engine descriptors (ws_stem_descs); the CPU
+ * runs them as engine plans (src/conv/), the GPU as the kernels the GPU backend lowers
+ * them to (src/cuda/lower.c). Both take all windows of an input in one call.
+ * Validated by tests/test_conv.c (CPU) and tests/test_gpu.c (GPU) against the
+ * double-precision oracle.
  */
 #ifndef WS_STEM_H
 #define WS_STEM_H
 
 #include "common.h"
-#include "model.h"
+#include "cuda/gpu.h"
+#include "whisper/model.h"
+#include "ws_conv.h"
 
-typedef struct ws_stem ws_stem;
-
-/* Packs m's weights (m must outlive the stem only for m->pos). */
-ws_stem *ws_stem_new(const ws_model *m, int n_threads, ws_err *err);
-void ws_stem_free(ws_stem *s);
+/* The stem's two descriptors: conv1 (x the log-Mel, NCL float32; y time-major) and
+ * conv2 (x, y time-major; y float32; the positional table as `add`, batch stride 0).
+ * Precision p sets the math; the intermediate (conv1's y, conv2's x) is stored in its
+ * element type (f32 for fp32 and tf32, f16, bf16). The CPU takes WS_PREC_FP32. */
+void ws_stem_descs(int n_mels, int d, ws_precision p, ws_conv_desc pair[2]);
 
 static inline int ws_stem_out_len(int n_frames) { return n_frames < 1 ? 0 : (n_frames - 1) / 2 + 1; }
 
-/* One window. add_pos adds the positional embedding (m->pos, else
- * sinusoids(t_out, d)); fails if t_out exceeds the model's table. */
-int ws_stem_run(ws_stem *s, const float *mel, int n_frames, int add_pos, float *out, ws_err *err);
+typedef struct ws_stem ws_stem;
+
+/* The stem on the CPU (n_threads >= 1) or on the GPU in precision p. Copies what it needs
+ * of m's weights. NULL + err on failure (for the GPU: no driver, no device, ...). */
+ws_stem *ws_stem_new_cpu(const ws_model *m, int n_threads, ws_err *err);
+ws_stem *ws_stem_new_gpu(const ws_model *m, ws_precision p, ws_err *err);
+void ws_stem_free(ws_stem *s);
+
+/* n_win windows of n_frames frames each. add_pos adds the positional embedding (m->pos,
+ * else sinusoids(t_out, d)); fails if t_out exceeds the model's table. */
+int ws_stem_run(ws_stem *s, const float *mel, int n_win, int n_frames, int add_pos, float *out,
+                ws_err *err);
+
+/* The GPU backend of a GPU stem (device name, tests, benchmarks), else NULL. */
+ws_gpu *ws_stem_gpu(ws_stem *s);
 
 /* openai-whisper's sinusoids(length, channels), max_timescale 10000, in double:
  *   inc = ln(10000) / (channels/2 - 1); t_j = exp(-inc * j)
