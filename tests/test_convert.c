@@ -25,6 +25,7 @@
 #include "gguf/gguf.h"
 #include "helpers.h"
 #include "whisper/model.h"
+#include "whisper/tensors.h"
 
 enum { N_MELS = 4, D = 6, N_POS = 8, N_FFT = 5 };
 
@@ -1198,4 +1199,329 @@ Test(convert, a_duplicate_among_a_hundred_thousand_names_is_named)
     char want[128];
     snprintf(want, sizeof want, "tensor 'model.decoder.layers.%d.w' appears twice", MANY / 2);
     expect_fail(write_many(dir, 1), NULL, want);
+}
+
+/* --- the loader and the converter read one table (whisper/tensors.h) ------- */
+
+/* Each file below is a GGUF, so both the loader (ws_model_load, _probe) and
+ * the converter (ws_ckpt_open + ws_ckpt_convert, in process) read it; they
+ * must both take it, with the same values, or both refuse it with the same
+ * message. The names and messages expected are spelled here, not read from
+ * the table, so a change to the table shows. */
+
+/* The names a user's files use: openai-whisper, transformers, llama.cpp. */
+static const char *const NAMES[N_STEM][3] = {
+    {"encoder.conv1.weight", "model.encoder.conv1.weight", "a.conv1d.1.weight"},
+    {"encoder.conv1.bias", "model.encoder.conv1.bias", "a.conv1d.1.bias"},
+    {"encoder.conv2.weight", "model.encoder.conv2.weight", "a.conv1d.2.weight"},
+    {"encoder.conv2.bias", "model.encoder.conv2.bias", "a.conv1d.2.bias"},
+    {"encoder.positional_embedding", "model.encoder.embed_positions.weight",
+     "a.position_embd.weight"},
+};
+
+typedef struct {
+    const char *name;
+    uint32_t type;
+    uint32_t n_dims;
+    uint64_t ne[4];
+} gt;
+
+/* The valid stem (n_mels 4, d 6, n_pos 8) under openai names, F32. */
+static void valid_stem(gt t[N_STEM])
+{
+    const gt v[N_STEM] = {
+        {NAMES[T_C1W][0], WS_GGML_F32, 3, {3, N_MELS, D, 1}},
+        {NAMES[T_C1B][0], WS_GGML_F32, 1, {D, 1, 1, 1}},
+        {NAMES[T_C2W][0], WS_GGML_F32, 3, {3, D, D, 1}},
+        {NAMES[T_C2B][0], WS_GGML_F32, 1, {D, 1, 1, 1}},
+        {NAMES[T_POS][0], WS_GGML_F32, 2, {D, N_POS, 1, 1}},
+    };
+    memcpy(t, v, sizeof v);
+}
+
+/* Writes the n tensors (values val(i + 1, .), any type) that have a name. */
+static void write_gt(const char *path, const gt *t, int n)
+{
+    ws_err err = {{0}};
+    ws_gguf_writer *w = ws_gguf_writer_new();
+    cr_assert_not_null(w);
+    for (int i = 0; i < n; i++) {
+        if (!t[i].name)
+            continue;
+        size_t cnt = 1;
+        for (uint32_t j = 0; j < t[i].n_dims; j++)
+            cnt *= t[i].ne[j];
+        int rc;
+        if (t[i].type == WS_GGML_F32 || t[i].type == WS_GGML_F16 || t[i].type == WS_GGML_BF16) {
+            float *x = malloc(cnt * sizeof *x);
+            cr_assert_not_null(x);
+            for (size_t k = 0; k < cnt; k++)
+                x[k] = val(i + 1, k);
+            rc = ws_gguf_writer_add_tensor(w, t[i].name, t[i].n_dims, t[i].ne, t[i].type, x, &err);
+            free(x);
+        } else { /* F64: 8 bytes a value, contents irrelevant */
+            uint8_t *x = calloc(cnt, 8);
+            cr_assert_not_null(x);
+            rc = ws_gguf_writer_add_raw(w, t[i].name, t[i].n_dims, t[i].ne, t[i].type, x, cnt * 8,
+                                        &err);
+            free(x);
+        }
+        cr_assert_eq(rc, 0, "%s: %s", t[i].name, err.msg);
+    }
+    cr_assert_eq(ws_gguf_writer_write(w, path, &err), 0, "%s", err.msg);
+    ws_gguf_writer_free(w);
+}
+
+static void assert_same_model(const ws_model *a, const ws_model *b, const char *what)
+{
+    cr_assert(a->n_mels == b->n_mels && a->d == b->d && a->n_pos == b->n_pos,
+              "%s: shapes differ (%d,%d,%d vs %d,%d,%d)", what, a->n_mels, a->d, a->n_pos,
+              b->n_mels, b->d, b->n_pos);
+    const size_t n[5] = {(size_t)a->d * (size_t)a->n_mels * 3, (size_t)a->d,
+                         (size_t)a->d * (size_t)a->d * 3, (size_t)a->d,
+                         (size_t)a->n_pos * (size_t)a->d};
+    const float *pa[5] = {a->conv1_w, a->conv1_b, a->conv2_w, a->conv2_b, a->pos};
+    const float *pb[5] = {b->conv1_w, b->conv1_b, b->conv2_w, b->conv2_b, b->pos};
+    for (int r = 0; r < 5; r++) {
+        cr_assert_eq(pa[r] == NULL, pb[r] == NULL, "%s: tensor %d present in one only", what, r);
+        if (pa[r])
+            cr_assert_eq(memcmp(pa[r], pb[r], n[r] * sizeof(float)), 0, "%s: tensor %d differs",
+                         what, r);
+    }
+}
+
+/* Loader, probe and converter on path. On success (returns 0) the loaded
+ * model is in *m (caller frees) and the converted file, loaded, equals it and
+ * holds openai names with the table's first shapes. On failure (returns -1)
+ * all three failed with one message, copied into msg. */
+static int load_and_convert(const char *path, ws_model *m, char *msg, size_t cap)
+{
+    ws_err le = {{0}}, pe = {{0}}, ce = {{0}};
+    const int lrc = ws_model_load(m, path, &le);
+    int n_mels = 0, d = 0;
+    const int prc = ws_model_probe(path, &n_mels, &d, &pe);
+    ws_ckpt *c = ws_ckpt_open(path, WS_CKPT_AUTO, &ce);
+    cr_assert_not_null(c, "the GGUF itself is valid: %s", ce.msg);
+    char out[2100];
+    snprintf(out, sizeof out, "%s.stem.gguf", path);
+    const int crc = ws_ckpt_convert(c, out, &(ws_convert_opts){WS_CONVERT_KEEP, "t"}, &ce);
+    ws_ckpt_close(c);
+    cr_assert_eq(lrc, crc, "%s: loader %s, converter %s (loader: '%s', converter: '%s')", path,
+                 lrc ? "refuses" : "accepts", crc ? "refuses" : "accepts", le.msg, ce.msg);
+    cr_assert_eq(prc, lrc, "%s: probe and load disagree: '%s' / '%s'", path, pe.msg, le.msg);
+    if (lrc) {
+        cr_assert_str_eq(le.msg, ce.msg, "loader and converter word it differently");
+        cr_assert_str_eq(pe.msg, le.msg, "probe and load word it differently");
+        cr_assert(!file_exists(out), "%s written despite the error", out);
+        snprintf(msg, cap, "%s", le.msg);
+        return -1;
+    }
+    cr_assert(n_mels == m->n_mels && d == m->d, "probe gives the loaded shape");
+    ws_model conv;
+    ws_err err = {{0}};
+    cr_assert_eq(ws_model_load(&conv, out, &err), 0, "the converted file loads: %s", err.msg);
+    assert_same_model(&conv, m, path);
+    ws_model_free(&conv);
+    ws_gguf *g = open_ok(out);
+    const uint32_t rank[N_STEM] = {3, 1, 3, 1, 2};
+    for (int r = 0; r < N_STEM; r++) {
+        const ws_gguf_tensor *t = ws_gguf_find(g, NAMES[r][0]);
+        if (r == T_POS && !m->pos) {
+            cr_assert_null(t);
+            continue;
+        }
+        cr_assert_not_null(t, "converted: no %s", NAMES[r][0]);
+        cr_assert_eq(t->n_dims, rank[r], "converted %s: %u dims", NAMES[r][0], t->n_dims);
+    }
+    ws_gguf_close(g);
+    unlink(out);
+    return 0;
+}
+
+/* The loaded values are the file's (F32, so exact): val(r + 1, i). */
+static void assert_values(const ws_model *m, int has_pos)
+{
+    const size_t n[5] = {(size_t)D * N_MELS * 3, D, (size_t)D * D * 3, D, (size_t)N_POS * D};
+    const float *p[5] = {m->conv1_w, m->conv1_b, m->conv2_w, m->conv2_b, m->pos};
+    cr_assert(m->n_mels == N_MELS && m->d == D && m->n_pos == (has_pos ? N_POS : 0));
+    for (int r = 0; r < (has_pos ? 5 : 4); r++)
+        for (size_t i = 0; i < n[r]; i++)
+            cr_assert_eq(p[r][i], val(r + 1, i), "tensor %d [%zu]", r, i);
+}
+
+Test(convert, the_table_holds_the_names_of_openai_hugging_face_and_llama_cpp)
+{
+    cr_assert_eq(WS_STEM_N_TENSORS, N_STEM);
+    cr_assert_eq(WS_N_NAMINGS, 3);
+    for (int r = 0; r < N_STEM; r++) {
+        for (int k = 0; k < 3; k++)
+            cr_assert_str_eq(WS_STEM_TENSORS[r].name[k], NAMES[r][k]);
+        cr_assert_eq(WS_STEM_TENSORS[r].required, r != T_POS, "%s", NAMES[r][0]);
+    }
+}
+
+Test(convert, loader_and_converter_accept_every_name_in_the_table)
+{
+    const char *dir = tmpdir();
+    const char *p = in_dir(dir, "names.gguf");
+    char msg[512];
+    /* each tensor under each of its names, the others under openai's */
+    for (int r = 0; r < N_STEM; r++)
+        for (int k = 0; k < 3; k++) {
+            gt t[N_STEM];
+            valid_stem(t);
+            t[r].name = NAMES[r][k];
+            write_gt(p, t, N_STEM);
+            ws_model m;
+            cr_assert_eq(load_and_convert(p, &m, msg, sizeof msg), 0, "%s: %s", NAMES[r][k],
+                         msg);
+            assert_values(&m, 1);
+            ws_model_free(&m);
+        }
+    /* every tensor under one naming, with and without the positions */
+    for (int k = 0; k < 3; k++)
+        for (int with_pos = 0; with_pos < 2; with_pos++) {
+            gt t[N_STEM];
+            valid_stem(t);
+            for (int r = 0; r < N_STEM; r++)
+                t[r].name = NAMES[r][k];
+            write_gt(p, t, with_pos ? N_STEM : N_STEM - 1);
+            ws_model m;
+            cr_assert_eq(load_and_convert(p, &m, msg, sizeof msg), 0, "naming %d: %s", k, msg);
+            assert_values(&m, with_pos);
+            ws_model_free(&m);
+        }
+}
+
+/* PyTorch [d], [d,1] (whisper.cpp, llama.cpp) and [1,d]; trailing ne of 1
+ * (leading PyTorch dimensions of 1) anywhere; a one-row positional table. */
+Test(convert, loader_and_converter_accept_every_shape_variant)
+{
+    const char *dir = tmpdir();
+    const char *p = in_dir(dir, "shapes.gguf");
+    static const struct {
+        int role;
+        uint32_t n_dims;
+        uint64_t ne[4];
+    } ok[] = {
+        {T_C1B, 1, {D}},          {T_C1B, 2, {1, D}},       {T_C1B, 2, {D, 1}},
+        {T_C1B, 3, {D, 1, 1}},    {T_C1B, 4, {1, D, 1, 1}}, {T_C2B, 2, {1, D}},
+        {T_C2B, 2, {D, 1}},       {T_C1W, 4, {3, N_MELS, D, 1}},
+        {T_C2W, 4, {3, D, D, 1}}, {T_POS, 3, {D, N_POS, 1}},
+    };
+    char msg[512];
+    for (size_t c = 0; c < sizeof ok / sizeof ok[0]; c++) {
+        gt t[N_STEM];
+        valid_stem(t);
+        t[ok[c].role].n_dims = ok[c].n_dims;
+        memcpy(t[ok[c].role].ne, ok[c].ne, sizeof ok[c].ne);
+        for (uint32_t j = ok[c].n_dims; j < 4; j++)
+            t[ok[c].role].ne[j] = 1;
+        write_gt(p, t, N_STEM);
+        ws_model m;
+        cr_assert_eq(load_and_convert(p, &m, msg, sizeof msg), 0, "case %zu: %s", c, msg);
+        assert_values(&m, 1);
+        ws_model_free(&m);
+    }
+    /* a positional table of one row, stored 1-D */
+    gt t[N_STEM];
+    valid_stem(t);
+    t[T_POS].n_dims = 1;
+    t[T_POS].ne[1] = 1;
+    write_gt(p, t, N_STEM);
+    ws_model m;
+    cr_assert_eq(load_and_convert(p, &m, msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(m.n_pos, 1);
+    ws_model_free(&m);
+}
+
+Test(convert, loader_and_converter_refuse_each_wrong_shape_with_one_message)
+{
+    const char *dir = tmpdir();
+    const char *p = in_dir(dir, "wrong.gguf");
+    static const char *const EXPECTED[N_STEM] = {
+        "[3,n_mels,d] with n_mels and d in 1..65536", "[6] (or [1,6] or [6,1])", "[3,6,6]",
+        "[6] (or [1,6] or [6,1])", "[6,n_pos] with n_pos in 1..65536"};
+    static const struct {
+        int role;
+        uint32_t n_dims;
+        uint64_t ne[4];
+        const char *got;
+    } bad[] = {
+        {T_C1W, 3, {5, N_MELS, D}, "[5,4,6]"},      /* kernel 5 */
+        {T_C1W, 3, {D, N_MELS, 3}, "[6,4,3]"},      /* PyTorch order, not ne */
+        {T_C1W, 4, {3, N_MELS, D, 2}, "[3,4,6,2]"},
+        {T_C1W, 3, {1, N_MELS, D}, "[1,4,6]"},      /* kernel 1 */
+        {T_C1W, 3, {3, 65537, 1}, "[3,65537,1]"},  /* n_mels past the limit */
+        {T_C1B, 1, {5}, "[5]"},
+        {T_C1B, 2, {2, 3}, "[2,3]"},
+        {T_C1B, 2, {D, D}, "[6,6]"},
+        {T_C1B, 3, {1, 1, D}, "[1,1,6]"},
+        {T_C2W, 3, {3, D, 5}, "[3,6,5]"},
+        {T_C2W, 3, {3, N_MELS, D}, "[3,4,6]"},
+        {T_C2W, 3, {D, D, 3}, "[6,6,3]"},
+        {T_C2B, 1, {7}, "[7]"},
+        {T_C2B, 2, {D, 2}, "[6,2]"},
+        {T_POS, 2, {5, N_POS}, "[5,8]"},
+        {T_POS, 2, {N_POS, D}, "[8,6]"},            /* PyTorch order */
+        {T_POS, 3, {D, N_POS, 2}, "[6,8,2]"},
+        {T_POS, 2, {D, 65537}, "[6,65537]"},        /* n_pos past the limit */
+    };
+    char msg[512], want[2600];
+    for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+        const int r = bad[c].role;
+        gt t[N_STEM];
+        valid_stem(t);
+        t[r].name = NAMES[r][c % 3]; /* the message names the tensor as the file does */
+        t[r].n_dims = bad[c].n_dims;
+        memcpy(t[r].ne, bad[c].ne, sizeof bad[c].ne);
+        for (uint32_t j = bad[c].n_dims; j < 4; j++)
+            t[r].ne[j] = 1;
+        write_gt(p, t, N_STEM);
+        ws_model m;
+        cr_assert_eq(load_and_convert(p, &m, msg, sizeof msg), -1, "case %zu accepted", c);
+        snprintf(want, sizeof want, "%s: %s: got ne=%s, expected %s", p, NAMES[r][c % 3],
+                 bad[c].got, EXPECTED[r]);
+        cr_assert_str_eq(msg, want, "case %zu", c);
+    }
+}
+
+Test(convert, loader_and_converter_refuse_each_missing_tensor_with_one_message)
+{
+    const char *dir = tmpdir();
+    const char *p = in_dir(dir, "missing.gguf");
+    char msg[512], want[2600];
+    for (int r = 0; r < T_POS; r++) {
+        gt t[N_STEM];
+        valid_stem(t);
+        t[r].name = NULL;
+        write_gt(p, t, N_STEM);
+        ws_model m;
+        cr_assert_eq(load_and_convert(p, &m, msg, sizeof msg), -1, "%s missing, accepted",
+                     NAMES[r][0]);
+        snprintf(want, sizeof want, "%s: no tensor '%s' (nor '%s', '%s')", p, NAMES[r][0],
+                 NAMES[r][1], NAMES[r][2]);
+        cr_assert_str_eq(msg, want);
+    }
+}
+
+Test(convert, loader_and_converter_refuse_each_unsupported_type_with_one_message)
+{
+    const char *dir = tmpdir();
+    const char *p = in_dir(dir, "f64.gguf");
+    char msg[512], want[2600];
+    for (int r = 0; r < N_STEM; r++) {
+        gt t[N_STEM];
+        valid_stem(t);
+        t[r].name = NAMES[r][(r + 1) % 3];
+        t[r].type = 28; /* ggml F64 */
+        write_gt(p, t, N_STEM);
+        ws_model m;
+        cr_assert_eq(load_and_convert(p, &m, msg, sizeof msg), -1, "%s F64, accepted",
+                     NAMES[r][0]);
+        snprintf(want, sizeof want,
+                 "%s: tensor '%s': type F64 is not supported (F32, F16 or BF16)", p,
+                 NAMES[r][(r + 1) % 3]);
+        cr_assert_str_eq(msg, want);
+    }
 }

@@ -380,7 +380,7 @@ Test(model, rejects_a_bias_of_the_wrong_length)
     rm_dir(p.dir);
 }
 
-Test(model, rejects_missing_tensors_naming_both_names)
+Test(model, rejects_missing_tensors_naming_every_name)
 {
     place p = new_place("miss.gguf");
     ws_model src;
@@ -391,9 +391,125 @@ Test(model, rejects_missing_tensors_naming_both_names)
         {"model.encoder.conv2.weight", 3, {3, 6, 6}, src.conv2_w},
     };
     write_tensors(p.path, t, 3);
-    expect_load_fail(p.path, ": no tensor 'encoder.conv2.bias' (nor 'model.encoder.conv2.bias')");
+    expect_load_fail(p.path, ": no tensor 'encoder.conv2.bias' (nor 'model.encoder.conv2.bias', "
+                             "'a.conv1d.2.bias')");
     write_tensors(p.path, t, 0);
-    expect_load_fail(p.path, ": no tensor 'encoder.conv1.weight' (nor 'model.encoder.conv1.weight')");
+    expect_load_fail(p.path, ": no tensor 'encoder.conv1.weight' (nor "
+                             "'model.encoder.conv1.weight', 'a.conv1d.1.weight')");
+    ws_model_free(&src);
+    rm_dir(p.dir);
+}
+
+Test(model, reads_llama_cpp_mmproj_names)
+{
+    place p = new_place("mmproj.gguf");
+    ws_model src, got;
+    ws_err err = {{0}};
+    random_model(&src, 4, 6, 5, 1);
+    /* llama.cpp stores the biases as PyTorch [d, 1]: ne [1, d] */
+    const tdesc t[] = {
+        {"a.conv1d.1.weight", 3, {3, 4, 6}, src.conv1_w},
+        {"a.conv1d.1.bias", 2, {1, 6}, src.conv1_b},
+        {"a.conv1d.2.weight", 3, {3, 6, 6}, src.conv2_w},
+        {"a.conv1d.2.bias", 2, {1, 6}, src.conv2_b},
+        {"a.position_embd.weight", 2, {6, 1500}, src.pos},
+    };
+    write_tensors(p.path, t, 5);
+    cr_assert_eq(ws_model_load(&got, p.path, &err), 0, "%s", err.msg);
+    assert_same_model(&got, &src);
+    ws_model_free(&got);
+    ws_model_free(&src);
+    rm_dir(p.dir);
+}
+
+Test(model, reads_trailing_dimensions_of_1_as_absent)
+{
+    place p = new_place("t1.gguf");
+    ws_model src, got;
+    ws_err err = {{0}};
+    random_model(&src, 4, 6, 6, 0);
+    const float pos[6] = {1, 2, 3, 4, 5, 6};
+    const tdesc t[] = {
+        {"encoder.conv1.weight", 4, {3, 4, 6, 1}, src.conv1_w},
+        {"encoder.conv1.bias", 3, {6, 1, 1}, src.conv1_b},
+        {"encoder.conv2.weight", 4, {3, 6, 6, 1}, src.conv2_w},
+        {"encoder.conv2.bias", 3, {1, 6, 1}, src.conv2_b},
+        {"encoder.positional_embedding", 1, {6}, pos}, /* one row: n_pos 1 */
+    };
+    write_tensors(p.path, t, 5);
+    cr_assert_eq(ws_model_load(&got, p.path, &err), 0, "%s", err.msg);
+    cr_assert_eq(got.n_pos, 1);
+    assert_same_floats("pos", got.pos, pos, 6);
+    got.n_pos = 0;
+    free(got.pos);
+    got.pos = NULL;
+    assert_same_model(&got, &src);
+    ws_model_free(&got);
+    ws_model_free(&src);
+    rm_dir(p.dir);
+}
+
+Test(model, rejects_a_positional_table_of_more_than_65536_rows)
+{
+    place p = new_place("long.gguf");
+    ws_model src;
+    random_model(&src, 2, 4, 7, 0);
+    float *pos = calloc((size_t)4 * 65537, sizeof *pos);
+    const tdesc t[] = {
+        {"encoder.conv1.weight", 3, {3, 2, 4}, src.conv1_w},
+        {"encoder.conv1.bias", 1, {4}, src.conv1_b},
+        {"encoder.conv2.weight", 3, {3, 4, 4}, src.conv2_w},
+        {"encoder.conv2.bias", 1, {4}, src.conv2_b},
+        {"model.encoder.embed_positions.weight", 2, {4, 65537}, pos},
+    };
+    write_tensors(p.path, t, 5);
+    expect_load_fail(p.path, ": model.encoder.embed_positions.weight: got ne=[4,65537], "
+                             "expected [4,n_pos] with n_pos in 1..65536");
+    free(pos);
+    ws_model_free(&src);
+    rm_dir(p.dir);
+}
+
+/* The writer spells the names and shapes the loader reads (whisper/tensors.h). */
+Test(model, save_writes_every_naming_and_bias_layout)
+{
+    place p = new_place("opts.gguf");
+    ws_model src, got;
+    ws_err err = {{0}};
+    random_model(&src, 4, 6, 8, 1);
+    static const struct {
+        int hf, bias_2d;
+        const char *names[5];
+        uint32_t bias_dims;
+        uint64_t bias_ne0;
+    } cases[] = {
+        {0, 0, {"encoder.conv1.weight", "encoder.conv1.bias", "encoder.conv2.weight",
+                "encoder.conv2.bias", "encoder.positional_embedding"}, 1, 6},
+        {1, 1, {"model.encoder.conv1.weight", "model.encoder.conv1.bias",
+                "model.encoder.conv2.weight", "model.encoder.conv2.bias",
+                "model.encoder.embed_positions.weight"}, 2, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const ws_model_save_opts o = {WS_TT_F32, cases[c].hf, cases[c].bias_2d};
+        cr_assert_eq(ws_model_save_gguf_opts(&src, p.path, &o, &err), 0, "%s", err.msg);
+        ws_gguf *g = ws_gguf_open(p.path, &err);
+        cr_assert_not_null(g, "%s", err.msg);
+        cr_assert_eq(ws_gguf_n_tensors(g), 5);
+        const uint64_t ne[5][3] = {{3, 4, 6}, {cases[c].bias_ne0, 6, 1}, {3, 6, 6},
+                                   {cases[c].bias_ne0, 6, 1}, {6, 1500, 1}};
+        const uint32_t n_dims[5] = {3, cases[c].bias_dims, 3, cases[c].bias_dims, 2};
+        for (int r = 0; r < 5; r++) {
+            const ws_gguf_tensor *t = ws_gguf_find(g, cases[c].names[r]);
+            cr_assert_not_null(t, "case %zu: no %s", c, cases[c].names[r]);
+            cr_assert_eq(t->n_dims, n_dims[r], "%s", cases[c].names[r]);
+            for (uint32_t j = 0; j < n_dims[r]; j++)
+                cr_assert_eq(t->ne[j], ne[r][j], "%s ne[%u]", cases[c].names[r], j);
+        }
+        ws_gguf_close(g);
+        cr_assert_eq(ws_model_load(&got, p.path, &err), 0, "%s", err.msg);
+        assert_same_model(&got, &src);
+        ws_model_free(&got);
+    }
     ws_model_free(&src);
     rm_dir(p.dir);
 }

@@ -112,8 +112,9 @@ typedef struct {
  * (encoder.conv1.weight [d, n_mels, 3], encoder.conv1.bias [d], conv2 alike,
  * encoder.positional_embedding [n_pos, d] when the source has one, and
  * mel_filters [n_mel, n_fft] F32 from a ggml .bin), biases as 1-D [d].
- * Source names accepted: openai's, Hugging Face's (model.encoder.*,
- * embed_positions) and llama.cpp mmproj's (a.conv1d.1/2.*, a.position_embd).
+ * Source names, shapes and types accepted: the table in whisper/tensors.h,
+ * the one the loader reads (openai's, Hugging Face's model.encoder.* and
+ * embed_positions, llama.cpp mmproj's a.conv1d.1/2.* and a.position_embd).
  * Metadata: general.architecture = "whisper", general.name,
  * whisper.source.file (base name), whisper.source.format, whisper.n_mels,
  * whisper.d, plus the source's hyper-parameters (whisper.n_audio_state, ...).

@@ -34,9 +34,6 @@ int ckpt_add_tensor(ws_ckpt *c, const ws_ckpt_tensor *t, const char *file, ws_er
 /* Records a hyper-parameter (at most WS_CKPT_MAX_HPARAMS). */
 int ckpt_set_hparam(ws_ckpt *c, const char *key, uint32_t val, ws_err *err);
 
-/* "[3,80,384]" into buf. */
-void ckpt_fmt_ne(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims);
-
 int ckpt_read_safetensors(ws_ckpt *c, const char *path, ws_err *err);
 int ckpt_read_safetensors_index(ws_ckpt *c, const char *path, ws_err *err);
 int ckpt_read_ggml(ws_ckpt *c, const char *path, ws_err *err);

@@ -11,7 +11,6 @@
  */
 #include "internal.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,15 +112,6 @@ int ckpt_set_hparam(ws_ckpt *c, const char *key, uint32_t val, ws_err *err)
     c->hp[c->n_hp].val = val;
     c->n_hp++;
     return 0;
-}
-
-void ckpt_fmt_ne(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims)
-{
-    size_t k = (size_t)snprintf(buf, cap, "[");
-    for (uint32_t j = 0; j < n_dims && k < cap; j++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%" PRIu64, j ? "," : "", ne[j]);
-    if (k < cap)
-        snprintf(buf + k, cap - k, "]");
 }
 
 /* --- detection ------------------------------------------------------------ */

@@ -1,20 +1,20 @@
 /* model.c - the stem weights: load from GGUF, save to GGUF, random init.
  *
- * Tensors (PyTorch shape; GGUF ne, innermost first):
+ * The tensors, their names (openai-whisper's, Hugging Face's, llama.cpp
+ * mmproj's), shapes and checks are the table in tensors.h, shared with the
+ * converter; in short (PyTorch shape; GGUF ne, innermost first):
  *   encoder.conv1.weight          [d, n_mels, 3]  ne [3, n_mels, d]
  *   encoder.conv1.bias            [d]             ne [d], or [1, d] / [d, 1]
  *   encoder.conv2.weight          [d, d, 3]       ne [3, d, d]
  *   encoder.conv2.bias            [d]             ne [d], or [1, d] / [d, 1]
  *   encoder.positional_embedding  [n_pos, d]      ne [d, n_pos]   (optional)
- * Hugging Face names are the same with a "model." prefix, except the
- * positional table, model.encoder.embed_positions.weight. n_mels and d come
- * from conv1.weight; every other shape must agree with them. Because ne is
- * innermost first and PyTorch is row-major, the file's bytes are already in
- * the [d][n_mels][3] order model.h documents: loading is a type conversion.
- * F16 and BF16 are widened to float32 exactly. Every name, type and shape is
- * checked (find_stem) before any data is read, and only the stem's tensors
- * are read, so a whole-model file costs what its stem costs.
- * Tested by tests/test_model.c.
+ * n_mels and d come from conv1.weight; every other shape must agree with
+ * them. Because ne is innermost first and PyTorch is row-major, the file's
+ * bytes are already in the [d][n_mels][3] order model.h documents: loading
+ * is a type conversion. F16 and BF16 are widened to float32 exactly. Every
+ * name, type and shape is checked (find_stem) before any data is read, and
+ * only the stem's tensors are read, so a whole-model file costs what its
+ * stem costs. Tested by tests/test_model.c.
  */
 #include "model.h"
 
@@ -24,10 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stem.h"
 #include "gguf/gguf.h"
+#include "stem.h"
+#include "tensors.h"
 
-#define MAX_DIM 65536      /* sanity limit on n_mels, d and n_pos */
+#define MAX_DIM WS_STEM_MAX_DIM /* n_mels, d and n_pos: 1..MAX_DIM */
 #define RANDOM_N_POS 1500  /* openai-whisper's n_audio_ctx */
 
 const char *ws_tensor_type_name(ws_tensor_type t)
@@ -54,55 +55,18 @@ void ws_model_free(ws_model *m)
 
 /* --- load ---------------------------------------------------------------- */
 
-/* "[3,80,384]": ne as the file lists it. */
-static void fmt_ne(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims)
+/* A GGUF tensor as the table's checks read it (tensors.h). */
+static ws_stem_view gguf_view(ws_gguf *g, const ws_gguf_tensor *t)
 {
-    size_t k = (size_t)snprintf(buf, cap, "[");
-    for (uint32_t j = 0; j < n_dims && k < cap; j++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%" PRIu64, j ? "," : "", ne[j]);
-    if (k < cap)
-        snprintf(buf + k, cap - k, "]");
+    return (ws_stem_view){ws_gguf_path(g), t->name, t->type, NULL, t->n_dims, t->ne, t};
 }
 
-/* Same shape, ignoring trailing dimensions of 1 (unused dims read as 1). */
-static int same_shape(const ws_gguf_tensor *t, const uint64_t *want)
+static int gguf_find(void *ctx, const char *name, ws_stem_view *out)
 {
-    for (int j = 0; j < WS_GGUF_MAX_DIMS; j++)
-        if (t->ne[j] != want[j])
-            return 0;
-    return 1;
-}
-
-/* The tensor under its openai name, else its Hugging Face name; NULL with
- * err naming both when required and neither is there. */
-static const ws_gguf_tensor *find2(ws_gguf *g, const char *oa, const char *hf, int required,
-                                   ws_err *err)
-{
-    const ws_gguf_tensor *t = ws_gguf_find(g, oa);
-    if (!t)
-        t = ws_gguf_find(g, hf);
-    if (!t && required)
-        ws_errf(err, "%s: no tensor '%s' (nor '%s')", ws_gguf_path(g), oa, hf);
-    return t;
-}
-
-static int check_type(ws_gguf *g, const ws_gguf_tensor *t, ws_err *err)
-{
-    if (t->type == WS_GGML_F32 || t->type == WS_GGML_F16 || t->type == WS_GGML_BF16)
-        return 0;
-    const char *n = ws_ggml_type_name(t->type);
-    if (n)
-        return ws_errf(err, "%s: tensor '%s': type %s is not supported (F32, F16 or BF16)",
-                       ws_gguf_path(g), t->name, n);
-    return ws_errf(err, "%s: tensor '%s': type %" PRIu32 " is not supported (F32, F16 or BF16)",
-                   ws_gguf_path(g), t->name, t->type);
-}
-
-static int shape_error(ws_gguf *g, const ws_gguf_tensor *t, const char *expected, ws_err *err)
-{
-    char got[128];
-    fmt_ne(got, sizeof got, t->ne, t->n_dims);
-    return ws_errf(err, "%s: %s: got ne=%s, expected %s", ws_gguf_path(g), t->name, got, expected);
+    const ws_gguf_tensor *t = ws_gguf_find(ctx, name);
+    if (t)
+        *out = gguf_view(ctx, t);
+    return t != NULL;
 }
 
 /* Reads t and widens it to float32, with no buffer beside the result: the
@@ -113,14 +77,15 @@ static int shape_error(ws_gguf *g, const ws_gguf_tensor *t, const char *expected
  * n - 1 reads its bytes before writing). Peak memory is the float array. */
 static float *to_f32(ws_gguf *g, const ws_gguf_tensor *t, ws_err *err)
 {
-    if (check_type(g, t, err))
+    const ws_stem_view v = gguf_view(g, t);
+    if (ws_stem_check_type(&v, err)) /* nbytes below is n * 4 or n * 2 */
         return NULL;
     size_t n = (size_t)t->n_elements;
     float *out = malloc((n ? n : 1) * sizeof *out);
     if (!out)
         return ws_errf(err, "%s: tensor '%s': out of memory for %zu floats", ws_gguf_path(g),
                        t->name, n), NULL;
-    uint8_t *raw = (uint8_t *)out + n * sizeof *out - t->nbytes; /* nbytes: n * 4 or n * 2 */
+    uint8_t *raw = (uint8_t *)out + n * sizeof *out - t->nbytes;
     const uint8_t *p = raw;
     if (ws_gguf_read(g, t, 0, raw, t->nbytes, err)) {
         free(out);
@@ -139,69 +104,21 @@ static float *to_f32(ws_gguf *g, const ws_gguf_tensor *t, ws_err *err)
     return out;
 }
 
-static const ws_gguf_tensor *find_bias(ws_gguf *g, const char *oa, const char *hf, uint64_t d,
-                                       ws_err *err)
-{
-    const ws_gguf_tensor *t = find2(g, oa, hf, 1, err);
-    if (!t)
-        return NULL;
-    const uint64_t a[4] = {d, 1, 1, 1}, b[4] = {1, d, 1, 1};
-    if (!same_shape(t, a) && !same_shape(t, b)) {
-        char want[96];
-        snprintf(want, sizeof want, "[%" PRIu64 "] (or [1,%" PRIu64 "] or [%" PRIu64 ",1])", d, d, d);
-        return shape_error(g, t, want, err), NULL;
-    }
-    return check_type(g, t, err) ? NULL : t;
-}
-
-/* The stem's tensors in a file, every name, type and shape checked; no data
- * is read. n_mels and d come from conv1.weight. */
+/* The stem's tensors in a file, every name, type and shape checked by the
+ * table (tensors.h); no data is read. n_mels and d come from conv1.weight. */
 typedef struct {
-    const ws_gguf_tensor *w1, *b1, *w2, *b2, *pos; /* pos may be NULL */
+    const ws_gguf_tensor *t[WS_STEM_N_TENSORS]; /* t[WS_STEM_POS] may be NULL */
+    ws_stem_dims dims;
 } stem_tensors;
 
 static int find_stem(ws_gguf *g, stem_tensors *s, ws_err *err)
 {
     memset(s, 0, sizeof *s);
-    const ws_gguf_tensor *w1 =
-        find2(g, "encoder.conv1.weight", "model.encoder.conv1.weight", 1, err);
-    if (!w1 || check_type(g, w1, err))
+    ws_stem_view v[WS_STEM_N_TENSORS];
+    if (ws_stem_find_tensors(gguf_find, g, ws_gguf_path(g), v, &s->dims, err))
         return -1;
-    if (w1->ne[0] != 3 || w1->ne[1] < 1 || w1->ne[1] > MAX_DIM || w1->ne[2] < 1 ||
-        w1->ne[2] > MAX_DIM || w1->ne[3] != 1)
-        return shape_error(g, w1, "[3,n_mels,d] with n_mels and d in 1..65536", err);
-    const uint64_t d = w1->ne[2];
-
-    const ws_gguf_tensor *w2 =
-        find2(g, "encoder.conv2.weight", "model.encoder.conv2.weight", 1, err);
-    if (!w2 || check_type(g, w2, err))
-        return -1;
-    const uint64_t want2[4] = {3, d, d, 1};
-    if (!same_shape(w2, want2)) {
-        char want[96];
-        snprintf(want, sizeof want, "[3,%" PRIu64 ",%" PRIu64 "]", d, d);
-        return shape_error(g, w2, want, err);
-    }
-
-    const ws_gguf_tensor *pos = find2(g, "encoder.positional_embedding",
-                                      "model.encoder.embed_positions.weight", 0, err);
-    if (pos && (pos->ne[0] != d || pos->ne[1] < 1 || pos->ne[1] > MAX_DIM || pos->ne[2] != 1 ||
-                pos->ne[3] != 1)) {
-        char want[96];
-        snprintf(want, sizeof want, "[%" PRIu64 ",n_pos] with n_pos in 1..65536", d);
-        return shape_error(g, pos, want, err);
-    }
-    if (pos && check_type(g, pos, err))
-        return -1;
-    s->b1 = find_bias(g, "encoder.conv1.bias", "model.encoder.conv1.bias", d, err);
-    if (!s->b1)
-        return -1;
-    s->b2 = find_bias(g, "encoder.conv2.bias", "model.encoder.conv2.bias", d, err);
-    if (!s->b2)
-        return -1;
-    s->w1 = w1;
-    s->w2 = w2;
-    s->pos = pos;
+    for (int r = 0; r < WS_STEM_N_TENSORS; r++)
+        s->t[r] = v[r].ref;
     return 0;
 }
 
@@ -211,19 +128,22 @@ int ws_model_load_gguf(ws_model *m, ws_gguf *g, ws_err *err)
     stem_tensors s;
     if (find_stem(g, &s, err))
         return -1;
-    m->n_mels = (int)s.w1->ne[1];
-    m->d = (int)s.w1->ne[2];
-    m->conv1_type = (ws_tensor_type)s.w1->type;
-    m->conv2_type = (ws_tensor_type)s.w2->type;
+    const ws_gguf_tensor *const *t = s.t;
+    m->n_mels = (int)s.dims.n_mels;
+    m->d = (int)s.dims.d;
+    m->conv1_type = (ws_tensor_type)t[WS_STEM_CONV1_W]->type;
+    m->conv2_type = (ws_tensor_type)t[WS_STEM_CONV2_W]->type;
     /* Only the stem's tensors are read; the rest of a whole-model file is not. */
-    if (!(m->conv1_w = to_f32(g, s.w1, err)) || !(m->conv1_b = to_f32(g, s.b1, err)) ||
-        !(m->conv2_w = to_f32(g, s.w2, err)) || !(m->conv2_b = to_f32(g, s.b2, err)) ||
-        (s.pos && !(m->pos = to_f32(g, s.pos, err)))) {
+    if (!(m->conv1_w = to_f32(g, t[WS_STEM_CONV1_W], err)) ||
+        !(m->conv1_b = to_f32(g, t[WS_STEM_CONV1_B], err)) ||
+        !(m->conv2_w = to_f32(g, t[WS_STEM_CONV2_W], err)) ||
+        !(m->conv2_b = to_f32(g, t[WS_STEM_CONV2_B], err)) ||
+        (t[WS_STEM_POS] && !(m->pos = to_f32(g, t[WS_STEM_POS], err)))) {
         ws_model_free(m);
         return -1;
     }
-    if (s.pos)
-        m->n_pos = (int)s.pos->ne[1];
+    if (t[WS_STEM_POS])
+        m->n_pos = (int)s.dims.n_pos;
     if (ws_gguf_get_str(g, "general.name", m->name, sizeof m->name, NULL) < 0)
         m->name[0] = 0; /* present with another type: ignore, the name is informative */
     snprintf(m->path, sizeof m->path, "%s", ws_gguf_path(g));
@@ -249,8 +169,8 @@ int ws_model_probe(const char *path, int *n_mels, int *d, ws_err *err)
     stem_tensors s;
     int rc = find_stem(g, &s, err);
     if (!rc) {
-        *n_mels = (int)s.w1->ne[1];
-        *d = (int)s.w1->ne[2];
+        *n_mels = (int)s.dims.n_mels;
+        *d = (int)s.dims.d;
     }
     ws_gguf_close(g);
     return rc;
@@ -311,27 +231,24 @@ int ws_model_save_gguf_opts(const ws_model *m, const char *path, const ws_model_
     ws_gguf_writer *w = ws_gguf_writer_new();
     if (!w)
         return ws_errf(err, "%s: out of memory", path);
-    const char *pre = o->hf_names ? "model." : "";
-    const uint64_t d = (uint64_t)m->d, nm = (uint64_t)m->n_mels;
-    const uint64_t ne1[3] = {3, nm, d}, ne2[3] = {3, d, d};
-    const uint64_t neb[2] = {o->bias_2d ? 1 : d, d};
-    char n1w[64], n1b[64], n2w[64], n2b[64];
-    snprintf(n1w, sizeof n1w, "%sencoder.conv1.weight", pre);
-    snprintf(n1b, sizeof n1b, "%sencoder.conv1.bias", pre);
-    snprintf(n2w, sizeof n2w, "%sencoder.conv2.weight", pre);
-    snprintf(n2b, sizeof n2b, "%sencoder.conv2.bias", pre);
+    /* Names and shapes from the table (tensors.h): its first shape, or for a
+     * bias with bias_2d its [1, d] variant; the positional table as F32. */
+    const ws_stem_naming naming = o->hf_names ? WS_NAMES_HF : WS_NAMES_OPENAI;
+    const ws_stem_dims dims = {(uint64_t)m->n_mels, (uint64_t)m->d, (uint64_t)m->n_pos};
+    const float *const data[WS_STEM_N_TENSORS] = {m->conv1_w, m->conv1_b, m->conv2_w, m->conv2_b,
+                                                  m->pos};
     ws_err e;
     int rc = ws_gguf_writer_set_str(w, "general.architecture", "whisper", &e) ||
-             ws_gguf_writer_set_str(w, "general.name", m->name, &e) ||
-             ws_gguf_writer_add_tensor(w, n1w, 3, ne1, o->type, m->conv1_w, &e) ||
-             ws_gguf_writer_add_tensor(w, n1b, o->bias_2d ? 2 : 1, neb, o->type, m->conv1_b, &e) ||
-             ws_gguf_writer_add_tensor(w, n2w, 3, ne2, o->type, m->conv2_w, &e) ||
-             ws_gguf_writer_add_tensor(w, n2b, o->bias_2d ? 2 : 1, neb, o->type, m->conv2_b, &e);
-    if (!rc && m->pos) {
-        const uint64_t nep[2] = {d, (uint64_t)m->n_pos};
-        rc = ws_gguf_writer_add_tensor(w, o->hf_names ? "model.encoder.embed_positions.weight"
-                                                      : "encoder.positional_embedding",
-                                       2, nep, WS_GGML_F32, m->pos, &e);
+             ws_gguf_writer_set_str(w, "general.name", m->name, &e);
+    for (int r = 0; r < WS_STEM_N_TENSORS && !rc; r++) {
+        if (!data[r])
+            continue;
+        const int bias = r == WS_STEM_CONV1_B || r == WS_STEM_CONV2_B;
+        uint64_t ne[WS_STEM_MAX_RANK];
+        const uint32_t n_dims = ws_stem_tensor_ne((ws_stem_role)r, bias && o->bias_2d, &dims, ne);
+        rc = ws_gguf_writer_add_tensor(w, WS_STEM_TENSORS[r].name[naming], n_dims, ne,
+                                       r == WS_STEM_POS ? WS_GGML_F32 : (uint32_t)o->type,
+                                       data[r], &e);
     }
     if (rc)
         ws_errf(err, "%s: %s", path, e.msg);

@@ -42,10 +42,11 @@ typedef struct {
     char path[1024];     /* file it was loaded from, or "" */
 } ws_model;
 
-/* Reads the stem tensors from a GGUF file (v2 or v3). Accepts openai-whisper
- * names (encoder.conv1.weight, ...) and Hugging Face names
- * (model.encoder.conv1.weight, ...); a bias stored [d], [d,1] or [1,d];
- * F32, F16 and BF16. Returns 0, or -1 with err naming the file and problem
+/* Reads the stem tensors from a GGUF file (v2 or v3). Accepts the names,
+ * shapes and types of the table in whisper/tensors.h: openai-whisper names
+ * (encoder.conv1.weight, ...), Hugging Face names (model.encoder.conv1.weight,
+ * ...) and llama.cpp mmproj names (a.conv1d.1.weight, ...); a bias stored
+ * [d], [d,1] or [1,d]; F32, F16 and BF16. Returns 0, or -1 with err naming the file and problem
  * (a file that changes while it is read is one: "the file changed while
  * being read"). On failure *m is left empty (safe to ws_model_free).
  * Reads the header and the stem's tensors only; memory is the float arrays. */
