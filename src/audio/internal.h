@@ -1,0 +1,145 @@
+/* internal.h - what the files of src/audio/ share; not an API (that is audio.h).
+ *
+ * A load goes through the files in this order:
+ *   load.c      paths, FIFOs, devices, standard input and memory buffers, each
+ *               made a source; the public loaders and ws_audio_free
+ *   decode.c    one source to 16 kHz mono: libsndfile or libmpg123, the channel
+ *               average, the rate through resample.c (ws_audio_load_source)
+ *   source.c    a source's bytes (memory, or pread of a regular file), the
+ *               container size checks and the test for MPEG audio
+ *   resample.c  libsoxr fed chunk by chunk; ws_resample
+ *   outbuf.c    the 16 kHz output, grown under the caller's reservation
+ * Calls point one way: load -> decode -> {source, resample} -> outbuf (load.c
+ * also asks outbuf.c's reservation for a stream's bytes).
+ *
+ * Tests: tests/test_audio.c; fuzzed by tests/fuzz/fuzz_audio.c.
+ */
+#ifndef WS_AUDIO_INTERNAL_H
+#define WS_AUDIO_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <soxr.h>
+
+#include "audio.h"
+
+/* Decided once for both files that depend on it: with libmpg123's header,
+ * decode.c drives libmpg123 (and includes the header) and source.c reads the
+ * Xing/Info frame count. */
+#if defined(__has_include)
+#if __has_include(<mpg123.h>)
+#define WS_HAVE_MPG123 1
+#endif
+#endif
+
+#define GROW_BYTES ((size_t)4 << 20)     /* buffers grow by at least this much */
+
+/* --- byte sources: memory, or a regular file read with pread ------------- */
+
+typedef struct {
+    const unsigned char *mem; /* the bytes, or NULL to pread fd */
+    int fd;
+    uint64_t base;            /* the decoders' byte 0 (past ID3v2 tags before a container) */
+    uint64_t len;             /* the bytes they see from there (st_size at open - base) */
+    uint64_t pos;             /* the decoder's position */
+    int read_errno;           /* first pread error */
+    int shrunk;               /* pread found the end before len */
+    int mpeg_data;            /* the view is the MP3 data of a WAV (format tag 0x0055) */
+    uint64_t patch_off;       /* patch_len bytes shown instead of the file's there */
+    size_t patch_len;
+    unsigned char patch[8];
+} source;
+
+/* Reads up to n bytes at off; returns how many (short only at len, or when the
+ * file shrank or a read failed, which the source records). source.c */
+size_t ws_audio_src_read(source *s, uint64_t off, void *dst, size_t n);
+
+/* A position within [0, len] (whence SEEK_SET, SEEK_CUR or SEEK_END), or -1.
+ * source.c */
+int64_t ws_audio_src_seek(source *s, int64_t off, int whence);
+
+/* Walks the chunks of a WAV (RIFF/RIFX), RF64/BW64, Wave64 or AIFF/AIFC file
+ * and fails, naming name, when the audio chunk claims more bytes than follow it
+ * or the file ends inside a chunk header. Other files, and headers too broken to
+ * walk, give 0: libsndfile reports them itself. May set s's patch (an RF64 size
+ * never filled in) or narrow s to the data chunk (s->mpeg_data: MP3 in a WAV).
+ * source.c */
+int ws_audio_container_check(source *s, const char *name, ws_err *err);
+
+/* 1 when s holds MPEG audio for libmpg123, else 0; either way *at is the offset
+ * past any ID3v2 tags (the first frame, for MPEG). source.c */
+int ws_audio_is_mpeg(source *s, uint64_t *at);
+
+#ifdef WS_HAVE_MPG123
+/* The frame count of a Xing or Info tag in the Layer III frame at off, or 0.
+ * source.c */
+uint32_t ws_audio_mpeg_xing_frames(source *s, uint64_t off);
+#endif
+
+/* --- the 16 kHz output, grown under the caller's reservation (outbuf.c) --- */
+
+typedef struct {
+    const char *name;
+    size_t max_samples, max_stream_bytes;
+    int (*reserve)(void *ctx, size_t decoder_bytes, size_t samples_16k, ws_err *err);
+    void *reserve_ctx;
+    int reserve_failed; /* err holds the callback's message: report it as is */
+} load_opts;
+
+typedef struct {
+    load_opts *o;
+    size_t held;      /* bytes held besides the output (a stream's buffer) */
+    size_t overhead;  /* read, mono and resampler buffers */
+    size_t reserved;  /* output samples the last reserve call covered */
+    int sized;        /* want is the length the output will have (or an estimate) */
+    int exact;        /* ... and it is exact: the output never grows past want + 1 */
+    size_t want;
+    float *y;
+    size_t n, cap;
+} outbuf;
+
+/* Calls o->reserve, when there is one, with samples floats plus held and
+ * overhead bytes (SIZE_MAX when that overflows) and samples_16k. -1 with the
+ * callback's err, and o->reserve_failed set, when it refuses. outbuf.c */
+int ws_audio_ask_reserve(load_opts *o, size_t held, size_t samples, size_t overhead,
+                         size_t samples_16k, ws_err *err);
+
+/* Makes room for `need` samples: 0, or -1 with err. outbuf.c */
+int ws_audio_out_grow(outbuf *b, size_t need, ws_err *err);
+
+/* --- resampling (resample.c) --------------------------------------------- */
+
+typedef struct {
+    soxr_t s;
+    double ratio; /* out / in */
+    size_t in;    /* samples consumed */
+} resampler;
+
+/* libsoxr from in_rate to out_rate, mono float32, SOXR_VHQ, no roll-off, one
+ * thread. 0, or -1 with err naming name. */
+int ws_audio_rs_open(resampler *r, double in_rate, double out_rate, const char *name,
+                     ws_err *err);
+
+/* Feeds n samples, appending what comes out to b. */
+int ws_audio_rs_feed(resampler *r, outbuf *b, const float *x, size_t n, const char *name,
+                     ws_err *err);
+
+/* Flushes (in = NULL marks the end) and checks the length: round(in * ratio). */
+int ws_audio_rs_finish(resampler *r, outbuf *b, size_t want, const char *name, ws_err *err);
+
+/* Frees soxr's state; a zeroed or closed resampler is a no-op. */
+void ws_audio_rs_close(resampler *r);
+
+/* round(n * out / in), halves up: the length soxr's flushed output has. */
+double ws_audio_out_len(double n, double in_rate, double out_rate);
+
+/* --- decoding (decode.c) -------------------------------------------------- */
+
+/* Checks, opens and decodes one source into *a (zeroed first); held: bytes of
+ * it we hold (a stream's), counted in o->reserve's decoder_bytes. 0, or -1 with
+ * err; a read that failed or found the file shorter than at open is reported as
+ * that, whatever the decoder made of it. */
+int ws_audio_load_source(ws_audio *a, source *s, load_opts *o, size_t held, ws_err *err);
+
+#endif
