@@ -133,6 +133,7 @@ $(BUILD)/ws-conv-client: tests/client/client.c include/ws_conv.h $(BUILD)/libwhi
 	$(CC) $(CFLAGS) $(WARN) $(DEFS) $(SANFLAGS) -Iinclude $< -o $@ $(BUILD)/libwhisperstem.a $(LDLIBS)
 
 test: all $(BUILD)/test_runner $(BUILD)/ws-conv-client
+	scripts/check-layers.sh
 	$(TEST_ENV) $(BUILD)/test_runner $(TEST_ARGS)
 	@if $(BUILD)/ws-conv-client; then echo "✓ conv engine client (include/ws_conv.h alone) gave the hand-computed values"; \
 	  else echo "✗ conv engine client (tests/client/client.c) failed"; exit 1; fi

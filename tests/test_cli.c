@@ -215,6 +215,33 @@ Test(cli, pos_adds_the_sinusoid_table, .timeout = 60)
     free(pos), free(x.data), free(y.data);
 }
 
+/* The log-Mel and the stem's plans split work in blocks set by the shapes alone, so
+ * --threads changes the speed, never the bytes (speech, a padded tail, --pos). */
+Test(cli, the_same_bytes_for_any_thread_count, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], cmd[8192], err[2048], out[4][1024];
+    mkmodel(dir, "m.gguf", "--n-mels 80 --d 256 --seed 9", model, sizeof model);
+    const int threads[4] = {1, 2, 3, 7};
+    for (int i = 0; i < 4; i++) {
+        snprintf(out[i], sizeof out[i], "%s/t%d.npy", dir, threads[i]);
+        snprintf(cmd, sizeof cmd, "%s --device cpu --pos --threads %d -m %s %s -o %s", ws_bin(),
+                 threads[i], model, test_sample("jfk.wav"), out[i]);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    }
+    size_t n0 = 0, n = 0;
+    char *a = read_file(out[0], &n0);
+    cr_assert_not_null(a);
+    for (int i = 1; i < 4; i++) {
+        char *b = read_file(out[i], &n);
+        cr_assert_not_null(b);
+        cr_assert(n == n0 && !memcmp(a, b, n), "--threads %d differs from --threads 1",
+                  threads[i]);
+        free(b);
+    }
+    free(a);
+}
+
 Test(cli, raw_output_is_the_npy_payload_and_stdout_the_same)
 {
     const char *dir = test_tmpdir();

@@ -9,7 +9,7 @@
  * and conv.c's ws_rowconv (pad 0, K sgemms over shifted row views, bias and act in its
  * epilogue) computes the block time-major [RB][C_out]: straight into y when y is f32 NLC
  * (add too), else into a scratch then added to and stored in y's type and layout.
- * Sums in float32 in the BLAS's order; blocks are RB = 256 rows (fewer, down to 32, when
+ * Sums in float32 in the BLAS's order; blocks are RB = 256 rows (fewer, down to 128, when
  * N < 8: at least 8 tasks), set by N and T_out alone, each one single-threaded sgemm
  * chain, so the bits do not depend on the thread count. ws_conv_dense_rows does the
  * same over a whole padded item (BWD's z).
@@ -34,7 +34,10 @@ enum {
                                 * calls of rank Cg per tap and block lose to it there) */
     MAX_XP_FLOATS = 1 << 24,   /* a staged block above 64 MiB (huge S or D): the direct kernel */
     RB = 256,                  /* output rows per task: never from the thread count */
-    MIN_TASKS = 8,             /* below this many items, blocks shorter than RB (down to 32) */
+    MIN_TASKS = 8,             /* below this many items, blocks shorter than RB, */
+    MIN_RB = 128,              /* down to this: each block's sgemm packs the weights again
+                                * (the tiny stem on a 5 s clip, 1 thread: 5.4-5.9 ms with
+                                * 128 rows, 5.8-7.7 ms with 32) */
 };
 
 int ws_conv_dense_ok(const ws_conv_desc *d)
@@ -225,7 +228,7 @@ static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const str
         const int per_item = (MIN_TASKS + a->n - 1) / a->n;
         int rb = (rows + per_item - 1) / per_item;
         rb = (rb + 15) / 16 * 16;
-        J.rb = rb < 32 ? 32 : rb > RB ? RB : rb;
+        J.rb = rb < MIN_RB ? MIN_RB : rb > RB ? RB : rb;
     }
     J.nblk = (rows + J.rb - 1) / J.rb;
     J.xrows = (long long)d->stride * (J.rb - 1) + (long long)d->dilation * (d->k - 1) + 1;
