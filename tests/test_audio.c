@@ -373,8 +373,8 @@ Test(audio, six_channels_are_averaged_exactly)
     check_average(6);
 }
 
-/* 2^24 + 1000 frames: more than audio.c allocates before reading (READ_FIRST_CAP,
- * 2^24 samples), so the buffer has to grow. 8-bit PCM keeps the file at 17 MB;
+/* 2^24 + 1000 frames: the 16 kHz output grows many times (by half its capacity, at
+ * least GROW_BYTES at a time: src/audio/outbuf.c). 8-bit PCM keeps the file at 17 MB;
  * values are multiples of 256, so x / 32768 stays exact. */
 Test(audio, long_file_grows_its_buffer_past_the_first_allocation)
 {
