@@ -69,7 +69,7 @@ int main(int argc, char **argv)
         for (size_t p = 0; p < 4; p++) {
             if (only_prec && strcmp(only_prec, ws_precision_name(precs[p])))
                 continue;
-            ws_stem *gs = ws_stem_new_gpu(&m, precs[p], &e);
+            ws_stem *gs = ws_stem_new_gpu(&m, precs[p], 0, &e);
             ws_gpu *g = ws_stem_gpu(gs);
             float *pos = malloc((size_t)1500 * sh->d * sizeof *pos);
             if (pos)

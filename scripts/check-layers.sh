@@ -17,16 +17,21 @@ allowed() {
     esac
 }
 bad=0
-for f in *.c *.h */*.c */*.h; do
-    [ -f "$f" ] || continue
+for f in $(find . -name '*.[ch]' | sed 's|^\./||' | sort); do
     case $f in */*) layer=${f%%/*} ;; *) layer=base ;; esac
     ok=" $layer $(allowed "$layer") "
     for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
-        case $inc in
-        */*) to=${inc%%/*} ;;
-        *) [ -f "$(dirname "$f")/$inc" ] && continue   # the file's own directory
-           to=base ;;
+        if [ -f "$(dirname "$f")/$inc" ]; then   # beside the file (or ../ from it)
+            rel=$(realpath -m --relative-to=. "$(dirname "$f")/$inc")
+        else                                     # rooted at src/ (-Isrc), or include/
+            rel=$inc
+        fi
+        case $rel in
+        ../*) echo "src/$f includes \"$inc\": outside src/" >&2; bad=1; continue ;;
+        */*) to=${rel%%/*} ;;
+        *) to=base ;;
         esac
+        [ "$to" = "$layer" ] && continue
         [ "$to" = base ] && [ "$layer" != base ] && continue
         case "$ok" in *" $to "*) ;; *)
             echo "src/$f includes \"$inc\": $layer may not include $to" >&2; bad=1 ;;

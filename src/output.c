@@ -27,8 +27,14 @@ int ws_path_is_npy(const char *path)
 
 size_t ws_npy_header(char *buf, size_t cap, const int64_t *shape, int ndim)
 {
+    return ws_npy_header_dtype(buf, cap, shape, ndim, WS_OUT_F32);
+}
+
+size_t ws_npy_header_dtype(char *buf, size_t cap, const int64_t *shape, int ndim, ws_out_dtype t)
+{
     char dict[256];
-    int k = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+    int k = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                     t == WS_OUT_F16 ? "<f2" : "<f4");
     for (int i = 0; i < ndim; i++)
         k += snprintf(dict + k, sizeof dict - (size_t)k, "%lld,%s", (long long)shape[i],
                       i + 1 < ndim ? " " : "");
@@ -502,17 +508,39 @@ int ws_write_file_atomic(const char *path, const void *data, size_t len, ws_err 
 
 int ws_write_array(const char *path, const float *data, const int64_t *shape, int ndim, ws_err *err)
 {
+    return ws_write_array_dtype(path, data, WS_OUT_F32, shape, ndim, err);
+}
+
+void ws_f32_to_f16_inplace(void *data, size_t n)
+{
+    /* through copies, a block at a time: block i0's halves land in bytes [2*i0, 2*(i0+m)),
+     * below the floats of the blocks still to read, which start at byte 4*(i0+m) */
+    unsigned char *p = data;
+    for (size_t i0 = 0; i0 < n; i0 += 1024) {
+        float f[1024];
+        uint16_t h[1024];
+        const size_t m = n - i0 < 1024 ? n - i0 : 1024;
+        memcpy(f, p + i0 * sizeof(float), m * sizeof(float));
+        for (size_t i = 0; i < m; i++)
+            h[i] = ws_f32_to_f16(f[i]);
+        memcpy(p + i0 * sizeof(uint16_t), h, m * sizeof(uint16_t));
+    }
+}
+
+int ws_write_array_dtype(const char *path, const void *data, ws_out_dtype t, const int64_t *shape,
+                         int ndim, ws_err *err)
+{
     size_t count = 1;
     for (int i = 0; i < ndim; i++)
         if (shape[i] < 0 || ws_mul_size(count, (size_t)shape[i], &count))
             return ws_errf(err, "%s: invalid array shape", path);
     size_t bytes;
-    if (ws_mul_size(count, sizeof(float), &bytes))
+    if (ws_mul_size(count, t == WS_OUT_F16 ? 2 : sizeof(float), &bytes))
         return ws_errf(err, "%s: array too large", path);
     char header[256];
     size_t hl = 0;
     if (strcmp(path, "-") != 0 && ws_path_is_npy(path)) {
-        hl = ws_npy_header(header, sizeof header, shape, ndim);
+        hl = ws_npy_header_dtype(header, sizeof header, shape, ndim, t);
         if (!hl)
             return ws_errf(err, "%s: shape too long for a .npy header", path);
     }
@@ -525,4 +553,30 @@ int ws_write_array(const char *path, const float *data, const int64_t *shape, in
         return -1;
     }
     return ws_out_commit(o, err);
+}
+
+int ws_mkdir_parents(const char *path, ws_err *err)
+{
+    char dir[4096];
+    ws_dirname(path, dir, sizeof dir);
+    struct stat st;
+    if (stat(dir, &st) == 0)
+        return S_ISDIR(st.st_mode) ? 0 : ws_errf(err, "%s: not a directory", dir);
+    size_t n = strlen(dir);
+    if (n + 1 >= sizeof dir)
+        return ws_errf(err, "%s: path too long", path);
+    /* mkdir -p: every component from the top, an existing one (or one made at the same
+     * time by another thread) is fine */
+    for (size_t i = 1; i <= n; i++) {
+        if (dir[i] != '/' && dir[i] != '\0')
+            continue;
+        char c = dir[i];
+        dir[i] = '\0';
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+            return ws_errf(err, "%s: cannot create the directory: %s", dir, strerror(errno));
+        dir[i] = c;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return ws_errf(err, "%s: not a directory", dir);
+    return 0;
 }

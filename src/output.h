@@ -7,8 +7,8 @@
  *   else if (ws_out_commit(o, &err))                    // embed.npy appears whole, or not at all
  *       ...
  *
- * `.npy` paths get NumPy format 1.0 ('<f4', C order, header padded to a
- * multiple of 64 bytes); any other path gets the raw little-endian float32
+ * `.npy` paths get NumPy format 1.0 ('<f4', or '<f2' for float16; C order, header
+ * padded to a multiple of 64 bytes); any other path gets the raw little-endian
  * bytes, row-major, no header; "-" writes raw bytes to standard output.
  *
  * Where the bytes go, by what the path names:
@@ -69,12 +69,28 @@ int ws_out_commit(ws_out *o, ws_err *err);
 /* Discards what was written and frees o. NULL-safe. */
 void ws_out_abort(ws_out *o);
 
+/* Element types of written arrays: float32 ('<f4') or IEEE float16 ('<f2', rounded to
+ * nearest even from float32 once). */
+typedef enum { WS_OUT_F32 = 0, WS_OUT_F16 } ws_out_dtype;
+
 /* Writes data (float32, shape[0] x ... x shape[ndim-1]) to path as above.
  * Returns 0, or -1 with err naming the path and the failing step. */
 int ws_write_array(const char *path, const float *data, const int64_t *shape, int ndim, ws_err *err);
 
+/* The same for data already in type t (float16: uint16_t bit patterns). */
+int ws_write_array_dtype(const char *path, const void *data, ws_out_dtype t, const int64_t *shape,
+                         int ndim, ws_err *err);
+
+/* n float32 values at data become n float16 bit patterns at the start of the same buffer. */
+void ws_f32_to_f16_inplace(void *data, size_t n);
+
 /* The NumPy header for shape (into buf, returns its length, a multiple of 64). */
 size_t ws_npy_header(char *buf, size_t cap, const int64_t *shape, int ndim);
+size_t ws_npy_header_dtype(char *buf, size_t cap, const int64_t *shape, int ndim, ws_out_dtype t);
+
+/* Creates the missing directories above path (as mkdir -p; mode 0777 & ~umask).
+ * 0, or -1 with err naming the directory. */
+int ws_mkdir_parents(const char *path, ws_err *err);
 
 /* Writes len bytes to path as above (ws_out_open, write, commit). */
 int ws_write_file_atomic(const char *path, const void *data, size_t len, ws_err *err);

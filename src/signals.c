@@ -18,7 +18,7 @@ static const int CAUGHT[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGALRM,
 static const char *g_prog = "whisper-stem";
 static sigset_t g_set;
 static pthread_t g_thread;
-static atomic_long g_total, g_ok, g_failed;
+static atomic_long g_total, g_ok, g_failed, g_skipped;
 
 typedef struct {
     int used;
@@ -59,14 +59,20 @@ static void *signal_thread(void *arg)
                 unlinkat(g_slots[i].dirfd, g_slots[i].name, 0);
         char line[256];
         long total = atomic_load(&g_total), ok = atomic_load(&g_ok), bad = atomic_load(&g_failed);
+        long skip = atomic_load(&g_skipped);
+        char skipped[48] = "";
+        if (skip)
+            snprintf(skipped, sizeof skipped, ", %ld skipped", skip);
+        /* on a terminal, over the progress line */
+        const char *cr = isatty(STDERR_FILENO) ? "\r\033[K" : "";
         int n;
         if (total > 0)
             n = snprintf(line, sizeof line,
-                         "%s: interrupted by %s: %ld of %ld inputs written, %ld failed; no partial output left\n",
-                         g_prog, sig_name(sig), ok, total, bad);
+                         "%s%s: interrupted by %s: %ld of %ld inputs written%s, %ld failed; no partial output left\n",
+                         cr, g_prog, sig_name(sig), ok, total, skipped, bad);
         else
-            n = snprintf(line, sizeof line, "%s: interrupted by %s; no partial output left\n", g_prog,
-                         sig_name(sig));
+            n = snprintf(line, sizeof line, "%s%s: interrupted by %s; no partial output left\n", cr,
+                         g_prog, sig_name(sig));
         if (n > 0) {
             size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
             ssize_t w = write(STDERR_FILENO, line, len);
@@ -126,6 +132,11 @@ void ws_progress_total(long n)
 void ws_progress_done(int ok)
 {
     atomic_fetch_add(ok ? &g_ok : &g_failed, 1);
+}
+
+void ws_progress_skipped(void)
+{
+    atomic_fetch_add(&g_skipped, 1);
 }
 
 int ws_temp_register_at(int dirfd, const char *name)

@@ -7,7 +7,8 @@
  * them that thread takes the temporary-name registry's lock (so no name is
  * created or renamed into place from then on), unlinks every registered
  * name, prints one line
- *   PROG: interrupted by SIGTERM: 12 of 100 inputs written, 1 failed; no partial output left
+ *   PROG: interrupted by SIGTERM: 12 of 100 inputs written, 3 skipped, 1 failed; no partial output left
+ * (", 3 skipped" only when some were)
  * and ends the process with _exit(128 + signal). A signal that was ignored
  * when the process started (nohup) stays ignored. Threads that existed
  * before ws_signals_init (a BLAS library's pool started by its constructor)
@@ -29,6 +30,7 @@ int ws_signals_init(const char *prog);
 /* Progress for the message printed on a signal. */
 void ws_progress_total(long n);
 void ws_progress_done(int ok); /* one input finished: written (ok) or failed */
+void ws_progress_skipped(void); /* one input skipped (its output was there) */
 
 /* Names in the file system that must vanish on a signal. A name is
  * unlinkat(dirfd, name) on a signal; dirfd (AT_FDCWD for a path relative to

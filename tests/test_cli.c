@@ -360,7 +360,10 @@ Test(cli, bad_inputs_fail_alone_with_one_line_and_no_output)
     int lines = 0;
     for (char *c = err; *c; c++)
         lines += *c == '\n';
-    cr_assert_eq(lines, 4, "want one line per bad input, got:\n%s", err);
+    /* one line per bad input, then the summary */
+    cr_assert_eq(lines, 5, "want one line per bad input and a summary, got:\n%s", err);
+    cr_assert(strstr(err, "whisper-stem: 5 inputs in ") && strstr(err, ": 1 written, 4 failed, 0 skipped"),
+              "%s", err);
     cr_assert(strstr(err, "garbage.wav") && strstr(err, "zero.wav") && strstr(err, "trunc.wav") &&
                   strstr(err, "header.wav"), "%s", err);
     snprintf(p, sizeof p, "%s/good.npy", outdir);

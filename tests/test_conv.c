@@ -307,3 +307,57 @@ Test(stem, same_bits_for_any_thread_count, .timeout = 120)
     free(ref), free(out), free(mel);
     free(m.conv1_w), free(m.conv1_b), free(m.conv2_w), free(m.conv2_b);
 }
+
+/* Widths where the engine takes its direct kernel (d < 4): no rows in parts, the
+ * whole window is computed; same values. */
+Test(stem, small_widths_compute_padded_windows_whole, .timeout = 60)
+{
+    constant_tail_case(300, 100, 2, 0);
+    constant_tail_case(300, 100, 3, 0);
+    constant_tail_case(9, 3, 1, 0);
+}
+
+/* One stem, calls of different lengths, with the model's own positional table and with
+ * sinusoids: each call equals a fresh stem's (the tables kept between calls are right). */
+Test(stem, calls_of_different_lengths_equal_fresh_stems, .timeout = 120)
+{
+    const int nm = 80, d = 32, Ts[] = {100, 3000, 7, 3000, 2999};
+    for (int own = 0; own < 2; own++) {
+        ws_model m = {0};
+        m.n_mels = nm;
+        m.d = d;
+        m.conv1_w = rand_array((size_t)d * nm * 3, 1.0 / sqrt(nm * 3), 81);
+        m.conv1_b = rand_array(d, 0.1, 82);
+        m.conv2_w = rand_array((size_t)d * d * 3, 1.0 / sqrt(d * 3), 83);
+        m.conv2_b = rand_array(d, 0.1, 84);
+        if (own) {
+            m.n_pos = 1500;
+            m.pos = rand_array((size_t)1500 * d, 1.0, 85);
+        }
+        ws_err err;
+        ws_stem *s = ws_stem_new_cpu(&m, 2, &err);
+        cr_assert(s, "%s", err.msg);
+        for (size_t i = 0; i < sizeof Ts / sizeof *Ts; i++) {
+            const int T = Ts[i], t_out = ws_stem_out_len(T);
+            float *mel = rand_array((size_t)nm * T, 1.5, 86 + i);
+            float *a = malloc(sizeof(float) * t_out * d), *b = malloc(sizeof(float) * t_out * d);
+            cr_assert_eq(ws_stem_run(s, mel, 1, T, 1, a, &err), 0, "%s", err.msg);
+            ws_stem *f = ws_stem_new_cpu(&m, 2, &err);
+            cr_assert(f, "%s", err.msg);
+            cr_assert_eq(ws_stem_run(f, mel, 1, T, 1, b, &err), 0, "%s", err.msg);
+            cr_assert_eq(memcmp(a, b, sizeof(float) * t_out * d), 0, "%s table, T %d: differs",
+                         own ? "model" : "sinusoid", T);
+            if (own) { /* and the model's rows were added, not sinusoids */
+                float *c = malloc(sizeof(float) * t_out * d);
+                cr_assert_eq(ws_stem_run(f, mel, 1, T, 0, c, &err), 0, "%s", err.msg);
+                for (size_t k = 0; k < (size_t)t_out * d; k += 97)
+                    cr_assert_float_eq(a[k] - c[k], m.pos[k], 1e-5, "T %d at %zu", T, k);
+                free(c);
+            }
+            ws_stem_free(f);
+            free(mel), free(a), free(b);
+        }
+        ws_stem_free(s);
+        free(m.conv1_w), free(m.conv1_b), free(m.conv2_w), free(m.conv2_b), free(m.pos);
+    }
+}

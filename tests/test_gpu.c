@@ -30,7 +30,7 @@ static const double REL_L2_BOUND[] = { 1e-5, 2e-3, 1e-2, 1e-2 }; /* by ws_precis
 static ws_stem *gpu_or_skip(const ws_model *m, ws_precision p)
 {
     ws_err e = { "" };
-    ws_stem *g = ws_stem_new_gpu(m, p, &e);
+    ws_stem *g = ws_stem_new_gpu(m, p, 0, &e);
     if (!g && (strstr(e.msg, "no CUDA driver") || strstr(e.msg, "no CUDA device") ||
                strstr(e.msg, "CUDA_ERROR_NO_DEVICE")))
         cr_skip_test("no CUDA driver/device: %s", e.msg);

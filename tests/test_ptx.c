@@ -182,8 +182,8 @@ Test(ptx_emit, lowering_refuses_other_descriptors_naming_the_field)
     } cases[] = {
         { 0, "k", 5, "conv 1 with k 5" },          { 1, "stride", 1, "conv 2 with stride 1" },
         { 0, "dilation", 2, "conv 1 with dilation 2" }, { 1, "pad_l", 2, "conv 2 with pad_l 2" },
-        { 0, "act", WS_ACT_RELU, "conv 1 with act 1" }, { 1, "pre", WS_ACT_RELU, "conv 2 with pre 1" },
-        { 0, "op", WS_CONV_BWD, "conv 1 with op 1" }, { 0, "x_layout", WS_NLC, "conv 1 with x_layout 1" },
+        { 0, "act", WS_ACT_RELU, "conv 1 with act RELU" }, { 1, "pre", WS_ACT_RELU, "conv 2 with pre RELU" },
+        { 0, "op", WS_CONV_BWD, "conv 1 with op BWD" }, { 0, "x_layout", WS_NLC, "conv 1 with x_layout NLC" },
         { 1, "y_type", WS_BF16, "conv 2 with y_type bf16" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

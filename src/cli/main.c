@@ -10,12 +10,15 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "audio/audio.h"
 #include "common.h"
@@ -25,6 +28,7 @@
 #include "mel/mel.h"
 #include "whisper/model.h"
 #include "output.h"
+#include "progress.h"
 #include "run.h"
 #include "signals.h"
 #include "strmap.h"
@@ -34,7 +38,8 @@
 
 enum {
     OPT_MEL = 256, OPT_N_MELS, OPT_PAD, OPT_NO_PAD, OPT_POS, OPT_DEVICE, OPT_PRECISION,
-    OPT_THREADS, OPT_MAX_MEMORY, OPT_JSON, OPT_DUMP_PTX, OPT_CHECK, OPT_VERSION
+    OPT_THREADS, OPT_MAX_MEMORY, OPT_JSON, OPT_DUMP_PTX, OPT_CHECK, OPT_VERSION, OPT_LIST,
+    OPT_ROOT, OPT_SHARD, OPT_SKIP_EXISTING, OPT_MANIFEST, OPT_OUT_DTYPE, OPT_PROGRESS
 };
 
 typedef struct {
@@ -49,19 +54,27 @@ static const opt_def OPTS[] = {
     {"model", 'm', 1, "FILE", "GGUF weights (default: $WHISPER_STEM_MODEL)"},
     {"output", 'o', 1, "FILE", "output of a single input: .npy, raw float32 otherwise, - for stdout"},
     {"outdir", 'O', 1, "DIR", "one DIR/<input name>.npy per input"},
+    {"list", OPT_LIST, 1, "FILE", "input paths from FILE, one a line (- : stdin; blank and # lines skipped)"},
+    {"root", OPT_ROOT, 1, "DIR", "with -O: DIR/<path under DIR, without extension>.npy (a tree)"},
+    {"shard", OPT_SHARD, 1, "I/N", "only inputs at list positions I, I+N, I+2N, ... (0-based)"},
+    {"skip-existing", OPT_SKIP_EXISTING, 0, NULL, "skip an input whose output already exists"},
+    {"manifest", OPT_MANIFEST, 1, "FILE", "append one JSON line per input as it finishes"},
+    {"out-dtype", OPT_OUT_DTYPE, 1, "f32|f16", "element type of the outputs (default f32)"},
     {"mel", OPT_MEL, 0, NULL, "write the log-Mel instead of embeddings (needs no model)"},
     {"n-mels", OPT_N_MELS, 1, "80|128", "mel bands for --mel without a model (default 80)"},
     {"pad", OPT_PAD, 1, "audio|mel0", "30 s windowing: pad the audio (default) or the log-Mel"},
     {"no-pad", OPT_NO_PAD, 0, NULL, "no 30 s padding: one window of n_samples/160 frames"},
     {"pos", OPT_POS, 0, NULL, "add the positional embedding"},
-    {"device", OPT_DEVICE, 1, "auto|cpu|cuda", "where the conv stem runs (default auto)"},
+    {"device", OPT_DEVICE, 1, "auto|cpu|cuda[:N]", "where the conv stem runs (default auto; N: GPU number)"},
     {"precision", OPT_PRECISION, 1, "fp32|tf32|bf16|fp16", "GPU arithmetic (default fp32)"},
-    {"threads", OPT_THREADS, 1, "N", "CPU threads (default: all cores)"},
+    {"threads", OPT_THREADS, 1, "N", "CPU threads (default: the CPUs this process may use)"},
     {"max-memory", OPT_MAX_MEMORY, 1, "SIZE",
      "bound on the audio data held at once, e.g. 512M, 8G (default: 4G or half the RAM)"},
     {"json", OPT_JSON, 1, "FILE", "write a report: inputs, shapes, device, timings"},
     {"dump-ptx", OPT_DUMP_PTX, 1, "DIR", "write the PTX kernels for the model's shape and exit"},
     {"check", OPT_CHECK, 0, NULL, "compare GPU and CPU on random data, per precision, and exit"},
+    {"progress", OPT_PROGRESS, 1, "SECONDS", "a progress line every SECONDS (on a terminal: redrawn)"},
+    {"quiet", 'q', 0, NULL, "print errors only"},
     {"verbose", 'v', 0, NULL, "report the model, device and per-input timings on stderr"},
     {"help", 'h', 0, NULL, "show this help"},
     {"version", OPT_VERSION, 0, NULL, "show the version"},
@@ -72,13 +85,20 @@ typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } device_choice;
 
 typedef struct {
     const char *model_path, *output, *outdir, *json, *dump_ptx;
-    int mel_only, n_mels, pos, threads, check, verbose;
+    const char *list, *root, *manifest;
+    int mel_only, n_mels, pos, threads, check, verbose, quiet, skip_existing;
+    int shard_i, shard_n; /* shard_n 0: no --shard */
+    double progress_s;    /* 0: no --progress */
     size_t max_memory;
     ws_pad pad;
     int pad_set;
     device_choice device;
+    int gpu_ordinal;
     ws_precision precision;
-    char **inputs;
+    ws_out_dtype out_dtype;
+    char **args;          /* the positional inputs */
+    int n_args;
+    char **inputs;        /* positional, then --list, after --shard (malloc'd strings) */
     int n_inputs;
 } options;
 
@@ -98,7 +118,8 @@ static void usage(FILE *f)
                  OPTS[i].arg ? OPTS[i].arg : "");
         fprintf(f, "  %-34s %s\n", left, OPTS[i].help);
     }
-    fprintf(f, "\nexit status: 0 all inputs written, 1 some failed, 2 usage error\n");
+    fprintf(f, "\nexit status: 0 every input written (or skipped), 1 some failed, 2 usage error,\n"
+               "128 + N stopped by signal N (130 SIGINT, 143 SIGTERM)\n");
 }
 
 static int usage_error(const char *fmt, const char *a)
@@ -172,6 +193,41 @@ static int parse_args(int argc, char **argv, options *o)
         case 'o': o->output = optarg; break;
         case 'O': o->outdir = optarg; break;
         case 'v': o->verbose = 1; break;
+        case 'q': o->quiet = 1; break;
+        case OPT_LIST: o->list = optarg; break;
+        case OPT_ROOT: o->root = optarg; break;
+        case OPT_MANIFEST: o->manifest = optarg; break;
+        case OPT_SKIP_EXISTING: o->skip_existing = 1; break;
+        case OPT_SHARD: {
+            char *slash = strchr(optarg, '/');
+            char num[32];
+            size_t k = slash ? (size_t)(slash - optarg) : 0;
+            if (!slash || k >= sizeof num)
+                return usage_error("--shard must be I/N with 0 <= I < N, not '%s'", optarg);
+            memcpy(num, optarg, k);
+            num[k] = 0;
+            if (parse_int(num, 0, INT_MAX - 1, &o->shard_i) ||
+                parse_int(slash + 1, 1, INT_MAX, &o->shard_n) || o->shard_i >= o->shard_n)
+                return usage_error("--shard must be I/N with 0 <= I < N, not '%s'", optarg);
+            break;
+        }
+        case OPT_OUT_DTYPE:
+            if (strcmp(optarg, "f32") == 0 || strcmp(optarg, "float32") == 0)
+                o->out_dtype = WS_OUT_F32;
+            else if (strcmp(optarg, "f16") == 0 || strcmp(optarg, "float16") == 0)
+                o->out_dtype = WS_OUT_F16;
+            else
+                return usage_error("--out-dtype must be f32 or f16, not '%s'", optarg);
+            break;
+        case OPT_PROGRESS: {
+            char *end;
+            errno = 0;
+            o->progress_s = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(o->progress_s >= 0.1 && o->progress_s <= 1e6))
+                return usage_error("--progress must be a number of seconds from 0.1, not '%s'",
+                                   optarg);
+            break;
+        }
         case 'h': usage(stdout); return 0;
         case OPT_VERSION: printf(PROG " " WS_VERSION "\n"); return 0;
         case OPT_MEL: o->mel_only = 1; break;
@@ -204,8 +260,10 @@ static int parse_args(int argc, char **argv, options *o)
                 o->device = DEV_CPU;
             else if (strcmp(optarg, "cuda") == 0)
                 o->device = DEV_CUDA;
+            else if (strncmp(optarg, "cuda:", 5) == 0 && !parse_int(optarg + 5, 0, 1023, &o->gpu_ordinal))
+                o->device = DEV_CUDA;
             else
-                return usage_error("--device must be auto, cpu or cuda, not '%s'", optarg);
+                return usage_error("--device must be auto, cpu, cuda or cuda:N, not '%s'", optarg);
             break;
         case OPT_PRECISION:
             if (ws_precision_parse(optarg, &o->precision))
@@ -235,30 +293,184 @@ static int parse_args(int argc, char **argv, options *o)
         }
         }
     }
-    o->inputs = argv + optind;
-    o->n_inputs = argc - optind;
+    o->args = argv + optind;
+    o->n_args = argc - optind;
     if (!o->model_path) {
         const char *env = getenv("WHISPER_STEM_MODEL");
         if (env && *env)
             o->model_path = env;
     }
     if (o->check || o->dump_ptx) {
-        if (o->n_inputs)
-            return usage_error("--check and --dump-ptx take no inputs (got '%s')", o->inputs[0]);
+        if (o->n_args || o->list)
+            return usage_error("--check and --dump-ptx take no inputs (got '%s')",
+                               o->n_args ? o->args[0] : o->list);
         return -1;
     }
-    if (o->n_inputs == 0)
+    if (o->n_args == 0 && !o->list)
         return usage_error("no input files%s", "");
     if (!o->output && !o->outdir)
         return usage_error("say where outputs go: -o FILE (one input) or -O DIR%s", "");
     if (o->output && o->outdir)
         return usage_error("-o and -O exclude each other%s", "");
-    if (o->output && o->n_inputs > 1)
-        return usage_error("-o takes one input; use -O DIR for several (got %s inputs)",
-                           o->n_inputs == 2 ? "2" : "more");
+    if (o->root && !o->outdir)
+        return usage_error("--root %s needs -O DIR (the tree is mirrored under DIR)", o->root);
+    if (o->output && (o->n_args > 1 || o->list))
+        return usage_error("-o takes one input; use -O DIR for several%s", "");
+    if (o->list && !strcmp(o->list, "-"))
+        for (int i = 0; i < o->n_args; i++)
+            if (!strcmp(o->args[i], "-"))
+                return usage_error("--list - reads the list from standard input, so '-' cannot "
+                                   "also be an audio input%s", "");
     if (!o->mel_only && !o->model_path)
         return usage_error("no model: pass -m FILE or set WHISPER_STEM_MODEL (or use --mel)%s", "");
     return -1;
+}
+
+/* Appends path (copied) to o->inputs when its list position is in this shard. */
+static int add_input(options *o, long long *pos, size_t *cap, const char *path, size_t len)
+{
+    const long long p = (*pos)++;
+    if (o->shard_n && p % o->shard_n != o->shard_i)
+        return 0;
+    if (o->n_inputs == INT_MAX - 1)
+        return ws_eprintf(PROG ": more than %d inputs", INT_MAX - 1), -1;
+    if ((size_t)o->n_inputs == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        char **t = realloc(o->inputs, nc * sizeof *t);
+        if (!t)
+            return ws_eprintf(PROG ": out of memory for the input list"), -1;
+        o->inputs = t;
+        *cap = nc;
+    }
+    char *s = malloc(len + 1);
+    if (!s)
+        return ws_eprintf(PROG ": out of memory for the input list"), -1;
+    memcpy(s, path, len);
+    s[len] = 0;
+    o->inputs[o->n_inputs++] = s;
+    return 0;
+}
+
+/* The inputs: the positional ones, then --list's lines (blank lines and lines starting
+ * with '#' skipped, a trailing CR dropped); --shard keeps every shard_n-th. 0, or the exit
+ * status. */
+static int gather_inputs(options *o)
+{
+    long long pos = 0;
+    size_t cap = 0;
+    for (int i = 0; i < o->n_args; i++)
+        if (add_input(o, &pos, &cap, o->args[i], strlen(o->args[i])))
+            return 1;
+    if (o->list) {
+        FILE *f = strcmp(o->list, "-") ? fopen(o->list, "r") : stdin;
+        if (!f) {
+            ws_eprintf(PROG ": --list %s: %s", o->list, strerror(errno));
+            return 1;
+        }
+        char *line = NULL;
+        size_t lcap = 0;
+        ssize_t n;
+        long long lineno = 0;
+        int rc = 0;
+        while (!rc && (n = getline(&line, &lcap, f)) >= 0) {
+            lineno++;
+            size_t len = (size_t)n;
+            if (len && line[len - 1] == '\n')
+                len--;
+            if (len && line[len - 1] == '\r')
+                len--;
+            if (len == 0 || line[0] == '#')
+                continue;
+            if (memchr(line, 0, len)) {
+                ws_eprintf(PROG ": --list %s: line %lld holds a NUL byte", o->list, lineno);
+                rc = 2;
+                break;
+            }
+            if (add_input(o, &pos, &cap, line, len))
+                rc = 1;
+        }
+        if (!rc && ferror(f)) {
+            ws_eprintf(PROG ": --list %s: %s", o->list, strerror(errno));
+            rc = 1;
+        }
+        free(line);
+        if (f != stdin)
+            fclose(f);
+        if (rc)
+            return rc;
+    }
+    return 0; /* an empty list (or shard) is a run with nothing to do */
+}
+
+/* path made absolute (the working directory in front) and normalised as text: "." and
+ * empty components dropped, ".." takes one back (never above "/"); symbolic links are
+ * not followed, so a tree of links mirrors as it is named. 0, or -1 if it does not fit. */
+static int norm_path(const char *path, char *out, size_t cap)
+{
+    char buf[8192];
+    if (path[0] == '/') {
+        if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+            return -1;
+    } else {
+        char cwd[4096];
+        if (!getcwd(cwd, sizeof cwd) || snprintf(buf, sizeof buf, "%s/%s", cwd, path) >= (int)sizeof buf)
+            return -1;
+    }
+    size_t n = 0;
+    out[0] = 0;
+    for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(c, "."))
+            continue;
+        if (!strcmp(c, "..")) {
+            while (n > 0 && out[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--;
+            out[n] = 0;
+            continue;
+        }
+        size_t k = strlen(c);
+        if (n + 1 + k + 1 > cap)
+            return -1;
+        out[n++] = '/';
+        memcpy(out + n, c, k + 1);
+        n += k;
+    }
+    if (n == 0) {
+        if (cap < 2)
+            return -1;
+        strcpy(out, "/");
+    }
+    return 0;
+}
+
+/* -O OUT --root ROOT: OUT/<input's path under ROOT, extension dropped>.npy, or NULL
+ * (malloc'd) when the input is not under ROOT (that input then fails). *oom on failure. */
+static char *tree_path(const char *outdir, const char *root_norm, const char *input, int *oom)
+{
+    char in[8192];
+    if (!strcmp(input, "-") || norm_path(input, in, sizeof in))
+        return NULL;
+    size_t rl = strlen(root_norm);
+    const char *rel;
+    if (!strcmp(root_norm, "/"))
+        rel = in + 1;
+    else if (!strncmp(in, root_norm, rl) && in[rl] == '/')
+        rel = in + rl + 1;
+    else
+        return NULL;
+    const char *base = strrchr(rel, '/');
+    base = base ? base + 1 : rel;
+    const char *dot = strrchr(base, '.');
+    size_t len = dot && dot != base ? (size_t)(dot - rel) : strlen(rel);
+    size_t cap = strlen(outdir) + len + 8;
+    char *out = malloc(cap);
+    if (!out) {
+        *oom = 1;
+        return NULL;
+    }
+    snprintf(out, cap, "%s/%.*s.npy", outdir, (int)len, rel);
+    return out;
 }
 
 /* "DIR/<basename without extension>.npy"; "-" is named "stdin". */
@@ -310,7 +522,8 @@ static int check_outputs(const options *o, char *const *outs)
     }
     for (int i = 0; i < o->n_inputs && rc < 0; i++) {
         size_t prev;
-        if (o->outdir && ws_strmap_put(names, outs[i], strlen(outs[i]), (size_t)i, &prev) == 1) {
+        if (o->outdir && outs[i] &&
+            ws_strmap_put(names, outs[i], strlen(outs[i]), (size_t)i, &prev) == 1) {
             ws_eprintf(PROG ": inputs '%s' and '%s' would both write %s", o->inputs[prev],
                        o->inputs[i], outs[i]);
             rc = 2;
@@ -324,26 +537,40 @@ static int check_outputs(const options *o, char *const *outs)
     }
     for (int i = 0; i < o->n_inputs && rc < 0; i++) {
         size_t at;
-        if (!strcmp(outs[i], "-"))
+        if (!outs[i] || !strcmp(outs[i], "-"))
             continue;
         file_key(outs[i], key, sizeof key);
         if (ws_strmap_get(ins, key, strlen(key), &at)) {
             ws_eprintf(PROG ": the output %s is the input '%s'; refusing to overwrite an input",
                        outs[i], o->inputs[at]);
             rc = 2;
-        } else if (o->json && ws_strmap_put(outk, key, strlen(key), (size_t)i, NULL) < 0) {
+        } else if ((o->json || o->manifest) &&
+                   ws_strmap_put(outk, key, strlen(key), (size_t)i, NULL) < 0) {
             rc = 1;
         }
     }
-    if (o->json && rc < 0) {
+    const char *extra[2][2] = {{"--json", o->json}, {"--manifest", o->manifest}};
+    for (int e = 0; e < 2 && rc < 0; e++) {
         size_t at;
-        file_key(o->json, key, sizeof key);
+        if (!extra[e][1])
+            continue;
+        file_key(extra[e][1], key, sizeof key);
         if (ws_strmap_get(ins, key, strlen(key), &at)) {
-            ws_eprintf(PROG ": --json %s is the input '%s'; refusing to overwrite an input",
-                       o->json, o->inputs[at]);
+            ws_eprintf(PROG ": %s %s is the input '%s'; refusing to overwrite an input",
+                       extra[e][0], extra[e][1], o->inputs[at]);
             rc = 2;
         } else if (ws_strmap_get(outk, key, strlen(key), &at)) {
-            ws_eprintf(PROG ": --json %s is also the output of '%s'", o->json, o->inputs[at]);
+            ws_eprintf(PROG ": %s %s is also the output of '%s'", extra[e][0], extra[e][1],
+                       o->inputs[at]);
+            rc = 2;
+        }
+    }
+    if (o->json && o->manifest && rc < 0) {
+        char k2[8192];
+        file_key(o->json, key, sizeof key);
+        file_key(o->manifest, k2, sizeof k2);
+        if (!strcmp(key, k2)) {
+            ws_eprintf(PROG ": --json and --manifest name one file, %s", o->json);
             rc = 2;
         }
     }
@@ -354,34 +581,13 @@ done:
     return rc;
 }
 
-static cJSON *shape_json(const int64_t *shape, int nd)
+/* --json's per-input object: the manifest line (run.h), "ok", and the stage timings. */
+static void report_job(cJSON *inputs, const ws_run_ctx *c, const ws_job *j)
 {
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < nd; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)shape[i]));
-    return a;
-}
-
-static void report_job(cJSON *inputs, const ws_job *j)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "input", j->input);
-    cJSON_AddStringToObject(o, "output", j->output);
+    cJSON *o = ws_job_json(c, j);
+    if (!o)
+        return;
     cJSON_AddBoolToObject(o, "ok", j->ok);
-    if (j->ok)
-        cJSON_AddNullToObject(o, "error");
-    else
-        cJSON_AddStringToObject(o, "error", j->error);
-    if (j->decoded) {
-        cJSON_AddNumberToObject(o, "source_rate", j->src_rate);
-        cJSON_AddNumberToObject(o, "source_channels", j->src_channels);
-        cJSON_AddNumberToObject(o, "samples_16k", (double)j->samples);
-        cJSON_AddNumberToObject(o, "duration_s", j->samples / (double)WS_SAMPLE_RATE);
-    }
-    if (j->ok) {
-        cJSON_AddNumberToObject(o, "windows", j->windows);
-        cJSON_AddItemToObject(o, "shape", shape_json(j->shape, j->ndim));
-    }
     cJSON *t = cJSON_AddObjectToObject(o, "timings_ms");
     cJSON_AddNumberToObject(t, "decode", j->ms.decode);
     cJSON_AddNumberToObject(t, "mel", j->ms.mel);
@@ -427,7 +633,7 @@ static int run_check(const options *o, ws_model *m)
            *m->name ? m->name : "(unnamed)", m->n_mels, m->d, n_win, T, ws_blas_name());
     int failed = 0;
     for (int p = WS_PREC_FP32; p <= WS_PREC_FP16; p++) {
-        ws_stem *g = ws_stem_new_gpu(m, (ws_precision)p, &err);
+        ws_stem *g = ws_stem_new_gpu(m, (ws_precision)p, o->gpu_ordinal, &err);
         if (!g) {
             printf("%-5s FAIL  %s\n", ws_precision_name((ws_precision)p), err.msg);
             failed = 1;
@@ -494,19 +700,36 @@ int main(int argc, char **argv)
     char **outs = NULL;
     cJSON *root = NULL;
 
+    if (!o.check && !o.dump_ptx) {
+        if ((status = gather_inputs(&o)) != 0 || o.n_inputs == 0)
+            goto out;
+    }
     if (o.n_inputs) { /* output names first: a usage error costs no model load */
+        char root_norm[8192];
+        if (o.root && norm_path(o.root, root_norm, sizeof root_norm)) {
+            ws_eprintf(PROG ": --root %s: path too long", o.root);
+            status = 2;
+            goto out;
+        }
         outs = calloc((size_t)o.n_inputs, sizeof *outs);
-        for (int i = 0; outs && i < o.n_inputs; i++) {
+        int oom = !outs;
+        for (int i = 0; !oom && i < o.n_inputs; i++) {
+            if (o.root) { /* NULL: not under the root, that input fails */
+                outs[i] = tree_path(o.outdir, root_norm, o.inputs[i], &oom);
+                continue;
+            }
             size_t cap = (o.outdir ? strlen(o.outdir) : 0) + strlen(o.inputs[i]) + 16;
-            if (!(outs[i] = malloc(o.output ? strlen(o.output) + 1 : cap)))
+            if (!(outs[i] = malloc(o.output ? strlen(o.output) + 1 : cap))) {
+                oom = 1;
                 break;
+            }
             if (o.outdir)
                 outdir_path(o.outdir, o.inputs[i], outs[i], cap);
             else
                 strcpy(outs[i], o.output);
         }
-        if (!outs || !outs[o.n_inputs - 1]) {
-            ws_eprintf(PROG ": out of memory");
+        if (oom) {
+            ws_eprintf(PROG ": out of memory for %d output names", o.n_inputs);
             status = 1;
             goto out;
         }
@@ -585,7 +808,7 @@ int main(int argc, char **argv)
     if (o.mel_only && o.device == DEV_CUDA) {
         /* the log-Mel runs on the CPU; still, the user asked for CUDA */
         char name[160];
-        if (ws_gpu_probe(name, sizeof name, &err)) {
+        if (ws_gpu_probe(o.gpu_ordinal, name, sizeof name, &err)) {
             ws_eprintf(PROG ": --device cuda: %s", err.msg);
             status = 1;
             goto out;
@@ -595,7 +818,7 @@ int main(int argc, char **argv)
     }
     if (!o.mel_only) {
         if (o.device != DEV_CPU) {
-            r.stem = ws_stem_new_gpu(&model, o.precision, &err);
+            r.stem = ws_stem_new_gpu(&model, o.precision, o.gpu_ordinal, &err);
             r.on_gpu = r.stem != NULL;
             if (r.on_gpu) {
                 device_used = "cuda";
@@ -603,12 +826,12 @@ int main(int argc, char **argv)
                 ws_eprintf(PROG ": --device cuda: %s", err.msg);
                 status = 1;
                 goto out;
-            } else {
+            } else if (!o.quiet) {
                 ws_eprintf(PROG ": no usable GPU (%s); running on the CPU", err.msg);
             }
         }
         if (!r.on_gpu) {
-            if (o.precision != WS_PREC_FP32)
+            if (o.precision != WS_PREC_FP32 && !o.quiet)
                 ws_eprintf(PROG ": --precision %s applies to the GPU; the CPU computes in fp32",
                         ws_precision_name(o.precision));
             if (!(r.stem = ws_stem_new_cpu(&model, o.threads, &err))) {
@@ -675,13 +898,28 @@ int main(int argc, char **argv)
     r.threads = o.threads;
     r.n_mels = n_mels;
     r.max_memory = o.max_memory ? o.max_memory : ws_default_max_memory();
+    r.out_dtype = o.out_dtype;
+    r.skip_existing = o.skip_existing;
+    r.root = o.root;
+    r.manifest = o.manifest;
+    r.manifest_fd = -1;
+    if (o.manifest &&
+        (r.manifest_fd = open(o.manifest, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666)) < 0) {
+        ws_eprintf(PROG ": --manifest %s: %s", o.manifest, strerror(errno));
+        status = 1;
+        goto out;
+    }
     ws_progress_total(o.n_inputs);
+    ws_progress_start(o.n_inputs, o.progress_s, o.quiet);
     const int failed = ws_run(&r, jobs, o.n_inputs);
+    ws_progress_stop();
+    if (r.manifest_fd >= 0 && (fsync(r.manifest_fd) != 0 && errno != EINVAL))
+        ws_eprintf(PROG ": --manifest %s: %s", o.manifest, strerror(errno));
     status = failed ? 1 : 0;
     if (root) {
         cJSON *inputs = cJSON_AddArrayToObject(root, "inputs");
         for (int i = 0; i < o.n_inputs; i++)
-            report_job(inputs, &jobs[i]);
+            report_job(inputs, &r, &jobs[i]);
         cJSON_AddNumberToObject(root, "failed", failed);
         cJSON *t = cJSON_AddObjectToObject(root, "timings_ms");
         cJSON_AddNumberToObject(t, "model_load", model_ms);
@@ -696,6 +934,11 @@ out:
     for (int i = 0; outs && i < o.n_inputs; i++)
         free(outs[i]);
     free(outs);
+    for (int i = 0; i < o.n_inputs; i++)
+        free(o.inputs[i]);
+    free(o.inputs);
+    if (r.manifest_fd > 0)
+        close(r.manifest_fd);
     ws_mel_free(mel);
     ws_stem_free(r.stem);
     if (have_model)

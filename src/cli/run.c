@@ -28,6 +28,8 @@
  */
 #include "run.h"
 
+#include <cjson/cJSON.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,7 @@
 #include <unistd.h>
 
 #include "output.h"
+#include "progress.h"
 #include "signals.h"
 #include "trace.h"
 
@@ -77,14 +80,19 @@ static void release(ws_job *j)
 
 void ws_jobs_free(ws_job *jobs, int n)
 {
-    for (int i = 0; jobs && i < n; i++)
+    for (int i = 0; jobs && i < n; i++) {
         release(&jobs[i]);
+        free(jobs[i].error);
+    }
     free(jobs);
 }
 
 static int fail(ws_job *j, const char *fmt, const char *a, const char *b)
 {
-    snprintf(j->error, sizeof j->error, fmt, a, b);
+    char msg[WS_ERR_LEN + 4096];
+    snprintf(msg, sizeof msg, fmt, a, b);
+    free(j->error);
+    j->error = strdup(msg);
     release(j);
     j->ok = 0;
     return -1;
@@ -202,8 +210,14 @@ static int prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
     ws_err e = {{0}};
     double t0 = ws_now();
     struct stat st;
-    j->special = strcmp(j->output, "-") && stat(j->output, &st) == 0 && !S_ISREG(st.st_mode) &&
-                 !S_ISDIR(st.st_mode);
+    if (!j->output)
+        return fail(j, "%s: not under --root %s", j->input, c->root ? c->root : "");
+    const int exists = strcmp(j->output, "-") && stat(j->output, &st) == 0;
+    if (c->skip_existing && exists && S_ISREG(st.st_mode)) {
+        j->skipped = 1; /* outputs appear whole or not at all: this one is complete */
+        return 1;
+    }
+    j->special = exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
     reserve_ctx rc_ = {c, mem, j};
     ws_audio_opts ao = {.max_stream_bytes = mem->budget, .reserve = reserve_for_audio,
                         .reserve_ctx = &rc_};
@@ -229,6 +243,13 @@ static int prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
     if (rc)
         return fail(j, "%s: %s", j->input, e.msg);
     j->windows = j->mel.n_windows;
+    /* frames of audio in the last window, and the output rows that see them (conv2:
+     * stride 2, so row u covers frames 2u-1 .. 2u+1) */
+    const long long content = (long long)(j->samples / WS_HOP);
+    long long last = c->pad == WS_PAD_NONE ? content
+                                           : content - (long long)WS_CHUNK_FRAMES * (j->windows - 1);
+    j->content_frames = (int)(last < 0 ? 0 : last > j->mel.n_frames ? j->mel.n_frames : last);
+    j->valid_ctx = (j->content_frames + 1) / 2;
     return 0;
 }
 
@@ -276,11 +297,12 @@ static int stem(const ws_run_ctx *c, ws_job *j)
     /* A long input: its output file is written as the windows come, and
      * named only when complete (ws_out_commit in the write stage). */
     double t_write = 0;
-    if (!(j->out = ws_out_open(j->output, &e)))
+    if ((c->root && ws_mkdir_parents(j->output, &e)) || !(j->out = ws_out_open(j->output, &e)))
         return fail(j, "%s: %s", j->input, e.msg);
+    const size_t esz = c->out_dtype == WS_OUT_F16 ? 2 : sizeof(float);
     if (ws_path_is_npy(j->output)) {
         char header[256];
-        size_t hl = ws_npy_header(header, sizeof header, j->shape, j->ndim);
+        size_t hl = ws_npy_header_dtype(header, sizeof header, j->shape, j->ndim, c->out_dtype);
         if (!hl || ws_out_write(j->out, header, hl, &e))
             return fail(j, "%s: %s", j->input, hl ? e.msg : "shape too long for a .npy header");
     }
@@ -290,7 +312,9 @@ static int stem(const ws_run_ctx *c, ws_job *j)
             return fail(j, "%s: %s", j->input, e.msg);
         double tw = ws_now();
         WS_RANGE_PUSH("write");
-        int rc = ws_out_write(j->out, j->result, per * (size_t)nw * sizeof(float), &e);
+        if (c->out_dtype == WS_OUT_F16)
+            ws_f32_to_f16_inplace(j->result, per * (size_t)nw);
+        int rc = ws_out_write(j->out, j->result, per * (size_t)nw * esz, &e);
         WS_RANGE_POP();
         t_write += ws_now() - tw;
         if (rc)
@@ -304,7 +328,7 @@ static int stem(const ws_run_ctx *c, ws_job *j)
     return 0;
 }
 
-static int write_out(ws_job *j)
+static int write_out(const ws_run_ctx *c, ws_job *j)
 {
     ws_err e = {{0}};
     double t0 = ws_now();
@@ -314,7 +338,13 @@ static int write_out(ws_job *j)
         rc = ws_out_commit(j->out, &e);
         j->out = NULL;
     } else {
-        rc = ws_write_array(j->output, j->result, j->shape, j->ndim, &e);
+        size_t count = 1;
+        for (int i = 0; i < j->ndim; i++)
+            count *= (size_t)j->shape[i];
+        if (c->out_dtype == WS_OUT_F16)
+            ws_f32_to_f16_inplace(j->result, count);
+        rc = (c->root && ws_mkdir_parents(j->output, &e)) ||
+             ws_write_array_dtype(j->output, j->result, c->out_dtype, j->shape, j->ndim, &e);
     }
     WS_RANGE_POP();
     j->ms.write += 1e3 * (ws_now() - t0);
@@ -325,12 +355,88 @@ static int write_out(ws_job *j)
     return 0;
 }
 
+cJSON *ws_job_json(const ws_run_ctx *c, const ws_job *j)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "input", j->input);
+    if (j->output)
+        cJSON_AddStringToObject(o, "output", j->output);
+    else
+        cJSON_AddNullToObject(o, "output");
+    cJSON_AddStringToObject(o, "status", j->ok ? "ok" : j->skipped ? "skipped" : "failed");
+    if (j->ok || j->skipped)
+        cJSON_AddNullToObject(o, "error");
+    else
+        cJSON_AddStringToObject(o, "error", j->error ? j->error : "(no message: out of memory)");
+    if (j->ok) {
+        cJSON *a = cJSON_AddArrayToObject(o, "shape");
+        for (int i = 0; i < j->ndim; i++)
+            cJSON_AddItemToArray(a, cJSON_CreateNumber((double)j->shape[i]));
+        cJSON_AddStringToObject(o, "dtype", c->out_dtype == WS_OUT_F16 ? "float16" : "float32");
+    }
+    if (j->decoded) {
+        cJSON_AddNumberToObject(o, "sample_rate", j->src_rate);
+        cJSON_AddNumberToObject(o, "channels", j->src_channels);
+        cJSON_AddNumberToObject(o, "samples", (double)j->samples);
+        cJSON_AddNumberToObject(o, "duration_s", j->samples / (double)WS_SAMPLE_RATE);
+    }
+    if (j->ok) {
+        cJSON_AddNumberToObject(o, "windows", j->windows);
+        cJSON_AddNumberToObject(o, "content_frames", j->content_frames);
+        if (!c->mel_only)
+            cJSON_AddNumberToObject(o, "valid_ctx", j->valid_ctx);
+    }
+    return o;
+}
+
+/* One line to the manifest, in one write(2): a kill leaves whole lines only. */
+static void manifest_line(const ws_run_ctx *c, const ws_job *j)
+{
+    cJSON *o = ws_job_json(c, j);
+    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    size_t n = txt ? strlen(txt) : 0;
+    char *line = txt ? realloc(txt, n + 2) : NULL;
+    if (!line) {
+        free(txt);
+        ws_eprintf("whisper-stem: --manifest %s: out of memory for the line of %s", c->manifest,
+                   j->input);
+        return;
+    }
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    size_t off = 0;
+    while (off < n + 1) {
+        ssize_t w = write(c->manifest_fd, line + off, n + 1 - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            ws_eprintf("whisper-stem: --manifest %s: %s", c->manifest,
+                       w < 0 ? strerror(errno) : "short write");
+            break;
+        }
+        off += (size_t)w;
+    }
+    free(line);
+}
+
+/* Called once per job, with the pipeline's lock held (one at a time). */
 static void report(const ws_run_ctx *c, const ws_job *j)
 {
-    ws_progress_done(j->ok);
-    if (!j->ok)
-        ws_eprintf("whisper-stem: %s", j->error);
-    else if (c->verbose)
+    if (j->skipped)
+        ws_progress_skipped();
+    else
+        ws_progress_done(j->ok);
+    ws_progress_job(j->ok ? WS_PROGRESS_OK : j->skipped ? WS_PROGRESS_SKIPPED : WS_PROGRESS_FAILED,
+                    j->ok ? j->samples / (double)WS_SAMPLE_RATE : 0);
+    if (c->manifest_fd >= 0)
+        manifest_line(c, j);
+    if (!j->ok && !j->skipped) {
+        ws_progress_clear();
+        ws_eprintf("whisper-stem: %s", j->error ? j->error : "(no message: out of memory)");
+    } else if (c->verbose && j->ok)
         ws_eprintf("whisper-stem: %s -> %s: %.2f s of audio, %d window%s; decode %.1f ms, "
                    "mel %.1f ms, stem %.1f ms, write %.1f ms",
                    j->input, j->output, j->samples / (double)WS_SAMPLE_RATE, j->windows,
@@ -346,11 +452,11 @@ static int run_serial(const ws_run_ctx *c, ws_job *jobs, int n)
     for (int i = 0; i < n; i++) {
         ws_job *j = &jobs[i];
         if (prep(c, &mem, j, c->threads) == 0 && stem(c, j) == 0)
-            write_out(j);
+            write_out(c, j);
         unreserve(&mem, j);
         j->state = DONE;
         report(c, j);
-        failed += !j->ok;
+        failed += !j->ok && !j->skipped;
     }
     return failed;
 }
@@ -405,7 +511,7 @@ static void worker(void *arg, int ti, int nt)
         if (w) {
             w->state = WRITE;
             pthread_mutex_unlock(&p->mu);
-            write_out(w);
+            write_out(p->c, w);
             pthread_mutex_lock(&p->mu);
             finish(p, w);
         } else if (p->next_prep < p->n && p->inflight < p->max_inflight &&
@@ -458,7 +564,7 @@ static void stem_loop(pipe_state *p)
              * every worker waits for memory or for a slow input. */
             w->state = WRITE;
             pthread_mutex_unlock(&p->mu);
-            write_out(w);
+            write_out(p->c, w);
             pthread_mutex_lock(&p->mu);
             finish(p, w);
         } else {
@@ -511,6 +617,6 @@ int ws_run(const ws_run_ctx *c, ws_job *jobs, int n)
     pthread_mutex_destroy(&p.mu);
     int failed = 0;
     for (int i = 0; i < n; i++)
-        failed += !jobs[i].ok;
+        failed += !jobs[i].ok && !jobs[i].skipped;
     return failed;
 }

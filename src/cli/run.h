@@ -34,13 +34,15 @@ typedef struct {
 
 typedef struct {
     const char *input;
-    const char *output;
+    const char *output;  /* NULL: the input has no output name (outside --root): it fails */
     /* filled by ws_run */
-    int ok;
-    char error[WS_ERR_LEN + 4096]; /* "input: message" */
+    int ok, skipped;     /* written; skipped (--skip-existing); neither: failed */
+    char *error;         /* "input: message" when failed (malloc'd; NULL if that failed too) */
     int src_rate, src_channels, decoded;
     size_t samples;
     int windows;
+    int content_frames;  /* log-Mel frames of audio in the last window (the rest is padding) */
+    int valid_ctx;       /* output rows of the last window that see audio */
     int64_t shape[3];
     int ndim;
     ws_stage_ms ms;
@@ -64,7 +66,18 @@ typedef struct {
     int threads;           /* CPU threads in all */
     int n_mels;            /* log-Mel bands */
     size_t max_memory;     /* bound on the bytes of inputs in flight (see below) */
+    ws_out_dtype out_dtype; /* float32, or float16 converted once before the write */
+    int skip_existing;     /* an input whose output is a regular file already is skipped */
+    const char *root;      /* --root, for the message of an input outside it; or NULL */
+    int manifest_fd;       /* JSON Lines, one line per finished input; -1: none */
+    const char *manifest;  /* its path, for messages */
 } ws_run_ctx;
+
+/* The manifest line of a finished job (and the --json report's per-input object):
+ * input, output, status, error, shape, dtype, sample_rate, channels, samples, duration_s,
+ * windows, content_frames, valid_ctx. Caller frees (cJSON_Delete). */
+struct cJSON;
+struct cJSON *ws_job_json(const ws_run_ctx *c, const ws_job *j);
 
 /* Memory: every input reserves the bytes it will hold at its peak before it
  * allocates them (the decoder's buffers, the 16 kHz samples with the log-Mel
@@ -79,7 +92,8 @@ size_t ws_default_max_memory(void); /* 4 GiB, or half the RAM when that is less 
 ws_job *ws_jobs_new(int n, char *const *inputs, char *const *outputs);
 void ws_jobs_free(ws_job *jobs, int n);
 
-/* Runs every job; returns the number that failed. */
+/* Runs every job; returns the number that failed. Each finished job is reported:
+ * one stderr line when it failed, a manifest line, the progress counts. */
 int ws_run(const ws_run_ctx *c, ws_job *jobs, int n);
 
 #endif

@@ -10,7 +10,7 @@
  * epilogue) computes the block time-major [RB][C_out]: straight into y when y is f32 NLC
  * (add too), else into a scratch then added to and stored in y's type and layout.
  * Sums in float32 in the BLAS's order; blocks are RB = 256 rows (fewer, down to 128, when
- * N < 8: at least 8 tasks), set by N and T_out alone, each one single-threaded sgemm
+ * N < 8: up to 8 tasks), set by N and T_out alone, each one single-threaded sgemm
  * chain, so the bits do not depend on the thread count. ws_conv_dense_rows does the
  * same over a whole padded item (BWD's z).
  *

@@ -126,9 +126,10 @@ int ws_conv_direct_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, 
  * at t0 and their sizes depend on N and nt alone, so the bits are the same for any thread
  * count (they may differ from ws_conv_run's for the same times in the last place: the
  * BLAS's sums depend on where a row falls in its block). For clients that know parts of an
- * output are copies (whisper/stem.c: the equal rows of a padded window). 0, or -1 with a
- * message (another path, a range outside [0, T_out), out of memory); nothing written on
- * failure. */
+ * output are copies (whisper/stem.c: the equal rows of a padded window). 0; 1 when this
+ * plan cannot compute part of an output (not the dense FWD path with the plan's w and b, or
+ * too large a staged block: run it whole with ws_conv_run); -1 with a message (a range
+ * outside [0, T_out), out of memory). Nothing written unless 0. */
 int ws_conv_run_rows(ws_conv *c, const ws_conv_args *a, int t0, int nt, ws_err *err);
 
 /* t_in and T_out stay this far below INT_MAX, so that block ends (t0 + block, blocks

@@ -24,20 +24,23 @@ int ws_precision_parse(const char *s, ws_precision *p); /* 0, or -1 if unknown *
 
 typedef struct ws_gpu ws_gpu;
 
-/* 0 when a CUDA driver and a device of compute capability 8.0 or later are
- * there (name gets "NAME, sm_XY"), else -1 with the reason; loads no kernels. */
-int ws_gpu_probe(char *name, size_t cap, ws_err *err);
+/* 0 when a CUDA driver and device number `ordinal` (0: the first that CUDA_VISIBLE_DEVICES
+ * leaves) of compute capability 8.0 or later are there (name gets "NAME, sm_XY"), else -1
+ * with the reason; loads no kernels. */
+int ws_gpu_probe(int ordinal, char *name, size_t cap, ws_err *err);
 
-/* Opens the driver, the first device and its primary context, lowers the pair (lower.c)
+/* Opens the driver, device number `ordinal` and its primary context, lowers the pair (lower.c)
  * for that device and loads its kernels, and uploads the weights w1 [D][C][3], b1 [D],
- * w2 [D][D][3], b2 [D] (float32, packed for the pair's math). Returns NULL with err set
+ * w2 [D][D][3], b2 [D] (float32, packed for the pair's math; all four required). Returns NULL with err set
  * when there is no driver, no device, the pair is not lowered, or a call fails (err names
  * the call and the driver's error string). */
-ws_gpu *ws_gpu_new(const ws_conv_desc pair[2], const float *w1, const float *b1,
+ws_gpu *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1, const float *b1,
                    const float *w2, const float *b2, ws_err *err);
 
-/* c2's add operand: rows x D float32, copied to the device (replacing the previous one). */
+/* c2's add operand: rows x D float32, copied to the device (replacing the previous one,
+ * which stays when this fails). ws_gpu_add_rows: the rows of the one there (0: none). */
 int ws_gpu_set_add(ws_gpu *g, const float *add, int rows, ws_err *err);
+int ws_gpu_add_rows(const ws_gpu *g);
 
 /* Runs the pair on n_win items of n_frames frames each (any n_frames >= 1), writing
  * out [n_win][T2][D]; with_add: + the add set by ws_gpu_set_add, which must have at least

@@ -153,7 +153,18 @@ static int pack_upload(ws_gpu *g, wscu_devptr *dst, const float *w, int cin, int
     return rc;
 }
 
-int ws_gpu_probe(char *name, size_t cap, ws_err *err)
+/* device number ordinal exists: 0, or -1 with the message */
+static int check_ordinal(int n, int ordinal, ws_err *err)
+{
+    if (n < 1)
+        return ws_errf(err, "no CUDA device: the driver reports 0 devices");
+    if (ordinal < 0 || ordinal >= n)
+        return ws_errf(err, "no CUDA device %d: the driver reports %d (0 to %d; "
+                            "CUDA_VISIBLE_DEVICES chooses which)", ordinal, n, n - 1);
+    return 0;
+}
+
+int ws_gpu_probe(int ordinal, char *name, size_t cap, ws_err *err)
 {
     ws_cu cu;
     int n = 0, dev = 0, major = 0, minor = 0;
@@ -161,11 +172,9 @@ int ws_gpu_probe(char *name, size_t cap, ws_err *err)
     if (ws_cu_open(&cu, err))
         return -1;
     CU_TRY(&cu, DeviceGetCount(&n), err);
-    if (n < 1) {
-        ws_errf(err, "no CUDA device: the driver reports 0 devices");
+    if (check_ordinal(n, ordinal, err))
         goto cleanup;
-    }
-    CU_TRY(&cu, DeviceGet(&dev, 0), err);
+    CU_TRY(&cu, DeviceGet(&dev, ordinal), err);
     CU_TRY(&cu, DeviceGetName(dn, (int)sizeof dn, dev), err);
     CU_TRY(&cu, DeviceGetAttribute(&major, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), err);
     CU_TRY(&cu, DeviceGetAttribute(&minor, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), err);
@@ -189,12 +198,14 @@ static int out_len(const ws_gpu *g, int n_frames)
     return ws_conv_out_len(&g->c[1], n_frames);
 }
 
-ws_gpu *ws_gpu_new(const ws_conv_desc pair[2], const float *w1, const float *b1,
+ws_gpu *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1, const float *b1,
                    const float *w2, const float *b2, ws_err *err)
 {
     ws_precision p;
     if (ws_gpu_check_pair(pair, &p, err))
         return NULL;
+    if (!w1 || !b1 || !w2 || !b2)
+        return ws_errf(err, "ws_gpu_new: the pair needs both weights and both biases"), NULL;
     ws_gpu *g = calloc(1, sizeof *g);
     if (!g)
         return ws_errf(err, "out of memory"), NULL;
@@ -209,11 +220,9 @@ ws_gpu *ws_gpu_new(const ws_conv_desc pair[2], const float *w1, const float *b1,
         goto cleanup;
     int n = 0;
     CU_TRY(cu, DeviceGetCount(&n), err);
-    if (n < 1) {
-        ws_errf(err, "no CUDA device: the driver reports 0 devices");
+    if (check_ordinal(n, ordinal, err))
         goto cleanup;
-    }
-    CU_TRY(cu, DeviceGet(&g->dev, 0), err);
+    CU_TRY(cu, DeviceGet(&g->dev, ordinal), err);
     char dn[128] = "";
     CU_TRY(cu, DeviceGetName(dn, (int)sizeof dn, g->dev), err);
     CU_TRY(cu, DeviceGetAttribute(&g->cc_major, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev), err);
@@ -280,20 +289,27 @@ cleanup:
 int ws_gpu_set_add(ws_gpu *g, const float *add, int rows, ws_err *err)
 {
     ws_cu *cu = &g->cu;
-    if (rows < 1)
-        return ws_errf(err, "ws_gpu_set_add: %d rows", rows);
+    wscu_devptr fresh = 0;
+    if (rows < 1 || !add)
+        return ws_errf(err, "ws_gpu_set_add: rows %d must be >= 1 and the table given", rows);
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    if (g->pos) {
-        CU_TRY(cu, MemFree(g->pos), err);
-        g->pos = 0;
-        g->pos_rows = 0;
+    if (upload(g, &fresh, add, (size_t)rows * g->d * sizeof(float), err)) {
+        if (fresh)
+            cu->MemFree(fresh);
+        return -1; /* the old table stays */
     }
-    if (upload(g, &g->pos, add, (size_t)rows * g->d * sizeof(float), err))
-        return -1;
+    if (g->pos)
+        cu->MemFree(g->pos);
+    g->pos = fresh;
     g->pos_rows = rows;
     return 0;
 cleanup:
     return -1;
+}
+
+int ws_gpu_add_rows(const ws_gpu *g)
+{
+    return g ? g->pos_rows : 0;
 }
 
 /* with_add needs an add table of at least t_out rows */

@@ -43,13 +43,29 @@ static const char *dtype_name(ws_dtype t)
     return t == WS_F32 ? "f32" : t == WS_F16 ? "f16" : t == WS_BF16 ? "bf16" : "?";
 }
 
+static const char *act_name(int a)
+{
+    static const char *const n[] = {"NONE", "RELU", "GELU", "SILU"};
+    return a >= 0 && a < 4 ? n[a] : "?";
+}
+
 /* one field against the value the kernels take: 0, or -1 with the message */
 static int want(int got, int need, int which, const char *field, ws_err *err)
 {
     if (got == need)
         return 0;
-    return ws_errf(err, "the GPU does not lower conv %d with %s %d yet (it takes %d: a K 3, "
-                        "pad 1 GELU pair)", which + 1, field, got, need);
+    return ws_errf(err, "the GPU does not lower conv %d with %s %d yet (it takes %d)", which + 1,
+                   field, got, need);
+}
+
+/* the same for a field with names (op, layout, act) */
+static int want_named(int got, int need, const char *got_name, const char *need_name, int which,
+                      const char *field, ws_err *err)
+{
+    if (got == need)
+        return 0;
+    return ws_errf(err, "the GPU does not lower conv %d with %s %s yet (it takes %s)", which + 1,
+                   field, got_name, need_name);
 }
 
 static int want_type(ws_dtype got, ws_dtype need, int which, const char *field, ws_err *err)
@@ -74,18 +90,22 @@ int ws_gpu_check_pair(const ws_conv_desc pair[2], ws_precision *prec, ws_err *er
     const ws_dtype elem = ws_gpu_elem_type(*prec);
     for (int i = 0; i < 2; i++) {
         const ws_conv_desc *c = &pair[i];
-        if (want((int)c->op, WS_CONV_FWD, i, "op", err) || want(c->groups, 1, i, "groups", err) ||
-            want(c->k, 3, i, "k", err) || want(c->dilation, 1, i, "dilation", err) ||
-            want(c->pad_l, 1, i, "pad_l", err) || want(c->pad_r, 1, i, "pad_r", err) ||
-            want(c->stride, i ? 2 : 1, i, "stride", err) ||
-            want((int)c->pre, WS_ACT_NONE, i, "pre", err) ||
-            want((int)c->act, WS_ACT_GELU, i, "act", err) ||
-            want((int)c->y_layout, WS_NLC, i, "y_layout", err) ||
+        if (want_named((int)c->op, WS_CONV_FWD, c->op == WS_CONV_FWD ? "FWD" : "BWD", "FWD", i,
+                       "op", err) ||
+            want(c->groups, 1, i, "groups", err) || want(c->k, 3, i, "k", err) ||
+            want(c->dilation, 1, i, "dilation", err) || want(c->pad_l, 1, i, "pad_l", err) ||
+            want(c->pad_r, 1, i, "pad_r", err) || want(c->stride, i ? 2 : 1, i, "stride", err) ||
+            want_named((int)c->pre, WS_ACT_NONE, act_name((int)c->pre), "NONE", i, "pre", err) ||
+            want_named((int)c->act, WS_ACT_GELU, act_name((int)c->act), "GELU", i, "act", err) ||
+            want_named((int)c->y_layout, WS_NLC, c->y_layout == WS_NCL ? "NCL" : "NLC", "NLC", i,
+                       "y_layout", err) ||
             want_type(c->w_type, WS_F32, i, "w_type", err))
             return -1;
     }
-    if (want((int)c1->x_layout, WS_NCL, 0, "x_layout", err) ||
-        want((int)c2->x_layout, WS_NLC, 1, "x_layout", err) ||
+    if (want_named((int)c1->x_layout, WS_NCL, c1->x_layout == WS_NCL ? "NCL" : "NLC", "NCL", 0,
+                   "x_layout", err) ||
+        want_named((int)c2->x_layout, WS_NLC, c2->x_layout == WS_NCL ? "NCL" : "NLC", "NLC", 1,
+                   "x_layout", err) ||
         want_type(c1->x_type, WS_F32, 0, "x_type", err) ||
         want_type(c1->y_type, elem, 0, "y_type", err) ||
         want_type(c2->x_type, elem, 1, "x_type", err) ||

@@ -30,13 +30,13 @@ const float *ws_pos_table(const ws_model *m, int t_out, float **owned, ws_err *e
     *owned = NULL;
     if (m->pos) {
         if (t_out > m->n_pos)
-            return ws_errf(err, "--pos: %d output positions but the model's positional "
-                                "embedding has %d rows", t_out, m->n_pos), NULL;
+            return ws_errf(err, "positional embedding: %d output positions but the model's "
+                                "table has %d rows", t_out, m->n_pos), NULL;
         return m->pos;
     }
     if (m->d < 4 || m->d % 2)
-        return ws_errf(err, "--pos: the model has no positional embedding and its width %d is "
-                            "too small for sinusoids (an even width of at least 4)", m->d), NULL;
+        return ws_errf(err, "positional embedding: the model has none and its width %d is too "
+                            "small for sinusoids (an even width of at least 4)", m->d), NULL;
     float *t = malloc((size_t)t_out * (size_t)m->d * sizeof *t);
     if (!t)
         return ws_errf(err, "out of memory for the positional table"), NULL;

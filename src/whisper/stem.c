@@ -29,13 +29,13 @@
 
 struct ws_stem {
     const ws_model *m;   /* for its positional table: must outlive the stem */
+    int n_mels, d;
     ws_conv *c1, *c2;    /* CPU plans, or NULL */
     ws_gpu *gpu;         /* or the GPU backend */
     float *h;            /* CPU: conv1's output [cap_t][d] */
     int cap_t;
     float *pos;          /* sinusoids table when the model has none */
     int pos_len;
-    int gpu_add_rows;    /* rows of the positional table on the device */
 };
 
 void ws_stem_descs(int n_mels, int d, ws_precision p, ws_conv_desc pair[2])
@@ -67,6 +67,8 @@ ws_stem *ws_stem_new_cpu(const ws_model *m, int n_threads, ws_err *err)
     if (!s)
         return ws_errf(err, "out of memory"), NULL;
     s->m = m;
+    s->n_mels = m->n_mels;
+    s->d = m->d;
     ws_conv_desc pair[2];
     ws_stem_descs(m->n_mels, m->d, WS_PREC_FP32, pair);
     const int nt = n_threads < 1 ? 1 : n_threads;
@@ -78,15 +80,17 @@ ws_stem *ws_stem_new_cpu(const ws_model *m, int n_threads, ws_err *err)
     return s;
 }
 
-ws_stem *ws_stem_new_gpu(const ws_model *m, ws_precision p, ws_err *err)
+ws_stem *ws_stem_new_gpu(const ws_model *m, ws_precision p, int ordinal, ws_err *err)
 {
     ws_stem *s = calloc(1, sizeof *s);
     if (!s)
         return ws_errf(err, "out of memory"), NULL;
     s->m = m;
+    s->n_mels = m->n_mels;
+    s->d = m->d;
     ws_conv_desc pair[2];
     ws_stem_descs(m->n_mels, m->d, p, pair);
-    if (!(s->gpu = ws_gpu_new(pair, m->conv1_w, m->conv1_b, m->conv2_w, m->conv2_b, err))) {
+    if (!(s->gpu = ws_gpu_new(ordinal, pair, m->conv1_w, m->conv1_b, m->conv2_w, m->conv2_b, err))) {
         ws_stem_free(s);
         return NULL;
     }
@@ -137,7 +141,7 @@ static int reserve(ws_stem *s, int T, ws_err *err)
         return 0;
     free(s->h);
     s->cap_t = 0;
-    if (!(s->h = malloc((size_t)T * s->m->d * sizeof(float))))
+    if (!(s->h = malloc((size_t)T * s->d * sizeof(float))))
         return ws_errf(err, "out of memory for a %d-frame stem", T);
     s->cap_t = T;
     return 0;
@@ -147,7 +151,7 @@ static int reserve(ws_stem *s, int T, ws_err *err)
 static int cpu_window(ws_stem *s, const float *mel, int T, const float *pos, float *out,
                       ws_err *err)
 {
-    const int nm = s->m->n_mels, d = s->m->d, t_out = ws_stem_out_len(T);
+    const int nm = s->n_mels, d = s->d, t_out = ws_stem_out_len(T);
     /* first frame of the run of frames equal to the last one (bit for bit) */
     int tc = T - 1;
     for (; tc > 0; tc--) {
@@ -161,21 +165,18 @@ static int cpu_window(ws_stem *s, const float *mel, int T, const float *pos, flo
     float *h = s->h;
     ws_conv_args a1 = {.n = 1, .t_in = T, .x = mel, .y = h};
     const int h_lo = tc + 1, h_hi = T - 2; /* rows of h that are equal */
-    if (h_hi - h_lo >= 2) {
-        if (ws_conv_run_rows(s->c1, &a1, 0, h_lo + 1, err) ||
-            ws_conv_run_rows(s->c1, &a1, T - 1, 1, err))
-            return -1;
+    int tail = h_hi - h_lo >= 2, r = 1;    /* r 1: not done in parts (ws_conv_run_rows) */
+    if (tail && (r = ws_conv_run_rows(s->c1, &a1, 0, h_lo + 1, err)) == 0 &&
+        (r = ws_conv_run_rows(s->c1, &a1, T - 1, 1, err)) == 0)
         for (int t = h_lo + 1; t <= h_hi; t++)
             memcpy(h + (size_t)t * d, h + (size_t)h_lo * d, sizeof(float) * d);
-    } else if (ws_conv_run(s->c1, &a1, err)) {
+    if (r < 0 || (r > 0 && ws_conv_run(s->c1, &a1, err)))
         return -1;
-    }
     ws_conv_args a2 = {.n = 1, .t_in = T, .x = h, .y = out};
     const int u_lo = (h_lo + 2) / 2, u_hi = (h_hi - 1) / 2; /* rows of out that are equal */
-    if (h_hi - h_lo >= 2 && u_hi - u_lo >= 2) {
-        if (ws_conv_run_rows(s->c2, &a2, 0, u_lo + 1, err) ||
-            ws_conv_run_rows(s->c2, &a2, u_hi + 1, t_out - u_hi - 1, err))
-            return -1;
+    r = 1;
+    if (tail && u_hi - u_lo >= 2 && (r = ws_conv_run_rows(s->c2, &a2, 0, u_lo + 1, err)) == 0 &&
+        (r = ws_conv_run_rows(s->c2, &a2, u_hi + 1, t_out - u_hi - 1, err)) == 0) {
         for (int u = u_lo + 1; u <= u_hi; u++)
             memcpy(out + (size_t)u * d, out + (size_t)u_lo * d, sizeof(float) * d);
         if (pos) /* after the copies: the same float adds as the fused epilogue */
@@ -183,6 +184,8 @@ static int cpu_window(ws_stem *s, const float *mel, int T, const float *pos, flo
                 out[i] += pos[i];
         return 0;
     }
+    if (r < 0)
+        return -1;
     a2.add = pos;
     return ws_conv_run(s->c2, &a2, err);
 }
@@ -190,20 +193,19 @@ static int cpu_window(ws_stem *s, const float *mel, int T, const float *pos, flo
 int ws_stem_run(ws_stem *s, const float *mel, int n_win, int n_frames, int add_pos, float *out,
                 ws_err *err)
 {
-    const int T = n_frames, nm = s->m->n_mels, d = s->m->d;
+    const int T = n_frames, nm = s->n_mels, d = s->d;
     if (T < 1 || n_win < 1)
-        return ws_errf(err, "the stem needs at least one frame and one window (%d, %d)", T, n_win);
+        return ws_errf(err, "the stem needs at least one frame and one window (got %d frames, "
+                            "%d windows)", T, n_win);
     const int t_out = ws_stem_out_len(T);
     const float *pos = NULL;
     int rows = 0;
     if (add_pos && !(pos = pos_rows(s, t_out, &rows, err)))
         return -1;
     if (s->gpu) {
-        if (pos && s->gpu_add_rows < t_out) {
-            if (ws_gpu_set_add(s->gpu, pos, rows, err))
-                return -1;
-            s->gpu_add_rows = rows;
-        }
+        /* the device's table is a prefix of this one (or none): replace it when short */
+        if (pos && ws_gpu_add_rows(s->gpu) < t_out && ws_gpu_set_add(s->gpu, pos, rows, err))
+            return -1;
         return ws_gpu_stem(s->gpu, mel, n_win, T, add_pos, out, err);
     }
     if (reserve(s, T, err))

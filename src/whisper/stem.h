@@ -28,10 +28,11 @@ static inline int ws_stem_out_len(int n_frames) { return n_frames < 1 ? 0 : (n_f
 
 typedef struct ws_stem ws_stem;
 
-/* The stem on the CPU (n_threads >= 1) or on the GPU in precision p. Copies what it needs
- * of m's weights. NULL + err on failure (for the GPU: no driver, no device, ...). */
+/* The stem on the CPU (n_threads >= 1) or on GPU number ordinal in precision p. The weights
+ * are copied (packed); m's positional table is read at each run, so m must outlive the
+ * stem. NULL + err on failure (for the GPU: no driver, no device, ...). */
 ws_stem *ws_stem_new_cpu(const ws_model *m, int n_threads, ws_err *err);
-ws_stem *ws_stem_new_gpu(const ws_model *m, ws_precision p, ws_err *err);
+ws_stem *ws_stem_new_gpu(const ws_model *m, ws_precision p, int ordinal, ws_err *err);
 void ws_stem_free(ws_stem *s);
 
 /* n_win windows of n_frames frames each. add_pos adds the positional embedding (m->pos,
