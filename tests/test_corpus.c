@@ -323,7 +323,7 @@ Test(corpus, skip_existing_after_sigterm_completes_the_set, .timeout = 300)
 Test(corpus, f16_outputs_are_within_1e_3_of_f32, .timeout = 120)
 {
     const char *dir = test_tmpdir();
-    char model[4096], cmd[8192], err[4096], a[4096], b[4096];
+    char model[4096], cmd[20480], err[4096], a[4096], b[4096];
     mkmodel(dir, model, sizeof model);
     snprintf(a, sizeof a, "%s/a.npy", dir);
     snprintf(b, sizeof b, "%s/b.npy", dir);
@@ -405,4 +405,78 @@ Test(corpus, usage_errors_of_the_corpus_options)
     snprintf(cmd, sizeof cmd, "%s --mel --list %s/nope -O %s/o", ws_bin(), dir, dir);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
     cr_assert(strstr(err, "--list") && strstr(err, "nope") && strstr(err, "No such file"), "%s", err);
+}
+
+/* --tar-size: WebDataset shards read back by Python's tarfile and numpy; each .npy member
+ * is the bytes of the one-input run's file, each .json member its manifest line; a
+ * complete shard is skipped by --skip-existing; a shard none of whose inputs was written
+ * is not made. */
+Test(corpus, tar_shards_read_back_with_python_and_match_single_runs, .timeout = 240)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], cmd[16384], err[16384], p[4096];
+    mkmodel(dir, model, sizeof model);
+    int bad = 0;
+    const int n = make_corpus(dir, 2, 5, 0.5, &bad); /* 10 good, then 4 bad at the end */
+    snprintf(cmd, sizeof cmd,
+             "%s -m %s --device cpu --list %s/list --root %s/root -O %s/tars --tar-size 4 "
+             "--out-dtype f16 --manifest %s/m.jsonl",
+             ws_bin(), model, dir, dir, dir, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    /* 14 inputs in shards of 4: shards 0-2 hold good ones; shard 3 holds 2 bad ones only */
+    snprintf(p, sizeof p, "%s/tars/shard-000003.tar", dir);
+    cr_assert_not(file_exists(p), "a shard with nothing written was made");
+    /* one-input runs of the good inputs into a tree, then Python compares member bytes */
+    snprintf(cmd, sizeof cmd,
+             "%s -m %s --device cpu --out-dtype f16 --list %s/list --root %s/root -O %s/files",
+             ws_bin(), model, dir, dir, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    snprintf(p, sizeof p, "%s/check.py", dir);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("import io, json, sys, tarfile, glob, urllib.parse\n"
+          "import numpy as np\n"
+          "d = sys.argv[1]; seen = 0\n"
+          "for path in sorted(glob.glob(d + '/tars/shard-*.tar')):\n"
+          "    with tarfile.open(path) as t:\n"
+          "        names = t.getnames()\n"
+          "        for m in t.getmembers():\n"
+          "            b = t.extractfile(m).read()\n"
+          "            key, ext = m.name.rsplit('/', 1)[-1].split('.', 1), None\n"
+          "            stem = m.name[:-len('.npy')] if m.name.endswith('.npy') else m.name[:-len('.json')]\n"
+          "            assert '.' not in stem.rsplit('/', 1)[-1], m.name\n"
+          "            if m.name.endswith('.npy'):\n"
+          "                a = np.load(io.BytesIO(b))\n"
+          "                assert a.dtype == np.float16 and a.shape == (1500, 64), (m.name, a.dtype, a.shape)\n"
+          "                ref = open(d + '/files/' + urllib.parse.unquote(stem) + '.npy', 'rb').read()\n"
+          "                assert b == ref, m.name\n"
+          "                assert stem + '.json' in names, m.name\n"
+          "                seen += 1\n"
+          "            else:\n"
+          "                j = json.loads(b)\n"
+          "                assert j['status'] == 'ok' and j['member'] == stem + '.npy', j\n"
+          "                assert j['output'] == path, (j['output'], path)\n"
+          "print(seen)\n",
+          f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/check.py %s > %s/seen 2>&1", dir, dir, dir);
+    int st = run_cmd(cmd, err, sizeof err);
+    size_t len = 0;
+    snprintf(p, sizeof p, "%s/seen", dir);
+    char *seen = read_file(p, &len);
+    cr_assert_eq(st, 0, "python: %.*s", (int)len, seen ? seen : "");
+    cr_assert_eq(atoi(seen), n - bad, "%d .npy members, %d good inputs", atoi(seen), n - bad);
+    free(seen);
+    /* a second run skips the complete shards; the bad inputs' shard is tried again */
+    snprintf(cmd, sizeof cmd,
+             "%s -m %s --device cpu --list %s/list --root %s/root -O %s/tars --tar-size 4 "
+             "--out-dtype f16 --skip-existing --manifest %s/m2.jsonl",
+             ws_bin(), model, dir, dir, dir, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    manifest m = read_manifest((snprintf(p, sizeof p, "%s/m2.jsonl", dir), p));
+    int skipped = 0;
+    for (int i = 0; i < m.n; i++)
+        skipped += !strcmp(str(m.line[i], "status"), "skipped");
+    cr_assert_eq(skipped, 12, "the 3 complete shards' 12 inputs, not %d", skipped);
+    free_manifest(&m);
 }

@@ -31,6 +31,7 @@
 #include "progress.h"
 #include "run.h"
 #include "signals.h"
+#include "tar.h"
 #include "strmap.h"
 #include "trace.h"
 
@@ -39,7 +40,8 @@
 enum {
     OPT_MEL = 256, OPT_N_MELS, OPT_PAD, OPT_NO_PAD, OPT_POS, OPT_DEVICE, OPT_PRECISION,
     OPT_THREADS, OPT_MAX_MEMORY, OPT_JSON, OPT_DUMP_PTX, OPT_CHECK, OPT_VERSION, OPT_LIST,
-    OPT_ROOT, OPT_SHARD, OPT_SKIP_EXISTING, OPT_MANIFEST, OPT_OUT_DTYPE, OPT_PROGRESS
+    OPT_ROOT, OPT_SHARD, OPT_SKIP_EXISTING, OPT_MANIFEST, OPT_OUT_DTYPE, OPT_PROGRESS,
+    OPT_TAR_SIZE
 };
 
 typedef struct {
@@ -60,6 +62,7 @@ static const opt_def OPTS[] = {
     {"skip-existing", OPT_SKIP_EXISTING, 0, NULL, "skip an input whose output already exists"},
     {"manifest", OPT_MANIFEST, 1, "FILE", "append one JSON line per input as it finishes"},
     {"out-dtype", OPT_OUT_DTYPE, 1, "f32|f16", "element type of the outputs (default f32)"},
+    {"tar-size", OPT_TAR_SIZE, 1, "N", "with -O: WebDataset tar shards of N inputs (DIR/shard-NNNNNN.tar)"},
     {"mel", OPT_MEL, 0, NULL, "write the log-Mel instead of embeddings (needs no model)"},
     {"n-mels", OPT_N_MELS, 1, "80|128", "mel bands for --mel without a model (default 80)"},
     {"pad", OPT_PAD, 1, "audio|mel0", "30 s windowing: pad the audio (default) or the log-Mel"},
@@ -88,6 +91,7 @@ typedef struct {
     const char *list, *root, *manifest;
     int mel_only, n_mels, pos, threads, check, verbose, quiet, skip_existing;
     int shard_i, shard_n; /* shard_n 0: no --shard */
+    int tar_size;         /* 0: files, not tar shards */
     double progress_s;    /* 0: no --progress */
     size_t max_memory;
     ws_pad pad;
@@ -211,6 +215,10 @@ static int parse_args(int argc, char **argv, options *o)
                 return usage_error("--shard must be I/N with 0 <= I < N, not '%s'", optarg);
             break;
         }
+        case OPT_TAR_SIZE:
+            if (parse_int(optarg, 1, INT_MAX, &o->tar_size))
+                return usage_error("--tar-size must be a number of inputs from 1, not '%s'", optarg);
+            break;
         case OPT_OUT_DTYPE:
             if (strcmp(optarg, "f32") == 0 || strcmp(optarg, "float32") == 0)
                 o->out_dtype = WS_OUT_F32;
@@ -314,6 +322,8 @@ static int parse_args(int argc, char **argv, options *o)
         return usage_error("-o and -O exclude each other%s", "");
     if (o->root && !o->outdir)
         return usage_error("--root %s needs -O DIR (the tree is mirrored under DIR)", o->root);
+    if (o->tar_size && !o->outdir)
+        return usage_error("--tar-size needs -O DIR (the shards are written there)%s", "");
     if (o->output && (o->n_args > 1 || o->list))
         return usage_error("-o takes one input; use -O DIR for several%s", "");
     if (o->list && !strcmp(o->list, "-"))
@@ -440,6 +450,56 @@ static int norm_path(const char *path, char *out, size_t cap)
         if (cap < 2)
             return -1;
         strcpy(out, "/");
+    }
+    return 0;
+}
+
+/* --tar-size: each input's member key (its output name under -O without ".npy", made
+ * safe for webdataset by ws_tar_key) and, in place of that name, its shard's path:
+ * OUT/shard-NNNNNN.tar, numbered k * N + I for the k-th shard of --shard I/N (so shards of
+ * different --shard runs never share a name). 0, or the exit status. */
+static int tar_names(const options *o, char **outs, char ***members, char ***shard_paths)
+{
+    const int n = o->n_inputs, per = o->tar_size, n_sh = (n + per - 1) / per;
+    const size_t dl = strlen(o->outdir);
+    *members = calloc((size_t)n, sizeof **members);
+    *shard_paths = calloc((size_t)n_sh, sizeof **shard_paths);
+    if (!*members || !*shard_paths)
+        return ws_eprintf(PROG ": out of memory"), 1;
+    for (int k = 0; k < n_sh; k++) {
+        const long long num = (long long)k * (o->shard_n ? o->shard_n : 1) + o->shard_i;
+        size_t cap = dl + 32;
+        if (!((*shard_paths)[k] = malloc(cap)))
+            return ws_eprintf(PROG ": out of memory"), 1;
+        snprintf((*shard_paths)[k], cap, "%s/shard-%06lld.tar", o->outdir, num);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!outs[i]) /* outside --root: fails, no member */
+            continue;
+        /* outs[i] is OUT/<rel>.npy */
+        const char *rel = outs[i] + dl + 1;
+        const size_t rl = strlen(rel) - 4, cap = 3 * rl + 1;
+        char *r = malloc(rl + 1), *key = malloc(cap);
+        if (!r || !key) {
+            free(r);
+            free(key);
+            return ws_eprintf(PROG ": out of memory"), 1;
+        }
+        memcpy(r, rel, rl);
+        r[rl] = 0;
+        int bad = ws_tar_key(r, key, cap) != 0 || strlen(key) + 5 > WS_TAR_NAME_MAX;
+        if (bad) {
+            ws_eprintf(PROG ": '%s': no tar member name for '%s' (empty, '.' or '..' parts, "
+                       "or too long)", o->inputs[i], r);
+            free(r);
+            free(key);
+            return 2;
+        }
+        free(r);
+        (*members)[i] = key;
+        free(outs[i]);
+        if (!(outs[i] = strdup((*shard_paths)[i / per])))
+            return ws_eprintf(PROG ": out of memory"), 1;
     }
     return 0;
 }
@@ -697,7 +757,7 @@ int main(int argc, char **argv)
     ws_run_ctx r = {0};
     ws_mel *mel = NULL;
     ws_job *jobs = NULL;
-    char **outs = NULL;
+    char **outs = NULL, **members = NULL, **shard_paths = NULL;
     cJSON *root = NULL;
 
     if (!o.check && !o.dump_ptx) {
@@ -737,6 +797,8 @@ int main(int argc, char **argv)
             status = st;
             goto out;
         }
+        if (o.tar_size && (status = tar_names(&o, outs, &members, &shard_paths)) != 0)
+            goto out;
     }
 
     double t0 = ws_now();
@@ -885,11 +947,14 @@ int main(int argc, char **argv)
         }
     }
 
-    if (!(jobs = ws_jobs_new(o.n_inputs, o.inputs, outs))) {
+    if (!(jobs = ws_jobs_new(o.n_inputs, o.inputs, outs)) ||
+        (o.tar_size && !(r.shards = ws_shards_new(shard_paths, jobs, o.n_inputs, o.tar_size)))) {
         ws_eprintf(PROG ": out of memory");
         status = 1;
         goto out;
     }
+    for (int i = 0; members && i < o.n_inputs; i++)
+        jobs[i].member = members[i];
     r.mel = mel;
     r.pad = o.pad;
     r.mel_only = o.mel_only;
@@ -930,7 +995,14 @@ int main(int argc, char **argv)
     }
 out:
     cJSON_Delete(root);
+    ws_shards_free(r.shards, o.n_inputs, o.tar_size ? o.tar_size : 1);
     ws_jobs_free(jobs, o.n_inputs);
+    for (int i = 0; members && i < o.n_inputs; i++)
+        free(members[i]);
+    free(members);
+    for (int i = 0; shard_paths && o.tar_size && i < (o.n_inputs + o.tar_size - 1) / o.tar_size; i++)
+        free(shard_paths[i]);
+    free(shard_paths);
     for (int i = 0; outs && i < o.n_inputs; i++)
         free(outs[i]);
     free(outs);

@@ -40,6 +40,7 @@
 #include "output.h"
 #include "progress.h"
 #include "signals.h"
+#include "tar.h"
 #include "trace.h"
 
 enum { NEW, PREP, PREPPED, STEM, STEMMED, WRITE, DONE };
@@ -63,8 +64,94 @@ ws_job *ws_jobs_new(int n, char *const *inputs, char *const *outputs)
     for (int i = 0; j && i < n; i++) {
         j[i].input = inputs[i];
         j[i].output = outputs[i];
+        j[i].shard = -1;
     }
     return j;
+}
+
+/* --- tar shards ------------------------------------------------------------- */
+
+struct ws_shard {
+    pthread_mutex_t mu;
+    const char *path;
+    ws_job *jobs;    /* its inputs */
+    int n;
+    ws_tar *t;       /* open from the first member on */
+    int left;        /* inputs not finished yet */
+    int written;     /* inputs whose members are in */
+    char *error;     /* the shard itself failed (an I/O error): why; its inputs fail */
+};
+
+struct ws_shard *ws_shards_new(char *const *paths, ws_job *jobs, int n_jobs, int per_shard)
+{
+    const int n = (n_jobs + per_shard - 1) / per_shard;
+    struct ws_shard *s = calloc((size_t)(n > 0 ? n : 1), sizeof *s);
+    for (int i = 0; s && i < n; i++) {
+        pthread_mutex_init(&s[i].mu, NULL);
+        s[i].path = paths[i];
+        s[i].jobs = jobs + (size_t)i * per_shard;
+        s[i].n = n_jobs - i * per_shard < per_shard ? n_jobs - i * per_shard : per_shard;
+        s[i].left = s[i].n;
+        for (int k = 0; k < s[i].n; k++)
+            s[i].jobs[k].shard = i;
+    }
+    return s;
+}
+
+void ws_shards_free(struct ws_shard *s, int n_jobs, int per_shard)
+{
+    const int n = (n_jobs + per_shard - 1) / per_shard;
+    for (int i = 0; s && i < n; i++) {
+        ws_tar_abort(s[i].t);
+        free(s[i].error);
+        pthread_mutex_destroy(&s[i].mu);
+    }
+    free(s);
+}
+
+/* j's members KEY.npy (the array, as a .npy file) and KEY.json (its manifest line) into
+ * its shard, which is opened at the first one. 0, or -1 with e (the shard has failed). */
+static int write_member(const ws_run_ctx *c, ws_job *j, ws_err *e)
+{
+    struct ws_shard *sh = &c->shards[j->shard];
+    size_t count = 1;
+    for (int i = 0; i < j->ndim; i++)
+        count *= (size_t)j->shape[i];
+    const size_t esz = c->out_dtype == WS_OUT_F16 ? 2 : sizeof(float);
+    if (c->out_dtype == WS_OUT_F16)
+        ws_f32_to_f16_inplace(j->result, count);
+    char header[256], name[WS_TAR_NAME_MAX + 1];
+    const size_t hl = ws_npy_header_dtype(header, sizeof header, j->shape, j->ndim, c->out_dtype);
+    if (!hl)
+        return ws_errf(e, "shape too long for a .npy header");
+    j->ok = 1; /* the line the member holds says what the manifest will */
+    cJSON *o = ws_job_json(c, j);
+    char *json = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    j->ok = 0;
+    if (!json)
+        return ws_errf(e, "out of memory for the manifest line");
+    int rc = -1;
+    pthread_mutex_lock(&sh->mu);
+    if (sh->error) {
+        ws_errf(e, "%s", sh->error);
+    } else if ((sh->t || (sh->t = ws_tar_open(sh->path, e))) &&
+               snprintf(name, sizeof name, "%s.npy", j->member) < (int)sizeof name &&
+               !ws_tar_begin(sh->t, name, hl + count * esz, e) &&
+               !ws_tar_write(sh->t, header, hl, e) &&
+               !ws_tar_write(sh->t, j->result, count * esz, e) && !ws_tar_end(sh->t, e) &&
+               snprintf(name, sizeof name, "%s.json", j->member) < (int)sizeof name &&
+               !ws_tar_add(sh->t, name, json, strlen(json), e)) {
+        sh->written++;
+        rc = 0;
+    } else if (!sh->error) { /* the shard is broken from here on: keep the first reason */
+        sh->error = strdup(e->msg[0] ? e->msg : "the member name is too long");
+        if (!e->msg[0])
+            ws_errf(e, "%s: the member name is too long", sh->path);
+    }
+    pthread_mutex_unlock(&sh->mu);
+    free(json);
+    return rc;
 }
 
 static void release(ws_job *j)
@@ -217,7 +304,8 @@ static int prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
         j->skipped = 1; /* outputs appear whole or not at all: this one is complete */
         return 1;
     }
-    j->special = exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+    /* a FIFO or device, or a tar member: held whole, never streamed */
+    j->special = (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) || j->shard >= 0;
     reserve_ctx rc_ = {c, mem, j};
     ws_audio_opts ao = {.max_stream_bytes = mem->budget, .reserve = reserve_for_audio,
                         .reserve_ctx = &rc_};
@@ -337,6 +425,8 @@ static int write_out(const ws_run_ctx *c, ws_job *j)
     if (j->out) { /* streamed by the stem: flush and name it */
         rc = ws_out_commit(j->out, &e);
         j->out = NULL;
+    } else if (j->shard >= 0) {
+        rc = write_member(c, j, &e);
     } else {
         size_t count = 1;
         for (int i = 0; i < j->ndim; i++)
@@ -365,6 +455,11 @@ cJSON *ws_job_json(const ws_run_ctx *c, const ws_job *j)
         cJSON_AddStringToObject(o, "output", j->output);
     else
         cJSON_AddNullToObject(o, "output");
+    if (j->member) {
+        char m[WS_TAR_NAME_MAX + 8];
+        snprintf(m, sizeof m, "%s.npy", j->member);
+        cJSON_AddStringToObject(o, "member", m);
+    }
     cJSON_AddStringToObject(o, "status", j->ok ? "ok" : j->skipped ? "skipped" : "failed");
     if (j->ok || j->skipped)
         cJSON_AddNullToObject(o, "error");
@@ -422,8 +517,7 @@ static void manifest_line(const ws_run_ctx *c, const ws_job *j)
     free(line);
 }
 
-/* Called once per job, with the pipeline's lock held (one at a time). */
-static void report(const ws_run_ctx *c, const ws_job *j)
+static void report_one(const ws_run_ctx *c, const ws_job *j)
 {
     if (j->skipped)
         ws_progress_skipped();
@@ -441,6 +535,39 @@ static void report(const ws_run_ctx *c, const ws_job *j)
                    "mel %.1f ms, stem %.1f ms, write %.1f ms",
                    j->input, j->output, j->samples / (double)WS_SAMPLE_RATE, j->windows,
                    j->windows == 1 ? "" : "s", j->ms.decode, j->ms.mel, j->ms.stem, j->ms.write);
+}
+
+/* Called once per job, with the pipeline's lock held (one at a time). A job of a tar
+ * shard is reported when the shard is complete: after its commit, so "ok" in the manifest
+ * means the shard is in place; if the commit fails, its written inputs fail with it. */
+static void report(const ws_run_ctx *c, ws_job *j)
+{
+    if (j->shard < 0) {
+        report_one(c, j);
+        return;
+    }
+    struct ws_shard *sh = &c->shards[j->shard];
+    pthread_mutex_lock(&sh->mu);
+    const int last = --sh->left == 0;
+    pthread_mutex_unlock(&sh->mu);
+    if (!last)
+        return;
+    ws_err e = {{0}};
+    int rc = 0;
+    if (sh->t && sh->written && !sh->error) {
+        WS_RANGE_PUSH("write");
+        rc = ws_tar_commit(sh->t, &e);
+        WS_RANGE_POP();
+    } else {
+        ws_tar_abort(sh->t);
+    }
+    sh->t = NULL;
+    for (int k = 0; k < sh->n; k++) {
+        ws_job *m = &sh->jobs[k];
+        if ((rc || sh->error) && m->ok)
+            fail(m, "%s: %s", m->input, rc ? e.msg : sh->error);
+        report_one(c, m);
+    }
 }
 
 /* --- one input: every stage on this thread --------------------------------- */

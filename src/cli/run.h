@@ -35,6 +35,8 @@ typedef struct {
 typedef struct {
     const char *input;
     const char *output;  /* NULL: the input has no output name (outside --root): it fails */
+    const char *member;  /* --tar-size: its key in the shard (members KEY.npy, KEY.json) */
+    int shard;           /* --tar-size: index into ws_run_ctx.shards, else -1 */
     /* filled by ws_run */
     int ok, skipped;     /* written; skipped (--skip-existing); neither: failed */
     char *error;         /* "input: message" when failed (malloc'd; NULL if that failed too) */
@@ -71,7 +73,17 @@ typedef struct {
     const char *root;      /* --root, for the message of an input outside it; or NULL */
     int manifest_fd;       /* JSON Lines, one line per finished input; -1: none */
     const char *manifest;  /* its path, for messages */
+    struct ws_shard *shards; /* --tar-size: the run's tar shards (ws_shards_new), or NULL */
 } ws_run_ctx;
+
+/* --tar-size: the n_jobs jobs in shards of per_shard, in order: shard i holds jobs
+ * [i * per_shard, (i + 1) * per_shard) and is written to paths[i] (each job's output
+ * names its shard too). A shard is opened at its first member, gets the members in the
+ * order the inputs finish, and is committed (renamed into place) when its last input has
+ * finished; then its inputs are reported (manifest lines, failures), so "ok" means the
+ * shard is in place. A shard none of whose inputs was written is not made. */
+struct ws_shard *ws_shards_new(char *const *paths, ws_job *jobs, int n_jobs, int per_shard);
+void ws_shards_free(struct ws_shard *s, int n_jobs, int per_shard);
 
 /* The manifest line of a finished job (and the --json report's per-input object):
  * input, output, status, error, shape, dtype, sample_rate, channels, samples, duration_s,
