@@ -298,3 +298,21 @@ Test(gpu_stem, split_k_fp32_is_bitwise_repeatable, .timeout = 120)
     ws_stem_free(g);
     ws_model_free(&m);
 }
+
+/* --device cuda:N: a number past the devices there is one clear line, not a crash. */
+Test(gpu_driver, a_device_number_past_the_last_is_refused_by_name)
+{
+    ws_model m;
+    ws_err e = { "" };
+    cr_assert_eq(ws_model_init_random(&m, 80, 384, 1, 0, &e), 0, "%s", e.msg);
+    ws_stem_free(gpu_or_skip(&m, WS_PREC_FP32)); /* a device 0 is there */
+    ws_stem *g = ws_stem_new_gpu(&m, WS_PREC_FP32, 1000, &e);
+    cr_assert_null(g);
+    cr_assert(strstr(e.msg, "no CUDA device 1000") && strstr(e.msg, "CUDA_VISIBLE_DEVICES"), "%s",
+              e.msg);
+    char name[200];
+    cr_assert_eq(ws_gpu_probe(1000, name, sizeof name, &e), -1);
+    cr_assert(strstr(e.msg, "no CUDA device 1000"), "%s", e.msg);
+    cr_assert_eq(ws_gpu_probe(0, name, sizeof name, &e), 0, "%s", e.msg);
+    ws_model_free(&m);
+}
