@@ -1,12 +1,18 @@
 /* common.c - see common.h. */
 #include "common.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -134,10 +140,274 @@ double ws_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* --- the CPUs this process may use ---------------------------------------
+ *
+ * The host's core count overstates what a process under taskset, Slurm,
+ * Kubernetes or `docker --cpus` may use: the affinity mask and the cgroup
+ * CPU quota (cgroup v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us)
+ * both bound it. Every file that cannot be read or parsed is taken as "no
+ * limit from here", never as an error. */
+
+/* Reads up to cap-1 bytes of a small file (a /proc or /sys attribute) into
+ * buf, terminated. Returns 0, or -1 when it cannot be opened or read. */
+static int read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t k = 0;
+    while (k < cap - 1) {
+        ssize_t r = read(fd, buf + k, cap - 1 - k);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            close(fd);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        k += (size_t)r;
+    }
+    close(fd);
+    buf[k] = 0;
+    return 0;
+}
+
+/* A decimal integer of digits only (no sign), then *end past it; -1 when s
+ * does not start with a digit or the value overflows. */
+static long long parse_count(const char *s, const char **end)
+{
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    char *e;
+    long long v = strtoll(s, &e, 10);
+    if (errno)
+        return -1;
+    *end = e;
+    return v;
+}
+
+static int only_space(const char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    return *s == 0;
+}
+
+/* ceil(quota / period) as an int, or 0 unless both are positive. */
+static int quota_cpus(long long quota, long long period)
+{
+    if (quota <= 0 || period <= 0)
+        return 0;
+    long long n = quota / period + (quota % period != 0);
+    return n > INT_MAX ? INT_MAX : (int)n;
+}
+
+/* cgroup v2 cpu.max: "max PERIOD" (no limit) or "QUOTA PERIOD". */
+static int v2_level_limit(const char *dir)
+{
+    char path[PATH_MAX], buf[128];
+    const char *p, *e;
+    if ((size_t)snprintf(path, sizeof path, "%s/cpu.max", dir) >= sizeof path ||
+        read_small(path, buf, sizeof buf))
+        return 0;
+    p = buf;
+    if (!strncmp(p, "max", 3))
+        return 0;
+    long long quota = parse_count(p, &e);
+    if (quota < 0 || (*e != ' ' && *e != '\t'))
+        return 0;
+    for (p = e; *p == ' ' || *p == '\t'; p++)
+        ;
+    long long period = parse_count(p, &e);
+    if (period < 0 || !only_space(e))
+        return 0;
+    return quota_cpus(quota, period);
+}
+
+/* One v1 attribute holding a single integer (cfs_quota_us may be -1). */
+static int v1_read_ll(const char *dir, const char *name, long long *out)
+{
+    char path[PATH_MAX], buf[64];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path ||
+        read_small(path, buf, sizeof buf))
+        return -1;
+    const char *p = buf, *e;
+    int neg = *p == '-';
+    long long v = parse_count(p + neg, &e);
+    if (v < 0 || !only_space(e))
+        return -1;
+    *out = neg ? -v : v;
+    return 0;
+}
+
+/* cgroup v1: cpu.cfs_quota_us (-1 = no limit) over cpu.cfs_period_us. */
+static int v1_level_limit(const char *dir)
+{
+    long long quota, period;
+    if (v1_read_ll(dir, "cpu.cfs_quota_us", &quota) || quota <= 0 ||
+        v1_read_ll(dir, "cpu.cfs_period_us", &period))
+        return 0;
+    return quota_cpus(quota, period);
+}
+
+/* The smallest limit from base+cgpath up to base itself (limits of every
+ * ancestor apply). cgpath is the third field of a /proc/self/cgroup line.
+ * The walk includes base: inside a container whose cgroup is mounted as the
+ * root (no cgroup namespace), the path names the host's hierarchy, the
+ * levels below base do not exist here, and base holds the container's own
+ * limit. A path with a ".." component (our cgroup lies outside our cgroup
+ * namespace) gives no limit: walking it would leave the mount. */
+static int walk_limit(const char *base, const char *cgpath, int (*level)(const char *dir))
+{
+    if (cgpath[0] != '/')
+        return 0;
+    for (const char *p = cgpath; (p = strstr(p, "..")); p += 2)
+        if ((p == cgpath || p[-1] == '/') && (p[2] == '/' || p[2] == 0))
+            return 0;
+    size_t blen = strlen(base);
+    while (blen > 1 && base[blen - 1] == '/')
+        blen--;
+    char dir[PATH_MAX];
+    if ((size_t)snprintf(dir, sizeof dir, "%.*s%s", (int)blen, base, cgpath) >= sizeof dir)
+        return 0;
+    size_t len = strlen(dir);
+    int best = 0;
+    for (;;) {
+        while (len > blen && dir[len - 1] == '/') /* "a/b/" and "a//b" */
+            dir[--len] = 0;
+        int n = level(dir);
+        if (n > 0 && (best == 0 || n < best))
+            best = n;
+        if (len <= blen)
+            break;
+        while (len > blen && dir[len - 1] != '/')
+            len--;
+        dir[len] = 0; /* now ends in '/' (trimmed above) or is base */
+    }
+    return best;
+}
+
+/* Whether the comma-separated list holds the controller "cpu" itself (not
+ * "cpuset" or "cpuacct"). */
+static int lists_cpu(const char *list, size_t len)
+{
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && list[j] != ',')
+            j++;
+        if (j - i == 3 && !strncmp(list + i, "cpu", 3))
+            return 1;
+        i = j + 1;
+    }
+    return 0;
+}
+
+/* The v1 cpu controller's mount under sysfs_root: the directory named by the
+ * line's controller list ("cpu,cpuacct"), else cpu,cpuacct, else cpu. */
+static int v1_mount(const char *sysfs_root, const char *list, size_t len, char *out, size_t cap)
+{
+    char names[3][256];
+    snprintf(names[0], sizeof names[0], "%.*s", (int)(len < 255 ? len : 255), list);
+    snprintf(names[1], sizeof names[1], "cpu,cpuacct");
+    snprintf(names[2], sizeof names[2], "cpu");
+    for (int i = 0; i < 3; i++) {
+        struct stat st;
+        if ((size_t)snprintf(out, cap, "%s/%s", sysfs_root, names[i]) < cap && !stat(out, &st) &&
+            S_ISDIR(st.st_mode))
+            return 0;
+    }
+    return -1;
+}
+
+int ws_cgroup_cpu_limit(const char *proc_self_cgroup, const char *sysfs_root)
+{
+    FILE *f = fopen(proc_self_cgroup, "re");
+    if (!f)
+        return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    int best = 0;
+    /* "ID:CONTROLLERS:PATH" per hierarchy; v2 is "0::PATH". Hybrid systems
+     * list both: each source with a limit counts and the smallest wins. */
+    while ((got = getline(&line, &cap, f)) > 0) {
+        if (line[got - 1] == '\n')
+            line[--got] = 0;
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        const char *list = c1 + 1, *cgpath = c2 + 1;
+        size_t list_len = (size_t)(c2 - list);
+        int n = 0;
+        if (c1 - line == 1 && line[0] == '0' && list_len == 0) {
+            n = walk_limit(sysfs_root, cgpath, v2_level_limit);
+        } else if (lists_cpu(list, list_len)) {
+            char mount[PATH_MAX];
+            if (!v1_mount(sysfs_root, list, list_len, mount, sizeof mount))
+                n = walk_limit(mount, cgpath, v1_level_limit);
+        }
+        if (n > 0 && (best == 0 || n < best))
+            best = n;
+    }
+    free(line);
+    fclose(f);
+    return best;
+}
+
+/* The CPUs in this process's affinity mask, or 0 when it cannot be read.
+ * The set grows until the kernel accepts its size, so hosts with more than
+ * CPU_SETSIZE (1024) CPUs are counted whole. */
+static int affinity_cpus(void)
+{
+    long conf = sysconf(_SC_NPROCESSORS_CONF);
+    int n = conf > 1024 && conf < (1 << 24) ? (int)conf : 1024;
+    for (; n <= (1 << 24); n *= 2) {
+        cpu_set_t *set = CPU_ALLOC(n);
+        if (!set)
+            return 0;
+        size_t size = CPU_ALLOC_SIZE(n);
+        CPU_ZERO_S(size, set);
+        if (sched_getaffinity(0, size, set) == 0) {
+            int count = CPU_COUNT_S(size, set);
+            CPU_FREE(set);
+            return count;
+        }
+        int e = errno;
+        CPU_FREE(set);
+        if (e != EINVAL) /* EINVAL: the set is smaller than the kernel's */
+            return 0;
+    }
+    return 0;
+}
+
+int ws_ncpu_uncached(void)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = online < 1 ? 1 : online > INT_MAX ? INT_MAX : (int)online;
+    int aff = affinity_cpus();
+    if (aff > 0 && aff < n)
+        n = aff;
+    int quota = ws_cgroup_cpu_limit("/proc/self/cgroup", "/sys/fs/cgroup");
+    if (quota > 0 && quota < n)
+        n = quota;
+    return n < 1 ? 1 : n;
+}
+
+static pthread_once_t ncpu_once = PTHREAD_ONCE_INIT;
+static int ncpu_value;
+
+static void ncpu_init(void)
+{
+    ncpu_value = ws_ncpu_uncached();
+}
+
 int ws_ncpu(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : (int)n;
+    pthread_once(&ncpu_once, ncpu_init);
+    return ncpu_value;
 }
 
 typedef struct {

@@ -51,8 +51,23 @@ double ws_now(void);
 typedef void (*ws_task_fn)(void *ctx, int i, int n);
 int ws_parallel(int n, ws_task_fn fn, void *ctx);
 
-/* Number of online CPUs (>= 1). */
+/* The CPUs this process may use (>= 1), the default thread count: the least
+ * of the online CPUs, the CPUs in its affinity mask (taskset, Slurm,
+ * cpusets) and its cgroup CPU quota rounded up (docker --cpus, Kubernetes
+ * limits; cgroup v2 cpu.max or v1 cpu.cfs_quota_us). Computed on the first
+ * call (thread-safe) and cached: a later change of affinity is not seen. */
 int ws_ncpu(void);
+
+/* Test-visible parts of ws_ncpu (tests/test_common.c):
+ * ws_ncpu_uncached computes the value afresh on every call.
+ * ws_cgroup_cpu_limit reads proc_self_cgroup (a /proc/self/cgroup) and the
+ * cgroup files under sysfs_root (a /sys/fs/cgroup): v2 cpu.max from
+ * sysfs_root/PATH up to sysfs_root, v1 cpu.cfs_quota_us/cpu.cfs_period_us
+ * from sysfs_root/cpu,cpuacct (or /cpu) + PATH upwards; the smallest limit
+ * wins. Returns the limit in CPUs, rounded up, or 0 for none (files missing
+ * or unparsable count as no limit). */
+int ws_ncpu_uncached(void);
+int ws_cgroup_cpu_limit(const char *proc_self_cgroup, const char *sysfs_root);
 
 /* IEEE binary16 / bfloat16 bit patterns to float32 (exact) and back
  * (round to nearest even; NaN stays NaN). */
