@@ -360,14 +360,17 @@ Test(corpus, progress_lines_on_request_and_quiet_is_quiet, .timeout = 120)
     char cmd[16384], err[16384];
     int bad = 0;
     make_corpus(dir, 2, 6, 3.0, &bad);
-    /* the good inputs only, from standard input */
+    /* the good inputs from standard input, and a FIFO whose writer comes after 0.6 s, so
+     * that the run lasts longer than a few ticks */
     snprintf(cmd, sizeof cmd,
-             "grep -v -e garbage -e empty -e missing -e outside %s/list | %s --mel --threads 1 "
-             "--list - --root %s/root -O %s/out --progress 0.1",
-             dir, ws_bin(), dir, dir);
+             "(mkfifo %s/root/late.wav && (sleep 0.6; cat %s > %s/root/late.wav) & "
+             "sleep 0.1; (grep -v -e garbage -e empty -e missing -e outside %s/list; "
+             "echo %s/root/late.wav) | %s --mel --threads 1 --list - --root %s/root -O %s/out "
+             "--progress 0.1; st=$?; wait; exit $st)",
+             dir, test_sample("jfk.wav"), dir, dir, dir, ws_bin(), dir, dir);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
-    cr_assert(strstr(err, "/12 inputs, "), "no progress line:\n%s", err);
-    cr_assert(strstr(err, "12 inputs in ") && strstr(err, "12 written, 0 failed, 0 skipped"),
+    cr_assert(strstr(err, "/13 inputs, "), "no progress line:\n%s", err);
+    cr_assert(strstr(err, "13 inputs in ") && strstr(err, "13 written, 0 failed, 0 skipped"),
               "no summary:\n%s", err);
     snprintf(cmd, sizeof cmd,
              "grep -v -e garbage -e empty -e missing -e outside %s/list | %s --mel -q "
