@@ -157,7 +157,16 @@ interop: $(BUILD)/ws-mkmodel $(BUILD)/ws-convert $(BUILD)/whisper-stem
 
 # What CI runs: the suite, the suite again under the sanitizers, the interop check,
 # the fuzz corpora replayed, and a short fuzz run when libFuzzer is there.
-check: test asan interop fuzz-replay fuzz-smoke
+check: test asan interop fuzz-replay fuzz-smoke corpus
+
+# Corpus runs (tests/corpus/): 200 WAV files and 6 bad inputs through
+# scripts/parallel-shards.sh (3 shards under GNU parallel) and scripts/slurm-array.sh
+# (a 4-task array and its merge job on a one-node Slurm the test starts and stops;
+# needs root), each output compared with a single-file run of its input.
+.PHONY: corpus
+corpus: $(BUILD)/whisper-stem $(BUILD)/ws-mkmodel
+	tests/corpus/parallel.sh $(BUILD)
+	tests/corpus/slurm.sh $(BUILD)
 
 # --- fuzzing (tests/fuzz/README.md) ------------------------------------------
 # Each tests/fuzz/fuzz_NAME.c is a libFuzzer harness with a seed corpus in

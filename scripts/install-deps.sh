@@ -21,6 +21,10 @@ if [ "${1:-}" = "--test" ]; then
     # Debian ships apart from clang: libclang-rt-dev is the one for the default clang
     # (clang-14 and libclang-rt-14-dev on Debian 12)
     PKGS="$PKGS clang libclang-rt-dev"
+    # make corpus (tests/corpus/): GNU parallel for parallel.sh; slurm-wlm (slurmctld,
+    # slurmd, sbatch) and munge (Slurm's authentication) for slurm.sh, which starts
+    # its own one-node cluster from a temporary directory and stops it after
+    PKGS="$PKGS parallel slurm-wlm munge"
     # the GGUF interop check runs an npm package; any node >= 18 with npm will do
     if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
         PKGS="$PKGS nodejs npm"

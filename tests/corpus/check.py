@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""check.py - the checks of a sharded corpus run (tests/corpus/parallel.sh, slurm.sh).
+
+  check.py run CORPUS OUT REF TASKS first|again
+      OUT holds a finished run over CORPUS/list.txt (tests/corpus/make-corpus.sh)
+      in TASKS shards, with --root CORPUS/audio, merged by slurm-array.sh --merge.
+      Checks, each printed as one line:
+        - the shards covered the list exactly once: every input of the list is in
+          exactly one task manifest, once, that of task p % TASKS for its list
+          position p, and no manifest names anything else;
+        - OUT/manifest.jsonl holds exactly the task manifests' lines;
+        - every good input is "ok" (first) or "skipped" (again), and its output
+          OUT/<path under audio/ without extension>.npy equals, byte for byte,
+          REF/<same>.npy, written by a single-file run `whisper-stem -m M in -o x.npy`;
+        - every bad input is "failed" with a non-empty error, and has no output;
+        - OUT/failed.txt is the bad inputs, in list order; OUT/summary.txt counts
+          them; the only .npy files under OUT are the good inputs' outputs.
+  check.py snapshot OUT
+      prints (path, size, mtime, inode) of every file under OUT except the
+      manifests, failed.txt, summary.txt and the Slurm logs: two snapshots are
+      equal when a run wrote nothing new.
+  check.py retried MANIFEST CORPUS
+      MANIFEST is a run with --list OUT/failed.txt: it names exactly the bad
+      inputs, each failed (failed.txt works as a list).
+  check.py escapes MERGE DIR
+      writes DIR/manifest-0.jsonl with inputs that JSON must escape (\u00e9,
+      a surrogate pair, \\, \", a tab, a control byte) as json.dumps writes them
+      (ASCII only), and DIR/list.txt; runs MERGE --merge DIR DIR/list.txt 1 and
+      checks that failed.txt gives back the paths byte for byte.
+  check.py lost CORPUS OUT TASKS LOST[,LOST...]
+      OUT was merged with the manifests of tasks LOST missing or empty (tasks
+      killed before they wrote a line): failed.txt holds those shards' inputs
+      and the bad ones, in list order, and summary.txt counts the shards'
+      inputs as not reached.
+
+This reads the manifests with Python's json module, not with the awk merge of
+scripts/slurm-array.sh, so the two do not share a misreading.
+Exit status: 0 all checks passed, 1 some failed (each printed with what differed).
+"""
+import json
+import os
+import sys
+
+failures = 0
+
+
+def ok(cond, what, detail=""):
+    global failures
+    if cond:
+        print("  \u2713 " + what)
+    else:
+        failures += 1
+        print("  \u2717 " + what + (": " + detail if detail else ""))
+    return cond
+
+
+def read_list(path):
+    """whisper-stem --list's rules: LF then CR dropped, empty and '#' lines skipped."""
+    out = []
+    with open(path, "rb") as f:
+        for raw in f:
+            line = raw[:-1] if raw.endswith(b"\n") else raw
+            line = line[:-1] if line.endswith(b"\r") else line
+            if line and not line.startswith(b"#"):
+                out.append(line.decode())
+    return out
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [l.rstrip("\n") for l in f]
+
+
+def read_jsonl(path):
+    recs = []
+    for n, line in enumerate(read_lines(path), 1):
+        if line.strip():
+            try:
+                recs.append(json.loads(line))
+            except ValueError as e:
+                recs.append({"_bad": "%s line %d: %s" % (path, n, e)})
+    return recs
+
+
+def first_few(items, n=5):
+    items = list(items)
+    return ", ".join(repr(x) for x in items[:n]) + (" ... (%d in all)" % len(items) if len(items) > n else "")
+
+
+def out_path(out, corpus, inp):
+    rel = os.path.relpath(inp, os.path.join(corpus, "audio"))
+    return os.path.join(out, os.path.splitext(rel)[0] + ".npy")
+
+
+def same_file(a, b):
+    if not os.path.isfile(a) or not os.path.isfile(b):
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
+
+
+def check_run(corpus, out, ref, tasks, phase):
+    tasks = int(tasks)
+    listed = read_list(os.path.join(corpus, "list.txt"))
+    good = read_lines(os.path.join(corpus, "good.txt"))
+    bad = read_lines(os.path.join(corpus, "bad.txt"))
+    ok(sorted(listed) == sorted(good + bad) and len(set(listed)) == len(listed),
+       "the list holds the %d good and %d bad inputs once each" % (len(good), len(bad)))
+
+    # each input in exactly one task manifest, that of its shard
+    seen = {}
+    lines_task = []
+    malformed = []
+    for t in range(tasks):
+        path = os.path.join(out, "manifest-%d.jsonl" % t)
+        if not ok(os.path.isfile(path), "task %d wrote %s" % (t, os.path.basename(path))):
+            continue
+        lines_task += [l for l in read_lines(path) if l.strip()]
+        for r in read_jsonl(path):
+            if "_bad" in r:
+                malformed.append(r["_bad"])
+                continue
+            seen.setdefault(r.get("input"), []).append(t)
+    ok(not malformed, "every manifest line is JSON", first_few(malformed))
+    pos = {inp: p for p, inp in enumerate(listed)}
+    wrong = [(i, ts, pos[i] % tasks) for i, ts in seen.items() if i in pos and ts != [pos[i] % tasks]]
+    unlisted = [i for i in seen if i not in pos]
+    unseen = [i for i in listed if i not in seen]
+    ok(not wrong and not unlisted and not unseen,
+       "the %d shards covered the list exactly once (input at position p in task p %% %d only)"
+       % (tasks, tasks),
+       "in the wrong task or more than one (input, tasks, expected): %s; not in the list: %s; "
+       "in no manifest: %s" % (first_few(wrong), first_few(unlisted), first_few(unseen)))
+
+    merged_path = os.path.join(out, "manifest.jsonl")
+    merged_lines = [l for l in read_lines(merged_path) if l.strip()] if os.path.isfile(merged_path) else None
+    ok(merged_lines is not None and sorted(merged_lines) == sorted(lines_task),
+       "manifest.jsonl holds exactly the %d lines of the task manifests" % len(lines_task),
+       "missing" if merged_lines is None else "%d lines there" % len(merged_lines))
+
+    recs = {}
+    for r in read_jsonl(merged_path) if merged_lines is not None else []:
+        if "_bad" not in r:
+            recs[r.get("input")] = r
+
+    want = "ok" if phase == "first" else "skipped"
+    not_want, wrong_out, differ = [], [], []
+    for inp in good:
+        r = recs.get(inp, {})
+        if r.get("status") != want:
+            not_want.append((inp, r.get("status"), r.get("error")))
+        expect = out_path(out, corpus, inp)
+        if phase == "first" and os.path.normpath(os.path.abspath(r.get("output") or "")) != os.path.abspath(expect):
+            wrong_out.append((inp, r.get("output"), expect))
+        if not same_file(expect, out_path(ref, corpus, inp)):
+            differ.append(expect)
+    ok(not not_want, "all %d good inputs are \"%s\"" % (len(good), want), first_few(not_want))
+    if phase == "first":
+        ok(not wrong_out, "each good input's manifest output is OUT/<path under the root>.npy",
+           first_few(wrong_out))
+    ok(not differ, "each of the %d outputs equals (byte for byte) a single-file run of its input"
+       % len(good), "differ or missing: " + first_few(differ))
+
+    bad_wrong = []
+    for inp in bad:
+        r = recs.get(inp, {})
+        err = r.get("error")
+        if r.get("status") != "failed" or not isinstance(err, str) or not err.strip():
+            bad_wrong.append((inp, r.get("status"), err))
+        elif os.path.exists(out_path(out, corpus, inp)):
+            bad_wrong.append((inp, "has an output", out_path(out, corpus, inp)))
+    ok(not bad_wrong, "all %d bad inputs are \"failed\" with an error and no output" % len(bad),
+       first_few(bad_wrong))
+
+    failed_txt = os.path.join(out, "failed.txt")
+    want_failed = [i for i in listed if i in set(bad)]
+    got_failed = read_lines(failed_txt) if os.path.isfile(failed_txt) else None
+    ok(got_failed == want_failed, "failed.txt lists the %d bad inputs in list order" % len(bad),
+       "got %s" % first_few(got_failed or []))
+
+    summary_path = os.path.join(out, "summary.txt")
+    summary = open(summary_path, encoding="utf-8").read() if os.path.isfile(summary_path) else ""
+    counts = {"ok": len(good) if phase == "first" else 0,
+              "skipped": 0 if phase == "first" else len(good),
+              "failed": len(bad), "not reached": 0}
+    wrong_counts = [k for k, v in counts.items()
+                    if not any(l.split(":")[0].strip() == k and l.split(":")[1].split()[0] == str(v)
+                               for l in summary.splitlines() if ":" in l and l.split(":")[1].split())]
+    ok(not wrong_counts, "summary.txt counts %s" % ", ".join("%s %d" % kv for kv in counts.items()),
+       "wrong: %s in\n%s" % (", ".join(wrong_counts), summary))
+
+    npys = set()
+    for d, _, files in os.walk(out):
+        npys |= {os.path.abspath(os.path.join(d, f)) for f in files if f.endswith(".npy")}
+    expected = {os.path.abspath(out_path(out, corpus, i)) for i in good}
+    ok(npys == expected, "the .npy files under OUT are exactly the %d good inputs' outputs" % len(good),
+       "extra: %s; missing: %s" % (first_few(sorted(npys - expected)), first_few(sorted(expected - npys))))
+
+
+def snapshot(out):
+    skip_top = {"manifest.jsonl", "failed.txt", "summary.txt", "slurm-logs"}
+    rows = []
+    for d, dirs, files in os.walk(out):
+        if d == out:
+            dirs[:] = [x for x in dirs if x not in skip_top]
+        for f in files:
+            if d == out and (f in skip_top or (f.startswith("manifest-") and f.endswith(".jsonl"))):
+                continue
+            p = os.path.join(d, f)
+            st = os.lstat(p)
+            rows.append("%s %d %d %d" % (os.path.relpath(p, out), st.st_size, st.st_mtime_ns, st.st_ino))
+    for r in sorted(rows):
+        print(r)
+
+
+def check_retried(manifest, corpus):
+    bad = read_lines(os.path.join(corpus, "bad.txt"))
+    recs = read_jsonl(manifest)
+    got = sorted((r.get("input"), r.get("status")) for r in recs)
+    ok(got == sorted((b, "failed") for b in bad),
+       "whisper-stem --list OUT/failed.txt reads back the %d bad inputs, each failed again" % len(bad),
+       "got %r" % (got,))
+
+
+def summary_count(out, key):
+    path = os.path.join(out, "summary.txt")
+    for l in open(path, encoding="utf-8").read().splitlines() if os.path.isfile(path) else []:
+        k, _, v = l.partition(":")
+        if k.strip() == key and v.split():
+            return v.split()[0]
+    return None
+
+
+def check_lost(corpus, out, tasks, lost):
+    tasks, lost = int(tasks), {int(x) for x in lost.split(",")}
+    listed = read_list(os.path.join(corpus, "list.txt"))
+    bad = set(read_lines(os.path.join(corpus, "bad.txt")))
+    shard = [i for p, i in enumerate(listed) if p % tasks in lost]
+    want = [i for p, i in enumerate(listed) if p % tasks in lost or i in bad]
+    path = os.path.join(out, "failed.txt")
+    got = read_lines(path) if os.path.isfile(path) else None
+    ok(got == want, "without tasks %s's lines, failed.txt holds their %d inputs and the bad ones"
+       % (sorted(lost), len(shard)), "got %s" % (first_few(got or []),))
+    n = summary_count(out, "not reached")
+    ok(n == str(len(shard)), "summary.txt counts them as not reached (%d)" % len(shard),
+       "it says %r" % (n,))
+
+
+def check_escapes(merge, d):
+    import subprocess
+    paths = ["/d/caf\u00e9 x.wav", "/d/back\\slash.wav", '/d/q"uote.wav', "/d/tab\there.wav",
+             "/d/face\U0001F600.wav", "/d/ctl\x01.wav", "/d/slash/.wav", "/d/ok.wav"]
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "manifest-0.jsonl"), "w", encoding="ascii") as f:
+        for p in paths:
+            st = "ok" if p.endswith("/ok.wav") else "failed"
+            f.write(json.dumps({"input": p, "output": None, "status": st,
+                                "error": None if st == "ok" else p + ': "bad"'},
+                               separators=(",", ":")) + "\n")
+    with open(os.path.join(d, "list.txt"), "w", encoding="utf-8") as f:
+        f.write("".join(p + "\n" for p in paths + ["/d/never.wav"]))
+    r = subprocess.run([merge, "--merge", d, os.path.join(d, "list.txt"), "1"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    want = [p for p in paths + ["/d/never.wav"] if not p.endswith("/ok.wav")]
+    path = os.path.join(d, "failed.txt")
+    got = open(path, encoding="utf-8").read().split("\n")[:-1] if os.path.isfile(path) else None
+    ok(r.returncode == 1 and got == want,
+       "the merge unescapes JSON strings (\\uXXXX, surrogate pairs, \\\\, \\\", \\t) back to the list's bytes",
+       "status %d, failed.txt %r" % (r.returncode, got))
+
+
+def main(argv):
+    if len(argv) == 7 and argv[1] == "run" and argv[6] in ("first", "again"):
+        check_run(*argv[2:])
+    elif len(argv) == 3 and argv[1] == "snapshot":
+        snapshot(argv[2])
+    elif len(argv) == 4 and argv[1] == "escapes":
+        check_escapes(argv[2], argv[3])
+    elif len(argv) == 6 and argv[1] == "lost":
+        check_lost(*argv[2:])
+    elif len(argv) == 4 and argv[1] == "retried":
+        check_retried(argv[2], argv[3])
+    else:
+        sys.stderr.write(__doc__)
+        return 2
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
