@@ -9,7 +9,8 @@
 #   1. make-corpus.sh: 200 good WAV files and 6 bad inputs in a list; a random
 #      tiny model; a single-file run of each good input as its reference
 #   2. start munged and a one-node Slurm (below)
-#   3. slurm-array.sh -n 4 -c 1 -t 10 --wait: exits 1 (some inputs failed); one
+#   3. slurm-array.sh -n 4 -p corpus -c 1 -t 10 --max-parallel 3 -J corpus-test
+#      --merge-sbatch=--comment=merge --wait: exits 1 (some inputs failed); one
 #      log per task (task-<job>_0..3.log) and the merge job's log; check.py run
 #      ... first: the shards covered the list once, outputs equal the
 #      references, the bad inputs failed with an error, manifest.jsonl,
@@ -179,7 +180,9 @@ out=$work/out
 cd "$work" || exit 1
 submit() { # LIST LOG
     timeout 300 "$repo/scripts/slurm-array.sh" -l "$1" -r "$c/audio" -o "$out" -m "$model" \
-        -n "$tasks" -c 1 -t 10 --progress 5 --bin "$ws" --wait -- "${STEM_OPTS[@]}" > "$work/$2.log" 2>&1
+        -n "$tasks" -p corpus -c 1 -t 10 --max-parallel 3 -J corpus-test \
+        --merge-sbatch=--comment=merge --progress 5 --bin "$ws" --wait -- "${STEM_OPTS[@]}" \
+        > "$work/$2.log" 2>&1
 }
 
 t0=$(date +%s)
