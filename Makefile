@@ -7,7 +7,9 @@
 #   make fuzz-replay     each fuzz harness over its committed corpus, gcc + ASan/UBSan
 #   make fuzz [FUZZ_TIME=60]  each harness under libFuzzer (clang) for FUZZ_TIME s
 #   make fuzz-smoke      fuzz with FUZZ_TIME=10 when clang has libFuzzer, else says so
-#   make check           test + asan + interop + fuzz-replay + fuzz-smoke (what CI runs)
+#   make corpus          the Slurm and GNU parallel recipes over 200 files (tests/corpus/;
+#                        the Slurm half starts a one-node cluster, as root)
+#   make check           test + asan + interop + fuzz-replay + fuzz-smoke + corpus (what CI runs)
 #   make install PREFIX=/usr/local
 #   make bundle          build/bundle/: binary + test runner + their shared libraries,
 #                        relocatable (RUNPATH $ORIGIN/lib), for GPU nodes

@@ -4,8 +4,10 @@
 #   scripts/install-deps.sh --test   also the test framework, ffmpeg and sox (the audio
 #                                    tests decode what they write to pipes), clang with
 #                                    its runtime libraries (make fuzz: libFuzzer,
-#                                    ASan, UBSan), and node/npm for the GGUF interop
-#                                    check when node is missing
+#                                    ASan, UBSan), node/npm for the GGUF interop
+#                                    check when node is missing, and GNU parallel,
+#                                    slurm-wlm and munge (make corpus runs the recipes
+#                                    on a one-node Slurm cluster)
 # Runs apt-get through sudo when not root. Debian 12 (bookworm) or later.
 set -eu
 
