@@ -1104,3 +1104,55 @@ Test(tar, keys_round_trip_have_no_dot_and_never_collide)
     free(keys);
     free(rels);
 }
+
+static int collect_names(void *ctx, const char *name, uint64_t size)
+{
+    char *buf = ctx;
+    char line[WS_TAR_NAME_MAX + 32];
+    snprintf(line, sizeof line, "%s %llu\n", name, (unsigned long long)size);
+    if (strlen(buf) + strlen(line) < 65536)
+        strcat(buf, line);
+    return 0;
+}
+
+/* ws_tar_list reads the member names and sizes back: of our shards (pax long names
+ * included) and of GNU tar's own archives (ustar and its pax format). */
+Test(tar, list_reads_our_shards_and_gnu_tar_archives)
+{
+    const char *dir = test_tmpdir();
+    char path[1024], cmd[4096], err[1024], longname[400];
+    static char got[65536];
+    snprintf(path, sizeof path, "%s/s.tar", dir);
+    memset(longname, 'n', 300);
+    strcpy(longname + 300, ".npy");
+    ws_err e = {{0}};
+    ws_tar *t = ws_tar_open(path, &e);
+    cr_assert_not_null(t, "%s", e.msg);
+    cr_assert_eq(ws_tar_add(t, "a%2Eb/c.npy", "xyz", 3, &e), 0, "%s", e.msg);
+    cr_assert_eq(ws_tar_add(t, longname, "", 0, &e), 0, "%s", e.msg);
+    cr_assert_eq(ws_tar_commit(t, &e), 0, "%s", e.msg);
+    got[0] = 0;
+    cr_assert_eq(ws_tar_list(path, collect_names, got, &e), 0, "%s", e.msg);
+    char want[1024];
+    snprintf(want, sizeof want, "a%%2Eb/c.npy 3\n%s 0\n", longname);
+    cr_assert_str_eq(got, want);
+    for (int fmt = 0; fmt < 2; fmt++) {
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && mkdir -p g/dir && printf 12345 > g/dir/one.npy && printf '' > g/two && "
+                 "tar --format=%s -cf g%d.tar g/dir/one.npy g/two",
+                 dir, fmt ? "pax" : "ustar", fmt);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+        snprintf(path, sizeof path, "%s/g%d.tar", dir, fmt);
+        got[0] = 0;
+        cr_assert_eq(ws_tar_list(path, collect_names, got, &e), 0, "%s", e.msg);
+        cr_assert_str_eq(got, "g/dir/one.npy 5\ng/two 0\n");
+    }
+    /* not a tar file */
+    snprintf(path, sizeof path, "%s/not.tar", dir);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 1024; i++)
+        fputc('x', f);
+    fclose(f);
+    cr_assert_eq(ws_tar_list(path, collect_names, got, &e), -1);
+    cr_assert(strstr(e.msg, "not.tar"), "%s", e.msg);
+}

@@ -396,6 +396,12 @@ static int gather_inputs(options *o)
                 rc = 2;
                 break;
             }
+            if (f == stdin && len == 1 && line[0] == '-') {
+                ws_eprintf(PROG ": --list -: line %lld is '-', but standard input is the list",
+                           lineno);
+                rc = 2;
+                break;
+            }
             if (add_input(o, &pos, &cap, line, len))
                 rc = 1;
         }
@@ -422,8 +428,18 @@ static int norm_path(const char *path, char *out, size_t cap)
         if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
             return -1;
     } else {
+        /* the working directory as the shell names it ($PWD, through symbolic links) when
+         * it is the same directory, as `pwd -L`: /data -> /mnt/data must not make inputs
+         * named /data/... fall outside a relative --root */
         char cwd[4096];
-        if (!getcwd(cwd, sizeof cwd) || snprintf(buf, sizeof buf, "%s/%s", cwd, path) >= (int)sizeof buf)
+        const char *pwd = getenv("PWD");
+        struct stat a, b;
+        if (pwd && pwd[0] == '/' && strlen(pwd) < sizeof cwd && stat(pwd, &a) == 0 &&
+            stat(".", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            strcpy(cwd, pwd);
+        else if (!getcwd(cwd, sizeof cwd))
+            return -1;
+        if (snprintf(buf, sizeof buf, "%s/%s", cwd, path) >= (int)sizeof buf)
             return -1;
     }
     size_t n = 0;
@@ -458,7 +474,8 @@ static int norm_path(const char *path, char *out, size_t cap)
  * safe for webdataset by ws_tar_key) and, in place of that name, its shard's path:
  * OUT/shard-NNNNNN.tar, numbered k * N + I for the k-th shard of --shard I/N (so shards of
  * different --shard runs never share a name). 0, or the exit status. */
-static int tar_names(const options *o, char **outs, char ***members, char ***shard_paths)
+static int tar_names(const options *o, char **outs, char ***members, char ***shard_paths,
+                     const char **whys)
 {
     const int n = o->n_inputs, per = o->tar_size, n_sh = (n + per - 1) / per;
     const size_t dl = strlen(o->outdir);
@@ -488,16 +505,16 @@ static int tar_names(const options *o, char **outs, char ***members, char ***sha
         memcpy(r, rel, rl);
         r[rl] = 0;
         int bad = ws_tar_key(r, key, cap) != 0 || strlen(key) + 5 > WS_TAR_NAME_MAX;
-        if (bad) {
-            ws_eprintf(PROG ": '%s': no tar member name for '%s' (empty, '.' or '..' parts, "
-                       "or too long)", o->inputs[i], r);
-            free(r);
-            free(key);
-            return 2;
-        }
         free(r);
-        (*members)[i] = key;
         free(outs[i]);
+        outs[i] = NULL;
+        if (bad) { /* that input fails alone */
+            free(key);
+            whys[i] = "no tar member name for it (empty, '.' or '..' parts, or longer than "
+                      "4090 bytes once '.' and '%' are escaped)";
+            continue;
+        }
+        (*members)[i] = key;
         if (!(outs[i] = strdup((*shard_paths)[i / per])))
             return ws_eprintf(PROG ": out of memory"), 1;
     }
@@ -506,11 +523,17 @@ static int tar_names(const options *o, char **outs, char ***members, char ***sha
 
 /* -O OUT --root ROOT: OUT/<input's path under ROOT, extension dropped>.npy, or NULL
  * (malloc'd) when the input is not under ROOT (that input then fails). *oom on failure. */
-static char *tree_path(const char *outdir, const char *root_norm, const char *input, int *oom)
+static char *tree_path(const char *outdir, const char *root_norm, const char *input, int *oom,
+                       const char **why)
 {
     char in[8192];
-    if (!strcmp(input, "-") || norm_path(input, in, sizeof in))
+    *why = "standard input has no path under --root";
+    if (!strcmp(input, "-"))
         return NULL;
+    *why = "the path is too long to place under --root";
+    if (norm_path(input, in, sizeof in))
+        return NULL;
+    *why = NULL; /* not under the root: the caller's message */
     size_t rl = strlen(root_norm);
     const char *rel;
     if (!strcmp(root_norm, "/"))
@@ -570,7 +593,7 @@ static void file_key(const char *path, char *key, size_t cap)
  * (-O flattens directories), no output is an input, --json is none of them.
  * Near-linear in the number of inputs (hash maps). Returns -1 to go on, else
  * the exit status (2: usage error). */
-static int check_outputs(const options *o, char *const *outs)
+static int check_outputs(const options *o, char *const *outs, int clash)
 {
     int rc = -1;
     char key[8192];
@@ -582,7 +605,7 @@ static int check_outputs(const options *o, char *const *outs)
     }
     for (int i = 0; i < o->n_inputs && rc < 0; i++) {
         size_t prev;
-        if (o->outdir && outs[i] &&
+        if (clash && o->outdir && outs[i] &&
             ws_strmap_put(names, outs[i], strlen(outs[i]), (size_t)i, &prev) == 1) {
             ws_eprintf(PROG ": inputs '%s' and '%s' would both write %s", o->inputs[prev],
                        o->inputs[i], outs[i]);
@@ -755,9 +778,11 @@ int main(int argc, char **argv)
     ws_model model = {0};
     int have_model = 0, status = 0, probe_n_mels = 0, probe_d = 0;
     ws_run_ctx r = {0};
+    r.manifest_fd = -1;
     ws_mel *mel = NULL;
     ws_job *jobs = NULL;
-    char **outs = NULL, **members = NULL, **shard_paths = NULL;
+    char **outs = NULL, **members = NULL, **shard_paths = NULL, *not_under = NULL;
+    const char **whys = NULL;
     cJSON *root = NULL;
 
     if (!o.check && !o.dump_ptx) {
@@ -772,10 +797,18 @@ int main(int argc, char **argv)
             goto out;
         }
         outs = calloc((size_t)o.n_inputs, sizeof *outs);
-        int oom = !outs;
+        whys = calloc((size_t)o.n_inputs, sizeof *whys);
+        if (o.root) {
+            size_t cap = strlen(o.root) + 32;
+            if ((not_under = malloc(cap)))
+                snprintf(not_under, cap, "not under --root %s", o.root);
+        }
+        int oom = !outs || !whys || (o.root && !not_under);
         for (int i = 0; !oom && i < o.n_inputs; i++) {
             if (o.root) { /* NULL: not under the root, that input fails */
-                outs[i] = tree_path(o.outdir, root_norm, o.inputs[i], &oom);
+                outs[i] = tree_path(o.outdir, root_norm, o.inputs[i], &oom, &whys[i]);
+                if (!outs[i] && !whys[i])
+                    whys[i] = not_under;
                 continue;
             }
             size_t cap = (o.outdir ? strlen(o.outdir) : 0) + strlen(o.inputs[i]) + 16;
@@ -793,12 +826,18 @@ int main(int argc, char **argv)
             status = 1;
             goto out;
         }
-        if ((st = check_outputs(&o, outs)) >= 0) {
+        if ((st = check_outputs(&o, outs, 1)) >= 0) {
             status = st;
             goto out;
         }
-        if (o.tar_size && (status = tar_names(&o, outs, &members, &shard_paths)) != 0)
-            goto out;
+        if (o.tar_size) {
+            if ((status = tar_names(&o, outs, &members, &shard_paths, whys)) != 0)
+                goto out;
+            if ((st = check_outputs(&o, outs, 0)) >= 0) { /* the shards' paths */
+                status = st;
+                goto out;
+            }
+        }
     }
 
     double t0 = ws_now();
@@ -953,8 +992,10 @@ int main(int argc, char **argv)
         status = 1;
         goto out;
     }
-    for (int i = 0; members && i < o.n_inputs; i++)
-        jobs[i].member = members[i];
+    for (int i = 0; i < o.n_inputs; i++) {
+        jobs[i].member = members ? members[i] : NULL;
+        jobs[i].why = whys[i];
+    }
     r.mel = mel;
     r.pad = o.pad;
     r.mel_only = o.mel_only;
@@ -978,9 +1019,12 @@ int main(int argc, char **argv)
     ws_progress_start(o.n_inputs, o.progress_s, o.quiet);
     const int failed = ws_run(&r, jobs, o.n_inputs);
     ws_progress_stop();
-    if (r.manifest_fd >= 0 && (fsync(r.manifest_fd) != 0 && errno != EINVAL))
+    int manifest_bad = ws_run_manifest_lost() > 0;
+    if (r.manifest_fd >= 0 && fsync(r.manifest_fd) != 0 && errno != EINVAL && errno != EROFS) {
         ws_eprintf(PROG ": --manifest %s: %s", o.manifest, strerror(errno));
-    status = failed ? 1 : 0;
+        manifest_bad = 1;
+    }
+    status = failed || manifest_bad ? 1 : 0;
     if (root) {
         cJSON *inputs = cJSON_AddArrayToObject(root, "inputs");
         for (int i = 0; i < o.n_inputs; i++)
@@ -1003,13 +1047,15 @@ out:
     for (int i = 0; shard_paths && o.tar_size && i < (o.n_inputs + o.tar_size - 1) / o.tar_size; i++)
         free(shard_paths[i]);
     free(shard_paths);
+    free(whys);
+    free(not_under);
     for (int i = 0; outs && i < o.n_inputs; i++)
         free(outs[i]);
     free(outs);
     for (int i = 0; i < o.n_inputs; i++)
         free(o.inputs[i]);
     free(o.inputs);
-    if (r.manifest_fd > 0)
+    if (r.manifest_fd >= 0)
         close(r.manifest_fd);
     ws_mel_free(mel);
     ws_stem_free(r.stem);

@@ -109,6 +109,20 @@ void ws_progress_clear(void)
     pthread_mutex_unlock(&P.mu);
 }
 
+void ws_progress_hold(void)
+{
+    pthread_mutex_lock(&P.mu);
+    if (P.drawn) {
+        fputs("\r\033[K", stderr);
+        P.drawn = 0;
+    }
+}
+
+void ws_progress_release(void)
+{
+    pthread_mutex_unlock(&P.mu);
+}
+
 void ws_progress_stop(void)
 {
     pthread_mutex_lock(&P.mu);

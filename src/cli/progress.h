@@ -26,6 +26,11 @@ void ws_progress_job(ws_progress_kind k, double audio_s);
  * drawn again at the next tick). */
 void ws_progress_clear(void);
 
+/* The same, and no progress line is drawn until ws_progress_release: lines written in
+ * between never share a line with it. */
+void ws_progress_hold(void);
+void ws_progress_release(void);
+
 /* Stops the thread and prints the summary line. */
 void ws_progress_stop(void);
 

@@ -40,6 +40,7 @@
 #include "output.h"
 #include "progress.h"
 #include "signals.h"
+#include "strmap.h"
 #include "tar.h"
 #include "trace.h"
 
@@ -80,7 +81,78 @@ struct ws_shard {
     int left;        /* inputs not finished yet */
     int written;     /* inputs whose members are in */
     char *error;     /* the shard itself failed (an I/O error): why; its inputs fail */
+    int state;       /* SHARD_*: what an existing file at path means for this run */
+    char *refused;   /* SHARD_REFUSED: why */
 };
+
+enum {
+    SHARD_UNKNOWN = 0, /* not looked at yet */
+    SHARD_WRITE,       /* no file there, or one to replace: its members are all this shard's */
+    SHARD_COMPLETE,    /* there, holding a member for every input: skipped (--skip-existing) */
+    SHARD_REFUSED,     /* there with members of other inputs (another list or --tar-size): kept */
+};
+
+typedef struct {
+    ws_strmap *mine; /* this shard's member names */
+    ws_strmap *seen; /* those found in the file */
+    const char *foreign;
+    char first[256];
+} shard_scan;
+
+static int scan_member(void *ctx, const char *name, uint64_t size)
+{
+    shard_scan *s = ctx;
+    (void)size;
+    if (ws_strmap_get(s->mine, name, strlen(name), NULL)) {
+        ws_strmap_put(s->seen, name, strlen(name), 0, NULL);
+        return 0;
+    }
+    snprintf(s->first, sizeof s->first, "%s", name);
+    s->foreign = s->first;
+    return 1;
+}
+
+/* Looks at the file at the shard's path once, with sh->mu held. */
+static void shard_look(const ws_run_ctx *c, struct ws_shard *sh)
+{
+    if (sh->state != SHARD_UNKNOWN)
+        return;
+    struct stat st;
+    sh->state = SHARD_WRITE;
+    if (stat(sh->path, &st) != 0)
+        return;
+    char buf[512];
+    shard_scan s = {ws_strmap_new(), ws_strmap_new(), NULL, ""};
+    int expected = 0, oom = !s.mine || !s.seen;
+    for (int k = 0; k < sh->n && !oom; k++) {
+        const ws_job *m = &sh->jobs[k];
+        if (!m->member)
+            continue;
+        for (int e = 0; e < 2 && !oom; e++) {
+            snprintf(buf, sizeof buf, "%s.%s", m->member, e ? "json" : "npy");
+            oom = ws_strmap_put(s.mine, buf, strlen(buf), 0, NULL) < 0;
+        }
+        expected += 2;
+    }
+    ws_err e = {{0}};
+    int rc = oom ? -1 : ws_tar_list(sh->path, scan_member, &s, &e);
+    char msg[WS_ERR_LEN + 600];
+    if (oom || rc < 0 || s.foreign) {
+        if (s.foreign)
+            snprintf(msg, sizeof msg, "%s holds '%s', which is not from this shard's inputs "
+                                      "(another list or --tar-size?): not replaced",
+                     sh->path, s.foreign);
+        else
+            snprintf(msg, sizeof msg, "%s is there and cannot be read as a shard (%s): not "
+                                      "replaced", sh->path, oom ? "out of memory" : e.msg);
+        sh->state = SHARD_REFUSED;
+        sh->refused = strdup(msg);
+    } else if (c->skip_existing && ws_strmap_size(s.seen) == (size_t)expected) {
+        sh->state = SHARD_COMPLETE;
+    }
+    ws_strmap_free(s.mine);
+    ws_strmap_free(s.seen);
+}
 
 struct ws_shard *ws_shards_new(char *const *paths, ws_job *jobs, int n_jobs, int per_shard)
 {
@@ -104,6 +176,7 @@ void ws_shards_free(struct ws_shard *s, int n_jobs, int per_shard)
     for (int i = 0; s && i < n; i++) {
         ws_tar_abort(s[i].t);
         free(s[i].error);
+        free(s[i].refused);
         pthread_mutex_destroy(&s[i].mu);
     }
     free(s);
@@ -298,9 +371,21 @@ static int prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
     double t0 = ws_now();
     struct stat st;
     if (!j->output)
-        return fail(j, "%s: not under --root %s", j->input, c->root ? c->root : "");
+        return fail(j, "%s: %s", j->input, j->why ? j->why : "no output name");
     const int exists = strcmp(j->output, "-") && stat(j->output, &st) == 0;
-    if (c->skip_existing && exists && S_ISREG(st.st_mode)) {
+    if (j->shard >= 0) { /* decided for the whole shard, by what its file holds */
+        struct ws_shard *sh = &c->shards[j->shard];
+        pthread_mutex_lock(&sh->mu);
+        shard_look(c, sh);
+        const int state = sh->state;
+        pthread_mutex_unlock(&sh->mu);
+        if (state == SHARD_REFUSED)
+            return fail(j, "%s: %s", j->input, sh->refused ? sh->refused : "shard not replaced");
+        if (state == SHARD_COMPLETE) {
+            j->skipped = 1;
+            return 1;
+        }
+    } else if (c->skip_existing && exists && S_ISREG(st.st_mode)) {
         j->skipped = 1; /* outputs appear whole or not at all: this one is complete */
         return 1;
     }
@@ -486,7 +571,39 @@ cJSON *ws_job_json(const ws_run_ctx *c, const ws_job *j)
     return o;
 }
 
-/* One line to the manifest, in one write(2): a kill leaves whole lines only. */
+static int g_manifest_lost; /* lines not written (under the pipeline's lock) */
+
+int ws_run_manifest_lost(void)
+{
+    return g_manifest_lost;
+}
+
+typedef struct {
+    int fd;
+    const char *line;
+    size_t n;
+    int err; /* errno, or -1 for a short write */
+} line_write;
+
+static int write_line(void *ctx)
+{
+    line_write *w = ctx;
+    size_t off = 0;
+    while (off < w->n) {
+        ssize_t k = write(w->fd, w->line + off, w->n - off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            w->err = k < 0 ? errno : -1;
+            return -1;
+        }
+        off += (size_t)k;
+    }
+    return 0;
+}
+
+/* One line to the manifest, in one write(2) under the signal lock (a terminating signal
+ * waits for it): a kill leaves whole lines only. */
 static void manifest_line(const ws_run_ctx *c, const ws_job *j)
 {
     cJSON *o = ws_job_json(c, j);
@@ -496,23 +613,18 @@ static void manifest_line(const ws_run_ctx *c, const ws_job *j)
     char *line = txt ? realloc(txt, n + 2) : NULL;
     if (!line) {
         free(txt);
+        g_manifest_lost++;
         ws_eprintf("whisper-stem: --manifest %s: out of memory for the line of %s", c->manifest,
                    j->input);
         return;
     }
     line[n] = '\n';
     line[n + 1] = '\0';
-    size_t off = 0;
-    while (off < n + 1) {
-        ssize_t w = write(c->manifest_fd, line + off, n + 1 - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            ws_eprintf("whisper-stem: --manifest %s: %s", c->manifest,
-                       w < 0 ? strerror(errno) : "short write");
-            break;
-        }
-        off += (size_t)w;
+    line_write w = {c->manifest_fd, line, n + 1, 0};
+    if (ws_temp_locked(write_line, &w)) {
+        g_manifest_lost++;
+        ws_eprintf("whisper-stem: --manifest %s: the line of %s: %s", c->manifest, j->input,
+                   w.err > 0 ? strerror(w.err) : "short write");
     }
     free(line);
 }
@@ -525,16 +637,17 @@ static void report_one(const ws_run_ctx *c, const ws_job *j)
         ws_progress_done(j->ok);
     ws_progress_job(j->ok ? WS_PROGRESS_OK : j->skipped ? WS_PROGRESS_SKIPPED : WS_PROGRESS_FAILED,
                     j->ok ? j->samples / (double)WS_SAMPLE_RATE : 0);
+    ws_progress_hold(); /* the terminal's progress line cleared, kept off until release */
     if (c->manifest_fd >= 0)
         manifest_line(c, j);
-    if (!j->ok && !j->skipped) {
-        ws_progress_clear();
+    if (!j->ok && !j->skipped)
         ws_eprintf("whisper-stem: %s", j->error ? j->error : "(no message: out of memory)");
-    } else if (c->verbose && j->ok)
+    else if (c->verbose && j->ok)
         ws_eprintf("whisper-stem: %s -> %s: %.2f s of audio, %d window%s; decode %.1f ms, "
                    "mel %.1f ms, stem %.1f ms, write %.1f ms",
                    j->input, j->output, j->samples / (double)WS_SAMPLE_RATE, j->windows,
                    j->windows == 1 ? "" : "s", j->ms.decode, j->ms.mel, j->ms.stem, j->ms.write);
+    ws_progress_release();
 }
 
 /* Called once per job, with the pipeline's lock held (one at a time). A job of a tar

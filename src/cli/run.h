@@ -36,6 +36,7 @@ typedef struct {
     const char *input;
     const char *output;  /* NULL: the input has no output name (outside --root): it fails */
     const char *member;  /* --tar-size: its key in the shard (members KEY.npy, KEY.json) */
+    const char *why;     /* with output NULL: why there is none (the job fails with it) */
     int shard;           /* --tar-size: index into ws_run_ctx.shards, else -1 */
     /* filled by ws_run */
     int ok, skipped;     /* written; skipped (--skip-existing); neither: failed */
@@ -103,6 +104,9 @@ size_t ws_default_max_memory(void); /* 4 GiB, or half the RAM when that is less 
 /* jobs[i].input / .output point into the caller's strings (kept alive). */
 ws_job *ws_jobs_new(int n, char *const *inputs, char *const *outputs);
 void ws_jobs_free(ws_job *jobs, int n);
+
+/* Manifest lines that could not be written (each said on stderr): the run then fails. */
+int ws_run_manifest_lost(void);
 
 /* Runs every job; returns the number that failed. Each finished job is reported:
  * one stderr line when it failed, a manifest line, the progress counts. */

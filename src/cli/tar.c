@@ -26,9 +26,11 @@
  */
 #include "cli/tar.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "output.h"
 
@@ -410,4 +412,114 @@ int ws_tar_key(const char *rel, char *out, size_t cap)
     }
     out[o] = 0;
     return 0;
+}
+
+/* --- reading a shard's member list ----------------------------------------- */
+
+/* an octal (or base-256, high bit set) number field */
+static int parse_num(const unsigned char *f, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (f[0] & 0x80) {
+        for (size_t i = 1; i < n; i++) {
+            if (v >> 56)
+                return -1;
+            v = v << 8 | f[i];
+        }
+        *out = v;
+        return 0;
+    }
+    size_t i = 0;
+    while (i < n && f[i] == ' ')
+        i++;
+    for (; i < n && f[i] >= '0' && f[i] <= '7'; i++) {
+        if (v >> 61)
+            return -1;
+        v = v * 8 + (uint64_t)(f[i] - '0');
+    }
+    if (i < n && f[i] != 0 && f[i] != ' ')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* "LEN key=value\n" records: path= and size= for the next member */
+static void pax_records(const char *r, size_t n, char *path, size_t cap, int *has_path,
+                        uint64_t *size, int *has_size)
+{
+    size_t off = 0;
+    while (off < n) {
+        char *end;
+        unsigned long len = strtoul(r + off, &end, 10);
+        if (end == r + off || *end != ' ' || len == 0 || len > n - off)
+            return;
+        const char *kv = end + 1, *stop = r + off + len - 1; /* at the '\n' */
+        if (!strncmp(kv, "path=", 5) && (size_t)(stop - kv - 5) < cap) {
+            memcpy(path, kv + 5, (size_t)(stop - kv - 5));
+            path[stop - kv - 5] = 0;
+            *has_path = 1;
+        } else if (!strncmp(kv, "size=", 5)) {
+            *size = strtoull(kv + 5, NULL, 10);
+            *has_size = 1;
+        }
+        off += len;
+    }
+}
+
+int ws_tar_list(const char *path, int (*fn)(void *ctx, const char *name, uint64_t size),
+                void *ctx, ws_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ws_errf(err, "%s: %s", path, strerror(errno));
+    unsigned char h[BLOCK];
+    char name[WS_TAR_NAME_MAX + 1], pax_path[WS_TAR_NAME_MAX + 1];
+    int has_path = 0, has_size = 0, rc = 0;
+    uint64_t pax_size = 0;
+    for (;;) {
+        if (fread(h, 1, BLOCK, f) != BLOCK) {
+            rc = ws_errf(err, "%s: ends inside a header (not a complete tar file)", path);
+            break;
+        }
+        if (!memcmp(h, zeros, BLOCK))
+            break; /* the end blocks */
+        unsigned sum = 0;
+        for (int i = 0; i < BLOCK; i++)
+            sum += i >= 148 && i < 156 ? ' ' : h[i];
+        uint64_t want, size;
+        if (parse_num(h + 148, 8, &want) || want != sum || parse_num(h + 124, 12, &size)) {
+            rc = ws_errf(err, "%s: a header with a bad checksum or size (not a tar file?)", path);
+            break;
+        }
+        if (has_size && h[156] != 'x' && h[156] != 'g')
+            size = pax_size;
+        const uint64_t padded = (size + BLOCK - 1) / BLOCK * BLOCK;
+        if (h[156] == 'x') { /* records for the next member */
+            char *r = size < (1 << 20) ? malloc(padded ? padded : 1) : NULL;
+            if (!r || fread(r, 1, padded, f) != padded) {
+                free(r);
+                rc = ws_errf(err, "%s: a pax header cut short or too long", path);
+                break;
+            }
+            pax_records(r, size, pax_path, sizeof pax_path, &has_path, &pax_size, &has_size);
+            free(r);
+            continue;
+        }
+        if (has_path) {
+            snprintf(name, sizeof name, "%s", pax_path);
+        } else if (!memcmp(h + 257, "ustar", 5) && h[345]) {
+            snprintf(name, sizeof name, "%.155s/%.100s", (const char *)h + 345, (const char *)h);
+        } else {
+            snprintf(name, sizeof name, "%.100s", (const char *)h);
+        }
+        has_path = has_size = 0;
+        if ((h[156] == '0' || h[156] == 0) && fn && (rc = fn(ctx, name, size)) != 0)
+            break;
+        if (h[156] != 'g' && fseeko(f, (off_t)padded, SEEK_CUR)) {
+            rc = ws_errf(err, "%s: %s", path, strerror(errno));
+            break;
+        }
+    }
+    fclose(f);
+    return rc;
 }
