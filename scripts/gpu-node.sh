@@ -7,6 +7,7 @@
 #   WS_BUNDLE   bundle directory (default build-gpu/bundle, else the tarball)
 #   WS_FILTER   Criterion filter for the tests (default: the whole suite)
 #   WS_ITERS    timed runs per bench case (default 50)
+#   WS_PYTHON   a Python 3 with numpy for the tests (default: python3 on PATH)
 set -u
 OUT=${OUT:-/tmp/ws-gpu-out}
 B=${WS_BUNDLE:-build-gpu/bundle}
@@ -29,7 +30,7 @@ for ph in $phases; do
         case $B in /*) ab=$B ;; *) ab=$PWD/$B ;; esac
         WS_BIN=$ab/whisper-stem WS_MKMODEL=$ab/ws-mkmodel WS_CONVERT=$ab/ws-convert \
         WS_TESTDATA=$PWD/tests/data \
-        WS_SAMPLES=$PWD/samples WS_PTXAS=$ptxas \
+        WS_SAMPLES=$PWD/samples WS_PTXAS=$ptxas WS_PYTHON=${WS_PYTHON:-$(command -v python3)} \
             "$B/test_runner" -j8 ${WS_FILTER:+--filter="$WS_FILTER"} >"$OUT/tests.log" 2>&1 || status=1
         grep -E "^\[(FAIL|----)\]|Synthesis" "$OUT/tests.log" | tail -40
         ;;

@@ -152,6 +152,12 @@ const char *ws_convert(void)
     return tool_path("WS_CONVERT", "build/ws-convert", buf, sizeof buf);
 }
 
+const char *ws_python(void)
+{
+    const char *p = getenv("WS_PYTHON");
+    return p && *p ? p : "/usr/bin/python3";
+}
+
 void *read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");

@@ -462,7 +462,7 @@ Test(corpus, tar_shards_read_back_with_python_and_match_single_runs, .timeout = 
           "print(seen)\n",
           f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/check.py %s > %s/seen 2>&1", dir, dir, dir);
+    snprintf(cmd, sizeof cmd, "%s %s/check.py %s > %s/seen 2>&1", ws_python(), dir, dir, dir);
     int st = run_cmd(cmd, err, sizeof err);
     size_t len = 0;
     snprintf(p, sizeof p, "%s/seen", dir);

@@ -25,7 +25,7 @@
 #include "helpers.h"
 #include "output.h"
 
-#define PY "/usr/bin/python3"
+#define PY ws_python()
 
 /* --- SHA-256 (FIPS 180-4), for comparing contents with tar_read.py ------- */
 
@@ -638,8 +638,10 @@ Test(tar, pax_record_lengths_are_right_across_digit_counts)
 
 Test(tar, webdataset_groups_members_by_key_when_installed)
 {
-    if (run_cmd(PY " -c 'import webdataset'", NULL, 0) != 0)
-        cr_skip_test("webdataset is not installed for " PY);
+    char probe[600];
+    snprintf(probe, sizeof probe, "%s -c 'import webdataset'", PY);
+    if (run_cmd(probe, NULL, 0) != 0)
+        cr_skip_test("webdataset is not installed for %s", PY);
     char k1[64], k2[64], n1[80], n2[80], n3[80];
     cr_assert_eq(ws_tar_key("spk1/a.b", k1, sizeof k1), 0);
     cr_assert_eq(ws_tar_key("spk1/a%2Eb", k2, sizeof k2), 0);
