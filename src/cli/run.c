@@ -696,8 +696,9 @@ static int run_serial(const ws_run_ctx *c, ws_job *jobs, int n)
         unreserve(&mem, j);
         j->state = DONE;
         report(c, j);
-        failed += !j->ok && !j->skipped;
     }
+    for (int i = 0; i < n; i++) /* counted at the end: a shard's commit can fail its inputs */
+        failed += !jobs[i].ok && !jobs[i].skipped;
     return failed;
 }
 
