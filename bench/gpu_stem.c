@@ -70,7 +70,7 @@ int main(int argc, char **argv)
             if (only_prec && strcmp(only_prec, ws_precision_name(precs[p])))
                 continue;
             ws_stem *gs = ws_stem_new_gpu(&m, precs[p], 0, &e);
-            ws_gpu *g = ws_stem_gpu(gs);
+            ws_gpu_pair *g = ws_stem_gpu(gs);
             float *pos = malloc((size_t)1500 * sh->d * sizeof *pos);
             if (pos)
                 ws_sinusoids(1500, sh->d, pos);

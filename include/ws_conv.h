@@ -56,8 +56,9 @@
  * Limits: t_in and T_out at most INT_MAX - 8192.
  *
  * Tested by tests/test_engine.c (every descriptor of its table against the float64
- * oracle, backward by finite differences and the adjoint identity) and
- * tests/client/client.c (a program built from include/ alone).
+ * oracle, backward by finite differences and the adjoint identity),
+ * tests/test_gpu_conv.c (the GPU backend: PTX through ptxas, and on a GPU against the CPU
+ * engine) and tests/client/client.c (a program built from include/ alone).
  */
 #ifndef WS_CONV_PUBLIC_H
 #define WS_CONV_PUBLIC_H
@@ -91,7 +92,7 @@ typedef struct {
     ws_act pre, act;
 } ws_conv_desc;
 
-typedef struct {                /* one call; host pointers on the CPU */
+typedef struct {                /* one call; host pointers on the CPU, device pointers on the GPU */
     int n, t_in;
     const void *x, *w;          /* w NULL: the plan's own weights */
     const float *b;             /* NULL: the plan's bias, or none */
@@ -116,8 +117,65 @@ ws_conv *ws_conv_new(const ws_conv_desc *d, const void *w, const float *b, int n
 int ws_conv_run(ws_conv *c, const ws_conv_args *a, ws_err *err); /* 0 or -1 */
 void ws_conv_free(ws_conv *c);                                   /* NULL-safe */
 
-/* The GPU half of the engine (ws_gpu_open, ws_gpu_conv_new/run/free, ...) is not public yet:
- * the Whisper stem's GPU path is internal to whisper-stem for now. */
+/* The GPU backend, through the CUDA driver API: libcuda.so.1 is opened at run time (no
+ * toolkit needed), so without a driver or a device ws_gpu_open fails with a message
+ * ("no CUDA driver: ...", "no CUDA device ...") and the caller can use the CPU.
+ *
+ *   ws_gpu *g = ws_gpu_open(0, &err);                     // NULL: see err.msg
+ *   uint64_t dx, dy;                                      // device pointers
+ *   ws_gpu_alloc(g, x_bytes, &dx, &err); ws_gpu_alloc(g, y_bytes, &dy, &err);
+ *   ws_gpu_upload(g, dx, x, x_bytes, &err);
+ *   ws_gpu_conv *c = ws_gpu_conv_new(g, &d, w, b, &err);  // emits and loads its kernel
+ *   ws_conv_args a = {.n = N, .t_in = T, .x = (void *)(uintptr_t)dx, .y = (void *)(uintptr_t)dy};
+ *   ws_gpu_conv_run(c, &a, &err);                         // returns when y is written
+ *   ws_gpu_download(g, y, dy, y_bytes, &err);
+ *   ws_gpu_conv_free(c); ws_gpu_release(g, dx); ws_gpu_release(g, dy); ws_gpu_close(g);
+ *
+ * Today every FWD descriptor that ws_conv_check accepts runs on one direct kernel (one
+ * thread per output element, float32 fma in the order j then k, whatever math says);
+ * BWD descriptors are refused by ws_gpu_conv_new ("ws_gpu_conv_new: op BWD does not run
+ * on the GPU yet"): the backward kernels are the next step. GPU plans take w and b at
+ * ws_gpu_conv_new only (w is required, b may be NULL for no bias); a call with a->w or
+ * a->b set is refused. Kernels need compute capability 8.0 or later.
+ *
+ * Threads: a ws_gpu and its plans are used from one thread at a time (calls make the
+ * device's primary context current on the calling thread). */
+typedef struct ws_gpu ws_gpu;
+
+/* Opens the driver and device number `ordinal` (0: the first that CUDA_VISIBLE_DEVICES
+ * leaves): retains its primary context and creates one stream. NULL with err on failure. */
+ws_gpu *ws_gpu_open(int ordinal, ws_err *err);
+void ws_gpu_close(ws_gpu *g); /* waits for the stream, releases the context; NULL-safe */
+
+/* Device memory: *dptr gets the address (bytes >= 1). 0, or -1 with err (*dptr = 0). */
+int ws_gpu_alloc(ws_gpu *g, size_t bytes, uint64_t *dptr, ws_err *err);
+void ws_gpu_release(ws_gpu *g, uint64_t dptr); /* dptr 0: nothing */
+
+/* Copies between host and device on g's stream; both wait until the copy is done, so the
+ * host buffer may be reused on return. 0, or -1 with err. */
+int ws_gpu_upload(ws_gpu *g, uint64_t dst, const void *src, size_t bytes, ws_err *err);
+int ws_gpu_download(ws_gpu *g, void *dst, uint64_t src, size_t bytes, ws_err *err);
+
+/* A GPU plan: checks d (ws_conv_check; BWD refused, see above), emits its PTX for g's
+ * compute capability and loads it, converts w (host, [C_out][Cg][K] in w_type) to float32
+ * and uploads it with b (host, float32 [C_out], or NULL). The plan keeps no host pointer.
+ * NULL with err on failure. The plan must be freed before its ws_gpu is closed. */
+typedef struct ws_gpu_conv ws_gpu_conv;
+ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b,
+                             ws_err *err);
+
+/* Runs the plan: a holds device pointers cast as (void *)(uintptr_t)dptr (x, y, add; w and
+ * b must be NULL). The call is checked as ws_conv_run checks it (n, t_in, pointers,
+ * sizes); the kernel runs on g's stream and the call returns when it has finished.
+ * 0, or -1 with err (nothing launched when the arguments are refused). */
+int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err);
+void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
+
+/* Writes the PTX that a plan of d would load on a device of compute capability
+ * cc_major.cc_minor to dir/<kernel name>.ptx; needs no GPU. 0, or -1 with err (BWD
+ * refused as by ws_gpu_conv_new). */
+int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,
+                     ws_err *err);
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,7 @@ typedef enum { WS_PREC_FP32 = 0, WS_PREC_TF32, WS_PREC_BF16, WS_PREC_FP16 } ws_p
 const char *ws_precision_name(ws_precision p);
 int ws_precision_parse(const char *s, ws_precision *p); /* 0, or -1 if unknown */
 
-typedef struct ws_gpu ws_gpu;
+typedef struct ws_gpu_pair ws_gpu_pair;
 
 /* 0 when a CUDA driver and device number `ordinal` (0: the first that CUDA_VISIBLE_DEVICES
  * leaves) of compute capability 8.0 or later are there (name gets "NAME, sm_XY"), else -1
@@ -34,25 +34,25 @@ int ws_gpu_probe(int ordinal, char *name, size_t cap, ws_err *err);
  * w2 [D][D][3], b2 [D] (float32, packed for the pair's math; all four required). Returns NULL with err set
  * when there is no driver, no device, the pair is not lowered, or a call fails (err names
  * the call and the driver's error string). */
-ws_gpu *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1, const float *b1,
+ws_gpu_pair *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1, const float *b1,
                    const float *w2, const float *b2, ws_err *err);
 
 /* c2's add operand: rows x D float32, copied to the device (replacing the previous one,
  * which stays when this fails). ws_gpu_add_rows: the rows of the one there (0: none). */
-int ws_gpu_set_add(ws_gpu *g, const float *add, int rows, ws_err *err);
-int ws_gpu_add_rows(const ws_gpu *g);
+int ws_gpu_set_add(ws_gpu_pair *g, const float *add, int rows, ws_err *err);
+int ws_gpu_add_rows(const ws_gpu_pair *g);
 
 /* Runs the pair on n_win items of n_frames frames each (any n_frames >= 1), writing
  * out [n_win][T2][D]; with_add: + the add set by ws_gpu_set_add, which must have at least
  * T2 rows. Returns 0, or -1 with err set. */
-int ws_gpu_stem(ws_gpu *g, const float *x, int n_win, int n_frames, int with_add, float *out,
+int ws_gpu_stem(ws_gpu_pair *g, const float *x, int n_win, int n_frames, int with_add, float *out,
                 ws_err *err);
 
 /* One line naming the device (e.g. "NVIDIA H100 80GB HBM3, sm_90"). */
-const char *ws_gpu_device_name(const ws_gpu *g);
+const char *ws_gpu_device_name(const ws_gpu_pair *g);
 
 /* Frees device memory, module and context reference. NULL-safe. */
-void ws_gpu_free(ws_gpu *g);
+void ws_gpu_free(ws_gpu_pair *g);
 
 /* Writes every kernel lowered for the pair (for sm_90) into dir as .ptx files;
  * needs no GPU. Returns 0 or -1. */

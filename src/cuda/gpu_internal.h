@@ -7,13 +7,13 @@
 
 /* Poisons the device intermediates and output with NaN before every
  * ws_gpu_stem, so that an element no kernel writes shows up (tests). */
-void ws_gpu_set_poison(ws_gpu *g, int on);
+void ws_gpu_set_poison(ws_gpu_pair *g, int on);
 
 /* Forces the tile variant: -1 automatic (default), 0 large, 1 small. */
-void ws_gpu_force_tile(ws_gpu *g, int small);
+void ws_gpu_force_tile(ws_gpu_pair *g, int small);
 
 /* y[i] = gelu(x[i]) through the PTX GELU (ws_gelu_grid). */
-int ws_gpu_gelu(ws_gpu *g, const float *x, float *y, int n, ws_err *err);
+int ws_gpu_gelu(ws_gpu_pair *g, const float *x, float *y, int n, ws_err *err);
 
 /* Kernel-only time of the stem (mel_t + conv1 + conv2) on device-resident
  * inputs: n_bufs input buffers of random log-Mel rotated, `warmup` untimed
@@ -22,12 +22,12 @@ int ws_gpu_gelu(ws_gpu *g, const float *x, float *y, int n, ws_err *err);
  * every other run also records events between the stages (those runs are
  * left out of the median) and stage_us gets the medians of mel_t, conv1 and
  * conv2 (conv2 includes the end event's own gap). */
-int ws_gpu_bench(ws_gpu *g, int n_win, int n_frames, int add_pos, int n_bufs, int warmup,
+int ws_gpu_bench(ws_gpu_pair *g, int n_win, int n_frames, int add_pos, int n_bufs, int warmup,
                  int iters, double *median_us, double *min_us, double stage_us[3], ws_err *err);
 
 /* One line per kernel: name, threads, registers, local (stack) bytes,
  * dynamic shared memory. Static storage of g. */
-const char *ws_gpu_kernel_report(ws_gpu *g);
+const char *ws_gpu_kernel_report(ws_gpu_pair *g);
 
 
 #endif

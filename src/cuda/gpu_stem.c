@@ -27,7 +27,7 @@
 #include "gpu_internal.h"
 #include "kernels.h"
 
-struct ws_gpu {
+struct ws_gpu_pair {
     ws_cu cu;
     wscu_device dev;
     wscu_context ctx;
@@ -73,23 +73,23 @@ int ws_precision_parse(const char *s, ws_precision *p)
     return -1;
 }
 
-const char *ws_gpu_device_name(const ws_gpu *g)
+const char *ws_gpu_device_name(const ws_gpu_pair *g)
 {
     return g ? g->name : "";
 }
 
 
-void ws_gpu_set_poison(ws_gpu *g, int on)
+void ws_gpu_set_poison(ws_gpu_pair *g, int on)
 {
     g->poison = on;
 }
 
-void ws_gpu_force_tile(ws_gpu *g, int small)
+void ws_gpu_force_tile(ws_gpu_pair *g, int small)
 {
     g->force_tile = small;
 }
 
-void ws_gpu_free(ws_gpu *g)
+void ws_gpu_free(ws_gpu_pair *g)
 {
     if (!g)
         return;
@@ -129,7 +129,7 @@ void ws_gpu_free(ws_gpu *g)
 }
 
 /* Allocates and uploads n bytes from host (synchronously, via the stream). */
-static int upload(ws_gpu *g, wscu_devptr *dst, const void *src, size_t n, ws_err *err)
+static int upload(ws_gpu_pair *g, wscu_devptr *dst, const void *src, size_t n, ws_err *err)
 {
     ws_cu *cu = &g->cu;
     CU_TRY(cu, MemAlloc(dst, n), err);
@@ -140,7 +140,7 @@ cleanup:
     return -1;
 }
 
-static int pack_upload(ws_gpu *g, wscu_devptr *dst, const float *w, int cin, int cout,
+static int pack_upload(ws_gpu_pair *g, wscu_devptr *dst, const float *w, int cin, int cout,
                        ws_err *err)
 {
     size_t n = (size_t)3 * cin * cout * ws_prec_elem_bytes(g->prec);
@@ -193,12 +193,12 @@ cleanup:
 }
 
 /* T2 for T frames */
-static int out_len(const ws_gpu *g, int n_frames)
+static int out_len(const ws_gpu_pair *g, int n_frames)
 {
     return ws_conv_out_len(&g->c[1], n_frames);
 }
 
-ws_gpu *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1, const float *b1,
+ws_gpu_pair *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1, const float *b1,
                    const float *w2, const float *b2, ws_err *err)
 {
     ws_precision p;
@@ -206,7 +206,7 @@ ws_gpu *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1, con
         return NULL;
     if (!w1 || !b1 || !w2 || !b2)
         return ws_errf(err, "ws_gpu_new: the pair needs both weights and both biases"), NULL;
-    ws_gpu *g = calloc(1, sizeof *g);
+    ws_gpu_pair *g = calloc(1, sizeof *g);
     if (!g)
         return ws_errf(err, "out of memory"), NULL;
     ws_cu *cu = &g->cu;
@@ -270,7 +270,7 @@ cleanup:
 }
 
 /* Grows a device buffer to at least n bytes (contents not kept). */
-static int ensure(ws_gpu *g, wscu_devptr *p, size_t *cap, size_t n, ws_err *err)
+static int ensure(ws_gpu_pair *g, wscu_devptr *p, size_t *cap, size_t n, ws_err *err)
 {
     ws_cu *cu = &g->cu;
     if (*cap >= n)
@@ -286,7 +286,7 @@ cleanup:
     return -1;
 }
 
-int ws_gpu_set_add(ws_gpu *g, const float *add, int rows, ws_err *err)
+int ws_gpu_set_add(ws_gpu_pair *g, const float *add, int rows, ws_err *err)
 {
     ws_cu *cu = &g->cu;
     wscu_devptr fresh = 0;
@@ -307,13 +307,13 @@ cleanup:
     return -1;
 }
 
-int ws_gpu_add_rows(const ws_gpu *g)
+int ws_gpu_add_rows(const ws_gpu_pair *g)
 {
     return g ? g->pos_rows : 0;
 }
 
 /* with_add needs an add table of at least t_out rows */
-static int check_add(const ws_gpu *g, int with_add, int t_out, ws_err *err)
+static int check_add(const ws_gpu_pair *g, int with_add, int t_out, ws_err *err)
 {
     if (with_add && g->pos_rows < t_out)
         return ws_errf(err, "the add table has %d rows, %d outputs need it (ws_gpu_set_add)",
@@ -321,7 +321,7 @@ static int check_add(const ws_gpu *g, int with_add, int t_out, ws_err *err)
     return 0;
 }
 
-static int launch(ws_gpu *g, int slot, unsigned gx, unsigned gy, unsigned gz, void **args,
+static int launch(ws_gpu_pair *g, int slot, unsigned gx, unsigned gy, unsigned gz, void **args,
                   ws_err *err)
 {
     ws_cu *cu = &g->cu;
@@ -332,7 +332,7 @@ cleanup:
     return -1;
 }
 
-static int pick_small(const ws_gpu *g, int large_slot, int t_out, int n_win)
+static int pick_small(const ws_gpu_pair *g, int large_slot, int t_out, int n_win)
 {
     if (g->force_tile >= 0)
         return g->force_tile;
@@ -347,7 +347,7 @@ static int pick_small(const ws_gpu *g, int large_slot, int t_out, int n_win)
  * 2 * SMs block slots (two 256-thread blocks fit on a multiprocessor), K is
  * cut into parts so that the grid fills them; at least 4 K tiles a part. ws_splitk_finish then adds the parts, in order, and applies the
  * bias, GELU and pos. */
-static int pick_splits(const ws_gpu *g, int slot, int cin, int t_out, int n_win)
+static int pick_splits(const ws_gpu_pair *g, int slot, int cin, int t_out, int n_win)
 {
     if (g->prec != WS_PREC_FP32)
         return 1;
@@ -363,7 +363,7 @@ static int pick_splits(const ws_gpu *g, int slot, int cin, int t_out, int n_win)
 }
 
 /* Launches one conv: x [n_win][t_in][cin] -> y [n_win][t_out][d]. */
-static int conv_launch(ws_gpu *g, int slot, int cin, wscu_devptr x, wscu_devptr w, wscu_devptr bias,
+static int conv_launch(ws_gpu_pair *g, int slot, int cin, wscu_devptr x, wscu_devptr w, wscu_devptr bias,
                        wscu_devptr pos, wscu_devptr y, unsigned t_in, unsigned t_out, int n_win,
                        ws_err *err)
 {
@@ -392,7 +392,7 @@ static int conv_launch(ws_gpu *g, int slot, int cin, wscu_devptr x, wscu_devptr 
 
 /* Enqueues mel_t, conv1, conv2 on the stream: mel (device) -> out (device).
  * marks: record ev_mel and ev_c1 between the stages (benchmarks). */
-static int enqueue_stem(ws_gpu *g, wscu_devptr mel, int n_win, int n_frames, wscu_devptr pos,
+static int enqueue_stem(ws_gpu_pair *g, wscu_devptr mel, int n_win, int n_frames, wscu_devptr pos,
                         wscu_devptr out, int marks, ws_err *err)
 {
     unsigned T = (unsigned)n_frames, T2 = (unsigned)out_len(g, n_frames);
@@ -420,7 +420,7 @@ static int enqueue_stem(ws_gpu *g, wscu_devptr mel, int n_win, int n_frames, wsc
 }
 
 /* Device buffers for n_win x n_frames (mel and out included). */
-static int ensure_buffers(ws_gpu *g, int n_win, int n_frames, ws_err *err)
+static int ensure_buffers(ws_gpu_pair *g, int n_win, int n_frames, ws_err *err)
 {
     const size_t es = (size_t)ws_prec_elem_bytes(g->prec);
     const size_t nw = (size_t)n_win, T = (size_t)n_frames, T2 = (size_t)out_len(g, n_frames);
@@ -430,7 +430,7 @@ static int ensure_buffers(ws_gpu *g, int n_win, int n_frames, ws_err *err)
            ensure(g, &g->out, &g->out_cap, nw * T2 * g->d * 4, err);
 }
 
-int ws_gpu_stem(ws_gpu *g, const float *mel, int n_win, int n_frames, int add_pos, float *out,
+int ws_gpu_stem(ws_gpu_pair *g, const float *mel, int n_win, int n_frames, int add_pos, float *out,
                 ws_err *err)
 {
     ws_cu *cu = &g->cu;
@@ -481,7 +481,7 @@ cleanup:
     return -1;
 }
 
-int ws_gpu_gelu(ws_gpu *g, const float *x, float *y, int n, ws_err *err)
+int ws_gpu_gelu(ws_gpu_pair *g, const float *x, float *y, int n, ws_err *err)
 {
     ws_cu *cu = &g->cu;
     wscu_devptr dx = 0, dy = 0;
@@ -512,7 +512,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int ws_gpu_bench(ws_gpu *g, int n_win, int n_frames, int add_pos, int n_bufs, int warmup,
+int ws_gpu_bench(ws_gpu_pair *g, int n_win, int n_frames, int add_pos, int n_bufs, int warmup,
                  int iters, double *median_us, double *min_us, double stage_us[3], ws_err *err)
 {
     ws_cu *cu = &g->cu;
@@ -591,7 +591,7 @@ cleanup:
     return rc;
 }
 
-const char *ws_gpu_kernel_report(ws_gpu *g)
+const char *ws_gpu_kernel_report(ws_gpu_pair *g)
 {
     size_t off = 0;
     g->report[0] = '\0';

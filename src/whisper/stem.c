@@ -31,7 +31,7 @@ struct ws_stem {
     const ws_model *m;   /* for its positional table: must outlive the stem */
     int n_mels, d;
     ws_conv *c1, *c2;    /* CPU plans, or NULL */
-    ws_gpu *gpu;         /* or the GPU backend */
+    ws_gpu_pair *gpu;         /* or the GPU backend */
     float *h;            /* CPU: conv1's output [cap_t][d] */
     int cap_t;
     float *pos;          /* sinusoids table when the model has none */
@@ -109,7 +109,7 @@ void ws_stem_free(ws_stem *s)
     free(s);
 }
 
-ws_gpu *ws_stem_gpu(ws_stem *s)
+ws_gpu_pair *ws_stem_gpu(ws_stem *s)
 {
     return s ? s->gpu : NULL;
 }

@@ -41,7 +41,7 @@ int ws_stem_run(ws_stem *s, const float *mel, int n_win, int n_frames, int add_p
                 ws_err *err);
 
 /* The GPU backend of a GPU stem (device name, tests, benchmarks), else NULL. */
-ws_gpu *ws_stem_gpu(ws_stem *s);
+ws_gpu_pair *ws_stem_gpu(ws_stem *s);
 
 /* openai-whisper's sinusoids(length, channels), max_timescale 10000, in double:
  *   inc = ln(10000) / (channels/2 - 1); t_j = exp(-inc * j)

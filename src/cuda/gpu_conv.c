@@ -1,0 +1,301 @@
+/* gpu_conv.c - the conv engine's GPU backend (include/ws_conv.h): device, memory and
+ * plans.
+ *
+ * ws_gpu: the driver (driver.c, opened at run time), one device, its primary context
+ * (retained, made current on each call), one non-blocking stream. Copies go through that
+ * stream and are waited for before returning.
+ * ws_gpu_conv (a plan): for a FWD descriptor, the direct kernel (ptx_direct.c) emitted for
+ * the device's compute capability and loaded as one module; w converted from w_type to
+ * float32 [C_out][Cg][K] and uploaded with b (float32 [C_out], or none) at
+ * ws_gpu_conv_new. ws_gpu_conv_run checks the call as the CPU does (ws_conv_check_args),
+ * launches ceil(N*C_out*T_out / 256) blocks of 256 threads on the stream and waits.
+ * Not yet: BWD descriptors, and w or b given per call (both refused with one line).
+ * Tested by tests/test_gpu_conv.c against the CPU engine.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv/engine.h"
+#include "driver.h"
+#include "output.h"
+#include "ptx_direct.h"
+
+struct ws_gpu {
+    ws_cu cu;
+    wscu_device dev;
+    wscu_context ctx;     /* primary context, retained */
+    wscu_stream stream;
+    int cc_major, cc_minor;
+    char name[128];
+};
+
+struct ws_gpu_conv {
+    ws_gpu *g;
+    ws_conv_desc d;
+    wscu_module mod;
+    wscu_function fn;
+    wscu_devptr w, b;     /* float32 [C_out][Cg][K]; [C_out] or 0 */
+    char name[WS_DIRECT_NAME_MAX];
+};
+
+void ws_gpu_close(ws_gpu *g)
+{
+    if (!g)
+        return;
+    ws_cu *cu = &g->cu;
+    if (cu->lib) {
+        if (g->ctx)
+            cu->CtxSetCurrent(g->ctx);
+        if (g->stream) {
+            cu->StreamSynchronize(g->stream);
+            cu->StreamDestroy(g->stream);
+        }
+        if (g->ctx)
+            cu->DevicePrimaryCtxRelease(g->dev);
+    }
+    ws_cu_close(cu);
+    free(g);
+}
+
+ws_gpu *ws_gpu_open(int ordinal, ws_err *err)
+{
+    ws_gpu *g = calloc(1, sizeof *g);
+    if (!g) {
+        ws_errf(err, "ws_gpu_open: out of memory");
+        return NULL;
+    }
+    if (ws_cu_open(&g->cu, err)) {
+        free(g);
+        return NULL;
+    }
+    ws_cu *cu = &g->cu;
+    int count = 0;
+    CU_TRY(cu, DeviceGetCount(&count), err);
+    if (count < 1) {
+        ws_errf(err, "no CUDA device: the driver reports 0 devices");
+        goto cleanup;
+    }
+    if (ordinal < 0 || ordinal >= count) {
+        ws_errf(err, "no CUDA device %d: the driver reports %d (0 to %d; CUDA_VISIBLE_DEVICES "
+                     "chooses which)", ordinal, count, count - 1);
+        goto cleanup;
+    }
+    CU_TRY(cu, DeviceGet(&g->dev, ordinal), err);
+    CU_TRY(cu, DeviceGetName(g->name, (int)sizeof g->name, g->dev), err);
+    CU_TRY(cu, DeviceGetAttribute(&g->cc_major, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev), err);
+    CU_TRY(cu, DeviceGetAttribute(&g->cc_minor, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev), err);
+    if (g->cc_major < 8) {
+        ws_errf(err, "%s: compute capability %d.%d is below 8.0, which the kernels need", g->name,
+                g->cc_major, g->cc_minor);
+        goto cleanup;
+    }
+    CU_TRY(cu, DevicePrimaryCtxRetain(&g->ctx, g->dev), err);
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    CU_TRY(cu, StreamCreate(&g->stream, WS_CU_STREAM_NON_BLOCKING), err);
+    return g;
+cleanup:
+    ws_gpu_close(g);
+    return NULL;
+}
+
+int ws_gpu_alloc(ws_gpu *g, size_t bytes, uint64_t *dptr, ws_err *err)
+{
+    if (!g || !dptr)
+        return ws_errf(err, "ws_gpu_alloc: %s is NULL", g ? "dptr" : "g");
+    *dptr = 0;
+    if (bytes == 0)
+        return ws_errf(err, "ws_gpu_alloc: bytes 0 must be >= 1");
+    ws_cu *cu = &g->cu;
+    wscu_devptr p = 0;
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    CU_TRY(cu, MemAlloc(&p, bytes), err);
+    *dptr = p;
+    return 0;
+cleanup:
+    return -1;
+}
+
+void ws_gpu_release(ws_gpu *g, uint64_t dptr)
+{
+    if (!g || !dptr)
+        return;
+    g->cu.CtxSetCurrent(g->ctx);
+    g->cu.MemFree(dptr);
+}
+
+int ws_gpu_upload(ws_gpu *g, uint64_t dst, const void *src, size_t bytes, ws_err *err)
+{
+    if (!g || !dst || (!src && bytes))
+        return ws_errf(err, "ws_gpu_upload: %s is NULL", !g ? "g" : !dst ? "dst" : "src");
+    if (!bytes)
+        return 0;
+    ws_cu *cu = &g->cu;
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    CU_TRY(cu, MemcpyHtoDAsync(dst, src, bytes, g->stream), err);
+    CU_TRY(cu, StreamSynchronize(g->stream), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+int ws_gpu_download(ws_gpu *g, void *dst, uint64_t src, size_t bytes, ws_err *err)
+{
+    if (!g || !src || (!dst && bytes))
+        return ws_errf(err, "ws_gpu_download: %s is NULL", !g ? "g" : !src ? "src" : "dst");
+    if (!bytes)
+        return 0;
+    ws_cu *cu = &g->cu;
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    CU_TRY(cu, MemcpyDtoHAsync(dst, src, bytes, g->stream), err);
+    CU_TRY(cu, StreamSynchronize(g->stream), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+void ws_gpu_conv_free(ws_gpu_conv *c)
+{
+    if (!c)
+        return;
+    if (!c->g) {
+        free(c);
+        return;
+    }
+    ws_cu *cu = &c->g->cu;
+    cu->CtxSetCurrent(c->g->ctx);
+    if (c->w)
+        cu->MemFree(c->w);
+    if (c->b)
+        cu->MemFree(c->b);
+    if (c->mod)
+        cu->ModuleUnload(c->mod);
+    free(c);
+}
+
+/* 0, or -1 with "<fn>: op BWD does not run on the GPU yet" */
+static int refuse_bwd(const char *fn, const ws_conv_desc *d, ws_err *err)
+{
+    if (d->op == WS_CONV_BWD)
+        return ws_errf(err, "%s: op BWD does not run on the GPU yet", fn);
+    return 0;
+}
+
+ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b,
+                             ws_err *err)
+{
+    if (!g) {
+        ws_errf(err, "ws_gpu_conv_new: g is NULL");
+        return NULL;
+    }
+    if (ws_conv_check(d, err) || refuse_bwd("ws_gpu_conv_new", d, err))
+        return NULL;
+    if (!w) {
+        ws_errf(err, "ws_gpu_conv_new: w is NULL: GPU plans take their weights here "
+                     "(w and b per call are not supported on the GPU yet)");
+        return NULL;
+    }
+    ws_gpu_conv *c = calloc(1, sizeof *c);
+    const size_t nw = (size_t)d->c_out * (size_t)(d->c_in / d->groups) * (size_t)d->k;
+    float *wf = malloc(nw * sizeof *wf);
+    char *ptx = NULL;
+    if (!c || !wf) {
+        ws_errf(err, "ws_gpu_conv_new: out of memory (weights %zu floats)", nw);
+        goto fail;
+    }
+    c->g = g;
+    c->d = *d;
+    ws_direct_name(d, c->name);
+    if (!(ptx = ws_direct_emit(d, g->cc_major, g->cc_minor, err)))
+        goto fail;
+    ws_cu *cu = &g->cu;
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    if (ws_cu_load_module(cu, ptx, c->name, &c->mod, NULL, 0, err))
+        goto fail;
+    CU_TRY(cu, ModuleGetFunction(&c->fn, c->mod, c->name), err);
+    for (size_t i = 0; i < nw; i++)
+        wf[i] = ws_ld(w, d->w_type, i);
+    if (ws_gpu_alloc(g, nw * sizeof *wf, &c->w, err) ||
+        ws_gpu_upload(g, c->w, wf, nw * sizeof *wf, err))
+        goto fail;
+    if (b && (ws_gpu_alloc(g, (size_t)d->c_out * sizeof *b, &c->b, err) ||
+              ws_gpu_upload(g, c->b, b, (size_t)d->c_out * sizeof *b, err)))
+        goto fail;
+    free(wf);
+    free(ptx);
+    return c;
+cleanup: /* CU_TRY */
+fail:
+    free(wf);
+    free(ptx);
+    ws_gpu_conv_free(c);
+    return NULL;
+}
+
+int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err)
+{
+    if (!c)
+        return ws_errf(err, "ws_gpu_conv_run: plan is NULL");
+    const ws_conv_desc *d = &c->d;
+    int t_out = 0;
+    ws_err e = { "" };
+    if (ws_conv_check_args(d, a, 1, &t_out, &e)) {
+        const char *m = e.msg;
+        if (!strncmp(m, "ws_conv_run: ", 13))
+            m += 13;
+        return ws_errf(err, "ws_gpu_conv_run: %s", m);
+    }
+    if (a->w || a->b)
+        return ws_errf(err, "ws_gpu_conv_run: %s given per call: the GPU plan uses the w and b "
+                            "of ws_gpu_conv_new (per-call weights are not supported yet)",
+                       a->w ? "w" : "b");
+    const unsigned long long total = (unsigned long long)a->n * (unsigned long long)d->c_out *
+                                     (unsigned long long)t_out;
+    const unsigned long long blocks = (total + WS_DIRECT_THREADS - 1) / WS_DIRECT_THREADS;
+    if (blocks > (unsigned long long)INT_MAX)
+        return ws_errf(err, "ws_gpu_conv_run: y of %llu elements needs %llu blocks, over the grid "
+                            "limit %d", total, blocks, INT_MAX);
+    ws_gpu *g = c->g;
+    ws_cu *cu = &g->cu;
+    uint64_t px = (uint64_t)(uintptr_t)a->x, pw = c->w, pb = c->b;
+    uint64_t pa = (uint64_t)(uintptr_t)a->add, py = (uint64_t)(uintptr_t)a->y;
+    uint32_t n = (uint32_t)a->n, t_in = (uint32_t)a->t_in, to = (uint32_t)t_out;
+    uint64_t abs = a->add ? (uint64_t)a->add_batch_stride : 0;
+    void *args[] = { &px, &pw, &pb, &pa, &py, &n, &t_in, &to, &abs };
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    CU_TRY(cu, LaunchKernel(c->fn, (unsigned)blocks, 1, 1, WS_DIRECT_THREADS, 1, 1, 0, g->stream,
+                            args, NULL), err);
+    CU_TRY(cu, StreamSynchronize(g->stream), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,
+                     ws_err *err)
+{
+    if (ws_conv_check(d, err) || refuse_bwd("ws_conv_dump_ptx", d, err))
+        return -1;
+    if (!dir || !*dir)
+        return ws_errf(err, "ws_conv_dump_ptx: dir is %s", dir ? "empty" : "NULL");
+    char *ptx = ws_direct_emit(d, cc_major, cc_minor, err);
+    if (!ptx)
+        return -1;
+    char name[WS_DIRECT_NAME_MAX], path[4096];
+    ws_direct_name(d, name);
+    int rc = -1;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s.ptx", dir, name) >= sizeof path) {
+        ws_errf(err, "ws_conv_dump_ptx: path %s/%s.ptx is too long", dir, name);
+    } else {
+        ws_out *o = ws_out_open(path, err);
+        if (o) {
+            if (ws_out_write(o, ptx, strlen(ptx), err))
+                ws_out_abort(o);
+            else
+                rc = ws_out_commit(o, err);
+        }
+    }
+    free(ptx);
+    return rc;
+}

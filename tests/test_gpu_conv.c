@@ -1,0 +1,426 @@
+/* test_gpu_conv.c - the conv engine's GPU backend (include/ws_conv.h, src/cuda/gpu_conv.c,
+ * src/cuda/ptx_direct.c).
+ *
+ * Needs no GPU: every FWD descriptor of the table below (the FWD rows of
+ * tests/test_engine.c's table, plus a K 31 row for the looped taps and a grouped NLC row)
+ * emits PTX that ptxas (WS_PTXAS) assembles for sm_90 and sm_80 with no stack and no
+ * spills; ws_conv_dump_ptx writes the file; bad and BWD descriptors are refused by name.
+ * On a GPU (skipped, saying so, without a driver or device): every row runs on the GPU
+ * against the CPU engine (ws_conv_new/run) on the same inputs, with y NaN-poisoned before
+ * each run so an unwritten element shows, and twice for the same bits.
+ *
+ * Tolerances, GPU against CPU:
+ * - float32 y: rel L2 <= 1e-5 and max |err| <= 1e-4 of the largest |value|: both sum at
+ *   most Cg*K = 512 products in float32 (the GPU with fma, the CPU as its paths do), and
+ *   GELU / SILU differ by their approximations (gelu_ptx.h: 5e-7 + 2.4e-7 |x|; ex2.approx
+ *   ~2 ulp in SILU).
+ * - f16 / bf16 y: both sides round a float32 that agrees to ~1e-6 relative, so the stored
+ *   values differ by at most 1 ulp of the type at that magnitude; near zero, where the ulp
+ *   is smaller than the float32 difference, 1e-4 of the largest |value| is allowed too.
+ * Set WS_TEST_VERBOSE=1 to print ptxas's register counts and the errors seen.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <ws_conv.h>
+
+#include "common.h"
+#include "cuda/ptx_direct.h"
+#include "helpers.h"
+
+typedef struct {
+    const char *name;
+    int n, c_in, c_out, groups, k, stride, dilation, pad_l, pad_r, t_in;
+    ws_layout xl, yl;
+    ws_dtype xt, wt, yt;
+    ws_act pre, act;
+    int bias;
+    int add; /* ADD_* */
+} gcase;
+
+enum { ADD_NONE, ADD_BROADCAST, ADD_PER_ITEM, ADD_INPUT };
+
+#define F32 WS_F32, WS_F32, WS_F32
+static const gcase cases[] = {
+    {"whisper_conv1", 2, 8, 12, 1, 3, 1, 1, 1, 1, 30, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"whisper_conv2_pos", 2, 12, 12, 1, 3, 2, 1, 1, 1, 30, WS_NCL, WS_NLC, F32, 0, WS_ACT_GELU, 1, ADD_BROADCAST},
+    {"wav2vec2_k10_s5", 3, 1, 16, 1, 10, 5, 1, 0, 0, 203, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 0, 0},
+    {"wav2vec2_k3_s2", 2, 16, 16, 1, 3, 2, 1, 0, 0, 41, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 0, 0},
+    {"dac_k16_s8_p4", 2, 8, 16, 1, 16, 8, 1, 4, 4, 96, WS_NCL, WS_NCL, F32, 0, WS_ACT_NONE, 1, 0},
+    {"mamba_nlc_silu", 2, 24, 24, 24, 4, 1, 1, 3, 0, 37, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"mamba_ncl_silu", 2, 24, 24, 24, 4, 1, 1, 3, 0, 37, WS_NCL, WS_NCL, F32, 0, WS_ACT_SILU, 1, 0},
+    {"mamba_nlc_none", 3, 20, 20, 20, 4, 1, 1, 3, 0, 33, WS_NLC, WS_NLC, F32, 0, WS_ACT_NONE, 0, 0},
+    {"mamba_k2_nlc_silu", 1, 9, 9, 9, 2, 1, 1, 1, 0, 17, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"vqvae_d3_relu", 2, 16, 16, 1, 3, 1, 3, 3, 3, 40, WS_NCL, WS_NCL, F32, WS_ACT_RELU, WS_ACT_RELU, 1, 0},
+    {"vqvae_d9_relu", 2, 16, 16, 1, 3, 1, 9, 9, 9, 40, WS_NCL, WS_NCL, F32, WS_ACT_RELU, WS_ACT_RELU, 1, 0},
+    {"vqvae_d9_relu_add", 2, 16, 16, 1, 3, 1, 9, 9, 9, 40, WS_NCL, WS_NCL, F32, WS_ACT_RELU, WS_ACT_RELU, 1, ADD_PER_ITEM},
+    {"vqvae_k1_add_input", 2, 16, 16, 1, 1, 1, 1, 0, 0, 40, WS_NCL, WS_NCL, F32, 0, WS_ACT_NONE, 1, ADD_INPUT},
+    {"vqvae_k1_add_input_nlc", 3, 10, 10, 1, 1, 1, 1, 0, 0, 21, WS_NLC, WS_NLC, F32, 0, WS_ACT_NONE, 1, ADD_INPUT},
+    {"t_out_1", 2, 5, 3, 1, 5, 1, 1, 0, 0, 5, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"t_out_1_stride", 1, 4, 6, 2, 3, 4, 2, 1, 0, 4, WS_NLC, WS_NCL, F32, 0, WS_ACT_NONE, 1, 0},
+    {"k1_dense", 2, 7, 5, 1, 1, 1, 1, 0, 0, 19, WS_NCL, WS_NLC, F32, 0, WS_ACT_SILU, 1, ADD_PER_ITEM},
+    {"k16_same_length", 2, 5, 6, 1, 16, 1, 1, 7, 8, 29, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"k31_looped_taps", 2, 3, 4, 1, 31, 2, 1, 15, 15, 70, WS_NLC, WS_NCL, F32, 0, WS_ACT_SILU, 1, ADD_PER_ITEM},
+    {"odd_channels_nlc_to_ncl", 2, 7, 9, 1, 3, 1, 1, 1, 1, 23, WS_NLC, WS_NCL, F32, 0, WS_ACT_GELU, 1, ADD_PER_ITEM},
+    {"stride_5_over_k2", 2, 6, 4, 1, 2, 5, 1, 0, 0, 31, WS_NCL, WS_NCL, F32, 0, WS_ACT_RELU, 1, 0},
+    {"groups2", 2, 8, 6, 2, 3, 1, 1, 1, 1, 25, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"groups4_s2_d2_asym", 2, 12, 8, 4, 5, 2, 2, 2, 3, 27, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"groups4_out_mult2", 2, 4, 8, 4, 3, 1, 1, 1, 1, 15, WS_NCL, WS_NLC, F32, 0, WS_ACT_NONE, 1, 0},
+    {"groups2_c32_sgemm_blocks", 1, 32, 48, 2, 3, 1, 2, 2, 1, 600, WS_NCL, WS_NLC, F32, 0, WS_ACT_GELU, 1, ADD_PER_ITEM},
+    {"groups3_nlc_pre_gelu", 2, 9, 6, 3, 3, 1, 1, 2, 0, 20, WS_NLC, WS_NLC, F32, WS_ACT_GELU, WS_ACT_NONE, 1, ADD_BROADCAST},
+    {"asym_pad_0_4", 2, 6, 5, 1, 4, 3, 1, 0, 4, 26, WS_NLC, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"asym_pad_5_1", 1, 3, 4, 1, 3, 2, 2, 5, 1, 14, WS_NCL, WS_NCL, F32, 0, WS_ACT_NONE, 0, 0},
+    {"dilation_larger_than_input", 1, 4, 4, 1, 3, 1, 7, 7, 7, 6, WS_NCL, WS_NLC, F32, 0, WS_ACT_GELU, 1, 0},
+    {"long_t_depthwise_nlc", 1, 8, 8, 8, 4, 1, 1, 3, 0, 1100, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"long_t_dense_ncl", 1, 4, 8, 1, 3, 1, 1, 1, 1, 1100, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"mamba_c520_k8_nlc", 1, 520, 520, 520, 8, 1, 1, 7, 0, 130, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"dw_nlc_s2_d2_pre_gelu_add_bf16", 2, 33, 33, 33, 3, 2, 2, 4, 1, 150, WS_NLC, WS_NLC, WS_BF16, WS_F32,
+     WS_BF16, WS_ACT_GELU, WS_ACT_RELU, 1, ADD_PER_ITEM},
+    {"dw_nlc_causal_pre_silu_f16", 2, 40, 40, 40, 4, 1, 1, 3, 0, 90, WS_NLC, WS_NLC, WS_F16, WS_F16, WS_F16,
+     WS_ACT_SILU, WS_ACT_GELU, 1, ADD_BROADCAST},
+    {"dw_nlc_stride3_f32", 3, 17, 17, 17, 5, 3, 1, 2, 2, 200, WS_NLC, WS_NLC, F32, WS_ACT_RELU, WS_ACT_NONE, 0,
+     ADD_PER_ITEM},
+    {"f16_whisper_conv2_pos", 2, 12, 12, 1, 3, 2, 1, 1, 1, 30, WS_NCL, WS_NLC, WS_F16, WS_F16, WS_F16, 0,
+     WS_ACT_GELU, 1, ADD_BROADCAST},
+    {"bf16_whisper_conv2_pos", 2, 12, 12, 1, 3, 2, 1, 1, 1, 30, WS_NCL, WS_NLC, WS_BF16, WS_BF16, WS_BF16,
+     0, WS_ACT_GELU, 1, ADD_BROADCAST},
+    {"f16_mamba_nlc_silu", 2, 24, 24, 24, 4, 1, 1, 3, 0, 37, WS_NLC, WS_NLC, WS_F16, WS_F16, WS_F16, 0,
+     WS_ACT_SILU, 1, 0},
+    {"bf16_mamba_ncl_silu", 2, 24, 24, 24, 4, 1, 1, 3, 0, 37, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_SILU, 1, 0},
+    {"mixed_bf16_x_f32_w_f16_y", 2, 8, 6, 2, 3, 2, 1, 1, 2, 21, WS_NLC, WS_NCL, WS_BF16, WS_F32, WS_F16, 0,
+     WS_ACT_GELU, 1, ADD_PER_ITEM},
+    {"f16_vqvae_k1_add_input", 2, 16, 16, 1, 1, 1, 1, 0, 0, 40, WS_NCL, WS_NCL, WS_F16, WS_F16, WS_F16, 0,
+     WS_ACT_NONE, 1, ADD_INPUT},
+    {"bf16_vqvae_d3_relu", 2, 16, 16, 1, 3, 1, 3, 3, 3, 40, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16,
+     WS_ACT_RELU, WS_ACT_RELU, 1, 0},
+};
+#undef F32
+enum { N_CASES = sizeof cases / sizeof cases[0] };
+
+static ws_conv_desc desc_of(const gcase *c)
+{
+    ws_conv_desc d = {.op = WS_CONV_FWD, .c_in = c->c_in, .c_out = c->c_out, .groups = c->groups,
+                      .k = c->k, .stride = c->stride, .dilation = c->dilation, .pad_l = c->pad_l,
+                      .pad_r = c->pad_r, .x_layout = c->xl, .y_layout = c->yl, .x_type = c->xt,
+                      .w_type = c->wt, .y_type = c->yt, .math = WS_MATH_F32, .pre = c->pre,
+                      .act = c->act};
+    return d;
+}
+
+static int verbose(void)
+{
+    const char *v = getenv("WS_TEST_VERBOSE");
+    return v && *v && strcmp(v, "0");
+}
+
+/* --- no GPU: PTX through ptxas, the dump, refusals ------------------------------ */
+
+/* ptxas -v on path for sm_<cc>: asserts success, no stack, no spills; returns registers */
+static int assemble(const char *ptxas, const char *path, int cc, const char *what)
+{
+    char cmd[4096], log[8192];
+    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_%d -v '%s' -o /dev/null 2>&1", ptxas, cc, path);
+    FILE *pp = popen(cmd, "r");
+    cr_assert_not_null(pp);
+    size_t n = fread(log, 1, sizeof log - 1, pp);
+    log[n] = '\0';
+    int st = pclose(pp);
+    cr_assert_eq(st, 0, "ptxas failed on %s (sm_%d):\n%s", what, cc, log);
+    const char *sf = strstr(log, "bytes stack frame");
+    cr_assert_not_null(sf, "no resource report for %s:\n%s", what, log);
+    const char *line = sf;
+    while (line > log && line[-1] != '\n')
+        line--;
+    int stack = -1, sst = -1, sld = -1, regs = -1;
+    cr_assert_eq(sscanf(line, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
+                        &stack, &sst, &sld), 3, "%s", line);
+    cr_assert(stack == 0 && sst == 0 && sld == 0, "%s (sm_%d) uses stack %d, spills %d/%d:\n%s",
+              what, cc, stack, sst, sld, log);
+    const char *ur = strstr(log, "Used ");
+    cr_assert(ur && sscanf(ur, "Used %d registers", &regs) == 1, "no register count for %s:\n%s",
+              what, log);
+    return regs;
+}
+
+Test(gpu_conv_ptx, every_fwd_descriptor_assembles_without_spills, .timeout = 300)
+{
+    const char *ptxas = getenv("WS_PTXAS");
+    if (!ptxas || !*ptxas)
+        cr_skip_test("ptxas not found (WS_PTXAS empty): emitted PTX not assembled");
+    const char *dir = test_tmpdir();
+    const int ccs[][2] = {{9, 0}, {8, 0}};
+    int lo = 1 << 30, hi = 0;
+    for (int i = 0; i < N_CASES; i++)
+        for (int c = 0; c < 2; c++) {
+            ws_conv_desc d = desc_of(&cases[i]);
+            ws_err e = {""};
+            char sub[1024], name[WS_DIRECT_NAME_MAX], path[2048];
+            snprintf(sub, sizeof sub, "%s/sm%d", dir, ccs[c][0] * 10 + ccs[c][1]);
+            if (i == 0)
+                cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
+            cr_assert_eq(ws_conv_dump_ptx(&d, ccs[c][0], ccs[c][1], sub, &e), 0, "%s: %s",
+                         cases[i].name, e.msg);
+            ws_direct_name(&d, name);
+            snprintf(path, sizeof path, "%s/%s.ptx", sub, name);
+            int regs = assemble(ptxas, path, ccs[c][0] * 10 + ccs[c][1], cases[i].name);
+            lo = regs < lo ? regs : lo;
+            hi = regs > hi ? regs : hi;
+            if (verbose())
+                fprintf(stderr, "gpu_conv_ptx %-32s sm_%d%d: %d registers\n", cases[i].name,
+                        ccs[c][0], ccs[c][1], regs);
+        }
+    if (verbose())
+        fprintf(stderr, "gpu_conv_ptx: %d descriptors x 2 targets, %d to %d registers\n", N_CASES, lo,
+                hi);
+}
+
+Test(gpu_conv_ptx, dump_writes_the_kernel_and_is_deterministic)
+{
+    const char *dir = test_tmpdir();
+    ws_conv_desc d = desc_of(&cases[1]);
+    ws_err e = {""};
+    cr_assert_eq(ws_conv_dump_ptx(&d, 9, 0, dir, &e), 0, "%s", e.msg);
+    char name[WS_DIRECT_NAME_MAX], path[2048];
+    ws_direct_name(&d, name);
+    snprintf(path, sizeof path, "%s/%s.ptx", dir, name);
+    size_t len = 0;
+    char *text = read_file(path, &len);
+    cr_assert_not_null(text, "%s not written", path);
+    char entry[WS_DIRECT_NAME_MAX + 32];
+    snprintf(entry, sizeof entry, ".visible .entry %s(", name);
+    cr_assert(strstr(text, entry), "%s lacks %s", path, entry);
+    cr_assert(strstr(text, ".target sm_90"), "%s", path);
+    char *again = ws_direct_emit(&d, 9, 0, &e);
+    cr_assert_not_null(again, "%s", e.msg);
+    cr_assert(strlen(again) == len && !memcmp(again, text, len), "the same descriptor, other bytes");
+    free(again);
+    free(text);
+    /* sm_80 gets its own target */
+    char *t80 = ws_direct_emit(&d, 8, 0, &e);
+    cr_assert_not_null(t80, "%s", e.msg);
+    cr_assert(strstr(t80, ".target sm_80"));
+    free(t80);
+}
+
+Test(gpu_conv_ptx, dump_refuses_bwd_and_bad_descriptors)
+{
+    const char *dir = test_tmpdir();
+    ws_conv_desc d = desc_of(&cases[0]);
+    ws_err e = {""};
+    d.op = WS_CONV_BWD;
+    cr_assert_eq(ws_conv_dump_ptx(&d, 9, 0, dir, &e), -1);
+    cr_assert(strstr(e.msg, "op BWD"), "%s", e.msg);
+    d = desc_of(&cases[0]);
+    d.groups = 3;
+    cr_assert_eq(ws_conv_dump_ptx(&d, 9, 0, dir, &e), -1);
+    cr_assert(strstr(e.msg, "groups 3"), "%s", e.msg);
+    d = desc_of(&cases[0]);
+    d.k = 0;
+    cr_assert_eq(ws_conv_dump_ptx(&d, 9, 0, dir, &e), -1);
+    cr_assert(strstr(e.msg, "k 0"), "%s", e.msg);
+    d = desc_of(&cases[0]);
+    cr_assert_eq(ws_conv_dump_ptx(&d, 7, 5, dir, &e), -1, "sm_75 is below the minimum");
+    cr_assert(strstr(e.msg, "8.0"), "%s", e.msg);
+    cr_assert_eq(ws_conv_dump_ptx(&d, 9, 0, NULL, &e), -1);
+    cr_assert(strstr(e.msg, "dir"), "%s", e.msg);
+}
+
+/* --- on the GPU ---------------------------------------------------------------- */
+
+static ws_gpu *gpu_or_skip(void)
+{
+    ws_err e = {""};
+    ws_gpu *g = ws_gpu_open(0, &e);
+    if (!g && (strstr(e.msg, "no CUDA driver") || strstr(e.msg, "no CUDA device") ||
+               strstr(e.msg, "CUDA_ERROR_NO_DEVICE")))
+        cr_skip_test("no CUDA driver/device: %s", e.msg);
+    cr_assert_not_null(g, "ws_gpu_open: %s", e.msg);
+    return g;
+}
+
+static size_t tsize(ws_dtype t) { return t == WS_F32 ? 4 : 2; }
+
+static double get(const void *p, ws_dtype t, size_t i)
+{
+    if (t == WS_F32)
+        return ((const float *)p)[i];
+    uint16_t h = ((const uint16_t *)p)[i];
+    return t == WS_F16 ? ws_f16_to_f32(h) : ws_bf16_to_f32(h);
+}
+
+static void *random_buf(size_t n, ws_dtype t, ws_rng *r)
+{
+    void *p = malloc(n * tsize(t) + 1);
+    cr_assert_not_null(p);
+    for (size_t i = 0; i < n; i++) {
+        float v = (float)(ws_rng_uniform(r) * 2.0 - 1.0);
+        if (t == WS_F32)
+            ((float *)p)[i] = v;
+        else
+            ((uint16_t *)p)[i] = t == WS_F16 ? ws_f32_to_f16(v) : ws_f32_to_bf16(v);
+    }
+    return p;
+}
+
+/* one unit in the last place of type t at |v| (f16: 10 stored bits, bf16: 7) */
+static double ulp_of(ws_dtype t, double v)
+{
+    int e;
+    frexp(fabs(v), &e);
+    if (t == WS_F16)
+        return ldexp(1.0, (e - 1 < -14 ? -14 : e - 1) - 10);
+    return ldexp(1.0, e - 1 - 7);
+}
+
+static uint64_t dev_alloc(ws_gpu *g, size_t bytes)
+{
+    uint64_t p = 0;
+    ws_err e = {""};
+    cr_assert_eq(ws_gpu_alloc(g, bytes, &p, &e), 0, "%s", e.msg);
+    return p;
+}
+
+static void *as_ptr(uint64_t p) { return (void *)(uintptr_t)p; }
+
+static void run_case(ws_gpu *g, const gcase *c)
+{
+    const ws_conv_desc d = desc_of(c);
+    ws_err e = {""};
+    const int t_out = ws_conv_out_len(&d, c->t_in), cg = c->c_in / c->groups;
+    const size_t nx = (size_t)c->n * c->c_in * c->t_in, per = (size_t)c->c_out * t_out;
+    const size_t ny = per * c->n, nw = (size_t)c->c_out * cg * c->k;
+    ws_rng r = {0x5eed0000u + (uint64_t)c->n * 131 + (uint64_t)c->c_in * 7 + (uint64_t)c->k};
+    void *x = random_buf(nx, c->xt, &r), *w = random_buf(nw, c->wt, &r);
+    float *b = c->bias ? random_buf((size_t)c->c_out, WS_F32, &r) : NULL;
+    size_t nadd = c->add == ADD_BROADCAST ? per : c->add == ADD_PER_ITEM ? ny : 0;
+    void *add = nadd ? random_buf(nadd, c->yt, &r) : NULL;
+    long long abs = c->add == ADD_PER_ITEM ? (long long)per : 0;
+    if (c->add == ADD_INPUT) { /* K1 S1 P0, same shape, layout and type as x */
+        add = x;
+        abs = (long long)per;
+    }
+    const size_t ybytes = ny * tsize(c->yt);
+    void *ycpu = malloc(ybytes), *ygpu = malloc(ybytes), *ygpu2 = malloc(ybytes);
+    void *poison = malloc(ybytes);
+    cr_assert(ycpu && ygpu && ygpu2 && poison);
+    memset(poison, 0xff, ybytes); /* NaN in f32, f16 and bf16 */
+
+    ws_conv *cpu = ws_conv_new(&d, w, b, 1, &e);
+    cr_assert_not_null(cpu, "%s: %s", c->name, e.msg);
+    ws_conv_args ac = {.n = c->n, .t_in = c->t_in, .x = x, .add = add, .add_batch_stride = abs,
+                       .y = ycpu};
+    cr_assert_eq(ws_conv_run(cpu, &ac, &e), 0, "%s: %s", c->name, e.msg);
+    ws_conv_free(cpu);
+
+    uint64_t dx = dev_alloc(g, nx * tsize(c->xt)), dy = dev_alloc(g, ybytes), dadd = 0;
+    cr_assert_eq(ws_gpu_upload(g, dx, x, nx * tsize(c->xt), &e), 0, "%s", e.msg);
+    if (c->add == ADD_INPUT) {
+        dadd = dx;
+    } else if (add) {
+        dadd = dev_alloc(g, nadd * tsize(c->yt));
+        cr_assert_eq(ws_gpu_upload(g, dadd, add, nadd * tsize(c->yt), &e), 0, "%s", e.msg);
+    }
+    ws_gpu_conv *gc = ws_gpu_conv_new(g, &d, w, b, &e);
+    cr_assert_not_null(gc, "%s: %s", c->name, e.msg);
+    ws_conv_args ag = {.n = c->n, .t_in = c->t_in, .x = as_ptr(dx), .add = dadd ? as_ptr(dadd) : NULL,
+                       .add_batch_stride = abs, .y = as_ptr(dy)};
+    void *outs[2] = {ygpu, ygpu2};
+    for (int run = 0; run < 2; run++) {
+        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s run %d: %s", c->name, run, e.msg);
+        cr_assert_eq(ws_gpu_download(g, outs[run], dy, ybytes, &e), 0, "%s", e.msg);
+    }
+    cr_assert(!memcmp(ygpu, ygpu2, ybytes), "%s: two runs, different bits", c->name);
+
+    double scale = 0, se = 0, sr = 0, worst = 0;
+    size_t worst_i = 0;
+    for (size_t i = 0; i < ny; i++)
+        scale = fmax(scale, fabs(get(ycpu, c->yt, i)));
+    for (size_t i = 0; i < ny; i++) {
+        const double gv = get(ygpu, c->yt, i), cv = get(ycpu, c->yt, i);
+        cr_assert(!isnan(gv), "%s: y[%zu] is NaN (not written?)", c->name, i);
+        const double err = fabs(gv - cv);
+        se += err * err;
+        sr += cv * cv;
+        const double lim = c->yt == WS_F32 ? 1e-4 * scale
+                                           : ulp_of(c->yt, fmax(fabs(gv), fabs(cv))) + 1e-4 * scale;
+        if (err - lim > worst) {
+            worst = err - lim;
+            worst_i = i;
+        }
+    }
+    const double rl2 = sr > 0 ? sqrt(se / sr) : sqrt(se);
+    if (verbose())
+        fprintf(stderr, "gpu_conv %-32s rel L2 %.3g (scale %.3g)\n", c->name, rl2, scale);
+    cr_assert_eq(worst, 0, "%s: y[%zu] GPU %.9g vs CPU %.9g, over the bound by %.3g", c->name, worst_i,
+                 get(ygpu, c->yt, worst_i), get(ycpu, c->yt, worst_i), worst);
+    if (c->yt == WS_F32)
+        cr_assert_leq(rl2, 1e-5, "%s: rel L2 %.3g", c->name, rl2);
+
+    ws_gpu_conv_free(gc);
+    ws_gpu_release(g, dx);
+    ws_gpu_release(g, dy);
+    if (dadd && dadd != dx)
+        ws_gpu_release(g, dadd);
+    if (add != x)
+        free(add);
+    free(x), free(w), free(b), free(ycpu), free(ygpu), free(ygpu2), free(poison);
+}
+
+Test(gpu_conv, every_fwd_descriptor_matches_the_cpu_engine, .timeout = 300)
+{
+    ws_gpu *g = gpu_or_skip();
+    for (int i = 0; i < N_CASES; i++)
+        run_case(g, &cases[i]);
+    ws_gpu_close(g);
+}
+
+Test(gpu_conv, bwd_and_bad_calls_are_refused)
+{
+    ws_gpu *g = gpu_or_skip();
+    ws_err e = {""};
+    ws_conv_desc d = desc_of(&cases[0]);
+    const size_t nw = (size_t)d.c_out * d.c_in * d.k;
+    float *w = calloc(nw, sizeof *w);
+    d.op = WS_CONV_BWD;
+    cr_assert_null(ws_gpu_conv_new(g, &d, w, NULL, &e));
+    cr_assert_str_eq(e.msg, "ws_gpu_conv_new: op BWD does not run on the GPU yet");
+    d = desc_of(&cases[0]);
+    d.groups = 5;
+    cr_assert_null(ws_gpu_conv_new(g, &d, w, NULL, &e));
+    cr_assert(strstr(e.msg, "groups 5"), "%s", e.msg);
+    d = desc_of(&cases[0]);
+    cr_assert_null(ws_gpu_conv_new(g, &d, NULL, NULL, &e));
+    cr_assert(strstr(e.msg, "w is NULL"), "%s", e.msg);
+
+    ws_gpu_conv *c = ws_gpu_conv_new(g, &d, w, NULL, &e);
+    cr_assert_not_null(c, "%s", e.msg);
+    const int T = 30, N = 2;
+    uint64_t dx = dev_alloc(g, (size_t)N * d.c_in * T * 4), dy = dev_alloc(g, (size_t)N * d.c_out * T * 4);
+    const struct { const char *what, *want; ws_conv_args a; } bad[] = {
+        {"n 0", "n 0", {.n = 0, .t_in = T, .x = as_ptr(dx), .y = as_ptr(dy)}},
+        {"t_in 0", "t_in 0", {.n = N, .t_in = 0, .x = as_ptr(dx), .y = as_ptr(dy)}},
+        {"NULL x", "x is NULL", {.n = N, .t_in = T, .y = as_ptr(dy)}},
+        {"NULL y", "y is NULL", {.n = N, .t_in = T, .x = as_ptr(dx)}},
+        {"per-call w", "w given per call", {.n = N, .t_in = T, .x = as_ptr(dx), .w = w, .y = as_ptr(dy)}},
+        {"negative add stride", "add_batch_stride -1",
+         {.n = N, .t_in = T, .x = as_ptr(dx), .add = as_ptr(dy), .add_batch_stride = -1, .y = as_ptr(dy)}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        e.msg[0] = '\0';
+        cr_assert_eq(ws_gpu_conv_run(c, &bad[i].a, &e), -1, "%s accepted", bad[i].what);
+        cr_assert(strstr(e.msg, bad[i].want) && !strncmp(e.msg, "ws_gpu_conv_run: ", 17),
+                  "%s: %s", bad[i].what, e.msg);
+    }
+    ws_gpu_conv_free(c);
+    ws_gpu_release(g, dx);
+    ws_gpu_release(g, dy);
+    free(w);
+    ws_gpu_close(g);
+}
