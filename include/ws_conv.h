@@ -131,12 +131,15 @@ void ws_conv_free(ws_conv *c);                                   /* NULL-safe */
  *   ws_gpu_download(g, y, dy, y_bytes, &err);
  *   ws_gpu_conv_free(c); ws_gpu_release(g, dx); ws_gpu_release(g, dy); ws_gpu_close(g);
  *
- * Today every FWD descriptor that ws_conv_check accepts runs on one direct kernel (one
- * thread per output element, float32 fma in the order j then k, whatever math says);
- * BWD descriptors are refused by ws_gpu_conv_new ("ws_gpu_conv_new: op BWD does not run
- * on the GPU yet"): the backward kernels are the next step. GPU plans take w and b at
- * ws_gpu_conv_new only (w is required, b may be NULL for no bias); a call with a->w or
- * a->b set is refused. Kernels need compute capability 8.0 or later.
+ * Today every descriptor that ws_conv_check accepts runs on direct kernels, whatever math
+ * says. FWD: one kernel, one thread per output element, float32 fma in the order j then k.
+ * BWD: gz = dy * act'(z) (z = b + conv recomputed from x, w, b; one thread per y element)
+ * into a float32 scratch [N][C_out][T_out] that the plan owns and grows, then as asked
+ * dx (one thread per x element, summing o then k), dw (one per w element, n then t) and db
+ * (one per output channel, n then t), all float32, in fixed orders and without atomics:
+ * the same inputs give the same bits. GPU plans take w and b at ws_gpu_conv_new only (w is
+ * required, b may be NULL for no bias); a call with a->w or a->b set is refused. Kernels
+ * need compute capability 8.0 or later.
  *
  * Threads: a ws_gpu and its plans are used from one thread at a time (calls make the
  * device's primary context current on the calling thread). */
@@ -156,7 +159,7 @@ void ws_gpu_release(ws_gpu *g, uint64_t dptr); /* dptr 0: nothing */
 int ws_gpu_upload(ws_gpu *g, uint64_t dst, const void *src, size_t bytes, ws_err *err);
 int ws_gpu_download(ws_gpu *g, void *dst, uint64_t src, size_t bytes, ws_err *err);
 
-/* A GPU plan: checks d (ws_conv_check; BWD refused, see above), emits its PTX for g's
+/* A GPU plan: checks d (ws_conv_check), emits its PTX for g's
  * compute capability and loads it, converts w (host, [C_out][Cg][K] in w_type) to float32
  * and uploads it with b (host, float32 [C_out], or NULL). The plan keeps no host pointer.
  * NULL with err on failure. The plan must be freed before its ws_gpu is closed. */
@@ -164,16 +167,17 @@ typedef struct ws_gpu_conv ws_gpu_conv;
 ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b,
                              ws_err *err);
 
-/* Runs the plan: a holds device pointers cast as (void *)(uintptr_t)dptr (x, y, add; w and
- * b must be NULL). The call is checked as ws_conv_run checks it (n, t_in, pointers,
- * sizes); the kernel runs on g's stream and the call returns when it has finished.
- * 0, or -1 with err (nothing launched when the arguments are refused). */
+/* Runs the plan: a holds device pointers cast as (void *)(uintptr_t)dptr (FWD x, y, add;
+ * BWD x, dy and any of dx, dw, db; w and b must be NULL). The call is checked as
+ * ws_conv_run checks it (n, t_in, pointers, sizes); the kernels run on g's stream and the
+ * call returns when they have finished. BWD writes only the outputs asked for. 0, or -1
+ * with err (nothing launched when the arguments are refused). */
 int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err);
 void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
 
 /* Writes the PTX that a plan of d would load on a device of compute capability
- * cc_major.cc_minor to dir/<kernel name>.ptx; needs no GPU. 0, or -1 with err (BWD
- * refused as by ws_gpu_conv_new). */
+ * cc_major.cc_minor to dir/<module name>.ptx (FWD: the kernel's name; BWD: one module
+ * holding the four backward entries); needs no GPU. 0, or -1 with err. */
 int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,
                      ws_err *err);
 

@@ -3,11 +3,17 @@
  *
  * Needs no GPU: every FWD descriptor of the table below (the FWD rows of
  * tests/test_engine.c's table, plus a K 31 row for the looped taps and a grouped NLC row)
- * emits PTX that ptxas (WS_PTXAS) assembles for sm_90 and sm_80 with no stack and no
- * spills; ws_conv_dump_ptx writes the file; bad and BWD descriptors are refused by name.
+ * and every BWD descriptor of the second table (the BWD rows of tests/test_engine.c's
+ * table, plus depthwise causal NLC SILU, dense NCL GELU with bias, grouped, stride 2
+ * dilation 2, K 1, K 31 and f16 / bf16 x and dy rows) emits PTX that ptxas (WS_PTXAS)
+ * assembles for sm_90 and sm_80 with no stack and no spills in any entry; ws_conv_dump_ptx
+ * writes the file (BWD: one module, entries gz, dx, dw, db); bad descriptors are refused by
+ * name; the gz kernel's GELU derivative, as a C model, is within its stated bound.
  * On a GPU (skipped, saying so, without a driver or device): every row runs on the GPU
- * against the CPU engine (ws_conv_new/run) on the same inputs, with y NaN-poisoned before
- * each run so an unwritten element shows, and twice for the same bits.
+ * against the CPU engine (ws_conv_new/run) on the same inputs, with outputs NaN-poisoned
+ * before each run so an unwritten element shows, and twice for the same bits. BWD rows also
+ * run dx only, dw only and db only: each gives the full run's bits and leaves the other two
+ * buffers as they were.
  *
  * Tolerances, GPU against CPU:
  * - float32 y: rel L2 <= 1e-5 and max |err| <= 1e-4 of the largest |value|: both sum at
@@ -17,6 +23,11 @@
  * - f16 / bf16 y: both sides round a float32 that agrees to ~1e-6 relative, so the stored
  *   values differ by at most 1 ulp of the type at that magnitude; near zero, where the ulp
  *   is smaller than the float32 difference, 1e-4 of the largest |value| is allowed too.
+ * - BWD: dx (f32), dw and db each rel L2 <= 1e-5 and max |err| <= 1e-4 of the largest
+ *   |value|: gz = dy * act'(z) differs by the act' approximations only (z is summed in the
+ *   CPU's order and roundings, so RELU's mask agrees), and the GPU sums dw / db over
+ *   N*T_out <= 1100 terms in one float32 accumulator where the CPU uses lanes and double
+ *   (~1e-6 relative). f16 / bf16 dx as f16 / bf16 y above.
  * Set WS_TEST_VERBOSE=1 to print ptxas's register counts and the errors seen.
  */
 #include <criterion/criterion.h>
@@ -100,8 +111,58 @@ static const gcase cases[] = {
     {"bf16_vqvae_d3_relu", 2, 16, 16, 1, 3, 1, 3, 3, 3, 40, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16,
      WS_ACT_RELU, WS_ACT_RELU, 1, 0},
 };
+
+/* BWD: the BWD rows of tests/test_engine.c's table (pre NONE, no add), then more */
+static const gcase bcases[] = {
+    {"whisper_conv1", 2, 8, 12, 1, 3, 1, 1, 1, 1, 30, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"wav2vec2_k10_s5", 3, 1, 16, 1, 10, 5, 1, 0, 0, 203, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 0, 0},
+    {"wav2vec2_k3_s2", 2, 16, 16, 1, 3, 2, 1, 0, 0, 41, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 0, 0},
+    {"dac_k16_s8_p4", 2, 8, 16, 1, 16, 8, 1, 4, 4, 96, WS_NCL, WS_NCL, F32, 0, WS_ACT_NONE, 1, 0},
+    {"mamba_nlc_silu", 2, 24, 24, 24, 4, 1, 1, 3, 0, 37, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"mamba_ncl_silu", 2, 24, 24, 24, 4, 1, 1, 3, 0, 37, WS_NCL, WS_NCL, F32, 0, WS_ACT_SILU, 1, 0},
+    {"mamba_nlc_none", 3, 20, 20, 20, 4, 1, 1, 3, 0, 33, WS_NLC, WS_NLC, F32, 0, WS_ACT_NONE, 0, 0},
+    {"mamba_k2_nlc_silu", 1, 9, 9, 9, 2, 1, 1, 1, 0, 17, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"vqvae_d9_relu_bwd", 2, 16, 16, 1, 3, 1, 9, 9, 9, 40, WS_NCL, WS_NCL, F32, 0, WS_ACT_RELU, 1, 0},
+    {"t_out_1", 2, 5, 3, 1, 5, 1, 1, 0, 0, 5, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"t_out_1_stride", 1, 4, 6, 2, 3, 4, 2, 1, 0, 4, WS_NLC, WS_NCL, F32, 0, WS_ACT_NONE, 1, 0},
+    {"k1_bwd", 2, 7, 5, 1, 1, 1, 1, 0, 0, 19, WS_NLC, WS_NCL, F32, 0, WS_ACT_SILU, 1, 0},
+    {"k16_same_length", 2, 5, 6, 1, 16, 1, 1, 7, 8, 29, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"odd_channels_bwd", 3, 7, 9, 1, 3, 1, 1, 1, 1, 23, WS_NCL, WS_NLC, F32, 0, WS_ACT_GELU, 1, 0},
+    {"stride_5_over_k2", 2, 6, 4, 1, 2, 5, 1, 0, 0, 31, WS_NCL, WS_NCL, F32, 0, WS_ACT_RELU, 1, 0},
+    {"groups2", 2, 8, 6, 2, 3, 1, 1, 1, 1, 25, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"groups4_s2_d2_asym", 2, 12, 8, 4, 5, 2, 2, 2, 3, 27, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"groups4_out_mult2", 2, 4, 8, 4, 3, 1, 1, 1, 1, 15, WS_NCL, WS_NLC, F32, 0, WS_ACT_NONE, 1, 0},
+    {"asym_pad_0_4", 2, 6, 5, 1, 4, 3, 1, 0, 4, 26, WS_NLC, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"asym_pad_5_1", 1, 3, 4, 1, 3, 2, 2, 5, 1, 14, WS_NCL, WS_NCL, F32, 0, WS_ACT_NONE, 0, 0},
+    {"dilation_larger_than_input", 1, 4, 4, 1, 3, 1, 7, 7, 7, 6, WS_NCL, WS_NLC, F32, 0, WS_ACT_GELU, 1, 0},
+    {"long_t_depthwise_nlc", 1, 8, 8, 8, 4, 1, 1, 3, 0, 1100, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"long_t_dense_ncl", 1, 4, 8, 1, 3, 1, 1, 1, 1, 1100, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"mamba_c520_k8_nlc", 1, 520, 520, 520, 8, 1, 1, 7, 0, 130, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"f16_mamba_nlc_silu", 2, 24, 24, 24, 4, 1, 1, 3, 0, 37, WS_NLC, WS_NLC, WS_F16, WS_F16, WS_F16, 0,
+     WS_ACT_SILU, 1, 0},
+    {"bf16_mamba_ncl_silu", 2, 24, 24, 24, 4, 1, 1, 3, 0, 37, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_SILU, 1, 0},
+    {"mixed_f32_x_bf16_w_f32_y_bwd", 2, 8, 6, 2, 3, 2, 1, 1, 2, 21, WS_NCL, WS_NLC, WS_F32, WS_BF16, WS_F32,
+     0, WS_ACT_GELU, 1, 0},
+    /* more */
+    {"dw_causal_nlc_silu_c64_k4", 3, 64, 64, 64, 4, 1, 1, 3, 0, 300, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"dense_ncl_gelu_bias", 2, 16, 24, 1, 3, 1, 1, 1, 1, 64, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"grouped3_nlc_relu", 2, 9, 12, 3, 3, 1, 1, 2, 0, 33, WS_NLC, WS_NLC, F32, 0, WS_ACT_RELU, 1, 0},
+    {"s2_d2_dense_gelu", 2, 6, 10, 1, 4, 2, 2, 3, 3, 45, WS_NCL, WS_NLC, F32, 0, WS_ACT_GELU, 1, 0},
+    {"s3_d2_dw_ncl_silu", 2, 12, 12, 12, 5, 3, 2, 4, 2, 61, WS_NCL, WS_NCL, F32, 0, WS_ACT_SILU, 0, 0},
+    {"k1_ncl_none", 2, 11, 7, 1, 1, 1, 1, 0, 0, 50, WS_NCL, WS_NCL, F32, 0, WS_ACT_NONE, 1, 0},
+    {"k31_looped_taps_bwd", 2, 3, 4, 1, 31, 2, 1, 15, 15, 70, WS_NLC, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
+    {"f16_dense_ncl_gelu", 2, 12, 12, 1, 3, 1, 1, 1, 1, 40, WS_NCL, WS_NCL, WS_F16, WS_F16, WS_F16, 0,
+     WS_ACT_GELU, 1, 0},
+    {"bf16_dw_causal_nlc_silu", 2, 40, 40, 40, 4, 1, 1, 3, 0, 90, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16,
+     0, WS_ACT_SILU, 1, 0},
+    {"f16_x_bf16_dy_grouped_s2", 2, 8, 6, 2, 3, 2, 2, 2, 1, 29, WS_NLC, WS_NCL, WS_F16, WS_F32, WS_BF16, 0,
+     WS_ACT_RELU, 1, 0},
+    {"bf16_k1_nlc_none", 3, 10, 10, 1, 1, 1, 1, 0, 0, 21, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_NONE, 0, 0},
+};
 #undef F32
-enum { N_CASES = sizeof cases / sizeof cases[0] };
+enum { N_CASES = sizeof cases / sizeof cases[0], N_BCASES = sizeof bcases / sizeof bcases[0] };
 
 static ws_conv_desc desc_of(const gcase *c)
 {
@@ -113,6 +174,13 @@ static ws_conv_desc desc_of(const gcase *c)
     return d;
 }
 
+static ws_conv_desc bdesc_of(const gcase *c)
+{
+    ws_conv_desc d = desc_of(c);
+    d.op = WS_CONV_BWD;
+    return d;
+}
+
 static int verbose(void)
 {
     const char *v = getenv("WS_TEST_VERBOSE");
@@ -121,10 +189,11 @@ static int verbose(void)
 
 /* --- no GPU: PTX through ptxas, the dump, refusals ------------------------------ */
 
-/* ptxas -v on path for sm_<cc>: asserts success, no stack, no spills; returns registers */
-static int assemble(const char *ptxas, const char *path, int cc, const char *what)
+/* ptxas -v on path for sm_<cc>: asserts success and, for every entry of the module (at
+ * least `entries`), no stack and no spills; returns the most registers an entry uses */
+static int assemble(const char *ptxas, const char *path, int cc, const char *what, int entries)
 {
-    char cmd[4096], log[8192];
+    char cmd[4096], log[16384];
     snprintf(cmd, sizeof cmd, "'%s' -arch=sm_%d -v '%s' -o /dev/null 2>&1", ptxas, cc, path);
     FILE *pp = popen(cmd, "r");
     cr_assert_not_null(pp);
@@ -132,20 +201,24 @@ static int assemble(const char *ptxas, const char *path, int cc, const char *wha
     log[n] = '\0';
     int st = pclose(pp);
     cr_assert_eq(st, 0, "ptxas failed on %s (sm_%d):\n%s", what, cc, log);
-    const char *sf = strstr(log, "bytes stack frame");
-    cr_assert_not_null(sf, "no resource report for %s:\n%s", what, log);
-    const char *line = sf;
-    while (line > log && line[-1] != '\n')
-        line--;
-    int stack = -1, sst = -1, sld = -1, regs = -1;
-    cr_assert_eq(sscanf(line, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
-                        &stack, &sst, &sld), 3, "%s", line);
-    cr_assert(stack == 0 && sst == 0 && sld == 0, "%s (sm_%d) uses stack %d, spills %d/%d:\n%s",
-              what, cc, stack, sst, sld, log);
-    const char *ur = strstr(log, "Used ");
-    cr_assert(ur && sscanf(ur, "Used %d registers", &regs) == 1, "no register count for %s:\n%s",
-              what, log);
-    return regs;
+    int seen = 0, most = -1;
+    for (const char *sf = strstr(log, "bytes stack frame"); sf; sf = strstr(sf + 1, "bytes stack frame")) {
+        const char *line = sf;
+        while (line > log && line[-1] != '\n')
+            line--;
+        int stack = -1, sst = -1, sld = -1, regs = -1;
+        cr_assert_eq(sscanf(line, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
+                            &stack, &sst, &sld), 3, "%s", line);
+        cr_assert(stack == 0 && sst == 0 && sld == 0, "%s (sm_%d) uses stack %d, spills %d/%d:\n%s",
+                  what, cc, stack, sst, sld, log);
+        const char *ur = strstr(sf, "Used ");
+        cr_assert(ur && sscanf(ur, "Used %d registers", &regs) == 1, "no register count for %s:\n%s",
+                  what, log);
+        most = regs > most ? regs : most;
+        seen++;
+    }
+    cr_assert_geq(seen, entries, "%s: %d resource reports for %d entries:\n%s", what, seen, entries, log);
+    return most;
 }
 
 Test(gpu_conv_ptx, every_fwd_descriptor_assembles_without_spills, .timeout = 300)
@@ -168,7 +241,7 @@ Test(gpu_conv_ptx, every_fwd_descriptor_assembles_without_spills, .timeout = 300
                          cases[i].name, e.msg);
             ws_direct_name(&d, name);
             snprintf(path, sizeof path, "%s/%s.ptx", sub, name);
-            int regs = assemble(ptxas, path, ccs[c][0] * 10 + ccs[c][1], cases[i].name);
+            int regs = assemble(ptxas, path, ccs[c][0] * 10 + ccs[c][1], cases[i].name, 1);
             lo = regs < lo ? regs : lo;
             hi = regs > hi ? regs : hi;
             if (verbose())
@@ -208,15 +281,112 @@ Test(gpu_conv_ptx, dump_writes_the_kernel_and_is_deterministic)
     free(t80);
 }
 
-Test(gpu_conv_ptx, dump_refuses_bwd_and_bad_descriptors)
+Test(gpu_conv_ptx, every_bwd_descriptor_assembles_without_spills, .timeout = 300)
+{
+    const char *ptxas = getenv("WS_PTXAS");
+    if (!ptxas || !*ptxas)
+        cr_skip_test("ptxas not found (WS_PTXAS empty): emitted PTX not assembled");
+    const char *dir = test_tmpdir();
+    const int ccs[][2] = {{9, 0}, {8, 0}};
+    int lo = 1 << 30, hi = 0;
+    for (int i = 0; i < N_BCASES; i++)
+        for (int c = 0; c < 2; c++) {
+            ws_conv_desc d = bdesc_of(&bcases[i]);
+            ws_err e = {""};
+            char sub[1024], name[WS_DIRECT_NAME_MAX], path[2048];
+            snprintf(sub, sizeof sub, "%s/sm%d", dir, ccs[c][0] * 10 + ccs[c][1]);
+            if (i == 0)
+                cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
+            cr_assert_eq(ws_conv_dump_ptx(&d, ccs[c][0], ccs[c][1], sub, &e), 0, "%s: %s",
+                         bcases[i].name, e.msg);
+            ws_direct_name(&d, name);
+            snprintf(path, sizeof path, "%s/%s.ptx", sub, name);
+            int regs = assemble(ptxas, path, ccs[c][0] * 10 + ccs[c][1], bcases[i].name,
+                                WS_DIRECT_NPARTS);
+            lo = regs < lo ? regs : lo;
+            hi = regs > hi ? regs : hi;
+            if (verbose())
+                fprintf(stderr, "gpu_conv_ptx bwd %-28s sm_%d%d: at most %d registers (4 entries)\n",
+                        bcases[i].name, ccs[c][0], ccs[c][1], regs);
+        }
+    if (verbose())
+        fprintf(stderr, "gpu_conv_ptx bwd: %d descriptors x 2 targets, %d to %d registers\n", N_BCASES,
+                lo, hi);
+}
+
+Test(gpu_conv_ptx, bwd_dump_holds_four_entries_and_is_deterministic)
+{
+    const char *dir = test_tmpdir();
+    ws_conv_desc d = bdesc_of(&bcases[0]);
+    ws_err e = {""};
+    cr_assert_eq(ws_conv_dump_ptx(&d, 9, 0, dir, &e), 0, "%s", e.msg);
+    char name[WS_DIRECT_NAME_MAX], path[2048];
+    ws_direct_name(&d, name);
+    cr_assert(!strncmp(name, "ws_direct_bwd_", 14), "%s", name);
+    snprintf(path, sizeof path, "%s/%s.ptx", dir, name);
+    size_t len = 0;
+    char *text = read_file(path, &len);
+    cr_assert_not_null(text, "%s not written", path);
+    static const char *const parts[] = {"gz", "dx", "dw", "db"};
+    for (int p = 0; p < WS_DIRECT_NPARTS; p++) {
+        char entry[WS_DIRECT_NAME_MAX], want[WS_DIRECT_NAME_MAX + 32];
+        ws_direct_bwd_entry(&d, (ws_direct_part)p, entry);
+        snprintf(want, sizeof want, "%s_%s", name, parts[p]);
+        cr_assert_str_eq(entry, want);
+        snprintf(want, sizeof want, ".visible .entry %s(", entry);
+        cr_assert(strstr(text, want), "%s lacks %s", path, want);
+    }
+    cr_assert(!strstr(text, "atom."), "%s: an atomic", path);
+    char *again = ws_direct_emit(&d, 9, 0, &e);
+    cr_assert_not_null(again, "%s", e.msg);
+    cr_assert(strlen(again) == len && !memcmp(again, text, len), "the same descriptor, other bytes");
+    free(again);
+    free(text);
+    /* the FWD module of the same shape is another one */
+    ws_conv_desc f = desc_of(&bcases[0]);
+    char fname[WS_DIRECT_NAME_MAX];
+    ws_direct_name(&f, fname);
+    cr_assert(strcmp(fname, name), "FWD and BWD share the name %s", name);
+    /* BWD with pre is refused as ws_conv_check refuses it */
+    d.pre = WS_ACT_RELU;
+    cr_assert_eq(ws_conv_dump_ptx(&d, 9, 0, dir, &e), -1);
+    cr_assert(strstr(e.msg, "pre"), "%s", e.msg);
+}
+
+/* gelu'(z) = Phi(z) + z phi(z), double */
+static double gelu_grad_ref(double z)
+{
+    return 0.5 * erfc(-z / sqrt(2.0)) + z * exp(-0.5 * z * z) / sqrt(2.0 * 3.14159265358979323846);
+}
+
+Test(gpu_conv_ptx, gelu_grad_model_within_bound)
+{
+    double worst = 0, wz = 0;
+    for (long i = -1400000; i <= 1400000; i++) {
+        const float z = (float)((double)i * 1e-5);
+        const double err = fabs((double)ws_direct_gelu_grad_model(z) - gelu_grad_ref(z));
+        if (err > worst)
+            worst = err, wz = z;
+    }
+    static const float edge[] = {0.0f, -0.0f, 1e-40f, -1e-40f, 1e-30f, -1e-30f, 0x1p-60f, -0x1p-60f,
+                                 0x1p-59f, -0x1p-59f, 1e-10f, -1e-10f, 30.0f, -30.0f, 1e20f, -1e20f};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        const double z = edge[i];
+        const double ref = fabs(z) > 1e10 ? (z > 0 ? 1.0 : 0.0) : gelu_grad_ref(z);
+        const double err = fabs((double)ws_direct_gelu_grad_model(edge[i]) - ref);
+        if (err > worst)
+            worst = err, wz = z;
+    }
+    if (verbose())
+        fprintf(stderr, "gelu' model: max |err| %.3g at z = %.6g\n", worst, wz);
+    cr_assert_leq(worst, WS_DIRECT_GELU_GRAD_MAX_ABS, "gelu' model: |err| %.3g at z = %.9g", worst, wz);
+}
+
+Test(gpu_conv_ptx, dump_refuses_bad_descriptors)
 {
     const char *dir = test_tmpdir();
     ws_conv_desc d = desc_of(&cases[0]);
     ws_err e = {""};
-    d.op = WS_CONV_BWD;
-    cr_assert_eq(ws_conv_dump_ptx(&d, 9, 0, dir, &e), -1);
-    cr_assert(strstr(e.msg, "op BWD"), "%s", e.msg);
-    d = desc_of(&cases[0]);
     d.groups = 3;
     cr_assert_eq(ws_conv_dump_ptx(&d, 9, 0, dir, &e), -1);
     cr_assert(strstr(e.msg, "groups 3"), "%s", e.msg);
@@ -381,7 +551,130 @@ Test(gpu_conv, every_fwd_descriptor_matches_the_cpu_engine, .timeout = 300)
     ws_gpu_close(g);
 }
 
-Test(gpu_conv, bwd_and_bad_calls_are_refused)
+/* GPU against CPU over n values stored in type t: asserts no NaN, max |err| <= 1e-4 of the
+ * largest |value| (f16 / bf16: plus 1 ulp of the type), f32 rel L2 <= 1e-5 */
+static void compare(const char *name, const char *what, const void *gpu, const void *cpu, ws_dtype t,
+                    size_t n)
+{
+    double scale = 0, se = 0, sr = 0, worst = 0;
+    size_t worst_i = 0;
+    for (size_t i = 0; i < n; i++)
+        scale = fmax(scale, fabs(get(cpu, t, i)));
+    for (size_t i = 0; i < n; i++) {
+        const double gv = get(gpu, t, i), cv = get(cpu, t, i);
+        cr_assert(!isnan(gv), "%s: %s[%zu] is NaN (not written?)", name, what, i);
+        const double err = fabs(gv - cv);
+        se += err * err;
+        sr += cv * cv;
+        const double lim = t == WS_F32 ? 1e-4 * scale : ulp_of(t, fmax(fabs(gv), fabs(cv))) + 1e-4 * scale;
+        if (err - lim > worst) {
+            worst = err - lim;
+            worst_i = i;
+        }
+    }
+    const double rl2 = sr > 0 ? sqrt(se / sr) : sqrt(se);
+    if (verbose())
+        fprintf(stderr, "gpu_conv bwd %-28s %s rel L2 %.3g (scale %.3g)\n", name, what, rl2, scale);
+    cr_assert_eq(worst, 0, "%s: %s[%zu] GPU %.9g vs CPU %.9g, over the bound by %.3g", name, what,
+                 worst_i, get(gpu, t, worst_i), get(cpu, t, worst_i), worst);
+    if (t == WS_F32)
+        cr_assert_leq(rl2, 1e-5, "%s: %s rel L2 %.3g", name, what, rl2);
+}
+
+enum { WANT_DX = 1, WANT_DW = 2, WANT_DB = 4, WANT_ALL = 7 };
+
+static void run_bwd_case(ws_gpu *g, const gcase *c)
+{
+    const ws_conv_desc d = bdesc_of(c);
+    ws_err e = {""};
+    const int t_out = ws_conv_out_len(&d, c->t_in), cg = c->c_in / c->groups;
+    const size_t nx = (size_t)c->n * c->c_in * c->t_in, ny = (size_t)c->n * c->c_out * t_out;
+    const size_t nw = (size_t)c->c_out * cg * c->k, nb = (size_t)c->c_out;
+    ws_rng r = {0xb5d0000u + (uint64_t)c->n * 131 + (uint64_t)c->c_in * 7 + (uint64_t)c->k};
+    void *x = random_buf(nx, c->xt, &r), *w = random_buf(nw, c->wt, &r);
+    float *b = c->bias ? random_buf(nb, WS_F32, &r) : NULL;
+    void *dy = random_buf(ny, c->yt, &r);
+    const size_t xbytes = nx * tsize(c->xt), ybytes = ny * tsize(c->yt);
+    const size_t bytes[3] = {xbytes, nw * sizeof(float), nb * sizeof(float)};
+
+    /* host copies: [0] CPU, [1] GPU run 1, [2] GPU run 2, [3] GPU subset run; of dx, dw, db */
+    void *h[4][3];
+    for (int v = 0; v < 4; v++)
+        for (int o = 0; o < 3; o++)
+            cr_assert_not_null(h[v][o] = malloc(bytes[o]));
+    void *poison[3];
+    for (int o = 0; o < 3; o++) {
+        cr_assert_not_null(poison[o] = malloc(bytes[o]));
+        memset(poison[o], 0xff, bytes[o]); /* NaN in f32, f16 and bf16 */
+    }
+
+    ws_conv *cpu = ws_conv_new(&d, w, b, 1, &e);
+    cr_assert_not_null(cpu, "%s: %s", c->name, e.msg);
+    ws_conv_args ac = {.n = c->n, .t_in = c->t_in, .x = x, .dy = dy, .dx = h[0][0], .dw = h[0][1],
+                       .db = h[0][2]};
+    cr_assert_eq(ws_conv_run(cpu, &ac, &e), 0, "%s: %s", c->name, e.msg);
+    ws_conv_free(cpu);
+
+    uint64_t dxin = dev_alloc(g, xbytes), ddy = dev_alloc(g, ybytes), dout[3];
+    for (int o = 0; o < 3; o++)
+        dout[o] = dev_alloc(g, bytes[o]);
+    cr_assert_eq(ws_gpu_upload(g, dxin, x, xbytes, &e), 0, "%s", e.msg);
+    cr_assert_eq(ws_gpu_upload(g, ddy, dy, ybytes, &e), 0, "%s", e.msg);
+    ws_gpu_conv *gc = ws_gpu_conv_new(g, &d, w, b, &e);
+    cr_assert_not_null(gc, "%s: %s", c->name, e.msg);
+
+    /* want: WANT_* bits; outputs poisoned first, all three downloaded into h[v] */
+    for (int run = 0; run < 5; run++) {
+        const int want = run < 2 ? WANT_ALL : 1 << (run - 2), v = run < 2 ? 1 + run : 3;
+        for (int o = 0; o < 3; o++)
+            cr_assert_eq(ws_gpu_upload(g, dout[o], poison[o], bytes[o], &e), 0, "%s", e.msg);
+        ws_conv_args ag = {.n = c->n, .t_in = c->t_in, .x = as_ptr(dxin), .dy = as_ptr(ddy),
+                           .dx = want & WANT_DX ? as_ptr(dout[0]) : NULL,
+                           .dw = want & WANT_DW ? as_ptr(dout[1]) : NULL,
+                           .db = want & WANT_DB ? as_ptr(dout[2]) : NULL};
+        cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s run %d: %s", c->name, run, e.msg);
+        for (int o = 0; o < 3; o++)
+            cr_assert_eq(ws_gpu_download(g, h[v][o], dout[o], bytes[o], &e), 0, "%s", e.msg);
+        if (run < 2)
+            continue;
+        static const char *const out_name[3] = {"dx", "dw", "db"};
+        for (int o = 0; o < 3; o++) {
+            if (want & (1 << o))
+                cr_assert(!memcmp(h[3][o], h[1][o], bytes[o]), "%s: %s alone, other bits than with all three",
+                          c->name, out_name[o]);
+            else
+                cr_assert(!memcmp(h[3][o], poison[o], bytes[o]), "%s: %s written when only %s was asked for",
+                          c->name, out_name[o], out_name[run - 2]);
+        }
+    }
+    cr_assert(!memcmp(h[1][0], h[2][0], xbytes) && !memcmp(h[1][1], h[2][1], bytes[1]) &&
+              !memcmp(h[1][2], h[2][2], bytes[2]), "%s: two runs, different bits", c->name);
+
+    compare(c->name, "dx", h[1][0], h[0][0], c->xt, nx);
+    compare(c->name, "dw", h[1][1], h[0][1], WS_F32, nw);
+    compare(c->name, "db", h[1][2], h[0][2], WS_F32, nb);
+
+    ws_gpu_conv_free(gc);
+    ws_gpu_release(g, dxin);
+    ws_gpu_release(g, ddy);
+    for (int o = 0; o < 3; o++) {
+        ws_gpu_release(g, dout[o]);
+        free(poison[o]);
+        for (int v = 0; v < 4; v++)
+            free(h[v][o]);
+    }
+    free(x), free(w), free(b), free(dy);
+}
+
+Test(gpu_conv, every_bwd_descriptor_matches_the_cpu_engine, .timeout = 300)
+{
+    ws_gpu *g = gpu_or_skip();
+    for (int i = 0; i < N_BCASES; i++)
+        run_bwd_case(g, &bcases[i]);
+    ws_gpu_close(g);
+}
+
+Test(gpu_conv, bad_calls_are_refused)
 {
     ws_gpu *g = gpu_or_skip();
     ws_err e = {""};
@@ -389,8 +682,9 @@ Test(gpu_conv, bwd_and_bad_calls_are_refused)
     const size_t nw = (size_t)d.c_out * d.c_in * d.k;
     float *w = calloc(nw, sizeof *w);
     d.op = WS_CONV_BWD;
+    d.pre = WS_ACT_RELU;
     cr_assert_null(ws_gpu_conv_new(g, &d, w, NULL, &e));
-    cr_assert_str_eq(e.msg, "ws_gpu_conv_new: op BWD does not run on the GPU yet");
+    cr_assert(strstr(e.msg, "pre"), "%s", e.msg);
     d = desc_of(&cases[0]);
     d.groups = 5;
     cr_assert_null(ws_gpu_conv_new(g, &d, w, NULL, &e));
@@ -419,6 +713,31 @@ Test(gpu_conv, bwd_and_bad_calls_are_refused)
                   "%s: %s", bad[i].what, e.msg);
     }
     ws_gpu_conv_free(c);
+
+    /* BWD: dy, x and one output required; add and per-call w refused; nothing written */
+    d.op = WS_CONV_BWD;
+    c = ws_gpu_conv_new(g, &d, w, NULL, &e);
+    cr_assert_not_null(c, "%s", e.msg);
+    uint64_t ddx = dev_alloc(g, (size_t)N * d.c_in * T * 4), ddw = dev_alloc(g, nw * 4);
+    const struct { const char *what, *want; ws_conv_args a; } bbad[] = {
+        {"nothing asked", "dx, dw and db", {.n = N, .t_in = T, .x = as_ptr(dx), .dy = as_ptr(dy)}},
+        {"NULL dy", "dy is NULL", {.n = N, .t_in = T, .x = as_ptr(dx), .dx = as_ptr(ddx)}},
+        {"NULL x", "x is NULL", {.n = N, .t_in = T, .dy = as_ptr(dy), .dw = as_ptr(ddw)}},
+        {"add", "add", {.n = N, .t_in = T, .x = as_ptr(dx), .dy = as_ptr(dy), .add = as_ptr(dy),
+                        .dx = as_ptr(ddx)}},
+        {"per-call w", "w given per call", {.n = N, .t_in = T, .x = as_ptr(dx), .w = w, .dy = as_ptr(dy),
+                                            .dw = as_ptr(ddw)}},
+        {"n 0", "n 0", {.n = 0, .t_in = T, .x = as_ptr(dx), .dy = as_ptr(dy), .dx = as_ptr(ddx)}},
+    };
+    for (size_t i = 0; i < sizeof bbad / sizeof bbad[0]; i++) {
+        e.msg[0] = '\0';
+        cr_assert_eq(ws_gpu_conv_run(c, &bbad[i].a, &e), -1, "BWD %s accepted", bbad[i].what);
+        cr_assert(strstr(e.msg, bbad[i].want) && !strncmp(e.msg, "ws_gpu_conv_run: ", 17),
+                  "BWD %s: %s", bbad[i].what, e.msg);
+    }
+    ws_gpu_conv_free(c);
+    ws_gpu_release(g, ddx);
+    ws_gpu_release(g, ddw);
     ws_gpu_release(g, dx);
     ws_gpu_release(g, dy);
     free(w);

@@ -4,12 +4,15 @@
  * ws_gpu: the driver (driver.c, opened at run time), one device, its primary context
  * (retained, made current on each call), one non-blocking stream. Copies go through that
  * stream and are waited for before returning.
- * ws_gpu_conv (a plan): for a FWD descriptor, the direct kernel (ptx_direct.c) emitted for
- * the device's compute capability and loaded as one module; w converted from w_type to
- * float32 [C_out][Cg][K] and uploaded with b (float32 [C_out], or none) at
- * ws_gpu_conv_new. ws_gpu_conv_run checks the call as the CPU does (ws_conv_check_args),
- * launches ceil(N*C_out*T_out / 256) blocks of 256 threads on the stream and waits.
- * Not yet: BWD descriptors, and w or b given per call (both refused with one line).
+ * ws_gpu_conv (a plan): the direct kernels (ptx_direct.c) emitted for the device's compute
+ * capability and loaded as one module: FWD one kernel, BWD four entries (gz, dx, dw, db);
+ * w converted from w_type to float32 [C_out][Cg][K] and uploaded with b (float32 [C_out],
+ * or none) at ws_gpu_conv_new. ws_gpu_conv_run checks the call as the CPU does
+ * (ws_conv_check_args) and every grid against the limit before launching anything; FWD
+ * launches ceil(N*C_out*T_out / 256) blocks of 256 threads; BWD grows the plan's float32
+ * gz scratch [N][C_out][T_out] when the call needs more, launches gz, then dx, dw, db as
+ * asked, in that order on the stream. Both wait for the stream before returning.
+ * Not yet: w or b given per call (refused with one line).
  * Tested by tests/test_gpu_conv.c against the CPU engine.
  */
 #include <limits.h>
@@ -35,9 +38,12 @@ struct ws_gpu_conv {
     ws_gpu *g;
     ws_conv_desc d;
     wscu_module mod;
-    wscu_function fn;
+    wscu_function fn;     /* FWD: the kernel; BWD: the gz entry */
+    wscu_function bwd[WS_DIRECT_NPARTS]; /* BWD: gz, dx, dw, db */
     wscu_devptr w, b;     /* float32 [C_out][Cg][K]; [C_out] or 0 */
-    char name[WS_DIRECT_NAME_MAX];
+    wscu_devptr gz;       /* BWD: float32 scratch of gz_bytes, grown as calls need */
+    size_t gz_bytes;
+    char name[WS_DIRECT_NAME_MAX]; /* the module's name (FWD: the kernel's) */
 };
 
 void ws_gpu_close(ws_gpu *g)
@@ -169,17 +175,11 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
         cu->MemFree(c->w);
     if (c->b)
         cu->MemFree(c->b);
+    if (c->gz)
+        cu->MemFree(c->gz);
     if (c->mod)
         cu->ModuleUnload(c->mod);
     free(c);
-}
-
-/* 0, or -1 with "<fn>: op BWD does not run on the GPU yet" */
-static int refuse_bwd(const char *fn, const ws_conv_desc *d, ws_err *err)
-{
-    if (d->op == WS_CONV_BWD)
-        return ws_errf(err, "%s: op BWD does not run on the GPU yet", fn);
-    return 0;
 }
 
 ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b,
@@ -189,7 +189,7 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         ws_errf(err, "ws_gpu_conv_new: g is NULL");
         return NULL;
     }
-    if (ws_conv_check(d, err) || refuse_bwd("ws_gpu_conv_new", d, err))
+    if (ws_conv_check(d, err))
         return NULL;
     if (!w) {
         ws_errf(err, "ws_gpu_conv_new: w is NULL: GPU plans take their weights here "
@@ -213,7 +213,16 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     if (ws_cu_load_module(cu, ptx, c->name, &c->mod, NULL, 0, err))
         goto fail;
-    CU_TRY(cu, ModuleGetFunction(&c->fn, c->mod, c->name), err);
+    if (d->op == WS_CONV_BWD) {
+        for (int p = 0; p < WS_DIRECT_NPARTS; p++) {
+            char entry[WS_DIRECT_NAME_MAX];
+            ws_direct_bwd_entry(d, (ws_direct_part)p, entry);
+            CU_TRY(cu, ModuleGetFunction(&c->bwd[p], c->mod, entry), err);
+        }
+        c->fn = c->bwd[WS_DIRECT_GZ];
+    } else {
+        CU_TRY(cu, ModuleGetFunction(&c->fn, c->mod, c->name), err);
+    }
     for (size_t i = 0; i < nw; i++)
         wf[i] = ws_ld(w, d->w_type, i);
     if (ws_gpu_alloc(g, nw * sizeof *wf, &c->w, err) ||
@@ -233,6 +242,62 @@ fail:
     return NULL;
 }
 
+/* ceil(elements / WS_DIRECT_THREADS) into *blocks; -1 with err over the grid limit */
+static int grid_of(unsigned long long elements, const char *what, unsigned *blocks, ws_err *err)
+{
+    const unsigned long long nb = (elements + WS_DIRECT_THREADS - 1) / WS_DIRECT_THREADS;
+    if (nb > (unsigned long long)INT_MAX)
+        return ws_errf(err, "ws_gpu_conv_run: %s of %llu elements needs %llu blocks, over the grid "
+                            "limit %d", what, elements, nb, INT_MAX);
+    *blocks = (unsigned)nb;
+    return 0;
+}
+
+/* BWD: gz, then dx, dw, db as asked; grids and scratch settled before the first launch */
+static int run_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    const unsigned long long n = (unsigned long long)a->n, cg = (unsigned long long)(d->c_in / d->groups);
+    const unsigned long long ny = n * (unsigned long long)d->c_out * (unsigned long long)t_out;
+    unsigned blocks[WS_DIRECT_NPARTS] = { 0 };
+    if (grid_of(ny, "gz", &blocks[WS_DIRECT_GZ], err) ||
+        (a->dx && grid_of(n * (unsigned long long)d->c_in * (unsigned long long)a->t_in, "dx",
+                          &blocks[WS_DIRECT_DX], err)) ||
+        (a->dw && grid_of((unsigned long long)d->c_out * cg * (unsigned long long)d->k, "dw",
+                          &blocks[WS_DIRECT_DW], err)) ||
+        (a->db && grid_of((unsigned long long)d->c_out, "db", &blocks[WS_DIRECT_DB], err)))
+        return -1;
+    ws_gpu *g = c->g;
+    ws_cu *cu = &g->cu;
+    const size_t gz_bytes = (size_t)ny * sizeof(float);
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    if (gz_bytes > c->gz_bytes) {
+        if (c->gz)
+            cu->MemFree(c->gz);
+        c->gz = 0;
+        c->gz_bytes = 0;
+        CU_TRY(cu, MemAlloc(&c->gz, gz_bytes), err);
+        c->gz_bytes = gz_bytes;
+    }
+    uint64_t px = (uint64_t)(uintptr_t)a->x, pw = c->w, pb = c->b, pgz = c->gz;
+    uint64_t pdy = (uint64_t)(uintptr_t)a->dy, pdx = (uint64_t)(uintptr_t)a->dx;
+    uint64_t pdw = (uint64_t)(uintptr_t)a->dw, pdb = (uint64_t)(uintptr_t)a->db;
+    uint32_t nn = (uint32_t)a->n, t_in = (uint32_t)a->t_in, to = (uint32_t)t_out;
+    void *gz_args[] = { &px, &pw, &pb, &pdy, &pgz, &nn, &t_in, &to };
+    void *dx_args[] = { &pw, &pgz, &pdx, &nn, &t_in, &to };
+    void *dw_args[] = { &px, &pgz, &pdw, &nn, &t_in, &to };
+    void *db_args[] = { &pgz, &pdb, &nn, &to };
+    void **args[WS_DIRECT_NPARTS] = { gz_args, dx_args, dw_args, db_args };
+    for (int p = 0; p < WS_DIRECT_NPARTS; p++)
+        if (blocks[p])
+            CU_TRY(cu, LaunchKernel(c->bwd[p], blocks[p], 1, 1, WS_DIRECT_THREADS, 1, 1, 0,
+                                    g->stream, args[p], NULL), err);
+    CU_TRY(cu, StreamSynchronize(g->stream), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
 int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err)
 {
     if (!c)
@@ -250,12 +315,13 @@ int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err)
         return ws_errf(err, "ws_gpu_conv_run: %s given per call: the GPU plan uses the w and b "
                             "of ws_gpu_conv_new (per-call weights are not supported yet)",
                        a->w ? "w" : "b");
+    if (d->op == WS_CONV_BWD)
+        return run_bwd(c, a, t_out, err);
     const unsigned long long total = (unsigned long long)a->n * (unsigned long long)d->c_out *
                                      (unsigned long long)t_out;
-    const unsigned long long blocks = (total + WS_DIRECT_THREADS - 1) / WS_DIRECT_THREADS;
-    if (blocks > (unsigned long long)INT_MAX)
-        return ws_errf(err, "ws_gpu_conv_run: y of %llu elements needs %llu blocks, over the grid "
-                            "limit %d", total, blocks, INT_MAX);
+    unsigned blocks = 0;
+    if (grid_of(total, "y", &blocks, err))
+        return -1;
     ws_gpu *g = c->g;
     ws_cu *cu = &g->cu;
     uint64_t px = (uint64_t)(uintptr_t)a->x, pw = c->w, pb = c->b;
@@ -264,7 +330,7 @@ int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err)
     uint64_t abs = a->add ? (uint64_t)a->add_batch_stride : 0;
     void *args[] = { &px, &pw, &pb, &pa, &py, &n, &t_in, &to, &abs };
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    CU_TRY(cu, LaunchKernel(c->fn, (unsigned)blocks, 1, 1, WS_DIRECT_THREADS, 1, 1, 0, g->stream,
+    CU_TRY(cu, LaunchKernel(c->fn, blocks, 1, 1, WS_DIRECT_THREADS, 1, 1, 0, g->stream,
                             args, NULL), err);
     CU_TRY(cu, StreamSynchronize(g->stream), err);
     return 0;
@@ -275,7 +341,7 @@ cleanup:
 int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,
                      ws_err *err)
 {
-    if (ws_conv_check(d, err) || refuse_bwd("ws_conv_dump_ptx", d, err))
+    if (ws_conv_check(d, err))
         return -1;
     if (!dir || !*dir)
         return ws_errf(err, "ws_conv_dump_ptx: dir is %s", dir ? "empty" : "NULL");

@@ -1,9 +1,12 @@
-/* ptx_direct.c - the direct forward kernel's emitter; math, mapping and parameters in
- * ptx_direct.h. Each emit helper below says in pseudo-C what it writes. Emission is a pure
- * function of the descriptor and the compute capability. Tested by tests/test_gpu_conv.c.
+/* ptx_direct.c - the direct kernels' emitter (forward; backward gz, dx, dw, db); math,
+ * mapping and parameters in ptx_direct.h. Each emit helper below says in pseudo-C what it
+ * writes. Emission is a pure function of the descriptor and the compute capability.
+ * Tested by tests/test_gpu_conv.c.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gelu_ptx.h"
 #include "ptx_direct.h"
@@ -20,6 +23,7 @@ typedef struct {
     long long cg, cog;  /* C_in / G, C_out / G */
     int xs, ys;         /* bytes per element of x and of y (and add) */
     preg tin;           /* u64 T_in */
+    int split;          /* products by mul.rn then add.rn (BWD's z), not fma */
 } dk;
 
 static const char *type_name(ws_dtype t)
@@ -40,10 +44,11 @@ static const char *act_name(ws_act a)
 
 void ws_direct_name(const ws_conv_desc *d, char name[WS_DIRECT_NAME_MAX])
 {
-    snprintf(name, WS_DIRECT_NAME_MAX, "ws_direct_fwd_c%d_%d_g%d_k%d_s%d_d%d_p%d_%s_%s_%s_%s_%s_%s",
-             d->c_in, d->c_out, d->groups, d->k, d->stride, d->dilation, d->pad_l,
-             d->x_layout == WS_NCL ? "ncl" : "nlc", d->y_layout == WS_NCL ? "ncl" : "nlc",
-             type_name(d->x_type), type_name(d->y_type), act_name(d->pre), act_name(d->act));
+    snprintf(name, WS_DIRECT_NAME_MAX, "ws_direct_%s_c%d_%d_g%d_k%d_s%d_d%d_p%d_%s_%s_%s_%s_%s_%s",
+             d->op == WS_CONV_BWD ? "bwd" : "fwd", d->c_in, d->c_out, d->groups, d->k, d->stride,
+             d->dilation, d->pad_l, d->x_layout == WS_NCL ? "ncl" : "nlc",
+             d->y_layout == WS_NCL ? "ncl" : "nlc", type_name(d->x_type), type_name(d->y_type),
+             act_name(d->pre), act_name(d->act));
 }
 
 /* v = (float)*(type *)addr;  nc: through the read-only (non-coherent) path */
@@ -105,7 +110,8 @@ static void emit_divmod(dk *s, preg q, preg r, preg a, const char *m)
 }
 
 /* One tap:  if ((u64)u < T_in) acc += w[woff] * pre(x[xrow + u*tstep])
- * (u < 0 wraps to a huge unsigned value, so one compare tests both ends). */
+ * (u < 0 wraps to a huge unsigned value, so one compare tests both ends); fma, or with
+ * s->split mul.rn then add.rn (two roundings, as the CPU's a += w * x). */
 static void emit_tap(dk *s, preg acc, preg u, preg xrow, const char *tstep, preg wp, long long woff)
 {
     ptx_buf *b = s->b;
@@ -118,7 +124,12 @@ static void emit_tap(dk *s, preg acc, preg u, preg xrow, const char *tstep, preg
     emit_load(s, xv, xa, s->d->x_type, 1);
     emit_act(s, xv, s->d->pre);
     ptx_ins(b, "ld.global.nc.f32 %s, [%s+%lld]", wv.n, wp.n, woff);
-    ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc.n, wv.n, xv.n, acc.n);
+    if (s->split) {
+        ptx_ins(b, "mul.rn.f32 %s, %s, %s", xv.n, wv.n, xv.n);
+        ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, xv.n);
+    } else {
+        ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc.n, wv.n, xv.n, acc.n);
+    }
     ptx_label(b, skip);
 }
 
@@ -150,12 +161,65 @@ static void emit_taps(dk *s, preg acc, preg u0, preg xrow, const char *tstep, pr
     ptx_ins(b, "@%s bra %s", more.n, lp.n);
 }
 
-/* the kernel body into b */
+/* acc = sum_{j<Cg} sum_{k<K} w[o,j,k] * pre(x[n, g*Cg + j, S*t + D*k - P_L]) in the order
+ * j then k (g = o / Cog); n, o, t u64 registers, px / pw global pointers. Returns acc. */
+static preg emit_conv_sum(dk *s, preg n, preg o, preg t, preg px, preg pw)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const long long cin = d->c_in, K = d->k;
+    ptx_section(b, "x rows of group g = o / Cog, w row of o, u0 = S*t - P_L");
+    preg g = ptx_reg(b, PTX_B64), xrow = ptx_reg(b, PTX_B64), wp = ptx_reg(b, PTX_B64);
+    preg u0 = ptx_reg(b, PTX_B64), jstep = ptx_reg(b, PTX_B64);
+    char tstep[32];
+    ptx_ins(b, "div.u64 %s, %s, %lld", g.n, o.n, s->cog);
+    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", g.n, g.n, s->cg);
+    if (d->x_layout == WS_NCL) {
+        ptx_comment(b, "x NCL: row (n, c) at ((n*C_in + c)*T_in)*%d bytes, times %d apart", s->xs, s->xs);
+        ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", xrow.n, n.n, cin, g.n);
+        ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, xrow.n, s->tin.n);
+        ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, s->xs, px.n);
+        ptx_ins(b, "mul.lo.u64 %s, %s, %d", jstep.n, s->tin.n, s->xs);
+        snprintf(tstep, sizeof tstep, "%d", s->xs);
+    } else {
+        ptx_comment(b, "x NLC: row (n, c) at (n*T_in*C_in + c)*%d bytes, times %lld apart", s->xs,
+                    cin * s->xs);
+        ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, n.n, s->tin.n);
+        ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", xrow.n, xrow.n, cin, g.n);
+        ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, s->xs, px.n);
+        ptx_ins(b, "mov.u64 %s, %d", jstep.n, s->xs);
+        snprintf(tstep, sizeof tstep, "%lld", cin * s->xs);
+    }
+    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", wp.n, o.n, s->cg * K * 4, pw.n);
+    ptx_ins(b, "mul.lo.u64 %s, %s, %d", u0.n, t.n, d->stride);
+    ptx_ins(b, "sub.s64 %s, %s, %d", u0.n, u0.n, d->pad_l);
+
+    ptx_section(b, "acc = sum_j sum_k w[o,j,k] * pre(x[n, g*Cg + j, u0 + D*k]), j then k");
+    preg acc = ptx_reg(b, PTX_F32);
+    ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
+    if (s->cg == 1) {
+        emit_taps(s, acc, u0, xrow, tstep, wp);
+    } else {
+        preg j = ptx_reg(b, PTX_B32), more = ptx_reg(b, PTX_PRED);
+        plabel lp = ptx_label_new(b, "j");
+        ptx_ins(b, "mov.u32 %s, 0", j.n);
+        ptx_label(b, lp);
+        emit_taps(s, acc, u0, xrow, tstep, wp);
+        ptx_ins(b, "add.u64 %s, %s, %s", xrow.n, xrow.n, jstep.n);
+        ptx_ins(b, "add.u64 %s, %s, %lld", wp.n, wp.n, K * 4);
+        ptx_ins(b, "add.u32 %s, %s, 1", j.n, j.n);
+        ptx_ins(b, "setp.lt.u32 %s, %s, %lld", more.n, j.n, s->cg);
+        ptx_ins(b, "@%s bra %s", more.n, lp.n);
+    }
+    return acc;
+}
+
+/* the forward kernel's body into b */
 static void emit_body(dk *s)
 {
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
-    const long long cin = d->c_in, cout = d->c_out, K = d->k;
+    const long long cout = d->c_out;
     char imm[32];
 
     ptx_section(b, "parameters");
@@ -208,49 +272,7 @@ static void emit_body(dk *s)
         emit_divmod(s, n, t, r, tout.n);
     }
 
-    ptx_section(b, "x rows of group g = o / Cog, w row of o, u0 = S*t - P_L");
-    preg g = ptx_reg(b, PTX_B64), xrow = ptx_reg(b, PTX_B64), wp = ptx_reg(b, PTX_B64);
-    preg u0 = ptx_reg(b, PTX_B64), jstep = ptx_reg(b, PTX_B64);
-    char tstep[32];
-    ptx_ins(b, "div.u64 %s, %s, %lld", g.n, o.n, s->cog);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", g.n, g.n, s->cg);
-    if (d->x_layout == WS_NCL) {
-        ptx_comment(b, "x NCL: row (n, c) at ((n*C_in + c)*T_in)*%d bytes, times %d apart", s->xs, s->xs);
-        ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", xrow.n, n.n, cin, g.n);
-        ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, xrow.n, s->tin.n);
-        ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, s->xs, px.n);
-        ptx_ins(b, "mul.lo.u64 %s, %s, %d", jstep.n, s->tin.n, s->xs);
-        snprintf(tstep, sizeof tstep, "%d", s->xs);
-    } else {
-        ptx_comment(b, "x NLC: row (n, c) at (n*T_in*C_in + c)*%d bytes, times %lld apart", s->xs,
-                    cin * s->xs);
-        ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, n.n, s->tin.n);
-        ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", xrow.n, xrow.n, cin, g.n);
-        ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, s->xs, px.n);
-        ptx_ins(b, "mov.u64 %s, %d", jstep.n, s->xs);
-        snprintf(tstep, sizeof tstep, "%lld", cin * s->xs);
-    }
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", wp.n, o.n, s->cg * K * 4, pw.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %d", u0.n, t.n, d->stride);
-    ptx_ins(b, "sub.s64 %s, %s, %d", u0.n, u0.n, d->pad_l);
-
-    ptx_section(b, "acc = sum_j sum_k w[o,j,k] * pre(x[n, g*Cg + j, u0 + D*k]), j then k");
-    preg acc = ptx_reg(b, PTX_F32);
-    ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
-    if (s->cg == 1) {
-        emit_taps(s, acc, u0, xrow, tstep, wp);
-    } else {
-        preg j = ptx_reg(b, PTX_B32), more = ptx_reg(b, PTX_PRED);
-        plabel lp = ptx_label_new(b, "j");
-        ptx_ins(b, "mov.u32 %s, 0", j.n);
-        ptx_label(b, lp);
-        emit_taps(s, acc, u0, xrow, tstep, wp);
-        ptx_ins(b, "add.u64 %s, %s, %s", xrow.n, xrow.n, jstep.n);
-        ptx_ins(b, "add.u64 %s, %s, %lld", wp.n, wp.n, K * 4);
-        ptx_ins(b, "add.u32 %s, %s, 1", j.n, j.n);
-        ptx_ins(b, "setp.lt.u32 %s, %s, %lld", more.n, j.n, s->cg);
-        ptx_ins(b, "@%s bra %s", more.n, lp.n);
-    }
+    preg acc = emit_conv_sum(s, n, o, t, px, pw);
 
     ptx_section(b, "z = acc + b[o] (b given); act; + add (given); store");
     plabel nob = ptx_label_new(b, "nobias"), noadd = ptx_label_new(b, "noadd");
@@ -279,34 +301,516 @@ static void emit_body(dk *s)
     ptx_ins(b, "ret");
 }
 
+/* ---- backward kernels (ptx_direct.h: gz, dx, dw, db) ---- */
+
+#define LOG2E_HALF_NEG (-0.72134752044448170f) /* -log2(e) / 2 */
+#define INV_SQRT_2PI 0.39894228040143268f
+#define TINY_Z 0x1p-60f /* below, Phi(z) = 0.5 in float32 and gelu(z)/z loses bits */
+
+float ws_direct_gelu_grad_model(float z)
+{
+    const float cdf = fabsf(z) < TINY_Z ? 0.5f : ws_gelu_model(z) / z;
+    const float pdf = exp2f(z * z * LOG2E_HALF_NEG) * INV_SQRT_2PI;
+    return fmaf(z, pdf, cdf);
+}
+
+/* loads the .u64 parameters names[] into fresh registers, converted to global addresses */
+static void emit_ptr_params(ptx_buf *b, preg *r, const char *const *names, int count)
+{
+    for (int i = 0; i < count; i++) {
+        r[i] = ptx_reg(b, PTX_B64);
+        ptx_ins(b, "ld.param.u64 %s, [%s]", r[i].n, names[i]);
+    }
+    for (int i = 0; i < count; i++)
+        ptx_ins(b, "cvta.to.global.u64 %s, %s", r[i].n, r[i].n);
+}
+
+/* preg = (u64) .u32 parameter `name` */
+static preg emit_u32_param(ptx_buf *b, const char *name)
+{
+    preg r32 = ptx_reg(b, PTX_B32), r = ptx_reg(b, PTX_B64);
+    ptx_ins(b, "ld.param.u32 %s, [%s]", r32.n, name);
+    ptx_ins(b, "cvt.u64.u32 %s, %s", r.n, r32.n);
+    return r;
+}
+
+/* i = ctaid.x * 256 + tid.x; if (i >= total) goto done  (total a register or immediate) */
+static preg emit_thread_index(ptx_buf *b, const char *total, plabel done)
+{
+    preg i = ptx_reg(b, PTX_B64), tid = ptx_reg(b, PTX_B64), r32 = ptx_reg(b, PTX_B32);
+    preg out = ptx_reg(b, PTX_PRED);
+    ptx_ins(b, "mov.u32 %s, %%ctaid.x", r32.n);
+    ptx_ins(b, "mul.wide.u32 %s, %s, %d", i.n, r32.n, WS_DIRECT_THREADS);
+    ptx_ins(b, "mov.u32 %s, %%tid.x", r32.n);
+    ptx_ins(b, "cvt.u64.u32 %s, %s", tid.n, r32.n);
+    ptx_ins(b, "add.u64 %s, %s, %s", i.n, i.n, tid.n);
+    ptx_ins(b, "setp.ge.u64 %s, %s, %s", out.n, i.n, total);
+    ptx_ins(b, "@%s bra %s", out.n, done.n);
+    return i;
+}
+
+/* g *= act'(z):
+ *   RELU  z > 0 ? g : 0
+ *   GELU  Phi(z) + z*phi(z): Phi = gelu(z) / z from gelu_ptx.h's erf sequence (Phi = 0.5 for
+ *         |z| < 2^-60), phi = 2^(-z^2 log2(e) / 2) / sqrt(2 pi) by ex2.approx.ftz
+ *   SILU  s + z*s*(1-s): e = 2^(-|z| log2 e), r = 1/(1+e); s, 1-s = r, e*r (z >= 0) or
+ *         e*r, r (z < 0), so neither side cancels (act.c's form) */
+static void emit_act_grad(dk *s, preg g, preg z)
+{
+    ptx_buf *b = s->b;
+    const ws_act a = s->d->act;
+    if (a == WS_ACT_RELU) {
+        preg pos = ptx_reg(b, PTX_PRED);
+        ptx_comment(b, "%s *= relu'(%s) = [z > 0]", g.n, z.n);
+        ptx_ins(b, "setp.gt.f32 %s, %s, 0f00000000", pos.n, z.n);
+        ptx_ins(b, "selp.f32 %s, %s, 0f00000000, %s", g.n, g.n, pos.n);
+    } else if (a == WS_ACT_GELU) {
+        preg gl = ptx_reg(b, PTX_F32), cdf = ptx_reg(b, PTX_F32), az = ptx_reg(b, PTX_F32);
+        preg pdf = ptx_reg(b, PTX_F32), tiny = ptx_reg(b, PTX_PRED);
+        ws_gelu_emit(b, gl.n, z.n);
+        ptx_comment(b, "%s *= gelu'(%s) = Phi(z) + z phi(z), Phi = gelu(z) / z", g.n, z.n);
+        ptx_ins(b, "div.rn.f32 %s, %s, %s", cdf.n, gl.n, z.n);
+        ptx_ins(b, "abs.f32 %s, %s", az.n, z.n);
+        ptx_ins(b, "setp.lt.f32 %s, %s, %s", tiny.n, az.n, ptx_f32(TINY_Z).s);
+        ptx_ins(b, "selp.f32 %s, 0f3F000000, %s, %s", cdf.n, cdf.n, tiny.n);
+        ptx_ins(b, "mul.f32 %s, %s, %s", pdf.n, z.n, z.n);
+        ptx_ins(b, "mul.f32 %s, %s, %s", pdf.n, pdf.n, ptx_f32(LOG2E_HALF_NEG).s);
+        ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", pdf.n, pdf.n);
+        ptx_ins(b, "mul.f32 %s, %s, %s", pdf.n, pdf.n, ptx_f32(INV_SQRT_2PI).s);
+        ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", cdf.n, z.n, pdf.n, cdf.n);
+        ptx_ins(b, "mul.f32 %s, %s, %s", g.n, g.n, cdf.n);
+    } else if (a == WS_ACT_SILU) {
+        preg e = ptx_reg(b, PTX_F32), r = ptx_reg(b, PTX_F32), er = ptx_reg(b, PTX_F32);
+        preg sg = ptx_reg(b, PTX_F32), s1 = ptx_reg(b, PTX_F32), pos = ptx_reg(b, PTX_PRED);
+        ptx_comment(b, "%s *= silu'(%s) = s + z s (1 - s)", g.n, z.n);
+        ptx_ins(b, "abs.f32 %s, %s", e.n, z.n);
+        ptx_ins(b, "mul.f32 %s, %s, %s", e.n, e.n, ptx_f32(NEG_LOG2E).s);
+        ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", e.n, e.n);
+        ptx_ins(b, "add.f32 %s, %s, 0f3F800000", r.n, e.n);
+        ptx_ins(b, "rcp.rn.f32 %s, %s", r.n, r.n);
+        ptx_ins(b, "mul.f32 %s, %s, %s", er.n, e.n, r.n);
+        ptx_ins(b, "setp.ge.f32 %s, %s, 0f00000000", pos.n, z.n);
+        ptx_ins(b, "selp.f32 %s, %s, %s, %s", sg.n, r.n, er.n, pos.n);
+        ptx_ins(b, "selp.f32 %s, %s, %s, %s", s1.n, er.n, r.n, pos.n);
+        ptx_ins(b, "mul.f32 %s, %s, %s", s1.n, sg.n, s1.n);
+        ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", sg.n, z.n, s1.n, sg.n);
+        ptx_ins(b, "mul.f32 %s, %s, %s", g.n, g.n, sg.n);
+    }
+}
+
+/* gz[n,o,t] = dy[n,o,t] * act'(z), z = b[o] + conv (mul.rn / add.rn, j then k) */
+static void emit_gz(dk *s)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const long long cout = d->c_out;
+    char imm[32];
+
+    ptx_section(b, "parameters");
+    static const char *const pn[] = { "p_x", "p_w", "p_b", "p_dy", "p_gz" };
+    preg p[5];
+    emit_ptr_params(b, p, pn, 5);
+    preg px = p[0], pw = p[1], pb = p[2], pdy = p[3], pgz = p[4];
+    preg nn = emit_u32_param(b, "p_n");
+    s->tin = emit_u32_param(b, "p_t_in");
+    preg tout = emit_u32_param(b, "p_t_out");
+
+    ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < N * C_out * T_out (y's index)");
+    preg total = ptx_reg(b, PTX_B64);
+    plabel done = ptx_label_new(b, "done");
+    ptx_ins(b, "mul.lo.u64 %s, %s, %s", total.n, nn.n, tout.n);
+    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, cout);
+    preg i = emit_thread_index(b, total.n, done);
+    preg n = ptx_reg(b, PTX_B64), o = ptx_reg(b, PTX_B64), t = ptx_reg(b, PTX_B64);
+    preg r = ptx_reg(b, PTX_B64);
+    snprintf(imm, sizeof imm, "%lld", cout);
+    if (d->y_layout == WS_NCL) {
+        ptx_comment(b, "dy NCL: i = (n*C_out + o)*T_out + t");
+        emit_divmod(s, r, t, i, tout.n);
+        emit_divmod(s, n, o, r, imm);
+    } else {
+        ptx_comment(b, "dy NLC: i = (n*T_out + t)*C_out + o");
+        emit_divmod(s, r, o, i, imm);
+        emit_divmod(s, n, t, r, tout.n);
+    }
+
+    preg g = ptx_reg(b, PTX_F32), ya = ptx_reg(b, PTX_B64);
+    if (d->act != WS_ACT_NONE) {
+        preg z = emit_conv_sum(s, n, o, t, px, pw);
+        ptx_section(b, "z = acc + b[o] (b given)");
+        plabel nob = ptx_label_new(b, "nobias");
+        preg hasb = ptx_reg(b, PTX_PRED), ba = ptx_reg(b, PTX_B64), bv = ptx_reg(b, PTX_F32);
+        ptx_ins(b, "setp.eq.u64 %s, %s, 0", hasb.n, pb.n);
+        ptx_ins(b, "@%s bra %s", hasb.n, nob.n);
+        ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, o.n, pb.n);
+        ptx_ins(b, "ld.global.nc.f32 %s, [%s]", bv.n, ba.n);
+        ptx_ins(b, "add.rn.f32 %s, %s, %s", z.n, z.n, bv.n);
+        ptx_label(b, nob);
+        ptx_section(b, "g = dy * act'(z)");
+        ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, i.n, s->ys, pdy.n);
+        emit_load(s, g, ya, d->y_type, 1);
+        emit_act_grad(s, g, z);
+    } else {
+        (void)px, (void)pw, (void)pb;
+        ptx_section(b, "g = dy (act NONE: act' = 1, z not needed)");
+        ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, i.n, s->ys, pdy.n);
+        emit_load(s, g, ya, d->y_type, 1);
+    }
+    ptx_section(b, "gz[(n*C_out + o)*T_out + t] = g");
+    preg ga = ptx_reg(b, PTX_B64);
+    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", ga.n, n.n, cout, o.n);
+    ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", ga.n, ga.n, tout.n, t.n);
+    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ga.n, ga.n, pgz.n);
+    ptx_ins(b, "st.global.f32 [%s], %s", ga.n, g.n);
+    ptx_label(b, done);
+    ptx_ins(b, "ret");
+}
+
+/* One dx tap: v = v0 - D*k; t = v / S if S divides v (S 1: t = v); if ((u64)t < T_out)
+ * acc += w[wp + woff] * gz[gzrow + 4t]  (mul.rn then add.rn) */
+static void emit_dx_tap(dk *s, preg acc, preg v, preg gzrow, preg tout, preg wp, long long woff)
+{
+    ptx_buf *b = s->b;
+    const int S = s->d->stride;
+    preg t = ptx_reg(b, PTX_B64), in = ptx_reg(b, PTX_PRED), ga = ptx_reg(b, PTX_B64);
+    preg wv = ptx_reg(b, PTX_F32), gv = ptx_reg(b, PTX_F32);
+    plabel skip = ptx_label_new(b, "tap");
+    if (S == 1) {
+        ptx_ins(b, "mov.b64 %s, %s", t.n, v.n);
+    } else {
+        preg rm = ptx_reg(b, PTX_B64), whole = ptx_reg(b, PTX_PRED);
+        ptx_ins(b, "div.s64 %s, %s, %d", t.n, v.n, S);
+        ptx_ins(b, "mul.lo.s64 %s, %s, %d", rm.n, t.n, S);
+        ptx_ins(b, "setp.eq.s64 %s, %s, %s", whole.n, rm.n, v.n);
+        ptx_ins(b, "@!%s bra %s", whole.n, skip.n);
+    }
+    ptx_ins(b, "setp.lt.u64 %s, %s, %s", in.n, t.n, tout.n);
+    ptx_ins(b, "@!%s bra %s", in.n, skip.n);
+    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ga.n, t.n, gzrow.n);
+    ptx_ins(b, "ld.global.f32 %s, [%s]", gv.n, ga.n);
+    ptx_ins(b, "ld.global.nc.f32 %s, [%s+%lld]", wv.n, wp.n, woff);
+    ptx_ins(b, "mul.rn.f32 %s, %s, %s", gv.n, wv.n, gv.n);
+    ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, gv.n);
+    ptx_label(b, skip);
+}
+
+/* dx[n,c,u] = sum_{o of c's group} sum_k w[o, c - g*Cg, k] * gz[n, o, (u + P_L - D*k) / S] */
+static void emit_dx(dk *s)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const long long cin = d->c_in, cout = d->c_out, K = d->k;
+    char imm[32];
+
+    ptx_section(b, "parameters");
+    static const char *const pn[] = { "p_w", "p_gz", "p_dx" };
+    preg p[3];
+    emit_ptr_params(b, p, pn, 3);
+    preg pw = p[0], pgz = p[1], pdx = p[2];
+    preg nn = emit_u32_param(b, "p_n");
+    s->tin = emit_u32_param(b, "p_t_in");
+    preg tout = emit_u32_param(b, "p_t_out");
+
+    ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < N * C_in * T_in (dx's index)");
+    preg total = ptx_reg(b, PTX_B64);
+    plabel done = ptx_label_new(b, "done");
+    ptx_ins(b, "mul.lo.u64 %s, %s, %s", total.n, nn.n, s->tin.n);
+    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, cin);
+    preg i = emit_thread_index(b, total.n, done);
+    preg n = ptx_reg(b, PTX_B64), c = ptx_reg(b, PTX_B64), u = ptx_reg(b, PTX_B64);
+    preg r = ptx_reg(b, PTX_B64);
+    snprintf(imm, sizeof imm, "%lld", cin);
+    if (d->x_layout == WS_NCL) {
+        ptx_comment(b, "dx NCL: i = (n*C_in + c)*T_in + u");
+        emit_divmod(s, r, u, i, s->tin.n);
+        emit_divmod(s, n, c, r, imm);
+    } else {
+        ptx_comment(b, "dx NLC: i = (n*T_in + u)*C_in + c");
+        emit_divmod(s, r, c, i, imm);
+        emit_divmod(s, n, u, r, s->tin.n);
+    }
+
+    ptx_section(b, "g = c / Cg, j = c - g*Cg; w row of (g*Cog, j), gz row of (n, g*Cog), v0 = u + P_L");
+    preg g = ptx_reg(b, PTX_B64), j = ptx_reg(b, PTX_B64), wp = ptx_reg(b, PTX_B64);
+    preg gzrow = ptx_reg(b, PTX_B64), gzstep = ptx_reg(b, PTX_B64), v0 = ptx_reg(b, PTX_B64);
+    snprintf(imm, sizeof imm, "%lld", s->cg);
+    emit_divmod(s, g, j, c, imm);
+    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", g.n, g.n, s->cog);
+    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", wp.n, g.n, s->cg, j.n);
+    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", wp.n, wp.n, K * 4, pw.n);
+    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", gzrow.n, n.n, cout, g.n);
+    ptx_ins(b, "mul.lo.u64 %s, %s, %s", gzrow.n, gzrow.n, tout.n);
+    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", gzrow.n, gzrow.n, pgz.n);
+    ptx_ins(b, "mul.lo.u64 %s, %s, 4", gzstep.n, tout.n);
+    ptx_ins(b, "add.s64 %s, %s, %d", v0.n, u.n, d->pad_l);
+
+    ptx_section(b, "acc = sum_o sum_k w[o,j,k] * gz[n,o,t], o then k");
+    preg acc = ptx_reg(b, PTX_F32), ol = ptx_reg(b, PTX_B32), omore = ptx_reg(b, PTX_PRED);
+    plabel olp = ptx_label_new(b, "o");
+    ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
+    if (s->cog > 1) {
+        ptx_ins(b, "mov.u32 %s, 0", ol.n);
+        ptx_label(b, olp);
+    }
+    if (K <= UNROLL_K) {
+        for (int k = 0; k < K; k++) {
+            preg v = ptx_reg(b, PTX_B64);
+            ptx_ins(b, "sub.s64 %s, %s, %lld", v.n, v0.n, (long long)d->dilation * k);
+            emit_dx_tap(s, acc, v, gzrow, tout, wp, 4LL * k);
+        }
+    } else {
+        preg v = ptx_reg(b, PTX_B64), wk = ptx_reg(b, PTX_B64), kc = ptx_reg(b, PTX_B32);
+        preg more = ptx_reg(b, PTX_PRED);
+        plabel lp = ptx_label_new(b, "k");
+        ptx_ins(b, "mov.b64 %s, %s", v.n, v0.n);
+        ptx_ins(b, "mov.b64 %s, %s", wk.n, wp.n);
+        ptx_ins(b, "mov.u32 %s, 0", kc.n);
+        ptx_label(b, lp);
+        emit_dx_tap(s, acc, v, gzrow, tout, wk, 0);
+        ptx_ins(b, "sub.s64 %s, %s, %d", v.n, v.n, d->dilation);
+        ptx_ins(b, "add.u64 %s, %s, 4", wk.n, wk.n);
+        ptx_ins(b, "add.u32 %s, %s, 1", kc.n, kc.n);
+        ptx_ins(b, "setp.lt.u32 %s, %s, %lld", more.n, kc.n, K);
+        ptx_ins(b, "@%s bra %s", more.n, lp.n);
+    }
+    if (s->cog > 1) {
+        ptx_ins(b, "add.u64 %s, %s, %lld", wp.n, wp.n, s->cg * K * 4);
+        ptx_ins(b, "add.u64 %s, %s, %s", gzrow.n, gzrow.n, gzstep.n);
+        ptx_ins(b, "add.u32 %s, %s, 1", ol.n, ol.n);
+        ptx_ins(b, "setp.lt.u32 %s, %s, %lld", omore.n, ol.n, s->cog);
+        ptx_ins(b, "@%s bra %s", omore.n, olp.n);
+    }
+    ptx_section(b, "dx[i] = acc in x_type");
+    preg xa = ptx_reg(b, PTX_B64);
+    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xa.n, i.n, s->xs, pdx.n);
+    emit_store(s, xa, acc, d->x_type);
+    ptx_label(b, done);
+    ptx_ins(b, "ret");
+}
+
+/* dw[o,j,k] = sum_n sum_t gz[n,o,t] * x[n, g*Cg + j, S*t + D*k - P_L]  (fma, n then t) */
+static void emit_dw(dk *s)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const long long cin = d->c_in, cout = d->c_out, K = d->k;
+    char imm[32];
+
+    ptx_section(b, "parameters");
+    static const char *const pn[] = { "p_x", "p_gz", "p_dw" };
+    preg p[3];
+    emit_ptr_params(b, p, pn, 3);
+    preg px = p[0], pgz = p[1], pdw = p[2];
+    preg n32 = ptx_reg(b, PTX_B32), t32 = ptx_reg(b, PTX_B32), tout = ptx_reg(b, PTX_B64);
+    ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
+    s->tin = emit_u32_param(b, "p_t_in");
+    ptx_ins(b, "ld.param.u32 %s, [p_t_out]", t32.n);
+    ptx_ins(b, "cvt.u64.u32 %s, %s", tout.n, t32.n);
+
+    ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < C_out * Cg * K (dw's index)");
+    plabel done = ptx_label_new(b, "done");
+    snprintf(imm, sizeof imm, "%lld", cout * s->cg * K);
+    preg i = emit_thread_index(b, imm, done);
+    preg o = ptx_reg(b, PTX_B64), j = ptx_reg(b, PTX_B64), k = ptx_reg(b, PTX_B64);
+    preg r = ptx_reg(b, PTX_B64);
+    ptx_comment(b, "i = (o*Cg + j)*K + k");
+    snprintf(imm, sizeof imm, "%lld", K);
+    emit_divmod(s, r, k, i, imm);
+    snprintf(imm, sizeof imm, "%lld", s->cg);
+    emit_divmod(s, o, j, r, imm);
+
+    ptx_section(b, "x row of (0, g*Cg + j) at u0 = D*k - P_L; gz row of (0, o)");
+    preg c = ptx_reg(b, PTX_B64), xrow = ptx_reg(b, PTX_B64), gzrow = ptx_reg(b, PTX_B64);
+    preg u0 = ptx_reg(b, PTX_B64), xitem = ptx_reg(b, PTX_B64), gzitem = ptx_reg(b, PTX_B64);
+    long long ustep; /* bytes between consecutive u of one channel */
+    ptx_ins(b, "div.u64 %s, %s, %lld", c.n, o.n, s->cog);
+    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", c.n, c.n, s->cg, j.n);
+    if (d->x_layout == WS_NCL) {
+        ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, c.n, s->tin.n);
+        ustep = s->xs;
+    } else {
+        ptx_ins(b, "mov.b64 %s, %s", xrow.n, c.n);
+        ustep = cin * s->xs;
+    }
+    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, s->xs, px.n);
+    ptx_comment(b, "items are C_in*T_in*%d bytes apart in x, C_out*T_out*4 in gz", s->xs);
+    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", xitem.n, s->tin.n, cin * s->xs);
+    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", gzitem.n, tout.n, cout * 4);
+    ptx_ins(b, "mul.lo.u64 %s, %s, %s", gzrow.n, o.n, tout.n);
+    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", gzrow.n, gzrow.n, pgz.n);
+    ptx_ins(b, "mul.lo.u64 %s, %s, %d", u0.n, k.n, d->dilation);
+    ptx_ins(b, "sub.s64 %s, %s, %d", u0.n, u0.n, d->pad_l);
+
+    ptx_section(b, "acc = sum_n sum_t gz[n,o,t] * x[n,c,u0 + S*t], n then t");
+    preg acc = ptx_reg(b, PTX_F32), nl = ptx_reg(b, PTX_B32), tl = ptx_reg(b, PTX_B32);
+    preg u = ptx_reg(b, PTX_B64), ga = ptx_reg(b, PTX_B64), in = ptx_reg(b, PTX_PRED);
+    preg xa = ptx_reg(b, PTX_B64), xv = ptx_reg(b, PTX_F32), gv = ptx_reg(b, PTX_F32);
+    preg more = ptx_reg(b, PTX_PRED);
+    plabel nlp = ptx_label_new(b, "n"), tlp = ptx_label_new(b, "t"), skip = ptx_label_new(b, "tap");
+    ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
+    ptx_ins(b, "mov.u32 %s, 0", nl.n);
+    ptx_label(b, nlp);
+    ptx_ins(b, "mov.b64 %s, %s", u.n, u0.n);
+    ptx_ins(b, "mov.b64 %s, %s", ga.n, gzrow.n);
+    ptx_ins(b, "mov.u32 %s, 0", tl.n);
+    ptx_label(b, tlp);
+    ptx_ins(b, "setp.lt.u64 %s, %s, %s", in.n, u.n, s->tin.n);
+    ptx_ins(b, "@!%s bra %s", in.n, skip.n);
+    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", xa.n, u.n, ustep, xrow.n);
+    emit_load(s, xv, xa, d->x_type, 1);
+    ptx_ins(b, "ld.global.f32 %s, [%s]", gv.n, ga.n);
+    ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc.n, gv.n, xv.n, acc.n);
+    ptx_label(b, skip);
+    ptx_ins(b, "add.s64 %s, %s, %d", u.n, u.n, d->stride);
+    ptx_ins(b, "add.u64 %s, %s, 4", ga.n, ga.n);
+    ptx_ins(b, "add.u32 %s, %s, 1", tl.n, tl.n);
+    ptx_ins(b, "setp.lt.u32 %s, %s, %s", more.n, tl.n, t32.n);
+    ptx_ins(b, "@%s bra %s", more.n, tlp.n);
+    ptx_ins(b, "add.u64 %s, %s, %s", xrow.n, xrow.n, xitem.n);
+    ptx_ins(b, "add.u64 %s, %s, %s", gzrow.n, gzrow.n, gzitem.n);
+    ptx_ins(b, "add.u32 %s, %s, 1", nl.n, nl.n);
+    ptx_ins(b, "setp.lt.u32 %s, %s, %s", more.n, nl.n, n32.n);
+    ptx_ins(b, "@%s bra %s", more.n, nlp.n);
+    ptx_section(b, "dw[i] = acc");
+    preg wa = ptx_reg(b, PTX_B64);
+    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", wa.n, i.n, pdw.n);
+    ptx_ins(b, "st.global.f32 [%s], %s", wa.n, acc.n);
+    ptx_label(b, done);
+    ptx_ins(b, "ret");
+}
+
+/* db[o] = sum_n sum_t gz[n,o,t]  (n then t) */
+static void emit_db(dk *s)
+{
+    ptx_buf *b = s->b;
+    const long long cout = s->d->c_out;
+    char imm[32];
+
+    ptx_section(b, "parameters");
+    static const char *const pn[] = { "p_gz", "p_db" };
+    preg p[2];
+    emit_ptr_params(b, p, pn, 2);
+    preg pgz = p[0], pdb = p[1];
+    preg n32 = ptx_reg(b, PTX_B32), t32 = ptx_reg(b, PTX_B32), tout = ptx_reg(b, PTX_B64);
+    ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
+    ptx_ins(b, "ld.param.u32 %s, [p_t_out]", t32.n);
+    ptx_ins(b, "cvt.u64.u32 %s, %s", tout.n, t32.n);
+
+    ptx_section(b, "o = blockIdx.x * 256 + threadIdx.x < C_out");
+    plabel done = ptx_label_new(b, "done");
+    snprintf(imm, sizeof imm, "%lld", cout);
+    preg o = emit_thread_index(b, imm, done);
+    preg gzrow = ptx_reg(b, PTX_B64), gzitem = ptx_reg(b, PTX_B64), ga = ptx_reg(b, PTX_B64);
+    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", gzitem.n, tout.n, cout * 4);
+    ptx_ins(b, "mul.lo.u64 %s, %s, %s", gzrow.n, o.n, tout.n);
+    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", gzrow.n, gzrow.n, pgz.n);
+
+    ptx_section(b, "acc = sum_n sum_t gz[n,o,t], n then t");
+    preg acc = ptx_reg(b, PTX_F32), gv = ptx_reg(b, PTX_F32), nl = ptx_reg(b, PTX_B32);
+    preg tl = ptx_reg(b, PTX_B32), more = ptx_reg(b, PTX_PRED);
+    plabel nlp = ptx_label_new(b, "n"), tlp = ptx_label_new(b, "t");
+    ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
+    ptx_ins(b, "mov.u32 %s, 0", nl.n);
+    ptx_label(b, nlp);
+    ptx_ins(b, "mov.b64 %s, %s", ga.n, gzrow.n);
+    ptx_ins(b, "mov.u32 %s, 0", tl.n);
+    ptx_label(b, tlp);
+    ptx_ins(b, "ld.global.f32 %s, [%s]", gv.n, ga.n);
+    ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, gv.n);
+    ptx_ins(b, "add.u64 %s, %s, 4", ga.n, ga.n);
+    ptx_ins(b, "add.u32 %s, %s, 1", tl.n, tl.n);
+    ptx_ins(b, "setp.lt.u32 %s, %s, %s", more.n, tl.n, t32.n);
+    ptx_ins(b, "@%s bra %s", more.n, tlp.n);
+    ptx_ins(b, "add.u64 %s, %s, %s", gzrow.n, gzrow.n, gzitem.n);
+    ptx_ins(b, "add.u32 %s, %s, 1", nl.n, nl.n);
+    ptx_ins(b, "setp.lt.u32 %s, %s, %s", more.n, nl.n, n32.n);
+    ptx_ins(b, "@%s bra %s", more.n, nlp.n);
+    ptx_section(b, "db[o] = acc");
+    preg da = ptx_reg(b, PTX_B64);
+    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", da.n, o.n, pdb.n);
+    ptx_ins(b, "st.global.f32 [%s], %s", da.n, acc.n);
+    ptx_label(b, done);
+    ptx_ins(b, "ret");
+}
+
+static const char *const PART_SUFFIX[WS_DIRECT_NPARTS] = { "gz", "dx", "dw", "db" };
+
+void ws_direct_bwd_entry(const ws_conv_desc *d, ws_direct_part part, char name[WS_DIRECT_NAME_MAX])
+{
+    ws_direct_name(d, name); /* at most ~125 characters: room for the suffix */
+    const size_t len = strlen(name);
+    snprintf(name + len, WS_DIRECT_NAME_MAX - len, "_%s", PART_SUFFIX[part]);
+}
+
+/* the backward module: the four entries of ptx_direct.h into mod */
+static void emit_bwd_module(ptx_buf *mod, const ws_conv_desc *d, const dk *proto)
+{
+    static void (*const body[WS_DIRECT_NPARTS])(dk *) = { emit_gz, emit_dx, emit_dw, emit_db };
+    static const char *const params[WS_DIRECT_NPARTS] = {
+        "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n\t.param .u64 p_dy,\n"
+        "\t.param .u64 p_gz,\n\t.param .u32 p_n,\n\t.param .u32 p_t_in,\n\t.param .u32 p_t_out",
+        "\t.param .u64 p_w,\n\t.param .u64 p_gz,\n\t.param .u64 p_dx,\n\t.param .u32 p_n,\n"
+        "\t.param .u32 p_t_in,\n\t.param .u32 p_t_out",
+        "\t.param .u64 p_x,\n\t.param .u64 p_gz,\n\t.param .u64 p_dw,\n\t.param .u32 p_n,\n"
+        "\t.param .u32 p_t_in,\n\t.param .u32 p_t_out",
+        "\t.param .u64 p_gz,\n\t.param .u64 p_db,\n\t.param .u32 p_n,\n\t.param .u32 p_t_out",
+    };
+    static const char *const what[WS_DIRECT_NPARTS] = {
+        "gz[n,o,t] = dy[n,o,t] * act'(b[o] + sum_j sum_k w[o,j,k] * x[n, g*Cg+j, S*t + D*k - P_L])",
+        "dx[n,c,u] = sum_o sum_k w[o, c - g*Cg, k] * gz[n, o, (u + P_L - D*k) / S]",
+        "dw[o,j,k] = sum_n sum_t gz[n,o,t] * x[n, g*Cg+j, S*t + D*k - P_L]",
+        "db[o] = sum_n sum_t gz[n,o,t]",
+    };
+    for (int p = 0; p < WS_DIRECT_NPARTS; p++) {
+        ptx_buf kb;
+        ptx_init(&kb);
+        dk s = *proto;
+        s.b = &kb;
+        s.split = p == WS_DIRECT_GZ;
+        char name[WS_DIRECT_NAME_MAX];
+        ws_direct_bwd_entry(d, (ws_direct_part)p, name);
+        ptx_comment(&kb, "%s", what[p]);
+        ptx_comment(&kb, "C_in %d C_out %d G %d K %d S %d D %d P_L %d; x %s %s, dy %s %s; act %s",
+                    d->c_in, d->c_out, d->groups, d->k, d->stride, d->dilation, d->pad_l,
+                    d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
+                    d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->act));
+        body[p](&s);
+        ptx_kernel_end(&kb, mod, name, params[p], WS_DIRECT_THREADS, 0);
+    }
+}
+
 char *ws_direct_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
 {
     if (ws_conv_check(d, err))
         return NULL;
-    if (d->op != WS_CONV_FWD) {
-        ws_errf(err, "ws_direct_emit: op BWD has no direct GPU kernel yet");
-        return NULL;
-    }
+    const int bwd = d->op == WS_CONV_BWD;
     char name[WS_DIRECT_NAME_MAX];
     ws_direct_name(d, name);
     ptx_buf mod, kb;
     ptx_init(&mod);
     ptx_init(&kb);
-    ptx_module_begin(&mod, cc_major, cc_minor, "whisper-stem conv engine: direct forward kernel");
+    ptx_module_begin(&mod, cc_major, cc_minor,
+                     bwd ? "whisper-stem conv engine: direct backward kernels (gz, dx, dw, db)"
+                         : "whisper-stem conv engine: direct forward kernel");
     dk s = { .b = &kb, .d = d, .cg = d->c_in / d->groups, .cog = d->c_out / d->groups,
              .xs = d->x_type == WS_F32 ? 4 : 2, .ys = d->y_type == WS_F32 ? 4 : 2 };
-    ptx_comment(&kb, "y[n,o,t] = act(b[o] + sum_j sum_k w[o,j,k] * pre(x[n, g*Cg+j, S*t + D*k - P_L])) + add");
-    ptx_comment(&kb, "C_in %d C_out %d G %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s",
-                d->c_in, d->c_out, d->groups, d->k, d->stride, d->dilation, d->pad_l,
-                d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
-                d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->pre),
-                act_name(d->act));
-    emit_body(&s);
-    ptx_kernel_end(&kb, &mod, name,
-                   "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n"
-                   "\t.param .u64 p_add,\n\t.param .u64 p_y,\n\t.param .u32 p_n,\n"
-                   "\t.param .u32 p_t_in,\n\t.param .u32 p_t_out,\n\t.param .u64 p_add_bs",
-                   WS_DIRECT_THREADS, 0);
+    if (bwd) {
+        ptx_free(&kb);
+        emit_bwd_module(&mod, d, &s);
+    } else {
+        ptx_comment(&kb, "y[n,o,t] = act(b[o] + sum_j sum_k w[o,j,k] * pre(x[n, g*Cg+j, S*t + D*k - P_L])) + add");
+        ptx_comment(&kb, "C_in %d C_out %d G %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s",
+                    d->c_in, d->c_out, d->groups, d->k, d->stride, d->dilation, d->pad_l,
+                    d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
+                    d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->pre),
+                    act_name(d->act));
+        emit_body(&s);
+        ptx_kernel_end(&kb, &mod, name,
+                       "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n"
+                       "\t.param .u64 p_add,\n\t.param .u64 p_y,\n\t.param .u32 p_n,\n"
+                       "\t.param .u32 p_t_in,\n\t.param .u32 p_t_out,\n\t.param .u64 p_add_bs",
+                       WS_DIRECT_THREADS, 0);
+    }
     char why[160];
     char *text = ptx_take(&mod, why, sizeof why);
     if (!text)
