@@ -216,3 +216,28 @@ int ws_cu_load_module(const ws_cu *cu, const char *ptx, const char *name, wscu_m
     free(eb);
     return 0;
 }
+
+int ws_cu_device(ws_cu *cu, int ordinal, wscu_device *dev, char *name, size_t cap, int *major,
+                 int *minor, ws_err *err)
+{
+    int n = 0;
+    char dn[128] = "";
+    CU_TRY(cu, DeviceGetCount(&n), err);
+    if (n < 1)
+        return ws_errf(err, "no CUDA device: the driver reports 0 devices");
+    if (ordinal < 0 || ordinal >= n)
+        return ws_errf(err, "no CUDA device %d: the driver reports %d (0 to %d; "
+                            "CUDA_VISIBLE_DEVICES chooses which)", ordinal, n, n - 1);
+    CU_TRY(cu, DeviceGet(dev, ordinal), err);
+    CU_TRY(cu, DeviceGetName(dn, (int)sizeof dn, *dev), err);
+    CU_TRY(cu, DeviceGetAttribute(major, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, *dev), err);
+    CU_TRY(cu, DeviceGetAttribute(minor, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, *dev), err);
+    if (cap)
+        snprintf(name, cap, "%s", dn);
+    if (*major < 8)
+        return ws_errf(err, "%s: compute capability %d.%d is below 8.0, which the kernels need", dn,
+                       *major, *minor);
+    return 0;
+cleanup:
+    return -1;
+}

@@ -83,6 +83,12 @@ int ws_cu_fail(const ws_cu *cu, wscu_result r, const char *call, const char *fil
  * the call, the first line of the JIT error log and the path of a file with
  * both logs and the PTX numbered line by line. `name` labels that file.
  * If info_log is not NULL it receives the info log (info_len bytes). */
+/* Device number `ordinal` of an opened driver (0: the first CUDA_VISIBLE_DEVICES leaves):
+ * its handle, name and compute capability. Refuses, with one line, no device, an ordinal
+ * past the last, and a capability below 8.0 (what the kernels need). 0 or -1. */
+int ws_cu_device(ws_cu *cu, int ordinal, wscu_device *dev, char *name, size_t cap, int *major,
+                 int *minor, ws_err *err);
+
 int ws_cu_load_module(const ws_cu *cu, const char *ptx, const char *name, wscu_module *mod,
                       char *info_log, size_t info_len, ws_err *err);
 

@@ -77,26 +77,9 @@ ws_gpu *ws_gpu_open(int ordinal, ws_err *err)
         return NULL;
     }
     ws_cu *cu = &g->cu;
-    int count = 0;
-    CU_TRY(cu, DeviceGetCount(&count), err);
-    if (count < 1) {
-        ws_errf(err, "no CUDA device: the driver reports 0 devices");
+    if (ws_cu_device(cu, ordinal, &g->dev, g->name, sizeof g->name, &g->cc_major, &g->cc_minor,
+                     err))
         goto cleanup;
-    }
-    if (ordinal < 0 || ordinal >= count) {
-        ws_errf(err, "no CUDA device %d: the driver reports %d (0 to %d; CUDA_VISIBLE_DEVICES "
-                     "chooses which)", ordinal, count, count - 1);
-        goto cleanup;
-    }
-    CU_TRY(cu, DeviceGet(&g->dev, ordinal), err);
-    CU_TRY(cu, DeviceGetName(g->name, (int)sizeof g->name, g->dev), err);
-    CU_TRY(cu, DeviceGetAttribute(&g->cc_major, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev), err);
-    CU_TRY(cu, DeviceGetAttribute(&g->cc_minor, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev), err);
-    if (g->cc_major < 8) {
-        ws_errf(err, "%s: compute capability %d.%d is below 8.0, which the kernels need", g->name,
-                g->cc_major, g->cc_minor);
-        goto cleanup;
-    }
     CU_TRY(cu, DevicePrimaryCtxRetain(&g->ctx, g->dev), err);
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     CU_TRY(cu, StreamCreate(&g->stream, WS_CU_STREAM_NON_BLOCKING), err);

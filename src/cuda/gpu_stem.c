@@ -153,43 +153,19 @@ static int pack_upload(ws_gpu_pair *g, wscu_devptr *dst, const float *w, int cin
     return rc;
 }
 
-/* device number ordinal exists: 0, or -1 with the message */
-static int check_ordinal(int n, int ordinal, ws_err *err)
-{
-    if (n < 1)
-        return ws_errf(err, "no CUDA device: the driver reports 0 devices");
-    if (ordinal < 0 || ordinal >= n)
-        return ws_errf(err, "no CUDA device %d: the driver reports %d (0 to %d; "
-                            "CUDA_VISIBLE_DEVICES chooses which)", ordinal, n, n - 1);
-    return 0;
-}
-
 int ws_gpu_probe(int ordinal, char *name, size_t cap, ws_err *err)
 {
     ws_cu cu;
-    int n = 0, dev = 0, major = 0, minor = 0;
+    wscu_device dev = 0;
+    int major = 0, minor = 0;
     char dn[128] = "";
     if (ws_cu_open(&cu, err))
         return -1;
-    CU_TRY(&cu, DeviceGetCount(&n), err);
-    if (check_ordinal(n, ordinal, err))
-        goto cleanup;
-    CU_TRY(&cu, DeviceGet(&dev, ordinal), err);
-    CU_TRY(&cu, DeviceGetName(dn, (int)sizeof dn, dev), err);
-    CU_TRY(&cu, DeviceGetAttribute(&major, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), err);
-    CU_TRY(&cu, DeviceGetAttribute(&minor, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), err);
-    if (major < 8) {
-        ws_errf(err, "%s: compute capability %d.%d is below 8.0, which the kernels need", dn,
-                major, minor);
-        goto cleanup;
-    }
-    if (cap)
+    int rc = ws_cu_device(&cu, ordinal, &dev, dn, sizeof dn, &major, &minor, err);
+    if (!rc && cap)
         snprintf(name, cap, "%s, sm_%d%d", dn, major, minor);
     ws_cu_close(&cu);
-    return 0;
-cleanup:
-    ws_cu_close(&cu);
-    return -1;
+    return rc;
 }
 
 /* T2 for T frames */
@@ -216,25 +192,13 @@ ws_gpu_pair *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1
     g->d = pair[0].c_out;
     g->prec = p;
     g->force_tile = -1;
-    if (ws_cu_open(cu, err))
-        goto cleanup;
-    int n = 0;
-    CU_TRY(cu, DeviceGetCount(&n), err);
-    if (check_ordinal(n, ordinal, err))
-        goto cleanup;
-    CU_TRY(cu, DeviceGet(&g->dev, ordinal), err);
     char dn[128] = "";
-    CU_TRY(cu, DeviceGetName(dn, (int)sizeof dn, g->dev), err);
-    CU_TRY(cu, DeviceGetAttribute(&g->cc_major, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev), err);
-    CU_TRY(cu, DeviceGetAttribute(&g->cc_minor, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev), err);
+    if (ws_cu_open(cu, err) ||
+        ws_cu_device(cu, ordinal, &g->dev, dn, sizeof dn, &g->cc_major, &g->cc_minor, err))
+        goto cleanup;
     CU_TRY(cu, DeviceGetAttribute(&g->sms, WS_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev), err);
     snprintf(g->name, sizeof g->name, "%s, sm_%d%d, %d SMs, driver %d.%d", dn, g->cc_major,
              g->cc_minor, g->sms, cu->version / 1000, cu->version % 1000 / 10);
-    if (g->cc_major < 8) {
-        ws_errf(err, "%s: compute capability %d.%d is below 8.0, which the kernels need", dn,
-                g->cc_major, g->cc_minor);
-        goto cleanup;
-    }
     CU_TRY(cu, DevicePrimaryCtxRetain(&g->ctx, g->dev), err);
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     CU_TRY(cu, StreamCreate(&g->stream, WS_CU_STREAM_NON_BLOCKING), err);
