@@ -24,6 +24,9 @@ CFLAGS  ?= -O2 -g
 PKG     ?= pkg-config
 SHELL   := /bin/bash
 
+# Optional fragments (mk/NAME.mk) add targets of their own, e.g. the Python module's.
+-include $(wildcard mk/*.mk)
+
 PKGS      := sndfile fftw3f soxr libcjson
 TEST_PKGS := criterion
 
