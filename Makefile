@@ -25,6 +25,8 @@ PKG     ?= pkg-config
 SHELL   := /bin/bash
 
 # Optional fragments (mk/NAME.mk) add targets of their own, e.g. the Python module's.
+# They come before `all`, so the default goal is named.
+.DEFAULT_GOAL := all
 -include $(wildcard mk/*.mk)
 
 PKGS      := sndfile fftw3f soxr libcjson
