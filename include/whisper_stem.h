@@ -1,0 +1,227 @@
+/* whisper_stem.h - whisper-stem as a library: audio -> 16 kHz -> log-Mel -> Whisper's
+ * conv stem, on the CPU or a CUDA GPU. The same computation as the whisper-stem
+ * command, in process.
+ *
+ * Usage (build with `pkg-config --cflags --libs whisper-stem`):
+ *
+ *   whisper_stem_error err;
+ *   whisper_stem_params p = whisper_stem_default_params();
+ *   p.model = "ggml-tiny.gguf";                         // NULL: log-Mel only
+ *   whisper_stem *ws = whisper_stem_new(&p, &err);
+ *   if (!ws) { fprintf(stderr, "%s\n", err.msg); return 1; }
+ *
+ *   whisper_stem_array e = {0};
+ *   if (whisper_stem_embed_file(ws, "clip.wav", &e, &err))  // e: [1500][d], one window
+ *       fprintf(stderr, "%s\n", err.msg);
+ *   whisper_stem_array_free(&e);
+ *
+ *   whisper_stem_array mel = {0};                       // PCM at any rate, interleaved
+ *   whisper_stem_log_mel(ws, pcm, n_frames, 44100, 2, &mel, &err); // [n_mels][3000]
+ *   whisper_stem_array_free(&mel);
+ *
+ *   const char *paths[] = {"a.flac", "b.mp3", "c.wav"};
+ *   whisper_stem_batch *b = whisper_stem_batch_open(ws, paths, 3, &err);
+ *   size_t i; int r;
+ *   while ((r = whisper_stem_batch_next(b, &e, &i, &err)) != 0) {
+ *       if (r < 0) { fprintf(stderr, "%s\n", err.msg); continue; }   // "b.mp3: ..."
+ *       ... e is paths[i]'s result ...
+ *       whisper_stem_array_free(&e);
+ *   }
+ *   whisper_stem_batch_close(b);
+ *   whisper_stem_free(ws);
+ *
+ * Units. Audio is float32 samples in [-1, 1], 16000 Hz mono after load/resample (PCM
+ * given at another rate or with several channels is averaged over the channels, then
+ * resampled with libsoxr, as the command does with a decoded file). The log-Mel has
+ * frames of hop 160 samples (10 ms): n_samples / 160 frames of n_mels bands (80, or 128
+ * for large-v3). A window is 30 s: 480000 samples, 3000 frames, 1500 output rows of the
+ * stem (conv2 has stride 2: t_out = (n_frames - 1) / 2 + 1). d is the model's width
+ * (384 tiny ... 1280 large).
+ *
+ * Windowing (params.pad), as the command's --pad / --no-pad:
+ *   WHISPER_STEM_PAD_AUDIO  (default) openai's: the samples are zero-padded to a whole
+ *                           number of 30 s windows (at least one), the log-Mel of all of
+ *                           it is taken (one global maximum), then cut into 3000-frame
+ *                           windows. n_win = n_samples / 480000 + 1.
+ *   WHISPER_STEM_PAD_MEL0   log-Mel of the samples followed by 30 s of zeros; its
+ *                           n_samples / 160 frames in 3000-frame windows, the last filled
+ *                           with 0.0 (--pad mel0).
+ *   WHISPER_STEM_PAD_NONE   one window of n_samples / 160 frames (--no-pad); fewer than
+ *                           160 samples is an error.
+ *
+ * Results. An array owns its float32 data, row-major (C order), and the caller frees
+ * it with whisper_stem_array_free. Shapes are the ones the command writes:
+ *   log-Mel      [n_mels][n_frames]        n_frames = n_win * 3000 (window w is columns
+ *                                          [3000 w, 3000 w + 3000)), or n_samples / 160
+ *                                          with PAD_NONE. For one window these are the
+ *                                          bytes `whisper-stem --mel` writes; for several
+ *                                          the command writes the same windows stacked,
+ *                                          [n_win][n_mels][3000].
+ *   embeddings   [1500][d]                 one window (t_out rows with PAD_NONE)
+ *                [n_win][1500][d]          more than one
+ * Embeddings are the stem's output, gelu(conv2(gelu(conv1(mel)))) transposed to
+ * time-major; with params.pos the positional embedding is added (the model's table, or
+ * openai's sinusoids when the file has none): then they are what openai's encoder feeds
+ * its first transformer block. On the CPU the numbers are the command's bit for bit
+ * (same threads or not: the CPU's sums have a fixed order); on a GPU they are within the
+ * precision's bounds (README, "Precision").
+ *
+ * Errors. Every function that can fail returns -1 (or NULL) and writes one line, without
+ * a newline, to err->msg naming the file, field or value at fault ("clip.wav: not audio
+ * (...)", "params.n_mels 64: must be 80 or 128"); err may be NULL. On success the
+ * functions return 0 (or non-NULL) and leave err alone. An output array is filled on
+ * success only and zeroed on failure. Nothing prints, nothing exits.
+ *
+ * Threads. Any call may be made from any thread, and one context may be used from
+ * several threads at once: log-Mels run concurrently (each call on params.threads
+ * threads), while the stem runs one call at a time per context (a lock; it already uses
+ * every thread or the GPU). whisper_stem_new and whisper_stem_free take a process-wide
+ * lock around FFTW's planner. A batch is used from one thread at a time; its workers
+ * share the context, which must outlive it.
+ *
+ * GPU. No CUDA toolkit is needed: libcuda.so.1 is opened at run time. Devices need
+ * compute capability 8.0 or later. "auto" uses GPU 0 when one is usable, else the CPU
+ * (whisper_stem_device says which).
+ *
+ * Versions: WHISPER_STEM_VERSION_* are this header's; whisper_stem_version() is the
+ * library's. The ABI (soname libwhisper-stem.so.0) changes only with the major number.
+ *
+ * Tested by tests/test_api.c (every call, the error paths, results against the
+ * command's files) and tests/client/lib_client.c (a program built against an installed
+ * prefix with pkg-config alone).
+ */
+#ifndef WHISPER_STEM_H
+#define WHISPER_STEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef WS_API /* what the shared library exports; everything else in it is hidden */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define WS_API __attribute__((visibility("default")))
+#else
+#define WS_API
+#endif
+#endif
+
+#define WHISPER_STEM_VERSION_MAJOR 0
+#define WHISPER_STEM_VERSION_MINOR 1
+#define WHISPER_STEM_VERSION_PATCH 0
+
+/* "MAJOR.MINOR.PATCH" of the library linked, e.g. "0.1.0". */
+WS_API const char *whisper_stem_version(void);
+
+typedef struct whisper_stem whisper_stem; /* opaque: a model, its stem, the log-Mel plan */
+
+typedef struct {
+    char msg[512]; /* one line, no newline; every call taking an error may get NULL */
+} whisper_stem_error;
+
+enum {
+    WHISPER_STEM_PAD_AUDIO = 0, /* openai's: whole 30 s windows of the padded audio (default) */
+    WHISPER_STEM_PAD_NONE = 1,  /* one window of n_samples / 160 frames (--no-pad) */
+    WHISPER_STEM_PAD_MEL0 = 2   /* windows of the log-Mel, the last zero-filled (--pad mel0) */
+};
+
+typedef struct {
+    const char *model;     /* GGUF path; NULL: log-Mel only (embed calls then fail with a
+                              message). Read whole by whisper_stem_new, not kept open. */
+    const char *device;    /* NULL or "auto" (GPU 0 when usable, else the CPU), "cpu",
+                              "cuda" (GPU 0, or fail), "cuda:N" (GPU N, or fail) */
+    const char *precision; /* NULL or "fp32" (default), "tf32", "bf16", "fp16": the GPU's
+                              arithmetic; the CPU computes fp32 whatever this says */
+    int threads;           /* 0: the CPUs this process may use; else 1 .. 256 */
+    int n_mels;            /* 0: the model's, or 80 without a model; else 80 or 128 */
+    int pad;               /* WHISPER_STEM_PAD_* */
+    int pos;               /* nonzero: add the positional embedding (the command's --pos) */
+} whisper_stem_params;
+
+typedef struct {
+    float *data;      /* row-major; owned by the array: whisper_stem_array_free */
+    int ndim;         /* 1, 2 or 3 */
+    int64_t shape[3]; /* shape[i] for i < ndim; the rest 0 */
+} whisper_stem_array;
+
+/* model NULL, device "auto", precision "fp32", threads 0, n_mels 0, pad AUDIO, pos 0. */
+WS_API whisper_stem_params whisper_stem_default_params(void);
+
+/* Checks p (each field, by name), loads the model, builds the log-Mel plan and the stem
+ * on the device asked for. NULL with err on failure. p and its strings are not kept. */
+WS_API whisper_stem *whisper_stem_new(const whisper_stem_params *p, whisper_stem_error *err);
+WS_API void whisper_stem_free(whisper_stem *ctx); /* NULL-safe */
+
+WS_API int whisper_stem_n_mels(const whisper_stem *ctx);  /* 80 or 128 */
+WS_API int whisper_stem_d_model(const whisper_stem *ctx); /* d; 0 without a model */
+WS_API const char *whisper_stem_device(const whisper_stem *ctx); /* "cpu" or "cuda:N", where
+                                                                    the stem runs */
+
+/* A file (anything libsndfile or libmpg123 decodes; "-" is standard input) to 16 kHz
+ * mono: out [n] float32. An empty file gives ndim 1, shape {0}, data NULL. */
+WS_API int whisper_stem_load_audio(const char *path, whisper_stem_array *out,
+                                   whisper_stem_error *err);
+
+/* pcm: n_samples frames of `channels` interleaved float32 samples at sample_rate Hz
+ * (1 .. 1536000; 16000 and 1 channel pass through untouched). Non-finite samples are
+ * an error. */
+
+/* The log-Mel: out [n_mels][n_frames] (see Windowing and Results above). */
+WS_API int whisper_stem_log_mel(whisper_stem *ctx, const float *pcm, size_t n_samples,
+                                int sample_rate, int channels, whisper_stem_array *out,
+                                whisper_stem_error *err);
+
+/* The embeddings of PCM: [1500][d] for one window, [n_win][1500][d] for more; exactly
+ * what `whisper-stem -o out.npy` writes for the same samples (a file holding them). */
+WS_API int whisper_stem_embed_pcm(whisper_stem *ctx, const float *pcm, size_t n_samples,
+                                  int sample_rate, int channels, whisper_stem_array *out,
+                                  whisper_stem_error *err);
+
+/* The embeddings of a log-Mel laid out as whisper_stem_log_mel returns it: mel
+ * [n_mels][n_frames], n_mels the context's. With PAD_AUDIO or PAD_MEL0, n_frames must be
+ * a multiple of 3000 (whole windows); with PAD_NONE, any n_frames >= 1 is one window.
+ * So embed_mel(log_mel(x)) is embed_pcm(x), bit for bit. The shape is embed_pcm's. */
+WS_API int whisper_stem_embed_mel(whisper_stem *ctx, const float *mel, int n_mels,
+                                  int64_t n_frames, whisper_stem_array *out,
+                                  whisper_stem_error *err);
+
+/* load_audio then embed_pcm, in one call; errors name the path. */
+WS_API int whisper_stem_embed_file(whisper_stem *ctx, const char *path, whisper_stem_array *out,
+                                   whisper_stem_error *err);
+
+/* Frees a->data and zeroes *a. NULL-safe; a zeroed array is a no-op. */
+WS_API void whisper_stem_array_free(whisper_stem_array *a);
+
+/* Many files, overlapped as the command runs them: worker threads decode and compute
+ * the log-Mel of the inputs ahead while the calling thread runs the stem in
+ * whisper_stem_batch_next. Results come in input order, one per call, pull-style.
+ *
+ * Memory: at most 2 x W + 2 inputs are taken ahead of the one returned (W workers: the
+ * context's threads with a GPU stem, half of them with the CPU's, at least 2 and at
+ * most n_paths), each holding its 16 kHz samples while its log-Mel is made, then the
+ * log-Mel (n_mels x 3000 x 4 bytes a window: 0.96 MB at 80 bands); a worker waits
+ * rather than take more. The arrays returned are the caller's.
+ *
+ * paths are copied. Needs a model (NULL with err without one). */
+typedef struct whisper_stem_batch whisper_stem_batch;
+WS_API whisper_stem_batch *whisper_stem_batch_open(whisper_stem *ctx, const char *const *paths,
+                                                   size_t n_paths, whisper_stem_error *err);
+
+/* 1: *out holds the next input's embeddings, *index its position in paths; 0: no more
+ * inputs (out zeroed); -1: that input failed, err holds its own message ("path:
+ * problem"), *index its position, out zeroed; the batch goes on: the next call returns
+ * the input after it. index may be NULL. */
+WS_API int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size_t *index,
+                                   whisper_stem_error *err);
+
+/* Stops the workers (each finishes the input it is decoding), joins them, frees what was
+ * not returned. NULL-safe. */
+WS_API void whisper_stem_batch_close(whisper_stem_batch *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
