@@ -22,6 +22,7 @@
 
 #include "conv/engine.h"
 #include "driver.h"
+#include "gpu_conv_internal.h"
 #include "output.h"
 #include "ptx_direct.h"
 
@@ -236,8 +237,9 @@ static int grid_of(unsigned long long elements, const char *what, unsigned *bloc
     return 0;
 }
 
-/* BWD: gz, then dx, dw, db as asked; grids and scratch settled before the first launch */
-static int run_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
+/* BWD: gz, then dx, dw, db as asked, enqueued; grids and scratch settled before the first
+ * launch */
+static int launch_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
 {
     const ws_conv_desc *d = &c->d;
     const unsigned long long n = (unsigned long long)a->n, cg = (unsigned long long)(d->c_in / d->groups);
@@ -275,31 +277,37 @@ static int run_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err
         if (blocks[p])
             CU_TRY(cu, LaunchKernel(c->bwd[p], blocks[p], 1, 1, WS_DIRECT_THREADS, 1, 1, 0,
                                     g->stream, args[p], NULL), err);
-    CU_TRY(cu, StreamSynchronize(g->stream), err);
     return 0;
 cleanup:
     return -1;
 }
 
-int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err)
+/* the call checked as the CPU checks it (ws_conv_check_args); T_out into *t_out */
+static int check_call(const ws_gpu_conv *c, const ws_conv_args *a, const char *fn, int *t_out,
+                      ws_err *err)
 {
     if (!c)
-        return ws_errf(err, "ws_gpu_conv_run: plan is NULL");
-    const ws_conv_desc *d = &c->d;
-    int t_out = 0;
+        return ws_errf(err, "%s: plan is NULL", fn);
     ws_err e = { "" };
-    if (ws_conv_check_args(d, a, 1, &t_out, &e)) {
+    if (ws_conv_check_args(&c->d, a, 1, t_out, &e)) {
         const char *m = e.msg;
         if (!strncmp(m, "ws_conv_run: ", 13))
             m += 13;
-        return ws_errf(err, "ws_gpu_conv_run: %s", m);
+        return ws_errf(err, "%s: %s", fn, m);
     }
     if (a->w || a->b)
-        return ws_errf(err, "ws_gpu_conv_run: %s given per call: the GPU plan uses the w and b "
+        return ws_errf(err, "%s: %s given per call: the GPU plan uses the w and b "
                             "of ws_gpu_conv_new (per-call weights are not supported yet)",
-                       a->w ? "w" : "b");
+                       fn, a->w ? "w" : "b");
+    return 0;
+}
+
+/* enqueues a checked call on the plan's stream */
+static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
     if (d->op == WS_CONV_BWD)
-        return run_bwd(c, a, t_out, err);
+        return launch_bwd(c, a, t_out, err);
     const unsigned long long total = (unsigned long long)a->n * (unsigned long long)d->c_out *
                                      (unsigned long long)t_out;
     unsigned blocks = 0;
@@ -315,10 +323,73 @@ int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err)
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     CU_TRY(cu, LaunchKernel(c->fn, blocks, 1, 1, WS_DIRECT_THREADS, 1, 1, 0, g->stream,
                             args, NULL), err);
-    CU_TRY(cu, StreamSynchronize(g->stream), err);
     return 0;
 cleanup:
     return -1;
+}
+
+int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err)
+{
+    int t_out = 0;
+    if (check_call(c, a, "ws_gpu_conv_run", &t_out, err) || launch(c, a, t_out, err))
+        return -1;
+    ws_cu *cu = &c->g->cu;
+    CU_TRY(cu, StreamSynchronize(c->g->stream), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int ws_gpu_conv_bench(ws_gpu_conv *c, const ws_conv_args *a, int warmup, int iters,
+                      double *median_us, double *min_us, ws_err *err)
+{
+    int t_out = 0;
+    if (check_call(c, a, "ws_gpu_conv_bench", &t_out, err))
+        return -1;
+    if (iters < 1 || warmup < 0)
+        return ws_errf(err, "ws_gpu_conv_bench: iters %d must be >= 1, warmup %d >= 0", iters,
+                       warmup);
+    ws_gpu *g = c->g;
+    ws_cu *cu = &g->cu;
+    wscu_event e0 = NULL, e1 = NULL;
+    double *us = malloc((size_t)iters * sizeof *us);
+    int rc = -1;
+    if (!us)
+        return ws_errf(err, "ws_gpu_conv_bench: out of memory");
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    CU_TRY(cu, EventCreate(&e0, 0), err);
+    CU_TRY(cu, EventCreate(&e1, 0), err);
+    for (int i = 0; i < warmup; i++)
+        if (launch(c, a, t_out, err))
+            goto cleanup;
+    CU_TRY(cu, StreamSynchronize(g->stream), err);
+    for (int i = 0; i < iters; i++) {
+        float ms = 0;
+        CU_TRY(cu, EventRecord(e0, g->stream), err);
+        if (launch(c, a, t_out, err))
+            goto cleanup;
+        CU_TRY(cu, EventRecord(e1, g->stream), err);
+        CU_TRY(cu, EventSynchronize(e1), err);
+        CU_TRY(cu, EventElapsedTime(&ms, e0, e1), err);
+        us[i] = 1000.0 * ms;
+    }
+    qsort(us, (size_t)iters, sizeof *us, cmp_double);
+    *median_us = iters % 2 ? us[iters / 2] : 0.5 * (us[iters / 2 - 1] + us[iters / 2]);
+    *min_us = us[0];
+    rc = 0;
+cleanup:
+    if (e0)
+        cu->EventDestroy(e0);
+    if (e1)
+        cu->EventDestroy(e1);
+    free(us);
+    return rc;
 }
 
 int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,

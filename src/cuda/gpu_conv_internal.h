@@ -1,0 +1,15 @@
+/* gpu_conv_internal.h - hooks of the conv engine's GPU backend for benchmarks and tests
+ * (not part of include/ws_conv.h). */
+#ifndef WS_CUDA_GPU_CONV_INTERNAL_H
+#define WS_CUDA_GPU_CONV_INTERNAL_H
+
+#include "ws_conv.h"
+
+/* Kernel-only time of one call of plan c: the call is checked once as ws_gpu_conv_run
+ * checks it, run `warmup` times untimed, then `iters` times, each between two CUDA events
+ * on the plan's stream (no host work between the events). Fills the median and minimum,
+ * microseconds per call. 0, or -1 with err. */
+int ws_gpu_conv_bench(ws_gpu_conv *c, const ws_conv_args *a, int warmup, int iters,
+                      double *median_us, double *min_us, ws_err *err);
+
+#endif
