@@ -9,12 +9,12 @@
 #include <string.h>
 
 #include "gelu_ptx.h"
+#include "ptx_act.h"
 #include "ptx_direct.h"
 #include "ptx_emit.h"
 
 /* Taps up to this many are unrolled; longer filters loop over k. */
 #define UNROLL_K 16
-#define NEG_LOG2E (-1.44269504088896341f)
 
 /* the kernel being written */
 typedef struct {
@@ -51,56 +51,6 @@ void ws_direct_name(const ws_conv_desc *d, char name[WS_DIRECT_NAME_MAX])
              act_name(d->pre), act_name(d->act));
 }
 
-/* v = (float)*(type *)addr;  nc: through the read-only (non-coherent) path */
-static void emit_load(dk *s, preg v, preg addr, ws_dtype t, int nc)
-{
-    ptx_buf *b = s->b;
-    const char *sp = nc ? "global.nc" : "global";
-    if (t == WS_F32) {
-        ptx_ins(b, "ld.%s.f32 %s, [%s]", sp, v.n, addr.n);
-    } else if (t == WS_F16) {
-        preg h = ptx_reg(b, PTX_B16);
-        ptx_ins(b, "ld.%s.b16 %s, [%s]", sp, h.n, addr.n);
-        ptx_ins(b, "cvt.f32.f16 %s, %s", v.n, h.n);
-    } else { /* bf16: the 16 bits are the top half of the float32 */
-        preg r = ptx_reg(b, PTX_B32);
-        ptx_ins(b, "ld.%s.u16 %s, [%s]", sp, r.n, addr.n);
-        ptx_ins(b, "shl.b32 %s, %s, 16", r.n, r.n);
-        ptx_ins(b, "mov.b32 %s, %s", v.n, r.n);
-    }
-}
-
-/* *(type *)addr = v, rounded to nearest even */
-static void emit_store(dk *s, preg addr, preg v, ws_dtype t)
-{
-    ptx_buf *b = s->b;
-    if (t == WS_F32) {
-        ptx_ins(b, "st.global.f32 [%s], %s", addr.n, v.n);
-        return;
-    }
-    preg h = ptx_reg(b, PTX_B16);
-    ptx_ins(b, "cvt.rn.%s.f32 %s, %s", t == WS_F16 ? "f16" : "bf16", h.n, v.n);
-    ptx_ins(b, "st.global.b16 [%s], %s", addr.n, h.n);
-}
-
-/* v = act(v): relu max(v, 0); gelu x Phi(x) (gelu_ptx.h); silu v / (1 + 2^(-v log2 e)) */
-static void emit_act(dk *s, preg v, ws_act a)
-{
-    ptx_buf *b = s->b;
-    if (a == WS_ACT_RELU) {
-        ptx_ins(b, "max.f32 %s, %s, 0f00000000", v.n, v.n);
-    } else if (a == WS_ACT_GELU) {
-        ws_gelu_emit(b, v.n, v.n);
-    } else if (a == WS_ACT_SILU) {
-        preg e = ptx_reg(b, PTX_F32);
-        ptx_comment(b, "%s = silu(%s) = z / (1 + 2^(-z log2 e))", v.n, v.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", e.n, v.n, ptx_f32(NEG_LOG2E).s);
-        ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", e.n, e.n);
-        ptx_ins(b, "add.f32 %s, %s, 0f3F800000", e.n, e.n);
-        ptx_ins(b, "div.rn.f32 %s, %s, %s", v.n, v.n, e.n);
-    }
-}
-
 /* q = a / m; r = a - q*m  (u64; m a register or an immediate) */
 static void emit_divmod(dk *s, preg q, preg r, preg a, const char *m)
 {
@@ -121,8 +71,8 @@ static void emit_tap(dk *s, preg acc, preg u, preg xrow, const char *tstep, preg
     ptx_ins(b, "setp.lt.u64 %s, %s, %s", in.n, u.n, s->tin.n);
     ptx_ins(b, "@!%s bra %s", in.n, skip.n);
     ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", xa.n, u.n, tstep, xrow.n);
-    emit_load(s, xv, xa, s->d->x_type, 1);
-    emit_act(s, xv, s->d->pre);
+    ws_ptx_load(s->b, xv, xa, s->d->x_type, 1);
+    ws_ptx_act(s->b, xv, s->d->pre);
     ptx_ins(b, "ld.global.nc.f32 %s, [%s+%lld]", wv.n, wp.n, woff);
     if (s->split) {
         ptx_ins(b, "mul.rn.f32 %s, %s, %s", xv.n, wv.n, xv.n);
@@ -282,7 +232,7 @@ static void emit_body(dk *s)
     ptx_ins(b, "ld.global.nc.f32 %s, [%s]", bv.n, ba.n);
     ptx_ins(b, "add.f32 %s, %s, %s", acc.n, acc.n, bv.n);
     ptx_label(b, nob);
-    emit_act(s, acc, d->act);
+    ws_ptx_act(s->b, acc, d->act);
     preg ai = ptx_reg(b, PTX_B64), aa = ptx_reg(b, PTX_B64), av = ptx_reg(b, PTX_F32);
     ptx_ins(b, "@!%s bra %s", hasa.n, noadd.n);
     ptx_comment(b, "add element n*add_bs + (i - n*C_out*T_out), read in y_type");
@@ -291,21 +241,21 @@ static void emit_body(dk *s)
     ptx_ins(b, "sub.u64 %s, %s, %s", ai.n, i.n, ai.n);
     ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", ai.n, n.n, abs.n, ai.n);
     ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", aa.n, ai.n, s->ys, pa.n);
-    emit_load(s, av, aa, d->y_type, 0);
+    ws_ptx_load(s->b, av, aa, d->y_type, 0);
     ptx_ins(b, "add.f32 %s, %s, %s", acc.n, acc.n, av.n);
     ptx_label(b, noadd);
     preg ya = ptx_reg(b, PTX_B64);
     ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, i.n, s->ys, py.n);
-    emit_store(s, ya, acc, d->y_type);
+    ws_ptx_store(s->b, ya, acc, d->y_type);
     ptx_label(b, done);
     ptx_ins(b, "ret");
 }
 
 /* ---- backward kernels (ptx_direct.h: gz, dx, dw, db) ---- */
 
-#define LOG2E_HALF_NEG (-0.72134752044448170f) /* -log2(e) / 2 */
-#define INV_SQRT_2PI 0.39894228040143268f
-#define TINY_Z 0x1p-60f /* below, Phi(z) = 0.5 in float32 and gelu(z)/z loses bits */
+#define LOG2E_HALF_NEG WS_LOG2E_HALF_NEG
+#define INV_SQRT_2PI WS_INV_SQRT_2PI
+#define TINY_Z WS_GELU_TINY_Z
 
 float ws_direct_gelu_grad_model(float z)
 {
@@ -347,55 +297,6 @@ static preg emit_thread_index(ptx_buf *b, const char *total, plabel done)
     ptx_ins(b, "setp.ge.u64 %s, %s, %s", out.n, i.n, total);
     ptx_ins(b, "@%s bra %s", out.n, done.n);
     return i;
-}
-
-/* g *= act'(z):
- *   RELU  z > 0 ? g : 0
- *   GELU  Phi(z) + z*phi(z): Phi = gelu(z) / z from gelu_ptx.h's erf sequence (Phi = 0.5 for
- *         |z| < 2^-60), phi = 2^(-z^2 log2(e) / 2) / sqrt(2 pi) by ex2.approx.ftz
- *   SILU  s + z*s*(1-s): e = 2^(-|z| log2 e), r = 1/(1+e); s, 1-s = r, e*r (z >= 0) or
- *         e*r, r (z < 0), so neither side cancels (act.c's form) */
-static void emit_act_grad(dk *s, preg g, preg z)
-{
-    ptx_buf *b = s->b;
-    const ws_act a = s->d->act;
-    if (a == WS_ACT_RELU) {
-        preg pos = ptx_reg(b, PTX_PRED);
-        ptx_comment(b, "%s *= relu'(%s) = [z > 0]", g.n, z.n);
-        ptx_ins(b, "setp.gt.f32 %s, %s, 0f00000000", pos.n, z.n);
-        ptx_ins(b, "selp.f32 %s, %s, 0f00000000, %s", g.n, g.n, pos.n);
-    } else if (a == WS_ACT_GELU) {
-        preg gl = ptx_reg(b, PTX_F32), cdf = ptx_reg(b, PTX_F32), az = ptx_reg(b, PTX_F32);
-        preg pdf = ptx_reg(b, PTX_F32), tiny = ptx_reg(b, PTX_PRED);
-        ws_gelu_emit(b, gl.n, z.n);
-        ptx_comment(b, "%s *= gelu'(%s) = Phi(z) + z phi(z), Phi = gelu(z) / z", g.n, z.n);
-        ptx_ins(b, "div.rn.f32 %s, %s, %s", cdf.n, gl.n, z.n);
-        ptx_ins(b, "abs.f32 %s, %s", az.n, z.n);
-        ptx_ins(b, "setp.lt.f32 %s, %s, %s", tiny.n, az.n, ptx_f32(TINY_Z).s);
-        ptx_ins(b, "selp.f32 %s, 0f3F000000, %s, %s", cdf.n, cdf.n, tiny.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", pdf.n, z.n, z.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", pdf.n, pdf.n, ptx_f32(LOG2E_HALF_NEG).s);
-        ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", pdf.n, pdf.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", pdf.n, pdf.n, ptx_f32(INV_SQRT_2PI).s);
-        ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", cdf.n, z.n, pdf.n, cdf.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", g.n, g.n, cdf.n);
-    } else if (a == WS_ACT_SILU) {
-        preg e = ptx_reg(b, PTX_F32), r = ptx_reg(b, PTX_F32), er = ptx_reg(b, PTX_F32);
-        preg sg = ptx_reg(b, PTX_F32), s1 = ptx_reg(b, PTX_F32), pos = ptx_reg(b, PTX_PRED);
-        ptx_comment(b, "%s *= silu'(%s) = s + z s (1 - s)", g.n, z.n);
-        ptx_ins(b, "abs.f32 %s, %s", e.n, z.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", e.n, e.n, ptx_f32(NEG_LOG2E).s);
-        ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", e.n, e.n);
-        ptx_ins(b, "add.f32 %s, %s, 0f3F800000", r.n, e.n);
-        ptx_ins(b, "rcp.rn.f32 %s, %s", r.n, r.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", er.n, e.n, r.n);
-        ptx_ins(b, "setp.ge.f32 %s, %s, 0f00000000", pos.n, z.n);
-        ptx_ins(b, "selp.f32 %s, %s, %s, %s", sg.n, r.n, er.n, pos.n);
-        ptx_ins(b, "selp.f32 %s, %s, %s, %s", s1.n, er.n, r.n, pos.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", s1.n, sg.n, s1.n);
-        ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", sg.n, z.n, s1.n, sg.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", g.n, g.n, sg.n);
-    }
 }
 
 /* gz[n,o,t] = dy[n,o,t] * act'(z), z = b[o] + conv (mul.rn / add.rn, j then k) */
@@ -448,13 +349,13 @@ static void emit_gz(dk *s)
         ptx_label(b, nob);
         ptx_section(b, "g = dy * act'(z)");
         ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, i.n, s->ys, pdy.n);
-        emit_load(s, g, ya, d->y_type, 1);
-        emit_act_grad(s, g, z);
+        ws_ptx_load(s->b, g, ya, d->y_type, 1);
+        ws_ptx_act_grad(s->b, s->d->act, g, z);
     } else {
         (void)px, (void)pw, (void)pb;
         ptx_section(b, "g = dy (act NONE: act' = 1, z not needed)");
         ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, i.n, s->ys, pdy.n);
-        emit_load(s, g, ya, d->y_type, 1);
+        ws_ptx_load(s->b, g, ya, d->y_type, 1);
     }
     ptx_section(b, "gz[(n*C_out + o)*T_out + t] = g");
     preg ga = ptx_reg(b, PTX_B64);
@@ -583,7 +484,7 @@ static void emit_dx(dk *s)
     ptx_section(b, "dx[i] = acc in x_type");
     preg xa = ptx_reg(b, PTX_B64);
     ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xa.n, i.n, s->xs, pdx.n);
-    emit_store(s, xa, acc, d->x_type);
+    ws_ptx_store(s->b, xa, acc, d->x_type);
     ptx_label(b, done);
     ptx_ins(b, "ret");
 }
@@ -657,7 +558,7 @@ static void emit_dw(dk *s)
     ptx_ins(b, "setp.lt.u64 %s, %s, %s", in.n, u.n, s->tin.n);
     ptx_ins(b, "@!%s bra %s", in.n, skip.n);
     ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", xa.n, u.n, ustep, xrow.n);
-    emit_load(s, xv, xa, d->x_type, 1);
+    ws_ptx_load(s->b, xv, xa, d->x_type, 1);
     ptx_ins(b, "ld.global.f32 %s, [%s]", gv.n, ga.n);
     ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc.n, gv.n, xv.n, acc.n);
     ptx_label(b, skip);

@@ -1,0 +1,36 @@
+/* ptx_act.h - the conv engine's one activation table and element conversions, as PTX
+ * emit helpers shared by every GPU conv kernel (direct, depthwise).
+ *
+ *   ws_ptx_load      v = (float)*(type *)addr          f32, f16 (cvt), bf16 (the top half)
+ *   ws_ptx_store     *(type *)addr = v                 rounded to nearest even
+ *   ws_ptx_act       v = act(v)                        NONE, RELU, GELU (exact erf,
+ *                                                      gelu_ptx.h), SILU
+ *   ws_ptx_act_grad  g *= act'(z)                      the backward's gradient through act
+ *
+ * The forms (pseudo-C; e = ex2.approx.ftz):
+ *   RELU  max(v, 0);                 grad  z > 0 ? g : 0
+ *   GELU  v * Phi(v) (gelu_ptx.h);   grad  Phi(z) + z phi(z), Phi = gelu(z) / z (0.5 for
+ *         |z| < 2^-60), phi = e(-z^2 log2(e) / 2) / sqrt(2 pi)
+ *   SILU  v / (1 + e(-v log2 e)) (div.rn);  grad  s + z s (1 - s) with s, 1 - s from
+ *         e = e(-|z| log2 e), r = 1 / (1 + e) (rcp.rn): r, e*r or e*r, r by the sign of z
+ *         (no cancellation; act.c's form)
+ * Tested through the kernels that use them (tests/test_gpu_conv.c).
+ */
+#ifndef WS_CUDA_PTX_ACT_H
+#define WS_CUDA_PTX_ACT_H
+
+#include "ptx_emit.h"
+#include "ws_conv.h"
+
+#define WS_NEG_LOG2E (-1.44269504088896341f)
+#define WS_LOG2E_HALF_NEG (-0.72134752044448170f) /* -log2(e) / 2 */
+#define WS_INV_SQRT_2PI 0.39894228040143268f
+#define WS_GELU_TINY_Z 0x1p-60f /* below, Phi(z) = 0.5 in float32 and gelu(z)/z loses bits */
+
+/* nc: through the read-only (non-coherent) path */
+void ws_ptx_load(ptx_buf *b, preg v, preg addr, ws_dtype t, int nc);
+void ws_ptx_store(ptx_buf *b, preg addr, preg v, ws_dtype t);
+void ws_ptx_act(ptx_buf *b, preg v, ws_act a);
+void ws_ptx_act_grad(ptx_buf *b, ws_act a, preg g, preg z);
+
+#endif
