@@ -1,0 +1,256 @@
+"""whisper_stem: Whisper's audio frontend (16 kHz audio -> log-Mel -> conv stem) from Python.
+
+A thin layer over the C library ``libwhisper-stem.so.0`` (ctypes, no compiler needed),
+NumPy arrays in and out::
+
+    import whisper_stem as ws
+
+    audio = ws.load_audio("talk.flac")             # float32 [n], 16 kHz mono
+    mel = ws.log_mel(audio)                        # float32 [80, 3000]: openai's log_mel_spectrogram(pad_or_trim(audio))
+    feats = ws.features([a1, a2])                  # float32 [2, 80, 3000]: as WhisperFeatureExtractor(...).input_features
+
+    with ws.Frontend("tiny.gguf", device="cpu") as fe:
+        emb = fe.embed(audio)                      # float32 [1500, 384]: the encoder stem's output
+        for emb in fe.embed_files(paths):          # the library's pipeline over many files, in order
+            ...
+
+Threads: every call into the library releases the GIL (ctypes), so Python threads
+(DataLoader workers, ``datasets.map(num_proc=...)`` threads, a ThreadPoolExecutor)
+compute in parallel: log-Mels of one context run concurrently, while one context runs
+its conv stem one call at a time (it already uses every CPU thread, or the GPU).
+
+The library is found, in this order: the path in ``$WHISPER_STEM_LIB``; a copy inside this
+package; the library directory recorded by ``make install-python``;
+``ctypes.util.find_library("whisper-stem")``; ``libwhisper-stem.so.0`` through the dynamic
+loader. Failing all of them, importing this module raises ImportError naming each one tried.
+"""
+
+import ctypes
+import operator
+import threading
+
+import numpy as np
+
+from . import _lib
+from ._lib import Error
+
+__all__ = [
+    "Error",
+    "Frontend",
+    "features",
+    "library_version",
+    "load_audio",
+    "log_mel",
+    "N_SAMPLES",
+    "N_FRAMES",
+    "SAMPLE_RATE",
+]
+
+__version__ = "0.1.0"
+
+#: the rate every function works at, in Hz (Whisper's)
+SAMPLE_RATE = 16000
+#: samples in one 30 s window at 16 kHz (openai's N_SAMPLES, HF's n_samples)
+N_SAMPLES = 480000
+#: log-Mel frames (hop 160) in one 30 s window
+N_FRAMES = 3000
+
+_PADS = {"audio": _lib.PAD_AUDIO, "none": _lib.PAD_NONE, "mel0": _lib.PAD_MEL0}
+
+# Integer PCM -> float as the library decodes files: x / 2^(bits-1) (int16 / 32768), not requantised.
+_INT_SCALE = {
+    np.dtype(np.int8): (0.0, 1.0 / 128),
+    np.dtype(np.uint8): (128.0, 1.0 / 128),  # 8-bit WAV is unsigned, silence at 128
+    np.dtype(np.int16): (0.0, 1.0 / 32768),
+    np.dtype(np.int32): (0.0, 1.0 / 2147483648),
+}
+
+
+def library_version():
+    """The version string of the loaded C library (``whisper_stem_version()``), e.g. "0.4.0"."""
+    return _lib.version().decode()
+
+
+def library_path():
+    """The path or name the C library was loaded from."""
+    return _lib.path
+
+
+def _pad_mode(pad):
+    try:
+        return _PADS[pad]
+    except (KeyError, TypeError):
+        raise ValueError("pad must be 'audio' or 'none', got %r" % (pad,)) from None
+
+
+def _rate(sample_rate):
+    if isinstance(sample_rate, float) and sample_rate.is_integer():
+        return int(sample_rate)
+    try:
+        return operator.index(sample_rate)
+    except TypeError:
+        raise TypeError("sample_rate must be a whole number of Hz, got %r" % (sample_rate,)) from None
+
+
+def _as_pcm(audio):
+    """audio as a C-contiguous float32 array [n] or [n, channels] and its channel count.
+
+    float32 is used as is (no copy when contiguous); other float types are converted to
+    float32; int8, int16, int32 are scaled by 1 / 2^(bits-1) and uint8 (8-bit WAV) as
+    (x - 128) / 128, the way the library decodes integer PCM files. Other types: TypeError.
+    """
+    a = np.asarray(audio)
+    if a.ndim not in (1, 2):
+        raise ValueError("audio must be 1-D [n] or 2-D [n, channels], got shape %s" % (a.shape,))
+    if a.dtype != np.float32:
+        if a.dtype.kind == "f":
+            a = a.astype(np.float32)
+        elif a.dtype in _INT_SCALE:
+            offset, scale = _INT_SCALE[a.dtype]
+            f = a.astype(np.float32)
+            if offset:
+                f -= np.float32(offset)
+            f *= np.float32(scale)
+            a = f
+        else:
+            raise TypeError("audio must be a float, int8, uint8, int16 or int32 array, got %s" % a.dtype)
+    a = np.ascontiguousarray(a)
+    channels = 1 if a.ndim == 1 else a.shape[1]
+    if channels < 1:
+        raise ValueError("audio has no channels (shape %s)" % (a.shape,))
+    return a, channels
+
+
+def _call_pcm(fn, ctx, audio, sample_rate, what):
+    pcm, channels = _as_pcm(audio)
+    rate = _rate(sample_rate)
+    out = _lib._CArray()
+    err = _lib.new_error()
+    h = ctx.acquire()
+    try:
+        r = fn(h, pcm.ctypes.data, pcm.shape[0], rate, channels, ctypes.byref(out), ctypes.byref(err))
+    finally:
+        ctx.release()
+    if r != 0:
+        _lib.raise_error(err, what + " failed")
+    return _lib.take(out)
+
+
+def load_audio(path):
+    """Decode an audio file to float32 [n] samples at 16 kHz, mono.
+
+    Any format libsndfile reads (WAV, FLAC, Ogg, Opus, MP3, ...), any rate (resampled with
+    libsoxr), any channel count (averaged); integer PCM becomes x / 2^(bits-1). The same
+    samples the ``whisper-stem`` command computes from. Raises Error with the library's
+    message (naming the path) when the file cannot be read. Releases the GIL.
+    """
+    out = _lib._CArray()
+    err = _lib.new_error()
+    if _lib.load_audio(_lib.fspath(path), ctypes.byref(out), ctypes.byref(err)) != 0:
+        _lib.raise_error(err, "load_audio failed")
+    return _lib.take(out)
+
+
+_contexts = {}
+_contexts_lock = threading.Lock()
+
+
+def _mel_context(n_mels, pad):
+    """The module's log-Mel-only context for (n_mels, pad), made on first use and kept.
+
+    One context serves every thread: the library runs log-Mels of one context
+    concurrently.
+    """
+    key = (n_mels, pad)
+    ctx = _contexts.get(key)
+    if ctx is None:
+        with _contexts_lock:
+            ctx = _contexts.get(key)
+            if ctx is None:
+                ctx = _contexts[key] = _lib.Context(n_mels=operator.index(n_mels), pad=pad)
+    return ctx
+
+
+def log_mel(audio, sample_rate=16000, n_mels=80, pad="audio"):
+    """Whisper's log-Mel spectrogram of `audio`: float32 [n_mels, n_frames].
+
+    audio: 1-D [n] samples, or 2-D [n, channels] (one row per sample frame, channels
+    interleaved as soundfile returns them; averaged to mono). float32 is used without a
+    copy; float64/float16 are converted to float32; int16 / int32 / int8 are divided by
+    2^(bits-1) and uint8 becomes (x - 128) / 128, as the library decodes integer files.
+    sample_rate: Hz, a whole number; other rates than 16000 are resampled (libsoxr).
+    n_mels: 80 or 128 bands.
+    pad: "audio" (default): zero-pad the samples to a whole number of 30 s windows (at
+    least one), one log-Mel over all of it, n_frames = 3000 per window; up to 30 s this
+    is openai's ``log_mel_spectrogram(pad_or_trim(audio))``, bit-identical to
+    ``whisper-stem --mel``. "none": no padding, n_frames = n // 160 (openai's
+    ``log_mel_spectrogram(audio)``; fewer than 160 samples is an error). "mel0": openai
+    ``transcribe()``'s and faster-whisper's windows: the log-Mel of the samples followed by
+    30 s of zeros, its n // 160 frames in 3000-frame windows, the last filled with 0.0.
+
+    The math is openai-whisper's (n_fft 400, periodic Hann, hop 160, centred reflect-padded
+    STFT, last frame dropped, Slaney mel filters, log10 of max(x, 1e-10), floor at max - 8,
+    (x + 4) / 4), within 1e-4 of a float64 reference. One context per (n_mels, pad) is made
+    on first use and kept; the GIL is released during the computation, and calls from
+    several Python threads run in parallel.
+    Raises Error with the library's message on failure.
+    """
+    return _call_pcm(_lib.log_mel, _mel_context(n_mels, _pad_mode(pad)), audio, sample_rate, "log_mel")
+
+
+def _batch_list(raw_speech):
+    """HF's rule: a 2-D array, or a list/tuple whose first item is a sequence, is a batch."""
+    if isinstance(raw_speech, np.ndarray):
+        if raw_speech.ndim > 2:
+            raise ValueError("Only mono-channel audio is supported for input to features()")
+        return list(raw_speech) if raw_speech.ndim == 2 else [raw_speech]
+    if isinstance(raw_speech, (list, tuple)) and len(raw_speech) > 0 and np.ndim(raw_speech[0]) >= 1:
+        return list(raw_speech)
+    if hasattr(raw_speech, "__array__") and np.ndim(raw_speech) == 2:  # a torch tensor [B, n]
+        return list(np.asarray(raw_speech))
+    return [raw_speech]
+
+
+def features(raw_speech, sampling_rate=16000, n_mels=80):
+    """Whisper input features for a batch: float32 [B, n_mels, 3000].
+
+    A drop-in for Hugging Face's
+    ``WhisperFeatureExtractor(feature_size=n_mels)(raw_speech, sampling_rate=16000,
+    return_tensors="np").input_features``:
+
+    - raw_speech: one 1-D array (B = 1), a 2-D array [B, n], or a list of 1-D arrays
+      or lists of floats (each its own length), as HF accepts them.
+    - each example is cut to its first 480000 samples (30 s) or zero-padded to 480000,
+      as HF's extractor pads (``padding="max_length"``, truncation on);
+    - sampling_rate must be 16000 (or None, taken as 16000): other values raise
+      ValueError, as HF does; resample first (or use log_mel, which resamples).
+
+    The numbers: HF computes, per example, the STFT (periodic Hann 400, hop 160,
+    centred, reflect padding) in float64, rounds it to complex64, then power, its own
+    Slaney filterbank in float64, log10 of max(x, 1e-10), drops the last frame, floors
+    at the example's max - 8 and maps (x + 4) / 4. That is openai's math, which this
+    computes through ``log_mel(example[:480000], pad="audio")``: float32 FFTW and
+    openai's filterbank (equal to HF's to 1e-7). The two agree within 1e-4 (the tests
+    hold them to it; typically a few 1e-6), not bit for bit.
+
+    Differences on purpose: integer arrays are scaled as log_mel documents (int16 / 32768),
+    where HF would take the raw integer values; HF's optional ``do_normalize`` is not
+    offered. The GIL is released while each example is computed.
+    """
+    if sampling_rate is not None and sampling_rate != SAMPLE_RATE:
+        raise ValueError(
+            "features() expects audio sampled at 16000 Hz (Whisper's rate); got sampling_rate=%r. "
+            "Resample it first, or call log_mel(audio, sample_rate=...), which resamples." % (sampling_rate,)
+        )
+    batch = _batch_list(raw_speech)
+    ctx = _mel_context(n_mels, _lib.PAD_AUDIO)
+    out = np.empty((len(batch), int(n_mels), N_FRAMES), dtype=np.float32)
+    for i, x in enumerate(batch):
+        x = np.asarray(x)
+        if x.ndim != 1:
+            raise ValueError("features(): example %d must be 1-D (mono), got shape %s" % (i, x.shape))
+        out[i] = _call_pcm(_lib.log_mel, ctx, x[:N_SAMPLES], SAMPLE_RATE, "features")
+    return out
+
+
+from ._frontend import Frontend  # noqa: E402  (needs the helpers above)

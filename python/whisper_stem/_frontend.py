@@ -1,0 +1,292 @@
+"""Frontend: a context of the C library with a model (or none), as a Python object."""
+
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._lib import Error
+
+_SIZE_MAX = ctypes.c_size_t(-1).value
+
+
+class Frontend:
+    """Whisper's frontend with a model: log-Mel and the encoder's conv stem.
+
+    Frontend(model=None, device="auto", precision="fp32", threads=None, n_mels=None,
+    pad="audio", pos=False)
+
+    - model: path of a GGUF file with the stem's weights (any Whisper size; see the
+      README's "Weights"); None: log-Mel only (embed raises Error).
+    - device: "auto" (a GPU when there is a CUDA driver and device, else the CPU, saying
+      so once on stderr), "cpu", "cuda" or "cuda:N".
+    - precision: GPU arithmetic, "fp32", "tf32", "bf16" or "fp16" (the CPU computes fp32).
+    - threads: CPU threads; None: all CPUs this process may use.
+    - n_mels: None: the model's (80 without a model); else 80 or 128.
+    - pad: "audio" (zero-pad to whole 30 s windows, as openai's pad_or_trim), "mel0"
+      (transcribe()'s windows of the log-Mel, the last filled with 0.0) or "none" (one
+      window of n // 160 frames); see whisper_stem.log_mel.
+    - pos: add Whisper's positional embedding (the output is then what the first
+      transformer block receives).
+
+    Raises Error with the library's message when the model cannot be loaded or the device
+    cannot be opened. Use it as a context manager, or call close(); it is closed when
+    garbage collected too.
+
+    Threads: a Frontend may be used from several threads at once; each call releases the
+    GIL; log-Mels run concurrently, the stem one call at a time (it uses every thread of
+    `threads`, or the GPU). close() waits for calls in flight.
+    """
+
+    def __init__(self, model=None, device="auto", precision="fp32", threads=None, n_mels=None, pad="audio", pos=False):
+        from . import _pad_mode
+
+        if threads is not None and int(threads) < 1:
+            raise ValueError("threads must be None or >= 1, got %r" % (threads,))
+        self._ctx = _lib.Context(
+            model=model,
+            device=device,
+            precision=precision,
+            threads=0 if threads is None else int(threads),
+            n_mels=0 if n_mels is None else int(n_mels),
+            pad=_pad_mode(pad),
+            pos=pos,
+        )
+        self.model = model
+
+    # -- lifetime ---------------------------------------------------------------
+    def close(self):
+        """Free the library's context (model weights, GPU memory): closes the iterators of
+        embed_files still open, waits for calls in flight. Idempotent; later calls raise ValueError."""
+        ctx = getattr(self, "_ctx", None)
+        if ctx is not None:
+            ctx.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _handle(self):
+        h = self._ctx.handle
+        if h is None:
+            raise ValueError("the Frontend is closed")
+        return h
+
+    def _call(self, fn, *args):
+        """fn(handle, *args, out, err) with the context held; the array, or Error."""
+        out = _lib._CArray()
+        err = _lib.new_error()
+        ctx = self._ctx
+        h = ctx.acquire()
+        try:
+            r = fn(h, *args, ctypes.byref(out), ctypes.byref(err))
+        finally:
+            ctx.release()
+        if r != 0:
+            _lib.raise_error(err, fn.__name__ + " failed")
+        return _lib.take(out)
+
+    # -- properties ---------------------------------------------------------------
+    @property
+    def n_mels(self):
+        """Mel bands of the log-Mel (80 or 128): the model's, or the n_mels asked for."""
+        return _lib.n_mels(self._handle())
+
+    @property
+    def d_model(self):
+        """Width of the embeddings (384 for tiny ... 1280 for large); 0 without a model."""
+        return _lib.d_model(self._handle())
+
+    @property
+    def device(self):
+        """Where the stem runs: "cpu" or "cuda:N" (what "auto" resolved to)."""
+        return _lib.device(self._handle()).decode()
+
+    def __repr__(self):
+        if self._ctx.handle is None:
+            return "<whisper_stem.Frontend closed>"
+        return "<whisper_stem.Frontend model=%r device=%s n_mels=%d d_model=%d>" % (
+            self.model, self.device, self.n_mels, self.d_model)
+
+    # -- calls ------------------------------------------------------------------------
+    def log_mel(self, audio, sample_rate=16000):
+        """The log-Mel of `audio` with this Frontend's n_mels and pad: float32 [n_mels, n_frames].
+
+        audio and sample_rate as whisper_stem.log_mel takes them (1-D [n] or 2-D
+        [n, channels]; float, int16, int32, int8, uint8; any rate, resampled).
+        Releases the GIL. Raises Error with the library's message.
+        """
+        from . import _call_pcm
+
+        return _call_pcm(_lib.log_mel, self._ctx, audio, sample_rate, "log_mel")
+
+    def embed_audio(self, audio, sample_rate=16000):
+        """Embeddings of audio samples: float32 [1500, d] for one 30 s window, [n_win, 1500, d] for more.
+
+        The samples go through log_mel (this Frontend's pad) and the conv stem, exactly
+        what ``whisper-stem -m MODEL`` writes for a file of these samples. audio as in
+        log_mel. Releases the GIL. Raises Error (e.g. without a model).
+        """
+        from . import _call_pcm
+
+        return _call_pcm(_lib.embed_pcm, self._ctx, audio, sample_rate, "embed")
+
+    def embed_mel(self, mel):
+        """Embeddings of a log-Mel: [n_mels, n_frames] (n_frames a multiple of 3000) or
+        [n_win, n_mels, 3000] (the CLI's --mel layout for several windows).
+
+        Returns float32 [1500, d] for one window, [n_win, 1500, d] for more. float32
+        C-contiguous 2-D input is passed without a copy. Releases the GIL. Raises Error.
+        """
+        m = np.asarray(mel, dtype=np.float32)
+        if m.ndim == 3:
+            m = np.concatenate(list(m), axis=1)  # [n_win, n_mels, 3000] -> [n_mels, n_win * 3000]
+        if m.ndim != 2:
+            raise ValueError("mel must be [n_mels, n_frames] or [n_win, n_mels, 3000], got shape %s" % (m.shape,))
+        m = np.ascontiguousarray(m)
+        return self._call(_lib.embed_mel, m.ctypes.data, m.shape[0], m.shape[1])
+
+    def embed(self, audio_or_mel, sample_rate=16000):
+        """Embeddings of audio or of a log-Mel, told apart by shape.
+
+        The rule: a 2-D array whose shape[0] equals self.n_mels and whose shape[1] is a
+        positive multiple of 3000, or a 3-D array [n_win, n_mels, 3000], is a log-Mel
+        (embed_mel); anything else is audio, 1-D [n] or 2-D [n, channels] (embed_audio,
+        at sample_rate). Call embed_audio or embed_mel to say which explicitly.
+
+        Returns float32 [1500, d] for one window, [n_win, 1500, d] for more: the conv
+        stem's output (plus the positional embedding with pos=True), bit-identical to the
+        ``whisper-stem`` command on the CPU. Releases the GIL. Raises Error.
+        """
+        a = np.asarray(audio_or_mel)
+        nm = self.n_mels
+        is_mel = (a.ndim == 2 and a.shape[0] == nm and a.shape[1] > 0 and a.shape[1] % 3000 == 0) or (
+            a.ndim == 3 and a.shape[1] == nm and a.shape[2] == 3000)
+        if is_mel:
+            return self.embed_mel(a)
+        return self.embed_audio(a, sample_rate)
+
+    def embed_file(self, path):
+        """Embeddings of an audio file (decoded, 16 kHz mono, log-Mel, stem), as the command writes them.
+
+        Releases the GIL. Raises Error with the library's message (naming the path).
+        """
+        return self._call(_lib.embed_file, _lib.fspath(path))
+
+    def embed_files(self, paths, errors="raise"):
+        """Embeddings of many files through the library's pipeline: an iterator of arrays, in the order of `paths`.
+
+        The library decodes, computes log-Mels and runs the stem of several files at once
+        (as the command does over a list); results are yielded in input order, each the
+        array embed_file would return, so ``zip(paths, fe.embed_files(paths))`` pairs them.
+
+        A file that fails:
+        - errors="raise" (default): Error (the library's message, naming the file) is
+          raised at that file's turn, after every earlier file was yielded; the iterator
+          is then finished (a Python iterator cannot go on after raising).
+        - errors="return": the Error instance is yielded in the array's place and the
+          others go on, as a corpus run wants (``isinstance(x, whisper_stem.Error)``).
+
+        The iterator holds the batch until exhausted or closed: use it in a for loop, or
+        call .close() (or a ``with`` block) when stopping early. Each step releases the GIL.
+        """
+        if errors not in ("raise", "return"):
+            raise ValueError("errors must be 'raise' or 'return', got %r" % (errors,))
+        return _BatchIter(self, list(paths), errors == "raise")
+
+
+class _BatchIter:
+    """The iterator Frontend.embed_files returns (see there).
+
+    The library returns results in input order; the index it gives with each is
+    checked all the same (a result for another position waits in _pending).
+    """
+
+    def __init__(self, fe, paths, raise_errors):
+        self._ctx = fe._ctx
+        self.paths = paths
+        self._raise = raise_errors
+        self._pending = {}
+        self._next = 0
+        self._b = None
+        encoded = [_lib.fspath(p) for p in paths]
+        cpaths = (ctypes.c_char_p * max(1, len(encoded)))(*encoded)  # the library copies them
+        if not paths:
+            return
+        err = _lib.new_error()
+        h = self._ctx.acquire()  # held until close(): the batch's workers use the context
+        b = _lib.batch_open(h, cpaths, len(encoded), ctypes.byref(err))
+        if not b:
+            self._ctx.release()
+            _lib.raise_error(err, "embed_files: whisper_stem_batch_open failed")
+        self._b = b
+        self._ctx.batches.add(self)
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self.paths)
+
+    def _pull(self):
+        """One result from the library into _pending."""
+        out = _lib._CArray()
+        idx = ctypes.c_size_t(_SIZE_MAX)
+        err = _lib.new_error()
+        r = _lib.batch_next(self._b, ctypes.byref(out), ctypes.byref(idx), ctypes.byref(err))
+        i = idx.value
+        if r == 1 and i < len(self.paths):
+            self._pending[i] = _lib.take(out)
+        elif r == -1 and i < len(self.paths):
+            msg = err.msg.decode("utf-8", "replace")
+            self._pending[i] = Error(msg or "%s: failed" % (self.paths[i],))
+        else:
+            self.close()
+            raise Error("embed_files: the library's batch ended after %d of %d inputs%s" % (
+                len(self._pending) + self._next, len(self.paths),
+                ": " + err.msg.decode("utf-8", "replace") if r == -1 else ""))
+
+    def __next__(self):
+        if self._next >= len(self.paths) or (self._b is None and self._next not in self._pending):
+            self.close()
+            raise StopIteration
+        while self._next not in self._pending:
+            self._pull()
+        item = self._pending.pop(self._next)
+        self._next += 1
+        if self._next >= len(self.paths):
+            self.close()
+        if isinstance(item, Error) and self._raise:
+            self.close()
+            raise item
+        return item
+
+    def close(self):
+        """Stop early: the library's batch is closed (inputs in flight are dropped). Idempotent."""
+        b, self._b = self._b, None
+        self._pending.clear()
+        self._next = len(self.paths)
+        if b:
+            _lib.batch_close(b)
+            self._ctx.batches.discard(self)
+            self._ctx.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,231 @@
+"""The shared library libwhisper-stem.so.0 through ctypes: finding it, the C
+prototypes of include/whisper_stem.h, errors, and arrays handed back to Python.
+
+Every call goes through ctypes.CDLL, which releases the GIL for the duration of
+the foreign call: other Python threads run while the library computes.
+
+Arrays: the library returns a whisper_stem_array whose float32 buffer it
+allocated; ``take`` wraps that buffer as a NumPy array without copying it and
+frees it (whisper_stem_array_free) when the NumPy array is garbage collected.
+"""
+
+import ctypes
+import ctypes.util
+import os
+import threading
+import weakref
+
+import numpy as np
+
+#: the library's file name, as its soname
+LIB_NAME = "libwhisper-stem.so.0"
+
+# enum in whisper_stem.h
+PAD_AUDIO = 0
+PAD_NONE = 1
+PAD_MEL0 = 2
+
+
+class Error(RuntimeError):
+    """A failure reported by libwhisper-stem; ``str(e)`` is the library's message
+    (the input's path and the problem, e.g. ``no.wav: No such file or directory``)."""
+
+
+class _CError(ctypes.Structure):
+    _fields_ = [("msg", ctypes.c_char * 512)]
+
+
+class _CParams(ctypes.Structure):
+    _fields_ = [
+        ("model", ctypes.c_char_p),
+        ("device", ctypes.c_char_p),
+        ("precision", ctypes.c_char_p),
+        ("threads", ctypes.c_int),
+        ("n_mels", ctypes.c_int),
+        ("pad", ctypes.c_int),
+        ("pos", ctypes.c_int),
+    ]
+
+
+class _CArray(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("ndim", ctypes.c_int),
+        ("shape", ctypes.c_int64 * 3),
+    ]
+
+
+def _candidates():
+    """(description, path or name) in the order they are tried."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = []
+    shipped = os.path.join(here, LIB_NAME)
+    if os.path.exists(shipped):
+        out.append(("a copy inside the package", shipped))
+    try:
+        from . import _config  # written by `make install-python`
+        libdir = getattr(_config, "LIBDIR", None)
+        if libdir:
+            out.append(("the library directory of the install", os.path.join(libdir, LIB_NAME)))
+    except ImportError:
+        pass
+    found = ctypes.util.find_library("whisper-stem")
+    if found:
+        out.append(("ctypes.util.find_library('whisper-stem')", found))
+    out.append(("the dynamic loader's search path", LIB_NAME))
+    return out
+
+
+def _open():
+    env = os.environ.get("WHISPER_STEM_LIB")
+    if env:
+        # The user named one library: that one or nothing.
+        try:
+            return ctypes.CDLL(env), env
+        except OSError as e:
+            raise ImportError(
+                "whisper_stem: cannot load the library named by WHISPER_STEM_LIB=%s: %s" % (env, e)
+            ) from e
+    tried = []
+    for what, path in _candidates():
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            tried.append("  %s: %s" % (what, e))
+    raise ImportError(
+        "whisper_stem: cannot find %s (build it with `make`, install it with `make install`, "
+        "or set WHISPER_STEM_LIB to its path). Tried:\n%s" % (LIB_NAME, "\n".join(tried))
+    )
+
+
+lib, path = _open()
+
+_P = ctypes.c_void_p
+_ARR = ctypes.POINTER(_CArray)
+_ERR = ctypes.POINTER(_CError)
+_SIZE = ctypes.c_size_t
+
+
+def _proto(name, restype, *argtypes):
+    f = getattr(lib, name)
+    f.restype = restype
+    f.argtypes = list(argtypes)
+    return f
+
+
+version = _proto("whisper_stem_version", ctypes.c_char_p)
+default_params = _proto("whisper_stem_default_params", _CParams)
+new = _proto("whisper_stem_new", _P, ctypes.POINTER(_CParams), _ERR)
+free = _proto("whisper_stem_free", None, _P)
+n_mels = _proto("whisper_stem_n_mels", ctypes.c_int, _P)
+d_model = _proto("whisper_stem_d_model", ctypes.c_int, _P)
+device = _proto("whisper_stem_device", ctypes.c_char_p, _P)
+load_audio = _proto("whisper_stem_load_audio", ctypes.c_int, ctypes.c_char_p, _ARR, _ERR)
+log_mel = _proto("whisper_stem_log_mel", ctypes.c_int, _P, _P, _SIZE, ctypes.c_int, ctypes.c_int, _ARR, _ERR)
+embed_pcm = _proto("whisper_stem_embed_pcm", ctypes.c_int, _P, _P, _SIZE, ctypes.c_int, ctypes.c_int, _ARR, _ERR)
+embed_mel = _proto("whisper_stem_embed_mel", ctypes.c_int, _P, _P, ctypes.c_int, ctypes.c_int64, _ARR, _ERR)
+embed_file = _proto("whisper_stem_embed_file", ctypes.c_int, _P, ctypes.c_char_p, _ARR, _ERR)
+array_free = _proto("whisper_stem_array_free", None, _ARR)
+batch_open = _proto("whisper_stem_batch_open", _P, _P, ctypes.POINTER(ctypes.c_char_p), _SIZE, _ERR)
+batch_next = _proto("whisper_stem_batch_next", ctypes.c_int, _P, _ARR, ctypes.POINTER(_SIZE), _ERR)
+batch_close = _proto("whisper_stem_batch_close", None, _P)
+
+
+def new_error():
+    """A zeroed error buffer for one call (one per call: calls may run in many threads)."""
+    return _CError()
+
+
+def raise_error(err, what):
+    """Raise Error with the library's message, or `what` when it left none."""
+    msg = err.msg.decode("utf-8", "replace")
+    raise Error(msg or what)
+
+
+def fspath(path):
+    """A path (str, bytes, os.PathLike) as the bytes the C library opens."""
+    return os.fsencode(os.fspath(path))
+
+
+def _release(carr):
+    array_free(ctypes.byref(carr))
+
+
+def take(carr):
+    """The library's array as a NumPy float32 array of its shape, without a copy.
+
+    The NumPy array wraps the library's buffer; the buffer is freed by
+    whisper_stem_array_free once nothing refers to the array (or to views of it).
+    """
+    shape = tuple(int(carr.shape[i]) for i in range(carr.ndim))
+    n = 1
+    for s in shape:
+        n *= s
+    if n == 0 or not carr.data:
+        _release(carr)
+        return np.zeros(shape, dtype=np.float32)
+    buf = (ctypes.c_float * n).from_address(carr.data)
+    # `carr` (the pointer's owner) lives as long as `buf`, which the NumPy array
+    # keeps as its base; the finalizer frees the C buffer when `buf` goes.
+    weakref.finalize(buf, _release, carr)
+    return np.frombuffer(buf, dtype=np.float32).reshape(shape)
+
+
+class Context:
+    """One whisper_stem context: owns the C pointer and frees it once.
+
+    The library lets several threads use one context at once (log-Mels run
+    concurrently, the stem one call at a time under the library's own lock), so
+    calls take no Python lock; they only count themselves in and out (acquire /
+    release), so that close() waits for calls in flight instead of freeing the
+    context under them, and closes the batches still open on it first.
+    """
+
+    def __init__(self, model=None, device=None, precision=None, threads=0, n_mels=0, pad=PAD_AUDIO, pos=False):
+        p = default_params()
+        p.model = fspath(model) if model is not None else None
+        p.device = device.encode() if device is not None else None
+        p.precision = precision.encode() if precision is not None else None
+        p.threads = int(threads)
+        p.n_mels = int(n_mels)
+        p.pad = int(pad)
+        p.pos = 1 if pos else 0
+        err = new_error()
+        h = new(ctypes.byref(p), ctypes.byref(err))
+        if not h:
+            raise_error(err, "whisper_stem_new failed")
+        self.handle = h
+        self._cv = threading.Condition()
+        self._busy = 0
+        self.batches = weakref.WeakSet()
+
+    def acquire(self):
+        """The C handle, counted as in use until release(); ValueError once closed."""
+        with self._cv:
+            if self.handle is None:
+                raise ValueError("the Frontend is closed")
+            self._busy += 1
+            return self.handle
+
+    def release(self):
+        with self._cv:
+            self._busy -= 1
+            if self._busy == 0:
+                self._cv.notify_all()
+
+    def close(self):
+        """Close open batches, wait for calls in flight, free the context. Idempotent."""
+        for b in list(self.batches):
+            b.close()
+        with self._cv:
+            h, self.handle = self.handle, None
+            while self._busy:
+                self._cv.wait()
+        if h:
+            free(h)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
