@@ -101,6 +101,15 @@ int ws_audio_load_memory_opts(ws_audio *a, const void *data, size_t len, const c
 int ws_resample(const float *in, size_t n, double in_rate, double out_rate, float **out,
                 size_t *n_out, ws_err *err);
 
+/* Samples in memory to 16 kHz mono as a decoded file's: frames of `channels`
+ * interleaved float32 samples at rate Hz (1 .. WS_AUDIO_MAX_RATE; channels 1 ..
+ * WS_AUDIO_MAX_CHANNELS), averaged over the channels as the decoder averages them,
+ * then resampled (ws_resample; 16 kHz passes through). pcm is the caller's. 0, or -1
+ * with err naming name (non-finite samples, bad rate or channel count, memory). */
+#define WS_AUDIO_MAX_CHANNELS 1024
+int ws_audio_from_pcm(ws_audio *a, const float *pcm, size_t frames, int rate, int channels,
+                      const char *name, ws_err *err);
+
 /* Frees a->x and zeroes *a. NULL-safe. */
 void ws_audio_free(ws_audio *a);
 

@@ -377,16 +377,7 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
             goto done;
         }
         for (sf_count_t t = 0; t < got; t++) {
-            const float *fr = buf + (size_t)t * (size_t)ch;
-            float v;
-            if (ch == 1) {
-                v = fr[0];
-            } else {
-                double s = 0;
-                for (int c = 0; c < ch; c++)
-                    s += fr[c];
-                v = (float)(s / ch);
-            }
+            const float v = ws_audio_downmix(buf + (size_t)t * (size_t)ch, ch);
             if (!isfinite(v)) {
                 ws_errf(err, "%s: frame %zu is not a finite number (%g)", name, have + (size_t)t,
                         (double)v);

@@ -134,6 +134,21 @@ void ws_audio_rs_close(resampler *r);
 /* round(n * out / in), halves up: the length soxr's flushed output has. */
 double ws_audio_out_len(double n, double in_rate, double out_rate);
 
+/* --- channels ------------------------------------------------------------- */
+
+/* One frame of ch interleaved samples to mono: the mean, summed in double in channel
+ * order and rounded once (so ch == 1 passes through, and decode.c and pcm.c agree bit
+ * for bit: audio.six_channels_are_averaged_exactly). */
+static inline float ws_audio_downmix(const float *fr, int ch)
+{
+    if (ch == 1)
+        return fr[0];
+    double s = 0;
+    for (int c = 0; c < ch; c++)
+        s += fr[c];
+    return (float)(s / ch);
+}
+
 /* --- decoding (decode.c) -------------------------------------------------- */
 
 /* Checks, opens and decodes one source into *a (zeroed first); held: bytes of

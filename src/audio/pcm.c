@@ -1,0 +1,58 @@
+/* pcm.c - samples already in memory (any rate, interleaved channels) to 16 kHz mono,
+ * the way a decoded file goes: the channels averaged frame by frame (ws_audio_downmix,
+ * the decoder's own), then the rate converted by the same libsoxr resampler, whose
+ * output does not depend on how its input is cut (resample.c). So a float32 WAV of the
+ * same samples, loaded with ws_audio_load, gives the same bits
+ * (api.pcm_at_44k_stereo_equals_the_command_on_that_wav in tests/test_api.c).
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ws_audio_from_pcm(ws_audio *a, const float *pcm, size_t frames, int rate, int channels,
+                      const char *name, ws_err *err)
+{
+    memset(a, 0, sizeof *a);
+    if (channels < 1 || channels > WS_AUDIO_MAX_CHANNELS)
+        return ws_errf(err, "%s: %d channels: must be 1 .. %d", name, channels,
+                       WS_AUDIO_MAX_CHANNELS);
+    if (rate < 1 || rate > WS_AUDIO_MAX_RATE)
+        return ws_errf(err, "%s: sample rate %d Hz: must be 1 .. %d", name, rate,
+                       WS_AUDIO_MAX_RATE);
+    if (frames && !pcm)
+        return ws_errf(err, "%s: no samples (NULL) for %zu frames", name, frames);
+    size_t bytes;
+    if (ws_mul_size(frames, (size_t)channels, &bytes) || ws_mul_size(bytes, sizeof(float), &bytes))
+        return ws_errf(err, "%s: %zu frames: too many", name, frames);
+    float *mono = frames ? malloc(frames * sizeof *mono) : NULL;
+    if (frames && !mono)
+        return ws_errf(err, "%s: out of memory for %zu samples", name, frames);
+    for (size_t t = 0; t < frames; t++) {
+        const float v = ws_audio_downmix(pcm + t * (size_t)channels, channels);
+        if (!isfinite(v)) {
+            free(mono);
+            return ws_errf(err, "%s: frame %zu is not a finite number (%g)", name, t, (double)v);
+        }
+        mono[t] = v;
+    }
+    if (rate == WS_SAMPLE_RATE) {
+        if (frames > WS_AUDIO_MAX_SAMPLES) {
+            free(mono);
+            return ws_errf(err, "%s: %zu samples, over the limit of %zu", name, frames,
+                           WS_AUDIO_MAX_SAMPLES);
+        }
+        a->x = mono;
+        a->n = frames;
+    } else {
+        ws_err e = {{0}};
+        int rc = ws_resample(mono, frames, rate, WS_SAMPLE_RATE, &a->x, &a->n, &e);
+        free(mono);
+        if (rc)
+            return ws_errf(err, "%s: %s", name, e.msg);
+    }
+    a->src_rate = rate;
+    a->src_channels = channels;
+    return 0;
+}
