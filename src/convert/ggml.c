@@ -142,7 +142,7 @@ static int read_tensor(ws_ckpt *c, cursor *cur, ws_err *err)
     snprintf(what, sizeof what, "the data of '%s'", name);
     if (skip(cur, t.nbytes, what, err))
         return -1;
-    return ckpt_add_tensor(c, &t, cur->path, err);
+    return ws_ckpt_add_tensor(c, &t, cur->path, err);
 }
 
 /* The whole file, record by record. */
@@ -160,7 +160,7 @@ static int walk(ws_ckpt *c, const char *path, cursor *cur, ws_err *err)
         if (rd_range(cur, HPARAMS[i], 0, INT32_MAX, &v, err))
             return -1;
         snprintf(key, sizeof key, "whisper.%s", HPARAMS[i]);
-        if (ckpt_set_hparam(c, key, (uint32_t)v, err))
+        if (ws_ckpt_set_hparam(c, key, (uint32_t)v, err))
             return -1;
     }
     /* mel filterbank */
@@ -180,7 +180,7 @@ static int walk(ws_ckpt *c, const char *path, cursor *cur, ws_err *err)
     mel.offset = cur->off;
     mel.src = cur->w.f;
     if (skip(cur, mel.nbytes, "the mel filters", err) ||
-        ckpt_add_tensor(c, &mel, cur->path, err))
+        ws_ckpt_add_tensor(c, &mel, cur->path, err))
         return -1;
     /* vocabulary: skipped, but every length checked */
     int32_t n_tok;
@@ -198,10 +198,10 @@ static int walk(ws_ckpt *c, const char *path, cursor *cur, ws_err *err)
     return 0;
 }
 
-int ckpt_read_ggml(ws_ckpt *c, const char *path, ws_err *err)
+int ws_ckpt_read_ggml(ws_ckpt *c, const char *path, ws_err *err)
 {
     const ws_rfile *f;
-    if (ckpt_open_file(c, path, &f, err))
+    if (ws_ckpt_open_file(c, path, &f, err))
         return -1;
     if (f->size > SIZE_MAX)
         return ws_errf(err, "%s: too large to read", path);

@@ -8,7 +8,7 @@
  */
 #include "internal.h"
 
-int ckpt_read_gguf(ws_ckpt *c, const char *path, ws_err *err)
+int ws_ckpt_read_gguf(ws_ckpt *c, const char *path, ws_err *err)
 {
     c->gguf = ws_gguf_open(path, err);
     if (!c->gguf)
@@ -30,7 +30,7 @@ int ckpt_read_gguf(ws_ckpt *c, const char *path, ws_err *err)
         t.nbytes = g->nbytes;
         t.offset = g->file_offset;
         t.src = ws_gguf_file(c->gguf);
-        if (ckpt_add_tensor(c, &t, file, err))
+        if (ws_ckpt_add_tensor(c, &t, file, err))
             return -1;
     }
     return 0;

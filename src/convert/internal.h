@@ -24,19 +24,19 @@ struct ws_ckpt {
 /* Opens path (a regular, non-empty file) and keeps it open until
  * ws_ckpt_close; *f stays valid until then. A path opened before gives the
  * same file again. */
-int ckpt_open_file(ws_ckpt *c, const char *path, const ws_rfile **f, ws_err *err);
+int ws_ckpt_open_file(ws_ckpt *c, const char *path, const ws_rfile **f, ws_err *err);
 
 /* Appends a copy of *t (its name is copied; t->src must be a file of c;
  * file must live as long as c, e.g. a ws_rfile's path). A name already
  * present is an error naming file. */
-int ckpt_add_tensor(ws_ckpt *c, const ws_ckpt_tensor *t, const char *file, ws_err *err);
+int ws_ckpt_add_tensor(ws_ckpt *c, const ws_ckpt_tensor *t, const char *file, ws_err *err);
 
 /* Records a hyper-parameter (at most WS_CKPT_MAX_HPARAMS). */
-int ckpt_set_hparam(ws_ckpt *c, const char *key, uint32_t val, ws_err *err);
+int ws_ckpt_set_hparam(ws_ckpt *c, const char *key, uint32_t val, ws_err *err);
 
-int ckpt_read_safetensors(ws_ckpt *c, const char *path, ws_err *err);
-int ckpt_read_safetensors_index(ws_ckpt *c, const char *path, ws_err *err);
-int ckpt_read_ggml(ws_ckpt *c, const char *path, ws_err *err);
-int ckpt_read_gguf(ws_ckpt *c, const char *path, ws_err *err);
+int ws_ckpt_read_safetensors(ws_ckpt *c, const char *path, ws_err *err);
+int ws_ckpt_read_safetensors_index(ws_ckpt *c, const char *path, ws_err *err);
+int ws_ckpt_read_ggml(ws_ckpt *c, const char *path, ws_err *err);
+int ws_ckpt_read_gguf(ws_ckpt *c, const char *path, ws_err *err);
 
 #endif

@@ -38,7 +38,7 @@ int ws_ckpt_format_parse(const char *name)
     return -1;
 }
 
-int ckpt_open_file(ws_ckpt *c, const char *path, const ws_rfile **f, ws_err *err)
+int ws_ckpt_open_file(ws_ckpt *c, const char *path, const ws_rfile **f, ws_err *err)
 {
     size_t i;
     if (c->opened && ws_strmap_get(c->opened, path, strlen(path), &i)) {
@@ -77,7 +77,7 @@ int ckpt_open_file(ws_ckpt *c, const char *path, const ws_rfile **f, ws_err *err
     return 0;
 }
 
-int ckpt_add_tensor(ws_ckpt *c, const ws_ckpt_tensor *t, const char *file, ws_err *err)
+int ws_ckpt_add_tensor(ws_ckpt *c, const ws_ckpt_tensor *t, const char *file, ws_err *err)
 {
     if (!c->names && !(c->names = ws_strmap_new()))
         return ws_errf(err, "%s: out of memory", file);
@@ -104,7 +104,7 @@ int ckpt_add_tensor(ws_ckpt *c, const ws_ckpt_tensor *t, const char *file, ws_er
     return 0;
 }
 
-int ckpt_set_hparam(ws_ckpt *c, const char *key, uint32_t val, ws_err *err)
+int ws_ckpt_set_hparam(ws_ckpt *c, const char *key, uint32_t val, ws_err *err)
 {
     if (c->n_hp == WS_CKPT_MAX_HPARAMS || strlen(key) >= sizeof c->hp[0].key)
         return ws_errf(err, "%s: too many hyper-parameters", c->path);
@@ -164,10 +164,10 @@ ws_ckpt *ws_ckpt_open(const char *path, ws_ckpt_format fmt, ws_err *err)
     c->format = fmt;
     int rc;
     switch (fmt) {
-    case WS_CKPT_SAFETENSORS: rc = ckpt_read_safetensors(c, path, err); break;
-    case WS_CKPT_SAFETENSORS_INDEX: rc = ckpt_read_safetensors_index(c, path, err); break;
-    case WS_CKPT_GGML: rc = ckpt_read_ggml(c, path, err); break;
-    case WS_CKPT_GGUF: rc = ckpt_read_gguf(c, path, err); break;
+    case WS_CKPT_SAFETENSORS: rc = ws_ckpt_read_safetensors(c, path, err); break;
+    case WS_CKPT_SAFETENSORS_INDEX: rc = ws_ckpt_read_safetensors_index(c, path, err); break;
+    case WS_CKPT_GGML: rc = ws_ckpt_read_ggml(c, path, err); break;
+    case WS_CKPT_GGUF: rc = ws_ckpt_read_gguf(c, path, err); break;
     default: rc = ws_errf(err, "%s: unknown format %d", path, (int)fmt); break;
     }
     if (rc) {

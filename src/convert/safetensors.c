@@ -137,7 +137,7 @@ static int read_entry(ws_ckpt *c, const ws_rfile *f, const cJSON *e, uint64_t bu
     sp->begin = be[0];
     sp->end = be[1];
     sp->name = name;
-    return ckpt_add_tensor(c, &t, path, err);
+    return ws_ckpt_add_tensor(c, &t, path, err);
 }
 
 /* The header of a safetensors file, parsed; *json (the header's bytes,
@@ -189,10 +189,10 @@ static int read_header(const ws_rfile *f, const char *path, char **json, uint64_
     return 0;
 }
 
-int ckpt_read_safetensors(ws_ckpt *c, const char *path, ws_err *err)
+int ws_ckpt_read_safetensors(ws_ckpt *c, const char *path, ws_err *err)
 {
     const ws_rfile *f;
-    if (ckpt_open_file(c, path, &f, err))
+    if (ws_ckpt_open_file(c, path, &f, err))
         return -1;
     char *json;
     uint64_t n = 0;
@@ -333,18 +333,18 @@ static int shard_read(ws_ckpt *c, const char *shard, const struct stat *st, int 
                       ws_err *err)
 {
     const ws_rfile *f;
-    if (ckpt_open_file(c, shard, &f, err))
+    if (ws_ckpt_open_file(c, shard, &f, err))
         return -1;
     if (!resolved || f->dev != (uint64_t)st->st_dev || f->ino != (uint64_t)st->st_ino)
         return ws_errf(err, "%s: the file changed while being read: it is no longer the file "
                        "its path resolved to", shard);
-    return ckpt_read_safetensors(c, shard, err);
+    return ws_ckpt_read_safetensors(c, shard, err);
 }
 
-int ckpt_read_safetensors_index(ws_ckpt *c, const char *path, ws_err *err)
+int ws_ckpt_read_safetensors_index(ws_ckpt *c, const char *path, ws_err *err)
 {
     const ws_rfile *f;
-    if (ckpt_open_file(c, path, &f, err))
+    if (ws_ckpt_open_file(c, path, &f, err))
         return -1;
     if (f->size > HEADER_MAX)
         return ws_errf(err, "%s: index larger than 100 MB", path);
