@@ -88,9 +88,12 @@ float ws_gelu(float x)
     return gelu_inline(x);
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void ws_bias_act_rows(float *y, int n_rows, int ldy, int n, const float *bias, ws_act act,
-                      const float *add)
+/* The clones are static: GCC gives a non-static target_clones function's dispatcher
+ * default visibility whatever -fvisibility says, which would export it from the shared
+ * library (tests/check-exports.sh). */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+bias_act_rows(float *y, int n_rows, int ldy, int n, const float *bias, ws_act act,
+              const float *add)
 {
     for (int r = 0; r < n_rows; r++) {
         float *row = y + (size_t)r * ldy;
@@ -114,14 +117,20 @@ void ws_bias_act_rows(float *y, int n_rows, int ldy, int n, const float *bias, w
     }
 }
 
+void ws_bias_act_rows(float *y, int n_rows, int ldy, int n, const float *bias, ws_act act,
+                      const float *add)
+{
+    bias_act_rows(y, n_rows, ldy, n, bias, act, add);
+}
+
 /* g[j] *= act'(z[j]) for j < n: the conv engine's gradient through act, branch-free:
  *   RELU  [z > 0]
  *   GELU  Phi(z) + z*phi(z), Phi from erfc(|z|/sqrt2) as in gelu_inline (Phi = 1 - erfc/2
  *         for z >= 0, erfc/2 below), phi = exp(-z^2/2) / sqrt(2 pi)
  *   SILU  s + z*s*(1-s), s and 1-s from e = exp(-|z|) with no cancellation
  * (tests/test_engine.c: backward against the float64 oracle) */
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void ws_act_grad_rows(float *g, const float *z, int n, ws_act act)
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+act_grad_rows(float *g, const float *z, int n, ws_act act)
 {
     if (act == WS_ACT_RELU) {
         for (int j = 0; j < n; j++)
@@ -143,4 +152,9 @@ void ws_act_grad_rows(float *g, const float *z, int n, ws_act act)
             g[j] *= s + x * s * s1;
         }
     }
+}
+
+void ws_act_grad_rows(float *g, const float *z, int n, ws_act act)
+{
+    act_grad_rows(g, z, n, act);
 }
