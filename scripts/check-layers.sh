@@ -1,6 +1,7 @@
 #!/bin/sh
 # check-layers.sh - the include graph of src/ points one way (README "Layout"):
 #   cli -> whisper -> {conv, cuda, mel, audio, gguf};  cuda -> conv;  convert -> {gguf, whisper}
+#   api (include/whisper_stem.h) -> {whisper, conv, cuda, mel, audio, gguf}; nothing includes api
 # and the shared base (src/*.h: common, output, signals, strmap, trace) includes no layer.
 # Prints each include that points the wrong way; exit 1 if there is one. Run by `make test`.
 set -eu
@@ -8,6 +9,7 @@ cd "$(dirname "$0")/../src"
 # allowed[layer] = the layers its files may include (besides itself and the base)
 allowed() {
     case $1 in
+    api) echo "whisper conv cuda mel audio gguf" ;;
     cli) echo "whisper conv cuda mel audio gguf convert" ;;
     whisper) echo "conv cuda mel audio gguf" ;;
     convert) echo "gguf whisper" ;;

@@ -1,0 +1,629 @@
+/* test_api.c - include/whisper_stem.h: every call, its error paths and their messages,
+ * and its results against the command's files for the same inputs.
+ *
+ * The claims held here: on the CPU the library's arrays are the bytes whisper-stem
+ * writes (embeddings with and without --pos and --no-pad, --mel), for a file, for PCM
+ * at 16 kHz, and for PCM at 44.1 kHz stereo against the same samples written as a float
+ * WAV; embed_mel(log_mel(x)) is embed_pcm(x); a batch gives embed_file's bytes in input
+ * order, a bad input in the middle failing alone with its own message; one context used
+ * from several threads at once gives the same bytes as one at a time.
+ * The models are tiny random ones from ws-mkmodel; the audio is samples/jfk.wav and
+ * tones written here.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <pthread.h>
+#include <sndfile.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "whisper_stem.h"
+
+#include "common.h"
+#include "helpers.h"
+
+typedef struct {
+    float *data;
+    int64_t shape[4];
+    int ndim;
+    size_t count;
+} npy;
+
+/* A '<f4' C-order .npy as whisper-stem writes it. */
+static npy load_npy(const char *path)
+{
+    npy a = {0};
+    size_t len;
+    uint8_t *b = read_file(path, &len);
+    cr_assert(b, "cannot read %s", path);
+    cr_assert(len >= 10 && memcmp(b, "\x93NUMPY\x01\x00", 8) == 0, "%s: not npy 1.0", path);
+    size_t hl = 10 + (b[8] | (size_t)b[9] << 8);
+    char *h = strndup((char *)b + 10, hl - 10);
+    cr_assert(strstr(h, "'descr': '<f4'"), "%s: header %s", path, h);
+    char *p = strstr(h, "'shape': (");
+    cr_assert(p);
+    p += 10;
+    a.count = 1;
+    while (*p && *p != ')') {
+        long long v = strtoll(p, &p, 10);
+        a.shape[a.ndim++] = v;
+        a.count *= (size_t)v;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    free(h);
+    cr_assert_eq(len - hl, a.count * 4, "%s: payload", path);
+    a.data = malloc(a.count * 4 + 4);
+    memcpy(a.data, b + hl, a.count * 4);
+    free(b);
+    return a;
+}
+
+/* got has want's shape and bytes. */
+static void assert_same(const char *what, const whisper_stem_array *got, const npy *want)
+{
+    cr_assert_eq(got->ndim, want->ndim, "%s: ndim %d, the command's %d", what, got->ndim,
+                 want->ndim);
+    size_t count = 1;
+    for (int i = 0; i < got->ndim; i++) {
+        cr_assert_eq(got->shape[i], want->shape[i], "%s: shape[%d] %lld, the command's %lld",
+                     what, i, (long long)got->shape[i], (long long)want->shape[i]);
+        count *= (size_t)got->shape[i];
+    }
+    for (size_t i = 0; i < count; i++)
+        if (memcmp(&got->data[i], &want->data[i], 4))
+            cr_assert_fail("%s: element %zu is %.9g, the command wrote %.9g", what, i,
+                           got->data[i], want->data[i]);
+}
+
+static void assert_arrays_equal(const char *what, const whisper_stem_array *a,
+                                const whisper_stem_array *b)
+{
+    cr_assert_eq(a->ndim, b->ndim, "%s: ndim", what);
+    size_t count = 1;
+    for (int i = 0; i < a->ndim; i++) {
+        cr_assert_eq(a->shape[i], b->shape[i], "%s: shape[%d]", what, i);
+        count *= (size_t)a->shape[i];
+    }
+    cr_assert(count == 0 || memcmp(a->data, b->data, count * 4) == 0, "%s: the bytes differ",
+              what);
+}
+
+static void mkmodel(const char *dir, const char *args, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/model.gguf", dir);
+    char cmd[2048], err[1024];
+    snprintf(cmd, sizeof cmd, "%s %s -o %s", ws_mkmodel(), args, path);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s: %s", cmd, err);
+}
+
+/* whisper-stem ARGS IN -o OUT (with --threads 2: bytes do not depend on it). */
+static npy cli(const char *args, const char *in, const char *out)
+{
+    char cmd[4096], err[1024];
+    snprintf(cmd, sizeof cmd, "%s -q --device cpu --threads 2 %s '%s' -o '%s'", ws_bin(), args,
+             in, out);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s: %s", cmd, err);
+    return load_npy(out);
+}
+
+static whisper_stem *new_ctx(const char *model, int pad, int pos)
+{
+    whisper_stem_params p = whisper_stem_default_params();
+    p.model = model;
+    p.device = "cpu";
+    p.threads = 3;
+    p.pad = pad;
+    p.pos = pos;
+    whisper_stem_error err = {""};
+    whisper_stem *ws = whisper_stem_new(&p, &err);
+    cr_assert(ws, "whisper_stem_new: %s", err.msg);
+    return ws;
+}
+
+static void write_wav(const char *path, const float *x, size_t frames, int rate, int ch,
+                      int format)
+{
+    SF_INFO info = {.samplerate = rate, .channels = ch, .format = format};
+    SNDFILE *f = sf_open(path, SFM_WRITE, &info);
+    cr_assert(f, "sf_open %s: %s", path, sf_strerror(NULL));
+    cr_assert_eq(sf_writef_float(f, x, (sf_count_t)frames), (sf_count_t)frames);
+    sf_close(f);
+}
+
+/* frames of ch channels at rate: tones (a different one per channel) and a little noise. */
+static float *tones(size_t frames, int rate, int ch, uint64_t seed)
+{
+    ws_rng r = {seed};
+    float *x = malloc(sizeof(float) * frames * (size_t)ch + 4);
+    for (size_t t = 0; t < frames; t++)
+        for (int c = 0; c < ch; c++)
+            x[t * ch + c] = (float)(0.3 * sin(2 * M_PI * (220.0 * (c + 1)) * t / rate) +
+                                    0.05 * (ws_rng_uniform(&r) - 0.5));
+    return x;
+}
+
+/* --- the basics ------------------------------------------------------------ */
+
+Test(api, version_is_the_headers_and_the_commands)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%d.%d.%d", WHISPER_STEM_VERSION_MAJOR, WHISPER_STEM_VERSION_MINOR,
+             WHISPER_STEM_VERSION_PATCH);
+    cr_assert_str_eq(whisper_stem_version(), v);
+    cr_assert_str_eq(whisper_stem_version(), WS_VERSION);
+}
+
+Test(api, default_params_are_the_commands_defaults)
+{
+    whisper_stem_params p = whisper_stem_default_params();
+    cr_assert_null(p.model);
+    cr_assert_str_eq(p.device, "auto");
+    cr_assert_str_eq(p.precision, "fp32");
+    cr_assert_eq(p.threads, 0);
+    cr_assert_eq(p.n_mels, 0);
+    cr_assert_eq(p.pad, WHISPER_STEM_PAD_AUDIO);
+    cr_assert_eq(p.pos, 0);
+}
+
+Test(api, a_context_without_a_model_computes_log_mel_only)
+{
+    whisper_stem *ws = whisper_stem_new(NULL, NULL); /* NULL params: the defaults */
+    cr_assert(ws);
+    cr_assert_eq(whisper_stem_n_mels(ws), 80);
+    cr_assert_eq(whisper_stem_d_model(ws), 0);
+    cr_assert_str_eq(whisper_stem_device(ws), "cpu");
+    float pcm[1600] = {0};
+    whisper_stem_array a = {0}, e = {.ndim = 9};
+    whisper_stem_error err = {""};
+    cr_assert_eq(whisper_stem_log_mel(ws, pcm, 1600, 16000, 1, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.ndim, 2);
+    cr_assert_eq(a.shape[0], 80);
+    cr_assert_eq(a.shape[1], 3000);
+    /* silence: every value is the floor, log10(1e-10) = -10 -> (-10 + 4) / 4 */
+    for (size_t i = 0; i < 80 * 3000; i++)
+        cr_assert_float_eq(a.data[i], -1.5f, 1e-6, "at %zu", i);
+    whisper_stem_array_free(&a);
+    cr_assert_null(a.data);
+    cr_assert_eq(a.ndim, 0);
+
+    cr_assert_eq(whisper_stem_embed_pcm(ws, pcm, 1600, 16000, 1, &e, &err), -1);
+    cr_assert(strstr(err.msg, "no model"), "%s", err.msg);
+    cr_assert_eq(e.ndim, 0, "out is zeroed on failure");
+    cr_assert_eq(whisper_stem_embed_file(ws, test_sample("jfk.wav"), &e, &err), -1);
+    cr_assert(strstr(err.msg, "no model"), "%s", err.msg);
+    float mel[80 * 3000] = {0};
+    cr_assert_eq(whisper_stem_embed_mel(ws, mel, 80, 3000, &e, &err), -1);
+    cr_assert(strstr(err.msg, "no model"), "%s", err.msg);
+    const char *paths[] = {test_sample("jfk.wav")};
+    cr_assert_null(whisper_stem_batch_open(ws, paths, 1, &err));
+    cr_assert(strstr(err.msg, "no model"), "%s", err.msg);
+    whisper_stem_free(ws);
+
+    whisper_stem_params p = whisper_stem_default_params();
+    p.n_mels = 128;
+    ws = whisper_stem_new(&p, &err);
+    cr_assert(ws, "%s", err.msg);
+    cr_assert_eq(whisper_stem_n_mels(ws), 128);
+    cr_assert_eq(whisper_stem_log_mel(ws, pcm, 1600, 16000, 1, &a, NULL), 0);
+    cr_assert_eq(a.shape[0], 128);
+    whisper_stem_array_free(&a);
+    whisper_stem_free(ws);
+}
+
+Test(api, bad_params_fail_naming_the_field)
+{
+    static const struct {
+        const char *device, *precision;
+        int threads, n_mels, pad;
+        const char *want;
+    } cases[] = {
+        {"gpu", NULL, 0, 0, 0, "params.device 'gpu'"},
+        {"cuda:x", NULL, 0, 0, 0, "params.device 'cuda:x'"},
+        {"cuda:1024", NULL, 0, 0, 0, "params.device 'cuda:1024'"},
+        {NULL, "fp64", 0, 0, 0, "params.precision 'fp64'"},
+        {NULL, NULL, -1, 0, 0, "params.threads -1"},
+        {NULL, NULL, 257, 0, 0, "params.threads 257"},
+        {NULL, NULL, 0, 64, 0, "params.n_mels 64"},
+        {NULL, NULL, 0, 0, 3, "params.pad 3"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        whisper_stem_params p = whisper_stem_default_params();
+        p.device = cases[i].device;
+        p.precision = cases[i].precision;
+        p.threads = cases[i].threads;
+        p.n_mels = cases[i].n_mels;
+        p.pad = cases[i].pad;
+        whisper_stem_error err = {""};
+        cr_assert_null(whisper_stem_new(&p, &err), "case %zu was accepted", i);
+        cr_assert(strstr(err.msg, cases[i].want), "case %zu: '%s' lacks '%s'", i, err.msg,
+                  cases[i].want);
+        cr_assert_null(strchr(err.msg, '\n'), "one line: %s", err.msg);
+        cr_assert_null(whisper_stem_new(&p, NULL), "err may be NULL");
+    }
+}
+
+Test(api, a_missing_or_mismatched_model_is_one_line_naming_it)
+{
+    whisper_stem_params p = whisper_stem_default_params();
+    p.model = "/nonexistent/tiny.gguf";
+    whisper_stem_error err = {""};
+    cr_assert_null(whisper_stem_new(&p, &err));
+    cr_assert(strstr(err.msg, "/nonexistent/tiny.gguf"), "%s", err.msg);
+
+    char model[1024];
+    mkmodel(test_tmpdir(), "--size tiny", model, sizeof model);
+    p.model = model;
+    p.n_mels = 128;
+    cr_assert_null(whisper_stem_new(&p, &err));
+    cr_assert(strstr(err.msg, "params.n_mels 128") && strstr(err.msg, "80 mel bands"), "%s",
+              err.msg);
+    p.n_mels = 80;
+    p.device = "cpu";
+    whisper_stem *ws = whisper_stem_new(&p, &err);
+    cr_assert(ws, "%s", err.msg);
+    cr_assert_eq(whisper_stem_d_model(ws), 384);
+    cr_assert_eq(whisper_stem_n_mels(ws), 80);
+    cr_assert_str_eq(whisper_stem_device(ws), "cpu");
+    whisper_stem_free(ws);
+    whisper_stem_free(NULL);
+}
+
+Test(api, null_arguments_are_errors_not_crashes)
+{
+    whisper_stem_error err = {""};
+    whisper_stem_array a = {0};
+    float x[4] = {0};
+    cr_assert_eq(whisper_stem_load_audio(NULL, &a, &err), -1);
+    cr_assert(strstr(err.msg, "path is NULL"), "%s", err.msg);
+    cr_assert_eq(whisper_stem_load_audio(test_sample("jfk.wav"), NULL, &err), -1);
+    cr_assert(strstr(err.msg, "out is NULL"), "%s", err.msg);
+    cr_assert_eq(whisper_stem_log_mel(NULL, x, 4, 16000, 1, &a, &err), -1);
+    cr_assert(strstr(err.msg, "ctx is NULL"), "%s", err.msg);
+    cr_assert_eq(whisper_stem_embed_pcm(NULL, x, 4, 16000, 1, &a, &err), -1);
+    cr_assert_eq(whisper_stem_embed_mel(NULL, x, 80, 3000, &a, &err), -1);
+    cr_assert(strstr(err.msg, "ctx is NULL"), "%s", err.msg);
+    cr_assert_eq(whisper_stem_embed_file(NULL, "x.wav", &a, &err), -1);
+    cr_assert_null(whisper_stem_batch_open(NULL, NULL, 0, &err));
+    cr_assert_eq(whisper_stem_batch_next(NULL, &a, NULL, &err), -1);
+    cr_assert(strstr(err.msg, "batch is NULL"), "%s", err.msg);
+    whisper_stem_batch_close(NULL);
+    whisper_stem_array_free(NULL);
+    whisper_stem_array_free(&a);
+
+    whisper_stem *ws = whisper_stem_new(NULL, &err);
+    cr_assert(ws);
+    cr_assert_eq(whisper_stem_log_mel(ws, NULL, 4, 16000, 1, &a, &err), -1);
+    cr_assert(strstr(err.msg, "pcm is NULL"), "%s", err.msg);
+    cr_assert_eq(whisper_stem_log_mel(ws, x, 4, 16000, 1, NULL, &err), -1);
+    cr_assert(strstr(err.msg, "out is NULL"), "%s", err.msg);
+    whisper_stem_free(ws);
+}
+
+Test(api, bad_pcm_fails_with_what_is_wrong)
+{
+    whisper_stem *ws = whisper_stem_new(NULL, NULL);
+    whisper_stem_error err = {""};
+    whisper_stem_array a = {0};
+    float x[320] = {0};
+    cr_assert_eq(whisper_stem_log_mel(ws, x, 160, 0, 1, &a, &err), -1);
+    cr_assert(strstr(err.msg, "pcm: sample rate 0 Hz"), "%s", err.msg);
+    cr_assert_eq(whisper_stem_log_mel(ws, x, 160, 16000, 0, &a, &err), -1);
+    cr_assert(strstr(err.msg, "pcm: 0 channels"), "%s", err.msg);
+    x[7] = NAN;
+    cr_assert_eq(whisper_stem_log_mel(ws, x, 160, 16000, 2, &a, &err), -1);
+    cr_assert(strstr(err.msg, "pcm: frame 3 is not a finite number"), "%s", err.msg);
+    cr_assert_null(a.data);
+    whisper_stem_free(ws);
+
+    whisper_stem_params p = whisper_stem_default_params();
+    p.pad = WHISPER_STEM_PAD_NONE;
+    ws = whisper_stem_new(&p, &err);
+    x[7] = 0;
+    cr_assert_eq(whisper_stem_log_mel(ws, x, 100, 16000, 1, &a, &err), -1);
+    cr_assert(strstr(err.msg, "pcm: 100 samples is shorter than one hop"), "%s", err.msg);
+    cr_assert_eq(whisper_stem_log_mel(ws, x, 320, 16000, 1, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.shape[0], 80);
+    cr_assert_eq(a.shape[1], 2, "--no-pad: n / 160 frames");
+    whisper_stem_array_free(&a);
+    whisper_stem_free(ws);
+}
+
+Test(api, load_audio_gives_16k_mono_and_names_a_bad_file)
+{
+    whisper_stem_array a = {0};
+    whisper_stem_error err = {""};
+    cr_assert_eq(whisper_stem_load_audio(test_sample("jfk.wav"), &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.ndim, 1);
+    cr_assert_eq(a.shape[0], 176000, "jfk.wav: 11 s at 16 kHz");
+    float peak = 0;
+    for (int64_t i = 0; i < a.shape[0]; i++)
+        peak = fabsf(a.data[i]) > peak ? fabsf(a.data[i]) : peak;
+    cr_assert(peak > 0.1f && peak <= 1.0f, "peak %g", peak);
+    whisper_stem_array_free(&a);
+
+    const char *dir = test_tmpdir();
+    char bad[1024];
+    snprintf(bad, sizeof bad, "%s/not-audio.wav", dir);
+    FILE *f = fopen(bad, "w");
+    fputs("this is not a WAV file at all, only text\n", f);
+    fclose(f);
+    a.ndim = 5;
+    cr_assert_eq(whisper_stem_load_audio(bad, &a, &err), -1);
+    cr_assert(strncmp(err.msg, bad, strlen(bad)) == 0, "starts with the path: %s", err.msg);
+    cr_assert_eq(a.ndim, 0);
+    cr_assert_eq(whisper_stem_load_audio("/nonexistent.flac", &a, &err), -1);
+    cr_assert(strstr(err.msg, "/nonexistent.flac"), "%s", err.msg);
+}
+
+/* --- against the command ----------------------------------------------------- */
+
+Test(api, log_mel_is_the_commands_mel_bit_for_bit, .timeout = 60)
+{
+    const char *dir = test_tmpdir(), *wav = test_sample("jfk.wav");
+    char out[1024];
+    snprintf(out, sizeof out, "%s/mel.npy", dir);
+    npy want = cli("--mel", wav, out);
+    whisper_stem *ws = whisper_stem_new(NULL, NULL);
+    whisper_stem_array pcm = {0}, got = {0};
+    whisper_stem_error err = {""};
+    cr_assert_eq(whisper_stem_load_audio(wav, &pcm, &err), 0, "%s", err.msg);
+    cr_assert_eq(whisper_stem_log_mel(ws, pcm.data, (size_t)pcm.shape[0], 16000, 1, &got, &err),
+                 0, "%s", err.msg);
+    assert_same("log_mel(jfk.wav)", &got, &want);
+    whisper_stem_array_free(&got);
+    whisper_stem_array_free(&pcm);
+    whisper_stem_free(ws);
+    free(want.data);
+}
+
+Test(api, embeddings_are_the_commands_bytes_with_and_without_pos_and_padding, .timeout = 120)
+{
+    const char *dir = test_tmpdir(), *wav = test_sample("jfk.wav");
+    char model[1024], out[1024], args[1200];
+    mkmodel(dir, "--size tiny", model, sizeof model);
+    static const struct {
+        const char *flags;
+        int pad, pos;
+    } modes[] = {
+        {"", WHISPER_STEM_PAD_AUDIO, 0},
+        {"--pos", WHISPER_STEM_PAD_AUDIO, 1},
+        {"--no-pad", WHISPER_STEM_PAD_NONE, 0},
+        {"--pad mel0 --pos", WHISPER_STEM_PAD_MEL0, 1},
+    };
+    whisper_stem_array pcm = {0};
+    whisper_stem_error err = {""};
+    cr_assert_eq(whisper_stem_load_audio(wav, &pcm, &err), 0, "%s", err.msg);
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        snprintf(out, sizeof out, "%s/emb%zu.npy", dir, m);
+        snprintf(args, sizeof args, "-m '%s' %s", model, modes[m].flags);
+        npy want = cli(args, wav, out);
+        whisper_stem *ws = new_ctx(model, modes[m].pad, modes[m].pos);
+        whisper_stem_array f = {0}, p = {0}, mel = {0}, fm = {0};
+        cr_assert_eq(whisper_stem_embed_file(ws, wav, &f, &err), 0, "%s", err.msg);
+        assert_same(modes[m].flags, &f, &want);
+        cr_assert_eq(whisper_stem_embed_pcm(ws, pcm.data, (size_t)pcm.shape[0], 16000, 1, &p,
+                                            &err), 0, "%s", err.msg);
+        assert_same(modes[m].flags, &p, &want);
+        cr_assert_eq(whisper_stem_log_mel(ws, pcm.data, (size_t)pcm.shape[0], 16000, 1, &mel,
+                                          &err), 0, "%s", err.msg);
+        cr_assert_eq(whisper_stem_embed_mel(ws, mel.data, (int)mel.shape[0], mel.shape[1], &fm,
+                                            &err), 0, "%s", err.msg);
+        assert_arrays_equal("embed_mel(log_mel(x)) vs embed_pcm(x)", &fm, &p);
+        if (modes[m].pad == WHISPER_STEM_PAD_NONE)
+            cr_assert_eq(f.shape[0], (176000 / 160 - 1) / 2 + 1);
+        else
+            cr_assert_eq(f.shape[0], 1500);
+        cr_assert_eq(f.shape[1], 384);
+        whisper_stem_array_free(&f);
+        whisper_stem_array_free(&p);
+        whisper_stem_array_free(&mel);
+        whisper_stem_array_free(&fm);
+        whisper_stem_free(ws);
+        free(want.data);
+    }
+    whisper_stem_array_free(&pcm);
+}
+
+Test(api, pcm_at_44k_stereo_equals_the_command_on_that_wav, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], wav[1024], out[1024], args[1200];
+    mkmodel(dir, "--size tiny", model, sizeof model);
+    const size_t frames = 44100 * 7 + 123;
+    float *x = tones(frames, 44100, 2, 7);
+    snprintf(wav, sizeof wav, "%s/stereo44k.wav", dir);
+    write_wav(wav, x, frames, 44100, 2, SF_FORMAT_WAV | SF_FORMAT_FLOAT);
+
+    snprintf(out, sizeof out, "%s/emb.npy", dir);
+    snprintf(args, sizeof args, "-m '%s'", model);
+    npy want = cli(args, wav, out);
+    whisper_stem *ws = new_ctx(model, WHISPER_STEM_PAD_AUDIO, 0);
+    whisper_stem_array got = {0};
+    whisper_stem_error err = {""};
+    cr_assert_eq(whisper_stem_embed_pcm(ws, x, frames, 44100, 2, &got, &err), 0, "%s", err.msg);
+    assert_same("embed_pcm(44.1 kHz stereo)", &got, &want);
+    whisper_stem_array_free(&got);
+    free(want.data);
+
+    snprintf(out, sizeof out, "%s/mel.npy", dir);
+    want = cli("--mel", wav, out);
+    cr_assert_eq(whisper_stem_log_mel(ws, x, frames, 44100, 2, &got, &err), 0, "%s", err.msg);
+    assert_same("log_mel(44.1 kHz stereo)", &got, &want);
+    whisper_stem_array_free(&got);
+    free(want.data);
+    whisper_stem_free(ws);
+    free(x);
+}
+
+Test(api, long_audio_gives_the_commands_windows, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], wav[1024], out[1024], args[1200];
+    mkmodel(dir, "--size tiny", model, sizeof model);
+    const size_t n = 16000 * 65; /* 3 windows */
+    float *x = tones(n, 16000, 1, 3);
+    snprintf(wav, sizeof wav, "%s/long.wav", dir);
+    write_wav(wav, x, n, 16000, 1, SF_FORMAT_WAV | SF_FORMAT_FLOAT);
+
+    snprintf(out, sizeof out, "%s/emb.npy", dir);
+    snprintf(args, sizeof args, "-m '%s'", model);
+    npy want = cli(args, wav, out);
+    cr_assert_eq(want.ndim, 3);
+    cr_assert_eq(want.shape[0], 3);
+    whisper_stem *ws = new_ctx(model, WHISPER_STEM_PAD_AUDIO, 0);
+    whisper_stem_array got = {0}, mel = {0}, fm = {0};
+    whisper_stem_error err = {""};
+    cr_assert_eq(whisper_stem_embed_pcm(ws, x, n, 16000, 1, &got, &err), 0, "%s", err.msg);
+    assert_same("embed_pcm(65 s)", &got, &want);
+    free(want.data);
+
+    /* the log-Mel: [80][9000] here, the command's [3][80][3000] the same windows stacked */
+    snprintf(out, sizeof out, "%s/mel.npy", dir);
+    want = cli("--mel", wav, out);
+    cr_assert_eq(whisper_stem_log_mel(ws, x, n, 16000, 1, &mel, &err), 0, "%s", err.msg);
+    cr_assert_eq(mel.ndim, 2);
+    cr_assert_eq(mel.shape[0], 80);
+    cr_assert_eq(mel.shape[1], 9000);
+    cr_assert_eq(want.ndim, 3);
+    for (int w = 0; w < 3; w++)
+        for (int m = 0; m < 80; m++)
+            cr_assert(memcmp(mel.data + (size_t)m * 9000 + (size_t)w * 3000,
+                             want.data + ((size_t)w * 80 + m) * 3000, 3000 * 4) == 0,
+                      "window %d band %d differs from the command's", w, m);
+    cr_assert_eq(whisper_stem_embed_mel(ws, mel.data, 80, 9000, &fm, &err), 0, "%s", err.msg);
+    assert_arrays_equal("embed_mel(log_mel(65 s))", &fm, &got);
+
+    /* whole windows only, and the context's band count */
+    cr_assert_eq(whisper_stem_embed_mel(ws, mel.data, 80, 4000, &fm, &err), -1);
+    cr_assert(strstr(err.msg, "n_frames 4000: must be a positive multiple of 3000"), "%s",
+              err.msg);
+    cr_assert_null(fm.data);
+    cr_assert_eq(whisper_stem_embed_mel(ws, mel.data, 80, 0, &fm, &err), -1);
+    cr_assert(strstr(err.msg, "n_frames 0"), "%s", err.msg);
+    cr_assert_eq(whisper_stem_embed_mel(ws, mel.data, 128, 3000, &fm, &err), -1);
+    cr_assert(strstr(err.msg, "n_mels 128, but the model takes 80"), "%s", err.msg);
+    cr_assert_eq(whisper_stem_embed_mel(ws, NULL, 80, 3000, &fm, &err), -1);
+    cr_assert(strstr(err.msg, "mel is NULL"), "%s", err.msg);
+    whisper_stem_array_free(&got);
+    whisper_stem_array_free(&mel);
+    whisper_stem_free(ws);
+    free(want.data);
+    free(x);
+}
+
+/* --- the batch ---------------------------------------------------------------- */
+
+Test(api, batch_gives_embed_files_bytes_in_order_and_a_bad_input_fails_alone, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    char model[1024], wav2[1024], bad[1024];
+    mkmodel(dir, "--size tiny", model, sizeof model);
+    const size_t n = 16000 * 40;
+    float *x = tones(n, 16000, 1, 11);
+    snprintf(wav2, sizeof wav2, "%s/forty.wav", dir);
+    write_wav(wav2, x, n, 16000, 1, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+    free(x);
+    snprintf(bad, sizeof bad, "%s/missing.wav", dir);
+    const char *jfk = test_sample("jfk.wav");
+    const char *paths[] = {jfk, wav2, bad, jfk, wav2, jfk};
+    const size_t np = sizeof paths / sizeof *paths;
+
+    whisper_stem *ws = new_ctx(model, WHISPER_STEM_PAD_AUDIO, 1);
+    whisper_stem_array want[2] = {{0}}, got = {0};
+    whisper_stem_error err = {""};
+    cr_assert_eq(whisper_stem_embed_file(ws, jfk, &want[0], &err), 0, "%s", err.msg);
+    cr_assert_eq(whisper_stem_embed_file(ws, wav2, &want[1], &err), 0, "%s", err.msg);
+    cr_assert_eq(want[1].ndim, 3, "40 s: two windows");
+
+    whisper_stem_batch *b = whisper_stem_batch_open(ws, paths, np, &err);
+    cr_assert(b, "%s", err.msg);
+    for (size_t k = 0; k < np; k++) {
+        size_t index = 999;
+        int r = whisper_stem_batch_next(b, &got, &index, &err);
+        cr_assert_eq(index, k, "results in input order: got %zu at %zu", index, k);
+        if (paths[k] == bad) {
+            cr_assert_eq(r, -1, "the missing file fails");
+            cr_assert(strncmp(err.msg, bad, strlen(bad)) == 0, "its own message: %s", err.msg);
+            cr_assert_null(got.data);
+            continue;
+        }
+        cr_assert_eq(r, 1, "input %zu: %s", k, err.msg);
+        assert_arrays_equal(paths[k], &got, &want[paths[k] == jfk ? 0 : 1]);
+        whisper_stem_array_free(&got);
+    }
+    cr_assert_eq(whisper_stem_batch_next(b, &got, NULL, &err), 0, "then no more");
+    cr_assert_eq(whisper_stem_batch_next(b, &got, NULL, &err), 0, "and still none");
+    whisper_stem_batch_close(b);
+
+    /* closed early, with inputs taken ahead: nothing leaks, nothing hangs */
+    b = whisper_stem_batch_open(ws, paths, np, &err);
+    cr_assert_eq(whisper_stem_batch_next(b, &got, NULL, &err), 1, "%s", err.msg);
+    whisper_stem_array_free(&got);
+    whisper_stem_batch_close(b);
+
+    /* none at all */
+    b = whisper_stem_batch_open(ws, paths, 0, &err);
+    cr_assert(b, "%s", err.msg);
+    cr_assert_eq(whisper_stem_batch_next(b, &got, NULL, &err), 0);
+    whisper_stem_batch_close(b);
+    const char *with_null[] = {jfk, NULL};
+    cr_assert_null(whisper_stem_batch_open(ws, with_null, 2, &err));
+    cr_assert(strstr(err.msg, "paths[1] is NULL"), "%s", err.msg);
+
+    whisper_stem_array_free(&want[0]);
+    whisper_stem_array_free(&want[1]);
+    whisper_stem_free(ws);
+}
+
+/* --- threads ------------------------------------------------------------------ */
+
+typedef struct {
+    whisper_stem *ws;
+    const float *pcm;
+    size_t n;
+    whisper_stem_array mel, emb;
+    int rc;
+} job;
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    j->rc = whisper_stem_log_mel(j->ws, j->pcm, j->n, 16000, 1, &j->mel, NULL) ||
+            whisper_stem_embed_pcm(j->ws, j->pcm, j->n, 16000, 1, &j->emb, NULL);
+    return NULL;
+}
+
+Test(api, one_context_from_several_threads_gives_the_same_bytes, .timeout = 120)
+{
+    char model[1024];
+    mkmodel(test_tmpdir(), "--size tiny", model, sizeof model);
+    whisper_stem *ws = new_ctx(model, WHISPER_STEM_PAD_AUDIO, 0);
+    enum { N = 4 };
+    float *x[N];
+    job jobs[N];
+    pthread_t tid[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = tones(16000 * (3 + i), 16000, 1, (uint64_t)i + 20);
+        jobs[i] = (job){.ws = ws, .pcm = x[i], .n = 16000 * (size_t)(3 + i)};
+        cr_assert_eq(pthread_create(&tid[i], NULL, run_job, &jobs[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(tid[i], NULL);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(jobs[i].rc, 0, "thread %d failed", i);
+        job one = {.ws = ws, .pcm = x[i], .n = jobs[i].n};
+        run_job(&one);
+        cr_assert_eq(one.rc, 0);
+        assert_arrays_equal("log_mel, threads vs alone", &jobs[i].mel, &one.mel);
+        assert_arrays_equal("embed_pcm, threads vs alone", &jobs[i].emb, &one.emb);
+        whisper_stem_array_free(&one.mel);
+        whisper_stem_array_free(&one.emb);
+        whisper_stem_array_free(&jobs[i].mel);
+        whisper_stem_array_free(&jobs[i].emb);
+        free(x[i]);
+    }
+    whisper_stem_free(ws);
+}
