@@ -1,7 +1,8 @@
 # whisper-stem - build, test, install.
 #
-#   make                 build/whisper-stem and build/ws-mkmodel
-#   make test            build and run the Criterion suite (tests/)
+#   make                 build/whisper-stem, the tools (ws-*), the benches and the libraries
+#   make test            build and run the Criterion suite (tests/), the exported-symbol
+#                        check (tests/check-exports.sh) and install-check
 #   make asan            the same suite under AddressSanitizer + UBSan (build-asan/)
 #   make interop         GGUF files we write, read by @huggingface/gguf (needs node, npm)
 #   make fuzz-replay     each fuzz harness over its committed corpus, gcc + ASan/UBSan
@@ -10,15 +11,26 @@
 #   make corpus          the Slurm and GNU parallel recipes over 200 files (tests/corpus/;
 #                        the Slurm half starts a one-node cluster, as root)
 #   make check           test + asan + interop + fuzz-replay + fuzz-smoke + corpus (what CI runs)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local [DESTDIR=] [LIBDIR=...]
+#                        binaries, libwhisper-stem.so.VERSION (+ .so.0, .so links) and
+#                        libwhisper-stem.a, include/whisper_stem.h and ws_conv.h,
+#                        whisper-stem.pc, man pages; `make uninstall` removes exactly those
+#   make lib             $(BUILD)/libwhisper-stem.so.VERSION and libwhisper-stem.a alone
+#   make install-check   install into a temporary prefix, build tests/client/lib_client.c
+#                        with pkg-config alone, run it, uninstall, check nothing is left
 #   make bundle          build/bundle/: binary + test runner + their shared libraries,
 #                        relocatable (RUNPATH $ORIGIN/lib), for GPU nodes
 #
-# Knobs: BUILD=dir  CC=...  CFLAGS=...  SAN=1 (sanitizers)  PREFIX=...
+# Knobs: BUILD=dir  CC=...  CFLAGS=...  SAN=1 (sanitizers)  PREFIX=...  DESTDIR=...
+#        BINDIR, LIBDIR, INCLUDEDIR, MANDIR (default $(PREFIX)/bin, lib, include, share/man)
 # No CUDA toolkit is needed: the GPU path loads libcuda.so.1 at run time.
 
 BUILD   ?= build
 PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR  ?= $(PREFIX)/share/man
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 PKG     ?= pkg-config
@@ -31,6 +43,14 @@ SHELL   := /bin/bash
 
 PKGS      := sndfile fftw3f soxr libcjson
 TEST_PKGS := criterion
+
+# The version is the public header's (WHISPER_STEM_VERSION_*); the soname carries the major.
+VERSION := $(shell sed -n 's/^\#define WHISPER_STEM_VERSION_[A-Z]* \([0-9][0-9]*\).*/\1/p' \
+             include/whisper_stem.h | paste -sd.)
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+SONAME  := libwhisper-stem.so.$(SOMAJOR)
+SHLIB   := $(BUILD)/libwhisper-stem.so.$(VERSION)
+ARLIB   := $(BUILD)/libwhisper-stem.a
 
 # --- what was found --------------------------------------------------------
 define check_pkg
@@ -73,7 +93,10 @@ DEFS     := -D_GNU_SOURCE
 ifeq ($(SAN),1)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 endif
-ALL_CFLAGS  = $(CFLAGS) $(WARN) $(DEFS) $(NVTX_FLAGS) $(SANFLAGS) -Iinclude -Isrc $(shell $(PKG) --cflags $(PKGS))
+# Everything is position-independent (the same objects make the archive and the shared
+# library); the library's own objects hide every symbol that include/*.h does not mark
+# WS_API (tests/check-exports.sh holds the shared library to that).
+ALL_CFLAGS  = $(CFLAGS) $(WARN) $(DEFS) $(NVTX_FLAGS) $(SANFLAGS) -fPIC -Iinclude -Isrc $(shell $(PKG) --cflags $(PKGS))
 LDLIBS      = $(shell $(PKG) --libs $(PKGS)) -lpthread -ldl -lm
 TEST_CFLAGS = $(ALL_CFLAGS) $(shell $(PKG) --cflags criterion) -Itests
 TEST_LIBS   = $(shell $(PKG) --libs criterion)
@@ -81,6 +104,9 @@ TEST_LIBS   = $(shell $(PKG) --libs criterion)
 SRC      := $(wildcard src/*.c src/*/*.c)
 LIB_SRC  := $(filter-out src/cli/main.c,$(SRC))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# The shared library: the API and the layers under it (not the command's cli/ nor the
+# converter's convert/, which no public header declares).
+SO_OBJ   := $(filter-out $(BUILD)/src/cli/% $(BUILD)/src/convert/%,$(LIB_OBJ))
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 # Every scripts/NAME.c is a tool, $(BUILD)/ws-NAME; every bench/NAME.c a
@@ -95,10 +121,11 @@ $(BUILD)/bench/resample.o: ALL_CFLAGS += -DWS_HAVE_SAMPLERATE $(shell $(PKG) --c
 $(BUILD)/bench-resample: LDLIBS += $(shell $(PKG) --libs samplerate)
 endif
 
-.PHONY: all test asan check interop install bundle clean
+.PHONY: all lib test asan check interop install uninstall install-check bundle clean
 # Keep the objects of tools and benches (make would delete them as intermediates).
 .SECONDARY:
-all: $(BUILD)/whisper-stem $(TOOLS) $(BENCHES)
+all: $(BUILD)/whisper-stem $(TOOLS) $(BENCHES) lib
+lib: $(SHLIB) $(BUILD)/libwhisper-stem.so.$(SOMAJOR) $(BUILD)/libwhisper-stem.so $(ARLIB)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -108,25 +135,42 @@ $(BUILD)/%.o: %.c
 # stay IEEE (no -ffast-math): -fno-trapping-math only lets GCC if-convert
 # branch-free selects, since nothing here reads floating-point exception flags.
 $(BUILD)/src/conv/%.o $(BUILD)/src/mel/%.o: ALL_CFLAGS += -O3 -fno-trapping-math
+$(BUILD)/src/%.o: ALL_CFLAGS += -fvisibility=hidden
 
 $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/libwhisperstem.a: $(LIB_OBJ)
+$(ARLIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/whisper-stem: $(BUILD)/src/cli/main.o $(BUILD)/libwhisperstem.a
+# Under the sanitizers the runtime comes from the program, so undefined symbols are allowed.
+$(SHLIB): $(SO_OBJ)
+	$(CC) $(CFLAGS) $(SANFLAGS) -shared -Wl,-soname,$(SONAME) $(if $(SANFLAGS),,-Wl,--no-undefined) \
+	  $^ -o $@ $(LDLIBS)
+$(BUILD)/libwhisper-stem.so.$(SOMAJOR) $(BUILD)/libwhisper-stem.so: $(SHLIB)
+	ln -sf $(notdir $<) $@
+
+# pkg-config's file, written at install time with the paths of that install; static
+# linking (--static) adds Requires.private and Libs.private.
+PC_LINES = 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+  'Name: whisper-stem' \
+  'Description: Whisper audio frontend: audio to 16 kHz, log-Mel and the encoder conv stem (CPU or CUDA)' \
+  'Version: $(VERSION)' 'Requires.private: $(PKGS)' \
+  'Libs: -L$${libdir} -lwhisper-stem' 'Libs.private: -lpthread -ldl -lm' \
+  'Cflags: -I$${includedir}'
+
+$(BUILD)/whisper-stem: $(BUILD)/src/cli/main.o $(ARLIB)
 	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/ws-%: $(BUILD)/scripts/%.o $(BUILD)/libwhisperstem.a
+$(BUILD)/ws-%: $(BUILD)/scripts/%.o $(ARLIB)
 	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/bench-%: $(BUILD)/bench/%.o $(BUILD)/libwhisperstem.a
+$(BUILD)/bench-%: $(BUILD)/bench/%.o $(ARLIB)
 	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libwhisperstem.a
+$(BUILD)/test_runner: $(TEST_OBJ) $(ARLIB)
 	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(TEST_LIBS) $(LDLIBS)
 
 # The suite finds the binaries and data through these variables.
@@ -135,15 +179,17 @@ TEST_ENV = WS_BIN=$(abspath $(BUILD)/whisper-stem) WS_MKMODEL=$(abspath $(BUILD)
            WS_TESTDATA=$(abspath tests/data) WS_SAMPLES=$(abspath samples) WS_PTXAS=$(PTXAS)
 
 # tests/client/client.c: a caller of the conv engine built from include/ alone (no -Isrc).
-$(BUILD)/ws-conv-client: tests/client/client.c include/ws_conv.h $(BUILD)/libwhisperstem.a
+$(BUILD)/ws-conv-client: tests/client/client.c include/ws_conv.h $(ARLIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(WARN) $(DEFS) $(SANFLAGS) -Iinclude $< -o $@ $(BUILD)/libwhisperstem.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(WARN) $(DEFS) $(SANFLAGS) -Iinclude $< -o $@ $(ARLIB) $(LDLIBS)
 
 test: all $(BUILD)/test_runner $(BUILD)/ws-conv-client
 	scripts/check-layers.sh
+	tests/check-exports.sh $(BUILD)
 	$(TEST_ENV) $(BUILD)/test_runner $(TEST_ARGS)
 	@if $(BUILD)/ws-conv-client; then echo "✓ conv engine client (include/ws_conv.h alone) gave the hand-computed values"; \
 	  else echo "✗ conv engine client (tests/client/client.c) failed"; exit 1; fi
+	@$(MAKE) --no-print-directory install-check
 	@$(BUILD)/whisper-stem --check >/dev/null 2>&1 && echo "✓ GPU found: the gpu_* tests ran" || \
 	  echo "✗ no usable CUDA driver or GPU here: the gpu_* tests were skipped (scripts/gpu-node.sh runs them on a GPU machine)"
 
@@ -201,11 +247,11 @@ $(FUZZ_BUILD)/obj/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
 
 # An archive, so that each harness links only the objects it reaches.
-$(FUZZ_BUILD)/libwhisperstem.a: $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+$(FUZZ_BUILD)/libwhisper-stem.a: $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(FUZZ_BUILD)/fuzz-%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_BUILD)/libwhisperstem.a
+$(FUZZ_BUILD)/fuzz-%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_BUILD)/libwhisper-stem.a
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ $(LDLIBS)
 
 fuzz: $(FUZZERS:%=$(FUZZ_BUILD)/fuzz-%)
@@ -235,7 +281,7 @@ $(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/replay-%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/replay.o $(BUILD)/libwhisperstem.a
+$(BUILD)/replay-%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/replay.o $(ARLIB)
 	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
 
 # CI's short run: only where clang can link a libFuzzer program.
@@ -251,14 +297,53 @@ fuzz-smoke:
 fuzz-seeds: $(BUILD)/ws-fuzz-seeds
 	$(BUILD)/ws-fuzz-seeds tests/fuzz/corpus
 
-$(BUILD)/ws-fuzz-seeds: $(BUILD)/tests/fuzz/seeds.o $(BUILD)/libwhisperstem.a
+$(BUILD)/ws-fuzz-seeds: $(BUILD)/tests/fuzz/seeds.o $(ARLIB)
 	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
 
+# What install puts where, and uninstall removes (files and links only: the directories
+# may hold others' files).
+INSTALLED = $(BINDIR)/whisper-stem $(BINDIR)/whisper-stem-convert $(TOOLS:$(BUILD)/%=$(BINDIR)/%) \
+            $(LIBDIR)/libwhisper-stem.so.$(VERSION) $(LIBDIR)/libwhisper-stem.so.$(SOMAJOR) \
+            $(LIBDIR)/libwhisper-stem.so $(LIBDIR)/libwhisper-stem.a \
+            $(LIBDIR)/pkgconfig/whisper-stem.pc $(INCLUDEDIR)/whisper_stem.h $(INCLUDEDIR)/ws_conv.h \
+            $(MANDIR)/man1/whisper-stem.1 $(MANDIR)/man1/whisper-stem-convert.1
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(BUILD)/whisper-stem $(DESTDIR)$(PREFIX)/bin/whisper-stem
-	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 755 $(BUILD)/ws-convert $(DESTDIR)$(PREFIX)/bin/whisper-stem-convert
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+	  $(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(BUILD)/whisper-stem $(DESTDIR)$(BINDIR)/whisper-stem
+	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(BUILD)/ws-convert $(DESTDIR)$(BINDIR)/whisper-stem-convert
+	install -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/
+	ln -sf libwhisper-stem.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libwhisper-stem.so.$(SOMAJOR)
+	ln -sf libwhisper-stem.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/libwhisper-stem.so
+	install -m 644 $(ARLIB) $(DESTDIR)$(LIBDIR)/
+	printf '%s\n' $(PC_LINES) > $(DESTDIR)$(LIBDIR)/pkgconfig/whisper-stem.pc
+	install -m 644 include/whisper_stem.h include/ws_conv.h $(DESTDIR)$(INCLUDEDIR)/
+	for m in whisper-stem whisper-stem-convert; do \
+	  sed '1s/"whisper-stem [0-9.]*"/"whisper-stem $(VERSION)"/' man/$$m.1 > $(DESTDIR)$(MANDIR)/man1/$$m.1; done
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+
+# Installs into a temporary prefix, builds tests/client/lib_client.c with pkg-config's
+# flags alone, runs it on the installed library against the installed command's files
+# (the same bytes, CPU fp32), uninstalls and checks that no file or link is left.
+install-check: all
+	@set -e; t=$$(mktemp -d); p=$$t/prefix; \
+	dirs="PREFIX=$$p BINDIR=$$p/bin LIBDIR=$$p/lib INCLUDEDIR=$$p/include MANDIR=$$p/share/man DESTDIR="; \
+	$(MAKE) --no-print-directory $$dirs install >/dev/null; \
+	flags=$$(PKG_CONFIG_PATH=$$p/lib/pkgconfig $(PKG) --cflags --libs whisper-stem); \
+	echo "lib_client: cc ... $$flags"; \
+	$(CC) -std=c11 -Wall -Wextra -Werror $(SANFLAGS) tests/client/lib_client.c $$flags -o $$t/lib_client; \
+	$$p/bin/ws-mkmodel --size tiny -o $$t/tiny.gguf; \
+	$$p/bin/whisper-stem -q --device cpu -m $$t/tiny.gguf samples/jfk.wav -o $$t/emb.npy; \
+	$$p/bin/whisper-stem -q --mel samples/jfk.wav -o $$t/mel.npy; \
+	LD_LIBRARY_PATH=$$p/lib $$t/lib_client $$t/tiny.gguf samples/jfk.wav $$t/emb.npy $$t/mel.npy; \
+	$(MAKE) --no-print-directory $$dirs uninstall >/dev/null; \
+	left=$$(find $$p ! -type d); \
+	if [ -n "$$left" ]; then echo "✗ make uninstall left: $$left"; exit 1; fi; \
+	rm -rf $$t; echo "✓ installed, a client built with pkg-config alone ran, uninstalled leaving nothing"
 
 bundle: all $(BUILD)/test_runner
 	scripts/bundle.sh $(BUILD) $(BUILD)/bundle

@@ -70,6 +70,14 @@
 extern "C" {
 #endif
 
+#ifndef WS_API /* what the shared library exports; everything else in it is hidden */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define WS_API __attribute__((visibility("default")))
+#else
+#define WS_API
+#endif
+#endif
+
 #ifndef WS_ERR_DEFINED
 #define WS_ERR_DEFINED
 typedef struct ws_err {
@@ -105,17 +113,17 @@ typedef struct {                /* one call; host pointers on the CPU, device po
 } ws_conv_args;
 
 /* 0 when the descriptor is valid, or -1 with a message naming the field. */
-int ws_conv_check(const ws_conv_desc *d, ws_err *err);
+WS_API int ws_conv_check(const ws_conv_desc *d, ws_err *err);
 
 /* T_out for t_in, or 0 when t_in is too short (or the descriptor invalid). */
-int ws_conv_out_len(const ws_conv_desc *d, int t_in);
+WS_API int ws_conv_out_len(const ws_conv_desc *d, int t_in);
 
 /* The CPU backend. w ([C_out][Cg][K] in w_type) and b may be NULL: then given per call. */
 typedef struct ws_conv ws_conv;
-ws_conv *ws_conv_new(const ws_conv_desc *d, const void *w, const float *b, int n_threads,
-                     ws_err *err);
-int ws_conv_run(ws_conv *c, const ws_conv_args *a, ws_err *err); /* 0 or -1 */
-void ws_conv_free(ws_conv *c);                                   /* NULL-safe */
+WS_API ws_conv *ws_conv_new(const ws_conv_desc *d, const void *w, const float *b, int n_threads,
+                            ws_err *err);
+WS_API int ws_conv_run(ws_conv *c, const ws_conv_args *a, ws_err *err); /* 0 or -1 */
+WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-safe */
 
 /* The GPU backend, through the CUDA driver API: libcuda.so.1 is opened at run time (no
  * toolkit needed), so without a driver or a device ws_gpu_open fails with a message
@@ -147,39 +155,39 @@ typedef struct ws_gpu ws_gpu;
 
 /* Opens the driver and device number `ordinal` (0: the first that CUDA_VISIBLE_DEVICES
  * leaves): retains its primary context and creates one stream. NULL with err on failure. */
-ws_gpu *ws_gpu_open(int ordinal, ws_err *err);
-void ws_gpu_close(ws_gpu *g); /* waits for the stream, releases the context; NULL-safe */
+WS_API ws_gpu *ws_gpu_open(int ordinal, ws_err *err);
+WS_API void ws_gpu_close(ws_gpu *g); /* waits for the stream, releases the context; NULL-safe */
 
 /* Device memory: *dptr gets the address (bytes >= 1). 0, or -1 with err (*dptr = 0). */
-int ws_gpu_alloc(ws_gpu *g, size_t bytes, uint64_t *dptr, ws_err *err);
-void ws_gpu_release(ws_gpu *g, uint64_t dptr); /* dptr 0: nothing */
+WS_API int ws_gpu_alloc(ws_gpu *g, size_t bytes, uint64_t *dptr, ws_err *err);
+WS_API void ws_gpu_release(ws_gpu *g, uint64_t dptr); /* dptr 0: nothing */
 
 /* Copies between host and device on g's stream; both wait until the copy is done, so the
  * host buffer may be reused on return. 0, or -1 with err. */
-int ws_gpu_upload(ws_gpu *g, uint64_t dst, const void *src, size_t bytes, ws_err *err);
-int ws_gpu_download(ws_gpu *g, void *dst, uint64_t src, size_t bytes, ws_err *err);
+WS_API int ws_gpu_upload(ws_gpu *g, uint64_t dst, const void *src, size_t bytes, ws_err *err);
+WS_API int ws_gpu_download(ws_gpu *g, void *dst, uint64_t src, size_t bytes, ws_err *err);
 
 /* A GPU plan: checks d (ws_conv_check), emits its PTX for g's
  * compute capability and loads it, converts w (host, [C_out][Cg][K] in w_type) to float32
  * and uploads it with b (host, float32 [C_out], or NULL). The plan keeps no host pointer.
  * NULL with err on failure. The plan must be freed before its ws_gpu is closed. */
 typedef struct ws_gpu_conv ws_gpu_conv;
-ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b,
-                             ws_err *err);
+WS_API ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b,
+                                    ws_err *err);
 
 /* Runs the plan: a holds device pointers cast as (void *)(uintptr_t)dptr (FWD x, y, add;
  * BWD x, dy and any of dx, dw, db; w and b must be NULL). The call is checked as
  * ws_conv_run checks it (n, t_in, pointers, sizes); the kernels run on g's stream and the
  * call returns when they have finished. BWD writes only the outputs asked for. 0, or -1
  * with err (nothing launched when the arguments are refused). */
-int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err);
-void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
+WS_API int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err);
+WS_API void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
 
 /* Writes the PTX that a plan of d would load on a device of compute capability
  * cc_major.cc_minor to dir/<module name>.ptx (FWD: the kernel's name; BWD: one module
  * holding the four backward entries); needs no GPU. 0, or -1 with err. */
-int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,
-                     ws_err *err);
+WS_API int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,
+                            ws_err *err);
 
 #ifdef __cplusplus
 }
