@@ -18,7 +18,7 @@
 #define PROG "whisper-stem-convert"
 
 /* The one table behind both the parser and --help. */
-enum { O_OUT, O_TYPE, O_FROM, O_NAME, O_HELP, N_OPTS };
+enum { O_OUT, O_TYPE, O_FROM, O_NAME, O_HELP, O_VERSION, N_OPTS };
 static const struct {
     const char *flag, *alt, *arg, *help;
 } OPTS[N_OPTS] = {
@@ -29,6 +29,7 @@ static const struct {
                 "input format (default auto: from the first bytes)"},
     [O_NAME] = {"--name", NULL, "NAME", "general.name (default: IN's name less its extension)"},
     [O_HELP] = {"-h", "--help", NULL, "this help"},
+    [O_VERSION] = {"--version", NULL, NULL, "print \"" PROG " VERSION\" and exit"},
 };
 
 static const struct {
@@ -89,6 +90,10 @@ int main(int argc, char **argv)
         }
         if (k == O_HELP) {
             help();
+            return 0;
+        }
+        if (k == O_VERSION) {
+            printf(PROG " %s\n", WS_VERSION);
             return 0;
         }
         if (i + 1 >= argc)

@@ -29,12 +29,13 @@ static const struct {
 static const char USAGE[] =
     "usage: ws-mkmodel [--size tiny|base|small|medium|large|large-v3] [--n-mels N --d D]\n"
     "                  [--type f32|f16|bf16] [--seed S] [--pos] [--hf-names] [--bias-2d]\n"
-    "                  -o OUT.gguf\n"
+    "                  -o OUT.gguf | --version | --help\n"
     "Writes a Whisper conv-stem GGUF with deterministic random weights\n"
     "(default --size tiny --type f32 --seed 1).\n"
     "  --pos       add encoder.positional_embedding = sinusoids(1500, d)\n"
     "  --hf-names  Hugging Face tensor names (model.encoder.conv1.weight, ...)\n"
-    "  --bias-2d   biases stored ne=[1,d], as whisper.cpp does\n";
+    "  --bias-2d   biases stored ne=[1,d], as whisper.cpp does\n"
+    "(--pos, --hf-names and --bias-2d are off unless given)\n";
 
 static int usage_error(const char *msg, const char *arg)
 {
@@ -69,6 +70,9 @@ int main(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(USAGE, stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("ws-mkmodel %s\n", WS_VERSION);
             return 0;
         } else if (!strcmp(a, "--pos")) {
             pos = 1;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -846,4 +847,68 @@ Test(cli, another_users_link_in_a_sticky_directory_is_not_followed)
     /* our own link there is followed */
     cr_assert_eq(lchown(link_, 0, 0), 0);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+}
+
+/* The first line a command prints on standard output (its exit status in *rc). */
+static void stdout_line(const char *cmd, char *line, size_t cap, int *rc)
+{
+    FILE *p = popen(cmd, "r");
+    cr_assert(p, "popen %s", cmd);
+    line[0] = 0;
+    if (!fgets(line, (int)cap, p))
+        line[0] = 0;
+    while (fgetc(p) != EOF) /* the rest, so that the command is not killed by SIGPIPE */
+        ;
+    int st = pclose(p);
+    *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(cli, every_tool_prints_its_name_and_version)
+{
+    const struct {
+        const char *bin, *name;
+    } tools[] = {{ws_bin(), "whisper-stem"},
+                 {ws_convert(), "whisper-stem-convert"},
+                 {ws_mkmodel(), "ws-mkmodel"}};
+    for (size_t i = 0; i < sizeof tools / sizeof *tools; i++) {
+        char cmd[2048], line[256], want[128];
+        int rc;
+        snprintf(cmd, sizeof cmd, "'%s' --version", tools[i].bin);
+        stdout_line(cmd, line, sizeof line, &rc);
+        snprintf(want, sizeof want, "%s " WS_VERSION "\n", tools[i].name);
+        cr_assert_eq(rc, 0, "%s: exit %d", cmd, rc);
+        cr_assert_str_eq(line, want, "%s", cmd);
+    }
+}
+
+Test(cli, help_shows_the_defaults)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' --help", ws_bin());
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    char *text = calloc(1, 65536);
+    size_t n = fread(text, 1, 65535, p);
+    cr_assert_eq(pclose(p), 0);
+    cr_assert(n > 0);
+    /* every option with an argument that has a default says it on its line */
+    const char *with_default[] = {"--model FILE", "--out-dtype", "--n-mels", "--pad audio",
+                                  "--device", "--precision", "--threads", "--max-memory",
+                                  "--shard", "--tar-size", "--progress"};
+    for (size_t i = 0; i < sizeof with_default / sizeof *with_default; i++) {
+        const char *at = strstr(text, with_default[i]);
+        cr_assert(at, "--help lacks %s", with_default[i]);
+        const char *eol = strchr(at, '\n');
+        cr_assert(eol && memmem(at, (size_t)(eol - at), "default", 7),
+                  "--help: the line of %s shows no default", with_default[i]);
+    }
+    cr_assert(strstr(text, "off unless given"), "flags' default stated");
+    free(text);
+
+    snprintf(cmd, sizeof cmd, "'%s' --help", ws_convert());
+    char line[256];
+    int rc;
+    stdout_line(cmd, line, sizeof line, &rc);
+    cr_assert_eq(rc, 0);
+    cr_assert(strstr(line, "usage: whisper-stem-convert"), "%s", line);
 }

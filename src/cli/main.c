@@ -58,16 +58,16 @@ static const opt_def OPTS[] = {
     {"outdir", 'O', 1, "DIR", "one DIR/<input name>.npy per input"},
     {"list", OPT_LIST, 1, "FILE", "input paths from FILE, one a line (- : stdin; blank and # lines skipped)"},
     {"root", OPT_ROOT, 1, "DIR", "with -O: DIR/<path under DIR, without extension>.npy (a tree)"},
-    {"shard", OPT_SHARD, 1, "I/N", "only inputs at list positions I, I+N, I+2N, ... (0-based)"},
+    {"shard", OPT_SHARD, 1, "I/N", "only inputs at list positions I, I+N, I+2N, ... (0-based; default: all)"},
     {"skip-existing", OPT_SKIP_EXISTING, 0, NULL, "skip an input whose output already exists"},
     {"manifest", OPT_MANIFEST, 1, "FILE", "append one JSON line per input as it finishes"},
     {"out-dtype", OPT_OUT_DTYPE, 1, "f32|f16", "element type of the outputs (default f32)"},
-    {"tar-size", OPT_TAR_SIZE, 1, "N", "with -O: WebDataset tar shards of N inputs (DIR/shard-NNNNNN.tar)"},
+    {"tar-size", OPT_TAR_SIZE, 1, "N", "with -O: WebDataset tar shards of N inputs (DIR/shard-NNNNNN.tar; default: none)"},
     {"mel", OPT_MEL, 0, NULL, "write the log-Mel instead of embeddings (needs no model)"},
     {"n-mels", OPT_N_MELS, 1, "80|128", "mel bands for --mel without a model (default 80)"},
     {"pad", OPT_PAD, 1, "audio|mel0", "30 s windowing: pad the audio (default) or the log-Mel"},
     {"no-pad", OPT_NO_PAD, 0, NULL, "no 30 s padding: one window of n_samples/160 frames"},
-    {"pos", OPT_POS, 0, NULL, "add the positional embedding"},
+    {"pos", OPT_POS, 0, NULL, "add the positional embedding (default: the stem's output alone)"},
     {"device", OPT_DEVICE, 1, "auto|cpu|cuda[:N]", "where the conv stem runs (default auto; N: GPU number)"},
     {"precision", OPT_PRECISION, 1, "fp32|tf32|bf16|fp16", "GPU arithmetic (default fp32)"},
     {"threads", OPT_THREADS, 1, "N", "CPU threads (default: the CPUs this process may use)"},
@@ -76,11 +76,11 @@ static const opt_def OPTS[] = {
     {"json", OPT_JSON, 1, "FILE", "write a report: inputs, shapes, device, timings"},
     {"dump-ptx", OPT_DUMP_PTX, 1, "DIR", "write the PTX kernels for the model's shape and exit"},
     {"check", OPT_CHECK, 0, NULL, "compare GPU and CPU on random data, per precision, and exit"},
-    {"progress", OPT_PROGRESS, 1, "SECONDS", "a progress line every SECONDS (on a terminal: redrawn)"},
+    {"progress", OPT_PROGRESS, 1, "SECONDS", "a progress line every SECONDS (on a terminal: redrawn; default: none)"},
     {"quiet", 'q', 0, NULL, "print errors only"},
     {"verbose", 'v', 0, NULL, "report the model, device and per-input timings on stderr"},
     {"help", 'h', 0, NULL, "show this help"},
-    {"version", OPT_VERSION, 0, NULL, "show the version"},
+    {"version", OPT_VERSION, 0, NULL, "print \"" PROG " VERSION\" and exit"},
 };
 #define N_OPTS (int)(sizeof OPTS / sizeof *OPTS)
 
@@ -122,6 +122,8 @@ static void usage(FILE *f)
                  OPTS[i].arg ? OPTS[i].arg : "");
         fprintf(f, "  %-34s %s\n", left, OPTS[i].help);
     }
+    fprintf(f, "\noptions without an argument are off unless given; those with one have the\n"
+               "default in parentheses, or none (unset) when none is shown.\n");
     fprintf(f, "\nexit status: 0 every input written (or skipped), 1 some failed, 2 usage error,\n"
                "128 + N stopped by signal N (130 SIGINT, 143 SIGTERM)\n");
 }
