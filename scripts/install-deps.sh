@@ -13,8 +13,13 @@ set -eu
 
 PKGS="gcc make pkg-config libsndfile1-dev libfftw3-dev libsoxr-dev libcjson-dev libopenblas0-pthread"
 if [ "${1:-}" = "--test" ]; then
-    # python3-torch: the .pt converter check (tests/interop/pt.sh) and bench/run-cpu.sh
+    # python3-torch: the .pt converter check (tests/interop/pt.sh), bench/run-cpu.sh and
+    # make test-python (openai's log_mel_spectrogram in torch, beside the module's)
     PKGS="$PKGS libcriterion-dev python3-torch python3-numpy"
+    # make test-python installs python/ offline into a venv (--system-site-packages
+    # --no-build-isolation): python3-venv makes it, python3-wheel lets setuptools 66
+    # build the wheel pip installs
+    PKGS="$PKGS python3-venv python3-wheel"
     # tests/test_audio.c runs both to make the files they write to a pipe; sox pulls
     # in libsox-fmt-base (w64, flac) and reads and writes WAV and AIFF itself
     PKGS="$PKGS ffmpeg sox"

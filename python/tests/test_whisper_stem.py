@@ -60,6 +60,10 @@ def assert_same_bits(tc, name, got, want):
         tc.fail("%s: %d elements differ, first at %s: %r vs %r" % (name, len(d), i, got[i], want[i]))
 
 
+def _lib_path():
+    return os.environ.get("WHISPER_STEM_LIB") or os.path.join(BUILD, "libwhisper-stem.so.0")
+
+
 def run_cli(*args):
     r = subprocess.run([CLI, "-q"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if r.returncode != 0:
@@ -394,6 +398,27 @@ class PackageTest(unittest.TestCase):
             self.skipTest("a libwhisper-stem.so.0 is installed here: %s" % r.stdout.decode().strip())
         self.assertIn(b"Tried:", r.stderr)
         self.assertIn(b"libwhisper-stem.so.0", r.stderr)
+
+    def test_make_install_python_finds_the_prefixs_library(self):
+        tmp = tempfile.mkdtemp(prefix="ws-inst-")
+        try:
+            r = subprocess.run(["make", "-s", "-C", ROOT, "install-python", "PREFIX=" + tmp, "WS_PYTHON=" + sys.executable],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            self.assertEqual(r.returncode, 0, r.stdout.decode())
+            site = subprocess.run([sys.executable, os.path.join(ROOT, "python", "site-dir.py"), tmp],
+                                  stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+            self.assertTrue(os.path.exists(os.path.join(site, "whisper_stem", "__init__.py")), r.stdout.decode())
+            os.makedirs(os.path.join(tmp, "lib"), exist_ok=True)
+            lib = os.path.join(tmp, "lib", "libwhisper-stem.so.0")
+            os.symlink(os.path.abspath(_lib_path()), lib)  # as `make install PREFIX=tmp` would put it
+            env = {k: v for k, v in os.environ.items() if k not in ("WHISPER_STEM_LIB", "LD_LIBRARY_PATH")}
+            env["PYTHONPATH"] = site
+            r = subprocess.run([sys.executable, "-c", "import whisper_stem as ws; print(ws.library_path())"],
+                               env=env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            self.assertEqual(r.returncode, 0, r.stdout.decode())
+            self.assertEqual(r.stdout.decode().strip(), lib)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def test_offline_pip_install_in_a_venv(self):
         # The README's install command, with no network: a venv seeing Debian's numpy,
