@@ -41,7 +41,9 @@
 #include <ws_conv.h>
 
 #include "common.h"
+#include "cuda/gpu_conv_internal.h"
 #include "cuda/ptx_direct.h"
+#include "cuda/ptx_dw.h"
 #include "helpers.h"
 
 typedef struct {
@@ -161,8 +163,44 @@ static const gcase bcases[] = {
     {"bf16_k1_nlc_none", 3, 10, 10, 1, 1, 1, 1, 0, 0, 21, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_NONE, 0, 0},
 };
+/* the depthwise kernels (ptx_dw.h): T_in and T_out multiples of 8 so that NCL calls fit;
+ * causal, "same", anti-causal and longer / shorter outputs; H = D*(K-1) up to 14 */
+static const gcase dcases[] = {
+    {"dw_nlc_causal_silu_f32", 2, 64, 64, 64, 4, 1, 1, 3, 0, 200, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"dw_nlc_causal_silu_bf16", 2, 64, 64, 64, 4, 1, 1, 3, 0, 136, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16,
+     0, WS_ACT_SILU, 1, 0},
+    {"dw_nlc_causal_none_f16", 3, 40, 40, 40, 4, 1, 1, 3, 0, 72, WS_NLC, WS_NLC, WS_F16, WS_F16, WS_F16, 0,
+     WS_ACT_NONE, 0, 0},
+    {"dw_nlc_k8_d2_gelu_f32", 1, 32, 32, 32, 8, 1, 2, 14, 0, 130, WS_NLC, WS_NLC, F32, 0, WS_ACT_GELU, 1, 0},
+    {"dw_nlc_same_k3_pre_relu_add_bf16", 2, 48, 48, 48, 3, 1, 1, 1, 1, 64, WS_NLC, WS_NLC, WS_BF16, WS_BF16,
+     WS_BF16, WS_ACT_RELU, WS_ACT_RELU, 1, ADD_PER_ITEM},
+    {"dw_nlc_k2_add_broadcast_f32", 2, 12, 12, 12, 2, 1, 1, 1, 0, 50, WS_NLC, WS_NLC, F32, 0, WS_ACT_NONE, 1,
+     ADD_BROADCAST},
+    {"dw_nlc_longer_out_k3_p5", 2, 16, 16, 16, 3, 1, 1, 5, 5, 40, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"dw_nlc_shorter_out_k5_p0", 2, 16, 16, 16, 5, 1, 1, 0, 0, 44, WS_NLC, WS_NLC, WS_F16, WS_F16, WS_F16, 0,
+     WS_ACT_GELU, 1, 0},
+    {"dw_nlc_long_t_f32", 1, 8, 8, 8, 4, 1, 1, 3, 0, 2000, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
+    {"dw_nlc_x_bf16_y_f32", 2, 16, 16, 16, 4, 1, 1, 3, 0, 64, WS_NLC, WS_NLC, WS_BF16, WS_F32, WS_F32, 0,
+     WS_ACT_SILU, 1, 0},
+    {"dw_ncl_causal_silu_f32", 2, 24, 24, 24, 4, 1, 1, 3, 0, 200, WS_NCL, WS_NCL, F32, 0, WS_ACT_SILU, 1, 0},
+    {"dw_ncl_causal_silu_bf16", 2, 24, 24, 24, 4, 1, 1, 3, 0, 256, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16,
+     0, WS_ACT_SILU, 1, 0},
+    {"dw_ncl_k5_d3_same_gelu_add_f16", 2, 10, 10, 10, 5, 1, 3, 6, 6, 64, WS_NCL, WS_NCL, WS_F16, WS_F16,
+     WS_F16, 0, WS_ACT_GELU, 1, ADD_PER_ITEM},
+    {"dw_ncl_k1_f32", 2, 8, 8, 8, 1, 1, 1, 0, 0, 40, WS_NCL, WS_NCL, F32, 0, WS_ACT_NONE, 1, 0},
+    {"dw_ncl_k1_pad4_f32", 2, 8, 8, 8, 1, 1, 1, 4, 4, 40, WS_NCL, WS_NCL, F32, 0, WS_ACT_RELU, 1, 0},
+    {"dw_ncl_anticausal_relu_bf16", 1, 16, 16, 16, 4, 1, 1, 0, 3, 96, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
+     WS_BF16, 0, WS_ACT_RELU, 1, 0},
+    {"dw_ncl_shorter_out_k5_p0_f32", 2, 6, 6, 6, 5, 1, 1, 0, 0, 64, WS_NCL, WS_NCL, F32, 0, WS_ACT_SILU, 1, 0},
+    {"dw_ncl_long_t_f32", 2, 4, 4, 4, 4, 1, 1, 3, 0, 2048, WS_NCL, WS_NCL, F32, 0, WS_ACT_SILU, 1, 0},
+    {"dw_nlc_mamba_c256_bf16", 2, 256, 256, 256, 4, 1, 1, 3, 0, 1024, WS_NLC, WS_NLC, WS_BF16, WS_BF16,
+     WS_BF16, 0, WS_ACT_SILU, 1, 0},
+    {"dw_ncl_mamba_c256_bf16", 2, 256, 256, 256, 4, 1, 1, 3, 0, 1024, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
+     WS_BF16, 0, WS_ACT_SILU, 1, 0},
+};
 #undef F32
-enum { N_CASES = sizeof cases / sizeof cases[0], N_BCASES = sizeof bcases / sizeof bcases[0] };
+enum { N_CASES = sizeof cases / sizeof cases[0], N_BCASES = sizeof bcases / sizeof bcases[0],
+       N_DCASES = sizeof dcases / sizeof dcases[0] };
 
 static ws_conv_desc desc_of(const gcase *c)
 {
@@ -251,6 +289,39 @@ Test(gpu_conv_ptx, every_fwd_descriptor_assembles_without_spills, .timeout = 300
     if (verbose())
         fprintf(stderr, "gpu_conv_ptx: %d descriptors x 2 targets, %d to %d registers\n", N_CASES, lo,
                 hi);
+}
+
+Test(gpu_conv_ptx, every_depthwise_module_assembles_without_spills, .timeout = 300)
+{
+    const char *ptxas = getenv("WS_PTXAS");
+    if (!ptxas || !*ptxas)
+        cr_skip_test("ptxas not found (WS_PTXAS empty): emitted PTX not assembled");
+    const char *dir = test_tmpdir();
+    const int ccs[][2] = {{9, 0}, {8, 0}};
+    for (int i = 0; i < N_DCASES; i++)
+        for (int op = 0; op < 2; op++)
+            for (int c = 0; c < 2; c++) {
+                gcase gc = dcases[i];
+                if (op) {
+                    gc.pre = WS_ACT_NONE;
+                    gc.add = ADD_NONE;
+                }
+                ws_conv_desc d = op ? bdesc_of(&gc) : desc_of(&gc);
+                cr_assert(ws_dw_fits(&d), "%s: not a depthwise descriptor", gc.name);
+                ws_err e = {""};
+                char sub[1024], name[WS_DW_NAME_MAX], path[2048];
+                snprintf(sub, sizeof sub, "%s/dw%d_%d", dir, ccs[c][0] * 10 + ccs[c][1], op);
+                if (i == 0)
+                    cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
+                cr_assert_eq(ws_conv_dump_ptx(&d, ccs[c][0], ccs[c][1], sub, &e), 0, "%s: %s",
+                             gc.name, e.msg);
+                ws_dw_name(&d, name);
+                snprintf(path, sizeof path, "%s/%s.ptx", sub, name);
+                int regs = assemble(ptxas, path, ccs[c][0] * 10 + ccs[c][1], gc.name, op ? 2 : 1);
+                if (verbose())
+                    fprintf(stderr, "gpu_conv_ptx dw %s %-34s sm_%d%d: at most %d registers\n",
+                            op ? "bwd" : "fwd", gc.name, ccs[c][0], ccs[c][1], regs);
+            }
 }
 
 Test(gpu_conv_ptx, dump_writes_the_kernel_and_is_deterministic)
@@ -458,7 +529,9 @@ static uint64_t dev_alloc(ws_gpu *g, size_t bytes)
 
 static void *as_ptr(uint64_t p) { return (void *)(uintptr_t)p; }
 
-static void run_case(ws_gpu *g, const gcase *c)
+/* expect_dw: 1 the call must take the depthwise kernels, and give the direct kernels' values;
+ * 0 it must not; -1 either */
+static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
 {
     const ws_conv_desc d = desc_of(c);
     ws_err e = {""};
@@ -507,6 +580,21 @@ static void run_case(ws_gpu *g, const gcase *c)
         cr_assert_eq(ws_gpu_download(g, outs[run], dy, ybytes, &e), 0, "%s", e.msg);
     }
     cr_assert(!memcmp(ygpu, ygpu2, ybytes), "%s: two runs, different bits", c->name);
+    if (expect_dw >= 0)
+        cr_assert_eq(ws_gpu_conv_kernel(gc, &ag), expect_dw, "%s: %s kernels expected", c->name,
+                     expect_dw ? "depthwise" : "direct");
+    if (expect_dw == 1) { /* the direct kernels: the same sums in the same order */
+        ws_gpu_conv_force_direct(gc, 1);
+        cr_assert_eq(ws_gpu_conv_kernel(gc, &ag), 0);
+        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s direct: %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+        for (size_t i = 0; i < ny; i++)
+            cr_assert(get(ygpu, c->yt, i) == get(ygpu2, c->yt, i),
+                      "%s: y[%zu] depthwise %.9g, direct %.9g", c->name, i, get(ygpu, c->yt, i),
+                      get(ygpu2, c->yt, i));
+        ws_gpu_conv_force_direct(gc, 0);
+    }
 
     double scale = 0, se = 0, sr = 0, worst = 0;
     size_t worst_i = 0;
@@ -547,7 +635,7 @@ Test(gpu_conv, every_fwd_descriptor_matches_the_cpu_engine, .timeout = 300)
 {
     ws_gpu *g = gpu_or_skip();
     for (int i = 0; i < N_CASES; i++)
-        run_case(g, &cases[i]);
+        run_case(g, &cases[i], -1);
     ws_gpu_close(g);
 }
 
@@ -583,7 +671,8 @@ static void compare(const char *name, const char *what, const void *gpu, const v
 
 enum { WANT_DX = 1, WANT_DW = 2, WANT_DB = 4, WANT_ALL = 7 };
 
-static void run_bwd_case(ws_gpu *g, const gcase *c)
+/* expect_dw as run_case's; with 1, dx must equal the direct kernels' */
+static void run_bwd_case(ws_gpu *g, const gcase *c, int expect_dw)
 {
     const ws_conv_desc d = bdesc_of(c);
     ws_err e = {""};
@@ -649,6 +738,21 @@ static void run_bwd_case(ws_gpu *g, const gcase *c)
     }
     cr_assert(!memcmp(h[1][0], h[2][0], xbytes) && !memcmp(h[1][1], h[2][1], bytes[1]) &&
               !memcmp(h[1][2], h[2][2], bytes[2]), "%s: two runs, different bits", c->name);
+    ws_conv_args all = {.n = c->n, .t_in = c->t_in, .x = as_ptr(dxin), .dy = as_ptr(ddy),
+                        .dx = as_ptr(dout[0]), .dw = as_ptr(dout[1]), .db = as_ptr(dout[2])};
+    if (expect_dw >= 0)
+        cr_assert_eq(ws_gpu_conv_kernel(gc, &all), expect_dw, "%s: %s kernels expected", c->name,
+                     expect_dw ? "depthwise" : "direct");
+    if (expect_dw == 1) { /* dx: the direct kernels' sums in the same order */
+        ws_gpu_conv_force_direct(gc, 1);
+        cr_assert_eq(ws_gpu_conv_run(gc, &all, &e), 0, "%s direct: %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_download(g, h[3][0], dout[0], xbytes, &e), 0, "%s", e.msg);
+        for (size_t i = 0; i < nx; i++)
+            cr_assert(get(h[1][0], c->xt, i) == get(h[3][0], c->xt, i),
+                      "%s: dx[%zu] depthwise %.9g, direct %.9g", c->name, i, get(h[1][0], c->xt, i),
+                      get(h[3][0], c->xt, i));
+        ws_gpu_conv_force_direct(gc, 0);
+    }
 
     compare(c->name, "dx", h[1][0], h[0][0], c->xt, nx);
     compare(c->name, "dw", h[1][1], h[0][1], WS_F32, nw);
@@ -670,7 +774,44 @@ Test(gpu_conv, every_bwd_descriptor_matches_the_cpu_engine, .timeout = 300)
 {
     ws_gpu *g = gpu_or_skip();
     for (int i = 0; i < N_BCASES; i++)
-        run_bwd_case(g, &bcases[i]);
+        run_bwd_case(g, &bcases[i], -1);
+    ws_gpu_close(g);
+}
+
+/* a BWD case from a depthwise FWD row: pre NONE, no add */
+static gcase bwd_of(const gcase *c)
+{
+    gcase b = *c;
+    b.pre = WS_ACT_NONE;
+    b.add = ADD_NONE;
+    return b;
+}
+
+Test(gpu_conv, depthwise_fwd_matches_the_cpu_engine_and_the_direct_kernels, .timeout = 300)
+{
+    ws_gpu *g = gpu_or_skip();
+    for (int i = 0; i < N_DCASES; i++)
+        run_case(g, &dcases[i], 1);
+    /* T not a multiple of the vector (NCL) or odd channels (NLC): the direct kernels */
+    gcase odd = dcases[10];
+    odd.t_in = 203;
+    run_case(g, &odd, 0);
+    odd = dcases[0];
+    odd.c_in = odd.c_out = odd.groups = 66;
+    run_case(g, &odd, 0);
+    ws_gpu_close(g);
+}
+
+Test(gpu_conv, depthwise_bwd_matches_the_cpu_engine_and_repeats, .timeout = 300)
+{
+    ws_gpu *g = gpu_or_skip();
+    for (int i = 0; i < N_DCASES; i++) {
+        const gcase b = bwd_of(&dcases[i]);
+        run_bwd_case(g, &b, 1);
+    }
+    gcase odd = bwd_of(&dcases[10]);
+    odd.t_in = 203;
+    run_bwd_case(g, &odd, 0);
     ws_gpu_close(g);
 }
 

@@ -25,6 +25,7 @@
 #include "gpu_conv_internal.h"
 #include "output.h"
 #include "ptx_direct.h"
+#include "ptx_dw.h"
 
 struct ws_gpu {
     ws_cu cu;
@@ -45,6 +46,14 @@ struct ws_gpu_conv {
     wscu_devptr gz;       /* BWD: float32 scratch of gz_bytes, grown as calls need */
     size_t gz_bytes;
     char name[WS_DIRECT_NAME_MAX]; /* the module's name (FWD: the kernel's) */
+    /* depthwise stride-1 descriptors (ptx_dw.h): their own module, used by every call
+     * that ws_dw's conditions admit (dw_call_fits); the direct kernels take the others */
+    wscu_module dwmod;
+    wscu_function dwfn[2]; /* FWD: [0] the kernel; BWD: [0] _bwd, [1] _fin */
+    int dw_v;              /* the vector width, 0: no depthwise kernels */
+    int force_direct;      /* ws_gpu_conv_force_direct */
+    wscu_devptr part;      /* BWD: float32 partials of dw, db, grown as calls need */
+    size_t part_bytes;
 };
 
 void ws_gpu_close(ws_gpu *g)
@@ -161,8 +170,12 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
         cu->MemFree(c->b);
     if (c->gz)
         cu->MemFree(c->gz);
+    if (c->part)
+        cu->MemFree(c->part);
     if (c->mod)
         cu->ModuleUnload(c->mod);
+    if (c->dwmod)
+        cu->ModuleUnload(c->dwmod);
     free(c);
 }
 
@@ -206,6 +219,21 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         c->fn = c->bwd[WS_DIRECT_GZ];
     } else {
         CU_TRY(cu, ModuleGetFunction(&c->fn, c->mod, c->name), err);
+    }
+    if (ws_dw_fits(d)) {
+        char dwname[WS_DW_NAME_MAX];
+        free(ptx);
+        if (!(ptx = ws_dw_emit(d, g->cc_major, g->cc_minor, err)))
+            goto fail;
+        ws_dw_name(d, dwname);
+        if (ws_cu_load_module(cu, ptx, dwname, &c->dwmod, NULL, 0, err))
+            goto fail;
+        for (int e = 0; e < (d->op == WS_CONV_BWD ? 2 : 1); e++) {
+            if (d->op == WS_CONV_BWD)
+                ws_dw_entry(d, e, dwname);
+            CU_TRY(cu, ModuleGetFunction(&c->dwfn[e], c->dwmod, dwname), err);
+        }
+        c->dw_v = ws_dw_vec(d);
     }
     for (size_t i = 0; i < nw; i++)
         wf[i] = ws_ld(w, d->w_type, i);
@@ -302,10 +330,122 @@ static int check_call(const ws_gpu_conv *c, const ws_conv_args *a, const char *f
     return 0;
 }
 
+static int aligned(const void *p, size_t bytes)
+{
+    return (uintptr_t)p % bytes == 0;
+}
+
+/* a call the depthwise kernels take: vectors of V elements aligned, for NCL whole vectors
+ * per row (ptx_dw.h) */
+static int dw_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
+{
+    const ws_conv_desc *d = &c->d;
+    if (!c->dw_v || c->force_direct)
+        return 0;
+    const size_t v = (size_t)c->dw_v, xb = v * (d->x_type == WS_F32 ? 4 : 2),
+                 yb = v * (d->y_type == WS_F32 ? 4 : 2);
+    if (!aligned(a->x, xb) || !aligned(a->y, yb) || !aligned(a->add, yb) ||
+        !aligned(a->dy, yb) || !aligned(a->dx, xb))
+        return 0;
+    if (a->add && a->add_batch_stride % (long long)v)
+        return 0;
+    if (d->x_layout == WS_NCL && (a->t_in % (int)v || t_out % (int)v))
+        return 0;
+    return 1;
+}
+
+/* blocks of WS_DW_THREADS for `threads`; 0 over the grid limit */
+static unsigned dw_blocks(unsigned long long threads)
+{
+    const unsigned long long nb = (threads + WS_DW_THREADS - 1) / WS_DW_THREADS;
+    return nb > (unsigned long long)INT_MAX ? 0 : (unsigned)nb;
+}
+
+/* the depthwise kernels for a call dw_call_fits admits: 1 when the grid is too large for
+ * them (the caller goes direct), 0 enqueued, -1 err */
+static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    ws_gpu *g = c->g;
+    ws_cu *cu = &g->cu;
+    const unsigned long long n = (unsigned long long)a->n, C = (unsigned long long)d->c_in;
+    const unsigned long long V = (unsigned long long)c->dw_v;
+    const int ncl = d->x_layout == WS_NCL;
+    uint64_t px = (uint64_t)(uintptr_t)a->x, pw = c->w, pb = c->b;
+    uint32_t nn = (uint32_t)a->n, t_in = (uint32_t)a->t_in, to = (uint32_t)t_out;
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    if (d->op == WS_CONV_FWD) {
+        const unsigned long long chunks =
+            ncl ? (unsigned long long)t_out / V : (unsigned long long)ws_dw_nch(d, a->t_in, t_out);
+        const unsigned blocks = dw_blocks(ncl ? n * C * chunks : n * chunks * (C / V));
+        if (!blocks)
+            return 1;
+        uint64_t pa = (uint64_t)(uintptr_t)a->add, py = (uint64_t)(uintptr_t)a->y;
+        uint64_t abs = a->add ? (uint64_t)a->add_batch_stride : 0;
+        void *args[] = { &px, &pw, &pb, &pa, &py, &nn, &t_in, &to, &abs };
+        CU_TRY(cu, LaunchKernel(c->dwfn[0], blocks, 1, 1, WS_DW_THREADS, 1, 1, 0, g->stream,
+                                args, NULL), err);
+        return 0;
+    }
+    const long long nch = ws_dw_nch(d, a->t_in, t_out);
+    const unsigned long long np = n * (unsigned long long)ws_dw_parts(d, a->t_in, t_out);
+    const unsigned blocks = dw_blocks(ncl ? n * C * (unsigned long long)nch
+                                          : n * (unsigned long long)nch * (C / V));
+    const unsigned fin_blocks = dw_blocks(C * (unsigned long long)(d->k + 1));
+    if (!blocks || !fin_blocks || nch > (long long)UINT32_MAX || np > UINT32_MAX)
+        return 1;
+    const int want_part = a->dw || a->db;
+    if (want_part) {
+        const size_t bytes = (size_t)np * (size_t)(d->k + 1) * (size_t)C * sizeof(float);
+        if (bytes > c->part_bytes) {
+            if (c->part)
+                cu->MemFree(c->part);
+            c->part = 0;
+            c->part_bytes = 0;
+            CU_TRY(cu, MemAlloc(&c->part, bytes), err);
+            c->part_bytes = bytes;
+        }
+    }
+    uint64_t pdy = (uint64_t)(uintptr_t)a->dy, pdx = (uint64_t)(uintptr_t)a->dx;
+    uint64_t ppart = want_part ? c->part : 0;
+    uint64_t pdw = (uint64_t)(uintptr_t)a->dw, pdb = (uint64_t)(uintptr_t)a->db;
+    uint32_t nch32 = (uint32_t)nch, np32 = (uint32_t)np;
+    void *args[] = { &px, &pw, &pb, &pdy, &pdx, &ppart, &nn, &t_in, &to, &nch32 };
+    CU_TRY(cu, LaunchKernel(c->dwfn[0], blocks, 1, 1, WS_DW_THREADS, 1, 1, 0, g->stream, args,
+                            NULL), err);
+    if (want_part) {
+        void *fargs[] = { &ppart, &pdw, &pdb, &np32 };
+        CU_TRY(cu, LaunchKernel(c->dwfn[1], fin_blocks, 1, 1, WS_DW_THREADS, 1, 1, 0, g->stream,
+                                fargs, NULL), err);
+    }
+    return 0;
+cleanup:
+    return -1;
+}
+
+void ws_gpu_conv_force_direct(ws_gpu_conv *c, int on)
+{
+    if (c)
+        c->force_direct = on;
+}
+
+int ws_gpu_conv_kernel(const ws_gpu_conv *c, const ws_conv_args *a)
+{
+    int t_out = 0;
+    if (!c || check_call(c, a, "ws_gpu_conv_kernel", &t_out, NULL))
+        return -1;
+    return dw_call_fits(c, a, t_out) ? 1 : 0;
+}
+
 /* enqueues a checked call on the plan's stream */
 static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
 {
     const ws_conv_desc *d = &c->d;
+    if (dw_call_fits(c, a, t_out)) {
+        const int rc = launch_dw(c, a, t_out, err);
+        if (rc <= 0)
+            return rc;
+    }
     if (d->op == WS_CONV_BWD)
         return launch_bwd(c, a, t_out, err);
     const unsigned long long total = (unsigned long long)a->n * (unsigned long long)d->c_out *
@@ -392,6 +532,22 @@ cleanup:
     return rc;
 }
 
+/* dir/name.ptx = text, written whole or not at all */
+static int write_ptx(const char *dir, const char *name, const char *text, ws_err *err)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s.ptx", dir, name) >= sizeof path)
+        return ws_errf(err, "ws_conv_dump_ptx: path %s/%s.ptx is too long", dir, name);
+    ws_out *o = ws_out_open(path, err);
+    if (!o)
+        return -1;
+    if (ws_out_write(o, text, strlen(text), err)) {
+        ws_out_abort(o);
+        return -1;
+    }
+    return ws_out_commit(o, err);
+}
+
 int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,
                      ws_err *err)
 {
@@ -399,23 +555,23 @@ int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const ch
         return -1;
     if (!dir || !*dir)
         return ws_errf(err, "ws_conv_dump_ptx: dir is %s", dir ? "empty" : "NULL");
+    if (ws_dw_fits(d)) { /* the depthwise module beside the direct one */
+        char *dw = ws_dw_emit(d, cc_major, cc_minor, err);
+        char dwname[WS_DW_NAME_MAX];
+        if (!dw)
+            return -1;
+        ws_dw_name(d, dwname);
+        const int rc = write_ptx(dir, dwname, dw, err);
+        free(dw);
+        if (rc)
+            return -1;
+    }
     char *ptx = ws_direct_emit(d, cc_major, cc_minor, err);
     if (!ptx)
         return -1;
-    char name[WS_DIRECT_NAME_MAX], path[4096];
+    char name[WS_DIRECT_NAME_MAX];
     ws_direct_name(d, name);
-    int rc = -1;
-    if ((size_t)snprintf(path, sizeof path, "%s/%s.ptx", dir, name) >= sizeof path) {
-        ws_errf(err, "ws_conv_dump_ptx: path %s/%s.ptx is too long", dir, name);
-    } else {
-        ws_out *o = ws_out_open(path, err);
-        if (o) {
-            if (ws_out_write(o, ptx, strlen(ptx), err))
-                ws_out_abort(o);
-            else
-                rc = ws_out_commit(o, err);
-        }
-    }
+    const int rc = write_ptx(dir, name, ptx, err);
     free(ptx);
     return rc;
 }

@@ -167,6 +167,12 @@ void ptx_module_begin(ptx_buf *mod, int cc_major, int cc_minor, const char *titl
 void ptx_kernel_end(ptx_buf *k, ptx_buf *mod, const char *name, const char *params, int maxntid,
                     int min_blocks)
 {
+    ptx_kernel_end_regs(k, mod, name, params, maxntid, min_blocks, 0);
+}
+
+void ptx_kernel_end_regs(ptx_buf *k, ptx_buf *mod, const char *name, const char *params,
+                         int maxntid, int min_blocks, int max_regs)
+{
     if (k->err) {
         ptx_fail(mod, k->why);
         ptx_free(k);
@@ -175,6 +181,8 @@ void ptx_kernel_end(ptx_buf *k, ptx_buf *mod, const char *name, const char *para
     append(mod, "\n.visible .entry %s(\n%s\n)\n.maxntid %d, 1, 1\n", name, params, maxntid);
     if (min_blocks > 0)
         append(mod, ".minnctapersm %d\n", min_blocks);
+    if (max_regs > 0)
+        append(mod, ".maxnreg %d\n", max_regs);
     append(mod, "{\n");
     for (int c = 0; c < PTX_NCLASS; c++)
         if (k->nreg[c])

@@ -75,6 +75,10 @@ void ptx_module_begin(ptx_buf *mod, int cc_major, int cc_minor, const char *titl
  * propagates to mod. */
 void ptx_kernel_end(ptx_buf *k, ptx_buf *mod, const char *name, const char *params, int maxntid,
                     int min_blocks);
+/* The same with ".maxnreg max_regs" (max_regs > 0): ptxas otherwise caps registers to keep
+ * more blocks resident, and spills a kernel that streams through a ring of registers. */
+void ptx_kernel_end_regs(ptx_buf *k, ptx_buf *mod, const char *name, const char *params,
+                         int maxntid, int min_blocks, int max_regs);
 
 /* Hands the text over (caller frees) and resets b; NULL with why on error. */
 char *ptx_take(ptx_buf *b, char *why, size_t why_len);
