@@ -3,7 +3,9 @@
 # run from the repository root with a bundle built here (make bundle
 # BUILD=build-gpu), copied over as build-gpu/bundle.tar.xz (unpacked here into
 # /tmp) or as the directory build-gpu/bundle. PHASEs: info tests bench torch
-# wholerun (default: all five). Logs go to $OUT (default /tmp/ws-gpu-out).
+# wholerun (default: all five), and conv-bench (the conv engine's speed table:
+# bench/run-conv-gpu.sh with the bundle's bench-conv_gpu; only when named).
+# Logs go to $OUT (default /tmp/ws-gpu-out).
 #   WS_BUNDLE   bundle directory (default build-gpu/bundle, else the tarball)
 #   WS_FILTER   Criterion filter for the tests (default: the whole suite)
 #   WS_ITERS    timed runs per bench case (default 50)
@@ -41,6 +43,16 @@ for ph in $phases; do
     torch)
         PYTHONUNBUFFERED=1 python3 bench/gpu_torch.py --iters "$ITERS" >"$OUT/bench-torch.txt" 2>&1 || status=1
         cat "$OUT/bench-torch.txt"
+        ;;
+    conv-bench)
+        # every row of CONV-ENGINE.md's speed table, ours (checked against the CPU engine)
+        # beside PyTorch + cuDNN, joined into one markdown table (conv-bench.md); JSON,
+        # raw tables and logs in $OUT/conv-bench/
+        OUT=$OUT/conv-bench BIN=$B/bench-conv_gpu STEM_BIN=$B/bench-gpu_stem PYTHON=python3 \
+            bench/run-conv-gpu.sh "$ITERS" >"$OUT/conv-bench.txt" 2>"$OUT/conv-bench.err" || status=1
+        sed -n '/^| case /,$p' "$OUT/conv-bench.txt" >"$OUT/conv-bench.md"
+        cat "$OUT/conv-bench/conv-ours.txt" 2>/dev/null; grep -E "^(date|# device)" "$OUT/conv-bench.txt"
+        cat "$OUT/conv-bench.md"; tail -5 "$OUT/conv-bench.err"
         ;;
     wholerun)
         # whole runs of the binary on 30 s of speech (samples/jfk.wav looped), tiny F32
