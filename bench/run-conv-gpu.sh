@@ -106,8 +106,12 @@ for case, lay in keys:
             ra.append(f"{dt} {T[k]['us'] / O[k]['us']:.2f}x")
         if k in O:
             c = O[k]
-            rel.append("-" if c["rel_l2"] is None else f"{c['rel_l2']:.1e}" + ("" if c["check"] == "ok" else " FAIL")
-                       + (f" (n={c['checked_n']})" if c["checked_n"] not in (0, c["n"]) else ""))
+            if c["check"] == "skipped":
+                rel.append("-")
+            else:  # rel_l2 null: NaN
+                rel.append(("NaN" if c["rel_l2"] is None else f"{c['rel_l2']:.1e}")
+                           + ("" if c["check"] == "ok" else " FAIL")
+                           + (f" (n={c['checked_n']})" if c["checked_n"] != c["n"] else ""))
             if c["check"] == "FAIL":
                 fails.append("/".join(k))
     print(f"| {name} | {us(O, (case, lay, 'fp32'))} | {us(T, (case, lay, 'fp32'))} | {us(O, (case, lay, 'bf16'))} "
