@@ -6,6 +6,8 @@
 #      whisper_stem_, wscu_, WS), so that linking it into another program cannot clash.
 #      Weak nvtx* symbols are let through: NVTX's header-only library (compiled in when
 #      found) defines them weak on purpose, the same code in every user, merged at link.
+#      Under SAN=1, AddressSanitizer adds __odr_asan.NAME beside each global NAME (its
+#      one-definition-rule indicator): let through too.
 #      ptx_* (src/cuda's PTX emitter helpers) are the one family not renamed yet (to
 #      ws_ptx_*); ALLOW lists them until then, and emptying it makes the check strict.
 # Run by `make test`.
@@ -41,7 +43,7 @@ fi
 [ "$(wc -l <"$t/declared")" -ge 30 ] || { echo "✗ only $(wc -l <"$t/declared") WS_API declarations found in include/*.h" >&2; bad=1; }
 
 nm -g --defined-only "$ar" | awk 'NF == 3 { print $2, $3 }' | sort -u |
-    grep -Ev ' (ws_|whisper_stem_|wscu_|WS)' | grep -Ev '^[WVwv] (nvtx|InitializeInjectionNvtx)' |
+    grep -Ev ' (ws_|whisper_stem_|wscu_|WS)' | grep -Ev '^[WVwv] (nvtx|InitializeInjectionNvtx)' | grep -v ' __odr_asan\.' |
     grep -Ev " ($ALLOW)" >"$t/unprefixed" || true
 if [ -s "$t/unprefixed" ]; then
     echo "✗ $ar has global symbols without the ws_ / whisper_stem_ / wscu_ / WS prefix:" >&2
