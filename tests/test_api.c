@@ -627,3 +627,76 @@ Test(api, one_context_from_several_threads_gives_the_same_bytes, .timeout = 120)
     }
     whisper_stem_free(ws);
 }
+
+/* --- on a GPU (skipped without one) ------------------------------------------- */
+
+Test(api, gpu_embeddings_are_the_commands_and_the_same_from_threads, .timeout = 300)
+{
+    whisper_stem_params p = whisper_stem_default_params();
+    whisper_stem_error err = {""};
+    p.device = "cuda";
+    whisper_stem *probe = whisper_stem_new(&p, &err); /* no model: the GPU is only probed */
+    if (!probe)
+        cr_skip_test("no CUDA driver/device: %s", err.msg);
+    whisper_stem_free(probe);
+
+    const char *dir = test_tmpdir(), *wav = test_sample("jfk.wav");
+    char model[1024], out[1024], cmd[4096], cerr[1024];
+    mkmodel(dir, "--size tiny", model, sizeof model);
+    p.model = model;
+    p.device = "cuda:0";
+    p.precision = "bf16";
+    p.pos = 1;
+    whisper_stem *ws = whisper_stem_new(&p, &err);
+    cr_assert(ws, "%s", err.msg);
+    cr_assert_str_eq(whisper_stem_device(ws), "cuda:0");
+    snprintf(out, sizeof out, "%s/gpu.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s -q --device cuda:0 --precision bf16 --pos -m '%s' '%s' -o '%s'",
+             ws_bin(), model, wav, out);
+    cr_assert_eq(run_cmd(cmd, cerr, sizeof cerr), 0, "%s: %s", cmd, cerr);
+    npy want = load_npy(out);
+    whisper_stem_array got = {0};
+    cr_assert_eq(whisper_stem_embed_file(ws, wav, &got, &err), 0, "%s", err.msg);
+    assert_same("embed_file on the GPU, bf16, --pos", &got, &want);
+    whisper_stem_array_free(&got);
+    free(want.data);
+
+    const char *paths[] = {wav, "/nonexistent.wav", wav};
+    whisper_stem_batch *b = whisper_stem_batch_open(ws, paths, 3, &err);
+    cr_assert(b, "%s", err.msg);
+    size_t index;
+    cr_assert_eq(whisper_stem_batch_next(b, &got, &index, &err), 1, "%s", err.msg);
+    whisper_stem_array_free(&got);
+    cr_assert_eq(whisper_stem_batch_next(b, &got, &index, &err), -1);
+    cr_assert_eq(index, 1);
+    cr_assert_eq(whisper_stem_batch_next(b, &got, &index, &err), 1, "%s", err.msg);
+    cr_assert_eq(index, 2);
+    whisper_stem_array_free(&got);
+    whisper_stem_batch_close(b);
+
+    enum { N = 3 };
+    float *x[N];
+    job jobs[N];
+    pthread_t tid[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = tones(16000 * (40 + 5 * i), 16000, 1, (uint64_t)i + 40);
+        jobs[i] = (job){.ws = ws, .pcm = x[i], .n = 16000 * (size_t)(40 + 5 * i)};
+        cr_assert_eq(pthread_create(&tid[i], NULL, run_job, &jobs[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(tid[i], NULL);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(jobs[i].rc, 0, "thread %d failed", i);
+        job one = {.ws = ws, .pcm = x[i], .n = jobs[i].n};
+        run_job(&one);
+        cr_assert_eq(one.rc, 0);
+        cr_assert_eq(one.emb.ndim, 3, "two windows");
+        assert_arrays_equal("embed_pcm on the GPU, threads vs alone", &jobs[i].emb, &one.emb);
+        whisper_stem_array_free(&one.mel);
+        whisper_stem_array_free(&one.emb);
+        whisper_stem_array_free(&jobs[i].mel);
+        whisper_stem_array_free(&jobs[i].emb);
+        free(x[i]);
+    }
+    whisper_stem_free(ws);
+}
