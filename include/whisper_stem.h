@@ -198,11 +198,11 @@ WS_API void whisper_stem_array_free(whisper_stem_array *a);
  * the log-Mel of the inputs ahead while the calling thread runs the stem in
  * whisper_stem_batch_next. Results come in input order, one per call, pull-style.
  *
- * Memory: at most 2 x W + 2 inputs are taken ahead of the one returned (W workers: the
- * context's threads with a GPU stem, half of them with the CPU's, at least 2 and at
- * most n_paths), each holding its 16 kHz samples while its log-Mel is made, then the
- * log-Mel (n_mels x 3000 x 4 bytes a window: 0.96 MB at 80 bands); a worker waits
- * rather than take more. The arrays returned are the caller's.
+ * Memory: at most 2 x W + 2 inputs are held at once, the next one to return included
+ * (W workers: the context's threads with a GPU stem, half of them with the CPU's, at
+ * least 2 and at most n_paths), each holding its 16 kHz samples while its log-Mel is
+ * made, then the log-Mel (n_mels x 3000 x 4 bytes a window: 0.96 MB at 80 bands); a
+ * worker waits rather than take more. The arrays returned are the caller's.
  *
  * paths are copied. Needs a model (NULL with err without one). */
 typedef struct whisper_stem_batch whisper_stem_batch;
