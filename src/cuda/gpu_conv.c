@@ -349,7 +349,8 @@ static int dw_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
         return 0;
     if (a->add && a->add_batch_stride % (long long)v)
         return 0;
-    if (d->x_layout == WS_NCL && (a->t_in % (int)v || t_out % (int)v))
+    if (d->x_layout == WS_NCL && (a->t_in % (int)v || t_out % (int)v || d->c_in > 65535 ||
+                                  a->n > 65535))
         return 0;
     return 1;
 }
@@ -377,19 +378,19 @@ static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *e
     if (d->op == WS_CONV_FWD) {
         const unsigned long long chunks =
             ncl ? (unsigned long long)t_out / V : (unsigned long long)ws_dw_nch(d, a->t_in, t_out);
-        const unsigned blocks = dw_blocks(ncl ? n * C * chunks : n * chunks * (C / V));
+        const unsigned blocks = dw_blocks(ncl ? chunks : n * chunks * (C / V));
         if (!blocks)
             return 1;
         uint64_t pa = (uint64_t)(uintptr_t)a->add, py = (uint64_t)(uintptr_t)a->y;
         uint64_t abs = a->add ? (uint64_t)a->add_batch_stride : 0;
         void *args[] = { &px, &pw, &pb, &pa, &py, &nn, &t_in, &to, &abs };
-        CU_TRY(cu, LaunchKernel(c->dwfn[0], blocks, 1, 1, WS_DW_THREADS, 1, 1, 0, g->stream,
-                                args, NULL), err);
+        CU_TRY(cu, LaunchKernel(c->dwfn[0], blocks, ncl ? (unsigned)C : 1, ncl ? (unsigned)n : 1,
+                                WS_DW_THREADS, 1, 1, 0, g->stream, args, NULL), err);
         return 0;
     }
     const long long nch = ws_dw_nch(d, a->t_in, t_out);
     const unsigned long long np = n * (unsigned long long)ws_dw_parts(d, a->t_in, t_out);
-    const unsigned blocks = dw_blocks(ncl ? n * C * (unsigned long long)nch
+    const unsigned blocks = dw_blocks(ncl ? (unsigned long long)nch
                                           : n * (unsigned long long)nch * (C / V));
     const unsigned fin_blocks = dw_blocks(C * (unsigned long long)(d->k + 1));
     if (!blocks || !fin_blocks || nch > (long long)UINT32_MAX || np > UINT32_MAX)
@@ -411,8 +412,8 @@ static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *e
     uint64_t pdw = (uint64_t)(uintptr_t)a->dw, pdb = (uint64_t)(uintptr_t)a->db;
     uint32_t nch32 = (uint32_t)nch, np32 = (uint32_t)np;
     void *args[] = { &px, &pw, &pb, &pdy, &pdx, &ppart, &nn, &t_in, &to, &nch32 };
-    CU_TRY(cu, LaunchKernel(c->dwfn[0], blocks, 1, 1, WS_DW_THREADS, 1, 1, 0, g->stream, args,
-                            NULL), err);
+    CU_TRY(cu, LaunchKernel(c->dwfn[0], blocks, ncl ? (unsigned)C : 1, ncl ? (unsigned)n : 1,
+                            WS_DW_THREADS, 1, 1, 0, g->stream, args, NULL), err);
     if (want_part) {
         void *fargs[] = { &ppart, &pdw, &pdb, &np32 };
         CU_TRY(cu, LaunchKernel(c->dwfn[1], fin_blocks, 1, 1, WS_DW_THREADS, 1, 1, 0, g->stream,

@@ -46,11 +46,12 @@ void ws_ptx_act(ptx_buf *b, preg v, ws_act a)
         ws_gelu_emit(b, v.n, v.n);
     } else if (a == WS_ACT_SILU) {
         preg e = ptx_reg(b, PTX_F32);
-        ptx_comment(b, "%s = silu(%s) = z / (1 + 2^(-z log2 e))", v.n, v.n);
+        ptx_comment(b, "%s = silu(%s) = z * rcp(1 + 2^(-z log2 e))", v.n, v.n);
         ptx_ins(b, "mul.f32 %s, %s, %s", e.n, v.n, ptx_f32(NEG_LOG2E).s);
         ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", e.n, e.n);
         ptx_ins(b, "add.f32 %s, %s, 0f3F800000", e.n, e.n);
-        ptx_ins(b, "div.rn.f32 %s, %s, %s", v.n, v.n, e.n);
+        ptx_ins(b, "rcp.approx.ftz.f32 %s, %s", e.n, e.n);
+        ptx_ins(b, "mul.f32 %s, %s, %s", v.n, v.n, e.n);
     }
 }
 
@@ -90,7 +91,7 @@ void ws_ptx_act_grad(ptx_buf *b, ws_act a, preg g, preg z)
         ptx_ins(b, "mul.f32 %s, %s, %s", e.n, e.n, ptx_f32(NEG_LOG2E).s);
         ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", e.n, e.n);
         ptx_ins(b, "add.f32 %s, %s, 0f3F800000", r.n, e.n);
-        ptx_ins(b, "rcp.rn.f32 %s, %s", r.n, r.n);
+        ptx_ins(b, "rcp.approx.ftz.f32 %s, %s", r.n, r.n);
         ptx_ins(b, "mul.f32 %s, %s, %s", er.n, e.n, r.n);
         ptx_ins(b, "setp.ge.f32 %s, %s, 0f00000000", pos.n, z.n);
         ptx_ins(b, "selp.f32 %s, %s, %s, %s", sg.n, r.n, er.n, pos.n);

@@ -11,9 +11,11 @@
  *   RELU  max(v, 0);                 grad  z > 0 ? g : 0
  *   GELU  v * Phi(v) (gelu_ptx.h);   grad  Phi(z) + z phi(z), Phi = gelu(z) / z (0.5 for
  *         |z| < 2^-60), phi = e(-z^2 log2(e) / 2) / sqrt(2 pi)
- *   SILU  v / (1 + e(-v log2 e)) (div.rn);  grad  s + z s (1 - s) with s, 1 - s from
- *         e = e(-|z| log2 e), r = 1 / (1 + e) (rcp.rn): r, e*r or e*r, r by the sign of z
- *         (no cancellation; act.c's form)
+ *   SILU  v * rcp(1 + e(-v log2 e));  grad  s + z s (1 - s) with s, 1 - s from
+ *         e = e(-|z| log2 e), r = rcp(1 + e): r, e*r or e*r, r by the sign of z (no
+ *         cancellation; act.c's form). rcp is rcp.approx.ftz (1 ulp; IEEE division costs
+ *         ~10 instructions more per element, which the memory-bound depthwise kernels
+ *         feel); with ex2.approx's 2 ulp, SILU and its grad are within ~4 ulp of float32.
  * Tested through the kernels that use them (tests/test_gpu_conv.c).
  */
 #ifndef WS_CUDA_PTX_ACT_H

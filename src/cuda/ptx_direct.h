@@ -15,7 +15,8 @@
  * (the plan converts it); products by fma in float32, summed in the order j then k
  * (cpu_direct.c's order); then + b[o], act, + add (read in y_type), stored in y_type
  * (f16: cvt.rn.f16.f32, bf16: cvt.rn.bf16.f32). GELU is gelu_ptx.h's exact-erf
- * sequence; SILU = z / (1 + 2^(-z log2 e)) with ex2.approx.ftz and div.rn.
+ * sequence; SILU = z * rcp(1 + 2^(-z log2 e)) with ex2.approx.ftz and rcp.approx.ftz
+ * (ptx_act.h).
  * Every math mode is computed this way (FFMA in float32), as on the CPU.
  *
  * The shapes (C_in, C_out, G, K, S, D, P_L, layouts, types, pre, act) are immediates;
@@ -43,7 +44,7 @@
  *       sequence (0.5 for |z| < 2^-60) and phi = 2^(-z^2 log2(e)/2) / sqrt(2 pi)
  *       (ex2.approx): |error| <= WS_DIRECT_GELU_GRAD_MAX_ABS against erf in double (the C
  *       model ws_direct_gelu_grad_model, grid of tests/test_gpu_conv.c); SILU s + z s (1-s)
- *       with s, 1-s from e = 2^(-|z| log2 e) and r = 1/(1+e) (rcp.rn), no cancellation.
+ *       with s, 1-s from e = 2^(-|z| log2 e) and r = 1/(1+e) (rcp.approx), no cancellation.
  *   dx  one thread per x element, i = x's index (x_layout), c = channel, g = c / Cg:
  *         dx[i] = sum_{o = g*Cog .. g*Cog+Cog-1} sum_{k<K} w[o, c - g*Cg, k] * gz[n, o, t],
  *         t = (u + P_L - D*k) / S when S divides it and 0 <= t < T_out   (o then k,

@@ -12,7 +12,7 @@
 #include "ptx_emit.h"
 
 #define PREFETCH 4 /* rows loaded this many steps ahead of their first use */
-#define WS_DW_MAX_REGS 232 /* .maxnreg of the NLC kernels (ptx_emit.h) */
+#define WS_DW_MAX_REGS 255 /* .maxnreg of the NLC kernels (ptx_emit.h) */
 
 /* the kernel being written */
 typedef struct {
@@ -103,7 +103,9 @@ static void shape_of(const ws_conv_desc *d, dw *s)
     s->P = d->pad_l;
     s->H = d->dilation * (d->k - 1);
     s->R = s->H + 1 + PREFETCH;
-    s->U = s->R * (s->R >= 16 ? 1 : 16 / s->R);
+    /* the backward unrolls one ring (ptxas hoists loads across a longer body and runs out
+     * of registers); the forward two when the ring is short */
+    s->U = d->op == WS_CONV_BWD ? s->R : s->R * (s->R >= 16 ? 1 : 16 / s->R);
     const int want = d->op == WS_CONV_BWD ? WS_DW_BWD_CHUNK : WS_DW_CHUNK;
     s->L = s->U * ((want + s->U - 1) / s->U);
 }
@@ -245,6 +247,16 @@ static preg thread_index(ptx_buf *b, preg total, plabel done)
     ptx_ins(b, "setp.ge.u64 %s, %s, %s", out.n, i.n, total.n);
     ptx_ins(b, "@%s bra %s", out.n, done.n);
     return i;
+}
+
+/* y = ctaid.y, z = ctaid.z (u64) */
+static void grid_yz(ptx_buf *b, preg y, preg z)
+{
+    preg r32 = ptx_reg(b, PTX_B32);
+    ptx_ins(b, "mov.u32 %s, %%ctaid.y", r32.n);
+    ptx_ins(b, "cvt.u64.u32 %s, %s", y.n, r32.n);
+    ptx_ins(b, "mov.u32 %s, %%ctaid.z", r32.n);
+    ptx_ins(b, "cvt.u64.u32 %s, %s", z.n, r32.n);
 }
 
 /* q = a / m; r = a - q*m */
@@ -438,6 +450,16 @@ static void emit_fwd_nlc(dw *s)
         row_at(b, lp, la, ulo, q, s->tin, xb, C * xs);
         vec_load(b, &ring[q % R], la, lp);
     }
+    /* 16-bit x: each row unpacked once, at step row - H, into a float32 ring (the taps use
+     * it K times) */
+    vec fring[64];
+    const int unpack = d->x_type != WS_F32;
+    for (int q = 0; unpack && q < R; q++) {
+        fring[q] = vec_new(b, WS_F32, V);
+        if (q < H)
+            for (int v = 0; v < V; v++)
+                ptx_ins(b, "mov.f32 %s, %s", fring[q].r[v].n, vec_elem(b, &ring[q], v).n);
+    }
 
     ptx_section(b, "loop: U steps per iteration, L / U iterations (or to T_out)");
     preg it = ptx_reg(b, PTX_B32), more = ptx_reg(b, PTX_PRED), tp = ptx_reg(b, PTX_PRED);
@@ -449,9 +471,13 @@ static void emit_fwd_nlc(dw *s)
         ptx_comment(b, "step %d: prefetch row %d, then t = tlo + %d", jj, jj + H + PREFETCH, jj);
         row_at(b, lp, la, ulo, jj + H + PREFETCH, s->tin, xb, C * xs);
         vec_load(b, &ring[(jj + H + PREFETCH) % R], la, lp);
+        if (unpack)
+            for (int v = 0; v < V; v++)
+                ptx_ins(b, "mov.f32 %s, %s", fring[(jj + H) % R].r[v].n,
+                        vec_elem(b, &ring[(jj + H) % R], v).n);
         const vec *xk[WS_DW_MAX_K];
         for (int k = 0; k < K; k++)
-            xk[k] = &ring[(jj + s->D * k) % R];
+            xk[k] = unpack ? &fring[(jj + s->D * k) % R] : &ring[(jj + s->D * k) % R];
         preg acc[8];
         fwd_sum(s, acc, x_of_nlc, xk, w, V, 1, bias, 1, f.hasb);
         ptx_ins(b, "add.s64 %s, %s, %d", t.n, tlo.n, jj);
@@ -520,21 +546,16 @@ static void emit_fwd_ncl(dw *s)
     const int V = s->V, K = s->K;
     const long long C = d->c_in;
     const int xs = d->x_type == WS_F32 ? 4 : 2, ys = d->y_type == WS_F32 ? 4 : 2;
-    char imm[32];
     fwd_params f = fwd_param_load(s);
 
-    ptx_section(b, "i = (n*C + c)*nj + j < N*C*nj, nj = T_out / V (the plan checks V | T_out)");
-    preg nj = ptx_reg(b, PTX_B64), total = ptx_reg(b, PTX_B64);
+    ptx_section(b, "j = ctaid.x*WS_DW_THREADS + tid.x < nj = T_out / V (V | T_out), c = ctaid.y, n = ctaid.z");
+    preg nj = ptx_reg(b, PTX_B64);
     plabel done = ptx_label_new(b, "done");
     ptx_ins(b, "div.u64 %s, %s, %d", nj.n, s->tout.n, V);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", total.n, f.n.n, nj.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, C);
-    preg i = thread_index(b, total, done);
-    preg row = ptx_reg(b, PTX_B64), j = ptx_reg(b, PTX_B64), n = ptx_reg(b, PTX_B64);
-    preg c = ptx_reg(b, PTX_B64);
-    divmod(b, row, j, i, nj.n);
-    snprintf(imm, sizeof imm, "%lld", C);
-    divmod(b, n, c, row, imm);
+    preg j = thread_index(b, nj, done), n = ptx_reg(b, PTX_B64), c = ptx_reg(b, PTX_B64);
+    preg row = ptx_reg(b, PTX_B64);
+    grid_yz(b, c, n);
+    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", row.n, n.n, C, c.n);
 
     ptx_section(b, "w[c][k], b[c]");
     preg wa = ptx_reg(b, PTX_B64), ba = ptx_reg(b, PTX_B64), w[WS_DW_MAX_K], bias[1];
@@ -829,20 +850,14 @@ static void emit_bwd_ncl(dw *s)
     const int V = s->V, K = s->K, P = s->P, H = s->H, D = s->D;
     const long long C = d->c_in;
     const int xs = d->x_type == WS_F32 ? 4 : 2, ys = d->y_type == WS_F32 ? 4 : 2;
-    char imm[32];
     bwd_params f = bwd_param_load(s);
 
-    ptx_section(b, "i = (n*C + c)*nch + j < N*C*nch (nch: vectors per row, padded to 32)");
-    preg total = ptx_reg(b, PTX_B64);
+    ptx_section(b, "j = ctaid.x*WS_DW_THREADS + tid.x < nch (vectors per row, padded to 32: whole warps), c = ctaid.y, n = ctaid.z");
     plabel done = ptx_label_new(b, "done");
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", total.n, f.n.n, f.nch.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, C);
-    preg i = thread_index(b, total, done);
-    preg row = ptx_reg(b, PTX_B64), j = ptx_reg(b, PTX_B64), n = ptx_reg(b, PTX_B64);
-    preg c = ptx_reg(b, PTX_B64);
-    divmod(b, row, j, i, f.nch.n);
-    snprintf(imm, sizeof imm, "%lld", C);
-    divmod(b, n, c, row, imm);
+    preg j = thread_index(b, f.nch, done), n = ptx_reg(b, PTX_B64), c = ptx_reg(b, PTX_B64);
+    preg row = ptx_reg(b, PTX_B64);
+    grid_yz(b, c, n);
+    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", row.n, n.n, C, c.n);
 
     ptx_section(b, "w[c][k], b[c]");
     preg wa = ptx_reg(b, PTX_B64), ba = ptx_reg(b, PTX_B64), w[WS_DW_MAX_K], bias[1];
