@@ -3,7 +3,7 @@
 
     make BUILD=build lib build/ws-mkmodel
     WHISPER_STEM_LIB=build/libwhisper-stem.so.0 PYTHONPATH=python /usr/bin/python3 bench/python_lib.py \\
-        [--build build] [--runs N] [--size tiny]
+        [--build build] [--runs N] [--size tiny] [--device cpu|cuda[:N]] [--precision fp32|tf32|bf16|fp16]
 
 Measures, on one 30 s clip and on a batch of 64 clips (30 s each, different audio):
   1. whisper_stem.log_mel / features vs openai-whisper's log_mel_spectrogram written in
@@ -13,7 +13,7 @@ Measures, on one 30 s clip and on a batch of 64 clips (30 s each, different audi
   2. Frontend.embed (Python: argument checks, array wrapping) vs the same C call,
      whisper_stem_embed_pcm + whisper_stem_array_free, made through ctypes in a bare loop
      on the same context: the Python layer's overhead. One 30 s clip and 64 windows.
-Times are medians of N runs, the contenders interleaved run by run. The outputs are
+Times are medians of N runs, in blocks per contender (see timeit). The outputs are
 compared (log-Mel within 2e-4 of torch's, embed bit for bit with the bare call): exit 1
 on a mismatch. The targets (issue 13: >= 3x openai's torch log_mel on the CPU; embed
 within 10 % of the C call) are printed as reached or missed.
@@ -56,17 +56,27 @@ def clips(n, seed):
     return out
 
 
-def timeit(fns, runs, warm=2):
-    """{name: median seconds}, every fn run `runs` times, interleaved."""
+def timeit(fns, runs, warm=2, rounds=3):
+    """{name: median seconds} over `runs` runs of each fn.
+
+    The runs come in blocks: each contender in turn runs runs / rounds times after a
+    warm-up call, for `rounds` rounds. Blocks, not single runs interleaved, because
+    PyTorch's OpenMP workers spin for a while after each parallel region and would
+    take the CPUs from the next contender's threads; rounds spread slow drifts of
+    the machine's load over all contenders.
+    """
     for _ in range(warm):
         for f in fns.values():
             f()
     t = {k: [] for k in fns}
-    for _ in range(runs):
+    per = max(1, runs // rounds)
+    for _ in range(rounds):
         for k, f in fns.items():
-            t0 = time.perf_counter()
             f()
-            t[k].append(time.perf_counter() - t0)
+            for _ in range(per):
+                t0 = time.perf_counter()
+                f()
+                t[k].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in t.items()}
 
 
@@ -79,6 +89,8 @@ def main():
     ap.add_argument("--build", default=os.environ.get("WS_BUILD", "build"))
     ap.add_argument("--runs", type=int, default=21, help="runs per measurement of one clip (batches: a third)")
     ap.add_argument("--size", default="tiny", help="ws-mkmodel size for the embed bench")
+    ap.add_argument("--device", default="cpu", help="where the embed bench runs the stem (cpu, cuda, cuda:N)")
+    ap.add_argument("--precision", default="fp32", help="the GPU's precision for the embed bench")
     args = ap.parse_args()
 
     import torch
@@ -155,7 +167,7 @@ def main():
     model = os.path.join(tmp, "%s.gguf" % args.size)
     subprocess.run([os.path.join(args.build, "ws-mkmodel"), "--size", args.size, "-o", model], check=True,
                    stdout=subprocess.DEVNULL)
-    fe = ws.Frontend(model, device="cpu")
+    fe = ws.Frontend(model, device=args.device, precision=args.precision)
     long_audio = np.concatenate(batch)  # 32 min: 64 windows in one call
     h = fe._ctx.handle
     out = _lib._CArray()
@@ -178,9 +190,10 @@ def main():
         return a
 
     for name, x in (("one clip", one), ("64 windows", long_audio)):
-        if not np.array_equal(fe.embed(x), raw_copy(x)):
+        if not np.array_equal(fe.embed(x), raw_copy(x)):  # the GPU's sums have a fixed order too
             bad.append("embed(%s) differs from the bare call" % name)
-    print("\n## Frontend.embed vs the bare C call (%s model, CPU, %d threads; median ms)\n" % (args.size, ncpu))
+    where = "CPU, %d threads" % ncpu if fe.device == "cpu" else "%s, %s" % (fe.device, args.precision)
+    print("\n## Frontend.embed vs the bare C call (%s model, %s; median ms)\n" % (args.size, where))
     print("| input | Frontend.embed | C call (ctypes, bare) | Python overhead |")
     print("|---|---|---|---|")
     worst_e = -1.0

@@ -404,6 +404,8 @@ class PackageTest(unittest.TestCase):
         try:
             r = subprocess.run(["make", "-s", "-C", ROOT, "install-python", "PREFIX=" + tmp, "WS_PYTHON=" + sys.executable],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            if r.returncode != 0 and b"missing packages" in r.stdout:
+                self.skipTest("the Makefile lacks its build packages here: %s" % r.stdout.decode().strip()[-200:])
             self.assertEqual(r.returncode, 0, r.stdout.decode())
             site = subprocess.run([sys.executable, os.path.join(ROOT, "python", "site-dir.py"), tmp],
                                   stdout=subprocess.PIPE, check=True).stdout.decode().strip()
@@ -433,6 +435,11 @@ class PackageTest(unittest.TestCase):
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             if r.returncode != 0:
                 self.skipTest("no venv module (Debian: python3-venv): %s" % r.stdout.decode()[-300:])
+            r = subprocess.run([os.path.join(venv, "bin", "python"), "-c", "import numpy, setuptools, wheel"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            if r.returncode != 0:
+                self.skipTest("the venv sees no system numpy, setuptools or wheel (Debian: python3-numpy, "
+                              "python3-wheel): %s" % r.stdout.decode().strip().splitlines()[-1])
             pip = [os.path.join(venv, "bin", "pip"), "install", "-q", "--no-build-isolation", "--no-index", src]
             r = subprocess.run(pip, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp)
             self.assertEqual(r.returncode, 0, r.stdout.decode())
