@@ -8,15 +8,12 @@
 #      found) defines them weak on purpose, the same code in every user, merged at link.
 #      Under SAN=1, AddressSanitizer adds __odr_asan.NAME beside each global NAME (its
 #      one-definition-rule indicator): let through too.
-#      ptx_* (src/cuda's PTX emitter helpers) are the one family not renamed yet (to
-#      ws_ptx_*); ALLOW lists them until then, and emptying it makes the check strict.
 # Run by `make test`.
 set -eu
 build=${1:?usage: check-exports.sh BUILD}
 cd "$(dirname "$0")/.."
 so=$(ls "$build"/libwhisper-stem.so.*.*.* | head -n 1)
 ar="$build/libwhisper-stem.a"
-ALLOW='ptx_'
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 
@@ -43,12 +40,12 @@ fi
 [ "$(wc -l <"$t/declared")" -ge 30 ] || { echo "✗ only $(wc -l <"$t/declared") WS_API declarations found in include/*.h" >&2; bad=1; }
 
 nm -g --defined-only "$ar" | awk 'NF == 3 { print $2, $3 }' | sort -u |
-    grep -Ev ' (ws_|whisper_stem_|wscu_|WS)' | grep -Ev '^[WVwv] (nvtx|InitializeInjectionNvtx)' | grep -v ' __odr_asan\.' |
-    grep -Ev " ($ALLOW)" >"$t/unprefixed" || true
+    grep -Ev ' (ws_|whisper_stem_|wscu_|WS)' | grep -Ev '^[WVwv] (nvtx|InitializeInjectionNvtx)' | grep -v ' __odr_asan\.' \
+    >"$t/unprefixed" || true
 if [ -s "$t/unprefixed" ]; then
     echo "✗ $ar has global symbols without the ws_ / whisper_stem_ / wscu_ / WS prefix:" >&2
     sed 's/^/    /' "$t/unprefixed" >&2
     bad=1
 fi
-[ $bad = 0 ] && echo "✓ $(basename "$so") exports the $(wc -l <"$t/exported") functions include/*.h declares, nothing else; $(basename "$ar")'s globals are all prefixed (allowed for now: $ALLOW*)"
+[ $bad = 0 ] && echo "✓ $(basename "$so") exports the $(wc -l <"$t/exported") functions include/*.h declares, nothing else; $(basename "$ar")'s globals are all prefixed"
 exit $bad

@@ -56,45 +56,45 @@ Test(ptx_abi, constants_checked_against_cuda_h_when_present)
 
 Test(ptx_emit, f32_constants_are_exact_bit_patterns)
 {
-    cr_assert_str_eq(ptx_f32(1.0f).s, "0f3F800000");
-    cr_assert_str_eq(ptx_f32(-0.5f).s, "0fBF000000");
-    cr_assert_str_eq(ptx_f32(0x1.6a09e6p-1f).s, "0f3F3504F3");
-    cr_assert_str_eq(ptx_f32(0.0f).s, "0f00000000");
+    cr_assert_str_eq(ws_ptx_f32(1.0f).s, "0f3F800000");
+    cr_assert_str_eq(ws_ptx_f32(-0.5f).s, "0fBF000000");
+    cr_assert_str_eq(ws_ptx_f32(0x1.6a09e6p-1f).s, "0f3F3504F3");
+    cr_assert_str_eq(ws_ptx_f32(0.0f).s, "0f00000000");
 }
 
 Test(ptx_emit, target_follows_compute_capability)
 {
     char v[8], t[16];
-    cr_assert_eq(ptx_target_for(9, 0, v, t), 0);
+    cr_assert_eq(ws_ptx_target_for(9, 0, v, t), 0);
     cr_assert_str_eq(t, "sm_90");
     cr_assert_str_eq(v, "7.8");
-    cr_assert_eq(ptx_target_for(8, 0, v, t), 0);
+    cr_assert_eq(ws_ptx_target_for(8, 0, v, t), 0);
     cr_assert_str_eq(t, "sm_80");
     cr_assert_str_eq(v, "7.0");
-    cr_assert_eq(ptx_target_for(8, 6, v, t), 0);
+    cr_assert_eq(ws_ptx_target_for(8, 6, v, t), 0);
     cr_assert_str_eq(t, "sm_86");
-    cr_assert_eq(ptx_target_for(12, 0, v, t), 0);
+    cr_assert_eq(ws_ptx_target_for(12, 0, v, t), 0);
     cr_assert_str_eq(t, "sm_90", "newer chips get sm_90 PTX, JIT-compiled forward");
-    cr_assert_eq(ptx_target_for(7, 5, v, t), -1);
+    cr_assert_eq(ws_ptx_target_for(7, 5, v, t), -1);
 }
 
 Test(ptx_emit, registers_and_labels_are_numbered_per_kernel)
 {
     ptx_buf b;
-    ptx_init(&b);
-    preg r0 = ptx_reg(&b, PTX_F32), r1 = ptx_reg(&b, PTX_F32), p0 = ptx_reg(&b, PTX_PRED);
-    plabel l0 = ptx_label_new(&b, "loop");
+    ws_ptx_init(&b);
+    preg r0 = ws_ptx_reg(&b, PTX_F32), r1 = ws_ptx_reg(&b, PTX_F32), p0 = ws_ptx_reg(&b, PTX_PRED);
+    plabel l0 = ws_ptx_label_new(&b, "loop");
     cr_assert_str_eq(r0.n, "%f0");
     cr_assert_str_eq(r1.n, "%f1");
     cr_assert_str_eq(p0.n, "%p0");
     cr_assert_str_eq(l0.n, "$Lloop_0");
-    ptx_ins(&b, "add.f32 %s, %s, %s", r0.n, r0.n, r1.n);
+    ws_ptx_ins(&b, "add.f32 %s, %s, %s", r0.n, r0.n, r1.n);
     ptx_buf mod;
-    ptx_init(&mod);
-    ptx_module_begin(&mod, 9, 0, "test");
-    ptx_kernel_end(&b, &mod, "k", "\t.param .u64 p", 32, 0);
+    ws_ptx_init(&mod);
+    ws_ptx_module_begin(&mod, 9, 0, "test");
+    ws_ptx_kernel_end(&b, &mod, "k", "\t.param .u64 p", 32, 0);
     char why[160];
-    char *t = ptx_take(&mod, why, sizeof why);
+    char *t = ws_ptx_take(&mod, why, sizeof why);
     cr_assert_not_null(t);
     cr_assert(strstr(t, ".reg .f32 %f<2>;"), "%s", t);
     cr_assert(strstr(t, ".reg .pred %p<1>;"), "%s", t);
@@ -106,30 +106,30 @@ Test(ptx_emit, registers_and_labels_are_numbered_per_kernel)
 Test(ptx_emit, emitter_error_is_sticky)
 {
     ptx_buf b;
-    ptx_init(&b);
-    ptx_ins(&b, "mov.u32 %%r0, 1");
-    ptx_fail(&b, "first reason");
-    ptx_fail(&b, "second reason");
-    ptx_ins(&b, "mov.u32 %%r0, 2");
+    ws_ptx_init(&b);
+    ws_ptx_ins(&b, "mov.u32 %%r0, 1");
+    ws_ptx_fail(&b, "first reason");
+    ws_ptx_fail(&b, "second reason");
+    ws_ptx_ins(&b, "mov.u32 %%r0, 2");
     size_t len = b.len;
-    ptx_comment(&b, "more");
+    ws_ptx_comment(&b, "more");
     cr_assert_eq(b.len, len, "nothing is appended after a failure");
     char why[160];
-    cr_assert_null(ptx_take(&b, why, sizeof why));
+    cr_assert_null(ws_ptx_take(&b, why, sizeof why));
     cr_assert_str_eq(why, "first reason");
     /* a failed kernel fails its module */
     ptx_buf k, mod;
-    ptx_init(&k);
-    ptx_init(&mod);
-    ptx_module_begin(&mod, 9, 0, "t");
-    ptx_fail(&k, "kernel broke");
-    ptx_kernel_end(&k, &mod, "k", "", 32, 0);
-    cr_assert_null(ptx_take(&mod, why, sizeof why));
+    ws_ptx_init(&k);
+    ws_ptx_init(&mod);
+    ws_ptx_module_begin(&mod, 9, 0, "t");
+    ws_ptx_fail(&k, "kernel broke");
+    ws_ptx_kernel_end(&k, &mod, "k", "", 32, 0);
+    cr_assert_null(ws_ptx_take(&mod, why, sizeof why));
     cr_assert_str_eq(why, "kernel broke");
     /* below sm_80 is refused */
-    ptx_init(&mod);
-    ptx_module_begin(&mod, 7, 0, "t");
-    cr_assert_null(ptx_take(&mod, why, sizeof why));
+    ws_ptx_init(&mod);
+    ws_ptx_module_begin(&mod, 7, 0, "t");
+    cr_assert_null(ws_ptx_take(&mod, why, sizeof why));
 }
 
 static const ws_precision ALL_PREC[] = { WS_PREC_FP32, WS_PREC_TF32, WS_PREC_BF16, WS_PREC_FP16 };

@@ -44,23 +44,23 @@ float ws_gelu_model(float x)
 
 void ws_gelu_emit(ptx_buf *b, const char *y, const char *x)
 {
-    preg az = ptx_reg(b, PTX_F32), zc = ptx_reg(b, PTX_F32), q = ptx_reg(b, PTX_F32);
-    preg t = ptx_reg(b, PTX_F32), pp = ptx_reg(b, PTX_F32), pn = ptx_reg(b, PTX_F32);
-    preg big = ptx_reg(b, PTX_PRED), pos = ptx_reg(b, PTX_PRED);
-    ptx_comment(b, "%s = gelu(%s) = x * Phi(x); t = erfc(|x|/sqrt2) = 2^(z R(z)); Phi = 1 - t/2 (x > 0), t/2", y, x);
-    ptx_ins(b, "mul.f32 %s, %s, %s", az.n, x, ptx_f32(INV_SQRT2).s);
-    ptx_ins(b, "abs.f32 %s, %s", az.n, az.n);
-    ptx_ins(b, "min.f32 %s, %s, %s", zc.n, az.n, ptx_f32(Z_CLAMP).s);
-    ptx_ins(b, "mov.f32 %s, %s", q.n, ptx_f32(R[NR - 1]).s);
+    preg az = ws_ptx_reg(b, PTX_F32), zc = ws_ptx_reg(b, PTX_F32), q = ws_ptx_reg(b, PTX_F32);
+    preg t = ws_ptx_reg(b, PTX_F32), pp = ws_ptx_reg(b, PTX_F32), pn = ws_ptx_reg(b, PTX_F32);
+    preg big = ws_ptx_reg(b, PTX_PRED), pos = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_comment(b, "%s = gelu(%s) = x * Phi(x); t = erfc(|x|/sqrt2) = 2^(z R(z)); Phi = 1 - t/2 (x > 0), t/2", y, x);
+    ws_ptx_ins(b, "mul.f32 %s, %s, %s", az.n, x, ws_ptx_f32(INV_SQRT2).s);
+    ws_ptx_ins(b, "abs.f32 %s, %s", az.n, az.n);
+    ws_ptx_ins(b, "min.f32 %s, %s, %s", zc.n, az.n, ws_ptx_f32(Z_CLAMP).s);
+    ws_ptx_ins(b, "mov.f32 %s, %s", q.n, ws_ptx_f32(R[NR - 1]).s);
     for (int i = NR - 2; i >= 0; i--)
-        ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", q.n, q.n, zc.n, ptx_f32(R[i]).s);
-    ptx_ins(b, "mul.f32 %s, %s, %s", q.n, q.n, zc.n);
-    ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", t.n, q.n);
-    ptx_ins(b, "setp.gt.f32 %s, %s, %s", big.n, az.n, ptx_f32(Z_CLAMP).s);
-    ptx_ins(b, "selp.f32 %s, 0f00000000, %s, %s", t.n, t.n, big.n);
-    ptx_ins(b, "fma.rn.f32 %s, %s, 0fBF000000, 0f3F800000", pp.n, t.n);
-    ptx_ins(b, "mul.f32 %s, %s, 0f3F000000", pn.n, t.n);
-    ptx_ins(b, "setp.gt.f32 %s, %s, 0f00000000", pos.n, x);
-    ptx_ins(b, "selp.f32 %s, %s, %s, %s", pp.n, pp.n, pn.n, pos.n);
-    ptx_ins(b, "mul.f32 %s, %s, %s", y, x, pp.n);
+        ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", q.n, q.n, zc.n, ws_ptx_f32(R[i]).s);
+    ws_ptx_ins(b, "mul.f32 %s, %s, %s", q.n, q.n, zc.n);
+    ws_ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", t.n, q.n);
+    ws_ptx_ins(b, "setp.gt.f32 %s, %s, %s", big.n, az.n, ws_ptx_f32(Z_CLAMP).s);
+    ws_ptx_ins(b, "selp.f32 %s, 0f00000000, %s, %s", t.n, t.n, big.n);
+    ws_ptx_ins(b, "fma.rn.f32 %s, %s, 0fBF000000, 0f3F800000", pp.n, t.n);
+    ws_ptx_ins(b, "mul.f32 %s, %s, 0f3F000000", pn.n, t.n);
+    ws_ptx_ins(b, "setp.gt.f32 %s, %s, 0f00000000", pos.n, x);
+    ws_ptx_ins(b, "selp.f32 %s, %s, %s, %s", pp.n, pp.n, pn.n, pos.n);
+    ws_ptx_ins(b, "mul.f32 %s, %s, %s", y, x, pp.n);
 }

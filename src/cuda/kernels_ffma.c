@@ -43,7 +43,7 @@ typedef struct { int bm, bn, bk, tm, tn; } ffma_tile;
 static const ffma_tile TILE_LARGE = { 128, 128, 16, 8, 8 };
 static const ffma_tile TILE_SMALL = { 64, 64, 16, 4, 4 };
 
-#define I(...) ptx_ins(b, __VA_ARGS__)
+#define I(...) ws_ptx_ins(b, __VA_ARGS__)
 
 static int ilog2(int v)
 {
@@ -78,16 +78,16 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     info->bk = T.bk;
 
     ptx_buf kb, *b = &kb;
-    ptx_init(b);
-    ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE);
-    ptx_comment(b, "y[t][o] = gelu(b[o] + sum_k sum_i x[%d*t + k - 1][i] * w[o][i][k])%s; "
+    ws_ptx_init(b);
+    ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE);
+    ws_ptx_comment(b, "y[t][o] = gelu(b[o] + sum_k sum_i x[%d*t + k - 1][i] * w[o][i][k])%s; "
                    "cin %d, cout %d, tile %dx%d, BK %d, %dx%d per thread",
                 s->stride, s->last ? " (+ pos[t][o])" : "", C, N, T.bm, T.bn, T.bk, T.tm, T.tn);
 
-    ptx_section(b, "parameters and block coordinates");
-    preg px = ptx_reg(b, PTX_B64), pw = ptx_reg(b, PTX_B64), pbias = ptx_reg(b, PTX_B64);
-    preg ppos = ptx_reg(b, PTX_B64), py = ptx_reg(b, PTX_B64);
-    preg tin = ptx_reg(b, PTX_B32), tout = ptx_reg(b, PTX_B32);
+    ws_ptx_section(b, "parameters and block coordinates");
+    preg px = ws_ptx_reg(b, PTX_B64), pw = ws_ptx_reg(b, PTX_B64), pbias = ws_ptx_reg(b, PTX_B64);
+    preg ppos = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64);
+    preg tin = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B32);
     I("ld.param.u64 %s, [p_x]", px.n);
     I("ld.param.u64 %s, [p_w]", pw.n);
     I("ld.param.u64 %s, [p_bias]", pbias.n);
@@ -98,19 +98,19 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     I("cvta.to.global.u64 %s, %s", px.n, px.n);
     I("cvta.to.global.u64 %s, %s", pw.n, pw.n);
     I("cvta.to.global.u64 %s, %s", pbias.n, pbias.n);
-    preg haspos = ptx_reg(b, PTX_PRED);
+    preg haspos = ws_ptx_reg(b, PTX_PRED);
     I("setp.ne.u64 %s, %s, 0", haspos.n, ppos.n);
     I("cvta.to.global.u64 %s, %s", ppos.n, ppos.n);
     I("cvta.to.global.u64 %s, %s", py.n, py.n);
-    preg tid = ptx_reg(b, PTX_B32), n0 = ptx_reg(b, PTX_B32), t0 = ptx_reg(b, PTX_B32);
-    preg win = ptx_reg(b, PTX_B32), tx = ptx_reg(b, PTX_B32), ty = ptx_reg(b, PTX_B32);
+    preg tid = ws_ptx_reg(b, PTX_B32), n0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32);
+    preg win = ws_ptx_reg(b, PTX_B32), tx = ws_ptx_reg(b, PTX_B32), ty = ws_ptx_reg(b, PTX_B32);
     I("mov.u32 %s, %%tid.x", tid.n);
     I("mov.u32 %s, %%ctaid.x", n0.n);
     I("shl.b32 %s, %s, %d", n0.n, n0.n, ilog2(T.bn));
     I("mov.u32 %s, %%ctaid.y", t0.n);
     I("shl.b32 %s, %s, %d", t0.n, t0.n, ilog2(T.bm));
-    preg splits = ptx_reg(b, PTX_B32), split = ptx_reg(b, PTX_B32), zz = ptx_reg(b, PTX_B32);
-    ptx_comment(b, "ctaid.z = win * splits + split: split-K parts of one window are neighbours");
+    preg splits = ws_ptx_reg(b, PTX_B32), split = ws_ptx_reg(b, PTX_B32), zz = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_comment(b, "ctaid.z = win * splits + split: split-K parts of one window are neighbours");
     I("ld.param.u32 %s, [p_splits]", splits.n);
     I("mov.u32 %s, %%ctaid.z", zz.n);
     I("div.u32 %s, %s, %s", win.n, zz.n, splits.n);
@@ -118,23 +118,23 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     I("sub.u32 %s, %s, %s", split.n, zz.n, split.n);
     I("and.b32 %s, %s, %d", tx.n, tid.n, TX - 1);
     I("shr.u32 %s, %s, %d", ty.n, tid.n, ilog2(TX));
-    preg sbase = ptx_reg(b, PTX_B32);
+    preg sbase = ws_ptx_reg(b, PTX_B32);
     I("mov.u32 %s, smem", sbase.n);
     /* x of this window: x + win * T_in * C floats (either layout) */
-    preg xw = ptx_reg(b, PTX_B64), tmp = ptx_reg(b, PTX_B32), cst = ptx_reg(b, PTX_B32);
+    preg xw = ws_ptx_reg(b, PTX_B64), tmp = ws_ptx_reg(b, PTX_B32), cst = ws_ptx_reg(b, PTX_B32);
     I("mul.lo.u32 %s, %s, %s", tmp.n, win.n, tin.n);
     I("mul.wide.u32 %s, %s, %d", xw.n, tmp.n, C * 4);
     I("add.u64 %s, %s, %s", xw.n, xw.n, px.n);
 
-    ptx_section(b, "per-thread load addresses");
+    ws_ptx_section(b, "per-thread load addresses");
     preg arow[4], aok[4], aq[4];
     const int KKS = NT / T.bm;   /* channel-major: channels between a thread's 4 elements */
     if (s->chan_major) {
         /* element e of thread tid: channel kk = tid/BM + e*KKS, time m = tid % BM */
-        preg m = ptx_reg(b, PTX_B32), kk = ptx_reg(b, PTX_B32), t = ptx_reg(b, PTX_B32);
-        arow[0] = ptx_reg(b, PTX_B32);
-        aok[0] = ptx_reg(b, PTX_PRED);
-        aq[0] = ptx_reg(b, PTX_B64);
+        preg m = ws_ptx_reg(b, PTX_B32), kk = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+        arow[0] = ws_ptx_reg(b, PTX_B32);
+        aok[0] = ws_ptx_reg(b, PTX_PRED);
+        aq[0] = ws_ptx_reg(b, PTX_B64);
         I("and.b32 %s, %s, %d", m.n, tid.n, T.bm - 1);
         I("shr.u32 %s, %s, %d", kk.n, tid.n, ilog2(T.bm));
         I("add.u32 %s, %s, %s", t.n, t0.n, m.n);
@@ -147,17 +147,17 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     }
     for (int j = 0; j < NA && !s->chan_major; j++) {
         /* chunk c = tid + j*NT: time row m = c / (BK/4), channel quad q = c % (BK/4) */
-        preg c = ptx_reg(b, PTX_B32), m = ptx_reg(b, PTX_B32), q = ptx_reg(b, PTX_B32);
-        preg t = ptx_reg(b, PTX_B32);
-        arow[j] = ptx_reg(b, PTX_B32);
-        aok[j] = ptx_reg(b, PTX_PRED);
-        aq[j] = ptx_reg(b, PTX_B64);
+        preg c = ws_ptx_reg(b, PTX_B32), m = ws_ptx_reg(b, PTX_B32), q = ws_ptx_reg(b, PTX_B32);
+        preg t = ws_ptx_reg(b, PTX_B32);
+        arow[j] = ws_ptx_reg(b, PTX_B32);
+        aok[j] = ws_ptx_reg(b, PTX_PRED);
+        aq[j] = ws_ptx_reg(b, PTX_B64);
         I("add.u32 %s, %s, %d", c.n, tid.n, j * NT);
         I("shr.u32 %s, %s, %d", m.n, c.n, ilog2(T.bk / 4));
         I("and.b32 %s, %s, %d", q.n, c.n, T.bk / 4 - 1);
         I("add.u32 %s, %s, %s", t.n, t0.n, m.n);
         I("setp.lt.u32 %s, %s, %s", aok[j].n, t.n, tout.n);
-        ptx_comment(b, "input row of tap 0: %d*t - 1", s->stride);
+        ws_ptx_comment(b, "input row of tap 0: %d*t - 1", s->stride);
         I("mad.lo.u32 %s, %s, %d, -1", arow[j].n, t.n, s->stride);
         I("mul.wide.u32 %s, %s, 16", aq[j].n, q.n);
         I("add.u64 %s, %s, %s", aq[j].n, aq[j].n, xw.n);
@@ -166,9 +166,9 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     for (int j = 0; j < 1; j++) {
         /* chunk c = tid (+ j*NT for the thread's further chunks, KKB rows below):
          * weight row kk = c / (BN/4), column quad n4 = c % (BN/4) */
-        preg c = ptx_reg(b, PTX_B32), kk = ptx_reg(b, PTX_B32), n4 = ptx_reg(b, PTX_B32);
-        preg off = ptx_reg(b, PTX_B32);
-        bg[j] = ptx_reg(b, PTX_B64);
+        preg c = ws_ptx_reg(b, PTX_B32), kk = ws_ptx_reg(b, PTX_B32), n4 = ws_ptx_reg(b, PTX_B32);
+        preg off = ws_ptx_reg(b, PTX_B32);
+        bg[j] = ws_ptx_reg(b, PTX_B64);
         I("mov.u32 %s, %s", c.n, tid.n);
         I("shr.u32 %s, %s, %d", kk.n, c.n, ilog2(T.bn / 4));
         I("and.b32 %s, %s, %d", n4.n, c.n, T.bn / 4 - 1);
@@ -181,10 +181,10 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
 
     /* tile counters: tap k and channel offset i0 of the tile being loaded;
      * `left` K tiles remain to be loaded after the current one */
-    preg lk = ptx_reg(b, PTX_B32), li0 = ptx_reg(b, PTX_B32), left = ptx_reg(b, PTX_B32);
+    preg lk = ws_ptx_reg(b, PTX_B32), li0 = ws_ptx_reg(b, PTX_B32), left = ws_ptx_reg(b, PTX_B32);
     {
-        ptx_comment(b, "K tiles [split*KT/splits, (split+1)*KT/splits) of KT = %d", KT);
-        preg kb0 = ptx_reg(b, PTX_B32), kb1 = ptx_reg(b, PTX_B32);
+        ws_ptx_comment(b, "K tiles [split*KT/splits, (split+1)*KT/splits) of KT = %d", KT);
+        preg kb0 = ws_ptx_reg(b, PTX_B32), kb1 = ws_ptx_reg(b, PTX_B32);
         I("mul.lo.u32 %s, %s, %d", kb0.n, split.n, KT);
         I("div.u32 %s, %s, %s", kb0.n, kb0.n, splits.n);
         I("mad.lo.u32 %s, %s, %d, %d", kb1.n, split.n, KT, KT);
@@ -196,7 +196,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
         I("sub.u32 %s, %s, %s", li0.n, kb0.n, li0.n);
         I("mul.lo.u32 %s, %s, %d", li0.n, li0.n, T.bk);
         {
-            preg o64 = ptx_reg(b, PTX_B64);
+            preg o64 = ws_ptx_reg(b, PTX_B64);
             I("mul.wide.u32 %s, %s, %d", o64.n, kb0.n, T.bk * N * 4);
             I("add.u64 %s, %s, %s", bg[0].n, bg[0].n, o64.n);
         }
@@ -204,24 +204,24 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     preg av[4][4];
     for (int j = 0; j < (s->chan_major ? NE / 4 : NA); j++)
         for (int e = 0; e < 4; e++)
-            av[j][e] = ptx_reg(b, PTX_F32);
+            av[j][e] = ws_ptx_reg(b, PTX_F32);
     preg acc[8][8];
     for (int r = 0; r < T.tm; r++)
         for (int c = 0; c < T.tn; c++)
-            acc[r][c] = ptx_reg(b, PTX_F32);
+            acc[r][c] = ws_ptx_reg(b, PTX_F32);
     preg fa[8], fb[8];
     for (int r = 0; r < T.tm; r++)
-        fa[r] = ptx_reg(b, PTX_F32);
+        fa[r] = ws_ptx_reg(b, PTX_F32);
     for (int c = 0; c < T.tn; c++)
-        fb[c] = ptx_reg(b, PTX_F32);
+        fb[c] = ws_ptx_reg(b, PTX_F32);
 
     /* emits: global loads of the A tile (lk, li0) into av, then advances */
     #define EMIT_GLOAD()                                                                   \
         do {                                                                               \
             if (s->chan_major) {                                                           \
-                preg row = ptx_reg(b, PTX_B32), off = ptx_reg(b, PTX_B32);                 \
-                preg ok = ptx_reg(b, PTX_PRED), ga = ptx_reg(b, PTX_B64);                  \
-                ptx_comment(b, "x[i0 + kk + e*%d][t + k - 1], %d channels, time coalesced", KKS, NE); \
+                preg row = ws_ptx_reg(b, PTX_B32), off = ws_ptx_reg(b, PTX_B32);                 \
+                preg ok = ws_ptx_reg(b, PTX_PRED), ga = ws_ptx_reg(b, PTX_B64);                  \
+                ws_ptx_comment(b, "x[i0 + kk + e*%d][t + k - 1], %d channels, time coalesced", KKS, NE); \
                 I("add.u32 %s, %s, %s", row.n, arow[0].n, lk.n);                           \
                 I("setp.lt.u32 %s, %s, %s", ok.n, row.n, tin.n);                           \
                 I("and.pred %s, %s, %s", ok.n, ok.n, aok[0].n);                            \
@@ -235,8 +235,8 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
                 }                                                                          \
             }                                                                              \
             for (int j = 0; j < NA && !s->chan_major; j++) {                               \
-                preg row = ptx_reg(b, PTX_B32), off = ptx_reg(b, PTX_B32);                 \
-                preg ok = ptx_reg(b, PTX_PRED), ga = ptx_reg(b, PTX_B64);                  \
+                preg row = ws_ptx_reg(b, PTX_B32), off = ws_ptx_reg(b, PTX_B32);                 \
+                preg ok = ws_ptx_reg(b, PTX_PRED), ga = ws_ptx_reg(b, PTX_B64);                  \
                 I("add.u32 %s, %s, %s", row.n, arow[j].n, lk.n);                           \
                 I("setp.lt.u32 %s, %s, %s", ok.n, row.n, tin.n);                           \
                 I("and.pred %s, %s, %s", ok.n, ok.n, aok[j].n);                            \
@@ -247,7 +247,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
                 I("@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s]", ok.n, av[j][0].n,      \
                   av[j][1].n, av[j][2].n, av[j][3].n, ga.n);                               \
             }                                                                              \
-            preg wrap = ptx_reg(b, PTX_PRED);                                              \
+            preg wrap = ws_ptx_reg(b, PTX_PRED);                                              \
             I("add.u32 %s, %s, %d", li0.n, li0.n, T.bk);                                   \
             I("setp.eq.u32 %s, %s, %d", wrap.n, li0.n, C);                                 \
             I("selp.u32 %s, 0, %s, %s", li0.n, li0.n, wrap.n);                             \
@@ -259,13 +259,13 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
      * K tile) so that they hold no registers across the FFMA loop */
     #define EMIT_SSTORE(so)                                                                \
         do {                                                                               \
-            preg sti = ptx_reg(b, PTX_B32), sb = ptx_reg(b, PTX_B32);                      \
+            preg sti = ws_ptx_reg(b, PTX_B32), sb = ws_ptx_reg(b, PTX_B32);                      \
             I("mov.u32 %s, %%tid.x", sti.n);                                               \
             I("mov.u32 %s, smem", sb.n);                                                   \
             I("add.u32 %s, %s, %s", sb.n, sb.n, (so).n);                                   \
             if (s->chan_major) {                                                           \
-                preg a = ptx_reg(b, PTX_B32), c = ptx_reg(b, PTX_B32);                     \
-                ptx_comment(b, "As[kk + e*%d][m], kk = tid / BM, m = tid %% BM", KKS);       \
+                preg a = ws_ptx_reg(b, PTX_B32), c = ws_ptx_reg(b, PTX_B32);                     \
+                ws_ptx_comment(b, "As[kk + e*%d][m], kk = tid / BM, m = tid %% BM", KKS);       \
                 I("shr.u32 %s, %s, %d", c.n, sti.n, ilog2(T.bm));                          \
                 I("and.b32 %s, %s, %d", a.n, sti.n, T.bm - 1);                             \
                 I("mad.lo.u32 %s, %s, %d, %s", a.n, c.n, AS, a.n);                         \
@@ -274,8 +274,8 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
                     I("st.shared.f32 [%s+%d], %s", a.n, e * KKS * AS * 4, av[e / 4][e % 4].n); \
             }                                                                              \
             for (int j = 0; j < NA && !s->chan_major; j++) {                               \
-                preg a = ptx_reg(b, PTX_B32), c = ptx_reg(b, PTX_B32);                     \
-                ptx_comment(b, "As[q*4 + e][m], m = c / (BK/4), q = c %% (BK/4)");           \
+                preg a = ws_ptx_reg(b, PTX_B32), c = ws_ptx_reg(b, PTX_B32);                     \
+                ws_ptx_comment(b, "As[q*4 + e][m], m = c / (BK/4), q = c %% (BK/4)");           \
                 I("add.u32 %s, %s, %d", c.n, sti.n, j * NT);                               \
                 I("and.b32 %s, %s, %d", a.n, c.n, T.bk / 4 - 1);                           \
                 I("shr.u32 %s, %s, %d", c.n, c.n, ilog2(T.bk / 4));                        \
@@ -289,14 +289,14 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
      * (weights go to shared memory as they are, no registers), then advances */
     #define EMIT_BISSUE(so)                                                                \
         do {                                                                               \
-            preg a = ptx_reg(b, PTX_B32);                                                  \
-            ptx_comment(b, "Bs[kk][n4*4] <- w[kt*BK + kk][n0 + n4*4], chunks %d rows apart", KKB); \
+            preg a = ws_ptx_reg(b, PTX_B32);                                                  \
+            ws_ptx_comment(b, "Bs[kk][n4*4] <- w[kt*BK + kk][n0 + n4*4], chunks %d rows apart", KKB); \
             I("mov.u32 %s, %%tid.x", a.n);                                                 \
             I("shl.b32 %s, %s, 4", a.n, a.n);                                              \
             I("add.u32 %s, %s, %s", a.n, a.n, (so).n);                                     \
             I("add.u32 %s, %s, %d", a.n, a.n, A_BYTES);                                    \
             for (int j = 0; j < NB; j++) {                                                 \
-                preg sa = ptx_reg(b, PTX_B32);                                             \
+                preg sa = ws_ptx_reg(b, PTX_B32);                                             \
                 I("mov.u32 %s, smem", sa.n);                                               \
                 I("add.u32 %s, %s, %s", sa.n, sa.n, a.n);                                  \
                 I("cp.async.cg.shared.global [%s+%d], [%s+%d], 16", sa.n, j * NT * 16,     \
@@ -306,8 +306,8 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
             I("add.u64 %s, %s, %d", bg[0].n, bg[0].n, T.bk * N * 4);                       \
         } while (0)
 
-    ptx_section(b, "prologue: tile 0 into stage 0");
-    preg cur = ptx_reg(b, PTX_B32), nxt = ptx_reg(b, PTX_B32);
+    ws_ptx_section(b, "prologue: tile 0 into stage 0");
+    preg cur = ws_ptx_reg(b, PTX_B32), nxt = ws_ptx_reg(b, PTX_B32);
     I("mov.u32 %s, 0", cur.n);
     for (int r = 0; r < T.tm; r++)
         for (int c = 0; c < T.tn; c++)
@@ -318,22 +318,22 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     I("cp.async.wait_group 0");
     I("bar.sync 0");
 
-    ptx_section(b, "main loop over K tiles");
-    plabel top = ptx_label_new(b, "ktile"), noload = ptx_label_new(b, "nolast");
-    plabel nostore = ptx_label_new(b, "nostore");
-    preg more = ptx_reg(b, PTX_PRED);
-    ptx_label(b, top);
+    ws_ptx_section(b, "main loop over K tiles");
+    plabel top = ws_ptx_label_new(b, "ktile"), noload = ws_ptx_label_new(b, "nolast");
+    plabel nostore = ws_ptx_label_new(b, "nostore");
+    preg more = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_label(b, top);
     I("setp.ne.u32 %s, %s, 0", more.n, left.n);
     I("sub.u32 %s, %d, %s", nxt.n, STAGE, cur.n);
     I("@!%s bra.uni %s", more.n, noload.n);
     I("sub.u32 %s, %s, 1", left.n, left.n);
-    ptx_comment(b, "tile kt+1: B by cp.async into the other stage, A into registers");
+    ws_ptx_comment(b, "tile kt+1: B by cp.async into the other stage, A into registers");
     EMIT_BISSUE(nxt);
     EMIT_GLOAD();
-    ptx_label(b, noload);
-    ptx_comment(b, "multiply the tile in stage `cur`: %d steps of %d FFMA", T.bk, T.tm * T.tn);
-    preg ra = ptx_reg(b, PTX_B32), rb = ptx_reg(b, PTX_B32), ti = ptx_reg(b, PTX_B32);
-    ptx_comment(b, "read addresses As[kk][4*ty], Bs[kk][4*tx] from %%tid.x (no registers held)");
+    ws_ptx_label(b, noload);
+    ws_ptx_comment(b, "multiply the tile in stage `cur`: %d steps of %d FFMA", T.bk, T.tm * T.tn);
+    preg ra = ws_ptx_reg(b, PTX_B32), rb = ws_ptx_reg(b, PTX_B32), ti = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_comment(b, "read addresses As[kk][4*ty], Bs[kk][4*tx] from %%tid.x (no registers held)");
     I("mov.u32 %s, %%tid.x", ti.n);
     I("shr.u32 %s, %s, %d", ra.n, ti.n, ilog2(TX));
     I("and.b32 %s, %s, %d", rb.n, ti.n, TX - 1);
@@ -357,20 +357,20 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     EMIT_SSTORE(nxt);
     I("cp.async.wait_group 0");
     I("mov.u32 %s, %s", cur.n, nxt.n);
-    ptx_label(b, nostore);
+    ws_ptx_label(b, nostore);
     I("bar.sync 0");
     I("@%s bra.uni %s", more.n, top.n);
     #undef EMIT_GLOAD
     #undef EMIT_SSTORE
     #undef EMIT_BISSUE
 
-    ptx_section(b, "split-K: partial sums to the workspace (p_splits > 1)");
-    plabel epi = ptx_label_new(b, "epilogue");
+    ws_ptx_section(b, "split-K: partial sums to the workspace (p_splits > 1)");
+    plabel epi = ws_ptx_label_new(b, "epilogue");
     {
-        preg one = ptx_reg(b, PTX_PRED), pws = ptx_reg(b, PTX_B64), to3 = ptx_reg(b, PTX_B32);
-        preg tid3 = ptx_reg(b, PTX_B32), tx3 = ptx_reg(b, PTX_B32), ty3 = ptx_reg(b, PTX_B32);
-        preg n03 = ptx_reg(b, PTX_B32), t03 = ptx_reg(b, PTX_B32), zz3 = ptx_reg(b, PTX_B32);
-        preg sp3 = ptx_reg(b, PTX_B32), base = ptx_reg(b, PTX_B32), u = ptx_reg(b, PTX_B32);
+        preg one = ws_ptx_reg(b, PTX_PRED), pws = ws_ptx_reg(b, PTX_B64), to3 = ws_ptx_reg(b, PTX_B32);
+        preg tid3 = ws_ptx_reg(b, PTX_B32), tx3 = ws_ptx_reg(b, PTX_B32), ty3 = ws_ptx_reg(b, PTX_B32);
+        preg n03 = ws_ptx_reg(b, PTX_B32), t03 = ws_ptx_reg(b, PTX_B32), zz3 = ws_ptx_reg(b, PTX_B32);
+        preg sp3 = ws_ptx_reg(b, PTX_B32), base = ws_ptx_reg(b, PTX_B32), u = ws_ptx_reg(b, PTX_B32);
         I("ld.param.u32 %s, [p_splits]", sp3.n);
         I("setp.eq.u32 %s, %s, 1", one.n, sp3.n);
         I("@%s bra.uni %s", one.n, epi.n);
@@ -385,7 +385,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
         I("mov.u32 %s, %%ctaid.y", t03.n);
         I("shl.b32 %s, %s, %d", t03.n, t03.n, ilog2(T.bm));
         I("mov.u32 %s, %%ctaid.z", zz3.n);
-        ptx_comment(b, "ws[(ctaid.z * T_out + t) * N + o]: part s of window w at z = w*splits + s");
+        ws_ptx_comment(b, "ws[(ctaid.z * T_out + t) * N + o]: part s of window w at z = w*splits + s");
         I("mad.lo.u32 %s, %s, 4, %s", base.n, ty3.n, t03.n);
         I("mad.lo.u32 %s, %s, %s, %s", base.n, zz3.n, to3.n, base.n);
         I("mul.lo.u32 %s, %s, %d", base.n, base.n, N);
@@ -394,7 +394,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
         for (int g = 0; g < GM; g++)
             for (int r = 0; r < 4; r++) {
                 const int row = g * 4 * TY + r;
-                preg t = ptx_reg(b, PTX_B32), ok = ptx_reg(b, PTX_PRED), ga = ptx_reg(b, PTX_B64);
+                preg t = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), ga = ws_ptx_reg(b, PTX_B64);
                 I("mad.lo.u32 %s, %s, 4, %s", t.n, ty3.n, t03.n);
                 I("add.u32 %s, %s, %d", t.n, t.n, row);
                 I("setp.lt.u32 %s, %s, %s", ok.n, t.n, to3.n);
@@ -405,15 +405,15 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
                       acc[4 * g + r][4 * h].n, acc[4 * g + r][4 * h + 1].n,
                       acc[4 * g + r][4 * h + 2].n, acc[4 * g + r][4 * h + 3].n);
             }
-        ptx_comment(b, "ws_splitk_finish adds the parts up in split order, then bias, gelu, pos");
+        ws_ptx_comment(b, "ws_splitk_finish adds the parts up in split order, then bias, gelu, pos");
         I("ret");
     }
-    ptx_label(b, epi);
-    ptx_section(b, "epilogue: + bias, gelu, + pos, store time-major");
-    ptx_comment(b, "pointers and coordinates re-read here so they hold no register in the loop");
+    ws_ptx_label(b, epi);
+    ws_ptx_section(b, "epilogue: + bias, gelu, + pos, store time-major");
+    ws_ptx_comment(b, "pointers and coordinates re-read here so they hold no register in the loop");
     {
-        preg pb2 = ptx_reg(b, PTX_B64), pp2 = ptx_reg(b, PTX_B64), py2 = ptx_reg(b, PTX_B64);
-        preg to2 = ptx_reg(b, PTX_B32), tid2 = ptx_reg(b, PTX_B32);
+        preg pb2 = ws_ptx_reg(b, PTX_B64), pp2 = ws_ptx_reg(b, PTX_B64), py2 = ws_ptx_reg(b, PTX_B64);
+        preg to2 = ws_ptx_reg(b, PTX_B32), tid2 = ws_ptx_reg(b, PTX_B32);
         I("ld.param.u64 %s, [p_bias]", pb2.n);
         I("ld.param.u64 %s, [p_pos]", pp2.n);
         I("ld.param.u64 %s, [p_y]", py2.n);
@@ -433,25 +433,25 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
         I("mov.u32 %s, %%ctaid.z", zz.n);
         I("div.u32 %s, %s, %s", win.n, zz.n, splits.n);
     }
-    ptx_comment(b, "bias is re-read per row (L1 hits) rather than held: registers are short here");
-    preg bptr = ptx_reg(b, PTX_B64);
+    ws_ptx_comment(b, "bias is re-read per row (L1 hits) rather than held: registers are short here");
+    preg bptr = ws_ptx_reg(b, PTX_B64);
     {
-        preg col = ptx_reg(b, PTX_B32);
+        preg col = ws_ptx_reg(b, PTX_B32);
         I("mad.lo.u32 %s, %s, 4, %s", col.n, tx.n, n0.n);
         I("mad.wide.u32 %s, %s, 4, %s", bptr.n, col.n, pbias.n);
     }
     /* out row base: (win*T_out + t0 + 4*ty) * N + n0 + 4*tx */
-    preg orow = ptx_reg(b, PTX_B32), tb = ptx_reg(b, PTX_B32);
+    preg orow = ws_ptx_reg(b, PTX_B32), tb = ws_ptx_reg(b, PTX_B32);
     I("mad.lo.u32 %s, %s, 4, %s", tb.n, ty.n, t0.n);
     I("mad.lo.u32 %s, %s, %s, %s", orow.n, win.n, tout.n, tb.n);
-    preg col0 = ptx_reg(b, PTX_B32);
+    preg col0 = ws_ptx_reg(b, PTX_B32);
     I("mad.lo.u32 %s, %s, 4, %s", col0.n, tx.n, n0.n);
     for (int g = 0; g < GM; g++) {
         for (int r = 0; r < 4; r++) {
             const int row = g * 4 * TY + r;     /* + 4*ty */
-            preg t = ptx_reg(b, PTX_B32), ok = ptx_reg(b, PTX_PRED), pok = ptx_reg(b, PTX_PRED);
-            preg oi = ptx_reg(b, PTX_B32), ga = ptx_reg(b, PTX_B64);
-            preg pi = ptx_reg(b, PTX_B32), pa = ptx_reg(b, PTX_B64);
+            preg t = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), pok = ws_ptx_reg(b, PTX_PRED);
+            preg oi = ws_ptx_reg(b, PTX_B32), ga = ws_ptx_reg(b, PTX_B64);
+            preg pi = ws_ptx_reg(b, PTX_B32), pa = ws_ptx_reg(b, PTX_B64);
             I("add.u32 %s, %s, %d", t.n, tb.n, row);
             I("setp.lt.u32 %s, %s, %s", ok.n, t.n, tout.n);
             I("and.pred %s, %s, %s", pok.n, ok.n, haspos.n);
@@ -465,12 +465,12 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
             for (int h = 0; h < GN; h++) {
                 preg v[4], pv[4], bs[4];
                 for (int e = 0; e < 4; e++)
-                    bs[e] = ptx_reg(b, PTX_F32);
+                    bs[e] = ws_ptx_reg(b, PTX_F32);
                 I("ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d]", bs[0].n, bs[1].n, bs[2].n, bs[3].n,
                   bptr.n, h * 4 * TX * 4);
                 for (int e = 0; e < 4; e++) {
-                    v[e] = ptx_reg(b, PTX_F32);
-                    pv[e] = ptx_reg(b, PTX_F32);
+                    v[e] = ws_ptx_reg(b, PTX_F32);
+                    pv[e] = ws_ptx_reg(b, PTX_F32);
                     I("add.f32 %s, %s, %s", v[e].n, acc[4 * g + r][4 * h + e].n, bs[e].n);
                     ws_gelu_emit(b, v[e].n, v[e].n);
                 }
@@ -488,7 +488,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
         }
     }
     I("ret");
-    ptx_kernel_end(b, mod,
+    ws_ptx_kernel_end(b, mod,
                    info->name,
                    "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_bias,\n"
                    "\t.param .u64 p_pos,\n\t.param .u64 p_y,\n\t.param .u32 p_tin,\n"

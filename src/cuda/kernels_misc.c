@@ -20,7 +20,7 @@
 #include "gelu_ptx.h"
 #include "kernels.h"
 
-#define I(...) ptx_ins(b, __VA_ARGS__)
+#define I(...) ws_ptx_ins(b, __VA_ARGS__)
 
 void ws_emit_mel_t(ptx_buf *mod, int cin, ws_precision p, ws_kernel_src *info)
 {
@@ -30,18 +30,18 @@ void ws_emit_mel_t(ptx_buf *mod, int cin, ws_precision p, ws_kernel_src *info)
     info->smem = 0;
     info->bm = info->bn = 0;
     ptx_buf kb, *b = &kb;
-    ptx_init(b);
-    ptx_raw(b, "\t.shared .align 4 .b8 tile[%d];\n", 32 * 33 * 4);
-    ptx_comment(b, "xt[w][t][i] = %s(mel[w][i][t]), C = %d", p == WS_PREC_FP32 ? "" : "cvt", cin);
-    preg pm = ptx_reg(b, PTX_B64), pxt = ptx_reg(b, PTX_B64), T = ptx_reg(b, PTX_B32);
+    ws_ptx_init(b);
+    ws_ptx_raw(b, "\t.shared .align 4 .b8 tile[%d];\n", 32 * 33 * 4);
+    ws_ptx_comment(b, "xt[w][t][i] = %s(mel[w][i][t]), C = %d", p == WS_PREC_FP32 ? "" : "cvt", cin);
+    preg pm = ws_ptx_reg(b, PTX_B64), pxt = ws_ptx_reg(b, PTX_B64), T = ws_ptx_reg(b, PTX_B32);
     I("ld.param.u64 %s, [p_mel]", pm.n);
     I("ld.param.u64 %s, [p_xt]", pxt.n);
     I("ld.param.u32 %s, [p_t]", T.n);
     I("cvta.to.global.u64 %s, %s", pm.n, pm.n);
     I("cvta.to.global.u64 %s, %s", pxt.n, pxt.n);
-    preg tid = ptx_reg(b, PTX_B32), tx = ptx_reg(b, PTX_B32), ty = ptx_reg(b, PTX_B32);
-    preg tb = ptx_reg(b, PTX_B32), ib = ptx_reg(b, PTX_B32), w = ptx_reg(b, PTX_B32);
-    preg sb = ptx_reg(b, PTX_B32), wbase = ptx_reg(b, PTX_B32);
+    preg tid = ws_ptx_reg(b, PTX_B32), tx = ws_ptx_reg(b, PTX_B32), ty = ws_ptx_reg(b, PTX_B32);
+    preg tb = ws_ptx_reg(b, PTX_B32), ib = ws_ptx_reg(b, PTX_B32), w = ws_ptx_reg(b, PTX_B32);
+    preg sb = ws_ptx_reg(b, PTX_B32), wbase = ws_ptx_reg(b, PTX_B32);
     I("mov.u32 %s, %%tid.x", tid.n);
     I("and.b32 %s, %s, 31", tx.n, tid.n);
     I("shr.u32 %s, %s, 5", ty.n, tid.n);
@@ -53,13 +53,13 @@ void ws_emit_mel_t(ptx_buf *mod, int cin, ws_precision p, ws_kernel_src *info)
     I("mov.u32 %s, tile", sb.n);
     I("mul.lo.u32 %s, %s, %s", wbase.n, w.n, T.n);
     I("mul.lo.u32 %s, %s, %d", wbase.n, wbase.n, cin);   /* w*T*C: same for both layouts */
-    ptx_section(b, "read 4 rows of channels, time contiguous");
-    preg t = ptx_reg(b, PTX_B32), tok = ptx_reg(b, PTX_PRED);
+    ws_ptx_section(b, "read 4 rows of channels, time contiguous");
+    preg t = ws_ptx_reg(b, PTX_B32), tok = ws_ptx_reg(b, PTX_PRED);
     I("add.u32 %s, %s, %s", t.n, tb.n, tx.n);
     I("setp.lt.u32 %s, %s, %s", tok.n, t.n, T.n);
     for (int j = 0; j < 4; j++) {
-        preg i = ptx_reg(b, PTX_B32), ok = ptx_reg(b, PTX_PRED), off = ptx_reg(b, PTX_B32);
-        preg ga = ptx_reg(b, PTX_B64), v = ptx_reg(b, PTX_F32), sa = ptx_reg(b, PTX_B32);
+        preg i = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), off = ws_ptx_reg(b, PTX_B32);
+        preg ga = ws_ptx_reg(b, PTX_B64), v = ws_ptx_reg(b, PTX_F32), sa = ws_ptx_reg(b, PTX_B32);
         I("add.u32 %s, %s, %s", i.n, ib.n, ty.n);
         I("add.u32 %s, %s, %d", i.n, i.n, 8 * j);
         I("setp.lt.u32 %s, %s, %d", ok.n, i.n, cin);
@@ -76,13 +76,13 @@ void ws_emit_mel_t(ptx_buf *mod, int cin, ws_precision p, ws_kernel_src *info)
         I("st.shared.f32 [%s], %s", sa.n, v.n);
     }
     I("bar.sync 0");
-    ptx_section(b, "write 4 rows of time, channels contiguous");
-    preg i = ptx_reg(b, PTX_B32), iok = ptx_reg(b, PTX_PRED);
+    ws_ptx_section(b, "write 4 rows of time, channels contiguous");
+    preg i = ws_ptx_reg(b, PTX_B32), iok = ws_ptx_reg(b, PTX_PRED);
     I("add.u32 %s, %s, %s", i.n, ib.n, tx.n);
     I("setp.lt.u32 %s, %s, %d", iok.n, i.n, cin);
     for (int j = 0; j < 4; j++) {
-        preg tt = ptx_reg(b, PTX_B32), ok = ptx_reg(b, PTX_PRED), off = ptx_reg(b, PTX_B32);
-        preg ga = ptx_reg(b, PTX_B64), v = ptx_reg(b, PTX_F32), sa = ptx_reg(b, PTX_B32);
+        preg tt = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), off = ws_ptx_reg(b, PTX_B32);
+        preg ga = ws_ptx_reg(b, PTX_B64), v = ws_ptx_reg(b, PTX_F32), sa = ws_ptx_reg(b, PTX_B32);
         I("add.u32 %s, %s, %s", tt.n, tb.n, ty.n);
         I("add.u32 %s, %s, %d", tt.n, tt.n, 8 * j);
         I("setp.lt.u32 %s, %s, %s", ok.n, tt.n, T.n);
@@ -98,17 +98,17 @@ void ws_emit_mel_t(ptx_buf *mod, int cin, ws_precision p, ws_kernel_src *info)
         if (p == WS_PREC_FP32) {
             I("@%s st.global.f32 [%s], %s", ok.n, ga.n, v.n);
         } else if (p == WS_PREC_TF32) {
-            preg r = ptx_reg(b, PTX_B32);
+            preg r = ws_ptx_reg(b, PTX_B32);
             I("cvt.rna.tf32.f32 %s, %s", r.n, v.n);
             I("@%s st.global.b32 [%s], %s", ok.n, ga.n, r.n);
         } else {
-            preg h = ptx_reg(b, PTX_B16);
+            preg h = ws_ptx_reg(b, PTX_B16);
             I("cvt.rn.%s.f32 %s, %s", p == WS_PREC_BF16 ? "bf16" : "f16", h.n, v.n);
             I("@%s st.global.b16 [%s], %s", ok.n, ga.n, h.n);
         }
     }
     I("ret");
-    ptx_kernel_end(b, mod, info->name,
+    ws_ptx_kernel_end(b, mod, info->name,
                    "\t.param .u64 p_mel,\n\t.param .u64 p_xt,\n\t.param .u32 p_t", 256, 0);
 }
 
@@ -119,12 +119,12 @@ void ws_emit_gelu_grid(ptx_buf *mod, ws_kernel_src *info)
     info->smem = 0;
     info->bm = info->bn = 0;
     ptx_buf kb, *b = &kb;
-    ptx_init(b);
-    ptx_comment(b, "y[i] = gelu(x[i]) for i < n");
-    preg px = ptx_reg(b, PTX_B64), py = ptx_reg(b, PTX_B64), n = ptx_reg(b, PTX_B32);
-    preg i = ptx_reg(b, PTX_B32), tmp = ptx_reg(b, PTX_B32), ok = ptx_reg(b, PTX_PRED);
-    preg v = ptx_reg(b, PTX_F32);
-    plabel done = ptx_label_new(b, "done");
+    ws_ptx_init(b);
+    ws_ptx_comment(b, "y[i] = gelu(x[i]) for i < n");
+    preg px = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64), n = ws_ptx_reg(b, PTX_B32);
+    preg i = ws_ptx_reg(b, PTX_B32), tmp = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED);
+    preg v = ws_ptx_reg(b, PTX_F32);
+    plabel done = ws_ptx_label_new(b, "done");
     I("ld.param.u64 %s, [p_x]", px.n);
     I("ld.param.u64 %s, [p_y]", py.n);
     I("ld.param.u32 %s, [p_n]", n.n);
@@ -140,9 +140,9 @@ void ws_emit_gelu_grid(ptx_buf *mod, ws_kernel_src *info)
     I("ld.global.f32 %s, [%s]", v.n, px.n);
     ws_gelu_emit(b, v.n, v.n);
     I("st.global.f32 [%s], %s", py.n, v.n);
-    ptx_label(b, done);
+    ws_ptx_label(b, done);
     I("ret");
-    ptx_kernel_end(b, mod, info->name, "\t.param .u64 p_x,\n\t.param .u64 p_y,\n\t.param .u32 p_n",
+    ws_ptx_kernel_end(b, mod, info->name, "\t.param .u64 p_x,\n\t.param .u64 p_y,\n\t.param .u32 p_n",
                    256, 0);
 }
 
@@ -154,16 +154,16 @@ void ws_emit_splitk_finish(ptx_buf *mod, int n_out, ws_kernel_src *info)
     info->smem = 0;
     info->bm = info->bn = 0;
     ptx_buf kb, *b = &kb;
-    ptx_init(b);
-    ptx_comment(b, "y[w][t][o] = gelu(b[o] + sum_s ws[w*splits + s][t][o]) (+ pos[t][o]), N = %d", N);
-    preg pws = ptx_reg(b, PTX_B64), pb = ptx_reg(b, PTX_B64), pp = ptx_reg(b, PTX_B64);
-    preg py = ptx_reg(b, PTX_B64), tout = ptx_reg(b, PTX_B32), rows = ptx_reg(b, PTX_B32);
-    preg sp = ptx_reg(b, PTX_B32), i = ptx_reg(b, PTX_B32), tmp = ptx_reg(b, PTX_B32);
-    preg row = ptx_reg(b, PTX_B32), col = ptx_reg(b, PTX_B32), w = ptx_reg(b, PTX_B32);
-    preg t = ptx_reg(b, PTX_B32), idx = ptx_reg(b, PTX_B32), ga = ptx_reg(b, PTX_B64);
-    preg stride = ptx_reg(b, PTX_B64), k = ptx_reg(b, PTX_B32);
-    preg done = ptx_reg(b, PTX_PRED), haspos = ptx_reg(b, PTX_PRED), again = ptx_reg(b, PTX_PRED);
-    plabel out = ptx_label_new(b, "done"), lp = ptx_label_new(b, "parts");
+    ws_ptx_init(b);
+    ws_ptx_comment(b, "y[w][t][o] = gelu(b[o] + sum_s ws[w*splits + s][t][o]) (+ pos[t][o]), N = %d", N);
+    preg pws = ws_ptx_reg(b, PTX_B64), pb = ws_ptx_reg(b, PTX_B64), pp = ws_ptx_reg(b, PTX_B64);
+    preg py = ws_ptx_reg(b, PTX_B64), tout = ws_ptx_reg(b, PTX_B32), rows = ws_ptx_reg(b, PTX_B32);
+    preg sp = ws_ptx_reg(b, PTX_B32), i = ws_ptx_reg(b, PTX_B32), tmp = ws_ptx_reg(b, PTX_B32);
+    preg row = ws_ptx_reg(b, PTX_B32), col = ws_ptx_reg(b, PTX_B32), w = ws_ptx_reg(b, PTX_B32);
+    preg t = ws_ptx_reg(b, PTX_B32), idx = ws_ptx_reg(b, PTX_B32), ga = ws_ptx_reg(b, PTX_B64);
+    preg stride = ws_ptx_reg(b, PTX_B64), k = ws_ptx_reg(b, PTX_B32);
+    preg done = ws_ptx_reg(b, PTX_PRED), haspos = ws_ptx_reg(b, PTX_PRED), again = ws_ptx_reg(b, PTX_PRED);
+    plabel out = ws_ptx_label_new(b, "done"), lp = ws_ptx_label_new(b, "parts");
     I("ld.param.u64 %s, [p_ws]", pws.n);
     I("ld.param.u64 %s, [p_bias]", pb.n);
     I("ld.param.u64 %s, [p_pos]", pp.n);
@@ -176,7 +176,7 @@ void ws_emit_splitk_finish(ptx_buf *mod, int n_out, ws_kernel_src *info)
     I("cvta.to.global.u64 %s, %s", pb.n, pb.n);
     I("cvta.to.global.u64 %s, %s", pp.n, pp.n);
     I("cvta.to.global.u64 %s, %s", py.n, py.n);
-    ptx_section(b, "output quad i: row = 4i / N, col = 4i % N; row = w * T_out + t");
+    ws_ptx_section(b, "output quad i: row = 4i / N, col = 4i % N; row = w * T_out + t");
     I("mov.u32 %s, %%ctaid.x", i.n);
     I("mov.u32 %s, %%tid.x", tmp.n);
     I("mad.lo.u32 %s, %s, 256, %s", i.n, i.n, tmp.n);
@@ -188,21 +188,21 @@ void ws_emit_splitk_finish(ptx_buf *mod, int n_out, ws_kernel_src *info)
     I("div.u32 %s, %s, %s", w.n, row.n, tout.n);
     I("mul.lo.u32 %s, %s, %s", tmp.n, w.n, tout.n);
     I("sub.u32 %s, %s, %s", t.n, row.n, tmp.n);
-    ptx_comment(b, "part 0 of window w: ((w*splits)*T_out + t)*N + col; parts T_out*N apart");
+    ws_ptx_comment(b, "part 0 of window w: ((w*splits)*T_out + t)*N + col; parts T_out*N apart");
     I("mul.lo.u32 %s, %s, %s", idx.n, w.n, sp.n);
     I("mad.lo.u32 %s, %s, %s, %s", idx.n, idx.n, tout.n, t.n);
     I("mad.lo.u32 %s, %s, %d, %s", idx.n, idx.n, N, col.n);
     I("mad.wide.u32 %s, %s, 4, %s", ga.n, idx.n, pws.n);
     I("mul.wide.u32 %s, %s, %d", stride.n, tout.n, N * 4);
-    ptx_section(b, "sum the parts in split order");
+    ws_ptx_section(b, "sum the parts in split order");
     preg v[4], a[4];
     for (int e = 0; e < 4; e++) {
-        v[e] = ptx_reg(b, PTX_F32);
-        a[e] = ptx_reg(b, PTX_F32);
+        v[e] = ws_ptx_reg(b, PTX_F32);
+        a[e] = ws_ptx_reg(b, PTX_F32);
         I("mov.f32 %s, 0f00000000", v[e].n);
     }
     I("mov.u32 %s, %s", k.n, sp.n);
-    ptx_label(b, lp);
+    ws_ptx_label(b, lp);
     I("ld.global.cg.v4.f32 {%s, %s, %s, %s}, [%s]", a[0].n, a[1].n, a[2].n, a[3].n, ga.n);
     for (int e = 0; e < 4; e++)
         I("add.f32 %s, %s, %s", v[e].n, v[e].n, a[e].n);
@@ -210,7 +210,7 @@ void ws_emit_splitk_finish(ptx_buf *mod, int n_out, ws_kernel_src *info)
     I("sub.u32 %s, %s, 1", k.n, k.n);
     I("setp.ne.u32 %s, %s, 0", again.n, k.n);
     I("@%s bra.uni %s", again.n, lp.n);
-    ptx_section(b, "+ bias, gelu, + pos, store");
+    ws_ptx_section(b, "+ bias, gelu, + pos, store");
     I("mad.wide.u32 %s, %s, 4, %s", ga.n, col.n, pb.n);
     I("ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s]", a[0].n, a[1].n, a[2].n, a[3].n, ga.n);
     for (int e = 0; e < 4; e++) {
@@ -225,9 +225,9 @@ void ws_emit_splitk_finish(ptx_buf *mod, int n_out, ws_kernel_src *info)
         I("add.f32 %s, %s, %s", v[e].n, v[e].n, a[e].n);
     I("mad.wide.u32 %s, %s, 4, %s", ga.n, i.n, py.n);
     I("st.global.v4.f32 [%s], {%s, %s, %s, %s}", ga.n, v[0].n, v[1].n, v[2].n, v[3].n);
-    ptx_label(b, out);
+    ws_ptx_label(b, out);
     I("ret");
-    ptx_kernel_end(b, mod, info->name,
+    ws_ptx_kernel_end(b, mod, info->name,
                    "\t.param .u64 p_ws,\n\t.param .u64 p_bias,\n\t.param .u64 p_pos,\n"
                    "\t.param .u64 p_y,\n\t.param .u32 p_tout,\n\t.param .u32 p_rows,\n"
                    "\t.param .u32 p_splits",

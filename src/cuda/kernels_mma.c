@@ -41,7 +41,7 @@ typedef struct { int bm, bn, wm, wn, stages; } mma_tile;
 static const mma_tile TILE_LARGE = { 128, 128, 2, 4, 3 };
 static const mma_tile TILE_SMALL = { 64, 64, 2, 2, 3 };
 
-#define I(...) ptx_ins(b, __VA_ARGS__)
+#define I(...) ws_ptx_ins(b, __VA_ARGS__)
 #define MAXF 4
 
 static int ilog2(int v)
@@ -85,16 +85,16 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
     info->bn = T.bn;
 
     ptx_buf kb, *b = &kb;
-    ptx_init(b);
-    ptx_raw(mod, "\n.extern .shared .align 16 .b8 smem[];\n");
-    ptx_comment(b, "y[t][o] = gelu(b[o] + sum_k sum_i x[%d*t + k - 1][i] * w[o][i][k])%s; "
+    ws_ptx_init(b);
+    ws_ptx_raw(mod, "\n.extern .shared .align 16 .b8 smem[];\n");
+    ws_ptx_comment(b, "y[t][o] = gelu(b[o] + sum_k sum_i x[%d*t + k - 1][i] * w[o][i][k])%s; "
                    "%s mma, cin %d, cout %d, tile %dx%d, %d stages of %d bytes per row",
                 s->stride, s->last ? " (+ pos[t][o])" : "", ab, C, N, T.bm, T.bn, T.stages, BKB);
 
-    ptx_section(b, "parameters and block coordinates");
-    preg px = ptx_reg(b, PTX_B64), pw = ptx_reg(b, PTX_B64), pbias = ptx_reg(b, PTX_B64);
-    preg ppos = ptx_reg(b, PTX_B64), py = ptx_reg(b, PTX_B64);
-    preg tin = ptx_reg(b, PTX_B32), tout = ptx_reg(b, PTX_B32);
+    ws_ptx_section(b, "parameters and block coordinates");
+    preg px = ws_ptx_reg(b, PTX_B64), pw = ws_ptx_reg(b, PTX_B64), pbias = ws_ptx_reg(b, PTX_B64);
+    preg ppos = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64);
+    preg tin = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B32);
     I("ld.param.u64 %s, [p_x]", px.n);
     I("ld.param.u64 %s, [p_w]", pw.n);
     I("ld.param.u64 %s, [p_bias]", pbias.n);
@@ -102,16 +102,16 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
     I("ld.param.u64 %s, [p_y]", py.n);
     I("ld.param.u32 %s, [p_tin]", tin.n);
     I("ld.param.u32 %s, [p_tout]", tout.n);
-    preg haspos = ptx_reg(b, PTX_PRED);
+    preg haspos = ws_ptx_reg(b, PTX_PRED);
     I("setp.ne.u64 %s, %s, 0", haspos.n, ppos.n);
     I("cvta.to.global.u64 %s, %s", px.n, px.n);
     I("cvta.to.global.u64 %s, %s", pw.n, pw.n);
     I("cvta.to.global.u64 %s, %s", pbias.n, pbias.n);
     I("cvta.to.global.u64 %s, %s", ppos.n, ppos.n);
     I("cvta.to.global.u64 %s, %s", py.n, py.n);
-    preg tid = ptx_reg(b, PTX_B32), n0 = ptx_reg(b, PTX_B32), t0 = ptx_reg(b, PTX_B32);
-    preg win = ptx_reg(b, PTX_B32), lane = ptx_reg(b, PTX_B32), warp = ptx_reg(b, PTX_B32);
-    preg wm = ptx_reg(b, PTX_B32), wn = ptx_reg(b, PTX_B32), tmp = ptx_reg(b, PTX_B32);
+    preg tid = ws_ptx_reg(b, PTX_B32), n0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32);
+    preg win = ws_ptx_reg(b, PTX_B32), lane = ws_ptx_reg(b, PTX_B32), warp = ws_ptx_reg(b, PTX_B32);
+    preg wm = ws_ptx_reg(b, PTX_B32), wn = ws_ptx_reg(b, PTX_B32), tmp = ws_ptx_reg(b, PTX_B32);
     I("mov.u32 %s, %%tid.x", tid.n);
     I("mov.u32 %s, %%ctaid.x", n0.n);
     I("shl.b32 %s, %s, %d", n0.n, n0.n, ilog2(T.bn));
@@ -122,23 +122,23 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
     I("shr.u32 %s, %s, 5", warp.n, tid.n);
     I("and.b32 %s, %s, %d", wn.n, warp.n, T.wn - 1);
     I("shr.u32 %s, %s, %d", wm.n, warp.n, ilog2(T.wn));
-    preg sbase = ptx_reg(b, PTX_B32);
+    preg sbase = ws_ptx_reg(b, PTX_B32);
     I("mov.u32 %s, smem", sbase.n);
-    preg xw = ptx_reg(b, PTX_B64);
+    preg xw = ws_ptx_reg(b, PTX_B64);
     I("mul.lo.u32 %s, %s, %s", tmp.n, win.n, tin.n);
     I("mul.wide.u32 %s, %s, %d", xw.n, tmp.n, C * es);
     I("add.u64 %s, %s, %s", xw.n, xw.n, px.n);
 
-    ptx_section(b, "per-thread cp.async addresses");
+    ws_ptx_section(b, "per-thread cp.async addresses");
     preg arow[8], aok[8], aq[8], ast[8], bg[8], bst[8];
     for (int j = 0; j < NA; j++) {
         /* 16-byte chunk c = tid + j*NT: time row m = c / CPR, chunk q = c % CPR */
-        preg c = ptx_reg(b, PTX_B32), m = ptx_reg(b, PTX_B32), q = ptx_reg(b, PTX_B32);
-        preg t = ptx_reg(b, PTX_B32);
-        arow[j] = ptx_reg(b, PTX_B32);
-        aok[j] = ptx_reg(b, PTX_PRED);
-        aq[j] = ptx_reg(b, PTX_B64);
-        ast[j] = ptx_reg(b, PTX_B32);
+        preg c = ws_ptx_reg(b, PTX_B32), m = ws_ptx_reg(b, PTX_B32), q = ws_ptx_reg(b, PTX_B32);
+        preg t = ws_ptx_reg(b, PTX_B32);
+        arow[j] = ws_ptx_reg(b, PTX_B32);
+        aok[j] = ws_ptx_reg(b, PTX_PRED);
+        aq[j] = ws_ptx_reg(b, PTX_B64);
+        ast[j] = ws_ptx_reg(b, PTX_B32);
         I("add.u32 %s, %s, %d", c.n, tid.n, j * NT);
         I("div.u32 %s, %s, %d", m.n, c.n, CPR);
         I("rem.u32 %s, %s, %d", q.n, c.n, CPR);
@@ -151,30 +151,30 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
         I("mad.lo.u32 %s, %s, 16, %s", ast[j].n, q.n, ast[j].n);
     }
     for (int j = 0; j < NB; j++) {
-        preg c = ptx_reg(b, PTX_B32), n = ptx_reg(b, PTX_B32), q = ptx_reg(b, PTX_B32);
-        bg[j] = ptx_reg(b, PTX_B64);
-        bst[j] = ptx_reg(b, PTX_B32);
+        preg c = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), q = ws_ptx_reg(b, PTX_B32);
+        bg[j] = ws_ptx_reg(b, PTX_B64);
+        bst[j] = ws_ptx_reg(b, PTX_B32);
         I("add.u32 %s, %s, %d", c.n, tid.n, j * NT);
         I("div.u32 %s, %s, %d", n.n, c.n, CPR);
         I("rem.u32 %s, %s, %d", q.n, c.n, CPR);
         I("mad.lo.u32 %s, %s, %d, %s", bst[j].n, n.n, RS, sbase.n);
         I("mad.lo.u32 %s, %s, 16, %s", bst[j].n, q.n, bst[j].n);
         I("add.u32 %s, %s, %d", bst[j].n, bst[j].n, T.bm * RS);
-        ptx_comment(b, "Bt[n0 + n][q*16 bytes]");
+        ws_ptx_comment(b, "Bt[n0 + n][q*16 bytes]");
         I("add.u32 %s, %s, %s", n.n, n.n, n0.n);
         I("mul.wide.u32 %s, %s, %d", bg[j].n, n.n, 3 * C * es);
         I("add.u64 %s, %s, %s", bg[j].n, bg[j].n, pw.n);
         I("mad.wide.u32 %s, %s, 16, %s", bg[j].n, q.n, bg[j].n);
     }
-    ptx_comment(b, "ldmatrix lane addresses (stage-relative)");
-    preg alane = ptx_reg(b, PTX_B32), blane = ptx_reg(b, PTX_B32);
+    ws_ptx_comment(b, "ldmatrix lane addresses (stage-relative)");
+    preg alane = ws_ptx_reg(b, PTX_B32), blane = ws_ptx_reg(b, PTX_B32);
     I("and.b32 %s, %s, 15", tmp.n, lane.n);
     I("mad.lo.u32 %s, %s, %d, %s", alane.n, wm.n, WTM, tmp.n);
     I("mul.lo.u32 %s, %s, %d", alane.n, alane.n, RS);
     I("shr.u32 %s, %s, 4", tmp.n, lane.n);
     I("mad.lo.u32 %s, %s, 16, %s", alane.n, tmp.n, alane.n);
     I("add.u32 %s, %s, %s", alane.n, alane.n, sbase.n);
-    preg t2 = ptx_reg(b, PTX_B32);
+    preg t2 = ws_ptx_reg(b, PTX_B32);
     I("and.b32 %s, %s, 7", tmp.n, lane.n);
     I("shr.u32 %s, %s, 4", t2.n, lane.n);
     I("mad.lo.u32 %s, %s, 8, %s", tmp.n, t2.n, tmp.n);
@@ -186,28 +186,28 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
     I("add.u32 %s, %s, %d", blane.n, blane.n, T.bm * RS);
     I("add.u32 %s, %s, %s", blane.n, blane.n, sbase.n);
 
-    preg lk = ptx_reg(b, PTX_B32), li0 = ptx_reg(b, PTX_B32), wst = ptx_reg(b, PTX_B32);
-    preg rst = ptx_reg(b, PTX_B32), kt = ptx_reg(b, PTX_B32);
+    preg lk = ws_ptx_reg(b, PTX_B32), li0 = ws_ptx_reg(b, PTX_B32), wst = ws_ptx_reg(b, PTX_B32);
+    preg rst = ws_ptx_reg(b, PTX_B32), kt = ws_ptx_reg(b, PTX_B32);
     preg acc[MAXF][MAXF][4];
     for (int mi = 0; mi < MI; mi++)
         for (int ni = 0; ni < NI; ni++)
             for (int e = 0; e < 4; e++)
-                acc[mi][ni][e] = ptx_reg(b, PTX_F32);
+                acc[mi][ni][e] = ws_ptx_reg(b, PTX_F32);
     preg fa[MAXF][4], fb[MAXF][2];
     for (int mi = 0; mi < MI; mi++)
         for (int e = 0; e < 4; e++)
-            fa[mi][e] = ptx_reg(b, PTX_B32);
+            fa[mi][e] = ws_ptx_reg(b, PTX_B32);
     for (int ni = 0; ni < NI; ni++)
         for (int e = 0; e < 2; e++)
-            fb[ni][e] = ptx_reg(b, PTX_B32);
+            fb[ni][e] = ws_ptx_reg(b, PTX_B32);
 
     /* emits: cp.async of tile (lk, li0) into the stage at byte offset wst, then advances */
     #define EMIT_ISSUE()                                                                      \
         do {                                                                                  \
             for (int j = 0; j < NA; j++) {                                                    \
-                preg row = ptx_reg(b, PTX_B32), off = ptx_reg(b, PTX_B32);                    \
-                preg ok = ptx_reg(b, PTX_PRED), ga = ptx_reg(b, PTX_B64);                     \
-                preg sz = ptx_reg(b, PTX_B32), sa = ptx_reg(b, PTX_B32);                      \
+                preg row = ws_ptx_reg(b, PTX_B32), off = ws_ptx_reg(b, PTX_B32);                    \
+                preg ok = ws_ptx_reg(b, PTX_PRED), ga = ws_ptx_reg(b, PTX_B64);                     \
+                preg sz = ws_ptx_reg(b, PTX_B32), sa = ws_ptx_reg(b, PTX_B32);                      \
                 I("add.u32 %s, %s, %s", row.n, arow[j].n, lk.n);                              \
                 I("setp.lt.u32 %s, %s, %s", ok.n, row.n, tin.n);                              \
                 I("and.pred %s, %s, %s", ok.n, ok.n, aok[j].n);                               \
@@ -219,12 +219,12 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
                 I("cp.async.cg.shared.global [%s], [%s], 16, %s", sa.n, ga.n, sz.n);          \
             }                                                                                 \
             for (int j = 0; j < NB; j++) {                                                    \
-                preg sa = ptx_reg(b, PTX_B32);                                                \
+                preg sa = ws_ptx_reg(b, PTX_B32);                                                \
                 I("add.u32 %s, %s, %s", sa.n, bst[j].n, wst.n);                               \
                 I("cp.async.cg.shared.global [%s], [%s], 16", sa.n, bg[j].n);                 \
                 I("add.u64 %s, %s, %d", bg[j].n, bg[j].n, BKB);                               \
             }                                                                                 \
-            preg wrap = ptx_reg(b, PTX_PRED);                                                 \
+            preg wrap = ws_ptx_reg(b, PTX_PRED);                                                 \
             I("add.u32 %s, %s, %d", li0.n, li0.n, BK);                                        \
             I("setp.eq.u32 %s, %s, %d", wrap.n, li0.n, C);                                    \
             I("selp.u32 %s, 0, %s, %s", li0.n, li0.n, wrap.n);                                \
@@ -235,7 +235,7 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
             I("selp.u32 %s, 0, %s, %s", wst.n, wst.n, wrap.n);                                \
         } while (0)
 
-    ptx_section(b, "prologue: stages 0 .. STAGES-2");
+    ws_ptx_section(b, "prologue: stages 0 .. STAGES-2");
     I("mov.u32 %s, 0", lk.n);
     I("mov.u32 %s, 0", li0.n);
     I("mov.u32 %s, 0", wst.n);
@@ -250,23 +250,23 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
         I("cp.async.commit_group");
     }
 
-    ptx_section(b, "main loop over K tiles");
-    plabel top = ptx_label_new(b, "ktile"), noissue = ptx_label_new(b, "noissue");
-    preg more = ptx_reg(b, PTX_PRED), issue = ptx_reg(b, PTX_PRED);
-    ptx_label(b, top);
+    ws_ptx_section(b, "main loop over K tiles");
+    plabel top = ws_ptx_label_new(b, "ktile"), noissue = ws_ptx_label_new(b, "noissue");
+    preg more = ws_ptx_reg(b, PTX_PRED), issue = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_label(b, top);
     I("cp.async.wait_group %d", T.stages - 2);
     I("bar.sync 0");
     I("setp.lt.u32 %s, %s, %d", issue.n, kt.n, KT - (T.stages - 1));
     I("@!%s bra.uni %s", issue.n, noissue.n);
-    ptx_comment(b, "tile kt + %d into the stage step kt-1 used", T.stages - 1);
+    ws_ptx_comment(b, "tile kt + %d into the stage step kt-1 used", T.stages - 1);
     EMIT_ISSUE();
-    ptx_label(b, noissue);
+    ws_ptx_label(b, noissue);
     I("cp.async.commit_group");
-    preg ra = ptx_reg(b, PTX_B32), rb = ptx_reg(b, PTX_B32);
+    preg ra = ws_ptx_reg(b, PTX_B32), rb = ws_ptx_reg(b, PTX_B32);
     I("add.u32 %s, %s, %s", ra.n, alane.n, rst.n);
     I("add.u32 %s, %s, %s", rb.n, blane.n, rst.n);
     for (int ks = 0; ks < KSTEPS; ks++) {
-        ptx_comment(b, "k step %d: fragments, then %d mma", ks, MI * NI);
+        ws_ptx_comment(b, "k step %d: fragments, then %d mma", ks, MI * NI);
         for (int mi = 0; mi < MI; mi++)
             I("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%s, %s, %s, %s}, [%s+%d]", fa[mi][0].n,
               fa[mi][1].n, fa[mi][2].n, fa[mi][3].n, ra.n, mi * 16 * RS + ks * 32);
@@ -292,18 +292,18 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
     I("cp.async.wait_group 0");
     #undef EMIT_ISSUE
 
-    ptx_section(b, "epilogue: + bias, gelu, + pos, store time-major");
+    ws_ptx_section(b, "epilogue: + bias, gelu, + pos, store time-major");
     /* columns of this lane: n0 + wn*WTN + ni*8 + 2*(lane%4) */
-    preg col0 = ptx_reg(b, PTX_B32), rowl = ptx_reg(b, PTX_B32);
+    preg col0 = ws_ptx_reg(b, PTX_B32), rowl = ws_ptx_reg(b, PTX_B32);
     I("and.b32 %s, %s, 3", tmp.n, lane.n);
     I("shl.b32 %s, %s, 1", tmp.n, tmp.n);
     I("mad.lo.u32 %s, %s, %d, %s", col0.n, wn.n, WTN, tmp.n);
     I("add.u32 %s, %s, %s", col0.n, col0.n, n0.n);
     preg bias[MAXF][2];
     for (int ni = 0; ni < NI; ni++) {
-        preg ga = ptx_reg(b, PTX_B64);
-        bias[ni][0] = ptx_reg(b, PTX_F32);
-        bias[ni][1] = ptx_reg(b, PTX_F32);
+        preg ga = ws_ptx_reg(b, PTX_B64);
+        bias[ni][0] = ws_ptx_reg(b, PTX_F32);
+        bias[ni][1] = ws_ptx_reg(b, PTX_F32);
         I("mad.wide.u32 %s, %s, 4, %s", ga.n, col0.n, pbias.n);
         I("ld.global.nc.v2.f32 {%s, %s}, [%s+%d]", bias[ni][0].n, bias[ni][1].n, ga.n, ni * 32);
     }
@@ -314,30 +314,30 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
     const int oes = s->last ? 4 : es;   /* output element bytes */
     for (int mi = 0; mi < MI; mi++) {
         for (int half = 0; half < 2; half++) {
-            preg t = ptx_reg(b, PTX_B32), ok = ptx_reg(b, PTX_PRED), pok = ptx_reg(b, PTX_PRED);
-            preg oi = ptx_reg(b, PTX_B32), ga = ptx_reg(b, PTX_B64);
+            preg t = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), pok = ws_ptx_reg(b, PTX_PRED);
+            preg oi = ws_ptx_reg(b, PTX_B32), ga = ws_ptx_reg(b, PTX_B64);
             I("add.u32 %s, %s, %d", t.n, rowl.n, mi * 16 + half * 8);
             I("setp.lt.u32 %s, %s, %s", ok.n, t.n, tout.n);
             I("mad.lo.u32 %s, %s, %s, %s", oi.n, win.n, tout.n, t.n);
             I("mad.lo.u32 %s, %s, %d, %s", oi.n, oi.n, N, col0.n);
             I("mul.wide.u32 %s, %s, %d", ga.n, oi.n, oes);
             I("add.u64 %s, %s, %s", ga.n, ga.n, py.n);
-            preg pa = ptx_reg(b, PTX_B64);
+            preg pa = ws_ptx_reg(b, PTX_B64);
             if (s->last) {
-                preg pi = ptx_reg(b, PTX_B32);
+                preg pi = ws_ptx_reg(b, PTX_B32);
                 I("and.pred %s, %s, %s", pok.n, ok.n, haspos.n);
                 I("mad.lo.u32 %s, %s, %d, %s", pi.n, t.n, N, col0.n);
                 I("mul.wide.u32 %s, %s, 4", pa.n, pi.n);
                 I("add.u64 %s, %s, %s", pa.n, pa.n, ppos.n);
             }
             for (int ni = 0; ni < NI; ni++) {
-                preg v0 = ptx_reg(b, PTX_F32), v1 = ptx_reg(b, PTX_F32);
+                preg v0 = ws_ptx_reg(b, PTX_F32), v1 = ws_ptx_reg(b, PTX_F32);
                 I("add.f32 %s, %s, %s", v0.n, acc[mi][ni][2 * half].n, bias[ni][0].n);
                 I("add.f32 %s, %s, %s", v1.n, acc[mi][ni][2 * half + 1].n, bias[ni][1].n);
                 ws_gelu_emit(b, v0.n, v0.n);
                 ws_gelu_emit(b, v1.n, v1.n);
                 if (s->last) {
-                    preg p0 = ptx_reg(b, PTX_F32), p1 = ptx_reg(b, PTX_F32);
+                    preg p0 = ws_ptx_reg(b, PTX_F32), p1 = ws_ptx_reg(b, PTX_F32);
                     I("mov.f32 %s, 0f00000000", p0.n);
                     I("mov.f32 %s, 0f00000000", p1.n);
                     I("@%s ld.global.nc.v2.f32 {%s, %s}, [%s+%d]", pok.n, p0.n, p1.n, pa.n, ni * 32);
@@ -345,12 +345,12 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
                     I("add.f32 %s, %s, %s", v1.n, v1.n, p1.n);
                     I("@%s st.global.v2.f32 [%s+%d], {%s, %s}", ok.n, ga.n, ni * 32, v0.n, v1.n);
                 } else if (is_tf32) {
-                    preg r0 = ptx_reg(b, PTX_B32), r1 = ptx_reg(b, PTX_B32);
+                    preg r0 = ws_ptx_reg(b, PTX_B32), r1 = ws_ptx_reg(b, PTX_B32);
                     I("cvt.rna.tf32.f32 %s, %s", r0.n, v0.n);
                     I("cvt.rna.tf32.f32 %s, %s", r1.n, v1.n);
                     I("@%s st.global.v2.b32 [%s+%d], {%s, %s}", ok.n, ga.n, ni * 32, r0.n, r1.n);
                 } else {
-                    preg pk = ptx_reg(b, PTX_B32);
+                    preg pk = ws_ptx_reg(b, PTX_B32);
                     I("cvt.rn.%sx2.f32 %s, %s, %s", ab, pk.n, v1.n, v0.n);
                     I("@%s st.global.b32 [%s+%d], %s", ok.n, ga.n, ni * 8 * es, pk.n);
                 }
@@ -358,7 +358,7 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
         }
     }
     I("ret");
-    ptx_kernel_end(b, mod, info->name,
+    ws_ptx_kernel_end(b, mod, info->name,
                    "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_bias,\n"
                    "\t.param .u64 p_pos,\n\t.param .u64 p_y,\n\t.param .u32 p_tin,\n"
                    "\t.param .u32 p_tout",

@@ -139,8 +139,8 @@ int ws_gpu_lower(const ws_conv_desc pair[2], int cc_major, int cc_minor, ws_kern
         return ws_errf(err, "out of memory");
     for (int i = 0; i < WS_K_COUNT; i++) {
         ptx_buf mod;
-        ptx_init(&mod);
-        ptx_module_begin(&mod, cc_major, cc_minor, "whisper-stem conv stem kernel");
+        ws_ptx_init(&mod);
+        ws_ptx_module_begin(&mod, cc_major, cc_minor, "whisper-stem conv stem kernel");
         int rc = 0;
         if (i == WS_K_MEL_T) {
             ws_emit_mel_t(&mod, n_mels, p, &k[i]);
@@ -164,7 +164,7 @@ int ws_gpu_lower(const ws_conv_desc pair[2], int cc_major, int cc_minor, ws_kern
                                    : ws_emit_conv_mma(&mod, &s, &k[i], err);
         }
         char why[160];
-        k[i].ptx = ptx_take(&mod, why, sizeof why);
+        k[i].ptx = ws_ptx_take(&mod, why, sizeof why);
         if (rc || !k[i].ptx) {
             if (!rc)
                 ws_errf(err, "PTX emission of kernel %d failed: %s", i, why);

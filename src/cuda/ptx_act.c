@@ -12,16 +12,16 @@ void ws_ptx_load(ptx_buf *b, preg v, preg addr, ws_dtype t, int nc)
 {
     const char *sp = nc ? "global.nc" : "global";
     if (t == WS_F32) {
-        ptx_ins(b, "ld.%s.f32 %s, [%s]", sp, v.n, addr.n);
+        ws_ptx_ins(b, "ld.%s.f32 %s, [%s]", sp, v.n, addr.n);
     } else if (t == WS_F16) {
-        preg h = ptx_reg(b, PTX_B16);
-        ptx_ins(b, "ld.%s.b16 %s, [%s]", sp, h.n, addr.n);
-        ptx_ins(b, "cvt.f32.f16 %s, %s", v.n, h.n);
+        preg h = ws_ptx_reg(b, PTX_B16);
+        ws_ptx_ins(b, "ld.%s.b16 %s, [%s]", sp, h.n, addr.n);
+        ws_ptx_ins(b, "cvt.f32.f16 %s, %s", v.n, h.n);
     } else { /* bf16: the 16 bits are the top half of the float32 */
-        preg r = ptx_reg(b, PTX_B32);
-        ptx_ins(b, "ld.%s.u16 %s, [%s]", sp, r.n, addr.n);
-        ptx_ins(b, "shl.b32 %s, %s, 16", r.n, r.n);
-        ptx_ins(b, "mov.b32 %s, %s", v.n, r.n);
+        preg r = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_ins(b, "ld.%s.u16 %s, [%s]", sp, r.n, addr.n);
+        ws_ptx_ins(b, "shl.b32 %s, %s, 16", r.n, r.n);
+        ws_ptx_ins(b, "mov.b32 %s, %s", v.n, r.n);
     }
 }
 
@@ -29,29 +29,29 @@ void ws_ptx_load(ptx_buf *b, preg v, preg addr, ws_dtype t, int nc)
 void ws_ptx_store(ptx_buf *b, preg addr, preg v, ws_dtype t)
 {
     if (t == WS_F32) {
-        ptx_ins(b, "st.global.f32 [%s], %s", addr.n, v.n);
+        ws_ptx_ins(b, "st.global.f32 [%s], %s", addr.n, v.n);
         return;
     }
-    preg h = ptx_reg(b, PTX_B16);
-    ptx_ins(b, "cvt.rn.%s.f32 %s, %s", t == WS_F16 ? "f16" : "bf16", h.n, v.n);
-    ptx_ins(b, "st.global.b16 [%s], %s", addr.n, h.n);
+    preg h = ws_ptx_reg(b, PTX_B16);
+    ws_ptx_ins(b, "cvt.rn.%s.f32 %s, %s", t == WS_F16 ? "f16" : "bf16", h.n, v.n);
+    ws_ptx_ins(b, "st.global.b16 [%s], %s", addr.n, h.n);
 }
 
 /* v = act(v): relu max(v, 0); gelu x Phi(x) (gelu_ptx.h); silu v / (1 + 2^(-v log2 e)) */
 void ws_ptx_act(ptx_buf *b, preg v, ws_act a)
 {
     if (a == WS_ACT_RELU) {
-        ptx_ins(b, "max.f32 %s, %s, 0f00000000", v.n, v.n);
+        ws_ptx_ins(b, "max.f32 %s, %s, 0f00000000", v.n, v.n);
     } else if (a == WS_ACT_GELU) {
         ws_gelu_emit(b, v.n, v.n);
     } else if (a == WS_ACT_SILU) {
-        preg e = ptx_reg(b, PTX_F32);
-        ptx_comment(b, "%s = silu(%s) = z * rcp(1 + 2^(-z log2 e))", v.n, v.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", e.n, v.n, ptx_f32(NEG_LOG2E).s);
-        ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", e.n, e.n);
-        ptx_ins(b, "add.f32 %s, %s, 0f3F800000", e.n, e.n);
-        ptx_ins(b, "rcp.approx.ftz.f32 %s, %s", e.n, e.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", v.n, v.n, e.n);
+        preg e = ws_ptx_reg(b, PTX_F32);
+        ws_ptx_comment(b, "%s = silu(%s) = z * rcp(1 + 2^(-z log2 e))", v.n, v.n);
+        ws_ptx_ins(b, "mul.f32 %s, %s, %s", e.n, v.n, ws_ptx_f32(NEG_LOG2E).s);
+        ws_ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", e.n, e.n);
+        ws_ptx_ins(b, "add.f32 %s, %s, 0f3F800000", e.n, e.n);
+        ws_ptx_ins(b, "rcp.approx.ftz.f32 %s, %s", e.n, e.n);
+        ws_ptx_ins(b, "mul.f32 %s, %s, %s", v.n, v.n, e.n);
     }
 }
 
@@ -64,41 +64,41 @@ void ws_ptx_act(ptx_buf *b, preg v, ws_act a)
 void ws_ptx_act_grad(ptx_buf *b, ws_act a, preg g, preg z)
 {
     if (a == WS_ACT_RELU) {
-        preg pos = ptx_reg(b, PTX_PRED);
-        ptx_comment(b, "%s *= relu'(%s) = [z > 0]", g.n, z.n);
-        ptx_ins(b, "setp.gt.f32 %s, %s, 0f00000000", pos.n, z.n);
-        ptx_ins(b, "selp.f32 %s, %s, 0f00000000, %s", g.n, g.n, pos.n);
+        preg pos = ws_ptx_reg(b, PTX_PRED);
+        ws_ptx_comment(b, "%s *= relu'(%s) = [z > 0]", g.n, z.n);
+        ws_ptx_ins(b, "setp.gt.f32 %s, %s, 0f00000000", pos.n, z.n);
+        ws_ptx_ins(b, "selp.f32 %s, %s, 0f00000000, %s", g.n, g.n, pos.n);
     } else if (a == WS_ACT_GELU) {
-        preg gl = ptx_reg(b, PTX_F32), cdf = ptx_reg(b, PTX_F32), az = ptx_reg(b, PTX_F32);
-        preg pdf = ptx_reg(b, PTX_F32), tiny = ptx_reg(b, PTX_PRED);
+        preg gl = ws_ptx_reg(b, PTX_F32), cdf = ws_ptx_reg(b, PTX_F32), az = ws_ptx_reg(b, PTX_F32);
+        preg pdf = ws_ptx_reg(b, PTX_F32), tiny = ws_ptx_reg(b, PTX_PRED);
         ws_gelu_emit(b, gl.n, z.n);
-        ptx_comment(b, "%s *= gelu'(%s) = Phi(z) + z phi(z), Phi = gelu(z) / z", g.n, z.n);
-        ptx_ins(b, "div.rn.f32 %s, %s, %s", cdf.n, gl.n, z.n);
-        ptx_ins(b, "abs.f32 %s, %s", az.n, z.n);
-        ptx_ins(b, "setp.lt.f32 %s, %s, %s", tiny.n, az.n, ptx_f32(TINY_Z).s);
-        ptx_ins(b, "selp.f32 %s, 0f3F000000, %s, %s", cdf.n, cdf.n, tiny.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", pdf.n, z.n, z.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", pdf.n, pdf.n, ptx_f32(LOG2E_HALF_NEG).s);
-        ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", pdf.n, pdf.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", pdf.n, pdf.n, ptx_f32(INV_SQRT_2PI).s);
-        ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", cdf.n, z.n, pdf.n, cdf.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", g.n, g.n, cdf.n);
+        ws_ptx_comment(b, "%s *= gelu'(%s) = Phi(z) + z phi(z), Phi = gelu(z) / z", g.n, z.n);
+        ws_ptx_ins(b, "div.rn.f32 %s, %s, %s", cdf.n, gl.n, z.n);
+        ws_ptx_ins(b, "abs.f32 %s, %s", az.n, z.n);
+        ws_ptx_ins(b, "setp.lt.f32 %s, %s, %s", tiny.n, az.n, ws_ptx_f32(TINY_Z).s);
+        ws_ptx_ins(b, "selp.f32 %s, 0f3F000000, %s, %s", cdf.n, cdf.n, tiny.n);
+        ws_ptx_ins(b, "mul.f32 %s, %s, %s", pdf.n, z.n, z.n);
+        ws_ptx_ins(b, "mul.f32 %s, %s, %s", pdf.n, pdf.n, ws_ptx_f32(LOG2E_HALF_NEG).s);
+        ws_ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", pdf.n, pdf.n);
+        ws_ptx_ins(b, "mul.f32 %s, %s, %s", pdf.n, pdf.n, ws_ptx_f32(INV_SQRT_2PI).s);
+        ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", cdf.n, z.n, pdf.n, cdf.n);
+        ws_ptx_ins(b, "mul.f32 %s, %s, %s", g.n, g.n, cdf.n);
     } else if (a == WS_ACT_SILU) {
-        preg e = ptx_reg(b, PTX_F32), r = ptx_reg(b, PTX_F32), er = ptx_reg(b, PTX_F32);
-        preg sg = ptx_reg(b, PTX_F32), s1 = ptx_reg(b, PTX_F32), pos = ptx_reg(b, PTX_PRED);
-        ptx_comment(b, "%s *= silu'(%s) = s + z s (1 - s)", g.n, z.n);
-        ptx_ins(b, "abs.f32 %s, %s", e.n, z.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", e.n, e.n, ptx_f32(NEG_LOG2E).s);
-        ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", e.n, e.n);
-        ptx_ins(b, "add.f32 %s, %s, 0f3F800000", r.n, e.n);
-        ptx_ins(b, "rcp.approx.ftz.f32 %s, %s", r.n, r.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", er.n, e.n, r.n);
-        ptx_ins(b, "setp.ge.f32 %s, %s, 0f00000000", pos.n, z.n);
-        ptx_ins(b, "selp.f32 %s, %s, %s, %s", sg.n, r.n, er.n, pos.n);
-        ptx_ins(b, "selp.f32 %s, %s, %s, %s", s1.n, er.n, r.n, pos.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", s1.n, sg.n, s1.n);
-        ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", sg.n, z.n, s1.n, sg.n);
-        ptx_ins(b, "mul.f32 %s, %s, %s", g.n, g.n, sg.n);
+        preg e = ws_ptx_reg(b, PTX_F32), r = ws_ptx_reg(b, PTX_F32), er = ws_ptx_reg(b, PTX_F32);
+        preg sg = ws_ptx_reg(b, PTX_F32), s1 = ws_ptx_reg(b, PTX_F32), pos = ws_ptx_reg(b, PTX_PRED);
+        ws_ptx_comment(b, "%s *= silu'(%s) = s + z s (1 - s)", g.n, z.n);
+        ws_ptx_ins(b, "abs.f32 %s, %s", e.n, z.n);
+        ws_ptx_ins(b, "mul.f32 %s, %s, %s", e.n, e.n, ws_ptx_f32(NEG_LOG2E).s);
+        ws_ptx_ins(b, "ex2.approx.ftz.f32 %s, %s", e.n, e.n);
+        ws_ptx_ins(b, "add.f32 %s, %s, 0f3F800000", r.n, e.n);
+        ws_ptx_ins(b, "rcp.approx.ftz.f32 %s, %s", r.n, r.n);
+        ws_ptx_ins(b, "mul.f32 %s, %s, %s", er.n, e.n, r.n);
+        ws_ptx_ins(b, "setp.ge.f32 %s, %s, 0f00000000", pos.n, z.n);
+        ws_ptx_ins(b, "selp.f32 %s, %s, %s, %s", sg.n, r.n, er.n, pos.n);
+        ws_ptx_ins(b, "selp.f32 %s, %s, %s, %s", s1.n, er.n, r.n, pos.n);
+        ws_ptx_ins(b, "mul.f32 %s, %s, %s", s1.n, sg.n, s1.n);
+        ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", sg.n, z.n, s1.n, sg.n);
+        ws_ptx_ins(b, "mul.f32 %s, %s, %s", g.n, g.n, sg.n);
     }
 }
 

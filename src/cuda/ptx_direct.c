@@ -54,9 +54,9 @@ void ws_direct_name(const ws_conv_desc *d, char name[WS_DIRECT_NAME_MAX])
 /* q = a / m; r = a - q*m  (u64; m a register or an immediate) */
 static void emit_divmod(dk *s, preg q, preg r, preg a, const char *m)
 {
-    ptx_ins(s->b, "div.u64 %s, %s, %s", q.n, a.n, m);
-    ptx_ins(s->b, "mul.lo.u64 %s, %s, %s", r.n, q.n, m);
-    ptx_ins(s->b, "sub.u64 %s, %s, %s", r.n, a.n, r.n);
+    ws_ptx_ins(s->b, "div.u64 %s, %s, %s", q.n, a.n, m);
+    ws_ptx_ins(s->b, "mul.lo.u64 %s, %s, %s", r.n, q.n, m);
+    ws_ptx_ins(s->b, "sub.u64 %s, %s, %s", r.n, a.n, r.n);
 }
 
 /* One tap:  if ((u64)u < T_in) acc += w[woff] * pre(x[xrow + u*tstep])
@@ -65,22 +65,22 @@ static void emit_divmod(dk *s, preg q, preg r, preg a, const char *m)
 static void emit_tap(dk *s, preg acc, preg u, preg xrow, const char *tstep, preg wp, long long woff)
 {
     ptx_buf *b = s->b;
-    preg in = ptx_reg(b, PTX_PRED), xa = ptx_reg(b, PTX_B64);
-    preg xv = ptx_reg(b, PTX_F32), wv = ptx_reg(b, PTX_F32);
-    plabel skip = ptx_label_new(b, "tap");
-    ptx_ins(b, "setp.lt.u64 %s, %s, %s", in.n, u.n, s->tin.n);
-    ptx_ins(b, "@!%s bra %s", in.n, skip.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", xa.n, u.n, tstep, xrow.n);
+    preg in = ws_ptx_reg(b, PTX_PRED), xa = ws_ptx_reg(b, PTX_B64);
+    preg xv = ws_ptx_reg(b, PTX_F32), wv = ws_ptx_reg(b, PTX_F32);
+    plabel skip = ws_ptx_label_new(b, "tap");
+    ws_ptx_ins(b, "setp.lt.u64 %s, %s, %s", in.n, u.n, s->tin.n);
+    ws_ptx_ins(b, "@!%s bra %s", in.n, skip.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", xa.n, u.n, tstep, xrow.n);
     ws_ptx_load(s->b, xv, xa, s->d->x_type, 1);
     ws_ptx_act(s->b, xv, s->d->pre);
-    ptx_ins(b, "ld.global.nc.f32 %s, [%s+%lld]", wv.n, wp.n, woff);
+    ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s+%lld]", wv.n, wp.n, woff);
     if (s->split) {
-        ptx_ins(b, "mul.rn.f32 %s, %s, %s", xv.n, wv.n, xv.n);
-        ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, xv.n);
+        ws_ptx_ins(b, "mul.rn.f32 %s, %s, %s", xv.n, wv.n, xv.n);
+        ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, xv.n);
     } else {
-        ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc.n, wv.n, xv.n, acc.n);
+        ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc.n, wv.n, xv.n, acc.n);
     }
-    ptx_label(b, skip);
+    ws_ptx_label(b, skip);
 }
 
 /* for k < K: tap(u0 + D*k, w[wp + 4k]) - unrolled up to UNROLL_K taps, else a loop */
@@ -90,25 +90,25 @@ static void emit_taps(dk *s, preg acc, preg u0, preg xrow, const char *tstep, pr
     const ws_conv_desc *d = s->d;
     if (d->k <= UNROLL_K) {
         for (int k = 0; k < d->k; k++) {
-            preg u = ptx_reg(b, PTX_B64);
-            ptx_ins(b, "add.s64 %s, %s, %lld", u.n, u0.n, (long long)d->dilation * k);
+            preg u = ws_ptx_reg(b, PTX_B64);
+            ws_ptx_ins(b, "add.s64 %s, %s, %lld", u.n, u0.n, (long long)d->dilation * k);
             emit_tap(s, acc, u, xrow, tstep, wp, 4LL * k);
         }
         return;
     }
-    preg u = ptx_reg(b, PTX_B64), wk = ptx_reg(b, PTX_B64), kc = ptx_reg(b, PTX_B32);
-    preg more = ptx_reg(b, PTX_PRED);
-    plabel lp = ptx_label_new(b, "k");
-    ptx_ins(b, "mov.b64 %s, %s", u.n, u0.n);
-    ptx_ins(b, "mov.b64 %s, %s", wk.n, wp.n);
-    ptx_ins(b, "mov.u32 %s, 0", kc.n);
-    ptx_label(b, lp);
+    preg u = ws_ptx_reg(b, PTX_B64), wk = ws_ptx_reg(b, PTX_B64), kc = ws_ptx_reg(b, PTX_B32);
+    preg more = ws_ptx_reg(b, PTX_PRED);
+    plabel lp = ws_ptx_label_new(b, "k");
+    ws_ptx_ins(b, "mov.b64 %s, %s", u.n, u0.n);
+    ws_ptx_ins(b, "mov.b64 %s, %s", wk.n, wp.n);
+    ws_ptx_ins(b, "mov.u32 %s, 0", kc.n);
+    ws_ptx_label(b, lp);
     emit_tap(s, acc, u, xrow, tstep, wk, 0);
-    ptx_ins(b, "add.s64 %s, %s, %d", u.n, u.n, d->dilation);
-    ptx_ins(b, "add.u64 %s, %s, 4", wk.n, wk.n);
-    ptx_ins(b, "add.u32 %s, %s, 1", kc.n, kc.n);
-    ptx_ins(b, "setp.lt.u32 %s, %s, %d", more.n, kc.n, d->k);
-    ptx_ins(b, "@%s bra %s", more.n, lp.n);
+    ws_ptx_ins(b, "add.s64 %s, %s, %d", u.n, u.n, d->dilation);
+    ws_ptx_ins(b, "add.u64 %s, %s, 4", wk.n, wk.n);
+    ws_ptx_ins(b, "add.u32 %s, %s, 1", kc.n, kc.n);
+    ws_ptx_ins(b, "setp.lt.u32 %s, %s, %d", more.n, kc.n, d->k);
+    ws_ptx_ins(b, "@%s bra %s", more.n, lp.n);
 }
 
 /* acc = sum_{j<Cg} sum_{k<K} w[o,j,k] * pre(x[n, g*Cg + j, S*t + D*k - P_L]) in the order
@@ -118,48 +118,48 @@ static preg emit_conv_sum(dk *s, preg n, preg o, preg t, preg px, preg pw)
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
     const long long cin = d->c_in, K = d->k;
-    ptx_section(b, "x rows of group g = o / Cog, w row of o, u0 = S*t - P_L");
-    preg g = ptx_reg(b, PTX_B64), xrow = ptx_reg(b, PTX_B64), wp = ptx_reg(b, PTX_B64);
-    preg u0 = ptx_reg(b, PTX_B64), jstep = ptx_reg(b, PTX_B64);
+    ws_ptx_section(b, "x rows of group g = o / Cog, w row of o, u0 = S*t - P_L");
+    preg g = ws_ptx_reg(b, PTX_B64), xrow = ws_ptx_reg(b, PTX_B64), wp = ws_ptx_reg(b, PTX_B64);
+    preg u0 = ws_ptx_reg(b, PTX_B64), jstep = ws_ptx_reg(b, PTX_B64);
     char tstep[32];
-    ptx_ins(b, "div.u64 %s, %s, %lld", g.n, o.n, s->cog);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", g.n, g.n, s->cg);
+    ws_ptx_ins(b, "div.u64 %s, %s, %lld", g.n, o.n, s->cog);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", g.n, g.n, s->cg);
     if (d->x_layout == WS_NCL) {
-        ptx_comment(b, "x NCL: row (n, c) at ((n*C_in + c)*T_in)*%d bytes, times %d apart", s->xs, s->xs);
-        ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", xrow.n, n.n, cin, g.n);
-        ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, xrow.n, s->tin.n);
-        ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, s->xs, px.n);
-        ptx_ins(b, "mul.lo.u64 %s, %s, %d", jstep.n, s->tin.n, s->xs);
+        ws_ptx_comment(b, "x NCL: row (n, c) at ((n*C_in + c)*T_in)*%d bytes, times %d apart", s->xs, s->xs);
+        ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", xrow.n, n.n, cin, g.n);
+        ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, xrow.n, s->tin.n);
+        ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, s->xs, px.n);
+        ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", jstep.n, s->tin.n, s->xs);
         snprintf(tstep, sizeof tstep, "%d", s->xs);
     } else {
-        ptx_comment(b, "x NLC: row (n, c) at (n*T_in*C_in + c)*%d bytes, times %lld apart", s->xs,
+        ws_ptx_comment(b, "x NLC: row (n, c) at (n*T_in*C_in + c)*%d bytes, times %lld apart", s->xs,
                     cin * s->xs);
-        ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, n.n, s->tin.n);
-        ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", xrow.n, xrow.n, cin, g.n);
-        ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, s->xs, px.n);
-        ptx_ins(b, "mov.u64 %s, %d", jstep.n, s->xs);
+        ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, n.n, s->tin.n);
+        ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", xrow.n, xrow.n, cin, g.n);
+        ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, s->xs, px.n);
+        ws_ptx_ins(b, "mov.u64 %s, %d", jstep.n, s->xs);
         snprintf(tstep, sizeof tstep, "%lld", cin * s->xs);
     }
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", wp.n, o.n, s->cg * K * 4, pw.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %d", u0.n, t.n, d->stride);
-    ptx_ins(b, "sub.s64 %s, %s, %d", u0.n, u0.n, d->pad_l);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", wp.n, o.n, s->cg * K * 4, pw.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", u0.n, t.n, d->stride);
+    ws_ptx_ins(b, "sub.s64 %s, %s, %d", u0.n, u0.n, d->pad_l);
 
-    ptx_section(b, "acc = sum_j sum_k w[o,j,k] * pre(x[n, g*Cg + j, u0 + D*k]), j then k");
-    preg acc = ptx_reg(b, PTX_F32);
-    ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
+    ws_ptx_section(b, "acc = sum_j sum_k w[o,j,k] * pre(x[n, g*Cg + j, u0 + D*k]), j then k");
+    preg acc = ws_ptx_reg(b, PTX_F32);
+    ws_ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
     if (s->cg == 1) {
         emit_taps(s, acc, u0, xrow, tstep, wp);
     } else {
-        preg j = ptx_reg(b, PTX_B32), more = ptx_reg(b, PTX_PRED);
-        plabel lp = ptx_label_new(b, "j");
-        ptx_ins(b, "mov.u32 %s, 0", j.n);
-        ptx_label(b, lp);
+        preg j = ws_ptx_reg(b, PTX_B32), more = ws_ptx_reg(b, PTX_PRED);
+        plabel lp = ws_ptx_label_new(b, "j");
+        ws_ptx_ins(b, "mov.u32 %s, 0", j.n);
+        ws_ptx_label(b, lp);
         emit_taps(s, acc, u0, xrow, tstep, wp);
-        ptx_ins(b, "add.u64 %s, %s, %s", xrow.n, xrow.n, jstep.n);
-        ptx_ins(b, "add.u64 %s, %s, %lld", wp.n, wp.n, K * 4);
-        ptx_ins(b, "add.u32 %s, %s, 1", j.n, j.n);
-        ptx_ins(b, "setp.lt.u32 %s, %s, %lld", more.n, j.n, s->cg);
-        ptx_ins(b, "@%s bra %s", more.n, lp.n);
+        ws_ptx_ins(b, "add.u64 %s, %s, %s", xrow.n, xrow.n, jstep.n);
+        ws_ptx_ins(b, "add.u64 %s, %s, %lld", wp.n, wp.n, K * 4);
+        ws_ptx_ins(b, "add.u32 %s, %s, 1", j.n, j.n);
+        ws_ptx_ins(b, "setp.lt.u32 %s, %s, %lld", more.n, j.n, s->cg);
+        ws_ptx_ins(b, "@%s bra %s", more.n, lp.n);
     }
     return acc;
 }
@@ -172,83 +172,83 @@ static void emit_body(dk *s)
     const long long cout = d->c_out;
     char imm[32];
 
-    ptx_section(b, "parameters");
-    preg px = ptx_reg(b, PTX_B64), pw = ptx_reg(b, PTX_B64), pb = ptx_reg(b, PTX_B64);
-    preg pa = ptx_reg(b, PTX_B64), py = ptx_reg(b, PTX_B64), abs = ptx_reg(b, PTX_B64);
-    preg n32 = ptx_reg(b, PTX_B32), tin32 = ptx_reg(b, PTX_B32), tout32 = ptx_reg(b, PTX_B32);
-    preg hasb = ptx_reg(b, PTX_PRED), hasa = ptx_reg(b, PTX_PRED);
-    ptx_ins(b, "ld.param.u64 %s, [p_x]", px.n);
-    ptx_ins(b, "ld.param.u64 %s, [p_w]", pw.n);
-    ptx_ins(b, "ld.param.u64 %s, [p_b]", pb.n);
-    ptx_ins(b, "ld.param.u64 %s, [p_add]", pa.n);
-    ptx_ins(b, "ld.param.u64 %s, [p_y]", py.n);
-    ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
-    ptx_ins(b, "ld.param.u32 %s, [p_t_in]", tin32.n);
-    ptx_ins(b, "ld.param.u32 %s, [p_t_out]", tout32.n);
-    ptx_ins(b, "ld.param.u64 %s, [p_add_bs]", abs.n);
-    ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasb.n, pb.n);
-    ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasa.n, pa.n);
+    ws_ptx_section(b, "parameters");
+    preg px = ws_ptx_reg(b, PTX_B64), pw = ws_ptx_reg(b, PTX_B64), pb = ws_ptx_reg(b, PTX_B64);
+    preg pa = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64), abs = ws_ptx_reg(b, PTX_B64);
+    preg n32 = ws_ptx_reg(b, PTX_B32), tin32 = ws_ptx_reg(b, PTX_B32), tout32 = ws_ptx_reg(b, PTX_B32);
+    preg hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_ins(b, "ld.param.u64 %s, [p_x]", px.n);
+    ws_ptx_ins(b, "ld.param.u64 %s, [p_w]", pw.n);
+    ws_ptx_ins(b, "ld.param.u64 %s, [p_b]", pb.n);
+    ws_ptx_ins(b, "ld.param.u64 %s, [p_add]", pa.n);
+    ws_ptx_ins(b, "ld.param.u64 %s, [p_y]", py.n);
+    ws_ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
+    ws_ptx_ins(b, "ld.param.u32 %s, [p_t_in]", tin32.n);
+    ws_ptx_ins(b, "ld.param.u32 %s, [p_t_out]", tout32.n);
+    ws_ptx_ins(b, "ld.param.u64 %s, [p_add_bs]", abs.n);
+    ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasb.n, pb.n);
+    ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasa.n, pa.n);
     const preg *gp[] = { &px, &pw, &pb, &pa, &py };
     for (size_t i = 0; i < sizeof gp / sizeof gp[0]; i++)
-        ptx_ins(b, "cvta.to.global.u64 %s, %s", gp[i]->n, gp[i]->n);
+        ws_ptx_ins(b, "cvta.to.global.u64 %s, %s", gp[i]->n, gp[i]->n);
 
-    ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < N * C_out * T_out");
-    preg i = ptx_reg(b, PTX_B64), tid = ptx_reg(b, PTX_B64), r32 = ptx_reg(b, PTX_B32);
-    preg tout = ptx_reg(b, PTX_B64), total = ptx_reg(b, PTX_B64), out = ptx_reg(b, PTX_PRED);
-    plabel done = ptx_label_new(b, "done");
-    s->tin = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "mov.u32 %s, %%ctaid.x", r32.n);
-    ptx_ins(b, "mul.wide.u32 %s, %s, %d", i.n, r32.n, WS_DIRECT_THREADS);
-    ptx_ins(b, "mov.u32 %s, %%tid.x", r32.n);
-    ptx_ins(b, "cvt.u64.u32 %s, %s", tid.n, r32.n);
-    ptx_ins(b, "add.u64 %s, %s, %s", i.n, i.n, tid.n);
-    ptx_ins(b, "cvt.u64.u32 %s, %s", tout.n, tout32.n);
-    ptx_ins(b, "cvt.u64.u32 %s, %s", s->tin.n, tin32.n);
-    ptx_ins(b, "mul.wide.u32 %s, %s, %s", total.n, n32.n, tout32.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, cout);
-    ptx_ins(b, "setp.ge.u64 %s, %s, %s", out.n, i.n, total.n);
-    ptx_ins(b, "@%s bra %s", out.n, done.n);
+    ws_ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < N * C_out * T_out");
+    preg i = ws_ptx_reg(b, PTX_B64), tid = ws_ptx_reg(b, PTX_B64), r32 = ws_ptx_reg(b, PTX_B32);
+    preg tout = ws_ptx_reg(b, PTX_B64), total = ws_ptx_reg(b, PTX_B64), out = ws_ptx_reg(b, PTX_PRED);
+    plabel done = ws_ptx_label_new(b, "done");
+    s->tin = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mov.u32 %s, %%ctaid.x", r32.n);
+    ws_ptx_ins(b, "mul.wide.u32 %s, %s, %d", i.n, r32.n, WS_DIRECT_THREADS);
+    ws_ptx_ins(b, "mov.u32 %s, %%tid.x", r32.n);
+    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", tid.n, r32.n);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", i.n, i.n, tid.n);
+    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", tout.n, tout32.n);
+    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", s->tin.n, tin32.n);
+    ws_ptx_ins(b, "mul.wide.u32 %s, %s, %s", total.n, n32.n, tout32.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, cout);
+    ws_ptx_ins(b, "setp.ge.u64 %s, %s, %s", out.n, i.n, total.n);
+    ws_ptx_ins(b, "@%s bra %s", out.n, done.n);
 
-    preg n = ptx_reg(b, PTX_B64), o = ptx_reg(b, PTX_B64), t = ptx_reg(b, PTX_B64);
-    preg r = ptx_reg(b, PTX_B64);
+    preg n = ws_ptx_reg(b, PTX_B64), o = ws_ptx_reg(b, PTX_B64), t = ws_ptx_reg(b, PTX_B64);
+    preg r = ws_ptx_reg(b, PTX_B64);
     snprintf(imm, sizeof imm, "%lld", cout);
     if (d->y_layout == WS_NCL) {
-        ptx_comment(b, "y NCL: i = (n*C_out + o)*T_out + t");
+        ws_ptx_comment(b, "y NCL: i = (n*C_out + o)*T_out + t");
         emit_divmod(s, r, t, i, tout.n);
         emit_divmod(s, n, o, r, imm);
     } else {
-        ptx_comment(b, "y NLC: i = (n*T_out + t)*C_out + o");
+        ws_ptx_comment(b, "y NLC: i = (n*T_out + t)*C_out + o");
         emit_divmod(s, r, o, i, imm);
         emit_divmod(s, n, t, r, tout.n);
     }
 
     preg acc = emit_conv_sum(s, n, o, t, px, pw);
 
-    ptx_section(b, "z = acc + b[o] (b given); act; + add (given); store");
-    plabel nob = ptx_label_new(b, "nobias"), noadd = ptx_label_new(b, "noadd");
-    preg ba = ptx_reg(b, PTX_B64), bv = ptx_reg(b, PTX_F32);
-    ptx_ins(b, "@!%s bra %s", hasb.n, nob.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, o.n, pb.n);
-    ptx_ins(b, "ld.global.nc.f32 %s, [%s]", bv.n, ba.n);
-    ptx_ins(b, "add.f32 %s, %s, %s", acc.n, acc.n, bv.n);
-    ptx_label(b, nob);
+    ws_ptx_section(b, "z = acc + b[o] (b given); act; + add (given); store");
+    plabel nob = ws_ptx_label_new(b, "nobias"), noadd = ws_ptx_label_new(b, "noadd");
+    preg ba = ws_ptx_reg(b, PTX_B64), bv = ws_ptx_reg(b, PTX_F32);
+    ws_ptx_ins(b, "@!%s bra %s", hasb.n, nob.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, o.n, pb.n);
+    ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s]", bv.n, ba.n);
+    ws_ptx_ins(b, "add.f32 %s, %s, %s", acc.n, acc.n, bv.n);
+    ws_ptx_label(b, nob);
     ws_ptx_act(s->b, acc, d->act);
-    preg ai = ptx_reg(b, PTX_B64), aa = ptx_reg(b, PTX_B64), av = ptx_reg(b, PTX_F32);
-    ptx_ins(b, "@!%s bra %s", hasa.n, noadd.n);
-    ptx_comment(b, "add element n*add_bs + (i - n*C_out*T_out), read in y_type");
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", ai.n, n.n, tout.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", ai.n, ai.n, cout);
-    ptx_ins(b, "sub.u64 %s, %s, %s", ai.n, i.n, ai.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", ai.n, n.n, abs.n, ai.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", aa.n, ai.n, s->ys, pa.n);
+    preg ai = ws_ptx_reg(b, PTX_B64), aa = ws_ptx_reg(b, PTX_B64), av = ws_ptx_reg(b, PTX_F32);
+    ws_ptx_ins(b, "@!%s bra %s", hasa.n, noadd.n);
+    ws_ptx_comment(b, "add element n*add_bs + (i - n*C_out*T_out), read in y_type");
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", ai.n, n.n, tout.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", ai.n, ai.n, cout);
+    ws_ptx_ins(b, "sub.u64 %s, %s, %s", ai.n, i.n, ai.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", ai.n, n.n, abs.n, ai.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", aa.n, ai.n, s->ys, pa.n);
     ws_ptx_load(s->b, av, aa, d->y_type, 0);
-    ptx_ins(b, "add.f32 %s, %s, %s", acc.n, acc.n, av.n);
-    ptx_label(b, noadd);
-    preg ya = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, i.n, s->ys, py.n);
+    ws_ptx_ins(b, "add.f32 %s, %s, %s", acc.n, acc.n, av.n);
+    ws_ptx_label(b, noadd);
+    preg ya = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, i.n, s->ys, py.n);
     ws_ptx_store(s->b, ya, acc, d->y_type);
-    ptx_label(b, done);
-    ptx_ins(b, "ret");
+    ws_ptx_label(b, done);
+    ws_ptx_ins(b, "ret");
 }
 
 /* ---- backward kernels (ptx_direct.h: gz, dx, dw, db) ---- */
@@ -268,34 +268,34 @@ float ws_direct_gelu_grad_model(float z)
 static void emit_ptr_params(ptx_buf *b, preg *r, const char *const *names, int count)
 {
     for (int i = 0; i < count; i++) {
-        r[i] = ptx_reg(b, PTX_B64);
-        ptx_ins(b, "ld.param.u64 %s, [%s]", r[i].n, names[i]);
+        r[i] = ws_ptx_reg(b, PTX_B64);
+        ws_ptx_ins(b, "ld.param.u64 %s, [%s]", r[i].n, names[i]);
     }
     for (int i = 0; i < count; i++)
-        ptx_ins(b, "cvta.to.global.u64 %s, %s", r[i].n, r[i].n);
+        ws_ptx_ins(b, "cvta.to.global.u64 %s, %s", r[i].n, r[i].n);
 }
 
 /* preg = (u64) .u32 parameter `name` */
 static preg emit_u32_param(ptx_buf *b, const char *name)
 {
-    preg r32 = ptx_reg(b, PTX_B32), r = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "ld.param.u32 %s, [%s]", r32.n, name);
-    ptx_ins(b, "cvt.u64.u32 %s, %s", r.n, r32.n);
+    preg r32 = ws_ptx_reg(b, PTX_B32), r = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "ld.param.u32 %s, [%s]", r32.n, name);
+    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", r.n, r32.n);
     return r;
 }
 
 /* i = ctaid.x * 256 + tid.x; if (i >= total) goto done  (total a register or immediate) */
 static preg emit_thread_index(ptx_buf *b, const char *total, plabel done)
 {
-    preg i = ptx_reg(b, PTX_B64), tid = ptx_reg(b, PTX_B64), r32 = ptx_reg(b, PTX_B32);
-    preg out = ptx_reg(b, PTX_PRED);
-    ptx_ins(b, "mov.u32 %s, %%ctaid.x", r32.n);
-    ptx_ins(b, "mul.wide.u32 %s, %s, %d", i.n, r32.n, WS_DIRECT_THREADS);
-    ptx_ins(b, "mov.u32 %s, %%tid.x", r32.n);
-    ptx_ins(b, "cvt.u64.u32 %s, %s", tid.n, r32.n);
-    ptx_ins(b, "add.u64 %s, %s, %s", i.n, i.n, tid.n);
-    ptx_ins(b, "setp.ge.u64 %s, %s, %s", out.n, i.n, total);
-    ptx_ins(b, "@%s bra %s", out.n, done.n);
+    preg i = ws_ptx_reg(b, PTX_B64), tid = ws_ptx_reg(b, PTX_B64), r32 = ws_ptx_reg(b, PTX_B32);
+    preg out = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_ins(b, "mov.u32 %s, %%ctaid.x", r32.n);
+    ws_ptx_ins(b, "mul.wide.u32 %s, %s, %d", i.n, r32.n, WS_DIRECT_THREADS);
+    ws_ptx_ins(b, "mov.u32 %s, %%tid.x", r32.n);
+    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", tid.n, r32.n);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", i.n, i.n, tid.n);
+    ws_ptx_ins(b, "setp.ge.u64 %s, %s, %s", out.n, i.n, total);
+    ws_ptx_ins(b, "@%s bra %s", out.n, done.n);
     return i;
 }
 
@@ -307,7 +307,7 @@ static void emit_gz(dk *s)
     const long long cout = d->c_out;
     char imm[32];
 
-    ptx_section(b, "parameters");
+    ws_ptx_section(b, "parameters");
     static const char *const pn[] = { "p_x", "p_w", "p_b", "p_dy", "p_gz" };
     preg p[5];
     emit_ptr_params(b, p, pn, 5);
@@ -316,55 +316,55 @@ static void emit_gz(dk *s)
     s->tin = emit_u32_param(b, "p_t_in");
     preg tout = emit_u32_param(b, "p_t_out");
 
-    ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < N * C_out * T_out (y's index)");
-    preg total = ptx_reg(b, PTX_B64);
-    plabel done = ptx_label_new(b, "done");
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", total.n, nn.n, tout.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, cout);
+    ws_ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < N * C_out * T_out (y's index)");
+    preg total = ws_ptx_reg(b, PTX_B64);
+    plabel done = ws_ptx_label_new(b, "done");
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", total.n, nn.n, tout.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, cout);
     preg i = emit_thread_index(b, total.n, done);
-    preg n = ptx_reg(b, PTX_B64), o = ptx_reg(b, PTX_B64), t = ptx_reg(b, PTX_B64);
-    preg r = ptx_reg(b, PTX_B64);
+    preg n = ws_ptx_reg(b, PTX_B64), o = ws_ptx_reg(b, PTX_B64), t = ws_ptx_reg(b, PTX_B64);
+    preg r = ws_ptx_reg(b, PTX_B64);
     snprintf(imm, sizeof imm, "%lld", cout);
     if (d->y_layout == WS_NCL) {
-        ptx_comment(b, "dy NCL: i = (n*C_out + o)*T_out + t");
+        ws_ptx_comment(b, "dy NCL: i = (n*C_out + o)*T_out + t");
         emit_divmod(s, r, t, i, tout.n);
         emit_divmod(s, n, o, r, imm);
     } else {
-        ptx_comment(b, "dy NLC: i = (n*T_out + t)*C_out + o");
+        ws_ptx_comment(b, "dy NLC: i = (n*T_out + t)*C_out + o");
         emit_divmod(s, r, o, i, imm);
         emit_divmod(s, n, t, r, tout.n);
     }
 
-    preg g = ptx_reg(b, PTX_F32), ya = ptx_reg(b, PTX_B64);
+    preg g = ws_ptx_reg(b, PTX_F32), ya = ws_ptx_reg(b, PTX_B64);
     if (d->act != WS_ACT_NONE) {
         preg z = emit_conv_sum(s, n, o, t, px, pw);
-        ptx_section(b, "z = acc + b[o] (b given)");
-        plabel nob = ptx_label_new(b, "nobias");
-        preg hasb = ptx_reg(b, PTX_PRED), ba = ptx_reg(b, PTX_B64), bv = ptx_reg(b, PTX_F32);
-        ptx_ins(b, "setp.eq.u64 %s, %s, 0", hasb.n, pb.n);
-        ptx_ins(b, "@%s bra %s", hasb.n, nob.n);
-        ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, o.n, pb.n);
-        ptx_ins(b, "ld.global.nc.f32 %s, [%s]", bv.n, ba.n);
-        ptx_ins(b, "add.rn.f32 %s, %s, %s", z.n, z.n, bv.n);
-        ptx_label(b, nob);
-        ptx_section(b, "g = dy * act'(z)");
-        ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, i.n, s->ys, pdy.n);
+        ws_ptx_section(b, "z = acc + b[o] (b given)");
+        plabel nob = ws_ptx_label_new(b, "nobias");
+        preg hasb = ws_ptx_reg(b, PTX_PRED), ba = ws_ptx_reg(b, PTX_B64), bv = ws_ptx_reg(b, PTX_F32);
+        ws_ptx_ins(b, "setp.eq.u64 %s, %s, 0", hasb.n, pb.n);
+        ws_ptx_ins(b, "@%s bra %s", hasb.n, nob.n);
+        ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, o.n, pb.n);
+        ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s]", bv.n, ba.n);
+        ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", z.n, z.n, bv.n);
+        ws_ptx_label(b, nob);
+        ws_ptx_section(b, "g = dy * act'(z)");
+        ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, i.n, s->ys, pdy.n);
         ws_ptx_load(s->b, g, ya, d->y_type, 1);
         ws_ptx_act_grad(s->b, s->d->act, g, z);
     } else {
         (void)px, (void)pw, (void)pb;
-        ptx_section(b, "g = dy (act NONE: act' = 1, z not needed)");
-        ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, i.n, s->ys, pdy.n);
+        ws_ptx_section(b, "g = dy (act NONE: act' = 1, z not needed)");
+        ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, i.n, s->ys, pdy.n);
         ws_ptx_load(s->b, g, ya, d->y_type, 1);
     }
-    ptx_section(b, "gz[(n*C_out + o)*T_out + t] = g");
-    preg ga = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", ga.n, n.n, cout, o.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", ga.n, ga.n, tout.n, t.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ga.n, ga.n, pgz.n);
-    ptx_ins(b, "st.global.f32 [%s], %s", ga.n, g.n);
-    ptx_label(b, done);
-    ptx_ins(b, "ret");
+    ws_ptx_section(b, "gz[(n*C_out + o)*T_out + t] = g");
+    preg ga = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", ga.n, n.n, cout, o.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", ga.n, ga.n, tout.n, t.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ga.n, ga.n, pgz.n);
+    ws_ptx_ins(b, "st.global.f32 [%s], %s", ga.n, g.n);
+    ws_ptx_label(b, done);
+    ws_ptx_ins(b, "ret");
 }
 
 /* One dx tap: v = v0 - D*k; t = v / S if S divides v (S 1: t = v); if ((u64)t < T_out)
@@ -373,26 +373,26 @@ static void emit_dx_tap(dk *s, preg acc, preg v, preg gzrow, preg tout, preg wp,
 {
     ptx_buf *b = s->b;
     const int S = s->d->stride;
-    preg t = ptx_reg(b, PTX_B64), in = ptx_reg(b, PTX_PRED), ga = ptx_reg(b, PTX_B64);
-    preg wv = ptx_reg(b, PTX_F32), gv = ptx_reg(b, PTX_F32);
-    plabel skip = ptx_label_new(b, "tap");
+    preg t = ws_ptx_reg(b, PTX_B64), in = ws_ptx_reg(b, PTX_PRED), ga = ws_ptx_reg(b, PTX_B64);
+    preg wv = ws_ptx_reg(b, PTX_F32), gv = ws_ptx_reg(b, PTX_F32);
+    plabel skip = ws_ptx_label_new(b, "tap");
     if (S == 1) {
-        ptx_ins(b, "mov.b64 %s, %s", t.n, v.n);
+        ws_ptx_ins(b, "mov.b64 %s, %s", t.n, v.n);
     } else {
-        preg rm = ptx_reg(b, PTX_B64), whole = ptx_reg(b, PTX_PRED);
-        ptx_ins(b, "div.s64 %s, %s, %d", t.n, v.n, S);
-        ptx_ins(b, "mul.lo.s64 %s, %s, %d", rm.n, t.n, S);
-        ptx_ins(b, "setp.eq.s64 %s, %s, %s", whole.n, rm.n, v.n);
-        ptx_ins(b, "@!%s bra %s", whole.n, skip.n);
+        preg rm = ws_ptx_reg(b, PTX_B64), whole = ws_ptx_reg(b, PTX_PRED);
+        ws_ptx_ins(b, "div.s64 %s, %s, %d", t.n, v.n, S);
+        ws_ptx_ins(b, "mul.lo.s64 %s, %s, %d", rm.n, t.n, S);
+        ws_ptx_ins(b, "setp.eq.s64 %s, %s, %s", whole.n, rm.n, v.n);
+        ws_ptx_ins(b, "@!%s bra %s", whole.n, skip.n);
     }
-    ptx_ins(b, "setp.lt.u64 %s, %s, %s", in.n, t.n, tout.n);
-    ptx_ins(b, "@!%s bra %s", in.n, skip.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ga.n, t.n, gzrow.n);
-    ptx_ins(b, "ld.global.f32 %s, [%s]", gv.n, ga.n);
-    ptx_ins(b, "ld.global.nc.f32 %s, [%s+%lld]", wv.n, wp.n, woff);
-    ptx_ins(b, "mul.rn.f32 %s, %s, %s", gv.n, wv.n, gv.n);
-    ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, gv.n);
-    ptx_label(b, skip);
+    ws_ptx_ins(b, "setp.lt.u64 %s, %s, %s", in.n, t.n, tout.n);
+    ws_ptx_ins(b, "@!%s bra %s", in.n, skip.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ga.n, t.n, gzrow.n);
+    ws_ptx_ins(b, "ld.global.f32 %s, [%s]", gv.n, ga.n);
+    ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s+%lld]", wv.n, wp.n, woff);
+    ws_ptx_ins(b, "mul.rn.f32 %s, %s, %s", gv.n, wv.n, gv.n);
+    ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, gv.n);
+    ws_ptx_label(b, skip);
 }
 
 /* dx[n,c,u] = sum_{o of c's group} sum_k w[o, c - g*Cg, k] * gz[n, o, (u + P_L - D*k) / S] */
@@ -403,7 +403,7 @@ static void emit_dx(dk *s)
     const long long cin = d->c_in, cout = d->c_out, K = d->k;
     char imm[32];
 
-    ptx_section(b, "parameters");
+    ws_ptx_section(b, "parameters");
     static const char *const pn[] = { "p_w", "p_gz", "p_dx" };
     preg p[3];
     emit_ptr_params(b, p, pn, 3);
@@ -412,81 +412,81 @@ static void emit_dx(dk *s)
     s->tin = emit_u32_param(b, "p_t_in");
     preg tout = emit_u32_param(b, "p_t_out");
 
-    ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < N * C_in * T_in (dx's index)");
-    preg total = ptx_reg(b, PTX_B64);
-    plabel done = ptx_label_new(b, "done");
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", total.n, nn.n, s->tin.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, cin);
+    ws_ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < N * C_in * T_in (dx's index)");
+    preg total = ws_ptx_reg(b, PTX_B64);
+    plabel done = ws_ptx_label_new(b, "done");
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", total.n, nn.n, s->tin.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, cin);
     preg i = emit_thread_index(b, total.n, done);
-    preg n = ptx_reg(b, PTX_B64), c = ptx_reg(b, PTX_B64), u = ptx_reg(b, PTX_B64);
-    preg r = ptx_reg(b, PTX_B64);
+    preg n = ws_ptx_reg(b, PTX_B64), c = ws_ptx_reg(b, PTX_B64), u = ws_ptx_reg(b, PTX_B64);
+    preg r = ws_ptx_reg(b, PTX_B64);
     snprintf(imm, sizeof imm, "%lld", cin);
     if (d->x_layout == WS_NCL) {
-        ptx_comment(b, "dx NCL: i = (n*C_in + c)*T_in + u");
+        ws_ptx_comment(b, "dx NCL: i = (n*C_in + c)*T_in + u");
         emit_divmod(s, r, u, i, s->tin.n);
         emit_divmod(s, n, c, r, imm);
     } else {
-        ptx_comment(b, "dx NLC: i = (n*T_in + u)*C_in + c");
+        ws_ptx_comment(b, "dx NLC: i = (n*T_in + u)*C_in + c");
         emit_divmod(s, r, c, i, imm);
         emit_divmod(s, n, u, r, s->tin.n);
     }
 
-    ptx_section(b, "g = c / Cg, j = c - g*Cg; w row of (g*Cog, j), gz row of (n, g*Cog), v0 = u + P_L");
-    preg g = ptx_reg(b, PTX_B64), j = ptx_reg(b, PTX_B64), wp = ptx_reg(b, PTX_B64);
-    preg gzrow = ptx_reg(b, PTX_B64), gzstep = ptx_reg(b, PTX_B64), v0 = ptx_reg(b, PTX_B64);
+    ws_ptx_section(b, "g = c / Cg, j = c - g*Cg; w row of (g*Cog, j), gz row of (n, g*Cog), v0 = u + P_L");
+    preg g = ws_ptx_reg(b, PTX_B64), j = ws_ptx_reg(b, PTX_B64), wp = ws_ptx_reg(b, PTX_B64);
+    preg gzrow = ws_ptx_reg(b, PTX_B64), gzstep = ws_ptx_reg(b, PTX_B64), v0 = ws_ptx_reg(b, PTX_B64);
     snprintf(imm, sizeof imm, "%lld", s->cg);
     emit_divmod(s, g, j, c, imm);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", g.n, g.n, s->cog);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", wp.n, g.n, s->cg, j.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", wp.n, wp.n, K * 4, pw.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", gzrow.n, n.n, cout, g.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", gzrow.n, gzrow.n, tout.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", gzrow.n, gzrow.n, pgz.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, 4", gzstep.n, tout.n);
-    ptx_ins(b, "add.s64 %s, %s, %d", v0.n, u.n, d->pad_l);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", g.n, g.n, s->cog);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", wp.n, g.n, s->cg, j.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", wp.n, wp.n, K * 4, pw.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", gzrow.n, n.n, cout, g.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", gzrow.n, gzrow.n, tout.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", gzrow.n, gzrow.n, pgz.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, 4", gzstep.n, tout.n);
+    ws_ptx_ins(b, "add.s64 %s, %s, %d", v0.n, u.n, d->pad_l);
 
-    ptx_section(b, "acc = sum_o sum_k w[o,j,k] * gz[n,o,t], o then k");
-    preg acc = ptx_reg(b, PTX_F32), ol = ptx_reg(b, PTX_B32), omore = ptx_reg(b, PTX_PRED);
-    plabel olp = ptx_label_new(b, "o");
-    ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
+    ws_ptx_section(b, "acc = sum_o sum_k w[o,j,k] * gz[n,o,t], o then k");
+    preg acc = ws_ptx_reg(b, PTX_F32), ol = ws_ptx_reg(b, PTX_B32), omore = ws_ptx_reg(b, PTX_PRED);
+    plabel olp = ws_ptx_label_new(b, "o");
+    ws_ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
     if (s->cog > 1) {
-        ptx_ins(b, "mov.u32 %s, 0", ol.n);
-        ptx_label(b, olp);
+        ws_ptx_ins(b, "mov.u32 %s, 0", ol.n);
+        ws_ptx_label(b, olp);
     }
     if (K <= UNROLL_K) {
         for (int k = 0; k < K; k++) {
-            preg v = ptx_reg(b, PTX_B64);
-            ptx_ins(b, "sub.s64 %s, %s, %lld", v.n, v0.n, (long long)d->dilation * k);
+            preg v = ws_ptx_reg(b, PTX_B64);
+            ws_ptx_ins(b, "sub.s64 %s, %s, %lld", v.n, v0.n, (long long)d->dilation * k);
             emit_dx_tap(s, acc, v, gzrow, tout, wp, 4LL * k);
         }
     } else {
-        preg v = ptx_reg(b, PTX_B64), wk = ptx_reg(b, PTX_B64), kc = ptx_reg(b, PTX_B32);
-        preg more = ptx_reg(b, PTX_PRED);
-        plabel lp = ptx_label_new(b, "k");
-        ptx_ins(b, "mov.b64 %s, %s", v.n, v0.n);
-        ptx_ins(b, "mov.b64 %s, %s", wk.n, wp.n);
-        ptx_ins(b, "mov.u32 %s, 0", kc.n);
-        ptx_label(b, lp);
+        preg v = ws_ptx_reg(b, PTX_B64), wk = ws_ptx_reg(b, PTX_B64), kc = ws_ptx_reg(b, PTX_B32);
+        preg more = ws_ptx_reg(b, PTX_PRED);
+        plabel lp = ws_ptx_label_new(b, "k");
+        ws_ptx_ins(b, "mov.b64 %s, %s", v.n, v0.n);
+        ws_ptx_ins(b, "mov.b64 %s, %s", wk.n, wp.n);
+        ws_ptx_ins(b, "mov.u32 %s, 0", kc.n);
+        ws_ptx_label(b, lp);
         emit_dx_tap(s, acc, v, gzrow, tout, wk, 0);
-        ptx_ins(b, "sub.s64 %s, %s, %d", v.n, v.n, d->dilation);
-        ptx_ins(b, "add.u64 %s, %s, 4", wk.n, wk.n);
-        ptx_ins(b, "add.u32 %s, %s, 1", kc.n, kc.n);
-        ptx_ins(b, "setp.lt.u32 %s, %s, %lld", more.n, kc.n, K);
-        ptx_ins(b, "@%s bra %s", more.n, lp.n);
+        ws_ptx_ins(b, "sub.s64 %s, %s, %d", v.n, v.n, d->dilation);
+        ws_ptx_ins(b, "add.u64 %s, %s, 4", wk.n, wk.n);
+        ws_ptx_ins(b, "add.u32 %s, %s, 1", kc.n, kc.n);
+        ws_ptx_ins(b, "setp.lt.u32 %s, %s, %lld", more.n, kc.n, K);
+        ws_ptx_ins(b, "@%s bra %s", more.n, lp.n);
     }
     if (s->cog > 1) {
-        ptx_ins(b, "add.u64 %s, %s, %lld", wp.n, wp.n, s->cg * K * 4);
-        ptx_ins(b, "add.u64 %s, %s, %s", gzrow.n, gzrow.n, gzstep.n);
-        ptx_ins(b, "add.u32 %s, %s, 1", ol.n, ol.n);
-        ptx_ins(b, "setp.lt.u32 %s, %s, %lld", omore.n, ol.n, s->cog);
-        ptx_ins(b, "@%s bra %s", omore.n, olp.n);
+        ws_ptx_ins(b, "add.u64 %s, %s, %lld", wp.n, wp.n, s->cg * K * 4);
+        ws_ptx_ins(b, "add.u64 %s, %s, %s", gzrow.n, gzrow.n, gzstep.n);
+        ws_ptx_ins(b, "add.u32 %s, %s, 1", ol.n, ol.n);
+        ws_ptx_ins(b, "setp.lt.u32 %s, %s, %lld", omore.n, ol.n, s->cog);
+        ws_ptx_ins(b, "@%s bra %s", omore.n, olp.n);
     }
-    ptx_section(b, "dx[i] = acc in x_type");
-    preg xa = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xa.n, i.n, s->xs, pdx.n);
+    ws_ptx_section(b, "dx[i] = acc in x_type");
+    preg xa = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xa.n, i.n, s->xs, pdx.n);
     ws_ptx_store(s->b, xa, acc, d->x_type);
-    ptx_label(b, done);
-    ptx_ins(b, "ret");
+    ws_ptx_label(b, done);
+    ws_ptx_ins(b, "ret");
 }
 
 /* dw[o,j,k] = sum_n sum_t gz[n,o,t] * x[n, g*Cg + j, S*t + D*k - P_L]  (fma, n then t) */
@@ -497,87 +497,87 @@ static void emit_dw(dk *s)
     const long long cin = d->c_in, cout = d->c_out, K = d->k;
     char imm[32];
 
-    ptx_section(b, "parameters");
+    ws_ptx_section(b, "parameters");
     static const char *const pn[] = { "p_x", "p_gz", "p_dw" };
     preg p[3];
     emit_ptr_params(b, p, pn, 3);
     preg px = p[0], pgz = p[1], pdw = p[2];
-    preg n32 = ptx_reg(b, PTX_B32), t32 = ptx_reg(b, PTX_B32), tout = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
+    preg n32 = ws_ptx_reg(b, PTX_B32), t32 = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
     s->tin = emit_u32_param(b, "p_t_in");
-    ptx_ins(b, "ld.param.u32 %s, [p_t_out]", t32.n);
-    ptx_ins(b, "cvt.u64.u32 %s, %s", tout.n, t32.n);
+    ws_ptx_ins(b, "ld.param.u32 %s, [p_t_out]", t32.n);
+    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", tout.n, t32.n);
 
-    ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < C_out * Cg * K (dw's index)");
-    plabel done = ptx_label_new(b, "done");
+    ws_ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < C_out * Cg * K (dw's index)");
+    plabel done = ws_ptx_label_new(b, "done");
     snprintf(imm, sizeof imm, "%lld", cout * s->cg * K);
     preg i = emit_thread_index(b, imm, done);
-    preg o = ptx_reg(b, PTX_B64), j = ptx_reg(b, PTX_B64), k = ptx_reg(b, PTX_B64);
-    preg r = ptx_reg(b, PTX_B64);
-    ptx_comment(b, "i = (o*Cg + j)*K + k");
+    preg o = ws_ptx_reg(b, PTX_B64), j = ws_ptx_reg(b, PTX_B64), k = ws_ptx_reg(b, PTX_B64);
+    preg r = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_comment(b, "i = (o*Cg + j)*K + k");
     snprintf(imm, sizeof imm, "%lld", K);
     emit_divmod(s, r, k, i, imm);
     snprintf(imm, sizeof imm, "%lld", s->cg);
     emit_divmod(s, o, j, r, imm);
 
-    ptx_section(b, "x row of (0, g*Cg + j) at u0 = D*k - P_L; gz row of (0, o)");
-    preg c = ptx_reg(b, PTX_B64), xrow = ptx_reg(b, PTX_B64), gzrow = ptx_reg(b, PTX_B64);
-    preg u0 = ptx_reg(b, PTX_B64), xitem = ptx_reg(b, PTX_B64), gzitem = ptx_reg(b, PTX_B64);
+    ws_ptx_section(b, "x row of (0, g*Cg + j) at u0 = D*k - P_L; gz row of (0, o)");
+    preg c = ws_ptx_reg(b, PTX_B64), xrow = ws_ptx_reg(b, PTX_B64), gzrow = ws_ptx_reg(b, PTX_B64);
+    preg u0 = ws_ptx_reg(b, PTX_B64), xitem = ws_ptx_reg(b, PTX_B64), gzitem = ws_ptx_reg(b, PTX_B64);
     long long ustep; /* bytes between consecutive u of one channel */
-    ptx_ins(b, "div.u64 %s, %s, %lld", c.n, o.n, s->cog);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", c.n, c.n, s->cg, j.n);
+    ws_ptx_ins(b, "div.u64 %s, %s, %lld", c.n, o.n, s->cog);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", c.n, c.n, s->cg, j.n);
     if (d->x_layout == WS_NCL) {
-        ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, c.n, s->tin.n);
+        ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, c.n, s->tin.n);
         ustep = s->xs;
     } else {
-        ptx_ins(b, "mov.b64 %s, %s", xrow.n, c.n);
+        ws_ptx_ins(b, "mov.b64 %s, %s", xrow.n, c.n);
         ustep = cin * s->xs;
     }
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, s->xs, px.n);
-    ptx_comment(b, "items are C_in*T_in*%d bytes apart in x, C_out*T_out*4 in gz", s->xs);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", xitem.n, s->tin.n, cin * s->xs);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", gzitem.n, tout.n, cout * 4);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", gzrow.n, o.n, tout.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", gzrow.n, gzrow.n, pgz.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %d", u0.n, k.n, d->dilation);
-    ptx_ins(b, "sub.s64 %s, %s, %d", u0.n, u0.n, d->pad_l);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, s->xs, px.n);
+    ws_ptx_comment(b, "items are C_in*T_in*%d bytes apart in x, C_out*T_out*4 in gz", s->xs);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", xitem.n, s->tin.n, cin * s->xs);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", gzitem.n, tout.n, cout * 4);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", gzrow.n, o.n, tout.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", gzrow.n, gzrow.n, pgz.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", u0.n, k.n, d->dilation);
+    ws_ptx_ins(b, "sub.s64 %s, %s, %d", u0.n, u0.n, d->pad_l);
 
-    ptx_section(b, "acc = sum_n sum_t gz[n,o,t] * x[n,c,u0 + S*t], n then t");
-    preg acc = ptx_reg(b, PTX_F32), nl = ptx_reg(b, PTX_B32), tl = ptx_reg(b, PTX_B32);
-    preg u = ptx_reg(b, PTX_B64), ga = ptx_reg(b, PTX_B64), in = ptx_reg(b, PTX_PRED);
-    preg xa = ptx_reg(b, PTX_B64), xv = ptx_reg(b, PTX_F32), gv = ptx_reg(b, PTX_F32);
-    preg more = ptx_reg(b, PTX_PRED);
-    plabel nlp = ptx_label_new(b, "n"), tlp = ptx_label_new(b, "t"), skip = ptx_label_new(b, "tap");
-    ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
-    ptx_ins(b, "mov.u32 %s, 0", nl.n);
-    ptx_label(b, nlp);
-    ptx_ins(b, "mov.b64 %s, %s", u.n, u0.n);
-    ptx_ins(b, "mov.b64 %s, %s", ga.n, gzrow.n);
-    ptx_ins(b, "mov.u32 %s, 0", tl.n);
-    ptx_label(b, tlp);
-    ptx_ins(b, "setp.lt.u64 %s, %s, %s", in.n, u.n, s->tin.n);
-    ptx_ins(b, "@!%s bra %s", in.n, skip.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", xa.n, u.n, ustep, xrow.n);
+    ws_ptx_section(b, "acc = sum_n sum_t gz[n,o,t] * x[n,c,u0 + S*t], n then t");
+    preg acc = ws_ptx_reg(b, PTX_F32), nl = ws_ptx_reg(b, PTX_B32), tl = ws_ptx_reg(b, PTX_B32);
+    preg u = ws_ptx_reg(b, PTX_B64), ga = ws_ptx_reg(b, PTX_B64), in = ws_ptx_reg(b, PTX_PRED);
+    preg xa = ws_ptx_reg(b, PTX_B64), xv = ws_ptx_reg(b, PTX_F32), gv = ws_ptx_reg(b, PTX_F32);
+    preg more = ws_ptx_reg(b, PTX_PRED);
+    plabel nlp = ws_ptx_label_new(b, "n"), tlp = ws_ptx_label_new(b, "t"), skip = ws_ptx_label_new(b, "tap");
+    ws_ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
+    ws_ptx_ins(b, "mov.u32 %s, 0", nl.n);
+    ws_ptx_label(b, nlp);
+    ws_ptx_ins(b, "mov.b64 %s, %s", u.n, u0.n);
+    ws_ptx_ins(b, "mov.b64 %s, %s", ga.n, gzrow.n);
+    ws_ptx_ins(b, "mov.u32 %s, 0", tl.n);
+    ws_ptx_label(b, tlp);
+    ws_ptx_ins(b, "setp.lt.u64 %s, %s, %s", in.n, u.n, s->tin.n);
+    ws_ptx_ins(b, "@!%s bra %s", in.n, skip.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", xa.n, u.n, ustep, xrow.n);
     ws_ptx_load(s->b, xv, xa, d->x_type, 1);
-    ptx_ins(b, "ld.global.f32 %s, [%s]", gv.n, ga.n);
-    ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc.n, gv.n, xv.n, acc.n);
-    ptx_label(b, skip);
-    ptx_ins(b, "add.s64 %s, %s, %d", u.n, u.n, d->stride);
-    ptx_ins(b, "add.u64 %s, %s, 4", ga.n, ga.n);
-    ptx_ins(b, "add.u32 %s, %s, 1", tl.n, tl.n);
-    ptx_ins(b, "setp.lt.u32 %s, %s, %s", more.n, tl.n, t32.n);
-    ptx_ins(b, "@%s bra %s", more.n, tlp.n);
-    ptx_ins(b, "add.u64 %s, %s, %s", xrow.n, xrow.n, xitem.n);
-    ptx_ins(b, "add.u64 %s, %s, %s", gzrow.n, gzrow.n, gzitem.n);
-    ptx_ins(b, "add.u32 %s, %s, 1", nl.n, nl.n);
-    ptx_ins(b, "setp.lt.u32 %s, %s, %s", more.n, nl.n, n32.n);
-    ptx_ins(b, "@%s bra %s", more.n, nlp.n);
-    ptx_section(b, "dw[i] = acc");
-    preg wa = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", wa.n, i.n, pdw.n);
-    ptx_ins(b, "st.global.f32 [%s], %s", wa.n, acc.n);
-    ptx_label(b, done);
-    ptx_ins(b, "ret");
+    ws_ptx_ins(b, "ld.global.f32 %s, [%s]", gv.n, ga.n);
+    ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc.n, gv.n, xv.n, acc.n);
+    ws_ptx_label(b, skip);
+    ws_ptx_ins(b, "add.s64 %s, %s, %d", u.n, u.n, d->stride);
+    ws_ptx_ins(b, "add.u64 %s, %s, 4", ga.n, ga.n);
+    ws_ptx_ins(b, "add.u32 %s, %s, 1", tl.n, tl.n);
+    ws_ptx_ins(b, "setp.lt.u32 %s, %s, %s", more.n, tl.n, t32.n);
+    ws_ptx_ins(b, "@%s bra %s", more.n, tlp.n);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", xrow.n, xrow.n, xitem.n);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", gzrow.n, gzrow.n, gzitem.n);
+    ws_ptx_ins(b, "add.u32 %s, %s, 1", nl.n, nl.n);
+    ws_ptx_ins(b, "setp.lt.u32 %s, %s, %s", more.n, nl.n, n32.n);
+    ws_ptx_ins(b, "@%s bra %s", more.n, nlp.n);
+    ws_ptx_section(b, "dw[i] = acc");
+    preg wa = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", wa.n, i.n, pdw.n);
+    ws_ptx_ins(b, "st.global.f32 [%s], %s", wa.n, acc.n);
+    ws_ptx_label(b, done);
+    ws_ptx_ins(b, "ret");
 }
 
 /* db[o] = sum_n sum_t gz[n,o,t]  (n then t) */
@@ -587,51 +587,51 @@ static void emit_db(dk *s)
     const long long cout = s->d->c_out;
     char imm[32];
 
-    ptx_section(b, "parameters");
+    ws_ptx_section(b, "parameters");
     static const char *const pn[] = { "p_gz", "p_db" };
     preg p[2];
     emit_ptr_params(b, p, pn, 2);
     preg pgz = p[0], pdb = p[1];
-    preg n32 = ptx_reg(b, PTX_B32), t32 = ptx_reg(b, PTX_B32), tout = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
-    ptx_ins(b, "ld.param.u32 %s, [p_t_out]", t32.n);
-    ptx_ins(b, "cvt.u64.u32 %s, %s", tout.n, t32.n);
+    preg n32 = ws_ptx_reg(b, PTX_B32), t32 = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
+    ws_ptx_ins(b, "ld.param.u32 %s, [p_t_out]", t32.n);
+    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", tout.n, t32.n);
 
-    ptx_section(b, "o = blockIdx.x * 256 + threadIdx.x < C_out");
-    plabel done = ptx_label_new(b, "done");
+    ws_ptx_section(b, "o = blockIdx.x * 256 + threadIdx.x < C_out");
+    plabel done = ws_ptx_label_new(b, "done");
     snprintf(imm, sizeof imm, "%lld", cout);
     preg o = emit_thread_index(b, imm, done);
-    preg gzrow = ptx_reg(b, PTX_B64), gzitem = ptx_reg(b, PTX_B64), ga = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", gzitem.n, tout.n, cout * 4);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", gzrow.n, o.n, tout.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", gzrow.n, gzrow.n, pgz.n);
+    preg gzrow = ws_ptx_reg(b, PTX_B64), gzitem = ws_ptx_reg(b, PTX_B64), ga = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", gzitem.n, tout.n, cout * 4);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", gzrow.n, o.n, tout.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", gzrow.n, gzrow.n, pgz.n);
 
-    ptx_section(b, "acc = sum_n sum_t gz[n,o,t], n then t");
-    preg acc = ptx_reg(b, PTX_F32), gv = ptx_reg(b, PTX_F32), nl = ptx_reg(b, PTX_B32);
-    preg tl = ptx_reg(b, PTX_B32), more = ptx_reg(b, PTX_PRED);
-    plabel nlp = ptx_label_new(b, "n"), tlp = ptx_label_new(b, "t");
-    ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
-    ptx_ins(b, "mov.u32 %s, 0", nl.n);
-    ptx_label(b, nlp);
-    ptx_ins(b, "mov.b64 %s, %s", ga.n, gzrow.n);
-    ptx_ins(b, "mov.u32 %s, 0", tl.n);
-    ptx_label(b, tlp);
-    ptx_ins(b, "ld.global.f32 %s, [%s]", gv.n, ga.n);
-    ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, gv.n);
-    ptx_ins(b, "add.u64 %s, %s, 4", ga.n, ga.n);
-    ptx_ins(b, "add.u32 %s, %s, 1", tl.n, tl.n);
-    ptx_ins(b, "setp.lt.u32 %s, %s, %s", more.n, tl.n, t32.n);
-    ptx_ins(b, "@%s bra %s", more.n, tlp.n);
-    ptx_ins(b, "add.u64 %s, %s, %s", gzrow.n, gzrow.n, gzitem.n);
-    ptx_ins(b, "add.u32 %s, %s, 1", nl.n, nl.n);
-    ptx_ins(b, "setp.lt.u32 %s, %s, %s", more.n, nl.n, n32.n);
-    ptx_ins(b, "@%s bra %s", more.n, nlp.n);
-    ptx_section(b, "db[o] = acc");
-    preg da = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", da.n, o.n, pdb.n);
-    ptx_ins(b, "st.global.f32 [%s], %s", da.n, acc.n);
-    ptx_label(b, done);
-    ptx_ins(b, "ret");
+    ws_ptx_section(b, "acc = sum_n sum_t gz[n,o,t], n then t");
+    preg acc = ws_ptx_reg(b, PTX_F32), gv = ws_ptx_reg(b, PTX_F32), nl = ws_ptx_reg(b, PTX_B32);
+    preg tl = ws_ptx_reg(b, PTX_B32), more = ws_ptx_reg(b, PTX_PRED);
+    plabel nlp = ws_ptx_label_new(b, "n"), tlp = ws_ptx_label_new(b, "t");
+    ws_ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
+    ws_ptx_ins(b, "mov.u32 %s, 0", nl.n);
+    ws_ptx_label(b, nlp);
+    ws_ptx_ins(b, "mov.b64 %s, %s", ga.n, gzrow.n);
+    ws_ptx_ins(b, "mov.u32 %s, 0", tl.n);
+    ws_ptx_label(b, tlp);
+    ws_ptx_ins(b, "ld.global.f32 %s, [%s]", gv.n, ga.n);
+    ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, gv.n);
+    ws_ptx_ins(b, "add.u64 %s, %s, 4", ga.n, ga.n);
+    ws_ptx_ins(b, "add.u32 %s, %s, 1", tl.n, tl.n);
+    ws_ptx_ins(b, "setp.lt.u32 %s, %s, %s", more.n, tl.n, t32.n);
+    ws_ptx_ins(b, "@%s bra %s", more.n, tlp.n);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", gzrow.n, gzrow.n, gzitem.n);
+    ws_ptx_ins(b, "add.u32 %s, %s, 1", nl.n, nl.n);
+    ws_ptx_ins(b, "setp.lt.u32 %s, %s, %s", more.n, nl.n, n32.n);
+    ws_ptx_ins(b, "@%s bra %s", more.n, nlp.n);
+    ws_ptx_section(b, "db[o] = acc");
+    preg da = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", da.n, o.n, pdb.n);
+    ws_ptx_ins(b, "st.global.f32 [%s], %s", da.n, acc.n);
+    ws_ptx_label(b, done);
+    ws_ptx_ins(b, "ret");
 }
 
 static const char *const PART_SUFFIX[WS_DIRECT_NPARTS] = { "gz", "dx", "dw", "db" };
@@ -664,19 +664,19 @@ static void emit_bwd_module(ptx_buf *mod, const ws_conv_desc *d, const dk *proto
     };
     for (int p = 0; p < WS_DIRECT_NPARTS; p++) {
         ptx_buf kb;
-        ptx_init(&kb);
+        ws_ptx_init(&kb);
         dk s = *proto;
         s.b = &kb;
         s.split = p == WS_DIRECT_GZ;
         char name[WS_DIRECT_NAME_MAX];
         ws_direct_bwd_entry(d, (ws_direct_part)p, name);
-        ptx_comment(&kb, "%s", what[p]);
-        ptx_comment(&kb, "C_in %d C_out %d G %d K %d S %d D %d P_L %d; x %s %s, dy %s %s; act %s",
+        ws_ptx_comment(&kb, "%s", what[p]);
+        ws_ptx_comment(&kb, "C_in %d C_out %d G %d K %d S %d D %d P_L %d; x %s %s, dy %s %s; act %s",
                     d->c_in, d->c_out, d->groups, d->k, d->stride, d->dilation, d->pad_l,
                     d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
                     d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->act));
         body[p](&s);
-        ptx_kernel_end(&kb, mod, name, params[p], WS_DIRECT_THREADS, 0);
+        ws_ptx_kernel_end(&kb, mod, name, params[p], WS_DIRECT_THREADS, 0);
     }
 }
 
@@ -688,32 +688,32 @@ char *ws_direct_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *
     char name[WS_DIRECT_NAME_MAX];
     ws_direct_name(d, name);
     ptx_buf mod, kb;
-    ptx_init(&mod);
-    ptx_init(&kb);
-    ptx_module_begin(&mod, cc_major, cc_minor,
+    ws_ptx_init(&mod);
+    ws_ptx_init(&kb);
+    ws_ptx_module_begin(&mod, cc_major, cc_minor,
                      bwd ? "whisper-stem conv engine: direct backward kernels (gz, dx, dw, db)"
                          : "whisper-stem conv engine: direct forward kernel");
     dk s = { .b = &kb, .d = d, .cg = d->c_in / d->groups, .cog = d->c_out / d->groups,
              .xs = d->x_type == WS_F32 ? 4 : 2, .ys = d->y_type == WS_F32 ? 4 : 2 };
     if (bwd) {
-        ptx_free(&kb);
+        ws_ptx_free(&kb);
         emit_bwd_module(&mod, d, &s);
     } else {
-        ptx_comment(&kb, "y[n,o,t] = act(b[o] + sum_j sum_k w[o,j,k] * pre(x[n, g*Cg+j, S*t + D*k - P_L])) + add");
-        ptx_comment(&kb, "C_in %d C_out %d G %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s",
+        ws_ptx_comment(&kb, "y[n,o,t] = act(b[o] + sum_j sum_k w[o,j,k] * pre(x[n, g*Cg+j, S*t + D*k - P_L])) + add");
+        ws_ptx_comment(&kb, "C_in %d C_out %d G %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s",
                     d->c_in, d->c_out, d->groups, d->k, d->stride, d->dilation, d->pad_l,
                     d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
                     d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->pre),
                     act_name(d->act));
         emit_body(&s);
-        ptx_kernel_end(&kb, &mod, name,
+        ws_ptx_kernel_end(&kb, &mod, name,
                        "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n"
                        "\t.param .u64 p_add,\n\t.param .u64 p_y,\n\t.param .u32 p_n,\n"
                        "\t.param .u32 p_t_in,\n\t.param .u32 p_t_out,\n\t.param .u64 p_add_bs",
                        WS_DIRECT_THREADS, 0);
     }
     char why[160];
-    char *text = ptx_take(&mod, why, sizeof why);
+    char *text = ws_ptx_take(&mod, why, sizeof why);
     if (!text)
         ws_errf(err, "ws_direct_emit(%s): %s", name, why);
     return text;

@@ -11,7 +11,10 @@
 #include "ptx_dw.h"
 #include "ptx_emit.h"
 
-#define PREFETCH 4 /* rows loaded this many steps ahead of their first use */
+/* rows are loaded this many steps ahead of their first use: 8 rows of 8 or 16 bytes per
+ * thread in flight (H100, N4 C5120 T2048 K4 bf16 NLC: 4 ahead 75 us forward and 137 us
+ * backward, 8 ahead 72 and 129) */
+#define PREFETCH 8
 #define WS_DW_MAX_REGS 255 /* .maxnreg of the NLC kernels (ptx_emit.h) */
 
 /* the kernel being written */
@@ -20,7 +23,8 @@ typedef struct {
     const ws_conv_desc *d;
     int V;          /* elements per vector */
     int K, D, P, H; /* taps, dilation, left padding, halo D*(K-1) */
-    int R;          /* ring slots: H + 1 + PREFETCH */
+    int PF;         /* prefetch_of */
+    int R;          /* ring slots: H + 1 + PF */
     int U;          /* steps per loop iteration, a multiple of R */
     int L;          /* NLC: output times per thread, a multiple of U */
     preg tin, tout; /* u64 */
@@ -49,19 +53,12 @@ static const char *act_name(ws_act a)
     return "?";
 }
 
-/* NLC backward: registers for vectors of V, about: rings of R slots of x, dy (packed) and
- * gz (float32), w and dw (K*V each), db, and ~48 for addresses and temporaries */
-static int bwd_nlc_regs(const ws_conv_desc *d, int V)
-{
-    const int R = d->dilation * (d->k - 1) + 1 + PREFETCH;
-    const int xr = d->x_type == WS_F32 ? V : V / 2, yr = d->y_type == WS_F32 ? V : V / 2;
-    return R * (xr + yr + V) + 2 * d->k * V + V + 48;
-}
-
 int ws_dw_vec(const ws_conv_desc *d)
 {
     if (d->op == WS_CONV_BWD && d->x_layout == WS_NLC) /* four rings of registers */
-        return bwd_nlc_regs(d, 4) <= 200 ? 4 : 2;
+        return 2;
+    if (d->x_layout == WS_NLC)
+        return 4; /* twice the threads of 16-byte bf16 vectors: fewer idle SMs in the last wave */
     return d->x_type == WS_F32 || d->y_type == WS_F32 ? 4 : 8;
 }
 
@@ -102,7 +99,8 @@ static void shape_of(const ws_conv_desc *d, dw *s)
     s->D = d->dilation;
     s->P = d->pad_l;
     s->H = d->dilation * (d->k - 1);
-    s->R = s->H + 1 + PREFETCH;
+    s->PF = PREFETCH;
+    s->R = s->H + 1 + s->PF;
     /* the backward unrolls one ring (ptxas hoists loads across a longer body and runs out
      * of registers); the forward two when the ring is short */
     s->U = d->op == WS_CONV_BWD ? s->R : s->R * (s->R >= 16 ? 1 : 16 / s->R);
@@ -137,7 +135,7 @@ static vec vec_new(ptx_buf *b, ws_dtype t, int V)
 {
     vec v = { .t = t, .nr = t == WS_F32 ? V : V / 2 };
     for (int i = 0; i < v.nr; i++)
-        v.r[i] = ptx_reg(b, t == WS_F32 ? PTX_F32 : PTX_B32);
+        v.r[i] = ws_ptx_reg(b, t == WS_F32 ? PTX_F32 : PTX_B32);
     return v;
 }
 
@@ -156,13 +154,13 @@ static void vec_load(ptx_buf *b, const vec *v, preg addr, preg pred)
 {
     char list[160];
     for (int i = 0; i < v->nr; i++)
-        ptx_ins(b, "mov.b32 %s, 0", v->r[i].n);
+        ws_ptx_ins(b, "mov.b32 %s, 0", v->r[i].n);
     vec_list(v, list, sizeof list);
     if (v->nr == 1)
-        ptx_ins(b, "@%s ld.global.nc.%s %s, [%s]", pred.n, v->t == WS_F32 ? "f32" : "b32",
+        ws_ptx_ins(b, "@%s ld.global.nc.%s %s, [%s]", pred.n, v->t == WS_F32 ? "f32" : "b32",
                 v->r[0].n, addr.n);
     else
-        ptx_ins(b, "@%s ld.global.nc.v%d.%s %s, [%s]", pred.n, v->nr,
+        ws_ptx_ins(b, "@%s ld.global.nc.v%d.%s %s, [%s]", pred.n, v->nr,
                 v->t == WS_F32 ? "f32" : "b32", list, addr.n);
 }
 
@@ -171,19 +169,19 @@ static preg vec_elem(ptx_buf *b, const vec *v, int e)
 {
     if (v->t == WS_F32)
         return v->r[e];
-    preg f = ptx_reg(b, PTX_F32);
+    preg f = ws_ptx_reg(b, PTX_F32);
     const preg w = v->r[e / 2];
     if (v->t == WS_BF16) {
-        preg u = ptx_reg(b, PTX_B32);
+        preg u = ws_ptx_reg(b, PTX_B32);
         if (e % 2)
-            ptx_ins(b, "and.b32 %s, %s, 0xFFFF0000", u.n, w.n);
+            ws_ptx_ins(b, "and.b32 %s, %s, 0xFFFF0000", u.n, w.n);
         else
-            ptx_ins(b, "shl.b32 %s, %s, 16", u.n, w.n);
-        ptx_ins(b, "mov.b32 %s, %s", f.n, u.n);
+            ws_ptx_ins(b, "shl.b32 %s, %s, 16", u.n, w.n);
+        ws_ptx_ins(b, "mov.b32 %s, %s", f.n, u.n);
     } else {
-        preg lo = ptx_reg(b, PTX_B16), hi = ptx_reg(b, PTX_B16);
-        ptx_ins(b, "mov.b32 {%s, %s}, %s", lo.n, hi.n, w.n);
-        ptx_ins(b, "cvt.f32.f16 %s, %s", f.n, e % 2 ? hi.n : lo.n);
+        preg lo = ws_ptx_reg(b, PTX_B16), hi = ws_ptx_reg(b, PTX_B16);
+        ws_ptx_ins(b, "mov.b32 {%s, %s}, %s", lo.n, hi.n, w.n);
+        ws_ptx_ins(b, "cvt.f32.f16 %s, %s", f.n, e % 2 ? hi.n : lo.n);
     }
     return f;
 }
@@ -198,8 +196,8 @@ static void vec_store(ptx_buf *b, preg addr, const preg *f, int V, ws_dtype t, p
             n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", f[i].n);
     } else {
         for (int i = 0; i < V / 2; i++) {
-            preg p = ptx_reg(b, PTX_B32);
-            ptx_ins(b, "cvt.rn.%s.f32 %s, %s, %s", t == WS_F16 ? "f16x2" : "bf16x2", p.n,
+            preg p = ws_ptx_reg(b, PTX_B32);
+            ws_ptx_ins(b, "cvt.rn.%s.f32 %s, %s, %s", t == WS_F16 ? "f16x2" : "bf16x2", p.n,
                     f[2 * i + 1].n, f[2 * i].n);
             n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", p.n);
         }
@@ -207,10 +205,10 @@ static void vec_store(ptx_buf *b, preg addr, const preg *f, int V, ws_dtype t, p
     snprintf(list + n, sizeof list - n, "}");
     const int nr = t == WS_F32 ? V : V / 2;
     if (nr == 1) /* "{r}" -> "r" */
-        ptx_ins(b, "@%s st.global.%s [%s], %.*s", pred.n, t == WS_F32 ? "f32" : "b32", addr.n,
+        ws_ptx_ins(b, "@%s st.global.%s [%s], %.*s", pred.n, t == WS_F32 ? "f32" : "b32", addr.n,
                 (int)strlen(list) - 2, list + 1);
     else
-        ptx_ins(b, "@%s st.global.v%d.%s [%s], %s", pred.n, nr, t == WS_F32 ? "f32" : "b32",
+        ws_ptx_ins(b, "@%s st.global.v%d.%s [%s], %s", pred.n, nr, t == WS_F32 ? "f32" : "b32",
                 addr.n, list);
 }
 
@@ -219,65 +217,65 @@ static void vec_store(ptx_buf *b, preg addr, const preg *f, int V, ws_dtype t, p
 static void ptr_params(ptx_buf *b, preg *r, const char *const *names, int count)
 {
     for (int i = 0; i < count; i++) {
-        r[i] = ptx_reg(b, PTX_B64);
-        ptx_ins(b, "ld.param.u64 %s, [%s]", r[i].n, names[i]);
+        r[i] = ws_ptx_reg(b, PTX_B64);
+        ws_ptx_ins(b, "ld.param.u64 %s, [%s]", r[i].n, names[i]);
     }
     for (int i = 0; i < count; i++)
-        ptx_ins(b, "cvta.to.global.u64 %s, %s", r[i].n, r[i].n);
+        ws_ptx_ins(b, "cvta.to.global.u64 %s, %s", r[i].n, r[i].n);
 }
 
 static preg u32_param(ptx_buf *b, const char *name)
 {
-    preg r32 = ptx_reg(b, PTX_B32), r = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "ld.param.u32 %s, [%s]", r32.n, name);
-    ptx_ins(b, "cvt.u64.u32 %s, %s", r.n, r32.n);
+    preg r32 = ws_ptx_reg(b, PTX_B32), r = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "ld.param.u32 %s, [%s]", r32.n, name);
+    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", r.n, r32.n);
     return r;
 }
 
 /* i = ctaid.x * WS_DW_THREADS + tid.x; if (i >= total) goto done */
 static preg thread_index(ptx_buf *b, preg total, plabel done)
 {
-    preg i = ptx_reg(b, PTX_B64), tid = ptx_reg(b, PTX_B64), r32 = ptx_reg(b, PTX_B32);
-    preg out = ptx_reg(b, PTX_PRED);
-    ptx_ins(b, "mov.u32 %s, %%ctaid.x", r32.n);
-    ptx_ins(b, "mul.wide.u32 %s, %s, %d", i.n, r32.n, WS_DW_THREADS);
-    ptx_ins(b, "mov.u32 %s, %%tid.x", r32.n);
-    ptx_ins(b, "cvt.u64.u32 %s, %s", tid.n, r32.n);
-    ptx_ins(b, "add.u64 %s, %s, %s", i.n, i.n, tid.n);
-    ptx_ins(b, "setp.ge.u64 %s, %s, %s", out.n, i.n, total.n);
-    ptx_ins(b, "@%s bra %s", out.n, done.n);
+    preg i = ws_ptx_reg(b, PTX_B64), tid = ws_ptx_reg(b, PTX_B64), r32 = ws_ptx_reg(b, PTX_B32);
+    preg out = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_ins(b, "mov.u32 %s, %%ctaid.x", r32.n);
+    ws_ptx_ins(b, "mul.wide.u32 %s, %s, %d", i.n, r32.n, WS_DW_THREADS);
+    ws_ptx_ins(b, "mov.u32 %s, %%tid.x", r32.n);
+    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", tid.n, r32.n);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", i.n, i.n, tid.n);
+    ws_ptx_ins(b, "setp.ge.u64 %s, %s, %s", out.n, i.n, total.n);
+    ws_ptx_ins(b, "@%s bra %s", out.n, done.n);
     return i;
 }
 
 /* y = ctaid.y, z = ctaid.z (u64) */
 static void grid_yz(ptx_buf *b, preg y, preg z)
 {
-    preg r32 = ptx_reg(b, PTX_B32);
-    ptx_ins(b, "mov.u32 %s, %%ctaid.y", r32.n);
-    ptx_ins(b, "cvt.u64.u32 %s, %s", y.n, r32.n);
-    ptx_ins(b, "mov.u32 %s, %%ctaid.z", r32.n);
-    ptx_ins(b, "cvt.u64.u32 %s, %s", z.n, r32.n);
+    preg r32 = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_ins(b, "mov.u32 %s, %%ctaid.y", r32.n);
+    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", y.n, r32.n);
+    ws_ptx_ins(b, "mov.u32 %s, %%ctaid.z", r32.n);
+    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", z.n, r32.n);
 }
 
 /* q = a / m; r = a - q*m */
 static void divmod(ptx_buf *b, preg q, preg r, preg a, const char *m)
 {
-    ptx_ins(b, "div.u64 %s, %s, %s", q.n, a.n, m);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", r.n, q.n, m);
-    ptx_ins(b, "sub.u64 %s, %s, %s", r.n, a.n, r.n);
+    ws_ptx_ins(b, "div.u64 %s, %s, %s", q.n, a.n, m);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", r.n, q.n, m);
+    ws_ptx_ins(b, "sub.u64 %s, %s, %s", r.n, a.n, r.n);
 }
 
 /* f[v] = base[v*stride_bytes] as float32 for v < count (read-only path); pred: else 0 */
 static void load_f32s(ptx_buf *b, preg *f, int count, preg base, int stride_bytes, const preg *pred)
 {
     for (int v = 0; v < count; v++) {
-        f[v] = ptx_reg(b, PTX_F32);
+        f[v] = ws_ptx_reg(b, PTX_F32);
         if (pred) {
-            ptx_ins(b, "mov.f32 %s, 0f00000000", f[v].n);
-            ptx_ins(b, "@%s ld.global.nc.f32 %s, [%s+%d]", pred->n, f[v].n, base.n,
+            ws_ptx_ins(b, "mov.f32 %s, 0f00000000", f[v].n);
+            ws_ptx_ins(b, "@%s ld.global.nc.f32 %s, [%s+%d]", pred->n, f[v].n, base.n,
                     v * stride_bytes);
         } else {
-            ptx_ins(b, "ld.global.nc.f32 %s, [%s+%d]", f[v].n, base.n, v * stride_bytes);
+            ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s+%d]", f[v].n, base.n, v * stride_bytes);
         }
     }
 }
@@ -286,10 +284,10 @@ static void load_f32s(ptx_buf *b, preg *f, int count, preg base, int stride_byte
 static void row_at(ptx_buf *b, preg p, preg a, preg base, long long off, preg lim, preg start,
                    long long step)
 {
-    preg u = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "add.s64 %s, %s, %lld", u.n, base.n, off);
-    ptx_ins(b, "setp.lt.u64 %s, %s, %s", p.n, u.n, lim.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", a.n, u.n, step, start.n);
+    preg u = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "add.s64 %s, %s, %lld", u.n, base.n, off);
+    ws_ptx_ins(b, "setp.lt.u64 %s, %s, %s", p.n, u.n, lim.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", a.n, u.n, step, start.n);
 }
 
 static int mod(int a, int m)
@@ -311,21 +309,21 @@ static fwd_params fwd_param_load(dw *s)
     fwd_params f;
     static const char *const pn[] = { "p_x", "p_w", "p_b", "p_add", "p_y" };
     preg p[5];
-    ptx_section(b, "parameters");
+    ws_ptx_section(b, "parameters");
     ptr_params(b, p, pn, 5);
     f.px = p[0], f.pw = p[1], f.pb = p[2], f.pa = p[3], f.py = p[4];
     f.n = u32_param(b, "p_n");
     s->tin = u32_param(b, "p_t_in");
     s->tout = u32_param(b, "p_t_out");
-    f.abs = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "ld.param.u64 %s, [p_add_bs]", f.abs.n);
-    f.hasb = ptx_reg(b, PTX_PRED);
-    f.hasa = ptx_reg(b, PTX_PRED);
-    preg raw = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "ld.param.u64 %s, [p_b]", raw.n);
-    ptx_ins(b, "setp.ne.u64 %s, %s, 0", f.hasb.n, raw.n);
-    ptx_ins(b, "ld.param.u64 %s, [p_add]", raw.n);
-    ptx_ins(b, "setp.ne.u64 %s, %s, 0", f.hasa.n, raw.n);
+    f.abs = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "ld.param.u64 %s, [p_add_bs]", f.abs.n);
+    f.hasb = ws_ptx_reg(b, PTX_PRED);
+    f.hasa = ws_ptx_reg(b, PTX_PRED);
+    preg raw = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "ld.param.u64 %s, [p_b]", raw.n);
+    ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", f.hasb.n, raw.n);
+    ws_ptx_ins(b, "ld.param.u64 %s, [p_add]", raw.n);
+    ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", f.hasa.n, raw.n);
     return f;
 }
 
@@ -340,23 +338,23 @@ static void fwd_sum(dw *s, preg *acc, x_of_fn x_of, const void *ctx, const preg 
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
     for (int v = 0; v < s->V; v++) {
-        acc[v] = ptx_reg(b, PTX_F32);
-        ptx_ins(b, "mov.f32 %s, 0f00000000", acc[v].n);
+        acc[v] = ws_ptx_reg(b, PTX_F32);
+        ws_ptx_ins(b, "mov.f32 %s, 0f00000000", acc[v].n);
     }
     for (int k = 0; k < s->K; k++)
         for (int v = 0; v < s->V; v++) {
             preg x = x_of(b, k, v, ctx);
             if (d->pre != WS_ACT_NONE) {
-                preg t = ptx_reg(b, PTX_F32);
-                ptx_ins(b, "mov.f32 %s, %s", t.n, x.n);
+                preg t = ws_ptx_reg(b, PTX_F32);
+                ws_ptx_ins(b, "mov.f32 %s, %s", t.n, x.n);
                 ws_ptx_act(b, t, d->pre);
                 x = t;
             }
-            ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc[v].n, w[k * kstride + v * vstride].n,
+            ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc[v].n, w[k * kstride + v * vstride].n,
                     x.n, acc[v].n);
         }
     for (int v = 0; v < s->V; v++) {
-        ptx_ins(b, "@%s add.f32 %s, %s, %s", hasb.n, acc[v].n, acc[v].n, bias[v * bstride].n);
+        ws_ptx_ins(b, "@%s add.f32 %s, %s, %s", hasb.n, acc[v].n, acc[v].n, bias[v * bstride].n);
         ws_ptx_act(b, acc[v], d->act);
     }
 }
@@ -372,15 +370,15 @@ static preg x_of_nlc(ptx_buf *b, int k, int v, const void *ctx)
 static void fwd_add(dw *s, preg *acc, preg addr, preg pred, preg hasa)
 {
     ptx_buf *b = s->b;
-    plabel skip = ptx_label_new(b, "noadd");
-    ptx_ins(b, "@!%s bra %s", hasa.n, skip.n);
+    plabel skip = ws_ptx_label_new(b, "noadd");
+    ws_ptx_ins(b, "@!%s bra %s", hasa.n, skip.n);
     vec a = vec_new(b, s->d->y_type, s->V);
     vec_load(b, &a, addr, pred);
     for (int v = 0; v < s->V; v++) {
         preg e = vec_elem(b, &a, v);
-        ptx_ins(b, "add.f32 %s, %s, %s", acc[v].n, acc[v].n, e.n);
+        ws_ptx_ins(b, "add.f32 %s, %s, %s", acc[v].n, acc[v].n, e.n);
     }
-    ptx_label(b, skip);
+    ws_ptx_label(b, skip);
 }
 
 /* NLC forward: a thread streams V channels through L output times (ptx_dw.h) */
@@ -394,59 +392,59 @@ static void emit_fwd_nlc(dw *s)
     char imm[32];
     fwd_params f = fwd_param_load(s);
 
-    ptx_section(b, "i = ((n*nch + ch)*C/V + cv) < N * nch * C/V, nch = ceil(T_out / L)");
-    preg nch = ptx_reg(b, PTX_B64), total = ptx_reg(b, PTX_B64);
-    plabel done = ptx_label_new(b, "done");
-    ptx_ins(b, "add.u64 %s, %s, %d", nch.n, s->tout.n, s->L - 1);
-    ptx_ins(b, "div.u64 %s, %s, %d", nch.n, nch.n, s->L);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", total.n, f.n.n, nch.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, CV);
+    ws_ptx_section(b, "i = ((n*nch + ch)*C/V + cv) < N * nch * C/V, nch = ceil(T_out / L)");
+    preg nch = ws_ptx_reg(b, PTX_B64), total = ws_ptx_reg(b, PTX_B64);
+    plabel done = ws_ptx_label_new(b, "done");
+    ws_ptx_ins(b, "add.u64 %s, %s, %d", nch.n, s->tout.n, s->L - 1);
+    ws_ptx_ins(b, "div.u64 %s, %s, %d", nch.n, nch.n, s->L);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", total.n, f.n.n, nch.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, CV);
     preg i = thread_index(b, total, done);
-    preg cv = ptx_reg(b, PTX_B64), r = ptx_reg(b, PTX_B64), ch = ptx_reg(b, PTX_B64);
-    preg n = ptx_reg(b, PTX_B64);
+    preg cv = ws_ptx_reg(b, PTX_B64), r = ws_ptx_reg(b, PTX_B64), ch = ws_ptx_reg(b, PTX_B64);
+    preg n = ws_ptx_reg(b, PTX_B64);
     snprintf(imm, sizeof imm, "%lld", CV);
     divmod(b, r, cv, i, imm);
     divmod(b, n, ch, r, nch.n);
 
-    ptx_section(b, "w[c0 + v][k], b[c0 + v] for the thread's channels c0 = cv*V");
-    preg wa = ptx_reg(b, PTX_B64), ba = ptx_reg(b, PTX_B64);
+    ws_ptx_section(b, "w[c0 + v][k], b[c0 + v] for the thread's channels c0 = cv*V");
+    preg wa = ws_ptx_reg(b, PTX_B64), ba = ws_ptx_reg(b, PTX_B64);
     preg w[WS_DW_MAX_K * 8], bias[8];
-    ptx_ins(b, "mul.lo.u64 %s, %s, %d", wa.n, cv.n, V * K * 4);
-    ptx_ins(b, "add.u64 %s, %s, %s", wa.n, wa.n, f.pw.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", wa.n, cv.n, V * K * 4);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", wa.n, wa.n, f.pw.n);
     for (int k = 0; k < K; k++)
         for (int v = 0; v < V; v++) {
-            w[k * V + v] = ptx_reg(b, PTX_F32);
-            ptx_ins(b, "ld.global.nc.f32 %s, [%s+%d]", w[k * V + v].n, wa.n, (v * K + k) * 4);
+            w[k * V + v] = ws_ptx_reg(b, PTX_F32);
+            ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s+%d]", w[k * V + v].n, wa.n, (v * K + k) * 4);
         }
-    ptx_ins(b, "mul.lo.u64 %s, %s, %d", ba.n, cv.n, V * 4);
-    ptx_ins(b, "add.u64 %s, %s, %s", ba.n, ba.n, f.pb.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", ba.n, cv.n, V * 4);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", ba.n, ba.n, f.pb.n);
     load_f32s(b, bias, V, ba, 4, &f.hasb);
 
-    ptx_section(b, "rows: x row u at xb + u*C*xs, y / add row t at yb / ab + t*C*ys");
-    preg xb = ptx_reg(b, PTX_B64), yb = ptx_reg(b, PTX_B64), ab = ptx_reg(b, PTX_B64);
-    preg t0 = ptx_reg(b, PTX_B64), ulo = ptx_reg(b, PTX_B64), tlo = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", xb.n, n.n, s->tin.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", xb.n, xb.n, C);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xb.n, cv.n, V, xb.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xb.n, xb.n, xs, f.px.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", yb.n, n.n, s->tout.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", yb.n, yb.n, C);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", yb.n, cv.n, V, yb.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", yb.n, yb.n, ys, f.py.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", ab.n, n.n, f.abs.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ab.n, cv.n, V, ab.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ab.n, ab.n, ys, f.pa.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %d", t0.n, ch.n, s->L);
-    ptx_comment(b, "step j computes t = t0 + j from x rows t0 - P + j + D*k (ring row j + D*k)");
-    ptx_ins(b, "sub.s64 %s, %s, %d", ulo.n, t0.n, s->P);
-    ptx_ins(b, "mov.b64 %s, %s", tlo.n, t0.n);
+    ws_ptx_section(b, "rows: x row u at xb + u*C*xs, y / add row t at yb / ab + t*C*ys");
+    preg xb = ws_ptx_reg(b, PTX_B64), yb = ws_ptx_reg(b, PTX_B64), ab = ws_ptx_reg(b, PTX_B64);
+    preg t0 = ws_ptx_reg(b, PTX_B64), ulo = ws_ptx_reg(b, PTX_B64), tlo = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", xb.n, n.n, s->tin.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", xb.n, xb.n, C);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xb.n, cv.n, V, xb.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xb.n, xb.n, xs, f.px.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", yb.n, n.n, s->tout.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", yb.n, yb.n, C);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", yb.n, cv.n, V, yb.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", yb.n, yb.n, ys, f.py.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", ab.n, n.n, f.abs.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ab.n, cv.n, V, ab.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ab.n, ab.n, ys, f.pa.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", t0.n, ch.n, s->L);
+    ws_ptx_comment(b, "step j computes t = t0 + j from x rows t0 - P + j + D*k (ring row j + D*k)");
+    ws_ptx_ins(b, "sub.s64 %s, %s, %d", ulo.n, t0.n, s->P);
+    ws_ptx_ins(b, "mov.b64 %s, %s", tlo.n, t0.n);
 
-    ptx_section(b, "the ring: row r in slot r % R, rows 0 .. H+PF-1 loaded before the loop");
+    ws_ptx_section(b, "the ring: row r in slot r % R, rows 0 .. H+PF-1 loaded before the loop");
     vec ring[64];
     for (int q = 0; q < R; q++)
         ring[q] = vec_new(b, d->x_type, V);
-    preg lp = ptx_reg(b, PTX_PRED), la = ptx_reg(b, PTX_B64);
-    for (int q = 0; q < H + PREFETCH; q++) {
+    preg lp = ws_ptx_reg(b, PTX_PRED), la = ws_ptx_reg(b, PTX_B64);
+    for (int q = 0; q < H + s->PF; q++) {
         row_at(b, lp, la, ulo, q, s->tin, xb, C * xs);
         vec_load(b, &ring[q % R], la, lp);
     }
@@ -458,43 +456,43 @@ static void emit_fwd_nlc(dw *s)
         fring[q] = vec_new(b, WS_F32, V);
         if (q < H)
             for (int v = 0; v < V; v++)
-                ptx_ins(b, "mov.f32 %s, %s", fring[q].r[v].n, vec_elem(b, &ring[q], v).n);
+                ws_ptx_ins(b, "mov.f32 %s, %s", fring[q].r[v].n, vec_elem(b, &ring[q], v).n);
     }
 
-    ptx_section(b, "loop: U steps per iteration, L / U iterations (or to T_out)");
-    preg it = ptx_reg(b, PTX_B32), more = ptx_reg(b, PTX_PRED), tp = ptx_reg(b, PTX_PRED);
-    preg t = ptx_reg(b, PTX_B64), ya = ptx_reg(b, PTX_B64), aa = ptx_reg(b, PTX_B64);
-    plabel top = ptx_label_new(b, "steps");
-    ptx_ins(b, "mov.u32 %s, 0", it.n);
-    ptx_label(b, top);
+    ws_ptx_section(b, "loop: U steps per iteration, L / U iterations (or to T_out)");
+    preg it = ws_ptx_reg(b, PTX_B32), more = ws_ptx_reg(b, PTX_PRED), tp = ws_ptx_reg(b, PTX_PRED);
+    preg t = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64), aa = ws_ptx_reg(b, PTX_B64);
+    plabel top = ws_ptx_label_new(b, "steps");
+    ws_ptx_ins(b, "mov.u32 %s, 0", it.n);
+    ws_ptx_label(b, top);
     for (int jj = 0; jj < U; jj++) {
-        ptx_comment(b, "step %d: prefetch row %d, then t = tlo + %d", jj, jj + H + PREFETCH, jj);
-        row_at(b, lp, la, ulo, jj + H + PREFETCH, s->tin, xb, C * xs);
-        vec_load(b, &ring[(jj + H + PREFETCH) % R], la, lp);
+        ws_ptx_comment(b, "step %d: prefetch row %d, then t = tlo + %d", jj, jj + H + s->PF, jj);
+        row_at(b, lp, la, ulo, jj + H + s->PF, s->tin, xb, C * xs);
+        vec_load(b, &ring[(jj + H + s->PF) % R], la, lp);
         if (unpack)
             for (int v = 0; v < V; v++)
-                ptx_ins(b, "mov.f32 %s, %s", fring[(jj + H) % R].r[v].n,
+                ws_ptx_ins(b, "mov.f32 %s, %s", fring[(jj + H) % R].r[v].n,
                         vec_elem(b, &ring[(jj + H) % R], v).n);
         const vec *xk[WS_DW_MAX_K];
         for (int k = 0; k < K; k++)
             xk[k] = unpack ? &fring[(jj + s->D * k) % R] : &ring[(jj + s->D * k) % R];
         preg acc[8];
         fwd_sum(s, acc, x_of_nlc, xk, w, V, 1, bias, 1, f.hasb);
-        ptx_ins(b, "add.s64 %s, %s, %d", t.n, tlo.n, jj);
-        ptx_ins(b, "setp.lt.u64 %s, %s, %s", tp.n, t.n, s->tout.n);
-        ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", aa.n, t.n, C * ys, ab.n);
+        ws_ptx_ins(b, "add.s64 %s, %s, %d", t.n, tlo.n, jj);
+        ws_ptx_ins(b, "setp.lt.u64 %s, %s, %s", tp.n, t.n, s->tout.n);
+        ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", aa.n, t.n, C * ys, ab.n);
         fwd_add(s, acc, aa, tp, f.hasa);
-        ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", ya.n, t.n, C * ys, yb.n);
+        ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", ya.n, t.n, C * ys, yb.n);
         vec_store(b, ya, acc, V, d->y_type, tp);
     }
-    ptx_ins(b, "add.s64 %s, %s, %d", ulo.n, ulo.n, U);
-    ptx_ins(b, "add.s64 %s, %s, %d", tlo.n, tlo.n, U);
-    ptx_ins(b, "add.u32 %s, %s, 1", it.n, it.n);
-    ptx_ins(b, "setp.lt.u32 %s, %s, %d", more.n, it.n, s->L / U);
-    ptx_ins(b, "setp.lt.and.u64 %s, %s, %s, %s", more.n, tlo.n, s->tout.n, more.n);
-    ptx_ins(b, "@%s bra %s", more.n, top.n);
-    ptx_label(b, done);
-    ptx_ins(b, "ret");
+    ws_ptx_ins(b, "add.s64 %s, %s, %d", ulo.n, ulo.n, U);
+    ws_ptx_ins(b, "add.s64 %s, %s, %d", tlo.n, tlo.n, U);
+    ws_ptx_ins(b, "add.u32 %s, %s, 1", it.n, it.n);
+    ws_ptx_ins(b, "setp.lt.u32 %s, %s, %d", more.n, it.n, s->L / U);
+    ws_ptx_ins(b, "setp.lt.and.u64 %s, %s, %s, %s", more.n, tlo.n, s->tout.n, more.n);
+    ws_ptx_ins(b, "@%s bra %s", more.n, top.n);
+    ws_ptx_label(b, done);
+    ws_ptx_ins(b, "ret");
 }
 
 /* NCL: the aligned vectors around a thread's V times; element e (t0 + e) of the span */
@@ -527,13 +525,13 @@ static void load_span(dw *s, vec *q, int qlo, int qhi, ws_dtype t, preg j, preg 
 {
     ptx_buf *b = s->b;
     const int es = t == WS_F32 ? 4 : 2;
-    preg p = ptx_reg(b, PTX_PRED), a = ptx_reg(b, PTX_B64), u = ptx_reg(b, PTX_B64);
+    preg p = ws_ptx_reg(b, PTX_PRED), a = ws_ptx_reg(b, PTX_B64), u = ws_ptx_reg(b, PTX_B64);
     for (int i = 0; i <= qhi - qlo; i++) {
         q[i] = vec_new(b, t, s->V);
-        ptx_ins(b, "add.s64 %s, %s, %d", u.n, j.n, qlo + i);
-        ptx_ins(b, "mul.lo.u64 %s, %s, %d", u.n, u.n, s->V);
-        ptx_ins(b, "setp.lt.u64 %s, %s, %s", p.n, u.n, lim.n);
-        ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", a.n, u.n, es, row.n);
+        ws_ptx_ins(b, "add.s64 %s, %s, %d", u.n, j.n, qlo + i);
+        ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", u.n, u.n, s->V);
+        ws_ptx_ins(b, "setp.lt.u64 %s, %s, %s", p.n, u.n, lim.n);
+        ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", a.n, u.n, es, row.n);
         vec_load(b, &q[i], a, p);
     }
 }
@@ -548,48 +546,48 @@ static void emit_fwd_ncl(dw *s)
     const int xs = d->x_type == WS_F32 ? 4 : 2, ys = d->y_type == WS_F32 ? 4 : 2;
     fwd_params f = fwd_param_load(s);
 
-    ptx_section(b, "j = ctaid.x*WS_DW_THREADS + tid.x < nj = T_out / V (V | T_out), c = ctaid.y, n = ctaid.z");
-    preg nj = ptx_reg(b, PTX_B64);
-    plabel done = ptx_label_new(b, "done");
-    ptx_ins(b, "div.u64 %s, %s, %d", nj.n, s->tout.n, V);
-    preg j = thread_index(b, nj, done), n = ptx_reg(b, PTX_B64), c = ptx_reg(b, PTX_B64);
-    preg row = ptx_reg(b, PTX_B64);
+    ws_ptx_section(b, "j = ctaid.x*WS_DW_THREADS + tid.x < nj = T_out / V (V | T_out), c = ctaid.y, n = ctaid.z");
+    preg nj = ws_ptx_reg(b, PTX_B64);
+    plabel done = ws_ptx_label_new(b, "done");
+    ws_ptx_ins(b, "div.u64 %s, %s, %d", nj.n, s->tout.n, V);
+    preg j = thread_index(b, nj, done), n = ws_ptx_reg(b, PTX_B64), c = ws_ptx_reg(b, PTX_B64);
+    preg row = ws_ptx_reg(b, PTX_B64);
     grid_yz(b, c, n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", row.n, n.n, C, c.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", row.n, n.n, C, c.n);
 
-    ptx_section(b, "w[c][k], b[c]");
-    preg wa = ptx_reg(b, PTX_B64), ba = ptx_reg(b, PTX_B64), w[WS_DW_MAX_K], bias[1];
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", wa.n, c.n, K * 4, f.pw.n);
+    ws_ptx_section(b, "w[c][k], b[c]");
+    preg wa = ws_ptx_reg(b, PTX_B64), ba = ws_ptx_reg(b, PTX_B64), w[WS_DW_MAX_K], bias[1];
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", wa.n, c.n, K * 4, f.pw.n);
     load_f32s(b, w, K, wa, 4, NULL);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, c.n, f.pb.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, c.n, f.pb.n);
     load_f32s(b, bias, 1, ba, 4, &f.hasb);
 
     const int qlo = floor_div(-s->P, V), qhi = floor_div(V - 1 - s->P + s->H, V);
-    ptx_section(b, "x vectors j + qlo .. j + qhi of row (n, c)");
-    preg xrow = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, row.n, s->tin.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, xs, f.px.n);
+    ws_ptx_section(b, "x vectors j + qlo .. j + qhi of row (n, c)");
+    preg xrow = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, row.n, s->tin.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, xs, f.px.n);
     vec q[16];
     load_span(s, q, qlo, qhi, d->x_type, j, s->tin, xrow);
     ncl_span sp = { .q = q, .qlo = qlo, .V = V, .P = s->P, .D = s->D };
 
-    ptx_section(b, "y[t0 + m] = act(b + sum_k w[k] x[t0 + m - P + D*k]) + add, m < V");
+    ws_ptx_section(b, "y[t0 + m] = act(b + sum_k w[k] x[t0 + m - P + D*k]) + add, m < V");
     preg acc[8];
     fwd_sum(s, acc, x_of_ncl, &sp, w, 1, 0, bias, 0, f.hasb);
-    preg t0 = ptx_reg(b, PTX_B64), aa = ptx_reg(b, PTX_B64), ya = ptx_reg(b, PTX_B64);
-    preg yes = ptx_reg(b, PTX_PRED);
-    ptx_ins(b, "setp.eq.u64 %s, %s, %s", yes.n, j.n, j.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %d", t0.n, j.n, V);
-    ptx_comment(b, "add element n*add_bs + c*T_out + t0");
-    ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", aa.n, c.n, s->tout.n, t0.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", aa.n, n.n, f.abs.n, aa.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", aa.n, aa.n, ys, f.pa.n);
+    preg t0 = ws_ptx_reg(b, PTX_B64), aa = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64);
+    preg yes = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_ins(b, "setp.eq.u64 %s, %s, %s", yes.n, j.n, j.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", t0.n, j.n, V);
+    ws_ptx_comment(b, "add element n*add_bs + c*T_out + t0");
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", aa.n, c.n, s->tout.n, t0.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", aa.n, n.n, f.abs.n, aa.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", aa.n, aa.n, ys, f.pa.n);
     fwd_add(s, acc, aa, yes, f.hasa);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", ya.n, row.n, s->tout.n, t0.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, ya.n, ys, f.py.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", ya.n, row.n, s->tout.n, t0.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, ya.n, ys, f.py.n);
     vec_store(b, ya, acc, V, d->y_type, yes);
-    ptx_label(b, done);
-    ptx_ins(b, "ret");
+    ws_ptx_label(b, done);
+    ws_ptx_ins(b, "ret");
 }
 
 /* ---- backward ---- */
@@ -605,7 +603,7 @@ static bwd_params bwd_param_load(dw *s)
     bwd_params f;
     static const char *const pn[] = { "p_x", "p_w", "p_b", "p_dy", "p_dx", "p_part" };
     preg p[6];
-    ptx_section(b, "parameters");
+    ws_ptx_section(b, "parameters");
     ptr_params(b, p, pn, 6);
     f.px = p[0], f.pw = p[1], f.pb = p[2], f.pdy = p[3], f.pdx = p[4], f.ppart = p[5];
     f.n = u32_param(b, "p_n");
@@ -614,11 +612,11 @@ static bwd_params bwd_param_load(dw *s)
     f.nch = u32_param(b, "p_nch");
     preg *flag[] = { &f.hasb, &f.hasdx, &f.haspart };
     static const char *const fn[] = { "p_b", "p_dx", "p_part" };
-    preg raw = ptx_reg(b, PTX_B64);
+    preg raw = ws_ptx_reg(b, PTX_B64);
     for (int i = 0; i < 3; i++) {
-        *flag[i] = ptx_reg(b, PTX_PRED);
-        ptx_ins(b, "ld.param.u64 %s, [%s]", raw.n, fn[i]);
-        ptx_ins(b, "setp.ne.u64 %s, %s, 0", flag[i]->n, raw.n);
+        *flag[i] = ws_ptx_reg(b, PTX_PRED);
+        ws_ptx_ins(b, "ld.param.u64 %s, [%s]", raw.n, fn[i]);
+        ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", flag[i]->n, raw.n);
     }
     return f;
 }
@@ -629,17 +627,17 @@ static preg bwd_gz(dw *s, const preg *x, const preg *w, int wstride, preg bias, 
 {
     ptx_buf *b = s->b;
     const ws_act act = s->d->act;
-    preg g = ptx_reg(b, PTX_F32);
-    ptx_ins(b, "mov.f32 %s, %s", g.n, dyv.n);
+    preg g = ws_ptx_reg(b, PTX_F32);
+    ws_ptx_ins(b, "mov.f32 %s, %s", g.n, dyv.n);
     if (act == WS_ACT_NONE)
         return g;
-    preg z = ptx_reg(b, PTX_F32), p = ptx_reg(b, PTX_F32);
-    ptx_ins(b, "mov.f32 %s, 0f00000000", z.n);
+    preg z = ws_ptx_reg(b, PTX_F32), p = ws_ptx_reg(b, PTX_F32);
+    ws_ptx_ins(b, "mov.f32 %s, 0f00000000", z.n);
     for (int k = 0; k < s->K; k++) {
-        ptx_ins(b, "mul.rn.f32 %s, %s, %s", p.n, w[k * wstride].n, x[k].n);
-        ptx_ins(b, "add.rn.f32 %s, %s, %s", z.n, z.n, p.n);
+        ws_ptx_ins(b, "mul.rn.f32 %s, %s, %s", p.n, w[k * wstride].n, x[k].n);
+        ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", z.n, z.n, p.n);
     }
-    ptx_ins(b, "@%s add.rn.f32 %s, %s, %s", hasb.n, z.n, z.n, bias.n);
+    ws_ptx_ins(b, "@%s add.rn.f32 %s, %s, %s", hasb.n, z.n, z.n, bias.n);
     ws_ptx_act_grad(b, act, g, z);
     return g;
 }
@@ -647,11 +645,11 @@ static preg bwd_gz(dw *s, const preg *x, const preg *w, int wstride, preg bias, 
 /* acc = sum_k w[k] * gz[k] by mul.rn then add.rn (the direct dx's order and rounding) */
 static preg bwd_dx(ptx_buf *b, int K, const preg *w, int wstride, const preg *gz)
 {
-    preg acc = ptx_reg(b, PTX_F32), p = ptx_reg(b, PTX_F32);
-    ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
+    preg acc = ws_ptx_reg(b, PTX_F32), p = ws_ptx_reg(b, PTX_F32);
+    ws_ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
     for (int k = 0; k < K; k++) {
-        ptx_ins(b, "mul.rn.f32 %s, %s, %s", p.n, w[k * wstride].n, gz[k].n);
-        ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, p.n);
+        ws_ptx_ins(b, "mul.rn.f32 %s, %s, %s", p.n, w[k * wstride].n, gz[k].n);
+        ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, p.n);
     }
     return acc;
 }
@@ -675,13 +673,13 @@ static void bwd_nlc_step(dw *s, nlc_bwd *st, int jm, preg xbase, preg tbase, int
     const int V = s->V, K = s->K, R = s->R, H = s->H;
     const long long C = d->c_in;
     const int xs = d->x_type == WS_F32 ? 4 : 2, ys = d->y_type == WS_F32 ? 4 : 2;
-    preg lp = ptx_reg(b, PTX_PRED), la = ptx_reg(b, PTX_B64);
-    ptx_comment(b, "step (slot %d%s): prefetch x row +%d, dy row +%d", jm, warm ? ", warm-up" : "",
-                off + H + PREFETCH, off + PREFETCH);
-    row_at(b, lp, la, xbase, off + H + PREFETCH, s->tin, st->xb, C * xs);
-    vec_load(b, &st->x[(jm + H + PREFETCH) % R], la, lp);
-    row_at(b, lp, la, tbase, off + PREFETCH, s->tout, st->dyb, C * ys);
-    vec_load(b, &st->dy[(jm + PREFETCH) % R], la, lp);
+    preg lp = ws_ptx_reg(b, PTX_PRED), la = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_comment(b, "step (slot %d%s): prefetch x row +%d, dy row +%d", jm, warm ? ", warm-up" : "",
+                off + H + s->PF, off + s->PF);
+    row_at(b, lp, la, xbase, off + H + s->PF, s->tin, st->xb, C * xs);
+    vec_load(b, &st->x[(jm + H + s->PF) % R], la, lp);
+    row_at(b, lp, la, tbase, off + s->PF, s->tout, st->dyb, C * ys);
+    vec_load(b, &st->dy[(jm + s->PF) % R], la, lp);
 
     preg xe[WS_DW_MAX_K][4];
     for (int k = 0; k < K; k++)
@@ -693,11 +691,11 @@ static void bwd_nlc_step(dw *s, nlc_bwd *st, int jm, preg xbase, preg tbase, int
             xv[k] = xe[k][v];
         preg dyv = vec_elem(b, &st->dy[jm], v);
         preg g = bwd_gz(s, xv, st->w + v, V, st->bias[v], st->f.hasb, dyv);
-        ptx_ins(b, "mov.f32 %s, %s", st->gz[jm][v].n, g.n);
+        ws_ptx_ins(b, "mov.f32 %s, %s", st->gz[jm][v].n, g.n);
     }
     if (warm)
         return;
-    ptx_comment(b, "dx[u = t - P] = sum_k w[k] gz[t - D*k]; dw[k] += gz[t] x[t - P + D*k]; db += gz[t]");
+    ws_ptx_comment(b, "dx[u = t - P] = sum_k w[k] gz[t - D*k]; dw[k] += gz[t] x[t - P + D*k]; db += gz[t]");
     preg dx[4];
     for (int v = 0; v < V; v++) {
         preg gk[WS_DW_MAX_K];
@@ -705,16 +703,16 @@ static void bwd_nlc_step(dw *s, nlc_bwd *st, int jm, preg xbase, preg tbase, int
             gk[k] = st->gz[mod(jm - s->D * k, R)][v];
         dx[v] = bwd_dx(b, K, st->w + v, V, gk);
     }
-    preg u = ptx_reg(b, PTX_B64), up = ptx_reg(b, PTX_PRED), ua = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "add.s64 %s, %s, %d", u.n, tbase.n, off - s->P);
-    ptx_ins(b, "setp.lt.and.u64 %s, %s, %s, %s", up.n, u.n, s->tin.n, st->f.hasdx.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", ua.n, u.n, C * xs, st->dxb.n);
+    preg u = ws_ptx_reg(b, PTX_B64), up = ws_ptx_reg(b, PTX_PRED), ua = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "add.s64 %s, %s, %d", u.n, tbase.n, off - s->P);
+    ws_ptx_ins(b, "setp.lt.and.u64 %s, %s, %s, %s", up.n, u.n, s->tin.n, st->f.hasdx.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", ua.n, u.n, C * xs, st->dxb.n);
     vec_store(b, ua, dx, V, d->x_type, up);
     for (int v = 0; v < V; v++) {
         for (int k = 0; k < K; k++)
-            ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", st->dw[k * V + v].n, st->gz[jm][v].n,
+            ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", st->dw[k * V + v].n, st->gz[jm][v].n,
                     xe[k][v].n, st->dw[k * V + v].n);
-        ptx_ins(b, "add.rn.f32 %s, %s, %s", st->db[v].n, st->db[v].n, st->gz[jm][v].n);
+        ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", st->db[v].n, st->db[v].n, st->gz[jm][v].n);
     }
 }
 
@@ -729,116 +727,116 @@ static void emit_bwd_nlc(dw *s)
     char imm[32];
     nlc_bwd *st = calloc(1, sizeof *st);
     if (!st) {
-        ptx_fail(b, "out of memory");
+        ws_ptx_fail(b, "out of memory");
         return;
     }
     st->f = bwd_param_load(s);
     bwd_params *f = &st->f;
 
-    ptx_section(b, "i = ((n*nch + ch)*C/V + cv) < N * nch * C/V");
-    preg total = ptx_reg(b, PTX_B64);
-    plabel done = ptx_label_new(b, "done");
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", total.n, f->n.n, f->nch.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, CV);
+    ws_ptx_section(b, "i = ((n*nch + ch)*C/V + cv) < N * nch * C/V");
+    preg total = ws_ptx_reg(b, PTX_B64);
+    plabel done = ws_ptx_label_new(b, "done");
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", total.n, f->n.n, f->nch.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", total.n, total.n, CV);
     preg i = thread_index(b, total, done);
-    preg cv = ptx_reg(b, PTX_B64), r = ptx_reg(b, PTX_B64), ch = ptx_reg(b, PTX_B64);
-    preg n = ptx_reg(b, PTX_B64);
+    preg cv = ws_ptx_reg(b, PTX_B64), r = ws_ptx_reg(b, PTX_B64), ch = ws_ptx_reg(b, PTX_B64);
+    preg n = ws_ptx_reg(b, PTX_B64);
     snprintf(imm, sizeof imm, "%lld", CV);
     divmod(b, r, cv, i, imm);
     divmod(b, n, ch, r, f->nch.n);
 
-    ptx_section(b, "w[c0 + v][k], b[c0 + v], c0 = cv*V; dw, db partial sums 0");
-    preg wa = ptx_reg(b, PTX_B64), ba = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %d", wa.n, cv.n, V * K * 4);
-    ptx_ins(b, "add.u64 %s, %s, %s", wa.n, wa.n, f->pw.n);
+    ws_ptx_section(b, "w[c0 + v][k], b[c0 + v], c0 = cv*V; dw, db partial sums 0");
+    preg wa = ws_ptx_reg(b, PTX_B64), ba = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", wa.n, cv.n, V * K * 4);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", wa.n, wa.n, f->pw.n);
     for (int k = 0; k < K; k++)
         for (int v = 0; v < V; v++) {
-            st->w[k * V + v] = ptx_reg(b, PTX_F32);
-            ptx_ins(b, "ld.global.nc.f32 %s, [%s+%d]", st->w[k * V + v].n, wa.n, (v * K + k) * 4);
-            st->dw[k * V + v] = ptx_reg(b, PTX_F32);
-            ptx_ins(b, "mov.f32 %s, 0f00000000", st->dw[k * V + v].n);
+            st->w[k * V + v] = ws_ptx_reg(b, PTX_F32);
+            ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s+%d]", st->w[k * V + v].n, wa.n, (v * K + k) * 4);
+            st->dw[k * V + v] = ws_ptx_reg(b, PTX_F32);
+            ws_ptx_ins(b, "mov.f32 %s, 0f00000000", st->dw[k * V + v].n);
         }
-    ptx_ins(b, "mul.lo.u64 %s, %s, %d", ba.n, cv.n, V * 4);
-    ptx_ins(b, "add.u64 %s, %s, %s", ba.n, ba.n, f->pb.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", ba.n, cv.n, V * 4);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", ba.n, ba.n, f->pb.n);
     load_f32s(b, st->bias, V, ba, 4, &f->hasb);
     for (int v = 0; v < V; v++) {
-        st->db[v] = ptx_reg(b, PTX_F32);
-        ptx_ins(b, "mov.f32 %s, 0f00000000", st->db[v].n);
+        st->db[v] = ws_ptx_reg(b, PTX_F32);
+        ws_ptx_ins(b, "mov.f32 %s, 0f00000000", st->db[v].n);
     }
     for (int q = 0; q < R; q++) {
         st->x[q] = vec_new(b, d->x_type, V);
         st->dy[q] = vec_new(b, d->y_type, V);
         for (int v = 0; v < V; v++)
-            st->gz[q][v] = ptx_reg(b, PTX_F32);
+            st->gz[q][v] = ws_ptx_reg(b, PTX_F32);
     }
 
-    ptx_section(b, "rows: x / dx row u at xb / dxb + u*C*xs, dy row t at dyb + t*C*ys");
-    st->xb = ptx_reg(b, PTX_B64), st->dyb = ptx_reg(b, PTX_B64), st->dxb = ptx_reg(b, PTX_B64);
-    preg t0 = ptx_reg(b, PTX_B64), xlo = ptx_reg(b, PTX_B64), tlo = ptx_reg(b, PTX_B64);
-    preg ulo = ptx_reg(b, PTX_B64), lim = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", st->xb.n, n.n, s->tin.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", st->xb.n, st->xb.n, C);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", st->xb.n, cv.n, V, st->xb.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", st->dxb.n, st->xb.n, xs, f->pdx.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", st->xb.n, st->xb.n, xs, f->px.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", st->dyb.n, n.n, s->tout.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", st->dyb.n, st->dyb.n, C);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", st->dyb.n, cv.n, V, st->dyb.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", st->dyb.n, st->dyb.n, ys, f->pdy.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %d", t0.n, ch.n, s->L);
-    ptx_comment(b, "step j: gz at t = t0 - H + j from x rows t0 - H - P + j + D*k (ring row j + D*k)");
-    ptx_ins(b, "sub.s64 %s, %s, %d", tlo.n, t0.n, H);
-    ptx_ins(b, "sub.s64 %s, %s, %d", xlo.n, tlo.n, s->P);
-    ptx_comment(b, "lim = max(T_out, T_in + P): no dx and no dw at or past it");
-    ptx_ins(b, "add.u64 %s, %s, %d", lim.n, s->tin.n, s->P);
-    ptx_ins(b, "max.u64 %s, %s, %s", lim.n, lim.n, s->tout.n);
+    ws_ptx_section(b, "rows: x / dx row u at xb / dxb + u*C*xs, dy row t at dyb + t*C*ys");
+    st->xb = ws_ptx_reg(b, PTX_B64), st->dyb = ws_ptx_reg(b, PTX_B64), st->dxb = ws_ptx_reg(b, PTX_B64);
+    preg t0 = ws_ptx_reg(b, PTX_B64), xlo = ws_ptx_reg(b, PTX_B64), tlo = ws_ptx_reg(b, PTX_B64);
+    preg ulo = ws_ptx_reg(b, PTX_B64), lim = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", st->xb.n, n.n, s->tin.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", st->xb.n, st->xb.n, C);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", st->xb.n, cv.n, V, st->xb.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", st->dxb.n, st->xb.n, xs, f->pdx.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", st->xb.n, st->xb.n, xs, f->px.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", st->dyb.n, n.n, s->tout.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", st->dyb.n, st->dyb.n, C);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", st->dyb.n, cv.n, V, st->dyb.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", st->dyb.n, st->dyb.n, ys, f->pdy.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", t0.n, ch.n, s->L);
+    ws_ptx_comment(b, "step j: gz at t = t0 - H + j from x rows t0 - H - P + j + D*k (ring row j + D*k)");
+    ws_ptx_ins(b, "sub.s64 %s, %s, %d", tlo.n, t0.n, H);
+    ws_ptx_ins(b, "sub.s64 %s, %s, %d", xlo.n, tlo.n, s->P);
+    ws_ptx_comment(b, "lim = max(T_out, T_in + P): no dx and no dw at or past it");
+    ws_ptx_ins(b, "add.u64 %s, %s, %d", lim.n, s->tin.n, s->P);
+    ws_ptx_ins(b, "max.u64 %s, %s, %s", lim.n, lim.n, s->tout.n);
 
-    ptx_section(b, "preload x rows 0 .. H+PF-1 and dy rows 0 .. PF-1");
-    preg lp = ptx_reg(b, PTX_PRED), la = ptx_reg(b, PTX_B64);
-    for (int q = 0; q < H + PREFETCH; q++) {
+    ws_ptx_section(b, "preload x rows 0 .. H+PF-1 and dy rows 0 .. PF-1");
+    preg lp = ws_ptx_reg(b, PTX_PRED), la = ws_ptx_reg(b, PTX_B64);
+    for (int q = 0; q < H + s->PF; q++) {
         row_at(b, lp, la, xlo, q, s->tin, st->xb, C * xs);
         vec_load(b, &st->x[q % R], la, lp);
     }
-    for (int q = 0; q < PREFETCH; q++) {
+    for (int q = 0; q < s->PF; q++) {
         row_at(b, lp, la, tlo, q, s->tout, st->dyb, C * ys);
         vec_load(b, &st->dy[q % R], la, lp);
     }
-    ptx_section(b, "warm-up: gz at t0 - H .. t0 - 1");
+    ws_ptx_section(b, "warm-up: gz at t0 - H .. t0 - 1");
     for (int j = 0; j < H; j++)
         bwd_nlc_step(s, st, j % R, xlo, tlo, j, 1);
 
-    ptx_section(b, "loop: U steps per iteration over t in [t0, t0 + L), to lim");
-    preg it = ptx_reg(b, PTX_B32), more = ptx_reg(b, PTX_PRED);
-    plabel top = ptx_label_new(b, "steps");
-    ptx_ins(b, "add.s64 %s, %s, %d", ulo.n, xlo.n, H);
-    ptx_ins(b, "mov.b64 %s, %s", tlo.n, t0.n);
-    ptx_ins(b, "mov.u32 %s, 0", it.n);
-    ptx_label(b, top);
+    ws_ptx_section(b, "loop: U steps per iteration over t in [t0, t0 + L), to lim");
+    preg it = ws_ptx_reg(b, PTX_B32), more = ws_ptx_reg(b, PTX_PRED);
+    plabel top = ws_ptx_label_new(b, "steps");
+    ws_ptx_ins(b, "add.s64 %s, %s, %d", ulo.n, xlo.n, H);
+    ws_ptx_ins(b, "mov.b64 %s, %s", tlo.n, t0.n);
+    ws_ptx_ins(b, "mov.u32 %s, 0", it.n);
+    ws_ptx_label(b, top);
     for (int jj = 0; jj < U; jj++)
         bwd_nlc_step(s, st, (H + jj) % R, ulo, tlo, jj, 0);
-    ptx_ins(b, "add.s64 %s, %s, %d", ulo.n, ulo.n, U);
-    ptx_ins(b, "add.s64 %s, %s, %d", tlo.n, tlo.n, U);
-    ptx_ins(b, "add.u32 %s, %s, 1", it.n, it.n);
-    ptx_ins(b, "setp.lt.u32 %s, %s, %d", more.n, it.n, s->L / U);
-    ptx_ins(b, "setp.lt.and.s64 %s, %s, %s, %s", more.n, tlo.n, lim.n, more.n);
-    ptx_ins(b, "@%s bra %s", more.n, top.n);
+    ws_ptx_ins(b, "add.s64 %s, %s, %d", ulo.n, ulo.n, U);
+    ws_ptx_ins(b, "add.s64 %s, %s, %d", tlo.n, tlo.n, U);
+    ws_ptx_ins(b, "add.u32 %s, %s, 1", it.n, it.n);
+    ws_ptx_ins(b, "setp.lt.u32 %s, %s, %d", more.n, it.n, s->L / U);
+    ws_ptx_ins(b, "setp.lt.and.s64 %s, %s, %s, %s", more.n, tlo.n, lim.n, more.n);
+    ws_ptx_ins(b, "@%s bra %s", more.n, top.n);
 
-    ptx_section(b, "partials: part[((n*nch + ch)*(K+1) + k)*C + c0 ..] = dw[k], [.. K ..] = db");
-    plabel nopart = ptx_label_new(b, "nopart");
-    preg pa = ptx_reg(b, PTX_B64), yes = ptx_reg(b, PTX_PRED);
-    ptx_ins(b, "@!%s bra %s", f->haspart.n, nopart.n);
-    ptx_ins(b, "setp.eq.u64 %s, %s, %s", yes.n, r.n, r.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", pa.n, r.n, (long long)(K + 1) * C);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", pa.n, cv.n, V, pa.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", pa.n, pa.n, f->ppart.n);
+    ws_ptx_section(b, "partials: part[((n*nch + ch)*(K+1) + k)*C + c0 ..] = dw[k], [.. K ..] = db");
+    plabel nopart = ws_ptx_label_new(b, "nopart");
+    preg pa = ws_ptx_reg(b, PTX_B64), yes = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_ins(b, "@!%s bra %s", f->haspart.n, nopart.n);
+    ws_ptx_ins(b, "setp.eq.u64 %s, %s, %s", yes.n, r.n, r.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", pa.n, r.n, (long long)(K + 1) * C);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", pa.n, cv.n, V, pa.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", pa.n, pa.n, f->ppart.n);
     for (int k = 0; k <= K; k++) {
-        preg a = ptx_reg(b, PTX_B64);
-        ptx_ins(b, "add.u64 %s, %s, %lld", a.n, pa.n, (long long)k * C * 4);
+        preg a = ws_ptx_reg(b, PTX_B64);
+        ws_ptx_ins(b, "add.u64 %s, %s, %lld", a.n, pa.n, (long long)k * C * 4);
         vec_store(b, a, k < K ? st->dw + k * V : st->db, V, WS_F32, yes);
     }
-    ptx_label(b, nopart);
-    ptx_label(b, done);
-    ptx_ins(b, "ret");
+    ws_ptx_label(b, nopart);
+    ws_ptx_label(b, done);
+    ws_ptx_ins(b, "ret");
     free(st);
 }
 
@@ -852,37 +850,37 @@ static void emit_bwd_ncl(dw *s)
     const int xs = d->x_type == WS_F32 ? 4 : 2, ys = d->y_type == WS_F32 ? 4 : 2;
     bwd_params f = bwd_param_load(s);
 
-    ptx_section(b, "j = ctaid.x*WS_DW_THREADS + tid.x < nch (vectors per row, padded to 32: whole warps), c = ctaid.y, n = ctaid.z");
-    plabel done = ptx_label_new(b, "done");
-    preg j = thread_index(b, f.nch, done), n = ptx_reg(b, PTX_B64), c = ptx_reg(b, PTX_B64);
-    preg row = ptx_reg(b, PTX_B64);
+    ws_ptx_section(b, "j = ctaid.x*WS_DW_THREADS + tid.x < nch (vectors per row, padded to 32: whole warps), c = ctaid.y, n = ctaid.z");
+    plabel done = ws_ptx_label_new(b, "done");
+    preg j = thread_index(b, f.nch, done), n = ws_ptx_reg(b, PTX_B64), c = ws_ptx_reg(b, PTX_B64);
+    preg row = ws_ptx_reg(b, PTX_B64);
     grid_yz(b, c, n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", row.n, n.n, C, c.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", row.n, n.n, C, c.n);
 
-    ptx_section(b, "w[c][k], b[c]");
-    preg wa = ptx_reg(b, PTX_B64), ba = ptx_reg(b, PTX_B64), w[WS_DW_MAX_K], bias[1];
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", wa.n, c.n, K * 4, f.pw.n);
+    ws_ptx_section(b, "w[c][k], b[c]");
+    preg wa = ws_ptx_reg(b, PTX_B64), ba = ws_ptx_reg(b, PTX_B64), w[WS_DW_MAX_K], bias[1];
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", wa.n, c.n, K * 4, f.pw.n);
     load_f32s(b, w, K, wa, 4, NULL);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, c.n, f.pb.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, c.n, f.pb.n);
     load_f32s(b, bias, 1, ba, 4, &f.hasb);
 
     /* gz at offsets glo .. ghi from t0 serves dx (u + P - D*k) and dw, db (0 .. V-1) */
     const int glo = P - H < 0 ? P - H : 0, ghi = V - 1 + P > V - 1 ? V - 1 + P : V - 1;
     const int xlo = floor_div(glo - P, V), xhi = floor_div(ghi - P + H, V);
     const int dlo = floor_div(glo, V), dhi = floor_div(ghi, V);
-    ptx_section(b, "x vectors of row (n, c) and dy vectors of row (n, c) around j");
-    preg xrow = ptx_reg(b, PTX_B64), dyrow = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, row.n, s->tin.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, xs, f.px.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", dyrow.n, row.n, s->tout.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", dyrow.n, dyrow.n, ys, f.pdy.n);
+    ws_ptx_section(b, "x vectors of row (n, c) and dy vectors of row (n, c) around j");
+    preg xrow = ws_ptx_reg(b, PTX_B64), dyrow = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, row.n, s->tin.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, xs, f.px.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", dyrow.n, row.n, s->tout.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", dyrow.n, dyrow.n, ys, f.pdy.n);
     vec xq[16], dq[16];
     load_span(s, xq, xlo, xhi, d->x_type, j, s->tin, xrow);
     load_span(s, dq, dlo, dhi, d->y_type, j, s->tout, dyrow);
     ncl_span xsp = { .q = xq, .qlo = xlo, .V = V, .P = P, .D = D };
     ncl_span dsp = { .q = dq, .qlo = dlo, .V = V, .P = P, .D = D };
 
-    ptx_section(b, "gz[g] = dy[t0 + g] * act'(z(t0 + g)), g = glo .. ghi");
+    ws_ptx_section(b, "gz[g] = dy[t0 + g] * act'(z(t0 + g)), g = glo .. ghi");
     preg gz[64];
     for (int g = glo; g <= ghi; g++) {
         preg xv[WS_DW_MAX_K];
@@ -891,59 +889,59 @@ static void emit_bwd_ncl(dw *s)
         gz[g - glo] = bwd_gz(s, xv, w, 1, bias[0], f.hasb, span_elem(b, &dsp, g));
     }
 
-    ptx_section(b, "dx[t0 + m] = sum_k w[k] gz[m + P - D*k], m < V (t0 < T_in)");
-    preg dx[8], t0 = ptx_reg(b, PTX_B64), xa = ptx_reg(b, PTX_B64), dxp = ptx_reg(b, PTX_PRED);
+    ws_ptx_section(b, "dx[t0 + m] = sum_k w[k] gz[m + P - D*k], m < V (t0 < T_in)");
+    preg dx[8], t0 = ws_ptx_reg(b, PTX_B64), xa = ws_ptx_reg(b, PTX_B64), dxp = ws_ptx_reg(b, PTX_PRED);
     for (int m = 0; m < V; m++) {
         preg gk[WS_DW_MAX_K];
         for (int k = 0; k < K; k++)
             gk[k] = gz[m + P - D * k - glo];
         dx[m] = bwd_dx(b, K, w, 1, gk);
     }
-    ptx_ins(b, "mul.lo.u64 %s, %s, %d", t0.n, j.n, V);
-    ptx_ins(b, "setp.lt.and.u64 %s, %s, %s, %s", dxp.n, t0.n, s->tin.n, f.hasdx.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", xa.n, row.n, s->tin.n);
-    ptx_ins(b, "add.u64 %s, %s, %s", xa.n, xa.n, t0.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xa.n, xa.n, xs, f.pdx.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", t0.n, j.n, V);
+    ws_ptx_ins(b, "setp.lt.and.u64 %s, %s, %s, %s", dxp.n, t0.n, s->tin.n, f.hasdx.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", xa.n, row.n, s->tin.n);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", xa.n, xa.n, t0.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xa.n, xa.n, xs, f.pdx.n);
     vec_store(b, xa, dx, V, d->x_type, dxp);
 
-    ptx_section(b, "dw[k] = sum_m gz[m] x[t0 + m - P + D*k], db = sum_m gz[m]; the warp's sum");
-    plabel nopart = ptx_label_new(b, "nopart");
-    ptx_ins(b, "@!%s bra %s", f.haspart.n, nopart.n);
+    ws_ptx_section(b, "dw[k] = sum_m gz[m] x[t0 + m - P + D*k], db = sum_m gz[m]; the warp's sum");
+    plabel nopart = ws_ptx_label_new(b, "nopart");
+    ws_ptx_ins(b, "@!%s bra %s", f.haspart.n, nopart.n);
     preg acc[WS_DW_MAX_K + 1];
     for (int k = 0; k <= K; k++) {
-        acc[k] = ptx_reg(b, PTX_F32);
-        ptx_ins(b, "mov.f32 %s, 0f00000000", acc[k].n);
+        acc[k] = ws_ptx_reg(b, PTX_F32);
+        ws_ptx_ins(b, "mov.f32 %s, 0f00000000", acc[k].n);
         for (int m = 0; m < V; m++) {
             if (k < K) {
                 preg x = span_elem(b, &xsp, m - P + D * k);
-                ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc[k].n, gz[m - glo].n, x.n, acc[k].n);
+                ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc[k].n, gz[m - glo].n, x.n, acc[k].n);
             } else {
-                ptx_ins(b, "add.rn.f32 %s, %s, %s", acc[k].n, acc[k].n, gz[m - glo].n);
+                ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", acc[k].n, acc[k].n, gz[m - glo].n);
             }
         }
-        preg o = ptx_reg(b, PTX_F32);
+        preg o = ws_ptx_reg(b, PTX_F32);
         for (int sh = 16; sh >= 1; sh /= 2) {
-            ptx_ins(b, "shfl.sync.down.b32 %s, %s, %d, 31, -1", o.n, acc[k].n, sh);
-            ptx_ins(b, "add.rn.f32 %s, %s, %s", acc[k].n, acc[k].n, o.n);
+            ws_ptx_ins(b, "shfl.sync.down.b32 %s, %s, %d, 31, -1", o.n, acc[k].n, sh);
+            ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", acc[k].n, acc[k].n, o.n);
         }
     }
-    ptx_comment(b, "lane 0: part[((n*nch/32 + j/32)*(K+1) + k)*C + c]");
-    preg lane = ptx_reg(b, PTX_B64), l0 = ptx_reg(b, PTX_PRED), pa = ptx_reg(b, PTX_B64);
-    preg p = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "and.b64 %s, %s, 31", lane.n, j.n);
-    ptx_ins(b, "setp.eq.u64 %s, %s, 0", l0.n, lane.n);
-    ptx_ins(b, "shr.u64 %s, %s, 5", p.n, f.nch.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %s", p.n, p.n, n.n);
-    ptx_ins(b, "shr.u64 %s, %s, 5", pa.n, j.n);
-    ptx_ins(b, "add.u64 %s, %s, %s", p.n, p.n, pa.n);
-    ptx_ins(b, "mul.lo.u64 %s, %s, %lld", pa.n, p.n, (long long)(K + 1) * C);
-    ptx_ins(b, "add.u64 %s, %s, %s", pa.n, pa.n, c.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", pa.n, pa.n, f.ppart.n);
+    ws_ptx_comment(b, "lane 0: part[((n*nch/32 + j/32)*(K+1) + k)*C + c]");
+    preg lane = ws_ptx_reg(b, PTX_B64), l0 = ws_ptx_reg(b, PTX_PRED), pa = ws_ptx_reg(b, PTX_B64);
+    preg p = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "and.b64 %s, %s, 31", lane.n, j.n);
+    ws_ptx_ins(b, "setp.eq.u64 %s, %s, 0", l0.n, lane.n);
+    ws_ptx_ins(b, "shr.u64 %s, %s, 5", p.n, f.nch.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", p.n, p.n, n.n);
+    ws_ptx_ins(b, "shr.u64 %s, %s, 5", pa.n, j.n);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", p.n, p.n, pa.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", pa.n, p.n, (long long)(K + 1) * C);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", pa.n, pa.n, c.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", pa.n, pa.n, f.ppart.n);
     for (int k = 0; k <= K; k++)
-        ptx_ins(b, "@%s st.global.f32 [%s+%lld], %s", l0.n, pa.n, (long long)k * C * 4, acc[k].n);
-    ptx_label(b, nopart);
-    ptx_label(b, done);
-    ptx_ins(b, "ret");
+        ws_ptx_ins(b, "@%s st.global.f32 [%s+%lld], %s", l0.n, pa.n, (long long)k * C * 4, acc[k].n);
+    ws_ptx_label(b, nopart);
+    ws_ptx_label(b, done);
+    ws_ptx_ins(b, "ret");
 }
 
 /* dw[c,k] = sum_p part[p][k][c], db[c] = sum_p part[p][K][c], in the order p */
@@ -951,73 +949,73 @@ static void emit_fin(dw *s)
 {
     ptx_buf *b = s->b;
     const long long C = s->d->c_in, K = s->K;
-    ptx_section(b, "parameters");
+    ws_ptx_section(b, "parameters");
     static const char *const pn[] = { "p_part", "p_dw", "p_db" };
     preg p[3];
     ptr_params(b, p, pn, 3);
     preg np = u32_param(b, "p_np");
-    preg hasdw = ptx_reg(b, PTX_PRED), hasdb = ptx_reg(b, PTX_PRED), raw = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "ld.param.u64 %s, [p_dw]", raw.n);
-    ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasdw.n, raw.n);
-    ptx_ins(b, "ld.param.u64 %s, [p_db]", raw.n);
-    ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasdb.n, raw.n);
+    preg hasdw = ws_ptx_reg(b, PTX_PRED), hasdb = ws_ptx_reg(b, PTX_PRED), raw = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "ld.param.u64 %s, [p_dw]", raw.n);
+    ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasdw.n, raw.n);
+    ws_ptx_ins(b, "ld.param.u64 %s, [p_db]", raw.n);
+    ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasdb.n, raw.n);
 
-    ptx_section(b, "i = k*C + c < (K+1)*C");
-    preg total = ptx_reg(b, PTX_B64), kk = ptx_reg(b, PTX_B64), c = ptx_reg(b, PTX_B64);
-    plabel done = ptx_label_new(b, "done");
+    ws_ptx_section(b, "i = k*C + c < (K+1)*C");
+    preg total = ws_ptx_reg(b, PTX_B64), kk = ws_ptx_reg(b, PTX_B64), c = ws_ptx_reg(b, PTX_B64);
+    plabel done = ws_ptx_label_new(b, "done");
     char imm[32];
-    ptx_ins(b, "mov.u64 %s, %lld", total.n, (K + 1) * C);
+    ws_ptx_ins(b, "mov.u64 %s, %lld", total.n, (K + 1) * C);
     preg i = thread_index(b, total, done);
     snprintf(imm, sizeof imm, "%lld", C);
     divmod(b, kk, c, i, imm);
 
-    ptx_section(b, "acc = sum_p part[p*(K+1)*C + i], four loads ahead of the adds");
-    preg a = ptx_reg(b, PTX_B64), acc = ptx_reg(b, PTX_F32), q = ptx_reg(b, PTX_B64);
-    preg left = ptx_reg(b, PTX_PRED), v[4];
+    ws_ptx_section(b, "acc = sum_p part[p*(K+1)*C + i], four loads ahead of the adds");
+    preg a = ws_ptx_reg(b, PTX_B64), acc = ws_ptx_reg(b, PTX_F32), q = ws_ptx_reg(b, PTX_B64);
+    preg left = ws_ptx_reg(b, PTX_PRED), v[4];
     const long long step = (K + 1) * C * 4;
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", a.n, i.n, p[0].n);
-    ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
-    ptx_ins(b, "mov.u64 %s, 0", q.n);
-    plabel four = ptx_label_new(b, "four"), one = ptx_label_new(b, "one");
-    plabel tail = ptx_label_new(b, "tail"), end = ptx_label_new(b, "end");
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", a.n, i.n, p[0].n);
+    ws_ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
+    ws_ptx_ins(b, "mov.u64 %s, 0", q.n);
+    plabel four = ws_ptx_label_new(b, "four"), one = ws_ptx_label_new(b, "one");
+    plabel tail = ws_ptx_label_new(b, "tail"), end = ws_ptx_label_new(b, "end");
     for (int u = 0; u < 4; u++)
-        v[u] = ptx_reg(b, PTX_F32);
-    preg q4 = ptx_reg(b, PTX_B64);
-    ptx_label(b, four);
-    ptx_ins(b, "add.u64 %s, %s, 4", q4.n, q.n);
-    ptx_ins(b, "setp.gt.u64 %s, %s, %s", left.n, q4.n, np.n);
-    ptx_ins(b, "@%s bra %s", left.n, tail.n);
+        v[u] = ws_ptx_reg(b, PTX_F32);
+    preg q4 = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_label(b, four);
+    ws_ptx_ins(b, "add.u64 %s, %s, 4", q4.n, q.n);
+    ws_ptx_ins(b, "setp.gt.u64 %s, %s, %s", left.n, q4.n, np.n);
+    ws_ptx_ins(b, "@%s bra %s", left.n, tail.n);
     for (int u = 0; u < 4; u++)
-        ptx_ins(b, "ld.global.f32 %s, [%s+%lld]", v[u].n, a.n, u * step);
+        ws_ptx_ins(b, "ld.global.f32 %s, [%s+%lld]", v[u].n, a.n, u * step);
     for (int u = 0; u < 4; u++)
-        ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, v[u].n);
-    ptx_ins(b, "add.u64 %s, %s, %lld", a.n, a.n, 4 * step);
-    ptx_ins(b, "mov.b64 %s, %s", q.n, q4.n);
-    ptx_ins(b, "bra %s", four.n);
-    ptx_label(b, tail);
-    ptx_label(b, one);
-    ptx_ins(b, "setp.ge.u64 %s, %s, %s", left.n, q.n, np.n);
-    ptx_ins(b, "@%s bra %s", left.n, end.n);
-    ptx_ins(b, "ld.global.f32 %s, [%s]", v[0].n, a.n);
-    ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, v[0].n);
-    ptx_ins(b, "add.u64 %s, %s, %lld", a.n, a.n, step);
-    ptx_ins(b, "add.u64 %s, %s, 1", q.n, q.n);
-    ptx_ins(b, "bra %s", one.n);
-    ptx_label(b, end);
+        ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, v[u].n);
+    ws_ptx_ins(b, "add.u64 %s, %s, %lld", a.n, a.n, 4 * step);
+    ws_ptx_ins(b, "mov.b64 %s, %s", q.n, q4.n);
+    ws_ptx_ins(b, "bra %s", four.n);
+    ws_ptx_label(b, tail);
+    ws_ptx_label(b, one);
+    ws_ptx_ins(b, "setp.ge.u64 %s, %s, %s", left.n, q.n, np.n);
+    ws_ptx_ins(b, "@%s bra %s", left.n, end.n);
+    ws_ptx_ins(b, "ld.global.f32 %s, [%s]", v[0].n, a.n);
+    ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, v[0].n);
+    ws_ptx_ins(b, "add.u64 %s, %s, %lld", a.n, a.n, step);
+    ws_ptx_ins(b, "add.u64 %s, %s, 1", q.n, q.n);
+    ws_ptx_ins(b, "bra %s", one.n);
+    ws_ptx_label(b, end);
 
-    ptx_section(b, "k < K: dw[c*K + k] = acc; k = K: db[c] = acc");
-    preg isdb = ptx_reg(b, PTX_PRED), st = ptx_reg(b, PTX_PRED), da = ptx_reg(b, PTX_B64);
-    ptx_ins(b, "setp.eq.u64 %s, %s, %lld", isdb.n, kk.n, K);
-    ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", da.n, c.n, K, kk.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", da.n, da.n, p[1].n);
-    ptx_ins(b, "not.pred %s, %s", st.n, isdb.n);
-    ptx_ins(b, "and.pred %s, %s, %s", st.n, st.n, hasdw.n);
-    ptx_ins(b, "@%s st.global.f32 [%s], %s", st.n, da.n, acc.n);
-    ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", da.n, c.n, p[2].n);
-    ptx_ins(b, "and.pred %s, %s, %s", st.n, isdb.n, hasdb.n);
-    ptx_ins(b, "@%s st.global.f32 [%s], %s", st.n, da.n, acc.n);
-    ptx_label(b, done);
-    ptx_ins(b, "ret");
+    ws_ptx_section(b, "k < K: dw[c*K + k] = acc; k = K: db[c] = acc");
+    preg isdb = ws_ptx_reg(b, PTX_PRED), st = ws_ptx_reg(b, PTX_PRED), da = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "setp.eq.u64 %s, %s, %lld", isdb.n, kk.n, K);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", da.n, c.n, K, kk.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", da.n, da.n, p[1].n);
+    ws_ptx_ins(b, "not.pred %s, %s", st.n, isdb.n);
+    ws_ptx_ins(b, "and.pred %s, %s, %s", st.n, st.n, hasdw.n);
+    ws_ptx_ins(b, "@%s st.global.f32 [%s], %s", st.n, da.n, acc.n);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", da.n, c.n, p[2].n);
+    ws_ptx_ins(b, "and.pred %s, %s, %s", st.n, isdb.n, hasdb.n);
+    ws_ptx_ins(b, "@%s st.global.f32 [%s], %s", st.n, da.n, acc.n);
+    ws_ptx_label(b, done);
+    ws_ptx_ins(b, "ret");
 }
 
 /* ---- the module ---- */
@@ -1045,15 +1043,15 @@ char *ws_dw_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
     }
     const int bwd = d->op == WS_CONV_BWD, ncl = d->x_layout == WS_NCL;
     ptx_buf mod, kb;
-    ptx_init(&mod);
-    ptx_module_begin(&mod, cc_major, cc_minor,
+    ws_ptx_init(&mod);
+    ws_ptx_module_begin(&mod, cc_major, cc_minor,
                      bwd ? "whisper-stem conv engine: depthwise backward (fused) and its finishing pass"
                          : "whisper-stem conv engine: depthwise forward");
     dw s;
     shape_of(d, &s);
-    ptx_init(&kb);
+    ws_ptx_init(&kb);
     s.b = &kb;
-    ptx_comment(&kb, "C %d K %d D %d P_L %d P_R %d, %s, x %s, y %s, pre %s, act %s; V %d R %d U %d L %d",
+    ws_ptx_comment(&kb, "C %d K %d D %d P_L %d P_R %d, %s, x %s, y %s, pre %s, act %s; V %d R %d U %d L %d",
                 d->c_in, d->k, d->dilation, d->pad_l, d->pad_r, ncl ? "NCL" : "NLC",
                 type_name(d->x_type), type_name(d->y_type), act_name(d->pre), act_name(d->act), s.V,
                 s.R, s.U, s.L);
@@ -1062,7 +1060,7 @@ char *ws_dw_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
             emit_fwd_ncl(&s);
         else
             emit_fwd_nlc(&s);
-        ptx_kernel_end_regs(&kb, &mod, name, FWD_PARAMS, WS_DW_THREADS, 0, ncl ? 0 : WS_DW_MAX_REGS);
+        ws_ptx_kernel_end_regs(&kb, &mod, name, FWD_PARAMS, WS_DW_THREADS, 0, ncl ? 0 : WS_DW_MAX_REGS);
     } else {
         char entry[WS_DW_NAME_MAX];
         if (ncl)
@@ -1070,15 +1068,15 @@ char *ws_dw_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
         else
             emit_bwd_nlc(&s);
         ws_dw_entry(d, 0, entry);
-        ptx_kernel_end_regs(&kb, &mod, entry, BWD_PARAMS, WS_DW_THREADS, 0, ncl ? 0 : WS_DW_MAX_REGS);
-        ptx_init(&kb);
+        ws_ptx_kernel_end_regs(&kb, &mod, entry, BWD_PARAMS, WS_DW_THREADS, 0, ncl ? 0 : WS_DW_MAX_REGS);
+        ws_ptx_init(&kb);
         s.b = &kb;
         emit_fin(&s);
         ws_dw_entry(d, 1, entry);
-        ptx_kernel_end(&kb, &mod, entry, FIN_PARAMS, WS_DW_THREADS, 0);
+        ws_ptx_kernel_end(&kb, &mod, entry, FIN_PARAMS, WS_DW_THREADS, 0);
     }
     char why[160];
-    char *text = ptx_take(&mod, why, sizeof why);
+    char *text = ws_ptx_take(&mod, why, sizeof why);
     if (!text)
         ws_errf(err, "ws_dw_emit(%s): %s", name, why);
     return text;

@@ -10,12 +10,12 @@
 static const char *const REG_PREFIX[PTX_NCLASS] = { "%p", "%h", "%r", "%rd", "%f" };
 static const char *const REG_TYPE[PTX_NCLASS] = { ".pred", ".b16", ".b32", ".b64", ".f32" };
 
-void ptx_init(ptx_buf *b)
+void ws_ptx_init(ptx_buf *b)
 {
     memset(b, 0, sizeof *b);
 }
 
-void ptx_free(ptx_buf *b)
+void ws_ptx_free(ptx_buf *b)
 {
     if (!b)
         return;
@@ -23,7 +23,7 @@ void ptx_free(ptx_buf *b)
     memset(b, 0, sizeof *b);
 }
 
-void ptx_fail(ptx_buf *b, const char *why)
+void ws_ptx_fail(ptx_buf *b, const char *why)
 {
     if (!b->err)
         snprintf(b->why, sizeof b->why, "%s", why);
@@ -39,7 +39,7 @@ static void vappend(ptx_buf *b, const char *fmt, va_list ap)
     int n = vsnprintf(NULL, 0, fmt, ap2);
     va_end(ap2);
     if (n < 0) {
-        ptx_fail(b, "format error");
+        ws_ptx_fail(b, "format error");
         return;
     }
     if (b->len + (size_t)n + 1 > b->cap) {
@@ -48,7 +48,7 @@ static void vappend(ptx_buf *b, const char *fmt, va_list ap)
             cap *= 2;
         char *t = realloc(b->text, cap);
         if (!t) {
-            ptx_fail(b, "out of memory");
+            ws_ptx_fail(b, "out of memory");
             return;
         }
         b->text = t;
@@ -66,7 +66,7 @@ static void append(ptx_buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
-void ptx_raw(ptx_buf *b, const char *fmt, ...)
+void ws_ptx_raw(ptx_buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -74,7 +74,7 @@ void ptx_raw(ptx_buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
-void ptx_ins(ptx_buf *b, const char *fmt, ...)
+void ws_ptx_ins(ptx_buf *b, const char *fmt, ...)
 {
     append(b, "\t");
     va_list ap;
@@ -84,7 +84,7 @@ void ptx_ins(ptx_buf *b, const char *fmt, ...)
     append(b, ";\n");
 }
 
-void ptx_comment(ptx_buf *b, const char *fmt, ...)
+void ws_ptx_comment(ptx_buf *b, const char *fmt, ...)
 {
     append(b, "\t// ");
     va_list ap;
@@ -94,16 +94,16 @@ void ptx_comment(ptx_buf *b, const char *fmt, ...)
     append(b, "\n");
 }
 
-void ptx_section(ptx_buf *b, const char *title)
+void ws_ptx_section(ptx_buf *b, const char *title)
 {
     append(b, "\n\t// ---- %s ----\n", title);
 }
 
-preg ptx_reg(ptx_buf *b, ptx_rclass c)
+preg ws_ptx_reg(ptx_buf *b, ptx_rclass c)
 {
     preg r;
     if ((unsigned)c >= PTX_NCLASS) {
-        ptx_fail(b, "bad register class");
+        ws_ptx_fail(b, "bad register class");
         snprintf(r.n, sizeof r.n, "%%bad");
         return r;
     }
@@ -111,19 +111,19 @@ preg ptx_reg(ptx_buf *b, ptx_rclass c)
     return r;
 }
 
-plabel ptx_label_new(ptx_buf *b, const char *stem)
+plabel ws_ptx_label_new(ptx_buf *b, const char *stem)
 {
     plabel l;
     snprintf(l.n, sizeof l.n, "$L%s_%d", stem, b->nlabel++);
     return l;
 }
 
-void ptx_label(ptx_buf *b, plabel l)
+void ws_ptx_label(ptx_buf *b, plabel l)
 {
     append(b, "%s:\n", l.n);
 }
 
-pimm ptx_f32(float v)
+pimm ws_ptx_f32(float v)
 {
     pimm p;
     unsigned u;
@@ -132,7 +132,7 @@ pimm ptx_f32(float v)
     return p;
 }
 
-int ptx_target_for(int cc_major, int cc_minor, char version[8], char target[16])
+int ws_ptx_target_for(int cc_major, int cc_minor, char version[8], char target[16])
 {
     /* PTX ISA versions that introduced each target (PTX ISA manual,
      * "Release notes"): sm_80 7.0, sm_86 7.1, sm_87 7.4, sm_89 7.8, sm_90 7.8. */
@@ -152,11 +152,11 @@ int ptx_target_for(int cc_major, int cc_minor, char version[8], char target[16])
     return 0;
 }
 
-void ptx_module_begin(ptx_buf *mod, int cc_major, int cc_minor, const char *title)
+void ws_ptx_module_begin(ptx_buf *mod, int cc_major, int cc_minor, const char *title)
 {
     char ver[8], tgt[16];
-    if (ptx_target_for(cc_major, cc_minor, ver, tgt)) {
-        ptx_fail(mod, "compute capability below 8.0 (mma.sync, cp.async and ldmatrix need sm_80)");
+    if (ws_ptx_target_for(cc_major, cc_minor, ver, tgt)) {
+        ws_ptx_fail(mod, "compute capability below 8.0 (mma.sync, cp.async and ldmatrix need sm_80)");
         return;
     }
     append(mod, "// %s\n// Emitted by whisper-stem " "for compute capability %d.%d.\n", title, cc_major,
@@ -164,18 +164,18 @@ void ptx_module_begin(ptx_buf *mod, int cc_major, int cc_minor, const char *titl
     append(mod, ".version %s\n.target %s\n.address_size 64\n", ver, tgt);
 }
 
-void ptx_kernel_end(ptx_buf *k, ptx_buf *mod, const char *name, const char *params, int maxntid,
+void ws_ptx_kernel_end(ptx_buf *k, ptx_buf *mod, const char *name, const char *params, int maxntid,
                     int min_blocks)
 {
-    ptx_kernel_end_regs(k, mod, name, params, maxntid, min_blocks, 0);
+    ws_ptx_kernel_end_regs(k, mod, name, params, maxntid, min_blocks, 0);
 }
 
-void ptx_kernel_end_regs(ptx_buf *k, ptx_buf *mod, const char *name, const char *params,
+void ws_ptx_kernel_end_regs(ptx_buf *k, ptx_buf *mod, const char *name, const char *params,
                          int maxntid, int min_blocks, int max_regs)
 {
     if (k->err) {
-        ptx_fail(mod, k->why);
-        ptx_free(k);
+        ws_ptx_fail(mod, k->why);
+        ws_ptx_free(k);
         return;
     }
     append(mod, "\n.visible .entry %s(\n%s\n)\n.maxntid %d, 1, 1\n", name, params, maxntid);
@@ -190,21 +190,21 @@ void ptx_kernel_end_regs(ptx_buf *k, ptx_buf *mod, const char *name, const char 
     if (k->text)
         append(mod, "%s", k->text);
     append(mod, "}\n");
-    ptx_free(k);
+    ws_ptx_free(k);
 }
 
-char *ptx_take(ptx_buf *b, char *why, size_t why_len)
+char *ws_ptx_take(ptx_buf *b, char *why, size_t why_len)
 {
     if (b->err) {
         if (why && why_len)
             snprintf(why, why_len, "%s", b->why);
-        ptx_free(b);
+        ws_ptx_free(b);
         return NULL;
     }
     char *t = b->text;
     if (!t)
         t = calloc(1, 1);
     b->text = NULL;
-    ptx_free(b);
+    ws_ptx_free(b);
     return t;
 }
