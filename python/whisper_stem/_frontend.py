@@ -36,6 +36,11 @@ class Frontend:
     Threads: a Frontend may be used from several threads at once; each call releases the
     GIL; log-Mels run concurrently, the stem one call at a time (it uses every thread of
     `threads`, or the GPU). close() waits for calls in flight.
+
+    Processes: a CUDA context does not survive fork(), so with a GPU make the Frontend in
+    each worker process (a DataLoader's worker_init_fn, datasets.map's function), not in
+    the parent before the workers start. The module-level log_mel and features work in
+    forked workers as they are.
     """
 
     def __init__(self, model=None, device="auto", precision="fp32", threads=None, n_mels=None, pad="audio", pos=False):
@@ -196,7 +201,9 @@ class Frontend:
           others go on, as a corpus run wants (``isinstance(x, whisper_stem.Error)``).
 
         The iterator holds the batch until exhausted or closed: use it in a for loop, or
-        call .close() (or a ``with`` block) when stopping early. Each step releases the GIL.
+        call .close() (or a ``with`` block) when stopping early; Frontend.close() closes it
+        too. Use one iterator from one thread at a time (the library's batch is so); each
+        step releases the GIL. paths: str, bytes or os.PathLike.
         """
         if errors not in ("raise", "return"):
             raise ValueError("errors must be 'raise' or 'return', got %r" % (errors,))
