@@ -239,7 +239,8 @@ class FeaturesTest(Fixture):
         self.assertEqual(f.shape, (4, 80, 3000))
         self.assertEqual(f.dtype, np.float32)
         self.assertEqual(ws.features(self.jfk).shape, (1, 80, 3000))
-        self.assertEqual(ws.features(np.stack([self.jfk, self.jfk])).shape, (2, 80, 3000))
+        assert_same_bits(self, "a 2-D batch vs a list", ws.features(np.stack([self.jfk, self.jfk])),
+                         ws.features([self.jfk, self.jfk]))
         self.assertEqual(ws.features([self.jfk], n_mels=128).shape, (1, 128, 3000))
 
     def test_each_example_is_log_mel_of_30s(self):
@@ -303,6 +304,22 @@ class EmbedTest(Fixture):
         want = self.cli_npy("jfk-pos.npy", "-m", self.model, "--device", "cpu", "--pos", JFK)
         with ws.Frontend(self.model, device="cpu", pos=True, threads=1) as fe:
             assert_same_bits(self, "embed with pos", fe.embed_file(JFK), want)
+
+    def test_embed_tells_a_log_mel_from_audio_by_shape(self):
+        with ws.Frontend(self.model, device="cpu", pad="none") as fe:
+            mel = fe.log_mel(self.jfk)  # [80, 1100]: any length is one window without padding
+            self.assertEqual(mel.shape, (80, 1100))
+            want = self.cli_npy("jfk-nopad-emb.npy", "-m", self.model, "--device", "cpu", "--no-pad", JFK)
+            assert_same_bits(self, "pad none: embed(mel)", fe.embed(mel), want)
+            assert_same_bits(self, "pad none: embed(audio)", fe.embed(self.jfk), want)
+        with ws.Frontend(self.model, device="cpu") as fe:
+            with self.assertRaises(ValueError) as cm:
+                fe.embed(np.zeros((80, 1100), np.float32))  # a log-Mel pad "audio" cannot take
+            self.assertIn("embed_mel", str(cm.exception))
+            with self.assertRaises(ws.Error):
+                fe.embed_mel(np.zeros((80, 1100), np.float32))  # said explicitly: the library refuses it
+            stereo = np.stack([self.jfk, self.jfk], axis=1)  # [n, 2] audio stays audio
+            assert_same_bits(self, "stereo audio", fe.embed(stereo), fe.embed(self.jfk))
 
     def test_embed_files_in_order_with_a_bad_file_in_the_middle(self):
         bad = os.path.join(self.tmp, "not-audio.wav")

@@ -162,10 +162,14 @@ class Frontend:
     def embed(self, audio_or_mel, sample_rate=16000):
         """Embeddings of audio or of a log-Mel, told apart by shape.
 
-        The rule: a 2-D array whose shape[0] equals self.n_mels and whose shape[1] is a
-        positive multiple of 3000, or a 3-D array [n_win, n_mels, 3000], is a log-Mel
-        (embed_mel); anything else is audio, 1-D [n] or 2-D [n, channels] (embed_audio,
-        at sample_rate). Call embed_audio or embed_mel to say which explicitly.
+        The rule, with n_mels = self.n_mels:
+        - 3-D [n_win, n_mels, 3000]: a log-Mel (the command's --mel layout);
+        - 2-D [n_mels, n_frames] with n_frames a positive multiple of 3000, or with any
+          n_frames when this Frontend's pad is "none": a log-Mel (embed_mel);
+        - 2-D [n_mels, n_frames] with more frames than bands otherwise: ValueError (a
+          log-Mel of a length this pad mode cannot take, or audio laid out [channels, n]:
+          call embed_mel or embed_audio to say which);
+        - anything else: audio, 1-D [n] or 2-D [n, channels] (embed_audio, at sample_rate).
 
         Returns float32 [1500, d] for one window, [n_win, 1500, d] for more: the conv
         stem's output (plus the positional embedding with pos=True), bit-identical to the
@@ -173,10 +177,16 @@ class Frontend:
         """
         a = np.asarray(audio_or_mel)
         nm = self.n_mels
-        is_mel = (a.ndim == 2 and a.shape[0] == nm and a.shape[1] > 0 and a.shape[1] % 3000 == 0) or (
-            a.ndim == 3 and a.shape[1] == nm and a.shape[2] == 3000)
-        if is_mel:
+        if a.ndim == 3 and a.shape[1:] == (nm, 3000):
             return self.embed_mel(a)
+        if a.ndim == 2 and a.shape[0] == nm and a.shape[1] > 0:
+            if a.shape[1] % 3000 == 0 or self._ctx.pad == _lib.PAD_NONE:
+                return self.embed_mel(a)
+            if a.shape[1] > nm:
+                raise ValueError(
+                    "embed: a [%d, %d] array is a log-Mel whose %d frames are not whole 30 s windows "
+                    "(pad=\"none\" takes any length), or audio as [channels, n]; call embed_mel, or "
+                    "embed_audio with [n, channels]" % (a.shape[0], a.shape[1], a.shape[1]))
         return self.embed_audio(a, sample_rate)
 
     def embed_file(self, path):

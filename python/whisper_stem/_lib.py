@@ -195,6 +195,7 @@ class Context:
         if not h:
             raise_error(err, "whisper_stem_new failed")
         self.handle = h
+        self.pad = p.pad
         self._cv = threading.Condition()
         self._busy = 0
         self.batches = weakref.WeakSet()
