@@ -210,8 +210,7 @@ class LogMelTest(Fixture):
             state["dt"] = time.perf_counter() - t
             state["in"] = False
 
-        with ws.Frontend(threads=1) as fe:   # one library thread: a CPU left for this one
-            fe.log_mel(x[:480000])
+        def attempt(fe):
             th = threading.Thread(target=sleeper)
             th.start()
             rate = spin(th) / state["dt"]    # iterations per second, alone
@@ -228,7 +227,15 @@ class LogMelTest(Fixture):
             th.start()
             during = spin(th)
             th.join()
-        dt = state["dt"]
+            return during, rate, state["dt"]
+
+        # Up to 3 tries: a busy machine can starve this thread once; a held GIL fails every time.
+        with ws.Frontend(threads=1) as fe:   # one library thread: a CPU left for this one
+            fe.log_mel(x[:480000])
+            for _ in range(3):
+                during, rate, dt = attempt(fe)
+                if during > 0.15 * rate * dt:
+                    break
         self.assertGreater(during, 0.15 * rate * dt,
                            "main thread ran %d iterations during a %.3f s call, alone %.0f/s: the GIL held?" % (
                                during, dt, rate))
