@@ -210,7 +210,7 @@ interop: $(BUILD)/ws-mkmodel $(BUILD)/ws-convert $(BUILD)/whisper-stem
 
 # What CI runs: the suite, the suite again under the sanitizers, the interop check,
 # the fuzz corpora replayed, and a short fuzz run when libFuzzer is there.
-check: test asan interop fuzz-replay fuzz-smoke corpus
+check: test asan interop fuzz-replay fuzz-smoke corpus test-python
 
 # Corpus runs (tests/corpus/): 200 WAV files and 6 bad inputs through
 # scripts/parallel-shards.sh (3 shards under GNU parallel) and scripts/slurm-array.sh
