@@ -139,15 +139,23 @@ WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-
  *   ws_gpu_download(g, y, dy, y_bytes, &err);
  *   ws_gpu_conv_free(c); ws_gpu_release(g, dx); ws_gpu_release(g, dy); ws_gpu_close(g);
  *
- * Today every descriptor that ws_conv_check accepts runs on direct kernels, whatever math
- * says. FWD: one kernel, one thread per output element, float32 fma in the order j then k.
- * BWD: gz = dy * act'(z) (z = b + conv recomputed from x, w, b; one thread per y element)
- * into a float32 scratch [N][C_out][T_out] that the plan owns and grows, then as asked
- * dx (one thread per x element, summing o then k), dw (one per w element, n then t) and db
- * (one per output channel, n then t), all float32, in fixed orders and without atomics:
- * the same inputs give the same bits. GPU plans take w and b at ws_gpu_conv_new only (w is
- * required, b may be NULL for no bias); a call with a->w or a->b set is refused. Kernels
- * need compute capability 8.0 or later.
+ * Kernels, whatever math says (every mode is float32 FFMA today):
+ * - Depthwise, stride 1 (groups = C_in = C_out, x_layout = y_layout, K <= 8, D*(K-1) <= 14;
+ *   Mamba's causal conv): vector loads along the contiguous dimension. FWD: the direct
+ *   kernel's sums in its order (the same values). BWD: one fused kernel reads x and dy
+ *   once and writes dx (the direct kernel's values) and per-block dw / db partials, which a
+ *   second kernel adds in a fixed order. A call takes them when its pointers are aligned
+ *   to the vector (4 or 8 elements), add_batch_stride is a multiple of it, and for NCL
+ *   T_in and T_out are too (N and C <= 65535); any other call of the plan goes direct.
+ * - Direct, every descriptor. FWD: one thread per output element, float32 fma in the
+ *   order j then k. BWD: gz = dy * act'(z) (z = b + conv recomputed from x, w, b; one
+ *   thread per y element) into a float32 scratch [N][C_out][T_out] that the plan owns and
+ *   grows, then as asked dx (one thread per x element, summing o then k), dw (one per w
+ *   element, n then t) and db (one per output channel, n then t).
+ * All sums are float32 in fixed orders, without atomics: the same inputs give the same
+ * bits. GPU plans take w and b at ws_gpu_conv_new only (w is required, b may be NULL for no
+ * bias); a call with a->w or a->b set is refused. Kernels need compute capability 8.0 or
+ * later.
  *
  * Threads: a ws_gpu and its plans are used from one thread at a time (calls make the
  * device's primary context current on the calling thread). */
@@ -184,8 +192,9 @@ WS_API int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err);
 WS_API void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
 
 /* Writes the PTX that a plan of d would load on a device of compute capability
- * cc_major.cc_minor to dir/<module name>.ptx (FWD: the kernel's name; BWD: one module
- * holding the four backward entries); needs no GPU. 0, or -1 with err. */
+ * cc_major.cc_minor to dir/<module name>.ptx: the direct module (FWD: the kernel's name;
+ * BWD: one module holding the four backward entries) and, for a depthwise stride-1 d, the
+ * depthwise module ("ws_dw_..."); needs no GPU. 0, or -1 with err. */
 WS_API int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,
                             ws_err *err);
 
