@@ -104,7 +104,8 @@ static void shape_of(const ws_conv_desc *d, dw *s)
     /* the backward unrolls one ring (ptxas hoists loads across a longer body and runs out
      * of registers); the forward two when the ring is short */
     s->U = d->op == WS_CONV_BWD ? s->R : s->R * (s->R >= 16 ? 1 : 16 / s->R);
-    const int want = d->op == WS_CONV_BWD ? WS_DW_BWD_CHUNK : WS_DW_CHUNK;
+    const int want = d->op == WS_CONV_BWD ? WS_DW_BWD_CHUNK
+                     : d->x_type == WS_F32 ? WS_DW_CHUNK_F32 : WS_DW_CHUNK;
     s->L = s->U * ((want + s->U - 1) / s->U);
 }
 
@@ -499,18 +500,29 @@ static void emit_fwd_nlc(dw *s)
 typedef struct {
     const vec *q;  /* vectors qlo .. qhi */
     int qlo, V, P, D;
+    preg cache[128]; /* element e's float32 register at [e - qlo*V], unpacked once */
+    char have[128];
 } ncl_span;
 
-static preg span_elem(ptx_buf *b, const ncl_span *sp, int e)
+/* element e of the span as float32, unpacked at its first use (straight-line code: later
+ * uses follow it) */
+static preg span_elem(ptx_buf *b, ncl_span *sp, int e)
 {
-    const int q = (e - mod(e, sp->V)) / sp->V;
-    return vec_elem(b, &sp->q[q - sp->qlo], mod(e, sp->V));
+    const int q = (e - mod(e, sp->V)) / sp->V, at = e - sp->qlo * sp->V;
+    if (at >= 0 && at < (int)sizeof sp->have && sp->have[at])
+        return sp->cache[at];
+    preg r = vec_elem(b, &sp->q[q - sp->qlo], mod(e, sp->V));
+    if (at >= 0 && at < (int)sizeof sp->have) {
+        sp->cache[at] = r;
+        sp->have[at] = 1;
+    }
+    return r;
 }
 
 /* output m, tap k reads x at t0 + m - P + D*k */
 static preg x_of_ncl(ptx_buf *b, int k, int m, const void *ctx)
 {
-    const ncl_span *sp = ctx;
+    ncl_span *sp = (ncl_span *)ctx;
     return span_elem(b, sp, m - sp->P + sp->D * k);
 }
 
