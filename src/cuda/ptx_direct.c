@@ -299,7 +299,7 @@ static preg emit_thread_index(ptx_buf *b, const char *total, plabel done)
     return i;
 }
 
-/* gz[n,o,t] = dy[n,o,t] * act'(z), z = b[o] + conv (mul.rn / add.rn, j then k) */
+/* gz[n,o,t] = dy[n,o,t] * act'(z), z = b[o] + conv (j then k; RELU: mul.rn / add.rn) */
 static void emit_gz(dk *s)
 {
     ptx_buf *b = s->b;
@@ -368,7 +368,7 @@ static void emit_gz(dk *s)
 }
 
 /* One dx tap: v = v0 - D*k; t = v / S if S divides v (S 1: t = v); if ((u64)t < T_out)
- * acc += w[wp + woff] * gz[gzrow + 4t]  (mul.rn then add.rn) */
+ * acc += w[wp + woff] * gz[gzrow + 4t]  (fma) */
 static void emit_dx_tap(dk *s, preg acc, preg v, preg gzrow, preg tout, preg wp, long long woff)
 {
     ptx_buf *b = s->b;
@@ -390,8 +390,7 @@ static void emit_dx_tap(dk *s, preg acc, preg v, preg gzrow, preg tout, preg wp,
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ga.n, t.n, gzrow.n);
     ws_ptx_ins(b, "ld.global.f32 %s, [%s]", gv.n, ga.n);
     ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s+%lld]", wv.n, wp.n, woff);
-    ws_ptx_ins(b, "mul.rn.f32 %s, %s, %s", gv.n, wv.n, gv.n);
-    ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, gv.n);
+    ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc.n, wv.n, gv.n, acc.n);
     ws_ptx_label(b, skip);
 }
 
@@ -667,7 +666,7 @@ static void emit_bwd_module(ptx_buf *mod, const ws_conv_desc *d, const dk *proto
         ws_ptx_init(&kb);
         dk s = *proto;
         s.b = &kb;
-        s.split = p == WS_DIRECT_GZ;
+        s.split = p == WS_DIRECT_GZ && d->act == WS_ACT_RELU;
         char name[WS_DIRECT_NAME_MAX];
         ws_direct_bwd_entry(d, (ws_direct_part)p, name);
         ws_ptx_comment(&kb, "%s", what[p]);

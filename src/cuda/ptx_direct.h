@@ -38,8 +38,8 @@
  *   gz  one thread per y element, i = y's index (as FORWARD):
  *         z = b[o] + sum_j sum_k w[o,j,k] * x[n, g*Cg+j, S*t + D*k - P_L]   (j then k)
  *         gz[(n*C_out + o)*T_out + t] = dy[i] * act'(z)
- *       z by mul.rn then add.rn (not fma): the CPU's rounding sequence (a += w * x), so the
- *       RELU mask z > 0 agrees with the CPU engine's. act' NONE 1 (z not computed); RELU
+ *       z by fma; for RELU by mul.rn then add.rn, the CPU's rounding sequence (a += w * x),
+ *       so the mask z > 0 agrees with the CPU engine's. act' NONE 1 (z not computed); RELU
  *       [z > 0]; GELU Phi(z) + z phi(z) with Phi = gelu(z) / z from gelu_ptx.h's exact-erf
  *       sequence (0.5 for |z| < 2^-60) and phi = 2^(-z^2 log2(e)/2) / sqrt(2 pi)
  *       (ex2.approx): |error| <= WS_DIRECT_GELU_GRAD_MAX_ABS against erf in double (the C
@@ -48,7 +48,7 @@
  *   dx  one thread per x element, i = x's index (x_layout), c = channel, g = c / Cg:
  *         dx[i] = sum_{o = g*Cog .. g*Cog+Cog-1} sum_{k<K} w[o, c - g*Cg, k] * gz[n, o, t],
  *         t = (u + P_L - D*k) / S when S divides it and 0 <= t < T_out   (o then k,
- *         mul.rn then add.rn), stored in x_type
+ *         fma), stored in x_type
  *   dw  one thread per w element i = (o*Cg + j)*K + k:
  *         dw[i] = sum_n sum_t gz[n,o,t] * x[n, g*Cg+j, S*t + D*k - P_L]  (n then t, fma;
  *         taps outside [0, T_in) skipped), float32

@@ -633,8 +633,8 @@ static bwd_params bwd_param_load(dw *s)
     return f;
 }
 
-/* g = dy * act'(z), z = (hasb ? b : 0) + sum_k w[k] x[k] by mul.rn then add.rn (the direct
- * gz's rounding); x[k] the float32 taps, dyv the float32 dy; g a fresh register */
+/* g = dy * act'(z), z = (hasb ? b : 0) + sum_k w[k] x[k] by fma (RELU: mul.rn then add.rn;
+ * the direct gz's rounding); x[k] the float32 taps, dyv the float32 dy; g a fresh register */
 static preg bwd_gz(dw *s, const preg *x, const preg *w, int wstride, preg bias, preg hasb, preg dyv)
 {
     ptx_buf *b = s->b;
@@ -646,23 +646,25 @@ static preg bwd_gz(dw *s, const preg *x, const preg *w, int wstride, preg bias, 
     preg z = ws_ptx_reg(b, PTX_F32), p = ws_ptx_reg(b, PTX_F32);
     ws_ptx_ins(b, "mov.f32 %s, 0f00000000", z.n);
     for (int k = 0; k < s->K; k++) {
-        ws_ptx_ins(b, "mul.rn.f32 %s, %s, %s", p.n, w[k * wstride].n, x[k].n);
-        ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", z.n, z.n, p.n);
+        if (act == WS_ACT_RELU) {
+            ws_ptx_ins(b, "mul.rn.f32 %s, %s, %s", p.n, w[k * wstride].n, x[k].n);
+            ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", z.n, z.n, p.n);
+        } else {
+            ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", z.n, w[k * wstride].n, x[k].n, z.n);
+        }
     }
     ws_ptx_ins(b, "@%s add.rn.f32 %s, %s, %s", hasb.n, z.n, z.n, bias.n);
     ws_ptx_act_grad(b, act, g, z);
     return g;
 }
 
-/* acc = sum_k w[k] * gz[k] by mul.rn then add.rn (the direct dx's order and rounding) */
+/* acc = sum_k w[k] * gz[k] by fma (the direct dx's order and rounding) */
 static preg bwd_dx(ptx_buf *b, int K, const preg *w, int wstride, const preg *gz)
 {
-    preg acc = ws_ptx_reg(b, PTX_F32), p = ws_ptx_reg(b, PTX_F32);
+    preg acc = ws_ptx_reg(b, PTX_F32);
     ws_ptx_ins(b, "mov.f32 %s, 0f00000000", acc.n);
-    for (int k = 0; k < K; k++) {
-        ws_ptx_ins(b, "mul.rn.f32 %s, %s, %s", p.n, w[k * wstride].n, gz[k].n);
-        ws_ptx_ins(b, "add.rn.f32 %s, %s, %s", acc.n, acc.n, p.n);
-    }
+    for (int k = 0; k < K; k++)
+        ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc.n, w[k * wstride].n, gz[k].n, acc.n);
     return acc;
 }
 

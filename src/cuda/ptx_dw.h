@@ -27,9 +27,9 @@
  *   .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs. Block WS_DW_THREADS.
  *
  * BACKWARD (pre NONE, no add) entry "_bwd", then "_fin" when dw or db is wanted:
- *   gz[t] = dy[t] * act'(z[t]), z = b + sum_k w[k] x[t - P + D*k] by mul.rn then add.rn
- *   (the direct gz's rounding); dx[u] = sum_k w[k] * gz[u + P - D*k] (mul.rn, add.rn, order
- *   k: the direct dx's); dw[k] = sum_t gz[t] x[t - P + D*k], db = sum_t gz[t] (fma).
+ *   gz[t] = dy[t] * act'(z[t]), z = b + sum_k w[k] x[t - P + D*k] by fma (RELU: mul.rn
+ *   then add.rn; the direct gz's rounding); dx[u] = sum_k w[k] * gz[u + P - D*k] (fma,
+ *   order k: the direct dx's); dw[k] = sum_t gz[t] x[t - P + D*k], db = sum_t gz[t] (fma).
  *   NLC: a thread owns V channels and WS_DW_BWD_CHUNK output times [t0, t0 + L): it
  *        computes gz over [t0 - H, t0 + L), writes dx for u = t - P, t in [t0, t0 + L), and
  *        sums dw, db over its own t in order; one partial per thread. nch = ceil(max(T_in +
