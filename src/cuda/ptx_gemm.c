@@ -1,0 +1,481 @@
+/* ptx_gemm.c - the dense implicit-GEMM forward kernel's emitter; tiling, mapping and
+ * parameters in ptx_gemm.h. Emission is a pure function of the descriptor and the compute
+ * capability. Tested by tests/test_gpu_conv.c.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx_act.h"
+#include "ptx_emit.h"
+#include "ptx_gemm.h"
+
+#define BM WS_GEMM_BM
+#define BN WS_GEMM_BN
+#define BK WS_GEMM_BK
+#define NT WS_GEMM_THREADS
+#define TX 16              /* threads along positions; BN / TX = 8 per thread */
+#define TY 16              /* threads along channels;  BM / TY = 8 per thread */
+#define AS (BM + 4)        /* As row stride in floats: the transposing stores hit 32 banks */
+#define A_BYTES (BK * AS * 4)
+#define B_BYTES (BK * BN * 4)
+#define STAGE (A_BYTES + B_BYTES)
+#define NA (BM * BK / NT)  /* A elements per thread per stage: 4, rows 32 apart */
+#define NB (BK * BN / NT)  /* B elements per thread per stage: 4, r 2 apart */
+#define A_ROWS (NT / BK)   /* 32 */
+#define B_RSTEP (NT / BN)  /* 2 */
+
+#define I(...) ws_ptx_ins(b, __VA_ARGS__)
+
+_Static_assert(NA == 4 && NB == 4 && TX * TY == NT && BM / TY == 8 && BN / TX == 8,
+               "the emitter below is written for 8x8 per thread and 4 + 4 loads per stage");
+
+static const char *type_name(ws_dtype t)
+{
+    return t == WS_F32 ? "f32" : t == WS_F16 ? "f16" : "bf16";
+}
+
+static const char *act_name(ws_act a)
+{
+    switch (a) {
+    case WS_ACT_NONE: return "none";
+    case WS_ACT_RELU: return "relu";
+    case WS_ACT_GELU: return "gelu";
+    case WS_ACT_SILU: return "silu";
+    }
+    return "?";
+}
+
+int ws_gemm_fits(const ws_conv_desc *d)
+{
+    if (d->op != WS_CONV_FWD || d->groups != 1)
+        return 0;
+    /* r = j*K + k and its bounds in u32 with room for a step past the end */
+    if ((long long)d->c_in * d->k > INT_MAX - 2 * BK)
+        return 0;
+    return 1;
+}
+
+int ws_gemm_call_fits(const ws_conv_desc *d, int n, int t_out)
+{
+    if (!ws_gemm_fits(d) || n < 1 || t_out < 1)
+        return 0;
+    const long long P = (long long)n * t_out;
+    if (P > INT_MAX - BN) /* positions in u32, p0 + BN without wrap */
+        return 0;
+    if (((long long)d->c_out + BM - 1) / BM > 65535) /* grid y */
+        return 0;
+    return 1;
+}
+
+void ws_gemm_name(const ws_conv_desc *d, char name[WS_GEMM_NAME_MAX])
+{
+    snprintf(name, WS_GEMM_NAME_MAX, "ws_gemm_fwd_c%d_%d_k%d_s%d_d%d_p%d_%s_%s_%s_%s_%s_%s",
+             d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
+             d->x_layout == WS_NCL ? "ncl" : "nlc", d->y_layout == WS_NCL ? "ncl" : "nlc",
+             type_name(d->x_type), type_name(d->y_type), act_name(d->pre), act_name(d->act));
+}
+
+/* the kernel being written */
+typedef struct {
+    ptx_buf *b;
+    const ws_conv_desc *d;
+    long long R;      /* C_in * K */
+    int xs, ys;       /* bytes per element of x, of y (and add) */
+    /* per thread, fixed for the block */
+    preg tin32, tin64, tout32, npos;
+    preg wa;          /* &W[o0 + tid/8, 0] */
+    preg aok[NA];     /* row o0 + tid/8 + 32e < C_out */
+    preg ka;          /* tid % 8: A's r within the stage */
+    preg kb;          /* tid / 128: B's first r within the stage */
+    preg pv;          /* B's position p0 + tid%128 < P */
+    preg ub;          /* (s64) S*t - P_L of B's position */
+    preg xn;          /* &x[n, 0, 0] of B's position */
+    /* raw loads in flight */
+    preg av[NA];      /* f32 */
+    preg bv[NB];      /* f32, or b16 (f16), or b32 holding the u16 (bf16) */
+} gk;
+
+/* registers for the raw B values of x_type */
+static void alloc_raw(gk *s)
+{
+    for (int e = 0; e < NA; e++)
+        s->av[e] = ws_ptx_reg(s->b, PTX_F32);
+    for (int e = 0; e < NB; e++)
+        s->bv[e] = ws_ptx_reg(s->b, s->d->x_type == WS_F32 ? PTX_F32 : s->d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
+}
+
+/* av[e] = W[o0 + tid/8 + 32e, r0 + tid%8], bv[e] = raw x of X[r0 + tid/128 + 2e, p0 + tid%128]
+ * (zero where out of range); no register is consumed here, so the loads are in flight
+ * while the current stage is multiplied */
+static void emit_gload(gk *s, preg r0)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const long long R = s->R;
+    ws_ptx_comment(b, "A: W[o0 + tid/8 + 32e][r0 + tid%%8], e < 4");
+    {
+        preg r = ws_ptx_reg(b, PTX_B32), rok = ws_ptx_reg(b, PTX_PRED), ga = ws_ptx_reg(b, PTX_B64);
+        I("add.u32 %s, %s, %s", r.n, r0.n, s->ka.n);
+        I("setp.lt.u32 %s, %s, %lld", rok.n, r.n, R);
+        I("mad.wide.u32 %s, %s, 4, %s", ga.n, r.n, s->wa.n);
+        for (int e = 0; e < NA; e++) {
+            preg ok = ws_ptx_reg(b, PTX_PRED);
+            I("and.pred %s, %s, %s", ok.n, rok.n, s->aok[e].n);
+            if (e)
+                I("add.u64 %s, %s, %lld", ga.n, ga.n, (long long)A_ROWS * R * 4);
+            I("mov.f32 %s, 0f00000000", s->av[e].n);
+            I("@%s ld.global.nc.f32 %s, [%s]", ok.n, s->av[e].n, ga.n);
+        }
+    }
+    ws_ptx_comment(b, "B: x of X[r0 + tid/128 + 2e][p0 + tid%%128], r = j*K + k, u = S*t - P_L + D*k");
+    for (int e = 0; e < NB; e++) {
+        preg r = ws_ptx_reg(b, PTX_B32), j = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32);
+        preg ok = ws_ptx_reg(b, PTX_PRED), uok = ws_ptx_reg(b, PTX_PRED);
+        preg u = ws_ptx_reg(b, PTX_B64), off = ws_ptx_reg(b, PTX_B64), xa = ws_ptx_reg(b, PTX_B64);
+        I("add.u32 %s, %s, %s", r.n, r0.n, s->kb.n);
+        if (e)
+            I("add.u32 %s, %s, %d", r.n, r.n, B_RSTEP * e);
+        I("setp.lt.u32 %s, %s, %lld", ok.n, r.n, R);
+        I("and.pred %s, %s, %s", ok.n, ok.n, s->pv.n);
+        if (d->k == 1) {
+            I("mov.u32 %s, %s", j.n, r.n);
+            I("mov.u32 %s, 0", k.n);
+        } else {
+            I("div.u32 %s, %s, %d", j.n, r.n, d->k);
+            I("mul.lo.u32 %s, %s, %d", k.n, j.n, d->k);
+            I("sub.u32 %s, %s, %s", k.n, r.n, k.n);
+        }
+        I("mul.wide.u32 %s, %s, %d", u.n, k.n, d->dilation);
+        I("add.s64 %s, %s, %s", u.n, u.n, s->ub.n);
+        I("setp.lt.u64 %s, %s, %s", uok.n, u.n, s->tin64.n);
+        I("and.pred %s, %s, %s", ok.n, ok.n, uok.n);
+        if (d->x_layout == WS_NCL) {
+            I("mul.wide.u32 %s, %s, %s", off.n, j.n, s->tin32.n); /* x[n][j][u] */
+            I("add.u64 %s, %s, %s", off.n, off.n, u.n);
+        } else {
+            preg j64 = ws_ptx_reg(b, PTX_B64);
+            I("cvt.u64.u32 %s, %s", j64.n, j.n);
+            I("mad.lo.u64 %s, %s, %d, %s", off.n, u.n, d->c_in, j64.n); /* x[n][u][j] */
+        }
+        I("mad.lo.u64 %s, %s, %d, %s", xa.n, off.n, s->xs, s->xn.n);
+        if (d->x_type == WS_F32) {
+            I("mov.f32 %s, 0f00000000", s->bv[e].n);
+            I("@%s ld.global.nc.f32 %s, [%s]", ok.n, s->bv[e].n, xa.n);
+        } else if (d->x_type == WS_F16) {
+            I("mov.b16 %s, 0", s->bv[e].n);
+            I("@%s ld.global.nc.b16 %s, [%s]", ok.n, s->bv[e].n, xa.n);
+        } else {
+            I("mov.b32 %s, 0", s->bv[e].n);
+            I("@%s ld.global.nc.u16 %s, [%s]", ok.n, s->bv[e].n, xa.n);
+        }
+    }
+}
+
+/* the raw loads into the stage at byte offset `so`: As[tid%8][tid/8 + 32e] = av[e];
+ * Bs[tid/128 + 2e][tid%128] = pre(float(bv[e])); addresses from %tid.x (no register held
+ * across the multiply) */
+static void emit_sstore(gk *s, preg so)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    preg tid = ws_ptx_reg(b, PTX_B32), sb = ws_ptx_reg(b, PTX_B32), a = ws_ptx_reg(b, PTX_B32);
+    preg c = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("mov.u32 %s, smem", sb.n);
+    I("add.u32 %s, %s, %s", sb.n, sb.n, so.n);
+    ws_ptx_comment(b, "As[tid%%8][tid/8 + 32e]");
+    I("and.b32 %s, %s, %d", a.n, tid.n, BK - 1);
+    I("shr.u32 %s, %s, 3", c.n, tid.n);
+    I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, AS, c.n);
+    I("mad.lo.u32 %s, %s, 4, %s", a.n, a.n, sb.n);
+    for (int e = 0; e < NA; e++)
+        I("st.shared.f32 [%s+%d], %s", a.n, e * A_ROWS * 4, s->av[e].n);
+    ws_ptx_comment(b, "Bs[tid/128 + 2e][tid%%128] = pre(x)");
+    preg q = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_B32);
+    I("shr.u32 %s, %s, 7", q.n, tid.n);
+    I("and.b32 %s, %s, %d", p.n, tid.n, BN - 1);
+    I("mad.lo.u32 %s, %s, %d, %s", q.n, q.n, BN, p.n);
+    I("mad.lo.u32 %s, %s, 4, %s", q.n, q.n, sb.n);
+    for (int e = 0; e < NB; e++) {
+        preg v;
+        if (d->x_type == WS_F32) {
+            v = s->bv[e];
+        } else if (d->x_type == WS_F16) {
+            v = ws_ptx_reg(b, PTX_F32);
+            I("cvt.f32.f16 %s, %s", v.n, s->bv[e].n);
+        } else {
+            preg t = ws_ptx_reg(b, PTX_B32);
+            v = ws_ptx_reg(b, PTX_F32);
+            I("shl.b32 %s, %s, 16", t.n, s->bv[e].n);
+            I("mov.b32 %s, %s", v.n, t.n);
+        }
+        ws_ptx_act(b, v, d->pre); /* pre(0) = 0 for every act: the padding stays zero */
+        I("st.shared.f32 [%s+%d], %s", q.n, A_BYTES + e * B_RSTEP * BN * 4, v.n);
+    }
+}
+
+static void emit_body(gk *s)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const long long R = s->R, KT = (R + BK - 1) / BK;
+
+    ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE);
+    ws_ptx_section(b, "parameters");
+    preg px = ws_ptx_reg(b, PTX_B64), pw = ws_ptx_reg(b, PTX_B64);
+    preg n32 = ws_ptx_reg(b, PTX_B32);
+    s->tin32 = ws_ptx_reg(b, PTX_B32);
+    s->tout32 = ws_ptx_reg(b, PTX_B32);
+    s->tin64 = ws_ptx_reg(b, PTX_B64);
+    s->npos = ws_ptx_reg(b, PTX_B32);
+    I("ld.param.u64 %s, [p_x]", px.n);
+    I("ld.param.u64 %s, [p_w]", pw.n);
+    I("ld.param.u32 %s, [p_n]", n32.n);
+    I("ld.param.u32 %s, [p_t_in]", s->tin32.n);
+    I("ld.param.u32 %s, [p_t_out]", s->tout32.n);
+    I("cvta.to.global.u64 %s, %s", px.n, px.n);
+    I("cvta.to.global.u64 %s, %s", pw.n, pw.n);
+    I("cvt.u64.u32 %s, %s", s->tin64.n, s->tin32.n);
+    I("mul.lo.u32 %s, %s, %s", s->npos.n, n32.n, s->tout32.n);
+
+    ws_ptx_section(b, "block (o0 = ctaid.y*BM, p0 = ctaid.x*BN); A rows of this thread");
+    preg tid = ws_ptx_reg(b, PTX_B32), o0 = ws_ptx_reg(b, PTX_B32), p0 = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("mov.u32 %s, %%ctaid.x", p0.n);
+    I("mul.lo.u32 %s, %s, %d", p0.n, p0.n, BN);
+    I("mov.u32 %s, %%ctaid.y", o0.n);
+    I("mul.lo.u32 %s, %s, %d", o0.n, o0.n, BM);
+    {
+        preg oa = ws_ptx_reg(b, PTX_B32), oa64 = ws_ptx_reg(b, PTX_B64);
+        s->ka = ws_ptx_reg(b, PTX_B32);
+        s->wa = ws_ptx_reg(b, PTX_B64);
+        I("and.b32 %s, %s, %d", s->ka.n, tid.n, BK - 1);
+        I("shr.u32 %s, %s, 3", oa.n, tid.n);
+        I("add.u32 %s, %s, %s", oa.n, oa.n, o0.n);
+        for (int e = 0; e < NA; e++) {
+            preg t = ws_ptx_reg(b, PTX_B32);
+            s->aok[e] = ws_ptx_reg(b, PTX_PRED);
+            I("add.u32 %s, %s, %d", t.n, oa.n, e * A_ROWS);
+            I("setp.lt.u32 %s, %s, %d", s->aok[e].n, t.n, d->c_out);
+        }
+        ws_ptx_comment(b, "W row o0 + tid/8: w + (o0 + tid/8) * R * 4 (R = %lld)", R);
+        I("cvt.u64.u32 %s, %s", oa64.n, oa.n);
+        I("mad.lo.u64 %s, %s, %lld, %s", s->wa.n, oa64.n, R * 4, pw.n);
+    }
+    ws_ptx_section(b, "B position of this thread: p = p0 + tid%128 = n*T_out + t");
+    {
+        preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+        preg t64 = ws_ptx_reg(b, PTX_B64), item = ws_ptx_reg(b, PTX_B64);
+        s->pv = ws_ptx_reg(b, PTX_PRED);
+        s->ub = ws_ptx_reg(b, PTX_B64);
+        s->xn = ws_ptx_reg(b, PTX_B64);
+        s->kb = ws_ptx_reg(b, PTX_B32);
+        I("and.b32 %s, %s, %d", p.n, tid.n, BN - 1);
+        I("add.u32 %s, %s, %s", p.n, p.n, p0.n);
+        I("setp.lt.u32 %s, %s, %s", s->pv.n, p.n, s->npos.n);
+        I("div.u32 %s, %s, %s", n.n, p.n, s->tout32.n);
+        I("mul.lo.u32 %s, %s, %s", t.n, n.n, s->tout32.n);
+        I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
+        I("cvt.u64.u32 %s, %s", t64.n, t.n);
+        I("mul.lo.u64 %s, %s, %d", s->ub.n, t64.n, d->stride);
+        I("sub.s64 %s, %s, %d", s->ub.n, s->ub.n, d->pad_l);
+        ws_ptx_comment(b, "item n of x at x + n * C_in * T_in * %d bytes", s->xs);
+        I("mul.wide.u32 %s, %s, %s", item.n, n.n, s->tin32.n);
+        I("mul.lo.u64 %s, %s, %lld", item.n, item.n, (long long)d->c_in * s->xs);
+        I("add.u64 %s, %s, %s", s->xn.n, item.n, px.n);
+        I("shr.u32 %s, %s, 7", s->kb.n, tid.n);
+    }
+    alloc_raw(s);
+    preg acc[8][8], fa[8], fb[8];
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++)
+            acc[i][j] = ws_ptx_reg(b, PTX_F32);
+    for (int i = 0; i < 8; i++) {
+        fa[i] = ws_ptx_reg(b, PTX_F32);
+        fb[i] = ws_ptx_reg(b, PTX_F32);
+    }
+
+    ws_ptx_section(b, "prologue: r in [0, BK) into stage 0");
+    preg cur = ws_ptx_reg(b, PTX_B32), nxt = ws_ptx_reg(b, PTX_B32), r0 = ws_ptx_reg(b, PTX_B32);
+    preg kt = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, 0", cur.n);
+    I("mov.u32 %s, 0", r0.n);
+    I("mov.u32 %s, 1", kt.n);
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++)
+            I("mov.f32 %s, 0f00000000", acc[i][j].n);
+    emit_gload(s, r0);
+    emit_sstore(s, cur);
+    I("bar.sync 0");
+
+    ws_ptx_section(b, "main loop over the stages of r");
+    ws_ptx_comment(b, "%lld stages of %d", KT, BK);
+    plabel top = ws_ptx_label_new(b, "stage"), noload = ws_ptx_label_new(b, "noload");
+    plabel nostore = ws_ptx_label_new(b, "nostore");
+    preg more = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_label(b, top);
+    I("setp.lt.u32 %s, %s, %lld", more.n, kt.n, KT);
+    I("sub.u32 %s, %d, %s", nxt.n, STAGE, cur.n);
+    I("@!%s bra.uni %s", more.n, noload.n);
+    I("add.u32 %s, %s, %d", r0.n, r0.n, BK);
+    ws_ptx_comment(b, "the next stage's elements into registers");
+    emit_gload(s, r0);
+    ws_ptx_label(b, noload);
+    ws_ptx_comment(b, "multiply stage `cur`: %d steps of 64 fma", BK);
+    {
+        preg ra = ws_ptx_reg(b, PTX_B32), rb = ws_ptx_reg(b, PTX_B32), ti = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_comment(b, "As[kk][4*ty + 64g], Bs[kk][4*tx + 64h]: ty = tid/16, tx = tid%%16");
+        I("mov.u32 %s, %%tid.x", ti.n);
+        I("shr.u32 %s, %s, 4", ra.n, ti.n);
+        I("and.b32 %s, %s, 15", rb.n, ti.n);
+        I("mov.u32 %s, smem", ti.n);
+        I("add.u32 %s, %s, %s", ti.n, ti.n, cur.n);
+        I("mad.lo.u32 %s, %s, 16, %s", ra.n, ra.n, ti.n);
+        I("mad.lo.u32 %s, %s, 16, %s", rb.n, rb.n, ti.n);
+        for (int kk = 0; kk < BK; kk++) {
+            for (int g = 0; g < 2; g++)
+                I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", fa[4 * g].n, fa[4 * g + 1].n,
+                  fa[4 * g + 2].n, fa[4 * g + 3].n, ra.n, (kk * AS + g * 4 * TY) * 4);
+            for (int h = 0; h < 2; h++)
+                I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", fb[4 * h].n, fb[4 * h + 1].n,
+                  fb[4 * h + 2].n, fb[4 * h + 3].n, rb.n, A_BYTES + (kk * BN + h * 4 * TX) * 4);
+            for (int i = 0; i < 8; i++)
+                for (int j = 0; j < 8; j++)
+                    I("fma.rn.f32 %s, %s, %s, %s", acc[i][j].n, fa[i].n, fb[j].n, acc[i][j].n);
+        }
+    }
+    I("@!%s bra.uni %s", more.n, nostore.n);
+    emit_sstore(s, nxt);
+    I("mov.u32 %s, %s", cur.n, nxt.n);
+    ws_ptx_label(b, nostore);
+    I("bar.sync 0");
+    I("add.u32 %s, %s, 1", kt.n, kt.n);
+    I("@%s bra.uni %s", more.n, top.n);
+
+    ws_ptx_section(b, "epilogue: (o, p) of acc[i][j]: o = o0 + 64(i/4) + 4ty + i%4, p = p0 + 64(j/4) + 4tx + j%4");
+    preg pb = ws_ptx_reg(b, PTX_B64), pa = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64);
+    preg abs = ws_ptx_reg(b, PTX_B64), hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
+    I("ld.param.u64 %s, [p_b]", pb.n);
+    I("ld.param.u64 %s, [p_add]", pa.n);
+    I("ld.param.u64 %s, [p_y]", py.n);
+    I("ld.param.u64 %s, [p_add_bs]", abs.n);
+    I("setp.ne.u64 %s, %s, 0", hasb.n, pb.n);
+    I("setp.ne.u64 %s, %s, 0", hasa.n, pa.n);
+    I("cvta.to.global.u64 %s, %s", pb.n, pb.n);
+    I("cvta.to.global.u64 %s, %s", pa.n, pa.n);
+    I("cvta.to.global.u64 %s, %s", py.n, py.n);
+    preg etid = ws_ptx_reg(b, PTX_B32), ety = ws_ptx_reg(b, PTX_B32), etx = ws_ptx_reg(b, PTX_B32);
+    preg eo0 = ws_ptx_reg(b, PTX_B32), ep0 = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%tid.x", etid.n);
+    I("shr.u32 %s, %s, 4", ety.n, etid.n);
+    I("and.b32 %s, %s, 15", etx.n, etid.n);
+    I("mov.u32 %s, %%ctaid.y", eo0.n);
+    I("mad.lo.u32 %s, %s, %d, 0", eo0.n, eo0.n, BM);
+    I("mad.lo.u32 %s, %s, 4, %s", eo0.n, ety.n, eo0.n);
+    I("mov.u32 %s, %%ctaid.x", ep0.n);
+    I("mul.lo.u32 %s, %s, %d", ep0.n, ep0.n, BN);
+    I("mad.lo.u32 %s, %s, 4, %s", ep0.n, etx.n, ep0.n);
+    ws_ptx_comment(b, "rows: o_i, o_i < C_out, b[o_i] (0 without bias)");
+    preg oi[8], ook[8], bias[8];
+    for (int i = 0; i < 8; i++) {
+        preg ba = ws_ptx_reg(b, PTX_B64), lb = ws_ptx_reg(b, PTX_PRED);
+        oi[i] = ws_ptx_reg(b, PTX_B32);
+        ook[i] = ws_ptx_reg(b, PTX_PRED);
+        bias[i] = ws_ptx_reg(b, PTX_F32);
+        I("add.u32 %s, %s, %d", oi[i].n, eo0.n, (i / 4) * 4 * TY + i % 4);
+        I("setp.lt.u32 %s, %s, %d", ook[i].n, oi[i].n, d->c_out);
+        I("and.pred %s, %s, %s", lb.n, ook[i].n, hasb.n);
+        I("mul.wide.u32 %s, %s, 4", ba.n, oi[i].n);
+        I("add.u64 %s, %s, %s", ba.n, ba.n, pb.n);
+        I("mov.f32 %s, 0f00000000", bias[i].n);
+        I("@%s ld.global.nc.f32 %s, [%s]", lb.n, bias[i].n, ba.n);
+    }
+    for (int j = 0; j < 8; j++) {
+        ws_ptx_comment(b, "position p0 + %d + 4tx = n*T_out + t", (j / 4) * 4 * TX + j % 4);
+        preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+        preg pok = ws_ptx_reg(b, PTX_PRED), ybase = ws_ptx_reg(b, PTX_B64), abase = ws_ptx_reg(b, PTX_B64);
+        preg n64 = ws_ptx_reg(b, PTX_B64);
+        plabel pskip = ws_ptx_label_new(b, "pos");
+        I("add.u32 %s, %s, %d", p.n, ep0.n, (j / 4) * 4 * TX + j % 4);
+        I("setp.lt.u32 %s, %s, %s", pok.n, p.n, s->npos.n);
+        I("@!%s bra %s", pok.n, pskip.n);
+        I("div.u32 %s, %s, %s", n.n, p.n, s->tout32.n);
+        I("mul.lo.u32 %s, %s, %s", t.n, n.n, s->tout32.n);
+        I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
+        ws_ptx_comment(b, "item n: y + n*C_out*T_out*%d, add + n*add_bs*%d", s->ys, s->ys);
+        I("mul.wide.u32 %s, %s, %s", ybase.n, n.n, s->tout32.n);
+        I("mul.lo.u64 %s, %s, %lld", ybase.n, ybase.n, (long long)d->c_out * s->ys);
+        I("add.u64 %s, %s, %s", ybase.n, ybase.n, py.n);
+        I("cvt.u64.u32 %s, %s", n64.n, n.n);
+        I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, abs.n);
+        I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, s->ys, pa.n);
+        for (int i = 0; i < 8; i++) {
+            plabel skip = ws_ptx_label_new(b, "out"), noadd = ws_ptx_label_new(b, "noadd");
+            preg v = ws_ptx_reg(b, PTX_F32), off = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64);
+            I("@!%s bra %s", ook[i].n, skip.n);
+            if (d->y_layout == WS_NCL) {
+                preg t64 = ws_ptx_reg(b, PTX_B64);
+                I("cvt.u64.u32 %s, %s", t64.n, t.n);
+                I("mad.wide.u32 %s, %s, %s, %s", off.n, oi[i].n, s->tout32.n, t64.n);
+            } else {
+                preg o64 = ws_ptx_reg(b, PTX_B64);
+                I("cvt.u64.u32 %s, %s", o64.n, oi[i].n);
+                I("mad.wide.u32 %s, %s, %d, %s", off.n, t.n, d->c_out, o64.n);
+            }
+            I("add.f32 %s, %s, %s", v.n, acc[i][j].n, bias[i].n);
+            ws_ptx_act(b, v, d->act);
+            I("@!%s bra %s", hasa.n, noadd.n);
+            {
+                preg aa = ws_ptx_reg(b, PTX_B64), av = ws_ptx_reg(b, PTX_F32);
+                I("mad.lo.u64 %s, %s, %d, %s", aa.n, off.n, s->ys, abase.n);
+                ws_ptx_load(b, av, aa, d->y_type, 0);
+                I("add.f32 %s, %s, %s", v.n, v.n, av.n);
+            }
+            ws_ptx_label(b, noadd);
+            I("mad.lo.u64 %s, %s, %d, %s", ya.n, off.n, s->ys, ybase.n);
+            ws_ptx_store(b, ya, v, d->y_type);
+            ws_ptx_label(b, skip);
+        }
+        ws_ptx_label(b, pskip);
+    }
+    I("ret");
+}
+
+char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
+{
+    if (ws_conv_check(d, err))
+        return NULL;
+    char name[WS_GEMM_NAME_MAX];
+    ws_gemm_name(d, name);
+    if (!ws_gemm_fits(d)) {
+        ws_errf(err, "ws_gemm_emit(%s): not a dense forward descriptor the gemm kernel takes", name);
+        return NULL;
+    }
+    ptx_buf mod, kb;
+    ws_ptx_init(&mod);
+    ws_ptx_init(&kb);
+    ws_ptx_module_begin(&mod, cc_major, cc_minor,
+                     "whisper-stem conv engine: dense forward as an implicit GEMM (FFMA)");
+    gk s = { .b = &kb, .d = d, .R = (long long)d->c_in * d->k,
+             .xs = d->x_type == WS_F32 ? 4 : 2, .ys = d->y_type == WS_F32 ? 4 : 2 };
+    ws_ptx_comment(&kb, "y[o, n*T_out + t] = act(b[o] + sum_r W[o, r] X[r, n*T_out + t]) + add; r = j*K + k");
+    ws_ptx_comment(&kb, "C_in %d C_out %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s; "
+                     "tile %dx%d, BK %d, 8x8 per thread",
+                d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
+                d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
+                d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->pre),
+                act_name(d->act), BM, BN, BK);
+    emit_body(&s);
+    ws_ptx_kernel_end(&kb, &mod, name,
+                   "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n"
+                   "\t.param .u64 p_add,\n\t.param .u64 p_y,\n\t.param .u32 p_n,\n"
+                   "\t.param .u32 p_t_in,\n\t.param .u32 p_t_out,\n\t.param .u64 p_add_bs",
+                   NT, 0);
+    char why[160];
+    char *text = ws_ptx_take(&mod, why, sizeof why);
+    if (!text)
+        ws_errf(err, "ws_gemm_emit(%s): %s", name, why);
+    return text;
+}

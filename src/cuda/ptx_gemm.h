@@ -1,0 +1,65 @@
+/* ptx_gemm.h - the conv engine's implicit-GEMM forward kernel for dense convolutions
+ * (groups 1) on the GPU, as PTX text: tiled FFMA in float32, shared memory double-buffered.
+ *
+ * THE GEMM VIEW (R = C_in*K, P = N*T_out positions p = n*T_out + t):
+ *   y[o, p] = act( b[o] + sum_{r<R} W[o, r] * X[r, p] ) + add[n, o, t]
+ *   W[o, r] = w[o, j, k] (the plan's float32 [C_out][C_in][K]: row o, r = j*K + k, contiguous)
+ *   X[r, p] = pre(x[n, j, S*t + D*k - P_L]), zero outside [0, T_in)
+ * Each output's sum runs over r = 0, 1, .. R-1 in that order, one fma each: the direct
+ * kernel's products in its order (j then k); it skips the zero taps, and an fma with a zero
+ * product leaves a nonzero sum as it is, so the two agree bit for bit but for the sign of a
+ * zero sum (the tests allow float32 rounding all the same).
+ *
+ * TILING: a block of WS_GEMM_THREADS threads computes BM output channels x BN positions
+ * (o0 = ctaid.y*BM, p0 = ctaid.x*BN), walking r in steps of BK through two shared-memory
+ * stages (one barrier per step): the next step's A and B elements are loaded into
+ * registers while this step's are multiplied, then stored to the other stage.
+ *   A (W) stage As[BK][BM+4]: element e < 4 of thread tid is W[o0 + tid/8 + 32e, r0 + tid%8]
+ *     (a warp reads 4 rows x 8 consecutive r), stored transposed at As[tid%8][tid/8 + 32e].
+ *   B (X) stage Bs[BK][BN]: element e < 4 of thread tid is X[r0 + tid/128 + 2e, p0 + tid%128]
+ *     (a warp walks 32 consecutive positions: consecutive t of one row, coalesced in NCL
+ *     at stride 1); each thread's position (n, t) and x row base are computed once per
+ *     block; per element j = r / K, k = r - j*K (u32 by an immediate), u = S*t - P_L + D*k
+ *     (64-bit), valid when r < R, p < P and u < T_in (unsigned), loaded raw by a predicated
+ *     load and converted (+ pre) only when stored to shared memory, after the multiply.
+ *   Multiply: thread (tx = tid%16, ty = tid/16) owns rows (i/4)*64 + 4ty + i%4 and
+ *     positions (j/4)*64 + 4tx + j%4 (i, j < 8): 8x8 accumulators, 16-byte shared loads.
+ *   Epilogue per owned (o, p) inside the tile (o < C_out, p < P): + b[o] (p_b != 0), act,
+ *     + add (p_add != 0, read in y_type), stored in y_type and y_layout.
+ * Parameters: those of the direct forward kernel (ptx_direct.h): .u64 p_x, p_w, p_b, p_add,
+ * p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs. Grid (ceil(P / BN), ceil(C_out / BM)),
+ * block WS_GEMM_THREADS; ws_gemm_call_fits says which calls it takes (P < 2^31, grid y
+ * within 65535); the direct kernel takes the others.
+ *
+ * Tested by tests/test_gpu_conv.c: ptxas sm_80 / sm_90 with no spills on every module of
+ * its gemm table; a C model of the tile and thread mapping (every output produced once,
+ * every gather address x's formula) on every row; on a GPU each row against the CPU engine
+ * and against the direct kernels.
+ */
+#ifndef WS_CUDA_PTX_GEMM_H
+#define WS_CUDA_PTX_GEMM_H
+
+#include "common.h"
+#include "ws_conv.h"
+
+#define WS_GEMM_THREADS 256
+#define WS_GEMM_BM 128 /* output channels per block */
+#define WS_GEMM_BN 128 /* output positions (n, t) per block */
+#define WS_GEMM_BK 8   /* r = (j, k) per shared-memory stage */
+#define WS_GEMM_NAME_MAX 160
+
+/* 1 when the gemm kernel can run descriptor d (checked): FWD, groups 1 */
+int ws_gemm_fits(const ws_conv_desc *d);
+
+/* 1 when a call of n items with t_out outputs fits the kernel's grid and 32-bit position
+ * arithmetic */
+int ws_gemm_call_fits(const ws_conv_desc *d, int n, int t_out);
+
+/* The module's (and kernel's) name: "ws_gemm_fwd_" and the fields that shape the code. */
+void ws_gemm_name(const ws_conv_desc *d, char name[WS_GEMM_NAME_MAX]);
+
+/* The PTX module for a descriptor ws_gemm_fits, for a compute capability (8.0 or later).
+ * malloc'd text, or NULL with err. */
+char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err);
+
+#endif
