@@ -26,6 +26,7 @@
 #include "output.h"
 #include "ptx_direct.h"
 #include "ptx_dw.h"
+#include "ptx_gemm.h"
 
 struct ws_gpu {
     ws_cu cu;
@@ -52,6 +53,10 @@ struct ws_gpu_conv {
     wscu_function dwfn[2]; /* FWD: [0] the kernel; BWD: [0] _bwd, [1] _fin */
     int dw_v;              /* the vector width, 0: no depthwise kernels */
     int force_direct;      /* ws_gpu_conv_force_direct */
+    /* dense FWD descriptors (ptx_gemm.h): the implicit-GEMM kernel's own module, used by
+     * every call that gemm_call_fits admits; the direct kernel takes the others */
+    wscu_module gemmmod;
+    wscu_function gemmfn;  /* 0: no gemm kernel */
     wscu_devptr part;      /* BWD: float32 partials of dw, db, grown as calls need */
     size_t part_bytes;
 };
@@ -176,6 +181,8 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
         cu->ModuleUnload(c->mod);
     if (c->dwmod)
         cu->ModuleUnload(c->dwmod);
+    if (c->gemmmod)
+        cu->ModuleUnload(c->gemmmod);
     free(c);
 }
 
@@ -234,6 +241,16 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
             CU_TRY(cu, ModuleGetFunction(&c->dwfn[e], c->dwmod, dwname), err);
         }
         c->dw_v = ws_dw_vec(d);
+    }
+    if (ws_gemm_fits(d)) {
+        char gname[WS_GEMM_NAME_MAX];
+        free(ptx);
+        if (!(ptx = ws_gemm_emit(d, g->cc_major, g->cc_minor, err)))
+            goto fail;
+        ws_gemm_name(d, gname);
+        if (ws_cu_load_module(cu, ptx, gname, &c->gemmmod, NULL, 0, err))
+            goto fail;
+        CU_TRY(cu, ModuleGetFunction(&c->gemmfn, c->gemmmod, gname), err);
     }
     for (size_t i = 0; i < nw; i++)
         wf[i] = ws_ld(w, d->w_type, i);
@@ -424,6 +441,34 @@ cleanup:
     return -1;
 }
 
+/* a call the gemm kernel takes (ptx_gemm.h: FWD, groups 1, positions and grid in range) */
+static int gemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
+{
+    return c->gemmfn && !c->force_direct && ws_gemm_call_fits(&c->d, a->n, t_out);
+}
+
+/* the gemm kernel for a call gemm_call_fits admits, enqueued: 0, or -1 err */
+static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    ws_gpu *g = c->g;
+    ws_cu *cu = &g->cu;
+    const unsigned long long npos = (unsigned long long)a->n * (unsigned long long)t_out;
+    const unsigned gx = (unsigned)((npos + WS_GEMM_BN - 1) / WS_GEMM_BN);
+    const unsigned gy = (unsigned)(((unsigned long long)d->c_out + WS_GEMM_BM - 1) / WS_GEMM_BM);
+    uint64_t px = (uint64_t)(uintptr_t)a->x, pw = c->w, pb = c->b;
+    uint64_t pa = (uint64_t)(uintptr_t)a->add, py = (uint64_t)(uintptr_t)a->y;
+    uint32_t n = (uint32_t)a->n, t_in = (uint32_t)a->t_in, to = (uint32_t)t_out;
+    uint64_t abs = a->add ? (uint64_t)a->add_batch_stride : 0;
+    void *args[] = { &px, &pw, &pb, &pa, &py, &n, &t_in, &to, &abs };
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    CU_TRY(cu, LaunchKernel(c->gemmfn, gx, gy, 1, WS_GEMM_THREADS, 1, 1, 0, g->stream, args, NULL),
+           err);
+    return 0;
+cleanup:
+    return -1;
+}
+
 void ws_gpu_conv_force_direct(ws_gpu_conv *c, int on)
 {
     if (c)
@@ -435,7 +480,7 @@ int ws_gpu_conv_kernel(const ws_gpu_conv *c, const ws_conv_args *a)
     int t_out = 0;
     if (!c || check_call(c, a, "ws_gpu_conv_kernel", &t_out, NULL))
         return -1;
-    return dw_call_fits(c, a, t_out) ? 1 : 0;
+    return dw_call_fits(c, a, t_out) ? 1 : gemm_call_fits(c, a, t_out) ? 2 : 0;
 }
 
 /* enqueues a checked call on the plan's stream */
@@ -447,6 +492,8 @@ static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
         if (rc <= 0)
             return rc;
     }
+    if (gemm_call_fits(c, a, t_out))
+        return launch_gemm(c, a, t_out, err);
     if (d->op == WS_CONV_BWD)
         return launch_bwd(c, a, t_out, err);
     const unsigned long long total = (unsigned long long)a->n * (unsigned long long)d->c_out *
@@ -564,6 +611,17 @@ int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const ch
         ws_dw_name(d, dwname);
         const int rc = write_ptx(dir, dwname, dw, err);
         free(dw);
+        if (rc)
+            return -1;
+    }
+    if (ws_gemm_fits(d)) { /* the gemm module beside the direct one */
+        char *gm = ws_gemm_emit(d, cc_major, cc_minor, err);
+        char gname[WS_GEMM_NAME_MAX];
+        if (!gm)
+            return -1;
+        ws_gemm_name(d, gname);
+        const int rc = write_ptx(dir, gname, gm, err);
+        free(gm);
         if (rc)
             return -1;
     }

@@ -13,11 +13,12 @@ int ws_gpu_conv_bench(ws_gpu_conv *c, const ws_conv_args *a, int warmup, int ite
                       double *median_us, double *min_us, ws_err *err);
 
 /* on: every call of c goes to the direct kernels (ptx_direct.h), also those the depthwise
- * kernels (ptx_dw.h) would take; off (the default): they take what they can. */
+ * kernels (ptx_dw.h) or the gemm kernel (ptx_gemm.h) would take; off (the default): they
+ * take what they can. */
 void ws_gpu_conv_force_direct(ws_gpu_conv *c, int on);
 
-/* which kernels a call of c would run: 1 the depthwise ones, 0 the direct ones, -1 a call
- * ws_gpu_conv_run would refuse */
+/* which kernels a call of c would run: 1 the depthwise ones, 2 the gemm one, 0 the direct
+ * ones, -1 a call ws_gpu_conv_run would refuse */
 int ws_gpu_conv_kernel(const ws_gpu_conv *c, const ws_conv_args *a);
 
 #endif
