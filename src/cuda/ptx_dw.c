@@ -548,6 +548,55 @@ static void load_span(dw *s, vec *q, int qlo, int qhi, ws_dtype t, preg j, preg 
     }
 }
 
+/* load_span for a warp whose lanes hold consecutive vectors j of one row: vector 0 loaded,
+ * vectors -1 and +1 from the neighbour lanes (shfl.sync up / down by one), loaded only by
+ * lane 0 / lane 31; others loaded. Every lane of the warp must run this. */
+static void load_span_shfl(dw *s, vec *q, int qlo, int qhi, ws_dtype t, preg j, preg lim,
+                           preg row)
+{
+    ptx_buf *b = s->b;
+    const int es = t == WS_F32 ? 4 : 2;
+    preg p = ws_ptx_reg(b, PTX_PRED), a = ws_ptx_reg(b, PTX_B64), u = ws_ptx_reg(b, PTX_B64);
+    preg lane = ws_ptx_reg(b, PTX_B32), edge = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_ins(b, "mov.u32 %s, %%laneid", lane.n);
+    const int c0 = -qlo; /* index of vector 0 */
+    /* vector 0 first: the neighbours shuffle it */
+    int order[16], n = 0;
+    order[n++] = c0;
+    for (int i = 0; i <= qhi - qlo; i++)
+        if (i != c0)
+            order[n++] = i;
+    for (int o = 0; o < n; o++) {
+        const int i = order[o], qq = qlo + i;
+        q[i] = vec_new(b, t, s->V);
+        ws_ptx_ins(b, "add.s64 %s, %s, %d", u.n, j.n, qq);
+        ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", u.n, u.n, s->V);
+        ws_ptx_ins(b, "setp.lt.u64 %s, %s, %s", p.n, u.n, lim.n);
+        ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", a.n, u.n, es, row.n);
+        if (qq == -1 || qq == 1) {
+            ws_ptx_comment(b, "vector %+d: lane %s's vector 0, or loaded at the warp's edge", qq,
+                           qq < 0 ? "- 1" : "+ 1");
+            for (int r = 0; r < q[i].nr; r++)
+                ws_ptx_ins(b, "shfl.sync.%s.b32 %s, %s, 1, %d, -1", qq < 0 ? "up" : "down",
+                           q[i].r[r].n, q[c0].r[r].n, qq < 0 ? 0 : 31);
+            ws_ptx_ins(b, "setp.eq.u32 %s, %s, %d", edge.n, lane.n, qq < 0 ? 0 : 31);
+            for (int r = 0; r < q[i].nr; r++)
+                ws_ptx_ins(b, "@%s mov.b32 %s, 0", edge.n, q[i].r[r].n);
+            ws_ptx_ins(b, "and.pred %s, %s, %s", p.n, p.n, edge.n);
+            char list[160];
+            vec_list(&q[i], list, sizeof list);
+            if (q[i].nr == 1)
+                ws_ptx_ins(b, "@%s ld.global.nc.%s %s, [%s]", p.n, t == WS_F32 ? "f32" : "b32",
+                           q[i].r[0].n, a.n);
+            else
+                ws_ptx_ins(b, "@%s ld.global.nc.v%d.%s %s, [%s]", p.n, q[i].nr,
+                           t == WS_F32 ? "f32" : "b32", list, a.n);
+        } else {
+            vec_load(b, &q[i], a, p);
+        }
+    }
+}
+
 /* NCL forward: a thread computes V consecutive times of one row (ptx_dw.h) */
 static void emit_fwd_ncl(dw *s)
 {
@@ -558,12 +607,18 @@ static void emit_fwd_ncl(dw *s)
     const int xs = d->x_type == WS_F32 ? 4 : 2, ys = d->y_type == WS_F32 ? 4 : 2;
     fwd_params f = fwd_param_load(s);
 
-    ws_ptx_section(b, "j = ctaid.x*WS_DW_THREADS + tid.x < nj = T_out / V (V | T_out), c = ctaid.y, n = ctaid.z");
-    preg nj = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_section(b, "j = ctaid.x*WS_DW_THREADS + tid.x, c = ctaid.y, n = ctaid.z; whole warps past nj = T_out / V leave, the rest stay for the shuffles (live: j < nj)");
+    preg nj = ws_ptx_reg(b, PTX_B64), w0 = ws_ptx_reg(b, PTX_B64), live = ws_ptx_reg(b, PTX_PRED);
     plabel done = ws_ptx_label_new(b, "done");
     ws_ptx_ins(b, "div.u64 %s, %s, %d", nj.n, s->tout.n, V);
-    preg j = thread_index(b, nj, done), n = ws_ptx_reg(b, PTX_B64), c = ws_ptx_reg(b, PTX_B64);
-    preg row = ws_ptx_reg(b, PTX_B64);
+    preg all = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mov.u64 %s, -1", all.n);
+    preg j = thread_index(b, all, done), n = ws_ptx_reg(b, PTX_B64), c = ws_ptx_reg(b, PTX_B64);
+    preg row = ws_ptx_reg(b, PTX_B64), gone = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_ins(b, "and.b64 %s, %s, -32", w0.n, j.n);
+    ws_ptx_ins(b, "setp.ge.u64 %s, %s, %s", gone.n, w0.n, nj.n);
+    ws_ptx_ins(b, "@%s bra %s", gone.n, done.n);
+    ws_ptx_ins(b, "setp.lt.u64 %s, %s, %s", live.n, j.n, nj.n);
     grid_yz(b, c, n);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", row.n, n.n, C, c.n);
 
@@ -580,15 +635,14 @@ static void emit_fwd_ncl(dw *s)
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, row.n, s->tin.n);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, xs, f.px.n);
     vec q[16];
-    load_span(s, q, qlo, qhi, d->x_type, j, s->tin, xrow);
+    load_span_shfl(s, q, qlo, qhi, d->x_type, j, s->tin, xrow);
     ncl_span sp = { .q = q, .qlo = qlo, .V = V, .P = s->P, .D = s->D };
 
-    ws_ptx_section(b, "y[t0 + m] = act(b + sum_k w[k] x[t0 + m - P + D*k]) + add, m < V");
+    ws_ptx_section(b, "y[t0 + m] = act(b + sum_k w[k] x[t0 + m - P + D*k]) + add, m < V (live lanes)");
     preg acc[8];
     fwd_sum(s, acc, x_of_ncl, &sp, w, 1, 0, bias, 0, f.hasb);
     preg t0 = ws_ptx_reg(b, PTX_B64), aa = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64);
-    preg yes = ws_ptx_reg(b, PTX_PRED);
-    ws_ptx_ins(b, "setp.eq.u64 %s, %s, %s", yes.n, j.n, j.n);
+    preg yes = live;
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", t0.n, j.n, V);
     ws_ptx_comment(b, "add element n*add_bs + c*T_out + t0");
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", aa.n, c.n, s->tout.n, t0.n);
