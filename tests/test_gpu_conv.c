@@ -1029,14 +1029,14 @@ Test(gpu_conv_ptx, gemm_module_is_deterministic_and_refuses_what_it_does_not_tak
  * (o, j, k)), that each shared cell a stage multiplies was stored for that stage, that every
  * output element is written exactly once at y's index of its (n, o, t), and that the sums
  * equal the CPU engine's within float32 rounding. */
-#define GM_BM WS_GEMM_BM
 #define GM_BN WS_GEMM_BN
 #define GM_BK WS_GEMM_BK
-#define GM_AS (GM_BM + 4)
 static void gemm_model_case(const gcase *c)
 {
     const ws_conv_desc d = desc_of(c);
     cr_assert(ws_gemm_fits(&d), "%s", c->name);
+    const int GM_BM = ws_gemm_bm(&d), GM_AS = GM_BM + 4, TM = GM_BM / 16;
+    cr_assert(GM_BM == (c->c_out <= WS_GEMM_BM_SMALL ? WS_GEMM_BM_SMALL : WS_GEMM_BM));
     const int t_out = ws_conv_out_len(&d, c->t_in);
     cr_assert(ws_gemm_call_fits(&d, c->n, t_out), "%s", c->name);
     const long long R = (long long)c->c_in * c->k, P = (long long)c->n * t_out, KT = (R + GM_BK - 1) / GM_BK;
@@ -1052,6 +1052,8 @@ static void gemm_model_case(const gcase *c)
     long long *Ast = malloc(sizeof(long long) * 2 * GM_BK * GM_AS), *Bst = malloc(sizeof(long long) * 2 * GM_BK * GM_BN);
     float *acc = malloc(sizeof(float) * WS_GEMM_THREADS * 64);
     cr_assert(y && ycpu && written && As && Bs && Ast && Bst && acc);
+    memset(Ast, 0xff, sizeof(long long) * 2 * GM_BK * GM_AS); /* -1: never stored */
+    memset(Bst, 0xff, sizeof(long long) * 2 * GM_BK * GM_BN);
     const long long gx = (P + GM_BN - 1) / GM_BN, gy = (C_out + GM_BM - 1) / GM_BM;
     for (long long by = 0; by < gy; by++)
         for (long long bx = 0; bx < gx; bx++) {
@@ -1062,7 +1064,7 @@ static void gemm_model_case(const gcase *c)
                 for (int tid = 0; tid < WS_GEMM_THREADS; tid++) {
                     const long long r0 = kt * GM_BK;
                     /* A: W[o0 + tid/8 + 32e][r0 + tid%8] -> As[tid%8][tid/8 + 32e] */
-                    for (int e = 0; e < 4; e++) {
+                    for (int e = 0; e < GM_BM / 32; e++) {
                         const long long o = o0 + tid / 8 + 32 * e, r = r0 + tid % 8;
                         float v = 0;
                         if (o < C_out && r < R) {
@@ -1112,7 +1114,7 @@ static void gemm_model_case(const gcase *c)
                 for (int tid = 0; tid < WS_GEMM_THREADS; tid++) {
                     const int ty = tid / 16, tx = tid % 16;
                     for (int kk = 0; kk < GM_BK; kk++)
-                        for (int i = 0; i < 8; i++)
+                        for (int i = 0; i < TM; i++)
                             for (int j = 0; j < 8; j++) {
                                 const int ac = st * GM_BK * GM_AS + kk * GM_AS + 4 * ty + 64 * (i / 4) + i % 4;
                                 const int bc = st * GM_BK * GM_BN + kk * GM_BN + 4 * tx + 64 * (j / 4) + j % 4;
@@ -1129,7 +1131,7 @@ static void gemm_model_case(const gcase *c)
                     if (p >= P)
                         continue;
                     const long long n = p / t_out, t = p - n * t_out;
-                    for (int i = 0; i < 8; i++) {
+                    for (int i = 0; i < TM; i++) {
                         const long long o = o0 + 4 * ty + 64 * (i / 4) + i % 4;
                         if (o >= C_out)
                             continue;

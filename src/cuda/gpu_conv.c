@@ -455,7 +455,8 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err 
     ws_cu *cu = &g->cu;
     const unsigned long long npos = (unsigned long long)a->n * (unsigned long long)t_out;
     const unsigned gx = (unsigned)((npos + WS_GEMM_BN - 1) / WS_GEMM_BN);
-    const unsigned gy = (unsigned)(((unsigned long long)d->c_out + WS_GEMM_BM - 1) / WS_GEMM_BM);
+    const unsigned long long bm = (unsigned long long)ws_gemm_bm(d);
+    const unsigned gy = (unsigned)(((unsigned long long)d->c_out + bm - 1) / bm);
     uint64_t px = (uint64_t)(uintptr_t)a->x, pw = c->w, pb = c->b;
     uint64_t pa = (uint64_t)(uintptr_t)a->add, py = (uint64_t)(uintptr_t)a->y;
     uint32_t n = (uint32_t)a->n, t_in = (uint32_t)a->t_in, to = (uint32_t)t_out;

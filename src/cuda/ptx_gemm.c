@@ -11,25 +11,21 @@
 #include "ptx_emit.h"
 #include "ptx_gemm.h"
 
-#define BM WS_GEMM_BM
 #define BN WS_GEMM_BN
 #define BK WS_GEMM_BK
 #define NT WS_GEMM_THREADS
 #define TX 16              /* threads along positions; BN / TX = 8 per thread */
-#define TY 16              /* threads along channels;  BM / TY = 8 per thread */
-#define AS (BM + 4)        /* As row stride in floats: the transposing stores hit 32 banks */
-#define A_BYTES (BK * AS * 4)
-#define B_BYTES (BK * BN * 4)
-#define STAGE (A_BYTES + B_BYTES)
-#define NA (BM * BK / NT)  /* A elements per thread per stage: 4, rows 32 apart */
+#define TY 16              /* threads along channels;  BM / TY = 8 or 4 per thread (TM) */
+#define NA_MAX (WS_GEMM_BM * BK / NT) /* A elements per thread per stage: BM/32, rows 32 apart */
 #define NB (BK * BN / NT)  /* B elements per thread per stage: 4, r 2 apart */
 #define A_ROWS (NT / BK)   /* 32 */
 #define B_RSTEP (NT / BN)  /* 2 */
 
 #define I(...) ws_ptx_ins(b, __VA_ARGS__)
 
-_Static_assert(NA == 4 && NB == 4 && TX * TY == NT && BM / TY == 8 && BN / TX == 8,
-               "the emitter below is written for 8x8 per thread and 4 + 4 loads per stage");
+_Static_assert(NA_MAX == 4 && NB == 4 && TX * TY == NT && WS_GEMM_BM / TY == 8 && BN / TX == 8 &&
+               WS_GEMM_BM_SMALL / TY == 4,
+               "the emitter below is written for 8x8 (4x8) per thread and 4 (2) + 4 loads per stage");
 
 static const char *type_name(ws_dtype t)
 {
@@ -57,6 +53,11 @@ int ws_gemm_fits(const ws_conv_desc *d)
     return 1;
 }
 
+int ws_gemm_bm(const ws_conv_desc *d)
+{
+    return d->c_out <= WS_GEMM_BM_SMALL ? WS_GEMM_BM_SMALL : WS_GEMM_BM;
+}
+
 int ws_gemm_call_fits(const ws_conv_desc *d, int n, int t_out)
 {
     if (!ws_gemm_fits(d) || n < 1 || t_out < 1)
@@ -64,7 +65,8 @@ int ws_gemm_call_fits(const ws_conv_desc *d, int n, int t_out)
     const long long P = (long long)n * t_out;
     if (P > INT_MAX - BN) /* positions in u32, p0 + BN without wrap */
         return 0;
-    if (((long long)d->c_out + BM - 1) / BM > 65535) /* grid y */
+    const int bm = ws_gemm_bm(d);
+    if (((long long)d->c_out + bm - 1) / bm > 65535) /* grid y */
         return 0;
     return 1;
 }
@@ -82,25 +84,28 @@ typedef struct {
     ptx_buf *b;
     const ws_conv_desc *d;
     long long R;      /* C_in * K */
+    int BM, TM, NA;   /* channels per block, per thread, A elements per thread per stage */
+    int AS, A_BYTES, STAGE; /* As row stride in floats (BM + 4: the transposing stores hit
+                               32 banks), bytes of As, bytes of a stage (As then Bs) */
     int xs, ys;       /* bytes per element of x, of y (and add) */
     /* per thread, fixed for the block */
     preg tin32, tin64, tout32, npos;
     preg wa;          /* &W[o0 + tid/8, 0] */
-    preg aok[NA];     /* row o0 + tid/8 + 32e < C_out */
+    preg aok[NA_MAX]; /* row o0 + tid/8 + 32e < C_out */
     preg ka;          /* tid % 8: A's r within the stage */
     preg kb;          /* tid / 128: B's first r within the stage */
     preg pv;          /* B's position p0 + tid%128 < P */
     preg ub;          /* (s64) S*t - P_L of B's position */
     preg xn;          /* &x[n, 0, 0] of B's position */
     /* raw loads in flight */
-    preg av[NA];      /* f32 */
+    preg av[NA_MAX];  /* f32 */
     preg bv[NB];      /* f32, or b16 (f16), or b32 holding the u16 (bf16) */
 } gk;
 
 /* registers for the raw B values of x_type */
 static void alloc_raw(gk *s)
 {
-    for (int e = 0; e < NA; e++)
+    for (int e = 0; e < s->NA; e++)
         s->av[e] = ws_ptx_reg(s->b, PTX_F32);
     for (int e = 0; e < NB; e++)
         s->bv[e] = ws_ptx_reg(s->b, s->d->x_type == WS_F32 ? PTX_F32 : s->d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
@@ -114,13 +119,13 @@ static void emit_gload(gk *s, preg r0)
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
     const long long R = s->R;
-    ws_ptx_comment(b, "A: W[o0 + tid/8 + 32e][r0 + tid%%8], e < 4");
+    ws_ptx_comment(b, "A: W[o0 + tid/8 + 32e][r0 + tid%%8], e < %d", s->NA);
     {
         preg r = ws_ptx_reg(b, PTX_B32), rok = ws_ptx_reg(b, PTX_PRED), ga = ws_ptx_reg(b, PTX_B64);
         I("add.u32 %s, %s, %s", r.n, r0.n, s->ka.n);
         I("setp.lt.u32 %s, %s, %lld", rok.n, r.n, R);
         I("mad.wide.u32 %s, %s, 4, %s", ga.n, r.n, s->wa.n);
-        for (int e = 0; e < NA; e++) {
+        for (int e = 0; e < s->NA; e++) {
             preg ok = ws_ptx_reg(b, PTX_PRED);
             I("and.pred %s, %s, %s", ok.n, rok.n, s->aok[e].n);
             if (e)
@@ -188,9 +193,9 @@ static void emit_sstore(gk *s, preg so)
     ws_ptx_comment(b, "As[tid%%8][tid/8 + 32e]");
     I("and.b32 %s, %s, %d", a.n, tid.n, BK - 1);
     I("shr.u32 %s, %s, 3", c.n, tid.n);
-    I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, AS, c.n);
+    I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, s->AS, c.n);
     I("mad.lo.u32 %s, %s, 4, %s", a.n, a.n, sb.n);
-    for (int e = 0; e < NA; e++)
+    for (int e = 0; e < s->NA; e++)
         I("st.shared.f32 [%s+%d], %s", a.n, e * A_ROWS * 4, s->av[e].n);
     ws_ptx_comment(b, "Bs[tid/128 + 2e][tid%%128] = pre(x)");
     preg q = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_B32);
@@ -212,7 +217,7 @@ static void emit_sstore(gk *s, preg so)
             I("mov.b32 %s, %s", v.n, t.n);
         }
         ws_ptx_act(b, v, d->pre); /* pre(0) = 0 for every act: the padding stays zero */
-        I("st.shared.f32 [%s+%d], %s", q.n, A_BYTES + e * B_RSTEP * BN * 4, v.n);
+        I("st.shared.f32 [%s+%d], %s", q.n, s->A_BYTES + e * B_RSTEP * BN * 4, v.n);
     }
 }
 
@@ -221,6 +226,7 @@ static void emit_body(gk *s)
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
     const long long R = s->R, KT = (R + BK - 1) / BK;
+    const int BM = s->BM, TM = s->TM, AS = s->AS, A_BYTES = s->A_BYTES, STAGE = s->STAGE;
 
     ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE);
     ws_ptx_section(b, "parameters");
@@ -254,7 +260,7 @@ static void emit_body(gk *s)
         I("and.b32 %s, %s, %d", s->ka.n, tid.n, BK - 1);
         I("shr.u32 %s, %s, 3", oa.n, tid.n);
         I("add.u32 %s, %s, %s", oa.n, oa.n, o0.n);
-        for (int e = 0; e < NA; e++) {
+        for (int e = 0; e < s->NA; e++) {
             preg t = ws_ptx_reg(b, PTX_B32);
             s->aok[e] = ws_ptx_reg(b, PTX_PRED);
             I("add.u32 %s, %s, %d", t.n, oa.n, e * A_ROWS);
@@ -289,7 +295,7 @@ static void emit_body(gk *s)
     }
     alloc_raw(s);
     preg acc[8][8], fa[8], fb[8];
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < TM; i++)
         for (int j = 0; j < 8; j++)
             acc[i][j] = ws_ptx_reg(b, PTX_F32);
     for (int i = 0; i < 8; i++) {
@@ -303,7 +309,7 @@ static void emit_body(gk *s)
     I("mov.u32 %s, 0", cur.n);
     I("mov.u32 %s, 0", r0.n);
     I("mov.u32 %s, 1", kt.n);
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < TM; i++)
         for (int j = 0; j < 8; j++)
             I("mov.f32 %s, 0f00000000", acc[i][j].n);
     emit_gload(s, r0);
@@ -323,7 +329,7 @@ static void emit_body(gk *s)
     ws_ptx_comment(b, "the next stage's elements into registers");
     emit_gload(s, r0);
     ws_ptx_label(b, noload);
-    ws_ptx_comment(b, "multiply stage `cur`: %d steps of 64 fma", BK);
+    ws_ptx_comment(b, "multiply stage `cur`: %d steps of %d fma", BK, TM * 8);
     {
         preg ra = ws_ptx_reg(b, PTX_B32), rb = ws_ptx_reg(b, PTX_B32), ti = ws_ptx_reg(b, PTX_B32);
         ws_ptx_comment(b, "As[kk][4*ty + 64g], Bs[kk][4*tx + 64h]: ty = tid/16, tx = tid%%16");
@@ -335,13 +341,13 @@ static void emit_body(gk *s)
         I("mad.lo.u32 %s, %s, 16, %s", ra.n, ra.n, ti.n);
         I("mad.lo.u32 %s, %s, 16, %s", rb.n, rb.n, ti.n);
         for (int kk = 0; kk < BK; kk++) {
-            for (int g = 0; g < 2; g++)
+            for (int g = 0; g < TM / 4; g++)
                 I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", fa[4 * g].n, fa[4 * g + 1].n,
                   fa[4 * g + 2].n, fa[4 * g + 3].n, ra.n, (kk * AS + g * 4 * TY) * 4);
             for (int h = 0; h < 2; h++)
                 I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", fb[4 * h].n, fb[4 * h + 1].n,
                   fb[4 * h + 2].n, fb[4 * h + 3].n, rb.n, A_BYTES + (kk * BN + h * 4 * TX) * 4);
-            for (int i = 0; i < 8; i++)
+            for (int i = 0; i < TM; i++)
                 for (int j = 0; j < 8; j++)
                     I("fma.rn.f32 %s, %s, %s, %s", acc[i][j].n, fa[i].n, fb[j].n, acc[i][j].n);
         }
@@ -379,7 +385,7 @@ static void emit_body(gk *s)
     I("mad.lo.u32 %s, %s, 4, %s", ep0.n, etx.n, ep0.n);
     ws_ptx_comment(b, "rows: o_i, o_i < C_out, b[o_i] (0 without bias)");
     preg oi[8], ook[8], bias[8];
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < TM; i++) {
         preg ba = ws_ptx_reg(b, PTX_B64), lb = ws_ptx_reg(b, PTX_PRED);
         oi[i] = ws_ptx_reg(b, PTX_B32);
         ook[i] = ws_ptx_reg(b, PTX_PRED);
@@ -411,7 +417,7 @@ static void emit_body(gk *s)
         I("cvt.u64.u32 %s, %s", n64.n, n.n);
         I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, abs.n);
         I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, s->ys, pa.n);
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < TM; i++) {
             plabel skip = ws_ptx_label_new(b, "out"), noadd = ws_ptx_label_new(b, "noadd");
             preg v = ws_ptx_reg(b, PTX_F32), off = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64);
             I("@!%s bra %s", ook[i].n, skip.n);
@@ -460,13 +466,19 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
                      "whisper-stem conv engine: dense forward as an implicit GEMM (FFMA)");
     gk s = { .b = &kb, .d = d, .R = (long long)d->c_in * d->k,
              .xs = d->x_type == WS_F32 ? 4 : 2, .ys = d->y_type == WS_F32 ? 4 : 2 };
+    s.BM = ws_gemm_bm(d);
+    s.TM = s.BM / TY;
+    s.NA = s.BM * BK / NT;
+    s.AS = s.BM + 4;
+    s.A_BYTES = BK * s.AS * 4;
+    s.STAGE = s.A_BYTES + BK * BN * 4;
     ws_ptx_comment(&kb, "y[o, n*T_out + t] = act(b[o] + sum_r W[o, r] X[r, n*T_out + t]) + add; r = j*K + k");
     ws_ptx_comment(&kb, "C_in %d C_out %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s; "
-                     "tile %dx%d, BK %d, 8x8 per thread",
+                     "tile %dx%d, BK %d, %dx8 per thread",
                 d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
                 d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
                 d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->pre),
-                act_name(d->act), BM, BN, BK);
+                act_name(d->act), s.BM, BN, BK, s.TM);
     emit_body(&s);
     ws_ptx_kernel_end(&kb, &mod, name,
                    "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n"

@@ -11,10 +11,11 @@
  * zero sum (the tests allow float32 rounding all the same).
  *
  * TILING: a block of WS_GEMM_THREADS threads computes BM output channels x BN positions
+ * (BM = WS_GEMM_BM, or WS_GEMM_BM_SMALL when C_out <= WS_GEMM_BM_SMALL: ws_gemm_bm)
  * (o0 = ctaid.y*BM, p0 = ctaid.x*BN), walking r in steps of BK through two shared-memory
  * stages (one barrier per step): the next step's A and B elements are loaded into
  * registers while this step's are multiplied, then stored to the other stage.
- *   A (W) stage As[BK][BM+4]: element e < 4 of thread tid is W[o0 + tid/8 + 32e, r0 + tid%8]
+ *   A (W) stage As[BK][BM+4]: element e < BM/32 of thread tid is W[o0 + tid/8 + 32e, r0 + tid%8]
  *     (a warp reads 4 rows x 8 consecutive r), stored transposed at As[tid%8][tid/8 + 32e].
  *   B (X) stage Bs[BK][BN]: element e < 4 of thread tid is X[r0 + tid/128 + 2e, p0 + tid%128]
  *     (a warp walks 32 consecutive positions: consecutive t of one row, coalesced in NCL
@@ -23,7 +24,8 @@
  *     (64-bit), valid when r < R, p < P and u < T_in (unsigned), loaded raw by a predicated
  *     load and converted (+ pre) only when stored to shared memory, after the multiply.
  *   Multiply: thread (tx = tid%16, ty = tid/16) owns rows (i/4)*64 + 4ty + i%4 and
- *     positions (j/4)*64 + 4tx + j%4 (i, j < 8): 8x8 accumulators, 16-byte shared loads.
+ *     positions (j/4)*64 + 4tx + j%4 (i < TM = BM/16, j < 8): TMx8 accumulators, 16-byte
+ *     shared loads.
  *   Epilogue per owned (o, p) inside the tile (o < C_out, p < P): + b[o] (p_b != 0), act,
  *     + add (p_add != 0, read in y_type), stored in y_type and y_layout.
  * Parameters: those of the direct forward kernel (ptx_direct.h): .u64 p_x, p_w, p_b, p_add,
@@ -44,12 +46,17 @@
 
 #define WS_GEMM_THREADS 256
 #define WS_GEMM_BM 128 /* output channels per block */
+#define WS_GEMM_BM_SMALL 64 /* ... when C_out is at most this: 4x8 per thread, 2 A loads */
 #define WS_GEMM_BN 128 /* output positions (n, t) per block */
 #define WS_GEMM_BK 8   /* r = (j, k) per shared-memory stage */
 #define WS_GEMM_NAME_MAX 160
 
 /* 1 when the gemm kernel can run descriptor d (checked): FWD, groups 1 */
 int ws_gemm_fits(const ws_conv_desc *d);
+
+/* BM of d's kernel: WS_GEMM_BM, or WS_GEMM_BM_SMALL for C_out <= WS_GEMM_BM_SMALL (H100,
+ * N4 C64 T131072 K3 D27: 924 us with 128, half the rows idle) */
+int ws_gemm_bm(const ws_conv_desc *d);
 
 /* 1 when a call of n items with t_out outputs fits the kernel's grid and 32-bit position
  * arithmetic */
