@@ -1064,8 +1064,8 @@ static void gemm_model_case(const gcase *c)
                 for (int tid = 0; tid < WS_GEMM_THREADS; tid++) {
                     const long long r0 = kt * GM_BK;
                     /* A: W[o0 + tid/8 + 32e][r0 + tid%8] -> As[tid%8][tid/8 + 32e] */
-                    for (int e = 0; e < GM_BM / 32; e++) {
-                        const long long o = o0 + tid / 8 + 32 * e, r = r0 + tid % 8;
+                    for (int e = 0; e < GM_BM * GM_BK / 256; e++) {
+                        const long long o = o0 + tid / GM_BK + 256 / GM_BK * e, r = r0 + tid % GM_BK;
                         float v = 0;
                         if (o < C_out && r < R) {
                             const long long wi = o * R + r; /* the kernel's &W[o][0] + 4r */
@@ -1073,7 +1073,7 @@ static void gemm_model_case(const gcase *c)
                             cr_assert_eq(wi, (o * C_in + j) * K + k, "%s: w index", c->name);
                             v = w[wi];
                         }
-                        const int cell = st * GM_BK * GM_AS + (tid % 8) * GM_AS + tid / 8 + 32 * e;
+                        const int cell = st * GM_BK * GM_AS + (tid % GM_BK) * GM_AS + tid / GM_BK + 256 / GM_BK * e;
                         As[cell] = v;
                         Ast[cell] = kt;
                     }
@@ -1082,7 +1082,7 @@ static void gemm_model_case(const gcase *c)
                     const unsigned pn = (unsigned)p / (unsigned)t_out, pt = (unsigned)p - pn * (unsigned)t_out;
                     const long long ub = (long long)pt * c->stride - c->pad_l;
                     const long long xn = (long long)pn * T_in * C_in;
-                    for (int e = 0; e < 4; e++) {
+                    for (int e = 0; e < GM_BK * GM_BN / 256; e++) {
                         const long long r = r0 + tid / 128 + 2 * e;
                         float v = 0;
                         if (r < R && p < P) {

@@ -14,18 +14,19 @@
 #define BN WS_GEMM_BN
 #define BK WS_GEMM_BK
 #define NT WS_GEMM_THREADS
+#define LOG2_BK (BK == 16 ? 4 : 3)
 #define TX 16              /* threads along positions; BN / TX = 8 per thread */
 #define TY 16              /* threads along channels;  BM / TY = 8 or 4 per thread (TM) */
-#define NA_MAX (WS_GEMM_BM * BK / NT) /* A elements per thread per stage: BM/32, rows 32 apart */
-#define NB (BK * BN / NT)  /* B elements per thread per stage: 4, r 2 apart */
-#define A_ROWS (NT / BK)   /* 32 */
+#define NA_MAX (WS_GEMM_BM * BK / NT) /* A elements per thread per stage: BM*BK/NT, A_ROWS apart */
+#define NB (BK * BN / NT)  /* B elements per thread per stage: BK/2, r 2 apart */
+#define A_ROWS (NT / BK)   /* 256/BK */
 #define B_RSTEP (NT / BN)  /* 2 */
 
 #define I(...) ws_ptx_ins(b, __VA_ARGS__)
 
-_Static_assert(NA_MAX == 4 && NB == 4 && TX * TY == NT && WS_GEMM_BM / TY == 8 && BN / TX == 8 &&
-               WS_GEMM_BM_SMALL / TY == 4,
-               "the emitter below is written for 8x8 (4x8) per thread and 4 (2) + 4 loads per stage");
+_Static_assert((BK == 8 || BK == 16) && NT == 256 && BN == 128 && TX * TY == NT &&
+               WS_GEMM_BM / TY == 8 && BN / TX == 8 && WS_GEMM_BM_SMALL / TY == 4,
+               "the emitter below is written for 8x8 (4x8) per thread, 256 threads, BK 8 or 16");
 
 static const char *type_name(ws_dtype t)
 {
@@ -90,9 +91,9 @@ typedef struct {
     int xs, ys;       /* bytes per element of x, of y (and add) */
     /* per thread, fixed for the block */
     preg tin32, tin64, tout32, npos;
-    preg wa;          /* &W[o0 + tid/8, 0] */
-    preg aok[NA_MAX]; /* row o0 + tid/8 + 32e < C_out */
-    preg ka;          /* tid % 8: A's r within the stage */
+    preg wa;          /* &W[o0 + tid/BK, 0] */
+    preg aok[NA_MAX]; /* row o0 + tid/BK + A_ROWS*e < C_out */
+    preg ka;          /* tid % BK: A's r within the stage */
     preg kb;          /* tid / 128: B's first r within the stage */
     preg pv;          /* B's position p0 + tid%128 < P */
     preg ub;          /* (s64) S*t - P_L of B's position */
@@ -111,7 +112,7 @@ static void alloc_raw(gk *s)
         s->bv[e] = ws_ptx_reg(s->b, s->d->x_type == WS_F32 ? PTX_F32 : s->d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
 }
 
-/* av[e] = W[o0 + tid/8 + 32e, r0 + tid%8], bv[e] = raw x of X[r0 + tid/128 + 2e, p0 + tid%128]
+/* av[e] = W[o0 + tid/BK + A_ROWS*e, r0 + tid%BK], bv[e] = raw x of X[r0 + tid/128 + 2e, p0 + tid%128]
  * (zero where out of range); no register is consumed here, so the loads are in flight
  * while the current stage is multiplied */
 static void emit_gload(gk *s, preg r0)
@@ -119,7 +120,7 @@ static void emit_gload(gk *s, preg r0)
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
     const long long R = s->R;
-    ws_ptx_comment(b, "A: W[o0 + tid/8 + 32e][r0 + tid%%8], e < %d", s->NA);
+    ws_ptx_comment(b, "A: W[o0 + tid/%d + %de][r0 + tid%%%d], e < %d", BK, A_ROWS, BK, s->NA);
     {
         preg r = ws_ptx_reg(b, PTX_B32), rok = ws_ptx_reg(b, PTX_PRED), ga = ws_ptx_reg(b, PTX_B64);
         I("add.u32 %s, %s, %s", r.n, r0.n, s->ka.n);
@@ -178,7 +179,7 @@ static void emit_gload(gk *s, preg r0)
     }
 }
 
-/* the raw loads into the stage at byte offset `so`: As[tid%8][tid/8 + 32e] = av[e];
+/* the raw loads into the stage at byte offset `so`: As[tid%BK][tid/BK + A_ROWS*e] = av[e];
  * Bs[tid/128 + 2e][tid%128] = pre(float(bv[e])); addresses from %tid.x (no register held
  * across the multiply) */
 static void emit_sstore(gk *s, preg so)
@@ -190,9 +191,9 @@ static void emit_sstore(gk *s, preg so)
     I("mov.u32 %s, %%tid.x", tid.n);
     I("mov.u32 %s, smem", sb.n);
     I("add.u32 %s, %s, %s", sb.n, sb.n, so.n);
-    ws_ptx_comment(b, "As[tid%%8][tid/8 + 32e]");
+    ws_ptx_comment(b, "As[tid%%%d][tid/%d + %de]", BK, BK, A_ROWS);
     I("and.b32 %s, %s, %d", a.n, tid.n, BK - 1);
-    I("shr.u32 %s, %s, 3", c.n, tid.n);
+    I("shr.u32 %s, %s, %d", c.n, tid.n, LOG2_BK);
     I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, s->AS, c.n);
     I("mad.lo.u32 %s, %s, 4, %s", a.n, a.n, sb.n);
     for (int e = 0; e < s->NA; e++)
@@ -258,7 +259,7 @@ static void emit_body(gk *s)
         s->ka = ws_ptx_reg(b, PTX_B32);
         s->wa = ws_ptx_reg(b, PTX_B64);
         I("and.b32 %s, %s, %d", s->ka.n, tid.n, BK - 1);
-        I("shr.u32 %s, %s, 3", oa.n, tid.n);
+        I("shr.u32 %s, %s, %d", oa.n, tid.n, LOG2_BK);
         I("add.u32 %s, %s, %s", oa.n, oa.n, o0.n);
         for (int e = 0; e < s->NA; e++) {
             preg t = ws_ptx_reg(b, PTX_B32);
@@ -266,7 +267,7 @@ static void emit_body(gk *s)
             I("add.u32 %s, %s, %d", t.n, oa.n, e * A_ROWS);
             I("setp.lt.u32 %s, %s, %d", s->aok[e].n, t.n, d->c_out);
         }
-        ws_ptx_comment(b, "W row o0 + tid/8: w + (o0 + tid/8) * R * 4 (R = %lld)", R);
+        ws_ptx_comment(b, "W row o0 + tid/%d: w + (o0 + tid/%d) * R * 4 (R = %lld)", BK, BK, R);
         I("cvt.u64.u32 %s, %s", oa64.n, oa.n);
         I("mad.lo.u64 %s, %s, %lld, %s", s->wa.n, oa64.n, R * 4, pw.n);
     }

@@ -15,9 +15,10 @@
  * (o0 = ctaid.y*BM, p0 = ctaid.x*BN), walking r in steps of BK through two shared-memory
  * stages (one barrier per step): the next step's A and B elements are loaded into
  * registers while this step's are multiplied, then stored to the other stage.
- *   A (W) stage As[BK][BM+4]: element e < BM/32 of thread tid is W[o0 + tid/8 + 32e, r0 + tid%8]
- *     (a warp reads 4 rows x 8 consecutive r), stored transposed at As[tid%8][tid/8 + 32e].
- *   B (X) stage Bs[BK][BN]: element e < 4 of thread tid is X[r0 + tid/128 + 2e, p0 + tid%128]
+ *   A (W) stage As[BK][BM+4]: element e < BM*BK/256 of thread tid is
+ *     W[o0 + tid/BK + (256/BK)e, r0 + tid%BK] (a warp reads 32/BK rows x BK consecutive r),
+ *     stored transposed at As[tid%BK][tid/BK + (256/BK)e].
+ *   B (X) stage Bs[BK][BN]: element e < BK/2 of thread tid is X[r0 + tid/128 + 2e, p0 + tid%128]
  *     (a warp walks 32 consecutive positions: consecutive t of one row, coalesced in NCL
  *     at stride 1); each thread's position (n, t) and x row base are computed once per
  *     block; per element j = r / K, k = r - j*K (u32 by an immediate), u = S*t - P_L + D*k
@@ -28,6 +29,13 @@
  *     shared loads.
  *   Epilogue per owned (o, p) inside the tile (o < C_out, p < P): + b[o] (p_b != 0), act,
  *     + add (p_add != 0, read in y_type), stored in y_type and y_layout.
+ * Registers (ptxas, no .maxnreg): 128 on sm_90 for the 128-row tile (two blocks per
+ * multiprocessor), 149 for K1 with add (one block), 80-90 for the 64-row tile; no spills.
+ * Speed (H100, fp32 storage, bench/conv_gpu.c; the direct kernel before): dilated K3 D9
+ * N256 C512 T32 350 us (3.3 ms), ResConv1D block 502 us, Jukebox N4 C64 T131072 D27
+ * 471 us, wav2vec2's 7 convs N8 11.4 ms, DAC C512->1024 K16 S8 3.61 ms: 27-37 TFLOP/s of
+ * FFMA. Not yet: x gathered along channels for NLC (each load is its own sector there),
+ * stores grouped through shared memory, 16-byte W loads, tensor cores.
  * Parameters: those of the direct forward kernel (ptx_direct.h): .u64 p_x, p_w, p_b, p_add,
  * p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs. Grid (ceil(P / BN), ceil(C_out / BM)),
  * block WS_GEMM_THREADS; ws_gemm_call_fits says which calls it takes (P < 2^31, grid y
@@ -46,9 +54,11 @@
 
 #define WS_GEMM_THREADS 256
 #define WS_GEMM_BM 128 /* output channels per block */
-#define WS_GEMM_BM_SMALL 64 /* ... when C_out is at most this: 4x8 per thread, 2 A loads */
+#define WS_GEMM_BM_SMALL 64 /* ... when C_out is at most this: 4x8 per thread */
 #define WS_GEMM_BN 128 /* output positions (n, t) per block */
-#define WS_GEMM_BK 8   /* r = (j, k) per shared-memory stage */
+/* r = (j, k) per shared-memory stage (H100 fp32, BK 8 -> 16: dilated K3 D9 N256 C512 T32
+ * 404 -> 350 us, wav2vec2's 7 convs N8 14.6 -> 11.4 ms, DAC 4.24 -> 3.61 ms) */
+#define WS_GEMM_BK 16
 #define WS_GEMM_NAME_MAX 160
 
 /* 1 when the gemm kernel can run descriptor d (checked): FWD, groups 1 */
