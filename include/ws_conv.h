@@ -147,6 +147,11 @@ WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-
  *   second kernel adds in a fixed order. A call takes them when its pointers are aligned
  *   to the vector (4 or 8 elements), add_batch_stride is a multiple of it, and for NCL
  *   T_in and T_out are too (N and C <= 65535); any other call of the plan goes direct.
+ * - Dense forward (groups = 1): an implicit GEMM, y[o, (n,t)] = sum over r = (j,k) of
+ *   w[o, r] * x[n, j, S*t + D*k - P_L], in tiles of 128 (or 64) output channels x 128
+ *   positions, r walked 16 at a time through shared memory, float32 fma per output in the
+ *   order r: the direct kernel's sums in its order (the same values). Calls over 2^31 - 129
+ *   positions or 65535 channel tiles go direct.
  * - Direct, every descriptor. FWD: one thread per output element, float32 fma in the
  *   order j then k. BWD: gz = dy * act'(z) (z = b + conv recomputed from x, w, b; one
  *   thread per y element) into a float32 scratch [N][C_out][T_out] that the plan owns and
@@ -193,8 +198,9 @@ WS_API void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
 
 /* Writes the PTX that a plan of d would load on a device of compute capability
  * cc_major.cc_minor to dir/<module name>.ptx: the direct module (FWD: the kernel's name;
- * BWD: one module holding the four backward entries) and, for a depthwise stride-1 d, the
- * depthwise module ("ws_dw_..."); needs no GPU. 0, or -1 with err. */
+ * BWD: one module holding the four backward entries) and, where d has them, the depthwise
+ * ("ws_dw_...") or the dense forward ("ws_gemm_...") module; needs no GPU. 0, or -1 with
+ * err. */
 WS_API int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,
                             ws_err *err);
 
