@@ -6,6 +6,8 @@
  *   ws_ptx_act       v = act(v)                        NONE, RELU, GELU (exact erf,
  *                                                      gelu_ptx.h), SILU
  *   ws_ptx_act_grad  g *= act'(z)                      the backward's gradient through act
+ * and the small pieces every kernel's prologue and name use (parameters, type and act
+ * names).
  *
  * The forms (pseudo-C; e = ex2.approx.ftz):
  *   RELU  max(v, 0);                 grad  z > 0 ? g : 0
@@ -28,6 +30,15 @@
 #define WS_LOG2E_HALF_NEG (-0.72134752044448170f) /* -log2(e) / 2 */
 #define WS_INV_SQRT_2PI 0.39894228040143268f
 #define WS_GELU_TINY_Z 0x1p-60f /* below, Phi(z) = 0.5 in float32 and gelu(z)/z loses bits */
+
+/* names in kernel names: "f32" / "f16" / "bf16"; "none" / "relu" / "gelu" / "silu" */
+const char *ws_ptx_type_name(ws_dtype t);
+const char *ws_ptx_act_name(ws_act a);
+
+/* r[i] = the .u64 parameter names[i], converted to a global address (cvta) */
+void ws_ptx_ptr_params(ptx_buf *b, preg *r, const char *const *names, int count);
+/* (u64) the .u32 parameter `name` */
+preg ws_ptx_u32_param(ptx_buf *b, const char *name);
 
 /* nc: through the read-only (non-coherent) path */
 void ws_ptx_load(ptx_buf *b, preg v, preg addr, ws_dtype t, int nc);

@@ -26,29 +26,13 @@ typedef struct {
     int split;          /* products by mul.rn then add.rn (BWD's z), not fma */
 } dk;
 
-static const char *type_name(ws_dtype t)
-{
-    return t == WS_F32 ? "f32" : t == WS_F16 ? "f16" : "bf16";
-}
-
-static const char *act_name(ws_act a)
-{
-    switch (a) {
-    case WS_ACT_NONE: return "none";
-    case WS_ACT_RELU: return "relu";
-    case WS_ACT_GELU: return "gelu";
-    case WS_ACT_SILU: return "silu";
-    }
-    return "?";
-}
-
 void ws_direct_name(const ws_conv_desc *d, char name[WS_DIRECT_NAME_MAX])
 {
     snprintf(name, WS_DIRECT_NAME_MAX, "ws_direct_%s_c%d_%d_g%d_k%d_s%d_d%d_p%d_%s_%s_%s_%s_%s_%s",
              d->op == WS_CONV_BWD ? "bwd" : "fwd", d->c_in, d->c_out, d->groups, d->k, d->stride,
              d->dilation, d->pad_l, d->x_layout == WS_NCL ? "ncl" : "nlc",
-             d->y_layout == WS_NCL ? "ncl" : "nlc", type_name(d->x_type), type_name(d->y_type),
-             act_name(d->pre), act_name(d->act));
+             d->y_layout == WS_NCL ? "ncl" : "nlc", ws_ptx_type_name(d->x_type), ws_ptx_type_name(d->y_type),
+             ws_ptx_act_name(d->pre), ws_ptx_act_name(d->act));
 }
 
 /* q = a / m; r = a - q*m  (u64; m a register or an immediate) */
@@ -264,26 +248,6 @@ float ws_direct_gelu_grad_model(float z)
     return fmaf(z, pdf, cdf);
 }
 
-/* loads the .u64 parameters names[] into fresh registers, converted to global addresses */
-static void emit_ptr_params(ptx_buf *b, preg *r, const char *const *names, int count)
-{
-    for (int i = 0; i < count; i++) {
-        r[i] = ws_ptx_reg(b, PTX_B64);
-        ws_ptx_ins(b, "ld.param.u64 %s, [%s]", r[i].n, names[i]);
-    }
-    for (int i = 0; i < count; i++)
-        ws_ptx_ins(b, "cvta.to.global.u64 %s, %s", r[i].n, r[i].n);
-}
-
-/* preg = (u64) .u32 parameter `name` */
-static preg emit_u32_param(ptx_buf *b, const char *name)
-{
-    preg r32 = ws_ptx_reg(b, PTX_B32), r = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ins(b, "ld.param.u32 %s, [%s]", r32.n, name);
-    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", r.n, r32.n);
-    return r;
-}
-
 /* i = ctaid.x * 256 + tid.x; if (i >= total) goto done  (total a register or immediate) */
 static preg emit_thread_index(ptx_buf *b, const char *total, plabel done)
 {
@@ -310,11 +274,11 @@ static void emit_gz(dk *s)
     ws_ptx_section(b, "parameters");
     static const char *const pn[] = { "p_x", "p_w", "p_b", "p_dy", "p_gz" };
     preg p[5];
-    emit_ptr_params(b, p, pn, 5);
+    ws_ptx_ptr_params(b, p, pn, 5);
     preg px = p[0], pw = p[1], pb = p[2], pdy = p[3], pgz = p[4];
-    preg nn = emit_u32_param(b, "p_n");
-    s->tin = emit_u32_param(b, "p_t_in");
-    preg tout = emit_u32_param(b, "p_t_out");
+    preg nn = ws_ptx_u32_param(b, "p_n");
+    s->tin = ws_ptx_u32_param(b, "p_t_in");
+    preg tout = ws_ptx_u32_param(b, "p_t_out");
 
     ws_ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < N * C_out * T_out (y's index)");
     preg total = ws_ptx_reg(b, PTX_B64);
@@ -405,11 +369,11 @@ static void emit_dx(dk *s)
     ws_ptx_section(b, "parameters");
     static const char *const pn[] = { "p_w", "p_gz", "p_dx" };
     preg p[3];
-    emit_ptr_params(b, p, pn, 3);
+    ws_ptx_ptr_params(b, p, pn, 3);
     preg pw = p[0], pgz = p[1], pdx = p[2];
-    preg nn = emit_u32_param(b, "p_n");
-    s->tin = emit_u32_param(b, "p_t_in");
-    preg tout = emit_u32_param(b, "p_t_out");
+    preg nn = ws_ptx_u32_param(b, "p_n");
+    s->tin = ws_ptx_u32_param(b, "p_t_in");
+    preg tout = ws_ptx_u32_param(b, "p_t_out");
 
     ws_ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < N * C_in * T_in (dx's index)");
     preg total = ws_ptx_reg(b, PTX_B64);
@@ -499,11 +463,11 @@ static void emit_dw(dk *s)
     ws_ptx_section(b, "parameters");
     static const char *const pn[] = { "p_x", "p_gz", "p_dw" };
     preg p[3];
-    emit_ptr_params(b, p, pn, 3);
+    ws_ptx_ptr_params(b, p, pn, 3);
     preg px = p[0], pgz = p[1], pdw = p[2];
     preg n32 = ws_ptx_reg(b, PTX_B32), t32 = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B64);
     ws_ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
-    s->tin = emit_u32_param(b, "p_t_in");
+    s->tin = ws_ptx_u32_param(b, "p_t_in");
     ws_ptx_ins(b, "ld.param.u32 %s, [p_t_out]", t32.n);
     ws_ptx_ins(b, "cvt.u64.u32 %s, %s", tout.n, t32.n);
 
@@ -589,7 +553,7 @@ static void emit_db(dk *s)
     ws_ptx_section(b, "parameters");
     static const char *const pn[] = { "p_gz", "p_db" };
     preg p[2];
-    emit_ptr_params(b, p, pn, 2);
+    ws_ptx_ptr_params(b, p, pn, 2);
     preg pgz = p[0], pdb = p[1];
     preg n32 = ws_ptx_reg(b, PTX_B32), t32 = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B64);
     ws_ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
@@ -672,8 +636,8 @@ static void emit_bwd_module(ptx_buf *mod, const ws_conv_desc *d, const dk *proto
         ws_ptx_comment(&kb, "%s", what[p]);
         ws_ptx_comment(&kb, "C_in %d C_out %d G %d K %d S %d D %d P_L %d; x %s %s, dy %s %s; act %s",
                     d->c_in, d->c_out, d->groups, d->k, d->stride, d->dilation, d->pad_l,
-                    d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
-                    d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->act));
+                    d->x_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->x_type),
+                    d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->act));
         body[p](&s);
         ws_ptx_kernel_end(&kb, mod, name, params[p], WS_DIRECT_THREADS, 0);
     }
@@ -701,9 +665,9 @@ char *ws_direct_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *
         ws_ptx_comment(&kb, "y[n,o,t] = act(b[o] + sum_j sum_k w[o,j,k] * pre(x[n, g*Cg+j, S*t + D*k - P_L])) + add");
         ws_ptx_comment(&kb, "C_in %d C_out %d G %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s",
                     d->c_in, d->c_out, d->groups, d->k, d->stride, d->dilation, d->pad_l,
-                    d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
-                    d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->pre),
-                    act_name(d->act));
+                    d->x_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->x_type),
+                    d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre),
+                    ws_ptx_act_name(d->act));
         emit_body(&s);
         ws_ptx_kernel_end(&kb, &mod, name,
                        "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n"

@@ -37,22 +37,6 @@ typedef struct {
     ws_dtype t;
 } vec;
 
-static const char *type_name(ws_dtype t)
-{
-    return t == WS_F32 ? "f32" : t == WS_F16 ? "f16" : "bf16";
-}
-
-static const char *act_name(ws_act a)
-{
-    switch (a) {
-    case WS_ACT_NONE: return "none";
-    case WS_ACT_RELU: return "relu";
-    case WS_ACT_GELU: return "gelu";
-    case WS_ACT_SILU: return "silu";
-    }
-    return "?";
-}
-
 int ws_dw_vec(const ws_conv_desc *d)
 {
     if (d->op == WS_CONV_BWD && d->x_layout == WS_NLC) /* four rings of registers */
@@ -79,8 +63,8 @@ void ws_dw_name(const ws_conv_desc *d, char name[WS_DW_NAME_MAX])
 {
     snprintf(name, WS_DW_NAME_MAX, "ws_dw_%s_c%d_k%d_d%d_p%d_%s_%s_%s_%s_%s",
              d->op == WS_CONV_BWD ? "bwd" : "fwd", d->c_in, d->k, d->dilation, d->pad_l,
-             d->x_layout == WS_NCL ? "ncl" : "nlc", type_name(d->x_type), type_name(d->y_type),
-             act_name(d->pre), act_name(d->act));
+             d->x_layout == WS_NCL ? "ncl" : "nlc", ws_ptx_type_name(d->x_type), ws_ptx_type_name(d->y_type),
+             ws_ptx_act_name(d->pre), ws_ptx_act_name(d->act));
 }
 
 void ws_dw_entry(const ws_conv_desc *d, int fin, char name[WS_DW_NAME_MAX])
@@ -215,24 +199,6 @@ static void vec_store(ptx_buf *b, preg addr, const preg *f, int V, ws_dtype t, p
 
 /* ---- small pieces ---- */
 
-static void ptr_params(ptx_buf *b, preg *r, const char *const *names, int count)
-{
-    for (int i = 0; i < count; i++) {
-        r[i] = ws_ptx_reg(b, PTX_B64);
-        ws_ptx_ins(b, "ld.param.u64 %s, [%s]", r[i].n, names[i]);
-    }
-    for (int i = 0; i < count; i++)
-        ws_ptx_ins(b, "cvta.to.global.u64 %s, %s", r[i].n, r[i].n);
-}
-
-static preg u32_param(ptx_buf *b, const char *name)
-{
-    preg r32 = ws_ptx_reg(b, PTX_B32), r = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ins(b, "ld.param.u32 %s, [%s]", r32.n, name);
-    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", r.n, r32.n);
-    return r;
-}
-
 /* i = ctaid.x * WS_DW_THREADS + tid.x; if (i >= total) goto done */
 static preg thread_index(ptx_buf *b, preg total, plabel done)
 {
@@ -281,6 +247,18 @@ static void load_f32s(ptx_buf *b, preg *f, int count, preg base, int stride_byte
     }
 }
 
+/* NCL: w[k] = w[c][k] (k < K) and bias[0] = hasb ? b[c] : 0 for channel c */
+static void channel_weights(ptx_buf *b, int K, preg c, preg pw, preg pb, preg hasb, preg *w,
+                            preg *bias)
+{
+    ws_ptx_section(b, "w[c][k], b[c]");
+    preg wa = ws_ptx_reg(b, PTX_B64), ba = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", wa.n, c.n, K * 4, pw.n);
+    load_f32s(b, w, K, wa, 4, NULL);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, c.n, pb.n);
+    load_f32s(b, bias, 1, ba, 4, &hasb);
+}
+
 /* p = (u64)(base + off) < lim, address a = start + (base + off) * step: one row's load */
 static void row_at(ptx_buf *b, preg p, preg a, preg base, long long off, preg lim, preg start,
                    long long step)
@@ -311,11 +289,11 @@ static fwd_params fwd_param_load(dw *s)
     static const char *const pn[] = { "p_x", "p_w", "p_b", "p_add", "p_y" };
     preg p[5];
     ws_ptx_section(b, "parameters");
-    ptr_params(b, p, pn, 5);
+    ws_ptx_ptr_params(b, p, pn, 5);
     f.px = p[0], f.pw = p[1], f.pb = p[2], f.pa = p[3], f.py = p[4];
-    f.n = u32_param(b, "p_n");
-    s->tin = u32_param(b, "p_t_in");
-    s->tout = u32_param(b, "p_t_out");
+    f.n = ws_ptx_u32_param(b, "p_n");
+    s->tin = ws_ptx_u32_param(b, "p_t_in");
+    s->tout = ws_ptx_u32_param(b, "p_t_out");
     f.abs = ws_ptx_reg(b, PTX_B64);
     ws_ptx_ins(b, "ld.param.u64 %s, [p_add_bs]", f.abs.n);
     f.hasb = ws_ptx_reg(b, PTX_PRED);
@@ -622,12 +600,8 @@ static void emit_fwd_ncl(dw *s)
     grid_yz(b, c, n);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", row.n, n.n, C, c.n);
 
-    ws_ptx_section(b, "w[c][k], b[c]");
-    preg wa = ws_ptx_reg(b, PTX_B64), ba = ws_ptx_reg(b, PTX_B64), w[WS_DW_MAX_K], bias[1];
-    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", wa.n, c.n, K * 4, f.pw.n);
-    load_f32s(b, w, K, wa, 4, NULL);
-    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, c.n, f.pb.n);
-    load_f32s(b, bias, 1, ba, 4, &f.hasb);
+    preg w[WS_DW_MAX_K], bias[1];
+    channel_weights(b, K, c, f.pw, f.pb, f.hasb, w, bias);
 
     const int qlo = floor_div(-s->P, V), qhi = floor_div(V - 1 - s->P + s->H, V);
     ws_ptx_section(b, "x vectors j + qlo .. j + qhi of row (n, c)");
@@ -670,12 +644,12 @@ static bwd_params bwd_param_load(dw *s)
     static const char *const pn[] = { "p_x", "p_w", "p_b", "p_dy", "p_dx", "p_part" };
     preg p[6];
     ws_ptx_section(b, "parameters");
-    ptr_params(b, p, pn, 6);
+    ws_ptx_ptr_params(b, p, pn, 6);
     f.px = p[0], f.pw = p[1], f.pb = p[2], f.pdy = p[3], f.pdx = p[4], f.ppart = p[5];
-    f.n = u32_param(b, "p_n");
-    s->tin = u32_param(b, "p_t_in");
-    s->tout = u32_param(b, "p_t_out");
-    f.nch = u32_param(b, "p_nch");
+    f.n = ws_ptx_u32_param(b, "p_n");
+    s->tin = ws_ptx_u32_param(b, "p_t_in");
+    s->tout = ws_ptx_u32_param(b, "p_t_out");
+    f.nch = ws_ptx_u32_param(b, "p_nch");
     preg *flag[] = { &f.hasb, &f.hasdx, &f.haspart };
     static const char *const fn[] = { "p_b", "p_dx", "p_part" };
     preg raw = ws_ptx_reg(b, PTX_B64);
@@ -925,12 +899,8 @@ static void emit_bwd_ncl(dw *s)
     grid_yz(b, c, n);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", row.n, n.n, C, c.n);
 
-    ws_ptx_section(b, "w[c][k], b[c]");
-    preg wa = ws_ptx_reg(b, PTX_B64), ba = ws_ptx_reg(b, PTX_B64), w[WS_DW_MAX_K], bias[1];
-    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", wa.n, c.n, K * 4, f.pw.n);
-    load_f32s(b, w, K, wa, 4, NULL);
-    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, c.n, f.pb.n);
-    load_f32s(b, bias, 1, ba, 4, &f.hasb);
+    preg w[WS_DW_MAX_K], bias[1];
+    channel_weights(b, K, c, f.pw, f.pb, f.hasb, w, bias);
 
     /* gz at offsets glo .. ghi from t0 serves dx (u + P - D*k) and dw, db (0 .. V-1) */
     const int glo = P - H < 0 ? P - H : 0, ghi = V - 1 + P > V - 1 ? V - 1 + P : V - 1;
@@ -1020,8 +990,8 @@ static void emit_fin(dw *s)
     ws_ptx_section(b, "parameters");
     static const char *const pn[] = { "p_part", "p_dw", "p_db" };
     preg p[3];
-    ptr_params(b, p, pn, 3);
-    preg np = u32_param(b, "p_np");
+    ws_ptx_ptr_params(b, p, pn, 3);
+    preg np = ws_ptx_u32_param(b, "p_np");
     preg hasdw = ws_ptx_reg(b, PTX_PRED), hasdb = ws_ptx_reg(b, PTX_PRED), raw = ws_ptx_reg(b, PTX_B64);
     ws_ptx_ins(b, "ld.param.u64 %s, [p_dw]", raw.n);
     ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasdw.n, raw.n);
@@ -1121,7 +1091,7 @@ char *ws_dw_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
     s.b = &kb;
     ws_ptx_comment(&kb, "C %d K %d D %d P_L %d P_R %d, %s, x %s, y %s, pre %s, act %s; V %d R %d U %d L %d",
                 d->c_in, d->k, d->dilation, d->pad_l, d->pad_r, ncl ? "NCL" : "NLC",
-                type_name(d->x_type), type_name(d->y_type), act_name(d->pre), act_name(d->act), s.V,
+                ws_ptx_type_name(d->x_type), ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre), ws_ptx_act_name(d->act), s.V,
                 s.R, s.U, s.L);
     if (!bwd) {
         if (ncl)
