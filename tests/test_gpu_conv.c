@@ -1182,3 +1182,165 @@ Test(gpu_conv, gemm_matches_the_cpu_engine_and_the_direct_kernel, .timeout = 300
         run_case(g, &gcases_gemm[i], 2);
     ws_gpu_close(g);
 }
+
+/* --- the gemm kernel on tensor cores (ptx_gemm.h, TENSOR CORES) ------------------- */
+
+static const ws_math mma_maths[] = {WS_MATH_BF16, WS_MATH_F16};
+
+Test(gpu_conv_ptx, every_mma_gemm_module_assembles_without_spills, .timeout = 300)
+{
+    const char *ptxas = getenv("WS_PTXAS");
+    if (!ptxas || !*ptxas)
+        cr_skip_test("ptxas not found (WS_PTXAS empty): emitted PTX not assembled");
+    if (!WS_GEMM_MMA)
+        cr_skip_test("the tensor-core gemm kernel is off (WS_GEMM_MMA 0)");
+    const char *dir = test_tmpdir();
+    const int ccs[][2] = {{9, 0}, {8, 0}};
+    int lo = 1 << 30, hi = 0;
+    for (int c = 0; c < 2; c++) {
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%s/mma%d", dir, ccs[c][0] * 10 + ccs[c][1]);
+        cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
+        for (int m = 0; m < 2; m++)
+            for (int i = 0; i < N_GCASES; i++) {
+                const gcase *gc = &gcases_gemm[i];
+                ws_conv_desc d = desc_of(gc);
+                d.math = mma_maths[m];
+                cr_assert(ws_gemm_mma(&d), "%s: no mma kernel", gc->name);
+                ws_err e = {""};
+                char name[WS_GEMM_NAME_MAX], path[2048];
+                cr_assert_eq(ws_conv_dump_ptx(&d, ccs[c][0], ccs[c][1], sub, &e), 0, "%s: %s", gc->name, e.msg);
+                ws_gemm_name(&d, name);
+                cr_assert(strstr(name, m ? "_mma_f16_" : "_mma_bf16_"), "%s", name);
+                snprintf(path, sizeof path, "%s/%s.ptx", sub, name);
+                const int regs = assemble(ptxas, path, ccs[c][0] * 10 + ccs[c][1], gc->name, 1);
+                lo = regs < lo ? regs : lo;
+                hi = regs > hi ? regs : hi;
+                if (verbose())
+                    fprintf(stderr, "gpu_conv_ptx mma %s %-36s sm_%d%d: %d registers\n", m ? "f16" : "bf16",
+                            gc->name, ccs[c][0], ccs[c][1], regs);
+            }
+    }
+    if (verbose())
+        fprintf(stderr, "gpu_conv_ptx mma gemm: %d to %d registers\n", lo, hi);
+}
+
+Test(gpu_conv_ptx, mma_module_is_deterministic_and_only_for_bf16_f16_math)
+{
+    ws_conv_desc d = desc_of(&gcases_gemm[0]);
+    ws_err e = {""};
+    cr_assert(!ws_gemm_mma(&d), "f32 math on tensor cores");
+    d.math = WS_MATH_TF32;
+    cr_assert(!ws_gemm_mma(&d), "tf32 math on the bf16/f16 kernel");
+    char *f = ws_gemm_emit(&d, 9, 0, &e);
+    cr_assert(f && !strstr(f, "mma.sync"), "tf32: %s", e.msg);
+    free(f);
+    if (!WS_GEMM_MMA)
+        return;
+    for (int m = 0; m < 2; m++) {
+        d.math = mma_maths[m];
+        cr_assert(ws_gemm_mma(&d));
+        char *a = ws_gemm_emit(&d, 9, 0, &e), *b = ws_gemm_emit(&d, 8, 0, &e), *c = ws_gemm_emit(&d, 9, 0, &e);
+        cr_assert(a && b && c, "%s", e.msg);
+        cr_assert_str_eq(a, c);
+        char name[WS_GEMM_NAME_MAX], entry[WS_GEMM_NAME_MAX + 32], ins[64];
+        ws_gemm_name(&d, name);
+        snprintf(entry, sizeof entry, ".visible .entry %s(", name);
+        cr_assert(strstr(a, entry), "no entry %s", name);
+        snprintf(ins, sizeof ins, "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32", m ? "f16" : "bf16",
+                 m ? "f16" : "bf16");
+        cr_assert(strstr(a, ins) && strstr(b, ins), "no %s", ins);
+        cr_assert(!strstr(a, "atom."), "an atomic in the mma gemm kernel");
+        free(a), free(b), free(c);
+    }
+}
+
+/* a gemm row with math `math` on the GPU against the CPU engine (float32 products): no NaN,
+ * rel L2 <= 1e-2 (the contract's bound for f16 / bf16 math; float32 storage with bf16 math
+ * is the hardest), two runs the same bits, the gemm kernel taken */
+static double run_mma_case(ws_gpu *g, const gcase *c, ws_math math)
+{
+    ws_conv_desc d = desc_of(c);
+    d.math = math;
+    ws_err e = {""};
+    const int t_out = ws_conv_out_len(&d, c->t_in);
+    const size_t nx = (size_t)c->n * c->c_in * c->t_in, per = (size_t)c->c_out * t_out;
+    const size_t ny = per * c->n, nw = (size_t)c->c_out * c->c_in * c->k;
+    ws_rng r = {0x3a3a0000u + (uint64_t)c->n * 131 + (uint64_t)c->c_in * 7 + (uint64_t)c->k};
+    void *x = random_buf(nx, c->xt, &r), *w = random_buf(nw, c->wt, &r);
+    float *b = c->bias ? random_buf((size_t)c->c_out, WS_F32, &r) : NULL;
+    size_t nadd = c->add == ADD_BROADCAST ? per : c->add == ADD_PER_ITEM ? ny : 0;
+    void *add = nadd ? random_buf(nadd, c->yt, &r) : NULL;
+    long long abs = c->add == ADD_PER_ITEM ? (long long)per : 0;
+    if (c->add == ADD_INPUT) {
+        add = x;
+        abs = (long long)per;
+    }
+    const size_t ybytes = ny * tsize(c->yt);
+    void *ycpu = malloc(ybytes), *ygpu = malloc(ybytes), *ygpu2 = malloc(ybytes), *poison = malloc(ybytes);
+    cr_assert(ycpu && ygpu && ygpu2 && poison);
+    memset(poison, 0xff, ybytes);
+
+    ws_conv *cpu = ws_conv_new(&d, w, b, 1, &e);
+    cr_assert_not_null(cpu, "%s: %s", c->name, e.msg);
+    ws_conv_args ac = {.n = c->n, .t_in = c->t_in, .x = x, .add = add, .add_batch_stride = abs, .y = ycpu};
+    cr_assert_eq(ws_conv_run(cpu, &ac, &e), 0, "%s: %s", c->name, e.msg);
+    ws_conv_free(cpu);
+
+    uint64_t dx = dev_alloc(g, nx * tsize(c->xt)), dy = dev_alloc(g, ybytes), dadd = 0;
+    cr_assert_eq(ws_gpu_upload(g, dx, x, nx * tsize(c->xt), &e), 0, "%s", e.msg);
+    if (c->add == ADD_INPUT) {
+        dadd = dx;
+    } else if (add) {
+        dadd = dev_alloc(g, nadd * tsize(c->yt));
+        cr_assert_eq(ws_gpu_upload(g, dadd, add, nadd * tsize(c->yt), &e), 0, "%s", e.msg);
+    }
+    ws_gpu_conv *gc = ws_gpu_conv_new(g, &d, w, b, &e);
+    cr_assert_not_null(gc, "%s: %s", c->name, e.msg);
+    ws_conv_args ag = {.n = c->n, .t_in = c->t_in, .x = as_ptr(dx), .add = dadd ? as_ptr(dadd) : NULL,
+                       .add_batch_stride = abs, .y = as_ptr(dy)};
+    cr_assert_eq(ws_gpu_conv_kernel(gc, &ag), 2, "%s: gemm kernel expected", c->name);
+    void *outs[2] = {ygpu, ygpu2};
+    for (int run = 0; run < 2; run++) {
+        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s run %d: %s", c->name, run, e.msg);
+        cr_assert_eq(ws_gpu_download(g, outs[run], dy, ybytes, &e), 0, "%s", e.msg);
+    }
+    cr_assert(!memcmp(ygpu, ygpu2, ybytes), "%s: two runs, different bits", c->name);
+    double se = 0, sr = 0;
+    for (size_t i = 0; i < ny; i++) {
+        const double gv = get(ygpu, c->yt, i), cv = get(ycpu, c->yt, i);
+        cr_assert(!isnan(gv), "%s: y[%zu] is NaN (not written?)", c->name, i);
+        se += (gv - cv) * (gv - cv);
+        sr += cv * cv;
+    }
+    const double rl2 = sr > 0 ? sqrt(se / sr) : sqrt(se);
+    if (verbose())
+        fprintf(stderr, "gpu_conv mma %-4s %-36s rel L2 %.3g\n", math == WS_MATH_BF16 ? "bf16" : "f16",
+                c->name, rl2);
+    cr_assert_leq(rl2, 1e-2, "%s (%s math): rel L2 %.3g", c->name, math == WS_MATH_BF16 ? "bf16" : "f16", rl2);
+
+    ws_gpu_conv_free(gc);
+    ws_gpu_release(g, dx);
+    ws_gpu_release(g, dy);
+    if (dadd && dadd != dx)
+        ws_gpu_release(g, dadd);
+    if (add != x)
+        free(add);
+    free(x), free(w), free(b), free(ycpu), free(ygpu), free(ygpu2), free(poison);
+    return rl2;
+}
+
+Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_bf16_f16_rounding, .timeout = 300)
+{
+    ws_gpu *g = gpu_or_skip();
+    double most[2] = {0, 0};
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < N_GCASES; i++) {
+            const double rl2 = run_mma_case(g, &gcases_gemm[i], mma_maths[m]);
+            most[m] = rl2 > most[m] ? rl2 : most[m];
+        }
+    if (verbose())
+        fprintf(stderr, "gpu_conv mma: rel L2 at most %.3g (bf16), %.3g (f16)\n", most[0], most[1]);
+    ws_gpu_close(g);
+}

@@ -22,6 +22,10 @@
 #define A_ROWS (NT / BK)   /* 256/BK */
 #define B_RSTEP (NT / BN)  /* 2 */
 
+#define MBK WS_GEMM_MMA_BK /* r per stage of the mma kernel: two k16 steps */
+#define MRS 80            /* bytes per shared row of the mma kernel: 32 halves + 16 of padding */
+#define MMA_N 16          /* A and B elements per thread per stage of the mma kernel (BM 128) */
+
 #define I(...) ws_ptx_ins(b, __VA_ARGS__)
 
 _Static_assert((BK == 8 || BK == 16) && NT == 256 && BN == 128 && TX * TY == NT &&
@@ -49,7 +53,7 @@ int ws_gemm_fits(const ws_conv_desc *d)
     if (d->op != WS_CONV_FWD || d->groups != 1)
         return 0;
     /* r = j*K + k and its bounds in u32 with room for a step past the end */
-    if ((long long)d->c_in * d->k > INT_MAX - 2 * BK)
+    if ((long long)d->c_in * d->k > INT_MAX - 2 * MBK)
         return 0;
     return 1;
 }
@@ -72,9 +76,15 @@ int ws_gemm_call_fits(const ws_conv_desc *d, int n, int t_out)
     return 1;
 }
 
+int ws_gemm_mma(const ws_conv_desc *d)
+{
+    return WS_GEMM_MMA && ws_gemm_fits(d) && (d->math == WS_MATH_BF16 || d->math == WS_MATH_F16);
+}
+
 void ws_gemm_name(const ws_conv_desc *d, char name[WS_GEMM_NAME_MAX])
 {
-    snprintf(name, WS_GEMM_NAME_MAX, "ws_gemm_fwd_c%d_%d_k%d_s%d_d%d_p%d_%s_%s_%s_%s_%s_%s",
+    snprintf(name, WS_GEMM_NAME_MAX, "ws_gemm_%s_c%d_%d_k%d_s%d_d%d_p%d_%s_%s_%s_%s_%s_%s",
+             !ws_gemm_mma(d) ? "fwd" : d->math == WS_MATH_BF16 ? "mma_bf16" : "mma_f16",
              d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
              d->x_layout == WS_NCL ? "ncl" : "nlc", d->y_layout == WS_NCL ? "ncl" : "nlc",
              type_name(d->x_type), type_name(d->y_type), act_name(d->pre), act_name(d->act));
@@ -89,6 +99,7 @@ typedef struct {
     int AS, A_BYTES, STAGE; /* As row stride in floats (BM + 4: the transposing stores hit
                                32 banks), bytes of As, bytes of a stage (As then Bs) */
     int xs, ys;       /* bytes per element of x, of y (and add) */
+    int NBV;          /* B elements per thread per stage: NB, or MMA_N for the mma kernel */
     /* per thread, fixed for the block */
     preg tin32, tin64, tout32, npos;
     preg wa;          /* &W[o0 + tid/BK, 0] */
@@ -99,8 +110,11 @@ typedef struct {
     preg ub;          /* (s64) S*t - P_L of B's position */
     preg xn;          /* &x[n, 0, 0] of B's position */
     /* raw loads in flight */
-    preg av[NA_MAX];  /* f32 */
-    preg bv[NB];      /* f32, or b16 (f16), or b32 holding the u16 (bf16) */
+    preg av[MMA_N];   /* f32 */
+    preg bv[MMA_N];   /* f32, or b16 (f16), or b32 holding the u16 (bf16) */
+    /* the mma kernel (ptx_gemm.h, TENSOR CORES) */
+    const char *mt;   /* "bf16" or "f16" */
+    int tpr;          /* threads per A row: 32 / NA */
 } gk;
 
 /* registers for the raw B values of x_type */
@@ -108,8 +122,55 @@ static void alloc_raw(gk *s)
 {
     for (int e = 0; e < s->NA; e++)
         s->av[e] = ws_ptx_reg(s->b, PTX_F32);
-    for (int e = 0; e < NB; e++)
+    for (int e = 0; e < s->NBV; e++)
         s->bv[e] = ws_ptx_reg(s->b, s->d->x_type == WS_F32 ? PTX_F32 : s->d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
+}
+
+/* bv[e] = raw x of X[r0 + kb + rstep*e][p0 + tid%128] (zero where out of range) */
+static void emit_gather_b(gk *s, preg r0, int e, int rstep)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const long long R = s->R;
+    preg r = ws_ptx_reg(b, PTX_B32), j = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32);
+    preg ok = ws_ptx_reg(b, PTX_PRED), uok = ws_ptx_reg(b, PTX_PRED);
+    preg u = ws_ptx_reg(b, PTX_B64), off = ws_ptx_reg(b, PTX_B64), xa = ws_ptx_reg(b, PTX_B64);
+    I("add.u32 %s, %s, %s", r.n, r0.n, s->kb.n);
+    if (e)
+        I("add.u32 %s, %s, %d", r.n, r.n, rstep * e);
+    I("setp.lt.u32 %s, %s, %lld", ok.n, r.n, R);
+    I("and.pred %s, %s, %s", ok.n, ok.n, s->pv.n);
+    if (d->k == 1) {
+        I("mov.u32 %s, %s", j.n, r.n);
+        I("mov.u32 %s, 0", k.n);
+    } else {
+        I("div.u32 %s, %s, %d", j.n, r.n, d->k);
+        I("mul.lo.u32 %s, %s, %d", k.n, j.n, d->k);
+        I("sub.u32 %s, %s, %s", k.n, r.n, k.n);
+    }
+    I("mul.wide.u32 %s, %s, %d", u.n, k.n, d->dilation);
+    I("add.s64 %s, %s, %s", u.n, u.n, s->ub.n);
+    I("setp.lt.u64 %s, %s, %s", uok.n, u.n, s->tin64.n);
+    I("and.pred %s, %s, %s", ok.n, ok.n, uok.n);
+    if (d->x_layout == WS_NCL) {
+        I("mul.wide.u32 %s, %s, %s", off.n, j.n, s->tin32.n); /* x[n][j][u] */
+        I("add.u64 %s, %s, %s", off.n, off.n, u.n);
+    } else {
+        preg j64 = ws_ptx_reg(b, PTX_B64);
+        I("cvt.u64.u32 %s, %s", j64.n, j.n);
+        I("mad.lo.u64 %s, %s, %d, %s", off.n, u.n, d->c_in, j64.n); /* x[n][u][j] */
+    }
+    I("mad.lo.u64 %s, %s, %d, %s", xa.n, off.n, s->xs, s->xn.n);
+    if (d->x_type == WS_F32) {
+        I("mov.f32 %s, 0f00000000", s->bv[e].n);
+        I("@%s ld.global.nc.f32 %s, [%s]", ok.n, s->bv[e].n, xa.n);
+    } else if (d->x_type == WS_F16) {
+        I("mov.b16 %s, 0", s->bv[e].n);
+        I("@%s ld.global.nc.b16 %s, [%s]", ok.n, s->bv[e].n, xa.n);
+    } else {
+        I("mov.b32 %s, 0", s->bv[e].n);
+        I("@%s ld.global.nc.u16 %s, [%s]", ok.n, s->bv[e].n, xa.n);
+    }
 }
 
 /* av[e] = W[o0 + tid/BK + A_ROWS*e, r0 + tid%BK], bv[e] = raw x of X[r0 + tid/128 + 2e, p0 + tid%128]
@@ -118,7 +179,6 @@ static void alloc_raw(gk *s)
 static void emit_gload(gk *s, preg r0)
 {
     ptx_buf *b = s->b;
-    const ws_conv_desc *d = s->d;
     const long long R = s->R;
     ws_ptx_comment(b, "A: W[o0 + tid/%d + %de][r0 + tid%%%d], e < %d", BK, A_ROWS, BK, s->NA);
     {
@@ -136,47 +196,8 @@ static void emit_gload(gk *s, preg r0)
         }
     }
     ws_ptx_comment(b, "B: x of X[r0 + tid/128 + 2e][p0 + tid%%128], r = j*K + k, u = S*t - P_L + D*k");
-    for (int e = 0; e < NB; e++) {
-        preg r = ws_ptx_reg(b, PTX_B32), j = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32);
-        preg ok = ws_ptx_reg(b, PTX_PRED), uok = ws_ptx_reg(b, PTX_PRED);
-        preg u = ws_ptx_reg(b, PTX_B64), off = ws_ptx_reg(b, PTX_B64), xa = ws_ptx_reg(b, PTX_B64);
-        I("add.u32 %s, %s, %s", r.n, r0.n, s->kb.n);
-        if (e)
-            I("add.u32 %s, %s, %d", r.n, r.n, B_RSTEP * e);
-        I("setp.lt.u32 %s, %s, %lld", ok.n, r.n, R);
-        I("and.pred %s, %s, %s", ok.n, ok.n, s->pv.n);
-        if (d->k == 1) {
-            I("mov.u32 %s, %s", j.n, r.n);
-            I("mov.u32 %s, 0", k.n);
-        } else {
-            I("div.u32 %s, %s, %d", j.n, r.n, d->k);
-            I("mul.lo.u32 %s, %s, %d", k.n, j.n, d->k);
-            I("sub.u32 %s, %s, %s", k.n, r.n, k.n);
-        }
-        I("mul.wide.u32 %s, %s, %d", u.n, k.n, d->dilation);
-        I("add.s64 %s, %s, %s", u.n, u.n, s->ub.n);
-        I("setp.lt.u64 %s, %s, %s", uok.n, u.n, s->tin64.n);
-        I("and.pred %s, %s, %s", ok.n, ok.n, uok.n);
-        if (d->x_layout == WS_NCL) {
-            I("mul.wide.u32 %s, %s, %s", off.n, j.n, s->tin32.n); /* x[n][j][u] */
-            I("add.u64 %s, %s, %s", off.n, off.n, u.n);
-        } else {
-            preg j64 = ws_ptx_reg(b, PTX_B64);
-            I("cvt.u64.u32 %s, %s", j64.n, j.n);
-            I("mad.lo.u64 %s, %s, %d, %s", off.n, u.n, d->c_in, j64.n); /* x[n][u][j] */
-        }
-        I("mad.lo.u64 %s, %s, %d, %s", xa.n, off.n, s->xs, s->xn.n);
-        if (d->x_type == WS_F32) {
-            I("mov.f32 %s, 0f00000000", s->bv[e].n);
-            I("@%s ld.global.nc.f32 %s, [%s]", ok.n, s->bv[e].n, xa.n);
-        } else if (d->x_type == WS_F16) {
-            I("mov.b16 %s, 0", s->bv[e].n);
-            I("@%s ld.global.nc.b16 %s, [%s]", ok.n, s->bv[e].n, xa.n);
-        } else {
-            I("mov.b32 %s, 0", s->bv[e].n);
-            I("@%s ld.global.nc.u16 %s, [%s]", ok.n, s->bv[e].n, xa.n);
-        }
-    }
+    for (int e = 0; e < NB; e++)
+        emit_gather_b(s, r0, e, B_RSTEP);
 }
 
 /* the raw loads into the stage at byte offset `so`: As[tid%BK][tid/BK + A_ROWS*e] = av[e];
@@ -219,6 +240,81 @@ static void emit_sstore(gk *s, preg so)
         }
         ws_ptx_act(b, v, d->pre); /* pre(0) = 0 for every act: the padding stays zero */
         I("st.shared.f32 [%s+%d], %s", q.n, s->A_BYTES + e * B_RSTEP * BN * 4, v.n);
+    }
+}
+
+/* the epilogue's parameters (ld.param'd, cvta'd) */
+typedef struct { preg pb, pa, py, abs, hasb, hasa; } epi;
+
+/* the epilogue's stores: acc[i][j] is output (eo0 + ro[i], ep0 + pos[j]) (o, p), i < TM,
+ * j < TN: + b[o], act, + add, stored in y_type and y_layout where o < C_out and p < P */
+static void emit_epi_store(gk *s, const epi *e, preg eo0, preg ep0, int TM, const int *ro, int TN,
+                           const int *po, const char *lane_term, preg acc[8][8])
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    ws_ptx_comment(b, "rows: o_i, o_i < C_out, b[o_i] (0 without bias)");
+    preg oi[8], ook[8], bias[8];
+    for (int i = 0; i < TM; i++) {
+        preg ba = ws_ptx_reg(b, PTX_B64), lb = ws_ptx_reg(b, PTX_PRED);
+        oi[i] = ws_ptx_reg(b, PTX_B32);
+        ook[i] = ws_ptx_reg(b, PTX_PRED);
+        bias[i] = ws_ptx_reg(b, PTX_F32);
+        I("add.u32 %s, %s, %d", oi[i].n, eo0.n, ro[i]);
+        I("setp.lt.u32 %s, %s, %d", ook[i].n, oi[i].n, d->c_out);
+        I("and.pred %s, %s, %s", lb.n, ook[i].n, e->hasb.n);
+        I("mul.wide.u32 %s, %s, 4", ba.n, oi[i].n);
+        I("add.u64 %s, %s, %s", ba.n, ba.n, e->pb.n);
+        I("mov.f32 %s, 0f00000000", bias[i].n);
+        I("@%s ld.global.nc.f32 %s, [%s]", lb.n, bias[i].n, ba.n);
+    }
+    for (int j = 0; j < TN; j++) {
+        ws_ptx_comment(b, "position p0 + %d + %s = n*T_out + t", po[j], lane_term);
+        preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+        preg pok = ws_ptx_reg(b, PTX_PRED), ybase = ws_ptx_reg(b, PTX_B64), abase = ws_ptx_reg(b, PTX_B64);
+        preg n64 = ws_ptx_reg(b, PTX_B64);
+        plabel pskip = ws_ptx_label_new(b, "pos");
+        I("add.u32 %s, %s, %d", p.n, ep0.n, po[j]);
+        I("setp.lt.u32 %s, %s, %s", pok.n, p.n, s->npos.n);
+        I("@!%s bra %s", pok.n, pskip.n);
+        I("div.u32 %s, %s, %s", n.n, p.n, s->tout32.n);
+        I("mul.lo.u32 %s, %s, %s", t.n, n.n, s->tout32.n);
+        I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
+        ws_ptx_comment(b, "item n: y + n*C_out*T_out*%d, add + n*add_bs*%d", s->ys, s->ys);
+        I("mul.wide.u32 %s, %s, %s", ybase.n, n.n, s->tout32.n);
+        I("mul.lo.u64 %s, %s, %lld", ybase.n, ybase.n, (long long)d->c_out * s->ys);
+        I("add.u64 %s, %s, %s", ybase.n, ybase.n, e->py.n);
+        I("cvt.u64.u32 %s, %s", n64.n, n.n);
+        I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, e->abs.n);
+        I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, s->ys, e->pa.n);
+        for (int i = 0; i < TM; i++) {
+            plabel skip = ws_ptx_label_new(b, "out"), noadd = ws_ptx_label_new(b, "noadd");
+            preg v = ws_ptx_reg(b, PTX_F32), off = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64);
+            I("@!%s bra %s", ook[i].n, skip.n);
+            if (d->y_layout == WS_NCL) {
+                preg t64 = ws_ptx_reg(b, PTX_B64);
+                I("cvt.u64.u32 %s, %s", t64.n, t.n);
+                I("mad.wide.u32 %s, %s, %s, %s", off.n, oi[i].n, s->tout32.n, t64.n);
+            } else {
+                preg o64 = ws_ptx_reg(b, PTX_B64);
+                I("cvt.u64.u32 %s, %s", o64.n, oi[i].n);
+                I("mad.wide.u32 %s, %s, %d, %s", off.n, t.n, d->c_out, o64.n);
+            }
+            I("add.f32 %s, %s, %s", v.n, acc[i][j].n, bias[i].n);
+            ws_ptx_act(b, v, d->act);
+            I("@!%s bra %s", e->hasa.n, noadd.n);
+            {
+                preg aa = ws_ptx_reg(b, PTX_B64), av = ws_ptx_reg(b, PTX_F32);
+                I("mad.lo.u64 %s, %s, %d, %s", aa.n, off.n, s->ys, abase.n);
+                ws_ptx_load(b, av, aa, d->y_type, 0);
+                I("add.f32 %s, %s, %s", v.n, v.n, av.n);
+            }
+            ws_ptx_label(b, noadd);
+            I("mad.lo.u64 %s, %s, %d, %s", ya.n, off.n, s->ys, ybase.n);
+            ws_ptx_store(b, ya, v, d->y_type);
+            ws_ptx_label(b, skip);
+        }
+        ws_ptx_label(b, pskip);
     }
 }
 
@@ -384,69 +480,321 @@ static void emit_body(gk *s)
     I("mov.u32 %s, %%ctaid.x", ep0.n);
     I("mul.lo.u32 %s, %s, %d", ep0.n, ep0.n, BN);
     I("mad.lo.u32 %s, %s, 4, %s", ep0.n, etx.n, ep0.n);
-    ws_ptx_comment(b, "rows: o_i, o_i < C_out, b[o_i] (0 without bias)");
-    preg oi[8], ook[8], bias[8];
-    for (int i = 0; i < TM; i++) {
-        preg ba = ws_ptx_reg(b, PTX_B64), lb = ws_ptx_reg(b, PTX_PRED);
-        oi[i] = ws_ptx_reg(b, PTX_B32);
-        ook[i] = ws_ptx_reg(b, PTX_PRED);
-        bias[i] = ws_ptx_reg(b, PTX_F32);
-        I("add.u32 %s, %s, %d", oi[i].n, eo0.n, (i / 4) * 4 * TY + i % 4);
-        I("setp.lt.u32 %s, %s, %d", ook[i].n, oi[i].n, d->c_out);
-        I("and.pred %s, %s, %s", lb.n, ook[i].n, hasb.n);
-        I("mul.wide.u32 %s, %s, 4", ba.n, oi[i].n);
-        I("add.u64 %s, %s, %s", ba.n, ba.n, pb.n);
-        I("mov.f32 %s, 0f00000000", bias[i].n);
-        I("@%s ld.global.nc.f32 %s, [%s]", lb.n, bias[i].n, ba.n);
+    int ro[8], po[8];
+    for (int i = 0; i < TM; i++)
+        ro[i] = (i / 4) * 4 * TY + i % 4;
+    for (int j = 0; j < 8; j++)
+        po[j] = (j / 4) * 4 * TX + j % 4;
+    const epi e = {pb, pa, py, abs, hasb, hasa};
+    emit_epi_store(s, &e, eo0, ep0, TM, ro, 8, po, "4tx", acc);
+    I("ret");
+}
+
+/* ---- the tensor-core kernel (ptx_gemm.h, TENSOR CORES) ---- */
+
+/* float value of the raw x element bv[e], pre applied */
+static preg mma_b_value(gk *s, int e)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    preg v;
+    if (d->x_type == WS_F32) {
+        v = s->bv[e];
+    } else if (d->x_type == WS_F16) {
+        v = ws_ptx_reg(b, PTX_F32);
+        I("cvt.f32.f16 %s, %s", v.n, s->bv[e].n);
+    } else {
+        preg t = ws_ptx_reg(b, PTX_B32);
+        v = ws_ptx_reg(b, PTX_F32);
+        I("shl.b32 %s, %s, 16", t.n, s->bv[e].n);
+        I("mov.b32 %s, %s", v.n, t.n);
     }
-    for (int j = 0; j < 8; j++) {
-        ws_ptx_comment(b, "position p0 + %d + 4tx = n*T_out + t", (j / 4) * 4 * TX + j % 4);
+    ws_ptx_act(b, v, d->pre); /* pre(0) = 0 for every act: the padding stays zero */
+    return v;
+}
+
+/* av[e] = W[o0 + tid/tpr, r0 + (tid%tpr)*NA + e] (e < NA), bv[e] = raw x of
+ * X[r0 + (tid/128)*16 + e][p0 + tid%128] (e < 16); zero where out of range */
+static void emit_mma_gload(gk *s, preg r0)
+{
+    ptx_buf *b = s->b;
+    const long long R = s->R;
+    const int vec = R % 4 == 0; /* 16-byte W loads: rows and r0 + ka 16-byte aligned */
+    ws_ptx_comment(b, "A: W[o0 + tid/%d][r0 + (tid%%%d)*%d + e], e < %d%s", s->tpr, s->tpr, s->NA, s->NA,
+                   vec ? ", 4 at a time" : "");
+    {
+        preg r = ws_ptx_reg(b, PTX_B32), ga = ws_ptx_reg(b, PTX_B64);
+        I("add.u32 %s, %s, %s", r.n, r0.n, s->ka.n);
+        I("mad.wide.u32 %s, %s, 4, %s", ga.n, r.n, s->wa.n);
+        for (int e = 0; e < s->NA; e += vec ? 4 : 1) {
+            preg ok = ws_ptx_reg(b, PTX_PRED), re = ws_ptx_reg(b, PTX_B32);
+            I("add.u32 %s, %s, %d", re.n, r.n, e);
+            I("setp.lt.u32 %s, %s, %lld", ok.n, re.n, R);
+            I("and.pred %s, %s, %s", ok.n, ok.n, s->aok[0].n);
+            for (int q = 0; q < (vec ? 4 : 1); q++)
+                I("mov.f32 %s, 0f00000000", s->av[e + q].n);
+            if (vec)
+                I("@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d]", ok.n, s->av[e].n, s->av[e + 1].n,
+                  s->av[e + 2].n, s->av[e + 3].n, ga.n, e * 4);
+            else
+                I("@%s ld.global.nc.f32 %s, [%s+%d]", ok.n, s->av[e].n, ga.n, e * 4);
+        }
+    }
+    ws_ptx_comment(b, "B: x of X[r0 + (tid/128)*16 + e][p0 + tid%%128], r = j*K + k, u = S*t - P_L + D*k");
+    for (int e = 0; e < MMA_N; e++)
+        emit_gather_b(s, r0, e, 1);
+}
+
+/* the raw loads, rounded to the math type, into the stage at byte offset `so`:
+ * As[tid/tpr][(tid%tpr)*NA + e] = av[e], Bs[tid%128][(tid/128)*16 + e] = pre(float(bv[e])),
+ * rows of MRS bytes, r contiguous (the layout ldmatrix reads) */
+static void emit_mma_sstore(gk *s, preg so)
+{
+    ptx_buf *b = s->b;
+    preg tid = ws_ptx_reg(b, PTX_B32), sb = ws_ptx_reg(b, PTX_B32), a = ws_ptx_reg(b, PTX_B32);
+    preg c = ws_ptx_reg(b, PTX_B32);
+    preg pk[MMA_N / 2];
+    for (int i = 0; i < MMA_N / 2; i++)
+        pk[i] = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("mov.u32 %s, smem", sb.n);
+    I("add.u32 %s, %s, %s", sb.n, sb.n, so.n);
+    ws_ptx_comment(b, "As[tid/%d][(tid%%%d)*%d + e] = %s(av[e])", s->tpr, s->tpr, s->NA, s->mt);
+    I("div.u32 %s, %s, %d", a.n, tid.n, s->tpr);
+    I("rem.u32 %s, %s, %d", c.n, tid.n, s->tpr);
+    I("mul.lo.u32 %s, %s, %d", c.n, c.n, s->NA * 2);
+    I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, MRS, c.n);
+    I("add.u32 %s, %s, %s", a.n, a.n, sb.n);
+    for (int i = 0; i < s->NA / 2; i++)
+        I("cvt.rn.%sx2.f32 %s, %s, %s", s->mt, pk[i].n, s->av[2 * i + 1].n, s->av[2 * i].n);
+    for (int q = 0; q < s->NA / 8; q++)
+        I("st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s}", a.n, q * 16, pk[4 * q].n, pk[4 * q + 1].n,
+          pk[4 * q + 2].n, pk[4 * q + 3].n);
+    ws_ptx_comment(b, "Bs[tid%%128][(tid/128)*16 + e] = %s(pre(x))", s->mt);
+    preg q = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_B32);
+    I("shr.u32 %s, %s, 7", q.n, tid.n);
+    I("and.b32 %s, %s, %d", p.n, tid.n, BN - 1);
+    I("mul.lo.u32 %s, %s, 32", q.n, q.n);
+    I("mad.lo.u32 %s, %s, %d, %s", q.n, p.n, MRS, q.n);
+    I("add.u32 %s, %s, %s", q.n, q.n, sb.n);
+    for (int i = 0; i < MMA_N / 2; i++) {
+        preg lo = mma_b_value(s, 2 * i), hi = mma_b_value(s, 2 * i + 1);
+        I("cvt.rn.%sx2.f32 %s, %s, %s", s->mt, pk[i].n, hi.n, lo.n);
+    }
+    for (int h = 0; h < 2; h++)
+        I("st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s}", q.n, s->A_BYTES + h * 16, pk[4 * h].n,
+          pk[4 * h + 1].n, pk[4 * h + 2].n, pk[4 * h + 3].n);
+}
+
+static void emit_mma_body(gk *s)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const long long R = s->R, KT = (R + MBK - 1) / MBK;
+    const int BM = s->BM, A_BYTES = s->A_BYTES, STAGE = s->STAGE;
+    const int WTM = BM / 2, MI = WTM / 16, NI = 4; /* warps 2 (channels) x 4 (positions) */
+
+    ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE);
+    ws_ptx_section(b, "parameters");
+    preg px = ws_ptx_reg(b, PTX_B64), pw = ws_ptx_reg(b, PTX_B64);
+    preg n32 = ws_ptx_reg(b, PTX_B32);
+    s->tin32 = ws_ptx_reg(b, PTX_B32);
+    s->tout32 = ws_ptx_reg(b, PTX_B32);
+    s->tin64 = ws_ptx_reg(b, PTX_B64);
+    s->npos = ws_ptx_reg(b, PTX_B32);
+    I("ld.param.u64 %s, [p_x]", px.n);
+    I("ld.param.u64 %s, [p_w]", pw.n);
+    I("ld.param.u32 %s, [p_n]", n32.n);
+    I("ld.param.u32 %s, [p_t_in]", s->tin32.n);
+    I("ld.param.u32 %s, [p_t_out]", s->tout32.n);
+    I("cvta.to.global.u64 %s, %s", px.n, px.n);
+    I("cvta.to.global.u64 %s, %s", pw.n, pw.n);
+    I("cvt.u64.u32 %s, %s", s->tin64.n, s->tin32.n);
+    I("mul.lo.u32 %s, %s, %s", s->npos.n, n32.n, s->tout32.n);
+
+    ws_ptx_section(b, "block (o0 = ctaid.y*BM, p0 = ctaid.x*BN); the A row of this thread");
+    preg tid = ws_ptx_reg(b, PTX_B32), o0 = ws_ptx_reg(b, PTX_B32), p0 = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("mov.u32 %s, %%ctaid.x", p0.n);
+    I("mul.lo.u32 %s, %s, %d", p0.n, p0.n, BN);
+    I("mov.u32 %s, %%ctaid.y", o0.n);
+    I("mul.lo.u32 %s, %s, %d", o0.n, o0.n, BM);
+    {
+        preg oa = ws_ptx_reg(b, PTX_B32), oa64 = ws_ptx_reg(b, PTX_B64);
+        s->ka = ws_ptx_reg(b, PTX_B32);
+        s->wa = ws_ptx_reg(b, PTX_B64);
+        s->aok[0] = ws_ptx_reg(b, PTX_PRED);
+        I("rem.u32 %s, %s, %d", s->ka.n, tid.n, s->tpr);
+        I("mul.lo.u32 %s, %s, %d", s->ka.n, s->ka.n, s->NA);
+        I("div.u32 %s, %s, %d", oa.n, tid.n, s->tpr);
+        I("add.u32 %s, %s, %s", oa.n, oa.n, o0.n);
+        I("setp.lt.u32 %s, %s, %d", s->aok[0].n, oa.n, d->c_out);
+        ws_ptx_comment(b, "W row o0 + tid/%d: w + (o0 + tid/%d) * R * 4 (R = %lld)", s->tpr, s->tpr, R);
+        I("cvt.u64.u32 %s, %s", oa64.n, oa.n);
+        I("mad.lo.u64 %s, %s, %lld, %s", s->wa.n, oa64.n, R * 4, pw.n);
+    }
+    ws_ptx_section(b, "B position of this thread: p = p0 + tid%128 = n*T_out + t");
+    {
         preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
-        preg pok = ws_ptx_reg(b, PTX_PRED), ybase = ws_ptx_reg(b, PTX_B64), abase = ws_ptx_reg(b, PTX_B64);
-        preg n64 = ws_ptx_reg(b, PTX_B64);
-        plabel pskip = ws_ptx_label_new(b, "pos");
-        I("add.u32 %s, %s, %d", p.n, ep0.n, (j / 4) * 4 * TX + j % 4);
-        I("setp.lt.u32 %s, %s, %s", pok.n, p.n, s->npos.n);
-        I("@!%s bra %s", pok.n, pskip.n);
+        preg t64 = ws_ptx_reg(b, PTX_B64), item = ws_ptx_reg(b, PTX_B64);
+        s->pv = ws_ptx_reg(b, PTX_PRED);
+        s->ub = ws_ptx_reg(b, PTX_B64);
+        s->xn = ws_ptx_reg(b, PTX_B64);
+        s->kb = ws_ptx_reg(b, PTX_B32);
+        I("and.b32 %s, %s, %d", p.n, tid.n, BN - 1);
+        I("add.u32 %s, %s, %s", p.n, p.n, p0.n);
+        I("setp.lt.u32 %s, %s, %s", s->pv.n, p.n, s->npos.n);
         I("div.u32 %s, %s, %s", n.n, p.n, s->tout32.n);
         I("mul.lo.u32 %s, %s, %s", t.n, n.n, s->tout32.n);
         I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
-        ws_ptx_comment(b, "item n: y + n*C_out*T_out*%d, add + n*add_bs*%d", s->ys, s->ys);
-        I("mul.wide.u32 %s, %s, %s", ybase.n, n.n, s->tout32.n);
-        I("mul.lo.u64 %s, %s, %lld", ybase.n, ybase.n, (long long)d->c_out * s->ys);
-        I("add.u64 %s, %s, %s", ybase.n, ybase.n, py.n);
-        I("cvt.u64.u32 %s, %s", n64.n, n.n);
-        I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, abs.n);
-        I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, s->ys, pa.n);
-        for (int i = 0; i < TM; i++) {
-            plabel skip = ws_ptx_label_new(b, "out"), noadd = ws_ptx_label_new(b, "noadd");
-            preg v = ws_ptx_reg(b, PTX_F32), off = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64);
-            I("@!%s bra %s", ook[i].n, skip.n);
-            if (d->y_layout == WS_NCL) {
-                preg t64 = ws_ptx_reg(b, PTX_B64);
-                I("cvt.u64.u32 %s, %s", t64.n, t.n);
-                I("mad.wide.u32 %s, %s, %s, %s", off.n, oi[i].n, s->tout32.n, t64.n);
-            } else {
-                preg o64 = ws_ptx_reg(b, PTX_B64);
-                I("cvt.u64.u32 %s, %s", o64.n, oi[i].n);
-                I("mad.wide.u32 %s, %s, %d, %s", off.n, t.n, d->c_out, o64.n);
-            }
-            I("add.f32 %s, %s, %s", v.n, acc[i][j].n, bias[i].n);
-            ws_ptx_act(b, v, d->act);
-            I("@!%s bra %s", hasa.n, noadd.n);
-            {
-                preg aa = ws_ptx_reg(b, PTX_B64), av = ws_ptx_reg(b, PTX_F32);
-                I("mad.lo.u64 %s, %s, %d, %s", aa.n, off.n, s->ys, abase.n);
-                ws_ptx_load(b, av, aa, d->y_type, 0);
-                I("add.f32 %s, %s, %s", v.n, v.n, av.n);
-            }
-            ws_ptx_label(b, noadd);
-            I("mad.lo.u64 %s, %s, %d, %s", ya.n, off.n, s->ys, ybase.n);
-            ws_ptx_store(b, ya, v, d->y_type);
-            ws_ptx_label(b, skip);
-        }
-        ws_ptx_label(b, pskip);
+        I("cvt.u64.u32 %s, %s", t64.n, t.n);
+        I("mul.lo.u64 %s, %s, %d", s->ub.n, t64.n, d->stride);
+        I("sub.s64 %s, %s, %d", s->ub.n, s->ub.n, d->pad_l);
+        ws_ptx_comment(b, "item n of x at x + n * C_in * T_in * %d bytes", s->xs);
+        I("mul.wide.u32 %s, %s, %s", item.n, n.n, s->tin32.n);
+        I("mul.lo.u64 %s, %s, %lld", item.n, item.n, (long long)d->c_in * s->xs);
+        I("add.u64 %s, %s, %s", s->xn.n, item.n, px.n);
+        I("shr.u32 %s, %s, 7", s->kb.n, tid.n);
+        I("shl.b32 %s, %s, 4", s->kb.n, s->kb.n);
     }
+    ws_ptx_section(b, "warp (wm = warp/4: channels wm*WTM.., wn = warp%4: positions wn*32..); ldmatrix lanes");
+    preg lane = ws_ptx_reg(b, PTX_B32), warp = ws_ptx_reg(b, PTX_B32), wm = ws_ptx_reg(b, PTX_B32);
+    preg wn = ws_ptx_reg(b, PTX_B32), tmp = ws_ptx_reg(b, PTX_B32), t2 = ws_ptx_reg(b, PTX_B32);
+    preg alane = ws_ptx_reg(b, PTX_B32), blane = ws_ptx_reg(b, PTX_B32), sbase = ws_ptx_reg(b, PTX_B32);
+    I("and.b32 %s, %s, 31", lane.n, tid.n);
+    I("shr.u32 %s, %s, 5", warp.n, tid.n);
+    I("and.b32 %s, %s, 3", wn.n, warp.n);
+    I("shr.u32 %s, %s, 2", wm.n, warp.n);
+    I("mov.u32 %s, smem", sbase.n);
+    ws_ptx_comment(b, "A: As + (wm*%d + lane%%16)*%d + (lane/16)*16", WTM, MRS);
+    I("and.b32 %s, %s, 15", tmp.n, lane.n);
+    I("mad.lo.u32 %s, %s, %d, %s", alane.n, wm.n, WTM, tmp.n);
+    I("mul.lo.u32 %s, %s, %d", alane.n, alane.n, MRS);
+    I("shr.u32 %s, %s, 4", tmp.n, lane.n);
+    I("mad.lo.u32 %s, %s, 16, %s", alane.n, tmp.n, alane.n);
+    I("add.u32 %s, %s, %s", alane.n, alane.n, sbase.n);
+    ws_ptx_comment(b, "B: Bs + (wn*32 + lane%%8 + 8*(lane/16))*%d + ((lane/8)%%2)*16", MRS);
+    I("and.b32 %s, %s, 7", tmp.n, lane.n);
+    I("shr.u32 %s, %s, 4", t2.n, lane.n);
+    I("mad.lo.u32 %s, %s, 8, %s", tmp.n, t2.n, tmp.n);
+    I("mad.lo.u32 %s, %s, 32, %s", blane.n, wn.n, tmp.n);
+    I("mul.lo.u32 %s, %s, %d", blane.n, blane.n, MRS);
+    I("shr.u32 %s, %s, 3", t2.n, lane.n);
+    I("and.b32 %s, %s, 1", t2.n, t2.n);
+    I("mad.lo.u32 %s, %s, 16, %s", blane.n, t2.n, blane.n);
+    I("add.u32 %s, %s, %d", blane.n, blane.n, A_BYTES);
+    I("add.u32 %s, %s, %s", blane.n, blane.n, sbase.n);
+
+    alloc_raw(s);
+    preg acc[4][4][4], fa[4][4], fb[4][2];
+    for (int mi = 0; mi < MI; mi++)
+        for (int ni = 0; ni < NI; ni++)
+            for (int e = 0; e < 4; e++)
+                acc[mi][ni][e] = ws_ptx_reg(b, PTX_F32);
+    for (int mi = 0; mi < MI; mi++)
+        for (int e = 0; e < 4; e++)
+            fa[mi][e] = ws_ptx_reg(b, PTX_B32);
+    for (int ni = 0; ni < NI; ni++)
+        for (int e = 0; e < 2; e++)
+            fb[ni][e] = ws_ptx_reg(b, PTX_B32);
+
+    ws_ptx_section(b, "prologue: r in [0, BK) into stage 0");
+    preg cur = ws_ptx_reg(b, PTX_B32), nxt = ws_ptx_reg(b, PTX_B32), r0 = ws_ptx_reg(b, PTX_B32);
+    preg kt = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, 0", cur.n);
+    I("mov.u32 %s, 0", r0.n);
+    I("mov.u32 %s, 1", kt.n);
+    for (int mi = 0; mi < MI; mi++)
+        for (int ni = 0; ni < NI; ni++)
+            for (int e = 0; e < 4; e++)
+                I("mov.f32 %s, 0f00000000", acc[mi][ni][e].n);
+    emit_mma_gload(s, r0);
+    emit_mma_sstore(s, cur);
+    I("bar.sync 0");
+
+    ws_ptx_section(b, "main loop over the stages of r");
+    ws_ptx_comment(b, "%lld stages of %d", KT, MBK);
+    plabel top = ws_ptx_label_new(b, "stage"), noload = ws_ptx_label_new(b, "noload");
+    plabel nostore = ws_ptx_label_new(b, "nostore");
+    preg more = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_label(b, top);
+    I("setp.lt.u32 %s, %s, %lld", more.n, kt.n, KT);
+    I("sub.u32 %s, %d, %s", nxt.n, STAGE, cur.n);
+    I("@!%s bra.uni %s", more.n, noload.n);
+    I("add.u32 %s, %s, %d", r0.n, r0.n, MBK);
+    ws_ptx_comment(b, "the next stage's elements into registers");
+    emit_mma_gload(s, r0);
+    ws_ptx_label(b, noload);
+    {
+        preg ra = ws_ptx_reg(b, PTX_B32), rb = ws_ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %s", ra.n, alane.n, cur.n);
+        I("add.u32 %s, %s, %s", rb.n, blane.n, cur.n);
+        for (int ks = 0; ks < MBK / 16; ks++) {
+            ws_ptx_comment(b, "k step %d: fragments, then %d mma", ks, MI * NI);
+            for (int mi = 0; mi < MI; mi++)
+                I("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%s, %s, %s, %s}, [%s+%d]", fa[mi][0].n,
+                  fa[mi][1].n, fa[mi][2].n, fa[mi][3].n, ra.n, mi * 16 * MRS + ks * 32);
+            for (int nj = 0; nj < NI / 2; nj++)
+                I("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%s, %s, %s, %s}, [%s+%d]",
+                  fb[2 * nj][0].n, fb[2 * nj][1].n, fb[2 * nj + 1][0].n, fb[2 * nj + 1][1].n, rb.n,
+                  nj * 16 * MRS + ks * 32);
+            for (int mi = 0; mi < MI; mi++)
+                for (int ni = 0; ni < NI; ni++)
+                    I("mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%s, %s, %s, %s}, "
+                      "{%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
+                      s->mt, s->mt, acc[mi][ni][0].n, acc[mi][ni][1].n, acc[mi][ni][2].n,
+                      acc[mi][ni][3].n, fa[mi][0].n, fa[mi][1].n, fa[mi][2].n, fa[mi][3].n,
+                      fb[ni][0].n, fb[ni][1].n, acc[mi][ni][0].n, acc[mi][ni][1].n,
+                      acc[mi][ni][2].n, acc[mi][ni][3].n);
+        }
+    }
+    I("@!%s bra.uni %s", more.n, nostore.n);
+    emit_mma_sstore(s, nxt);
+    I("mov.u32 %s, %s", cur.n, nxt.n);
+    ws_ptx_label(b, nostore);
+    I("bar.sync 0");
+    I("add.u32 %s, %s, 1", kt.n, kt.n);
+    I("@%s bra.uni %s", more.n, top.n);
+
+    ws_ptx_section(b, "epilogue: acc[mi][ni][2h + e] is (o0 + wm*WTM + 16mi + 8h + lane/4, "
+                      "p0 + wn*32 + 8ni + 2(lane%4) + e)");
+    epi e;
+    e.pb = ws_ptx_reg(b, PTX_B64);
+    e.pa = ws_ptx_reg(b, PTX_B64);
+    e.py = ws_ptx_reg(b, PTX_B64);
+    e.abs = ws_ptx_reg(b, PTX_B64);
+    e.hasb = ws_ptx_reg(b, PTX_PRED);
+    e.hasa = ws_ptx_reg(b, PTX_PRED);
+    I("ld.param.u64 %s, [p_b]", e.pb.n);
+    I("ld.param.u64 %s, [p_add]", e.pa.n);
+    I("ld.param.u64 %s, [p_y]", e.py.n);
+    I("ld.param.u64 %s, [p_add_bs]", e.abs.n);
+    I("setp.ne.u64 %s, %s, 0", e.hasb.n, e.pb.n);
+    I("setp.ne.u64 %s, %s, 0", e.hasa.n, e.pa.n);
+    I("cvta.to.global.u64 %s, %s", e.pb.n, e.pb.n);
+    I("cvta.to.global.u64 %s, %s", e.pa.n, e.pa.n);
+    I("cvta.to.global.u64 %s, %s", e.py.n, e.py.n);
+    preg eo0 = ws_ptx_reg(b, PTX_B32), ep0 = ws_ptx_reg(b, PTX_B32);
+    I("shr.u32 %s, %s, 2", tmp.n, lane.n);
+    I("mad.lo.u32 %s, %s, %d, %s", eo0.n, wm.n, WTM, tmp.n);
+    I("add.u32 %s, %s, %s", eo0.n, eo0.n, o0.n);
+    I("and.b32 %s, %s, 3", tmp.n, lane.n);
+    I("shl.b32 %s, %s, 1", tmp.n, tmp.n);
+    I("mad.lo.u32 %s, %s, 32, %s", ep0.n, wn.n, tmp.n);
+    I("add.u32 %s, %s, %s", ep0.n, ep0.n, p0.n);
+    int ro[8], po[8];
+    preg av[8][8];
+    for (int mi = 0; mi < MI; mi++)
+        for (int h = 0; h < 2; h++) {
+            ro[2 * mi + h] = 16 * mi + 8 * h;
+            for (int ni = 0; ni < NI; ni++)
+                for (int q = 0; q < 2; q++)
+                    av[2 * mi + h][2 * ni + q] = acc[mi][ni][2 * h + q];
+        }
+    for (int ni = 0; ni < NI; ni++)
+        for (int q = 0; q < 2; q++)
+            po[2 * ni + q] = 8 * ni + q;
+    emit_epi_store(s, &e, eo0, ep0, 2 * MI, ro, 2 * NI, po, "wn*32 + 2(lane%4)", av);
     I("ret");
 }
 
@@ -463,24 +811,44 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
     ptx_buf mod, kb;
     ws_ptx_init(&mod);
     ws_ptx_init(&kb);
+    const int mma = ws_gemm_mma(d);
     ws_ptx_module_begin(&mod, cc_major, cc_minor,
-                     "whisper-stem conv engine: dense forward as an implicit GEMM (FFMA)");
+                     mma ? "whisper-stem conv engine: dense forward as an implicit GEMM (mma.sync)"
+                         : "whisper-stem conv engine: dense forward as an implicit GEMM (FFMA)");
     gk s = { .b = &kb, .d = d, .R = (long long)d->c_in * d->k,
              .xs = d->x_type == WS_F32 ? 4 : 2, .ys = d->y_type == WS_F32 ? 4 : 2 };
     s.BM = ws_gemm_bm(d);
-    s.TM = s.BM / TY;
-    s.NA = s.BM * BK / NT;
-    s.AS = s.BM + 4;
-    s.A_BYTES = BK * s.AS * 4;
-    s.STAGE = s.A_BYTES + BK * BN * 4;
-    ws_ptx_comment(&kb, "y[o, n*T_out + t] = act(b[o] + sum_r W[o, r] X[r, n*T_out + t]) + add; r = j*K + k");
-    ws_ptx_comment(&kb, "C_in %d C_out %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s; "
-                     "tile %dx%d, BK %d, %dx8 per thread",
-                d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
-                d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
-                d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->pre),
-                act_name(d->act), s.BM, BN, BK, s.TM);
-    emit_body(&s);
+    if (mma) {
+        s.mt = d->math == WS_MATH_BF16 ? "bf16" : "f16";
+        s.NA = s.BM * MBK / NT;
+        s.tpr = MBK / s.NA;
+        s.NBV = MMA_N;
+        s.A_BYTES = s.BM * MRS;
+        s.STAGE = s.A_BYTES + BN * MRS;
+        ws_ptx_comment(&kb, "y[o, n*T_out + t] = act(b[o] + sum_r W[o, r] X[r, n*T_out + t]) + add; r = j*K + k");
+        ws_ptx_comment(&kb, "C_in %d C_out %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s; "
+                         "tile %dx%d, BK %d, %s mma.sync m16n8k16, warps 2x4 of %dx32",
+                    d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
+                    d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
+                    d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->pre),
+                    act_name(d->act), s.BM, BN, MBK, s.mt, s.BM / 2);
+        emit_mma_body(&s);
+    } else {
+        s.TM = s.BM / TY;
+        s.NA = s.BM * BK / NT;
+        s.NBV = NB;
+        s.AS = s.BM + 4;
+        s.A_BYTES = BK * s.AS * 4;
+        s.STAGE = s.A_BYTES + BK * BN * 4;
+        ws_ptx_comment(&kb, "y[o, n*T_out + t] = act(b[o] + sum_r W[o, r] X[r, n*T_out + t]) + add; r = j*K + k");
+        ws_ptx_comment(&kb, "C_in %d C_out %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s; "
+                         "tile %dx%d, BK %d, %dx8 per thread",
+                    d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
+                    d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
+                    d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->pre),
+                    act_name(d->act), s.BM, BN, BK, s.TM);
+        emit_body(&s);
+    }
     ws_ptx_kernel_end(&kb, &mod, name,
                    "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n"
                    "\t.param .u64 p_add,\n\t.param .u64 p_y,\n\t.param .u32 p_n,\n"

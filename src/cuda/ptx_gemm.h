@@ -35,16 +35,40 @@
  * N256 C512 T32 350 us (3.3 ms), ResConv1D block 502 us, Jukebox N4 C64 T131072 D27
  * 471 us, wav2vec2's 7 convs N8 11.4 ms, DAC C512->1024 K16 S8 3.61 ms: 27-37 TFLOP/s of
  * FFMA. Not yet: x gathered along channels for NLC (each load is its own sector there),
- * stores grouped through shared memory, 16-byte W loads, tensor cores.
+ * stores grouped through shared memory, 16-byte W loads.
  * Parameters: those of the direct forward kernel (ptx_direct.h): .u64 p_x, p_w, p_b, p_add,
  * p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs. Grid (ceil(P / BN), ceil(C_out / BM)),
  * block WS_GEMM_THREADS; ws_gemm_call_fits says which calls it takes (P < 2^31, grid y
  * within 65535); the direct kernel takes the others.
  *
+ * TENSOR CORES (math WS_MATH_BF16 / WS_MATH_F16, ws_gemm_mma; WS_MATH_F32 and TF32 run the
+ * FFMA kernel above): the same grid, block, tile (BM x BN), parameters and epilogue, products
+ * on mma.sync.m16n8k16 (f32 accumulation) on inputs rounded (cvt.rn) to the math type.
+ * r walks WS_GEMM_MMA_BK = 32 per stage (two k16 steps), two stages, gathered into
+ * registers while the other stage is multiplied, as above.
+ *   A stage As[BM][32 halves + 16 bytes] (r contiguous, rows of 80 bytes: ldmatrix's 8 row
+ *     addresses fall on 8 distinct 16-byte bank groups): thread tid loads
+ *     W[o0 + tid/tpr][r0 + (tid%tpr)*NA + e], e < NA = BM/8, tpr = 32/NA (16-byte loads when
+ *     R % 4 == 0), stored as NA/2 packed pairs.
+ *   B stage Bs[BN][32 halves + 16 bytes] (X transposed: r contiguous per position): thread
+ *     tid gathers X[r0 + (tid/128)*16 + e][p0 + tid%128], e < 16 (a warp: 32 consecutive
+ *     positions of one r), pre applied in float32, then rounded and stored as 8 pairs.
+ *   Warps 2 (channels, BM/2 each) x 4 (positions, 32 each); per k16 step a warp loads
+ *     BM/32 A fragments and 2 x4 B fragments by ldmatrix and issues (BM/32)*4 mma.
+ *   Epilogue: accumulator c[2h + e] of fragment (mi, ni) is output channel
+ *     o0 + wm*BM/2 + 16mi + 8h + lane/4, position p0 + 32wn + 8ni + 2(lane%4) + e.
+ * Registers (ptxas sm_90): 128 for the 128-row tile (134 K1 with add), 92-96 for the 64-row
+ * tile; sm_80 up to 159; no spills. Speed (H100, bf16 storage and math, the FFMA kernel
+ * before): dilated K3 D9 N256 C512 T32 116 us (350), ResConv1D block 184 us (496), Jukebox
+ * 246 us (468), DAC 1.10 ms (3.61); the gather (one predicated 2-byte load and its address
+ * arithmetic per element) bounds it, not the mma.
+ *
  * Tested by tests/test_gpu_conv.c: ptxas sm_80 / sm_90 with no spills on every module of
- * its gemm table; a C model of the tile and thread mapping (every output produced once,
+ * its gemm table (and every row's BF16 and F16 mma module); a C model of the tile and thread mapping (every output produced once,
  * every gather address x's formula) on every row; on a GPU each row against the CPU engine
- * and against the direct kernels.
+ * and against the direct kernels; on a GPU every row with BF16 and F16 math against the CPU
+ * engine (rel L2 <= 1e-2: 2e-3..3e-3 bf16, <= 8e-4 f16 seen on the H100), two runs the same
+ * bits.
  */
 #ifndef WS_CUDA_PTX_GEMM_H
 #define WS_CUDA_PTX_GEMM_H
@@ -60,6 +84,10 @@
  * 404 -> 350 us, wav2vec2's 7 convs N8 14.6 -> 11.4 ms, DAC 4.24 -> 3.61 ms) */
 #define WS_GEMM_BK 16
 #define WS_GEMM_NAME_MAX 160
+/* the tensor-core kernel (TENSOR CORES above): r per stage (two m16n8k16 steps); 1: plans
+ * with math BF16 / F16 run it, 0: every math runs the FFMA kernel */
+#define WS_GEMM_MMA_BK 32
+#define WS_GEMM_MMA 1
 
 /* 1 when the gemm kernel can run descriptor d (checked): FWD, groups 1 */
 int ws_gemm_fits(const ws_conv_desc *d);
@@ -67,6 +95,9 @@ int ws_gemm_fits(const ws_conv_desc *d);
 /* BM of d's kernel: WS_GEMM_BM, or WS_GEMM_BM_SMALL for C_out <= WS_GEMM_BM_SMALL (H100,
  * N4 C64 T131072 K3 D27: 924 us with 128, half the rows idle) */
 int ws_gemm_bm(const ws_conv_desc *d);
+
+/* 1 when d's gemm module is the tensor-core kernel (math BF16 or F16, WS_GEMM_MMA on) */
+int ws_gemm_mma(const ws_conv_desc *d);
 
 /* 1 when a call of n items with t_out outputs fits the kernel's grid and 32-bit position
  * arithmetic */
