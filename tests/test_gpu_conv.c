@@ -912,8 +912,9 @@ Test(gpu_conv, bad_calls_are_refused)
 
 /* dense FWD rows: layouts mixed, K 1..16, S 1..8, D 1..27, asymmetric pads, pre and act,
  * bias or not, add per item / broadcast / the input, f32 / f16 / bf16 and mixed storage,
- * C_in*K not a multiple of 4, C_out and N*T_out not multiples of the tile, T_out 1, and two
- * of the bench's shapes scaled down */
+ * C_in*K not a multiple of 4, C_out and N*T_out not multiples of the tile, T_out 1, two
+ * of the bench's shapes scaled down; C_in a multiple of 16 or not (the mma kernel's two
+ * orders of r), bf16 storage without pre in NCL and NLC (its raw pairs) */
 #define F32 WS_F32, WS_F32, WS_F32
 static const gcase gcases_gemm[] = {
     {"g_dilated_k3_d9_relu_relu", 3, 40, 70, 1, 3, 1, 9, 9, 9, 45, WS_NCL, WS_NCL, F32, WS_ACT_RELU, WS_ACT_RELU, 1, 0},
@@ -952,6 +953,10 @@ static const gcase gcases_gemm[] = {
      WS_ACT_RELU, 1, 0},
     {"g_bench_resconv_k1_c512_n16", 16, 512, 512, 1, 1, 1, 1, 0, 0, 32, WS_NCL, WS_NCL, F32, 0, WS_ACT_NONE, 1,
      ADD_INPUT},
+    {"g_bf16_dilated_c64_d9_relu", 4, 64, 96, 1, 3, 1, 9, 9, 9, 40, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_RELU, 1, 0},
+    {"g_bf16_nlc_c32_k2_s2_gelu_add", 2, 32, 48, 1, 2, 2, 1, 0, 0, 70, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_GELU, 1, ADD_PER_ITEM},
 };
 #undef F32
 enum { N_GCASES = sizeof gcases_gemm / sizeof gcases_gemm[0] };

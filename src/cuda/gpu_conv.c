@@ -57,6 +57,7 @@ struct ws_gpu_conv {
      * every call that gemm_call_fits admits; the direct kernel takes the others */
     wscu_module gemmmod;
     wscu_function gemmfn;  /* 0: no gemm kernel */
+    wscu_devptr wh;        /* the tensor-core gemm kernel's weights (ws_gemm_mma_weights), or 0 */
     wscu_devptr part;      /* BWD: float32 partials of dw, db, grown as calls need */
     size_t part_bytes;
 };
@@ -183,6 +184,8 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
         cu->ModuleUnload(c->dwmod);
     if (c->gemmmod)
         cu->ModuleUnload(c->gemmmod);
+    if (c->wh)
+        cu->MemFree(c->wh);
     free(c);
 }
 
@@ -260,6 +263,19 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     if (b && (ws_gpu_alloc(g, (size_t)d->c_out * sizeof *b, &c->b, err) ||
               ws_gpu_upload(g, c->b, b, (size_t)d->c_out * sizeof *b, err)))
         goto fail;
+    if (c->gemmfn && ws_gemm_mma(d)) { /* W rounded to the math type, in the kernel's r order */
+        uint16_t *wh = malloc(nw * sizeof *wh);
+        if (!wh) {
+            ws_errf(err, "ws_gpu_conv_new: out of memory (weights %zu halves)", nw);
+            goto fail;
+        }
+        ws_gemm_mma_weights(d, wf, wh);
+        const int rc = ws_gpu_alloc(g, nw * sizeof *wh, &c->wh, err) ||
+                       ws_gpu_upload(g, c->wh, wh, nw * sizeof *wh, err);
+        free(wh);
+        if (rc)
+            goto fail;
+    }
     free(wf);
     free(ptx);
     return c;
@@ -457,7 +473,7 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err 
     const unsigned gx = (unsigned)((npos + WS_GEMM_BN - 1) / WS_GEMM_BN);
     const unsigned long long bm = (unsigned long long)ws_gemm_bm(d);
     const unsigned gy = (unsigned)(((unsigned long long)d->c_out + bm - 1) / bm);
-    uint64_t px = (uint64_t)(uintptr_t)a->x, pw = c->w, pb = c->b;
+    uint64_t px = (uint64_t)(uintptr_t)a->x, pw = c->wh ? c->wh : c->w, pb = c->b;
     uint64_t pa = (uint64_t)(uintptr_t)a->add, py = (uint64_t)(uintptr_t)a->y;
     uint32_t n = (uint32_t)a->n, t_in = (uint32_t)a->t_in, to = (uint32_t)t_out;
     uint64_t abs = a->add ? (uint64_t)a->add_batch_stride : 0;

@@ -115,6 +115,10 @@ typedef struct {
     /* the mma kernel (ptx_gemm.h, TENSOR CORES) */
     const char *mt;   /* "bf16" or "f16" */
     int tpr;          /* threads per A row: 32 / NA */
+    int kmajor;       /* r = k*C_in + j (ws_gemm_mma_kmajor) */
+    int vecw;         /* 16-byte W loads (R % 8 == 0): av holds NA/2 packed pairs, else NA u16 */
+    int raw;          /* x already in the math type and pre NONE: pairs packed as loaded */
+    preg sT;          /* NCL, kmajor: T_in * xs, the step between channels */
 } gk;
 
 /* registers for the raw B values of x_type */
@@ -513,36 +517,103 @@ static preg mma_b_value(gk *s, int e)
     return v;
 }
 
-/* av[e] = W[o0 + tid/tpr, r0 + (tid%tpr)*NA + e] (e < NA), bv[e] = raw x of
- * X[r0 + (tid/128)*16 + e][p0 + tid%128] (e < 16); zero where out of range */
+int ws_gemm_mma_kmajor(const ws_conv_desc *d)
+{
+    return d->c_in % 16 == 0;
+}
+
+void ws_gemm_mma_weights(const ws_conv_desc *d, const float *w, uint16_t *out)
+{
+    const int bf = d->math == WS_MATH_BF16, km = ws_gemm_mma_kmajor(d), K = d->k, C = d->c_in;
+    const size_t R = (size_t)C * K;
+    for (size_t o = 0; o < (size_t)d->c_out; o++)
+        for (int j = 0; j < C; j++)
+            for (int k = 0; k < K; k++) {
+                const float v = w[o * R + (size_t)j * K + k];
+                out[o * R + (km ? (size_t)k * C + j : (size_t)j * K + k)] =
+                    bf ? ws_f32_to_bf16(v) : ws_f32_to_f16(v);
+            }
+}
+
+/* av = W[o0 + tid/tpr, r0 + (tid%tpr)*NA + e] (e < NA; W in the math type, ws_gemm_mma_weights),
+ * bv[e] = raw x of X[r0 + (tid/128)*16 + e][p0 + tid%128] (e < 16); zero where out of range */
 static void emit_mma_gload(gk *s, preg r0)
 {
     ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
     const long long R = s->R;
-    const int vec = R % 4 == 0; /* 16-byte W loads: rows and r0 + ka 16-byte aligned */
-    ws_ptx_comment(b, "A: W[o0 + tid/%d][r0 + (tid%%%d)*%d + e], e < %d%s", s->tpr, s->tpr, s->NA, s->NA,
-                   vec ? ", 4 at a time" : "");
+    ws_ptx_comment(b, "A: W[o0 + tid/%d][r0 + (tid%%%d)*%d + e], e < %d, %s", s->tpr, s->tpr, s->NA, s->NA,
+                   s->vecw ? "16 bytes at a time" : "one by one");
     {
         preg r = ws_ptx_reg(b, PTX_B32), ga = ws_ptx_reg(b, PTX_B64);
         I("add.u32 %s, %s, %s", r.n, r0.n, s->ka.n);
-        I("mad.wide.u32 %s, %s, 4, %s", ga.n, r.n, s->wa.n);
-        for (int e = 0; e < s->NA; e += vec ? 4 : 1) {
+        I("mad.wide.u32 %s, %s, 2, %s", ga.n, r.n, s->wa.n);
+        for (int e = 0; e < s->NA; e += s->vecw ? 8 : 1) {
             preg ok = ws_ptx_reg(b, PTX_PRED), re = ws_ptx_reg(b, PTX_B32);
             I("add.u32 %s, %s, %d", re.n, r.n, e);
             I("setp.lt.u32 %s, %s, %lld", ok.n, re.n, R);
             I("and.pred %s, %s, %s", ok.n, ok.n, s->aok[0].n);
-            for (int q = 0; q < (vec ? 4 : 1); q++)
-                I("mov.f32 %s, 0f00000000", s->av[e + q].n);
-            if (vec)
-                I("@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d]", ok.n, s->av[e].n, s->av[e + 1].n,
-                  s->av[e + 2].n, s->av[e + 3].n, ga.n, e * 4);
-            else
-                I("@%s ld.global.nc.f32 %s, [%s+%d]", ok.n, s->av[e].n, ga.n, e * 4);
+            if (s->vecw) {
+                const int q = e / 2;
+                for (int i = 0; i < 4; i++)
+                    I("mov.b32 %s, 0", s->av[q + i].n);
+                I("@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d]", ok.n, s->av[q].n, s->av[q + 1].n,
+                  s->av[q + 2].n, s->av[q + 3].n, ga.n, e * 2);
+            } else {
+                I("mov.b32 %s, 0", s->av[e].n);
+                I("@%s ld.global.nc.u16 %s, [%s+%d]", ok.n, s->av[e].n, ga.n, e * 2);
+            }
         }
     }
-    ws_ptx_comment(b, "B: x of X[r0 + (tid/128)*16 + e][p0 + tid%%128], r = j*K + k, u = S*t - P_L + D*k");
-    for (int e = 0; e < MMA_N; e++)
-        emit_gather_b(s, r0, e, 1);
+    if (!s->kmajor) {
+        ws_ptx_comment(b, "B: x of X[r0 + (tid/128)*16 + e][p0 + tid%%128], r = j*K + k, u = S*t - P_L + D*k");
+        for (int e = 0; e < MMA_N; e++)
+            emit_gather_b(s, r0, e, 1);
+        return;
+    }
+    ws_ptx_comment(b, "B: x of X[r0 + (tid/128)*16 + e][p0 + tid%%128], r = k*C_in + j: one k, j .. j+15, "
+                      "u = S*t - P_L + D*k");
+    preg r = ws_ptx_reg(b, PTX_B32), j = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32);
+    preg ok = ws_ptx_reg(b, PTX_PRED), uok = ws_ptx_reg(b, PTX_PRED);
+    preg u = ws_ptx_reg(b, PTX_B64), off = ws_ptx_reg(b, PTX_B64), xa = ws_ptx_reg(b, PTX_B64);
+    I("add.u32 %s, %s, %s", r.n, r0.n, s->kb.n);
+    I("setp.lt.u32 %s, %s, %lld", ok.n, r.n, R);
+    I("and.pred %s, %s, %s", ok.n, ok.n, s->pv.n);
+    I("div.u32 %s, %s, %d", k.n, r.n, d->c_in);
+    I("mul.lo.u32 %s, %s, %d", j.n, k.n, d->c_in);
+    I("sub.u32 %s, %s, %s", j.n, r.n, j.n);
+    I("mul.wide.u32 %s, %s, %d", u.n, k.n, d->dilation);
+    I("add.s64 %s, %s, %s", u.n, u.n, s->ub.n);
+    I("setp.lt.u64 %s, %s, %s", uok.n, u.n, s->tin64.n);
+    I("and.pred %s, %s, %s", ok.n, ok.n, uok.n);
+    if (d->x_layout == WS_NCL) {
+        I("mul.wide.u32 %s, %s, %s", off.n, j.n, s->tin32.n); /* x[n][j][u] */
+        I("add.u64 %s, %s, %s", off.n, off.n, u.n);
+    } else {
+        preg j64 = ws_ptx_reg(b, PTX_B64);
+        I("cvt.u64.u32 %s, %s", j64.n, j.n);
+        I("mad.lo.u64 %s, %s, %d, %s", off.n, u.n, d->c_in, j64.n); /* x[n][u][j] */
+    }
+    I("mad.lo.u64 %s, %s, %d, %s", xa.n, off.n, s->xs, s->xn.n);
+    for (int e = 0; e < MMA_N; e++) {
+        int imm = 0;
+        if (d->x_layout == WS_NCL) {
+            if (e)
+                I("add.u64 %s, %s, %s", xa.n, xa.n, s->sT.n);
+        } else {
+            imm = e * s->xs;
+        }
+        if (d->x_type == WS_F32) {
+            I("mov.f32 %s, 0f00000000", s->bv[e].n);
+            I("@%s ld.global.nc.f32 %s, [%s+%d]", ok.n, s->bv[e].n, xa.n, imm);
+        } else if (d->x_type == WS_F16) {
+            I("mov.b16 %s, 0", s->bv[e].n);
+            I("@%s ld.global.nc.b16 %s, [%s+%d]", ok.n, s->bv[e].n, xa.n, imm);
+        } else {
+            I("mov.b32 %s, 0", s->bv[e].n);
+            I("@%s ld.global.nc.u16 %s, [%s+%d]", ok.n, s->bv[e].n, xa.n, imm);
+        }
+    }
 }
 
 /* the raw loads, rounded to the math type, into the stage at byte offset `so`:
@@ -551,6 +622,7 @@ static void emit_mma_gload(gk *s, preg r0)
 static void emit_mma_sstore(gk *s, preg so)
 {
     ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
     preg tid = ws_ptx_reg(b, PTX_B32), sb = ws_ptx_reg(b, PTX_B32), a = ws_ptx_reg(b, PTX_B32);
     preg c = ws_ptx_reg(b, PTX_B32);
     preg pk[MMA_N / 2];
@@ -559,17 +631,21 @@ static void emit_mma_sstore(gk *s, preg so)
     I("mov.u32 %s, %%tid.x", tid.n);
     I("mov.u32 %s, smem", sb.n);
     I("add.u32 %s, %s, %s", sb.n, sb.n, so.n);
-    ws_ptx_comment(b, "As[tid/%d][(tid%%%d)*%d + e] = %s(av[e])", s->tpr, s->tpr, s->NA, s->mt);
+    ws_ptx_comment(b, "As[tid/%d][(tid%%%d)*%d + e] = W", s->tpr, s->tpr, s->NA);
     I("div.u32 %s, %s, %d", a.n, tid.n, s->tpr);
     I("rem.u32 %s, %s, %d", c.n, tid.n, s->tpr);
     I("mul.lo.u32 %s, %s, %d", c.n, c.n, s->NA * 2);
     I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, MRS, c.n);
     I("add.u32 %s, %s, %s", a.n, a.n, sb.n);
-    for (int i = 0; i < s->NA / 2; i++)
-        I("cvt.rn.%sx2.f32 %s, %s, %s", s->mt, pk[i].n, s->av[2 * i + 1].n, s->av[2 * i].n);
+    const preg *ap = s->av;
+    if (!s->vecw) {
+        for (int i = 0; i < s->NA / 2; i++)
+            I("prmt.b32 %s, %s, %s, 0x5410", pk[i].n, s->av[2 * i].n, s->av[2 * i + 1].n);
+        ap = pk;
+    }
     for (int q = 0; q < s->NA / 8; q++)
-        I("st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s}", a.n, q * 16, pk[4 * q].n, pk[4 * q + 1].n,
-          pk[4 * q + 2].n, pk[4 * q + 3].n);
+        I("st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s}", a.n, q * 16, ap[4 * q].n, ap[4 * q + 1].n,
+          ap[4 * q + 2].n, ap[4 * q + 3].n);
     ws_ptx_comment(b, "Bs[tid%%128][(tid/128)*16 + e] = %s(pre(x))", s->mt);
     preg q = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_B32);
     I("shr.u32 %s, %s, 7", q.n, tid.n);
@@ -578,8 +654,14 @@ static void emit_mma_sstore(gk *s, preg so)
     I("mad.lo.u32 %s, %s, %d, %s", q.n, p.n, MRS, q.n);
     I("add.u32 %s, %s, %s", q.n, q.n, sb.n);
     for (int i = 0; i < MMA_N / 2; i++) {
-        preg lo = mma_b_value(s, 2 * i), hi = mma_b_value(s, 2 * i + 1);
-        I("cvt.rn.%sx2.f32 %s, %s, %s", s->mt, pk[i].n, hi.n, lo.n);
+        if (s->raw && d->x_type == WS_BF16) {
+            I("prmt.b32 %s, %s, %s, 0x5410", pk[i].n, s->bv[2 * i].n, s->bv[2 * i + 1].n);
+        } else if (s->raw) {
+            I("mov.b32 %s, {%s, %s}", pk[i].n, s->bv[2 * i].n, s->bv[2 * i + 1].n);
+        } else {
+            preg lo = mma_b_value(s, 2 * i), hi = mma_b_value(s, 2 * i + 1);
+            I("cvt.rn.%sx2.f32 %s, %s, %s", s->mt, pk[i].n, hi.n, lo.n);
+        }
     }
     for (int h = 0; h < 2; h++)
         I("st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s}", q.n, s->A_BYTES + h * 16, pk[4 * h].n,
@@ -629,9 +711,9 @@ static void emit_mma_body(gk *s)
         I("div.u32 %s, %s, %d", oa.n, tid.n, s->tpr);
         I("add.u32 %s, %s, %s", oa.n, oa.n, o0.n);
         I("setp.lt.u32 %s, %s, %d", s->aok[0].n, oa.n, d->c_out);
-        ws_ptx_comment(b, "W row o0 + tid/%d: w + (o0 + tid/%d) * R * 4 (R = %lld)", s->tpr, s->tpr, R);
+        ws_ptx_comment(b, "W row o0 + tid/%d: w + (o0 + tid/%d) * R * 2 (R = %lld)", s->tpr, s->tpr, R);
         I("cvt.u64.u32 %s, %s", oa64.n, oa.n);
-        I("mad.lo.u64 %s, %s, %lld, %s", s->wa.n, oa64.n, R * 4, pw.n);
+        I("mad.lo.u64 %s, %s, %lld, %s", s->wa.n, oa64.n, R * 2, pw.n);
     }
     ws_ptx_section(b, "B position of this thread: p = p0 + tid%128 = n*T_out + t");
     {
@@ -656,6 +738,10 @@ static void emit_mma_body(gk *s)
         I("add.u64 %s, %s, %s", s->xn.n, item.n, px.n);
         I("shr.u32 %s, %s, 7", s->kb.n, tid.n);
         I("shl.b32 %s, %s, 4", s->kb.n, s->kb.n);
+        if (s->kmajor && d->x_layout == WS_NCL) {
+            s->sT = ws_ptx_reg(b, PTX_B64);
+            I("mul.wide.u32 %s, %s, %d", s->sT.n, s->tin32.n, s->xs);
+        }
     }
     ws_ptx_section(b, "warp (wm = warp/4: channels wm*WTM.., wn = warp%4: positions wn*32..); ldmatrix lanes");
     preg lane = ws_ptx_reg(b, PTX_B32), warp = ws_ptx_reg(b, PTX_B32), wm = ws_ptx_reg(b, PTX_B32);
@@ -685,7 +771,10 @@ static void emit_mma_body(gk *s)
     I("add.u32 %s, %s, %d", blane.n, blane.n, A_BYTES);
     I("add.u32 %s, %s, %s", blane.n, blane.n, sbase.n);
 
-    alloc_raw(s);
+    for (int e = 0; e < (s->vecw ? s->NA / 2 : s->NA); e++)
+        s->av[e] = ws_ptx_reg(b, PTX_B32);
+    for (int e = 0; e < MMA_N; e++)
+        s->bv[e] = ws_ptx_reg(b, d->x_type == WS_F32 ? PTX_F32 : d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
     preg acc[4][4][4], fa[4][4], fb[4][2];
     for (int mi = 0; mi < MI; mi++)
         for (int ni = 0; ni < NI; ni++)
@@ -823,15 +912,19 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
         s.NA = s.BM * MBK / NT;
         s.tpr = MBK / s.NA;
         s.NBV = MMA_N;
+        s.kmajor = ws_gemm_mma_kmajor(d);
+        s.vecw = s.R % 8 == 0;
+        s.raw = d->pre == WS_ACT_NONE && ((d->x_type == WS_BF16 && d->math == WS_MATH_BF16) ||
+                                          (d->x_type == WS_F16 && d->math == WS_MATH_F16));
         s.A_BYTES = s.BM * MRS;
         s.STAGE = s.A_BYTES + BN * MRS;
         ws_ptx_comment(&kb, "y[o, n*T_out + t] = act(b[o] + sum_r W[o, r] X[r, n*T_out + t]) + add; r = j*K + k");
         ws_ptx_comment(&kb, "C_in %d C_out %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s; "
-                         "tile %dx%d, BK %d, %s mma.sync m16n8k16, warps 2x4 of %dx32",
+                         "tile %dx%d, BK %d, %s mma.sync m16n8k16, warps 2x4 of %dx32, r = %s",
                     d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
                     d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
                     d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->pre),
-                    act_name(d->act), s.BM, BN, MBK, s.mt, s.BM / 2);
+                    act_name(d->act), s.BM, BN, MBK, s.mt, s.BM / 2, s.kmajor ? "k*C_in + j" : "j*K + k");
         emit_mma_body(&s);
     } else {
         s.TM = s.BM / TY;

@@ -44,24 +44,29 @@
  * TENSOR CORES (math WS_MATH_BF16 / WS_MATH_F16, ws_gemm_mma; WS_MATH_F32 and TF32 run the
  * FFMA kernel above): the same grid, block, tile (BM x BN), parameters and epilogue, products
  * on mma.sync.m16n8k16 (f32 accumulation) on inputs rounded (cvt.rn) to the math type.
- * r walks WS_GEMM_MMA_BK = 32 per stage (two k16 steps), two stages, gathered into
- * registers while the other stage is multiplied, as above.
+ * p_w is then the plan's W rounded to the math type (ws_gemm_mma_weights, at plan time),
+ * [C_out][R] in the kernel's order of r: r = k*C_in + j when C_in % 16 == 0
+ * (ws_gemm_mma_kmajor: a thread's 16 consecutive r of a stage are one tap k and 16
+ * channels, so one u and one validity test serve all 16, and the addresses step by T_in
+ * (NCL) or 1 (NLC)), else r = j*K + k as above. r walks WS_GEMM_MMA_BK = 32 per stage (two
+ * k16 steps), two stages, gathered into registers while the other stage is multiplied.
  *   A stage As[BM][32 halves + 16 bytes] (r contiguous, rows of 80 bytes: ldmatrix's 8 row
  *     addresses fall on 8 distinct 16-byte bank groups): thread tid loads
  *     W[o0 + tid/tpr][r0 + (tid%tpr)*NA + e], e < NA = BM/8, tpr = 32/NA (16-byte loads when
- *     R % 4 == 0), stored as NA/2 packed pairs.
+ *     R % 8 == 0, else 2-byte loads packed in pairs).
  *   B stage Bs[BN][32 halves + 16 bytes] (X transposed: r contiguous per position): thread
  *     tid gathers X[r0 + (tid/128)*16 + e][p0 + tid%128], e < 16 (a warp: 32 consecutive
- *     positions of one r), pre applied in float32, then rounded and stored as 8 pairs.
+ *     positions of one r), pre applied in float32, rounded and stored as 8 pairs (x already
+ *     in the math type without pre: paired as loaded).
  *   Warps 2 (channels, BM/2 each) x 4 (positions, 32 each); per k16 step a warp loads
  *     BM/32 A fragments and 2 x4 B fragments by ldmatrix and issues (BM/32)*4 mma.
  *   Epilogue: accumulator c[2h + e] of fragment (mi, ni) is output channel
  *     o0 + wm*BM/2 + 16mi + 8h + lane/4, position p0 + 32wn + 8ni + 2(lane%4) + e.
- * Registers (ptxas sm_90): 128 for the 128-row tile (134 K1 with add), 92-96 for the 64-row
- * tile; sm_80 up to 159; no spills. Speed (H100, bf16 storage and math, the FFMA kernel
- * before): dilated K3 D9 N256 C512 T32 116 us (350), ResConv1D block 184 us (496), Jukebox
- * 246 us (468), DAC 1.10 ms (3.61); the gather (one predicated 2-byte load and its address
- * arithmetic per element) bounds it, not the mma.
+ * Registers (ptxas sm_90): 124-128 for the 128-row tile, 88-98 for the 64-row tile; sm_80 up
+ * to 157; no spills. Speed (H100, bf16 storage and math, bench/conv_gpu.c; the FFMA kernel
+ * before): dilated K3 D9 N256 C512 T32 80 us (350), ResConv1D block 127 us (496), Jukebox
+ * 238 us (468), wav2vec2's 7 convs 3.84 ms (11.4), DAC 1.23 ms (3.61): 55-160 TFLOP/s.
+ * Not yet: wgmma (sm_90), more stages, stores grouped through shared memory.
  *
  * Tested by tests/test_gpu_conv.c: ptxas sm_80 / sm_90 with no spills on every module of
  * its gemm table (and every row's BF16 and F16 mma module); a C model of the tile and thread mapping (every output produced once,
@@ -98,6 +103,14 @@ int ws_gemm_bm(const ws_conv_desc *d);
 
 /* 1 when d's gemm module is the tensor-core kernel (math BF16 or F16, WS_GEMM_MMA on) */
 int ws_gemm_mma(const ws_conv_desc *d);
+
+/* 1 when d's mma kernel walks r = k*C_in + j (C_in % 16 == 0: a thread's 16 consecutive r of
+ * a stage share one tap k), else r = j*K + k */
+int ws_gemm_mma_kmajor(const ws_conv_desc *d);
+
+/* the mma kernel's weights (its p_w): w (float32 [C_out][C_in][K]) rounded to the math type
+ * (bf16 / f16, to nearest even), out [C_out][R] in the kernel's order of r */
+void ws_gemm_mma_weights(const ws_conv_desc *d, const float *w, uint16_t *out);
 
 /* 1 when a call of n items with t_out outputs fits the kernel's grid and 32-bit position
  * arithmetic */
