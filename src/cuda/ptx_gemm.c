@@ -668,6 +668,109 @@ static void emit_mma_sstore(gk *s, preg so)
           pk[4 * h + 1].n, pk[4 * h + 2].n, pk[4 * h + 3].n);
 }
 
+/* the mma kernel's epilogue for NCL y: the accumulators through shared memory, 64 rows a
+ * pass (the stages' memory, free after the loop's last barrier), as Ys[64][128 + 4] f32;
+ * then thread tid takes position p0 + tid%128 (one n, t) and rows tid/128 + 2i: + b[o], act,
+ * + add, stored in y_type, a warp's 32 lanes on 32 consecutive positions */
+#define YS_ROW (BN + 4)
+static void emit_mma_epi_ncl(gk *s, const epi *e, preg acc[4][4][4], int MI, int NI, preg wm, preg wn,
+                             preg lane, preg o0, preg p0)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const int BM = s->BM;
+    preg tid = ws_ptx_reg(b, PTX_B32), sb = ws_ptx_reg(b, PTX_B32), wa = ws_ptx_reg(b, PTX_B32);
+    preg tmp = ws_ptx_reg(b, PTX_B32), ra = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("mov.u32 %s, smem", sb.n);
+    ws_ptx_comment(b, "fragment writes: Ys[%s16mi + 8h + lane/4][32wn + 8ni + 2(lane%%4) + e]",
+                   BM == 64 ? "32wm + " : "");
+    I("shr.u32 %s, %s, 2", wa.n, lane.n);
+    if (BM == 64)
+        I("mad.lo.u32 %s, %s, 32, %s", wa.n, wm.n, wa.n);
+    I("mul.lo.u32 %s, %s, %d", wa.n, wa.n, YS_ROW);
+    I("and.b32 %s, %s, 3", tmp.n, lane.n);
+    I("shl.b32 %s, %s, 1", tmp.n, tmp.n);
+    I("add.u32 %s, %s, %s", wa.n, wa.n, tmp.n);
+    I("mad.lo.u32 %s, %s, 32, %s", wa.n, wn.n, wa.n);
+    I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, sb.n);
+    ws_ptx_comment(b, "reads: Ys[tid/128 + 2i][tid%%128]");
+    I("and.b32 %s, %s, %d", tmp.n, tid.n, BN - 1);
+    I("shr.u32 %s, %s, 7", ra.n, tid.n);
+    I("mad.lo.u32 %s, %s, %d, %s", ra.n, ra.n, YS_ROW, tmp.n);
+    I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sb.n);
+    ws_ptx_comment(b, "position p = p0 + tid%%128 = n*T_out + t; y + (n*C_out*T_out + t)*%d, add + (n*add_bs + t)*%d",
+                   s->ys, s->ys);
+    preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+    preg pok = ws_ptx_reg(b, PTX_PRED), ybase = ws_ptx_reg(b, PTX_B64), abase = ws_ptx_reg(b, PTX_B64);
+    preg n64 = ws_ptx_reg(b, PTX_B64), t64 = ws_ptx_reg(b, PTX_B64), orow = ws_ptx_reg(b, PTX_B32);
+    I("add.u32 %s, %s, %s", p.n, p0.n, tmp.n);
+    I("setp.lt.u32 %s, %s, %s", pok.n, p.n, s->npos.n);
+    I("div.u32 %s, %s, %s", n.n, p.n, s->tout32.n);
+    I("mul.lo.u32 %s, %s, %s", t.n, n.n, s->tout32.n);
+    I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
+    I("cvt.u64.u32 %s, %s", t64.n, t.n);
+    I("mul.wide.u32 %s, %s, %s", ybase.n, n.n, s->tout32.n);
+    I("mul.lo.u64 %s, %s, %d", ybase.n, ybase.n, d->c_out);
+    I("add.u64 %s, %s, %s", ybase.n, ybase.n, t64.n);
+    I("mad.lo.u64 %s, %s, %d, %s", ybase.n, ybase.n, s->ys, e->py.n);
+    I("cvt.u64.u32 %s, %s", n64.n, n.n);
+    I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, e->abs.n);
+    I("add.u64 %s, %s, %s", abase.n, abase.n, t64.n);
+    I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, s->ys, e->pa.n);
+    I("shr.u32 %s, %s, 7", orow.n, tid.n);
+    I("add.u32 %s, %s, %s", orow.n, orow.n, o0.n);
+    for (int h = 0; h < BM / 64; h++) {
+        plabel nowrite = ws_ptx_label_new(b, "nowrite"), done = ws_ptx_label_new(b, "rowsdone");
+        ws_ptx_comment(b, "pass %d: rows o0 + %d ..", h, 64 * h);
+        if (h)
+            I("bar.sync 0");
+        if (BM == 128) {
+            preg mine = ws_ptx_reg(b, PTX_PRED);
+            I("setp.eq.u32 %s, %s, %d", mine.n, wm.n, h);
+            I("@!%s bra.uni %s", mine.n, nowrite.n);
+        }
+        for (int mi = 0; mi < MI; mi++)
+            for (int ni = 0; ni < NI; ni++)
+                for (int hh = 0; hh < 2; hh++)
+                    I("st.shared.v2.f32 [%s+%d], {%s, %s}", wa.n, ((16 * mi + 8 * hh) * YS_ROW + 8 * ni) * 4,
+                      acc[mi][ni][2 * hh].n, acc[mi][ni][2 * hh + 1].n);
+        ws_ptx_label(b, nowrite);
+        I("bar.sync 0");
+        I("@!%s bra %s", pok.n, done.n);
+        for (int i = 0; i < 32; i++) {
+            preg o = ws_ptx_reg(b, PTX_B32), ook = ws_ptx_reg(b, PTX_PRED), lb = ws_ptx_reg(b, PTX_PRED);
+            preg v = ws_ptx_reg(b, PTX_F32), bias = ws_ptx_reg(b, PTX_F32);
+            preg off = ws_ptx_reg(b, PTX_B64), ba = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64);
+            plabel skip = ws_ptx_label_new(b, "out"), noadd = ws_ptx_label_new(b, "noadd");
+            I("add.u32 %s, %s, %d", o.n, orow.n, 64 * h + 2 * i);
+            I("setp.lt.u32 %s, %s, %d", ook.n, o.n, d->c_out);
+            I("@!%s bra %s", ook.n, skip.n);
+            I("ld.shared.f32 %s, [%s+%d]", v.n, ra.n, 2 * i * YS_ROW * 4);
+            I("and.pred %s, %s, %s", lb.n, ook.n, e->hasb.n);
+            I("mul.wide.u32 %s, %s, 4", ba.n, o.n);
+            I("add.u64 %s, %s, %s", ba.n, ba.n, e->pb.n);
+            I("mov.f32 %s, 0f00000000", bias.n);
+            I("@%s ld.global.nc.f32 %s, [%s]", lb.n, bias.n, ba.n);
+            I("add.f32 %s, %s, %s", v.n, v.n, bias.n);
+            ws_ptx_act(b, v, d->act);
+            I("mul.wide.u32 %s, %s, %s", off.n, o.n, s->tout32.n);
+            I("@!%s bra %s", e->hasa.n, noadd.n);
+            {
+                preg aa = ws_ptx_reg(b, PTX_B64), av = ws_ptx_reg(b, PTX_F32);
+                I("mad.lo.u64 %s, %s, %d, %s", aa.n, off.n, s->ys, abase.n);
+                ws_ptx_load(b, av, aa, d->y_type, 0);
+                I("add.f32 %s, %s, %s", v.n, v.n, av.n);
+            }
+            ws_ptx_label(b, noadd);
+            I("mad.lo.u64 %s, %s, %d, %s", ya.n, off.n, s->ys, ybase.n);
+            ws_ptx_store(b, ya, v, d->y_type);
+            ws_ptx_label(b, skip);
+        }
+        ws_ptx_label(b, done);
+    }
+}
+
 static void emit_mma_body(gk *s)
 {
     ptx_buf *b = s->b;
@@ -675,8 +778,9 @@ static void emit_mma_body(gk *s)
     const long long R = s->R, KT = (R + MBK - 1) / MBK;
     const int BM = s->BM, A_BYTES = s->A_BYTES, STAGE = s->STAGE;
     const int WTM = BM / 2, MI = WTM / 16, NI = 4; /* warps 2 (channels) x 4 (positions) */
+    const int YS = d->y_layout == WS_NCL ? 64 * YS_ROW * 4 : 0; /* emit_mma_epi_ncl's Ys */
 
-    ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE);
+    ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE > YS ? 2 * STAGE : YS);
     ws_ptx_section(b, "parameters");
     preg px = ws_ptx_reg(b, PTX_B64), pw = ws_ptx_reg(b, PTX_B64);
     preg n32 = ws_ptx_reg(b, PTX_B32);
@@ -863,6 +967,11 @@ static void emit_mma_body(gk *s)
     I("cvta.to.global.u64 %s, %s", e.pb.n, e.pb.n);
     I("cvta.to.global.u64 %s, %s", e.pa.n, e.pa.n);
     I("cvta.to.global.u64 %s, %s", e.py.n, e.py.n);
+    if (d->y_layout == WS_NCL) {
+        emit_mma_epi_ncl(s, &e, acc, MI, NI, wm, wn, lane, o0, p0);
+        I("ret");
+        return;
+    }
     preg eo0 = ws_ptx_reg(b, PTX_B32), ep0 = ws_ptx_reg(b, PTX_B32);
     I("shr.u32 %s, %s, 2", tmp.n, lane.n);
     I("mad.lo.u32 %s, %s, %d, %s", eo0.n, wm.n, WTM, tmp.n);

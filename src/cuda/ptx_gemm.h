@@ -61,16 +61,23 @@
  *   Warps 2 (channels, BM/2 each) x 4 (positions, 32 each); per k16 step a warp loads
  *     BM/32 A fragments and 2 x4 B fragments by ldmatrix and issues (BM/32)*4 mma.
  *   Epilogue: accumulator c[2h + e] of fragment (mi, ni) is output channel
- *     o0 + wm*BM/2 + 16mi + 8h + lane/4, position p0 + 32wn + 8ni + 2(lane%4) + e.
+ *     o0 + wm*BM/2 + 16mi + 8h + lane/4, position p0 + 32wn + 8ni + 2(lane%4) + e. NLC y:
+ *     stored from there (the FFMA kernel's epilogue). NCL y: through shared memory, 64 rows
+ *     a pass, Ys[64][BN + 4] f32 (the stages' memory): then thread tid takes position
+ *     p0 + tid%128 (n and t once) and rows tid/128 + 2i, so a warp's bias, act, add and
+ *     store run over 32 consecutive positions (one run of t within an item).
  * Registers (ptxas sm_90): 124-128 for the 128-row tile, 88-98 for the 64-row tile; sm_80 up
- * to 157; no spills. Speed (H100, bf16 storage and math, bench/conv_gpu.c; the FFMA kernel
- * before): dilated K3 D9 N256 C512 T32 80 us (350), ResConv1D block 127 us (496), Jukebox
- * 238 us (468), wav2vec2's 7 convs 3.84 ms (11.4), DAC 1.23 ms (3.61): 55-160 TFLOP/s.
- * Not yet: wgmma (sm_90), more stages, stores grouped through shared memory.
+ * to 157; no spills. Speed (H100, bf16 storage and math, bench/conv_gpu.c; the FFMA kernel's
+ * fp32 before): dilated K3 D9 N256 C512 T32 74.5 us (350), ResConv1D block 116 us (496),
+ * Jukebox 166 us (468), wav2vec2's 7 convs 3.06 ms (11.3), DAC 1.18 ms (3.61): 77-173
+ * TFLOP/s, short of the targets (30, 40, 60, 1200 us, 300 us).
+ * Not yet: wgmma (sm_90), more stages in flight (one gather per stage ahead today), NLC
+ * stores through shared memory, TF32 math on tensor cores (it runs FFMA).
  *
  * Tested by tests/test_gpu_conv.c: ptxas sm_80 / sm_90 with no spills on every module of
- * its gemm table (and every row's BF16 and F16 mma module); a C model of the tile and thread mapping (every output produced once,
- * every gather address x's formula) on every row; on a GPU each row against the CPU engine
+ * its gemm table (and on every row's BF16 and F16 mma module); a C model of the FFMA tile
+ * and thread mapping (every output produced once, every gather address x's formula) on
+ * every row; on a GPU each row against the CPU engine
  * and against the direct kernels; on a GPU every row with BF16 and F16 math against the CPU
  * engine (rel L2 <= 1e-2: 2e-3..3e-3 bf16, <= 8e-4 f16 seen on the H100), two runs the same
  * bits.
