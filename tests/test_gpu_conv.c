@@ -913,8 +913,9 @@ Test(gpu_conv, bad_calls_are_refused)
 /* dense FWD rows: layouts mixed, K 1..16, S 1..8, D 1..27, asymmetric pads, pre and act,
  * bias or not, add per item / broadcast / the input, f32 / f16 / bf16 and mixed storage,
  * C_in*K not a multiple of 4, C_out and N*T_out not multiples of the tile, T_out 1, two
- * of the bench's shapes scaled down; C_in a multiple of 16 or not (the mma kernel's two
- * orders of r), bf16 storage without pre in NCL and NLC (its raw pairs) */
+ * of the bench's shapes scaled down; C_in a multiple of 16 or not, NCL at stride 1, 2 and 4
+ * (the mma kernel's two orders of r), bf16 storage without pre in NCL and NLC (its raw
+ * pairs) */
 #define F32 WS_F32, WS_F32, WS_F32
 static const gcase gcases_gemm[] = {
     {"g_dilated_k3_d9_relu_relu", 3, 40, 70, 1, 3, 1, 9, 9, 9, 45, WS_NCL, WS_NCL, F32, WS_ACT_RELU, WS_ACT_RELU, 1, 0},
@@ -957,6 +958,10 @@ static const gcase gcases_gemm[] = {
      WS_ACT_RELU, 1, 0},
     {"g_bf16_nlc_c32_k2_s2_gelu_add", 2, 32, 48, 1, 2, 2, 1, 0, 0, 70, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_GELU, 1, ADD_PER_ITEM},
+    {"g_bf16_c32_k3_s2_gelu", 3, 32, 72, 1, 3, 2, 1, 1, 0, 61, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_GELU, 0, 0},
+    {"g_bf16_c32_k8_s4_p2", 2, 32, 40, 1, 8, 4, 1, 2, 2, 90, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_NONE, 1, 0},
 };
 #undef F32
 enum { N_GCASES = sizeof gcases_gemm / sizeof gcases_gemm[0] };

@@ -519,7 +519,11 @@ static preg mma_b_value(gk *s, int e)
 
 int ws_gemm_mma_kmajor(const ws_conv_desc *d)
 {
-    return d->c_in % 16 == 0;
+    /* NCL at stride S > 2: a warp's 32 positions span 32*S elements, and the 16 channels
+     * of a thread 16 more rows; with r = j*K + k a thread's taps share those sectors (H100,
+     * DAC C512->1024 K16 S8 bf16: 1.17 -> 1.00 ms; wav2vec2's S2 convs: 3.06 -> 3.61 ms the
+     * other way) */
+    return d->c_in % 16 == 0 && (d->x_layout == WS_NLC || d->stride <= 2);
 }
 
 void ws_gemm_mma_weights(const ws_conv_desc *d, const float *w, uint16_t *out)

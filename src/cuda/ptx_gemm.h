@@ -45,8 +45,8 @@
  * FFMA kernel above): the same grid, block, tile (BM x BN), parameters and epilogue, products
  * on mma.sync.m16n8k16 (f32 accumulation) on inputs rounded (cvt.rn) to the math type.
  * p_w is then the plan's W rounded to the math type (ws_gemm_mma_weights, at plan time),
- * [C_out][R] in the kernel's order of r: r = k*C_in + j when C_in % 16 == 0
- * (ws_gemm_mma_kmajor: a thread's 16 consecutive r of a stage are one tap k and 16
+ * [C_out][R] in the kernel's order of r: r = k*C_in + j when C_in % 16 == 0, NLC or
+ * stride <= 2 (ws_gemm_mma_kmajor: a thread's 16 consecutive r of a stage are one tap k and 16
  * channels, so one u and one validity test serve all 16, and the addresses step by T_in
  * (NCL) or 1 (NLC)), else r = j*K + k as above. r walks WS_GEMM_MMA_BK = 32 per stage (two
  * k16 steps), two stages, gathered into registers while the other stage is multiplied.
@@ -69,7 +69,7 @@
  * Registers (ptxas sm_90): 124-128 for the 128-row tile, 88-98 for the 64-row tile; sm_80 up
  * to 157; no spills. Speed (H100, bf16 storage and math, bench/conv_gpu.c; the FFMA kernel's
  * fp32 before): dilated K3 D9 N256 C512 T32 74.5 us (350), ResConv1D block 116 us (496),
- * Jukebox 166 us (468), wav2vec2's 7 convs 3.06 ms (11.3), DAC 1.18 ms (3.61): 77-173
+ * Jukebox 166 us (468), wav2vec2's 7 convs 3.06 ms (11.3), DAC 1.00 ms (3.61): 77-173
  * TFLOP/s, short of the targets (30, 40, 60, 1200 us, 300 us).
  * Not yet: wgmma (sm_90), more stages in flight (one gather per stage ahead today), NLC
  * stores through shared memory, TF32 math on tensor cores (it runs FFMA).
@@ -112,7 +112,7 @@ int ws_gemm_bm(const ws_conv_desc *d);
 int ws_gemm_mma(const ws_conv_desc *d);
 
 /* 1 when d's mma kernel walks r = k*C_in + j (C_in % 16 == 0: a thread's 16 consecutive r of
- * a stage share one tap k), else r = j*K + k */
+ * a stage share one tap k; NLC, or NCL at stride <= 2), else r = j*K + k */
 int ws_gemm_mma_kmajor(const ws_conv_desc *d);
 
 /* the mma kernel's weights (its p_w): w (float32 [C_out][C_in][K]) rounded to the math type
