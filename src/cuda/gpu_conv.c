@@ -6,12 +6,17 @@
  * stream and are waited for before returning.
  * ws_gpu_conv (a plan): the direct kernels (ptx_direct.c) emitted for the device's compute
  * capability and loaded as one module: FWD one kernel, BWD four entries (gz, dx, dw, db);
- * w converted from w_type to float32 [C_out][Cg][K] and uploaded with b (float32 [C_out],
- * or none) at ws_gpu_conv_new. ws_gpu_conv_run checks the call as the CPU does
- * (ws_conv_check_args) and every grid against the limit before launching anything; FWD
- * launches ceil(N*C_out*T_out / 256) blocks of 256 threads; BWD grows the plan's float32
- * gz scratch [N][C_out][T_out] when the call needs more, launches gz, then dx, dw, db as
- * asked, in that order on the stream. Both wait for the stream before returning.
+ * beside them, where the descriptor has them, the depthwise module (ptx_dw.c: FWD one
+ * kernel, BWD the fused kernel and its finishing pass) or the dense forward implicit GEMM
+ * (ptx_gemm.c: FFMA, or mma.sync for BF16 / F16 math). w converted from w_type to float32
+ * [C_out][Cg][K] (and for mma to the math type, in the GEMM's r order) and uploaded with b
+ * (float32 [C_out], or none) at ws_gpu_conv_new. ws_gpu_conv_run checks the call as the
+ * CPU does (ws_conv_check_args), then launch() picks per call: the depthwise kernels when
+ * dw_call_fits (alignment, whole vectors), else the GEMM when gemm_call_fits (grid
+ * limits), else the direct kernels (FWD ceil(N*C_out*T_out / 256) blocks of 256 threads;
+ * BWD grows the plan's float32 gz scratch [N][C_out][T_out], launches gz, then dx, dw, db
+ * as asked). Grids are checked against the limits before anything is launched; the call
+ * waits for the stream before returning (ws_gpu_conv_bench times launches between events).
  * Not yet: w or b given per call (refused with one line).
  * Tested by tests/test_gpu_conv.c against the CPU engine.
  */

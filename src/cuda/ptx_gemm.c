@@ -32,22 +32,6 @@ _Static_assert((BK == 8 || BK == 16) && NT == 256 && BN == 128 && TX * TY == NT 
                WS_GEMM_BM / TY == 8 && BN / TX == 8 && WS_GEMM_BM_SMALL / TY == 4,
                "the emitter below is written for 8x8 (4x8) per thread, 256 threads, BK 8 or 16");
 
-static const char *type_name(ws_dtype t)
-{
-    return t == WS_F32 ? "f32" : t == WS_F16 ? "f16" : "bf16";
-}
-
-static const char *act_name(ws_act a)
-{
-    switch (a) {
-    case WS_ACT_NONE: return "none";
-    case WS_ACT_RELU: return "relu";
-    case WS_ACT_GELU: return "gelu";
-    case WS_ACT_SILU: return "silu";
-    }
-    return "?";
-}
-
 int ws_gemm_fits(const ws_conv_desc *d)
 {
     if (d->op != WS_CONV_FWD || d->groups != 1)
@@ -87,7 +71,7 @@ void ws_gemm_name(const ws_conv_desc *d, char name[WS_GEMM_NAME_MAX])
              !ws_gemm_mma(d) ? "fwd" : d->math == WS_MATH_BF16 ? "mma_bf16" : "mma_f16",
              d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
              d->x_layout == WS_NCL ? "ncl" : "nlc", d->y_layout == WS_NCL ? "ncl" : "nlc",
-             type_name(d->x_type), type_name(d->y_type), act_name(d->pre), act_name(d->act));
+             ws_ptx_type_name(d->x_type), ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre), ws_ptx_act_name(d->act));
 }
 
 /* the kernel being written */
@@ -1035,9 +1019,9 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
         ws_ptx_comment(&kb, "C_in %d C_out %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s; "
                          "tile %dx%d, BK %d, %s mma.sync m16n8k16, warps 2x4 of %dx32, r = %s",
                     d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
-                    d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
-                    d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->pre),
-                    act_name(d->act), s.BM, BN, MBK, s.mt, s.BM / 2, s.kmajor ? "k*C_in + j" : "j*K + k");
+                    d->x_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->x_type),
+                    d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre),
+                    ws_ptx_act_name(d->act), s.BM, BN, MBK, s.mt, s.BM / 2, s.kmajor ? "k*C_in + j" : "j*K + k");
         emit_mma_body(&s);
     } else {
         s.TM = s.BM / TY;
@@ -1050,9 +1034,9 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
         ws_ptx_comment(&kb, "C_in %d C_out %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s; "
                          "tile %dx%d, BK %d, %dx8 per thread",
                     d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
-                    d->x_layout == WS_NCL ? "NCL" : "NLC", type_name(d->x_type),
-                    d->y_layout == WS_NCL ? "NCL" : "NLC", type_name(d->y_type), act_name(d->pre),
-                    act_name(d->act), s.BM, BN, BK, s.TM);
+                    d->x_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->x_type),
+                    d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre),
+                    ws_ptx_act_name(d->act), s.BM, BN, BK, s.TM);
         emit_body(&s);
     }
     ws_ptx_kernel_end(&kb, &mod, name,
