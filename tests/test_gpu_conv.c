@@ -1,5 +1,13 @@
 /* test_gpu_conv.c - the conv engine's GPU backend (include/ws_conv.h, src/cuda/gpu_conv.c,
- * src/cuda/ptx_direct.c).
+ * src/cuda/ptx_direct.c, ptx_dw.c, ptx_gemm.c).
+ *
+ * Three kernel families, each with its tables here: the direct kernels (every descriptor;
+ * the tables `cases` and `bcases` below), the depthwise kernels (`dcases`: forward and, with
+ * pre and add cleared, backward; each call must take them (ws_gpu_conv_kernel), give the
+ * direct kernels' forward values and dx, repeat its bits, and match the CPU engine; rows
+ * whose T or C the vectors cannot take must go direct) and the dense forward GEMM
+ * (`gcases_gemm`: FFMA, and mma.sync for BF16 / F16 math within that type's rounding; a C
+ * model of the FFMA kernel's tile and thread mapping runs without a GPU).
  *
  * Needs no GPU: every FWD descriptor of the table below (the FWD rows of
  * tests/test_engine.c's table, plus a K 31 row for the looped taps and a grouped NLC row)
