@@ -140,12 +140,13 @@ WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-
  *   ws_gpu_conv_free(c); ws_gpu_release(g, dx); ws_gpu_release(g, dy); ws_gpu_close(g);
  *
  * Kernels (every math mode is float32 FFMA but the GEMM's BF16 / F16):
- * - Depthwise, stride 1 (groups = C_in = C_out, x_layout = y_layout, K <= 8, D*(K-1) <= 14;
+ * - Depthwise, stride 1 (groups = C_in = C_out, x_layout = y_layout, K <= 8, D*(K-1),
+ *   pad_l and pad_r <= 14;
  *   Mamba's causal conv): vector loads along the contiguous dimension. FWD: the direct
  *   kernel's sums in its order (the same values). BWD: one fused kernel reads x and dy
  *   once and writes dx (the direct kernel's values) and per-block dw / db partials, which a
  *   second kernel adds in a fixed order. A call takes them when its pointers are aligned
- *   to the vector (4 or 8 elements), add_batch_stride is a multiple of it, and for NCL
+ *   to the vector (2 to 8 elements), add_batch_stride is a multiple of it, and for NCL
  *   T_in and T_out are too (N and C <= 65535); any other call of the plan goes direct.
  * - Dense forward (groups = 1): an implicit GEMM, y[o, (n,t)] = sum over r = (j,k) of
  *   w[o, r] * x[n, j, S*t + D*k - P_L], in tiles of 128 (or 64) output channels x 128

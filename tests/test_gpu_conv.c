@@ -333,6 +333,28 @@ Test(gpu_conv_ptx, every_depthwise_module_assembles_without_spills, .timeout = 3
             }
 }
 
+/* padding past WS_DW_MAX_HALO goes to the direct kernels (the NCL depthwise kernels hold
+ * V + P_L + H elements in registers); the dump of such a descriptor writes the direct module */
+Test(gpu_conv_ptx, depthwise_with_large_padding_goes_direct)
+{
+    const char *dir = test_tmpdir();
+    for (int op = 0; op < 2; op++)
+        for (int lay = 0; lay < 2; lay++)
+            for (int pad = 14; pad <= 121; pad += 107) {
+                ws_conv_desc d = {.op = op, .c_in = 64, .c_out = 64, .groups = 64, .k = 4,
+                                  .stride = 1, .dilation = 1, .pad_l = pad, .pad_r = 0,
+                                  .x_layout = lay, .y_layout = lay, .x_type = WS_BF16,
+                                  .w_type = WS_BF16, .y_type = WS_BF16, .act = WS_ACT_SILU};
+                ws_err e = {""};
+                cr_assert_eq(ws_dw_fits(&d), pad <= WS_DW_MAX_HALO, "pad_l %d", pad);
+                cr_assert_eq(ws_conv_dump_ptx(&d, 9, 0, dir, &e), 0, "pad_l %d: %s", pad, e.msg);
+                d.pad_l = 0;
+                d.pad_r = pad;
+                cr_assert_eq(ws_dw_fits(&d), pad <= WS_DW_MAX_HALO, "pad_r %d", pad);
+                cr_assert_eq(ws_conv_dump_ptx(&d, 9, 0, dir, &e), 0, "pad_r %d: %s", pad, e.msg);
+            }
+}
+
 Test(gpu_conv_ptx, dump_writes_the_kernel_and_is_deterministic)
 {
     const char *dir = test_tmpdir();

@@ -50,8 +50,9 @@ int ws_dw_fits(const ws_conv_desc *d)
 {
     if (d->groups != d->c_in || d->c_out != d->c_in || d->stride != 1 ||
         d->x_layout != d->y_layout || d->k > WS_DW_MAX_K ||
-        (long long)d->dilation * (d->k - 1) > WS_DW_MAX_HALO)
-        return 0;
+        (long long)d->dilation * (d->k - 1) > WS_DW_MAX_HALO || d->pad_l > WS_DW_MAX_HALO ||
+        d->pad_r > WS_DW_MAX_HALO)
+        return 0; /* the NCL kernels hold V + P_L (+ H) elements in registers */
     if (d->op == WS_CONV_BWD && d->pre != WS_ACT_NONE)
         return 0;
     if (d->x_layout == WS_NLC && d->c_in % ws_dw_vec(d))
@@ -604,6 +605,10 @@ static void emit_fwd_ncl(dw *s)
     channel_weights(b, K, c, f.pw, f.pb, f.hasb, w, bias);
 
     const int qlo = floor_div(-s->P, V), qhi = floor_div(V - 1 - s->P + s->H, V);
+    if (qhi - qlo + 1 > 16 || -qlo >= 16) {
+        ws_ptx_fail(b, "padding too large for the depthwise NCL kernel");
+        return;
+    }
     ws_ptx_section(b, "x vectors j + qlo .. j + qhi of row (n, c)");
     preg xrow = ws_ptx_reg(b, PTX_B64);
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, row.n, s->tin.n);
@@ -906,6 +911,10 @@ static void emit_bwd_ncl(dw *s)
     const int glo = P - H < 0 ? P - H : 0, ghi = V - 1 + P > V - 1 ? V - 1 + P : V - 1;
     const int xlo = floor_div(glo - P, V), xhi = floor_div(ghi - P + H, V);
     const int dlo = floor_div(glo, V), dhi = floor_div(ghi, V);
+    if (ghi - glo + 1 > 64 || xhi - xlo + 1 > 16 || dhi - dlo + 1 > 16) {
+        ws_ptx_fail(b, "padding too large for the depthwise NCL kernel");
+        return;
+    }
     ws_ptx_section(b, "x vectors of row (n, c) and dy vectors of row (n, c) around j");
     preg xrow = ws_ptx_reg(b, PTX_B64), dyrow = ws_ptx_reg(b, PTX_B64);
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, row.n, s->tin.n);

@@ -5,14 +5,16 @@
  * kernel in a fixed order (no atomics: the same bits run after run).
  *
  * WHEN (ws_dw_fits): groups = C_in = C_out (one filter row per channel), stride 1,
- * x_layout = y_layout, K <= WS_DW_MAX_K and H = D*(K-1) <= WS_DW_MAX_HALO, C a multiple of
- * the vector width V (NLC). Per call the plan also needs (ws_dw_call_fits) every pointer
+ * x_layout = y_layout, K <= WS_DW_MAX_K, H = D*(K-1), P_L and P_R <= WS_DW_MAX_HALO (the
+ * NCL kernels hold V + P_L + H elements in registers), C a multiple of the vector width V
+ * (NLC). Per call the plan also needs (dw_call_fits in gpu_conv.c) every pointer
  * aligned to V elements, and for NCL T_in and T_out multiples of V, add's batch stride a
  * multiple of V; other calls go to the direct kernels (ptx_direct.h), which give the same
  * forward bits (below).
  *
- * V = 16 bytes of the narrowest... of the widest storage type: 4 when x or y is float32,
- * else 8 (16-bit elements). P = P_L. w is float32 [C][K], b float32 [C] or none.
+ * V (ws_dw_vec): NCL 16 bytes of the wider of x_type and y_type (4 when either is float32,
+ * else 8); NLC forward 4, NLC backward 2 (its four rings of registers; and more threads).
+ * P = P_L. w is float32 [C][K], b float32 [C] or none.
  *
  * FORWARD  y[n,c,t] = act(b[c] + sum_k w[c,k] * pre(x[n, c, t - P + D*k])) + add[n,c,t]
  *   products by fma in the order k, then + b, act, + add: the direct kernel's sequence,
