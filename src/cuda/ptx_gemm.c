@@ -306,14 +306,41 @@ static void emit_epi_store(gk *s, const epi *e, preg eo0, preg ep0, int TM, cons
     }
 }
 
-static void emit_body(gk *s)
+/* this thread's B position p = p0 + tid%BN = n*T_out + t: s->pv (p < N*T_out), s->ub
+ * (S*t - P_L), s->xn (x's item n), s->kb = tid / 128 */
+static void emit_b_position(gk *s, preg px, preg tid, preg p0)
 {
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
-    const long long R = s->R, KT = (R + BK - 1) / BK;
-    const int BM = s->BM, TM = s->TM, AS = s->AS, A_BYTES = s->A_BYTES, STAGE = s->STAGE;
+    preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+    preg t64 = ws_ptx_reg(b, PTX_B64), item = ws_ptx_reg(b, PTX_B64);
+    s->pv = ws_ptx_reg(b, PTX_PRED);
+    s->ub = ws_ptx_reg(b, PTX_B64);
+    s->xn = ws_ptx_reg(b, PTX_B64);
+    s->kb = ws_ptx_reg(b, PTX_B32);
+    I("and.b32 %s, %s, %d", p.n, tid.n, BN - 1);
+    I("add.u32 %s, %s, %s", p.n, p.n, p0.n);
+    I("setp.lt.u32 %s, %s, %s", s->pv.n, p.n, s->npos.n);
+    I("div.u32 %s, %s, %s", n.n, p.n, s->tout32.n);
+    I("mul.lo.u32 %s, %s, %s", t.n, n.n, s->tout32.n);
+    I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
+    I("cvt.u64.u32 %s, %s", t64.n, t.n);
+    I("mul.lo.u64 %s, %s, %d", s->ub.n, t64.n, d->stride);
+    I("sub.s64 %s, %s, %d", s->ub.n, s->ub.n, d->pad_l);
+    ws_ptx_comment(b, "item n of x at x + n * C_in * T_in * %d bytes", s->xs);
+    I("mul.wide.u32 %s, %s, %s", item.n, n.n, s->tin32.n);
+    I("mul.lo.u64 %s, %s, %lld", item.n, item.n, (long long)d->c_in * s->xs);
+    I("add.u64 %s, %s, %s", s->xn.n, item.n, px.n);
+    I("shr.u32 %s, %s, 7", s->kb.n, tid.n);
+}
 
-    ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE);
+/* both kernels' start: the parameters (x, w global; T_in, T_out, N*T_out into s) and the
+ * block's origin o0 = ctaid.y*BM, p0 = ctaid.x*BN; `what` ends the block section's title */
+static void emit_prologue(gk *s, const char *what, preg *px_, preg *pw_, preg *tid_, preg *o0_,
+                          preg *p0_)
+{
+    ptx_buf *b = s->b;
+    const int BM = s->BM;
     ws_ptx_section(b, "parameters");
     preg px = ws_ptx_reg(b, PTX_B64), pw = ws_ptx_reg(b, PTX_B64);
     preg n32 = ws_ptx_reg(b, PTX_B32);
@@ -331,13 +358,28 @@ static void emit_body(gk *s)
     I("cvt.u64.u32 %s, %s", s->tin64.n, s->tin32.n);
     I("mul.lo.u32 %s, %s, %s", s->npos.n, n32.n, s->tout32.n);
 
-    ws_ptx_section(b, "block (o0 = ctaid.y*BM, p0 = ctaid.x*BN); A rows of this thread");
+    char title[96];
+    snprintf(title, sizeof title, "block (o0 = ctaid.y*BM, p0 = ctaid.x*BN); %s", what);
+    ws_ptx_section(b, title);
     preg tid = ws_ptx_reg(b, PTX_B32), o0 = ws_ptx_reg(b, PTX_B32), p0 = ws_ptx_reg(b, PTX_B32);
     I("mov.u32 %s, %%tid.x", tid.n);
     I("mov.u32 %s, %%ctaid.x", p0.n);
     I("mul.lo.u32 %s, %s, %d", p0.n, p0.n, BN);
     I("mov.u32 %s, %%ctaid.y", o0.n);
     I("mul.lo.u32 %s, %s, %d", o0.n, o0.n, BM);
+    *px_ = px, *pw_ = pw, *tid_ = tid, *o0_ = o0, *p0_ = p0;
+}
+
+static void emit_body(gk *s)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const long long R = s->R, KT = (R + BK - 1) / BK;
+    const int BM = s->BM, TM = s->TM, AS = s->AS, A_BYTES = s->A_BYTES, STAGE = s->STAGE;
+
+    ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE);
+    preg px, pw, tid, o0, p0;
+    emit_prologue(s, "A rows of this thread", &px, &pw, &tid, &o0, &p0);
     {
         preg oa = ws_ptx_reg(b, PTX_B32), oa64 = ws_ptx_reg(b, PTX_B64);
         s->ka = ws_ptx_reg(b, PTX_B32);
@@ -356,28 +398,7 @@ static void emit_body(gk *s)
         I("mad.lo.u64 %s, %s, %lld, %s", s->wa.n, oa64.n, R * 4, pw.n);
     }
     ws_ptx_section(b, "B position of this thread: p = p0 + tid%128 = n*T_out + t");
-    {
-        preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
-        preg t64 = ws_ptx_reg(b, PTX_B64), item = ws_ptx_reg(b, PTX_B64);
-        s->pv = ws_ptx_reg(b, PTX_PRED);
-        s->ub = ws_ptx_reg(b, PTX_B64);
-        s->xn = ws_ptx_reg(b, PTX_B64);
-        s->kb = ws_ptx_reg(b, PTX_B32);
-        I("and.b32 %s, %s, %d", p.n, tid.n, BN - 1);
-        I("add.u32 %s, %s, %s", p.n, p.n, p0.n);
-        I("setp.lt.u32 %s, %s, %s", s->pv.n, p.n, s->npos.n);
-        I("div.u32 %s, %s, %s", n.n, p.n, s->tout32.n);
-        I("mul.lo.u32 %s, %s, %s", t.n, n.n, s->tout32.n);
-        I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
-        I("cvt.u64.u32 %s, %s", t64.n, t.n);
-        I("mul.lo.u64 %s, %s, %d", s->ub.n, t64.n, d->stride);
-        I("sub.s64 %s, %s, %d", s->ub.n, s->ub.n, d->pad_l);
-        ws_ptx_comment(b, "item n of x at x + n * C_in * T_in * %d bytes", s->xs);
-        I("mul.wide.u32 %s, %s, %s", item.n, n.n, s->tin32.n);
-        I("mul.lo.u64 %s, %s, %lld", item.n, item.n, (long long)d->c_in * s->xs);
-        I("add.u64 %s, %s, %s", s->xn.n, item.n, px.n);
-        I("shr.u32 %s, %s, 7", s->kb.n, tid.n);
-    }
+    emit_b_position(s, px, tid, p0);
     alloc_raw(s);
     preg acc[8][8], fa[8], fb[8];
     for (int i = 0; i < TM; i++)
@@ -769,30 +790,8 @@ static void emit_mma_body(gk *s)
     const int YS = d->y_layout == WS_NCL ? 64 * YS_ROW * 4 : 0; /* emit_mma_epi_ncl's Ys */
 
     ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE > YS ? 2 * STAGE : YS);
-    ws_ptx_section(b, "parameters");
-    preg px = ws_ptx_reg(b, PTX_B64), pw = ws_ptx_reg(b, PTX_B64);
-    preg n32 = ws_ptx_reg(b, PTX_B32);
-    s->tin32 = ws_ptx_reg(b, PTX_B32);
-    s->tout32 = ws_ptx_reg(b, PTX_B32);
-    s->tin64 = ws_ptx_reg(b, PTX_B64);
-    s->npos = ws_ptx_reg(b, PTX_B32);
-    I("ld.param.u64 %s, [p_x]", px.n);
-    I("ld.param.u64 %s, [p_w]", pw.n);
-    I("ld.param.u32 %s, [p_n]", n32.n);
-    I("ld.param.u32 %s, [p_t_in]", s->tin32.n);
-    I("ld.param.u32 %s, [p_t_out]", s->tout32.n);
-    I("cvta.to.global.u64 %s, %s", px.n, px.n);
-    I("cvta.to.global.u64 %s, %s", pw.n, pw.n);
-    I("cvt.u64.u32 %s, %s", s->tin64.n, s->tin32.n);
-    I("mul.lo.u32 %s, %s, %s", s->npos.n, n32.n, s->tout32.n);
-
-    ws_ptx_section(b, "block (o0 = ctaid.y*BM, p0 = ctaid.x*BN); the A row of this thread");
-    preg tid = ws_ptx_reg(b, PTX_B32), o0 = ws_ptx_reg(b, PTX_B32), p0 = ws_ptx_reg(b, PTX_B32);
-    I("mov.u32 %s, %%tid.x", tid.n);
-    I("mov.u32 %s, %%ctaid.x", p0.n);
-    I("mul.lo.u32 %s, %s, %d", p0.n, p0.n, BN);
-    I("mov.u32 %s, %%ctaid.y", o0.n);
-    I("mul.lo.u32 %s, %s, %d", o0.n, o0.n, BM);
+    preg px, pw, tid, o0, p0;
+    emit_prologue(s, "the A row of this thread", &px, &pw, &tid, &o0, &p0);
     {
         preg oa = ws_ptx_reg(b, PTX_B32), oa64 = ws_ptx_reg(b, PTX_B64);
         s->ka = ws_ptx_reg(b, PTX_B32);
@@ -809,26 +808,7 @@ static void emit_mma_body(gk *s)
     }
     ws_ptx_section(b, "B position of this thread: p = p0 + tid%128 = n*T_out + t");
     {
-        preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
-        preg t64 = ws_ptx_reg(b, PTX_B64), item = ws_ptx_reg(b, PTX_B64);
-        s->pv = ws_ptx_reg(b, PTX_PRED);
-        s->ub = ws_ptx_reg(b, PTX_B64);
-        s->xn = ws_ptx_reg(b, PTX_B64);
-        s->kb = ws_ptx_reg(b, PTX_B32);
-        I("and.b32 %s, %s, %d", p.n, tid.n, BN - 1);
-        I("add.u32 %s, %s, %s", p.n, p.n, p0.n);
-        I("setp.lt.u32 %s, %s, %s", s->pv.n, p.n, s->npos.n);
-        I("div.u32 %s, %s, %s", n.n, p.n, s->tout32.n);
-        I("mul.lo.u32 %s, %s, %s", t.n, n.n, s->tout32.n);
-        I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
-        I("cvt.u64.u32 %s, %s", t64.n, t.n);
-        I("mul.lo.u64 %s, %s, %d", s->ub.n, t64.n, d->stride);
-        I("sub.s64 %s, %s, %d", s->ub.n, s->ub.n, d->pad_l);
-        ws_ptx_comment(b, "item n of x at x + n * C_in * T_in * %d bytes", s->xs);
-        I("mul.wide.u32 %s, %s, %s", item.n, n.n, s->tin32.n);
-        I("mul.lo.u64 %s, %s, %lld", item.n, item.n, (long long)d->c_in * s->xs);
-        I("add.u64 %s, %s, %s", s->xn.n, item.n, px.n);
-        I("shr.u32 %s, %s, 7", s->kb.n, tid.n);
+        emit_b_position(s, px, tid, p0);
         I("shl.b32 %s, %s, 4", s->kb.n, s->kb.n);
         if (s->kmajor && d->x_layout == WS_NCL) {
             s->sT = ws_ptx_reg(b, PTX_B64);
