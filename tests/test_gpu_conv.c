@@ -268,6 +268,18 @@ static int assemble(const char *ptxas, const char *path, int cc, const char *wha
     return most;
 }
 
+/* ws_conv_dump_ptx(d) into sub, then ptxas on the module `module` it wrote there (assemble):
+ * the most registers an entry uses */
+static int dump_and_assemble(const char *ptxas, const char *sub, const ws_conv_desc *d,
+                             const int cc[2], const char *module, const char *what, int entries)
+{
+    ws_err e = {""};
+    char path[2048];
+    cr_assert_eq(ws_conv_dump_ptx(d, cc[0], cc[1], sub, &e), 0, "%s: %s", what, e.msg);
+    snprintf(path, sizeof path, "%s/%s.ptx", sub, module);
+    return assemble(ptxas, path, cc[0] * 10 + cc[1], what, entries);
+}
+
 Test(gpu_conv_ptx, every_fwd_descriptor_assembles_without_spills, .timeout = 300)
 {
     const char *ptxas = getenv("WS_PTXAS");
@@ -279,16 +291,12 @@ Test(gpu_conv_ptx, every_fwd_descriptor_assembles_without_spills, .timeout = 300
     for (int i = 0; i < N_CASES; i++)
         for (int c = 0; c < 2; c++) {
             ws_conv_desc d = desc_of(&cases[i]);
-            ws_err e = {""};
-            char sub[1024], name[WS_DIRECT_NAME_MAX], path[2048];
+            char sub[1024], name[WS_DIRECT_NAME_MAX];
             snprintf(sub, sizeof sub, "%s/sm%d", dir, ccs[c][0] * 10 + ccs[c][1]);
             if (i == 0)
                 cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
-            cr_assert_eq(ws_conv_dump_ptx(&d, ccs[c][0], ccs[c][1], sub, &e), 0, "%s: %s",
-                         cases[i].name, e.msg);
             ws_direct_name(&d, name);
-            snprintf(path, sizeof path, "%s/%s.ptx", sub, name);
-            int regs = assemble(ptxas, path, ccs[c][0] * 10 + ccs[c][1], cases[i].name, 1);
+            int regs = dump_and_assemble(ptxas, sub, &d, ccs[c], name, cases[i].name, 1);
             lo = regs < lo ? regs : lo;
             hi = regs > hi ? regs : hi;
             if (verbose())
@@ -317,16 +325,12 @@ Test(gpu_conv_ptx, every_depthwise_module_assembles_without_spills, .timeout = 3
                 }
                 ws_conv_desc d = op ? bdesc_of(&gc) : desc_of(&gc);
                 cr_assert(ws_dw_fits(&d), "%s: not a depthwise descriptor", gc.name);
-                ws_err e = {""};
-                char sub[1024], name[WS_DW_NAME_MAX], path[2048];
+                char sub[1024], name[WS_DW_NAME_MAX];
                 snprintf(sub, sizeof sub, "%s/dw%d_%d", dir, ccs[c][0] * 10 + ccs[c][1], op);
                 if (i == 0)
                     cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
-                cr_assert_eq(ws_conv_dump_ptx(&d, ccs[c][0], ccs[c][1], sub, &e), 0, "%s: %s",
-                             gc.name, e.msg);
                 ws_dw_name(&d, name);
-                snprintf(path, sizeof path, "%s/%s.ptx", sub, name);
-                int regs = assemble(ptxas, path, ccs[c][0] * 10 + ccs[c][1], gc.name, op ? 2 : 1);
+                int regs = dump_and_assemble(ptxas, sub, &d, ccs[c], name, gc.name, op ? 2 : 1);
                 if (verbose())
                     fprintf(stderr, "gpu_conv_ptx dw %s %-34s sm_%d%d: at most %d registers\n",
                             op ? "bwd" : "fwd", gc.name, ccs[c][0], ccs[c][1], regs);
@@ -394,17 +398,13 @@ Test(gpu_conv_ptx, every_bwd_descriptor_assembles_without_spills, .timeout = 300
     for (int i = 0; i < N_BCASES; i++)
         for (int c = 0; c < 2; c++) {
             ws_conv_desc d = bdesc_of(&bcases[i]);
-            ws_err e = {""};
-            char sub[1024], name[WS_DIRECT_NAME_MAX], path[2048];
+            char sub[1024], name[WS_DIRECT_NAME_MAX];
             snprintf(sub, sizeof sub, "%s/sm%d", dir, ccs[c][0] * 10 + ccs[c][1]);
             if (i == 0)
                 cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
-            cr_assert_eq(ws_conv_dump_ptx(&d, ccs[c][0], ccs[c][1], sub, &e), 0, "%s: %s",
-                         bcases[i].name, e.msg);
             ws_direct_name(&d, name);
-            snprintf(path, sizeof path, "%s/%s.ptx", sub, name);
-            int regs = assemble(ptxas, path, ccs[c][0] * 10 + ccs[c][1], bcases[i].name,
-                                WS_DIRECT_NPARTS);
+            int regs = dump_and_assemble(ptxas, sub, &d, ccs[c], name, bcases[i].name,
+                                         WS_DIRECT_NPARTS);
             lo = regs < lo ? regs : lo;
             hi = regs > hi ? regs : hi;
             if (verbose())
@@ -1014,15 +1014,12 @@ Test(gpu_conv_ptx, every_gemm_module_assembles_without_spills, .timeout = 300)
             continue;
         }
         for (int c = 0; c < 2; c++) {
-            ws_err e = {""};
-            char sub[1024], name[WS_GEMM_NAME_MAX], path[2048];
+            char sub[1024], name[WS_GEMM_NAME_MAX];
             snprintf(sub, sizeof sub, "%s/gemm%d", dir, ccs[c][0] * 10 + ccs[c][1]);
             if (i == 0)
                 cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
-            cr_assert_eq(ws_conv_dump_ptx(&d, ccs[c][0], ccs[c][1], sub, &e), 0, "%s: %s", gc->name, e.msg);
             ws_gemm_name(&d, name);
-            snprintf(path, sizeof path, "%s/%s.ptx", sub, name);
-            const int regs = assemble(ptxas, path, ccs[c][0] * 10 + ccs[c][1], gc->name, 1);
+            const int regs = dump_and_assemble(ptxas, sub, &d, ccs[c], name, gc->name, 1);
             lo = regs < lo ? regs : lo;
             hi = regs > hi ? regs : hi;
             if (verbose())
@@ -1247,13 +1244,10 @@ Test(gpu_conv_ptx, every_mma_gemm_module_assembles_without_spills, .timeout = 30
                 ws_conv_desc d = desc_of(gc);
                 d.math = mma_maths[m];
                 cr_assert(ws_gemm_mma(&d), "%s: no mma kernel", gc->name);
-                ws_err e = {""};
-                char name[WS_GEMM_NAME_MAX], path[2048];
-                cr_assert_eq(ws_conv_dump_ptx(&d, ccs[c][0], ccs[c][1], sub, &e), 0, "%s: %s", gc->name, e.msg);
+                char name[WS_GEMM_NAME_MAX];
                 ws_gemm_name(&d, name);
                 cr_assert(strstr(name, m ? "_mma_f16_" : "_mma_bf16_"), "%s", name);
-                snprintf(path, sizeof path, "%s/%s.ptx", sub, name);
-                const int regs = assemble(ptxas, path, ccs[c][0] * 10 + ccs[c][1], gc->name, 1);
+                const int regs = dump_and_assemble(ptxas, sub, &d, ccs[c], name, gc->name, 1);
                 lo = regs < lo ? regs : lo;
                 hi = regs > hi ? regs : hi;
                 if (verbose())
