@@ -277,47 +277,54 @@ int ws_mel_compute(ws_mel *m, const float *x, size_t n, ws_pad pad, ws_mel_out *
     return ws_mel_compute_nt(m, x, n, pad, m->n_threads, o, err);
 }
 
-int ws_mel_compute_nt(const ws_mel *m, const float *x, size_t n, ws_pad pad, int n_threads,
-                      ws_mel_out *o, ws_err *err)
+int ws_mel_geometry(size_t n, ws_pad pad, ws_mel_geom *g, ws_err *err)
 {
-    memset(o, 0, sizeof *o);
-    /* The padded length and the frames each rule keeps. */
-    size_t n_total;
-    long long content; /* frames that carry output */
+    memset(g, 0, sizeof *g);
     switch (pad) {
     case WS_PAD_AUDIO: {
         size_t chunks = n == 0 ? 1 : (n + WS_CHUNK_SAMPLES - 1) / WS_CHUNK_SAMPLES;
-        n_total = chunks * WS_CHUNK_SAMPLES;
-        content = (long long)(n_total / WS_HOP);
+        g->n_total = chunks * WS_CHUNK_SAMPLES;
+        g->content = (long long)(g->n_total / WS_HOP);
         break;
     }
     case WS_PAD_MEL0:
-        n_total = n + WS_CHUNK_SAMPLES;
-        content = (long long)(n / WS_HOP);
+        g->n_total = n + WS_CHUNK_SAMPLES;
+        g->content = (long long)(n / WS_HOP);
         break;
     case WS_PAD_NONE:
         if (n < WS_HOP)
             return ws_errf(err, "%zu samples is shorter than one hop (160 samples = 10 ms); "
                                 "--no-pad needs at least 160", n);
-        n_total = n;
-        content = (long long)(n / WS_HOP);
+        g->n_total = n;
+        g->content = (long long)(n / WS_HOP);
         break;
     default:
         return ws_errf(err, "unknown padding mode %d", (int)pad);
     }
-    if (n_total / WS_HOP > (size_t)1 << 31)
+    if (g->n_total / WS_HOP > (size_t)1 << 31)
         return ws_errf(err, "audio too long: %zu samples", n);
-    const long long n_frames = (long long)(n_total / WS_HOP); /* 1 + N/hop, the last dropped */
-    const int nm = m->n_mels;
-
-    int n_win, win_frames;
+    g->n_frames = (long long)(g->n_total / WS_HOP); /* 1 + N/hop, the last dropped */
     if (pad == WS_PAD_NONE) {
-        n_win = 1;
-        win_frames = (int)content;
+        g->n_win = 1;
+        g->win_frames = (int)g->content;
     } else {
-        n_win = content == 0 ? 1 : (int)((content + WS_CHUNK_FRAMES - 1) / WS_CHUNK_FRAMES);
-        win_frames = WS_CHUNK_FRAMES;
+        g->n_win = g->content == 0 ? 1
+                                   : (int)((g->content + WS_CHUNK_FRAMES - 1) / WS_CHUNK_FRAMES);
+        g->win_frames = WS_CHUNK_FRAMES;
     }
+    return 0;
+}
+
+int ws_mel_compute_nt(const ws_mel *m, const float *x, size_t n, ws_pad pad, int n_threads,
+                      ws_mel_out *o, ws_err *err)
+{
+    memset(o, 0, sizeof *o);
+    ws_mel_geom g;
+    if (ws_mel_geometry(n, pad, &g, err))
+        return -1;
+    const size_t n_total = g.n_total;
+    const long long content = g.content, n_frames = g.n_frames;
+    const int nm = m->n_mels, n_win = g.n_win, win_frames = g.win_frames;
 
     float *logmel = malloc(sizeof(float) * (size_t)n_frames * nm);
     float *data = malloc(sizeof(float) * (size_t)n_win * nm * win_frames);

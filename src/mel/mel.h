@@ -50,6 +50,19 @@ typedef struct {
     int n_frames;  /* per window: 3000, or n/160 with WS_PAD_NONE */
 } ws_mel_out;
 
+/* The geometry of the log-Mel of n samples under the windowing rule pad (above):
+ * n_total  length of the zero-padded signal the STFT sees
+ * n_frames frames computed (n_total / 160); the floor is max - 8 over all of them
+ * content  frames that carry output (later frames of a window are 0.0)
+ * n_win, win_frames  the windows written.
+ * 0, or -1 with err (too short for WS_PAD_NONE, too long, unknown rule). */
+typedef struct {
+    size_t n_total;
+    long long n_frames, content;
+    int n_win, win_frames;
+} ws_mel_geom;
+int ws_mel_geometry(size_t n, ws_pad pad, ws_mel_geom *g, ws_err *err);
+
 /* Log-Mel of x[0..n) (16 kHz mono) with the windowing rule pad.
  * Returns 0, or -1 with err (e.g. too short for WS_PAD_NONE). */
 int ws_mel_compute(ws_mel *m, const float *x, size_t n, ws_pad pad, ws_mel_out *out, ws_err *err);
