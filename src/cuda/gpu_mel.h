@@ -8,14 +8,20 @@
  * The caller states the geometry of each input (mel.h's rules, filled by the caller
  * from ws_mel_geometry): the GPU code knows nothing of padding modes.
  *
- * Numbers: the DFT, power and mel sums in float64; within 1e-4 max abs of the float64
+ * Numbers: the DFT, power and mel sums in float64 (an even/odd fold of the 400 samples
+ * and a k <-> 200-k fold of the bins: four GEMMs of 102 x 112 a frame, ptx_mel.h), the log
+ * as lg2.approx of M rounded to float32 (~1e-7); within 1e-4 max abs of the float64
  * oracle (SPEC.md). Every frame is computed alone and the floor is a max, so an
  * input gives the same bits whatever else is in its batch and wherever it sits.
+ * Kernels (ptx_mel.h): ws_mel_frames (16 frames a block: gather, DFT, power, mel, log10
+ * to scratch, each item's max by an atomic max of its order-preserving integer image),
+ * ws_mel_write (floor, scale, transpose into the windows), ws_mel_f16.
  *
  * Device buffers (all the caller's):
  *   x       the batch's 16 kHz samples, float32, input i at x + items[i].x_off
  *   items   ws_gpu_mel_item[n_items] in device memory (uploaded by the caller)
- *   scratch ws_gpu_mel_scratch_bytes(...) bytes
+ *   scratch ws_gpu_mel_scratch_bytes(...) bytes: log10 mel [total_frames][n_mels] float32,
+ *           then at a 256-byte boundary one u32 max image per item (set by the enqueue)
  *   out     input i's windows at out + items[i].out_off floats:
  *           [n_win][n_mels][win_frames] float32, channel-major (what the stem reads)
  */
@@ -53,8 +59,10 @@ void ws_gpu_mel_free(ws_gpu_mel *m); /* NULL-safe; the context must still be cur
 /* Scratch bytes for a batch of n_items inputs with total_frames frames in all. */
 size_t ws_gpu_mel_scratch_bytes(int n_mels, uint64_t total_frames, int n_items);
 
-/* Enqueues the log-Mel of the batch on stream s. total_frames = sum of items' n_frames.
- * 0, or -1 with err (a launch failed). */
+/* Enqueues the log-Mel of the batch on stream s: a memset of the max images and two
+ * kernels. total_frames = sum of items' n_frames; items sorted by frame_off (as the sum
+ * makes them), each with n_frames >= 1. 0 (nothing for no items or no frames), or -1 with
+ * err (a launch failed). */
 int ws_gpu_mel_enqueue(ws_gpu_mel *m, wscu_stream s, wscu_devptr x, wscu_devptr items,
                        int n_items, uint64_t total_frames, wscu_devptr scratch, wscu_devptr out,
                        ws_err *err);

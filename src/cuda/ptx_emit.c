@@ -7,8 +7,8 @@
 
 #include "ptx_emit.h"
 
-static const char *const REG_PREFIX[PTX_NCLASS] = { "%p", "%h", "%r", "%rd", "%f" };
-static const char *const REG_TYPE[PTX_NCLASS] = { ".pred", ".b16", ".b32", ".b64", ".f32" };
+static const char *const REG_PREFIX[PTX_NCLASS] = { "%p", "%h", "%r", "%rd", "%f", "%fd" };
+static const char *const REG_TYPE[PTX_NCLASS] = { ".pred", ".b16", ".b32", ".b64", ".f32", ".f64" };
 
 void ws_ptx_init(ptx_buf *b)
 {

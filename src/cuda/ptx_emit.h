@@ -23,7 +23,9 @@
 
 #include <stddef.h>
 
-typedef enum { PTX_PRED = 0, PTX_B16, PTX_B32, PTX_B64, PTX_F32, PTX_NCLASS } ptx_rclass;
+/* PTX_F64 ("%fd", .f64) comes last: a kernel that uses none declares none, so the text of
+ * kernels written before it is unchanged. */
+typedef enum { PTX_PRED = 0, PTX_B16, PTX_B32, PTX_B64, PTX_F32, PTX_F64, PTX_NCLASS } ptx_rclass;
 
 typedef struct { char n[16]; } preg;   /* register name, e.g. "%f12" */
 typedef struct { char n[40]; } plabel; /* label name, e.g. "$Lktile_3" */

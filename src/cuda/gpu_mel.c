@@ -1,0 +1,211 @@
+/* gpu_mel.c - the GPU log-Mel (gpu_mel.h): loads ptx_mel.c's module, uploads its tables and
+ * enqueues its kernels on the caller's stream.
+ *
+ * Tables (device, owned): twiddles [102][4][112] float64 (ws_mel_twiddles), Hann [400] float64,
+ * bands [n_mels] of {lo, len, off} int32 (the nonzero bins of each filter row, from the first
+ * to the last nonzero) and their weights packed band by band, float64.
+ * Scratch (the caller's): L [total_frames][n_mels] float32, then at a 256-byte boundary one
+ * u32 max image per item (zeroed by the enqueue).
+ * Per enqueue: memset keys; ws_mel_frames over ceil(total/16) blocks; ws_mel_write over
+ * ceil(total/32) blocks. Tested by tests/test_gpu_mel.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_mel.h"
+#include "ptx_mel.h"
+
+struct ws_gpu_mel {
+    const ws_cu *cu;
+    int n_mels;
+    wscu_module mod;
+    wscu_function frames, write, f16;
+    wscu_devptr tw, hann, band, wts;
+};
+
+_Static_assert(sizeof(ws_gpu_mel_item) == WS_MEL_ITEM_BYTES, "the kernels' item layout");
+
+void ws_gpu_mel_free(ws_gpu_mel *m)
+{
+    if (!m)
+        return;
+    const ws_cu *cu = m->cu;
+    wscu_devptr bufs[] = { m->tw, m->hann, m->band, m->wts };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i])
+            cu->MemFree(bufs[i]);
+    if (m->mod)
+        cu->ModuleUnload(m->mod);
+    free(m);
+}
+
+/* *dst = a new device copy of n bytes at src, through stream s (waited for) */
+static int upload(const ws_cu *cu, wscu_stream s, wscu_devptr *dst, const void *src, size_t n,
+                  ws_err *err)
+{
+    CU_TRY(cu, MemAlloc(dst, n), err);
+    CU_TRY(cu, MemcpyHtoDAsync(*dst, src, n, s), err);
+    CU_TRY(cu, StreamSynchronize(s), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+ws_gpu_mel *ws_gpu_mel_new(const ws_cu *cu, int cc_major, int cc_minor, int n_mels,
+                           const double *filters, ws_err *err)
+{
+    if (n_mels != 80 && n_mels != 128)
+        return ws_errf(err, "the GPU log-Mel takes 80 or 128 bands, not %d", n_mels), NULL;
+    if (!cu || !filters)
+        return ws_errf(err, "ws_gpu_mel_new: %s is NULL", cu ? "filters" : "cu"), NULL;
+    ws_gpu_mel *m = calloc(1, sizeof *m);
+    double *tw = malloc(sizeof(double) * WS_MEL_M * 4 * WS_MEL_K);
+    double *wts = malloc(sizeof(double) * (size_t)n_mels * 201);
+    int32_t *band = malloc(sizeof(int32_t) * 3 * (size_t)n_mels);
+    double hann[400];
+    char *ptx = NULL;
+    wscu_stream s = NULL;
+    if (!m || !tw || !wts || !band) {
+        ws_errf(err, "out of memory");
+        goto cleanup;
+    }
+    m->cu = cu;
+    m->n_mels = n_mels;
+    ptx = ws_mel_emit(n_mels, cc_major, cc_minor, err);
+    if (!ptx)
+        goto cleanup;
+    char name[32];
+    snprintf(name, sizeof name, "ws_mel_%d", n_mels);
+    if (ws_cu_load_module(cu, ptx, name, &m->mod, NULL, 0, err))
+        goto cleanup;
+    CU_TRY(cu, ModuleGetFunction(&m->frames, m->mod, "ws_mel_frames"), err);
+    CU_TRY(cu, ModuleGetFunction(&m->write, m->mod, "ws_mel_write"), err);
+    CU_TRY(cu, ModuleGetFunction(&m->f16, m->mod, "ws_mel_f16"), err);
+    CU_TRY(cu, FuncSetAttribute(m->frames, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                WS_MEL_FRAMES_SMEM), err);
+
+    ws_mel_twiddles(tw);
+    ws_mel_hann(hann);
+    int off = 0;
+    for (int b = 0; b < n_mels; b++) {
+        const double *row = filters + (size_t)b * 201;
+        int lo = 0, hi = 201;
+        while (lo < 201 && row[lo] == 0.0)
+            lo++;
+        while (hi > lo && row[hi - 1] == 0.0)
+            hi--;
+        band[3 * b] = lo < 201 ? lo : 0;
+        band[3 * b + 1] = hi - lo;
+        band[3 * b + 2] = off;
+        for (int f = lo; f < hi; f++)
+            wts[off++] = row[f];
+    }
+    CU_TRY(cu, StreamCreate(&s, WS_CU_STREAM_NON_BLOCKING), err);
+    if (upload(cu, s, &m->tw, tw, sizeof(double) * WS_MEL_M * 4 * WS_MEL_K, err) ||
+        upload(cu, s, &m->hann, hann, sizeof hann, err) ||
+        upload(cu, s, &m->band, band, sizeof(int32_t) * 3 * (size_t)n_mels, err) ||
+        upload(cu, s, &m->wts, wts, sizeof(double) * (size_t)(off ? off : 1), err))
+        goto cleanup;
+    cu->StreamDestroy(s);
+    free(ptx);
+    free(tw);
+    free(wts);
+    free(band);
+    return m;
+cleanup:
+    if (s)
+        cu->StreamDestroy(s);
+    free(ptx);
+    free(tw);
+    free(wts);
+    free(band);
+    ws_gpu_mel_free(m);
+    return NULL;
+}
+
+static size_t keys_offset(int n_mels, uint64_t total_frames)
+{
+    return ((size_t)total_frames * (size_t)n_mels * 4 + 255) / 256 * 256;
+}
+
+size_t ws_gpu_mel_scratch_bytes(int n_mels, uint64_t total_frames, int n_items)
+{
+    return keys_offset(n_mels, total_frames) + 4 * (size_t)(n_items > 0 ? n_items : 0);
+}
+
+int ws_gpu_mel_enqueue(ws_gpu_mel *m, wscu_stream s, wscu_devptr x, wscu_devptr items,
+                       int n_items, uint64_t total_frames, wscu_devptr scratch, wscu_devptr out,
+                       ws_err *err)
+{
+    const ws_cu *cu = m->cu;
+    if (n_items < 1 || total_frames == 0)
+        return n_items < 0 ? ws_errf(err, "ws_gpu_mel_enqueue: %d items", n_items) : 0;
+    const uint64_t fblocks = (total_frames + WS_MEL_FB - 1) / WS_MEL_FB;
+    const uint64_t wblocks = (total_frames + WS_MEL_WFRAMES - 1) / WS_MEL_WFRAMES;
+    if (fblocks > 0x7fffffffu)
+        return ws_errf(err, "ws_gpu_mel_enqueue: %llu frames are too many for one batch",
+                       (unsigned long long)total_frames);
+    wscu_devptr keys = scratch + keys_offset(m->n_mels, total_frames);
+    uint32_t ni = (uint32_t)n_items;
+    uint64_t total = total_frames;
+    CU_TRY(cu, MemsetD32Async(keys, 0, (size_t)n_items, s), err);
+    {
+        void *args[] = { &x, &items, &ni, &total, &m->tw, &m->hann, &m->band, &m->wts, &scratch,
+                         &keys };
+        CU_TRY(cu, LaunchKernel(m->frames, (unsigned)fblocks, 1, 1, WS_MEL_THREADS, 1, 1,
+                                WS_MEL_FRAMES_SMEM, s, args, NULL), err);
+    }
+    {
+        void *args[] = { &items, &ni, &total, &scratch, &keys, &out };
+        CU_TRY(cu, LaunchKernel(m->write, (unsigned)wblocks, 1, 1, WS_MEL_WTHREADS, 1, 1, 0, s,
+                                args, NULL), err);
+    }
+    return 0;
+cleanup:
+    return -1;
+}
+
+int ws_gpu_mel_to_f16(ws_gpu_mel *m, wscu_stream s, wscu_devptr src, wscu_devptr dst,
+                      uint64_t count, ws_err *err)
+{
+    const ws_cu *cu = m->cu;
+    if (count == 0)
+        return 0;
+    uint64_t blocks = (count + WS_MEL_F16_THREADS - 1) / WS_MEL_F16_THREADS;
+    if (blocks > 65536) /* grid-stride beyond */
+        blocks = 65536;
+    void *args[] = { &src, &dst, &count };
+    CU_TRY(cu, LaunchKernel(m->f16, (unsigned)blocks, 1, 1, WS_MEL_F16_THREADS, 1, 1, 0, s, args,
+                            NULL), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+int ws_gpu_mel_dump_ptx(int n_mels, const char *dir, ws_err *err)
+{
+    if (!dir || !*dir)
+        return ws_errf(err, "ws_gpu_mel_dump_ptx: dir is %s", dir ? "empty" : "NULL");
+    char *ptx = ws_mel_emit(n_mels, 9, 0, err);
+    if (!ptx)
+        return -1;
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s/ws_mel_%d.ptx", dir, n_mels);
+    if (n < 0 || (size_t)n >= sizeof path) {
+        free(ptx);
+        return ws_errf(err, "ws_gpu_mel_dump_ptx: path under %s is too long", dir);
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        free(ptx);
+        return ws_errf(err, "cannot write %s", path);
+    }
+    size_t len = strlen(ptx);
+    int bad = fwrite(ptx, 1, len, f) != len;
+    bad |= fclose(f) != 0;
+    free(ptx);
+    if (bad)
+        return ws_errf(err, "cannot write %s", path);
+    return 0;
+}
