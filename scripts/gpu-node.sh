@@ -5,6 +5,9 @@
 # /tmp) or as the directory build-gpu/bundle. PHASEs: info tests bench torch
 # wholerun (default: all five), and conv-bench (the conv engine's speed table:
 # bench/run-conv-gpu.sh with the bundle's bench-conv_gpu; only when named).
+# node-bench (whole-node throughput, whisper-stem beside the batched PyTorch pipeline:
+# bench/run-node.sh with the bundle's binaries, its NODE_* variables passed on, the
+# table in $OUT/node-bench.md; only when named).
 # Logs go to $OUT (default /tmp/ws-gpu-out).
 #   WS_BUNDLE   bundle directory (default build-gpu/bundle, else the tarball)
 #   WS_FILTER   Criterion filter for the tests (default: the whole suite)
@@ -53,6 +56,15 @@ for ph in $phases; do
         sed -n '/^| case /,$p' "$OUT/conv-bench.txt" >"$OUT/conv-bench.md"
         cat "$OUT/conv-bench/conv-ours.txt" 2>/dev/null; grep -E "^(date|# device)" "$OUT/conv-bench.txt"
         cat "$OUT/conv-bench.md"; tail -5 "$OUT/conv-bench.err"
+        ;;
+    node-bench)
+        # whole data sets (30 s WAV, 10 min FLAC) through whisper-stem and bench/node_torch.py,
+        # to tmpfs and to local disk: files/s, x real time, CPU and GPU busy; JSON lines, logs
+        # and the peer's sanity check in $OUT/node-bench/
+        OUT=$OUT/node-bench BIN=$B/whisper-stem MKMODEL=$B/ws-mkmodel PYTHON=python3 \
+            bench/run-node.sh >"$OUT/node-bench.txt" 2>"$OUT/node-bench.err" || status=1
+        cp "$OUT/node-bench/table.md" "$OUT/node-bench.md" 2>/dev/null || status=1
+        grep -E "^(date|# )" "$OUT/node-bench.txt"; cat "$OUT/node-bench.md" 2>/dev/null; tail -5 "$OUT/node-bench.err"
         ;;
     wholerun)
         # whole runs of the binary on 30 s of speech (samples/jfk.wav looped), tiny F32
