@@ -37,7 +37,8 @@
 #                PyTorch pipeline fsyncing every output, as whisper-stem does)
 #   NODE_DEVICE  cuda or cpu (default cuda)
 #   NODE_PAD     mel0 (openai's log_mel_spectrogram(audio, padding=N_SAMPLES) + 3000-frame
-#                windows, as transcribe()) or audio (default mel0); both tools get it
+#                windows, as transcribe()) or audio (whisper-stem's default; default audio); both
+#                tools get it
 #   NODE_WARMUP  files in each warm-up run (default 64; 0: the whole list)
 #   NODE_MEL_DEVICE  passed to whisper-stem as --mel-device when its --help lists
 #                the option (default: NODE_DEVICE)
@@ -62,7 +63,7 @@ TMPFS=${NODE_TMPFS:-/dev/shm/ws-node}
 DISK=${NODE_DISK:-/tmp/ws-node-disk}
 TOOLS=${NODE_TOOLS:-ours torch}
 DEV=${NODE_DEVICE:-cuda}
-PAD=${NODE_PAD:-mel0}
+PAD=${NODE_PAD:-audio}
 WARM=${NODE_WARMUP:-64}
 MELDEV=${NODE_MEL_DEVICE:-$DEV}
 TARGS=${NODE_TORCH_ARGS:-}
