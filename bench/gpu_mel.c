@@ -8,6 +8,11 @@
  *
  *   bench-gpu_mel [--iters N] [--win W]        (defaults 50 and 64)
  * Prints per band count: median us per batch, us per 3000-frame window, windows per second.
+ *
+ * H100 80GB HBM3 (driver 580), 64 windows a batch: 80 bands 2215 us (34.6 us a window,
+ * 28 900 windows/s), 128 bands 2302 us (36.0 us); 256 windows: 34.3 and 35.5 us a window.
+ * f16 conversion 0.8 (80 bands) and 1.2 us (128) a window. The frames kernel's float64 FMAs
+ * (4 x 102 x 112 a frame, 137 M a window) run at ~4 TFMA/s, ~1/4 of the FP64 peak.
  */
 #include <math.h>
 #include <stdio.h>
