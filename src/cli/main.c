@@ -41,7 +41,7 @@ enum {
     OPT_MEL = 256, OPT_N_MELS, OPT_PAD, OPT_NO_PAD, OPT_POS, OPT_DEVICE, OPT_PRECISION,
     OPT_THREADS, OPT_MAX_MEMORY, OPT_JSON, OPT_DUMP_PTX, OPT_CHECK, OPT_VERSION, OPT_LIST,
     OPT_ROOT, OPT_SHARD, OPT_SKIP_EXISTING, OPT_MANIFEST, OPT_OUT_DTYPE, OPT_PROGRESS,
-    OPT_TAR_SIZE
+    OPT_TAR_SIZE, OPT_MEL_DEVICE
 };
 
 typedef struct {
@@ -69,6 +69,8 @@ static const opt_def OPTS[] = {
     {"no-pad", OPT_NO_PAD, 0, NULL, "no 30 s padding: one window of n_samples/160 frames"},
     {"pos", OPT_POS, 0, NULL, "add the positional embedding (default: the stem's output alone)"},
     {"device", OPT_DEVICE, 1, "auto|cpu|cuda[:N]", "where the conv stem runs (default auto; N: GPU number)"},
+    {"mel-device", OPT_MEL_DEVICE, 1, "cpu|cuda",
+     "where the log-Mel runs (default: on the GPU when the stem runs there, or with --mel when one is usable)"},
     {"precision", OPT_PRECISION, 1, "fp32|tf32|bf16|fp16", "GPU arithmetic (default fp32)"},
     {"threads", OPT_THREADS, 1, "N", "CPU threads (default: the CPUs this process may use)"},
     {"max-memory", OPT_MAX_MEMORY, 1, "SIZE",
@@ -97,6 +99,7 @@ typedef struct {
     ws_pad pad;
     int pad_set;
     device_choice device;
+    device_choice mel_device; /* DEV_AUTO: where the stem runs */
     int gpu_ordinal;
     ws_precision precision;
     ws_out_dtype out_dtype;
@@ -105,6 +108,20 @@ typedef struct {
     char **inputs;        /* positional, then --list, after --shard (malloc'd strings) */
     int n_inputs;
 } options;
+
+/* GPU batches: a slot holds at most 64 windows, fewer when the pinned buffers of its
+ * results and inputs (3 slots) would pass a quarter of the memory bound; the staging
+ * slabs another quarter. Pinned host memory thus stays under half of --max-memory, on
+ * top of the bound on the inputs in flight. */
+static void batch_size(ws_gpu_batch_opts *bo, int d, size_t max_memory)
+{
+    const size_t esz = bo->out_f16 ? 2 : 4;
+    const size_t out = bo->stem ? (size_t)1500 * d * esz : (size_t)bo->n_mels * WS_CHUNK_FRAMES * esz;
+    const size_t in = bo->mel_on_gpu ? (size_t)WS_CHUNK_SAMPLES * 4 : (size_t)bo->n_mels * WS_CHUNK_FRAMES * 4;
+    size_t w = max_memory / 4 / (size_t)bo->slots / (out + in);
+    bo->max_windows = w < 1 ? 1 : w > 64 ? 64 : (int)w;
+    bo->stage_bytes = max_memory / 4;
+}
 
 static void usage(FILE *f)
 {
@@ -189,6 +206,7 @@ static int parse_args(int argc, char **argv, options *o)
     shorts[ns] = 0;
     memset(o, 0, sizeof *o);
     o->device = DEV_AUTO;
+    o->mel_device = DEV_AUTO;
     o->precision = WS_PREC_FP32;
     o->threads = ws_ncpu();
     opterr = 0;
@@ -274,6 +292,14 @@ static int parse_args(int argc, char **argv, options *o)
                 o->device = DEV_CUDA;
             else
                 return usage_error("--device must be auto, cpu, cuda or cuda:N, not '%s'", optarg);
+            break;
+        case OPT_MEL_DEVICE:
+            if (strcmp(optarg, "cpu") == 0)
+                o->mel_device = DEV_CPU;
+            else if (strcmp(optarg, "cuda") == 0)
+                o->mel_device = DEV_CUDA;
+            else
+                return usage_error("--mel-device must be cpu or cuda, not '%s'", optarg);
             break;
         case OPT_PRECISION:
             if (ws_precision_parse(optarg, &o->precision))
@@ -908,7 +934,12 @@ int main(int argc, char **argv)
 
     t0 = ws_now();
     const char *device_used = "cpu";
-    if (o.mel_only && o.device == DEV_CUDA) {
+    if (o.mel_device == DEV_CUDA && o.device == DEV_CPU) {
+        ws_eprintf(PROG ": --mel-device cuda and --device cpu exclude each other");
+        status = 2;
+        goto out;
+    }
+    if (o.mel_only && o.device == DEV_CUDA && o.mel_device == DEV_CPU) {
         /* the log-Mel runs on the CPU; still, the user asked for CUDA */
         char name[160];
         if (ws_gpu_probe(o.gpu_ordinal, name, sizeof name, &err)) {
@@ -950,10 +981,40 @@ int main(int argc, char **argv)
         status = 1;
         goto out;
     }
+    r.max_memory = o.max_memory ? o.max_memory : ws_default_max_memory();
+    if (r.on_gpu || (o.mel_only && o.device != DEV_CPU && o.mel_device != DEV_CPU)) {
+        /* the GPU path: inputs in batches of many, the log-Mel there too unless told */
+        const int mel_gpu = o.mel_device != DEV_CPU;
+        ws_gpu_batch_opts bo = {.mel_on_gpu = mel_gpu, .stem = r.on_gpu, .add_pos = o.pos,
+                                .out_f16 = o.out_dtype == WS_OUT_F16, .n_mels = n_mels,
+                                .filters = ws_mel_filters(mel), .slots = 3};
+        batch_size(&bo, r.on_gpu ? model.d : 0, r.max_memory);
+        if (o.pos && r.on_gpu && ws_stem_gpu_prepare_add(r.stem, WS_CHUNK_FRAMES, &err)) {
+            ws_eprintf(PROG ": %s", err.msg);
+            status = 1;
+            goto out;
+        }
+        r.batcher = ws_gpu_batcher_new(r.on_gpu ? ws_stem_gpu(r.stem) : NULL, o.gpu_ordinal, &bo,
+                                       &err);
+        if (!r.batcher && (r.on_gpu || o.device == DEV_CUDA || o.mel_device == DEV_CUDA)) {
+            ws_eprintf(PROG ": --device cuda: %s", err.msg);
+            status = 1;
+            goto out;
+        }
+        if (r.batcher) {
+            r.mel_on_gpu = mel_gpu;
+            device_used = "cuda";
+        }
+    } else if (o.mel_device == DEV_CUDA) {
+        ws_eprintf(PROG ": --mel-device cuda needs a GPU for the stem (--device cuda)");
+        status = 1;
+        goto out;
+    }
+    const char *device_name = r.batcher ? ws_gpu_batcher_device(r.batcher) : "cpu";
     const double init_ms = 1e3 * (ws_now() - t0);
     if (o.verbose)
         ws_eprintf(PROG ": device %s%s%s, %d threads, sgemm %s", device_used,
-                r.on_gpu ? ": " : "", r.on_gpu ? ws_gpu_device_name(ws_stem_gpu(r.stem)) : "",
+                r.batcher ? ": " : "", r.batcher ? device_name : "",
                 o.threads, ws_blas_name());
 
     if (o.json) {
@@ -962,7 +1023,10 @@ int main(int argc, char **argv)
         cJSON_AddStringToObject(root, "output_kind", o.mel_only ? "log_mel" : "embeddings");
         cJSON_AddStringToObject(root, "device", device_used);
         cJSON_AddStringToObject(root, "device_name",
-                                r.on_gpu ? ws_gpu_device_name(ws_stem_gpu(r.stem)) : "cpu");
+                                device_name);
+        cJSON_AddStringToObject(root, "mel_device", r.mel_on_gpu ? "cuda" : "cpu");
+        if (r.batcher)
+            cJSON_AddNumberToObject(root, "batch_windows", ws_gpu_batch_max_windows(r.batcher));
         cJSON_AddStringToObject(root, "precision", r.on_gpu ? ws_precision_name(o.precision) : "fp32");
         cJSON_AddNumberToObject(root, "threads", o.threads);
         cJSON_AddStringToObject(root, "sgemm", ws_blas_name());
@@ -1005,7 +1069,6 @@ int main(int argc, char **argv)
     r.verbose = o.verbose;
     r.threads = o.threads;
     r.n_mels = n_mels;
-    r.max_memory = o.max_memory ? o.max_memory : ws_default_max_memory();
     r.out_dtype = o.out_dtype;
     r.skip_existing = o.skip_existing;
     r.root = o.root;
@@ -1060,6 +1123,7 @@ out:
     if (r.manifest_fd >= 0)
         close(r.manifest_fd);
     ws_mel_free(mel);
+    ws_gpu_batcher_free(r.batcher); /* before the stem: it shares the stem's context */
     ws_stem_free(r.stem);
     if (have_model)
         ws_model_free(&model);

@@ -66,6 +66,7 @@ ws_job *ws_jobs_new(int n, char *const *inputs, char *const *outputs)
         j[i].input = inputs[i];
         j[i].output = outputs[i];
         j[i].shard = -1;
+        j[i].slot = -1;
     }
     return j;
 }
@@ -191,7 +192,7 @@ static int write_member(const ws_run_ctx *c, ws_job *j, ws_err *e)
     for (int i = 0; i < j->ndim; i++)
         count *= (size_t)j->shape[i];
     const size_t esz = c->out_dtype == WS_OUT_F16 ? 2 : sizeof(float);
-    if (c->out_dtype == WS_OUT_F16)
+    if (c->out_dtype == WS_OUT_F16 && !j->result_f16)
         ws_f32_to_f16_inplace(j->result, count);
     char header[256], name[WS_TAR_NAME_MAX + 1];
     const size_t hl = ws_npy_header_dtype(header, sizeof header, j->shape, j->ndim, c->out_dtype);
@@ -230,9 +231,10 @@ static int write_member(const ws_run_ctx *c, ws_job *j, ws_err *e)
 static void release(ws_job *j)
 {
     ws_audio_free(&j->audio);
-    if (j->result != j->mel.data)
+    if (j->result != j->mel.data && !j->result_pinned)
         free(j->result);
     j->result = NULL;
+    j->result_pinned = 0;
     ws_mel_out_free(&j->mel);
     ws_out_abort(j->out);
     j->out = NULL;
@@ -243,6 +245,7 @@ void ws_jobs_free(ws_job *jobs, int n)
     for (int i = 0; jobs && i < n; i++) {
         release(&jobs[i]);
         free(jobs[i].error);
+        free(jobs[i].slabs); /* slabs not given back: the batcher frees them all */
     }
     free(jobs);
 }
@@ -364,6 +367,45 @@ static int reserve_for_audio(void *ctx, size_t decoder_bytes, size_t samples_16k
 
 /* --- stages ---------------------------------------------------------------- */
 
+/* What a GPU batch takes of j (gpu_batch.h). */
+static ws_gpu_input job_input(const ws_run_ctx *c, const ws_job *j)
+{
+    ws_gpu_input in = {.slabs = j->slabs, .n_win = j->mel.n_windows, .win_frames = j->mel.n_frames};
+    if (c->mel_on_gpu) {
+        in.x = j->slabs ? NULL : j->audio.x;
+        in.n = j->samples;
+        in.n_total = j->geom.n_total;
+        in.n_frames = (uint64_t)j->geom.n_frames;
+        in.content = (uint64_t)j->geom.content;
+    } else {
+        in.mel = j->slabs ? NULL : j->mel.data;
+    }
+    return in;
+}
+
+/* Copies j's upload (bytes at src) into pinned slabs when it will go in a batch and
+ * slabs are free (the stem thread then need not copy it). */
+static void stage(const ws_run_ctx *c, ws_job *j, const void *src, size_t bytes)
+{
+    if (!c->batcher)
+        return;
+    ws_gpu_input in = job_input(c, j);
+    if (!ws_gpu_batch_fits(c->batcher, &in) || !bytes)
+        return;
+    WS_RANGE_PUSH("stage");
+    if ((j->slabs = ws_gpu_stage(c->batcher, bytes, &j->n_slabs)))
+        ws_gpu_stage_copy(c->batcher, j->slabs, src, bytes);
+    WS_RANGE_POP();
+}
+
+static void unstage(const ws_run_ctx *c, ws_job *j)
+{
+    if (j->slabs)
+        ws_gpu_unstage(c->batcher, j->slabs, j->n_slabs);
+    j->slabs = NULL;
+    j->n_slabs = 0;
+}
+
 /* decode + log-Mel on mel_threads threads */
 static int prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
 {
@@ -408,13 +450,32 @@ static int prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
     if (reserve(mem, j, job_need(c, j, 0, j->audio.n), j->audio.n, &e))
         return fail(j, "%s%s", e.msg, "");
     t0 = ws_now();
-    WS_RANGE_PUSH("mel");
-    rc = ws_mel_compute_nt(c->mel, j->audio.x, j->audio.n, c->pad, mel_threads, &j->mel, &e);
-    WS_RANGE_POP();
-    j->ms.mel = 1e3 * (ws_now() - t0);
-    ws_audio_free(&j->audio); /* the samples are not needed past the log-Mel */
-    if (rc)
-        return fail(j, "%s: %s", j->input, e.msg);
+    if (c->mel_on_gpu) { /* the shape now, the numbers on the GPU */
+        if (ws_mel_geometry(j->audio.n, c->pad, &j->geom, &e))
+            return fail(j, "%s: %s", j->input, e.msg);
+        j->mel.n_windows = j->geom.n_win;
+        j->mel.n_mels = c->n_mels;
+        j->mel.n_frames = j->geom.win_frames;
+        stage(c, j, j->audio.x, j->audio.n * sizeof(float));
+        if (j->slabs)
+            ws_audio_free(&j->audio);
+    } else {
+        WS_RANGE_PUSH("mel");
+        rc = ws_mel_compute_nt(c->mel, j->audio.x, j->audio.n, c->pad, mel_threads, &j->mel, &e);
+        WS_RANGE_POP();
+        j->ms.mel = 1e3 * (ws_now() - t0);
+        ws_audio_free(&j->audio); /* the samples are not needed past the log-Mel */
+        if (rc)
+            return fail(j, "%s: %s", j->input, e.msg);
+        if (c->batcher) {
+            stage(c, j, j->mel.data, (size_t)j->mel.n_windows * j->mel.n_mels * j->mel.n_frames *
+                                         sizeof(float));
+            if (j->slabs) {
+                free(j->mel.data);
+                j->mel.data = NULL;
+            }
+        }
+    }
     j->windows = j->mel.n_windows;
     /* frames of audio in the last window, and the output rows that see them (conv2:
      * stride 2, so row u covers frames 2u-1 .. 2u+1) */
@@ -501,6 +562,47 @@ static int stem(const ws_run_ctx *c, ws_job *j)
     return 0;
 }
 
+/* j's staged upload back into malloc'd memory (the batches shrank after it was staged):
+ * the pointer, or NULL when out of memory. The slabs are given back. */
+static void *unstage_back(const ws_run_ctx *c, ws_job *j, size_t bytes)
+{
+    char *dst = malloc(bytes ? bytes : 1);
+    if (dst)
+        ws_gpu_stage_read(c->batcher, j->slabs, dst, bytes);
+    unstage(c, j);
+    return dst;
+}
+
+/* An input that fits no GPU batch (longer than a batch holds, or --no-pad beyond
+ * 30 s): its log-Mel on the GPU alone when the log-Mel runs there, then stem() as for
+ * one input (its windows in pieces, streamed to its file). */
+static int stem_alone(const ws_run_ctx *c, ws_job *j)
+{
+    const size_t mel_n = (size_t)j->mel.n_windows * j->mel.n_mels * j->mel.n_frames;
+    if (!c->mel_on_gpu) {
+        if (j->slabs && !(j->mel.data = unstage_back(c, j, mel_n * sizeof(float))))
+            return fail(j, "%s: out of memory for its log-Mel%s", j->input, "");
+        return stem(c, j);
+    }
+    ws_err e = {{0}};
+    double t0 = ws_now();
+    ws_gpu_input in = job_input(c, j);
+    float *x = j->audio.x, *copy = NULL;
+    if (j->slabs && !(x = copy = unstage_back(c, j, (size_t)j->samples * sizeof(float))))
+        return fail(j, "%s: out of memory for its samples%s", j->input, "");
+    in.x = x;
+    in.slabs = NULL;
+    j->mel.data = malloc(mel_n * sizeof(float));
+    int rc = j->mel.data ? ws_gpu_mel_alone(c->batcher, &in, j->mel.data, &e)
+                         : ws_errf(&e, "out of memory for the log-Mel");
+    free(copy);
+    ws_audio_free(&j->audio);
+    j->ms.mel = 1e3 * (ws_now() - t0);
+    if (rc)
+        return fail(j, "%s: %s", j->input, e.msg);
+    return stem(c, j);
+}
+
 static int write_out(const ws_run_ctx *c, ws_job *j)
 {
     ws_err e = {{0}};
@@ -516,7 +618,7 @@ static int write_out(const ws_run_ctx *c, ws_job *j)
         size_t count = 1;
         for (int i = 0; i < j->ndim; i++)
             count *= (size_t)j->shape[i];
-        if (c->out_dtype == WS_OUT_F16)
+        if (c->out_dtype == WS_OUT_F16 && !j->result_f16)
             ws_f32_to_f16_inplace(j->result, count);
         rc = (c->root && ws_mkdir_parents(j->output, &e)) ||
              ws_write_array_dtype(j->output, j->result, c->out_dtype, j->shape, j->ndim, &e);
@@ -691,7 +793,7 @@ static int run_serial(const ws_run_ctx *c, ws_job *jobs, int n)
     mem_acct mem = {.budget = c->max_memory};
     for (int i = 0; i < n; i++) {
         ws_job *j = &jobs[i];
-        if (prep(c, &mem, j, c->threads) == 0 && stem(c, j) == 0)
+        if (prep(c, &mem, j, c->threads) == 0 && (c->batcher ? stem_alone(c, j) : stem(c, j)) == 0)
             write_out(c, j);
         unreserve(&mem, j);
         j->state = DONE;
@@ -717,10 +819,21 @@ typedef struct {
     int low;          /* no job before this one waits for the stem or a write */
     int unstemmed;    /* jobs that will still reach the stem or fail before it */
     int done;
+    int preparing;    /* jobs in PREP */
+    /* GPU batches (c->batcher): per slot, whether its batch is in flight, how many of its
+     * jobs still hold results in its pinned buffer, and its jobs while in flight */
+    int *in_flight, *held, *n_slot_jobs;
+    ws_job ***slot_jobs;
+    int *flight;      /* slots in flight, oldest first */
+    int n_flight;
+    long batches;
 } pipe_state;
 
 static void finish(pipe_state *p, ws_job *j)
 {
+    if (j->slot >= 0) /* its result is written (or dropped): the slot's buffer is free of it */
+        p->held[j->slot]--;
+    j->slot = -1;
     j->state = DONE;
     p->done++;
     p->inflight--;
@@ -760,9 +873,11 @@ static void worker(void *arg, int ti, int nt)
             ws_job *j = &p->jobs[p->next_prep++];
             j->state = PREP;
             p->inflight++;
+            p->preparing++;
             pthread_mutex_unlock(&p->mu);
-            int rc = prep(p->c, &p->mem, j, 1);
+            int rc = prep(p->c, &p->mem, j, p->n == 1 ? p->c->threads : 1);
             pthread_mutex_lock(&p->mu);
+            p->preparing--;
             if (rc) {
                 p->unstemmed--;
                 finish(p, j);
@@ -816,6 +931,176 @@ static void stem_loop(pipe_state *p)
     worker(p, 0, 0);
 }
 
+/* --- many inputs in GPU batches ---------------------------------------------------- */
+
+/* Slot s's batch has completed (e NULL) or failed (e): its jobs get their results (in
+ * the slot's pinned buffer, which they hold until written) or the error. mu held. */
+static void reap(pipe_state *p, int s, const ws_err *e)
+{
+    const ws_run_ctx *c = p->c;
+    ws_gpu_batcher *b = c->batcher;
+    const int k = p->n_slot_jobs[s];
+    const double ms = ws_gpu_batch_ms(b, s);
+    for (int i = 0; i < k; i++) {
+        ws_job *j = p->slot_jobs[s][i];
+        unstage(c, j);
+        ws_audio_free(&j->audio);
+        ws_mel_out_free(&j->mel); /* the dims stay in j->shape below */
+        p->unstemmed--;
+        if (e) {
+            fail(j, "%s: %s", j->input, e->msg);
+            finish(p, j);
+            continue;
+        }
+        j->result = (float *)ws_gpu_batch_output(b, s, i, NULL);
+        j->result_pinned = 1;
+        j->result_f16 = c->out_dtype == WS_OUT_F16;
+        j->slot = s;
+        p->held[s]++;
+        j->ms.stem = ms / k;
+        j->state = STEMMED;
+    }
+    for (int i = 1; i < p->n_flight; i++) /* s is the oldest */
+        p->flight[i - 1] = p->flight[i];
+    p->n_flight--;
+    p->in_flight[s] = 0;
+    ws_gpu_batch_clear(b, s);
+    pthread_cond_broadcast(&p->cv);
+}
+
+/* Waits for the oldest batch in flight, then reaps it. mu held (released meanwhile). */
+static void wait_oldest(pipe_state *p)
+{
+    const int s = p->flight[0];
+    ws_err e = {{0}};
+    pthread_mutex_unlock(&p->mu);
+    int rc = ws_gpu_batch_wait(p->c->batcher, s, &e);
+    pthread_mutex_lock(&p->mu);
+    reap(p, s, rc ? &e : NULL);
+}
+
+static int free_slot(const pipe_state *p, int S)
+{
+    for (int s = 0; s < S; s++)
+        if (!p->in_flight[s] && p->held[s] == 0)
+            return s;
+    return -1;
+}
+
+/* j's shape (stem: [n_win] x t_out x d, --mel: [n_win] x n_mels x frames). */
+static void set_shape(const ws_run_ctx *c, ws_job *j)
+{
+    j->ndim = 0;
+    if (j->mel.n_windows > 1)
+        j->shape[j->ndim++] = j->mel.n_windows;
+    if (c->mel_only) {
+        j->shape[j->ndim++] = j->mel.n_mels;
+        j->shape[j->ndim++] = j->mel.n_frames;
+    } else {
+        j->shape[j->ndim++] = ws_stem_out_len(j->mel.n_frames);
+        j->shape[j->ndim++] = c->model->d;
+    }
+}
+
+/* The calling thread fills GPU batches with prepared inputs, lowest index first, keeps
+ * up to S in flight, and hands finished ones to the writers; an input that fits no batch
+ * goes alone (stem_alone). A batch less than half full waits while another is in flight
+ * and more inputs are coming, so that launches stay large. */
+static void stem_loop_batched(pipe_state *p)
+{
+    const ws_run_ctx *c = p->c;
+    ws_gpu_batcher *b = c->batcher;
+    const int S = ws_gpu_batch_slots(b);
+    pthread_mutex_lock(&p->mu);
+    while (p->unstemmed > 0 || p->n_flight > 0) {
+        if (p->n_flight > 0) { /* the oldest done already? */
+            ws_err e = {{0}};
+            int d = ws_gpu_batch_done(b, p->flight[0], &e);
+            if (d > 0) {
+                wait_oldest(p); /* done: only reads its time */
+                continue;
+            }
+            if (d < 0) {
+                reap(p, p->flight[0], &e);
+                continue;
+            }
+        }
+        ws_job *j = first_in(p, PREPPED, 0), *w;
+        const int s = free_slot(p, S);
+        if (j && s >= 0) {
+            ws_gpu_input in = job_input(c, j);
+            if (!ws_gpu_batch_fits(b, &in)) {
+                j->state = STEM;
+                set_shape(c, j);
+                pthread_mutex_unlock(&p->mu);
+                int rc = stem_alone(c, j);
+                pthread_mutex_lock(&p->mu);
+                p->unstemmed--;
+                if (rc)
+                    finish(p, j);
+                else
+                    j->state = STEMMED;
+                pthread_cond_broadcast(&p->cv);
+                continue;
+            }
+            int k = 0, windows = 0;
+            ws_gpu_batch_clear(b, s);
+            for (int i = p->low; i < p->next_prep; i++) {
+                ws_job *q = &p->jobs[i];
+                if (q->state != PREPPED)
+                    continue;
+                ws_gpu_input qi = job_input(c, q);
+                if (!ws_gpu_batch_fits(b, &qi))
+                    continue;
+                if (!ws_gpu_batch_add(b, s, &qi))
+                    break;
+                p->slot_jobs[s][k++] = q;
+            }
+            ws_gpu_batch_count(b, s, &windows);
+            const int coming = p->next_prep < p->n || p->preparing > 0;
+            if (p->n_flight > 0 && coming && 2 * windows < ws_gpu_batch_max_windows(b)) {
+                ws_gpu_batch_clear(b, s);
+                wait_oldest(p);
+                continue;
+            }
+            char label[96];
+            snprintf(label, sizeof label, "batch %ld: %d files, %d windows", p->batches, k, windows);
+            for (int i = 0; i < k; i++) {
+                p->slot_jobs[s][i]->state = STEM;
+                set_shape(c, p->slot_jobs[s][i]);
+            }
+            p->n_slot_jobs[s] = k;
+            p->in_flight[s] = 1;
+            pthread_mutex_unlock(&p->mu);
+            ws_err e = {{0}};
+            int rc = ws_gpu_batch_submit(b, s, label, &e);
+            pthread_mutex_lock(&p->mu);
+            if (rc == WS_BATCH_SHRUNK) { /* out of device memory: smaller batches, again */
+                for (int i = 0; i < k; i++)
+                    p->slot_jobs[s][i]->state = PREPPED;
+                p->in_flight[s] = 0;
+                continue;
+            }
+            p->batches++;
+            p->flight[p->n_flight++] = s;
+            if (rc)
+                reap(p, s, &e);
+        } else if (p->n_flight > 0) {
+            wait_oldest(p);
+        } else if ((w = first_in(p, STEMMED, 1))) {
+            w->state = WRITE;
+            pthread_mutex_unlock(&p->mu);
+            write_out(c, w);
+            pthread_mutex_lock(&p->mu);
+            finish(p, w);
+        } else {
+            pthread_cond_wait(&p->cv, &p->mu);
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    worker(p, 0, 0);
+}
+
 int ws_run(const ws_run_ctx *c, ws_job *jobs, int n)
 {
     int threads = c->threads < 1 ? 1 : c->threads;
@@ -827,10 +1112,34 @@ int ws_run(const ws_run_ctx *c, ws_job *jobs, int n)
         n_workers = 2;
     if (n_workers > n)
         n_workers = n;
-    if (n <= 1)
+    if (n < 1 || (n == 1 && !c->batcher))
         return run_serial(c, jobs, n);
     pipe_state p = {.c = c, .jobs = jobs, .n = n, .max_inflight = 2 * n_workers + 2,
                     .unstemmed = n, .mem = {.budget = c->max_memory}};
+    const int S = c->batcher ? ws_gpu_batch_slots(c->batcher) : 0;
+    int *slot_ints = NULL;
+    if (c->batcher) { /* enough inputs in flight to fill every slot and the next batch */
+        const int W = ws_gpu_batch_max_windows(c->batcher);
+        if ((S + 1) * W + n_workers > p.max_inflight)
+            p.max_inflight = (S + 1) * W + n_workers;
+        slot_ints = calloc((size_t)4 * S, sizeof *slot_ints);
+        p.slot_jobs = calloc((size_t)S, sizeof *p.slot_jobs);
+        for (int s = 0; p.slot_jobs && s < S; s++)
+            if (!(p.slot_jobs[s] = malloc((size_t)W * sizeof **p.slot_jobs)))
+                break;
+        if (!slot_ints || !p.slot_jobs || !p.slot_jobs[S - 1]) {
+            ws_eprintf("whisper-stem: out of memory for the GPU batches; inputs run one at a time");
+            for (int s = 0; p.slot_jobs && s < S; s++)
+                free(p.slot_jobs[s]);
+            free(p.slot_jobs);
+            free(slot_ints);
+            return run_serial(c, jobs, n);
+        }
+        p.in_flight = slot_ints;
+        p.held = slot_ints + S;
+        p.n_slot_jobs = slot_ints + 2 * S;
+        p.flight = slot_ints + 3 * S;
+    }
     pthread_t *tid = malloc((size_t)n_workers * sizeof *tid);
     int started = 0;
     pthread_mutex_init(&p.mu, NULL);
@@ -843,6 +1152,10 @@ int ws_run(const ws_run_ctx *c, ws_job *jobs, int n)
     if (started == 0) { /* no thread at all: one input after another on this one */
         ws_eprintf("whisper-stem: could not start worker threads; inputs run one at a time");
         free(tid);
+        for (int s = 0; s < S; s++)
+            free(p.slot_jobs[s]);
+        free(p.slot_jobs);
+        free(slot_ints);
         pthread_cond_destroy(&p.cv);
         pthread_mutex_destroy(&p.mu);
         return run_serial(c, jobs, n);
@@ -850,10 +1163,17 @@ int ws_run(const ws_run_ctx *c, ws_job *jobs, int n)
     if (started < n_workers)
         ws_eprintf("whisper-stem: could not start all worker threads; %d of %d run", started,
                    n_workers);
-    stem_loop(&p);
+    if (c->batcher)
+        stem_loop_batched(&p);
+    else
+        stem_loop(&p);
     for (int i = 0; i < started; i++)
         pthread_join(tid[i], NULL);
     free(tid);
+    for (int s = 0; s < S; s++)
+        free(p.slot_jobs[s]);
+    free(p.slot_jobs);
+    free(slot_ints);
     pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);
     int failed = 0;

@@ -24,6 +24,7 @@
 #include "common.h"
 #include "whisper/stem.h"
 #include "cuda/gpu.h"
+#include "cuda/gpu_batch.h"
 #include "mel/mel.h"
 #include "whisper/model.h"
 #include "output.h"
@@ -55,8 +56,14 @@ typedef struct {
     ws_out *out;     /* a long input's output, written piece by piece */
     int special;     /* the output is a FIFO or a device: never streamed */
     ws_audio audio;
-    ws_mel_out mel;
+    ws_mel_out mel;  /* with the log-Mel on the GPU: its shape only, until it runs alone */
+    ws_mel_geom geom; /* with the log-Mel on the GPU */
     float *result;
+    int result_pinned; /* result lies in a GPU batch's pinned buffer (not freed here) */
+    int result_f16;    /* result is float16 already (converted on the GPU) */
+    int slot;          /* the GPU batch slot holding result, or -1 */
+    void **slabs;      /* its input staged in pinned slabs (gpu_batch.h), or NULL */
+    int n_slabs;
 } ws_job;
 
 typedef struct {
@@ -64,6 +71,9 @@ typedef struct {
     const ws_model *model; /* NULL with mel_only */
     ws_stem *stem;         /* the stem (CPU or GPU), NULL with mel_only */
     int on_gpu;            /* the stem runs on the GPU */
+    int mel_on_gpu;        /* the log-Mel runs on the GPU (the workers only decode) */
+    ws_gpu_batcher *batcher; /* GPU: inputs go in batches of many (gpu_batch.h); NULL: one
+                              by one through stem */
     ws_pad pad;
     int mel_only, add_pos, verbose;
     int threads;           /* CPU threads in all */

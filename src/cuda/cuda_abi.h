@@ -34,6 +34,7 @@ typedef int wscu_func_attr;           /* enum CUfunction_attribute_enum */
 enum {
     WS_CUDA_SUCCESS = 0,
     WS_CUDA_ERROR_NO_DEVICE = 100,
+    WS_CUDA_ERROR_NOT_READY = 600,
 
     WS_CU_JIT_WALL_TIME = 2,
     WS_CU_JIT_INFO_LOG_BUFFER = 3,
@@ -53,6 +54,8 @@ enum {
 
     WS_CU_STREAM_NON_BLOCKING = 1,
     WS_CU_EVENT_DEFAULT = 0,
+    WS_CU_EVENT_BLOCKING_SYNC = 1,
+    WS_CU_EVENT_DISABLE_TIMING = 2,
 };
 
 typedef wscu_result (*PFN_cuInit)(unsigned int flags);
@@ -73,6 +76,7 @@ typedef wscu_result (*PFN_cuEventCreate)(wscu_event *e, unsigned int flags);
 typedef wscu_result (*PFN_cuEventDestroy)(wscu_event e);
 typedef wscu_result (*PFN_cuEventRecord)(wscu_event e, wscu_stream s);
 typedef wscu_result (*PFN_cuEventSynchronize)(wscu_event e);
+typedef wscu_result (*PFN_cuEventQuery)(wscu_event e);
 typedef wscu_result (*PFN_cuEventElapsedTime)(float *ms, wscu_event start, wscu_event end);
 typedef wscu_result (*PFN_cuMemAlloc)(wscu_devptr *p, size_t bytes);
 typedef wscu_result (*PFN_cuMemFree)(wscu_devptr p);

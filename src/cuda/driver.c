@@ -80,6 +80,7 @@ int ws_cu_open(ws_cu *cu, ws_err *err)
         E(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
         E(EventRecord, "cuEventRecord", NULL),
         E(EventSynchronize, "cuEventSynchronize", NULL),
+        E(EventQuery, "cuEventQuery", NULL),
         E(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
         E(MemAlloc, "cuMemAlloc_v2", NULL),
         E(MemFree, "cuMemFree_v2", NULL),

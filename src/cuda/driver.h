@@ -40,6 +40,7 @@ typedef struct {
     PFN_cuEventDestroy EventDestroy;
     PFN_cuEventRecord EventRecord;
     PFN_cuEventSynchronize EventSynchronize;
+    PFN_cuEventQuery EventQuery;
     PFN_cuEventElapsedTime EventElapsedTime;
     PFN_cuMemAlloc MemAlloc;
     PFN_cuMemFree MemFree;

@@ -29,5 +29,21 @@ int ws_gpu_bench(ws_gpu_pair *g, int n_win, int n_frames, int add_pos, int n_buf
  * dynamic shared memory. Static storage of g. */
 const char *ws_gpu_kernel_report(ws_gpu_pair *g);
 
+/* --- for gpu_batch.c ---------------------------------------------------------------- */
+#include "driver.h"
+
+/* Enqueues the pair on stream s: mel [n_win][n_mels][n_frames] f32 (device) -> out
+ * [n_win][T2][d] f32 through the intermediates xt and h1 (sizes: ws_gpu_stem_bytes), with
+ * the large tile and no split of K whatever n_win is, so that each window's bits do not
+ * depend on the other windows of the launch. add_pos: + the table of ws_gpu_set_add. */
+int ws_gpu_enqueue_fixed(ws_gpu_pair *g, wscu_stream s, wscu_devptr mel, wscu_devptr xt,
+                         wscu_devptr h1, wscu_devptr out, int n_win, int n_frames, int add_pos,
+                         ws_err *err);
+void ws_gpu_stem_bytes(const ws_gpu_pair *g, int n_win, int n_frames, size_t *xt, size_t *h1,
+                       size_t *out);
+/* The pair's driver, context and compute capability. */
+ws_cu *ws_gpu_pair_cu(ws_gpu_pair *g, wscu_context *ctx, int *cc_major, int *cc_minor);
+/* n_mels; *d: the width. */
+int ws_gpu_pair_dims(const ws_gpu_pair *g, int *d);
 
 #endif

@@ -285,21 +285,38 @@ static int check_add(const ws_gpu_pair *g, int with_add, int t_out, ws_err *err)
     return 0;
 }
 
-static int launch(ws_gpu_pair *g, int slot, unsigned gx, unsigned gy, unsigned gz, void **args,
-                  ws_err *err)
+/* Where one run of the stem goes: its stream and intermediates. fixed: the large tile and
+ * no split of K whatever the number of windows, so that a window's result does not depend
+ * on what else is in the launch (batches of many inputs). */
+typedef struct {
+    wscu_stream s;
+    wscu_devptr xt, h1;
+    int fixed;
+} stem_run;
+
+static int launch_on(ws_gpu_pair *g, wscu_stream s, int slot, unsigned gx, unsigned gy,
+                     unsigned gz, void **args, ws_err *err)
 {
     ws_cu *cu = &g->cu;
     CU_TRY(cu, LaunchKernel(g->fn[slot], gx, gy, gz, (unsigned)g->k[slot].threads, 1, 1,
-                            (unsigned)g->k[slot].smem, g->stream, args, NULL), err);
+                            (unsigned)g->k[slot].smem, s, args, NULL), err);
     return 0;
 cleanup:
     return -1;
 }
 
-static int pick_small(const ws_gpu_pair *g, int large_slot, int t_out, int n_win)
+static int launch(ws_gpu_pair *g, int slot, unsigned gx, unsigned gy, unsigned gz, void **args,
+                  ws_err *err)
+{
+    return launch_on(g, g->stream, slot, gx, gy, gz, args, err);
+}
+
+static int pick_small(const ws_gpu_pair *g, int large_slot, int t_out, int n_win, int fixed)
 {
     if (g->force_tile >= 0)
         return g->force_tile;
+    if (fixed)
+        return 0;
     if (g->prec == WS_PREC_FP32)
         return 0;   /* the FFMA kernels split K instead (conv_launch) */
     const ws_kernel_src *k = &g->k[large_slot];
@@ -311,9 +328,9 @@ static int pick_small(const ws_gpu_pair *g, int large_slot, int t_out, int n_win
  * 2 * SMs block slots (two 256-thread blocks fit on a multiprocessor), K is
  * cut into parts so that the grid fills them; at least 4 K tiles a part. ws_splitk_finish then adds the parts, in order, and applies the
  * bias, GELU and pos. */
-static int pick_splits(const ws_gpu_pair *g, int slot, int cin, int t_out, int n_win)
+static int pick_splits(const ws_gpu_pair *g, int slot, int cin, int t_out, int n_win, int fixed)
 {
-    if (g->prec != WS_PREC_FP32)
+    if (g->prec != WS_PREC_FP32 || fixed)
         return 1;
     const ws_kernel_src *k = &g->k[slot];
     long blocks = (long)((t_out + k->bm - 1) / k->bm) * (g->d / k->bn) * n_win;
@@ -327,60 +344,105 @@ static int pick_splits(const ws_gpu_pair *g, int slot, int cin, int t_out, int n
 }
 
 /* Launches one conv: x [n_win][t_in][cin] -> y [n_win][t_out][d]. */
-static int conv_launch(ws_gpu_pair *g, int slot, int cin, wscu_devptr x, wscu_devptr w, wscu_devptr bias,
-                       wscu_devptr pos, wscu_devptr y, unsigned t_in, unsigned t_out, int n_win,
-                       ws_err *err)
+static int conv_launch(ws_gpu_pair *g, const stem_run *st, int slot, int cin, wscu_devptr x,
+                       wscu_devptr w, wscu_devptr bias, wscu_devptr pos, wscu_devptr y,
+                       unsigned t_in, unsigned t_out, int n_win, ws_err *err)
 {
     const ws_kernel_src *k = &g->k[slot];
     const unsigned gx = (unsigned)(g->d / k->bn), gy = (t_out + (unsigned)k->bm - 1) / (unsigned)k->bm;
     if (g->prec != WS_PREC_FP32) {
         void *a[] = { &x, &w, &bias, &pos, &y, &t_in, &t_out };
-        return launch(g, slot, gx, gy, (unsigned)n_win, a, err);
+        return launch_on(g, st->s, slot, gx, gy, (unsigned)n_win, a, err);
     }
-    unsigned splits = (unsigned)pick_splits(g, slot, cin, (int)t_out, n_win);
+    unsigned splits = (unsigned)pick_splits(g, slot, cin, (int)t_out, n_win, st->fixed);
     if (splits > 1) {
         size_t wsb = (size_t)splits * n_win * t_out * g->d * 4;
         if (ensure(g, &g->ws, &g->ws_cap, wsb, err))
             return -1;
     }
     void *a[] = { &x, &w, &bias, &pos, &y, &t_in, &t_out, &g->ws, &splits };
-    if (launch(g, slot, gx, gy, (unsigned)n_win * splits, a, err))
+    if (launch_on(g, st->s, slot, gx, gy, (unsigned)n_win * splits, a, err))
         return -1;
     if (splits == 1)
         return 0;
     unsigned rows = t_out * (unsigned)n_win;
     unsigned quads = rows * (unsigned)g->d / 4;
     void *af[] = { &g->ws, &bias, &pos, &y, &t_out, &rows, &splits };
-    return launch(g, WS_K_FINISH, (quads + 255) / 256, 1, 1, af, err);
+    return launch_on(g, st->s, WS_K_FINISH, (quads + 255) / 256, 1, 1, af, err);
 }
 
 /* Enqueues mel_t, conv1, conv2 on the stream: mel (device) -> out (device).
  * marks: record ev_mel and ev_c1 between the stages (benchmarks). */
-static int enqueue_stem(ws_gpu_pair *g, wscu_devptr mel, int n_win, int n_frames, wscu_devptr pos,
-                        wscu_devptr out, int marks, ws_err *err)
+static int enqueue_run(ws_gpu_pair *g, const stem_run *st, wscu_devptr mel, int n_win,
+                       int n_frames, wscu_devptr pos, wscu_devptr out, int marks, ws_err *err)
 {
     unsigned T = (unsigned)n_frames, T2 = (unsigned)out_len(g, n_frames);
-    void *a0[] = { &mel, &g->xt, &T };
+    wscu_devptr xt = st->xt;
+    void *a0[] = { &mel, &xt, &T };
     const int fp32 = g->prec == WS_PREC_FP32;  /* conv1 reads the channel-major mel itself */
-    if (!fp32 && launch(g, WS_K_MEL_T, (T + 31) / 32, (unsigned)(g->n_mels + 31) / 32,
-                        (unsigned)n_win, a0, err))
+    if (!fp32 && launch_on(g, st->s, WS_K_MEL_T, (T + 31) / 32, (unsigned)(g->n_mels + 31) / 32,
+                           (unsigned)n_win, a0, err))
         return -1;
-    if (marks && g->cu.EventRecord(g->ev_mel, g->stream) != WS_CUDA_SUCCESS)
+    if (marks && g->cu.EventRecord(g->ev_mel, st->s) != WS_CUDA_SUCCESS)
         return ws_errf(err, "cuEventRecord failed");
     WS_RANGE_PUSH("conv1");
-    int s1 = pick_small(g, WS_K_CONV1_L, n_frames, n_win) ? WS_K_CONV1_S : WS_K_CONV1_L;
-    int rc = conv_launch(g, s1, g->n_mels, fp32 ? mel : g->xt, g->w1, g->b1, 0, g->h1, T, T, n_win,
-                         err);
+    int s1 = pick_small(g, WS_K_CONV1_L, n_frames, n_win, st->fixed) ? WS_K_CONV1_S : WS_K_CONV1_L;
+    int rc = conv_launch(g, st, s1, g->n_mels, fp32 ? mel : st->xt, g->w1, g->b1, 0, st->h1, T, T,
+                         n_win, err);
     WS_RANGE_POP();
     if (rc)
         return -1;
-    if (marks && g->cu.EventRecord(g->ev_c1, g->stream) != WS_CUDA_SUCCESS)
+    if (marks && g->cu.EventRecord(g->ev_c1, st->s) != WS_CUDA_SUCCESS)
         return ws_errf(err, "cuEventRecord failed");
     WS_RANGE_PUSH("conv2");
-    int s2 = pick_small(g, WS_K_CONV2_L, (int)T2, n_win) ? WS_K_CONV2_S : WS_K_CONV2_L;
-    rc = conv_launch(g, s2, g->d, g->h1, g->w2, g->b2, pos, out, T, T2, n_win, err);
+    int s2 = pick_small(g, WS_K_CONV2_L, (int)T2, n_win, st->fixed) ? WS_K_CONV2_S : WS_K_CONV2_L;
+    rc = conv_launch(g, st, s2, g->d, st->h1, g->w2, g->b2, pos, out, T, T2, n_win, err);
     WS_RANGE_POP();
     return rc;
+}
+
+/* The pair's own stream and intermediates, the tile and split chosen for n_win. */
+static int enqueue_stem(ws_gpu_pair *g, wscu_devptr mel, int n_win, int n_frames, wscu_devptr pos,
+                        wscu_devptr out, int marks, ws_err *err)
+{
+    const stem_run st = { g->stream, g->xt, g->h1, 0 };
+    return enqueue_run(g, &st, mel, n_win, n_frames, pos, out, marks, err);
+}
+
+int ws_gpu_enqueue_fixed(ws_gpu_pair *g, wscu_stream s, wscu_devptr mel, wscu_devptr xt,
+                         wscu_devptr h1, wscu_devptr out, int n_win, int n_frames, int add_pos,
+                         ws_err *err)
+{
+    if (n_win < 1 || n_frames < 1)
+        return ws_errf(err, "ws_gpu_enqueue_fixed: %d windows of %d frames", n_win, n_frames);
+    if (check_add(g, add_pos, out_len(g, n_frames), err))
+        return -1;
+    const stem_run st = { s, xt, h1, 1 };
+    return enqueue_run(g, &st, mel, n_win, n_frames, add_pos ? g->pos : 0, out, 0, err);
+}
+
+void ws_gpu_stem_bytes(const ws_gpu_pair *g, int n_win, int n_frames, size_t *xt, size_t *h1,
+                       size_t *out)
+{
+    const size_t es = (size_t)ws_prec_elem_bytes(g->prec);
+    const size_t nw = (size_t)n_win, T = (size_t)n_frames, T2 = (size_t)out_len(g, n_frames);
+    *xt = g->prec == WS_PREC_FP32 ? 0 : nw * T * g->n_mels * es;
+    *h1 = nw * T * g->d * es;
+    *out = nw * T2 * g->d * 4;
+}
+
+ws_cu *ws_gpu_pair_cu(ws_gpu_pair *g, wscu_context *ctx, int *cc_major, int *cc_minor)
+{
+    *ctx = g->ctx;
+    *cc_major = g->cc_major;
+    *cc_minor = g->cc_minor;
+    return &g->cu;
+}
+
+int ws_gpu_pair_dims(const ws_gpu_pair *g, int *d)
+{
+    *d = g->d;
+    return g->n_mels;
 }
 
 /* Device buffers for n_win x n_frames (mel and out included). */

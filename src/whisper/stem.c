@@ -135,6 +135,20 @@ static const float *pos_rows(ws_stem *s, int t_out, int *rows, ws_err *err)
     return s->pos;
 }
 
+int ws_stem_gpu_prepare_add(ws_stem *s, int n_frames, ws_err *err)
+{
+    const int t_out = ws_stem_out_len(n_frames);
+    int rows = 0;
+    const float *pos;
+    if (!s->gpu)
+        return ws_errf(err, "ws_stem_gpu_prepare_add: not a GPU stem");
+    if (ws_gpu_add_rows(s->gpu) >= t_out)
+        return 0;
+    if (!(pos = pos_rows(s, t_out, &rows, err)))
+        return -1;
+    return ws_gpu_set_add(s->gpu, pos, rows, err);
+}
+
 static int reserve(ws_stem *s, int T, ws_err *err)
 {
     if (T <= s->cap_t)

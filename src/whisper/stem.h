@@ -40,6 +40,11 @@ void ws_stem_free(ws_stem *s);
 int ws_stem_run(ws_stem *s, const float *mel, int n_win, int n_frames, int add_pos, float *out,
                 ws_err *err);
 
+/* GPU stem: makes the device's add table cover t_out(n_frames) rows of the positional
+ * table (the model's, or sinusoids), for launches that do not go through ws_stem_run
+ * (batches of many inputs, cuda/gpu_batch.h). 0 or -1 with err. */
+int ws_stem_gpu_prepare_add(ws_stem *s, int n_frames, ws_err *err);
+
 /* The GPU backend of a GPU stem (device name, tests, benchmarks), else NULL. */
 ws_gpu_pair *ws_stem_gpu(ws_stem *s);
 

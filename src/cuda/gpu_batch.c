@@ -1,0 +1,575 @@
+/* gpu_batch.c - many inputs per launch, overlapped (see gpu_batch.h).
+ *
+ * Per submitted slot, on the slot's stream:
+ *   upload   the items table; each input from its staged slabs (DMA) or from the
+ *            slot's pinned input buffer (copied there by the submitting thread)
+ *   log-Mel  samples -> windows [W][n_mels][T] f32 (gpu_mel.h), with mel_on_gpu
+ *   stem     windows -> [W][T2][d] f32 (ws_gpu_enqueue_fixed), with stem
+ *   f16      the result converted (cvt.rn.f16.f32), with out_f16
+ *   download the result into the slot's pinned result buffer, one copy
+ *   event    recorded last: done/wait look at it
+ * Device and pinned buffers grow to the largest batch a slot has held and stay.
+ * Staging slabs are 2 MiB (a 30 s input's samples fit one), pinned 16 at a time.
+ */
+#include "gpu_batch.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "gpu_internal.h"
+#include "gpu_mel.h"
+#include "trace.h"
+
+#define SLAB_BYTES ((size_t)2 << 20)
+#define SLABS_PER_CHUNK 16
+#define MAX_WIN_FRAMES 3000 /* a window of 30 s; --no-pad inputs longer go alone */
+#define HOP 160
+#define CHUNK_SAMPLES 480000
+
+typedef struct {
+    ws_gpu_input in;
+    size_t in_bytes;   /* its upload */
+    size_t res_off;    /* bytes into the result */
+    size_t res_bytes;
+} slot_item;
+
+typedef struct {
+    wscu_devptr p;
+    size_t cap;
+} dbuf;
+
+typedef struct {
+    wscu_stream st;
+    wscu_event ev0, ev1;
+    slot_item *items;
+    int n, cap_items;
+    int windows, win_frames;
+    dbuf in, tab, scratch, mel, xt, h1, out, out16;
+    void *h_in, *h_res;
+    ws_gpu_mel_item *h_tab;
+    size_t h_in_cap, h_res_cap, h_tab_cap;
+    double ms;
+} slot;
+
+struct ws_gpu_batcher {
+    ws_gpu_batch_opts o;
+    ws_gpu_pair *g;
+    ws_cu own;          /* the driver when there is no pair */
+    ws_cu *cu;
+    wscu_device dev;
+    wscu_context ctx;
+    int own_ctx;
+    int cc_major, cc_minor, d;
+    ws_gpu_mel *mel;
+    slot *slots;
+    wscu_stream solo;   /* ws_gpu_mel_alone */
+    pthread_mutex_t mu; /* the slabs */
+    void **free_slabs;
+    int n_free, n_slabs, max_slabs;
+    void **chunks;
+    int n_chunks;
+    char name[200];
+};
+
+static int elem_bytes(const ws_gpu_batcher *b)
+{
+    return b->o.out_f16 ? 2 : 4;
+}
+
+const char *ws_gpu_batcher_device(const ws_gpu_batcher *b)
+{
+    return b ? b->name : "";
+}
+
+int ws_gpu_batch_slots(const ws_gpu_batcher *b)
+{
+    return b->o.slots;
+}
+
+int ws_gpu_batch_max_windows(const ws_gpu_batcher *b)
+{
+    return b->o.max_windows;
+}
+
+size_t ws_gpu_input_bytes(const ws_gpu_batcher *b, const ws_gpu_input *in)
+{
+    if (b->o.mel_on_gpu)
+        return (size_t)in->n * sizeof(float);
+    return (size_t)in->n_win * b->o.n_mels * in->win_frames * sizeof(float);
+}
+
+int ws_gpu_batch_fits(const ws_gpu_batcher *b, const ws_gpu_input *in)
+{
+    return in->n_win >= 1 && in->n_win <= b->o.max_windows && in->win_frames >= 1 &&
+           in->win_frames <= MAX_WIN_FRAMES;
+}
+
+static size_t result_bytes(const ws_gpu_batcher *b, int n_win, int T)
+{
+    const size_t per = b->o.stem ? (size_t)((T - 1) / 2 + 1) * b->d : (size_t)b->o.n_mels * T;
+    return (size_t)n_win * per * elem_bytes(b);
+}
+
+/* --- staging slabs ------------------------------------------------------------------ */
+
+void **ws_gpu_stage(ws_gpu_batcher *b, size_t bytes, int *n_slabs)
+{
+    const int k = (int)((bytes + SLAB_BYTES - 1) / SLAB_BYTES);
+    void **out = NULL;
+    if (k < 1 || k > b->max_slabs)
+        return NULL;
+    pthread_mutex_lock(&b->mu);
+    while (b->n_free < k && b->n_slabs + SLABS_PER_CHUNK <= b->max_slabs) {
+        void *chunk = NULL, **grown = realloc(b->chunks, (size_t)(b->n_chunks + 1) * sizeof *grown);
+        if (!grown)
+            break;
+        b->chunks = grown;
+        if (b->cu->CtxSetCurrent(b->ctx) != WS_CUDA_SUCCESS ||
+            b->cu->MemAllocHost(&chunk, SLAB_BYTES * SLABS_PER_CHUNK) != WS_CUDA_SUCCESS) {
+            b->max_slabs = b->n_slabs; /* pinning fails: no more tries */
+            break;
+        }
+        b->chunks[b->n_chunks++] = chunk;
+        for (int i = 0; i < SLABS_PER_CHUNK; i++)
+            b->free_slabs[b->n_free++] = (char *)chunk + (size_t)i * SLAB_BYTES;
+        b->n_slabs += SLABS_PER_CHUNK;
+    }
+    if (b->n_free >= k && (out = malloc((size_t)k * sizeof *out))) {
+        for (int i = 0; i < k; i++)
+            out[i] = b->free_slabs[--b->n_free];
+        *n_slabs = k;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return out;
+}
+
+void ws_gpu_stage_copy(const ws_gpu_batcher *b, void *const *slabs, const void *src, size_t bytes)
+{
+    (void)b;
+    for (size_t off = 0, i = 0; off < bytes; off += SLAB_BYTES, i++)
+        memcpy(slabs[i], (const char *)src + off, bytes - off < SLAB_BYTES ? bytes - off : SLAB_BYTES);
+}
+
+void ws_gpu_stage_read(const ws_gpu_batcher *b, void *const *slabs, void *dst, size_t bytes)
+{
+    (void)b;
+    for (size_t off = 0, i = 0; off < bytes; off += SLAB_BYTES, i++)
+        memcpy((char *)dst + off, slabs[i], bytes - off < SLAB_BYTES ? bytes - off : SLAB_BYTES);
+}
+
+void ws_gpu_unstage(ws_gpu_batcher *b, void **slabs, int n_slabs)
+{
+    if (!slabs)
+        return;
+    pthread_mutex_lock(&b->mu);
+    for (int i = 0; i < n_slabs; i++)
+        b->free_slabs[b->n_free++] = slabs[i];
+    pthread_mutex_unlock(&b->mu);
+    free(slabs);
+}
+
+/* --- life ------------------------------------------------------------------------------ */
+
+static void free_dbuf(ws_cu *cu, dbuf *d)
+{
+    if (d->p)
+        cu->MemFree(d->p);
+    d->p = 0;
+    d->cap = 0;
+}
+
+static void free_slot_device(ws_gpu_batcher *b, slot *s)
+{
+    dbuf *all[] = { &s->in, &s->tab, &s->scratch, &s->mel, &s->xt, &s->h1, &s->out, &s->out16 };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        free_dbuf(b->cu, all[i]);
+}
+
+void ws_gpu_batcher_free(ws_gpu_batcher *b)
+{
+    if (!b)
+        return;
+    ws_cu *cu = b->cu;
+    if (cu && cu->lib && b->ctx) {
+        cu->CtxSetCurrent(b->ctx);
+        for (int i = 0; b->slots && i < b->o.slots; i++) {
+            slot *s = &b->slots[i];
+            if (s->st)
+                cu->StreamSynchronize(s->st);
+            free_slot_device(b, s);
+            if (s->h_in)
+                cu->MemFreeHost(s->h_in);
+            if (s->h_res)
+                cu->MemFreeHost(s->h_res);
+            if (s->h_tab)
+                cu->MemFreeHost(s->h_tab);
+            if (s->ev0)
+                cu->EventDestroy(s->ev0);
+            if (s->ev1)
+                cu->EventDestroy(s->ev1);
+            if (s->st)
+                cu->StreamDestroy(s->st);
+            free(s->items);
+        }
+        if (b->solo)
+            cu->StreamDestroy(b->solo);
+        for (int i = 0; i < b->n_chunks; i++)
+            cu->MemFreeHost(b->chunks[i]);
+        ws_gpu_mel_free(b->mel);
+        if (b->own_ctx)
+            cu->DevicePrimaryCtxRelease(b->dev);
+    }
+    if (b->cu == &b->own)
+        ws_cu_close(&b->own);
+    free(b->slots);
+    free(b->chunks);
+    free(b->free_slabs);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+ws_gpu_batcher *ws_gpu_batcher_new(ws_gpu_pair *g, int ordinal, const ws_gpu_batch_opts *o,
+                                   ws_err *err)
+{
+    if (o->slots < 1 || o->max_windows < 1 || (o->stem && !g) ||
+        ((o->mel_on_gpu || o->out_f16) && !o->filters) || (o->n_mels != 80 && o->n_mels != 128))
+        return ws_errf(err, "ws_gpu_batcher_new: bad options"), NULL;
+    ws_gpu_batcher *b = calloc(1, sizeof *b);
+    if (!b)
+        return ws_errf(err, "out of memory"), NULL;
+    pthread_mutex_init(&b->mu, NULL);
+    b->o = *o;
+    b->g = g;
+    ws_cu *cu;
+    if (g) {
+        cu = b->cu = ws_gpu_pair_cu(g, &b->ctx, &b->cc_major, &b->cc_minor);
+        if (ws_gpu_pair_dims(g, &b->d) != o->n_mels) {
+            ws_errf(err, "ws_gpu_batcher_new: the stem takes %d mel bands, not %d",
+                    ws_gpu_pair_dims(g, &b->d), o->n_mels);
+            goto fail;
+        }
+        snprintf(b->name, sizeof b->name, "%s", ws_gpu_device_name(g));
+    } else {
+        cu = b->cu = &b->own;
+        char dn[128] = "";
+        if (ws_cu_open(cu, err)) {
+            b->cu = NULL;
+            goto fail;
+        }
+        if (ws_cu_device(cu, ordinal, &b->dev, dn, sizeof dn, &b->cc_major, &b->cc_minor, err))
+            goto fail;
+        CU_TRY(cu, DevicePrimaryCtxRetain(&b->ctx, b->dev), err);
+        b->own_ctx = 1;
+        snprintf(b->name, sizeof b->name, "%s, sm_%d%d, driver %d.%d", dn, b->cc_major,
+                 b->cc_minor, cu->version / 1000, cu->version % 1000 / 10);
+    }
+    CU_TRY(cu, CtxSetCurrent(b->ctx), err);
+    if ((o->mel_on_gpu || o->out_f16) &&
+        !(b->mel = ws_gpu_mel_new(cu, b->cc_major, b->cc_minor, o->n_mels, o->filters, err)))
+        goto fail;
+    b->slots = calloc((size_t)o->slots, sizeof *b->slots);
+    b->max_slabs = (int)(o->stage_bytes / SLAB_BYTES);
+    b->free_slabs = malloc(((size_t)b->max_slabs + 1) * sizeof *b->free_slabs);
+    if (!b->slots || !b->free_slabs) {
+        ws_errf(err, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < o->slots; i++) {
+        slot *s = &b->slots[i];
+        CU_TRY(cu, StreamCreate(&s->st, WS_CU_STREAM_NON_BLOCKING), err);
+        CU_TRY(cu, EventCreate(&s->ev0, WS_CU_EVENT_DEFAULT), err);
+        CU_TRY(cu, EventCreate(&s->ev1, WS_CU_EVENT_BLOCKING_SYNC), err);
+    }
+    CU_TRY(cu, StreamCreate(&b->solo, WS_CU_STREAM_NON_BLOCKING), err);
+    return b;
+cleanup:
+fail:
+    ws_gpu_batcher_free(b);
+    return NULL;
+}
+
+/* --- filling and running a slot -------------------------------------------------------- */
+
+void ws_gpu_batch_clear(ws_gpu_batcher *b, int s)
+{
+    b->slots[s].n = 0;
+    b->slots[s].windows = 0;
+    b->slots[s].win_frames = 0;
+}
+
+int ws_gpu_batch_count(const ws_gpu_batcher *b, int s, int *windows)
+{
+    if (windows)
+        *windows = b->slots[s].windows;
+    return b->slots[s].n;
+}
+
+int ws_gpu_batch_add(ws_gpu_batcher *b, int s, const ws_gpu_input *in)
+{
+    slot *sl = &b->slots[s];
+    if (!ws_gpu_batch_fits(b, in) || sl->windows + in->n_win > b->o.max_windows ||
+        (sl->n && in->win_frames != sl->win_frames))
+        return 0;
+    if (sl->n == sl->cap_items) {
+        int cap = sl->cap_items ? 2 * sl->cap_items : 16;
+        slot_item *grown = realloc(sl->items, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return 0;
+        sl->items = grown;
+        sl->cap_items = cap;
+    }
+    slot_item *it = &sl->items[sl->n++];
+    it->in = *in;
+    it->in_bytes = ws_gpu_input_bytes(b, in);
+    it->res_bytes = result_bytes(b, in->n_win, in->win_frames);
+    sl->windows += in->n_win;
+    sl->win_frames = in->win_frames;
+    return 1;
+}
+
+/* Grows a device buffer; 1 when the device is out of memory, -1 on another failure. */
+static int grow(ws_gpu_batcher *b, dbuf *d, size_t n, ws_err *err)
+{
+    if (d->cap >= n)
+        return 0;
+    free_dbuf(b->cu, d);
+    wscu_result r = b->cu->MemAlloc(&d->p, n ? n : 4);
+    if (r == 2 /* CUDA_ERROR_OUT_OF_MEMORY */)
+        return 1;
+    if (r != WS_CUDA_SUCCESS)
+        return ws_cu_fail(b->cu, r, "cuMemAlloc", __FILE__, __LINE__, err);
+    d->cap = n;
+    return 0;
+}
+
+static int grow_host(ws_gpu_batcher *b, void **p, size_t *cap, size_t n, ws_err *err)
+{
+    if (*cap >= n)
+        return 0;
+    if (*p)
+        b->cu->MemFreeHost(*p);
+    *p = NULL;
+    *cap = 0;
+    wscu_result r = b->cu->MemAllocHost(p, n ? n : 4);
+    if (r != WS_CUDA_SUCCESS)
+        return ws_cu_fail(b->cu, r, "cuMemAllocHost", __FILE__, __LINE__, err);
+    *cap = n;
+    return 0;
+}
+
+/* Input [k*SLAB, ...) of a staged input to dst on stream st. */
+static int upload_input(ws_gpu_batcher *b, slot *sl, const slot_item *it, wscu_devptr dst,
+                        size_t *h_off, ws_err *err)
+{
+    ws_cu *cu = b->cu;
+    const size_t bytes = it->in_bytes;
+    if (!bytes)
+        return 0;
+    if (it->in.slabs) {
+        for (size_t off = 0, i = 0; off < bytes; off += SLAB_BYTES, i++) {
+            size_t k = bytes - off < SLAB_BYTES ? bytes - off : SLAB_BYTES;
+            CU_TRY(cu, MemcpyHtoDAsync(dst + off, it->in.slabs[i], k, sl->st), err);
+        }
+        return 0;
+    }
+    const void *src = b->o.mel_on_gpu ? (const void *)it->in.x : (const void *)it->in.mel;
+    memcpy((char *)sl->h_in + *h_off, src, bytes);
+    CU_TRY(cu, MemcpyHtoDAsync(dst, (char *)sl->h_in + *h_off, bytes, sl->st), err);
+    *h_off += bytes;
+    return 0;
+cleanup:
+    return -1;
+}
+
+int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err)
+{
+    ws_cu *cu = b->cu;
+    slot *sl = &b->slots[s];
+    if (sl->n < 1)
+        return ws_errf(err, "ws_gpu_batch_submit: an empty batch");
+    WS_RANGE_PUSH(label ? label : "batch");
+    int rc = -1;
+    const int W = sl->windows, T = sl->win_frames, nm = b->o.n_mels;
+    size_t in_bytes = 0, copy_bytes = 0, res_bytes = 0;
+    uint64_t frames = 0;
+    for (int i = 0; i < sl->n; i++) {
+        slot_item *it = &sl->items[i];
+        it->res_off = res_bytes;
+        res_bytes += it->res_bytes;
+        in_bytes += it->in_bytes;
+        copy_bytes += it->in.slabs ? 0 : it->in_bytes;
+        frames += it->in.n_frames;
+    }
+    const size_t mel_bytes = (size_t)W * nm * T * 4;
+    size_t xt = 0, h1 = 0, out = 0;
+    if (b->o.stem)
+        ws_gpu_stem_bytes(b->g, W, T, &xt, &h1, &out);
+    CU_TRY(cu, CtxSetCurrent(b->ctx), err);
+    int oom = grow(b, &sl->in, in_bytes, err);
+    if (!oom && b->o.mel_on_gpu) {
+        oom = grow(b, &sl->tab, (size_t)sl->n * sizeof(ws_gpu_mel_item), err);
+        if (!oom)
+            oom = grow(b, &sl->scratch, ws_gpu_mel_scratch_bytes(nm, frames, sl->n), err);
+        if (!oom)
+            oom = grow(b, &sl->mel, mel_bytes, err);
+    }
+    if (!oom && b->o.stem) {
+        if (xt)
+            oom = grow(b, &sl->xt, xt, err);
+        if (!oom)
+            oom = grow(b, &sl->h1, h1, err);
+        if (!oom)
+            oom = grow(b, &sl->out, out, err);
+    }
+    if (!oom && b->o.out_f16)
+        oom = grow(b, &sl->out16, res_bytes, err);
+    if (oom < 0)
+        goto cleanup;
+    if (oom) { /* smaller batches from now on: the largest this slot held, halved */
+        if (W == 1) {
+            ws_errf(err, "out of GPU memory for one window");
+            goto cleanup;
+        }
+        free_slot_device(b, sl);
+        b->o.max_windows = W / 2;
+        ws_gpu_batch_clear(b, s);
+        rc = WS_BATCH_SHRUNK;
+        goto cleanup;
+    }
+    if (grow_host(b, &sl->h_in, &sl->h_in_cap, copy_bytes, err) ||
+        grow_host(b, &sl->h_res, &sl->h_res_cap, res_bytes, err) ||
+        (b->o.mel_on_gpu && grow_host(b, (void **)&sl->h_tab, &sl->h_tab_cap,
+                                      (size_t)sl->n * sizeof(ws_gpu_mel_item), err)))
+        goto cleanup;
+
+    CU_TRY(cu, EventRecord(sl->ev0, sl->st), err);
+    size_t off = 0, h_off = 0, win = 0;
+    frames = 0;
+    for (int i = 0; i < sl->n; i++) {
+        const slot_item *it = &sl->items[i];
+        if (b->o.mel_on_gpu)
+            sl->h_tab[i] = (ws_gpu_mel_item){
+                .x_off = off / sizeof(float), .n = it->in.n, .n_total = it->in.n_total,
+                .frame_off = frames, .out_off = win * nm * T, .n_frames = (uint32_t)it->in.n_frames,
+                .content = (uint32_t)it->in.content, .n_win = (uint32_t)it->in.n_win,
+                .win_frames = (uint32_t)T};
+        if (upload_input(b, sl, it, sl->in.p + off, &h_off, err))
+            goto cleanup;
+        off += it->in_bytes;
+        frames += it->in.n_frames;
+        win += (size_t)it->in.n_win;
+    }
+    wscu_devptr melp = sl->in.p, res;
+    if (b->o.mel_on_gpu) {
+        CU_TRY(cu, MemcpyHtoDAsync(sl->tab.p, sl->h_tab, (size_t)sl->n * sizeof(ws_gpu_mel_item),
+                                   sl->st), err);
+        if (ws_gpu_mel_enqueue(b->mel, sl->st, sl->in.p, sl->tab.p, sl->n, frames, sl->scratch.p,
+                               sl->mel.p, err))
+            goto cleanup;
+        melp = sl->mel.p;
+    }
+    res = melp;
+    if (b->o.stem) {
+        if (ws_gpu_enqueue_fixed(b->g, sl->st, melp, sl->xt.p, sl->h1.p, sl->out.p, W, T,
+                                 b->o.add_pos, err))
+            goto cleanup;
+        res = sl->out.p;
+    }
+    if (b->o.out_f16) {
+        if (ws_gpu_mel_to_f16(b->mel, sl->st, res, sl->out16.p, res_bytes / 2, err))
+            goto cleanup;
+        res = sl->out16.p;
+    }
+    CU_TRY(cu, MemcpyDtoHAsync(sl->h_res, res, res_bytes, sl->st), err);
+    CU_TRY(cu, EventRecord(sl->ev1, sl->st), err);
+    rc = 0;
+cleanup:
+    WS_RANGE_POP();
+    return rc;
+}
+
+int ws_gpu_batch_done(ws_gpu_batcher *b, int s, ws_err *err)
+{
+    wscu_result r = b->cu->EventQuery(b->slots[s].ev1);
+    if (r == WS_CUDA_SUCCESS)
+        return 1;
+    if (r == WS_CUDA_ERROR_NOT_READY)
+        return 0;
+    return ws_cu_fail(b->cu, r, "cuEventQuery", __FILE__, __LINE__, err);
+}
+
+int ws_gpu_batch_wait(ws_gpu_batcher *b, int s, ws_err *err)
+{
+    ws_cu *cu = b->cu;
+    slot *sl = &b->slots[s];
+    float ms = 0;
+    CU_TRY(cu, CtxSetCurrent(b->ctx), err);
+    CU_TRY(cu, EventSynchronize(sl->ev1), err);
+    CU_TRY(cu, EventElapsedTime(&ms, sl->ev0, sl->ev1), err);
+    sl->ms = ms;
+    return 0;
+cleanup:
+    return -1;
+}
+
+const void *ws_gpu_batch_output(const ws_gpu_batcher *b, int s, int i, size_t *bytes)
+{
+    const slot *sl = &b->slots[s];
+    if (i < 0 || i >= sl->n)
+        return NULL;
+    if (bytes)
+        *bytes = sl->items[i].res_bytes;
+    return (const char *)sl->h_res + sl->items[i].res_off;
+}
+
+double ws_gpu_batch_ms(const ws_gpu_batcher *b, int s)
+{
+    return b->slots[s].ms;
+}
+
+int ws_gpu_mel_alone(ws_gpu_batcher *b, const ws_gpu_input *in, float *mel, ws_err *err)
+{
+    ws_cu *cu = b->cu;
+    const int nm = b->o.n_mels;
+    dbuf x = {0, 0}, tab = {0, 0}, scratch = {0, 0}, out = {0, 0};
+    int rc = -1;
+    if (!b->mel || !in->x)
+        return ws_errf(err, "ws_gpu_mel_alone: no log-Mel on the GPU or no samples");
+    const size_t out_bytes = (size_t)in->n_win * nm * in->win_frames * sizeof(float);
+    ws_gpu_mel_item it = {.x_off = 0, .n = in->n, .n_total = in->n_total, .frame_off = 0,
+                          .out_off = 0, .n_frames = (uint32_t)in->n_frames,
+                          .content = (uint32_t)in->content, .n_win = (uint32_t)in->n_win,
+                          .win_frames = (uint32_t)in->win_frames};
+    CU_TRY(cu, CtxSetCurrent(b->ctx), err);
+    int oom = grow(b, &x, (size_t)in->n * sizeof(float), err);
+    if (!oom)
+        oom = grow(b, &tab, sizeof it, err);
+    if (!oom)
+        oom = grow(b, &scratch, ws_gpu_mel_scratch_bytes(nm, in->n_frames, 1), err);
+    if (!oom)
+        oom = grow(b, &out, out_bytes, err);
+    if (oom) {
+        if (oom > 0)
+            ws_errf(err, "out of GPU memory for the log-Mel of %llu samples",
+                    (unsigned long long)in->n);
+        goto cleanup;
+    }
+    if (in->n)
+        CU_TRY(cu, MemcpyHtoDAsync(x.p, in->x, (size_t)in->n * sizeof(float), b->solo), err);
+    CU_TRY(cu, MemcpyHtoDAsync(tab.p, &it, sizeof it, b->solo), err);
+    if (ws_gpu_mel_enqueue(b->mel, b->solo, x.p, tab.p, 1, in->n_frames, scratch.p, out.p, err))
+        goto cleanup;
+    CU_TRY(cu, MemcpyDtoHAsync(mel, out.p, out_bytes, b->solo), err);
+    CU_TRY(cu, StreamSynchronize(b->solo), err);
+    rc = 0;
+cleanup:
+    cu->StreamSynchronize(b->solo);
+    free_dbuf(cu, &x);
+    free_dbuf(cu, &tab);
+    free_dbuf(cu, &scratch);
+    free_dbuf(cu, &out);
+    return rc;
+}
