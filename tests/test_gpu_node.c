@@ -324,7 +324,7 @@ Test(gpu_node, two_hundred_inputs_of_a_tenth_of_a_second_to_five_minutes, .timeo
     need_gpu();
     const char *dir = test_tmpdir();
     char model[1100], cmd[8192], path[1400], a[1400], b[1400];
-    mkmodel(dir, "m.gguf", "--n-mels 80 --d 64 --seed 7", model, sizeof model);
+    mkmodel(dir, "m.gguf", "--n-mels 80 --d 128 --seed 7", model, sizeof model);
     snprintf(cmd, sizeof cmd, "mkdir -p %s/in", dir);
     run_ok(cmd);
     snprintf(path, sizeof path, "%s/list", dir);

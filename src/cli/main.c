@@ -996,6 +996,8 @@ int main(int argc, char **argv)
         }
         r.batcher = ws_gpu_batcher_new(r.on_gpu ? ws_stem_gpu(r.stem) : NULL, o.gpu_ordinal, &bo,
                                        &err);
+        if (r.on_gpu) /* inputs too long for a batch get the bits they would get in one */
+            ws_gpu_set_fixed(ws_stem_gpu(r.stem), 1);
         if (!r.batcher && (r.on_gpu || o.device == DEV_CUDA || o.mel_device == DEV_CUDA)) {
             ws_eprintf(PROG ": --device cuda: %s", err.msg);
             status = 1;
@@ -1080,6 +1082,8 @@ int main(int argc, char **argv)
         status = 1;
         goto out;
     }
+    ws_run_stats stats = {0};
+    r.stats = &stats;
     ws_progress_total(o.n_inputs);
     ws_progress_start(o.n_inputs, o.progress_s, o.quiet);
     const int failed = ws_run(&r, jobs, o.n_inputs);
@@ -1099,6 +1103,17 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(t, "model_load", model_ms);
         cJSON_AddNumberToObject(t, "init", init_ms);
         cJSON_AddNumberToObject(t, "total", 1e3 * (ws_now() - t_start));
+        if (r.batcher) {
+            cJSON *g = cJSON_AddObjectToObject(root, "gpu_batches");
+            cJSON_AddNumberToObject(g, "batches", (double)stats.batches);
+            cJSON_AddNumberToObject(g, "windows", (double)stats.windows);
+            cJSON_AddNumberToObject(g, "inputs", (double)stats.inputs);
+            cJSON_AddNumberToObject(g, "inputs_alone", (double)stats.alone);
+            cJSON_AddNumberToObject(g, "inputs_staged", stats.staged);
+            cJSON_AddNumberToObject(g, "submit_ms", stats.submit_ms);
+            cJSON_AddNumberToObject(g, "wait_ms", stats.wait_ms);
+            cJSON_AddNumberToObject(g, "gpu_ms", stats.gpu_ms);
+        }
         if (write_json(o.json, root))
             status = 1;
     }

@@ -941,8 +941,12 @@ static void reap(pipe_state *p, int s, const ws_err *e)
     ws_gpu_batcher *b = c->batcher;
     const int k = p->n_slot_jobs[s];
     const double ms = ws_gpu_batch_ms(b, s);
+    if (c->stats && !e)
+        c->stats->gpu_ms += ms;
     for (int i = 0; i < k; i++) {
         ws_job *j = p->slot_jobs[s][i];
+        if (c->stats)
+            c->stats->staged += j->slabs != NULL;
         unstage(c, j);
         ws_audio_free(&j->audio);
         ws_mel_out_free(&j->mel); /* the dims stay in j->shape below */
@@ -974,7 +978,10 @@ static void wait_oldest(pipe_state *p)
     const int s = p->flight[0];
     ws_err e = {{0}};
     pthread_mutex_unlock(&p->mu);
+    double t0 = ws_now();
     int rc = ws_gpu_batch_wait(p->c->batcher, s, &e);
+    if (p->c->stats)
+        p->c->stats->wait_ms += 1e3 * (ws_now() - t0);
     pthread_mutex_lock(&p->mu);
     reap(p, s, rc ? &e : NULL);
 }
@@ -1032,6 +1039,8 @@ static void stem_loop_batched(pipe_state *p)
             if (!ws_gpu_batch_fits(b, &in)) {
                 j->state = STEM;
                 set_shape(c, j);
+                if (c->stats)
+                    c->stats->alone++;
                 pthread_mutex_unlock(&p->mu);
                 int rc = stem_alone(c, j);
                 pthread_mutex_lock(&p->mu);
@@ -1073,8 +1082,17 @@ static void stem_loop_batched(pipe_state *p)
             p->in_flight[s] = 1;
             pthread_mutex_unlock(&p->mu);
             ws_err e = {{0}};
+            double t0 = ws_now();
             int rc = ws_gpu_batch_submit(b, s, label, &e);
             pthread_mutex_lock(&p->mu);
+            if (c->stats) {
+                c->stats->submit_ms += 1e3 * (ws_now() - t0);
+                if (rc == 0) {
+                    c->stats->batches++;
+                    c->stats->windows += windows;
+                    c->stats->inputs += k;
+                }
+            }
             if (rc == WS_BATCH_SHRUNK) { /* out of device memory: smaller batches, again */
                 for (int i = 0; i < k; i++)
                     p->slot_jobs[s][i]->state = PREPPED;

@@ -66,6 +66,15 @@ typedef struct {
     int n_slabs;
 } ws_job;
 
+/* What the GPU batches did (the --json report). */
+typedef struct {
+    long batches, windows, inputs; /* in batches */
+    long alone;                    /* inputs that went alone */
+    double submit_ms, wait_ms;     /* the calling thread's time submitting, waiting */
+    double gpu_ms;                 /* GPU time of the batches, upload to download */
+    int staged;                    /* inputs uploaded from staging slabs */
+} ws_run_stats;
+
 typedef struct {
     const ws_mel *mel;
     const ws_model *model; /* NULL with mel_only */
@@ -74,6 +83,7 @@ typedef struct {
     int mel_on_gpu;        /* the log-Mel runs on the GPU (the workers only decode) */
     ws_gpu_batcher *batcher; /* GPU: inputs go in batches of many (gpu_batch.h); NULL: one
                               by one through stem */
+    ws_run_stats *stats;     /* filled by ws_run with batches, or NULL */
     ws_pad pad;
     int mel_only, add_pos, verbose;
     int threads;           /* CPU threads in all */

@@ -48,6 +48,11 @@ int ws_gpu_add_rows(const ws_gpu_pair *g);
 int ws_gpu_stem(ws_gpu_pair *g, const float *x, int n_win, int n_frames, int with_add, float *out,
                 ws_err *err);
 
+/* on: every launch takes the large tile and no split of K, whatever the number of windows,
+ * so that a window gets the same bits in any launch (the batches of gpu_batch.h do so);
+ * off (default): the fastest choice for the number of windows. */
+void ws_gpu_set_fixed(ws_gpu_pair *g, int on);
+
 /* One line naming the device (e.g. "NVIDIA H100 80GB HBM3, sm_90"). */
 const char *ws_gpu_device_name(const ws_gpu_pair *g);
 

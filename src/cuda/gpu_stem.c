@@ -47,6 +47,7 @@ struct ws_gpu_pair {
     void *pinned;
     size_t pinned_cap;
     int poison, force_tile;
+    int fixed;                    /* ws_gpu_set_fixed */
     char name[200];
     char report[1024];
 };
@@ -82,6 +83,11 @@ const char *ws_gpu_device_name(const ws_gpu_pair *g)
 void ws_gpu_set_poison(ws_gpu_pair *g, int on)
 {
     g->poison = on;
+}
+
+void ws_gpu_set_fixed(ws_gpu_pair *g, int on)
+{
+    g->fixed = on;
 }
 
 void ws_gpu_force_tile(ws_gpu_pair *g, int small)
@@ -405,7 +411,7 @@ static int enqueue_run(ws_gpu_pair *g, const stem_run *st, wscu_devptr mel, int 
 static int enqueue_stem(ws_gpu_pair *g, wscu_devptr mel, int n_win, int n_frames, wscu_devptr pos,
                         wscu_devptr out, int marks, ws_err *err)
 {
-    const stem_run st = { g->stream, g->xt, g->h1, 0 };
+    const stem_run st = { g->stream, g->xt, g->h1, g->fixed };
     return enqueue_run(g, &st, mel, n_win, n_frames, pos, out, marks, err);
 }
 
