@@ -119,23 +119,31 @@ void **ws_gpu_stage(ws_gpu_batcher *b, size_t bytes, int *n_slabs)
 {
     const int k = (int)((bytes + SLAB_BYTES - 1) / SLAB_BYTES);
     void **out = NULL;
-    if (k < 1 || k > b->max_slabs)
-        return NULL;
     pthread_mutex_lock(&b->mu);
+    if (k < 1 || k > b->max_slabs) {
+        pthread_mutex_unlock(&b->mu);
+        return NULL;
+    }
+    /* Pinning takes long (page by page): done outside the lock, the chunk counted first. */
     while (b->n_free < k && b->n_slabs + SLABS_PER_CHUNK <= b->max_slabs) {
-        void *chunk = NULL, **grown = realloc(b->chunks, (size_t)(b->n_chunks + 1) * sizeof *grown);
-        if (!grown)
-            break;
-        b->chunks = grown;
-        if (b->cu->CtxSetCurrent(b->ctx) != WS_CUDA_SUCCESS ||
-            b->cu->MemAllocHost(&chunk, SLAB_BYTES * SLABS_PER_CHUNK) != WS_CUDA_SUCCESS) {
+        void *chunk = NULL, **grown;
+        b->n_slabs += SLABS_PER_CHUNK;
+        pthread_mutex_unlock(&b->mu);
+        int ok = b->cu->CtxSetCurrent(b->ctx) == WS_CUDA_SUCCESS &&
+                 b->cu->MemAllocHost(&chunk, SLAB_BYTES * SLABS_PER_CHUNK) == WS_CUDA_SUCCESS;
+        pthread_mutex_lock(&b->mu);
+        grown = ok ? realloc(b->chunks, (size_t)(b->n_chunks + 1) * sizeof *grown) : NULL;
+        if (!grown) {
+            if (chunk)
+                b->cu->MemFreeHost(chunk);
+            b->n_slabs -= SLABS_PER_CHUNK;
             b->max_slabs = b->n_slabs; /* pinning fails: no more tries */
             break;
         }
+        b->chunks = grown;
         b->chunks[b->n_chunks++] = chunk;
         for (int i = 0; i < SLABS_PER_CHUNK; i++)
             b->free_slabs[b->n_free++] = (char *)chunk + (size_t)i * SLAB_BYTES;
-        b->n_slabs += SLABS_PER_CHUNK;
     }
     if (b->n_free >= k && (out = malloc((size_t)k * sizeof *out))) {
         for (int i = 0; i < k; i++)
@@ -407,25 +415,39 @@ int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err
     size_t xt = 0, h1 = 0, out = 0;
     if (b->o.stem)
         ws_gpu_stem_bytes(b->g, W, T, &xt, &h1, &out);
+    /* A batch of two windows or more sizes the slot for a full one at once: growing step
+     * by step costs a device synchronisation and a re-pinning per step. Bounds of a full
+     * slot of Wc windows of 3000 frames: samples < 480160 a window, frames <= 2 x 3000
+     * a window + 1 an input (--pad mel0 computes 3000 frames past the audio). */
+    const size_t Wc = (size_t)b->o.max_windows, F = MAX_WIN_FRAMES;
+    const int full = W >= 2;
+    size_t xt_f = 0, h1_f = 0, out_f = 0;
+    if (b->o.stem && full)
+        ws_gpu_stem_bytes(b->g, (int)Wc, (int)F, &xt_f, &h1_f, &out_f);
+#define WANT(need, whole) (full && (whole) > (need) ? (whole) : (need))
+    const size_t in_f = b->o.mel_on_gpu ? Wc * (CHUNK_SAMPLES + HOP) * 4 : Wc * nm * F * 4;
+    const size_t res_f = result_bytes(b, (int)Wc, (int)F);
     CU_TRY(cu, CtxSetCurrent(b->ctx), err);
-    int oom = grow(b, &sl->in, in_bytes, err);
+    int oom = grow(b, &sl->in, WANT(in_bytes, in_f), err);
     if (!oom && b->o.mel_on_gpu) {
-        oom = grow(b, &sl->tab, (size_t)sl->n * sizeof(ws_gpu_mel_item), err);
+        oom = grow(b, &sl->tab, WANT((size_t)sl->n, Wc) * sizeof(ws_gpu_mel_item), err);
         if (!oom)
-            oom = grow(b, &sl->scratch, ws_gpu_mel_scratch_bytes(nm, frames, sl->n), err);
+            oom = grow(b, &sl->scratch,
+                       WANT(ws_gpu_mel_scratch_bytes(nm, frames, sl->n),
+                            ws_gpu_mel_scratch_bytes(nm, 2 * Wc * F + Wc, (int)Wc)), err);
         if (!oom)
-            oom = grow(b, &sl->mel, mel_bytes, err);
+            oom = grow(b, &sl->mel, WANT(mel_bytes, Wc * nm * F * 4), err);
     }
     if (!oom && b->o.stem) {
         if (xt)
-            oom = grow(b, &sl->xt, xt, err);
+            oom = grow(b, &sl->xt, WANT(xt, xt_f), err);
         if (!oom)
-            oom = grow(b, &sl->h1, h1, err);
+            oom = grow(b, &sl->h1, WANT(h1, h1_f), err);
         if (!oom)
-            oom = grow(b, &sl->out, out, err);
+            oom = grow(b, &sl->out, WANT(out, out_f), err);
     }
     if (!oom && b->o.out_f16)
-        oom = grow(b, &sl->out16, res_bytes, err);
+        oom = grow(b, &sl->out16, WANT(res_bytes, res_f), err);
     if (oom < 0)
         goto cleanup;
     if (oom) { /* smaller batches from now on: the largest this slot held, halved */
@@ -440,10 +462,11 @@ int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err
         goto cleanup;
     }
     if (grow_host(b, &sl->h_in, &sl->h_in_cap, copy_bytes, err) ||
-        grow_host(b, &sl->h_res, &sl->h_res_cap, res_bytes, err) ||
+        grow_host(b, &sl->h_res, &sl->h_res_cap, WANT(res_bytes, res_f), err) ||
         (b->o.mel_on_gpu && grow_host(b, (void **)&sl->h_tab, &sl->h_tab_cap,
-                                      (size_t)sl->n * sizeof(ws_gpu_mel_item), err)))
+                                      WANT((size_t)sl->n, Wc) * sizeof(ws_gpu_mel_item), err)))
         goto cleanup;
+#undef WANT
 
     CU_TRY(cu, EventRecord(sl->ev0, sl->st), err);
     size_t off = 0, h_off = 0, win = 0;
