@@ -3,7 +3,7 @@
 
 Runs `whisper-stem ARGS... --json REPORT` once, timing the whole command, and prints one
 line: inputs, wall seconds, inputs/s, the report's model-load, init and total times, and
-the per-input stage times (decode, mel, stem, write: mean and 90th percentile in ms;
+the per-input stage times (decode, stage, mel, stem, write: mean and 90th percentile in ms;
 summed over inputs and divided by the wall time, i.e. how many threads' worth each stage
 kept busy).
 
@@ -36,8 +36,8 @@ def main():
            "device": r.get("device_name"), "mel_device": r.get("mel_device"),
            "batch_windows": r.get("batch_windows"), "gpu_batches": r.get("gpu_batches")}
     out.update({k + "_ms": round(v, 1) for k, v in r.get("timings_ms", {}).items()})
-    for st in ("decode", "mel", "stem", "write"):
-        v = sorted(i["timings_ms"][st] for i in ins if "timings_ms" in i)
+    for st in ("decode", "stage", "mel", "stem", "write"):
+        v = sorted(i["timings_ms"].get(st, 0) for i in ins if "timings_ms" in i)
         if v:
             out[st] = {"mean_ms": round(sum(v) / len(v), 3), "p90_ms": round(v[int(0.9 * (len(v) - 1))], 3),
                        "threads_busy": round(sum(v) / 1e3 / wall, 2)}

@@ -706,6 +706,7 @@ static void report_job(cJSON *inputs, const ws_run_ctx *c, const ws_job *j)
     cJSON_AddNumberToObject(t, "mel", j->ms.mel);
     cJSON_AddNumberToObject(t, "stem", j->ms.stem);
     cJSON_AddNumberToObject(t, "write", j->ms.write);
+    cJSON_AddNumberToObject(t, "stage", j->ms.stage);
     cJSON_AddItemToArray(inputs, o);
 }
 
@@ -1115,6 +1116,11 @@ int main(int argc, char **argv)
             cJSON_AddNumberToObject(g, "submit_ms", stats.submit_ms);
             cJSON_AddNumberToObject(g, "wait_ms", stats.wait_ms);
             cJSON_AddNumberToObject(g, "gpu_ms", stats.gpu_ms);
+            cJSON_AddNumberToObject(g, "workers_idle_ms", stats.workers_idle_ms);
+            ws_gpu_batch_times(r.batcher, &stats.alloc_ms, &stats.copy_ms, &stats.enqueue_ms);
+            cJSON_AddNumberToObject(g, "submit_alloc_ms", stats.alloc_ms);
+            cJSON_AddNumberToObject(g, "submit_copy_ms", stats.copy_ms);
+            cJSON_AddNumberToObject(g, "submit_enqueue_ms", stats.enqueue_ms);
         }
         if (write_json(o.json, root))
             status = 1;

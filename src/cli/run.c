@@ -393,8 +393,10 @@ static void stage(const ws_run_ctx *c, ws_job *j, const void *src, size_t bytes)
     if (!ws_gpu_batch_fits(c->batcher, &in) || !bytes)
         return;
     WS_RANGE_PUSH("stage");
+    double t0 = ws_now();
     if ((j->slabs = ws_gpu_stage(c->batcher, bytes, &j->n_slabs)))
         ws_gpu_stage_copy(c->batcher, j->slabs, src, bytes);
+    j->ms.stage = 1e3 * (ws_now() - t0);
     WS_RANGE_POP();
 }
 
@@ -886,7 +888,10 @@ static void worker(void *arg, int ti, int nt)
             }
             pthread_cond_broadcast(&p->cv);
         } else {
+            double t0 = p->c->stats ? ws_now() : 0;
             pthread_cond_wait(&p->cv, &p->mu);
+            if (p->c->stats)
+                p->c->stats->workers_idle_ms += 1e3 * (ws_now() - t0);
         }
     }
     pthread_mutex_unlock(&p->mu);

@@ -31,6 +31,7 @@
 
 typedef struct {
     double decode, mel, stem, write; /* milliseconds */
+    double stage; /* copying the GPU's input into pinned slabs */
 } ws_stage_ms;
 
 typedef struct {
@@ -73,6 +74,8 @@ typedef struct {
     double submit_ms, wait_ms;     /* the calling thread's time submitting, waiting */
     double gpu_ms;                 /* GPU time of the batches, upload to download */
     int staged;                    /* inputs uploaded from staging slabs */
+    double workers_idle_ms;        /* the worker threads' time waiting for work, summed */
+    double alloc_ms, copy_ms, enqueue_ms; /* inside the submissions (gpu_batch.h) */
 } ws_run_stats;
 
 typedef struct {

@@ -66,6 +66,7 @@ struct ws_gpu_batcher {
     ws_gpu_mel *mel;
     slot *slots;
     wscu_stream solo;   /* ws_gpu_mel_alone */
+    double alloc_ms, copy_ms, enqueue_ms; /* ws_gpu_batch_times */
     pthread_mutex_t mu; /* the slabs */
     void **free_slabs;
     int n_free, n_slabs, max_slabs;
@@ -384,7 +385,9 @@ static int upload_input(ws_gpu_batcher *b, slot *sl, const slot_item *it, wscu_d
         return 0;
     }
     const void *src = b->o.mel_on_gpu ? (const void *)it->in.x : (const void *)it->in.mel;
+    double t0 = ws_now();
     memcpy((char *)sl->h_in + *h_off, src, bytes);
+    b->copy_ms += 1e3 * (ws_now() - t0);
     CU_TRY(cu, MemcpyHtoDAsync(dst, (char *)sl->h_in + *h_off, bytes, sl->st), err);
     *h_off += bytes;
     return 0;
@@ -427,6 +430,7 @@ int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err
 #define WANT(need, whole) (full && (whole) > (need) ? (whole) : (need))
     const size_t in_f = b->o.mel_on_gpu ? Wc * (CHUNK_SAMPLES + HOP) * 4 : Wc * nm * F * 4;
     const size_t res_f = result_bytes(b, (int)Wc, (int)F);
+    double t0 = ws_now();
     CU_TRY(cu, CtxSetCurrent(b->ctx), err);
     int oom = grow(b, &sl->in, WANT(in_bytes, in_f), err);
     if (!oom && b->o.mel_on_gpu) {
@@ -467,6 +471,8 @@ int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err
                                       WANT((size_t)sl->n, Wc) * sizeof(ws_gpu_mel_item), err)))
         goto cleanup;
 #undef WANT
+    double t1 = ws_now();
+    b->alloc_ms += 1e3 * (t1 - t0);
 
     CU_TRY(cu, EventRecord(sl->ev0, sl->st), err);
     size_t off = 0, h_off = 0, win = 0;
@@ -508,6 +514,7 @@ int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err
     }
     CU_TRY(cu, MemcpyDtoHAsync(sl->h_res, res, res_bytes, sl->st), err);
     CU_TRY(cu, EventRecord(sl->ev1, sl->st), err);
+    b->enqueue_ms += 1e3 * (ws_now() - t1);
     rc = 0;
 cleanup:
     WS_RANGE_POP();
@@ -546,6 +553,14 @@ const void *ws_gpu_batch_output(const ws_gpu_batcher *b, int s, int i, size_t *b
     if (bytes)
         *bytes = sl->items[i].res_bytes;
     return (const char *)sl->h_res + sl->items[i].res_off;
+}
+
+void ws_gpu_batch_times(const ws_gpu_batcher *b, double *alloc_ms, double *copy_ms,
+                        double *enqueue_ms)
+{
+    *alloc_ms = b->alloc_ms;
+    *copy_ms = b->copy_ms;
+    *enqueue_ms = b->enqueue_ms;
 }
 
 double ws_gpu_batch_ms(const ws_gpu_batcher *b, int s)

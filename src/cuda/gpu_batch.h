@@ -100,6 +100,10 @@ int ws_gpu_batch_wait(ws_gpu_batcher *b, int s, ws_err *err);
 /* Input i's result in slot s, after the wait: stem [n_win][T2][d], else the log-Mel
  * [n_win][n_mels][win_frames], float32 or float16. *bytes: its size. */
 const void *ws_gpu_batch_output(const ws_gpu_batcher *b, int s, int i, size_t *bytes);
+/* Where the submissions' time went, summed: allocating (device and pinned buffers), copying
+ * inputs that were not staged, enqueueing (copies and launches), in ms. */
+void ws_gpu_batch_times(const ws_gpu_batcher *b, double *alloc_ms, double *copy_ms,
+                        double *enqueue_ms);
 /* Milliseconds of GPU time of slot s's last batch (upload to download). */
 double ws_gpu_batch_ms(const ws_gpu_batcher *b, int s);
 
