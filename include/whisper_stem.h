@@ -64,7 +64,9 @@
  * openai's sinusoids when the file has none): then they are what openai's encoder feeds
  * its first transformer block. On the CPU the numbers are the command's bit for bit
  * (same threads or not: the CPU's sums have a fixed order); on a GPU they are within the
- * precision's bounds (README, "Precision").
+ * precision's bounds (README, "Precision"), and bit for bit what the command writes with
+ * --mel-device cpu (this library's log-Mel is the CPU's; the command's default on a GPU
+ * computes it there, within 1e-4 of it).
  *
  * Errors. Every function that can fail returns -1 (or NULL) and writes one line, without
  * a newline, to err->msg naming the file, field or value at fault ("clip.wav: not audio

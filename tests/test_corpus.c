@@ -365,7 +365,7 @@ Test(corpus, progress_lines_on_request_and_quiet_is_quiet, .timeout = 120)
     snprintf(cmd, sizeof cmd,
              "(mkfifo %s/root/late.wav && (sleep 0.6; cat %s > %s/root/late.wav) & "
              "sleep 0.1; (grep -v -e garbage -e empty -e missing -e outside %s/list; "
-             "echo %s/root/late.wav) | %s --mel --threads 1 --list - --root %s/root -O %s/out "
+             "echo %s/root/late.wav) | %s --mel --device cpu --threads 1 --list - --root %s/root -O %s/out "
              "--progress 0.1; st=$?; wait; exit $st)",
              dir, test_sample("jfk.wav"), dir, dir, dir, ws_bin(), dir, dir);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);

@@ -145,6 +145,9 @@ static int build(whisper_stem *ctx, const whisper_stem_params *p, ws_err *e)
             ws_err ge = {{0}};
             ctx->stem = ws_stem_new_gpu(&ctx->model, prec, ordinal, &ge);
             if (ctx->stem) {
+                /* the launches the command's batches make: a window's bits do not depend
+                 * on the other windows of the call, and equal the command's */
+                ws_gpu_set_fixed(ws_stem_gpu(ctx->stem), 1);
                 ctx->on_gpu = 1;
                 snprintf(ctx->device, sizeof ctx->device, "cuda:%d", ordinal);
             } else if (kind == DEV_CUDA) {
