@@ -14,6 +14,15 @@
  * not come, does not hold up the others). At most 2 x workers + 2 inputs are
  * in flight, and their bytes stay under max_memory (below). Outputs are the
  * same bytes as one input per run with the same --threads (tests/test_cli.c).
+ *
+ * On a GPU (ctx.batcher, cuda/gpu_batch.h), also for one input: the workers decode
+ * (and compute the log-Mel unless mel_on_gpu) and copy each input's upload into pinned
+ * slabs; the calling thread fills batches of many inputs, keeps up to one per slot in
+ * flight, and hands each finished batch's results, which stay in the slot's pinned
+ * memory, to the writers; the slot is reused when all of them are written. Enough
+ * inputs may be in flight to fill every slot and one more batch. An input too long for
+ * a batch goes alone (stem_alone). Outputs are the same bytes however the inputs were
+ * batched (tests/test_gpu_node.c).
  */
 #ifndef WS_RUN_H
 #define WS_RUN_H
