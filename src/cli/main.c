@@ -109,7 +109,8 @@ typedef struct {
     int n_inputs;
 } options;
 
-/* GPU batches: a slot holds at most 16 windows, fewer when the pinned buffers of its
+/* GPU batches: a slot holds at most 16 windows and 48 MiB of results (6 windows of
+ * large-v3), fewer when the pinned buffers of its
  * results and inputs (3 slots) would pass a quarter of the memory bound; the staging
  * slabs (2 MiB, one per input of up to 30 s) enough for every slot and the next batch,
  * at most another quarter. Pinned host memory thus stays under half of --max-memory, on
@@ -120,6 +121,8 @@ static void batch_size(ws_gpu_batch_opts *bo, int d, size_t max_memory)
     const size_t out = bo->stem ? (size_t)1500 * d * esz : (size_t)bo->n_mels * WS_CHUNK_FRAMES * esz;
     const size_t in = bo->mel_on_gpu ? (size_t)WS_CHUNK_SAMPLES * 4 : (size_t)bo->n_mels * WS_CHUNK_FRAMES * 4;
     size_t w = max_memory / 4 / (size_t)bo->slots / (out + in);
+    if (w > ((size_t)48 << 20) / out) /* pinning the results' buffers is start-up time */
+        w = ((size_t)48 << 20) / out;
     bo->max_windows = w < 1 ? 1 : w > 16 ? 16 : (int)w;
     const size_t slabs = (size_t)(bo->slots + 1) * bo->max_windows * ((size_t)2 << 20);
     bo->stage_bytes = slabs < max_memory / 4 ? slabs : max_memory / 4;
