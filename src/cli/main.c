@@ -112,10 +112,10 @@ typedef struct {
 /* GPU batches: a slot holds at most 16 windows and 48 MiB of results (6 windows of
  * large-v3), fewer when the pinned buffers of its
  * results and inputs (3 slots) would pass a quarter of the memory bound; the staging
- * slabs (2 MiB, one per input of up to 30 s) enough for every slot and the next batch,
- * at most another quarter. Pinned host memory thus stays under half of --max-memory, on
+ * slabs (2 MiB, one per input of up to 30 s) enough for every input in flight, at most
+ * another quarter. Pinned host memory thus stays under half of --max-memory, on
  * top of the bound on the inputs in flight. */
-static void batch_size(ws_gpu_batch_opts *bo, int d, size_t max_memory)
+static void batch_size(ws_gpu_batch_opts *bo, int d, size_t max_memory, int threads)
 {
     const size_t esz = bo->out_f16 ? 2 : 4;
     const size_t out = bo->stem ? (size_t)1500 * d * esz : (size_t)bo->n_mels * WS_CHUNK_FRAMES * esz;
@@ -124,7 +124,10 @@ static void batch_size(ws_gpu_batch_opts *bo, int d, size_t max_memory)
     if (w > ((size_t)48 << 20) / out) /* pinning the results' buffers is start-up time */
         w = ((size_t)48 << 20) / out;
     bo->max_windows = w < 1 ? 1 : w > 16 ? 16 : (int)w;
-    const size_t slabs = (size_t)(bo->slots + 1) * bo->max_windows * ((size_t)2 << 20);
+    /* one slab for each input that may be in flight (run.c: the slots, the next batch and
+     * one an input being prepared per worker) */
+    const size_t slabs = ((size_t)(bo->slots + 1) * bo->max_windows + (size_t)threads) *
+                         ((size_t)2 << 20);
     bo->stage_bytes = slabs < max_memory / 4 ? slabs : max_memory / 4;
 }
 
@@ -994,7 +997,7 @@ int main(int argc, char **argv)
         ws_gpu_batch_opts bo = {.mel_on_gpu = mel_gpu, .stem = r.on_gpu, .add_pos = o.pos,
                                 .out_f16 = o.out_dtype == WS_OUT_F16, .n_mels = n_mels,
                                 .filters = ws_mel_filters(mel), .slots = 3};
-        batch_size(&bo, r.on_gpu ? model.d : 0, r.max_memory);
+        batch_size(&bo, r.on_gpu ? model.d : 0, r.max_memory, o.threads);
         if (o.pos && r.on_gpu && ws_stem_gpu_prepare_add(r.stem, WS_CHUNK_FRAMES, &err)) {
             ws_eprintf(PROG ": %s", err.msg);
             status = 1;
