@@ -16,6 +16,8 @@ A set that DIR already holds with the same count and length is kept (DIR/*.done)
 Prints one line per set: what it wrote or kept, and the FLAC writer.
 """
 import argparse
+import ctypes
+import ctypes.util
 import os
 import shutil
 import subprocess
@@ -66,6 +68,8 @@ def flac_writer():
     for c in ("flac", "sox", "ffmpeg"):
         if shutil.which(c):
             return c
+    if sndfile() is not None:
+        return "libsndfile"
     try:
         import torch
         import torchaudio
@@ -75,6 +79,35 @@ def flac_writer():
         return "torchaudio"
     except Exception:
         return None
+
+
+class _SfInfo(ctypes.Structure):
+    _fields_ = [("frames", ctypes.c_int64), ("samplerate", ctypes.c_int), ("channels", ctypes.c_int),
+                ("format", ctypes.c_int), ("sections", ctypes.c_int), ("seekable", ctypes.c_int)]
+
+
+_SF = []
+
+
+def sndfile():
+    """libsndfile through ctypes ($NODE_SNDFILE, e.g. a bundle's lib/libsndfile.so.1, or the
+    system's), or None."""
+    if not _SF:
+        lib = None
+        for p in (os.environ.get("NODE_SNDFILE"), ctypes.util.find_library("sndfile")):
+            try:
+                lib = ctypes.CDLL(p) if p else None
+            except OSError:
+                lib = None
+            if lib is not None:
+                lib.sf_open.restype = ctypes.c_void_p
+                lib.sf_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(_SfInfo)]
+                lib.sf_writef_short.restype = ctypes.c_int64
+                lib.sf_writef_short.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+                lib.sf_close.argtypes = [ctypes.c_void_p]
+                break
+        _SF.append(lib)
+    return _SF[0]
 
 
 def write_flac(path, pcm, rate, how):
@@ -91,6 +124,17 @@ def write_flac(path, pcm, rate, how):
     elif how == "ffmpeg":
         subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "s16le", "-ar", str(rate),
                         "-ac", "1", "-i", "-", "-c:a", "flac", path], input=pcm.tobytes(), check=True)
+    elif how == "libsndfile":
+        lib = sndfile()
+        info = _SfInfo(0, rate, 1, 0x170000 | 0x0002, 0, 0)  # SF_FORMAT_FLAC | SF_FORMAT_PCM_16
+        f = lib.sf_open(path.encode(), 0x20, ctypes.byref(info))  # SFM_WRITE
+        if not f:
+            raise OSError(f"libsndfile cannot write {path}")
+        x = np.ascontiguousarray(pcm, dtype="<i2")
+        n = lib.sf_writef_short(f, x.ctypes.data, len(x))
+        lib.sf_close(f)
+        if n != len(x):
+            raise OSError(f"libsndfile wrote {n} of {len(x)} frames to {path}")
     elif how == "torchaudio":
         import torch
         import torchaudio

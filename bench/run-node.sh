@@ -105,6 +105,9 @@ echo "# whisper-stem fsyncs every output and its directory; the PyTorch rows use
 # ---- data and models
 need_flac=0; for c in $CASES; do case $c in flac-*) need_flac=1 ;; esac; done
 fl=0; [ $need_flac = 1 ] && fl=$NFLAC
+# a FLAC writer of last resort: the libsndfile next to the binary (a bundle's)
+[ -z "${NODE_SNDFILE:-}" ] && [ -e "$(dirname "$BIN")/lib/libsndfile.so.1" ] &&
+    export NODE_SNDFILE="$(dirname "$BIN")/lib/libsndfile.so.1"
 "$PYTHON" bench/node_data.py "$DATA" --wav "$NFILES" --flac "$fl" --flac-seconds "$FLACSEC" 2>&1 | sed 's/^/# /'
 model() { # size -> path
     local f=$DATA/models/$1.gguf
