@@ -961,17 +961,36 @@ static void reap(pipe_state *p, int s, const ws_err *e)
             finish(p, j);
             continue;
         }
-        j->result = (float *)ws_gpu_batch_output(b, s, i, NULL);
-        j->result_pinned = 1;
+        size_t bytes = 0;
+        const void *res = ws_gpu_batch_output(b, s, i, &bytes);
         j->result_f16 = c->out_dtype == WS_OUT_F16;
-        j->slot = s;
-        p->held[s]++;
         j->ms.stem = ms / k;
+        if (j->special && j->shard < 0) {
+            /* a FIFO or device: its writer may wait for a reader; a copy, so that it holds
+             * no slot meanwhile */
+            if (!(j->result = malloc(bytes ? bytes : 1))) {
+                j->result_f16 = 0;
+                fail(j, "%s: out of memory for the embeddings%s", j->input, "");
+                finish(p, j);
+                continue;
+            }
+            memcpy(j->result, res, bytes);
+        } else {
+            j->result = (float *)res;
+            j->result_pinned = 1;
+            j->slot = s;
+            p->held[s]++;
+        }
         j->state = STEMMED;
     }
-    for (int i = 1; i < p->n_flight; i++) /* s is the oldest */
-        p->flight[i - 1] = p->flight[i];
-    p->n_flight--;
+    int at = 0; /* s is the oldest in flight, or (a failed submission) the newest, or none */
+    while (at < p->n_flight && p->flight[at] != s)
+        at++;
+    if (at < p->n_flight) {
+        for (int i = at + 1; i < p->n_flight; i++)
+            p->flight[i - 1] = p->flight[i];
+        p->n_flight--;
+    }
     p->in_flight[s] = 0;
     ws_gpu_batch_clear(b, s);
     pthread_cond_broadcast(&p->cv);
@@ -1070,6 +1089,13 @@ static void stem_loop_batched(pipe_state *p)
                     break;
                 p->slot_jobs[s][k++] = q;
             }
+            if (k == 0) { /* not even the first one went in: out of memory */
+                unstage(c, j);
+                fail(j, "%s: out of memory for a GPU batch%s", j->input, "");
+                p->unstemmed--;
+                finish(p, j);
+                continue;
+            }
             ws_gpu_batch_count(b, s, &windows);
             const int coming = p->next_prep < p->n || p->preparing > 0;
             if (p->n_flight > 0 && coming && 2 * windows < ws_gpu_batch_max_windows(b)) {
@@ -1105,9 +1131,10 @@ static void stem_loop_batched(pipe_state *p)
                 continue;
             }
             p->batches++;
-            p->flight[p->n_flight++] = s;
             if (rc)
                 reap(p, s, &e);
+            else
+                p->flight[p->n_flight++] = s;
         } else if (p->n_flight > 0) {
             wait_oldest(p);
         } else if ((w = first_in(p, STEMMED, 1))) {

@@ -90,9 +90,10 @@ int ws_gpu_batch_slots(const ws_gpu_batcher *b)
     return b->o.slots;
 }
 
+/* max_windows shrinks on the calling thread while workers read it (ws_gpu_batch_fits) */
 int ws_gpu_batch_max_windows(const ws_gpu_batcher *b)
 {
-    return b->o.max_windows;
+    return __atomic_load_n(&b->o.max_windows, __ATOMIC_RELAXED);
 }
 
 size_t ws_gpu_input_bytes(const ws_gpu_batcher *b, const ws_gpu_input *in)
@@ -104,7 +105,7 @@ size_t ws_gpu_input_bytes(const ws_gpu_batcher *b, const ws_gpu_input *in)
 
 int ws_gpu_batch_fits(const ws_gpu_batcher *b, const ws_gpu_input *in)
 {
-    return in->n_win >= 1 && in->n_win <= b->o.max_windows && in->win_frames >= 1 &&
+    return in->n_win >= 1 && in->n_win <= ws_gpu_batch_max_windows(b) && in->win_frames >= 1 &&
            in->win_frames <= MAX_WIN_FRAMES;
 }
 
@@ -319,7 +320,7 @@ int ws_gpu_batch_count(const ws_gpu_batcher *b, int s, int *windows)
 int ws_gpu_batch_add(ws_gpu_batcher *b, int s, const ws_gpu_input *in)
 {
     slot *sl = &b->slots[s];
-    if (!ws_gpu_batch_fits(b, in) || sl->windows + in->n_win > b->o.max_windows ||
+    if (!ws_gpu_batch_fits(b, in) || sl->windows + in->n_win > ws_gpu_batch_max_windows(b) ||
         (sl->n && in->win_frames != sl->win_frames))
         return 0;
     if (sl->n == sl->cap_items) {
@@ -422,8 +423,8 @@ int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err
      * by step costs a device synchronisation and a re-pinning per step. Bounds of a full
      * slot of Wc windows of 3000 frames: samples < 480160 a window, frames <= 2 x 3000
      * a window + 1 an input (--pad mel0 computes 3000 frames past the audio). */
-    const size_t Wc = (size_t)b->o.max_windows, F = MAX_WIN_FRAMES;
-    const int full = W >= 2;
+    const size_t Wc = (size_t)ws_gpu_batch_max_windows(b), F = MAX_WIN_FRAMES;
+    int full = W >= 2;
     size_t xt_f = 0, h1_f = 0, out_f = 0;
     if (b->o.stem && full)
         ws_gpu_stem_bytes(b->g, (int)Wc, (int)F, &xt_f, &h1_f, &out_f);
@@ -432,7 +433,9 @@ int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err
     const size_t res_f = result_bytes(b, (int)Wc, (int)F);
     double t0 = ws_now();
     CU_TRY(cu, CtxSetCurrent(b->ctx), err);
-    int oom = grow(b, &sl->in, WANT(in_bytes, in_f), err);
+    int oom;
+again:
+    oom = grow(b, &sl->in, WANT(in_bytes, in_f), err);
     if (!oom && b->o.mel_on_gpu) {
         oom = grow(b, &sl->tab, WANT((size_t)sl->n, Wc) * sizeof(ws_gpu_mel_item), err);
         if (!oom)
@@ -454,13 +457,18 @@ int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err
         oom = grow(b, &sl->out16, WANT(res_bytes, res_f), err);
     if (oom < 0)
         goto cleanup;
-    if (oom) { /* smaller batches from now on: the largest this slot held, halved */
+    if (oom && full) { /* a whole slot did not fit: this batch's own size, then */
+        free_slot_device(b, sl);
+        full = 0;
+        goto again;
+    }
+    if (oom) { /* smaller batches from now on: this one's windows, halved */
         if (W == 1) {
             ws_errf(err, "out of GPU memory for one window");
             goto cleanup;
         }
         free_slot_device(b, sl);
-        b->o.max_windows = W / 2;
+        __atomic_store_n(&b->o.max_windows, W / 2, __ATOMIC_RELAXED);
         ws_gpu_batch_clear(b, s);
         rc = WS_BATCH_SHRUNK;
         goto cleanup;
