@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common.h"
 #include "cuda/gpu.h"
@@ -155,7 +156,7 @@ static void mkmodel(const char *dir, const char *name, const char *args, char *p
 static int make_inputs(const char *dir)
 {
     static const double secs[] = {0.3, 5.0, 29.99, 30.0, 31.0, 65.0, 12.5, 0.01, 90.0, 2.0};
-    char path[1200], cmd[1400];
+    char path[1200], cmd[4096];
     snprintf(cmd, sizeof cmd, "mkdir -p %s/in", dir);
     run_ok(cmd);
     snprintf(path, sizeof path, "%s/list", dir);
@@ -376,4 +377,50 @@ Test(gpu_node, f16_output_is_the_f32_output_rounded_to_nearest_even, .timeout = 
             free(x.data);
             free(h.data);
         }
+}
+
+/* Outputs that are FIFOs whose readers come only after every other output is written: with
+ * one-window batches (--max-memory 16M) the four land in four batches, more than the three
+ * in flight; their writers wait for readers, and the other inputs must still go through
+ * (a FIFO's result is copied out of its batch, which then holds nothing). The FIFOs carry
+ * the bytes a file gets. */
+Test(gpu_node, outputs_to_fifos_hold_no_batch, .timeout = 300)
+{
+    need_gpu();
+    const char *dir = test_tmpdir();
+    char model[1100], cmd[8192], path[1400], a[1400], b[1400];
+    mkmodel(dir, "m.gguf", "--n-mels 80 --d 384 --seed 9", model, sizeof model);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/in %s/out", dir, dir);
+    run_ok(cmd);
+    snprintf(path, sizeof path, "%s/list", dir);
+    FILE *l = fopen(path, "w");
+    cr_assert(l);
+    for (int i = 0; i < 24; i++) {
+        snprintf(path, sizeof path, "%s/in/f%02d.wav", dir, i);
+        tone_wav(path, 2 * 16000, 200.0 + 9 * i, (uint64_t)i + 21, (size_t)-1);
+        fprintf(l, "%s\n", path);
+    }
+    fclose(l);
+    static const int fifo[] = {0, 7, 14, 21};
+    for (int k = 0; k < 4; k++) {
+        snprintf(path, sizeof path, "%s/out/f%02d.npy", dir, fifo[k]);
+        cr_assert_eq(mkfifo(path, 0600), 0);
+    }
+    snprintf(cmd, sizeof cmd,
+             "cd %s && (%s -q -m %s --device cuda --max-memory 16M --list list -O out & pid=$!; "
+             "n=0; for t in $(seq 1200); do n=$(find out -type f -name '*.npy' | wc -l); "
+             "[ $n -ge 20 ] && break; sleep 0.1; done; "
+             "for k in 00 07 14 21; do cat out/f$k.npy > got$k.npy & done; "
+             "wait $pid; st=$?; wait; [ $n -ge 20 ] || exit 9; exit $st) && "
+             "%s -q -m %s --device cuda --list list -O files",
+             dir, ws_bin(), model, ws_bin(), model);
+    char err[4096];
+    int rc = run_cmd(cmd, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s (9: the other outputs did not all appear while the FIFOs waited)",
+                 err);
+    for (int k = 0; k < 4; k++) {
+        snprintf(a, sizeof a, "%s/got%02d.npy", dir, fifo[k]);
+        snprintf(b, sizeof b, "%s/files/f%02d.npy", dir, fifo[k]);
+        same_bytes(a, b);
+    }
 }
