@@ -1152,8 +1152,13 @@ out:
     if (r.manifest_fd >= 0)
         close(r.manifest_fd);
     ws_mel_free(mel);
+    const double t_free = ws_now();
     ws_gpu_batcher_free(r.batcher); /* before the stem: it shares the stem's context */
+    const double t_stem = ws_now();
     ws_stem_free(r.stem);
+    if (o.verbose && r.on_gpu)
+        ws_eprintf(PROG ": GPU teardown %.0f ms (batches %.0f ms, stem and context %.0f ms)",
+                   1e3 * (ws_now() - t_free), 1e3 * (t_stem - t_free), 1e3 * (ws_now() - t_stem));
     if (have_model)
         ws_model_free(&model);
     return status;
