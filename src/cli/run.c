@@ -856,6 +856,16 @@ static ws_job *first_in(pipe_state *p, int s, int plain_only)
     return NULL;
 }
 
+/* Writes w (STEMMED) and finishes it; mu held, released meanwhile. */
+static void write_one(pipe_state *p, ws_job *w)
+{
+    w->state = WRITE;
+    pthread_mutex_unlock(&p->mu);
+    write_out(p->c, w);
+    pthread_mutex_lock(&p->mu);
+    finish(p, w);
+}
+
 static void worker(void *arg, int ti, int nt)
 {
     pipe_state *p = arg;
@@ -865,11 +875,7 @@ static void worker(void *arg, int ti, int nt)
     while (p->done < p->n) {
         ws_job *w = first_in(p, STEMMED, 0);
         if (w) {
-            w->state = WRITE;
-            pthread_mutex_unlock(&p->mu);
-            write_out(p->c, w);
-            pthread_mutex_lock(&p->mu);
-            finish(p, w);
+            write_one(p, w);
         } else if (p->next_prep < p->n && p->inflight < p->max_inflight &&
                    p->mem.held < p->mem.budget) {
             ws_job *j = &p->jobs[p->next_prep++];
@@ -923,11 +929,7 @@ static void stem_loop(pipe_state *p)
         } else if ((w = first_in(p, STEMMED, 1))) {
             /* Nothing to stem: write, so that memory is freed even while
              * every worker waits for memory or for a slow input. */
-            w->state = WRITE;
-            pthread_mutex_unlock(&p->mu);
-            write_out(p->c, w);
-            pthread_mutex_lock(&p->mu);
-            finish(p, w);
+            write_one(p, w);
         } else {
             pthread_cond_wait(&p->cv, &p->mu);
         }
@@ -1138,11 +1140,7 @@ static void stem_loop_batched(pipe_state *p)
         } else if (p->n_flight > 0) {
             wait_oldest(p);
         } else if ((w = first_in(p, STEMMED, 1))) {
-            w->state = WRITE;
-            pthread_mutex_unlock(&p->mu);
-            write_out(c, w);
-            pthread_mutex_lock(&p->mu);
-            finish(p, w);
+            write_one(p, w);
         } else {
             pthread_cond_wait(&p->cv, &p->mu);
         }
