@@ -380,7 +380,9 @@ Test(gpu_node, f16_output_is_the_f32_output_rounded_to_nearest_even, .timeout = 
 }
 
 /* Outputs that are FIFOs whose readers come only after every other output is written: with
- * one-window batches (--max-memory 16M) the four land in four batches, more than the three
+ * one-window batches (--max-memory 48M: a slot's pinned buffers get a twelfth, under one
+ * window's 4.2 MB; the inputs in flight may hold 48 MB, so the four waiting ones, 3.3 MB
+ * each, leave room for the others) the four land in four batches, more than the three
  * in flight; their writers wait for readers, and the other inputs must still go through
  * (a FIFO's result is copied out of its batch, which then holds nothing). The FIFOs carry
  * the bytes a file gets. */
@@ -407,7 +409,7 @@ Test(gpu_node, outputs_to_fifos_hold_no_batch, .timeout = 300)
         cr_assert_eq(mkfifo(path, 0600), 0);
     }
     snprintf(cmd, sizeof cmd,
-             "cd %s && (%s -q -m %s --device cuda --max-memory 16M --list list -O out & pid=$!; "
+             "cd %s && (%s -q -m %s --device cuda --max-memory 48M --list list -O out & pid=$!; "
              "n=0; for t in $(seq 1200); do n=$(find out -type f -name '*.npy' | wc -l); "
              "[ $n -ge 20 ] && break; sleep 0.1; done; "
              "for k in 00 07 14 21; do cat out/f$k.npy > got$k.npy & done; "
