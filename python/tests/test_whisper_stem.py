@@ -118,23 +118,23 @@ class LogMelTest(Fixture):
 
     def test_log_mel_is_the_commands_bytes(self):
         got = ws.log_mel(self.jfk)
-        assert_same_bits(self, "log_mel(jfk) vs whisper-stem --mel", got, self.cli_npy("jfk-mel.npy", "--mel", JFK))
+        assert_same_bits(self, "log_mel(jfk) vs whisper-stem --mel", got, self.cli_npy("jfk-mel.npy", "--mel", "--device", "cpu", JFK))
 
     def test_log_mel_of_40s_is_the_commands_two_windows(self):
         got = ws.log_mel(self.long16)  # int16: / 32768 as the file is decoded
-        cli = self.cli_npy("long-mel.npy", "--mel", self.long_wav)  # [2, 80, 3000]
+        cli = self.cli_npy("long-mel.npy", "--mel", "--device", "cpu", self.long_wav)  # [2, 80, 3000]
         self.assertEqual(got.shape, (80, 6000))
         assert_same_bits(self, "log_mel(40 s int16) vs --mel", got, np.concatenate(list(cli), axis=1))
 
     def test_128_bands_are_the_commands(self):
         got = ws.log_mel(self.jfk, n_mels=128)
-        assert_same_bits(self, "log_mel 128", got, self.cli_npy("jfk-mel128.npy", "--mel", "--n-mels", "128", JFK))
+        assert_same_bits(self, "log_mel 128", got, self.cli_npy("jfk-mel128.npy", "--mel", "--device", "cpu", "--n-mels", "128", JFK))
 
     def test_pad_none_and_mel0_are_the_commands(self):
         assert_same_bits(self, "pad none", ws.log_mel(self.jfk, pad="none"),
-                         self.cli_npy("jfk-nopad.npy", "--mel", "--no-pad", JFK))
+                         self.cli_npy("jfk-nopad.npy", "--mel", "--device", "cpu", "--no-pad", JFK))
         assert_same_bits(self, "pad mel0", ws.log_mel(self.jfk, pad="mel0"),
-                         self.cli_npy("jfk-mel0.npy", "--mel", "--pad", "mel0", JFK))
+                         self.cli_npy("jfk-mel0.npy", "--mel", "--device", "cpu", "--pad", "mel0", JFK))
 
     def test_log_mel_within_1e4_of_openai_math_in_float64(self):
         for n_mels in (80, 128):
@@ -306,7 +306,7 @@ class EmbedTest(Fixture):
         self.assertEqual(want.shape, (2, 1500, 384))
         with ws.Frontend(self.model, device="cpu") as fe:
             assert_same_bits(self, "embed 40 s", fe.embed(self.long16), want)
-            mel3 = self.cli_npy("long-mel3.npy", "--mel", self.long_wav)  # [2, 80, 3000]
+            mel3 = self.cli_npy("long-mel3.npy", "--mel", "--device", "cpu", self.long_wav)  # [2, 80, 3000]
             assert_same_bits(self, "embed of the command's [2, 80, 3000] mel", fe.embed(mel3), want)
         want = self.cli_npy("jfk-pos.npy", "-m", self.model, "--device", "cpu", "--pos", JFK)
         with ws.Frontend(self.model, device="cpu", pos=True, threads=1) as fe:
