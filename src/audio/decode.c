@@ -275,6 +275,26 @@ static int dec_open(decoder *d, source *s, int mpeg, uint64_t first_frame, const
     return 0;
 }
 
+/* The index of the first NaN or infinity in x[0..n), or n: blocks of 64 tested without a
+ * branch per sample (an exponent of all ones), the one that has one scanned again. */
+static size_t first_nonfinite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i += 64) {
+        const size_t m = n - i < 64 ? n - i : 64;
+        uint32_t any = 0;
+        for (size_t k = 0; k < m; k++) {
+            uint32_t u;
+            memcpy(&u, x + i + k, sizeof u);
+            any |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+        }
+        if (any)
+            for (size_t k = 0; k < m; k++)
+                if (!isfinite(x[i + k]))
+                    return i + k;
+    }
+    return n;
+}
+
 /* Up to `frames` interleaved frames into buf: the count, 0 at the end, -1 with err. */
 static sf_count_t dec_read(decoder *d, float *buf, sf_count_t frames, const char *name,
                            size_t have, ws_err *err)
@@ -376,21 +396,30 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
             too_long(o, (double)have + (double)got, rate, err);
             goto done;
         }
-        for (sf_count_t t = 0; t < got; t++) {
-            const float v = ws_audio_downmix(buf + (size_t)t * (size_t)ch, ch);
-            if (!isfinite(v)) {
-                ws_errf(err, "%s: frame %zu is not a finite number (%g)", name, have + (size_t)t,
-                        (double)v);
-                goto done;
+        const float *src = buf; /* one channel: used as it is */
+        size_t bad = ch == 1 ? first_nonfinite(buf, (size_t)got) : (size_t)got;
+        if (ch > 1) {
+            for (sf_count_t t = 0; t < got; t++) {
+                const float v = ws_audio_downmix(buf + (size_t)t * (size_t)ch, ch);
+                if (!isfinite(v)) {
+                    bad = (size_t)t;
+                    break;
+                }
+                mono[t] = v;
             }
-            mono[t] = v;
+            src = mono;
+        }
+        if (bad < (size_t)got) {
+            ws_errf(err, "%s: frame %zu is not a finite number (%g)", name, have + bad,
+                    (double)ws_audio_downmix(buf + bad * (size_t)ch, ch));
+            goto done;
         }
         if (pass) {
             if (ws_audio_out_grow(&b, b.n + (size_t)got, err))
                 goto done;
-            memcpy(b.y + b.n, mono, (size_t)got * sizeof *mono);
+            memcpy(b.y + b.n, src, (size_t)got * sizeof *src);
             b.n += (size_t)got;
-        } else if (ws_audio_rs_feed(&r, &b, mono, (size_t)got, name, err)) {
+        } else if (ws_audio_rs_feed(&r, &b, src, (size_t)got, name, err)) {
             goto done;
         }
         have += (size_t)got;
