@@ -7,7 +7,6 @@ file (F32 tensors) so both sides compute the same thing.
     python3 bench/whole_torch.py MODEL.gguf IN.wav OUT.npy [--filters tests/data]
 """
 import argparse
-import struct
 import sys
 import time
 
@@ -17,6 +16,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import wave  # noqa: E402
 
+from gguf_read import gguf_tensors  # noqa: E402
+
 t_import = time.perf_counter()
 ap = argparse.ArgumentParser()
 ap.add_argument("model")
@@ -24,55 +25,6 @@ ap.add_argument("wav")
 ap.add_argument("out")
 ap.add_argument("--filters", default="tests/data")
 a = ap.parse_args()
-
-
-def gguf_tensors(path):
-    """Minimal GGUF v3 reader for F32 tensors (enough for ws-mkmodel files)."""
-    b = open(path, "rb").read()
-    assert b[:4] == b"GGUF"
-    n_t, n_kv = struct.unpack_from("<QQ", b, 8)
-    off = 24
-
-    def rstr(o):
-        n = struct.unpack_from("<Q", b, o)[0]
-        return b[o + 8:o + 8 + n].decode(), o + 8 + n
-
-    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-    align = 32
-
-    def rval(t, o):
-        if t == 8:
-            return rstr(o)
-        if t == 9:
-            et, n = struct.unpack_from("<IQ", b, o)
-            o += 12
-            for _ in range(n):
-                _, o = rval(et, o)
-            return None, o
-        fmt = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "B", 10: "Q", 11: "q", 12: "d"}[t]
-        return struct.unpack_from("<" + fmt, b, o)[0], o + sizes[t]
-
-    for _ in range(n_kv):
-        k, off = rstr(off)
-        t = struct.unpack_from("<I", b, off)[0]
-        v, off = rval(t, off + 4)
-        if k == "general.alignment":
-            align = v
-    infos = []
-    for _ in range(n_t):
-        name, off = rstr(off)
-        nd = struct.unpack_from("<I", b, off)[0]
-        ne = struct.unpack_from("<%dQ" % nd, b, off + 4)
-        typ, toff = struct.unpack_from("<IQ", b, off + 4 + 8 * nd)
-        off += 4 + 8 * nd + 12
-        infos.append((name, ne, typ, toff))
-    data = (off + align - 1) // align * align
-    out = {}
-    for name, ne, typ, toff in infos:
-        assert typ == 0, "F32 models only"
-        n = int(np.prod(ne))
-        out[name] = np.frombuffer(b, "<f4", n, data + toff).reshape(tuple(reversed(ne)))
-    return out
 
 
 dev = torch.device("cuda")

@@ -497,23 +497,32 @@ static int stem_windows(const ws_run_ctx *c, const ws_job *j, int w0, int nw, fl
     return ws_stem_run(c->stem, mel, nw, mo->n_frames, c->add_pos, out, e);
 }
 
+/* j's shape (stem: [n_win] x t_out x d, --mel: [n_win] x n_mels x frames). */
+static void set_shape(const ws_run_ctx *c, ws_job *j)
+{
+    j->ndim = 0;
+    if (j->mel.n_windows > 1)
+        j->shape[j->ndim++] = j->mel.n_windows;
+    if (c->mel_only) {
+        j->shape[j->ndim++] = j->mel.n_mels;
+        j->shape[j->ndim++] = j->mel.n_frames;
+    } else {
+        j->shape[j->ndim++] = ws_stem_out_len(j->mel.n_frames);
+        j->shape[j->ndim++] = c->model->d;
+    }
+}
+
 /* The conv stem, or nothing with --mel; sets result (or, for a long input,
  * writes the embeddings into j->out piece by piece) and the shape. */
 static int stem(const ws_run_ctx *c, ws_job *j)
 {
     const ws_mel_out *mo = &j->mel;
-    j->ndim = 0;
-    if (mo->n_windows > 1)
-        j->shape[j->ndim++] = mo->n_windows;
+    set_shape(c, j);
     if (c->mel_only) {
         j->result = mo->data;
-        j->shape[j->ndim++] = mo->n_mels;
-        j->shape[j->ndim++] = mo->n_frames;
         return 0;
     }
     const int d = c->model->d, t_out = ws_stem_out_len(mo->n_frames);
-    j->shape[j->ndim++] = t_out;
-    j->shape[j->ndim++] = d;
     const size_t per = (size_t)t_out * d;
     const int cw = chunk_windows(c), n_win = mo->n_windows;
     /* not into a FIFO or device: the stem thread must never wait for its reader */
@@ -1020,21 +1029,6 @@ static int free_slot(const pipe_state *p, int S)
     return -1;
 }
 
-/* j's shape (stem: [n_win] x t_out x d, --mel: [n_win] x n_mels x frames). */
-static void set_shape(const ws_run_ctx *c, ws_job *j)
-{
-    j->ndim = 0;
-    if (j->mel.n_windows > 1)
-        j->shape[j->ndim++] = j->mel.n_windows;
-    if (c->mel_only) {
-        j->shape[j->ndim++] = j->mel.n_mels;
-        j->shape[j->ndim++] = j->mel.n_frames;
-    } else {
-        j->shape[j->ndim++] = ws_stem_out_len(j->mel.n_frames);
-        j->shape[j->ndim++] = c->model->d;
-    }
-}
-
 /* The calling thread fills GPU batches with prepared inputs, lowest index first, keeps
  * up to S in flight, and hands finished ones to the writers; an input that fits no batch
  * goes alone (stem_alone). A batch less than half full waits while another is in flight
@@ -1063,8 +1057,7 @@ static void stem_loop_batched(pipe_state *p)
         if (j && s >= 0) {
             ws_gpu_input in = job_input(c, j);
             if (!ws_gpu_batch_fits(b, &in)) {
-                j->state = STEM;
-                set_shape(c, j);
+                j->state = STEM; /* stem() sets its shape */
                 if (c->stats)
                     c->stats->alone++;
                 pthread_mutex_unlock(&p->mu);

@@ -96,7 +96,8 @@ int ws_gpu_batch_max_windows(const ws_gpu_batcher *b)
     return __atomic_load_n(&b->o.max_windows, __ATOMIC_RELAXED);
 }
 
-size_t ws_gpu_input_bytes(const ws_gpu_batcher *b, const ws_gpu_input *in)
+/* Bytes of the input the batch uploads (samples or log-Mel, float32). */
+static size_t input_bytes(const ws_gpu_batcher *b, const ws_gpu_input *in)
 {
     if (b->o.mel_on_gpu)
         return (size_t)in->n * sizeof(float);
@@ -333,7 +334,7 @@ int ws_gpu_batch_add(ws_gpu_batcher *b, int s, const ws_gpu_input *in)
     }
     slot_item *it = &sl->items[sl->n++];
     it->in = *in;
-    it->in_bytes = ws_gpu_input_bytes(b, in);
+    it->in_bytes = input_bytes(b, in);
     it->res_bytes = result_bytes(b, in->n_win, in->win_frames);
     sl->windows += in->n_win;
     sl->win_frames = in->win_frames;

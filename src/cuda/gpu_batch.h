@@ -64,8 +64,6 @@ ws_gpu_batcher *ws_gpu_batcher_new(ws_gpu_pair *g, int ordinal, const ws_gpu_bat
 void ws_gpu_batcher_free(ws_gpu_batcher *b);
 const char *ws_gpu_batcher_device(const ws_gpu_batcher *b);
 
-/* Bytes of the input the batch uploads (samples or log-Mel, float32). */
-size_t ws_gpu_input_bytes(const ws_gpu_batcher *b, const ws_gpu_input *in);
 /* Whether in fits an empty slot at all; one that does not goes alone (ws_gpu_mel_alone). */
 int ws_gpu_batch_fits(const ws_gpu_batcher *b, const ws_gpu_input *in);
 
