@@ -1,9 +1,14 @@
-/* test_ptx.c - the PTX emitter, the kernels it writes, the GELU model and
- * the driver ABI constants; needs no GPU.
+/* test_ptx.c - the PTX emitter, the kernels it writes, the GELU model, the
+ * driver ABI constants and the conv kernels' parameter tables; needs no GPU.
  *
  * Kernels are assembled with ptxas (WS_PTXAS, set by `make test`) for sm_90
  * and sm_80; a kernel that spills or uses a stack frame fails. Without ptxas
  * those tests skip, saying so.
+ * Parameter tables (cuda/ptx_params.h): each table is held to at least one
+ * emitted entry (direct, depthwise and gemm modules, FWD and BWD) by parsing
+ * the entry's .param list and every ld.param in its body; the runtime's
+ * argument check refuses a missing value, a wrong size and an index outside
+ * the table.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -15,7 +20,11 @@
 #include "cuda/cuda_abi.h"
 #include "cuda/gelu_ptx.h"
 #include "cuda/kernels.h"
+#include "cuda/ptx_direct.h"
+#include "cuda/ptx_dw.h"
 #include "cuda/ptx_emit.h"
+#include "cuda/ptx_gemm.h"
+#include "cuda/ptx_params.h"
 #include "whisper/stem.h"
 #include "helpers.h"
 #include "oracle.h"
@@ -353,4 +362,208 @@ Test(ptx_pack, weights_pack_as_the_kernels_read_them)
     cr_assert_eq(t[0], 1.0f + 0x1p-10f, "tie rounds away: %a", (double)t[0]);
     cr_assert_eq(t[1], 1.0f, "%a", (double)t[1]);
     cr_assert_eq(t[2], -(1.0f + 2 * 0x1p-10f), "%a", (double)t[2]);
+}
+
+/* --- the conv engine's kernel parameter tables (cuda/ptx_params.h) ------------------- */
+
+/* one entry of an emitted module and the table it must declare */
+typedef struct {
+    const char *what;      /* for messages */
+    const ws_conv_desc *d;
+    int family;            /* 0 direct, 1 depthwise, 2 gemm */
+    int entry;             /* direct BWD: ws_direct_part; depthwise BWD: 0 _bwd, 1 _fin */
+    ws_params_id table;
+} param_case;
+
+static char *emit_family(const ws_conv_desc *d, int family, ws_err *e)
+{
+    return family == 0 ? ws_direct_emit(d, 9, 0, e) : family == 1 ? ws_dw_emit(d, 9, 0, e)
+                                                                    : ws_gemm_emit(d, 9, 0, e);
+}
+
+static void entry_name(const param_case *c, char *name)
+{
+    const int bwd = c->d->op == WS_CONV_BWD;
+    if (c->family == 0) {
+        if (bwd)
+            ws_direct_bwd_entry(c->d, (ws_direct_part)c->entry, name);
+        else
+            ws_direct_name(c->d, name);
+    } else if (c->family == 1) {
+        if (bwd)
+            ws_dw_entry(c->d, c->entry, name);
+        else
+            ws_dw_name(c->d, name);
+    } else {
+        ws_gemm_name(c->d, name);
+    }
+}
+
+/* Parses ".visible .entry <name>(" up to its ")" line: one "\t.param .<type> <name>" per
+ * line, ","-separated, must be table t's entries in order; then every "ld.param.<type>
+ * <reg>, [<name>]" of the entry's body (up to "\n}\n") must name one of t's parameters with
+ * its type. Returns the number of ld.param checked. */
+static int check_entry(const char *text, const char *entry, const ws_params *t, const char *what)
+{
+    char head[320];
+    snprintf(head, sizeof head, ".visible .entry %s(\n", entry);
+    const char *p = strstr(text, head);
+    cr_assert_not_null(p, "%s: no entry %s", what, entry);
+    p += strlen(head);
+    int i = 0;
+    for (;;) {
+        const char *eol = strchr(p, '\n');
+        cr_assert_not_null(eol, "%s: %s: parameter list not closed", what, entry);
+        if (eol - p == 1 && *p == ')')
+            break;
+        char type[16] = "", name[64] = "", rest[8] = "";
+        const int got = sscanf(p, "\t.param .%15[a-z0-9] %63[A-Za-z0-9_]%7[^\n]", type, name, rest);
+        cr_assert(got >= 2, "%s: %s: parameter line %d unreadable: %.*s", what, entry, i, (int)(eol - p), p);
+        cr_assert(i < t->n, "%s: %s declares parameter %d (%s) past the table's %d", what, entry, i,
+                  name, t->n);
+        cr_assert_str_eq(name, t->p[i].name, "%s: %s parameter %d is %s, the table says %s", what, entry,
+                         i, name, t->p[i].name);
+        cr_assert_str_eq(type, ws_ptype_name(t->p[i].type), "%s: %s parameter %s is .%s, the table says .%s",
+                         what, entry, name, type, ws_ptype_name(t->p[i].type));
+        cr_assert_str_eq(got == 3 ? rest : "", i + 1 < t->n ? "," : "", "%s: %s: separator after %s", what,
+                         entry, name);
+        i++;
+        p = eol + 1;
+    }
+    cr_assert_eq(i, t->n, "%s: %s declares %d parameters, the table (%s) %d", what, entry, i, t->kernel,
+                 t->n);
+    const char *end = strstr(p, "\n}\n");
+    cr_assert_not_null(end, "%s: %s: body not closed", what, entry);
+    int loads = 0;
+    for (const char *q = strstr(p, "ld.param."); q && q < end; q = strstr(q + 1, "ld.param.")) {
+        char type[16] = "", name[64] = "";
+        cr_assert_eq(sscanf(q, "ld.param.%15[a-z0-9] %*[^,], [%63[^]]]", type, name), 2, "%s: %s: %.40s",
+                     what, entry, q);
+        int k = 0;
+        while (k < t->n && strcmp(t->p[k].name, name))
+            k++;
+        cr_assert(k < t->n, "%s: %s loads %s, not a parameter of its table (%s)", what, entry, name,
+                  t->kernel);
+        cr_assert_str_eq(type, ws_ptype_name(t->p[k].type), "%s: %s loads %s as .%s, the table says .%s",
+                         what, entry, name, type, ws_ptype_name(t->p[k].type));
+        loads++;
+    }
+    return loads;
+}
+
+Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
+{
+    /* dense (direct, gemm FFMA and mma), depthwise NLC and NCL, FWD and BWD */
+    const ws_conv_desc dense = {.op = WS_CONV_FWD, .c_in = 8, .c_out = 12, .groups = 1, .k = 3,
+                                .stride = 1, .dilation = 1, .pad_l = 1, .pad_r = 1,
+                                .x_layout = WS_NCL, .y_layout = WS_NLC, .x_type = WS_F32,
+                                .w_type = WS_F32, .y_type = WS_F32, .act = WS_ACT_GELU};
+    ws_conv_desc dense_mma = dense, dense_bwd = dense, dw_nlc = dense;
+    dense_mma.math = WS_MATH_BF16;
+    dense_bwd.op = WS_CONV_BWD;
+    dw_nlc.c_in = dw_nlc.c_out = dw_nlc.groups = 64;
+    dw_nlc.k = 4, dw_nlc.pad_l = 3, dw_nlc.pad_r = 0, dw_nlc.act = WS_ACT_SILU;
+    dw_nlc.x_layout = dw_nlc.y_layout = WS_NLC;
+    ws_conv_desc dw_ncl = dw_nlc, dw_nlc_bwd = dw_nlc, dw_ncl_bwd;
+    dw_ncl.x_layout = dw_ncl.y_layout = WS_NCL;
+    dw_nlc_bwd.op = WS_CONV_BWD;
+    dw_ncl_bwd = dw_ncl;
+    dw_ncl_bwd.op = WS_CONV_BWD;
+    cr_assert(ws_gemm_fits(&dense) && ws_gemm_fits(&dense_mma) && ws_dw_fits(&dw_nlc) && ws_dw_fits(&dw_ncl));
+    const param_case cases[] = {
+        {"direct fwd", &dense, 0, 0, WS_PARAMS_FWD},
+        {"depthwise fwd nlc", &dw_nlc, 1, 0, WS_PARAMS_FWD},
+        {"depthwise fwd ncl", &dw_ncl, 1, 0, WS_PARAMS_FWD},
+        {"gemm fwd", &dense, 2, 0, WS_PARAMS_FWD},
+        {"gemm fwd bf16 math", &dense_mma, 2, 0, WS_PARAMS_FWD},
+        {"direct bwd gz", &dense_bwd, 0, WS_DIRECT_GZ, WS_PARAMS_BWD_GZ},
+        {"direct bwd dx", &dense_bwd, 0, WS_DIRECT_DX, WS_PARAMS_BWD_DX},
+        {"direct bwd dw", &dense_bwd, 0, WS_DIRECT_DW, WS_PARAMS_BWD_DW},
+        {"direct bwd db", &dense_bwd, 0, WS_DIRECT_DB, WS_PARAMS_BWD_DB},
+        {"depthwise bwd nlc", &dw_nlc_bwd, 1, 0, WS_PARAMS_DW_BWD},
+        {"depthwise bwd ncl", &dw_ncl_bwd, 1, 0, WS_PARAMS_DW_BWD},
+        {"depthwise bwd nlc finish", &dw_nlc_bwd, 1, 1, WS_PARAMS_DW_FIN},
+        {"depthwise bwd ncl finish", &dw_ncl_bwd, 1, 1, WS_PARAMS_DW_FIN},
+        {"direct bwd of a depthwise descriptor, gz", &dw_nlc_bwd, 0, WS_DIRECT_GZ, WS_PARAMS_BWD_GZ},
+    };
+    int covered[WS_PARAMS_COUNT] = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const param_case *c = &cases[i];
+        ws_err e = {""};
+        char *text = emit_family(c->d, c->family, &e);
+        cr_assert_not_null(text, "%s: %s", c->what, e.msg);
+        char name[256];
+        entry_name(c, name);
+        const ws_params *t = ws_params_of(c->table);
+        cr_assert_not_null(t);
+        const int loads = check_entry(text, name, t, c->what);
+        cr_assert_gt(loads, 0, "%s: no ld.param seen", c->what);
+        covered[c->table]++;
+        free(text);
+    }
+    for (int id = 0; id < WS_PARAMS_COUNT; id++)
+        cr_assert(covered[id], "table %d (%s) is held to no emitted entry", id, ws_params_of(id)->kernel);
+    cr_assert_null(ws_params_of(WS_PARAMS_COUNT));
+}
+
+Test(ptx_params, tables_have_distinct_names_and_fit_the_argument_array)
+{
+    for (int id = 0; id < WS_PARAMS_COUNT; id++) {
+        const ws_params *t = ws_params_of(id);
+        cr_assert(t->n > 0 && t->n <= WS_PARAMS_MAX, "%s: %d parameters", t->kernel, t->n);
+        for (int i = 0; i < t->n; i++) {
+            cr_assert(!strncmp(t->p[i].name, "p_", 2), "%s: %s", t->kernel, t->p[i].name);
+            for (int j = 0; j < i; j++)
+                cr_assert_str_neq(t->p[i].name, t->p[j].name, "%s: %s twice", t->kernel, t->p[i].name);
+        }
+    }
+}
+
+Test(ptx_params, launch_arguments_are_checked_against_the_table)
+{
+    uint64_t px = 1, pw = 2, pb = 0, pa = 0, py = 3, abs = 0;
+    uint32_t n = 2, t_in = 30, t_out = 30;
+    ws_kargs a;
+    ws_kargs_init(&a, WS_PARAMS_FWD);
+    WS_KARG(&a, WS_FWD_X, px), WS_KARG(&a, WS_FWD_W, pw), WS_KARG(&a, WS_FWD_B, pb);
+    WS_KARG(&a, WS_FWD_ADD, pa), WS_KARG(&a, WS_FWD_Y, py), WS_KARG(&a, WS_FWD_N, n);
+    WS_KARG(&a, WS_FWD_T_IN, t_in), WS_KARG(&a, WS_FWD_T_OUT, t_out);
+    ws_err e = {""};
+    cr_assert_eq(ws_kargs_check(&a, "launch", &e), -1, "p_add_bs missing, yet accepted");
+    cr_assert(strstr(e.msg, "p_add_bs") && strstr(e.msg, "not given"), "%s", e.msg);
+    WS_KARG(&a, WS_FWD_ADD_BS, abs);
+    cr_assert_eq(ws_kargs_check(&a, "launch", &e), 0, "%s", e.msg);
+    cr_assert_eq(a.v[WS_FWD_T_IN], &t_in);
+    cr_assert_eq(a.v[WS_FWD_ADD_BS], &abs);
+    /* a 64-bit value for a .u32 parameter */
+    uint64_t wide = 30;
+    WS_KARG(&a, WS_FWD_T_IN, wide);
+    cr_assert_eq(ws_kargs_check(&a, "launch", &e), -1);
+    cr_assert(strstr(e.msg, "p_t_in (.u32) given 8 bytes"), "%s", e.msg);
+    /* an index outside the table */
+    ws_kargs f;
+    ws_kargs_init(&f, WS_PARAMS_DW_FIN);
+    WS_KARG(&f, WS_DWFIN_NPARAMS, n);
+    cr_assert_eq(ws_kargs_check(&f, "launch", &e), -1);
+    cr_assert(strstr(e.msg, "outside"), "%s", e.msg);
+}
+
+Test(ptx_params, loading_a_parameter_into_the_wrong_register_class_fails_the_kernel)
+{
+    const ws_params *t = ws_params_of(WS_PARAMS_FWD);
+    ptx_buf b;
+    ws_ptx_init(&b);
+    preg r32 = ws_ptx_reg(&b, PTX_B32), r64 = ws_ptx_reg(&b, PTX_B64);
+    ws_ptx_ld_param(&b, r32, t, WS_FWD_N);
+    ws_ptx_ld_param(&b, r64, t, WS_FWD_X);
+    cr_assert_eq(b.err, 0, "%s", b.why);
+    cr_assert(strstr(b.text, "ld.param.u32 %r0, [p_n];") && strstr(b.text, "ld.param.u64 %rd0, [p_x];"),
+              "%s", b.text);
+    ws_ptx_ld_param(&b, r32, t, WS_FWD_ADD_BS);
+    cr_assert(b.err && strstr(b.why, "p_add_bs is .u64, loaded into %r0"), "%s", b.why);
+    ws_ptx_free(&b);
+    ws_ptx_init(&b);
+    ws_ptx_ld_param(&b, r64, t, WS_FWD_NPARAMS);
+    cr_assert(b.err && strstr(b.why, "no parameter"), "%s", b.why);
+    ws_ptx_free(&b);
 }

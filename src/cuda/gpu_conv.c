@@ -17,6 +17,9 @@
  * BWD grows the plan's float32 gz scratch [N][C_out][T_out], launches gz, then dx, dw, db
  * as asked). Grids are checked against the limits before anything is launched; the call
  * waits for the stream before returning (ws_gpu_conv_bench times launches between events).
+ * Every launch's argument array is filled by the index enum of its kernel's parameter table
+ * (ptx_params.h, the table the emitter declared the .entry from) and each value's size is
+ * checked against the table's type before the launch (ws_kargs_check).
  * Not yet: w or b given per call (refused with one line).
  * Tested by tests/test_gpu_conv.c against the CPU engine.
  */
@@ -32,6 +35,7 @@
 #include "ptx_direct.h"
 #include "ptx_dw.h"
 #include "ptx_gemm.h"
+#include "ptx_params.h"
 
 struct ws_gpu {
     ws_cu cu;
@@ -303,6 +307,33 @@ static int grid_of(unsigned long long elements, const char *what, unsigned *bloc
     return 0;
 }
 
+/* one forward call's kernel arguments: the values, and args pointing at them in the order of
+ * ptx_params.h's WS_PARAMS_FWD (the direct, depthwise and gemm forward kernels all take it) */
+typedef struct {
+    uint64_t x, w, b, add, y;
+    uint32_t n, t_in, t_out;
+    uint64_t add_bs;
+    ws_kargs args;
+} fwd_call;
+
+/* f for call a with weights w (the plan's float32 w, or the mma kernel's), checked against the
+ * table */
+static int fwd_bind(fwd_call *f, const ws_gpu_conv *c, const ws_conv_args *a, int t_out,
+                    wscu_devptr w, ws_err *err)
+{
+    f->x = (uint64_t)(uintptr_t)a->x, f->w = w, f->b = c->b;
+    f->add = (uint64_t)(uintptr_t)a->add, f->y = (uint64_t)(uintptr_t)a->y;
+    f->n = (uint32_t)a->n, f->t_in = (uint32_t)a->t_in, f->t_out = (uint32_t)t_out;
+    f->add_bs = a->add ? (uint64_t)a->add_batch_stride : 0;
+    ws_kargs *k = &f->args;
+    ws_kargs_init(k, WS_PARAMS_FWD);
+    WS_KARG(k, WS_FWD_X, f->x), WS_KARG(k, WS_FWD_W, f->w), WS_KARG(k, WS_FWD_B, f->b);
+    WS_KARG(k, WS_FWD_ADD, f->add), WS_KARG(k, WS_FWD_Y, f->y), WS_KARG(k, WS_FWD_N, f->n);
+    WS_KARG(k, WS_FWD_T_IN, f->t_in), WS_KARG(k, WS_FWD_T_OUT, f->t_out);
+    WS_KARG(k, WS_FWD_ADD_BS, f->add_bs);
+    return ws_kargs_check(k, "ws_gpu_conv_run", err);
+}
+
 /* BWD: gz, then dx, dw, db as asked, enqueued; grids and scratch settled before the first
  * launch */
 static int launch_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
@@ -334,15 +365,27 @@ static int launch_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *
     uint64_t pdy = (uint64_t)(uintptr_t)a->dy, pdx = (uint64_t)(uintptr_t)a->dx;
     uint64_t pdw = (uint64_t)(uintptr_t)a->dw, pdb = (uint64_t)(uintptr_t)a->db;
     uint32_t nn = (uint32_t)a->n, t_in = (uint32_t)a->t_in, to = (uint32_t)t_out;
-    void *gz_args[] = { &px, &pw, &pb, &pdy, &pgz, &nn, &t_in, &to };
-    void *dx_args[] = { &pw, &pgz, &pdx, &nn, &t_in, &to };
-    void *dw_args[] = { &px, &pgz, &pdw, &nn, &t_in, &to };
-    void *db_args[] = { &pgz, &pdb, &nn, &to };
-    void **args[WS_DIRECT_NPARTS] = { gz_args, dx_args, dw_args, db_args };
+    ws_kargs args[WS_DIRECT_NPARTS];
+    ws_kargs *a_gz = &args[WS_DIRECT_GZ], *a_dx = &args[WS_DIRECT_DX];
+    ws_kargs *a_dw = &args[WS_DIRECT_DW], *a_db = &args[WS_DIRECT_DB];
+    for (int p = 0; p < WS_DIRECT_NPARTS; p++)
+        ws_kargs_init(&args[p], WS_PARAMS_BWD_GZ + p);
+    WS_KARG(a_gz, WS_BGZ_X, px), WS_KARG(a_gz, WS_BGZ_W, pw), WS_KARG(a_gz, WS_BGZ_B, pb);
+    WS_KARG(a_gz, WS_BGZ_DY, pdy), WS_KARG(a_gz, WS_BGZ_GZ, pgz), WS_KARG(a_gz, WS_BGZ_N, nn);
+    WS_KARG(a_gz, WS_BGZ_T_IN, t_in), WS_KARG(a_gz, WS_BGZ_T_OUT, to);
+    WS_KARG(a_dx, WS_BDX_W, pw), WS_KARG(a_dx, WS_BDX_GZ, pgz), WS_KARG(a_dx, WS_BDX_DX, pdx);
+    WS_KARG(a_dx, WS_BDX_N, nn), WS_KARG(a_dx, WS_BDX_T_IN, t_in), WS_KARG(a_dx, WS_BDX_T_OUT, to);
+    WS_KARG(a_dw, WS_BDW_X, px), WS_KARG(a_dw, WS_BDW_GZ, pgz), WS_KARG(a_dw, WS_BDW_DW, pdw);
+    WS_KARG(a_dw, WS_BDW_N, nn), WS_KARG(a_dw, WS_BDW_T_IN, t_in), WS_KARG(a_dw, WS_BDW_T_OUT, to);
+    WS_KARG(a_db, WS_BDB_GZ, pgz), WS_KARG(a_db, WS_BDB_DB, pdb), WS_KARG(a_db, WS_BDB_N, nn);
+    WS_KARG(a_db, WS_BDB_T_OUT, to);
+    for (int p = 0; p < WS_DIRECT_NPARTS; p++)
+        if (ws_kargs_check(&args[p], "ws_gpu_conv_run", err))
+            return -1;
     for (int p = 0; p < WS_DIRECT_NPARTS; p++)
         if (blocks[p])
             CU_TRY(cu, LaunchKernel(c->bwd[p], blocks[p], 1, 1, WS_DIRECT_THREADS, 1, 1, 0,
-                                    g->stream, args[p], NULL), err);
+                                    g->stream, args[p].v, NULL), err);
     return 0;
 cleanup:
     return -1;
@@ -419,11 +462,11 @@ static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *e
         const unsigned blocks = dw_blocks(ncl ? chunks : n * chunks * (C / V));
         if (!blocks)
             return 1;
-        uint64_t pa = (uint64_t)(uintptr_t)a->add, py = (uint64_t)(uintptr_t)a->y;
-        uint64_t abs = a->add ? (uint64_t)a->add_batch_stride : 0;
-        void *args[] = { &px, &pw, &pb, &pa, &py, &nn, &t_in, &to, &abs };
+        fwd_call f;
+        if (fwd_bind(&f, c, a, t_out, c->w, err))
+            return -1;
         CU_TRY(cu, LaunchKernel(c->dwfn[0], blocks, ncl ? (unsigned)C : 1, ncl ? (unsigned)n : 1,
-                                WS_DW_THREADS, 1, 1, 0, g->stream, args, NULL), err);
+                                WS_DW_THREADS, 1, 1, 0, g->stream, f.args.v, NULL), err);
         return 0;
     }
     const long long nch = ws_dw_nch(d, a->t_in, t_out);
@@ -449,14 +492,23 @@ static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *e
     uint64_t ppart = want_part ? c->part : 0;
     uint64_t pdw = (uint64_t)(uintptr_t)a->dw, pdb = (uint64_t)(uintptr_t)a->db;
     uint32_t nch32 = (uint32_t)nch, np32 = (uint32_t)np;
-    void *args[] = { &px, &pw, &pb, &pdy, &pdx, &ppart, &nn, &t_in, &to, &nch32 };
+    ws_kargs args, fargs;
+    ws_kargs_init(&args, WS_PARAMS_DW_BWD);
+    WS_KARG(&args, WS_DWBWD_X, px), WS_KARG(&args, WS_DWBWD_W, pw), WS_KARG(&args, WS_DWBWD_B, pb);
+    WS_KARG(&args, WS_DWBWD_DY, pdy), WS_KARG(&args, WS_DWBWD_DX, pdx);
+    WS_KARG(&args, WS_DWBWD_PART, ppart), WS_KARG(&args, WS_DWBWD_N, nn);
+    WS_KARG(&args, WS_DWBWD_T_IN, t_in), WS_KARG(&args, WS_DWBWD_T_OUT, to);
+    WS_KARG(&args, WS_DWBWD_NCH, nch32);
+    ws_kargs_init(&fargs, WS_PARAMS_DW_FIN);
+    WS_KARG(&fargs, WS_DWFIN_PART, ppart), WS_KARG(&fargs, WS_DWFIN_DW, pdw);
+    WS_KARG(&fargs, WS_DWFIN_DB, pdb), WS_KARG(&fargs, WS_DWFIN_NP, np32);
+    if (ws_kargs_check(&args, "ws_gpu_conv_run", err) || ws_kargs_check(&fargs, "ws_gpu_conv_run", err))
+        return -1;
     CU_TRY(cu, LaunchKernel(c->dwfn[0], blocks, ncl ? (unsigned)C : 1, ncl ? (unsigned)n : 1,
-                            WS_DW_THREADS, 1, 1, 0, g->stream, args, NULL), err);
-    if (want_part) {
-        void *fargs[] = { &ppart, &pdw, &pdb, &np32 };
+                            WS_DW_THREADS, 1, 1, 0, g->stream, args.v, NULL), err);
+    if (want_part)
         CU_TRY(cu, LaunchKernel(c->dwfn[1], fin_blocks, 1, 1, WS_DW_THREADS, 1, 1, 0, g->stream,
-                                fargs, NULL), err);
-    }
+                                fargs.v, NULL), err);
     return 0;
 cleanup:
     return -1;
@@ -478,14 +530,12 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err 
     const unsigned gx = (unsigned)((npos + WS_GEMM_BN - 1) / WS_GEMM_BN);
     const unsigned long long bm = (unsigned long long)ws_gemm_bm(d);
     const unsigned gy = (unsigned)(((unsigned long long)d->c_out + bm - 1) / bm);
-    uint64_t px = (uint64_t)(uintptr_t)a->x, pw = c->wh ? c->wh : c->w, pb = c->b;
-    uint64_t pa = (uint64_t)(uintptr_t)a->add, py = (uint64_t)(uintptr_t)a->y;
-    uint32_t n = (uint32_t)a->n, t_in = (uint32_t)a->t_in, to = (uint32_t)t_out;
-    uint64_t abs = a->add ? (uint64_t)a->add_batch_stride : 0;
-    void *args[] = { &px, &pw, &pb, &pa, &py, &n, &t_in, &to, &abs };
+    fwd_call f;
+    if (fwd_bind(&f, c, a, t_out, c->wh ? c->wh : c->w, err))
+        return -1;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    CU_TRY(cu, LaunchKernel(c->gemmfn, gx, gy, 1, WS_GEMM_THREADS, 1, 1, 0, g->stream, args, NULL),
-           err);
+    CU_TRY(cu, LaunchKernel(c->gemmfn, gx, gy, 1, WS_GEMM_THREADS, 1, 1, 0, g->stream, f.args.v,
+                            NULL), err);
     return 0;
 cleanup:
     return -1;
@@ -525,14 +575,12 @@ static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
         return -1;
     ws_gpu *g = c->g;
     ws_cu *cu = &g->cu;
-    uint64_t px = (uint64_t)(uintptr_t)a->x, pw = c->w, pb = c->b;
-    uint64_t pa = (uint64_t)(uintptr_t)a->add, py = (uint64_t)(uintptr_t)a->y;
-    uint32_t n = (uint32_t)a->n, t_in = (uint32_t)a->t_in, to = (uint32_t)t_out;
-    uint64_t abs = a->add ? (uint64_t)a->add_batch_stride : 0;
-    void *args[] = { &px, &pw, &pb, &pa, &py, &n, &t_in, &to, &abs };
+    fwd_call f;
+    if (fwd_bind(&f, c, a, t_out, c->w, err))
+        return -1;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     CU_TRY(cu, LaunchKernel(c->fn, blocks, 1, 1, WS_DIRECT_THREADS, 1, 1, 0, g->stream,
-                            args, NULL), err);
+                            f.args.v, NULL), err);
     return 0;
 cleanup:
     return -1;

@@ -12,6 +12,7 @@
 #include "ptx_act.h"
 #include "ptx_direct.h"
 #include "ptx_emit.h"
+#include "ptx_params.h"
 
 /* Taps up to this many are unrolled; longer filters loop over k. */
 #define UNROLL_K 16
@@ -161,15 +162,13 @@ static void emit_body(dk *s)
     preg pa = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64), abs = ws_ptx_reg(b, PTX_B64);
     preg n32 = ws_ptx_reg(b, PTX_B32), tin32 = ws_ptx_reg(b, PTX_B32), tout32 = ws_ptx_reg(b, PTX_B32);
     preg hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
-    ws_ptx_ins(b, "ld.param.u64 %s, [p_x]", px.n);
-    ws_ptx_ins(b, "ld.param.u64 %s, [p_w]", pw.n);
-    ws_ptx_ins(b, "ld.param.u64 %s, [p_b]", pb.n);
-    ws_ptx_ins(b, "ld.param.u64 %s, [p_add]", pa.n);
-    ws_ptx_ins(b, "ld.param.u64 %s, [p_y]", py.n);
-    ws_ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
-    ws_ptx_ins(b, "ld.param.u32 %s, [p_t_in]", tin32.n);
-    ws_ptx_ins(b, "ld.param.u32 %s, [p_t_out]", tout32.n);
-    ws_ptx_ins(b, "ld.param.u64 %s, [p_add_bs]", abs.n);
+    const ws_params *pt = ws_params_of(WS_PARAMS_FWD); /* every parameter, in the table's order */
+    const preg *ld[WS_FWD_NPARAMS] = { [WS_FWD_X] = &px, [WS_FWD_W] = &pw, [WS_FWD_B] = &pb,
+                                       [WS_FWD_ADD] = &pa, [WS_FWD_Y] = &py, [WS_FWD_N] = &n32,
+                                       [WS_FWD_T_IN] = &tin32, [WS_FWD_T_OUT] = &tout32,
+                                       [WS_FWD_ADD_BS] = &abs };
+    for (int i = 0; i < WS_FWD_NPARAMS; i++)
+        ws_ptx_ld_param(b, *ld[i], pt, i);
     ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasb.n, pb.n);
     ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasa.n, pa.n);
     const preg *gp[] = { &px, &pw, &pb, &pa, &py };
@@ -272,13 +271,14 @@ static void emit_gz(dk *s)
     char imm[32];
 
     ws_ptx_section(b, "parameters");
-    static const char *const pn[] = { "p_x", "p_w", "p_b", "p_dy", "p_gz" };
+    const ws_params *pt = ws_params_of(WS_PARAMS_BWD_GZ);
+    static const int pi[] = { WS_BGZ_X, WS_BGZ_W, WS_BGZ_B, WS_BGZ_DY, WS_BGZ_GZ };
     preg p[5];
-    ws_ptx_ptr_params(b, p, pn, 5);
+    ws_ptx_param_ptrs(b, p, pt, pi, 5);
     preg px = p[0], pw = p[1], pb = p[2], pdy = p[3], pgz = p[4];
-    preg nn = ws_ptx_u32_param(b, "p_n");
-    s->tin = ws_ptx_u32_param(b, "p_t_in");
-    preg tout = ws_ptx_u32_param(b, "p_t_out");
+    preg nn = ws_ptx_param_u32(b, pt, WS_BGZ_N);
+    s->tin = ws_ptx_param_u32(b, pt, WS_BGZ_T_IN);
+    preg tout = ws_ptx_param_u32(b, pt, WS_BGZ_T_OUT);
 
     ws_ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < N * C_out * T_out (y's index)");
     preg total = ws_ptx_reg(b, PTX_B64);
@@ -367,13 +367,14 @@ static void emit_dx(dk *s)
     char imm[32];
 
     ws_ptx_section(b, "parameters");
-    static const char *const pn[] = { "p_w", "p_gz", "p_dx" };
+    const ws_params *pt = ws_params_of(WS_PARAMS_BWD_DX);
+    static const int pi[] = { WS_BDX_W, WS_BDX_GZ, WS_BDX_DX };
     preg p[3];
-    ws_ptx_ptr_params(b, p, pn, 3);
+    ws_ptx_param_ptrs(b, p, pt, pi, 3);
     preg pw = p[0], pgz = p[1], pdx = p[2];
-    preg nn = ws_ptx_u32_param(b, "p_n");
-    s->tin = ws_ptx_u32_param(b, "p_t_in");
-    preg tout = ws_ptx_u32_param(b, "p_t_out");
+    preg nn = ws_ptx_param_u32(b, pt, WS_BDX_N);
+    s->tin = ws_ptx_param_u32(b, pt, WS_BDX_T_IN);
+    preg tout = ws_ptx_param_u32(b, pt, WS_BDX_T_OUT);
 
     ws_ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < N * C_in * T_in (dx's index)");
     preg total = ws_ptx_reg(b, PTX_B64);
@@ -461,14 +462,15 @@ static void emit_dw(dk *s)
     char imm[32];
 
     ws_ptx_section(b, "parameters");
-    static const char *const pn[] = { "p_x", "p_gz", "p_dw" };
+    const ws_params *pt = ws_params_of(WS_PARAMS_BWD_DW);
+    static const int pi[] = { WS_BDW_X, WS_BDW_GZ, WS_BDW_DW };
     preg p[3];
-    ws_ptx_ptr_params(b, p, pn, 3);
+    ws_ptx_param_ptrs(b, p, pt, pi, 3);
     preg px = p[0], pgz = p[1], pdw = p[2];
     preg n32 = ws_ptx_reg(b, PTX_B32), t32 = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
-    s->tin = ws_ptx_u32_param(b, "p_t_in");
-    ws_ptx_ins(b, "ld.param.u32 %s, [p_t_out]", t32.n);
+    ws_ptx_ld_param(b, n32, pt, WS_BDW_N);
+    s->tin = ws_ptx_param_u32(b, pt, WS_BDW_T_IN);
+    ws_ptx_ld_param(b, t32, pt, WS_BDW_T_OUT);
     ws_ptx_ins(b, "cvt.u64.u32 %s, %s", tout.n, t32.n);
 
     ws_ptx_section(b, "i = blockIdx.x * 256 + threadIdx.x < C_out * Cg * K (dw's index)");
@@ -551,13 +553,14 @@ static void emit_db(dk *s)
     char imm[32];
 
     ws_ptx_section(b, "parameters");
-    static const char *const pn[] = { "p_gz", "p_db" };
+    const ws_params *pt = ws_params_of(WS_PARAMS_BWD_DB);
+    static const int pi[] = { WS_BDB_GZ, WS_BDB_DB };
     preg p[2];
-    ws_ptx_ptr_params(b, p, pn, 2);
+    ws_ptx_param_ptrs(b, p, pt, pi, 2);
     preg pgz = p[0], pdb = p[1];
     preg n32 = ws_ptx_reg(b, PTX_B32), t32 = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ins(b, "ld.param.u32 %s, [p_n]", n32.n);
-    ws_ptx_ins(b, "ld.param.u32 %s, [p_t_out]", t32.n);
+    ws_ptx_ld_param(b, n32, pt, WS_BDB_N);
+    ws_ptx_ld_param(b, t32, pt, WS_BDB_T_OUT);
     ws_ptx_ins(b, "cvt.u64.u32 %s, %s", tout.n, t32.n);
 
     ws_ptx_section(b, "o = blockIdx.x * 256 + threadIdx.x < C_out");
@@ -598,6 +601,10 @@ static void emit_db(dk *s)
 }
 
 static const char *const PART_SUFFIX[WS_DIRECT_NPARTS] = { "gz", "dx", "dw", "db" };
+/* part p's parameters are the table WS_PARAMS_BWD_GZ + p */
+_Static_assert(WS_PARAMS_BWD_DX - WS_PARAMS_BWD_GZ == WS_DIRECT_DX &&
+               WS_PARAMS_BWD_DW - WS_PARAMS_BWD_GZ == WS_DIRECT_DW &&
+               WS_PARAMS_BWD_DB - WS_PARAMS_BWD_GZ == WS_DIRECT_DB, "ws_direct_part's order");
 
 void ws_direct_bwd_entry(const ws_conv_desc *d, ws_direct_part part, char name[WS_DIRECT_NAME_MAX])
 {
@@ -610,15 +617,6 @@ void ws_direct_bwd_entry(const ws_conv_desc *d, ws_direct_part part, char name[W
 static void emit_bwd_module(ptx_buf *mod, const ws_conv_desc *d, const dk *proto)
 {
     static void (*const body[WS_DIRECT_NPARTS])(dk *) = { emit_gz, emit_dx, emit_dw, emit_db };
-    static const char *const params[WS_DIRECT_NPARTS] = {
-        "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n\t.param .u64 p_dy,\n"
-        "\t.param .u64 p_gz,\n\t.param .u32 p_n,\n\t.param .u32 p_t_in,\n\t.param .u32 p_t_out",
-        "\t.param .u64 p_w,\n\t.param .u64 p_gz,\n\t.param .u64 p_dx,\n\t.param .u32 p_n,\n"
-        "\t.param .u32 p_t_in,\n\t.param .u32 p_t_out",
-        "\t.param .u64 p_x,\n\t.param .u64 p_gz,\n\t.param .u64 p_dw,\n\t.param .u32 p_n,\n"
-        "\t.param .u32 p_t_in,\n\t.param .u32 p_t_out",
-        "\t.param .u64 p_gz,\n\t.param .u64 p_db,\n\t.param .u32 p_n,\n\t.param .u32 p_t_out",
-    };
     static const char *const what[WS_DIRECT_NPARTS] = {
         "gz[n,o,t] = dy[n,o,t] * act'(b[o] + sum_j sum_k w[o,j,k] * x[n, g*Cg+j, S*t + D*k - P_L])",
         "dx[n,c,u] = sum_o sum_k w[o, c - g*Cg, k] * gz[n, o, (u + P_L - D*k) / S]",
@@ -639,7 +637,8 @@ static void emit_bwd_module(ptx_buf *mod, const ws_conv_desc *d, const dk *proto
                     d->x_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->x_type),
                     d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->act));
         body[p](&s);
-        ws_ptx_kernel_end(&kb, mod, name, params[p], WS_DIRECT_THREADS, 0);
+        ws_ptx_kernel_end_params(&kb, mod, name, ws_params_of(WS_PARAMS_BWD_GZ + p), WS_DIRECT_THREADS,
+                                 0, 0);
     }
 }
 
@@ -669,11 +668,7 @@ char *ws_direct_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *
                     d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre),
                     ws_ptx_act_name(d->act));
         emit_body(&s);
-        ws_ptx_kernel_end(&kb, &mod, name,
-                       "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n"
-                       "\t.param .u64 p_add,\n\t.param .u64 p_y,\n\t.param .u32 p_n,\n"
-                       "\t.param .u32 p_t_in,\n\t.param .u32 p_t_out,\n\t.param .u64 p_add_bs",
-                       WS_DIRECT_THREADS, 0);
+        ws_ptx_kernel_end_params(&kb, &mod, name, ws_params_of(WS_PARAMS_FWD), WS_DIRECT_THREADS, 0, 0);
     }
     char why[160];
     char *text = ws_ptx_take(&mod, why, sizeof why);

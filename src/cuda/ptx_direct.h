@@ -20,7 +20,8 @@
  * Every math mode is computed this way (FFMA in float32), as on the CPU.
  *
  * The shapes (C_in, C_out, G, K, S, D, P_L, layouts, types, pre, act) are immediates;
- * parameters, in this order:
+ * parameters, in this order (ptx_params.h's table WS_PARAMS_FWD, which the emitter and
+ * gpu_conv.c's launch both read):
  *   .u64 p_x, p_w, p_b, p_add, p_y     device pointers; p_b / p_add 0: no bias / no add
  *   .u32 p_n, p_t_in, p_t_out
  *   .u64 p_add_bs                      add_batch_stride in elements
@@ -53,7 +54,7 @@
  *         dw[i] = sum_n sum_t gz[n,o,t] * x[n, g*Cg+j, S*t + D*k - P_L]  (n then t, fma;
  *         taps outside [0, T_in) skipped), float32
  *   db  one thread per o: db[o] = sum_n sum_t gz[n,o,t] (n then t), float32
- * Parameters:
+ * Parameters (ptx_params.h's tables WS_PARAMS_BWD_GZ, _DX, _DW, _DB):
  *   gz  .u64 p_x, p_w, p_b, p_dy, p_gz; .u32 p_n, p_t_in, p_t_out   (p_b 0: no bias)
  *   dx  .u64 p_w, p_gz, p_dx; .u32 p_n, p_t_in, p_t_out
  *   dw  .u64 p_x, p_gz, p_dw; .u32 p_n, p_t_in, p_t_out

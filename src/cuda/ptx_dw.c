@@ -10,6 +10,7 @@
 #include "ptx_act.h"
 #include "ptx_dw.h"
 #include "ptx_emit.h"
+#include "ptx_params.h"
 
 /* rows are loaded this many steps ahead of their first use: 8 rows of 8 or 16 bytes per
  * thread in flight (H100, N4 C5120 T2048 K4 bf16 NLC: 4 ahead 75 us forward and 137 us
@@ -287,22 +288,23 @@ static fwd_params fwd_param_load(dw *s)
 {
     ptx_buf *b = s->b;
     fwd_params f;
-    static const char *const pn[] = { "p_x", "p_w", "p_b", "p_add", "p_y" };
+    const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
+    static const int pi[] = { WS_FWD_X, WS_FWD_W, WS_FWD_B, WS_FWD_ADD, WS_FWD_Y };
     preg p[5];
     ws_ptx_section(b, "parameters");
-    ws_ptx_ptr_params(b, p, pn, 5);
+    ws_ptx_param_ptrs(b, p, pt, pi, 5);
     f.px = p[0], f.pw = p[1], f.pb = p[2], f.pa = p[3], f.py = p[4];
-    f.n = ws_ptx_u32_param(b, "p_n");
-    s->tin = ws_ptx_u32_param(b, "p_t_in");
-    s->tout = ws_ptx_u32_param(b, "p_t_out");
+    f.n = ws_ptx_param_u32(b, pt, WS_FWD_N);
+    s->tin = ws_ptx_param_u32(b, pt, WS_FWD_T_IN);
+    s->tout = ws_ptx_param_u32(b, pt, WS_FWD_T_OUT);
     f.abs = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ins(b, "ld.param.u64 %s, [p_add_bs]", f.abs.n);
+    ws_ptx_ld_param(b, f.abs, pt, WS_FWD_ADD_BS);
     f.hasb = ws_ptx_reg(b, PTX_PRED);
     f.hasa = ws_ptx_reg(b, PTX_PRED);
     preg raw = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ins(b, "ld.param.u64 %s, [p_b]", raw.n);
+    ws_ptx_ld_param(b, raw, pt, WS_FWD_B);
     ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", f.hasb.n, raw.n);
-    ws_ptx_ins(b, "ld.param.u64 %s, [p_add]", raw.n);
+    ws_ptx_ld_param(b, raw, pt, WS_FWD_ADD);
     ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", f.hasa.n, raw.n);
     return f;
 }
@@ -646,21 +648,22 @@ static bwd_params bwd_param_load(dw *s)
 {
     ptx_buf *b = s->b;
     bwd_params f;
-    static const char *const pn[] = { "p_x", "p_w", "p_b", "p_dy", "p_dx", "p_part" };
+    const ws_params *pt = ws_params_of(WS_PARAMS_DW_BWD);
+    static const int pi[] = { WS_DWBWD_X, WS_DWBWD_W, WS_DWBWD_B, WS_DWBWD_DY, WS_DWBWD_DX, WS_DWBWD_PART };
     preg p[6];
     ws_ptx_section(b, "parameters");
-    ws_ptx_ptr_params(b, p, pn, 6);
+    ws_ptx_param_ptrs(b, p, pt, pi, 6);
     f.px = p[0], f.pw = p[1], f.pb = p[2], f.pdy = p[3], f.pdx = p[4], f.ppart = p[5];
-    f.n = ws_ptx_u32_param(b, "p_n");
-    s->tin = ws_ptx_u32_param(b, "p_t_in");
-    s->tout = ws_ptx_u32_param(b, "p_t_out");
-    f.nch = ws_ptx_u32_param(b, "p_nch");
+    f.n = ws_ptx_param_u32(b, pt, WS_DWBWD_N);
+    s->tin = ws_ptx_param_u32(b, pt, WS_DWBWD_T_IN);
+    s->tout = ws_ptx_param_u32(b, pt, WS_DWBWD_T_OUT);
+    f.nch = ws_ptx_param_u32(b, pt, WS_DWBWD_NCH);
     preg *flag[] = { &f.hasb, &f.hasdx, &f.haspart };
-    static const char *const fn[] = { "p_b", "p_dx", "p_part" };
+    static const int fi[] = { WS_DWBWD_B, WS_DWBWD_DX, WS_DWBWD_PART };
     preg raw = ws_ptx_reg(b, PTX_B64);
     for (int i = 0; i < 3; i++) {
         *flag[i] = ws_ptx_reg(b, PTX_PRED);
-        ws_ptx_ins(b, "ld.param.u64 %s, [%s]", raw.n, fn[i]);
+        ws_ptx_ld_param(b, raw, pt, fi[i]);
         ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", flag[i]->n, raw.n);
     }
     return f;
@@ -997,14 +1000,15 @@ static void emit_fin(dw *s)
     ptx_buf *b = s->b;
     const long long C = s->d->c_in, K = s->K;
     ws_ptx_section(b, "parameters");
-    static const char *const pn[] = { "p_part", "p_dw", "p_db" };
+    const ws_params *pt = ws_params_of(WS_PARAMS_DW_FIN);
+    static const int pi[] = { WS_DWFIN_PART, WS_DWFIN_DW, WS_DWFIN_DB };
     preg p[3];
-    ws_ptx_ptr_params(b, p, pn, 3);
-    preg np = ws_ptx_u32_param(b, "p_np");
+    ws_ptx_param_ptrs(b, p, pt, pi, 3);
+    preg np = ws_ptx_param_u32(b, pt, WS_DWFIN_NP);
     preg hasdw = ws_ptx_reg(b, PTX_PRED), hasdb = ws_ptx_reg(b, PTX_PRED), raw = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ins(b, "ld.param.u64 %s, [p_dw]", raw.n);
+    ws_ptx_ld_param(b, raw, pt, WS_DWFIN_DW);
     ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasdw.n, raw.n);
-    ws_ptx_ins(b, "ld.param.u64 %s, [p_db]", raw.n);
+    ws_ptx_ld_param(b, raw, pt, WS_DWFIN_DB);
     ws_ptx_ins(b, "setp.ne.u64 %s, %s, 0", hasdb.n, raw.n);
 
     ws_ptx_section(b, "i = k*C + c < (K+1)*C");
@@ -1067,17 +1071,6 @@ static void emit_fin(dw *s)
 
 /* ---- the module ---- */
 
-static const char *const FWD_PARAMS =
-    "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n\t.param .u64 p_add,\n"
-    "\t.param .u64 p_y,\n\t.param .u32 p_n,\n\t.param .u32 p_t_in,\n\t.param .u32 p_t_out,\n"
-    "\t.param .u64 p_add_bs";
-static const char *const BWD_PARAMS =
-    "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n\t.param .u64 p_dy,\n"
-    "\t.param .u64 p_dx,\n\t.param .u64 p_part,\n\t.param .u32 p_n,\n\t.param .u32 p_t_in,\n"
-    "\t.param .u32 p_t_out,\n\t.param .u32 p_nch";
-static const char *const FIN_PARAMS =
-    "\t.param .u64 p_part,\n\t.param .u64 p_dw,\n\t.param .u64 p_db,\n\t.param .u32 p_np";
-
 char *ws_dw_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
 {
     if (ws_conv_check(d, err))
@@ -1107,7 +1100,8 @@ char *ws_dw_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
             emit_fwd_ncl(&s);
         else
             emit_fwd_nlc(&s);
-        ws_ptx_kernel_end_regs(&kb, &mod, name, FWD_PARAMS, WS_DW_THREADS, 0, ncl ? 0 : WS_DW_MAX_REGS);
+        ws_ptx_kernel_end_params(&kb, &mod, name, ws_params_of(WS_PARAMS_FWD), WS_DW_THREADS, 0,
+                                 ncl ? 0 : WS_DW_MAX_REGS);
     } else {
         char entry[WS_DW_NAME_MAX];
         if (ncl)
@@ -1115,12 +1109,13 @@ char *ws_dw_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
         else
             emit_bwd_nlc(&s);
         ws_dw_entry(d, 0, entry);
-        ws_ptx_kernel_end_regs(&kb, &mod, entry, BWD_PARAMS, WS_DW_THREADS, 0, ncl ? 0 : WS_DW_MAX_REGS);
+        ws_ptx_kernel_end_params(&kb, &mod, entry, ws_params_of(WS_PARAMS_DW_BWD), WS_DW_THREADS, 0,
+                                 ncl ? 0 : WS_DW_MAX_REGS);
         ws_ptx_init(&kb);
         s.b = &kb;
         emit_fin(&s);
         ws_dw_entry(d, 1, entry);
-        ws_ptx_kernel_end(&kb, &mod, entry, FIN_PARAMS, WS_DW_THREADS, 0);
+        ws_ptx_kernel_end_params(&kb, &mod, entry, ws_params_of(WS_PARAMS_DW_FIN), WS_DW_THREADS, 0, 0);
     }
     char why[160];
     char *text = ws_ptx_take(&mod, why, sizeof why);

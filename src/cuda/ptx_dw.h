@@ -25,8 +25,8 @@
  *        / WS_DW_CHUNK).
  *   NCL: a thread owns one vector of V output times of one row and loads the aligned x
  *        vectors that cover its taps; i = (n*C + c)*(T_out/V) + j.
- *   Parameters (those of the direct forward kernel): .u64 p_x, p_w, p_b, p_add, p_y;
- *   .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs. Block WS_DW_THREADS.
+ *   Parameters (ptx_params.h's WS_PARAMS_FWD, as the direct forward kernel): .u64 p_x,
+ *   p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs. Block WS_DW_THREADS.
  *
  * BACKWARD (pre NONE, no add) entry "_bwd", then "_fin" when dw or db is wanted:
  *   gz[t] = dy[t] * act'(z[t]), z = b + sum_k w[k] x[t - P + D*k] by fma (RELU: mul.rn
@@ -42,7 +42,7 @@
  *        partial per warp.
  *   part: float32 [np][K + 1][C] (k' = K is db), np = N * parts per item, scratch the plan
  *   owns; _fin: dw[c,k] = sum_p part[p][k][c], db[c] = sum_p part[p][K][c] in the order p.
- *   Parameters:
+ *   Parameters (ptx_params.h's WS_PARAMS_DW_BWD and WS_PARAMS_DW_FIN):
  *     _bwd .u64 p_x, p_w, p_b, p_dy, p_dx, p_part; .u32 p_n, p_t_in, p_t_out, p_nch
  *          (p_dx 0: no dx; p_part 0: no partials; p_b 0: no bias)
  *     _fin .u64 p_part, p_dw, p_db; .u32 p_np          (p_dw / p_db 0: not wanted)

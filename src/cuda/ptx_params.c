@@ -1,0 +1,194 @@
+/* ptx_params.c - see ptx_params.h. The tables, the emit helpers that read them and the
+ * runtime's argument check. Tested by tests/test_ptx.c (ptx_params/...).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx_params.h"
+
+#define U32 WS_PTYPE_U32
+#define U64 WS_PTYPE_U64
+
+/* conv forward: the direct (ptx_direct.h), depthwise (ptx_dw.h) and GEMM (ptx_gemm.h) kernels */
+static const ws_param FWD[] = {
+    [WS_FWD_X] = { "p_x", U64 },       [WS_FWD_W] = { "p_w", U64 },
+    [WS_FWD_B] = { "p_b", U64 },       [WS_FWD_ADD] = { "p_add", U64 },
+    [WS_FWD_Y] = { "p_y", U64 },       [WS_FWD_N] = { "p_n", U32 },
+    [WS_FWD_T_IN] = { "p_t_in", U32 }, [WS_FWD_T_OUT] = { "p_t_out", U32 },
+    [WS_FWD_ADD_BS] = { "p_add_bs", U64 },
+};
+/* the direct backward's four entries (ptx_direct.h) */
+static const ws_param BGZ[] = {
+    [WS_BGZ_X] = { "p_x", U64 },       [WS_BGZ_W] = { "p_w", U64 },
+    [WS_BGZ_B] = { "p_b", U64 },       [WS_BGZ_DY] = { "p_dy", U64 },
+    [WS_BGZ_GZ] = { "p_gz", U64 },     [WS_BGZ_N] = { "p_n", U32 },
+    [WS_BGZ_T_IN] = { "p_t_in", U32 }, [WS_BGZ_T_OUT] = { "p_t_out", U32 },
+};
+static const ws_param BDX[] = {
+    [WS_BDX_W] = { "p_w", U64 },       [WS_BDX_GZ] = { "p_gz", U64 },
+    [WS_BDX_DX] = { "p_dx", U64 },     [WS_BDX_N] = { "p_n", U32 },
+    [WS_BDX_T_IN] = { "p_t_in", U32 }, [WS_BDX_T_OUT] = { "p_t_out", U32 },
+};
+static const ws_param BDW[] = {
+    [WS_BDW_X] = { "p_x", U64 },       [WS_BDW_GZ] = { "p_gz", U64 },
+    [WS_BDW_DW] = { "p_dw", U64 },     [WS_BDW_N] = { "p_n", U32 },
+    [WS_BDW_T_IN] = { "p_t_in", U32 }, [WS_BDW_T_OUT] = { "p_t_out", U32 },
+};
+static const ws_param BDB[] = {
+    [WS_BDB_GZ] = { "p_gz", U64 },     [WS_BDB_DB] = { "p_db", U64 },
+    [WS_BDB_N] = { "p_n", U32 },       [WS_BDB_T_OUT] = { "p_t_out", U32 },
+};
+/* the depthwise backward's fused kernel and its finishing pass (ptx_dw.h) */
+static const ws_param DWBWD[] = {
+    [WS_DWBWD_X] = { "p_x", U64 },       [WS_DWBWD_W] = { "p_w", U64 },
+    [WS_DWBWD_B] = { "p_b", U64 },       [WS_DWBWD_DY] = { "p_dy", U64 },
+    [WS_DWBWD_DX] = { "p_dx", U64 },     [WS_DWBWD_PART] = { "p_part", U64 },
+    [WS_DWBWD_N] = { "p_n", U32 },       [WS_DWBWD_T_IN] = { "p_t_in", U32 },
+    [WS_DWBWD_T_OUT] = { "p_t_out", U32 }, [WS_DWBWD_NCH] = { "p_nch", U32 },
+};
+static const ws_param DWFIN[] = {
+    [WS_DWFIN_PART] = { "p_part", U64 }, [WS_DWFIN_DW] = { "p_dw", U64 },
+    [WS_DWFIN_DB] = { "p_db", U64 },     [WS_DWFIN_NP] = { "p_np", U32 },
+};
+
+#undef U32
+#undef U64
+
+#define COUNT(a) ((int)(sizeof a / sizeof a[0]))
+/* each table as long as its index enum says, and no longer than WS_PARAMS_MAX */
+_Static_assert(COUNT(FWD) == WS_FWD_NPARAMS, "FWD");
+_Static_assert(COUNT(BGZ) == WS_BGZ_NPARAMS, "BGZ");
+_Static_assert(COUNT(BDX) == WS_BDX_NPARAMS, "BDX");
+_Static_assert(COUNT(BDW) == WS_BDW_NPARAMS, "BDW");
+_Static_assert(COUNT(BDB) == WS_BDB_NPARAMS, "BDB");
+_Static_assert(COUNT(DWBWD) == WS_DWBWD_NPARAMS, "DWBWD");
+_Static_assert(COUNT(DWFIN) == WS_DWFIN_NPARAMS, "DWFIN");
+_Static_assert(WS_DWBWD_NPARAMS <= WS_PARAMS_MAX && WS_FWD_NPARAMS <= WS_PARAMS_MAX, "WS_PARAMS_MAX");
+
+static const ws_params TABLES[WS_PARAMS_COUNT] = {
+    [WS_PARAMS_FWD] = { "conv forward", FWD, COUNT(FWD) },
+    [WS_PARAMS_BWD_GZ] = { "direct backward gz", BGZ, COUNT(BGZ) },
+    [WS_PARAMS_BWD_DX] = { "direct backward dx", BDX, COUNT(BDX) },
+    [WS_PARAMS_BWD_DW] = { "direct backward dw", BDW, COUNT(BDW) },
+    [WS_PARAMS_BWD_DB] = { "direct backward db", BDB, COUNT(BDB) },
+    [WS_PARAMS_DW_BWD] = { "depthwise backward", DWBWD, COUNT(DWBWD) },
+    [WS_PARAMS_DW_FIN] = { "depthwise backward finish", DWFIN, COUNT(DWFIN) },
+};
+
+const ws_params *ws_params_of(ws_params_id id)
+{
+    return (unsigned)id < WS_PARAMS_COUNT ? &TABLES[id] : NULL;
+}
+
+const char *ws_ptype_name(ws_ptype t)
+{
+    return t == WS_PTYPE_U64 ? "u64" : "u32";
+}
+
+size_t ws_ptype_bytes(ws_ptype t)
+{
+    return t == WS_PTYPE_U64 ? 8 : 4;
+}
+
+/* ---- the emitter's side ---- */
+
+void ws_ptx_kernel_end_params(ptx_buf *k, ptx_buf *mod, const char *name, const ws_params *t,
+                              int maxntid, int min_blocks, int max_regs)
+{
+    ptx_buf decl;
+    ws_ptx_init(&decl);
+    for (int i = 0; i < t->n; i++)
+        ws_ptx_raw(&decl, "%s\t.param .%s %s", i ? ",\n" : "", ws_ptype_name(t->p[i].type),
+                   t->p[i].name);
+    char why[160];
+    char *text = ws_ptx_take(&decl, why, sizeof why);
+    if (!text) {
+        ws_ptx_fail(k, why);
+        ws_ptx_kernel_end_regs(k, mod, name, "", maxntid, min_blocks, max_regs);
+        return;
+    }
+    ws_ptx_kernel_end_regs(k, mod, name, text, maxntid, min_blocks, max_regs);
+    free(text);
+}
+
+/* r's name fits t's parameter i: "%rd<n>" for .u64, "%r<n>" for .u32 */
+static int reg_fits(preg r, ws_ptype t)
+{
+    if (t == WS_PTYPE_U64)
+        return !strncmp(r.n, "%rd", 3) && r.n[3] >= '0' && r.n[3] <= '9';
+    return !strncmp(r.n, "%r", 2) && r.n[2] >= '0' && r.n[2] <= '9';
+}
+
+void ws_ptx_ld_param(ptx_buf *b, preg r, const ws_params *t, int i)
+{
+    char why[160];
+    if (i < 0 || i >= t->n) {
+        snprintf(why, sizeof why, "%s: no parameter %d", t->kernel, i);
+        ws_ptx_fail(b, why);
+        return;
+    }
+    const ws_param *p = &t->p[i];
+    if (!reg_fits(r, p->type)) {
+        snprintf(why, sizeof why, "%s: %s is .%s, loaded into %s", t->kernel, p->name,
+                 ws_ptype_name(p->type), r.n);
+        ws_ptx_fail(b, why);
+        return;
+    }
+    ws_ptx_ins(b, "ld.param.%s %s, [%s]", ws_ptype_name(p->type), r.n, p->name);
+}
+
+preg ws_ptx_param_u32(ptx_buf *b, const ws_params *t, int i)
+{
+    preg r32 = ws_ptx_reg(b, PTX_B32), r = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ld_param(b, r32, t, i);
+    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", r.n, r32.n);
+    return r;
+}
+
+void ws_ptx_param_ptrs(ptx_buf *b, preg *r, const ws_params *t, const int *idx, int count)
+{
+    for (int j = 0; j < count; j++) {
+        r[j] = ws_ptx_reg(b, PTX_B64);
+        ws_ptx_ld_param(b, r[j], t, idx[j]);
+    }
+    for (int j = 0; j < count; j++)
+        ws_ptx_ins(b, "cvta.to.global.u64 %s, %s", r[j].n, r[j].n);
+}
+
+/* ---- the runtime's side ---- */
+
+void ws_kargs_init(ws_kargs *a, ws_params_id id)
+{
+    memset(a, 0, sizeof *a);
+    a->t = ws_params_of(id);
+}
+
+void ws_kargs_set(ws_kargs *a, int i, void *value, size_t size)
+{
+    if (!a->t || i < 0 || i >= a->t->n) {
+        a->bad = 1;
+        return;
+    }
+    a->v[i] = value;
+    a->size[i] = size;
+}
+
+int ws_kargs_check(const ws_kargs *a, const char *fn, ws_err *err)
+{
+    if (!a->t)
+        return ws_errf(err, "%s: kernel arguments without a parameter table", fn);
+    if (a->bad)
+        return ws_errf(err, "%s: %s arguments: an index outside its %d parameters", fn, a->t->kernel,
+                       a->t->n);
+    for (int i = 0; i < a->t->n; i++) {
+        const ws_param *p = &a->t->p[i];
+        if (!a->v[i])
+            return ws_errf(err, "%s: %s parameter %s (.%s) not given", fn, a->t->kernel, p->name,
+                           ws_ptype_name(p->type));
+        if (a->size[i] != ws_ptype_bytes(p->type))
+            return ws_errf(err, "%s: %s parameter %s (.%s) given %zu bytes", fn, a->t->kernel,
+                           p->name, ws_ptype_name(p->type), a->size[i]);
+    }
+    return 0;
+}

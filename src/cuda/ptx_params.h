@@ -1,0 +1,127 @@
+/* ptx_params.h - the conv engine's kernel parameter tables: for each kernel kind the order,
+ * names and PTX types (.u32 / .u64) of its parameters, written once and read by both sides
+ * of a launch:
+ *   the emitters  the ".param" list of the entry (ws_ptx_kernel_end_params) and every
+ *                 ld.param (ws_ptx_ld_param, ws_ptx_param_u32, ws_ptx_param_ptrs), named
+ *                 by the table's index enum, never by a literal;
+ *   the runtime   the launch's void *args[] filled by the same index enum (WS_KARG), each
+ *                 value's size checked against the table's type before the launch
+ *                 (ws_kargs_check: one line naming the kernel and the parameter).
+ *
+ * The tables (ptx_direct.h, ptx_dw.h and ptx_gemm.h describe what each parameter means):
+ *   WS_PARAMS_FWD     conv forward: the direct, depthwise and GEMM forward kernels
+ *                     .u64 p_x, p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs
+ *   WS_PARAMS_BWD_GZ  direct backward gz  .u64 p_x, p_w, p_b, p_dy, p_gz; .u32 p_n, p_t_in, p_t_out
+ *   WS_PARAMS_BWD_DX  direct backward dx  .u64 p_w, p_gz, p_dx; .u32 p_n, p_t_in, p_t_out
+ *   WS_PARAMS_BWD_DW  direct backward dw  .u64 p_x, p_gz, p_dw; .u32 p_n, p_t_in, p_t_out
+ *   WS_PARAMS_BWD_DB  direct backward db  .u64 p_gz, p_db; .u32 p_n, p_t_out
+ *   WS_PARAMS_DW_BWD  depthwise fused backward ("_bwd")
+ *                     .u64 p_x, p_w, p_b, p_dy, p_dx, p_part; .u32 p_n, p_t_in, p_t_out, p_nch
+ *   WS_PARAMS_DW_FIN  its finishing kernel ("_fin")   .u64 p_part, p_dw, p_db; .u32 p_np
+ * BWD_GZ .. BWD_DB are in ws_direct_part's order: part p's table is WS_PARAMS_BWD_GZ + p.
+ * Index enums: WS_FWD_*, WS_BGZ_*, WS_BDX_*, WS_BDW_*, WS_BDB_*, WS_DWBWD_*, WS_DWFIN_*
+ * (e.g. WS_FWD_ADD_BS, WS_DWFIN_NP), each ending in a *_NPARAMS count.
+ *
+ * Usage, emitter:
+ *   const ws_params *t = ws_params_of(WS_PARAMS_FWD);
+ *   preg n = ws_ptx_param_u32(&kb, t, WS_FWD_N);           // (u64) p_n
+ *   ws_ptx_ld_param(&kb, r, t, WS_FWD_ADD_BS);             // ld.param.u64 r, [p_add_bs]
+ *   ws_ptx_kernel_end_params(&kb, &mod, name, t, 256, 0, 0);
+ * Usage, runtime:
+ *   ws_kargs a;
+ *   ws_kargs_init(&a, WS_PARAMS_FWD);
+ *   WS_KARG(&a, WS_FWD_X, px);  ...  WS_KARG(&a, WS_FWD_ADD_BS, abs);
+ *   if (ws_kargs_check(&a, "ws_gpu_conv_run", err)) return -1;
+ *   cuLaunchKernel(..., a.v, NULL);
+ *
+ * Tested by tests/test_ptx.c (ptx_params/...): every module's .entry parameter list is
+ * parsed and held to its table, and every ld.param in it names a parameter of its table
+ * with the table's type; the runtime's size check refuses a wrong size and a missing value.
+ */
+#ifndef WS_CUDA_PTX_PARAMS_H
+#define WS_CUDA_PTX_PARAMS_H
+
+#include <stddef.h>
+
+#include "common.h"
+#include "ptx_emit.h"
+
+typedef enum { WS_PTYPE_U32 = 0, WS_PTYPE_U64 } ws_ptype;
+
+typedef struct {
+    const char *name; /* "p_x" */
+    ws_ptype type;
+} ws_param;
+
+typedef struct {
+    const char *kernel;  /* which kernels take it, for messages: "conv forward" */
+    const ws_param *p;   /* in order */
+    int n;
+} ws_params;
+
+typedef enum {
+    WS_PARAMS_FWD = 0,
+    WS_PARAMS_BWD_GZ, WS_PARAMS_BWD_DX, WS_PARAMS_BWD_DW, WS_PARAMS_BWD_DB, /* ws_direct_part's order */
+    WS_PARAMS_DW_BWD, WS_PARAMS_DW_FIN,
+    WS_PARAMS_COUNT
+} ws_params_id;
+
+/* the index enums: the position of each parameter in its table */
+enum { WS_FWD_X, WS_FWD_W, WS_FWD_B, WS_FWD_ADD, WS_FWD_Y, WS_FWD_N, WS_FWD_T_IN, WS_FWD_T_OUT,
+       WS_FWD_ADD_BS, WS_FWD_NPARAMS };
+enum { WS_BGZ_X, WS_BGZ_W, WS_BGZ_B, WS_BGZ_DY, WS_BGZ_GZ, WS_BGZ_N, WS_BGZ_T_IN, WS_BGZ_T_OUT,
+       WS_BGZ_NPARAMS };
+enum { WS_BDX_W, WS_BDX_GZ, WS_BDX_DX, WS_BDX_N, WS_BDX_T_IN, WS_BDX_T_OUT, WS_BDX_NPARAMS };
+enum { WS_BDW_X, WS_BDW_GZ, WS_BDW_DW, WS_BDW_N, WS_BDW_T_IN, WS_BDW_T_OUT, WS_BDW_NPARAMS };
+enum { WS_BDB_GZ, WS_BDB_DB, WS_BDB_N, WS_BDB_T_OUT, WS_BDB_NPARAMS };
+enum { WS_DWBWD_X, WS_DWBWD_W, WS_DWBWD_B, WS_DWBWD_DY, WS_DWBWD_DX, WS_DWBWD_PART, WS_DWBWD_N,
+       WS_DWBWD_T_IN, WS_DWBWD_T_OUT, WS_DWBWD_NCH, WS_DWBWD_NPARAMS };
+enum { WS_DWFIN_PART, WS_DWFIN_DW, WS_DWFIN_DB, WS_DWFIN_NP, WS_DWFIN_NPARAMS };
+
+/* the most parameters of any table */
+#define WS_PARAMS_MAX 10
+
+/* The table of kind id; NULL for an id out of range. */
+const ws_params *ws_params_of(ws_params_id id);
+
+/* "u32" / "u64"; bytes 4 / 8 */
+const char *ws_ptype_name(ws_ptype t);
+size_t ws_ptype_bytes(ws_ptype t);
+
+/* ---- the emitter's side ---- */
+
+/* ws_ptx_kernel_end_regs with t's ".param" list, one "\t.param .<type> <name>" line per
+ * entry, joined by ",\n". max_regs 0: no .maxnreg. */
+void ws_ptx_kernel_end_params(ptx_buf *k, ptx_buf *mod, const char *name, const ws_params *t,
+                              int maxntid, int min_blocks, int max_regs);
+
+/* ld.param.<type> r, [<name>]  of t's parameter i; r must be of the type's class (.u64 a
+ * %rd register, .u32 a %r one), else b fails */
+void ws_ptx_ld_param(ptx_buf *b, preg r, const ws_params *t, int i);
+
+/* (u64) t's .u32 parameter i: a fresh b32 register loaded, widened into a fresh b64 one */
+preg ws_ptx_param_u32(ptx_buf *b, const ws_params *t, int i);
+
+/* r[j] = t's .u64 parameter idx[j] as a global address: count fresh b64 registers, each
+ * ld.param'd, then each cvta.to.global'd */
+void ws_ptx_param_ptrs(ptx_buf *b, preg *r, const ws_params *t, const int *idx, int count);
+
+/* ---- the runtime's side ---- */
+
+/* one launch's argument array, filled by index from one table */
+typedef struct {
+    const ws_params *t;
+    void *v[WS_PARAMS_MAX];     /* the cuLaunchKernel kernelParams */
+    size_t size[WS_PARAMS_MAX]; /* bytes of each value given */
+    int bad;                    /* an index out of the table was given */
+} ws_kargs;
+
+void ws_kargs_init(ws_kargs *a, ws_params_id id);
+void ws_kargs_set(ws_kargs *a, int i, void *value, size_t size);
+/* a->v[i] = &value, remembering sizeof value for the check */
+#define WS_KARG(a, i, value) ws_kargs_set((a), (i), &(value), sizeof(value))
+/* 0 when every parameter of the table has a value of its type's size; else -1 with err
+ * "<fn>: <kernel> parameter <name> (.<type>) given <bytes> bytes" (or "not given") */
+int ws_kargs_check(const ws_kargs *a, const char *fn, ws_err *err);
+
+#endif
