@@ -2,12 +2,13 @@
  *
  *   bench-conv_gpu [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] [--quick] [--list]
  *
- * For each row, layout and type (fp32: f32 storage, WS_MATH_F32; bf16: bf16 storage,
- * WS_MATH_BF16; b, dw, db are float32 in both): descriptors, random inputs from fixed seeds
+ * For each row, layout and type (fp32: f32 storage, WS_MATH_F32; tf32: f32 storage,
+ * WS_MATH_TF32, dense forward rows only; bf16: bf16 storage, WS_MATH_BF16; b, dw, db are
+ * float32 in all): descriptors, random inputs from fixed seeds
  * (x, dy uniform in [-1, 1]; w and b uniform in +-1/sqrt(Cg*K), PyTorch's init range),
  * uploaded; ws_gpu_conv_new; one ws_gpu_conv_run over outputs poisoned with NaN, checked
- * against the CPU engine (ws_conv_run) on the same host data: rel L2 <= 1e-5 (fp32) or
- * 1e-2 (bf16). A chain is checked call by call, each call's input downloaded from the
+ * against the CPU engine (ws_conv_run) on the same host data: rel L2 <= 1e-5 (fp32),
+ * 2e-3 (tf32) or 1e-2 (bf16). A chain is checked call by call, each call's input downloaded from the
  * device; rows whose CPU work exceeds 5e10 FLOP are checked on batch item 0 (FWD only; the
  * BWD rows are small enough to check whole). Then kernel-only time (ws_gpu_conv_bench:
  * CUDA events around each call, no host work between them): 10 warm-up calls, the median
@@ -36,7 +37,7 @@
  * Columns: median and min us per call (a row's calls summed); GB/s of the fewest bytes
  * the calls must move (FWD: each call reads x, w, b (and add) once and writes y once; BWD:
  * reads x, dy, w, b, writes dx, dw, db); TFLOP/s (2*MACs; BWD = dx + dw = 2x the FWD's);
- * the floor, max(bytes / 3.0 TB/s, FLOP / 51 TFLOP/s FFMA for fp32 or 780 TFLOP/s bf16)
+ * the floor, max(bytes / 3.0 TB/s, FLOP / 51 TFLOP/s FFMA for fp32, 390 tf32, 780 bf16)
  * and which term sets it; issue 11's must-reach time; rel L2 vs the CPU engine.
  * --json FILE writes the same rows as a JSON array (bench/run-conv-gpu.sh joins it with
  * bench/conv_gpu_torch.py's). --list prints the rows' shapes, bytes and floors without a
@@ -58,6 +59,7 @@
 #define BW 3.0e12
 #define RATE_F32 51.0e12
 #define RATE_BF16 780.0e12
+#define RATE_TF32 390.0e12
 #ifndef CHECK_FLOP_MAX /* FLOP of a FWD row over which only batch item 0 is checked */
 #define CHECK_FLOP_MAX 5.0e10
 #endif
@@ -107,6 +109,23 @@ static const row ROWS[] = {
       { { 512, 1024, 1, 16, 8, 1, 4, 4, WS_ACT_NONE, WS_ACT_NONE, 1, 0 } } },
 };
 #define NROWS (sizeof ROWS / sizeof *ROWS)
+
+/* a column of the table: storage type and math */
+typedef struct {
+    const char *name; /* fp32, tf32, bf16 */
+    ws_dtype dt;      /* x, w, y (and dy, dx) */
+    ws_math math;
+    double rate, tol; /* FLOP/s of the math's units; the check's rel L2 bound */
+    const char *unit; /* "ffma" or "mma" */
+} mode;
+
+/* tf32: float32 storage, products on tensor cores (the contract's 2e-3), dense rows only */
+static const mode MODES[] = {
+    { "fp32", WS_F32, WS_MATH_F32, RATE_F32, 1e-5, "ffma" },
+    { "tf32", WS_F32, WS_MATH_TF32, RATE_TF32, 2e-3, "mma" },
+    { "bf16", WS_BF16, WS_MATH_BF16, RATE_BF16, 1e-2, "mma" },
+};
+#define NMODES (sizeof MODES / sizeof *MODES)
 
 typedef struct {
     const char *only, *json;
@@ -187,9 +206,10 @@ static int row_t(const row *r, int quick)
 }
 
 /* the calls' descriptors, lengths and sizes; 0, or -1 with err */
-static int make_calls(const row *r, ws_layout lay, ws_dtype dt, int n, int t, call_st *cs,
+static int make_calls(const row *r, ws_layout lay, const mode *m, int n, int t, call_st *cs,
                       ws_err *err)
 {
+    const ws_dtype dt = m->dt;
     for (int j = 0; j < r->ncalls; j++) {
         const cspec *s = &r->c[j];
         call_st *c = &cs[j];
@@ -198,7 +218,7 @@ static int make_calls(const row *r, ws_layout lay, ws_dtype dt, int n, int t, ca
                                .stride = s->stride, .dilation = s->dil, .pad_l = s->pad_l,
                                .pad_r = s->pad_r, .x_layout = lay, .y_layout = lay, .x_type = dt,
                                .w_type = dt, .y_type = dt,
-                               .math = dt == WS_F32 ? WS_MATH_F32 : WS_MATH_BF16, .pre = s->pre,
+                               .math = m->math, .pre = s->pre,
                                .act = s->act };
         if (ws_conv_check(&c->d, err))
             return -1;
@@ -214,9 +234,9 @@ static int make_calls(const row *r, ws_layout lay, ws_dtype dt, int n, int t, ca
 }
 
 /* fewest bytes and FLOPs of the calls, and the floor */
-static void cost(const row *r, const call_st *cs, ws_dtype dt, result *res)
+static void cost(const row *r, const call_st *cs, const mode *m, result *res)
 {
-    const double es = (double)esize(dt);
+    const double es = (double)esize(m->dt);
     double bytes = 0, flops = 0;
     for (int j = 0; j < r->ncalls; j++) {
         const call_st *c = &cs[j];
@@ -230,18 +250,19 @@ static void cost(const row *r, const call_st *cs, ws_dtype dt, result *res)
             flops += f;
         }
     }
-    const double tm = bytes / BW * 1e6, tf = flops / (dt == WS_F32 ? RATE_F32 : RATE_BF16) * 1e6;
+    const double tm = bytes / BW * 1e6, tf = flops / m->rate * 1e6;
     res->bytes = bytes;
     res->flops = flops;
     res->floor_us = tm > tf ? tm : tf;
-    res->bound = tm > tf ? "mem" : dt == WS_F32 ? "ffma" : "mma";
+    res->bound = tm > tf ? "mem" : m->unit;
 }
 
-static int row_selected(const row *r, ws_layout lay, ws_dtype dt, const char *only)
+static int row_selected(const row *r, ws_layout lay, const mode *m, const char *only)
 {
+    if (m->math == WS_MATH_TF32 && (r->bwd || r->c[0].groups != 1))
+        return 0;
     char label[96];
-    snprintf(label, sizeof label, "%s/%s/%s", r->name, lay == WS_NLC ? "nlc" : "ncl",
-             dt == WS_F32 ? "fp32" : "bf16");
+    snprintf(label, sizeof label, "%s/%s/%s", r->name, lay == WS_NLC ? "nlc" : "ncl", m->name);
     return !only || strstr(label, only);
 }
 
@@ -389,9 +410,10 @@ done:
 }
 
 /* one row at one layout and type: set up, check, time; 0, or -1 with err */
-static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, ws_dtype dt, const opts *o,
+static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, const mode *m, const opts *o,
                    result *res, ws_err *err)
 {
+    const ws_dtype dt = m->dt;
     const int n = row_n(r, o->quick), t = row_t(r, o->quick);
     const size_t es = esize(dt);
     call_st cs[MAX_CALLS];
@@ -403,9 +425,9 @@ static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, ws_dtype dt, 
     memset(cs, 0, sizeof cs);
     memset(a, 0, sizeof a);
     memset(res, 0, sizeof *res);
-    if (make_calls(r, lay, dt, n, t, cs, err))
+    if (make_calls(r, lay, m, n, t, cs, err))
         return -1;
-    cost(r, cs, dt, res);
+    cost(r, cs, m, res);
     const uint64_t seed = 1000u * (uint64_t)(ri + 1) + 10u * (uint64_t)lay + (uint64_t)dt;
     /* host data */
     if (!(hx = rnd(cs[0].nx, dt, 1.0, seed)) ||
@@ -467,7 +489,7 @@ static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, ws_dtype dt, 
                    : check_fwd(g, r, cs, a, sets, n, res->checked_n, hx, dt, &res->rel, err))
             goto done;
         res->checked = 1;
-        res->check_ok = res->rel <= (dt == WS_F32 ? 1e-5 : 1e-2);
+        res->check_ok = res->rel <= m->tol;
     }
     /* time */
     if (time_calls(cs, r->ncalls, a, sets, o, &res->us, &res->min_us, err))
@@ -493,9 +515,10 @@ done:
     return rc;
 }
 
-static double must(const row *r, ws_dtype dt)
+/* the issue's targets are stated for fp32 (FFMA) and bf16; tf32 has none */
+static double must(const row *r, const mode *m)
 {
-    return dt == WS_F32 ? r->must_f32 : r->must_bf16;
+    return m->math == WS_MATH_F32 ? r->must_f32 : m->math == WS_MATH_BF16 ? r->must_bf16 : 0;
 }
 
 static void print_head(int list)
@@ -555,31 +578,31 @@ int main(int argc, char **argv)
         const row *r = &ROWS[ri];
         for (int li = 0; li < 1 + r->nlc; li++) {
             const ws_layout lay = li ? WS_NLC : WS_NCL;
-            for (int di = 0; di < 2; di++) {
-                const ws_dtype dt = di ? WS_BF16 : WS_F32;
-                if (!row_selected(r, lay, dt, o.only))
+            for (size_t mi = 0; mi < NMODES; mi++) {
+                const mode *m = &MODES[mi];
+                if (!row_selected(r, lay, m, o.only))
                     continue;
-                const char *ls = lay == WS_NLC ? "nlc" : "ncl", *ts = di ? "bf16" : "fp32";
+                const char *ls = lay == WS_NLC ? "nlc" : "ncl", *ts = m->name;
                 result res;
                 memset(&res, 0, sizeof res);
                 if (o.list) {
                     call_st cs[MAX_CALLS];
                     memset(cs, 0, sizeof cs);
-                    if (make_calls(r, lay, dt, row_n(r, o.quick), row_t(r, o.quick), cs, &err)) {
+                    if (make_calls(r, lay, m, row_n(r, o.quick), row_t(r, o.quick), cs, &err)) {
                         fprintf(stderr, "bench-conv_gpu: %s: %s\n", r->name, err.msg);
                         rc = 1;
                         continue;
                     }
-                    cost(r, cs, dt, &res);
+                    cost(r, cs, m, &res);
                     printf("%-12s %-3s %-4s %10.1f %10.2f %9.1f %-4s %8.0f  %s; T_out", r->name,
                            ls, ts, res.bytes / 1e6, res.flops / 1e9, res.floor_us, res.bound,
-                           must(r, dt), r->what);
+                           must(r, m), r->what);
                     for (int j = 0; j < r->ncalls; j++)
                         printf(" %d", cs[j].t_out);
                     printf("\n");
                     continue;
                 }
-                if (run_row(g, r, (int)ri, lay, dt, &o, &res, &err)) {
+                if (run_row(g, r, (int)ri, lay, m, &o, &res, &err)) {
                     fprintf(stderr, "bench-conv_gpu: %s/%s/%s: %s\n", r->name, ls, ts, err.msg);
                     printf("%-12s %-3s %-4s  error: %s\n", r->name, ls, ts, err.msg);
                     rc = 1;
@@ -591,8 +614,8 @@ int main(int argc, char **argv)
                 char nck[32] = "", ms[16] = "-", rs[16] = "-";
                 if (res.checked && res.checked_n != row_n(r, o.quick))
                     snprintf(nck, sizeof nck, " (n=%d)", res.checked_n);
-                if (must(r, dt) > 0)
-                    snprintf(ms, sizeof ms, "%.0f", must(r, dt));
+                if (must(r, m) > 0)
+                    snprintf(ms, sizeof ms, "%.0f", must(r, m));
                 if (res.checked)
                     snprintf(rs, sizeof rs, "%.2e", res.rel);
                 printf("%-12s %-3s %-4s %10.1f %10.1f %8.0f %8.2f %9.1f %-4s %8s %9s %s%s\n",
@@ -613,7 +636,7 @@ int main(int argc, char **argv)
                             nrows ? "," : "", r->name, r->what, ls, ts, row_n(r, o.quick),
                             row_t(r, o.quick), res.us, res.min_us, res.bytes, res.flops,
                             res.bytes / res.us / 1e3, res.flops / res.us / 1e6, res.floor_us,
-                            res.bound, must(r, dt), rel, res.checked_n, chk);
+                            res.bound, must(r, m), rel, res.checked_n, chk);
                     nrows++;
                 }
             }

@@ -1,6 +1,8 @@
 """conv_gpu_torch.py - the peer of bench-conv_gpu (bench/conv_gpu.c): the same rows of
 CONV-ENGINE.md's speed table in PyTorch on CUDA, cuDNN with its autotuner on
-(torch.backends.cudnn.benchmark = True), fp32 with TF32 off and bf16 (x, w, b, dy cast).
+(torch.backends.cudnn.benchmark = True), fp32 with TF32 off, tf32 (fp32 tensors, TF32 on:
+torch.backends.cudnn.allow_tf32, the dense forward rows only, as bench-conv_gpu) and bf16
+(x, w, b, dy cast).
 
 What each row computes (the same as bench/conv_gpu.c's descriptors):
   dw_*         Mamba's reference causal conv: silu(F.conv1d(x, w, b, groups=C, padding=3)[..., :T]).
@@ -112,7 +114,9 @@ def median_time(fn, sets, warmup, iters, device):
     return statistics.median(ts), min(ts)
 
 
-def run_row(row, nlc, dt, args, seed):
+def run_row(row, nlc, mode, args, seed):
+    dt = torch.bfloat16 if mode == "bf16" else torch.float32
+    torch.backends.cudnn.allow_tf32 = mode == "tf32"
     name, what, n, t, bwd, _, calls = row
     if args.quick:
         n, t = min(n, 2), (t // 16 if t >= 512 else t)
@@ -151,7 +155,7 @@ def run_row(row, nlc, dt, args, seed):
             torch.autograd.grad(ys[i], [xs[i], w, b], dy, retain_graph=True)
     med, mn = median_time(fn, sets, 10, args.iters, dev)
     return {"case": name, "what": what, "layout": "nlc" if nlc else "ncl",
-            "dtype": "fp32" if dt == torch.float32 else "bf16", "n": n, "t": t,
+            "dtype": mode, "n": n, "t": t,
             "us": round(med, 3), "min_us": round(mn, 3), "sets": sets}
 
 
@@ -164,7 +168,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False  # fp32 means FFMA on both sides
+    torch.backends.cudnn.allow_tf32 = False  # fp32 means FFMA on both sides (tf32: run_row)
     torch.backends.cuda.matmul.allow_tf32 = False
     if args.device == "cuda":
         print(f"# device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
@@ -175,11 +179,13 @@ def main():
     out = []
     for ri, row in enumerate(ROWS):
         for nlc in (False, True) if row[5] else (False,):
-            for di, dt in enumerate((torch.float32, torch.bfloat16)):
-                label = f"{row[0]}/{'nlc' if nlc else 'ncl'}/{'bf16' if di else 'fp32'}"
+            for di, mode in enumerate(("fp32", "tf32", "bf16")):
+                if mode == "tf32" and (row[4] or row[6][0][2] != 1):
+                    continue  # tf32: dense forward rows only
+                label = f"{row[0]}/{'nlc' if nlc else 'ncl'}/{mode}"
                 if args.only and args.only not in label:
                     continue
-                r = run_row(row, nlc, dt, args, 1000 * (ri + 1) + 10 * nlc + di)
+                r = run_row(row, nlc, mode, args, 1000 * (ri + 1) + 10 * nlc + min(di, 1))
                 out.append(r)
                 print(f"{r['case']:12s} {r['layout']:3s} {r['dtype']:4s} {r['us']:10.1f} {r['min_us']:10.1f} "
                       f"{r['sets']:4d}", flush=True)

@@ -88,13 +88,13 @@ def stem(path):  # "tiny <prec> 64 <us/launch> <us/window> ..." -> {prec: us/win
                     pass
     return v
 
-print("| case | ours fp32 | PyTorch fp32 | ours bf16 | PyTorch bf16 | must-reach | ratio (PyTorch/ours) | rel L2 vs CPU (fp32 / bf16) |")
-print("|---|---|---|---|---|---|---|---|")
+print("| case | ours fp32 | PyTorch fp32 | ours tf32 | PyTorch tf32 | ours bf16 | PyTorch bf16 | must-reach | ratio (PyTorch/ours) | rel L2 vs CPU (fp32 / tf32 / bf16) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 fails = []
 for case, lay in keys:
     name = what[(case, lay)] + (", " + lay.upper() if case.startswith("dw_") else "")
     mr, ra, rel = [], [], []
-    for dt in ("fp32", "bf16"):
+    for dt in ("fp32", "tf32", "bf16"):
         k = (case, lay, dt)
         m = must.get(k, 0)
         if m:
@@ -114,8 +114,8 @@ for case, lay in keys:
                            + (f" (n={c['checked_n']})" if c["checked_n"] != c["n"] else ""))
             if c["check"] == "FAIL":
                 fails.append("/".join(k))
-    print(f"| {name} | {us(O, (case, lay, 'fp32'))} | {us(T, (case, lay, 'fp32'))} | {us(O, (case, lay, 'bf16'))} "
-          f"| {us(T, (case, lay, 'bf16'))} | {'; '.join(mr) or '-'} | {'; '.join(ra) or '-'} | {' / '.join(rel) or '-'} |")
+    print(f"| {name} | {us(O, (case, lay, 'fp32'))} | {us(T, (case, lay, 'fp32'))} | {us(O, (case, lay, 'tf32'))} "
+          f"| {us(T, (case, lay, 'tf32'))} | {us(O, (case, lay, 'bf16'))} | {us(T, (case, lay, 'bf16'))} | {'; '.join(mr) or '-'} | {'; '.join(ra) or '-'} | {' / '.join(rel) or '-'} |")
 so, st = stem(f"{out}/stem-ours.txt"), stem(f"{out}/stem-torch.txt")
 if so or st:
     f = lambda d, p: f"{d[p]:.2f}" if p in d else "-"
@@ -123,7 +123,7 @@ if so or st:
     mr = "; ".join(f"{p} <= {today[p]}" + ("" if p not in so else " met" if so[p] <= today[p] else f" missed by {100 * (so[p] / today[p] - 1):.0f} %") for p in today)
     ra = "; ".join(f"{p} {st[p] / so[p]:.2f}x" for p in today if p in so and p in st) or "-"
     print(f"| Whisper tiny stem, N64 windows, us per window (bench-gpu_stem, not yet through the engine) | {f(so, 'fp32')} | {f(st, 'fp32')} "
-          f"| {f(so, 'bf16')} | {f(st, 'bf16')} | {mr} | {ra} | - (the suite's gpu_* tests) |")
+          f"| - | - | {f(so, 'bf16')} | {f(st, 'bf16')} | {mr} | {ra} | - (the suite's gpu_* tests) |")
 print()
 print("us per call, kernel-only medians (CUDA events); a row of several calls: ours = the median of per-iteration sums of its calls' times "
       "(no launch gaps), PyTorch = the whole sequence between two events. Floors and achieved GB/s, TFLOP/s: "

@@ -493,6 +493,16 @@ uint16_t ws_f32_to_bf16(float f)
     return (uint16_t)(u >> 16);
 }
 
+float ws_f32_to_tf32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u)
+        u = (u + 0x1000u) & 0xffffe000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 uint16_t ws_f32_to_f16(float f)
 {
     uint32_t u;

@@ -75,6 +75,9 @@ float ws_f16_to_f32(uint16_t h);
 float ws_bf16_to_f32(uint16_t b);
 uint16_t ws_f32_to_f16(float f);
 uint16_t ws_f32_to_bf16(float f);
+/* float32 to tf32 (kept in float32's bits, the low 13 of the mantissa zero): to nearest, ties
+ * away from zero, as cvt.rna.tf32.f32; infinities and NaN as they are. */
+float ws_f32_to_tf32(float f);
 
 /* Overflow-checked size arithmetic: return 0 on success, -1 on overflow. */
 int ws_mul_size(size_t a, size_t b, size_t *out);

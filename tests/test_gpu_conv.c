@@ -6,7 +6,7 @@
  * pre and add cleared, backward; each call must take them (ws_gpu_conv_kernel), give the
  * direct kernels' forward values and dx, repeat its bits, and match the CPU engine; rows
  * whose T or C the vectors cannot take must go direct) and the dense forward GEMM
- * (`gcases_gemm`: FFMA, and mma.sync for BF16 / F16 math within that type's rounding; a C
+ * (`gcases_gemm`: FFMA, and mma.sync for TF32 / BF16 / F16 math within that type's rounding; a C
  * model of the FFMA kernel's tile and thread mapping runs without a GPU).
  *
  * Needs no GPU: every FWD descriptor of the table below (the FWD rows of
@@ -990,6 +990,12 @@ static const gcase gcases_gemm[] = {
      WS_ACT_GELU, 1, ADD_PER_ITEM},
     {"g_bf16_c32_k3_s2_gelu", 3, 32, 72, 1, 3, 2, 1, 1, 0, 61, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_GELU, 0, 0},
+    /* C_out >= 256: the mma kernel's wide tile (NLC and NCL y; C_out and positions not
+     * multiples of its 256 x 128) */
+    {"g_wide_nlc_c24_o300_d2_add", 3, 24, 300, 1, 3, 1, 2, 2, 2, 45, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_GELU, 1, ADD_PER_ITEM},
+    {"g_wide_ncl_c32_o272_k4_s2_bcast", 2, 32, 272, 1, 4, 2, 1, 1, 2, 131, WS_NCL, WS_NCL, WS_BF16, WS_F32, WS_F32,
+     WS_ACT_RELU, WS_ACT_SILU, 1, ADD_BROADCAST},
     {"g_bf16_c32_k8_s4_p2", 2, 32, 40, 1, 8, 4, 1, 2, 2, 90, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_NONE, 1, 0},
 };
@@ -1222,7 +1228,11 @@ Test(gpu_conv, gemm_matches_the_cpu_engine_and_the_direct_kernel, .timeout = 300
 
 /* --- the gemm kernel on tensor cores (ptx_gemm.h, TENSOR CORES) ------------------- */
 
-static const ws_math mma_maths[] = {WS_MATH_BF16, WS_MATH_F16};
+#define N_MMA_MATHS 3
+static const ws_math mma_maths[N_MMA_MATHS] = {WS_MATH_BF16, WS_MATH_F16, WS_MATH_TF32};
+static const char *const mma_math_names[N_MMA_MATHS] = {"bf16", "f16", "tf32"};
+/* the contract's bounds: rel L2 <= 1e-2 for f16 / bf16 math, 2e-3 for tf32 */
+static const double mma_bounds[N_MMA_MATHS] = {1e-2, 1e-2, 2e-3};
 
 Test(gpu_conv_ptx, every_mma_gemm_module_assembles_without_spills, .timeout = 300)
 {
@@ -1238,20 +1248,21 @@ Test(gpu_conv_ptx, every_mma_gemm_module_assembles_without_spills, .timeout = 30
         char sub[1024];
         snprintf(sub, sizeof sub, "%s/mma%d", dir, ccs[c][0] * 10 + ccs[c][1]);
         cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
-        for (int m = 0; m < 2; m++)
+        for (int m = 0; m < N_MMA_MATHS; m++)
             for (int i = 0; i < N_GCASES; i++) {
                 const gcase *gc = &gcases_gemm[i];
                 ws_conv_desc d = desc_of(gc);
                 d.math = mma_maths[m];
                 cr_assert(ws_gemm_mma(&d), "%s: no mma kernel", gc->name);
-                char name[WS_GEMM_NAME_MAX];
+                char name[WS_GEMM_NAME_MAX], want[16];
                 ws_gemm_name(&d, name);
-                cr_assert(strstr(name, m ? "_mma_f16_" : "_mma_bf16_"), "%s", name);
+                snprintf(want, sizeof want, "_mma_%s_", mma_math_names[m]);
+                cr_assert(strstr(name, want), "%s", name);
                 const int regs = dump_and_assemble(ptxas, sub, &d, ccs[c], name, gc->name, 1);
                 lo = regs < lo ? regs : lo;
                 hi = regs > hi ? regs : hi;
                 if (verbose())
-                    fprintf(stderr, "gpu_conv_ptx mma %s %-36s sm_%d%d: %d registers\n", m ? "f16" : "bf16",
+                    fprintf(stderr, "gpu_conv_ptx mma %s %-36s sm_%d%d: %d registers\n", mma_math_names[m],
                             gc->name, ccs[c][0], ccs[c][1], regs);
             }
     }
@@ -1259,19 +1270,17 @@ Test(gpu_conv_ptx, every_mma_gemm_module_assembles_without_spills, .timeout = 30
         fprintf(stderr, "gpu_conv_ptx mma gemm: %d to %d registers\n", lo, hi);
 }
 
-Test(gpu_conv_ptx, mma_module_is_deterministic_and_only_for_bf16_f16_math)
+Test(gpu_conv_ptx, mma_module_is_deterministic_and_not_for_f32_math)
 {
     ws_conv_desc d = desc_of(&gcases_gemm[0]);
     ws_err e = {""};
     cr_assert(!ws_gemm_mma(&d), "f32 math on tensor cores");
-    d.math = WS_MATH_TF32;
-    cr_assert(!ws_gemm_mma(&d), "tf32 math on the bf16/f16 kernel");
     char *f = ws_gemm_emit(&d, 9, 0, &e);
-    cr_assert(f && !strstr(f, "mma.sync"), "tf32: %s", e.msg);
+    cr_assert(f && !strstr(f, "mma.sync"), "f32: %s", e.msg);
     free(f);
     if (!WS_GEMM_MMA)
         return;
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < N_MMA_MATHS; m++) {
         d.math = mma_maths[m];
         cr_assert(ws_gemm_mma(&d));
         char *a = ws_gemm_emit(&d, 9, 0, &e), *b = ws_gemm_emit(&d, 8, 0, &e), *c = ws_gemm_emit(&d, 9, 0, &e);
@@ -1281,21 +1290,21 @@ Test(gpu_conv_ptx, mma_module_is_deterministic_and_only_for_bf16_f16_math)
         ws_gemm_name(&d, name);
         snprintf(entry, sizeof entry, ".visible .entry %s(", name);
         cr_assert(strstr(a, entry), "no entry %s", name);
-        snprintf(ins, sizeof ins, "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32", m ? "f16" : "bf16",
-                 m ? "f16" : "bf16");
+        snprintf(ins, sizeof ins, "mma.sync.aligned.%s.row.col.f32.%s.%s.f32",
+                 mma_maths[m] == WS_MATH_TF32 ? "m16n8k8" : "m16n8k16", mma_math_names[m], mma_math_names[m]);
         cr_assert(strstr(a, ins) && strstr(b, ins), "no %s", ins);
         cr_assert(!strstr(a, "atom."), "an atomic in the mma gemm kernel");
         free(a), free(b), free(c);
     }
 }
 
-/* a gemm row with math `math` on the GPU against the CPU engine (float32 products): no NaN,
- * rel L2 <= 1e-2 (the contract's bound for f16 / bf16 math; float32 storage with bf16 math
- * is the hardest), two runs the same bits, the gemm kernel taken */
-static double run_mma_case(ws_gpu *g, const gcase *c, ws_math math)
+/* a gemm row with math mma_maths[m] on the GPU against the CPU engine (float32 products):
+ * no NaN, rel L2 within the contract's bound for the math (float32 storage with bf16 math is
+ * the hardest), two runs the same bits, the gemm kernel taken */
+static double run_mma_case(ws_gpu *g, const gcase *c, int m)
 {
     ws_conv_desc d = desc_of(c);
-    d.math = math;
+    d.math = mma_maths[m];
     ws_err e = {""};
     const int t_out = ws_conv_out_len(&d, c->t_in);
     const size_t nx = (size_t)c->n * c->c_in * c->t_in, per = (size_t)c->c_out * t_out;
@@ -1350,9 +1359,8 @@ static double run_mma_case(ws_gpu *g, const gcase *c, ws_math math)
     }
     const double rl2 = sr > 0 ? sqrt(se / sr) : sqrt(se);
     if (verbose())
-        fprintf(stderr, "gpu_conv mma %-4s %-36s rel L2 %.3g\n", math == WS_MATH_BF16 ? "bf16" : "f16",
-                c->name, rl2);
-    cr_assert_leq(rl2, 1e-2, "%s (%s math): rel L2 %.3g", c->name, math == WS_MATH_BF16 ? "bf16" : "f16", rl2);
+        fprintf(stderr, "gpu_conv mma %-4s %-36s rel L2 %.3g\n", mma_math_names[m], c->name, rl2);
+    cr_assert_leq(rl2, mma_bounds[m], "%s (%s math): rel L2 %.3g", c->name, mma_math_names[m], rl2);
 
     ws_gpu_conv_free(gc);
     ws_gpu_release(g, dx);
@@ -1365,16 +1373,17 @@ static double run_mma_case(ws_gpu *g, const gcase *c, ws_math math)
     return rl2;
 }
 
-Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_bf16_f16_rounding, .timeout = 300)
+Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_the_math_types_rounding, .timeout = 300)
 {
     ws_gpu *g = gpu_or_skip();
-    double most[2] = {0, 0};
-    for (int m = 0; m < 2; m++)
+    double most[N_MMA_MATHS] = {0, 0, 0};
+    for (int m = 0; m < N_MMA_MATHS; m++)
         for (int i = 0; i < N_GCASES; i++) {
-            const double rl2 = run_mma_case(g, &gcases_gemm[i], mma_maths[m]);
+            const double rl2 = run_mma_case(g, &gcases_gemm[i], m);
             most[m] = rl2 > most[m] ? rl2 : most[m];
         }
     if (verbose())
-        fprintf(stderr, "gpu_conv mma: rel L2 at most %.3g (bf16), %.3g (f16)\n", most[0], most[1]);
+        fprintf(stderr, "gpu_conv mma: rel L2 at most %.3g (bf16), %.3g (f16), %.3g (tf32)\n", most[0], most[1],
+                most[2]);
     ws_gpu_close(g);
 }

@@ -8,7 +8,7 @@
  * capability and loaded as one module: FWD one kernel, BWD four entries (gz, dx, dw, db);
  * beside them, where the descriptor has them, the depthwise module (ptx_dw.c: FWD one
  * kernel, BWD the fused kernel and its finishing pass) or the dense forward implicit GEMM
- * (ptx_gemm.c: FFMA, or mma.sync for BF16 / F16 math). w converted from w_type to float32
+ * (ptx_gemm.c: FFMA, or mma.sync for TF32 / BF16 / F16 math). w converted from w_type to float32
  * [C_out][Cg][K] (and for mma to the math type, in the GEMM's r order) and uploaded with b
  * (float32 [C_out], or none) at ws_gpu_conv_new. ws_gpu_conv_run checks the call as the
  * CPU does (ws_conv_check_args), then launch() picks per call: the depthwise kernels when
@@ -273,14 +273,14 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
               ws_gpu_upload(g, c->b, b, (size_t)d->c_out * sizeof *b, err)))
         goto fail;
     if (c->gemmfn && ws_gemm_mma(d)) { /* W rounded to the math type, in the kernel's r order */
-        uint16_t *wh = malloc(nw * sizeof *wh);
+        const size_t wb = nw * (size_t)ws_gemm_mma_wbytes(d);
+        void *wh = malloc(wb);
         if (!wh) {
-            ws_errf(err, "ws_gpu_conv_new: out of memory (weights %zu halves)", nw);
+            ws_errf(err, "ws_gpu_conv_new: out of memory (weights %zu bytes)", wb);
             goto fail;
         }
         ws_gemm_mma_weights(d, wf, wh);
-        const int rc = ws_gpu_alloc(g, nw * sizeof *wh, &c->wh, err) ||
-                       ws_gpu_upload(g, c->wh, wh, nw * sizeof *wh, err);
+        const int rc = ws_gpu_alloc(g, wb, &c->wh, err) || ws_gpu_upload(g, c->wh, wh, wb, err);
         free(wh);
         if (rc)
             goto fail;

@@ -11,18 +11,6 @@ int ws_prec_elem_bytes(ws_precision p)
     return p == WS_PREC_BF16 || p == WS_PREC_FP16 ? 2 : 4;
 }
 
-/* float -> tf32 bit pattern, round to nearest, ties away from zero (as
- * cvt.rna.tf32.f32): keep the top 19 bits. Inf/NaN are left alone. */
-static float round_tf32(float v)
-{
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    if ((u & 0x7f800000u) != 0x7f800000u)
-        u = (u + 0x1000u) & 0xffffe000u;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
-
 void ws_pack_weights(const float *w, int cin, int cout, ws_precision p, void *dst)
 {
     const size_t K = (size_t)3 * cin;
@@ -33,7 +21,7 @@ void ws_pack_weights(const float *w, int cin, int cout, ws_precision p, void *ds
                 size_t kk = (size_t)k * cin + i;
                 switch (p) {
                 case WS_PREC_FP32: ((float *)dst)[kk * cout + o] = v; break;
-                case WS_PREC_TF32: ((float *)dst)[(size_t)o * K + kk] = round_tf32(v); break;
+                case WS_PREC_TF32: ((float *)dst)[(size_t)o * K + kk] = ws_f32_to_tf32(v); break;
                 case WS_PREC_BF16: ((uint16_t *)dst)[(size_t)o * K + kk] = ws_f32_to_bf16(v); break;
                 case WS_PREC_FP16: ((uint16_t *)dst)[(size_t)o * K + kk] = ws_f32_to_f16(v); break;
                 }

@@ -118,21 +118,3 @@ const char *ws_ptx_act_name(ws_act a)
     }
     return "?";
 }
-
-void ws_ptx_ptr_params(ptx_buf *b, preg *r, const char *const *names, int count)
-{
-    for (int i = 0; i < count; i++) {
-        r[i] = ws_ptx_reg(b, PTX_B64);
-        ws_ptx_ins(b, "ld.param.u64 %s, [%s]", r[i].n, names[i]);
-    }
-    for (int i = 0; i < count; i++)
-        ws_ptx_ins(b, "cvta.to.global.u64 %s, %s", r[i].n, r[i].n);
-}
-
-preg ws_ptx_u32_param(ptx_buf *b, const char *name)
-{
-    preg r32 = ws_ptx_reg(b, PTX_B32), r = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ins(b, "ld.param.u32 %s, [%s]", r32.n, name);
-    ws_ptx_ins(b, "cvt.u64.u32 %s, %s", r.n, r32.n);
-    return r;
-}

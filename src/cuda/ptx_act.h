@@ -6,8 +6,7 @@
  *   ws_ptx_act       v = act(v)                        NONE, RELU, GELU (exact erf,
  *                                                      gelu_ptx.h), SILU
  *   ws_ptx_act_grad  g *= act'(z)                      the backward's gradient through act
- * and the small pieces every kernel's prologue and name use (parameters, type and act
- * names).
+ * and the type and act names every kernel's name uses (parameters: ptx_params.h).
  *
  * The forms (pseudo-C; e = ex2.approx.ftz):
  *   RELU  max(v, 0);                 grad  z > 0 ? g : 0
@@ -34,11 +33,6 @@
 /* names in kernel names: "f32" / "f16" / "bf16"; "none" / "relu" / "gelu" / "silu" */
 const char *ws_ptx_type_name(ws_dtype t);
 const char *ws_ptx_act_name(ws_act a);
-
-/* r[i] = the .u64 parameter names[i], converted to a global address (cvta) */
-void ws_ptx_ptr_params(ptx_buf *b, preg *r, const char *const *names, int count);
-/* (u64) the .u32 parameter `name` */
-preg ws_ptx_u32_param(ptx_buf *b, const char *name);
 
 /* nc: through the read-only (non-coherent) path */
 void ws_ptx_load(ptx_buf *b, preg v, preg addr, ws_dtype t, int nc);

@@ -10,6 +10,7 @@
 #include "ptx_act.h"
 #include "ptx_emit.h"
 #include "ptx_gemm.h"
+#include "ptx_params.h"
 
 #define BN WS_GEMM_BN
 #define BK WS_GEMM_BK
@@ -24,7 +25,8 @@
 
 #define MBK WS_GEMM_MMA_BK /* r per stage of the mma kernel: two k16 steps */
 #define MRS 80            /* bytes per shared row of the mma kernel: 32 halves + 16 of padding */
-#define MMA_N 16          /* A and B elements per thread per stage of the mma kernel (BM 128) */
+#define MMA_N 16          /* A and B elements per thread per stage of the mma kernel (BM 128,
+                             16-bit math; 8 of each for tf32) */
 
 #define I(...) ws_ptx_ins(b, __VA_ARGS__)
 
@@ -62,13 +64,30 @@ int ws_gemm_call_fits(const ws_conv_desc *d, int n, int t_out)
 
 int ws_gemm_mma(const ws_conv_desc *d)
 {
-    return WS_GEMM_MMA && ws_gemm_fits(d) && (d->math == WS_MATH_BF16 || d->math == WS_MATH_F16);
+    return WS_GEMM_MMA && ws_gemm_fits(d) && d->math != WS_MATH_F32;
+}
+
+int ws_gemm_mma_wbytes(const ws_conv_desc *d)
+{
+    return d->math == WS_MATH_TF32 ? 4 : 2;
+}
+
+/* the mma kernel's r per stage: 64 bytes of a shared row, two k steps of 32 bytes */
+static int mma_bk(const ws_conv_desc *d)
+{
+    return 64 / ws_gemm_mma_wbytes(d);
+}
+
+static const char *mma_type(const ws_conv_desc *d)
+{
+    return d->math == WS_MATH_BF16 ? "bf16" : d->math == WS_MATH_F16 ? "f16" : "tf32";
 }
 
 void ws_gemm_name(const ws_conv_desc *d, char name[WS_GEMM_NAME_MAX])
 {
     snprintf(name, WS_GEMM_NAME_MAX, "ws_gemm_%s_c%d_%d_k%d_s%d_d%d_p%d_%s_%s_%s_%s_%s_%s",
-             !ws_gemm_mma(d) ? "fwd" : d->math == WS_MATH_BF16 ? "mma_bf16" : "mma_f16",
+             !ws_gemm_mma(d) ? "fwd" : d->math == WS_MATH_BF16 ? "mma_bf16"
+                                 : d->math == WS_MATH_F16  ? "mma_f16" : "mma_tf32",
              d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
              d->x_layout == WS_NCL ? "ncl" : "nlc", d->y_layout == WS_NCL ? "ncl" : "nlc",
              ws_ptx_type_name(d->x_type), ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre), ws_ptx_act_name(d->act));
@@ -97,7 +116,10 @@ typedef struct {
     preg av[MMA_N];   /* f32 */
     preg bv[MMA_N];   /* f32, or b16 (f16), or b32 holding the u16 (bf16) */
     /* the mma kernel (ptx_gemm.h, TENSOR CORES) */
-    const char *mt;   /* "bf16" or "f16" */
+    const char *mt;   /* "bf16", "f16" or "tf32" */
+    int es;           /* bytes of an element in shared memory: 2, or 4 (tf32) */
+    int mbk;          /* r per stage: 32, or 16 (tf32): 64 bytes of a row either way */
+    int nbm;          /* B elements per thread per stage: mbk / 2 */
     int tpr;          /* threads per A row: 32 / NA */
     int kmajor;       /* r = k*C_in + j (ws_gemm_mma_kmajor) */
     int vecw;         /* 16-byte W loads (R % 8 == 0): av holds NA/2 packed pairs, else NA u16 */
@@ -237,7 +259,7 @@ typedef struct { preg pb, pa, py, abs, hasb, hasa; } epi;
 /* the epilogue's stores: acc[i][j] is output (eo0 + ro[i], ep0 + pos[j]) (o, p), i < TM,
  * j < TN: + b[o], act, + add, stored in y_type and y_layout where o < C_out and p < P */
 static void emit_epi_store(gk *s, const epi *e, preg eo0, preg ep0, int TM, const int *ro, int TN,
-                           const int *po, const char *lane_term, preg acc[8][8])
+                           const int *po, const char *lane_term, preg acc[8][16])
 {
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
@@ -348,11 +370,12 @@ static void emit_prologue(gk *s, const char *what, preg *px_, preg *pw_, preg *t
     s->tout32 = ws_ptx_reg(b, PTX_B32);
     s->tin64 = ws_ptx_reg(b, PTX_B64);
     s->npos = ws_ptx_reg(b, PTX_B32);
-    I("ld.param.u64 %s, [p_x]", px.n);
-    I("ld.param.u64 %s, [p_w]", pw.n);
-    I("ld.param.u32 %s, [p_n]", n32.n);
-    I("ld.param.u32 %s, [p_t_in]", s->tin32.n);
-    I("ld.param.u32 %s, [p_t_out]", s->tout32.n);
+    const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
+    ws_ptx_ld_param(b, px, pt, WS_FWD_X);
+    ws_ptx_ld_param(b, pw, pt, WS_FWD_W);
+    ws_ptx_ld_param(b, n32, pt, WS_FWD_N);
+    ws_ptx_ld_param(b, s->tin32, pt, WS_FWD_T_IN);
+    ws_ptx_ld_param(b, s->tout32, pt, WS_FWD_T_OUT);
     I("cvta.to.global.u64 %s, %s", px.n, px.n);
     I("cvta.to.global.u64 %s, %s", pw.n, pw.n);
     I("cvt.u64.u32 %s, %s", s->tin64.n, s->tin32.n);
@@ -400,7 +423,7 @@ static void emit_body(gk *s)
     ws_ptx_section(b, "B position of this thread: p = p0 + tid%128 = n*T_out + t");
     emit_b_position(s, px, tid, p0);
     alloc_raw(s);
-    preg acc[8][8], fa[8], fb[8];
+    preg acc[8][16], fa[8], fb[8];
     for (int i = 0; i < TM; i++)
         for (int j = 0; j < 8; j++)
             acc[i][j] = ws_ptx_reg(b, PTX_F32);
@@ -469,10 +492,11 @@ static void emit_body(gk *s)
     ws_ptx_section(b, "epilogue: (o, p) of acc[i][j]: o = o0 + 64(i/4) + 4ty + i%4, p = p0 + 64(j/4) + 4tx + j%4");
     preg pb = ws_ptx_reg(b, PTX_B64), pa = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64);
     preg abs = ws_ptx_reg(b, PTX_B64), hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
-    I("ld.param.u64 %s, [p_b]", pb.n);
-    I("ld.param.u64 %s, [p_add]", pa.n);
-    I("ld.param.u64 %s, [p_y]", py.n);
-    I("ld.param.u64 %s, [p_add_bs]", abs.n);
+    const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
+    ws_ptx_ld_param(b, pb, pt, WS_FWD_B);
+    ws_ptx_ld_param(b, pa, pt, WS_FWD_ADD);
+    ws_ptx_ld_param(b, py, pt, WS_FWD_Y);
+    ws_ptx_ld_param(b, abs, pt, WS_FWD_ADD_BS);
     I("setp.ne.u64 %s, %s, 0", hasb.n, pb.n);
     I("setp.ne.u64 %s, %s, 0", hasa.n, pa.n);
     I("cvta.to.global.u64 %s, %s", pb.n, pb.n);
@@ -531,16 +555,19 @@ int ws_gemm_mma_kmajor(const ws_conv_desc *d)
     return d->c_in % 16 == 0 && (d->x_layout == WS_NLC || d->stride <= 2);
 }
 
-void ws_gemm_mma_weights(const ws_conv_desc *d, const float *w, uint16_t *out)
+void ws_gemm_mma_weights(const ws_conv_desc *d, const float *w, void *out)
 {
-    const int bf = d->math == WS_MATH_BF16, km = ws_gemm_mma_kmajor(d), K = d->k, C = d->c_in;
+    const int km = ws_gemm_mma_kmajor(d), K = d->k, C = d->c_in;
     const size_t R = (size_t)C * K;
     for (size_t o = 0; o < (size_t)d->c_out; o++)
         for (int j = 0; j < C; j++)
             for (int k = 0; k < K; k++) {
                 const float v = w[o * R + (size_t)j * K + k];
-                out[o * R + (km ? (size_t)k * C + j : (size_t)j * K + k)] =
-                    bf ? ws_f32_to_bf16(v) : ws_f32_to_f16(v);
+                const size_t i = o * R + (km ? (size_t)k * C + j : (size_t)j * K + k);
+                if (d->math == WS_MATH_TF32)
+                    ((float *)out)[i] = ws_f32_to_tf32(v);
+                else
+                    ((uint16_t *)out)[i] = d->math == WS_MATH_BF16 ? ws_f32_to_bf16(v) : ws_f32_to_f16(v);
             }
 }
 
@@ -556,32 +583,34 @@ static void emit_mma_gload(gk *s, preg r0)
     {
         preg r = ws_ptx_reg(b, PTX_B32), ga = ws_ptx_reg(b, PTX_B64);
         I("add.u32 %s, %s, %s", r.n, r0.n, s->ka.n);
-        I("mad.wide.u32 %s, %s, 2, %s", ga.n, r.n, s->wa.n);
-        for (int e = 0; e < s->NA; e += s->vecw ? 8 : 1) {
+        I("mad.wide.u32 %s, %s, %d, %s", ga.n, r.n, s->es, s->wa.n);
+        for (int e = 0; e < s->NA; e += s->vecw ? 16 / s->es : 1) {
             preg ok = ws_ptx_reg(b, PTX_PRED), re = ws_ptx_reg(b, PTX_B32);
             I("add.u32 %s, %s, %d", re.n, r.n, e);
             I("setp.lt.u32 %s, %s, %lld", ok.n, re.n, R);
             I("and.pred %s, %s, %s", ok.n, ok.n, s->aok[0].n);
             if (s->vecw) {
-                const int q = e / 2;
+                const int q = e * s->es / 4;
                 for (int i = 0; i < 4; i++)
                     I("mov.b32 %s, 0", s->av[q + i].n);
                 I("@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d]", ok.n, s->av[q].n, s->av[q + 1].n,
-                  s->av[q + 2].n, s->av[q + 3].n, ga.n, e * 2);
+                  s->av[q + 2].n, s->av[q + 3].n, ga.n, e * s->es);
             } else {
                 I("mov.b32 %s, 0", s->av[e].n);
-                I("@%s ld.global.nc.u16 %s, [%s+%d]", ok.n, s->av[e].n, ga.n, e * 2);
+                I("@%s ld.global.nc.%s %s, [%s+%d]", ok.n, s->es == 4 ? "b32" : "u16", s->av[e].n, ga.n,
+                  e * s->es);
             }
         }
     }
     if (!s->kmajor) {
-        ws_ptx_comment(b, "B: x of X[r0 + (tid/128)*16 + e][p0 + tid%%128], r = j*K + k, u = S*t - P_L + D*k");
-        for (int e = 0; e < MMA_N; e++)
+        ws_ptx_comment(b, "B: x of X[r0 + (tid/128)*%d + e][p0 + tid%%128], r = j*K + k, u = S*t - P_L + D*k",
+                       s->nbm);
+        for (int e = 0; e < s->nbm; e++)
             emit_gather_b(s, r0, e, 1);
         return;
     }
-    ws_ptx_comment(b, "B: x of X[r0 + (tid/128)*16 + e][p0 + tid%%128], r = k*C_in + j: one k, j .. j+15, "
-                      "u = S*t - P_L + D*k");
+    ws_ptx_comment(b, "B: x of X[r0 + (tid/128)*%d + e][p0 + tid%%128], r = k*C_in + j: one k, j .. j+%d, "
+                      "u = S*t - P_L + D*k", s->nbm, s->nbm - 1);
     preg r = ws_ptx_reg(b, PTX_B32), j = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32);
     preg ok = ws_ptx_reg(b, PTX_PRED), uok = ws_ptx_reg(b, PTX_PRED);
     preg u = ws_ptx_reg(b, PTX_B64), off = ws_ptx_reg(b, PTX_B64), xa = ws_ptx_reg(b, PTX_B64);
@@ -604,7 +633,7 @@ static void emit_mma_gload(gk *s, preg r0)
         I("mad.lo.u64 %s, %s, %d, %s", off.n, u.n, d->c_in, j64.n); /* x[n][u][j] */
     }
     I("mad.lo.u64 %s, %s, %d, %s", xa.n, off.n, s->xs, s->xn.n);
-    for (int e = 0; e < MMA_N; e++) {
+    for (int e = 0; e < s->nbm; e++) {
         int imm = 0;
         if (d->x_layout == WS_NCL) {
             if (e)
@@ -643,19 +672,19 @@ static void emit_mma_sstore(gk *s, preg so)
     ws_ptx_comment(b, "As[tid/%d][(tid%%%d)*%d + e] = W", s->tpr, s->tpr, s->NA);
     I("div.u32 %s, %s, %d", a.n, tid.n, s->tpr);
     I("rem.u32 %s, %s, %d", c.n, tid.n, s->tpr);
-    I("mul.lo.u32 %s, %s, %d", c.n, c.n, s->NA * 2);
+    I("mul.lo.u32 %s, %s, %d", c.n, c.n, s->NA * s->es);
     I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, MRS, c.n);
     I("add.u32 %s, %s, %s", a.n, a.n, sb.n);
     const preg *ap = s->av;
-    if (!s->vecw) {
+    if (!s->vecw && s->es == 2) {
         for (int i = 0; i < s->NA / 2; i++)
             I("prmt.b32 %s, %s, %s, 0x5410", pk[i].n, s->av[2 * i].n, s->av[2 * i + 1].n);
         ap = pk;
     }
-    for (int q = 0; q < s->NA / 8; q++)
+    for (int q = 0; q < s->NA * s->es / 16; q++)
         I("st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s}", a.n, q * 16, ap[4 * q].n, ap[4 * q + 1].n,
           ap[4 * q + 2].n, ap[4 * q + 3].n);
-    ws_ptx_comment(b, "Bs[tid%%128][(tid/128)*16 + e] = %s(pre(x))", s->mt);
+    ws_ptx_comment(b, "Bs[tid%%128][(tid/128)*%d + e] = %s(pre(x))", s->nbm, s->mt);
     preg q = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_B32);
     I("shr.u32 %s, %s, 7", q.n, tid.n);
     I("and.b32 %s, %s, %d", p.n, tid.n, BN - 1);
@@ -663,7 +692,10 @@ static void emit_mma_sstore(gk *s, preg so)
     I("mad.lo.u32 %s, %s, %d, %s", q.n, p.n, MRS, q.n);
     I("add.u32 %s, %s, %s", q.n, q.n, sb.n);
     for (int i = 0; i < MMA_N / 2; i++) {
-        if (s->raw && d->x_type == WS_BF16) {
+        if (s->es == 4) {
+            preg v = mma_b_value(s, i);
+            I("cvt.rna.tf32.f32 %s, %s", pk[i].n, v.n);
+        } else if (s->raw && d->x_type == WS_BF16) {
             I("prmt.b32 %s, %s, %s, 0x5410", pk[i].n, s->bv[2 * i].n, s->bv[2 * i + 1].n);
         } else if (s->raw) {
             I("mov.b32 %s, {%s, %s}", pk[i].n, s->bv[2 * i].n, s->bv[2 * i + 1].n);
@@ -784,7 +816,7 @@ static void emit_mma_body(gk *s)
 {
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
-    const long long R = s->R, KT = (R + MBK - 1) / MBK;
+    const long long R = s->R, KT = (R + s->mbk - 1) / s->mbk;
     const int BM = s->BM, A_BYTES = s->A_BYTES, STAGE = s->STAGE;
     const int WTM = BM / 2, MI = WTM / 16, NI = 4; /* warps 2 (channels) x 4 (positions) */
     const int YS = d->y_layout == WS_NCL ? 64 * YS_ROW * 4 : 0; /* emit_mma_epi_ncl's Ys */
@@ -802,14 +834,14 @@ static void emit_mma_body(gk *s)
         I("div.u32 %s, %s, %d", oa.n, tid.n, s->tpr);
         I("add.u32 %s, %s, %s", oa.n, oa.n, o0.n);
         I("setp.lt.u32 %s, %s, %d", s->aok[0].n, oa.n, d->c_out);
-        ws_ptx_comment(b, "W row o0 + tid/%d: w + (o0 + tid/%d) * R * 2 (R = %lld)", s->tpr, s->tpr, R);
+        ws_ptx_comment(b, "W row o0 + tid/%d: w + (o0 + tid/%d) * R * %d (R = %lld)", s->tpr, s->tpr, s->es, R);
         I("cvt.u64.u32 %s, %s", oa64.n, oa.n);
-        I("mad.lo.u64 %s, %s, %lld, %s", s->wa.n, oa64.n, R * 2, pw.n);
+        I("mad.lo.u64 %s, %s, %lld, %s", s->wa.n, oa64.n, R * s->es, pw.n);
     }
     ws_ptx_section(b, "B position of this thread: p = p0 + tid%128 = n*T_out + t");
     {
         emit_b_position(s, px, tid, p0);
-        I("shl.b32 %s, %s, 4", s->kb.n, s->kb.n);
+        I("shl.b32 %s, %s, %d", s->kb.n, s->kb.n, s->nbm == 16 ? 4 : 3);
         if (s->kmajor && d->x_layout == WS_NCL) {
             s->sT = ws_ptx_reg(b, PTX_B64);
             I("mul.wide.u32 %s, %s, %d", s->sT.n, s->tin32.n, s->xs);
@@ -843,9 +875,9 @@ static void emit_mma_body(gk *s)
     I("add.u32 %s, %s, %d", blane.n, blane.n, A_BYTES);
     I("add.u32 %s, %s, %s", blane.n, blane.n, sbase.n);
 
-    for (int e = 0; e < (s->vecw ? s->NA / 2 : s->NA); e++)
+    for (int e = 0; e < (s->vecw ? s->NA * s->es / 4 : s->NA); e++)
         s->av[e] = ws_ptx_reg(b, PTX_B32);
-    for (int e = 0; e < MMA_N; e++)
+    for (int e = 0; e < s->nbm; e++)
         s->bv[e] = ws_ptx_reg(b, d->x_type == WS_F32 ? PTX_F32 : d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
     preg acc[4][4][4], fa[4][4], fb[4][2];
     for (int mi = 0; mi < MI; mi++)
@@ -874,7 +906,7 @@ static void emit_mma_body(gk *s)
     I("bar.sync 0");
 
     ws_ptx_section(b, "main loop over the stages of r");
-    ws_ptx_comment(b, "%lld stages of %d", KT, MBK);
+    ws_ptx_comment(b, "%lld stages of %d", KT, s->mbk);
     plabel top = ws_ptx_label_new(b, "stage"), noload = ws_ptx_label_new(b, "noload");
     plabel nostore = ws_ptx_label_new(b, "nostore");
     preg more = ws_ptx_reg(b, PTX_PRED);
@@ -882,7 +914,7 @@ static void emit_mma_body(gk *s)
     I("setp.lt.u32 %s, %s, %lld", more.n, kt.n, KT);
     I("sub.u32 %s, %d, %s", nxt.n, STAGE, cur.n);
     I("@!%s bra.uni %s", more.n, noload.n);
-    I("add.u32 %s, %s, %d", r0.n, r0.n, MBK);
+    I("add.u32 %s, %s, %d", r0.n, r0.n, s->mbk);
     ws_ptx_comment(b, "the next stage's elements into registers");
     emit_mma_gload(s, r0);
     ws_ptx_label(b, noload);
@@ -890,7 +922,7 @@ static void emit_mma_body(gk *s)
         preg ra = ws_ptx_reg(b, PTX_B32), rb = ws_ptx_reg(b, PTX_B32);
         I("add.u32 %s, %s, %s", ra.n, alane.n, cur.n);
         I("add.u32 %s, %s, %s", rb.n, blane.n, cur.n);
-        for (int ks = 0; ks < MBK / 16; ks++) {
+        for (int ks = 0; ks < 2; ks++) {
             ws_ptx_comment(b, "k step %d: fragments, then %d mma", ks, MI * NI);
             for (int mi = 0; mi < MI; mi++)
                 I("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%s, %s, %s, %s}, [%s+%d]", fa[mi][0].n,
@@ -901,9 +933,9 @@ static void emit_mma_body(gk *s)
                   nj * 16 * MRS + ks * 32);
             for (int mi = 0; mi < MI; mi++)
                 for (int ni = 0; ni < NI; ni++)
-                    I("mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%s, %s, %s, %s}, "
+                    I("mma.sync.aligned.%s.row.col.f32.%s.%s.f32 {%s, %s, %s, %s}, "
                       "{%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
-                      s->mt, s->mt, acc[mi][ni][0].n, acc[mi][ni][1].n, acc[mi][ni][2].n,
+                      s->es == 4 ? "m16n8k8" : "m16n8k16", s->mt, s->mt, acc[mi][ni][0].n, acc[mi][ni][1].n, acc[mi][ni][2].n,
                       acc[mi][ni][3].n, fa[mi][0].n, fa[mi][1].n, fa[mi][2].n, fa[mi][3].n,
                       fb[ni][0].n, fb[ni][1].n, acc[mi][ni][0].n, acc[mi][ni][1].n,
                       acc[mi][ni][2].n, acc[mi][ni][3].n);
@@ -926,10 +958,11 @@ static void emit_mma_body(gk *s)
     e.abs = ws_ptx_reg(b, PTX_B64);
     e.hasb = ws_ptx_reg(b, PTX_PRED);
     e.hasa = ws_ptx_reg(b, PTX_PRED);
-    I("ld.param.u64 %s, [p_b]", e.pb.n);
-    I("ld.param.u64 %s, [p_add]", e.pa.n);
-    I("ld.param.u64 %s, [p_y]", e.py.n);
-    I("ld.param.u64 %s, [p_add_bs]", e.abs.n);
+    const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
+    ws_ptx_ld_param(b, e.pb, pt, WS_FWD_B);
+    ws_ptx_ld_param(b, e.pa, pt, WS_FWD_ADD);
+    ws_ptx_ld_param(b, e.py, pt, WS_FWD_Y);
+    ws_ptx_ld_param(b, e.abs, pt, WS_FWD_ADD_BS);
     I("setp.ne.u64 %s, %s, 0", e.hasb.n, e.pb.n);
     I("setp.ne.u64 %s, %s, 0", e.hasa.n, e.pa.n);
     I("cvta.to.global.u64 %s, %s", e.pb.n, e.pb.n);
@@ -949,7 +982,7 @@ static void emit_mma_body(gk *s)
     I("mad.lo.u32 %s, %s, 32, %s", ep0.n, wn.n, tmp.n);
     I("add.u32 %s, %s, %s", ep0.n, ep0.n, p0.n);
     int ro[8], po[8];
-    preg av[8][8];
+    preg av[8][16];
     for (int mi = 0; mi < MI; mi++)
         for (int h = 0; h < 2; h++) {
             ro[2 * mi + h] = 16 * mi + 8 * h;
@@ -985,23 +1018,27 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
              .xs = d->x_type == WS_F32 ? 4 : 2, .ys = d->y_type == WS_F32 ? 4 : 2 };
     s.BM = ws_gemm_bm(d);
     if (mma) {
-        s.mt = d->math == WS_MATH_BF16 ? "bf16" : "f16";
-        s.NA = s.BM * MBK / NT;
-        s.tpr = MBK / s.NA;
-        s.NBV = MMA_N;
+        s.mt = mma_type(d);
+        s.es = ws_gemm_mma_wbytes(d);
+        s.mbk = mma_bk(d);
+        s.nbm = s.mbk / 2;
+        s.NA = s.BM * s.mbk / NT;
+        s.tpr = s.mbk / s.NA;
+        s.NBV = s.nbm;
         s.kmajor = ws_gemm_mma_kmajor(d);
-        s.vecw = s.R % 8 == 0;
+        s.vecw = s.R % (16 / s.es) == 0;
         s.raw = d->pre == WS_ACT_NONE && ((d->x_type == WS_BF16 && d->math == WS_MATH_BF16) ||
                                           (d->x_type == WS_F16 && d->math == WS_MATH_F16));
         s.A_BYTES = s.BM * MRS;
         s.STAGE = s.A_BYTES + BN * MRS;
         ws_ptx_comment(&kb, "y[o, n*T_out + t] = act(b[o] + sum_r W[o, r] X[r, n*T_out + t]) + add; r = j*K + k");
         ws_ptx_comment(&kb, "C_in %d C_out %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s; "
-                         "tile %dx%d, BK %d, %s mma.sync m16n8k16, warps 2x4 of %dx32, r = %s",
+                         "tile %dx%d, BK %d, %s mma.sync %s, warps 2x4 of %dx32, r = %s",
                     d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
                     d->x_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->x_type),
                     d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre),
-                    ws_ptx_act_name(d->act), s.BM, BN, MBK, s.mt, s.BM / 2, s.kmajor ? "k*C_in + j" : "j*K + k");
+                    ws_ptx_act_name(d->act), s.BM, BN, s.mbk, s.mt, s.es == 4 ? "m16n8k8" : "m16n8k16", s.BM / 2,
+                    s.kmajor ? "k*C_in + j" : "j*K + k");
         emit_mma_body(&s);
     } else {
         s.TM = s.BM / TY;
@@ -1019,11 +1056,7 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
                     ws_ptx_act_name(d->act), s.BM, BN, BK, s.TM);
         emit_body(&s);
     }
-    ws_ptx_kernel_end(&kb, &mod, name,
-                   "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_b,\n"
-                   "\t.param .u64 p_add,\n\t.param .u64 p_y,\n\t.param .u32 p_n,\n"
-                   "\t.param .u32 p_t_in,\n\t.param .u32 p_t_out,\n\t.param .u64 p_add_bs",
-                   NT, 0);
+    ws_ptx_kernel_end_params(&kb, &mod, name, ws_params_of(WS_PARAMS_FWD), NT, 0, 0);
     char why[160];
     char *text = ws_ptx_take(&mod, why, sizeof why);
     if (!text)

@@ -36,14 +36,20 @@
  * 471 us, wav2vec2's 7 convs N8 11.4 ms, DAC C512->1024 K16 S8 3.61 ms: 27-37 TFLOP/s of
  * FFMA. Not yet: x gathered along channels for NLC (each load is its own sector there),
  * stores grouped through shared memory, 16-byte W loads.
- * Parameters: those of the direct forward kernel (ptx_direct.h): .u64 p_x, p_w, p_b, p_add,
- * p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs. Grid (ceil(P / BN), ceil(C_out / BM)),
+ * Parameters: the conv forward table (ptx_params.h, WS_PARAMS_FWD, as the direct forward
+ * kernel): .u64 p_x, p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs. Grid (ceil(P / BN), ceil(C_out / BM)),
  * block WS_GEMM_THREADS; ws_gemm_call_fits says which calls it takes (P < 2^31, grid y
  * within 65535); the direct kernel takes the others.
  *
- * TENSOR CORES (math WS_MATH_BF16 / WS_MATH_F16, ws_gemm_mma; WS_MATH_F32 and TF32 run the
- * FFMA kernel above): the same grid, block, tile (BM x BN), parameters and epilogue, products
- * on mma.sync.m16n8k16 (f32 accumulation) on inputs rounded (cvt.rn) to the math type.
+ * TENSOR CORES (math WS_MATH_BF16 / WS_MATH_F16 / WS_MATH_TF32, ws_gemm_mma; WS_MATH_F32 runs
+ * the FFMA kernel above): the same grid, block, tile (BM x BN), parameters and epilogue,
+ * products on mma.sync.m16n8k16 (bf16, f16) or m16n8k8 (tf32), f32 accumulation, on inputs
+ * rounded to the math type (cvt.rn.bf16x2 / f16x2, cvt.rna.tf32 as the stem's tf32 kernels).
+ * Element widths in the text below are for the 16-bit types; tf32 keeps every byte offset
+ * (a stage row is 64 bytes of r either way: 32 halves or 16 tf32, each k step 32 bytes) and
+ * halves the counts: 16 r per stage, NA = BM/16 W elements and 8 x elements per thread.
+ * ldmatrix's 8x8 b16 matrices of 4-byte elements are exactly m16n8k8's tf32 fragments (as in
+ * kernels_mma.c), so the fragment loads are the same instructions.
  * p_w is then the plan's W rounded to the math type (ws_gemm_mma_weights, at plan time),
  * [C_out][R] in the kernel's order of r: r = k*C_in + j when C_in % 16 == 0, NLC or
  * stride <= 2 (ws_gemm_mma_kmajor: a thread's 16 consecutive r of a stage are one tap k and 16
@@ -71,16 +77,20 @@
  * fp32 before): dilated K3 D9 N256 C512 T32 74.5 us (350), ResConv1D block 116 us (496),
  * Jukebox 166 us (468), wav2vec2's 7 convs 3.06 ms (11.3), DAC 1.00 ms (3.61): 77-173
  * TFLOP/s, short of the targets (30, 40, 60, 1200 us, 300 us).
- * Not yet: wgmma (sm_90), more stages in flight (one gather per stage ahead today), NLC
- * stores through shared memory, TF32 math on tensor cores (it runs FFMA).
+ * Tried: a 256-row tile (warps 4 x 2 of 64 x 64, 238 registers, one block of 8 warps per
+ * multiprocessor, two 30 KB stages in dynamic shared memory) to halve ldmatrix traffic per
+ * mma: slower on every bf16 row (dilated 73 -> 94 us, block 119 -> 159, wav2vec2 3.04 ->
+ * 3.38 ms, DAC 1.00 -> 1.08 ms): with 8 warps the register-staged gather's latency is no
+ * longer covered. Not yet: wgmma (sm_90), more stages in flight (one gather per stage ahead
+ * today), NLC stores through shared memory.
  *
  * Tested by tests/test_gpu_conv.c: ptxas sm_80 / sm_90 with no spills on every module of
  * its gemm table (and on every row's BF16 and F16 mma module); a C model of the FFMA tile
  * and thread mapping (every output produced once, every gather address x's formula) on
  * every row; on a GPU each row against the CPU engine
- * and against the direct kernels; on a GPU every row with BF16 and F16 math against the CPU
- * engine (rel L2 <= 1e-2: 2e-3..3e-3 bf16, <= 8e-4 f16 seen on the H100), two runs the same
- * bits.
+ * and against the direct kernels; on a GPU every row with BF16, F16 and TF32 math against
+ * the CPU engine (rel L2 <= 1e-2, TF32 <= 2e-3: 2e-3..3e-3 bf16, <= 8e-4 f16 seen on the
+ * H100), two runs the same bits.
  */
 #ifndef WS_CUDA_PTX_GEMM_H
 #define WS_CUDA_PTX_GEMM_H
@@ -108,16 +118,20 @@ int ws_gemm_fits(const ws_conv_desc *d);
  * N4 C64 T131072 K3 D27: 924 us with 128, half the rows idle) */
 int ws_gemm_bm(const ws_conv_desc *d);
 
-/* 1 when d's gemm module is the tensor-core kernel (math BF16 or F16, WS_GEMM_MMA on) */
+/* 1 when d's gemm module is the tensor-core kernel (math TF32, BF16 or F16, WS_GEMM_MMA on) */
 int ws_gemm_mma(const ws_conv_desc *d);
 
 /* 1 when d's mma kernel walks r = k*C_in + j (C_in % 16 == 0: a thread's 16 consecutive r of
  * a stage share one tap k; NLC, or NCL at stride <= 2), else r = j*K + k */
 int ws_gemm_mma_kmajor(const ws_conv_desc *d);
 
+/* bytes per weight of the mma kernel: 2 (bf16, f16), 4 (tf32) */
+int ws_gemm_mma_wbytes(const ws_conv_desc *d);
+
 /* the mma kernel's weights (its p_w): w (float32 [C_out][C_in][K]) rounded to the math type
- * (bf16 / f16, to nearest even), out [C_out][R] in the kernel's order of r */
-void ws_gemm_mma_weights(const ws_conv_desc *d, const float *w, uint16_t *out);
+ * (bf16 / f16 to nearest even, tf32 to nearest with ties away as cvt.rna, kept as float32),
+ * out [C_out][R] elements of ws_gemm_mma_wbytes(d) bytes in the kernel's order of r */
+void ws_gemm_mma_weights(const ws_conv_desc *d, const float *w, void *out);
 
 /* 1 when a call of n items with t_out outputs fits the kernel's grid and 32-bit position
  * arithmetic */
