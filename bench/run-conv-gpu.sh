@@ -92,7 +92,7 @@ print("| case | ours fp32 | PyTorch fp32 | ours tf32 | PyTorch tf32 | ours bf16 
 print("|---|---|---|---|---|---|---|---|---|---|")
 fails = []
 for case, lay in keys:
-    name = what[(case, lay)] + (", " + lay.upper() if case.startswith("dw_") else "")
+    name = what[(case, lay)] + (", " + lay.upper() if (case, "nlc") in what else "")
     mr, ra, rel = [], [], []
     for dt in ("fp32", "tf32", "bf16"):
         k = (case, lay, dt)

@@ -992,6 +992,12 @@ static const gcase gcases_gemm[] = {
      WS_ACT_GELU, 0, 0},
     /* C_out >= 256: the mma kernel's wide tile (NLC and NCL y; C_out and positions not
      * multiples of its 256 x 128) */
+    /* NLC x with C_in a multiple of 16: the mma kernel's 16-byte loads of x (f32, f16, bf16
+     * storage; raw and converted) */
+    {"g_nlc_f32_c32_pre_silu_d2", 2, 32, 40, 1, 3, 1, 2, 2, 1, 57, WS_NLC, WS_NCL, F32, WS_ACT_SILU, WS_ACT_NONE, 1,
+     ADD_PER_ITEM},
+    {"g_nlc_f16_c16_k2_gelu", 3, 16, 24, 1, 2, 1, 1, 1, 0, 45, WS_NLC, WS_NLC, WS_F16, WS_F16, WS_F16, 0,
+     WS_ACT_GELU, 1, 0},
     {"g_wide_nlc_c24_o300_d2_add", 3, 24, 300, 1, 3, 1, 2, 2, 2, 45, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_GELU, 1, ADD_PER_ITEM},
     {"g_wide_ncl_c32_o272_k4_s2_bcast", 2, 32, 272, 1, 4, 2, 1, 1, 2, 131, WS_NCL, WS_NCL, WS_BF16, WS_F32, WS_F32,
@@ -1300,8 +1306,10 @@ Test(gpu_conv_ptx, mma_module_is_deterministic_and_not_for_f32_math)
 
 /* a gemm row with math mma_maths[m] on the GPU against the CPU engine (float32 products):
  * no NaN, rel L2 within the contract's bound for the math (float32 storage with bf16 math is
- * the hardest), two runs the same bits, the gemm kernel taken */
-static double run_mma_case(ws_gpu *g, const gcase *c, int m)
+ * the hardest), two runs the same bits, the gemm kernel taken; with x_off, x starts that
+ * many elements into its buffer, and a kernel that needs x aligned (ws_gemm_x_align) must
+ * leave the call to the direct kernel */
+static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off)
 {
     ws_conv_desc d = desc_of(c);
     d.math = mma_maths[m];
@@ -1330,7 +1338,9 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m)
     cr_assert_eq(ws_conv_run(cpu, &ac, &e), 0, "%s: %s", c->name, e.msg);
     ws_conv_free(cpu);
 
-    uint64_t dx = dev_alloc(g, nx * tsize(c->xt)), dy = dev_alloc(g, ybytes), dadd = 0;
+    const uint64_t dxbuf = dev_alloc(g, (nx + (size_t)x_off) * tsize(c->xt)), dy = dev_alloc(g, ybytes);
+    const uint64_t dx = dxbuf + (uint64_t)x_off * tsize(c->xt);
+    uint64_t dadd = 0;
     cr_assert_eq(ws_gpu_upload(g, dx, x, nx * tsize(c->xt), &e), 0, "%s", e.msg);
     if (c->add == ADD_INPUT) {
         dadd = dx;
@@ -1342,7 +1352,8 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m)
     cr_assert_not_null(gc, "%s: %s", c->name, e.msg);
     ws_conv_args ag = {.n = c->n, .t_in = c->t_in, .x = as_ptr(dx), .add = dadd ? as_ptr(dadd) : NULL,
                        .add_batch_stride = abs, .y = as_ptr(dy)};
-    cr_assert_eq(ws_gpu_conv_kernel(gc, &ag), 2, "%s: gemm kernel expected", c->name);
+    const int want = dx % (uint64_t)ws_gemm_x_align(&d) ? 0 : 2;
+    cr_assert_eq(ws_gpu_conv_kernel(gc, &ag), want, "%s: %s kernel expected", c->name, want ? "gemm" : "direct");
     void *outs[2] = {ygpu, ygpu2};
     for (int run = 0; run < 2; run++) {
         cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
@@ -1363,7 +1374,7 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m)
     cr_assert_leq(rl2, mma_bounds[m], "%s (%s math): rel L2 %.3g", c->name, mma_math_names[m], rl2);
 
     ws_gpu_conv_free(gc);
-    ws_gpu_release(g, dx);
+    ws_gpu_release(g, dxbuf);
     ws_gpu_release(g, dy);
     if (dadd && dadd != dx)
         ws_gpu_release(g, dadd);
@@ -1379,11 +1390,30 @@ Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_the_math_types_rounding, .
     double most[N_MMA_MATHS] = {0, 0, 0};
     for (int m = 0; m < N_MMA_MATHS; m++)
         for (int i = 0; i < N_GCASES; i++) {
-            const double rl2 = run_mma_case(g, &gcases_gemm[i], m);
+            const double rl2 = run_mma_case(g, &gcases_gemm[i], m, 0);
             most[m] = rl2 > most[m] ? rl2 : most[m];
         }
     if (verbose())
         fprintf(stderr, "gpu_conv mma: rel L2 at most %.3g (bf16), %.3g (f16), %.3g (tf32)\n", most[0], most[1],
                 most[2]);
+    ws_gpu_close(g);
+}
+
+/* the rows whose mma kernel loads NLC x 16 bytes at a time, with x one element off that
+ * alignment: the direct kernel takes the call, within the same bounds */
+Test(gpu_conv, mma_gemm_leaves_a_misaligned_nlc_x_to_the_direct_kernel, .timeout = 300)
+{
+    ws_gpu *g = gpu_or_skip();
+    int rows = 0;
+    for (int m = 0; m < N_MMA_MATHS; m++)
+        for (int i = 0; i < N_GCASES; i++) {
+            ws_conv_desc d = desc_of(&gcases_gemm[i]);
+            d.math = mma_maths[m];
+            if (ws_gemm_x_align(&d) == 16 && gcases_gemm[i].add != ADD_INPUT) {
+                run_mma_case(g, &gcases_gemm[i], m, 1);
+                rows++;
+            }
+        }
+    cr_assert_geq(rows, 9, "only %d rows with 16-byte NLC loads", rows);
     ws_gpu_close(g);
 }

@@ -13,7 +13,7 @@
  * (float32 [C_out], or none) at ws_gpu_conv_new. ws_gpu_conv_run checks the call as the
  * CPU does (ws_conv_check_args), then launch() picks per call: the depthwise kernels when
  * dw_call_fits (alignment, whole vectors), else the GEMM when gemm_call_fits (grid
- * limits), else the direct kernels (FWD ceil(N*C_out*T_out / 256) blocks of 256 threads;
+ * limits, x aligned to ws_gemm_x_align), else the direct kernels (FWD ceil(N*C_out*T_out / 256) blocks of 256 threads;
  * BWD grows the plan's float32 gz scratch [N][C_out][T_out], launches gz, then dx, dw, db
  * as asked). Grids are checked against the limits before anything is launched; the call
  * waits for the stream before returning (ws_gpu_conv_bench times launches between events).
@@ -517,7 +517,8 @@ cleanup:
 /* a call the gemm kernel takes (ptx_gemm.h: FWD, groups 1, positions and grid in range) */
 static int gemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
 {
-    return c->gemmfn && !c->force_direct && ws_gemm_call_fits(&c->d, a->n, t_out);
+    return c->gemmfn && !c->force_direct && ws_gemm_call_fits(&c->d, a->n, t_out) &&
+           (uintptr_t)a->x % (uintptr_t)ws_gemm_x_align(&c->d) == 0;
 }
 
 /* the gemm kernel for a call gemm_call_fits admits, enqueued: 0, or -1 err */

@@ -125,6 +125,9 @@ typedef struct {
     int vecw;         /* 16-byte W loads (R % 8 == 0): av holds NA/2 packed pairs, else NA u16 */
     int raw;          /* x already in the math type and pre NONE: pairs packed as loaded */
     preg sT;          /* NCL, kmajor: T_in * xs, the step between channels */
+    int bvec;         /* NLC, kmajor: a thread's nbm channels of one u are one run of memory,
+                         loaded 16 bytes at a time into bw (ws_gemm_x_align) */
+    preg bw[16];      /* ... those words: nbm * xs / 4 */
 } gk;
 
 /* registers for the raw B values of x_type */
@@ -531,7 +534,26 @@ static preg mma_b_value(gk *s, int e)
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
     preg v;
-    if (d->x_type == WS_F32) {
+    if (s->bvec) { /* element e of the loaded words */
+        v = ws_ptx_reg(b, PTX_F32);
+        if (d->x_type == WS_F32) {
+            I("mov.b32 %s, %s", v.n, s->bw[e].n);
+        } else if (d->x_type == WS_F16) {
+            preg h = ws_ptx_reg(b, PTX_B16), o = ws_ptx_reg(b, PTX_B16);
+            if (e % 2)
+                I("mov.b32 {%s, %s}, %s", o.n, h.n, s->bw[e / 2].n);
+            else
+                I("mov.b32 {%s, %s}, %s", h.n, o.n, s->bw[e / 2].n);
+            I("cvt.f32.f16 %s, %s", v.n, h.n);
+        } else {
+            preg t = ws_ptx_reg(b, PTX_B32);
+            if (e % 2)
+                I("and.b32 %s, %s, 0xffff0000", t.n, s->bw[e / 2].n);
+            else
+                I("shl.b32 %s, %s, 16", t.n, s->bw[e / 2].n);
+            I("mov.b32 %s, %s", v.n, t.n);
+        }
+    } else if (d->x_type == WS_F32) {
         v = s->bv[e];
     } else if (d->x_type == WS_F16) {
         v = ws_ptx_reg(b, PTX_F32);
@@ -553,6 +575,11 @@ int ws_gemm_mma_kmajor(const ws_conv_desc *d)
      * DAC C512->1024 K16 S8 bf16: 1.17 -> 1.00 ms; wav2vec2's S2 convs: 3.06 -> 3.61 ms the
      * other way) */
     return d->c_in % 16 == 0 && (d->x_layout == WS_NLC || d->stride <= 2);
+}
+
+int ws_gemm_x_align(const ws_conv_desc *d)
+{
+    return ws_gemm_mma(d) && ws_gemm_mma_kmajor(d) && d->x_layout == WS_NLC ? 16 : 1;
 }
 
 void ws_gemm_mma_weights(const ws_conv_desc *d, const float *w, void *out)
@@ -633,6 +660,16 @@ static void emit_mma_gload(gk *s, preg r0)
         I("mad.lo.u64 %s, %s, %d, %s", off.n, u.n, d->c_in, j64.n); /* x[n][u][j] */
     }
     I("mad.lo.u64 %s, %s, %d, %s", xa.n, off.n, s->xs, s->xn.n);
+    if (s->bvec) {
+        ws_ptx_comment(b, "NLC: the %d channels are %d bytes of one row, 16 at a time", s->nbm, s->nbm * s->xs);
+        for (int q = 0; q < s->nbm * s->xs / 16; q++) {
+            for (int i = 0; i < 4; i++)
+                I("mov.b32 %s, 0", s->bw[4 * q + i].n);
+            I("@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d]", ok.n, s->bw[4 * q].n, s->bw[4 * q + 1].n,
+              s->bw[4 * q + 2].n, s->bw[4 * q + 3].n, xa.n, 16 * q);
+        }
+        return;
+    }
     for (int e = 0; e < s->nbm; e++) {
         int imm = 0;
         if (d->x_layout == WS_NCL) {
@@ -695,6 +732,8 @@ static void emit_mma_sstore(gk *s, preg so)
         if (s->es == 4) {
             preg v = mma_b_value(s, i);
             I("cvt.rna.tf32.f32 %s, %s", pk[i].n, v.n);
+        } else if (s->raw && s->bvec) {
+            I("mov.b32 %s, %s", pk[i].n, s->bw[i].n);
         } else if (s->raw && d->x_type == WS_BF16) {
             I("prmt.b32 %s, %s, %s, 0x5410", pk[i].n, s->bv[2 * i].n, s->bv[2 * i + 1].n);
         } else if (s->raw) {
@@ -877,8 +916,12 @@ static void emit_mma_body(gk *s)
 
     for (int e = 0; e < (s->vecw ? s->NA * s->es / 4 : s->NA); e++)
         s->av[e] = ws_ptx_reg(b, PTX_B32);
-    for (int e = 0; e < s->nbm; e++)
-        s->bv[e] = ws_ptx_reg(b, d->x_type == WS_F32 ? PTX_F32 : d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
+    if (s->bvec)
+        for (int e = 0; e < s->nbm * s->xs / 4; e++)
+            s->bw[e] = ws_ptx_reg(b, PTX_B32);
+    else
+        for (int e = 0; e < s->nbm; e++)
+            s->bv[e] = ws_ptx_reg(b, d->x_type == WS_F32 ? PTX_F32 : d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
     preg acc[4][4][4], fa[4][4], fb[4][2];
     for (int mi = 0; mi < MI; mi++)
         for (int ni = 0; ni < NI; ni++)
@@ -1026,6 +1069,7 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
         s.tpr = s.mbk / s.NA;
         s.NBV = s.nbm;
         s.kmajor = ws_gemm_mma_kmajor(d);
+        s.bvec = ws_gemm_x_align(d) == 16;
         s.vecw = s.R % (16 / s.es) == 0;
         s.raw = d->pre == WS_ACT_NONE && ((d->x_type == WS_BF16 && d->math == WS_MATH_BF16) ||
                                           (d->x_type == WS_F16 && d->math == WS_MATH_F16));

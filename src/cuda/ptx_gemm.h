@@ -128,6 +128,11 @@ int ws_gemm_mma_kmajor(const ws_conv_desc *d);
 /* bytes per weight of the mma kernel: 2 (bf16, f16), 4 (tf32) */
 int ws_gemm_mma_wbytes(const ws_conv_desc *d);
 
+/* the alignment in bytes that d's gemm kernel needs of x (checked per call; a call with
+ * an x off it runs the direct kernel): 16 where the mma kernel loads NLC x 16 bytes at a
+ * time (kmajor), else 1 */
+int ws_gemm_x_align(const ws_conv_desc *d);
+
 /* the mma kernel's weights (its p_w): w (float32 [C_out][C_in][K]) rounded to the math type
  * (bf16 / f16 to nearest even, tf32 to nearest with ties away as cvt.rna, kept as float32),
  * out [C_out][R] elements of ws_gemm_mma_wbytes(d) bytes in the kernel's order of r */
