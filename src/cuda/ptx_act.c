@@ -1,4 +1,7 @@
 /* ptx_act.c - the activation table and element conversions as PTX (ptx_act.h). */
+#include <stdio.h>
+#include <string.h>
+
 #include "gelu_ptx.h"
 #include "ptx_act.h"
 
@@ -35,6 +38,89 @@ void ws_ptx_store(ptx_buf *b, preg addr, preg v, ws_dtype t)
     preg h = ws_ptx_reg(b, PTX_B16);
     ws_ptx_ins(b, "cvt.rn.%s.f32 %s, %s", t == WS_F16 ? "f16" : "bf16", h.n, v.n);
     ws_ptx_ins(b, "st.global.b16 [%s], %s", addr.n, h.n);
+}
+
+/* ---- vectors of V elements: v2 / v4 accesses, 16-bit types as f16x2 / bf16x2 pairs ---- */
+
+ws_ptx_vec ws_ptx_vec_new(ptx_buf *b, ws_dtype t, int V)
+{
+    ws_ptx_vec v = { .t = t, .nr = t == WS_F32 ? V : V / 2 };
+    for (int i = 0; i < v.nr; i++)
+        v.r[i] = ws_ptx_reg(b, t == WS_F32 ? PTX_F32 : PTX_B32);
+    return v;
+}
+
+/* "{r0, r1, ...}" */
+void ws_ptx_vec_list(const ws_ptx_vec *v, char *out, size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, "{");
+    for (int i = 0; i < v->nr && n < cap; i++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? ", " : "", v->r[i].n);
+    if (n < cap)
+        snprintf(out + n, cap - n, "}");
+}
+
+/* v = pred ? *(vector *)addr : 0  (read-only path) */
+void ws_ptx_vec_load(ptx_buf *b, const ws_ptx_vec *v, preg addr, preg pred)
+{
+    char list[160];
+    for (int i = 0; i < v->nr; i++)
+        ws_ptx_ins(b, "mov.b32 %s, 0", v->r[i].n);
+    ws_ptx_vec_list(v, list, sizeof list);
+    if (v->nr == 1)
+        ws_ptx_ins(b, "@%s ld.global.nc.%s %s, [%s]", pred.n, v->t == WS_F32 ? "f32" : "b32",
+                v->r[0].n, addr.n);
+    else
+        ws_ptx_ins(b, "@%s ld.global.nc.v%d.%s %s, [%s]", pred.n, v->nr,
+                v->t == WS_F32 ? "f32" : "b32", list, addr.n);
+}
+
+/* element e of v as float32: a register of v itself (f32) or a fresh one */
+preg ws_ptx_vec_elem(ptx_buf *b, const ws_ptx_vec *v, int e)
+{
+    if (v->t == WS_F32)
+        return v->r[e];
+    preg f = ws_ptx_reg(b, PTX_F32);
+    const preg w = v->r[e / 2];
+    if (v->t == WS_BF16) {
+        preg u = ws_ptx_reg(b, PTX_B32);
+        if (e % 2)
+            ws_ptx_ins(b, "and.b32 %s, %s, 0xFFFF0000", u.n, w.n);
+        else
+            ws_ptx_ins(b, "shl.b32 %s, %s, 16", u.n, w.n);
+        ws_ptx_ins(b, "mov.b32 %s, %s", f.n, u.n);
+    } else {
+        preg lo = ws_ptx_reg(b, PTX_B16), hi = ws_ptx_reg(b, PTX_B16);
+        ws_ptx_ins(b, "mov.b32 {%s, %s}, %s", lo.n, hi.n, w.n);
+        ws_ptx_ins(b, "cvt.f32.f16 %s, %s", f.n, e % 2 ? hi.n : lo.n);
+    }
+    return f;
+}
+
+/* if (pred) *(vector of type t *)addr = f[0..V-1], rounded to nearest even */
+void ws_ptx_vec_store(ptx_buf *b, preg addr, const preg *f, int V, ws_dtype t, preg pred)
+{
+    char list[160];
+    size_t n = (size_t)snprintf(list, sizeof list, "{");
+    if (t == WS_F32) {
+        for (int i = 0; i < V; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", f[i].n);
+    } else {
+        for (int i = 0; i < V / 2; i++) {
+            preg p = ws_ptx_reg(b, PTX_B32);
+            ws_ptx_ins(b, "cvt.rn.%s.f32 %s, %s, %s", t == WS_F16 ? "f16x2" : "bf16x2", p.n,
+                    f[2 * i + 1].n, f[2 * i].n);
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", p.n);
+        }
+    }
+    snprintf(list + n, sizeof list - n, "}");
+    const int nr = t == WS_F32 ? V : V / 2;
+    if (nr == 1) /* "{r}" -> "r" */
+        ws_ptx_ins(b, "@%s st.global.%s [%s], %.*s", pred.n, t == WS_F32 ? "f32" : "b32", addr.n,
+                (int)strlen(list) - 2, list + 1);
+    else
+        ws_ptx_ins(b, "@%s st.global.v%d.%s [%s], %s", pred.n, nr, t == WS_F32 ? "f32" : "b32",
+                addr.n, list);
 }
 
 /* v = act(v): relu max(v, 0); gelu x Phi(x) (gelu_ptx.h); silu v / (1 + 2^(-v log2 e)) */

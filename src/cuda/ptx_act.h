@@ -3,6 +3,8 @@
  *
  *   ws_ptx_load      v = (float)*(type *)addr          f32, f16 (cvt), bf16 (the top half)
  *   ws_ptx_store     *(type *)addr = v                 rounded to nearest even
+ *   ws_ptx_vec_*     the same for vectors of V (2, 4, 8) elements: one v2 / v4 access, 16-bit
+ *                    types as f16x2 / bf16x2 pairs in b32 registers (the depthwise kernels)
  *   ws_ptx_act       v = act(v)                        NONE, RELU, GELU (exact erf,
  *                                                      gelu_ptx.h), SILU
  *   ws_ptx_act_grad  g *= act'(z)                      the backward's gradient through act
@@ -38,6 +40,24 @@ const char *ws_ptx_act_name(ws_act a);
 void ws_ptx_load(ptx_buf *b, preg v, preg addr, ws_dtype t, int nc);
 void ws_ptx_store(ptx_buf *b, preg addr, preg v, ws_dtype t);
 void ws_ptx_act(ptx_buf *b, preg v, ws_act a);
+
+/* one vector of V elements as loaded: float32 registers, or 16-bit pairs in b32 registers */
+typedef struct {
+    preg r[8];
+    int nr;
+    ws_dtype t;
+} ws_ptx_vec;
+
+/* V fresh elements of type t (V registers, or V / 2 pairs) */
+ws_ptx_vec ws_ptx_vec_new(ptx_buf *b, ws_dtype t, int V);
+/* "{r0, r1, ...}" into out */
+void ws_ptx_vec_list(const ws_ptx_vec *v, char *out, size_t cap);
+/* v = pred ? *(vector *)addr : 0  (read-only path) */
+void ws_ptx_vec_load(ptx_buf *b, const ws_ptx_vec *v, preg addr, preg pred);
+/* element e of v as float32: a register of v itself (f32) or a fresh one */
+preg ws_ptx_vec_elem(ptx_buf *b, const ws_ptx_vec *v, int e);
+/* if (pred) *(vector of type t *)addr = f[0..V-1], rounded to nearest even */
+void ws_ptx_vec_store(ptx_buf *b, preg addr, const preg *f, int V, ws_dtype t, preg pred);
 void ws_ptx_act_grad(ptx_buf *b, ws_act a, preg g, preg z);
 
 #endif

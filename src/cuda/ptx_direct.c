@@ -12,6 +12,7 @@
 #include "ptx_act.h"
 #include "ptx_direct.h"
 #include "ptx_emit.h"
+#include "ptx_epi.h"
 #include "ptx_params.h"
 
 /* Taps up to this many are unrolled; longer filters loop over k. */
@@ -208,28 +209,19 @@ static void emit_body(dk *s)
     preg acc = emit_conv_sum(s, n, o, t, px, pw);
 
     ws_ptx_section(b, "z = acc + b[o] (b given); act; + add (given); store");
-    plabel nob = ws_ptx_label_new(b, "nobias"), noadd = ws_ptx_label_new(b, "noadd");
-    preg ba = ws_ptx_reg(b, PTX_B64), bv = ws_ptx_reg(b, PTX_F32);
-    ws_ptx_ins(b, "@!%s bra %s", hasb.n, nob.n);
+    preg ba = ws_ptx_reg(b, PTX_B64), bv = ws_ptx_reg(b, PTX_F32), ai = ws_ptx_reg(b, PTX_B64);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, o.n, pb.n);
-    ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s]", bv.n, ba.n);
-    ws_ptx_ins(b, "add.f32 %s, %s, %s", acc.n, acc.n, bv.n);
-    ws_ptx_label(b, nob);
-    ws_ptx_act(s->b, acc, d->act);
-    preg ai = ws_ptx_reg(b, PTX_B64), aa = ws_ptx_reg(b, PTX_B64), av = ws_ptx_reg(b, PTX_F32);
-    ws_ptx_ins(b, "@!%s bra %s", hasa.n, noadd.n);
+    ws_ptx_ins(b, "@%s ld.global.nc.f32 %s, [%s]", hasb.n, bv.n, ba.n);
     ws_ptx_comment(b, "add element n*add_bs + (i - n*C_out*T_out), read in y_type");
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", ai.n, n.n, tout.n);
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", ai.n, ai.n, cout);
     ws_ptx_ins(b, "sub.u64 %s, %s, %s", ai.n, i.n, ai.n);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", ai.n, n.n, abs.n, ai.n);
-    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", aa.n, ai.n, s->ys, pa.n);
-    ws_ptx_load(s->b, av, aa, d->y_type, 0);
-    ws_ptx_ins(b, "add.f32 %s, %s, %s", acc.n, acc.n, av.n);
-    ws_ptx_label(b, noadd);
-    preg ya = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, i.n, s->ys, py.n);
-    ws_ptx_store(s->b, ya, acc, d->y_type);
+    const ws_ptx_epi ep = {
+        .act = d->act, .y_type = d->y_type, .n = 1, .v = &acc, .bias = &bv, .bias_if = hasb,
+        .add_if = hasa, .add = {.index = ai, .base = pa, .scale = s->ys},
+        .y = {.index = i, .base = py, .scale = s->ys}};
+    ws_ptx_epi_emit(b, &ep);
     ws_ptx_label(b, done);
     ws_ptx_ins(b, "ret");
 }

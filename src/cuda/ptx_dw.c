@@ -10,6 +10,7 @@
 #include "ptx_act.h"
 #include "ptx_dw.h"
 #include "ptx_emit.h"
+#include "ptx_epi.h"
 #include "ptx_params.h"
 
 /* rows are loaded this many steps ahead of their first use: 8 rows of 8 or 16 bytes per
@@ -30,13 +31,6 @@ typedef struct {
     int L;          /* NLC: output times per thread, a multiple of U */
     preg tin, tout; /* u64 */
 } dw;
-
-/* one vector of V elements as loaded: float32 registers, or 16-bit pairs in b32 registers */
-typedef struct {
-    preg r[8];
-    int nr;
-    ws_dtype t;
-} vec;
 
 int ws_dw_vec(const ws_conv_desc *d)
 {
@@ -114,89 +108,6 @@ long long ws_dw_parts(const ws_conv_desc *d, int t_in, int t_out)
 {
     const long long nch = ws_dw_nch(d, t_in, t_out);
     return d->x_layout == WS_NCL ? nch / 32 : nch;
-}
-
-/* ---- vectors ---- */
-
-static vec vec_new(ptx_buf *b, ws_dtype t, int V)
-{
-    vec v = { .t = t, .nr = t == WS_F32 ? V : V / 2 };
-    for (int i = 0; i < v.nr; i++)
-        v.r[i] = ws_ptx_reg(b, t == WS_F32 ? PTX_F32 : PTX_B32);
-    return v;
-}
-
-/* "{r0, r1, ...}" */
-static void vec_list(const vec *v, char *out, size_t cap)
-{
-    size_t n = (size_t)snprintf(out, cap, "{");
-    for (int i = 0; i < v->nr && n < cap; i++)
-        n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? ", " : "", v->r[i].n);
-    if (n < cap)
-        snprintf(out + n, cap - n, "}");
-}
-
-/* v = pred ? *(vector *)addr : 0  (read-only path) */
-static void vec_load(ptx_buf *b, const vec *v, preg addr, preg pred)
-{
-    char list[160];
-    for (int i = 0; i < v->nr; i++)
-        ws_ptx_ins(b, "mov.b32 %s, 0", v->r[i].n);
-    vec_list(v, list, sizeof list);
-    if (v->nr == 1)
-        ws_ptx_ins(b, "@%s ld.global.nc.%s %s, [%s]", pred.n, v->t == WS_F32 ? "f32" : "b32",
-                v->r[0].n, addr.n);
-    else
-        ws_ptx_ins(b, "@%s ld.global.nc.v%d.%s %s, [%s]", pred.n, v->nr,
-                v->t == WS_F32 ? "f32" : "b32", list, addr.n);
-}
-
-/* element e of v as float32: a register of v itself (f32) or a fresh one */
-static preg vec_elem(ptx_buf *b, const vec *v, int e)
-{
-    if (v->t == WS_F32)
-        return v->r[e];
-    preg f = ws_ptx_reg(b, PTX_F32);
-    const preg w = v->r[e / 2];
-    if (v->t == WS_BF16) {
-        preg u = ws_ptx_reg(b, PTX_B32);
-        if (e % 2)
-            ws_ptx_ins(b, "and.b32 %s, %s, 0xFFFF0000", u.n, w.n);
-        else
-            ws_ptx_ins(b, "shl.b32 %s, %s, 16", u.n, w.n);
-        ws_ptx_ins(b, "mov.b32 %s, %s", f.n, u.n);
-    } else {
-        preg lo = ws_ptx_reg(b, PTX_B16), hi = ws_ptx_reg(b, PTX_B16);
-        ws_ptx_ins(b, "mov.b32 {%s, %s}, %s", lo.n, hi.n, w.n);
-        ws_ptx_ins(b, "cvt.f32.f16 %s, %s", f.n, e % 2 ? hi.n : lo.n);
-    }
-    return f;
-}
-
-/* if (pred) *(vector of type t *)addr = f[0..V-1], rounded to nearest even */
-static void vec_store(ptx_buf *b, preg addr, const preg *f, int V, ws_dtype t, preg pred)
-{
-    char list[160];
-    size_t n = (size_t)snprintf(list, sizeof list, "{");
-    if (t == WS_F32) {
-        for (int i = 0; i < V; i++)
-            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", f[i].n);
-    } else {
-        for (int i = 0; i < V / 2; i++) {
-            preg p = ws_ptx_reg(b, PTX_B32);
-            ws_ptx_ins(b, "cvt.rn.%s.f32 %s, %s, %s", t == WS_F16 ? "f16x2" : "bf16x2", p.n,
-                    f[2 * i + 1].n, f[2 * i].n);
-            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", p.n);
-        }
-    }
-    snprintf(list + n, sizeof list - n, "}");
-    const int nr = t == WS_F32 ? V : V / 2;
-    if (nr == 1) /* "{r}" -> "r" */
-        ws_ptx_ins(b, "@%s st.global.%s [%s], %.*s", pred.n, t == WS_F32 ? "f32" : "b32", addr.n,
-                (int)strlen(list) - 2, list + 1);
-    else
-        ws_ptx_ins(b, "@%s st.global.v%d.%s [%s], %s", pred.n, nr, t == WS_F32 ? "f32" : "b32",
-                addr.n, list);
 }
 
 /* ---- small pieces ---- */
@@ -312,10 +223,10 @@ static fwd_params fwd_param_load(dw *s)
 /* the float32 register of x for tap k and output v */
 typedef preg (*x_of_fn)(ptx_buf *b, int k, int v, const void *ctx);
 
-/* acc[v] = act(b + sum_k w[k*kstride + v*vstride] * pre(x(k, v))) for v < V, fma in the
- * order k, then (hasb) + bias[v*bstride], act: the direct kernel's sequence */
+/* acc[v] = sum_k w[k*kstride + v*vstride] * pre(x(k, v)) for v < V, fma in the order k (the
+ * direct kernel's sequence; the epilogue, ptx_epi.h, adds the bias) */
 static void fwd_sum(dw *s, preg *acc, x_of_fn x_of, const void *ctx, const preg *w, int kstride,
-                    int vstride, const preg *bias, int bstride, preg hasb)
+                    int vstride)
 {
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
@@ -335,32 +246,13 @@ static void fwd_sum(dw *s, preg *acc, x_of_fn x_of, const void *ctx, const preg 
             ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", acc[v].n, w[k * kstride + v * vstride].n,
                     x.n, acc[v].n);
         }
-    for (int v = 0; v < s->V; v++) {
-        ws_ptx_ins(b, "@%s add.f32 %s, %s, %s", hasb.n, acc[v].n, acc[v].n, bias[v * bstride].n);
-        ws_ptx_act(b, acc[v], d->act);
-    }
 }
 
 /* NLC: tap k of channel v is element v of ring vector xk[k] */
 static preg x_of_nlc(ptx_buf *b, int k, int v, const void *ctx)
 {
-    const vec *const *xk = ctx;
-    return vec_elem(b, xk[k], v);
-}
-
-/* if (hasa) acc[v] += add[addr + v] (a vector of y_type) */
-static void fwd_add(dw *s, preg *acc, preg addr, preg pred, preg hasa)
-{
-    ptx_buf *b = s->b;
-    plabel skip = ws_ptx_label_new(b, "noadd");
-    ws_ptx_ins(b, "@!%s bra %s", hasa.n, skip.n);
-    vec a = vec_new(b, s->d->y_type, s->V);
-    vec_load(b, &a, addr, pred);
-    for (int v = 0; v < s->V; v++) {
-        preg e = vec_elem(b, &a, v);
-        ws_ptx_ins(b, "add.f32 %s, %s, %s", acc[v].n, acc[v].n, e.n);
-    }
-    ws_ptx_label(b, skip);
+    const ws_ptx_vec *const *xk = ctx;
+    return ws_ptx_vec_elem(b, xk[k], v);
 }
 
 /* NLC forward: a thread streams V channels through L output times (ptx_dw.h) */
@@ -422,23 +314,23 @@ static void emit_fwd_nlc(dw *s)
     ws_ptx_ins(b, "mov.b64 %s, %s", tlo.n, t0.n);
 
     ws_ptx_section(b, "the ring: row r in slot r % R, rows 0 .. H+PF-1 loaded before the loop");
-    vec ring[64];
+    ws_ptx_vec ring[64];
     for (int q = 0; q < R; q++)
-        ring[q] = vec_new(b, d->x_type, V);
+        ring[q] = ws_ptx_vec_new(b, d->x_type, V);
     preg lp = ws_ptx_reg(b, PTX_PRED), la = ws_ptx_reg(b, PTX_B64);
     for (int q = 0; q < H + s->PF; q++) {
         row_at(b, lp, la, ulo, q, s->tin, xb, C * xs);
-        vec_load(b, &ring[q % R], la, lp);
+        ws_ptx_vec_load(b, &ring[q % R], la, lp);
     }
     /* 16-bit x: each row unpacked once, at step row - H, into a float32 ring (the taps use
      * it K times) */
-    vec fring[64];
+    ws_ptx_vec fring[64];
     const int unpack = d->x_type != WS_F32;
     for (int q = 0; unpack && q < R; q++) {
-        fring[q] = vec_new(b, WS_F32, V);
+        fring[q] = ws_ptx_vec_new(b, WS_F32, V);
         if (q < H)
             for (int v = 0; v < V; v++)
-                ws_ptx_ins(b, "mov.f32 %s, %s", fring[q].r[v].n, vec_elem(b, &ring[q], v).n);
+                ws_ptx_ins(b, "mov.f32 %s, %s", fring[q].r[v].n, ws_ptx_vec_elem(b, &ring[q], v).n);
     }
 
     ws_ptx_section(b, "loop: U steps per iteration, L / U iterations (or to T_out)");
@@ -450,22 +342,24 @@ static void emit_fwd_nlc(dw *s)
     for (int jj = 0; jj < U; jj++) {
         ws_ptx_comment(b, "step %d: prefetch row %d, then t = tlo + %d", jj, jj + H + s->PF, jj);
         row_at(b, lp, la, ulo, jj + H + s->PF, s->tin, xb, C * xs);
-        vec_load(b, &ring[(jj + H + s->PF) % R], la, lp);
+        ws_ptx_vec_load(b, &ring[(jj + H + s->PF) % R], la, lp);
         if (unpack)
             for (int v = 0; v < V; v++)
                 ws_ptx_ins(b, "mov.f32 %s, %s", fring[(jj + H) % R].r[v].n,
-                        vec_elem(b, &ring[(jj + H) % R], v).n);
-        const vec *xk[WS_DW_MAX_K];
+                        ws_ptx_vec_elem(b, &ring[(jj + H) % R], v).n);
+        const ws_ptx_vec *xk[WS_DW_MAX_K];
         for (int k = 0; k < K; k++)
             xk[k] = unpack ? &fring[(jj + s->D * k) % R] : &ring[(jj + s->D * k) % R];
         preg acc[8];
-        fwd_sum(s, acc, x_of_nlc, xk, w, V, 1, bias, 1, f.hasb);
+        fwd_sum(s, acc, x_of_nlc, xk, w, V, 1);
         ws_ptx_ins(b, "add.s64 %s, %s, %d", t.n, tlo.n, jj);
         ws_ptx_ins(b, "setp.lt.u64 %s, %s, %s", tp.n, t.n, s->tout.n);
-        ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", aa.n, t.n, C * ys, ab.n);
-        fwd_add(s, acc, aa, tp, f.hasa);
-        ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", ya.n, t.n, C * ys, yb.n);
-        vec_store(b, ya, acc, V, d->y_type, tp);
+        const ws_ptx_epi ep = {
+            .act = d->act, .y_type = d->y_type, .n = V, .v = acc, .bias = bias, .bias_stride = 1,
+            .bias_if = f.hasb, .add_if = f.hasa, .in = tp,
+            .add = {.at = aa, .index = t, .base = ab, .scale = C * ys},
+            .y = {.at = ya, .index = t, .base = yb, .scale = C * ys}};
+        ws_ptx_epi_emit(b, &ep);
     }
     ws_ptx_ins(b, "add.s64 %s, %s, %d", ulo.n, ulo.n, U);
     ws_ptx_ins(b, "add.s64 %s, %s, %d", tlo.n, tlo.n, U);
@@ -479,7 +373,7 @@ static void emit_fwd_nlc(dw *s)
 
 /* NCL: the aligned vectors around a thread's V times; element e (t0 + e) of the span */
 typedef struct {
-    const vec *q;  /* vectors qlo .. qhi */
+    const ws_ptx_vec *q; /* vectors qlo .. qhi */
     int qlo, V, P, D;
     preg cache[128]; /* element e's float32 register at [e - qlo*V], unpacked once */
     char have[128];
@@ -492,7 +386,7 @@ static preg span_elem(ptx_buf *b, ncl_span *sp, int e)
     const int q = (e - mod(e, sp->V)) / sp->V, at = e - sp->qlo * sp->V;
     if (at >= 0 && at < (int)sizeof sp->have && sp->have[at])
         return sp->cache[at];
-    preg r = vec_elem(b, &sp->q[q - sp->qlo], mod(e, sp->V));
+    preg r = ws_ptx_vec_elem(b, &sp->q[q - sp->qlo], mod(e, sp->V));
     if (at >= 0 && at < (int)sizeof sp->have) {
         sp->cache[at] = r;
         sp->have[at] = 1;
@@ -514,25 +408,26 @@ static int floor_div(int a, int m)
 
 /* loads vectors qlo..qhi of x row xrow around vector j: q[i] = x[(j + qlo + i)*V ..], zero
  * outside [0, lim) (lim a multiple of V) */
-static void load_span(dw *s, vec *q, int qlo, int qhi, ws_dtype t, preg j, preg lim, preg row)
+static void load_span(dw *s, ws_ptx_vec *q, int qlo, int qhi, ws_dtype t, preg j, preg lim,
+                      preg row)
 {
     ptx_buf *b = s->b;
     const int es = t == WS_F32 ? 4 : 2;
     preg p = ws_ptx_reg(b, PTX_PRED), a = ws_ptx_reg(b, PTX_B64), u = ws_ptx_reg(b, PTX_B64);
     for (int i = 0; i <= qhi - qlo; i++) {
-        q[i] = vec_new(b, t, s->V);
+        q[i] = ws_ptx_vec_new(b, t, s->V);
         ws_ptx_ins(b, "add.s64 %s, %s, %d", u.n, j.n, qlo + i);
         ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", u.n, u.n, s->V);
         ws_ptx_ins(b, "setp.lt.u64 %s, %s, %s", p.n, u.n, lim.n);
         ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", a.n, u.n, es, row.n);
-        vec_load(b, &q[i], a, p);
+        ws_ptx_vec_load(b, &q[i], a, p);
     }
 }
 
 /* load_span for a warp whose lanes hold consecutive vectors j of one row: vector 0 loaded,
  * vectors -1 and +1 from the neighbour lanes (shfl.sync up / down by one), loaded only by
  * lane 0 / lane 31; others loaded. Every lane of the warp must run this. */
-static void load_span_shfl(dw *s, vec *q, int qlo, int qhi, ws_dtype t, preg j, preg lim,
+static void load_span_shfl(dw *s, ws_ptx_vec *q, int qlo, int qhi, ws_dtype t, preg j, preg lim,
                            preg row)
 {
     ptx_buf *b = s->b;
@@ -549,7 +444,7 @@ static void load_span_shfl(dw *s, vec *q, int qlo, int qhi, ws_dtype t, preg j, 
             order[n++] = i;
     for (int o = 0; o < n; o++) {
         const int i = order[o], qq = qlo + i;
-        q[i] = vec_new(b, t, s->V);
+        q[i] = ws_ptx_vec_new(b, t, s->V);
         ws_ptx_ins(b, "add.s64 %s, %s, %d", u.n, j.n, qq);
         ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", u.n, u.n, s->V);
         ws_ptx_ins(b, "setp.lt.u64 %s, %s, %s", p.n, u.n, lim.n);
@@ -565,7 +460,7 @@ static void load_span_shfl(dw *s, vec *q, int qlo, int qhi, ws_dtype t, preg j, 
                 ws_ptx_ins(b, "@%s mov.b32 %s, 0", edge.n, q[i].r[r].n);
             ws_ptx_ins(b, "and.pred %s, %s, %s", p.n, p.n, edge.n);
             char list[160];
-            vec_list(&q[i], list, sizeof list);
+            ws_ptx_vec_list(&q[i], list, sizeof list);
             if (q[i].nr == 1)
                 ws_ptx_ins(b, "@%s ld.global.nc.%s %s, [%s]", p.n, t == WS_F32 ? "f32" : "b32",
                            q[i].r[0].n, a.n);
@@ -573,7 +468,7 @@ static void load_span_shfl(dw *s, vec *q, int qlo, int qhi, ws_dtype t, preg j, 
                 ws_ptx_ins(b, "@%s ld.global.nc.v%d.%s %s, [%s]", p.n, q[i].nr,
                            t == WS_F32 ? "f32" : "b32", list, a.n);
         } else {
-            vec_load(b, &q[i], a, p);
+            ws_ptx_vec_load(b, &q[i], a, p);
         }
     }
 }
@@ -615,24 +510,25 @@ static void emit_fwd_ncl(dw *s)
     preg xrow = ws_ptx_reg(b, PTX_B64);
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", xrow.n, row.n, s->tin.n);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, xs, f.px.n);
-    vec q[16];
+    ws_ptx_vec q[16];
     load_span_shfl(s, q, qlo, qhi, d->x_type, j, s->tin, xrow);
     ncl_span sp = { .q = q, .qlo = qlo, .V = V, .P = s->P, .D = s->D };
 
     ws_ptx_section(b, "y[t0 + m] = act(b + sum_k w[k] x[t0 + m - P + D*k]) + add, m < V (live lanes)");
     preg acc[8];
-    fwd_sum(s, acc, x_of_ncl, &sp, w, 1, 0, bias, 0, f.hasb);
+    fwd_sum(s, acc, x_of_ncl, &sp, w, 1, 0);
     preg t0 = ws_ptx_reg(b, PTX_B64), aa = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64);
-    preg yes = live;
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", t0.n, j.n, V);
-    ws_ptx_comment(b, "add element n*add_bs + c*T_out + t0");
+    ws_ptx_comment(b, "add element n*add_bs + c*T_out + t0, y element (n*C + c)*T_out + t0");
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", aa.n, c.n, s->tout.n, t0.n);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", aa.n, n.n, f.abs.n, aa.n);
-    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", aa.n, aa.n, ys, f.pa.n);
-    fwd_add(s, acc, aa, yes, f.hasa);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", ya.n, row.n, s->tout.n, t0.n);
-    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", ya.n, ya.n, ys, f.py.n);
-    vec_store(b, ya, acc, V, d->y_type, yes);
+    const ws_ptx_epi ep = {
+        .act = d->act, .y_type = d->y_type, .n = V, .v = acc, .bias = bias, .bias_stride = 0,
+        .bias_if = f.hasb, .add_if = f.hasa, .in = live,
+        .add = {.at = aa, .index = aa, .base = f.pa, .scale = ys},
+        .y = {.at = ya, .index = ya, .base = f.py, .scale = ys}};
+    ws_ptx_epi_emit(b, &ep);
     ws_ptx_label(b, done);
     ws_ptx_ins(b, "ret");
 }
@@ -706,7 +602,7 @@ static preg bwd_dx(ptx_buf *b, int K, const preg *w, int wstride, const preg *gz
 
 /* NLC backward, the state of one thread (V <= 4) */
 typedef struct {
-    vec x[64], dy[64];
+    ws_ptx_vec x[64], dy[64];
     preg gz[64][4];
     preg w[WS_DW_MAX_K * 4], bias[4];
     preg dw[WS_DW_MAX_K * 4], db[4];
@@ -727,19 +623,19 @@ static void bwd_nlc_step(dw *s, nlc_bwd *st, int jm, preg xbase, preg tbase, int
     ws_ptx_comment(b, "step (slot %d%s): prefetch x row +%d, dy row +%d", jm, warm ? ", warm-up" : "",
                 off + H + s->PF, off + s->PF);
     row_at(b, lp, la, xbase, off + H + s->PF, s->tin, st->xb, C * xs);
-    vec_load(b, &st->x[(jm + H + s->PF) % R], la, lp);
+    ws_ptx_vec_load(b, &st->x[(jm + H + s->PF) % R], la, lp);
     row_at(b, lp, la, tbase, off + s->PF, s->tout, st->dyb, C * ys);
-    vec_load(b, &st->dy[(jm + s->PF) % R], la, lp);
+    ws_ptx_vec_load(b, &st->dy[(jm + s->PF) % R], la, lp);
 
     preg xe[WS_DW_MAX_K][4];
     for (int k = 0; k < K; k++)
         for (int v = 0; v < V; v++)
-            xe[k][v] = vec_elem(b, &st->x[(jm + s->D * k) % R], v);
+            xe[k][v] = ws_ptx_vec_elem(b, &st->x[(jm + s->D * k) % R], v);
     for (int v = 0; v < V; v++) {
         preg xv[WS_DW_MAX_K];
         for (int k = 0; k < K; k++)
             xv[k] = xe[k][v];
-        preg dyv = vec_elem(b, &st->dy[jm], v);
+        preg dyv = ws_ptx_vec_elem(b, &st->dy[jm], v);
         preg g = bwd_gz(s, xv, st->w + v, V, st->bias[v], st->f.hasb, dyv);
         ws_ptx_ins(b, "mov.f32 %s, %s", st->gz[jm][v].n, g.n);
     }
@@ -757,7 +653,7 @@ static void bwd_nlc_step(dw *s, nlc_bwd *st, int jm, preg xbase, preg tbase, int
     ws_ptx_ins(b, "add.s64 %s, %s, %d", u.n, tbase.n, off - s->P);
     ws_ptx_ins(b, "setp.lt.and.u64 %s, %s, %s, %s", up.n, u.n, s->tin.n, st->f.hasdx.n);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", ua.n, u.n, C * xs, st->dxb.n);
-    vec_store(b, ua, dx, V, d->x_type, up);
+    ws_ptx_vec_store(b, ua, dx, V, d->x_type, up);
     for (int v = 0; v < V; v++) {
         for (int k = 0; k < K; k++)
             ws_ptx_ins(b, "fma.rn.f32 %s, %s, %s, %s", st->dw[k * V + v].n, st->gz[jm][v].n,
@@ -814,8 +710,8 @@ static void emit_bwd_nlc(dw *s)
         ws_ptx_ins(b, "mov.f32 %s, 0f00000000", st->db[v].n);
     }
     for (int q = 0; q < R; q++) {
-        st->x[q] = vec_new(b, d->x_type, V);
-        st->dy[q] = vec_new(b, d->y_type, V);
+        st->x[q] = ws_ptx_vec_new(b, d->x_type, V);
+        st->dy[q] = ws_ptx_vec_new(b, d->y_type, V);
         for (int v = 0; v < V; v++)
             st->gz[q][v] = ws_ptx_reg(b, PTX_F32);
     }
@@ -845,11 +741,11 @@ static void emit_bwd_nlc(dw *s)
     preg lp = ws_ptx_reg(b, PTX_PRED), la = ws_ptx_reg(b, PTX_B64);
     for (int q = 0; q < H + s->PF; q++) {
         row_at(b, lp, la, xlo, q, s->tin, st->xb, C * xs);
-        vec_load(b, &st->x[q % R], la, lp);
+        ws_ptx_vec_load(b, &st->x[q % R], la, lp);
     }
     for (int q = 0; q < s->PF; q++) {
         row_at(b, lp, la, tlo, q, s->tout, st->dyb, C * ys);
-        vec_load(b, &st->dy[q % R], la, lp);
+        ws_ptx_vec_load(b, &st->dy[q % R], la, lp);
     }
     ws_ptx_section(b, "warm-up: gz at t0 - H .. t0 - 1");
     for (int j = 0; j < H; j++)
@@ -882,7 +778,7 @@ static void emit_bwd_nlc(dw *s)
     for (int k = 0; k <= K; k++) {
         preg a = ws_ptx_reg(b, PTX_B64);
         ws_ptx_ins(b, "add.u64 %s, %s, %lld", a.n, pa.n, (long long)k * C * 4);
-        vec_store(b, a, k < K ? st->dw + k * V : st->db, V, WS_F32, yes);
+        ws_ptx_vec_store(b, a, k < K ? st->dw + k * V : st->db, V, WS_F32, yes);
     }
     ws_ptx_label(b, nopart);
     ws_ptx_label(b, done);
@@ -924,7 +820,7 @@ static void emit_bwd_ncl(dw *s)
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xrow.n, xrow.n, xs, f.px.n);
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", dyrow.n, row.n, s->tout.n);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", dyrow.n, dyrow.n, ys, f.pdy.n);
-    vec xq[16], dq[16];
+    ws_ptx_vec xq[16], dq[16];
     load_span(s, xq, xlo, xhi, d->x_type, j, s->tin, xrow);
     load_span(s, dq, dlo, dhi, d->y_type, j, s->tout, dyrow);
     ncl_span xsp = { .q = xq, .qlo = xlo, .V = V, .P = P, .D = D };
@@ -952,7 +848,7 @@ static void emit_bwd_ncl(dw *s)
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", xa.n, row.n, s->tin.n);
     ws_ptx_ins(b, "add.u64 %s, %s, %s", xa.n, xa.n, t0.n);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", xa.n, xa.n, xs, f.pdx.n);
-    vec_store(b, xa, dx, V, d->x_type, dxp);
+    ws_ptx_vec_store(b, xa, dx, V, d->x_type, dxp);
 
     ws_ptx_section(b, "dw[k] = sum_m gz[m] x[t0 + m - P + D*k], db = sum_m gz[m]; the warp's sum");
     plabel nopart = ws_ptx_label_new(b, "nopart");

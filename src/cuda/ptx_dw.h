@@ -18,7 +18,8 @@
  *
  * FORWARD  y[n,c,t] = act(b[c] + sum_k w[c,k] * pre(x[n, c, t - P + D*k])) + add[n,c,t]
  *   products by fma in the order k, then + b, act, + add: the direct kernel's sequence,
- *   so the two give the same bits.
+ *   so the two give the same bits (ptx_epi.h's epilogue, over a vector of V elements: the
+ *   bias added under p_b != 0, the add read and y written by one vector access each).
  *   NLC: a thread owns V channels (one vector of every row) and a chunk of WS_DW_CHUNK
  *        output times, and streams through it: rows of x go through a ring of registers,
  *        loaded WS_DW_PREFETCH steps ahead; i = ((n*nch + ch)*C/V + cv), nch = ceil(T_out

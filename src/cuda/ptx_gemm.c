@@ -9,6 +9,7 @@
 
 #include "ptx_act.h"
 #include "ptx_emit.h"
+#include "ptx_epi.h"
 #include "ptx_gemm.h"
 #include "ptx_params.h"
 
@@ -301,7 +302,7 @@ static void emit_epi_store(gk *s, const epi *e, preg eo0, preg ep0, int TM, cons
         I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, e->abs.n);
         I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, s->ys, e->pa.n);
         for (int i = 0; i < TM; i++) {
-            plabel skip = ws_ptx_label_new(b, "out"), noadd = ws_ptx_label_new(b, "noadd");
+            plabel skip = ws_ptx_label_new(b, "out");
             preg v = ws_ptx_reg(b, PTX_F32), off = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64);
             I("@!%s bra %s", ook[i].n, skip.n);
             if (d->y_layout == WS_NCL) {
@@ -313,18 +314,12 @@ static void emit_epi_store(gk *s, const epi *e, preg eo0, preg ep0, int TM, cons
                 I("cvt.u64.u32 %s, %s", o64.n, oi[i].n);
                 I("mad.wide.u32 %s, %s, %d, %s", off.n, t.n, d->c_out, o64.n);
             }
-            I("add.f32 %s, %s, %s", v.n, acc[i][j].n, bias[i].n);
-            ws_ptx_act(b, v, d->act);
-            I("@!%s bra %s", e->hasa.n, noadd.n);
-            {
-                preg aa = ws_ptx_reg(b, PTX_B64), av = ws_ptx_reg(b, PTX_F32);
-                I("mad.lo.u64 %s, %s, %d, %s", aa.n, off.n, s->ys, abase.n);
-                ws_ptx_load(b, av, aa, d->y_type, 0);
-                I("add.f32 %s, %s, %s", v.n, v.n, av.n);
-            }
-            ws_ptx_label(b, noadd);
-            I("mad.lo.u64 %s, %s, %d, %s", ya.n, off.n, s->ys, ybase.n);
-            ws_ptx_store(b, ya, v, d->y_type);
+            const ws_ptx_epi ep = {
+                .act = d->act, .y_type = d->y_type, .n = 1, .v = &v, .src = &acc[i][j],
+                .bias = &bias[i], .add_if = e->hasa,
+                .add = {.index = off, .base = abase, .scale = s->ys},
+                .y = {.at = ya, .index = off, .base = ybase, .scale = s->ys}};
+            ws_ptx_epi_emit(b, &ep);
             ws_ptx_label(b, skip);
         }
         ws_ptx_label(b, pskip);
@@ -822,7 +817,7 @@ static void emit_mma_epi_ncl(gk *s, const epi *e, preg acc[4][4][4], int MI, int
             preg o = ws_ptx_reg(b, PTX_B32), ook = ws_ptx_reg(b, PTX_PRED), lb = ws_ptx_reg(b, PTX_PRED);
             preg v = ws_ptx_reg(b, PTX_F32), bias = ws_ptx_reg(b, PTX_F32);
             preg off = ws_ptx_reg(b, PTX_B64), ba = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64);
-            plabel skip = ws_ptx_label_new(b, "out"), noadd = ws_ptx_label_new(b, "noadd");
+            plabel skip = ws_ptx_label_new(b, "out");
             I("add.u32 %s, %s, %d", o.n, orow.n, 64 * h + 2 * i);
             I("setp.lt.u32 %s, %s, %d", ook.n, o.n, d->c_out);
             I("@!%s bra %s", ook.n, skip.n);
@@ -832,19 +827,12 @@ static void emit_mma_epi_ncl(gk *s, const epi *e, preg acc[4][4][4], int MI, int
             I("add.u64 %s, %s, %s", ba.n, ba.n, e->pb.n);
             I("mov.f32 %s, 0f00000000", bias.n);
             I("@%s ld.global.nc.f32 %s, [%s]", lb.n, bias.n, ba.n);
-            I("add.f32 %s, %s, %s", v.n, v.n, bias.n);
-            ws_ptx_act(b, v, d->act);
             I("mul.wide.u32 %s, %s, %s", off.n, o.n, s->tout32.n);
-            I("@!%s bra %s", e->hasa.n, noadd.n);
-            {
-                preg aa = ws_ptx_reg(b, PTX_B64), av = ws_ptx_reg(b, PTX_F32);
-                I("mad.lo.u64 %s, %s, %d, %s", aa.n, off.n, s->ys, abase.n);
-                ws_ptx_load(b, av, aa, d->y_type, 0);
-                I("add.f32 %s, %s, %s", v.n, v.n, av.n);
-            }
-            ws_ptx_label(b, noadd);
-            I("mad.lo.u64 %s, %s, %d, %s", ya.n, off.n, s->ys, ybase.n);
-            ws_ptx_store(b, ya, v, d->y_type);
+            const ws_ptx_epi ep = {
+                .act = d->act, .y_type = d->y_type, .n = 1, .v = &v, .bias = &bias,
+                .add_if = e->hasa, .add = {.index = off, .base = abase, .scale = s->ys},
+                .y = {.at = ya, .index = off, .base = ybase, .scale = s->ys}};
+            ws_ptx_epi_emit(b, &ep);
             ws_ptx_label(b, skip);
         }
         ws_ptx_label(b, done);

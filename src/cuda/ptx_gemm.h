@@ -27,8 +27,9 @@
  *   Multiply: thread (tx = tid%16, ty = tid/16) owns rows (i/4)*64 + 4ty + i%4 and
  *     positions (j/4)*64 + 4tx + j%4 (i < TM = BM/16, j < 8): TMx8 accumulators, 16-byte
  *     shared loads.
- *   Epilogue per owned (o, p) inside the tile (o < C_out, p < P): + b[o] (p_b != 0), act,
- *     + add (p_add != 0, read in y_type), stored in y_type and y_layout.
+ *   Epilogue per owned (o, p) inside the tile (o < C_out, p < P): + b[o] (p_b != 0; b[o]
+ *     loaded once per row of the thread, 0 without bias), act, + add (p_add != 0, read in
+ *     y_type), stored in y_type and y_layout: ptx_epi.h's epilogue, one element at a time.
  * Registers (ptxas, no .maxnreg): 128 on sm_90 for the 128-row tile (two blocks per
  * multiprocessor), 149 for K1 with add (one block), 80-90 for the 64-row tile; no spills.
  * Speed (H100, fp32 storage, bench/conv_gpu.c; the direct kernel before): dilated K3 D9
@@ -71,7 +72,8 @@
  *     stored from there (the FFMA kernel's epilogue). NCL y: through shared memory, 64 rows
  *     a pass, Ys[64][BN + 4] f32 (the stages' memory): then thread tid takes position
  *     p0 + tid%128 (n and t once) and rows tid/128 + 2i, so a warp's bias, act, add and
- *     store run over 32 consecutive positions (one run of t within an item).
+ *     store (ptx_epi.h's epilogue; b[o] loaded per element, 0 without bias) run over 32
+ *     consecutive positions (one run of t within an item).
  * Registers (ptxas sm_90): 124-128 for the 128-row tile, 88-98 for the 64-row tile; sm_80 up
  * to 157; no spills. Speed (H100, bf16 storage and math, bench/conv_gpu.c; the FFMA kernel's
  * fp32 before): dilated K3 D9 N256 C512 T32 74.5 us (350), ResConv1D block 116 us (496),

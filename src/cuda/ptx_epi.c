@@ -1,0 +1,62 @@
+/* ptx_epi.c - the forward epilogue as PTX (ptx_epi.h). */
+#include <string.h>
+
+#include "ptx_epi.h"
+
+static int named(preg r)
+{
+    return r.n[0] != '\0';
+}
+
+/* a->at, or at = base + index * scale (a fresh at when a->at is not named) */
+static preg addr_at(ptx_buf *b, const ws_ptx_addr *a)
+{
+    if (!named(a->index))
+        return a->at;
+    const preg at = named(a->at) ? a->at : ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", at.n, a->index.n, a->scale, a->base.n);
+    return at;
+}
+
+/* v[i] = act(src[i] + bias[i*stride]), i < n; if (add_if) v += add; y = v (ptx_epi.h) */
+void ws_ptx_epi_emit(ptx_buf *b, const ws_ptx_epi *e)
+{
+    if (e->n != 1 && (e->n % 2 || e->n > 8 || !named(e->in))) {
+        ws_ptx_fail(b, "ws_ptx_epi_emit: n is 1, or 2, 4, 8 with a predicate in");
+        return;
+    }
+    for (int i = 0; i < e->n; i++) {
+        const preg v = e->v[i], s = e->src ? e->src[i] : v;
+        if (e->bias && named(e->bias_if))
+            ws_ptx_ins(b, "@%s add.f32 %s, %s, %s", e->bias_if.n, v.n, s.n,
+                       e->bias[i * e->bias_stride].n);
+        else if (e->bias)
+            ws_ptx_ins(b, "add.f32 %s, %s, %s", v.n, s.n, e->bias[i * e->bias_stride].n);
+        else if (strcmp(s.n, v.n))
+            ws_ptx_ins(b, "mov.f32 %s, %s", v.n, s.n);
+        ws_ptx_act(b, v, e->act);
+    }
+    if (named(e->add_if)) {
+        plabel noadd = ws_ptx_label_new(b, "noadd");
+        ws_ptx_ins(b, "@!%s bra %s", e->add_if.n, noadd.n);
+        const preg aa = addr_at(b, &e->add);
+        if (e->n == 1) {
+            const preg av = ws_ptx_reg(b, PTX_F32);
+            ws_ptx_load(b, av, aa, e->y_type, 0);
+            ws_ptx_ins(b, "add.f32 %s, %s, %s", e->v[0].n, e->v[0].n, av.n);
+        } else {
+            const ws_ptx_vec a = ws_ptx_vec_new(b, e->y_type, e->n);
+            ws_ptx_vec_load(b, &a, aa, e->in);
+            for (int i = 0; i < e->n; i++) {
+                const preg av = ws_ptx_vec_elem(b, &a, i);
+                ws_ptx_ins(b, "add.f32 %s, %s, %s", e->v[i].n, e->v[i].n, av.n);
+            }
+        }
+        ws_ptx_label(b, noadd);
+    }
+    const preg ya = addr_at(b, &e->y);
+    if (e->n == 1)
+        ws_ptx_store(b, ya, e->v[0], e->y_type);
+    else
+        ws_ptx_vec_store(b, ya, e->v, e->n, e->y_type, e->in);
+}

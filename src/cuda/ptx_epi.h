@@ -1,0 +1,54 @@
+/* ptx_epi.h - the conv engine's forward epilogue as one PTX emit helper, used by every
+ * forward kernel (direct, depthwise, the GEMM's FFMA and mma kernels).
+ *
+ * For n values v[i] (float32 accumulators) of consecutive elements of y, at channels whose
+ * bias is bias[i * bias_stride], ws_ptx_epi writes (pseudo-C):
+ *
+ *   for (i < n) {
+ *       v[i] = src[i] + bias[i * bias_stride];      when bias (under bias_if when named)
+ *       v[i] = act(v[i]);                            ptx_act.h's table
+ *   }
+ *   if (add_if) v[i] += (float)add[i], i < n;        read in y_type at add.at
+ *   y[i] = (y_type)v[i], i < n;                      stored at y.at, rounded to nearest even
+ *
+ * n 1: one element, ws_ptx_load / ws_ptx_store (the caller branches around an element out
+ * of range). n 2, 4 or 8: one vector access each for add and y (ws_ptx_vec_load /
+ * ws_ptx_vec_store), both under the predicate in (the depthwise kernels).
+ * An address is a register at, or formed where it is used as
+ *   at = base + index * scale                        (mad.lo.u64; when index is named)
+ * in a fresh register when at is not named: the add's inside the add_if branch (no address
+ * arithmetic without an add).
+ * Tested through the kernels that use it (tests/test_gpu_conv.c: ptxas for every module,
+ * on the GPU against the CPU engine).
+ */
+#ifndef WS_CUDA_PTX_EPI_H
+#define WS_CUDA_PTX_EPI_H
+
+#include "ptx_act.h"
+#include "ptx_emit.h"
+#include "ws_conv.h"
+
+/* an address: at, or at = base + index * scale formed at its use (index named) */
+typedef struct {
+    preg at, index, base;
+    long long scale;
+} ws_ptx_addr;
+
+typedef struct {
+    ws_act act;
+    ws_dtype y_type;
+    int n;              /* values: 1, or a vector of 2, 4, 8 */
+    preg *v;            /* v[0..n-1], float32: the values stored */
+    const preg *src;    /* float32 sums, src[i] + bias -> v[i]; NULL: v itself */
+    const preg *bias;   /* float32 bias[i * bias_stride]; NULL: no bias */
+    int bias_stride;
+    preg bias_if;       /* named: the bias added under it */
+    preg add_if;        /* named: add given */
+    ws_ptx_addr add, y;
+    preg in;            /* n > 1: the vector's add load and y store under it */
+} ws_ptx_epi;
+
+/* the epilogue above into b: bias, act, add, store */
+void ws_ptx_epi_emit(ptx_buf *b, const ws_ptx_epi *e);
+
+#endif
