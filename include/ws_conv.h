@@ -139,7 +139,7 @@ WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-
  *   ws_gpu_download(g, y, dy, y_bytes, &err);
  *   ws_gpu_conv_free(c); ws_gpu_release(g, dx); ws_gpu_release(g, dy); ws_gpu_close(g);
  *
- * Kernels (every math mode is float32 FFMA but the GEMM's BF16 / F16):
+ * Kernels (every math mode is float32 FFMA but the GEMM's TF32 / BF16 / F16):
  * - Depthwise, stride 1 (groups = C_in = C_out, x_layout = y_layout, K <= 8, D*(K-1),
  *   pad_l and pad_r <= 14;
  *   Mamba's causal conv): vector loads along the contiguous dimension. FWD: the direct
@@ -150,11 +150,13 @@ WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-
  *   T_in and T_out are too (N and C <= 65535); any other call of the plan goes direct.
  * - Dense forward (groups = 1): an implicit GEMM, y[o, (n,t)] = sum over r = (j,k) of
  *   w[o, r] * x[n, j, S*t + D*k - P_L], in tiles of 128 (or 64) output channels x 128
- *   positions through shared memory. WS_MATH_F32 and TF32: float32 fma per output in the
- *   order r, the direct kernel's sums in its order (the same values). WS_MATH_BF16 and F16:
- *   tensor cores (mma.sync m16n8k16) on w and x rounded to that type, float32 accumulation
- *   (rel L2 against float32 about 2e-3 for bf16). Calls over 2^31 - 129 positions or 65535
- *   channel tiles go direct.
+ *   positions through shared memory. WS_MATH_F32: float32 fma per output in the order r,
+ *   the direct kernel's sums in its order (the same values). WS_MATH_TF32, BF16 and F16:
+ *   tensor cores (mma.sync m16n8k8 / m16n8k16) on w and x rounded to that type (tf32: to
+ *   nearest, ties away), float32 accumulation (rel L2 against float32 about 3e-4 for tf32,
+ *   2e-3 for bf16). NLC x with C_in a multiple of 16 is read 16 bytes at a time on tensor
+ *   cores: such a call needs x 16-byte aligned, else it goes direct. Calls over 2^31 - 129
+ *   positions or 65535 channel tiles go direct.
  * - Direct, every descriptor. FWD: one thread per output element, float32 fma in the
  *   order j then k. BWD: gz = dy * act'(z) (z = b + conv recomputed from x, w, b; one
  *   thread per y element) into a float32 scratch [N][C_out][T_out] that the plan owns and
