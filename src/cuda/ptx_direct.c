@@ -209,16 +209,15 @@ static void emit_body(dk *s)
     preg acc = emit_conv_sum(s, n, o, t, px, pw);
 
     ws_ptx_section(b, "z = acc + b[o] (b given); act; + add (given); store");
-    preg ba = ws_ptx_reg(b, PTX_B64), bv = ws_ptx_reg(b, PTX_F32), ai = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, o.n, pb.n);
-    ws_ptx_ins(b, "@%s ld.global.nc.f32 %s, [%s]", hasb.n, bv.n, ba.n);
+    preg ai = ws_ptx_reg(b, PTX_B64);
     ws_ptx_comment(b, "add element n*add_bs + (i - n*C_out*T_out), read in y_type");
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %s", ai.n, n.n, tout.n);
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", ai.n, ai.n, cout);
     ws_ptx_ins(b, "sub.u64 %s, %s, %s", ai.n, i.n, ai.n);
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %s, %s", ai.n, n.n, abs.n, ai.n);
     const ws_ptx_epi ep = {
-        .act = d->act, .y_type = d->y_type, .n = 1, .v = &acc, .bias = &bv, .bias_if = hasb,
+        .act = d->act, .y_type = d->y_type, .n = 1, .v = &acc,
+        .bias_at = {.index = o, .base = pb, .scale = 4}, .bias_if = hasb,
         .add_if = hasa, .add = {.index = ai, .base = pa, .scale = s->ys},
         .y = {.index = i, .base = py, .scale = s->ys}};
     ws_ptx_epi_emit(b, &ep);

@@ -14,10 +14,10 @@
  * x is read in x_type and x_layout, pre applied as read; w is float32 [C_out][Cg][K]
  * (the plan converts it); products by fma in float32, summed in the order j then k
  * (cpu_direct.c's order); then + b[o], act, + add (read in y_type), stored in y_type
- * (f16: cvt.rn.f16.f32, bf16: cvt.rn.bf16.f32): ptx_epi.h's epilogue, b[o] loaded and
- * added under the predicate p_b != 0, add read under a branch on p_add != 0. GELU is
- * gelu_ptx.h's exact-erf sequence; SILU = z * rcp(1 + 2^(-z log2 e)) with ex2.approx.ftz
- * and rcp.approx.ftz (ptx_act.h).
+ * (f16: cvt.rn.f16.f32, bf16: cvt.rn.bf16.f32): ptx_epi.h's epilogue, b[o] read under a
+ * branch on p_b != 0, add under a branch on p_add != 0. GELU is gelu_ptx.h's exact-erf
+ * sequence; SILU = z * rcp(1 + 2^(-z log2 e)) with ex2.approx.ftz and rcp.approx.ftz
+ * (ptx_act.h).
  * Every math mode is computed this way (FFMA in float32), as on the CPU.
  *
  * The shapes (C_in, C_out, G, K, S, D, P_L, layouts, types, pre, act) are immediates;
@@ -26,9 +26,8 @@
  *   .u64 p_x, p_w, p_b, p_add, p_y     device pointers; p_b / p_add 0: no bias / no add
  *   .u32 p_n, p_t_in, p_t_out
  *   .u64 p_add_bs                      add_batch_stride in elements
- * b and add are tested in the kernel (a predicate for b, a uniform branch for add) rather
- * than emitted as variants: one module per descriptor, and a plan serves calls with and
- * without add.
+ * b and add are tested in the kernel (one uniform branch each) rather than emitted as
+ * variants: one module per descriptor, and a plan serves calls with and without add.
  * Block WS_DIRECT_THREADS threads, grid ceil(N*C_out*T_out / WS_DIRECT_THREADS).
  *
  * BACKWARD (pre NONE, no add): one module "ws_direct_bwd_..." with four entries, named

@@ -18,11 +18,28 @@ static preg addr_at(ptx_buf *b, const ws_ptx_addr *a)
     return at;
 }
 
+/* if (!bias_if) goto nobias; v += *(float *)bias_at; nobias: */
+static void bias_from_memory(ptx_buf *b, const ws_ptx_epi *e, preg v)
+{
+    plabel nob = ws_ptx_label_new(b, "nobias");
+    const preg bv = ws_ptx_reg(b, PTX_F32);
+    ws_ptx_ins(b, "@!%s bra %s", e->bias_if.n, nob.n);
+    const preg ba = addr_at(b, &e->bias_at);
+    ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s]", bv.n, ba.n);
+    ws_ptx_ins(b, "add.f32 %s, %s, %s", v.n, v.n, bv.n);
+    ws_ptx_label(b, nob);
+}
+
 /* v[i] = act(src[i] + bias[i*stride]), i < n; if (add_if) v += add; y = v (ptx_epi.h) */
 void ws_ptx_epi_emit(ptx_buf *b, const ws_ptx_epi *e)
 {
-    if (e->n != 1 && (e->n % 2 || e->n > 8 || !named(e->in))) {
-        ws_ptx_fail(b, "ws_ptx_epi_emit: n is 1, or 2, 4, 8 with a predicate in");
+    const int bias_mem = named(e->bias_at.at) || named(e->bias_at.index);
+    if (e->n != 1 && (e->n % 2 || e->n > 8 || !named(e->in) || bias_mem)) {
+        ws_ptx_fail(b, "ws_ptx_epi_emit: n is 1, or 2, 4, 8 with a predicate in and bias registers");
+        return;
+    }
+    if (bias_mem && (e->bias || !named(e->bias_if))) {
+        ws_ptx_fail(b, "ws_ptx_epi_emit: bias_at with bias registers, or without bias_if");
         return;
     }
     for (int i = 0; i < e->n; i++) {
@@ -34,6 +51,8 @@ void ws_ptx_epi_emit(ptx_buf *b, const ws_ptx_epi *e)
             ws_ptx_ins(b, "add.f32 %s, %s, %s", v.n, s.n, e->bias[i * e->bias_stride].n);
         else if (strcmp(s.n, v.n))
             ws_ptx_ins(b, "mov.f32 %s, %s", v.n, s.n);
+        if (bias_mem)
+            bias_from_memory(b, e, v);
         ws_ptx_act(b, v, e->act);
     }
     if (named(e->add_if)) {

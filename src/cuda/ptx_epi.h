@@ -6,6 +6,8 @@
  *
  *   for (i < n) {
  *       v[i] = src[i] + bias[i * bias_stride];      when bias (under bias_if when named)
+ *       v[0] = src[0] + *(float *)bias_at;           or when bias_at (n 1): loaded and added
+ *                                                    under a branch on bias_if
  *       v[i] = act(v[i]);                            ptx_act.h's table
  *   }
  *   if (add_if) v[i] += (float)add[i], i < n;        read in y_type at add.at
@@ -40,8 +42,10 @@ typedef struct {
     int n;              /* values: 1, or a vector of 2, 4, 8 */
     preg *v;            /* v[0..n-1], float32: the values stored */
     const preg *src;    /* float32 sums, src[i] + bias -> v[i]; NULL: v itself */
-    const preg *bias;   /* float32 bias[i * bias_stride]; NULL: no bias */
+    const preg *bias;   /* float32 bias[i * bias_stride]; NULL: none, or bias_at */
     int bias_stride;
+    ws_ptx_addr bias_at; /* n 1: the bias's float32 address (at or index named), read from
+                          * memory under a branch on bias_if; the bias registers need none */
     preg bias_if;       /* named: the bias added under it */
     preg add_if;        /* named: add given */
     ws_ptx_addr add, y;
