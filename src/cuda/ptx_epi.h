@@ -2,7 +2,7 @@
  * forward kernel (direct, depthwise, the GEMM's FFMA and mma kernels).
  *
  * For n values v[i] (float32 accumulators) of consecutive elements of y, at channels whose
- * bias is bias[i * bias_stride], ws_ptx_epi writes (pseudo-C):
+ * bias is bias[i * bias_stride], ws_ptx_epi_emit writes (pseudo-C):
  *
  *   for (i < n) {
  *       v[i] = src[i] + bias[i * bias_stride];      when bias (under bias_if when named)
@@ -42,17 +42,19 @@ typedef struct {
     int n;              /* values: 1, or a vector of 2, 4, 8 */
     preg *v;            /* v[0..n-1], float32: the values stored */
     const preg *src;    /* float32 sums, src[i] + bias -> v[i]; NULL: v itself */
-    const preg *bias;   /* float32 bias[i * bias_stride]; NULL: none, or bias_at */
+    const preg *bias;   /* float32 bias[i * bias_stride] (0 where absent, or bias_if);
+                         * NULL: none, or bias_at */
     int bias_stride;
-    ws_ptx_addr bias_at; /* n 1: the bias's float32 address (at or index named), read from
-                          * memory under a branch on bias_if; the bias registers need none */
-    preg bias_if;       /* named: the bias added under it */
+    ws_ptx_addr bias_at; /* n 1, bias NULL: b[o]'s address (at or index named), the float32
+                          * read and added under a branch on bias_if (which it needs) */
+    preg bias_if;       /* named: the bias added only where it holds */
     preg add_if;        /* named: add given */
     ws_ptx_addr add, y;
     preg in;            /* n > 1: the vector's add load and y store under it */
 } ws_ptx_epi;
 
-/* the epilogue above into b: bias, act, add, store */
+/* the epilogue above into b: bias, act, add, store; a misuse (n, or bias_at with bias
+ * registers or without bias_if) fails b (ptx_emit.h's sticky error) */
 void ws_ptx_epi_emit(ptx_buf *b, const ws_ptx_epi *e);
 
 #endif
