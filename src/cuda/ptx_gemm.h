@@ -64,7 +64,10 @@
  *   B stage Bs[BN][32 halves + 16 bytes] (X transposed: r contiguous per position): thread
  *     tid gathers X[r0 + (tid/128)*16 + e][p0 + tid%128], e < 16 (a warp: 32 consecutive
  *     positions of one r), pre applied in float32, rounded and stored as 8 pairs (x already
- *     in the math type without pre: paired as loaded).
+ *     in the math type without pre: paired as loaded). NLC x with r = k*C_in + j (C_in a
+ *     multiple of 16): a thread's 16 channels of one position are one run of 16*xs bytes,
+ *     loaded 16 bytes at a time (ws_gemm_x_align: the call's x must be 16-byte aligned) and
+ *     unpacked from the words.
  *   Warps 2 (channels, BM/2 each) x 4 (positions, 32 each); per k16 step a warp loads
  *     BM/32 A fragments and 2 x4 B fragments by ldmatrix and issues (BM/32)*4 mma.
  *   Epilogue: accumulator c[2h + e] of fragment (mi, ni) is output channel
@@ -78,16 +81,23 @@
  * to 157; no spills. Speed (H100, bf16 storage and math, bench/conv_gpu.c; the FFMA kernel's
  * fp32 before): dilated K3 D9 N256 C512 T32 74.5 us (350), ResConv1D block 116 us (496),
  * Jukebox 166 us (468), wav2vec2's 7 convs 3.06 ms (11.3), DAC 1.00 ms (3.61): 77-173
- * TFLOP/s, short of the targets (30, 40, 60, 1200 us, 300 us).
+ * TFLOP/s, short of the targets (30, 40, 60, 1200 us, 300 us); tf32: 120 us, 203, 218,
+ * 5.18 ms, 1.74 ms (2.1-3.1x FFMA). What bounds it (ncu, dilated row): the L1/TEX data path
+ * at 84.5 % (the per-element gather of x, its shared stores, the fragment loads), DRAM 4 %.
  * Tried: a 256-row tile (warps 4 x 2 of 64 x 64, 238 registers, one block of 8 warps per
  * multiprocessor, two 30 KB stages in dynamic shared memory) to halve ldmatrix traffic per
  * mma: slower on every bf16 row (dilated 73 -> 94 us, block 119 -> 159, wav2vec2 3.04 ->
  * 3.38 ms, DAC 1.00 -> 1.08 ms): with 8 warps the register-staged gather's latency is no
- * longer covered. Not yet: wgmma (sm_90), more stages in flight (one gather per stage ahead
- * today), NLC stores through shared memory.
+ * longer covered. And a wgmma variant (sm_90a, m64n128k16, both operands read by the tensor
+ * cores from shared memory in core-matrix layout, no ldmatrix): correct on the test table,
+ * as fast on the NCL rows (dilated 74.1 vs 73.7 us, wav2vec2 3.14 vs 3.06 ms), 3-9 % faster
+ * on NLC: the fragment loads are not the bound, the gather is. Not yet: the input brought
+ * into shared memory in bulk (TMA im2col, or 16-byte row copies read at shifted offsets),
+ * more stages in flight, NLC stores through shared memory.
  *
  * Tested by tests/test_gpu_conv.c: ptxas sm_80 / sm_90 with no spills on every module of
- * its gemm table (and on every row's BF16 and F16 mma module); a C model of the FFMA tile
+ * its gemm table (and on every row's TF32, BF16 and F16 mma module); calls with NLC x off
+ * 16-byte alignment go direct; a C model of the FFMA tile
  * and thread mapping (every output produced once, every gather address x's formula) on
  * every row; on a GPU each row against the CPU engine
  * and against the direct kernels; on a GPU every row with BF16, F16 and TF32 math against
