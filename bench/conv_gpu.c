@@ -1,6 +1,7 @@
 /* conv_gpu.c - the conv engine's GPU backend on every row of CONV-ENGINE.md's speed table.
  *
  *   bench-conv_gpu [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] [--quick] [--list]
+ *                  [--emit-cc MAJOR.MINOR]
  *
  * For each row, layout and type (fp32: f32 storage, WS_MATH_F32; tf32: f32 storage,
  * WS_MATH_TF32, dense forward rows only; bf16: bf16 storage, WS_MATH_BF16; b, dw, db are
@@ -130,6 +131,8 @@ static const mode MODES[] = {
 typedef struct {
     const char *only, *json;
     int iters, warmup, check, quick, list;
+    int emit_major, emit_minor; /* --emit-cc: PTX for that capability (ws_gpu_emit_cc), e.g.
+                                   8.0 on an H100 to time the mma.sync GEMM beside wgmma */
 } opts;
 
 typedef struct { /* one call of a row, at one layout and type */
@@ -548,9 +551,12 @@ int main(int argc, char **argv)
             o.quick = 1;
         else if (!strcmp(argv[i], "--list"))
             o.list = 1;
+        else if (!strcmp(argv[i], "--emit-cc") && i + 1 < argc &&
+                 sscanf(argv[i + 1], "%d.%d", &o.emit_major, &o.emit_minor) == 2)
+            i++;
         else {
             fprintf(stderr, "usage: %s [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] "
-                            "[--quick] [--list]\n", argv[0]);
+                            "[--quick] [--list] [--emit-cc MAJOR.MINOR]\n", argv[0]);
             return 2;
         }
     }
@@ -563,6 +569,12 @@ int main(int argc, char **argv)
     if (!o.list && !(g = ws_gpu_open(0, &err))) {
         printf("bench-conv_gpu: skipped: no usable GPU (%s)\n", err.msg);
         return 77;
+    }
+    if (g && o.emit_major && ws_gpu_emit_cc(g, o.emit_major, o.emit_minor)) {
+        fprintf(stderr, "bench-conv_gpu: --emit-cc %d.%d: not between 8.0 and the device's capability\n",
+                o.emit_major, o.emit_minor);
+        ws_gpu_close(g);
+        return 2;
     }
     FILE *js = NULL;
     if (o.json && !(js = fopen(o.json, "w"))) {

@@ -43,6 +43,7 @@ struct ws_gpu {
     wscu_context ctx;     /* primary context, retained */
     wscu_stream stream;
     int cc_major, cc_minor;
+    int emit_major, emit_minor; /* the capability plans emit PTX for (ws_gpu_emit_cc) */
     char name[128];
 };
 
@@ -105,6 +106,8 @@ ws_gpu *ws_gpu_open(int ordinal, ws_err *err)
     if (ws_cu_device(cu, ordinal, &g->dev, g->name, sizeof g->name, &g->cc_major, &g->cc_minor,
                      err))
         goto cleanup;
+    g->emit_major = g->cc_major;
+    g->emit_minor = g->cc_minor;
     CU_TRY(cu, DevicePrimaryCtxRetain(&g->ctx, g->dev), err);
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     CU_TRY(cu, StreamCreate(&g->stream, WS_CU_STREAM_NON_BLOCKING), err);
@@ -223,7 +226,7 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     c->g = g;
     c->d = *d;
     ws_direct_name(d, c->name);
-    if (!(ptx = ws_direct_emit(d, g->cc_major, g->cc_minor, err)))
+    if (!(ptx = ws_direct_emit(d, g->emit_major, g->emit_minor, err)))
         goto fail;
     ws_cu *cu = &g->cu;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
@@ -242,7 +245,7 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     if (ws_dw_fits(d)) {
         char dwname[WS_DW_NAME_MAX];
         free(ptx);
-        if (!(ptx = ws_dw_emit(d, g->cc_major, g->cc_minor, err)))
+        if (!(ptx = ws_dw_emit(d, g->emit_major, g->emit_minor, err)))
             goto fail;
         ws_dw_name(d, dwname);
         if (ws_cu_load_module(cu, ptx, dwname, &c->dwmod, NULL, 0, err))
@@ -257,7 +260,7 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     if (ws_gemm_fits(d)) {
         char gname[WS_GEMM_NAME_MAX];
         free(ptx);
-        if (!(ptx = ws_gemm_emit(d, g->cc_major, g->cc_minor, err)))
+        if (!(ptx = ws_gemm_emit(d, g->emit_major, g->emit_minor, err)))
             goto fail;
         ws_gemm_name(d, gname);
         if (ws_cu_load_module(cu, ptx, gname, &c->gemmmod, NULL, 0, err))
@@ -540,6 +543,16 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err 
     return 0;
 cleanup:
     return -1;
+}
+
+int ws_gpu_emit_cc(ws_gpu *g, int major, int minor)
+{
+    const int cc = major * 10 + minor;
+    if (!g || cc < 80 || cc > g->cc_major * 10 + g->cc_minor)
+        return -1;
+    g->emit_major = major;
+    g->emit_minor = minor;
+    return 0;
 }
 
 void ws_gpu_conv_force_direct(ws_gpu_conv *c, int on)

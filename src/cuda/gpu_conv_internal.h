@@ -21,4 +21,10 @@ void ws_gpu_conv_force_direct(ws_gpu_conv *c, int on);
  * ones, -1 a call ws_gpu_conv_run would refuse */
 int ws_gpu_conv_kernel(const ws_gpu_conv *c, const ws_conv_args *a);
 
+/* Plans made on g from now on emit their PTX for compute capability major.minor instead of
+ * the device's (at most the device's: the driver compiles older PTX forward), e.g. 8.0 on
+ * an H100 to run the mma.sync GEMM that the device itself would replace by wgmma. 0, or -1
+ * for a capability above the device's or below 8.0. */
+int ws_gpu_emit_cc(ws_gpu *g, int major, int minor);
+
 #endif

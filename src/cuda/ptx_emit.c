@@ -164,6 +164,14 @@ void ws_ptx_module_begin(ptx_buf *mod, int cc_major, int cc_minor, const char *t
     append(mod, ".version %s\n.target %s\n.address_size 64\n", ver, tgt);
 }
 
+void ws_ptx_module_begin_sm90a(ptx_buf *mod, const char *title)
+{
+    /* wgmma and setmaxnreg: PTX ISA 8.0, sm_90a (no forward compatibility: compute capability
+     * 9.0 alone) */
+    append(mod, "// %s\n// Emitted by whisper-stem " "for compute capability 9.0 (sm_90a).\n", title);
+    append(mod, ".version 8.0\n.target sm_90a\n.address_size 64\n");
+}
+
 void ws_ptx_kernel_end(ptx_buf *k, ptx_buf *mod, const char *name, const char *params, int maxntid,
                     int min_blocks)
 {

@@ -70,6 +70,10 @@ int ws_ptx_target_for(int cc_major, int cc_minor, char version[8], char target[1
 /* Starts a module: header comment, .version, .target, .address_size 64. */
 void ws_ptx_module_begin(ptx_buf *mod, int cc_major, int cc_minor, const char *title);
 
+/* Starts a module for sm_90a (the architecture-specific features of compute capability 9.0:
+ * wgmma), PTX ISA 8.0. */
+void ws_ptx_module_begin_sm90a(ptx_buf *mod, const char *title);
+
 /* Wraps kernel body k into mod as ".visible .entry name(params) .maxntid n"
  * (and ".minnctapersm min_blocks" when min_blocks > 0, which caps registers
  * so that many blocks fit on a multiprocessor) with the register

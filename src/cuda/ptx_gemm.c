@@ -63,6 +63,11 @@ int ws_gemm_call_fits(const ws_conv_desc *d, int n, int t_out)
     return 1;
 }
 
+int ws_gemm_wgmma(const ws_conv_desc *d, int cc_major, int cc_minor)
+{
+    return WS_GEMM_WGMMA && cc_major == 9 && cc_minor == 0 && ws_gemm_mma(d) && ws_gemm_bm(d) == WS_GEMM_BM;
+}
+
 int ws_gemm_mma(const ws_conv_desc *d)
 {
     return WS_GEMM_MMA && ws_gemm_fits(d) && d->math != WS_MATH_F32;
@@ -129,6 +134,8 @@ typedef struct {
     int bvec;         /* NLC, kmajor: a thread's nbm channels of one u are one run of memory,
                          loaded 16 bytes at a time into bw (ws_gemm_x_align) */
     preg bw[16];      /* ... those words: nbm * xs / 4 */
+    int wg;           /* wgmma (sm_90a): the stages in rows of 64 bytes with the 64-byte swizzle
+                         (chunk c of row r at (c ^ (r/2 % 4)) * 16), read by the tensor cores */
 } gk;
 
 /* registers for the raw B values of x_type */
@@ -689,6 +696,25 @@ static void emit_mma_gload(gk *s, preg r0)
 /* the raw loads, rounded to the math type, into the stage at byte offset `so`:
  * As[tid/tpr][(tid%tpr)*NA + e] = av[e], Bs[tid%128][(tid/128)*16 + e] = pre(float(bv[e])),
  * rows of MRS bytes, r contiguous (the layout ldmatrix reads) */
+/* swizzled stores: the n 16-byte chunks c0 + q of row `row` (regs v[4q..4q+3]) at
+ * base + row*64 + ((c0 + q) ^ (row/2 % 4))*16 */
+static void emit_sw_store(gk *s, preg base, preg row, preg c0, int n, const preg *v)
+{
+    ptx_buf *b = s->b;
+    preg sw = ws_ptx_reg(b, PTX_B32), rb = ws_ptx_reg(b, PTX_B32);
+    I("shr.u32 %s, %s, 1", sw.n, row.n);
+    I("and.b32 %s, %s, 3", sw.n, sw.n);
+    I("mad.lo.u32 %s, %s, 64, %s", rb.n, row.n, base.n);
+    for (int q = 0; q < n; q++) {
+        preg t = ws_ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %d", t.n, c0.n, q);
+        I("xor.b32 %s, %s, %s", t.n, t.n, sw.n);
+        I("mad.lo.u32 %s, %s, 16, %s", t.n, t.n, rb.n);
+        I("st.shared.v4.b32 [%s], {%s, %s, %s, %s}", t.n, v[4 * q].n, v[4 * q + 1].n, v[4 * q + 2].n,
+          v[4 * q + 3].n);
+    }
+}
+
 static void emit_mma_sstore(gk *s, preg so)
 {
     ptx_buf *b = s->b;
@@ -705,24 +731,35 @@ static void emit_mma_sstore(gk *s, preg so)
     I("div.u32 %s, %s, %d", a.n, tid.n, s->tpr);
     I("rem.u32 %s, %s, %d", c.n, tid.n, s->tpr);
     I("mul.lo.u32 %s, %s, %d", c.n, c.n, s->NA * s->es);
-    I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, MRS, c.n);
-    I("add.u32 %s, %s, %s", a.n, a.n, sb.n);
+    if (s->wg) {
+        I("shr.u32 %s, %s, 4", c.n, c.n); /* the first 16-byte chunk */
+    } else {
+        I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, MRS, c.n);
+        I("add.u32 %s, %s, %s", a.n, a.n, sb.n);
+    }
     const preg *ap = s->av;
     if (!s->vecw && s->es == 2) {
         for (int i = 0; i < s->NA / 2; i++)
             I("prmt.b32 %s, %s, %s, 0x5410", pk[i].n, s->av[2 * i].n, s->av[2 * i + 1].n);
         ap = pk;
     }
-    for (int q = 0; q < s->NA * s->es / 16; q++)
-        I("st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s}", a.n, q * 16, ap[4 * q].n, ap[4 * q + 1].n,
-          ap[4 * q + 2].n, ap[4 * q + 3].n);
+    if (s->wg)
+        emit_sw_store(s, sb, a, c, s->NA * s->es / 16, ap);
+    else
+        for (int q = 0; q < s->NA * s->es / 16; q++)
+            I("st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s}", a.n, q * 16, ap[4 * q].n, ap[4 * q + 1].n,
+              ap[4 * q + 2].n, ap[4 * q + 3].n);
     ws_ptx_comment(b, "Bs[tid%%128][(tid/128)*%d + e] = %s(pre(x))", s->nbm, s->mt);
     preg q = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_B32);
     I("shr.u32 %s, %s, 7", q.n, tid.n);
     I("and.b32 %s, %s, %d", p.n, tid.n, BN - 1);
-    I("mul.lo.u32 %s, %s, 32", q.n, q.n);
-    I("mad.lo.u32 %s, %s, %d, %s", q.n, p.n, MRS, q.n);
-    I("add.u32 %s, %s, %s", q.n, q.n, sb.n);
+    if (s->wg) {
+        I("shl.b32 %s, %s, 1", q.n, q.n); /* the first 16-byte chunk */
+    } else {
+        I("mul.lo.u32 %s, %s, 32", q.n, q.n);
+        I("mad.lo.u32 %s, %s, %d, %s", q.n, p.n, MRS, q.n);
+        I("add.u32 %s, %s, %s", q.n, q.n, sb.n);
+    }
     for (int i = 0; i < MMA_N / 2; i++) {
         if (s->es == 4) {
             preg v = mma_b_value(s, i);
@@ -738,9 +775,16 @@ static void emit_mma_sstore(gk *s, preg so)
             I("cvt.rn.%sx2.f32 %s, %s, %s", s->mt, pk[i].n, hi.n, lo.n);
         }
     }
-    for (int h = 0; h < 2; h++)
-        I("st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s}", q.n, s->A_BYTES + h * 16, pk[4 * h].n,
-          pk[4 * h + 1].n, pk[4 * h + 2].n, pk[4 * h + 3].n);
+    if (s->wg) {
+        preg bb = ws_ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %d", bb.n, sb.n, s->A_BYTES);
+        emit_sw_store(s, bb, p, q, 2, pk);
+        I("fence.proxy.async.shared::cta"); /* the tensor cores read through the async proxy */
+    } else {
+        for (int h = 0; h < 2; h++)
+            I("st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s}", q.n, s->A_BYTES + h * 16, pk[4 * h].n,
+              pk[4 * h + 1].n, pk[4 * h + 2].n, pk[4 * h + 3].n);
+    }
 }
 
 /* the mma kernel's epilogue for NCL y: the accumulators through shared memory, 64 rows a
@@ -748,7 +792,7 @@ static void emit_mma_sstore(gk *s, preg so)
  * then thread tid takes position p0 + tid%128 (one n, t) and rows tid/128 + 2i: + b[o], act,
  * + add, stored in y_type, a warp's 32 lanes on 32 consecutive positions */
 #define YS_ROW (BN + 4)
-static void emit_mma_epi_ncl(gk *s, const epi *e, preg acc[4][4][4], int MI, int NI, preg wm, preg wn,
+static void emit_mma_epi_ncl(gk *s, const epi *e, preg acc[4][16][4], int MI, int NI, preg wm, preg wn,
                              preg lane, preg o0, preg p0)
 {
     ptx_buf *b = s->b;
@@ -763,11 +807,14 @@ static void emit_mma_epi_ncl(gk *s, const epi *e, preg acc[4][4][4], int MI, int
     I("shr.u32 %s, %s, 2", wa.n, lane.n);
     if (BM == 64)
         I("mad.lo.u32 %s, %s, 32, %s", wa.n, wm.n, wa.n);
+    if (s->wg) /* wgmma: warp w's rows 16w + 8h + lane/4 (wn: (w%4)*16), all 128 positions */
+        I("add.u32 %s, %s, %s", wa.n, wa.n, wn.n);
     I("mul.lo.u32 %s, %s, %d", wa.n, wa.n, YS_ROW);
     I("and.b32 %s, %s, 3", tmp.n, lane.n);
     I("shl.b32 %s, %s, 1", tmp.n, tmp.n);
     I("add.u32 %s, %s, %s", wa.n, wa.n, tmp.n);
-    I("mad.lo.u32 %s, %s, 32, %s", wa.n, wn.n, wa.n);
+    if (!s->wg)
+        I("mad.lo.u32 %s, %s, 32, %s", wa.n, wn.n, wa.n);
     I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, sb.n);
     ws_ptx_comment(b, "reads: Ys[tid/128 + 2i][tid%%128]");
     I("and.b32 %s, %s, %d", tmp.n, tid.n, BN - 1);
@@ -910,7 +957,7 @@ static void emit_mma_body(gk *s)
     else
         for (int e = 0; e < s->nbm; e++)
             s->bv[e] = ws_ptx_reg(b, d->x_type == WS_F32 ? PTX_F32 : d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
-    preg acc[4][4][4], fa[4][4], fb[4][2];
+    preg acc[4][16][4], fa[4][4], fb[4][2];
     for (int mi = 0; mi < MI; mi++)
         for (int ni = 0; ni < NI; ni++)
             for (int e = 0; e < 4; e++)
@@ -1028,6 +1075,191 @@ static void emit_mma_body(gk *s)
     I("ret");
 }
 
+/* ---- the wgmma kernel (sm_90a; ptx_gemm.h, WGMMA) ---- */
+
+/* the 64-bit shared-memory matrix descriptor of a K-major tile at shared address `addr`
+ * (u32) in rows of 64 bytes with the 64-byte swizzle: start >> 4 in bits 0-13, the leading
+ * byte offset (unused with a swizzle: 1) in 16-29, the stride byte offset (8 rows: 512 >> 4)
+ * in 32-45, the layout type (2: 64-byte swizzle) in 62-63 */
+static void emit_wg_desc(gk *s, preg desc, preg addr)
+{
+    ptx_buf *b = s->b;
+    preg lo = ws_ptx_reg(b, PTX_B32), hi = ws_ptx_reg(b, PTX_B32);
+    I("shr.u32 %s, %s, 4", lo.n, addr.n);
+    I("and.b32 %s, %s, 16383", lo.n, lo.n);
+    I("or.b32 %s, %s, %d", lo.n, lo.n, 1 << 16);
+    I("mov.u32 %s, %u", hi.n, (512u >> 4) | (2u << 30));
+    I("mov.b64 %s, {%s, %s}", desc.n, lo.n, hi.n);
+}
+
+static void emit_wgmma_body(gk *s)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const long long R = s->R, KT = (R + s->mbk - 1) / s->mbk;
+    const int A_BYTES = s->A_BYTES, STAGE = s->STAGE;
+    const int YS = d->y_layout == WS_NCL ? 64 * YS_ROW * 4 : 0;
+
+    ws_ptx_raw(b, "\t.shared .align 1024 .b8 smem[%d];\n", 2 * STAGE > YS ? 2 * STAGE : YS);
+    preg px, pw, tid, o0, p0;
+    emit_prologue(s, "the A row of this thread", &px, &pw, &tid, &o0, &p0);
+    {
+        preg oa = ws_ptx_reg(b, PTX_B32), oa64 = ws_ptx_reg(b, PTX_B64);
+        s->ka = ws_ptx_reg(b, PTX_B32);
+        s->wa = ws_ptx_reg(b, PTX_B64);
+        s->aok[0] = ws_ptx_reg(b, PTX_PRED);
+        I("rem.u32 %s, %s, %d", s->ka.n, tid.n, s->tpr);
+        I("mul.lo.u32 %s, %s, %d", s->ka.n, s->ka.n, s->NA);
+        I("div.u32 %s, %s, %d", oa.n, tid.n, s->tpr);
+        I("add.u32 %s, %s, %s", oa.n, oa.n, o0.n);
+        I("setp.lt.u32 %s, %s, %d", s->aok[0].n, oa.n, d->c_out);
+        I("cvt.u64.u32 %s, %s", oa64.n, oa.n);
+        I("mad.lo.u64 %s, %s, %lld, %s", s->wa.n, oa64.n, R * s->es, pw.n);
+    }
+    ws_ptx_section(b, "B position of this thread: p = p0 + tid%128 = n*T_out + t");
+    emit_b_position(s, px, tid, p0);
+    I("shl.b32 %s, %s, %d", s->kb.n, s->kb.n, s->nbm == 16 ? 4 : 3);
+    if (s->kmajor && d->x_layout == WS_NCL) {
+        s->sT = ws_ptx_reg(b, PTX_B64);
+        I("mul.wide.u32 %s, %s, %d", s->sT.n, s->tin32.n, s->xs);
+    }
+    ws_ptx_section(b, "warpgroup g = tid/128: rows 64g.. of the tile, all 128 positions");
+    preg lane = ws_ptx_reg(b, PTX_B32), warp = ws_ptx_reg(b, PTX_B32), wg = ws_ptx_reg(b, PTX_B32);
+    preg wrow = ws_ptx_reg(b, PTX_B32), sbase = ws_ptx_reg(b, PTX_B32), aoff = ws_ptx_reg(b, PTX_B32);
+    preg one = ws_ptx_reg(b, PTX_PRED);
+    I("and.b32 %s, %s, 31", lane.n, tid.n);
+    I("shr.u32 %s, %s, 5", warp.n, tid.n);
+    I("shr.u32 %s, %s, 7", wg.n, tid.n);
+    I("and.b32 %s, %s, 3", wrow.n, warp.n);
+    I("shl.b32 %s, %s, 4", wrow.n, wrow.n);
+    I("mov.u32 %s, smem", sbase.n);
+    I("mad.lo.u32 %s, %s, %d, %s", aoff.n, wg.n, 64 * 64, sbase.n);
+    I("setp.eq.u32 %s, 1, 1", one.n);
+
+    for (int e = 0; e < (s->vecw ? s->NA * s->es / 4 : s->NA); e++)
+        s->av[e] = ws_ptx_reg(b, PTX_B32);
+    if (s->bvec)
+        for (int e = 0; e < s->nbm * s->xs / 4; e++)
+            s->bw[e] = ws_ptx_reg(b, PTX_B32);
+    else
+        for (int e = 0; e < s->nbm; e++)
+            s->bv[e] = ws_ptx_reg(b, d->x_type == WS_F32 ? PTX_F32 : d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
+    preg acc[4][16][4];
+    for (int ni = 0; ni < 16; ni++)
+        for (int e = 0; e < 4; e++)
+            acc[0][ni][e] = ws_ptx_reg(b, PTX_F32);
+
+    ws_ptx_section(b, "prologue: r in [0, BK) into stage 0");
+    preg cur = ws_ptx_reg(b, PTX_B32), nxt = ws_ptx_reg(b, PTX_B32), r0 = ws_ptx_reg(b, PTX_B32);
+    preg kt = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, 0", cur.n);
+    I("mov.u32 %s, 0", r0.n);
+    I("mov.u32 %s, 1", kt.n);
+    for (int ni = 0; ni < 16; ni++)
+        for (int e = 0; e < 4; e++)
+            I("mov.f32 %s, 0f00000000", acc[0][ni][e].n);
+    emit_mma_gload(s, r0);
+    emit_mma_sstore(s, cur);
+    I("bar.sync 0");
+
+    ws_ptx_section(b, "main loop: wgmma on stage cur (async) while the next stage is gathered");
+    ws_ptx_comment(b, "%lld stages of %d", KT, s->mbk);
+    plabel top = ws_ptx_label_new(b, "stage"), noload = ws_ptx_label_new(b, "noload");
+    plabel nostore = ws_ptx_label_new(b, "nostore");
+    preg more = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_label(b, top);
+    I("setp.lt.u32 %s, %s, %lld", more.n, kt.n, KT);
+    I("sub.u32 %s, %d, %s", nxt.n, STAGE, cur.n);
+    I("@!%s bra.uni %s", more.n, noload.n);
+    I("add.u32 %s, %s, %d", r0.n, r0.n, s->mbk);
+    emit_mma_gload(s, r0);
+    ws_ptx_label(b, noload);
+    {
+        preg aa = ws_ptx_reg(b, PTX_B32), ba = ws_ptx_reg(b, PTX_B32);
+        preg da = ws_ptx_reg(b, PTX_B64), db = ws_ptx_reg(b, PTX_B64);
+        I("add.u32 %s, %s, %s", aa.n, aoff.n, cur.n);
+        I("add.u32 %s, %s, %s", ba.n, sbase.n, cur.n);
+        I("add.u32 %s, %s, %d", ba.n, ba.n, A_BYTES);
+        I("wgmma.fence.sync.aligned");
+        for (int ks = 0; ks < 2; ks++) {
+            preg ak = ws_ptx_reg(b, PTX_B32), bk = ws_ptx_reg(b, PTX_B32);
+            I("add.u32 %s, %s, %d", ak.n, aa.n, ks * 32);
+            I("add.u32 %s, %s, %d", bk.n, ba.n, ks * 32);
+            emit_wg_desc(s, da, ak);
+            emit_wg_desc(s, db, bk);
+            char regs[64 * 8 + 8];
+            int o = 0;
+            for (int ni = 0; ni < 16; ni++)
+                for (int e = 0; e < 4; e++)
+                    o += snprintf(regs + o, sizeof regs - (size_t)o, "%s%s", o ? ", " : "", acc[0][ni][e].n);
+            if (s->es == 4)
+                I("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%s}, %s, %s, %s, 1, 1", regs, da.n, db.n,
+                  one.n);
+            else
+                I("wgmma.mma_async.sync.aligned.m64n128k16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, 0", s->mt, s->mt,
+                  regs, da.n, db.n, one.n);
+        }
+        I("wgmma.commit_group.sync.aligned");
+    }
+    I("@!%s bra.uni %s", more.n, nostore.n);
+    ws_ptx_comment(b, "the group that read stage nxt is done (this warpgroup's, then both)");
+    I("wgmma.wait_group.sync.aligned 1");
+    I("bar.sync 0");
+    emit_mma_sstore(s, nxt);
+    I("mov.u32 %s, %s", cur.n, nxt.n);
+    I("bar.sync 0");
+    ws_ptx_label(b, nostore);
+    I("add.u32 %s, %s, 1", kt.n, kt.n);
+    I("@%s bra.uni %s", more.n, top.n);
+    I("wgmma.wait_group.sync.aligned 0");
+    I("bar.sync 0");
+
+    ws_ptx_section(b, "epilogue: acc[0][ni][2h + e] is (o0 + 16*warp + 8h + lane/4, p0 + 8ni + 2(lane%4) + e)");
+    epi e;
+    e.pb = ws_ptx_reg(b, PTX_B64);
+    e.pa = ws_ptx_reg(b, PTX_B64);
+    e.py = ws_ptx_reg(b, PTX_B64);
+    e.abs = ws_ptx_reg(b, PTX_B64);
+    e.hasb = ws_ptx_reg(b, PTX_PRED);
+    e.hasa = ws_ptx_reg(b, PTX_PRED);
+    const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
+    ws_ptx_ld_param(b, e.pb, pt, WS_FWD_B);
+    ws_ptx_ld_param(b, e.pa, pt, WS_FWD_ADD);
+    ws_ptx_ld_param(b, e.py, pt, WS_FWD_Y);
+    ws_ptx_ld_param(b, e.abs, pt, WS_FWD_ADD_BS);
+    I("setp.ne.u64 %s, %s, 0", e.hasb.n, e.pb.n);
+    I("setp.ne.u64 %s, %s, 0", e.hasa.n, e.pa.n);
+    I("cvta.to.global.u64 %s, %s", e.pb.n, e.pb.n);
+    I("cvta.to.global.u64 %s, %s", e.pa.n, e.pa.n);
+    I("cvta.to.global.u64 %s, %s", e.py.n, e.py.n);
+    if (d->y_layout == WS_NCL) {
+        /* the NCL epilogue's pass h is written by warps with wm == h: warpgroup h */
+        emit_mma_epi_ncl(s, &e, acc, 1, 16, wg, wrow, lane, o0, p0);
+        I("ret");
+        return;
+    }
+    preg eo0 = ws_ptx_reg(b, PTX_B32), ep0 = ws_ptx_reg(b, PTX_B32), tmp = ws_ptx_reg(b, PTX_B32);
+    I("shr.u32 %s, %s, 2", tmp.n, lane.n);
+    I("shl.b32 %s, %s, 4", eo0.n, warp.n);
+    I("add.u32 %s, %s, %s", eo0.n, eo0.n, tmp.n);
+    I("add.u32 %s, %s, %s", eo0.n, eo0.n, o0.n);
+    I("and.b32 %s, %s, 3", tmp.n, lane.n);
+    I("shl.b32 %s, %s, 1", tmp.n, tmp.n);
+    I("add.u32 %s, %s, %s", ep0.n, tmp.n, p0.n);
+    for (int half = 0; half < 2; half++) {
+        int ro[8] = {0, 8}, po[16];
+        preg av[8][16];
+        for (int ni = 0; ni < 8; ni++)
+            for (int q = 0; q < 2; q++) {
+                po[2 * ni + q] = 64 * half + 8 * ni + q;
+                for (int h = 0; h < 2; h++)
+                    av[h][2 * ni + q] = acc[0][8 * half + ni][2 * h + q];
+            }
+        emit_epi_store(s, &e, eo0, ep0, 2, ro, 16, po, "2(lane%4)", av);
+    }
+    I("ret");
+}
+
 char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
 {
     if (ws_conv_check(d, err))
@@ -1041,10 +1273,13 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
     ptx_buf mod, kb;
     ws_ptx_init(&mod);
     ws_ptx_init(&kb);
-    const int mma = ws_gemm_mma(d);
-    ws_ptx_module_begin(&mod, cc_major, cc_minor,
-                     mma ? "whisper-stem conv engine: dense forward as an implicit GEMM (mma.sync)"
-                         : "whisper-stem conv engine: dense forward as an implicit GEMM (FFMA)");
+    const int mma = ws_gemm_mma(d), wg = ws_gemm_wgmma(d, cc_major, cc_minor);
+    if (wg)
+        ws_ptx_module_begin_sm90a(&mod, "whisper-stem conv engine: dense forward as an implicit GEMM (wgmma)");
+    else
+        ws_ptx_module_begin(&mod, cc_major, cc_minor,
+                         mma ? "whisper-stem conv engine: dense forward as an implicit GEMM (mma.sync)"
+                             : "whisper-stem conv engine: dense forward as an implicit GEMM (FFMA)");
     gk s = { .b = &kb, .d = d, .R = (long long)d->c_in * d->k,
              .xs = d->x_type == WS_F32 ? 4 : 2, .ys = d->y_type == WS_F32 ? 4 : 2 };
     s.BM = ws_gemm_bm(d);
@@ -1061,17 +1296,23 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
         s.vecw = s.R % (16 / s.es) == 0;
         s.raw = d->pre == WS_ACT_NONE && ((d->x_type == WS_BF16 && d->math == WS_MATH_BF16) ||
                                           (d->x_type == WS_F16 && d->math == WS_MATH_F16));
-        s.A_BYTES = s.BM * MRS;
-        s.STAGE = s.A_BYTES + BN * MRS;
+        s.wg = wg;
+        s.A_BYTES = s.BM * (wg ? 64 : MRS);
+        s.STAGE = s.A_BYTES + BN * (wg ? 64 : MRS);
         ws_ptx_comment(&kb, "y[o, n*T_out + t] = act(b[o] + sum_r W[o, r] X[r, n*T_out + t]) + add; r = j*K + k");
         ws_ptx_comment(&kb, "C_in %d C_out %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s; "
-                         "tile %dx%d, BK %d, %s mma.sync %s, warps 2x4 of %dx32, r = %s",
+                         "tile %dx%d, BK %d, %s %s %s, %s, r = %s",
                     d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
                     d->x_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->x_type),
                     d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre),
-                    ws_ptx_act_name(d->act), s.BM, BN, s.mbk, s.mt, s.es == 4 ? "m16n8k8" : "m16n8k16", s.BM / 2,
+                    ws_ptx_act_name(d->act), s.BM, BN, s.mbk, s.mt, wg ? "wgmma" : "mma.sync",
+                    wg ? (s.es == 4 ? "m64n128k8" : "m64n128k16") : s.es == 4 ? "m16n8k8" : "m16n8k16",
+                    wg ? "two warpgroups of 64 rows" : s.BM == 128 ? "warps 2x4 of 64x32" : "warps 2x4 of 32x32",
                     s.kmajor ? "k*C_in + j" : "j*K + k");
-        emit_mma_body(&s);
+        if (wg)
+            emit_wgmma_body(&s);
+        else
+            emit_mma_body(&s);
     } else {
         s.TM = s.BM / TY;
         s.NA = s.BM * BK / NT;

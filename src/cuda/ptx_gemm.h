@@ -88,12 +88,26 @@
  * multiprocessor, two 30 KB stages in dynamic shared memory) to halve ldmatrix traffic per
  * mma: slower on every bf16 row (dilated 73 -> 94 us, block 119 -> 159, wav2vec2 3.04 ->
  * 3.38 ms, DAC 1.00 -> 1.08 ms): with 8 warps the register-staged gather's latency is no
- * longer covered. And a wgmma variant (sm_90a, m64n128k16, both operands read by the tensor
- * cores from shared memory in core-matrix layout, no ldmatrix): correct on the test table,
- * as fast on the NCL rows (dilated 74.1 vs 73.7 us, wav2vec2 3.14 vs 3.06 ms), 3-9 % faster
- * on NLC: the fragment loads are not the bound, the gather is. Not yet: the input brought
- * into shared memory in bulk (TMA im2col, or 16-byte row copies read at shifted offsets),
- * more stages in flight, NLC stores through shared memory.
+ * longer covered. Not yet: the input brought into shared memory in bulk (TMA im2col, or
+ * 16-byte row copies read at shifted offsets), more stages in flight, NLC stores through
+ * shared memory.
+ *
+ * WGMMA (compute capability 9.0 exactly, ws_gemm_wgmma; the module targets sm_90a, PTX 8.0):
+ * the 128-row tensor-core tile with the same gather, parameters and epilogues, the products
+ * on wgmma.mma_async m64n128k16 (bf16, f16) or m64n128k8 (tf32), both operands read by the
+ * tensor cores from shared memory (no ldmatrix). Two warpgroups: warpgroup g = tid/128 owns
+ * rows 64g.. of the tile and all 128 positions (64 f32 accumulators a thread: warp w's rows
+ * 16w + 8h + lane/4, positions 8i + 2(lane%4) + e, register 4i + 2h + e). A stage is A then
+ * B, each in rows of 64 bytes (one row per output channel or position, r contiguous), the
+ * 16-byte chunk c of row r stored at chunk c ^ (r/2 % 4) (the 64-byte swizzle; descriptors:
+ * K-major, stride byte offset 512, a k16 step 32 bytes further). Per stage: the next stage's
+ * gather is issued, then wgmma on this stage (fence, two k steps, commit); before the next
+ * stage's shared stores, wgmma.wait_group 1 and a barrier (the group that read that stage
+ * is done in both warpgroups); the stores end with fence.proxy.async. Registers (ptxas
+ * sm_90a) 115-125, no spills. Speed (H100, bf16, against mma.sync in the same call):
+ * dilated 66.8 us (74.9), block 112.8 (123.4), Jukebox, wav2vec2 and DAC the same within
+ * 1 %: on the strided rows the gather bounds both. Without the swizzle (core matrices 8
+ * rows x 16 bytes, 128 bytes apart) it ran no faster than mma.sync.
  *
  * Tested by tests/test_gpu_conv.c: ptxas sm_80 / sm_90 with no spills on every module of
  * its gemm table (and on every row's TF32, BF16 and F16 mma module); calls with NLC x off
@@ -122,6 +136,9 @@
  * with math BF16 / F16 run it, 0: every math runs the FFMA kernel */
 #define WS_GEMM_MMA_BK 32
 #define WS_GEMM_MMA 1
+/* 1: on compute capability 9.0 the 128-row tensor-core modules are the wgmma kernel (WGMMA
+ * above) */
+#define WS_GEMM_WGMMA 1
 
 /* 1 when the gemm kernel can run descriptor d (checked): FWD, groups 1 */
 int ws_gemm_fits(const ws_conv_desc *d);
@@ -132,6 +149,10 @@ int ws_gemm_bm(const ws_conv_desc *d);
 
 /* 1 when d's gemm module is the tensor-core kernel (math TF32, BF16 or F16, WS_GEMM_MMA on) */
 int ws_gemm_mma(const ws_conv_desc *d);
+
+/* 1 when d's gemm module for compute capability cc is the wgmma kernel (sm_90a: cc 9.0,
+ * a tensor-core math, the 128-row tile) */
+int ws_gemm_wgmma(const ws_conv_desc *d, int cc_major, int cc_minor);
 
 /* 1 when d's mma kernel walks r = k*C_in + j (C_in % 16 == 0: a thread's 16 consecutive r of
  * a stage share one tap k; NLC, or NCL at stride <= 2), else r = j*K + k */
