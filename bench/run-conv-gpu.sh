@@ -114,6 +114,8 @@ for case, lay in keys:
                            + (f" (n={c['checked_n']})" if c["checked_n"] != c["n"] else ""))
             if c["check"] == "FAIL":
                 fails.append("/".join(k))
+        elif any((case, lay, d) in O for d in ("fp32", "tf32", "bf16")):
+            rel.append("-")  # one slot per type: "fp32 / tf32 / bf16"
     print(f"| {name} | {us(O, (case, lay, 'fp32'))} | {us(T, (case, lay, 'fp32'))} | {us(O, (case, lay, 'tf32'))} "
           f"| {us(T, (case, lay, 'tf32'))} | {us(O, (case, lay, 'bf16'))} | {us(T, (case, lay, 'bf16'))} | {'; '.join(mr) or '-'} | {'; '.join(ra) or '-'} | {' / '.join(rel) or '-'} |")
 so, st = stem(f"{out}/stem-ours.txt"), stem(f"{out}/stem-torch.txt")

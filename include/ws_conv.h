@@ -152,8 +152,8 @@ WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-
  *   w[o, r] * x[n, j, S*t + D*k - P_L], in tiles of 128 (or 64) output channels x 128
  *   positions through shared memory. WS_MATH_F32: float32 fma per output in the order r,
  *   the direct kernel's sums in its order (the same values). WS_MATH_TF32, BF16 and F16:
- *   tensor cores (mma.sync m16n8k8 / m16n8k16) on w and x rounded to that type (tf32: to
- *   nearest, ties away), float32 accumulation (rel L2 against float32 about 3e-4 for tf32,
+ *   tensor cores (mma.sync m16n8k8 / m16n8k16; on compute capability 9.0 wgmma) on w and x
+ *   rounded to that type (tf32: to nearest, ties away), float32 accumulation (rel L2 against float32 about 3e-4 for tf32,
  *   2e-3 for bf16). NLC x with C_in a multiple of 16 is read 16 bytes at a time on tensor
  *   cores: such a call needs x 16-byte aligned, else it goes direct. Calls over 2^31 - 129
  *   positions or 65535 channel tiles go direct.

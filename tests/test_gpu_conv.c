@@ -997,14 +997,13 @@ static const gcase gcases_gemm[] = {
      WS_ACT_GELU, 1, ADD_PER_ITEM},
     {"g_bf16_c32_k3_s2_gelu", 3, 32, 72, 1, 3, 2, 1, 1, 0, 61, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_GELU, 0, 0},
-    /* C_out >= 256: the mma kernel's wide tile (NLC and NCL y; C_out and positions not
-     * multiples of its 256 x 128) */
     /* NLC x with C_in a multiple of 16: the mma kernel's 16-byte loads of x (f32, f16, bf16
      * storage; raw and converted) */
     {"g_nlc_f32_c32_pre_silu_d2", 2, 32, 40, 1, 3, 1, 2, 2, 1, 57, WS_NLC, WS_NCL, F32, WS_ACT_SILU, WS_ACT_NONE, 1,
      ADD_PER_ITEM},
     {"g_nlc_f16_c16_k2_gelu", 3, 16, 24, 1, 2, 1, 1, 1, 0, 45, WS_NLC, WS_NLC, WS_F16, WS_F16, WS_F16, 0,
      WS_ACT_GELU, 1, 0},
+    /* C_out 300 and 272: several 128-row tiles and a partial last one (NLC and NCL y) */
     {"g_wide_nlc_c24_o300_d2_add", 3, 24, 300, 1, 3, 1, 2, 2, 2, 45, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_GELU, 1, ADD_PER_ITEM},
     {"g_wide_ncl_c32_o272_k4_s2_bcast", 2, 32, 272, 1, 4, 2, 1, 1, 2, 131, WS_NCL, WS_NCL, WS_BF16, WS_F32, WS_F32,
@@ -1315,6 +1314,30 @@ Test(gpu_conv_ptx, mma_module_is_deterministic_and_not_for_f32_math)
     }
 }
 
+/* which modules load x 16 bytes at a time (ws_gemm_x_align 16): tensor-core math, NLC x and
+ * C_in a multiple of 16, and only those; their PTX has the 16-byte x loads */
+Test(gpu_conv_ptx, only_nlc_x_with_c_in_a_multiple_of_16_needs_16_byte_alignment)
+{
+    int vec = 0;
+    for (int i = 0; i < N_GCASES; i++)
+        for (int m = -1; m < N_MMA_MATHS; m++) {
+            ws_conv_desc d = desc_of(&gcases_gemm[i]);
+            d.math = m < 0 ? WS_MATH_F32 : mma_maths[m];
+            const int want = WS_GEMM_MMA && m >= 0 && d.x_layout == WS_NLC && d.c_in % 16 == 0;
+            cr_assert_eq(ws_gemm_x_align(&d), want ? 16 : 1, "%s math %d", gcases_gemm[i].name, m);
+            if (!want)
+                continue;
+            ws_err e = {""};
+            char *t = ws_gemm_emit(&d, 8, 0, &e);
+            cr_assert(t, "%s", e.msg);
+            cr_assert(strstr(t, "16 at a time") && strstr(t, "ld.global.nc.v4."), "%s: no 16-byte x loads",
+                      gcases_gemm[i].name);
+            free(t);
+            vec++;
+        }
+    cr_assert_geq(vec, 12, "only %d modules with 16-byte x loads", vec);
+}
+
 /* a gemm row with math mma_maths[m] on the GPU against the CPU engine (float32 products):
  * no NaN, rel L2 within the contract's bound for the math (float32 storage with bf16 math is
  * the hardest), two runs the same bits, the gemm kernel taken; with x_off, x starts that
@@ -1417,7 +1440,8 @@ Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_the_math_types_rounding, .
 }
 
 /* the rows whose mma kernel loads NLC x 16 bytes at a time, with x one element off that
- * alignment: the direct kernel takes the call, within the same bounds */
+ * alignment: the direct kernel takes the call, within the same bounds; with x 16 bytes into
+ * its buffer (aligned, but not as the allocator aligns): the gemm kernel */
 Test(gpu_conv, mma_gemm_leaves_a_misaligned_nlc_x_to_the_direct_kernel, .timeout = 300)
 {
     ws_gpu *g = gpu_or_skip();
@@ -1428,6 +1452,7 @@ Test(gpu_conv, mma_gemm_leaves_a_misaligned_nlc_x_to_the_direct_kernel, .timeout
             d.math = mma_maths[m];
             if (ws_gemm_x_align(&d) == 16 && gcases_gemm[i].add != ADD_INPUT) {
                 run_mma_case(g, &gcases_gemm[i], m, 1);
+                run_mma_case(g, &gcases_gemm[i], m, (int)(16 / tsize(gcases_gemm[i].xt)));
                 rows++;
             }
         }

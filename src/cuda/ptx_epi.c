@@ -42,6 +42,16 @@ void ws_ptx_epi_emit(ptx_buf *b, const ws_ptx_epi *e)
         ws_ptx_fail(b, "ws_ptx_epi_emit: bias_at with bias registers, or without bias_if");
         return;
     }
+    /* a predicated bias add writes v only where the predicate holds: v must be the source */
+    if (e->bias && named(e->bias_if) && e->src) {
+        ws_ptx_fail(b, "ws_ptx_epi_emit: bias_if with bias registers takes v as its own source");
+        return;
+    }
+    /* one vector access is at most 16 bytes */
+    if (e->n > 1 && e->n * (e->y_type == WS_F32 ? 4 : 2) > 16) {
+        ws_ptx_fail(b, "ws_ptx_epi_emit: a vector of n elements of y_type over 16 bytes");
+        return;
+    }
     for (int i = 0; i < e->n; i++) {
         const preg v = e->v[i], s = e->src ? e->src[i] : v;
         if (e->bias && named(e->bias_if))

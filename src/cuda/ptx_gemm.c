@@ -108,13 +108,13 @@ typedef struct {
     int AS, A_BYTES, STAGE; /* As row stride in floats (BM + 4: the transposing stores hit
                                32 banks), bytes of As, bytes of a stage (As then Bs) */
     int xs, ys;       /* bytes per element of x, of y (and add) */
-    int NBV;          /* B elements per thread per stage: NB, or MMA_N for the mma kernel */
+    int NBV;          /* B elements per thread per stage: NB, or nbm for the mma kernel */
     /* per thread, fixed for the block */
     preg tin32, tin64, tout32, npos;
-    preg wa;          /* &W[o0 + tid/BK, 0] */
+    preg wa;          /* &W[o0 + tid/BK, 0] (mma: &W[o0 + tid/tpr, 0]) */
     preg aok[NA_MAX]; /* row o0 + tid/BK + A_ROWS*e < C_out */
-    preg ka;          /* tid % BK: A's r within the stage */
-    preg kb;          /* tid / 128: B's first r within the stage */
+    preg ka;          /* tid % BK: A's r within the stage (mma: (tid % tpr) * NA) */
+    preg kb;          /* tid / 128: B's first r within the stage (mma: (tid / 128) * nbm) */
     preg pv;          /* B's position p0 + tid%128 < P */
     preg ub;          /* (s64) S*t - P_L of B's position */
     preg xn;          /* &x[n, 0, 0] of B's position */
@@ -126,14 +126,15 @@ typedef struct {
     int es;           /* bytes of an element in shared memory: 2, or 4 (tf32) */
     int mbk;          /* r per stage: 32, or 16 (tf32): 64 bytes of a row either way */
     int nbm;          /* B elements per thread per stage: mbk / 2 */
-    int tpr;          /* threads per A row: 32 / NA */
+    int tpr;          /* threads per A row: mbk / NA */
     int kmajor;       /* r = k*C_in + j (ws_gemm_mma_kmajor) */
-    int vecw;         /* 16-byte W loads (R % 8 == 0): av holds NA/2 packed pairs, else NA u16 */
+    int vecw;         /* 16-byte W loads (R a multiple of 16 / es): av holds NA * es / 4 words,
+                         else NA elements (u16 or b32) */
     int raw;          /* x already in the math type and pre NONE: pairs packed as loaded */
     preg sT;          /* NCL, kmajor: T_in * xs, the step between channels */
     int bvec;         /* NLC, kmajor: a thread's nbm channels of one u are one run of memory,
-                         loaded 16 bytes at a time into bw (ws_gemm_x_align) */
-    preg bw[16];      /* ... those words: nbm * xs / 4 */
+                         loaded 16 bytes at a time into bx (ws_gemm_x_align) */
+    ws_ptx_vec bx[4]; /* ... those vectors of 16 / xs elements: nbm * xs / 16 of them */
     int wg;           /* wgmma (sm_90a): the stages in rows of 64 bytes with the 64-byte swizzle
                          (chunk c of row r at (c ^ (r/2 % 4)) * 16), read by the tensor cores */
 } gk;
@@ -266,6 +267,31 @@ static void emit_sstore(gk *s, preg so)
 
 /* the epilogue's parameters (ld.param'd, cvta'd) */
 typedef struct { preg pb, pa, py, abs, hasb, hasa; } epi;
+
+/* pb, pa, py, abs = the parameters b, add, y, add_bs; hasb = pb != 0, hasa = pa != 0;
+ * pb, pa, py as global addresses */
+static epi emit_epi_params(gk *s)
+{
+    ptx_buf *b = s->b;
+    epi e;
+    e.pb = ws_ptx_reg(b, PTX_B64);
+    e.pa = ws_ptx_reg(b, PTX_B64);
+    e.py = ws_ptx_reg(b, PTX_B64);
+    e.abs = ws_ptx_reg(b, PTX_B64);
+    e.hasb = ws_ptx_reg(b, PTX_PRED);
+    e.hasa = ws_ptx_reg(b, PTX_PRED);
+    const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
+    ws_ptx_ld_param(b, e.pb, pt, WS_FWD_B);
+    ws_ptx_ld_param(b, e.pa, pt, WS_FWD_ADD);
+    ws_ptx_ld_param(b, e.py, pt, WS_FWD_Y);
+    ws_ptx_ld_param(b, e.abs, pt, WS_FWD_ADD_BS);
+    I("setp.ne.u64 %s, %s, 0", e.hasb.n, e.pb.n);
+    I("setp.ne.u64 %s, %s, 0", e.hasa.n, e.pa.n);
+    I("cvta.to.global.u64 %s, %s", e.pb.n, e.pb.n);
+    I("cvta.to.global.u64 %s, %s", e.pa.n, e.pa.n);
+    I("cvta.to.global.u64 %s, %s", e.py.n, e.py.n);
+    return e;
+}
 
 /* the epilogue's stores: acc[i][j] is output (eo0 + ro[i], ep0 + pos[j]) (o, p), i < TM,
  * j < TN: + b[o], act, + add, stored in y_type and y_layout where o < C_out and p < P */
@@ -495,18 +521,7 @@ static void emit_body(gk *s)
     I("@%s bra.uni %s", more.n, top.n);
 
     ws_ptx_section(b, "epilogue: (o, p) of acc[i][j]: o = o0 + 64(i/4) + 4ty + i%4, p = p0 + 64(j/4) + 4tx + j%4");
-    preg pb = ws_ptx_reg(b, PTX_B64), pa = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64);
-    preg abs = ws_ptx_reg(b, PTX_B64), hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
-    const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
-    ws_ptx_ld_param(b, pb, pt, WS_FWD_B);
-    ws_ptx_ld_param(b, pa, pt, WS_FWD_ADD);
-    ws_ptx_ld_param(b, py, pt, WS_FWD_Y);
-    ws_ptx_ld_param(b, abs, pt, WS_FWD_ADD_BS);
-    I("setp.ne.u64 %s, %s, 0", hasb.n, pb.n);
-    I("setp.ne.u64 %s, %s, 0", hasa.n, pa.n);
-    I("cvta.to.global.u64 %s, %s", pb.n, pb.n);
-    I("cvta.to.global.u64 %s, %s", pa.n, pa.n);
-    I("cvta.to.global.u64 %s, %s", py.n, py.n);
+    const epi e = emit_epi_params(s);
     preg etid = ws_ptx_reg(b, PTX_B32), ety = ws_ptx_reg(b, PTX_B32), etx = ws_ptx_reg(b, PTX_B32);
     preg eo0 = ws_ptx_reg(b, PTX_B32), ep0 = ws_ptx_reg(b, PTX_B32);
     I("mov.u32 %s, %%tid.x", etid.n);
@@ -523,7 +538,6 @@ static void emit_body(gk *s)
         ro[i] = (i / 4) * 4 * TY + i % 4;
     for (int j = 0; j < 8; j++)
         po[j] = (j / 4) * 4 * TX + j % 4;
-    const epi e = {pb, pa, py, abs, hasb, hasa};
     emit_epi_store(s, &e, eo0, ep0, TM, ro, 8, po, "4tx", acc);
     I("ret");
 }
@@ -536,25 +550,9 @@ static preg mma_b_value(gk *s, int e)
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
     preg v;
-    if (s->bvec) { /* element e of the loaded words */
-        v = ws_ptx_reg(b, PTX_F32);
-        if (d->x_type == WS_F32) {
-            I("mov.b32 %s, %s", v.n, s->bw[e].n);
-        } else if (d->x_type == WS_F16) {
-            preg h = ws_ptx_reg(b, PTX_B16), o = ws_ptx_reg(b, PTX_B16);
-            if (e % 2)
-                I("mov.b32 {%s, %s}, %s", o.n, h.n, s->bw[e / 2].n);
-            else
-                I("mov.b32 {%s, %s}, %s", h.n, o.n, s->bw[e / 2].n);
-            I("cvt.f32.f16 %s, %s", v.n, h.n);
-        } else {
-            preg t = ws_ptx_reg(b, PTX_B32);
-            if (e % 2)
-                I("and.b32 %s, %s, 0xffff0000", t.n, s->bw[e / 2].n);
-            else
-                I("shl.b32 %s, %s, 16", t.n, s->bw[e / 2].n);
-            I("mov.b32 %s, %s", v.n, t.n);
-        }
+    if (s->bvec) { /* element e of the loaded vectors */
+        const int V = 16 / s->xs;
+        v = ws_ptx_vec_elem(b, &s->bx[e / V], e % V);
     } else if (d->x_type == WS_F32) {
         v = s->bv[e];
     } else if (d->x_type == WS_F16) {
@@ -601,7 +599,8 @@ void ws_gemm_mma_weights(const ws_conv_desc *d, const float *w, void *out)
 }
 
 /* av = W[o0 + tid/tpr, r0 + (tid%tpr)*NA + e] (e < NA; W in the math type, ws_gemm_mma_weights),
- * bv[e] = raw x of X[r0 + (tid/128)*16 + e][p0 + tid%128] (e < 16); zero where out of range */
+ * bv[e] = raw x of X[r0 + (tid/128)*nbm + e][p0 + tid%128] (e < nbm; NLC kmajor: the words bw);
+ * zero where out of range */
 static void emit_mma_gload(gk *s, preg r0)
 {
     ptx_buf *b = s->b;
@@ -665,21 +664,19 @@ static void emit_mma_gload(gk *s, preg r0)
     if (s->bvec) {
         ws_ptx_comment(b, "NLC: the %d channels are %d bytes of one row, 16 at a time", s->nbm, s->nbm * s->xs);
         for (int q = 0; q < s->nbm * s->xs / 16; q++) {
-            for (int i = 0; i < 4; i++)
-                I("mov.b32 %s, 0", s->bw[4 * q + i].n);
-            I("@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d]", ok.n, s->bw[4 * q].n, s->bw[4 * q + 1].n,
-              s->bw[4 * q + 2].n, s->bw[4 * q + 3].n, xa.n, 16 * q);
+            preg qa = xa;
+            if (q) {
+                qa = ws_ptx_reg(b, PTX_B64);
+                I("add.u64 %s, %s, %d", qa.n, xa.n, 16 * q);
+            }
+            ws_ptx_vec_load(b, &s->bx[q], qa, ok);
         }
         return;
     }
-    for (int e = 0; e < s->nbm; e++) {
-        int imm = 0;
-        if (d->x_layout == WS_NCL) {
-            if (e)
-                I("add.u64 %s, %s, %s", xa.n, xa.n, s->sT.n);
-        } else {
-            imm = e * s->xs;
-        }
+    for (int e = 0; e < s->nbm; e++) { /* NCL (NLC took the 16-byte loads above) */
+        const int imm = 0;
+        if (e)
+            I("add.u64 %s, %s, %s", xa.n, xa.n, s->sT.n);
         if (d->x_type == WS_F32) {
             I("mov.f32 %s, 0f00000000", s->bv[e].n);
             I("@%s ld.global.nc.f32 %s, [%s+%d]", ok.n, s->bv[e].n, xa.n, imm);
@@ -693,9 +690,6 @@ static void emit_mma_gload(gk *s, preg r0)
     }
 }
 
-/* the raw loads, rounded to the math type, into the stage at byte offset `so`:
- * As[tid/tpr][(tid%tpr)*NA + e] = av[e], Bs[tid%128][(tid/128)*16 + e] = pre(float(bv[e])),
- * rows of MRS bytes, r contiguous (the layout ldmatrix reads) */
 /* swizzled stores: the n 16-byte chunks c0 + q of row `row` (regs v[4q..4q+3]) at
  * base + row*64 + ((c0 + q) ^ (row/2 % 4))*16 */
 static void emit_sw_store(gk *s, preg base, preg row, preg c0, int n, const preg *v)
@@ -715,6 +709,10 @@ static void emit_sw_store(gk *s, preg base, preg row, preg c0, int n, const preg
     }
 }
 
+/* the raw loads, rounded to the math type, into the stage at byte offset `so`:
+ * As[tid/tpr][(tid%tpr)*NA + e] = av[e], Bs[tid%128][(tid/128)*nbm + e] = pre(float(bv[e])),
+ * r contiguous: rows of MRS bytes (the layout ldmatrix reads), or for wgmma rows of 64 bytes
+ * with the 64-byte swizzle (emit_sw_store), then fence.proxy.async */
 static void emit_mma_sstore(gk *s, preg so)
 {
     ptx_buf *b = s->b;
@@ -764,8 +762,8 @@ static void emit_mma_sstore(gk *s, preg so)
         if (s->es == 4) {
             preg v = mma_b_value(s, i);
             I("cvt.rna.tf32.f32 %s, %s", pk[i].n, v.n);
-        } else if (s->raw && s->bvec) {
-            I("mov.b32 %s, %s", pk[i].n, s->bw[i].n);
+        } else if (s->raw && s->bvec) { /* pair i: word i % 4 of vector i / 4 */
+            I("mov.b32 %s, %s", pk[i].n, s->bx[i / 4].r[i % 4].n);
         } else if (s->raw && d->x_type == WS_BF16) {
             I("prmt.b32 %s, %s, %s, 0x5410", pk[i].n, s->bv[2 * i].n, s->bv[2 * i + 1].n);
         } else if (s->raw) {
@@ -952,8 +950,8 @@ static void emit_mma_body(gk *s)
     for (int e = 0; e < (s->vecw ? s->NA * s->es / 4 : s->NA); e++)
         s->av[e] = ws_ptx_reg(b, PTX_B32);
     if (s->bvec)
-        for (int e = 0; e < s->nbm * s->xs / 4; e++)
-            s->bw[e] = ws_ptx_reg(b, PTX_B32);
+        for (int q = 0; q < s->nbm * s->xs / 16; q++)
+            s->bx[q] = ws_ptx_vec_new(b, d->x_type, 16 / s->xs);
     else
         for (int e = 0; e < s->nbm; e++)
             s->bv[e] = ws_ptx_reg(b, d->x_type == WS_F32 ? PTX_F32 : d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
@@ -1029,23 +1027,7 @@ static void emit_mma_body(gk *s)
 
     ws_ptx_section(b, "epilogue: acc[mi][ni][2h + e] is (o0 + wm*WTM + 16mi + 8h + lane/4, "
                       "p0 + wn*32 + 8ni + 2(lane%4) + e)");
-    epi e;
-    e.pb = ws_ptx_reg(b, PTX_B64);
-    e.pa = ws_ptx_reg(b, PTX_B64);
-    e.py = ws_ptx_reg(b, PTX_B64);
-    e.abs = ws_ptx_reg(b, PTX_B64);
-    e.hasb = ws_ptx_reg(b, PTX_PRED);
-    e.hasa = ws_ptx_reg(b, PTX_PRED);
-    const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
-    ws_ptx_ld_param(b, e.pb, pt, WS_FWD_B);
-    ws_ptx_ld_param(b, e.pa, pt, WS_FWD_ADD);
-    ws_ptx_ld_param(b, e.py, pt, WS_FWD_Y);
-    ws_ptx_ld_param(b, e.abs, pt, WS_FWD_ADD_BS);
-    I("setp.ne.u64 %s, %s, 0", e.hasb.n, e.pb.n);
-    I("setp.ne.u64 %s, %s, 0", e.hasa.n, e.pa.n);
-    I("cvta.to.global.u64 %s, %s", e.pb.n, e.pb.n);
-    I("cvta.to.global.u64 %s, %s", e.pa.n, e.pa.n);
-    I("cvta.to.global.u64 %s, %s", e.py.n, e.py.n);
+    const epi e = emit_epi_params(s);
     if (d->y_layout == WS_NCL) {
         emit_mma_epi_ncl(s, &e, acc, MI, NI, wm, wn, lane, o0, p0);
         I("ret");
@@ -1139,8 +1121,8 @@ static void emit_wgmma_body(gk *s)
     for (int e = 0; e < (s->vecw ? s->NA * s->es / 4 : s->NA); e++)
         s->av[e] = ws_ptx_reg(b, PTX_B32);
     if (s->bvec)
-        for (int e = 0; e < s->nbm * s->xs / 4; e++)
-            s->bw[e] = ws_ptx_reg(b, PTX_B32);
+        for (int q = 0; q < s->nbm * s->xs / 16; q++)
+            s->bx[q] = ws_ptx_vec_new(b, d->x_type, 16 / s->xs);
     else
         for (int e = 0; e < s->nbm; e++)
             s->bv[e] = ws_ptx_reg(b, d->x_type == WS_F32 ? PTX_F32 : d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
@@ -1215,23 +1197,7 @@ static void emit_wgmma_body(gk *s)
     I("bar.sync 0");
 
     ws_ptx_section(b, "epilogue: acc[0][ni][2h + e] is (o0 + 16*warp + 8h + lane/4, p0 + 8ni + 2(lane%4) + e)");
-    epi e;
-    e.pb = ws_ptx_reg(b, PTX_B64);
-    e.pa = ws_ptx_reg(b, PTX_B64);
-    e.py = ws_ptx_reg(b, PTX_B64);
-    e.abs = ws_ptx_reg(b, PTX_B64);
-    e.hasb = ws_ptx_reg(b, PTX_PRED);
-    e.hasa = ws_ptx_reg(b, PTX_PRED);
-    const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
-    ws_ptx_ld_param(b, e.pb, pt, WS_FWD_B);
-    ws_ptx_ld_param(b, e.pa, pt, WS_FWD_ADD);
-    ws_ptx_ld_param(b, e.py, pt, WS_FWD_Y);
-    ws_ptx_ld_param(b, e.abs, pt, WS_FWD_ADD_BS);
-    I("setp.ne.u64 %s, %s, 0", e.hasb.n, e.pb.n);
-    I("setp.ne.u64 %s, %s, 0", e.hasa.n, e.pa.n);
-    I("cvta.to.global.u64 %s, %s", e.pb.n, e.pb.n);
-    I("cvta.to.global.u64 %s, %s", e.pa.n, e.pa.n);
-    I("cvta.to.global.u64 %s, %s", e.py.n, e.py.n);
+    const epi e = emit_epi_params(s);
     if (d->y_layout == WS_NCL) {
         /* the NCL epilogue's pass h is written by warps with wm == h: warpgroup h */
         emit_mma_epi_ncl(s, &e, acc, 1, 16, wg, wrow, lane, o0, p0);

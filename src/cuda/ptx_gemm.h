@@ -38,9 +38,10 @@
  * FFMA. Not yet: x gathered along channels for NLC (each load is its own sector there),
  * stores grouped through shared memory, 16-byte W loads.
  * Parameters: the conv forward table (ptx_params.h, WS_PARAMS_FWD, as the direct forward
- * kernel): .u64 p_x, p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs. Grid (ceil(P / BN), ceil(C_out / BM)),
- * block WS_GEMM_THREADS; ws_gemm_call_fits says which calls it takes (P < 2^31, grid y
- * within 65535); the direct kernel takes the others.
+ * kernel): .u64 p_x, p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs.
+ * Grid (ceil(P / BN), ceil(C_out / BM)), block WS_GEMM_THREADS; ws_gemm_call_fits says which
+ * calls it takes (P < 2^31, grid y within 65535) and the plan also checks x against
+ * ws_gemm_x_align (gpu_conv.c); the direct kernel takes the others.
  *
  * TENSOR CORES (math WS_MATH_BF16 / WS_MATH_F16 / WS_MATH_TF32, ws_gemm_mma; WS_MATH_F32 runs
  * the FFMA kernel above): the same grid, block, tile (BM x BN), parameters and epilogue,

@@ -34,8 +34,9 @@
  *   if (ws_kargs_check(&a, "ws_gpu_conv_run", err)) return -1;
  *   cuLaunchKernel(..., a.v, NULL);
  *
- * Tested by tests/test_ptx.c (ptx_params/...): every module's .entry parameter list is
- * parsed and held to its table, and every ld.param in it names a parameter of its table
+ * Tested by tests/test_ptx.c (ptx_params/...): one module of each kernel family and table
+ * (direct forward and backward parts, depthwise forward and backward, GEMM FFMA and mma):
+ * its .entry parameter list is parsed and held to its table, and every ld.param in it names a parameter of its table
  * with the table's type; the runtime's size check refuses a wrong size and a missing value.
  */
 #ifndef WS_CUDA_PTX_PARAMS_H
