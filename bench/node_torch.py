@@ -54,7 +54,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gguf_read import gguf_tensors  # noqa: E402
+from gguf_read import NAMES, gguf_tensors  # noqa: E402
 from node_time import GpuSampler, n_cpus  # noqa: E402
 
 try:
@@ -75,16 +75,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # ---------------------------------------------------------------- weights
-
-NAMES = {  # ours / openai, Hugging Face, llama.cpp mmproj
-    "w1": ("encoder.conv1.weight", "model.encoder.conv1.weight", "a.conv1d.1.weight"),
-    "b1": ("encoder.conv1.bias", "model.encoder.conv1.bias", "a.conv1d.1.bias"),
-    "w2": ("encoder.conv2.weight", "model.encoder.conv2.weight", "a.conv1d.2.weight"),
-    "b2": ("encoder.conv2.bias", "model.encoder.conv2.bias", "a.conv1d.2.bias"),
-    "pos": ("encoder.positional_embedding", "model.encoder.embed_positions.weight",
-            "a.position_embd.weight"),
-}
-
 
 def stem_weights(path):
     t = gguf_tensors(path)

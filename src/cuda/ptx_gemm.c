@@ -884,16 +884,13 @@ static void emit_mma_epi_ncl(gk *s, const epi *e, preg acc[4][16][4], int MI, in
     }
 }
 
-static void emit_mma_body(gk *s)
+/* the tensor-core kernels' set-up: parameters and block (emit_prologue); this thread's A row
+ * (s->ka, s->wa, s->aok[0]) and B position (emit_b_position, s->kb in elements, s->sT) */
+static void emit_mma_setup(gk *s, preg *tid_, preg *o0_, preg *p0_)
 {
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
-    const long long R = s->R, KT = (R + s->mbk - 1) / s->mbk;
-    const int BM = s->BM, A_BYTES = s->A_BYTES, STAGE = s->STAGE;
-    const int WTM = BM / 2, MI = WTM / 16, NI = 4; /* warps 2 (channels) x 4 (positions) */
-    const int YS = d->y_layout == WS_NCL ? 64 * YS_ROW * 4 : 0; /* emit_mma_epi_ncl's Ys */
-
-    ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE > YS ? 2 * STAGE : YS);
+    const long long R = s->R;
     preg px, pw, tid, o0, p0;
     emit_prologue(s, "the A row of this thread", &px, &pw, &tid, &o0, &p0);
     {
@@ -919,6 +916,21 @@ static void emit_mma_body(gk *s)
             I("mul.wide.u32 %s, %s, %d", s->sT.n, s->tin32.n, s->xs);
         }
     }
+    *tid_ = tid, *o0_ = o0, *p0_ = p0;
+}
+
+static void emit_mma_body(gk *s)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const long long R = s->R, KT = (R + s->mbk - 1) / s->mbk;
+    const int BM = s->BM, A_BYTES = s->A_BYTES, STAGE = s->STAGE;
+    const int WTM = BM / 2, MI = WTM / 16, NI = 4; /* warps 2 (channels) x 4 (positions) */
+    const int YS = d->y_layout == WS_NCL ? 64 * YS_ROW * 4 : 0; /* emit_mma_epi_ncl's Ys */
+
+    ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE > YS ? 2 * STAGE : YS);
+    preg tid, o0, p0;
+    emit_mma_setup(s, &tid, &o0, &p0);
     ws_ptx_section(b, "warp (wm = warp/4: channels wm*WTM.., wn = warp%4: positions wn*32..); ldmatrix lanes");
     preg lane = ws_ptx_reg(b, PTX_B32), warp = ws_ptx_reg(b, PTX_B32), wm = ws_ptx_reg(b, PTX_B32);
     preg wn = ws_ptx_reg(b, PTX_B32), tmp = ws_ptx_reg(b, PTX_B32), t2 = ws_ptx_reg(b, PTX_B32);
@@ -1083,28 +1095,8 @@ static void emit_wgmma_body(gk *s)
     const int YS = d->y_layout == WS_NCL ? 64 * YS_ROW * 4 : 0;
 
     ws_ptx_raw(b, "\t.shared .align 1024 .b8 smem[%d];\n", 2 * STAGE > YS ? 2 * STAGE : YS);
-    preg px, pw, tid, o0, p0;
-    emit_prologue(s, "the A row of this thread", &px, &pw, &tid, &o0, &p0);
-    {
-        preg oa = ws_ptx_reg(b, PTX_B32), oa64 = ws_ptx_reg(b, PTX_B64);
-        s->ka = ws_ptx_reg(b, PTX_B32);
-        s->wa = ws_ptx_reg(b, PTX_B64);
-        s->aok[0] = ws_ptx_reg(b, PTX_PRED);
-        I("rem.u32 %s, %s, %d", s->ka.n, tid.n, s->tpr);
-        I("mul.lo.u32 %s, %s, %d", s->ka.n, s->ka.n, s->NA);
-        I("div.u32 %s, %s, %d", oa.n, tid.n, s->tpr);
-        I("add.u32 %s, %s, %s", oa.n, oa.n, o0.n);
-        I("setp.lt.u32 %s, %s, %d", s->aok[0].n, oa.n, d->c_out);
-        I("cvt.u64.u32 %s, %s", oa64.n, oa.n);
-        I("mad.lo.u64 %s, %s, %lld, %s", s->wa.n, oa64.n, R * s->es, pw.n);
-    }
-    ws_ptx_section(b, "B position of this thread: p = p0 + tid%128 = n*T_out + t");
-    emit_b_position(s, px, tid, p0);
-    I("shl.b32 %s, %s, %d", s->kb.n, s->kb.n, s->nbm == 16 ? 4 : 3);
-    if (s->kmajor && d->x_layout == WS_NCL) {
-        s->sT = ws_ptx_reg(b, PTX_B64);
-        I("mul.wide.u32 %s, %s, %d", s->sT.n, s->tin32.n, s->xs);
-    }
+    preg tid, o0, p0;
+    emit_mma_setup(s, &tid, &o0, &p0);
     ws_ptx_section(b, "warpgroup g = tid/128: rows 64g.. of the tile, all 128 positions");
     preg lane = ws_ptx_reg(b, PTX_B32), warp = ws_ptx_reg(b, PTX_B32), wg = ws_ptx_reg(b, PTX_B32);
     preg wrow = ws_ptx_reg(b, PTX_B32), sbase = ws_ptx_reg(b, PTX_B32), aoff = ws_ptx_reg(b, PTX_B32);
