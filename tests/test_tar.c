@@ -1158,3 +1158,95 @@ Test(tar, list_reads_our_shards_and_gnu_tar_archives)
     cr_assert_eq(ws_tar_list(path, collect_names, got, &e), -1);
     cr_assert(strstr(e.msg, "not.tar"), "%s", e.msg);
 }
+
+/* A ustar header block: name, size (octal), typeflag, checksum filled in. */
+static void raw_header(unsigned char *b, const char *name, uint64_t size, char type)
+{
+    memset(b, 0, 512);
+    snprintf((char *)b, 100, "%s", name);
+    memcpy(b + 100, "0000644", 7);
+    memcpy(b + 108, "0000000", 7);
+    memcpy(b + 116, "0000000", 7);
+    snprintf((char *)b + 124, 12, "%011llo", (unsigned long long)size);
+    memcpy(b + 136, "00000000000", 11);
+    b[156] = (unsigned char)type;
+    memcpy(b + 257, "ustar", 6);
+    memcpy(b + 263, "00", 2);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++)
+        sum += i >= 148 && i < 156 ? ' ' : b[i];
+    snprintf((char *)b + 148, 8, "%06o", sum);
+    b[155] = ' ';
+}
+
+/* A tar file of one extended header (typeflag type, its records exactly as given,
+ * zero-padded to 512) before the member "m.npy" of 3 bytes, then the end blocks. */
+static void write_pax_tar(const char *path, char type, const char *records, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    unsigned char b[512];
+    raw_header(b, "././@PaxHeader", n, type);
+    fwrite(b, 1, 512, f);
+    for (size_t at = 0; at < n; at += 512) {
+        memset(b, 0, 512);
+        memcpy(b, records + at, n - at < 512 ? n - at : 512);
+        fwrite(b, 1, 512, f);
+    }
+    raw_header(b, "m.npy", 3, '0');
+    fwrite(b, 1, 512, f);
+    memset(b, 0, 512);
+    memcpy(b, "xyz", 3);
+    fwrite(b, 1, 512, f);
+    memset(b, 0, 512);
+    fwrite(b, 1, 512, f);
+    fwrite(b, 1, 512, f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* Pax records are parsed within the bytes read: a header of 512 digits (no space, no
+ * NUL after them: once read past its buffer) and every other malformed record make
+ * the file "not a tar" with one message naming it, as GNU tar and Python refuse them;
+ * well-formed records still apply. */
+Test(tar, list_refuses_malformed_pax_records_reading_only_their_bytes)
+{
+    const char *dir = test_tmpdir();
+    char path[1024], digits[1024];
+    static char got[65536];
+    snprintf(path, sizeof path, "%s/p.tar", dir);
+    memset(digits, '7', sizeof digits);
+    static const struct {
+        const char *rec;
+        size_t n;
+    } bad[] = {
+        {NULL, 512},                      /* digits filling the block */
+        {NULL, 1024},                     /* ... and two blocks */
+        {"13 path=a.npy", 13},            /* no '\n' */
+        {"15 path=a.npy\n", 14},          /* LEN past the end */
+        {"12 path=a.npy\n", 14},          /* LEN short of its '\n' */
+        {" 14 path=a.npy\n", 15},         /* a space before LEN */
+        {"+14 path=a.npy\n", 15},         /* a sign */
+        {"14path=a.npy\n\n", 14},         /* no space after LEN */
+        {"12 pathanpy\n", 12},            /* no '=' */
+        {"9 =a.npy\n", 9},                /* an empty key */
+        {"11 size=1x\n", 11},             /* a size that is not a number */
+        {"29 size=99999999999999999999\n", 29}, /* past 2^64 */
+        {"4 k\n", 4},                     /* too short for key=value */
+        {"0 \n", 3},
+    };
+    ws_err e = {{0}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        write_pax_tar(path, 'x', bad[k].rec ? bad[k].rec : digits, bad[k].n);
+        got[0] = 0;
+        e.msg[0] = 0;
+        cr_assert_eq(ws_tar_list(path, collect_names, got, &e), -1, "case %zu listed: %s", k,
+                     got);
+        cr_expect(strstr(e.msg, path) && strstr(e.msg, "malformed"), "case %zu: %s", k, e.msg);
+    }
+    /* well-formed: path= and size= apply, other keys are skipped */
+    const char *good = "17 path=long.npy\n9 size=3\n21 mtime=1.500000000\n";
+    write_pax_tar(path, 'x', good, strlen(good));
+    got[0] = 0;
+    cr_assert_eq(ws_tar_list(path, collect_names, got, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(got, "long.npy 3\n");
+}

@@ -443,27 +443,63 @@ static int parse_num(const unsigned char *f, size_t n, uint64_t *out)
     return 0;
 }
 
-/* "LEN key=value\n" records: path= and size= for the next member */
-static void pax_records(const char *r, size_t n, char *path, size_t cap, int *has_path,
-                        uint64_t *size, int *has_size)
+/* A decimal number filling s[0..n): digits only (no sign, no space), at least one; -1
+ * for anything else or a value past UINT64_MAX. s need not be NUL-terminated. */
+static int parse_dec(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (n == 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        const unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* "LEN key=value\n" records in r[0..n) (the bytes as read: no NUL after them), path=
+ * and size= for the next member. Every byte read is inside r[0..n): LEN is digits
+ * then a space, counts the whole record and ends it with '\n'; the key is not empty.
+ * 0, or -1 for a record that breaks these rules (what GNU tar and Python's tarfile
+ * refuse too). */
+static int pax_records(const char *r, size_t n, char *path, size_t cap, int *has_path,
+                       uint64_t *size, int *has_size)
 {
     size_t off = 0;
     while (off < n) {
-        char *end;
-        unsigned long len = strtoul(r + off, &end, 10);
-        if (end == r + off || *end != ' ' || len == 0 || len > n - off)
-            return;
-        const char *kv = end + 1, *stop = r + off + len - 1; /* at the '\n' */
-        if (!strncmp(kv, "path=", 5) && (size_t)(stop - kv - 5) < cap) {
-            memcpy(path, kv + 5, (size_t)(stop - kv - 5));
-            path[stop - kv - 5] = 0;
+        const char *rec = r + off;
+        const size_t left = n - off;
+        size_t i = 0;
+        uint64_t len;
+        while (i < left && i < 20 && rec[i] >= '0' && rec[i] <= '9')
+            i++;
+        if (i == 0 || i >= left || rec[i] != ' ' || parse_dec(rec, i, &len) || len > left ||
+            len < i + 4 || rec[len - 1] != '\n')
+            return -1; /* "LEN k=\n" is the shortest: LEN, ' ', a key, '=', '\n' */
+        const char *kv = rec + i + 1;
+        const size_t kv_len = (size_t)len - i - 2; /* key=value, without the '\n' */
+        const char *eq = memchr(kv, '=', kv_len);
+        if (!eq || eq == kv)
+            return -1;
+        const char *val = eq + 1;
+        const size_t key_len = (size_t)(eq - kv), val_len = kv_len - key_len - 1;
+        if (key_len == 4 && !memcmp(kv, "path", 4) && val_len < cap) {
+            memcpy(path, val, val_len);
+            path[val_len] = 0;
             *has_path = 1;
-        } else if (!strncmp(kv, "size=", 5)) {
-            *size = strtoull(kv + 5, NULL, 10);
+        } else if (key_len == 4 && !memcmp(kv, "size", 4)) {
+            if (parse_dec(val, val_len, size))
+                return -1;
             *has_size = 1;
         }
-        off += len;
+        off += (size_t)len;
     }
+    return 0;
 }
 
 int ws_tar_list(const char *path, int (*fn)(void *ctx, const char *name, uint64_t size),
@@ -501,8 +537,14 @@ int ws_tar_list(const char *path, int (*fn)(void *ctx, const char *name, uint64_
                 rc = ws_errf(err, "%s: a pax header cut short or too long", path);
                 break;
             }
-            pax_records(r, size, pax_path, sizeof pax_path, &has_path, &pax_size, &has_size);
+            int bad = pax_records(r, (size_t)size, pax_path, sizeof pax_path, &has_path,
+                                  &pax_size, &has_size);
             free(r);
+            if (bad) {
+                rc = ws_errf(err, "%s: a pax header with a malformed record (not a tar file?)",
+                             path);
+                break;
+            }
             continue;
         }
         if (has_path) {

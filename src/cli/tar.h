@@ -158,7 +158,8 @@ int ws_tar_key(const char *rel, char *out, size_t cap);
 /* Calls fn(ctx, name, size) for each regular-file member of the tar file at path, in
  * order (ustar names with their prefix, pax path= and size= records applied; other
  * member types skipped). Stops when fn returns non-zero and returns that. 0 at the end
- * blocks, -1 with err for a file that is not a complete tar (bad checksum, cut short). */
+ * blocks, -1 with err for a file that is not a complete tar (bad checksum, cut short, a
+ * malformed pax record). */
 int ws_tar_list(const char *path, int (*fn)(void *ctx, const char *name, uint64_t size),
                 void *ctx, ws_err *err);
 
