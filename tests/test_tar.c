@@ -1250,3 +1250,19 @@ Test(tar, list_refuses_malformed_pax_records_reading_only_their_bytes)
     cr_assert_eq(ws_tar_list(path, collect_names, got, &e), 0, "%s", e.msg);
     cr_assert_str_eq(got, "long.npy 3\n");
 }
+
+/* A global extended header ('g', as Python's tarfile writes for pax_headers=) is
+ * skipped with its data, and the member after it is listed. */
+Test(tar, list_skips_a_global_pax_header_and_its_records)
+{
+    const char *dir = test_tmpdir();
+    char path[1024];
+    static char got[65536];
+    snprintf(path, sizeof path, "%s/g.tar", dir);
+    const char *rec = "17 comment=hello\n";
+    write_pax_tar(path, 'g', rec, strlen(rec));
+    ws_err e = {{0}};
+    got[0] = 0;
+    cr_assert_eq(ws_tar_list(path, collect_names, got, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(got, "m.npy 3\n");
+}

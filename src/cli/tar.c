@@ -547,6 +547,13 @@ int ws_tar_list(const char *path, int (*fn)(void *ctx, const char *name, uint64_
             }
             continue;
         }
+        if (h[156] == 'g') { /* global records (a comment, ...): skipped with their data */
+            if (fseeko(f, (off_t)padded, SEEK_CUR)) {
+                rc = ws_errf(err, "%s: %s", path, strerror(errno));
+                break;
+            }
+            continue;
+        }
         if (has_path) {
             snprintf(name, sizeof name, "%s", pax_path);
         } else if (!memcmp(h + 257, "ustar", 5) && h[345]) {
@@ -557,7 +564,7 @@ int ws_tar_list(const char *path, int (*fn)(void *ctx, const char *name, uint64_
         has_path = has_size = 0;
         if ((h[156] == '0' || h[156] == 0) && fn && (rc = fn(ctx, name, size)) != 0)
             break;
-        if (h[156] != 'g' && fseeko(f, (off_t)padded, SEEK_CUR)) {
+        if (fseeko(f, (off_t)padded, SEEK_CUR)) {
             rc = ws_errf(err, "%s: %s", path, strerror(errno));
             break;
         }
