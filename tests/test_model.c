@@ -698,6 +698,42 @@ Test(model, random_init_rejects_bad_shapes)
     cr_assert_str_eq(ws_tensor_type_name(WS_TT_BF16), "bf16");
 }
 
+/* A NaN or an infinity anywhere in a stem tensor, of any stored type, refuses the
+ * file with one message naming it, the tensor and the element; the model stays empty. */
+Test(model, rejects_a_nan_or_infinite_weight_naming_file_tensor_and_element)
+{
+    place p = new_place("nan.gguf");
+    static const ws_tensor_type types[] = {WS_TT_F32, WS_TT_F16, WS_TT_BF16};
+    static const char *const names[] = {"encoder.conv1.weight", "encoder.conv1.bias",
+                                        "encoder.conv2.weight", "encoder.conv2.bias",
+                                        "encoder.positional_embedding"};
+    const float bad[] = {NAN, INFINITY, -INFINITY};
+    int k = 0;
+    for (int ti = 0; ti < 3; ti++)
+        for (int r = 0; r < 5; r++, k++) {
+            ws_model src, got;
+            ws_err err = {{0}};
+            random_model(&src, 4, 8, 5, 1);
+            float *x[] = {src.conv1_w, src.conv1_b, src.conv2_w, src.conv2_b, src.pos};
+            size_t len[] = {n_w1(&src), 8, n_w2(&src), 8, (size_t)src.n_pos * 8};
+            const size_t at = (size_t)(k * 7) % len[r];
+            x[r][at] = bad[k % 3];
+            cr_assert_eq(ws_model_save_gguf(&src, p.path, types[ti], &err), 0, "%s", err.msg);
+            cr_assert_eq(ws_model_load(&got, p.path, &err), -1, "%s %s[%zu] = %g loaded",
+                         ws_tensor_type_name(types[ti]), names[r], at, (double)bad[k % 3]);
+            char want[1024];
+            snprintf(want, sizeof want, "%s: tensor '%s': element %zu is not a finite number (",
+                     p.path, names[r], at);
+            cr_assert_eq(strncmp(err.msg, want, strlen(want)), 0, "got: %s\nwant: %s...",
+                         err.msg, want);
+            cr_assert_null(strchr(err.msg, '\n'), "one line: %s", err.msg);
+            cr_assert(got.conv1_w == NULL && got.pos == NULL && got.d == 0,
+                      "a failed load leaves the model empty");
+            ws_model_free(&src);
+        }
+    rm_dir(p.dir);
+}
+
 /* --- ws-mkmodel ---------------------------------------------------------- */
 
 Test(mkmodel, writes_the_named_size_with_the_given_type_and_seed)
@@ -752,6 +788,41 @@ Test(mkmodel, writes_hugging_face_names_2d_biases_and_positions)
     cr_assert_eq(ws_model_load(&got, p.path, &err), 0, "%s", err.msg);
     cr_assert(got.n_mels == 8 && got.d == 16 && got.n_pos == 1500);
     ws_model_free(&got);
+    rm_dir(p.dir);
+}
+
+/* ws-mkmodel's output with one conv2.bias value patched to a NaN: the command refuses
+ * the model with one line naming the file and the tensor, exits 1 and writes nothing. */
+Test(mkmodel, a_nan_patched_into_its_output_is_refused_by_the_command)
+{
+    place p = new_place("m.gguf");
+    char cmd[2400], err_out[1024], out[600];
+    snprintf(cmd, sizeof cmd, "%s --n-mels 80 --d 16 -o %s", ws_mkmodel(), p.path);
+    cr_assert_eq(run_cmd(cmd, err_out, sizeof err_out), 0, "%s", err_out);
+    ws_err err = {{0}};
+    ws_gguf *g = ws_gguf_open(p.path, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    const ws_gguf_tensor *t = ws_gguf_find(g, "encoder.conv2.bias");
+    cr_assert(t && t->type == WS_GGML_F32);
+    const size_t at = t->file_offset + 4 * 5;
+    ws_gguf_close(g);
+    size_t n;
+    uint8_t *bytes = read_file(p.path, &n);
+    memcpy(bytes + at, "\x00\x00\xc0\x7f", 4); /* a quiet NaN, little-endian */
+    FILE *f = fopen(p.path, "wb");
+    fwrite(bytes, 1, n, f);
+    fclose(f);
+    free(bytes);
+    snprintf(out, sizeof out, "%s/out.npy", p.dir);
+    snprintf(cmd, sizeof cmd, "%s --device cpu -m %s %s -o %s", ws_bin(), p.path,
+             test_sample("jfk.wav"), out);
+    cr_assert_eq(run_cmd(cmd, err_out, sizeof err_out), 1, "%s", err_out);
+    char want[1024];
+    snprintf(want, sizeof want, "%s: tensor 'encoder.conv2.bias': element 5 is not a finite number",
+             p.path);
+    cr_assert_not_null(strstr(err_out, want), "%s", err_out);
+    cr_assert_eq(strchr(err_out, '\n'), err_out + strlen(err_out) - 1, "one line: %s", err_out);
+    cr_assert(!file_exists(out), "no output");
     rm_dir(p.dir);
 }
 

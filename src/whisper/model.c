@@ -11,7 +11,9 @@
  * n_mels and d come from conv1.weight; every other shape must agree with
  * them. Because ne is innermost first and PyTorch is row-major, the file's
  * bytes are already in the [d][n_mels][3] order model.h documents: loading
- * is a type conversion. F16 and BF16 are widened to float32 exactly. Every
+ * is a type conversion. F16 and BF16 are widened to float32 exactly; a NaN or
+ * infinity in any stem tensor refuses the file, naming it, the tensor and the
+ * element (ws_model_probe reads no data, so it does not see them). Every
  * name, type and shape is checked (find_stem) before any data is read, and
  * only the stem's tensors are read, so a whole-model file costs what its
  * stem costs. Tested by tests/test_model.c.
@@ -101,6 +103,14 @@ static float *to_f32(ws_gguf *g, const ws_gguf_tensor *t, ws_err *err)
             out[i] = t->type == WS_GGML_F16 ? ws_f16_to_f32(h) : ws_bf16_to_f32(h);
         }
     }
+    /* A NaN or infinity would spread through every output frame the conv touches. */
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(out[i])) {
+            ws_errf(err, "%s: tensor '%s': element %zu is not a finite number (%g)",
+                    ws_gguf_path(g), t->name, i, (double)out[i]);
+            free(out);
+            return NULL;
+        }
     return out;
 }
 
