@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <sndfile.h>
@@ -1484,6 +1485,43 @@ static void assert_one_line_from_us(const char *path, const char *err, const cha
     const char *nl = strchr(err, '\n');
     cr_assert(nl && nl[1] == 0, "stderr is not one line: \"%s\"", err);
     cr_assert_not_null(strstr(err, want), "stderr lacks \"%s\": \"%s\"", want, err);
+}
+
+/* Finite samples near FLT_MAX at 8 kHz: the resampler's overshoot (a few per cent at
+ * each jump between +-FLT_MAX) goes past the float range. Such a file is refused with one
+ * line, by the loader, by the PCM entry point and by the command (no output, exit 1). */
+static void flt_max_square(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = (i / 4) % 2 ? -FLT_MAX : FLT_MAX;
+}
+
+Test(audio, samples_near_flt_max_that_resample_to_infinity_are_refused)
+{
+    enum { N = 800 };
+    float x[N];
+    flt_max_square(x, N);
+    /* the samples themselves are finite: only resampling makes infinities */
+    for (size_t i = 0; i < N; i++)
+        cr_assert(isfinite(x[i]));
+    ws_err err = {{0}};
+    const char *path = tmp_path("flt_max_8k.wav");
+    write_float(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 8000, 1, x, N);
+    assert_load_fails(path, "is not a finite number after resampling to 16 kHz");
+
+    ws_audio a;
+    cr_assert_eq(ws_audio_from_pcm(&a, x, N, 8000, 1, "pcm", &err), -1, "PCM loaded");
+    cr_assert_null(a.x);
+    cr_assert_eq(strncmp(err.msg, "pcm: ", 5), 0, "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "is not a finite number after resampling to 16 kHz"), "%s",
+                       err.msg);
+
+    char out[1200], msg[4096];
+    snprintf(out, sizeof out, "%s.npy", path);
+    cr_assert_eq(run_mel(path, msg, sizeof msg), 1, "%s", msg);
+    assert_one_line_from_us(path, msg, "is not a finite number after resampling to 16 kHz");
+    struct stat st;
+    cr_assert_neq(stat(out, &st), 0, "%s was written", out);
 }
 
 Test(audio, truncated_mp3_is_one_line_on_stderr_and_nothing_else)

@@ -275,26 +275,6 @@ static int dec_open(decoder *d, source *s, int mpeg, uint64_t first_frame, const
     return 0;
 }
 
-/* The index of the first NaN or infinity in x[0..n), or n: blocks of 64 tested without a
- * branch per sample (an exponent of all ones), the one that has one scanned again. */
-static size_t first_nonfinite(const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i += 64) {
-        const size_t m = n - i < 64 ? n - i : 64;
-        uint32_t any = 0;
-        for (size_t k = 0; k < m; k++) {
-            uint32_t u;
-            memcpy(&u, x + i + k, sizeof u);
-            any |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
-        }
-        if (any)
-            for (size_t k = 0; k < m; k++)
-                if (!isfinite(x[i + k]))
-                    return i + k;
-    }
-    return n;
-}
-
 /* Up to `frames` interleaved frames into buf: the count, 0 at the end, -1 with err. */
 static sf_count_t dec_read(decoder *d, float *buf, sf_count_t frames, const char *name,
                            size_t have, ws_err *err)
@@ -397,7 +377,7 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
             goto done;
         }
         const float *src = buf; /* one channel: used as it is */
-        size_t bad = ch == 1 ? first_nonfinite(buf, (size_t)got) : (size_t)got;
+        size_t bad = ch == 1 ? ws_audio_first_nonfinite(buf, (size_t)got) : (size_t)got;
         if (ch > 1) {
             for (sf_count_t t = 0; t < got; t++) {
                 const float v = ws_audio_downmix(buf + (size_t)t * (size_t)ch, ch);

@@ -17,8 +17,10 @@
 #ifndef WS_AUDIO_INTERNAL_H
 #define WS_AUDIO_INTERNAL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <soxr.h>
 
@@ -147,6 +149,28 @@ static inline float ws_audio_downmix(const float *fr, int ch)
     for (int c = 0; c < ch; c++)
         s += fr[c];
     return (float)(s / ch);
+}
+
+/* --- finiteness ----------------------------------------------------------- */
+
+/* The index of the first NaN or infinity in x[0..n), or n: blocks of 64 tested without a
+ * branch per sample (an exponent of all ones), the one that has one scanned again. */
+static inline size_t ws_audio_first_nonfinite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i += 64) {
+        const size_t m = n - i < 64 ? n - i : 64;
+        uint32_t any = 0;
+        for (size_t k = 0; k < m; k++) {
+            uint32_t u;
+            memcpy(&u, x + i + k, sizeof u);
+            any |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+        }
+        if (any)
+            for (size_t k = 0; k < m; k++)
+                if (!isfinite(x[i + k]))
+                    return i + k;
+    }
+    return n;
 }
 
 /* --- decoding (decode.c) -------------------------------------------------- */

@@ -23,10 +23,21 @@
  * The output goes into an outbuf (outbuf.c), grown under the caller's
  * reservation.
  *
+ * Finiteness: the loaders refuse non-finite input, but finite input can still
+ * resample to infinities: the filter overshoots at each jump (Gibbs, a few per
+ * cent), and samples within that of +-FLT_MAX (3.4e38) go past the float range.
+ * Every sample soxr gives is checked (ws_audio_first_nonfinite: a pass over the
+ * output, far cheaper than the filter) and the first non-finite one is an error
+ * for that input, naming its 16 kHz index. Not prevented by clamping or scaling:
+ * either would change the signal of a file that is almost certainly damaged, and
+ * its log-Mel would overflow anyway (test:
+ * audio.samples_near_flt_max_that_resample_to_infinity_are_refused).
+ *
  * Tests: tests/test_audio.c; fuzzed by tests/fuzz/fuzz_audio.c.
  */
 #include "internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +61,18 @@ int ws_audio_rs_open(resampler *r, double in_rate, double out_rate, const char *
     return 0;
 }
 
+/* 0 when soxr's output b->y[from..b->n) is finite, else -1 with err. */
+static int check_finite(const outbuf *b, size_t from, const char *name, ws_err *err)
+{
+    const size_t bad = from + ws_audio_first_nonfinite(b->y + from, b->n - from);
+    if (bad == b->n)
+        return 0;
+    return ws_errf(err,
+                   "%s: sample %zu is not a finite number after resampling to 16 kHz (%g): "
+                   "input samples this close to the float limit (+-%g) overshoot it",
+                   name, bad, (double)b->y[bad], (double)FLT_MAX);
+}
+
 /* Feeds n samples, appending what comes out to b. */
 int ws_audio_rs_feed(resampler *r, outbuf *b, const float *x, size_t n, const char *name,
                      ws_err *err)
@@ -71,6 +94,8 @@ int ws_audio_rs_feed(resampler *r, outbuf *b, const float *x, size_t n, const ch
             return ws_errf(err, "%s: soxr failed: %s", name, soxr_strerror(e));
         used += idone;
         b->n += odone;
+        if (check_finite(b, b->n - odone, name, err))
+            return -1;
         if (idone == 0 && odone == 0 && ++stalls > 2)
             return ws_errf(err, "%s: soxr made no progress after %zu samples", name, r->in + used);
         if (idone || odone)
@@ -93,6 +118,8 @@ int ws_audio_rs_finish(resampler *r, outbuf *b, size_t want, const char *name, w
         if (odone == 0)
             break;
         b->n += odone;
+        if (check_finite(b, b->n - odone, name, err))
+            return -1;
         if (b->n > want)
             break;
     }
