@@ -15,6 +15,7 @@
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sndfile.h>
 #include <soxr.h>
 #include <stdint.h>
@@ -1080,16 +1081,122 @@ static int path_is_mapped(const char *path)
     return found;
 }
 
+static int g_widen_failed_open; /* yields after an open that failed (set before threads start) */
+static SNDFILE *(*g_real_open)(SF_VIRTUAL_IO *, int, SF_INFO *, void *);
+static pthread_once_t g_real_open_once = PTHREAD_ONCE_INIT;
+
+static void find_real_open(void)
+{
+    *(void **)&g_real_open = dlsym(RTLD_NEXT, "sf_open_virtual");
+}
+
 SNDFILE *sf_open_virtual(SF_VIRTUAL_IO *vio, int mode, SF_INFO *info, void *user)
 {
-    static SNDFILE *(*real)(SF_VIRTUAL_IO *, int, SF_INFO *, void *);
-    if (!real)
-        *(void **)&real = dlsym(RTLD_NEXT, "sf_open_virtual");
+    pthread_once(&g_real_open_once, find_real_open);
     if (g_shrink_path)
         cr_assert_eq(truncate(g_shrink_path, g_shrink_to), 0);
     if (g_mapped_path)
         g_was_mapped = path_is_mapped(g_mapped_path);
-    return real(vio, mode, info, user);
+    SNDFILE *f = g_real_open(vio, mode, info, user);
+    /* Other threads run between the failure and the caller's look at its reason, as a
+     * busy machine would let them: their opens must not change that reason. */
+    for (int i = 0; !f && i < g_widen_failed_open; i++)
+        sched_yield();
+    return f;
+}
+
+/* libsndfile keeps the reason an open failed in one process-wide variable: loads on
+ * several threads at once must still each report their own file's reason. 8 threads
+ * open 100 broken files each, two kinds alternating (not audio at all; a WAV whose
+ * header says 0 channels), all at once; every message must name its file and give that
+ * kind's reason. */
+#define RACE_THREADS 8
+#define RACE_FILES 100
+
+typedef struct {
+    int id;
+    pthread_barrier_t *go;
+    int wrong;
+    char first_wrong[1200 + 32 + WS_ERR_LEN];
+} race_job;
+
+static const char *const RACE_REASON[2] = {"(libsndfile: Format not recognised.)",
+                                           "(libsndfile: Channel count is zero.)"};
+
+static char race_dir[600]; /* one directory for all of them */
+
+static void race_path(char *out, size_t cap, int thread, int i)
+{
+    snprintf(out, cap, "%s/race-%d-%d.wav", race_dir, thread, i);
+}
+
+static void *race_loader(void *p)
+{
+    race_job *j = p;
+    pthread_barrier_wait(j->go);
+    for (int i = 0; i < RACE_FILES; i++) {
+        char path[1200];
+        race_path(path, sizeof path, j->id, i);
+        ws_audio a;
+        ws_err err = {{0}};
+        int rc = ws_audio_load(&a, path, &err);
+        if (rc != -1 || strncmp(err.msg, path, strlen(path)) ||
+            !strstr(err.msg, RACE_REASON[(i + j->id) % 2])) {
+            if (!j->wrong++)
+                snprintf(j->first_wrong, sizeof j->first_wrong, "%s (rc %d): %s", path, rc,
+                         err.msg);
+            ws_audio_free(&a);
+        }
+    }
+    return NULL;
+}
+
+Test(audio, failed_opens_on_many_threads_each_give_their_own_reason, .timeout = 60)
+{
+    unsigned char junk[512], wav[44 + 64] = {0};
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (unsigned char)(i * 37 + 11);
+    /* RIFF/WAVE, a 16-byte fmt chunk of PCM, 0 channels, 16 kHz, 16 bits; 64 data bytes */
+    memcpy(wav, "RIFF", 4);
+    wav[4] = sizeof wav - 8;
+    memcpy(wav + 8, "WAVEfmt ", 8);
+    wav[16] = 16;
+    wav[20] = 1;                                          /* PCM */
+    wav[24] = 0x80, wav[25] = 0x3e;                       /* 16000 */
+    wav[34] = 16;                                         /* bits */
+    memcpy(wav + 36, "data", 4);
+    wav[40] = 64;
+    snprintf(race_dir, sizeof race_dir, "%s", test_tmpdir());
+    for (int t = 0; t < RACE_THREADS; t++)
+        for (int i = 0; i < RACE_FILES; i++) {
+            char path[1200];
+            race_path(path, sizeof path, t, i);
+            if ((i + t) % 2)
+                write_bytes(path, wav, sizeof wav);
+            else
+                write_bytes(path, junk, sizeof junk);
+        }
+    g_widen_failed_open = 20;
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, RACE_THREADS);
+    race_job j[RACE_THREADS];
+    pthread_t th[RACE_THREADS];
+    for (int t = 0; t < RACE_THREADS; t++) {
+        j[t] = (race_job){.id = t, .go = &go};
+        cr_assert_eq(pthread_create(&th[t], NULL, race_loader, &j[t]), 0);
+    }
+    int wrong = 0;
+    const char *first = NULL;
+    for (int t = 0; t < RACE_THREADS; t++) {
+        pthread_join(th[t], NULL);
+        wrong += j[t].wrong;
+        if (j[t].wrong && !first)
+            first = j[t].first_wrong;
+    }
+    pthread_barrier_destroy(&go);
+    g_widen_failed_open = 0;
+    cr_assert_eq(wrong, 0, "%d of %d messages are not their file's; the first: %s", wrong,
+                 RACE_THREADS * RACE_FILES, first ? first : "");
 }
 
 static const char *long_wav(const char *name, sf_count_t frames)

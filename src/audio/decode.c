@@ -235,6 +235,16 @@ static int mpeg_open(decoder *d, source *s, uint64_t first_frame, const char *na
 }
 #endif
 
+/* libsndfile (1.2.0 here, and later releases as far as known) keeps the reason an
+ * open failed in one process-wide variable, read by sf_strerror(NULL): no handle
+ * exists to hold it, and every sf_open* that fails writes it. Two threads failing at
+ * once read each other's reason (a data race; libsndfile issue 279). So opens are
+ * serialised and the reason is copied before the lock is let go; the lock covers the
+ * header parse only, the audio is read and resampled in parallel. Errors after the
+ * open come from the handle (sf_strerror(d->sf)). Test: audio.failed_opens_on_many_
+ * threads_each_give_their_own_reason. */
+static pthread_mutex_t sf_open_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* mpeg: ws_audio_is_mpeg's answer, with the offset of the first frame. */
 static int dec_open(decoder *d, source *s, int mpeg, uint64_t first_frame, const char *name,
                     ws_err *err)
@@ -254,13 +264,16 @@ static int dec_open(decoder *d, source *s, int mpeg, uint64_t first_frame, const
     s->pos = 0;
     d->lib = "libsndfile";
     d->promise = "the header";
+    char why[256] = "";
+    pthread_mutex_lock(&sf_open_lock);
     d->sf = sf_open_virtual(&vio, SFM_READ, &info, s);
+    if (!d->sf)
+        snprintf(why, sizeof why, "%s", sf_strerror(NULL));
+    pthread_mutex_unlock(&sf_open_lock);
     if (!d->sf) {
         if (s->len == 0)
-            return ws_errf(err, "%s: empty file (0 bytes; libsndfile: %s)", name,
-                           sf_strerror(NULL));
-        return ws_errf(err, "%s: not a recognised audio file (libsndfile: %s)", name,
-                       sf_strerror(NULL));
+            return ws_errf(err, "%s: empty file (0 bytes; libsndfile: %s)", name, why);
+        return ws_errf(err, "%s: not a recognised audio file (libsndfile: %s)", name, why);
     }
     sf_command(d->sf, SFC_SET_NORM_FLOAT, NULL, SF_TRUE); /* int PCM -> x / 2^(bits-1) */
     int type = info.format & SF_FORMAT_TYPEMASK;
