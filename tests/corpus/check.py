@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """check.py - the checks of a sharded corpus run (tests/corpus/parallel.sh, slurm.sh).
 
-  check.py run CORPUS OUT REF TASKS first|again
+  check.py run CORPUS OUT REF TASKS first|again [PREV]
       OUT holds a finished run over CORPUS/list.txt (tests/corpus/make-corpus.sh)
       in TASKS shards, with --root CORPUS/audio, merged by slurm-array.sh --merge.
-      Checks, each printed as one line:
+      PREV: a copy of the task manifests before this run (the run appends to
+      them: each must still begin with its copy; only the lines after it are
+      this run's). Checks, each printed as one line:
         - the shards covered the list exactly once: every input of the list is in
-          exactly one task manifest, once, that of task p % TASKS for its list
-          position p, and no manifest names anything else;
-        - OUT/manifest.jsonl holds exactly the task manifests' lines;
+          exactly one task manifest's lines of this run, once, that of task
+          p % TASKS for its list position p, and they name nothing else;
+        - OUT/manifest.jsonl holds exactly this run's lines of the task
+          manifests (each input's newest line);
         - every good input is "ok" (first) or "skipped" (again), and its output
           OUT/<path under audio/ without extension>.npy equals, byte for byte,
           REF/<same>.npy, written by a single-file run `whisper-stem -m M in -o x.npy`;
@@ -19,6 +22,20 @@
       prints (path, size, mtime, inode) of every file under OUT except the
       manifests, failed.txt, summary.txt and the Slurm logs: two snapshots are
       equal when a run wrote nothing new.
+  check.py union CORPUS OUT LISTED
+      OUT was run again (through a recipe) over LISTED, a copy of its failed.txt:
+      manifest.jsonl still names every input of the corpus list once (good ones
+      ok or skipped, bad ones failed), while summary.txt and failed.txt describe
+      LISTED only.
+  check.py partial CORPUS DIR MERGE TASKS
+      DIR holds the task manifests of one run: the last line of manifest-0.jsonl
+      is cut in two (a full disk) and MERGE --merge run: that line is warned
+      about and counted as unreadable, its input is not reached, and
+      manifest-1.jsonl's first line is read as it is (not glued to the cut one).
+  check.py cutline M0 N0 OUT
+      M0 (a task manifest) was cut inside its last line, N0 whole lines before
+      it, then a run appended to it and merged into OUT: the cut line is alone
+      on line N0 + 1, every other line is JSON, summary.txt counts 1 unreadable.
   check.py retried MANIFEST CORPUS
       MANIFEST is a run with --list OUT/failed.txt: it names exactly the bad
       inputs, each failed (failed.txt works as a list).
@@ -99,7 +116,7 @@ def same_file(a, b):
         return fa.read() == fb.read()
 
 
-def check_run(corpus, out, ref, tasks, phase):
+def check_run(corpus, out, ref, tasks, phase, prev=None):
     tasks = int(tasks)
     listed = read_list(os.path.join(corpus, "list.txt"))
     good = read_lines(os.path.join(corpus, "good.txt"))
@@ -115,8 +132,20 @@ def check_run(corpus, out, ref, tasks, phase):
         path = os.path.join(out, "manifest-%d.jsonl" % t)
         if not ok(os.path.isfile(path), "task %d wrote %s" % (t, os.path.basename(path))):
             continue
-        lines_task += [l for l in read_lines(path) if l.strip()]
-        for r in read_jsonl(path):
+        lines = read_lines(path)
+        if prev is not None:
+            pp = os.path.join(prev, "manifest-%d.jsonl" % t)
+            old = read_lines(pp) if os.path.isfile(pp) else []
+            ok(lines[:len(old)] == old,
+               "task %d appended to %s (its %d earlier lines kept)" % (t, os.path.basename(path), len(old)))
+            lines = lines[len(old):]
+        lines = [l for l in lines if l.strip()]
+        lines_task += lines
+        for n, l in enumerate(lines, 1):
+            try:
+                r = json.loads(l)
+            except ValueError as e:
+                r = {"_bad": "%s line %d of this run: %s" % (path, n, e)}
             if "_bad" in r:
                 malformed.append(r["_bad"])
                 continue
@@ -135,7 +164,7 @@ def check_run(corpus, out, ref, tasks, phase):
     merged_path = os.path.join(out, "manifest.jsonl")
     merged_lines = [l for l in read_lines(merged_path) if l.strip()] if os.path.isfile(merged_path) else None
     ok(merged_lines is not None and sorted(merged_lines) == sorted(lines_task),
-       "manifest.jsonl holds exactly the %d lines of the task manifests" % len(lines_task),
+       "manifest.jsonl holds exactly the %d lines this run appended to the task manifests" % len(lines_task),
        "missing" if merged_lines is None else "%d lines there" % len(merged_lines))
 
     recs = {}
@@ -269,8 +298,79 @@ def check_escapes(merge, d):
        "status %d, failed.txt %r" % (r.returncode, got))
 
 
+def check_union(corpus, out, listed_path):
+    """OUT/manifest.jsonl after a retry of LISTED (a part of the corpus list)."""
+    listed = read_list(os.path.join(corpus, "list.txt"))
+    good = set(read_lines(os.path.join(corpus, "good.txt")))
+    bad = set(read_lines(os.path.join(corpus, "bad.txt")))
+    recs = read_jsonl(os.path.join(out, "manifest.jsonl"))
+    inputs = [r.get("input") for r in recs]
+    ok(sorted(inputs) == sorted(listed),
+       "manifest.jsonl still holds one line per input of the whole list (%d), not only the retried ones"
+       % len(listed), "%d lines, %d distinct" % (len(inputs), len(set(inputs))))
+    wrong = [(r.get("input"), r.get("status")) for r in recs
+             if r.get("status") != "failed" and r.get("input") in bad
+             or r.get("status") not in ("ok", "skipped") and r.get("input") in good]
+    ok(not wrong, "in it the good inputs are ok or skipped, the bad ones failed", first_few(wrong))
+    retried = read_list(listed_path)
+    n = summary_count(out, "failed")
+    ok(summary_count(out, "ok") == "0" and summary_count(out, "skipped") == "0" and
+       n == str(len(retried)) and summary_count(out, "not reached") == "0",
+       "summary.txt counts the %d retried inputs only, each failed" % len(retried),
+       open(os.path.join(out, "summary.txt")).read())
+    got = read_lines(os.path.join(out, "failed.txt"))
+    ok(got == retried, "failed.txt lists the same %d inputs" % len(retried), first_few(got))
+
+
+def check_partial(corpus, d, merge, tasks):
+    """D holds task manifests of one run over the corpus list, each input once. The last line of
+    manifest-0.jsonl is cut in two (no newline: a full disk); the merge must count it as
+    unreadable, report its input not reached, and read manifest-1.jsonl's first line as it is."""
+    import subprocess
+    p0 = os.path.join(d, "manifest-0.jsonl")
+    lines0 = read_lines(p0)
+    cut = json.loads(lines0[-1])
+    with open(p0, "w", encoding="utf-8") as f:
+        f.write("".join(l + "\n" for l in lines0[:-1]) + lines0[-1][:len(lines0[-1]) // 2])
+    first1 = json.loads(read_lines(os.path.join(d, "manifest-1.jsonl"))[0])
+    r = subprocess.run([merge, "--merge", d, os.path.join(corpus, "list.txt"), tasks],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = r.stderr.decode(errors="replace")
+    ok(r.returncode == 1 and "manifest-0.jsonl line %d" % len(lines0) in err,
+       "the merge warns about the partial line (manifest-0.jsonl line %d)" % len(lines0),
+       "status %d, stderr %r" % (r.returncode, err))
+    ok(summary_count(d, "unreadable") == "1", "summary.txt counts 1 unreadable line",
+       "it says %r" % summary_count(d, "unreadable"))
+    failed = read_lines(os.path.join(d, "failed.txt"))
+    ok(cut["input"] in failed, "the cut line's input is in failed.txt (not reached)", cut["input"])
+    merged = {r.get("input"): r for r in read_jsonl(os.path.join(d, "manifest.jsonl"))}
+    got = merged.get(first1["input"], {})
+    ok(got == first1, "manifest-1.jsonl's first input keeps its own line (status %s)" % first1["status"],
+       "got %r" % (got,))
+    listed = read_list(os.path.join(corpus, "list.txt"))
+    ok(len(merged) == len(listed) - 1 and cut["input"] not in merged,
+       "manifest.jsonl holds every other input once (%d)" % (len(listed) - 1), "%d" % len(merged))
+
+
+def check_cut_line(m0, n0, out):
+    """M0 was cut inside its last line (N0 whole lines before it), then a run appended to it."""
+    n0 = int(n0)
+    lines = open(m0, encoding="utf-8").read().split("\n")
+    bad = []
+    for i, l in enumerate(lines[:-1]):
+        try:
+            json.loads(l)
+        except ValueError:
+            bad.append(i + 1)
+    ok(bad == [n0 + 1] and lines[-1] == "",
+       "the cut line stays alone (line %d of %s), the next run's lines whole after it"
+       % (n0 + 1, os.path.basename(m0)), "lines that are not JSON: %r" % (bad,))
+    ok(summary_count(out, "unreadable") == "1", "summary.txt counts 1 unreadable line",
+       "it says %r" % (summary_count(out, "unreadable"),))
+
+
 def main(argv):
-    if len(argv) == 7 and argv[1] == "run" and argv[6] in ("first", "again"):
+    if len(argv) in (7, 8) and argv[1] == "run" and argv[6] in ("first", "again"):
         check_run(*argv[2:])
     elif len(argv) == 3 and argv[1] == "snapshot":
         snapshot(argv[2])
@@ -278,6 +378,12 @@ def main(argv):
         check_escapes(argv[2], argv[3])
     elif len(argv) == 6 and argv[1] == "lost":
         check_lost(*argv[2:])
+    elif len(argv) == 5 and argv[1] == "union":
+        check_union(*argv[2:])
+    elif len(argv) == 6 and argv[1] == "partial":
+        check_partial(*argv[2:])
+    elif len(argv) == 5 and argv[1] == "cutline":
+        check_cut_line(*argv[2:])
     elif len(argv) == 4 and argv[1] == "retried":
         check_retried(argv[2], argv[3])
     else:

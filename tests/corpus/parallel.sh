@@ -13,12 +13,22 @@
 #      once, outputs equal the references, the bad inputs failed with an error,
 #      failed.txt and summary.txt say so
 #   3. the same command again: exits 1; every good input "skipped", the bad ones
-#      "failed", and no file under OUT changed (check.py snapshot before/after)
+#      "failed", and no file under OUT changed (check.py snapshot before/after);
+#      the shard manifests were appended to, the first run's lines kept
 #   4. whisper-stem --list OUT/failed.txt: the bad inputs again, each failed
-#   5. slurm-array.sh --merge with one shard's manifest empty and another's
-#      gone: their inputs are "not reached" and in failed.txt; and over a manifest whose inputs need
-#      JSON escapes: failed.txt gives back the list's bytes
-#   6. parallel-shards.sh --help exits 0, a missing -l exits 2
+#   5. parallel-shards.sh -l OUT/failed.txt (the retry the summary suggests): its
+#      summary and failed.txt count the 6 retried inputs, and manifest.jsonl
+#      still holds every input of the whole list
+#   6. slurm-array.sh --merge with one shard's manifest empty and another's
+#      gone: their inputs are "not reached" and in failed.txt; over a manifest whose inputs need
+#      JSON escapes: failed.txt gives back the list's bytes; over manifests whose
+#      manifest-0.jsonl ends in half a line (a full disk): that line is warned
+#      about and counted, the next file's first line read as it is
+#   7. a run after manifest-0.jsonl was left with half a line: the shard's lines
+#      start on a line of their own, one unreadable line is counted
+#   8. a ROOT and an OUT whose names hold {}, {.} and {/} (GNU parallel's
+#      replacement strings): outputs and manifests land under them as named
+#   9. parallel-shards.sh --help exits 0, a missing -l exits 2
 set -u
 here=$(cd "$(dirname -- "$0")" && pwd)
 . "$here/lib.sh"
@@ -43,10 +53,12 @@ corpus_expect_status $? 1 "first run ($(($(date +%s) - t0)) s; some inputs are b
 corpus_check run "$c" "$out" "$work/ref" "$shards" first
 
 "$py" "$here/check.py" snapshot "$out" > "$work/before.txt"
+mkdir "$work/prev"
+cp "$out"/manifest-*.jsonl "$work/prev/"
 t0=$(date +%s)
 run_shards again
 corpus_expect_status $? 1 "second run ($(($(date +%s) - t0)) s)"
-corpus_check run "$c" "$out" "$work/ref" "$shards" again
+corpus_check run "$c" "$out" "$work/ref" "$shards" again "$work/prev"
 "$py" "$here/check.py" snapshot "$out" > "$work/after.txt"
 if cmp -s "$work/before.txt" "$work/after.txt" && [[ -s $work/before.txt ]]; then
     echo "  ✓ the second run wrote nothing under OUT (outputs' size, mtime and inode unchanged)"
@@ -61,14 +73,62 @@ fi
 corpus_expect_status $? 1 "whisper-stem --list OUT/failed.txt"
 corpus_check retried "$work/retry.jsonl" "$c"
 
+cp "$out/failed.txt" "$work/retry-list.txt"
+"$repo/scripts/parallel-shards.sh" -l "$out/failed.txt" -r "$c/audio" -o "$out" -m "$model" \
+    -j "$shards" --bin "$ws" -- "${STEM_OPTS[@]}" > "$work/retry-recipe.log" 2>&1
+corpus_expect_status $? 1 "parallel-shards.sh -l OUT/failed.txt"
+corpus_check union "$c" "$out" "$work/retry-list.txt"
+
 mkdir "$work/lost"
-cp "$out"/manifest-*.jsonl "$work/lost/"
+cp "$work/prev"/manifest-*.jsonl "$work/lost/"
 : > "$work/lost/manifest-0.jsonl"
 rm "$work/lost/manifest-1.jsonl"
 "$repo/scripts/slurm-array.sh" --merge "$work/lost" "$c/list.txt" "$shards" > "$work/lost.log" 2>&1
 corpus_expect_status $? 1 "slurm-array.sh --merge with manifest-0.jsonl empty and manifest-1.jsonl gone"
 corpus_check lost "$c" "$work/lost" "$shards" 0,1
 corpus_check escapes "$repo/scripts/slurm-array.sh" "$work/escapes"
+mkdir "$work/partial"
+cp "$work/prev"/manifest-*.jsonl "$work/partial/"
+corpus_check partial "$c" "$work/partial" "$repo/scripts/slurm-array.sh" "$shards"
+
+# half a line at the end of manifest-0.jsonl, then the same run again
+m0=$out/manifest-0.jsonl
+truncate -s $(($(stat -c %s "$m0") - 40)) "$m0"
+n0=$(($(wc -l < "$m0")))
+run_shards cut
+corpus_expect_status $? 1 "a run after manifest-0.jsonl was cut inside its last line"
+corpus_check cutline "$m0" "$n0" "$out"
+
+# GNU parallel's replacement strings in the paths given to the script
+braces_root="$work/root {} {.}"
+braces_out="$work/out {} {.} {#}"
+mkdir -p "$braces_root/spk01"
+: > "$work/braces.txt"
+for f in "$c"/audio/spk01/00[1-4].wav "$c/audio/bad/empty.wav"; do
+    cp "$f" "$braces_root/spk01/"
+    echo "$braces_root/spk01/${f##*/}" >> "$work/braces.txt"
+done
+ls "$work" > "$work/ls-before.txt"
+"$repo/scripts/parallel-shards.sh" -l "$work/braces.txt" -r "$braces_root" -o "$braces_out" \
+    -m "$model" -j 2 --bin "$ws" -- "${STEM_OPTS[@]}" > "$work/braces.log" 2>&1
+corpus_expect_status $? 1 "parallel-shards.sh with {}, {.} and {#} in ROOT and OUT (one input is bad)"
+braces_ok=1
+for k in 1 2 3 4; do
+    cmp -s "$braces_out/spk01/00$k.npy" "$work/ref/spk01/00$k.npy" || braces_ok=0
+done
+[[ -s $braces_out/manifest-0.jsonl && -s $braces_out/manifest-1.jsonl ]] || braces_ok=0
+[[ $(wc -l < "$braces_out/manifest.jsonl") -eq 5 ]] || braces_ok=0
+[[ $(cat "$braces_out/failed.txt") == "$braces_root/spk01/empty.wav" ]] || braces_ok=0
+ls "$work" | grep -v -x -e "${braces_out##*/}" -e ls-before.txt -e braces.log > "$work/ls-after.txt"
+grep -v -x -e ls-before.txt "$work/ls-before.txt" | cmp -s - "$work/ls-after.txt" || braces_ok=0
+if ((braces_ok)); then
+    echo "  ✓ with {}, {.} and {#} in ROOT and OUT: 4 outputs under OUT equal the references," \
+        "manifest-0/1.jsonl there, 5 lines merged, the bad input in failed.txt, nothing else made"
+else
+    echo "  ✗ with {}, {.} and {#} in ROOT and OUT the run went elsewhere (log: $work/braces.log):"
+    ls -la "$work" | sed 's/^/    /'
+    corpus_failed=$((corpus_failed + 1))
+fi
 
 "$repo/scripts/parallel-shards.sh" --help > "$work/help.txt"
 corpus_expect_status $? 0 "parallel-shards.sh --help"
