@@ -248,17 +248,32 @@ Test(corpus, shards_cover_the_list_exactly_once, .timeout = 120)
     cr_assert_eq(count, n, "%d inputs over the shards, %d in the list", count, n);
 }
 
+/* The run is stopped by SIGTERM once it has written an output, and cannot have ended
+ * before: the last input of its list is a FIFO that no one writes until the signal is
+ * sent (the run waits for a writer), on any number of cores. The real file then takes
+ * the FIFO's place and a --skip-existing run completes the set. */
 Test(corpus, skip_existing_after_sigterm_completes_the_set, .timeout = 300)
 {
     const char *dir = test_tmpdir();
-    char cmd[16384], err[8192], p[4096], q[4096];
+    char cmd[16384], err[8192], p[4096], q[4096], late[4096], aside[4096];
     int bad = 0;
-    const int n = make_corpus(dir, 3, 8, 4.0, &bad);
+    int n = make_corpus(dir, 3, 4, 2.0, &bad);
+    snprintf(late, sizeof late, "%s/root/spk02/late.wav", dir);
+    write_tone_wav(late, 1.0, 16000, 1, 440);
+    snprintf(p, sizeof p, "%s/list", dir);
+    FILE *lf = fopen(p, "a");
+    cr_assert_not_null(lf);
+    fprintf(lf, "%s\n", late);
+    fclose(lf);
+    n++;
     /* the reference: everything in one run */
     snprintf(cmd, sizeof cmd, "%s --mel --threads 1 --list %s/list --root %s/root -O %s/ref",
              ws_bin(), dir, dir, dir);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
-    /* stopped by SIGTERM once a few inputs are done */
+    snprintf(aside, sizeof aside, "%s/late.wav", dir);
+    cr_assert_eq(rename(late, aside), 0);
+    cr_assert_eq(mkfifo(late, 0644), 0, "mkfifo %s: %s", late, strerror(errno));
+    /* stopped by SIGTERM once an output is written */
     snprintf(p, sizeof p, "%s/m.jsonl", dir);
     pid_t pid = fork();
     cr_assert_neq(pid, -1);
@@ -273,24 +288,30 @@ Test(corpus, skip_existing_after_sigterm_completes_the_set, .timeout = 300)
               out, "--manifest", p, (char *)NULL);
         _exit(127);
     }
-    for (int i = 0; i < 3000; i++) { /* until 3 lines are in the manifest */
+    int written = 0;
+    for (int i = 0; i < 12000 && !written; i++) { /* at most 120 s: a whole "ok" line */
         size_t len = 0;
         char *t = read_file(p, &len);
-        int lines = 0;
-        for (size_t k = 0; t && k < len; k++)
-            lines += t[k] == '\n';
+        for (size_t k = 0, start = 0; t && k < len && !written; k++)
+            if (t[k] == '\n') {
+                written = memmem(t + start, k - start, "\"status\":\"ok\"", 13) != NULL;
+                start = k + 1;
+            }
         free(t);
-        if (lines >= 3)
-            break;
-        usleep(10000);
+        if (!written)
+            usleep(10000);
     }
     kill(pid, SIGTERM);
     int status = 0;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(written, "no \"ok\" line in the manifest in 120 s");
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 143, "status %d", status);
     manifest m = read_manifest(p); /* whole lines only */
-    cr_assert_lt(m.n, n, "the run was not stopped early enough to test (%d of %d)", m.n, n);
+    cr_assert_lt(m.n, n, "%d lines for %d inputs: the FIFO's input cannot have ended", m.n, n);
+    for (int i = 0; i < m.n; i++)
+        cr_assert_str_neq(str(m.line[i], "input"), late, "the FIFO's input has a line");
     free_manifest(&m);
+    cr_assert_eq(rename(aside, late), 0); /* the real file in the FIFO's place */
     snprintf(q, sizeof q, "%s/out", dir);
     cr_assert_not(temp_names_under(q), "a temporary name was left under %s", q);
     /* the rest */
