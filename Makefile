@@ -302,7 +302,11 @@ $(BUILD)/ws-fuzz-seeds: $(BUILD)/tests/fuzz/seeds.o $(ARLIB)
 
 # What install puts where, and uninstall removes (files and links only: the directories
 # may hold others' files).
+# The corpus scripts and the .pt converter go to BINDIR under these names (scripts/NAME: the
+# script installed as whisper-stem-SUFFIX); each finds the whisper-stem beside it.
+SCRIPTS   = parallel-shards.sh:parallel slurm-array.sh:slurm pt-to-gguf.py:pt-to-gguf
 INSTALLED = $(BINDIR)/whisper-stem $(BINDIR)/whisper-stem-convert $(TOOLS:$(BUILD)/%=$(BINDIR)/%) \
+            $(foreach x,$(SCRIPTS),$(BINDIR)/whisper-stem-$(lastword $(subst :, ,$(x)))) \
             $(LIBDIR)/libwhisper-stem.so.$(VERSION) $(LIBDIR)/libwhisper-stem.so.$(SOMAJOR) \
             $(LIBDIR)/libwhisper-stem.so $(LIBDIR)/libwhisper-stem.a \
             $(LIBDIR)/pkgconfig/whisper-stem.pc $(INCLUDEDIR)/whisper_stem.h $(INCLUDEDIR)/ws_conv.h \
@@ -314,6 +318,8 @@ install: all
 	install -m 755 $(BUILD)/whisper-stem $(DESTDIR)$(BINDIR)/whisper-stem
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 	install -m 755 $(BUILD)/ws-convert $(DESTDIR)$(BINDIR)/whisper-stem-convert
+	$(foreach x,$(SCRIPTS),install -m 755 scripts/$(firstword $(subst :, ,$(x))) \
+	  $(DESTDIR)$(BINDIR)/whisper-stem-$(lastword $(subst :, ,$(x)));)
 	install -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/
 	ln -sf libwhisper-stem.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libwhisper-stem.so.$(SOMAJOR)
 	ln -sf libwhisper-stem.so.$(SOMAJOR) $(DESTDIR)$(LIBDIR)/libwhisper-stem.so
@@ -328,7 +334,9 @@ uninstall:
 
 # Installs into a temporary prefix, builds tests/client/lib_client.c with pkg-config's
 # flags alone, runs it on the installed library against the installed command's files
-# (the same bytes, CPU fp32), uninstalls and checks that no file or link is left.
+# (the same bytes, CPU fp32), runs the installed scripts (tests/corpus/installed.sh:
+# each finds the installed whisper-stem, and the Slurm one itself), uninstalls and
+# checks that no file or link is left.
 install-check: all
 	@set -e; t=$$(mktemp -d); p=$$t/prefix; \
 	dirs="PREFIX=$$p BINDIR=$$p/bin LIBDIR=$$p/lib INCLUDEDIR=$$p/include MANDIR=$$p/share/man DESTDIR="; \
@@ -340,6 +348,7 @@ install-check: all
 	$$p/bin/whisper-stem -q --device cpu -m $$t/tiny.gguf samples/jfk.wav -o $$t/emb.npy; \
 	$$p/bin/whisper-stem -q --mel samples/jfk.wav -o $$t/mel.npy; \
 	LD_LIBRARY_PATH=$$p/lib $$t/lib_client $$t/tiny.gguf samples/jfk.wav $$t/emb.npy $$t/mel.npy; \
+	tests/corpus/installed.sh $$p/bin $$t/tiny.gguf samples/jfk.wav $$t/emb.npy; \
 	$(MAKE) --no-print-directory $$dirs uninstall >/dev/null; \
 	left=$$(find $$p ! -type d); \
 	if [ -n "$$left" ]; then echo "✗ make uninstall left: $$left"; exit 1; fi; \
