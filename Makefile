@@ -215,10 +215,13 @@ check: test asan interop fuzz-replay fuzz-smoke corpus test-python
 # Corpus runs (tests/corpus/): 200 WAV files and 6 bad inputs through
 # scripts/parallel-shards.sh (3 shards under GNU parallel) and scripts/slurm-array.sh
 # (a 4-task array and its merge job on a one-node Slurm the test starts and stops;
-# needs root), each output compared with a single-file run of its input.
+# needs root), each output compared with a single-file run of its input; and a new
+# user's workflow (a list with broken files, interrupted, retried with failed.txt,
+# rerun) through both, in file mode and with --tar-size (workflow.sh, slurm.sh).
 .PHONY: corpus
 corpus: $(BUILD)/whisper-stem $(BUILD)/ws-mkmodel
 	tests/corpus/parallel.sh $(BUILD)
+	tests/corpus/workflow.sh $(BUILD)
 	tests/corpus/slurm.sh $(BUILD)
 
 # --- fuzzing (tests/fuzz/README.md) ------------------------------------------

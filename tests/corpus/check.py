@@ -36,6 +36,12 @@
       M0 (a task manifest) was cut inside its last line, N0 whole lines before
       it, then a run appended to it and merged into OUT: the cut line is alone
       on line N0 + 1, every other line is JSON, summary.txt counts 1 unreadable.
+  check.py wfprep DIR WS MODEL
+      the workflow's corpus in DIR (see wf_prep), references by WS -m MODEL
+  check.py wf interrupted|retried|rerun DIR OUT file|tar [LISTED]
+      the workflow's steps (tests/corpus/workflow.sh): after a run interrupted
+      once it had written something, after a retry of LISTED (a copy of
+      failed.txt), after a rerun of the whole list
   check.py retried MANIFEST CORPUS
       MANIFEST is a run with --list OUT/failed.txt: it names exactly the bad
       inputs, each failed (failed.txt works as a list).
@@ -369,6 +375,192 @@ def check_cut_line(m0, n0, out):
        "it says %r" % (summary_count(out, "unreadable"),))
 
 
+# --- the workflow of tests/corpus/workflow.sh and slurm.sh --------------------
+
+def wf_prep(d, ws, model):
+    """A small corpus for the workflow: 11 good WAV files (the last, z/late.wav, listed
+    last; the test swaps a FIFO in for it while a run must not end), 3 broken ones,
+    single-file references and each broken file's error from a single-file run."""
+    import subprocess
+    import wave
+    import numpy as np
+    rng = np.random.default_rng(7)
+    audio = os.path.join(d, "audio")
+    good, bad = [], []
+
+    def wav(path, seconds, rate, ch):
+        n = int(seconds * rate)
+        t = np.arange(n) / rate
+        x = np.stack([0.2 * np.sin(2 * np.pi * rng.uniform(100, 2000) * t) for _ in range(ch)], 1)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with wave.open(path, "wb") as w:
+            w.setnchannels(ch)
+            w.setsampwidth(2)
+            w.setframerate(rate)
+            w.writeframes((x * 32767).astype("<i2").tobytes())
+
+    for i, sub in enumerate(["a"] * 5 + ["b"] * 5):
+        p = os.path.join(audio, sub, "%02d.wav" % (i % 5 + 1))
+        wav(p, rng.uniform(0.3, 0.8), (16000, 44100)[i % 2], 1 + i // 5)
+        good.append(p)
+    os.makedirs(os.path.join(audio, "bad"))
+    open(os.path.join(audio, "bad", "empty.wav"), "wb").close()
+    with open(os.path.join(audio, "bad", "text.wav"), "w") as f:
+        f.write("not audio\n")
+    wav(os.path.join(audio, "bad", "whole.wav"), 0.5, 16000, 1)
+    data = open(os.path.join(audio, "bad", "whole.wav"), "rb").read()
+    os.remove(os.path.join(audio, "bad", "whole.wav"))
+    with open(os.path.join(audio, "bad", "cut.wav"), "wb") as f:
+        f.write(data[:30])
+    bad = [os.path.join(audio, "bad", n) for n in ("empty.wav", "text.wav", "cut.wav")]
+    late = os.path.join(audio, "z", "late.wav")
+    wav(late, 0.5, 16000, 1)
+    inputs = good + bad
+    order = rng.permutation(len(inputs))
+    with open(os.path.join(d, "list.txt"), "w") as f:
+        f.write("".join(inputs[i] + "\n" for i in order) + late + "\n")
+    for name, items in (("good.txt", good + [late]), ("bad.txt", bad)):
+        with open(os.path.join(d, name), "w") as f:
+            f.write("".join(p + "\n" for p in items))
+    errors = {}
+    for p in good + [late] + bad:
+        ref = os.path.join(d, "ref", os.path.splitext(os.path.relpath(p, audio))[0] + ".npy")
+        os.makedirs(os.path.dirname(ref), exist_ok=True)
+        r = subprocess.run([ws, "-m", model, "--device", "cpu", "-q", p, "-o", ref],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if p in bad:
+            line = r.stderr.decode().splitlines()[0] if r.stderr else ""
+            errors[p] = line[len("whisper-stem: "):] if line.startswith("whisper-stem: ") else line
+            if r.returncode != 1 or not errors[p]:
+                ok(False, "a single-file run of %s fails with a message" % p)
+                return
+        elif r.returncode != 0:
+            ok(False, "a single-file run of %s" % p, r.stderr.decode())
+            return
+    with open(os.path.join(d, "errors.json"), "w") as f:
+        json.dump(errors, f)
+    os.rename(late, late + ".real")
+    print("  workflow corpus: %d good and %d broken inputs, references made" % (len(good) + 1, len(bad)))
+
+
+def wf_lines(path):
+    """(records, bad line numbers) of a JSON Lines file; a missing file has none."""
+    recs, bad = [], []
+    if not os.path.isfile(path):
+        return recs, bad
+    for n, l in enumerate(open(path, encoding="utf-8").read().split("\n")[:-1], 1):
+        try:
+            r = json.loads(l)
+            recs.append(r) if isinstance(r, dict) else bad.append(n)
+        except ValueError:
+            bad.append(n)
+    return recs, bad
+
+
+def wf_own_error(rec, inp, errors):
+    err = rec.get("error")
+    want = errors[inp]
+    msg = want[len(inp) + 2:] if want.startswith(inp + ": ") else want
+    return rec.get("status") == "failed" and isinstance(err, str) and err.startswith(inp + ": ") \
+        and msg in err
+
+
+def wf_check(phase, d, out, mode, listed_path=None):
+    listed = read_list(os.path.join(d, "list.txt"))
+    good = read_lines(os.path.join(d, "good.txt"))
+    bad = read_lines(os.path.join(d, "bad.txt"))
+    errors = json.load(open(os.path.join(d, "errors.json")))
+    tag = "%s, %s:" % (mode, phase)
+    task_bad = []
+    for f in sorted(os.listdir(out)) if os.path.isdir(out) else []:
+        if f.startswith("manifest") and f.endswith(".jsonl"):
+            task_bad += ["%s line %d" % (f, n) for n in wf_lines(os.path.join(out, f))[1]]
+    ok(not task_bad, tag + " every line of the manifests is one whole JSON object", first_few(task_bad))
+    recs, _ = wf_lines(os.path.join(out, "manifest.jsonl"))
+    by = {}
+    for r in recs:
+        by.setdefault(r.get("input"), []).append(r)
+    failed_txt = read_lines(os.path.join(out, "failed.txt")) if os.path.isfile(os.path.join(out, "failed.txt")) else None
+    summary_path = os.path.join(out, "summary.txt")
+    summary = open(summary_path, encoding="utf-8").read() if os.path.isfile(summary_path) else ""
+
+    if phase == "interrupted":
+        done = [i for i in listed if i in by]
+        late = listed[-1]
+        ok(any(r[0].get("status") == "ok" for r in by.values()) and late not in by,
+           tag + " the merge after the interruption holds outputs written, not the input held back",
+           "%d inputs merged" % len(by))
+        ok(failed_txt is not None and late in failed_txt and
+           failed_txt == [i for i in listed if i in set(failed_txt)] and
+           all(i in by or i in failed_txt for i in listed),
+           tag + " failed.txt lists, in list order, what was not done (the held-back input among them)",
+           "failed.txt %s" % first_few(failed_txt or []))
+        n = summary_count(out, "not reached")
+        ok(n is not None and int(n) >= 1, tag + " summary.txt counts inputs not reached", "it says %r" % n)
+        return
+
+    if phase == "retried":
+        retried = read_list(listed_path)
+        ok(sorted(by) == sorted(listed) and all(len(v) == 1 for v in by.values()),
+           tag + " manifest.jsonl holds each of the %d inputs of the whole list once, not only the %d retried"
+           % (len(listed), len(retried)), "%d lines, %d inputs" % (len(recs), len(by)))
+        wrong = [(i, by.get(i, [{}])[-1].get("error")) for i in bad if not wf_own_error(by.get(i, [{}])[-1], i, errors)]
+        ok(not wrong, tag + " each broken input failed with its own decode error (as a single-file run says)",
+           first_few(wrong))
+        shown = [i for i in bad if errors[i] not in summary and errors[i][len(i) + 2:] not in summary]
+        ok(not shown, tag + " summary.txt shows each broken input's error", first_few(shown))
+        ok(failed_txt == [i for i in retried if i in set(bad)],
+           tag + " failed.txt is the %d broken inputs, in the retried list's order" % len(bad),
+           "got %s" % first_few(failed_txt or []))
+        counts = {k: summary_count(out, k) for k in ("ok", "skipped", "failed", "not reached")}
+        ok(counts["failed"] == str(len(bad)) and counts["not reached"] == "0" and
+           int(counts["ok"] or 0) + int(counts["skipped"] or 0) == len(retried) - len(bad),
+           tag + " summary.txt counts the %d retried inputs: %d failed, the rest ok or skipped"
+           % (len(retried), len(bad)), "%r" % counts)
+        return
+
+    # the rerun of the whole list
+    ok(sorted(by) == sorted(listed) and all(len(v) == 1 for v in by.values()),
+       tag + " manifest.jsonl holds one line per input of the list (%d)" % len(listed),
+       "%d lines, %d inputs" % (len(recs), len(by)))
+    no_time = [r.get("input") for r in recs if not isinstance(r.get("time"), (int, float))]
+    ok(not no_time, tag + " every line has a numeric \"time\" (the merge keeps the newest)", first_few(no_time))
+    meta, differ = [], []
+    for i in good:
+        r = by.get(i, [{}])[-1]
+        if r.get("status") not in ("ok", "skipped") or not isinstance(r.get("shape"), list) or \
+                not all(isinstance(r.get(k), (int, float)) for k in ("duration_s", "windows", "valid_ctx")):
+            meta.append((i, r.get("status"), sorted(k for k in ("shape", "duration_s", "windows", "valid_ctx")
+                                                     if k not in r)))
+            continue
+        ref = os.path.join(d, "ref", os.path.splitext(os.path.relpath(i, os.path.join(d, "audio")))[0] + ".npy")
+        want = open(ref, "rb").read()
+        if mode == "tar":
+            import tarfile
+            shard, member = r.get("shard") or r.get("output"), r.get("member")
+            try:
+                with tarfile.open(shard) as t:
+                    got = t.extractfile(member).read()
+            except Exception as e:  # noqa: BLE001 - any failure is a difference
+                got = repr(e)
+        else:
+            got = open(r.get("output"), "rb").read() if os.path.isfile(r.get("output") or "") else None
+        if got != want:
+            differ.append(i)
+    ok(not meta, tag + " every good input is ok or skipped with its metadata (shape, duration_s, windows, "
+       "valid_ctx)", "(input, status, missing): " + first_few(meta))
+    ok(not differ, tag + " each good input's output (%s) equals a single-file run" %
+       ("its tar member" if mode == "tar" else "OUT/<path>.npy"), first_few(differ))
+    wrong = [(i, by.get(i, [{}])[-1].get("error")) for i in bad if not wf_own_error(by.get(i, [{}])[-1], i, errors)]
+    ok(not wrong, tag + " each broken input failed with its own decode error", first_few(wrong))
+    ok(failed_txt == [i for i in listed if i in set(bad)], tag + " failed.txt is the broken inputs",
+       "got %s" % first_few(failed_txt or []))
+    counts = {k: summary_count(out, k) for k in ("ok", "skipped", "failed", "not reached")}
+    ok(counts["failed"] == str(len(bad)) and counts["not reached"] == "0" and
+       int(counts["ok"] or 0) + int(counts["skipped"] or 0) == len(good),
+       tag + " summary.txt: %d ok or skipped, %d failed, none not reached" % (len(good), len(bad)), "%r" % counts)
+
+
 def main(argv):
     if len(argv) in (7, 8) and argv[1] == "run" and argv[6] in ("first", "again"):
         check_run(*argv[2:])
@@ -384,6 +576,10 @@ def main(argv):
         check_partial(*argv[2:])
     elif len(argv) == 5 and argv[1] == "cutline":
         check_cut_line(*argv[2:])
+    elif len(argv) == 5 and argv[1] == "wfprep":
+        wf_prep(*argv[2:])
+    elif len(argv) in (6, 7) and argv[1] == "wf" and argv[2] in ("interrupted", "retried", "rerun"):
+        wf_check(*argv[2:])
     elif len(argv) == 4 and argv[1] == "retried":
         check_retried(argv[2], argv[3])
     else:

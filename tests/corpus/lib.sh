@@ -110,3 +110,67 @@ corpus_done() {
     fi
     echo "✓ corpus/$corpus_name: every check passed ($s s)"
 }
+
+# --- the workflow (workflow.sh; slurm.sh) ----------------------------------------
+# corpus_wf_prepare        $wf: a small corpus (check.py wfprep: 11 good WAV files,
+#                          the last held back, and 3 broken ones) and $wf_model, a
+#                          small random model; references by single-file runs
+# corpus_workflow NAME MODE OUT WANT
+#                          a new user's runs into OUT with the recipe the caller
+#                          defines as wf_recipe LIST LOG (runs it, its status) and
+#                          wf_interrupt LIST LOG (runs it and stops it once OUT has a
+#                          manifest line, corpus_wf_wait; its status, WANT):
+#                          1. the list, interrupted after its first output: the
+#                             list's last input is a FIFO no one writes, so the run
+#                             cannot end first; the real file then takes its place
+#                          2. --list OUT/failed.txt: the retry the summary suggests
+#                          3. the list again: nothing under OUT changes
+#                          MODE (file or tar) says what check.py expects; each step
+#                          is checked by check.py wf
+corpus_wf_prepare() {
+    wf=$work/wf
+    wf_model=$work/small.gguf
+    "$mkmodel" --n-mels 80 --d 64 --seed 5 -o "$wf_model" > /dev/null || exit 1
+    mkdir -p "$wf"
+    "$py" "$repo/tests/corpus/check.py" wfprep "$wf" "$ws" "$wf_model" || exit 1
+}
+
+# corpus_wf_wait OUT: until a manifest under OUT holds a whole line (at most 120 s)
+corpus_wf_wait() {
+    local i
+    for ((i = 0; i < 2400; i++)); do
+        (($(cat "$1"/manifest-*.jsonl 2>/dev/null | wc -l) > 0)) && return 0
+        sleep 0.05
+    done
+    echo "  ✗ no manifest line under $1 in 120 s"
+    return 1
+}
+
+corpus_workflow() {
+    local name=$1 mode=$2 out=$3 want=$4 late
+    late=$(tail -n 1 "$wf/list.txt")
+    rm -f -- "$late"
+    mkfifo -- "$late" || exit 1
+    wf_interrupt "$wf/list.txt" "$work/$name-interrupted.log"
+    corpus_expect_status $? "$want" "$name: the list, interrupted after its first output"
+    cp -- "$late.real" "$late.tmp" && mv -f -- "$late.tmp" "$late" || exit 1
+    corpus_check wf interrupted "$wf" "$out" "$mode"
+
+    cp -- "$out/failed.txt" "$work/$name-retry-list.txt" 2>/dev/null || : > "$work/$name-retry-list.txt"
+    wf_recipe "$out/failed.txt" "$work/$name-retry.log"
+    corpus_expect_status $? 1 "$name: retried with --list OUT/failed.txt (the broken inputs fail)"
+    corpus_check wf retried "$wf" "$out" "$mode" "$work/$name-retry-list.txt"
+
+    "$py" "$repo/tests/corpus/check.py" snapshot "$out" > "$work/$name-before.txt"
+    wf_recipe "$wf/list.txt" "$work/$name-rerun.log"
+    corpus_expect_status $? 1 "$name: the list again"
+    "$py" "$repo/tests/corpus/check.py" snapshot "$out" > "$work/$name-after.txt"
+    if cmp -s "$work/$name-before.txt" "$work/$name-after.txt" && [[ -s $work/$name-before.txt ]]; then
+        echo "  ✓ $name: the rerun wrote nothing under OUT (outputs' size, mtime and inode unchanged)"
+    else
+        echo "  ✗ $name: the rerun changed files under OUT:"
+        diff "$work/$name-before.txt" "$work/$name-after.txt" | head -10 | sed 's/^/    /'
+        corpus_failed=$((corpus_failed + 1))
+    fi
+    corpus_check wf rerun "$wf" "$out" "$mode"
+}
