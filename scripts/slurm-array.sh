@@ -399,8 +399,9 @@ merge() {
         printf "  skipped:      %d (output there already)\n", count["skipped"]
         printf "  failed:       %d\n", count["failed"]
         printf "  not reached:  %d (in the list, in no manifest: a task was killed, timed out or never started)\n", unreached
+        prev = n_files > ENVIRON["N_TASK_FILES"] + 0 ? " and the previous manifest.jsonl" : ""
         printf "  manifest.jsonl: %d inputs, the newest line of each, from %d task manifests%s\n", n_inputs,
-            ENVIRON["N_TASK_FILES"], n_files > ENVIRON["N_TASK_FILES"] ? " and the previous manifest.jsonl" : ""
+            ENVIRON["N_TASK_FILES"], prev
         if (ENVIRON["MISSING_TASKS"] != "")
             printf "  no manifest from task(s) %s of %d\n", ENVIRON["MISSING_TASKS"], ENVIRON["TASKS"]
         if (unreadable)

@@ -47,9 +47,10 @@
       inputs, each failed (failed.txt works as a list).
   check.py escapes MERGE DIR
       writes DIR/manifest-0.jsonl with inputs that JSON must escape (\u00e9,
-      a surrogate pair, \\, \", a tab, a control byte) as json.dumps writes them
-      (ASCII only), and DIR/list.txt; runs MERGE --merge DIR DIR/list.txt 1 and
-      checks that failed.txt gives back the paths byte for byte.
+      a surrogate pair, \\, \", a tab, a control byte, a byte that is not
+      UTF-8 as \\udcXX) as json.dumps writes them (ASCII only), and
+      DIR/list.txt; runs MERGE --merge DIR DIR/list.txt 1 and checks that
+      failed.txt gives back the paths byte for byte.
   check.py lost CORPUS OUT TASKS LOST[,LOST...]
       OUT was merged with the manifests of tasks LOST missing or empty (tasks
       killed before they wrote a line): failed.txt holds those shards' inputs
@@ -284,7 +285,8 @@ def check_lost(corpus, out, tasks, lost):
 def check_escapes(merge, d):
     import subprocess
     paths = ["/d/caf\u00e9 x.wav", "/d/back\\slash.wav", '/d/q"uote.wav', "/d/tab\there.wav",
-             "/d/face\U0001F600.wav", "/d/ctl\x01.wav", "/d/slash/.wav", "/d/ok.wav"]
+             "/d/face\U0001F600.wav", "/d/ctl\x01.wav", "/d/slash/.wav", "/d/latin1-\udce9.wav",
+             "/d/ok.wav"]
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "manifest-0.jsonl"), "w", encoding="ascii") as f:
         for p in paths:
@@ -292,15 +294,17 @@ def check_escapes(merge, d):
             f.write(json.dumps({"input": p, "output": None, "status": st,
                                 "error": None if st == "ok" else p + ': "bad"'},
                                separators=(",", ":")) + "\n")
-    with open(os.path.join(d, "list.txt"), "w", encoding="utf-8") as f:
+    with open(os.path.join(d, "list.txt"), "w", encoding="utf-8", errors="surrogateescape") as f:
         f.write("".join(p + "\n" for p in paths + ["/d/never.wav"]))
     r = subprocess.run([merge, "--merge", d, os.path.join(d, "list.txt"), "1"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     want = [p for p in paths + ["/d/never.wav"] if not p.endswith("/ok.wav")]
     path = os.path.join(d, "failed.txt")
-    got = open(path, encoding="utf-8").read().split("\n")[:-1] if os.path.isfile(path) else None
+    got = open(path, encoding="utf-8", errors="surrogateescape").read().split("\n")[:-1] \
+        if os.path.isfile(path) else None
     ok(r.returncode == 1 and got == want,
-       "the merge unescapes JSON strings (\\uXXXX, surrogate pairs, \\\\, \\\", \\t) back to the list's bytes",
+       "the merge unescapes JSON strings (\\uXXXX, surrogate pairs, \\\\, \\\", \\t, \\udcXX for a byte that "
+       "is not UTF-8) back to the list's bytes",
        "status %d, failed.txt %r" % (r.returncode, got))
 
 
