@@ -26,7 +26,7 @@
 #      about and counted, the next file's first line read as it is
 #   7. a run after manifest-0.jsonl was left with half a line: the shard's lines
 #      start on a line of their own, one unreadable line is counted
-#   8. a ROOT and an OUT whose names hold {}, {.} and {/} (GNU parallel's
+#   8. a ROOT and an OUT whose names hold {}, {.} and {#} (GNU parallel's
 #      replacement strings): outputs and manifests land under them as named
 #   9. parallel-shards.sh --help exits 0, a missing -l exits 2
 set -u

@@ -16,10 +16,17 @@
 #      references, the bad inputs failed with an error, manifest.jsonl,
 #      failed.txt and summary.txt are right
 #   4. the same submission again: every good input "skipped", the bad ones
-#      "failed", no file under OUT changed
+#      "failed", no file under OUT changed; the task manifests appended to
 #   5. a third submission with -l OUT/failed.txt (the retry a user would run):
-#      the merge reads the list it then replaces; the 6 bad inputs fail again
-#   6. slurm-array.sh --help exits 0; usage errors exit 2
+#      the merge reads the list it then replaces; the 6 bad inputs fail again,
+#      manifest.jsonl still holds the whole list
+#   6. a 2-task submission whose OUT holds '%' (sbatch expands %A, %j ... in
+#      log names; the script writes it %%): the tasks ran, logs under OUT
+#   7. the new user's workflow (lib.sh corpus_workflow) in file mode: the list,
+#      its array job cancelled (scancel) once a manifest line is written, the
+#      merge job then run (exits 1: inputs not reached); -l OUT/failed.txt; the
+#      list again, writing nothing
+#   8. slurm-array.sh --help exits 0; usage errors exit 2
 #
 # What it needs, as found on Debian 12 (slurm-wlm 22.05.8, munge 0.5.15) in a
 # container, as root, with no systemd:
@@ -204,10 +211,12 @@ fi
 corpus_check run "$c" "$out" "$work/ref" "$tasks" first
 
 "$py" "$here/check.py" snapshot "$out" > "$work/before.txt"
+mkdir "$work/prev"
+cp "$out"/manifest-*.jsonl "$work/prev/"
 t0=$(date +%s)
 submit "$c/list.txt" again
 corpus_expect_status $? 1 "second submission ($(($(date +%s) - t0)) s)"
-corpus_check run "$c" "$out" "$work/ref" "$tasks" again
+corpus_check run "$c" "$out" "$work/ref" "$tasks" again "$work/prev"
 "$py" "$here/check.py" snapshot "$out" > "$work/after.txt"
 if cmp -s "$work/before.txt" "$work/after.txt" && [[ -s $work/before.txt ]]; then
     echo "  ✓ the second submission wrote nothing under OUT (outputs' size, mtime and inode unchanged)"
@@ -220,13 +229,48 @@ fi
 cp "$out/failed.txt" "$work/failed-before-retry.txt"
 submit "$out/failed.txt" retry
 corpus_expect_status $? 1 "a submission of -l OUT/failed.txt"
-corpus_check retried "$out/manifest.jsonl" "$c"
+corpus_check union "$c" "$out" "$work/failed-before-retry.txt"
 if cmp -s "$out/failed.txt" "$work/failed-before-retry.txt"; then
     echo "  ✓ its failed.txt, written over the list it read, lists the same 6 inputs"
 else
     echo "  ✗ failed.txt after the retry differs from the list it was made from"
     corpus_failed=$((corpus_failed + 1))
 fi
+
+# --- '%' in OUT ------------------------------------------------------------------
+corpus_wf_prepare
+pct_out="$work/out 50%A %j %%"
+head -n 4 "$wf/good.txt" > "$work/pct-list.txt"
+timeout 300 "$repo/scripts/slurm-array.sh" -l "$work/pct-list.txt" -r "$wf/audio" -o "$pct_out" \
+    -m "$wf_model" -n 2 -p corpus -c 1 -t 10 --bin "$ws" --wait -- "${STEM_OPTS[@]}" \
+    > "$work/pct.log" 2>&1
+corpus_expect_status $? 0 "a submission whose OUT holds % (4 good inputs, 2 tasks)"
+pct_id=$(sed -n 's/^slurm-array.sh: array job \([0-9]*\):.*/\1/p' "$work/pct.log")
+if [[ -n $pct_id && -s $pct_out/slurm-logs/task-${pct_id}_0.log && -s $pct_out/slurm-logs/task-${pct_id}_1.log ]] &&
+    ls "$pct_out"/slurm-logs/merge-*.log > /dev/null 2>&1 && grep -q '^  ok: *4$' "$pct_out/summary.txt"; then
+    echo "  ✓ its tasks logged to OUT/slurm-logs/task-${pct_id}_0/1.log, the merge job too; summary.txt: ok 4"
+else
+    echo "  ✗ with % in OUT the tasks or their logs are missing:"
+    ls -R "$work" | grep -i slurm-logs -A3 | head | sed 's/^/    /'
+    corpus_failed=$((corpus_failed + 1))
+fi
+
+# --- the new user's workflow --------------------------------------------------------
+wf_out=$work/out-wf
+wf_recipe() { # LIST LOG
+    timeout 300 "$repo/scripts/slurm-array.sh" -l "$1" -r "$wf/audio" -o "$wf_out" -m "$wf_model" \
+        -n 2 -p corpus -c 1 -t 10 --bin "$ws" --progress 5 --wait -- "${STEM_OPTS[@]}" > "$2" 2>&1
+}
+wf_interrupt() { # LIST LOG: the array job cancelled once a manifest line is written
+    local pid id=""
+    wf_recipe "$@" &
+    pid=$!
+    corpus_wf_wait "$wf_out"
+    id=$(sed -n 's/^slurm-array.sh: array job \([0-9]*\):.*/\1/p' "$2")
+    [[ -n $id ]] && scancel "$id"
+    wait "$pid"
+}
+corpus_workflow "slurm, file mode" file "$wf_out" 1
 
 "$repo/scripts/slurm-array.sh" --help > "$work/help.txt"
 corpus_expect_status $? 0 "slurm-array.sh --help"
