@@ -205,7 +205,7 @@ static int quota_cpus(long long quota, long long period)
 }
 
 /* cgroup v2 cpu.max: "max PERIOD" (no limit) or "QUOTA PERIOD". */
-static int v2_level_limit(const char *dir)
+static long long v2_level_limit(const char *dir)
 {
     char path[PATH_MAX], buf[128];
     const char *p, *e;
@@ -243,13 +243,35 @@ static int v1_read_ll(const char *dir, const char *name, long long *out)
 }
 
 /* cgroup v1: cpu.cfs_quota_us (-1 = no limit) over cpu.cfs_period_us. */
-static int v1_level_limit(const char *dir)
+static long long v1_level_limit(const char *dir)
 {
     long long quota, period;
     if (v1_read_ll(dir, "cpu.cfs_quota_us", &quota) || quota <= 0 ||
         v1_read_ll(dir, "cpu.cfs_period_us", &period))
         return 0;
     return quota_cpus(quota, period);
+}
+
+/* cgroup v2 memory.max: "max" (no limit) or bytes. */
+static long long v2_level_memory(const char *dir)
+{
+    char path[PATH_MAX], buf[64];
+    const char *e;
+    if ((size_t)snprintf(path, sizeof path, "%s/memory.max", dir) >= sizeof path ||
+        read_small(path, buf, sizeof buf))
+        return 0;
+    long long v = parse_count(buf, &e);
+    return v > 0 && only_space(e) ? v : 0;
+}
+
+/* cgroup v1 memory.limit_in_bytes: bytes; "no limit" is a number near 2^63 (the largest
+ * multiple of the page size), taken as none from 2^62 up. */
+static long long v1_level_memory(const char *dir)
+{
+    long long v;
+    if (v1_read_ll(dir, "memory.limit_in_bytes", &v) || v <= 0 || v >= (1LL << 62))
+        return 0;
+    return v;
 }
 
 /* The smallest limit from base+cgpath up to base itself (limits of every
@@ -259,7 +281,8 @@ static int v1_level_limit(const char *dir)
  * levels below base do not exist here, and base holds the container's own
  * limit. A path with a ".." component (our cgroup lies outside our cgroup
  * namespace) gives no limit: walking it would leave the mount. */
-static int walk_limit(const char *base, const char *cgpath, int (*level)(const char *dir))
+static long long walk_limit(const char *base, const char *cgpath,
+                            long long (*level)(const char *dir))
 {
     if (cgpath[0] != '/')
         return 0;
@@ -273,11 +296,11 @@ static int walk_limit(const char *base, const char *cgpath, int (*level)(const c
     if ((size_t)snprintf(dir, sizeof dir, "%.*s%s", (int)blen, base, cgpath) >= sizeof dir)
         return 0;
     size_t len = strlen(dir);
-    int best = 0;
+    long long best = 0;
     for (;;) {
         while (len > blen && dir[len - 1] == '/') /* "a/b/" and "a//b" */
             dir[--len] = 0;
-        int n = level(dir);
+        long long n = level(dir);
         if (n > 0 && (best == 0 || n < best))
             best = n;
         if (len <= blen)
@@ -289,29 +312,32 @@ static int walk_limit(const char *base, const char *cgpath, int (*level)(const c
     return best;
 }
 
-/* Whether the comma-separated list holds the controller "cpu" itself (not
+/* Whether the comma-separated list holds the controller ctl itself ("cpu": not
  * "cpuset" or "cpuacct"). */
-static int lists_cpu(const char *list, size_t len)
+static int lists_ctl(const char *list, size_t len, const char *ctl)
 {
+    const size_t cl = strlen(ctl);
     for (size_t i = 0; i < len;) {
         size_t j = i;
         while (j < len && list[j] != ',')
             j++;
-        if (j - i == 3 && !strncmp(list + i, "cpu", 3))
+        if (j - i == cl && !strncmp(list + i, ctl, cl))
             return 1;
         i = j + 1;
     }
     return 0;
 }
 
-/* The v1 cpu controller's mount under sysfs_root: the directory named by the
- * line's controller list ("cpu,cpuacct"), else cpu,cpuacct, else cpu. */
-static int v1_mount(const char *sysfs_root, const char *list, size_t len, char *out, size_t cap)
+/* A v1 controller's mount under sysfs_root: the directory named by the line's
+ * controller list ("cpu,cpuacct"), else the usual combined name (cpu,cpuacct for
+ * cpu), else the controller's own name. */
+static int v1_mount(const char *sysfs_root, const char *list, size_t len, const char *ctl,
+                    char *out, size_t cap)
 {
     char names[3][256];
     snprintf(names[0], sizeof names[0], "%.*s", (int)(len < 255 ? len : 255), list);
-    snprintf(names[1], sizeof names[1], "cpu,cpuacct");
-    snprintf(names[2], sizeof names[2], "cpu");
+    snprintf(names[1], sizeof names[1], "%s", strcmp(ctl, "cpu") ? ctl : "cpu,cpuacct");
+    snprintf(names[2], sizeof names[2], "%s", ctl);
     for (int i = 0; i < 3; i++) {
         struct stat st;
         if ((size_t)snprintf(out, cap, "%s/%s", sysfs_root, names[i]) < cap && !stat(out, &st) &&
@@ -321,7 +347,10 @@ static int v1_mount(const char *sysfs_root, const char *list, size_t len, char *
     return -1;
 }
 
-int ws_cgroup_cpu_limit(const char *proc_self_cgroup, const char *sysfs_root)
+/* The smallest limit of controller ctl over the hierarchies /proc/self/cgroup lists. */
+static long long cgroup_limit(const char *proc_self_cgroup, const char *sysfs_root,
+                              const char *ctl, long long (*v2)(const char *),
+                              long long (*v1)(const char *))
 {
     FILE *f = fopen(proc_self_cgroup, "re");
     if (!f)
@@ -329,7 +358,7 @@ int ws_cgroup_cpu_limit(const char *proc_self_cgroup, const char *sysfs_root)
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
-    int best = 0;
+    long long best = 0;
     /* "ID:CONTROLLERS:PATH" per hierarchy; v2 is "0::PATH". Hybrid systems
      * list both: each source with a limit counts and the smallest wins. */
     while ((got = getline(&line, &cap, f)) > 0) {
@@ -341,13 +370,13 @@ int ws_cgroup_cpu_limit(const char *proc_self_cgroup, const char *sysfs_root)
             continue;
         const char *list = c1 + 1, *cgpath = c2 + 1;
         size_t list_len = (size_t)(c2 - list);
-        int n = 0;
+        long long n = 0;
         if (c1 - line == 1 && line[0] == '0' && list_len == 0) {
-            n = walk_limit(sysfs_root, cgpath, v2_level_limit);
-        } else if (lists_cpu(list, list_len)) {
+            n = walk_limit(sysfs_root, cgpath, v2);
+        } else if (lists_ctl(list, list_len, ctl)) {
             char mount[PATH_MAX];
-            if (!v1_mount(sysfs_root, list, list_len, mount, sizeof mount))
-                n = walk_limit(mount, cgpath, v1_level_limit);
+            if (!v1_mount(sysfs_root, list, list_len, ctl, mount, sizeof mount))
+                n = walk_limit(mount, cgpath, v1);
         }
         if (n > 0 && (best == 0 || n < best))
             best = n;
@@ -355,6 +384,38 @@ int ws_cgroup_cpu_limit(const char *proc_self_cgroup, const char *sysfs_root)
     free(line);
     fclose(f);
     return best;
+}
+
+int ws_cgroup_cpu_limit(const char *proc_self_cgroup, const char *sysfs_root)
+{
+    long long n = cgroup_limit(proc_self_cgroup, sysfs_root, "cpu", v2_level_limit,
+                               v1_level_limit);
+    return n > INT_MAX ? INT_MAX : (int)n;
+}
+
+size_t ws_cgroup_memory_limit(const char *proc_self_cgroup, const char *sysfs_root)
+{
+    long long n = cgroup_limit(proc_self_cgroup, sysfs_root, "memory", v2_level_memory,
+                               v1_level_memory);
+    return n > 0 && (unsigned long long)n <= SIZE_MAX ? (size_t)n : 0;
+}
+
+size_t ws_max_memory_for(size_t ram, size_t cgroup_limit)
+{
+    size_t m = WS_DEFAULT_MAX_MEMORY;
+    if (ram && ram / 2 < m)
+        m = ram / 2;
+    if (cgroup_limit && cgroup_limit / 2 < m)
+        m = cgroup_limit / 2;
+    return m < WS_MIN_MEMORY ? WS_MIN_MEMORY : m;
+}
+
+size_t ws_default_max_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    size_t ram = pages > 0 && psz > 0 && (size_t)pages <= SIZE_MAX / (size_t)psz
+                     ? (size_t)pages * (size_t)psz : 0;
+    return ws_max_memory_for(ram, ws_cgroup_memory_limit("/proc/self/cgroup", "/sys/fs/cgroup"));
 }
 
 /* The CPUs in this process's affinity mask, or 0 when it cannot be read.

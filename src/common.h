@@ -69,6 +69,17 @@ int ws_ncpu(void);
 int ws_ncpu_uncached(void);
 int ws_cgroup_cpu_limit(const char *proc_self_cgroup, const char *sysfs_root);
 
+/* The default bound on the audio data held at once (--max-memory): the least of 4 GiB,
+ * half the RAM and half the cgroup memory limit (v2 memory.max, v1
+ * memory.limit_in_bytes, the smallest from our cgroup up), at least WS_MIN_MEMORY.
+ * ws_cgroup_memory_limit reads them as ws_cgroup_cpu_limit does (bytes; 0: none);
+ * ws_max_memory_for is the rule (ram, cgroup_limit 0: unknown / none). */
+#define WS_MIN_MEMORY ((size_t)16 << 20)
+#define WS_DEFAULT_MAX_MEMORY ((size_t)4 << 30)
+size_t ws_default_max_memory(void);
+size_t ws_cgroup_memory_limit(const char *proc_self_cgroup, const char *sysfs_root);
+size_t ws_max_memory_for(size_t ram, size_t cgroup_limit);
+
 /* IEEE binary16 / bfloat16 bit patterns to float32 (exact) and back
  * (round to nearest even; NaN stays NaN). */
 float ws_f16_to_f32(uint16_t h);

@@ -83,7 +83,7 @@ typedef struct {
     const char *rel, *text;
 } fake_file;
 
-static int limit_of(const char *proc_cgroup, const fake_file *files, size_t n)
+static long long limit_of(const char *proc_cgroup, const fake_file *files, size_t n, int memory)
 {
     const char *tmp = test_tmpdir();
     char root[600], sys[700], cg[700];
@@ -94,12 +94,14 @@ static int limit_of(const char *proc_cgroup, const fake_file *files, size_t n)
     put(root, "cgroup", proc_cgroup);
     for (size_t i = 0; i < n; i++)
         put(sys, files[i].rel, files[i].text);
-    int lim = ws_cgroup_cpu_limit(cg, sys);
+    long long lim = memory ? (long long)ws_cgroup_memory_limit(cg, sys) : ws_cgroup_cpu_limit(cg, sys);
     nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return lim;
 }
 #define LIMIT(cg, ...) limit_of(cg, (const fake_file[]){__VA_ARGS__}, \
-        sizeof (const fake_file[]){__VA_ARGS__} / sizeof(fake_file))
+        sizeof (const fake_file[]){__VA_ARGS__} / sizeof(fake_file), 0)
+#define MEMLIMIT(cg, ...) limit_of(cg, (const fake_file[]){__VA_ARGS__}, \
+        sizeof (const fake_file[]){__VA_ARGS__} / sizeof(fake_file), 1)
 
 static const char *const V2 = "0::/kubepods/pod1/ctr\n";
 
@@ -282,4 +284,36 @@ Test(common, ncpu_cached_in_a_process_started_pinned_is_1)
     free(log);
     free(got);
     nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* --- the default --max-memory: the cgroup memory limit counts ------------ */
+
+Test(common, cgroup_memory_limit_v2_and_v1)
+{
+    cr_assert_eq(MEMLIMIT(V2, {"kubepods/pod1/ctr/memory.max", "max\n"},
+                          {"kubepods/memory.max", "max\n"}), 0, "no limit");
+    cr_assert_eq(MEMLIMIT(V2, {"kubepods/pod1/ctr/memory.max", "2147483648\n"},
+                          {"kubepods/pod1/memory.max", "max\n"}), 2147483648LL);
+    cr_assert_eq(MEMLIMIT(V2, {"kubepods/pod1/ctr/memory.max", "8589934592\n"},
+                          {"kubepods/memory.max", "1073741824"}), 1073741824LL, "a parent's is smaller");
+    cr_assert_eq(MEMLIMIT(V2, {"kubepods/pod1/ctr/memory.max", "lots\n"}), 0, "unparsable: none");
+    cr_assert_eq(MEMLIMIT(V2, {"kubepods/pod1/ctr/cpu.max", "200000 100000\n"}), 0,
+                 "a CPU quota is no memory limit");
+    const char *v1 = "12:memory:/slurm/job1\n11:cpu,cpuacct:/slurm/job1\n";
+    cr_assert_eq(MEMLIMIT(v1, {"memory/slurm/job1/memory.limit_in_bytes", "536870912\n"},
+                          {"memory/memory.limit_in_bytes", "9223372036854771712\n"}), 536870912LL);
+    cr_assert_eq(MEMLIMIT(v1, {"memory/slurm/job1/memory.limit_in_bytes", "9223372036854771712\n"}),
+                 0, "v1's 'no limit' is near 2^63");
+}
+
+Test(common, default_max_memory_is_the_least_of_4g_half_the_ram_and_half_the_cgroup_limit)
+{
+    const size_t G = (size_t)1 << 30, M = (size_t)1 << 20;
+    cr_assert_eq(ws_max_memory_for(64 * G, 0), 4 * G, "a big host: 4G");
+    cr_assert_eq(ws_max_memory_for(4 * G, 0), 2 * G, "half the RAM");
+    cr_assert_eq(ws_max_memory_for(64 * G, 2 * G), 1 * G, "half the cgroup limit");
+    cr_assert_eq(ws_max_memory_for(2 * G, 3 * G), 1 * G, "RAM below the cgroup limit");
+    cr_assert_eq(ws_max_memory_for(64 * G, 20 * M), WS_MIN_MEMORY, "never below 16M");
+    cr_assert_eq(ws_max_memory_for(0, 0), 4 * G, "nothing known: 4G");
+    cr_assert_leq(ws_default_max_memory(), 4 * G);
 }

@@ -49,15 +49,6 @@ enum { NEW, PREP, PREPPED, STEM, STEMMED, WRITE, DONE };
 /* Embeddings of one input are computed and written at most this many bytes
  * at a time (whole windows, at least one): 29 windows of tiny, 8 of large-v3. */
 #define STREAM_BYTES ((size_t)64 << 20)
-#define DEFAULT_MAX_MEMORY ((size_t)4 << 30)
-
-size_t ws_default_max_memory(void)
-{
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    size_t half = pages > 0 && psz > 0 ? (size_t)pages / 2 * (size_t)psz : DEFAULT_MAX_MEMORY;
-    size_t m = half < DEFAULT_MAX_MEMORY ? half : DEFAULT_MAX_MEMORY;
-    return m < WS_MIN_MEMORY ? WS_MIN_MEMORY : m;
-}
 
 ws_job *ws_jobs_new(int n, char *const *inputs, char *const *outputs)
 {

@@ -130,8 +130,6 @@ struct cJSON *ws_job_json(const ws_run_ctx *c, const ws_job *j);
  * holds at most 64 MiB: the rest is written as it is made). Inputs in flight
  * together stay under max_memory (one waits while others hold it); an input
  * that alone needs more fails with one line. */
-#define WS_MIN_MEMORY ((size_t)16 << 20)
-size_t ws_default_max_memory(void); /* 4 GiB, or half the RAM when that is less */
 
 /* jobs[i].input / .output point into the caller's strings (kept alive). */
 ws_job *ws_jobs_new(int n, char *const *inputs, char *const *outputs);
