@@ -2,7 +2,8 @@
  *
  *   whisper-stem [options] INPUT...
  *
- * One table (OPTS) drives both the parser and --help. Per input:
+ * main wires the parts: options.c (the options, --help), names.c (the inputs and their
+ * output names), check.c (--check), run.c (the inputs' runs). Per input:
  * decode -> 16 kHz mono -> log-Mel windows -> conv stem (GPU or CPU) ->
  * atomic write. A failing input prints one line and the others go on;
  * exit 0 when every input was written, 1 when some failed, 2 on usage.
@@ -11,7 +12,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -32,82 +32,9 @@
 #include "run.h"
 #include "signals.h"
 #include "tar.h"
-#include "strmap.h"
+#include "cli.h"
 #include "trace.h"
 
-#define PROG "whisper-stem"
-
-enum {
-    OPT_MEL = 256, OPT_N_MELS, OPT_PAD, OPT_NO_PAD, OPT_POS, OPT_DEVICE, OPT_PRECISION,
-    OPT_THREADS, OPT_MAX_MEMORY, OPT_JSON, OPT_DUMP_PTX, OPT_CHECK, OPT_VERSION, OPT_LIST,
-    OPT_ROOT, OPT_SHARD, OPT_SKIP_EXISTING, OPT_MANIFEST, OPT_OUT_DTYPE, OPT_PROGRESS,
-    OPT_TAR_SIZE, OPT_MEL_DEVICE
-};
-
-typedef struct {
-    const char *lng;
-    int id;          /* short option letter or OPT_* */
-    int has_arg;
-    const char *arg; /* argument name in --help */
-    const char *help;
-} opt_def;
-
-static const opt_def OPTS[] = {
-    {"model", 'm', 1, "FILE", "GGUF weights (default: $WHISPER_STEM_MODEL)"},
-    {"output", 'o', 1, "FILE", "output of a single input: .npy, raw float32 otherwise, - for stdout"},
-    {"outdir", 'O', 1, "DIR", "one DIR/<input name>.npy per input"},
-    {"list", OPT_LIST, 1, "FILE", "input paths from FILE, one a line (- : stdin; blank and # lines skipped)"},
-    {"root", OPT_ROOT, 1, "DIR", "with -O: DIR/<path under DIR, without extension>.npy (a tree)"},
-    {"shard", OPT_SHARD, 1, "I/N", "only inputs at list positions I, I+N, I+2N, ... (0-based; default: all)"},
-    {"skip-existing", OPT_SKIP_EXISTING, 0, NULL, "skip an input whose output already exists"},
-    {"manifest", OPT_MANIFEST, 1, "FILE", "append one JSON line per input as it finishes"},
-    {"out-dtype", OPT_OUT_DTYPE, 1, "f32|f16", "element type of the outputs (default f32)"},
-    {"tar-size", OPT_TAR_SIZE, 1, "N", "with -O: WebDataset tar shards of N inputs (DIR/shard-NNNNNN.tar; default: none)"},
-    {"mel", OPT_MEL, 0, NULL, "write the log-Mel instead of embeddings (needs no model)"},
-    {"n-mels", OPT_N_MELS, 1, "80|128", "mel bands for --mel without a model (default 80)"},
-    {"pad", OPT_PAD, 1, "audio|mel0", "30 s windowing: pad the audio (default) or the log-Mel"},
-    {"no-pad", OPT_NO_PAD, 0, NULL, "no 30 s padding: one window of n_samples/160 frames"},
-    {"pos", OPT_POS, 0, NULL, "add the positional embedding (default: the stem's output alone)"},
-    {"device", OPT_DEVICE, 1, "auto|cpu|cuda[:N]", "where the conv stem runs (default auto; N: GPU number)"},
-    {"mel-device", OPT_MEL_DEVICE, 1, "cpu|cuda",
-     "where the log-Mel runs (default: on the GPU when the stem runs there, or with --mel when one is usable)"},
-    {"precision", OPT_PRECISION, 1, "fp32|tf32|bf16|fp16", "GPU arithmetic (default fp32)"},
-    {"threads", OPT_THREADS, 1, "N", "CPU threads (default: the CPUs this process may use)"},
-    {"max-memory", OPT_MAX_MEMORY, 1, "SIZE",
-     "bound on the audio data held at once, e.g. 512M, 8G (default: 4G or half the RAM)"},
-    {"json", OPT_JSON, 1, "FILE", "write a report: inputs, shapes, device, timings"},
-    {"dump-ptx", OPT_DUMP_PTX, 1, "DIR", "write the PTX kernels for the model's shape and exit"},
-    {"check", OPT_CHECK, 0, NULL, "compare GPU and CPU on random data, per precision, and exit"},
-    {"progress", OPT_PROGRESS, 1, "SECONDS", "a progress line every SECONDS (on a terminal: redrawn; default: none)"},
-    {"quiet", 'q', 0, NULL, "print errors only"},
-    {"verbose", 'v', 0, NULL, "report the model, device and per-input timings on stderr"},
-    {"help", 'h', 0, NULL, "show this help"},
-    {"version", OPT_VERSION, 0, NULL, "print \"" PROG " VERSION\" and exit"},
-};
-#define N_OPTS (int)(sizeof OPTS / sizeof *OPTS)
-
-typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } device_choice;
-
-typedef struct {
-    const char *model_path, *output, *outdir, *json, *dump_ptx;
-    const char *list, *root, *manifest;
-    int mel_only, n_mels, pos, threads, check, verbose, quiet, skip_existing;
-    int shard_i, shard_n; /* shard_n 0: no --shard */
-    int tar_size;         /* 0: files, not tar shards */
-    double progress_s;    /* 0: no --progress */
-    size_t max_memory;
-    ws_pad pad;
-    int pad_set;
-    device_choice device;
-    device_choice mel_device; /* DEV_AUTO: where the stem runs */
-    int gpu_ordinal;
-    ws_precision precision;
-    ws_out_dtype out_dtype;
-    char **args;          /* the positional inputs */
-    int n_args;
-    char **inputs;        /* positional, then --list, after --shard (malloc'd strings) */
-    int n_inputs;
-} options;
 
 /* GPU batches: a slot holds at most 16 windows and 48 MiB of results (6 windows of
  * large-v3), fewer when the pinned buffers of its
@@ -131,575 +58,6 @@ static void batch_size(ws_gpu_batch_opts *bo, int d, size_t max_memory, int thre
     bo->stage_bytes = slabs < max_memory / 4 ? slabs : max_memory / 4;
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: " PROG " [options] INPUT...\n"
-               "Audio (any format libsndfile reads, - for stdin) to the tensor Whisper's encoder\n"
-               "feeds its first transformer block: [n_ctx, d] per 30 s window.\n\noptions:\n");
-    for (int i = 0; i < N_OPTS; i++) {
-        char left[64];
-        int k = 0;
-        if (OPTS[i].id < 256)
-            k = snprintf(left, sizeof left, "-%c, ", OPTS[i].id);
-        else
-            k = snprintf(left, sizeof left, "    ");
-        snprintf(left + k, sizeof left - (size_t)k, "--%s%s%s", OPTS[i].lng, OPTS[i].arg ? " " : "",
-                 OPTS[i].arg ? OPTS[i].arg : "");
-        fprintf(f, "  %-34s %s\n", left, OPTS[i].help);
-    }
-    fprintf(f, "\noptions without an argument are off unless given; those with one have the\n"
-               "default in parentheses, or none (unset) when none is shown.\n");
-    fprintf(f, "\nexit status: 0 every input written (or skipped), 1 some failed, 2 usage error,\n"
-               "128 + N stopped by signal N (130 SIGINT, 143 SIGTERM)\n");
-}
-
-static int usage_error(const char *fmt, const char *a)
-{
-    char msg[WS_ERR_LEN];
-    snprintf(msg, sizeof msg, fmt, a);
-    ws_eprintf(PROG ": %s (see --help)", msg);
-    return 2;
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* "512M", "8G", "1048576": bytes, suffixes K M G T in powers of 1024. */
-static int parse_size(const char *s, size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *s == '-')
-        return -1;
-    int shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
-    }
-    if (*end == 'B' || (*end == 'i' && end[1] == 'B' && shift && (end++, 1)))
-        end++;
-    if (*end || v > (SIZE_MAX >> shift))
-        return -1;
-    *out = (size_t)v << shift;
-    return 0;
-}
-
-/* Returns -1 to go on, else the exit status. */
-static int parse_args(int argc, char **argv, options *o)
-{
-    struct option lopts[N_OPTS + 1];
-    char shorts[64];
-    int ns = 0;
-    for (int i = 0; i < N_OPTS; i++) {
-        lopts[i] = (struct option){OPTS[i].lng, OPTS[i].has_arg ? required_argument : no_argument,
-                                   NULL, OPTS[i].id};
-        if (OPTS[i].id < 256) {
-            shorts[ns++] = (char)OPTS[i].id;
-            if (OPTS[i].has_arg)
-                shorts[ns++] = ':';
-        }
-    }
-    lopts[N_OPTS] = (struct option){0, 0, 0, 0};
-    shorts[ns] = 0;
-    memset(o, 0, sizeof *o);
-    o->device = DEV_AUTO;
-    o->mel_device = DEV_AUTO;
-    o->precision = WS_PREC_FP32;
-    o->threads = ws_ncpu();
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
-        switch (c) {
-        case 'm': o->model_path = optarg; break;
-        case 'o': o->output = optarg; break;
-        case 'O': o->outdir = optarg; break;
-        case 'v': o->verbose = 1; break;
-        case 'q': o->quiet = 1; break;
-        case OPT_LIST: o->list = optarg; break;
-        case OPT_ROOT: o->root = optarg; break;
-        case OPT_MANIFEST: o->manifest = optarg; break;
-        case OPT_SKIP_EXISTING: o->skip_existing = 1; break;
-        case OPT_SHARD: {
-            char *slash = strchr(optarg, '/');
-            char num[32];
-            size_t k = slash ? (size_t)(slash - optarg) : 0;
-            if (!slash || k >= sizeof num)
-                return usage_error("--shard must be I/N with 0 <= I < N, not '%s'", optarg);
-            memcpy(num, optarg, k);
-            num[k] = 0;
-            if (parse_int(num, 0, INT_MAX - 1, &o->shard_i) ||
-                parse_int(slash + 1, 1, INT_MAX, &o->shard_n) || o->shard_i >= o->shard_n)
-                return usage_error("--shard must be I/N with 0 <= I < N, not '%s'", optarg);
-            break;
-        }
-        case OPT_TAR_SIZE:
-            if (parse_int(optarg, 1, INT_MAX, &o->tar_size))
-                return usage_error("--tar-size must be a number of inputs from 1, not '%s'", optarg);
-            break;
-        case OPT_OUT_DTYPE:
-            if (strcmp(optarg, "f32") == 0 || strcmp(optarg, "float32") == 0)
-                o->out_dtype = WS_OUT_F32;
-            else if (strcmp(optarg, "f16") == 0 || strcmp(optarg, "float16") == 0)
-                o->out_dtype = WS_OUT_F16;
-            else
-                return usage_error("--out-dtype must be f32 or f16, not '%s'", optarg);
-            break;
-        case OPT_PROGRESS: {
-            char *end;
-            errno = 0;
-            o->progress_s = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(o->progress_s >= 0.1 && o->progress_s <= 1e6))
-                return usage_error("--progress must be a number of seconds from 0.1, not '%s'",
-                                   optarg);
-            break;
-        }
-        case 'h': usage(stdout); return 0;
-        case OPT_VERSION: printf(PROG " " WS_VERSION "\n"); return 0;
-        case OPT_MEL: o->mel_only = 1; break;
-        case OPT_N_MELS:
-            if (parse_int(optarg, 1, 1024, &o->n_mels) || (o->n_mels != 80 && o->n_mels != 128))
-                return usage_error("--n-mels must be 80 or 128, not '%s'", optarg);
-            break;
-        case OPT_PAD:
-            if (strcmp(optarg, "audio") == 0)
-                o->pad = WS_PAD_AUDIO;
-            else if (strcmp(optarg, "mel0") == 0)
-                o->pad = WS_PAD_MEL0;
-            else
-                return usage_error("--pad must be audio or mel0, not '%s'", optarg);
-            if (o->pad_set == 2)
-                return usage_error("--pad and --no-pad exclude each other%s", "");
-            o->pad_set = 1;
-            break;
-        case OPT_NO_PAD:
-            if (o->pad_set == 1)
-                return usage_error("--pad and --no-pad exclude each other%s", "");
-            o->pad = WS_PAD_NONE;
-            o->pad_set = 2;
-            break;
-        case OPT_POS: o->pos = 1; break;
-        case OPT_DEVICE:
-            if (strcmp(optarg, "auto") == 0)
-                o->device = DEV_AUTO;
-            else if (strcmp(optarg, "cpu") == 0)
-                o->device = DEV_CPU;
-            else if (strcmp(optarg, "cuda") == 0)
-                o->device = DEV_CUDA;
-            else if (strncmp(optarg, "cuda:", 5) == 0 && !parse_int(optarg + 5, 0, 1023, &o->gpu_ordinal))
-                o->device = DEV_CUDA;
-            else
-                return usage_error("--device must be auto, cpu, cuda or cuda:N, not '%s'", optarg);
-            break;
-        case OPT_MEL_DEVICE:
-            if (strcmp(optarg, "cpu") == 0)
-                o->mel_device = DEV_CPU;
-            else if (strcmp(optarg, "cuda") == 0)
-                o->mel_device = DEV_CUDA;
-            else
-                return usage_error("--mel-device must be cpu or cuda, not '%s'", optarg);
-            break;
-        case OPT_PRECISION:
-            if (ws_precision_parse(optarg, &o->precision))
-                return usage_error("--precision must be fp32, tf32, bf16 or fp16, not '%s'", optarg);
-            break;
-        case OPT_THREADS:
-            if (parse_int(optarg, 1, 256, &o->threads))
-                return usage_error("--threads must be an integer from 1 to 256, not '%s'", optarg);
-            break;
-        case OPT_MAX_MEMORY:
-            if (parse_size(optarg, &o->max_memory) || o->max_memory < WS_MIN_MEMORY)
-                return usage_error("--max-memory must be a size of at least 16M (K, M, G, T: "
-                                   "powers of 1024), not '%s'", optarg);
-            break;
-        case OPT_JSON: o->json = optarg; break;
-        case OPT_DUMP_PTX: o->dump_ptx = optarg; break;
-        case OPT_CHECK: o->check = 1; break;
-        case ':':
-        case '?':
-        default: {
-            const char *bad = argv[optind - 1];
-            if (optopt && optopt < 256 && c == '?')
-                ws_eprintf(PROG ": unknown or incomplete option '-%c' (see --help)", optopt);
-            else
-                ws_eprintf(PROG ": unknown or incomplete option '%s' (see --help)", bad);
-            return 2;
-        }
-        }
-    }
-    o->args = argv + optind;
-    o->n_args = argc - optind;
-    if (!o->model_path) {
-        const char *env = getenv("WHISPER_STEM_MODEL");
-        if (env && *env)
-            o->model_path = env;
-    }
-    if (o->check || o->dump_ptx) {
-        if (o->n_args || o->list)
-            return usage_error("--check and --dump-ptx take no inputs (got '%s')",
-                               o->n_args ? o->args[0] : o->list);
-        return -1;
-    }
-    if (o->n_args == 0 && !o->list)
-        return usage_error("no input files%s", "");
-    if (!o->output && !o->outdir)
-        return usage_error("say where outputs go: -o FILE (one input) or -O DIR%s", "");
-    if (o->output && o->outdir)
-        return usage_error("-o and -O exclude each other%s", "");
-    if (o->root && !o->outdir)
-        return usage_error("--root %s needs -O DIR (the tree is mirrored under DIR)", o->root);
-    if (o->tar_size && !o->outdir)
-        return usage_error("--tar-size needs -O DIR (the shards are written there)%s", "");
-    if (o->output && (o->n_args > 1 || o->list))
-        return usage_error("-o takes one input; use -O DIR for several%s", "");
-    if (o->list && !strcmp(o->list, "-"))
-        for (int i = 0; i < o->n_args; i++)
-            if (!strcmp(o->args[i], "-"))
-                return usage_error("--list - reads the list from standard input, so '-' cannot "
-                                   "also be an audio input%s", "");
-    if (!o->mel_only && !o->model_path)
-        return usage_error("no model: pass -m FILE or set WHISPER_STEM_MODEL (or use --mel)%s", "");
-    return -1;
-}
-
-/* Appends path (copied) to o->inputs when its list position is in this shard. */
-static int add_input(options *o, long long *pos, size_t *cap, const char *path, size_t len)
-{
-    const long long p = (*pos)++;
-    if (o->shard_n && p % o->shard_n != o->shard_i)
-        return 0;
-    if (o->n_inputs == INT_MAX - 1)
-        return ws_eprintf(PROG ": more than %d inputs", INT_MAX - 1), -1;
-    if ((size_t)o->n_inputs == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        char **t = realloc(o->inputs, nc * sizeof *t);
-        if (!t)
-            return ws_eprintf(PROG ": out of memory for the input list"), -1;
-        o->inputs = t;
-        *cap = nc;
-    }
-    char *s = malloc(len + 1);
-    if (!s)
-        return ws_eprintf(PROG ": out of memory for the input list"), -1;
-    memcpy(s, path, len);
-    s[len] = 0;
-    o->inputs[o->n_inputs++] = s;
-    return 0;
-}
-
-/* The inputs: the positional ones, then --list's lines (blank lines and lines starting
- * with '#' skipped, a trailing CR dropped); --shard keeps every shard_n-th. 0, or the exit
- * status. */
-static int gather_inputs(options *o)
-{
-    long long pos = 0;
-    size_t cap = 0;
-    for (int i = 0; i < o->n_args; i++)
-        if (add_input(o, &pos, &cap, o->args[i], strlen(o->args[i])))
-            return 1;
-    if (o->list) {
-        FILE *f = strcmp(o->list, "-") ? fopen(o->list, "r") : stdin;
-        if (!f) {
-            ws_eprintf(PROG ": --list %s: %s", o->list, strerror(errno));
-            return 1;
-        }
-        char *line = NULL;
-        size_t lcap = 0;
-        ssize_t n;
-        long long lineno = 0;
-        int rc = 0;
-        while (!rc && (n = getline(&line, &lcap, f)) >= 0) {
-            lineno++;
-            size_t len = (size_t)n;
-            if (len && line[len - 1] == '\n')
-                len--;
-            if (len && line[len - 1] == '\r')
-                len--;
-            if (len == 0 || line[0] == '#')
-                continue;
-            if (memchr(line, 0, len)) {
-                ws_eprintf(PROG ": --list %s: line %lld holds a NUL byte", o->list, lineno);
-                rc = 2;
-                break;
-            }
-            if (f == stdin && len == 1 && line[0] == '-') {
-                ws_eprintf(PROG ": --list -: line %lld is '-', but standard input is the list",
-                           lineno);
-                rc = 2;
-                break;
-            }
-            if (add_input(o, &pos, &cap, line, len))
-                rc = 1;
-        }
-        if (!rc && ferror(f)) {
-            ws_eprintf(PROG ": --list %s: %s", o->list, strerror(errno));
-            rc = 1;
-        }
-        free(line);
-        if (f != stdin)
-            fclose(f);
-        if (rc)
-            return rc;
-    }
-    return 0; /* an empty list (or shard) is a run with nothing to do */
-}
-
-/* path made absolute (the working directory in front) and normalised as text: "." and
- * empty components dropped, ".." takes one back (never above "/"); symbolic links are
- * not followed, so a tree of links mirrors as it is named. 0, or -1 if it does not fit. */
-static int norm_path(const char *path, char *out, size_t cap)
-{
-    char buf[8192];
-    if (path[0] == '/') {
-        if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-            return -1;
-    } else {
-        /* the working directory as the shell names it ($PWD, through symbolic links) when
-         * it is the same directory, as `pwd -L`: /data -> /mnt/data must not make inputs
-         * named /data/... fall outside a relative --root */
-        char cwd[4096];
-        const char *pwd = getenv("PWD");
-        struct stat a, b;
-        if (pwd && pwd[0] == '/' && strlen(pwd) < sizeof cwd && stat(pwd, &a) == 0 &&
-            stat(".", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-            strcpy(cwd, pwd);
-        else if (!getcwd(cwd, sizeof cwd))
-            return -1;
-        if (snprintf(buf, sizeof buf, "%s/%s", cwd, path) >= (int)sizeof buf)
-            return -1;
-    }
-    size_t n = 0;
-    out[0] = 0;
-    for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-        if (!strcmp(c, "."))
-            continue;
-        if (!strcmp(c, "..")) {
-            while (n > 0 && out[n - 1] != '/')
-                n--;
-            if (n > 0)
-                n--;
-            out[n] = 0;
-            continue;
-        }
-        size_t k = strlen(c);
-        if (n + 1 + k + 1 > cap)
-            return -1;
-        out[n++] = '/';
-        memcpy(out + n, c, k + 1);
-        n += k;
-    }
-    if (n == 0) {
-        if (cap < 2)
-            return -1;
-        strcpy(out, "/");
-    }
-    return 0;
-}
-
-/* --tar-size: each input's member key (its output name under -O without ".npy", made
- * safe for webdataset by ws_tar_key) and, in place of that name, its shard's path:
- * OUT/shard-NNNNNN.tar, numbered k * N + I for the k-th shard of --shard I/N (so shards of
- * different --shard runs never share a name). 0, or the exit status. */
-static int tar_names(const options *o, char **outs, char ***members, char ***shard_paths,
-                     const char **whys)
-{
-    const int n = o->n_inputs, per = o->tar_size, n_sh = (n + per - 1) / per;
-    const size_t dl = strlen(o->outdir);
-    *members = calloc((size_t)n, sizeof **members);
-    *shard_paths = calloc((size_t)n_sh, sizeof **shard_paths);
-    if (!*members || !*shard_paths)
-        return ws_eprintf(PROG ": out of memory"), 1;
-    for (int k = 0; k < n_sh; k++) {
-        const long long num = (long long)k * (o->shard_n ? o->shard_n : 1) + o->shard_i;
-        size_t cap = dl + 32;
-        if (!((*shard_paths)[k] = malloc(cap)))
-            return ws_eprintf(PROG ": out of memory"), 1;
-        snprintf((*shard_paths)[k], cap, "%s/shard-%06lld.tar", o->outdir, num);
-    }
-    for (int i = 0; i < n; i++) {
-        if (!outs[i]) /* outside --root: fails, no member */
-            continue;
-        /* outs[i] is OUT/<rel>.npy */
-        const char *rel = outs[i] + dl + 1;
-        const size_t rl = strlen(rel) - 4, cap = 3 * rl + 1;
-        char *r = malloc(rl + 1), *key = malloc(cap);
-        if (!r || !key) {
-            free(r);
-            free(key);
-            return ws_eprintf(PROG ": out of memory"), 1;
-        }
-        memcpy(r, rel, rl);
-        r[rl] = 0;
-        int bad = ws_tar_key(r, key, cap) != 0 || strlen(key) + 5 > WS_TAR_NAME_MAX;
-        free(r);
-        free(outs[i]);
-        outs[i] = NULL;
-        if (bad) { /* that input fails alone */
-            free(key);
-            whys[i] = "no tar member name for it (empty, '.' or '..' parts, or longer than "
-                      "4090 bytes once '.' and '%' are escaped)";
-            continue;
-        }
-        (*members)[i] = key;
-        if (!(outs[i] = strdup((*shard_paths)[i / per])))
-            return ws_eprintf(PROG ": out of memory"), 1;
-    }
-    return 0;
-}
-
-/* -O OUT --root ROOT: OUT/<input's path under ROOT, extension dropped>.npy, or NULL
- * (malloc'd) when the input is not under ROOT (that input then fails). *oom on failure. */
-static char *tree_path(const char *outdir, const char *root_norm, const char *input, int *oom,
-                       const char **why)
-{
-    char in[8192];
-    *why = "standard input has no path under --root";
-    if (!strcmp(input, "-"))
-        return NULL;
-    *why = "the path is too long to place under --root";
-    if (norm_path(input, in, sizeof in))
-        return NULL;
-    *why = NULL; /* not under the root: the caller's message */
-    size_t rl = strlen(root_norm);
-    const char *rel;
-    if (!strcmp(root_norm, "/"))
-        rel = in + 1;
-    else if (!strncmp(in, root_norm, rl) && in[rl] == '/')
-        rel = in + rl + 1;
-    else
-        return NULL;
-    const char *base = strrchr(rel, '/');
-    base = base ? base + 1 : rel;
-    const char *dot = strrchr(base, '.');
-    size_t len = dot && dot != base ? (size_t)(dot - rel) : strlen(rel);
-    size_t cap = strlen(outdir) + len + 8;
-    char *out = malloc(cap);
-    if (!out) {
-        *oom = 1;
-        return NULL;
-    }
-    snprintf(out, cap, "%s/%.*s.npy", outdir, (int)len, rel);
-    return out;
-}
-
-/* "DIR/<basename without extension>.npy"; "-" is named "stdin". */
-static void outdir_path(const char *dir, const char *input, char *buf, size_t cap)
-{
-    const char *base = strcmp(input, "-") == 0 ? "stdin" : input;
-    const char *slash = strrchr(base, '/');
-    if (slash)
-        base = slash + 1;
-    const char *dot = strrchr(base, '.');
-    int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
-    snprintf(buf, cap, "%s/%.*s.npy", dir, len, base);
-}
-
-/* The file a path names, as a key for identity checks: "i<dev>:<ino>" for
- * an existing regular file (symlinks followed), "d<dev>:<ino>/<name>" for a
- * name in an existing directory, else "p" and the path as written. Two
- * spellings of one file (./a.npy, a.npy, a hard link) get the same key. */
-static void file_key(const char *path, char *key, size_t cap)
-{
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-        snprintf(key, cap, "i%ju:%ju", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
-        return;
-    }
-    const char *slash = strrchr(path, '/');
-    char dir[4096];
-    ws_dirname(path, dir, sizeof dir);
-    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-        snprintf(key, cap, "d%ju:%ju/%s", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
-                 slash ? slash + 1 : path);
-    else
-        snprintf(key, cap, "p%s", path);
-}
-
-/* Output names, checked before anything runs: no two inputs write one file
- * (-O flattens directories), no output is an input, --json is none of them.
- * Near-linear in the number of inputs (hash maps). Returns -1 to go on, else
- * the exit status (2: usage error). */
-static int check_outputs(const options *o, char *const *outs, int clash)
-{
-    int rc = -1;
-    char key[8192];
-    ws_strmap *names = ws_strmap_new(), *ins = ws_strmap_new(), *outk = ws_strmap_new();
-    if (!names || !ins || !outk) {
-        ws_eprintf(PROG ": out of memory");
-        rc = 1;
-        goto done;
-    }
-    for (int i = 0; i < o->n_inputs && rc < 0; i++) {
-        size_t prev;
-        if (clash && o->outdir && outs[i] &&
-            ws_strmap_put(names, outs[i], strlen(outs[i]), (size_t)i, &prev) == 1) {
-            ws_eprintf(PROG ": inputs '%s' and '%s' would both write %s", o->inputs[prev],
-                       o->inputs[i], outs[i]);
-            rc = 2;
-        }
-        struct stat st;
-        if (strcmp(o->inputs[i], "-") && stat(o->inputs[i], &st) == 0 && S_ISREG(st.st_mode)) {
-            file_key(o->inputs[i], key, sizeof key);
-            if (ws_strmap_put(ins, key, strlen(key), (size_t)i, NULL) < 0)
-                rc = 1;
-        }
-    }
-    for (int i = 0; i < o->n_inputs && rc < 0; i++) {
-        size_t at;
-        if (!outs[i] || !strcmp(outs[i], "-"))
-            continue;
-        file_key(outs[i], key, sizeof key);
-        if (ws_strmap_get(ins, key, strlen(key), &at)) {
-            ws_eprintf(PROG ": the output %s is the input '%s'; refusing to overwrite an input",
-                       outs[i], o->inputs[at]);
-            rc = 2;
-        } else if ((o->json || o->manifest) &&
-                   ws_strmap_put(outk, key, strlen(key), (size_t)i, NULL) < 0) {
-            rc = 1;
-        }
-    }
-    const char *extra[2][2] = {{"--json", o->json}, {"--manifest", o->manifest}};
-    for (int e = 0; e < 2 && rc < 0; e++) {
-        size_t at;
-        if (!extra[e][1])
-            continue;
-        file_key(extra[e][1], key, sizeof key);
-        if (ws_strmap_get(ins, key, strlen(key), &at)) {
-            ws_eprintf(PROG ": %s %s is the input '%s'; refusing to overwrite an input",
-                       extra[e][0], extra[e][1], o->inputs[at]);
-            rc = 2;
-        } else if (ws_strmap_get(outk, key, strlen(key), &at)) {
-            ws_eprintf(PROG ": %s %s is also the output of '%s'", extra[e][0], extra[e][1],
-                       o->inputs[at]);
-            rc = 2;
-        }
-    }
-    if (o->json && o->manifest && rc < 0) {
-        char k2[8192];
-        file_key(o->json, key, sizeof key);
-        file_key(o->manifest, k2, sizeof k2);
-        if (!strcmp(key, k2)) {
-            ws_eprintf(PROG ": --json and --manifest name one file, %s", o->json);
-            rc = 2;
-        }
-    }
-done:
-    ws_strmap_free(names);
-    ws_strmap_free(ins);
-    ws_strmap_free(outk);
-    return rc;
-}
-
 /* --json's per-input object: the manifest line (run.h), "ok", and the stage timings. */
 static void report_job(cJSON *inputs, const ws_run_ctx *c, const ws_job *j)
 {
@@ -714,80 +72,6 @@ static void report_job(cJSON *inputs, const ws_run_ctx *c, const ws_job *j)
     cJSON_AddNumberToObject(t, "write", j->ms.write);
     cJSON_AddNumberToObject(t, "stage", j->ms.stage);
     cJSON_AddItemToArray(inputs, o);
-}
-
-/* --check: GPU vs CPU on random log-Mel-like input for the model's shape. */
-static int run_check(const options *o, ws_model *m)
-{
-    static const double bound[] = {1e-5, 2e-3, 1e-2, 1e-2}; /* SPEC.md rel L2, by precision */
-    const int n_win = 2, T = WS_CHUNK_FRAMES, t_out = ws_stem_out_len(T);
-    ws_err err;
-    ws_stem *cpu = ws_stem_new_cpu(m, o->threads, &err);
-    if (!cpu) {
-        ws_eprintf(PROG ": --check: %s", err.msg);
-        return 1;
-    }
-    size_t nmel = (size_t)n_win * m->n_mels * T, nout = (size_t)n_win * t_out * m->d;
-    float *mel = malloc(nmel * sizeof *mel), *ref = malloc(nout * sizeof *ref),
-          *got = malloc(nout * sizeof *got);
-    if (!mel || !ref || !got) {
-        ws_eprintf(PROG ": --check: out of memory for %d windows of the model's shape", n_win);
-        free(mel);
-        free(ref);
-        free(got);
-        ws_stem_free(cpu);
-        return 1;
-    }
-    ws_rng rng = {12345};
-    for (size_t i = 0; i < nmel; i++)
-        mel[i] = (float)(ws_rng_uniform(&rng) * 3.0 - 1.5);
-    if (ws_stem_run(cpu, mel, n_win, T, 0, ref, &err)) {
-        ws_eprintf(PROG ": --check: the CPU reference failed: %s", err.msg);
-        free(mel);
-        free(ref);
-        free(got);
-        ws_stem_free(cpu);
-        return 1;
-    }
-    printf("model %s: n_mels %d, d %d; %d windows of %d frames; CPU reference (%s)\n",
-           *m->name ? m->name : "(unnamed)", m->n_mels, m->d, n_win, T, ws_blas_name());
-    int failed = 0;
-    for (int p = WS_PREC_FP32; p <= WS_PREC_FP16; p++) {
-        ws_stem *g = ws_stem_new_gpu(m, (ws_precision)p, o->gpu_ordinal, &err);
-        if (!g) {
-            printf("%-5s FAIL  %s\n", ws_precision_name((ws_precision)p), err.msg);
-            failed = 1;
-            continue;
-        }
-        if (p == WS_PREC_FP32)
-            printf("device: %s\n", ws_gpu_device_name(ws_stem_gpu(g)));
-        for (size_t i = 0; i < nout; i++)
-            got[i] = NAN;
-        if (ws_stem_run(g, mel, n_win, T, 0, got, &err)) {
-            printf("%-5s FAIL  %s\n", ws_precision_name((ws_precision)p), err.msg);
-            failed = 1;
-        } else {
-            double num = 0, den = 0, mx = 0;
-            for (size_t i = 0; i < nout; i++) {
-                double e = (double)got[i] - ref[i];
-                num += e * e;
-                den += (double)ref[i] * ref[i];
-                if (!(fabs(e) <= mx))
-                    mx = fabs(e);
-            }
-            double rl2 = sqrt(num / den);
-            int ok = rl2 <= bound[p] && !isnan(rl2) && !isnan(mx);
-            printf("%-5s %s  rel-L2 %.2e (bound %.0e)  max|err| %.2e\n",
-                   ws_precision_name((ws_precision)p), ok ? "pass" : "FAIL", rl2, bound[p], mx);
-            failed |= !ok;
-        }
-        ws_stem_free(g);
-    }
-    free(mel);
-    free(ref);
-    free(got);
-    ws_stem_free(cpu);
-    return failed;
 }
 
 static int write_json(const char *path, cJSON *root)
@@ -808,7 +92,7 @@ int main(int argc, char **argv)
     ws_signals_init(PROG);
     const double t_start = ws_now();
     options o;
-    int st = parse_args(argc, argv, &o);
+    int st = ws_cli_parse_args(argc, argv, &o);
     if (st >= 0)
         return st;
     ws_err err = {{0}};
@@ -818,64 +102,15 @@ int main(int argc, char **argv)
     r.manifest_fd = -1;
     ws_mel *mel = NULL;
     ws_job *jobs = NULL;
-    char **outs = NULL, **members = NULL, **shard_paths = NULL, *not_under = NULL;
-    const char **whys = NULL;
+    ws_cli_names nm = {0};
     cJSON *root = NULL;
 
     if (!o.check && !o.dump_ptx) {
-        if ((status = gather_inputs(&o)) != 0 || o.n_inputs == 0)
+        if ((status = ws_cli_gather_inputs(&o)) != 0 || o.n_inputs == 0)
             goto out;
     }
-    if (o.n_inputs) { /* output names first: a usage error costs no model load */
-        char root_norm[8192];
-        if (o.root && norm_path(o.root, root_norm, sizeof root_norm)) {
-            ws_eprintf(PROG ": --root %s: path too long", o.root);
-            status = 2;
-            goto out;
-        }
-        outs = calloc((size_t)o.n_inputs, sizeof *outs);
-        whys = calloc((size_t)o.n_inputs, sizeof *whys);
-        if (o.root) {
-            size_t cap = strlen(o.root) + 32;
-            if ((not_under = malloc(cap)))
-                snprintf(not_under, cap, "not under --root %s", o.root);
-        }
-        int oom = !outs || !whys || (o.root && !not_under);
-        for (int i = 0; !oom && i < o.n_inputs; i++) {
-            if (o.root) { /* NULL: not under the root, that input fails */
-                outs[i] = tree_path(o.outdir, root_norm, o.inputs[i], &oom, &whys[i]);
-                if (!outs[i] && !whys[i])
-                    whys[i] = not_under;
-                continue;
-            }
-            size_t cap = (o.outdir ? strlen(o.outdir) : 0) + strlen(o.inputs[i]) + 16;
-            if (!(outs[i] = malloc(o.output ? strlen(o.output) + 1 : cap))) {
-                oom = 1;
-                break;
-            }
-            if (o.outdir)
-                outdir_path(o.outdir, o.inputs[i], outs[i], cap);
-            else
-                strcpy(outs[i], o.output);
-        }
-        if (oom) {
-            ws_eprintf(PROG ": out of memory for %d output names", o.n_inputs);
-            status = 1;
-            goto out;
-        }
-        if ((st = check_outputs(&o, outs, 1)) >= 0) {
-            status = st;
-            goto out;
-        }
-        if (o.tar_size) {
-            if ((status = tar_names(&o, outs, &members, &shard_paths, whys)) != 0)
-                goto out;
-            if ((st = check_outputs(&o, outs, 0)) >= 0) { /* the shards' paths */
-                status = st;
-                goto out;
-            }
-        }
-    }
+    if (o.n_inputs && (status = ws_cli_output_names(&o, &nm)) != 0) /* a usage error costs no model load */
+        goto out;
 
     double t0 = ws_now();
     if (o.model_path && o.mel_only && !o.check && !o.dump_ptx) { /* the model says how many mel bands; no weights needed */
@@ -922,7 +157,7 @@ int main(int argc, char **argv)
         goto out;
     }
     if (o.check) {
-        status = run_check(&o, &model);
+        status = ws_cli_run_check(&o, &model);
         goto out;
     }
 
@@ -1063,15 +298,15 @@ int main(int argc, char **argv)
         }
     }
 
-    if (!(jobs = ws_jobs_new(o.n_inputs, o.inputs, outs)) ||
-        (o.tar_size && !(r.shards = ws_shards_new(shard_paths, jobs, o.n_inputs, o.tar_size)))) {
+    if (!(jobs = ws_jobs_new(o.n_inputs, o.inputs, nm.outs)) ||
+        (o.tar_size && !(r.shards = ws_shards_new(nm.shard_paths, jobs, o.n_inputs, o.tar_size)))) {
         ws_eprintf(PROG ": out of memory");
         status = 1;
         goto out;
     }
     for (int i = 0; i < o.n_inputs; i++) {
-        jobs[i].member = members ? members[i] : NULL;
-        jobs[i].why = whys[i];
+        jobs[i].member = nm.members ? nm.members[i] : NULL;
+        jobs[i].why = nm.whys[i];
     }
     r.mel = mel;
     r.pad = o.pad;
@@ -1135,17 +370,7 @@ out:
     cJSON_Delete(root);
     ws_shards_free(r.shards, o.n_inputs, o.tar_size ? o.tar_size : 1);
     ws_jobs_free(jobs, o.n_inputs);
-    for (int i = 0; members && i < o.n_inputs; i++)
-        free(members[i]);
-    free(members);
-    for (int i = 0; shard_paths && o.tar_size && i < (o.n_inputs + o.tar_size - 1) / o.tar_size; i++)
-        free(shard_paths[i]);
-    free(shard_paths);
-    free(whys);
-    free(not_under);
-    for (int i = 0; outs && i < o.n_inputs; i++)
-        free(outs[i]);
-    free(outs);
+    ws_cli_names_free(&o, &nm);
     for (int i = 0; i < o.n_inputs; i++)
         free(o.inputs[i]);
     free(o.inputs);

@@ -1,0 +1,69 @@
+/* cli.h - what the parts of the command share (main.c, options.c, names.c, check.c).
+ * Not a library interface: only the whisper-stem binary (and tests/test_cli.c) use it. */
+#ifndef WS_CLI_H
+#define WS_CLI_H
+
+#include <stddef.h>
+
+#include "common.h"
+#include "cuda/gpu.h"
+#include "mel/mel.h"
+#include "output.h"
+#include "whisper/model.h"
+
+#define PROG "whisper-stem"
+
+typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } device_choice;
+
+typedef struct {
+    const char *model_path, *output, *outdir, *json, *dump_ptx;
+    const char *list, *root, *manifest;
+    int mel_only, n_mels, pos, threads, check, verbose, quiet, skip_existing;
+    int shard_i, shard_n; /* shard_n 0: no --shard */
+    int tar_size;         /* 0: files, not tar shards */
+    double progress_s;    /* 0: no --progress */
+    size_t max_memory;
+    ws_pad pad;
+    int pad_set;
+    device_choice device;
+    device_choice mel_device; /* DEV_AUTO: where the stem runs */
+    int gpu_ordinal;
+    ws_precision precision;
+    ws_out_dtype out_dtype;
+    char **args;          /* the positional inputs */
+    int n_args;
+    char **inputs;        /* positional, then --list, after --shard (malloc'd strings) */
+    int n_inputs;
+} options;
+
+/* Parses argv into o (options.c). Returns -1 to go on, else the exit status (--help and
+ * --version: 0; a usage error: 2, said on stderr). */
+int ws_cli_parse_args(int argc, char **argv, options *o);
+
+/* "PROG: <fmt with a> (see --help)" on stderr; returns 2. */
+int ws_cli_usage_error(const char *fmt, const char *a);
+
+/* o->inputs: the positional inputs, then --list's lines; --shard keeps its part
+ * (names.c). 0, or the exit status. */
+int ws_cli_gather_inputs(options *o);
+
+/* Each input's output: its path (or its tar shard's), the member key in tar mode, or why
+ * it has none (that input then fails alone). */
+typedef struct {
+    char **outs;         /* [n_inputs]: NULL where whys[i] says why */
+    const char **whys;   /* [n_inputs] */
+    char **members;      /* [n_inputs] with --tar-size, else NULL */
+    char **shard_paths;  /* [number of shards] with --tar-size, else NULL */
+    char *not_under;     /* the text of whys[i] for inputs outside --root */
+} ws_cli_names;
+
+/* Names every input's output and checks them all before anything runs (names.c). 0, or
+ * the exit status (2: a usage error such as two inputs writing one file). */
+int ws_cli_output_names(const options *o, ws_cli_names *nm);
+void ws_cli_names_free(const options *o, ws_cli_names *nm);
+
+/* --check: the GPU against the CPU on random data, per precision (check.c). The exit
+ * status. */
+int ws_cli_run_check(const options *o, ws_model *m);
+
+#endif

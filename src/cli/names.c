@@ -1,0 +1,409 @@
+/* names.c - the inputs (positional, --list, --shard) and their outputs' names: -O's
+ * flat names, --root's tree, tar shards and member keys, and the checks that run before
+ * anything is read (no two inputs write one file, no output is an input). Tested by
+ * tests/test_cli.c. */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "strmap.h"
+#include "tar.h"
+
+/* Appends path (copied) to o->inputs when its list position is in this shard. */
+static int add_input(options *o, long long *pos, size_t *cap, const char *path, size_t len)
+{
+    const long long p = (*pos)++;
+    if (o->shard_n && p % o->shard_n != o->shard_i)
+        return 0;
+    if (o->n_inputs == INT_MAX - 1)
+        return ws_eprintf(PROG ": more than %d inputs", INT_MAX - 1), -1;
+    if ((size_t)o->n_inputs == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        char **t = realloc(o->inputs, nc * sizeof *t);
+        if (!t)
+            return ws_eprintf(PROG ": out of memory for the input list"), -1;
+        o->inputs = t;
+        *cap = nc;
+    }
+    char *s = malloc(len + 1);
+    if (!s)
+        return ws_eprintf(PROG ": out of memory for the input list"), -1;
+    memcpy(s, path, len);
+    s[len] = 0;
+    o->inputs[o->n_inputs++] = s;
+    return 0;
+}
+
+/* The inputs: the positional ones, then --list's lines (blank lines and lines starting
+ * with '#' skipped, a trailing CR dropped); --shard keeps every shard_n-th. 0, or the exit
+ * status. */
+int ws_cli_gather_inputs(options *o)
+{
+    long long pos = 0;
+    size_t cap = 0;
+    for (int i = 0; i < o->n_args; i++)
+        if (add_input(o, &pos, &cap, o->args[i], strlen(o->args[i])))
+            return 1;
+    if (o->list) {
+        FILE *f = strcmp(o->list, "-") ? fopen(o->list, "r") : stdin;
+        if (!f) {
+            ws_eprintf(PROG ": --list %s: %s", o->list, strerror(errno));
+            return 1;
+        }
+        char *line = NULL;
+        size_t lcap = 0;
+        ssize_t n;
+        long long lineno = 0;
+        int rc = 0;
+        while (!rc && (n = getline(&line, &lcap, f)) >= 0) {
+            lineno++;
+            size_t len = (size_t)n;
+            if (len && line[len - 1] == '\n')
+                len--;
+            if (len && line[len - 1] == '\r')
+                len--;
+            if (len == 0 || line[0] == '#')
+                continue;
+            if (memchr(line, 0, len)) {
+                ws_eprintf(PROG ": --list %s: line %lld holds a NUL byte", o->list, lineno);
+                rc = 2;
+                break;
+            }
+            if (f == stdin && len == 1 && line[0] == '-') {
+                ws_eprintf(PROG ": --list -: line %lld is '-', but standard input is the list",
+                           lineno);
+                rc = 2;
+                break;
+            }
+            if (add_input(o, &pos, &cap, line, len))
+                rc = 1;
+        }
+        if (!rc && ferror(f)) {
+            ws_eprintf(PROG ": --list %s: %s", o->list, strerror(errno));
+            rc = 1;
+        }
+        free(line);
+        if (f != stdin)
+            fclose(f);
+        if (rc)
+            return rc;
+    }
+    return 0; /* an empty list (or shard) is a run with nothing to do */
+}
+
+/* path made absolute (the working directory in front) and normalised as text: "." and
+ * empty components dropped, ".." takes one back (never above "/"); symbolic links are
+ * not followed, so a tree of links mirrors as it is named. 0, or -1 if it does not fit. */
+static int norm_path(const char *path, char *out, size_t cap)
+{
+    char buf[8192];
+    if (path[0] == '/') {
+        if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+            return -1;
+    } else {
+        /* the working directory as the shell names it ($PWD, through symbolic links) when
+         * it is the same directory, as `pwd -L`: /data -> /mnt/data must not make inputs
+         * named /data/... fall outside a relative --root */
+        char cwd[4096];
+        const char *pwd = getenv("PWD");
+        struct stat a, b;
+        if (pwd && pwd[0] == '/' && strlen(pwd) < sizeof cwd && stat(pwd, &a) == 0 &&
+            stat(".", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            strcpy(cwd, pwd);
+        else if (!getcwd(cwd, sizeof cwd))
+            return -1;
+        if (snprintf(buf, sizeof buf, "%s/%s", cwd, path) >= (int)sizeof buf)
+            return -1;
+    }
+    size_t n = 0;
+    out[0] = 0;
+    for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(c, "."))
+            continue;
+        if (!strcmp(c, "..")) {
+            while (n > 0 && out[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--;
+            out[n] = 0;
+            continue;
+        }
+        size_t k = strlen(c);
+        if (n + 1 + k + 1 > cap)
+            return -1;
+        out[n++] = '/';
+        memcpy(out + n, c, k + 1);
+        n += k;
+    }
+    if (n == 0) {
+        if (cap < 2)
+            return -1;
+        strcpy(out, "/");
+    }
+    return 0;
+}
+
+/* --tar-size: each input's member key (its output name under -O without ".npy", made
+ * safe for webdataset by ws_tar_key) and, in place of that name, its shard's path:
+ * OUT/shard-NNNNNN.tar, numbered k * N + I for the k-th shard of --shard I/N (so shards of
+ * different --shard runs never share a name). 0, or the exit status. */
+static int tar_names(const options *o, char **outs, char ***members, char ***shard_paths,
+                     const char **whys)
+{
+    const int n = o->n_inputs, per = o->tar_size, n_sh = (n + per - 1) / per;
+    const size_t dl = strlen(o->outdir);
+    *members = calloc((size_t)n, sizeof **members);
+    *shard_paths = calloc((size_t)n_sh, sizeof **shard_paths);
+    if (!*members || !*shard_paths)
+        return ws_eprintf(PROG ": out of memory"), 1;
+    for (int k = 0; k < n_sh; k++) {
+        const long long num = (long long)k * (o->shard_n ? o->shard_n : 1) + o->shard_i;
+        size_t cap = dl + 32;
+        if (!((*shard_paths)[k] = malloc(cap)))
+            return ws_eprintf(PROG ": out of memory"), 1;
+        snprintf((*shard_paths)[k], cap, "%s/shard-%06lld.tar", o->outdir, num);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!outs[i]) /* outside --root: fails, no member */
+            continue;
+        /* outs[i] is OUT/<rel>.npy */
+        const char *rel = outs[i] + dl + 1;
+        const size_t rl = strlen(rel) - 4, cap = 3 * rl + 1;
+        char *r = malloc(rl + 1), *key = malloc(cap);
+        if (!r || !key) {
+            free(r);
+            free(key);
+            return ws_eprintf(PROG ": out of memory"), 1;
+        }
+        memcpy(r, rel, rl);
+        r[rl] = 0;
+        int bad = ws_tar_key(r, key, cap) != 0 || strlen(key) + 5 > WS_TAR_NAME_MAX;
+        free(r);
+        free(outs[i]);
+        outs[i] = NULL;
+        if (bad) { /* that input fails alone */
+            free(key);
+            whys[i] = "no tar member name for it (empty, '.' or '..' parts, or longer than "
+                      "4090 bytes once '.' and '%' are escaped)";
+            continue;
+        }
+        (*members)[i] = key;
+        if (!(outs[i] = strdup((*shard_paths)[i / per])))
+            return ws_eprintf(PROG ": out of memory"), 1;
+    }
+    return 0;
+}
+
+/* -O OUT --root ROOT: OUT/<input's path under ROOT, extension dropped>.npy, or NULL
+ * (malloc'd) when the input is not under ROOT (that input then fails). *oom on failure. */
+static char *tree_path(const char *outdir, const char *root_norm, const char *input, int *oom,
+                       const char **why)
+{
+    char in[8192];
+    *why = "standard input has no path under --root";
+    if (!strcmp(input, "-"))
+        return NULL;
+    *why = "the path is too long to place under --root";
+    if (norm_path(input, in, sizeof in))
+        return NULL;
+    *why = NULL; /* not under the root: the caller's message */
+    size_t rl = strlen(root_norm);
+    const char *rel;
+    if (!strcmp(root_norm, "/"))
+        rel = in + 1;
+    else if (!strncmp(in, root_norm, rl) && in[rl] == '/')
+        rel = in + rl + 1;
+    else
+        return NULL;
+    const char *base = strrchr(rel, '/');
+    base = base ? base + 1 : rel;
+    const char *dot = strrchr(base, '.');
+    size_t len = dot && dot != base ? (size_t)(dot - rel) : strlen(rel);
+    size_t cap = strlen(outdir) + len + 8;
+    char *out = malloc(cap);
+    if (!out) {
+        *oom = 1;
+        return NULL;
+    }
+    snprintf(out, cap, "%s/%.*s.npy", outdir, (int)len, rel);
+    return out;
+}
+
+/* "DIR/<basename without extension>.npy"; "-" is named "stdin". */
+static void outdir_path(const char *dir, const char *input, char *buf, size_t cap)
+{
+    const char *base = strcmp(input, "-") == 0 ? "stdin" : input;
+    const char *slash = strrchr(base, '/');
+    if (slash)
+        base = slash + 1;
+    const char *dot = strrchr(base, '.');
+    int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
+    snprintf(buf, cap, "%s/%.*s.npy", dir, len, base);
+}
+
+/* The file a path names, as a key for identity checks: "i<dev>:<ino>" for
+ * an existing regular file (symlinks followed), "d<dev>:<ino>/<name>" for a
+ * name in an existing directory, else "p" and the path as written. Two
+ * spellings of one file (./a.npy, a.npy, a hard link) get the same key. */
+static void file_key(const char *path, char *key, size_t cap)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+        snprintf(key, cap, "i%ju:%ju", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
+        return;
+    }
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    ws_dirname(path, dir, sizeof dir);
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+        snprintf(key, cap, "d%ju:%ju/%s", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
+                 slash ? slash + 1 : path);
+    else
+        snprintf(key, cap, "p%s", path);
+}
+
+/* Output names, checked before anything runs: no two inputs write one file
+ * (-O flattens directories), no output is an input, --json is none of them.
+ * Near-linear in the number of inputs (hash maps). Returns -1 to go on, else
+ * the exit status (2: usage error). */
+static int check_outputs(const options *o, char *const *outs, int clash)
+{
+    int rc = -1;
+    char key[8192];
+    ws_strmap *names = ws_strmap_new(), *ins = ws_strmap_new(), *outk = ws_strmap_new();
+    if (!names || !ins || !outk) {
+        ws_eprintf(PROG ": out of memory");
+        rc = 1;
+        goto done;
+    }
+    for (int i = 0; i < o->n_inputs && rc < 0; i++) {
+        size_t prev;
+        if (clash && o->outdir && outs[i] &&
+            ws_strmap_put(names, outs[i], strlen(outs[i]), (size_t)i, &prev) == 1) {
+            ws_eprintf(PROG ": inputs '%s' and '%s' would both write %s", o->inputs[prev],
+                       o->inputs[i], outs[i]);
+            rc = 2;
+        }
+        struct stat st;
+        if (strcmp(o->inputs[i], "-") && stat(o->inputs[i], &st) == 0 && S_ISREG(st.st_mode)) {
+            file_key(o->inputs[i], key, sizeof key);
+            if (ws_strmap_put(ins, key, strlen(key), (size_t)i, NULL) < 0)
+                rc = 1;
+        }
+    }
+    for (int i = 0; i < o->n_inputs && rc < 0; i++) {
+        size_t at;
+        if (!outs[i] || !strcmp(outs[i], "-"))
+            continue;
+        file_key(outs[i], key, sizeof key);
+        if (ws_strmap_get(ins, key, strlen(key), &at)) {
+            ws_eprintf(PROG ": the output %s is the input '%s'; refusing to overwrite an input",
+                       outs[i], o->inputs[at]);
+            rc = 2;
+        } else if ((o->json || o->manifest) &&
+                   ws_strmap_put(outk, key, strlen(key), (size_t)i, NULL) < 0) {
+            rc = 1;
+        }
+    }
+    const char *extra[2][2] = {{"--json", o->json}, {"--manifest", o->manifest}};
+    for (int e = 0; e < 2 && rc < 0; e++) {
+        size_t at;
+        if (!extra[e][1])
+            continue;
+        file_key(extra[e][1], key, sizeof key);
+        if (ws_strmap_get(ins, key, strlen(key), &at)) {
+            ws_eprintf(PROG ": %s %s is the input '%s'; refusing to overwrite an input",
+                       extra[e][0], extra[e][1], o->inputs[at]);
+            rc = 2;
+        } else if (ws_strmap_get(outk, key, strlen(key), &at)) {
+            ws_eprintf(PROG ": %s %s is also the output of '%s'", extra[e][0], extra[e][1],
+                       o->inputs[at]);
+            rc = 2;
+        }
+    }
+    if (o->json && o->manifest && rc < 0) {
+        char k2[8192];
+        file_key(o->json, key, sizeof key);
+        file_key(o->manifest, k2, sizeof k2);
+        if (!strcmp(key, k2)) {
+            ws_eprintf(PROG ": --json and --manifest name one file, %s", o->json);
+            rc = 2;
+        }
+    }
+done:
+    ws_strmap_free(names);
+    ws_strmap_free(ins);
+    ws_strmap_free(outk);
+    return rc;
+}
+
+int ws_cli_output_names(const options *o, ws_cli_names *nm)
+{
+    int st;
+    char root_norm[8192];
+    if (o->root && norm_path(o->root, root_norm, sizeof root_norm)) {
+        ws_eprintf(PROG ": --root %s: path too long", o->root);
+        return 2;
+    }
+    char **outs = nm->outs = calloc((size_t)o->n_inputs, sizeof *outs);
+    const char **whys = nm->whys = calloc((size_t)o->n_inputs, sizeof *whys);
+    if (o->root) {
+        size_t cap = strlen(o->root) + 32;
+        if ((nm->not_under = malloc(cap)))
+            snprintf(nm->not_under, cap, "not under --root %s", o->root);
+    }
+    int oom = !outs || !whys || (o->root && !nm->not_under);
+    for (int i = 0; !oom && i < o->n_inputs; i++) {
+        if (o->root) { /* NULL: not under the root, that input fails */
+            outs[i] = tree_path(o->outdir, root_norm, o->inputs[i], &oom, &whys[i]);
+            if (!outs[i] && !whys[i])
+                whys[i] = nm->not_under;
+            continue;
+        }
+        size_t cap = (o->outdir ? strlen(o->outdir) : 0) + strlen(o->inputs[i]) + 16;
+        if (!(outs[i] = malloc(o->output ? strlen(o->output) + 1 : cap))) {
+            oom = 1;
+            break;
+        }
+        if (o->outdir)
+            outdir_path(o->outdir, o->inputs[i], outs[i], cap);
+        else
+            strcpy(outs[i], o->output);
+    }
+    if (oom) {
+        ws_eprintf(PROG ": out of memory for %d output names", o->n_inputs);
+        return 1;
+    }
+    if ((st = check_outputs(o, outs, 1)) >= 0)
+        return st;
+    if (o->tar_size) {
+        if ((st = tar_names(o, outs, &nm->members, &nm->shard_paths, whys)) != 0)
+            return st;
+        if ((st = check_outputs(o, outs, 0)) >= 0) /* the shards' paths */
+            return st;
+    }
+    return 0;
+}
+
+void ws_cli_names_free(const options *o, ws_cli_names *nm)
+{
+    for (int i = 0; nm->members && i < o->n_inputs; i++)
+        free(nm->members[i]);
+    free(nm->members);
+    for (int i = 0; nm->shard_paths && o->tar_size && i < (o->n_inputs + o->tar_size - 1) / o->tar_size; i++)
+        free(nm->shard_paths[i]);
+    free(nm->shard_paths);
+    free(nm->whys);
+    free(nm->not_under);
+    for (int i = 0; nm->outs && i < o->n_inputs; i++)
+        free(nm->outs[i]);
+    free(nm->outs);
+    memset(nm, 0, sizeof *nm);
+}
