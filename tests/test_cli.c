@@ -430,7 +430,8 @@ Test(cli, device_auto_falls_back_and_says_so_json_reports)
     mkmodel(dir, "m.gguf", "--n-mels 80 --d 32 --seed 2", model, sizeof model);
     snprintf(out, sizeof out, "%s/o.npy", dir);
     snprintf(js, sizeof js, "%s/r.json", dir);
-    snprintf(cmd, sizeof cmd, "%s -m %s %s -o %s --json %s --precision bf16", ws_bin(), model,
+    /* -v: without a driver the fallback is said only to the verbose (test_cli_names.c) */
+    snprintf(cmd, sizeof cmd, "%s -v -m %s %s -o %s --json %s --precision bf16", ws_bin(), model,
              test_sample("jfk.wav"), out, js);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
     size_t len;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cuda/gpu.h"
+#include "whisper/frontend.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -77,29 +78,6 @@ whisper_stem_params whisper_stem_default_params(void)
     return p;
 }
 
-typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } device_kind;
-
-static int parse_device(const char *s, device_kind *kind, int *ordinal)
-{
-    *ordinal = 0;
-    if (!s || !strcmp(s, "auto"))
-        *kind = DEV_AUTO;
-    else if (!strcmp(s, "cpu"))
-        *kind = DEV_CPU;
-    else if (!strcmp(s, "cuda"))
-        *kind = DEV_CUDA;
-    else if (!strncmp(s, "cuda:", 5) && s[5] >= '0' && s[5] <= '9') {
-        char *end;
-        long v = strtol(s + 5, &end, 10);
-        if (*end || v > 1023)
-            return -1;
-        *kind = DEV_CUDA;
-        *ordinal = (int)v;
-    } else
-        return -1;
-    return 0;
-}
-
 static ws_pad map_pad(int pad)
 {
     return pad == WHISPER_STEM_PAD_NONE ? WS_PAD_NONE
@@ -110,10 +88,10 @@ static ws_pad map_pad(int pad)
 /* Builds ctx from p; with g_plan_mu held. 0, or -1 with e. */
 static int build(whisper_stem *ctx, const whisper_stem_params *p, ws_err *e)
 {
-    device_kind kind;
+    ws_device_kind kind;
     int ordinal;
     ws_precision prec = WS_PREC_FP32;
-    if (parse_device(p->device, &kind, &ordinal))
+    if (ws_device_parse(p->device, &kind, &ordinal))
         return ws_errf(e, "params.device '%s': must be auto, cpu, cuda or cuda:N (N 0 .. 1023)",
                        p->device);
     if (p->precision && ws_precision_parse(p->precision, &prec))
@@ -141,29 +119,27 @@ static int build(whisper_stem *ctx, const whisper_stem_params *p, ws_err *e)
             return ws_errf(e, "params.n_mels %d, but the model %s takes %d mel bands", p->n_mels,
                            p->model, ctx->model.n_mels);
         ctx->n_mels = ctx->model.n_mels;
-        if (kind != DEV_CPU) {
-            ws_err ge = {{0}};
-            ctx->stem = ws_stem_new_gpu(&ctx->model, prec, ordinal, &ge);
-            if (ctx->stem) {
-                /* the launches the command's batches make: a window's bits do not depend
-                 * on the other windows of the call, and equal the command's */
-                ws_gpu_set_fixed(ws_stem_gpu(ctx->stem), 1);
-                ctx->on_gpu = 1;
-                snprintf(ctx->device, sizeof ctx->device, "cuda:%d", ordinal);
-            } else if (kind == DEV_CUDA) {
-                return ws_errf(e, "params.device '%s': %s", p->device, ge.msg);
-            }
+        ws_stem_choice sc;
+        ws_err ge = {{0}};
+        int rc = ws_frontend_stem(&ctx->model, kind, ordinal, prec, ctx->threads, &sc, &ge);
+        if (rc > 0)
+            return ws_errf(e, "params.device '%s': %s", p->device, ge.msg);
+        if (rc < 0)
+            return *e = ge, -1;
+        ctx->stem = sc.stem;
+        if (sc.on_gpu) {
+            /* the launches the command's batches make: a window's bits do not depend
+             * on the other windows of the call, and equal the command's */
+            ws_gpu_set_fixed(ws_stem_gpu(ctx->stem), 1);
+            ctx->on_gpu = 1;
+            snprintf(ctx->device, sizeof ctx->device, "cuda:%d", ordinal);
         }
-        if (!ctx->stem && !(ctx->stem = ws_stem_new_cpu(&ctx->model, ctx->threads, e)))
-            return -1;
     } else {
         ctx->n_mels = p->n_mels ? p->n_mels : 80;
-        if (kind == DEV_CUDA) { /* the log-Mel runs on the CPU; still, CUDA was asked for */
-            char name[160];
-            ws_err ge = {{0}};
-            if (ws_gpu_probe(ordinal, name, sizeof name, &ge))
-                return ws_errf(e, "params.device '%s': %s", p->device, ge.msg);
-        }
+        char name[160]; /* the log-Mel runs on the CPU; still, CUDA may have been asked for */
+        ws_err ge = {{0}};
+        if (ws_frontend_require_gpu(kind, ordinal, name, sizeof name, &ge))
+            return ws_errf(e, "params.device '%s': %s", p->device, ge.msg);
     }
     if (!(ctx->mel = ws_mel_new(ctx->n_mels, ctx->threads, e)))
         return -1;

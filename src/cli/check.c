@@ -11,12 +11,19 @@
 #include "mel/mel.h"
 #include "whisper/stem.h"
 
-/* --check: GPU vs CPU on random log-Mel-like input for the model's shape. */
+/* --check: GPU vs CPU on random log-Mel-like input for the model's shape. 0: every
+ * precision within its bound; 1: a mismatch or a GPU failure; WS_CLI_EXIT_NO_GPU: no
+ * usable GPU, nothing compared ("skipped"). */
 int ws_cli_run_check(const options *o, ws_model *m)
 {
     static const double bound[] = {1e-5, 2e-3, 1e-2, 1e-2}; /* SPEC.md rel L2, by precision */
     const int n_win = 2, T = WS_CHUNK_FRAMES, t_out = ws_stem_out_len(T);
     ws_err err;
+    char name[160];
+    if (ws_gpu_probe(o->gpu_ordinal, name, sizeof name, &err)) { /* no driver, no device */
+        printf("skipped: no usable GPU (%s); nothing to compare\n", err.msg);
+        return WS_CLI_EXIT_NO_GPU;
+    }
     ws_stem *cpu = ws_stem_new_cpu(m, o->threads, &err);
     if (!cpu) {
         ws_eprintf(PROG ": --check: %s", err.msg);

@@ -9,11 +9,12 @@
 #include "cuda/gpu.h"
 #include "mel/mel.h"
 #include "output.h"
+#include "whisper/frontend.h"
 #include "whisper/model.h"
 
 #define PROG "whisper-stem"
 
-typedef enum { DEV_AUTO, DEV_CPU, DEV_CUDA } device_choice;
+typedef ws_device_kind device_choice;
 
 typedef struct {
     const char *model_path, *output, *outdir, *json, *dump_ptx;
@@ -26,7 +27,7 @@ typedef struct {
     ws_pad pad;
     int pad_set;
     device_choice device;
-    device_choice mel_device; /* DEV_AUTO: where the stem runs */
+    device_choice mel_device; /* WS_DEVICE_AUTO: where the stem runs */
     int gpu_ordinal;
     ws_precision precision;
     ws_out_dtype out_dtype;
@@ -63,7 +64,9 @@ int ws_cli_output_names(const options *o, ws_cli_names *nm);
 void ws_cli_names_free(const options *o, ws_cli_names *nm);
 
 /* --check: the GPU against the CPU on random data, per precision (check.c). The exit
- * status. */
+ * status: 0 all pass, 1 a mismatch (or a GPU call failed), WS_CLI_EXIT_NO_GPU when no GPU
+ * is usable (no driver, no device): "skipped", nothing to compare. */
+#define WS_CLI_EXIT_NO_GPU 3
 int ws_cli_run_check(const options *o, ws_model *m);
 
 #endif

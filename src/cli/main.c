@@ -178,15 +178,15 @@ int main(int argc, char **argv)
 
     t0 = ws_now();
     const char *device_used = "cpu";
-    if (o.mel_device == DEV_CUDA && o.device == DEV_CPU) {
+    if (o.mel_device == WS_DEVICE_CUDA && o.device == WS_DEVICE_CPU) {
         ws_eprintf(PROG ": --mel-device cuda and --device cpu exclude each other");
         status = 2;
         goto out;
     }
-    if (o.mel_only && o.device == DEV_CUDA && o.mel_device == DEV_CPU) {
+    if (o.mel_only && o.device == WS_DEVICE_CUDA && o.mel_device == WS_DEVICE_CPU) {
         /* the log-Mel runs on the CPU; still, the user asked for CUDA */
         char name[160];
-        if (ws_gpu_probe(o.gpu_ordinal, name, sizeof name, &err)) {
+        if (ws_frontend_require_gpu(o.device, o.gpu_ordinal, name, sizeof name, &err)) {
             ws_eprintf(PROG ": --device cuda: %s", err.msg);
             status = 1;
             goto out;
@@ -195,29 +195,22 @@ int main(int argc, char **argv)
             ws_eprintf(PROG ": GPU %s present; --mel computes on the CPU", name);
     }
     if (!o.mel_only) {
-        if (o.device != DEV_CPU) {
-            r.stem = ws_stem_new_gpu(&model, o.precision, o.gpu_ordinal, &err);
-            r.on_gpu = r.stem != NULL;
-            if (r.on_gpu) {
-                device_used = "cuda";
-            } else if (o.device == DEV_CUDA) {
-                ws_eprintf(PROG ": --device cuda: %s", err.msg);
-                status = 1;
-                goto out;
-            } else if (!o.quiet) {
-                ws_eprintf(PROG ": no usable GPU (%s); running on the CPU", err.msg);
-            }
+        ws_stem_choice sc;
+        st = ws_frontend_stem(&model, o.device, o.gpu_ordinal, o.precision, o.threads, &sc, &err);
+        if (st) {
+            ws_eprintf(PROG ": %s%s", st > 0 ? "--device cuda: " : "", err.msg);
+            status = 1;
+            goto out;
         }
-        if (!r.on_gpu) {
-            if (o.precision != WS_PREC_FP32 && !o.quiet)
-                ws_eprintf(PROG ": --precision %s applies to the GPU; the CPU computes in fp32",
-                        ws_precision_name(o.precision));
-            if (!(r.stem = ws_stem_new_cpu(&model, o.threads, &err))) {
-                ws_eprintf(PROG ": %s", err.msg);
-                status = 1;
-                goto out;
-            }
-        }
+        r.stem = sc.stem;
+        r.on_gpu = sc.on_gpu;
+        if (r.on_gpu)
+            device_used = "cuda";
+        if (!o.quiet && (sc.fallback == WS_NOTE_SHOW || (sc.fallback && o.verbose)))
+            ws_eprintf(PROG ": %s", sc.fallback_note);
+        if (sc.precision_note && !o.quiet)
+            ws_eprintf(PROG ": --precision %s applies to the GPU; the CPU computes in fp32",
+                    ws_precision_name(o.precision));
         r.model = &model;
     }
     if (!(mel = ws_mel_new(n_mels, o.threads, &err))) {
@@ -226,9 +219,9 @@ int main(int argc, char **argv)
         goto out;
     }
     r.max_memory = o.max_memory ? o.max_memory : ws_default_max_memory();
-    if (r.on_gpu || (o.mel_only && o.device != DEV_CPU && o.mel_device != DEV_CPU)) {
+    if (r.on_gpu || (o.mel_only && o.device != WS_DEVICE_CPU && o.mel_device != WS_DEVICE_CPU)) {
         /* the GPU path: inputs in batches of many, the log-Mel there too unless told */
-        const int mel_gpu = o.mel_device != DEV_CPU;
+        const int mel_gpu = o.mel_device != WS_DEVICE_CPU;
         ws_gpu_batch_opts bo = {.mel_on_gpu = mel_gpu, .stem = r.on_gpu, .add_pos = o.pos,
                                 .out_f16 = o.out_dtype == WS_OUT_F16, .n_mels = n_mels,
                                 .filters = ws_mel_filters(mel), .slots = 3};
@@ -242,7 +235,7 @@ int main(int argc, char **argv)
                                        &err);
         if (r.on_gpu) /* inputs too long for a batch get the bits they would get in one */
             ws_gpu_set_fixed(ws_stem_gpu(r.stem), 1);
-        if (!r.batcher && (r.on_gpu || o.device == DEV_CUDA || o.mel_device == DEV_CUDA)) {
+        if (!r.batcher && (r.on_gpu || o.device == WS_DEVICE_CUDA || o.mel_device == WS_DEVICE_CUDA)) {
             ws_eprintf(PROG ": --device cuda: %s", err.msg);
             status = 1;
             goto out;
@@ -251,7 +244,7 @@ int main(int argc, char **argv)
             r.mel_on_gpu = mel_gpu;
             device_used = "cuda";
         }
-    } else if (o.mel_device == DEV_CUDA) {
+    } else if (o.mel_device == WS_DEVICE_CUDA) {
         ws_eprintf(PROG ": --mel-device cuda needs a GPU for the stem (--device cuda)");
         status = 1;
         goto out;

@@ -52,7 +52,9 @@ static const opt_def OPTS[] = {
      "bound on the audio data held at once, e.g. 512M, 8G (default: 4G or half the RAM)"},
     {"json", OPT_JSON, 1, "FILE", "write a report: inputs, shapes, device, timings"},
     {"dump-ptx", OPT_DUMP_PTX, 1, "DIR", "write the PTX kernels for the model's shape and exit"},
-    {"check", OPT_CHECK, 0, NULL, "compare GPU and CPU on random data, per precision, and exit"},
+    {"check", OPT_CHECK, 0, NULL,
+     "compare GPU and CPU on random data, per precision, and exit (1: a mismatch; 3: no usable "
+     "GPU, skipped)"},
     {"progress", OPT_PROGRESS, 1, "SECONDS", "a progress line every SECONDS (on a terminal: redrawn; default: none)"},
     {"quiet", 'q', 0, NULL, "print errors only"},
     {"verbose", 'v', 0, NULL, "report the model, device and per-input timings on stderr"},
@@ -80,7 +82,8 @@ static void usage(FILE *f)
     fprintf(f, "\noptions without an argument are off unless given; those with one have the\n"
                "default in parentheses, or none (unset) when none is shown.\n");
     fprintf(f, "\nexit status: 0 every input written (or skipped), 1 some failed, 2 usage error,\n"
-               "128 + N stopped by signal N (130 SIGINT, 143 SIGTERM)\n");
+               "3 --check with no usable GPU (nothing compared), 128 + N stopped by signal N\n"
+               "(130 SIGINT, 143 SIGTERM)\n");
 }
 
 int ws_cli_usage_error(const char *fmt, const char *a)
@@ -143,8 +146,8 @@ int ws_cli_parse_args(int argc, char **argv, options *o)
     lopts[N_OPTS] = (struct option){0, 0, 0, 0};
     shorts[ns] = 0;
     memset(o, 0, sizeof *o);
-    o->device = DEV_AUTO;
-    o->mel_device = DEV_AUTO;
+    o->device = WS_DEVICE_AUTO;
+    o->mel_device = WS_DEVICE_AUTO;
     o->precision = WS_PREC_FP32;
     o->threads = ws_ncpu();
     opterr = 0;
@@ -220,22 +223,14 @@ int ws_cli_parse_args(int argc, char **argv, options *o)
             break;
         case OPT_POS: o->pos = 1; break;
         case OPT_DEVICE:
-            if (strcmp(optarg, "auto") == 0)
-                o->device = DEV_AUTO;
-            else if (strcmp(optarg, "cpu") == 0)
-                o->device = DEV_CPU;
-            else if (strcmp(optarg, "cuda") == 0)
-                o->device = DEV_CUDA;
-            else if (strncmp(optarg, "cuda:", 5) == 0 && !parse_int(optarg + 5, 0, 1023, &o->gpu_ordinal))
-                o->device = DEV_CUDA;
-            else
+            if (ws_device_parse(optarg, &o->device, &o->gpu_ordinal))
                 return ws_cli_usage_error("--device must be auto, cpu, cuda or cuda:N, not '%s'", optarg);
             break;
         case OPT_MEL_DEVICE:
             if (strcmp(optarg, "cpu") == 0)
-                o->mel_device = DEV_CPU;
+                o->mel_device = WS_DEVICE_CPU;
             else if (strcmp(optarg, "cuda") == 0)
-                o->mel_device = DEV_CUDA;
+                o->mel_device = WS_DEVICE_CUDA;
             else
                 return ws_cli_usage_error("--mel-device must be cpu or cuda, not '%s'", optarg);
             break;

@@ -45,14 +45,26 @@ static void *sym2(void *lib, const char *a, const char *b)
     return p;
 }
 
+/* WHISPER_STEM_LIBCUDA names another driver library (a non-standard
+ * install, or a path that does not exist to test the CPU fallback). */
+static const char *driver_name(void)
+{
+    const char *name = getenv("WHISPER_STEM_LIBCUDA");
+    return name && *name ? name : "libcuda.so.1";
+}
+
+int ws_cu_driver_present(void)
+{
+    void *lib = dlopen(driver_name(), RTLD_LAZY | RTLD_LOCAL);
+    if (lib)
+        dlclose(lib);
+    return lib != NULL;
+}
+
 int ws_cu_open(ws_cu *cu, ws_err *err)
 {
     memset(cu, 0, sizeof *cu);
-    /* WHISPER_STEM_LIBCUDA names another driver library (a non-standard
-     * install, or a path that does not exist to test the CPU fallback). */
-    const char *name = getenv("WHISPER_STEM_LIBCUDA");
-    if (!name || !*name)
-        name = "libcuda.so.1";
+    const char *name = driver_name();
     cu->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!cu->lib) {
         const char *why = dlerror();

@@ -64,6 +64,10 @@ int ws_cu_open(ws_cu *cu, ws_err *err);
 /* dlclose; NULL-safe and idempotent. */
 void ws_cu_close(ws_cu *cu);
 
+/* 1 when the driver library (libcuda.so.1, or $WHISPER_STEM_LIBCUDA) loads, whether or
+ * not a device works: tells "no driver installed" from "a driver, but no usable GPU". */
+int ws_cu_driver_present(void);
+
 /* Formats a failed call into err (name and string of r, call text,
  * file:line) and returns -1. */
 int ws_cu_fail(const ws_cu *cu, wscu_result r, const char *call, const char *file, int line,
