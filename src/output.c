@@ -216,6 +216,66 @@ static char *resolve_links(const char *path)
     return NULL;
 }
 
+int ws_path_links_trusted(const char *path, ws_err *err)
+{
+    char *cur = strdup(path);
+    int budget = 40; /* links followed, as the kernel's MAXSYMLINKS */
+    size_t i = 1;
+    while (cur) {
+        size_t n = strlen(cur);
+        for (; i <= n; i++) { /* each leading part of cur, the whole last */
+            if ((i < n && cur[i] != '/') || cur[i - 1] == '/')
+                continue;
+            char c = cur[i];
+            cur[i] = '\0';
+            struct stat st;
+            const int r = lstat(cur, &st);
+            if (r != 0 || !S_ISLNK(st.st_mode)) {
+                cur[i] = c;
+                if (r != 0) /* nothing below it exists yet, so no link */
+                    i = n;
+                continue;
+            }
+            if (!link_is_trusted(cur, &st)) {
+                if (strcmp(cur, path))
+                    ws_errf(err, "%s: refusing to follow %s, a symbolic link that another user "
+                                 "owns in a sticky world-writable directory", path, cur);
+                else
+                    ws_errf(err, "%s: refusing to follow a symbolic link that another user owns "
+                                 "in a sticky world-writable directory", path);
+                free(cur);
+                return -1;
+            }
+            char link[PATH_MAX];
+            ssize_t k = readlink(cur, link, sizeof link - 1);
+            if (k < 0 || --budget < 0) { /* gone meanwhile, or a loop: the open says so */
+                free(cur);
+                return 0;
+            }
+            link[k] = '\0';
+            char *to = join_link(cur, link);
+            cur[i] = c;
+            size_t tl = to ? strlen(to) : 0, rl = strlen(cur + i);
+            char *next = to ? malloc(tl + rl + 1) : NULL;
+            if (next) {
+                memcpy(next, to, tl);
+                memcpy(next + tl, cur + i, rl + 1);
+            }
+            free(to);
+            free(cur);
+            cur = next; /* the link's target and the rest: checked from its start */
+            i = 1;
+            break;
+        }
+        if (cur && i > n)
+            break;
+    }
+    if (!cur)
+        return ws_errf(err, "%s: out of memory", path);
+    free(cur);
+    return 0;
+}
+
 /* O_TMPFILE needs /proc/self/fd to be named later (linkat). Setting
  * WHISPER_STEM_NO_TMPFILE (tests) takes the named-temporary path as on a
  * file system without O_TMPFILE. */
@@ -262,6 +322,9 @@ ws_out *ws_out_open(const char *path, ws_err *err)
         ws_errf(err, "empty output file name");
         goto fail;
     }
+    /* before anything is opened: a planted link could name a device or FIFO */
+    if (ws_path_links_trusted(path, err))
+        goto fail;
     struct stat st;
     if (stat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode)) {
@@ -559,6 +622,8 @@ int ws_mkdir_parents(const char *path, ws_err *err)
 {
     char dir[4096];
     ws_dirname(path, dir, sizeof dir);
+    if (ws_path_links_trusted(dir, err))
+        return -1;
     struct stat st;
     if (stat(dir, &st) == 0)
         return S_ISDIR(st.st_mode) ? 0 : ws_errf(err, "%s: not a directory", dir);

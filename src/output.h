@@ -92,6 +92,14 @@ size_t ws_npy_header_dtype(char *buf, size_t cap, const int64_t *shape, int ndim
  * 0, or -1 with err naming the directory. */
 int ws_mkdir_parents(const char *path, ws_err *err);
 
+/* The trust rule for symbolic links (the kernel's fs.protected_symlinks, applied whatever
+ * the sysctl says): a link in a sticky world-writable directory (/tmp) is followed only
+ * when we or the directory's owner own it. Checks every link on path (its directories,
+ * its last name, and the links their targets pass through) without opening anything.
+ * 0, or -1 with err naming the path and the refused link. ws_out_open and
+ * ws_mkdir_parents apply it first. */
+int ws_path_links_trusted(const char *path, ws_err *err);
+
 /* Writes len bytes to path as above (ws_out_open, write, commit). */
 int ws_write_file_atomic(const char *path, const void *data, size_t len, ws_err *err);
 

@@ -1,5 +1,5 @@
-/* test_cli_names.c - whisper-stem's devices, end to end: --check without a GPU and the
- * CPU-fallback note.
+/* test_cli_names.c - whisper-stem end to end: the link trust rule for the paths written,
+ * --check without a GPU and the CPU-fallback note.
  * Each test works in a fresh temporary directory and runs the binary through the shell.
  */
 #include <criterion/criterion.h>
@@ -27,6 +27,47 @@ static void put_audio(const char *path, int format)
     sf_close(f);
 }
 #define WAV (SF_FORMAT_WAV | SF_FORMAT_PCM_16)
+
+/* ---- the link trust rule for every path written ----------------------------------- */
+
+/* dir/tmp: sticky and world-writable, as /tmp. */
+static void sticky_dir(const char *dir, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/tmp", dir);
+    cr_assert_eq(mkdir(out, 0777), 0);
+    cr_assert_eq(chmod(out, 01777), 0);
+}
+
+/* A link at `at` to `to`, owned by nobody. */
+static void plant(const char *to, const char *at)
+{
+    cr_assert_eq(symlink(to, at), 0, "symlink %s", at);
+    cr_assert_eq(lchown(at, 65534, 65534), 0);
+}
+
+Test(cli, planted_link_to_a_device_or_fifo_is_not_opened)
+{
+    if (geteuid() != 0)
+        cr_skip_test("needs root to plant a link owned by another user");
+    const char *dir = test_tmpdir();
+    char sticky[1024], link_[1200], fifo[1024], cmd[8192], err[4096];
+    sticky_dir(dir, sticky, sizeof sticky);
+    snprintf(link_, sizeof link_, "%s/dev.npy", sticky);
+    plant("/dev/null", link_);
+    snprintf(cmd, sizeof cmd, "timeout 60 %s --mel %s -o %s", ws_bin(), test_sample("jfk.wav"),
+             link_);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    cr_assert(strstr(err, "refusing to follow a symbolic link"), "%s", err);
+    /* a FIFO: opening it would wait for a reader (before: the run hung) */
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    cr_assert_eq(mkfifo(fifo, 0666), 0);
+    snprintf(link_, sizeof link_, "%s/fifo.npy", sticky);
+    plant(fifo, link_);
+    snprintf(cmd, sizeof cmd, "timeout 60 %s --mel %s -o %s", ws_bin(), test_sample("jfk.wav"),
+             link_);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    cr_assert(strstr(err, "refusing to follow a symbolic link"), "%s", err);
+}
 
 /* ---- --check and the CPU-fallback note ------------------------------------------- */
 
