@@ -33,8 +33,11 @@ typedef struct {
     ws_out_dtype out_dtype;
     char **args;          /* the positional inputs */
     int n_args;
-    char **inputs;        /* positional, then --list, after --shard (malloc'd strings) */
+    char **inputs;        /* positional, then --list, duplicates dropped; after
+                           * ws_cli_output_names, only --shard's part (malloc'd strings) */
     int n_inputs;
+    int n_listed;         /* the inputs of the whole list, before --shard selects */
+    int keep_ext;         /* --keep-ext: x.wav -> x.wav.npy */
 } options;
 
 /* Parses argv into o (options.c). Returns -1 to go on, else the exit status (--help and
@@ -58,10 +61,15 @@ typedef struct {
     char *not_under;     /* the text of whys[i] for inputs outside --root */
 } ws_cli_names;
 
-/* Names every input's output and checks them all before anything runs (names.c). 0, or
- * the exit status (2: a usage error such as two inputs writing one file). */
-int ws_cli_output_names(const options *o, ws_cli_names *nm);
+/* Names every input's output and checks them all before anything runs: clashes over the
+ * whole list, then --shard selects its part of o->inputs (names.c). 0, or the exit
+ * status (2: a usage error such as two inputs writing one file). */
+int ws_cli_output_names(options *o, ws_cli_names *nm);
 void ws_cli_names_free(const options *o, ws_cli_names *nm);
+
+/* -O DIR: creates DIR and its missing parents (links on the way checked). 0, or the exit
+ * status (said on stderr). */
+int ws_cli_make_outdir(const options *o);
 
 /* --check: the GPU against the CPU on random data, per precision (check.c). The exit
  * status: 0 all pass, 1 a mismatch (or a GPU call failed), WS_CLI_EXIT_NO_GPU when no GPU

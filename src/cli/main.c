@@ -109,7 +109,8 @@ int main(int argc, char **argv)
         if ((status = ws_cli_gather_inputs(&o)) != 0 || o.n_inputs == 0)
             goto out;
     }
-    if (o.n_inputs && (status = ws_cli_output_names(&o, &nm)) != 0) /* a usage error costs no model load */
+    if (o.n_inputs && /* the names first: a usage error costs no model load */
+        ((status = ws_cli_output_names(&o, &nm)) != 0 || o.n_inputs == 0))
         goto out;
 
     double t0 = ws_now();
@@ -168,13 +169,8 @@ int main(int argc, char **argv)
         status = 2;
         goto out;
     }
-    if (o.outdir) {
-        if (mkdir(o.outdir, 0755) && errno != EEXIST) {
-            ws_eprintf(PROG ": -O %s: cannot create the directory: %s", o.outdir, strerror(errno));
-            status = 1;
-            goto out;
-        }
-    }
+    if (o.outdir && (status = ws_cli_make_outdir(&o)) != 0)
+        goto out;
 
     t0 = ws_now();
     const char *device_used = "cpu";
@@ -313,6 +309,11 @@ int main(int argc, char **argv)
     r.root = o.root;
     r.manifest = o.manifest;
     r.manifest_fd = -1;
+    if (o.manifest && ws_path_links_trusted(o.manifest, &err)) {
+        ws_eprintf(PROG ": --manifest %s", err.msg);
+        status = 1;
+        goto out;
+    }
     if (o.manifest &&
         (r.manifest_fd = open(o.manifest, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666)) < 0) {
         ws_eprintf(PROG ": --manifest %s: %s", o.manifest, strerror(errno));

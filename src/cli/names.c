@@ -16,86 +16,143 @@
 #include "strmap.h"
 #include "tar.h"
 
-/* Appends path (copied) to o->inputs when its list position is in this shard. */
-static int add_input(options *o, long long *pos, size_t *cap, const char *path, size_t len)
+/* A line of --list holds at most this many bytes (a path, PATH_MAX is 4096): a longer one
+ * means the file is no list (a binary file, /dev/zero), said at once. */
+#define LIST_LINE_MAX 65536
+/* The paths of the whole list are held at most to this many bytes, or --max-memory's
+ * when larger. */
+#define LIST_BYTES_MAX ((size_t)4 << 30)
+
+typedef struct {
+    options *o;
+    ws_strmap *seen; /* every path kept: exact duplicates are dropped */
+    size_t cap, bytes, max_bytes;
+    long long dups;
+} gather;
+
+/* Appends path (copied) to o->inputs unless it is there already. 0, or the exit status. */
+static int add_input(gather *g, const char *path, size_t len)
 {
-    const long long p = (*pos)++;
-    if (o->shard_n && p % o->shard_n != o->shard_i)
+    options *o = g->o;
+    int r = ws_strmap_put(g->seen, path, len, 0, NULL);
+    if (r < 0)
+        return ws_eprintf(PROG ": out of memory for the input list"), 1;
+    if (r == 1) {
+        g->dups++;
         return 0;
+    }
     if (o->n_inputs == INT_MAX - 1)
-        return ws_eprintf(PROG ": more than %d inputs", INT_MAX - 1), -1;
-    if ((size_t)o->n_inputs == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
+        return ws_eprintf(PROG ": more than %d inputs", INT_MAX - 1), 2;
+    g->bytes += len + 1 + sizeof(char *);
+    if (g->bytes > g->max_bytes)
+        return ws_eprintf(PROG ": the input list passes %zu MiB of paths (at least that much "
+                          "memory, --max-memory)", g->max_bytes >> 20), 2;
+    if ((size_t)o->n_inputs == g->cap) {
+        size_t nc = g->cap ? g->cap * 2 : 64;
         char **t = realloc(o->inputs, nc * sizeof *t);
         if (!t)
-            return ws_eprintf(PROG ": out of memory for the input list"), -1;
+            return ws_eprintf(PROG ": out of memory for the input list"), 1;
         o->inputs = t;
-        *cap = nc;
+        g->cap = nc;
     }
     char *s = malloc(len + 1);
     if (!s)
-        return ws_eprintf(PROG ": out of memory for the input list"), -1;
+        return ws_eprintf(PROG ": out of memory for the input list"), 1;
     memcpy(s, path, len);
     s[len] = 0;
     o->inputs[o->n_inputs++] = s;
     return 0;
 }
 
+/* One line of f into buf (cap bytes) with its newline: its length, 0 at the end, or
+ * cap + 1 when no newline comes within cap bytes (the rest is not read). */
+static size_t read_line(FILE *f, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int c;
+    while ((c = getc_unlocked(f)) != EOF) {
+        if (n == cap)
+            return cap + 1;
+        buf[n++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    return n;
+}
+
+static int read_list(gather *g)
+{
+    options *o = g->o;
+    FILE *f = strcmp(o->list, "-") ? fopen(o->list, "r") : stdin;
+    if (!f) {
+        ws_eprintf(PROG ": --list %s: %s", o->list, strerror(errno));
+        return 1;
+    }
+    const size_t cap = LIST_LINE_MAX + 2; /* the path, CR, LF */
+    char *line = malloc(cap);
+    long long lineno = 0;
+    size_t n;
+    int rc = line ? 0 : (ws_eprintf(PROG ": out of memory for the input list"), 1);
+    while (!rc && (n = read_line(f, line, cap)) > 0) {
+        lineno++;
+        size_t len = n;
+        if (len <= cap && line[len - 1] == '\n')
+            len--;
+        if (len <= cap && len && line[len - 1] == '\r')
+            len--;
+        if (len > LIST_LINE_MAX) {
+            ws_eprintf(PROG ": --list %s: line %lld is longer than %d bytes (a list holds one "
+                       "path a line)", o->list, lineno, LIST_LINE_MAX);
+            rc = 2;
+            break;
+        }
+        if (len == 0 || line[0] == '#')
+            continue;
+        if (memchr(line, 0, len)) {
+            ws_eprintf(PROG ": --list %s: line %lld holds a NUL byte", o->list, lineno);
+            rc = 2;
+            break;
+        }
+        if (f == stdin && len == 1 && line[0] == '-') {
+            ws_eprintf(PROG ": --list -: line %lld is '-', but standard input is the list",
+                       lineno);
+            rc = 2;
+            break;
+        }
+        rc = add_input(g, line, len);
+    }
+    if (!rc && ferror(f)) {
+        ws_eprintf(PROG ": --list %s: %s", o->list, strerror(errno));
+        rc = 1;
+    }
+    free(line);
+    if (f != stdin)
+        fclose(f);
+    return rc;
+}
+
 /* The inputs: the positional ones, then --list's lines (blank lines and lines starting
- * with '#' skipped, a trailing CR dropped); --shard keeps every shard_n-th. 0, or the exit
- * status. */
+ * with '#' skipped, a trailing CR dropped), exact duplicates dropped (one warning), the
+ * whole list: --shard selects later (ws_cli_output_names), once every name is checked.
+ * 0, or the exit status. */
 int ws_cli_gather_inputs(options *o)
 {
-    long long pos = 0;
-    size_t cap = 0;
-    for (int i = 0; i < o->n_args; i++)
-        if (add_input(o, &pos, &cap, o->args[i], strlen(o->args[i])))
-            return 1;
-    if (o->list) {
-        FILE *f = strcmp(o->list, "-") ? fopen(o->list, "r") : stdin;
-        if (!f) {
-            ws_eprintf(PROG ": --list %s: %s", o->list, strerror(errno));
-            return 1;
-        }
-        char *line = NULL;
-        size_t lcap = 0;
-        ssize_t n;
-        long long lineno = 0;
-        int rc = 0;
-        while (!rc && (n = getline(&line, &lcap, f)) >= 0) {
-            lineno++;
-            size_t len = (size_t)n;
-            if (len && line[len - 1] == '\n')
-                len--;
-            if (len && line[len - 1] == '\r')
-                len--;
-            if (len == 0 || line[0] == '#')
-                continue;
-            if (memchr(line, 0, len)) {
-                ws_eprintf(PROG ": --list %s: line %lld holds a NUL byte", o->list, lineno);
-                rc = 2;
-                break;
-            }
-            if (f == stdin && len == 1 && line[0] == '-') {
-                ws_eprintf(PROG ": --list -: line %lld is '-', but standard input is the list",
-                           lineno);
-                rc = 2;
-                break;
-            }
-            if (add_input(o, &pos, &cap, line, len))
-                rc = 1;
-        }
-        if (!rc && ferror(f)) {
-            ws_eprintf(PROG ": --list %s: %s", o->list, strerror(errno));
-            rc = 1;
-        }
-        free(line);
-        if (f != stdin)
-            fclose(f);
-        if (rc)
-            return rc;
-    }
-    return 0; /* an empty list (or shard) is a run with nothing to do */
+    gather g = {.o = o, .seen = ws_strmap_new(), .max_bytes = LIST_BYTES_MAX};
+    if (o->max_memory > g.max_bytes)
+        g.max_bytes = o->max_memory;
+    if (!g.seen)
+        return ws_eprintf(PROG ": out of memory for the input list"), 1;
+    int rc = 0;
+    for (int i = 0; !rc && i < o->n_args; i++)
+        rc = add_input(&g, o->args[i], strlen(o->args[i]));
+    if (!rc && o->list)
+        rc = read_list(&g);
+    ws_strmap_free(g.seen);
+    if (!rc && g.dups && !o->quiet)
+        ws_eprintf(PROG ": %lld duplicate input%s dropped (each input is done once)", g.dups,
+                   g.dups == 1 ? "" : "s");
+    o->n_listed = o->n_inputs;
+    return rc; /* an empty list (or shard) is a run with nothing to do */
 }
 
 /* path made absolute (the working directory in front) and normalised as text: "." and
@@ -201,10 +258,30 @@ static int tar_names(const options *o, char **outs, char ***members, char ***sha
     return 0;
 }
 
+/* The part of in (normalised) under the directory whose resolved path is root_real: the
+ * rest after the shortest leading directory of in that resolves to it, as in names it
+ * (so /data/a/b.wav under --root /mnt/data, /data being a link to it, is a/b.wav), or
+ * NULL. */
+static const char *under_resolved(const char *in, const char *root_real)
+{
+    char prefix[8192], real[PATH_MAX];
+    for (const char *p = strchr(in + 1, '/'); p; p = strchr(p + 1, '/')) {
+        size_t k = (size_t)(p - in);
+        memcpy(prefix, in, k);
+        prefix[k] = 0;
+        if (realpath(prefix, real) && !strcmp(real, root_real))
+            return p + 1;
+    }
+    return NULL;
+}
+
 /* -O OUT --root ROOT: OUT/<input's path under ROOT, extension dropped>.npy, or NULL
- * (malloc'd) when the input is not under ROOT (that input then fails). *oom on failure. */
-static char *tree_path(const char *outdir, const char *root_norm, const char *input, int *oom,
-                       const char **why)
+ * (malloc'd) when the input is not under ROOT (that input then fails). Under ROOT: by the
+ * paths as written (normalised, links not followed), else by the directories they
+ * resolve to (root_real: ROOT resolved, NULL when it does not resolve). *oom on
+ * failure. */
+static char *tree_path(const char *outdir, const char *root_norm, const char *root_real,
+                       const char *input, int keep_ext, int *oom, const char **why)
 {
     char in[8192];
     *why = "standard input has no path under --root";
@@ -220,11 +297,11 @@ static char *tree_path(const char *outdir, const char *root_norm, const char *in
         rel = in + 1;
     else if (!strncmp(in, root_norm, rl) && in[rl] == '/')
         rel = in + rl + 1;
-    else
+    else if (!root_real || !(rel = under_resolved(in, root_real)))
         return NULL;
     const char *base = strrchr(rel, '/');
     base = base ? base + 1 : rel;
-    const char *dot = strrchr(base, '.');
+    const char *dot = keep_ext ? NULL : strrchr(base, '.');
     size_t len = dot && dot != base ? (size_t)(dot - rel) : strlen(rel);
     size_t cap = strlen(outdir) + len + 8;
     char *out = malloc(cap);
@@ -236,14 +313,14 @@ static char *tree_path(const char *outdir, const char *root_norm, const char *in
     return out;
 }
 
-/* "DIR/<basename without extension>.npy"; "-" is named "stdin". */
-static void outdir_path(const char *dir, const char *input, char *buf, size_t cap)
+/* "DIR/<basename without extension>.npy" (with it: keep_ext); "-" is named "stdin". */
+static void outdir_path(const char *dir, const char *input, int keep_ext, char *buf, size_t cap)
 {
     const char *base = strcmp(input, "-") == 0 ? "stdin" : input;
     const char *slash = strrchr(base, '/');
     if (slash)
         base = slash + 1;
-    const char *dot = strrchr(base, '.');
+    const char *dot = keep_ext ? NULL : strrchr(base, '.');
     int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
     snprintf(buf, cap, "%s/%.*s.npy", dir, len, base);
 }
@@ -269,28 +346,20 @@ static void file_key(const char *path, char *key, size_t cap)
         snprintf(key, cap, "p%s", path);
 }
 
-/* Output names, checked before anything runs: no two inputs write one file
- * (-O flattens directories), no output is an input, --json is none of them.
- * Near-linear in the number of inputs (hash maps). Returns -1 to go on, else
- * the exit status (2: usage error). */
-static int check_outputs(const options *o, char *const *outs, int clash)
+/* Output names, checked before anything runs: no output is an input, --json and
+ * --manifest are none of them. Near-linear in the number of inputs (hash maps). Returns
+ * -1 to go on, else the exit status (2: usage error). */
+static int check_outputs(const options *o, char *const *outs)
 {
     int rc = -1;
     char key[8192];
-    ws_strmap *names = ws_strmap_new(), *ins = ws_strmap_new(), *outk = ws_strmap_new();
-    if (!names || !ins || !outk) {
+    ws_strmap *ins = ws_strmap_new(), *outk = ws_strmap_new();
+    if (!ins || !outk) {
         ws_eprintf(PROG ": out of memory");
         rc = 1;
         goto done;
     }
     for (int i = 0; i < o->n_inputs && rc < 0; i++) {
-        size_t prev;
-        if (clash && o->outdir && outs[i] &&
-            ws_strmap_put(names, outs[i], strlen(outs[i]), (size_t)i, &prev) == 1) {
-            ws_eprintf(PROG ": inputs '%s' and '%s' would both write %s", o->inputs[prev],
-                       o->inputs[i], outs[i]);
-            rc = 2;
-        }
         struct stat st;
         if (strcmp(o->inputs[i], "-") && stat(o->inputs[i], &st) == 0 && S_ISREG(st.st_mode)) {
             file_key(o->inputs[i], key, sizeof key);
@@ -338,20 +407,103 @@ static int check_outputs(const options *o, char *const *outs, int clash)
         }
     }
 done:
-    ws_strmap_free(names);
     ws_strmap_free(ins);
     ws_strmap_free(outk);
     return rc;
 }
 
-int ws_cli_output_names(const options *o, ws_cli_names *nm)
+/* -O: no two inputs of the whole list write one file (-O flattens directories; without
+ * --keep-ext, x.wav and x.flac are both x.npy). Every clash is found in one pass and the
+ * first MAX_CLASHES shown. -1 to go on, else the exit status. */
+#define MAX_CLASHES 10
+static int report_clashes(const options *o, char *const *outs)
+{
+    ws_strmap *names = ws_strmap_new();
+    if (!names)
+        return ws_eprintf(PROG ": out of memory"), 1;
+    long long clashes = 0;
+    for (int i = 0; i < o->n_inputs; i++) {
+        size_t prev;
+        int r = outs[i] ? ws_strmap_put(names, outs[i], strlen(outs[i]), (size_t)i, &prev) : 0;
+        if (r < 0) {
+            ws_strmap_free(names);
+            return ws_eprintf(PROG ": out of memory"), 1;
+        }
+        if (r == 1 && ++clashes <= MAX_CLASHES)
+            ws_eprintf(PROG ": inputs '%s' and '%s' would both write %s", o->inputs[prev],
+                       o->inputs[i], outs[i]);
+    }
+    ws_strmap_free(names);
+    if (!clashes)
+        return -1;
+    ws_eprintf(PROG ": %lld clash%s in all; %s", clashes, clashes == 1 ? "" : "es",
+               !o->keep_ext ? "--keep-ext names outputs with their extensions"
+               : !o->root   ? "--root DIR keeps the inputs' directories under -O"
+                            : "two list lines name one file");
+    return 2;
+}
+
+/* --shard I/N: keeps the inputs at list positions I, I+N, ... (with their names). */
+static void select_shard(options *o, char **outs, const char **whys)
+{
+    int k = 0;
+    for (int i = 0; i < o->n_inputs; i++) {
+        if (i % o->shard_n == o->shard_i) {
+            o->inputs[k] = o->inputs[i];
+            outs[k] = outs[i];
+            whys[k] = whys[i];
+            k++;
+        } else {
+            free(o->inputs[i]);
+            free(outs[i]);
+        }
+    }
+    o->n_inputs = k;
+}
+
+/* -o, -O, --manifest and --json: no link on their paths that the trust rule refuses
+ * (output.h), before anything is opened or read. 0, or the exit status. */
+static int check_links(const options *o)
+{
+    const char *paths[4][2] = {{"-o", o->output}, {"-O", o->outdir}, {"--manifest", o->manifest},
+                               {"--json", o->json}};
+    for (int i = 0; i < 4; i++) {
+        ws_err err;
+        if (paths[i][1] && strcmp(paths[i][1], "-") && ws_path_links_trusted(paths[i][1], &err)) {
+            ws_eprintf(PROG ": %s %s", paths[i][0], err.msg);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int ws_cli_make_outdir(const options *o)
+{
+    ws_err err;
+    size_t k = strlen(o->outdir);
+    char *p = malloc(k + 3);
+    if (p)
+        snprintf(p, k + 3, "%s/.", o->outdir); /* the parents of DIR/. : DIR and above */
+    const int oom = !p, bad = oom || ws_mkdir_parents(p, &err);
+    free(p);
+    if (bad) {
+        ws_eprintf(PROG ": -O %s: %s", o->outdir, oom ? "out of memory" : err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+int ws_cli_output_names(options *o, ws_cli_names *nm)
 {
     int st;
-    char root_norm[8192];
+    if ((st = check_links(o)) != 0)
+        return st;
+    char root_norm[8192], root_real[PATH_MAX];
     if (o->root && norm_path(o->root, root_norm, sizeof root_norm)) {
         ws_eprintf(PROG ": --root %s: path too long", o->root);
         return 2;
     }
+    const int root_ok = o->root && realpath(o->root, root_real);
     char **outs = nm->outs = calloc((size_t)o->n_inputs, sizeof *outs);
     const char **whys = nm->whys = calloc((size_t)o->n_inputs, sizeof *whys);
     if (o->root) {
@@ -362,7 +514,8 @@ int ws_cli_output_names(const options *o, ws_cli_names *nm)
     int oom = !outs || !whys || (o->root && !nm->not_under);
     for (int i = 0; !oom && i < o->n_inputs; i++) {
         if (o->root) { /* NULL: not under the root, that input fails */
-            outs[i] = tree_path(o->outdir, root_norm, o->inputs[i], &oom, &whys[i]);
+            outs[i] = tree_path(o->outdir, root_norm, root_ok ? root_real : NULL, o->inputs[i],
+                                o->keep_ext, &oom, &whys[i]);
             if (!outs[i] && !whys[i])
                 whys[i] = nm->not_under;
             continue;
@@ -373,7 +526,7 @@ int ws_cli_output_names(const options *o, ws_cli_names *nm)
             break;
         }
         if (o->outdir)
-            outdir_path(o->outdir, o->inputs[i], outs[i], cap);
+            outdir_path(o->outdir, o->inputs[i], o->keep_ext, outs[i], cap);
         else
             strcpy(outs[i], o->output);
     }
@@ -381,12 +534,16 @@ int ws_cli_output_names(const options *o, ws_cli_names *nm)
         ws_eprintf(PROG ": out of memory for %d output names", o->n_inputs);
         return 1;
     }
-    if ((st = check_outputs(o, outs, 1)) >= 0)
+    if (o->outdir && (st = report_clashes(o, outs)) >= 0)
+        return st;
+    if (o->shard_n)
+        select_shard(o, outs, whys);
+    if ((st = check_outputs(o, outs)) >= 0)
         return st;
     if (o->tar_size) {
         if ((st = tar_names(o, outs, &nm->members, &nm->shard_paths, whys)) != 0)
             return st;
-        if ((st = check_outputs(o, outs, 0)) >= 0) /* the shards' paths */
+        if ((st = check_outputs(o, outs)) >= 0) /* the shards' paths */
             return st;
     }
     return 0;

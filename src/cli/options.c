@@ -16,7 +16,7 @@ enum {
     OPT_MEL = 256, OPT_N_MELS, OPT_PAD, OPT_NO_PAD, OPT_POS, OPT_DEVICE, OPT_PRECISION,
     OPT_THREADS, OPT_MAX_MEMORY, OPT_JSON, OPT_DUMP_PTX, OPT_CHECK, OPT_VERSION, OPT_LIST,
     OPT_ROOT, OPT_SHARD, OPT_SKIP_EXISTING, OPT_MANIFEST, OPT_OUT_DTYPE, OPT_PROGRESS,
-    OPT_TAR_SIZE, OPT_MEL_DEVICE
+    OPT_TAR_SIZE, OPT_MEL_DEVICE, OPT_KEEP_EXT
 };
 
 typedef struct {
@@ -30,10 +30,17 @@ typedef struct {
 static const opt_def OPTS[] = {
     {"model", 'm', 1, "FILE", "GGUF weights (default: $WHISPER_STEM_MODEL)"},
     {"output", 'o', 1, "FILE", "output of a single input: .npy, raw float32 otherwise, - for stdout"},
-    {"outdir", 'O', 1, "DIR", "one DIR/<input name>.npy per input"},
-    {"list", OPT_LIST, 1, "FILE", "input paths from FILE, one a line (- : stdin; blank and # lines skipped)"},
-    {"root", OPT_ROOT, 1, "DIR", "with -O: DIR/<path under DIR, without extension>.npy (a tree)"},
-    {"shard", OPT_SHARD, 1, "I/N", "only inputs at list positions I, I+N, I+2N, ... (0-based; default: all)"},
+    {"outdir", 'O', 1, "DIR", "one DIR/<input name>.npy per input (DIR and its parents created)"},
+    {"keep-ext", OPT_KEEP_EXT, 0, NULL, "with -O: name outputs with their input's extension (x.wav -> x.wav.npy)"},
+    {"list", OPT_LIST, 1, "FILE",
+     "input paths from FILE, one a line of at most 64 KiB (- : stdin; blank and # lines skipped; "
+     "a repeated line is done once)"},
+    {"root", OPT_ROOT, 1, "DIR",
+     "with -O: DIR/<path under DIR, without extension>.npy (a tree; an input is under DIR "
+     "as written or once symbolic links are resolved)"},
+    {"shard", OPT_SHARD, 1, "I/N",
+     "only inputs at list positions I, I+N, I+2N, ... (0-based; default: all); the output "
+     "names of the whole list are checked in every task"},
     {"skip-existing", OPT_SKIP_EXISTING, 0, NULL, "skip an input whose output already exists"},
     {"manifest", OPT_MANIFEST, 1, "FILE", "append one JSON line per input as it finishes"},
     {"out-dtype", OPT_OUT_DTYPE, 1, "f32|f16", "element type of the outputs (default f32)"},
@@ -163,6 +170,7 @@ int ws_cli_parse_args(int argc, char **argv, options *o)
         case OPT_ROOT: o->root = optarg; break;
         case OPT_MANIFEST: o->manifest = optarg; break;
         case OPT_SKIP_EXISTING: o->skip_existing = 1; break;
+        case OPT_KEEP_EXT: o->keep_ext = 1; break;
         case OPT_SHARD: {
             char *slash = strchr(optarg, '/');
             char num[32];
@@ -283,6 +291,8 @@ int ws_cli_parse_args(int argc, char **argv, options *o)
         return ws_cli_usage_error("-o and -O exclude each other%s", "");
     if (o->root && !o->outdir)
         return ws_cli_usage_error("--root %s needs -O DIR (the tree is mirrored under DIR)", o->root);
+    if (o->keep_ext && !o->outdir)
+        return ws_cli_usage_error("--keep-ext names the outputs of -O DIR%s", "");
     if (o->tar_size && !o->outdir)
         return ws_cli_usage_error("--tar-size needs -O DIR (the shards are written there)%s", "");
     if (o->output && (o->n_args > 1 || o->list))
