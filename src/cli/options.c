@@ -56,7 +56,8 @@ static const opt_def OPTS[] = {
     {"precision", OPT_PRECISION, 1, "fp32|tf32|bf16|fp16", "GPU arithmetic (default fp32)"},
     {"threads", OPT_THREADS, 1, "N", "CPU threads (default: the CPUs this process may use)"},
     {"max-memory", OPT_MAX_MEMORY, 1, "SIZE",
-     "bound on the audio data held at once, e.g. 512M, 8G (default: 4G or half the RAM)"},
+     "bound on the audio data held at once, e.g. 512M, 8G (default: the least of 4G, half "
+     "the RAM, half the cgroup memory limit)"},
     {"json", OPT_JSON, 1, "FILE", "write a report: inputs, shapes, device, timings"},
     {"dump-ptx", OPT_DUMP_PTX, 1, "DIR", "write the PTX kernels for the model's shape and exit"},
     {"check", OPT_CHECK, 0, NULL,
