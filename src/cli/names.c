@@ -45,8 +45,8 @@ static int add_input(gather *g, const char *path, size_t len)
         return ws_eprintf(PROG ": more than %d inputs", INT_MAX - 1), 2;
     g->bytes += len + 1 + sizeof(char *);
     if (g->bytes > g->max_bytes)
-        return ws_eprintf(PROG ": the input list passes %zu MiB of paths (at least that much "
-                          "memory, --max-memory)", g->max_bytes >> 20), 2;
+        return ws_eprintf(PROG ": the input list holds more than %zu MiB of paths (the bound: "
+                          "4 GiB, or --max-memory when larger)", g->max_bytes >> 20), 2;
     if ((size_t)o->n_inputs == g->cap) {
         size_t nc = g->cap ? g->cap * 2 : 64;
         char **t = realloc(o->inputs, nc * sizeof *t);
@@ -538,6 +538,8 @@ int ws_cli_output_names(options *o, ws_cli_names *nm)
         return st;
     if (o->shard_n)
         select_shard(o, outs, whys);
+    if (o->n_inputs == 0) /* an empty shard: nothing to do */
+        return 0;
     if ((st = check_outputs(o, outs)) >= 0)
         return st;
     if (o->tar_size) {
