@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "output.h"
 
 /* A short tone (0.5 s at 16 kHz) in format (SF_FORMAT_WAV | SF_FORMAT_PCM_16, FLAC...). */
 static void put_audio(const char *path, int format)
@@ -431,4 +432,42 @@ Test(cli, fallback_note_needs_a_driver_or_verbose)
     /* --check with that driver: no usable GPU either, skipped */
     snprintf(cmd, sizeof cmd, "WHISPER_STEM_LIBCUDA=%s %s --check >/dev/null", so, ws_bin());
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 3, "%s", err);
+}
+
+Test(cli, every_link_on_an_output_path_is_checked)
+{
+    if (geteuid() != 0)
+        cr_skip_test("needs root to plant a link owned by another user");
+    const char *dir = test_tmpdir();
+    char sticky[1024], p[1200], q[1200], d[1024];
+    ws_err err;
+    sticky_dir(dir, sticky, sizeof sticky);
+    snprintf(d, sizeof d, "%s/d", dir);
+    cr_assert_eq(mkdir(d, 0755), 0);
+    /* our link in the sticky directory, to a link of nobody's there: the chain is refused */
+    snprintf(p, sizeof p, "%s/theirs", sticky);
+    plant(d, p);
+    snprintf(p, sizeof p, "%s/ours", sticky);
+    cr_assert_eq(symlink("theirs", p), 0);
+    snprintf(q, sizeof q, "%s/ours/sub/x.npy", sticky);
+    cr_assert_eq(ws_path_links_trusted(q, &err), -1);
+    cr_assert(strstr(err.msg, "/theirs, a symbolic link that another user owns"), "%s", err.msg);
+    /* a link of ours to a directory of ours, a missing tail, a loop: nothing refused */
+    snprintf(p, sizeof p, "%s/mine", dir);
+    cr_assert_eq(symlink("d", p), 0);
+    snprintf(q, sizeof q, "%s/mine/a/b/c.npy", dir);
+    cr_assert_eq(ws_path_links_trusted(q, &err), 0, "%s", err.msg);
+    snprintf(p, sizeof p, "%s/l1", dir);
+    cr_assert_eq(symlink("l2", p), 0);
+    snprintf(p, sizeof p, "%s/l2", dir);
+    cr_assert_eq(symlink("l1", p), 0);
+    snprintf(q, sizeof q, "%s/l1/x", dir);
+    cr_assert_eq(ws_path_links_trusted(q, &err), 0, "a loop is for the open to report");
+    cr_assert_eq(ws_path_links_trusted("", &err), 0);
+    cr_assert_eq(ws_path_links_trusted("/", &err), 0);
+    /* nobody's link outside a sticky directory follows the kernel's rule: trusted */
+    snprintf(p, sizeof p, "%s/plain", dir);
+    plant(d, p);
+    snprintf(q, sizeof q, "%s/plain/x.npy", dir);
+    cr_assert_eq(ws_path_links_trusted(q, &err), 0, "%s", err.msg);
 }
