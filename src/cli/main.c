@@ -29,6 +29,7 @@
 #include "whisper/model.h"
 #include "output.h"
 #include "progress.h"
+#include "report.h"
 #include "run.h"
 #include "signals.h"
 #include "tar.h"
@@ -56,35 +57,6 @@ static void batch_size(ws_gpu_batch_opts *bo, int d, size_t max_memory, int thre
     const size_t slabs = ((size_t)(bo->slots + 1) * bo->max_windows + (size_t)threads) *
                          ((size_t)2 << 20);
     bo->stage_bytes = slabs < max_memory / 4 ? slabs : max_memory / 4;
-}
-
-/* --json's per-input object: the manifest line (run.h), "ok", and the stage timings. */
-static void report_job(cJSON *inputs, const ws_run_ctx *c, const ws_job *j)
-{
-    cJSON *o = ws_job_json(c, j);
-    if (!o)
-        return;
-    cJSON_AddBoolToObject(o, "ok", j->ok);
-    cJSON *t = cJSON_AddObjectToObject(o, "timings_ms");
-    cJSON_AddNumberToObject(t, "decode", j->ms.decode);
-    cJSON_AddNumberToObject(t, "mel", j->ms.mel);
-    cJSON_AddNumberToObject(t, "stem", j->ms.stem);
-    cJSON_AddNumberToObject(t, "write", j->ms.write);
-    cJSON_AddNumberToObject(t, "stage", j->ms.stage);
-    cJSON_AddItemToArray(inputs, o);
-}
-
-static int write_json(const char *path, cJSON *root)
-{
-    char *text = cJSON_Print(root);
-    ws_err err;
-    int rc = 0;
-    if (!text || ws_write_file_atomic(path, text, strlen(text), &err)) {
-        ws_eprintf(PROG ": --json: %s", text ? err.msg : "out of memory");
-        rc = -1;
-    }
-    free(text);
-    return rc;
 }
 
 int main(int argc, char **argv)
@@ -253,38 +225,14 @@ int main(int argc, char **argv)
                 o.threads, ws_blas_name());
 
     if (o.json) {
-        root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "version", WS_VERSION);
-        cJSON_AddStringToObject(root, "output_kind", o.mel_only ? "log_mel" : "embeddings");
-        cJSON_AddStringToObject(root, "device", device_used);
-        cJSON_AddStringToObject(root, "device_name",
-                                device_name);
-        cJSON_AddStringToObject(root, "mel_device", r.mel_on_gpu ? "cuda" : "cpu");
-        if (r.batcher)
-            cJSON_AddNumberToObject(root, "batch_windows", ws_gpu_batch_max_windows(r.batcher));
-        cJSON_AddStringToObject(root, "precision", r.on_gpu ? ws_precision_name(o.precision) : "fp32");
-        cJSON_AddNumberToObject(root, "threads", o.threads);
-        cJSON_AddStringToObject(root, "sgemm", ws_blas_name());
-        cJSON_AddStringToObject(root, "pad", o.pad == WS_PAD_AUDIO ? "audio" : o.pad == WS_PAD_MEL0 ? "mel0" : "none");
-        cJSON_AddBoolToObject(root, "pos", o.pos);
-        cJSON_AddNumberToObject(root, "n_mels", n_mels);
-        if (have_model) {
-            cJSON *m = cJSON_AddObjectToObject(root, "model");
-            cJSON_AddStringToObject(m, "path", o.model_path);
-            cJSON_AddStringToObject(m, "name", model.name);
-            cJSON_AddNumberToObject(m, "n_mels", model.n_mels);
-            cJSON_AddNumberToObject(m, "d", model.d);
-            cJSON_AddStringToObject(m, "conv1_type", ws_tensor_type_name(model.conv1_type));
-            cJSON_AddStringToObject(m, "conv2_type", ws_tensor_type_name(model.conv2_type));
-            cJSON_AddBoolToObject(m, "positional_embedding", model.pos != NULL);
-        } else if (probe_n_mels) { /* --mel -m: only the header was read */
-            cJSON *m = cJSON_AddObjectToObject(root, "model");
-            cJSON_AddStringToObject(m, "path", o.model_path);
-            cJSON_AddNumberToObject(m, "n_mels", probe_n_mels);
-            cJSON_AddNumberToObject(m, "d", probe_d);
-        } else {
-            cJSON_AddNullToObject(root, "model");
-        }
+        ws_report_info ri = {
+            .device = device_used, .device_name = device_name, .mel_on_gpu = r.mel_on_gpu,
+            .batch_windows = r.batcher ? ws_gpu_batch_max_windows(r.batcher) : 0,
+            .precision = r.on_gpu ? ws_precision_name(o.precision) : "fp32", .threads = o.threads,
+            .pos = o.pos, .n_mels = n_mels, .mel_only = o.mel_only, .pad = o.pad,
+            .model_path = o.model_path, .model = have_model ? &model : NULL,
+            .probe_n_mels = probe_n_mels, .probe_d = probe_d};
+        root = ws_report_new(&ri);
     }
 
     if (!(jobs = ws_jobs_new(o.n_inputs, o.inputs, nm.outs)) ||
@@ -333,31 +281,8 @@ int main(int argc, char **argv)
     }
     status = failed || manifest_bad ? 1 : 0;
     if (root) {
-        cJSON *inputs = cJSON_AddArrayToObject(root, "inputs");
-        for (int i = 0; i < o.n_inputs; i++)
-            report_job(inputs, &r, &jobs[i]);
-        cJSON_AddNumberToObject(root, "failed", failed);
-        cJSON *t = cJSON_AddObjectToObject(root, "timings_ms");
-        cJSON_AddNumberToObject(t, "model_load", model_ms);
-        cJSON_AddNumberToObject(t, "init", init_ms);
-        cJSON_AddNumberToObject(t, "total", 1e3 * (ws_now() - t_start));
-        if (r.batcher) {
-            cJSON *g = cJSON_AddObjectToObject(root, "gpu_batches");
-            cJSON_AddNumberToObject(g, "batches", (double)stats.batches);
-            cJSON_AddNumberToObject(g, "windows", (double)stats.windows);
-            cJSON_AddNumberToObject(g, "inputs", (double)stats.inputs);
-            cJSON_AddNumberToObject(g, "inputs_alone", (double)stats.alone);
-            cJSON_AddNumberToObject(g, "inputs_staged", stats.staged);
-            cJSON_AddNumberToObject(g, "submit_ms", stats.submit_ms);
-            cJSON_AddNumberToObject(g, "wait_ms", stats.wait_ms);
-            cJSON_AddNumberToObject(g, "gpu_ms", stats.gpu_ms);
-            cJSON_AddNumberToObject(g, "workers_idle_ms", stats.workers_idle_ms);
-            ws_gpu_batch_times(r.batcher, &stats.alloc_ms, &stats.copy_ms, &stats.enqueue_ms);
-            cJSON_AddNumberToObject(g, "submit_alloc_ms", stats.alloc_ms);
-            cJSON_AddNumberToObject(g, "submit_copy_ms", stats.copy_ms);
-            cJSON_AddNumberToObject(g, "submit_enqueue_ms", stats.enqueue_ms);
-        }
-        if (write_json(o.json, root))
+        ws_report_times tm = {model_ms, init_ms, 1e3 * (ws_now() - t_start)};
+        if (ws_report_finish(root, o.json, &r, jobs, o.n_inputs, failed, &tm))
             status = 1;
     }
 out:

@@ -1,0 +1,53 @@
+/* run_int.h - what the files of the pipeline share (run.h is the public side).
+ *
+ *   pipeline.c  the threads and the jobs' states (NEW .. DONE), ws_run
+ *   stages.c    one job's stages: decode + log-Mel (prep), the stem, memory accounting
+ *   outputs.c   writing one output, its sidecar, the --skip-existing decisions
+ *   manifest.c  the JSON line of a job, string escaping, the manifest file
+ *   shards.c    --tar-size shards: naming, probing, the index, members, commit
+ *   report.c    the --json report
+ */
+#ifndef WS_RUN_INT_H
+#define WS_RUN_INT_H
+
+#include <pthread.h>
+
+#include "run.h"
+
+enum { NEW, PREP, PREPPED, STEM, STEMMED, WRITE, DONE };
+
+typedef struct {
+    pthread_mutex_t *mu; /* NULL: one job, nobody to wait for */
+    pthread_cond_t *cv;
+    size_t budget, held, held_waiting;
+} mem_acct;
+
+/* stages.c */
+int ws_run_prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads);
+int ws_run_stem(const ws_run_ctx *c, ws_job *j);
+int ws_run_stem_alone(const ws_run_ctx *c, ws_job *j);
+void ws_run_set_shape(const ws_run_ctx *c, ws_job *j);
+ws_gpu_input ws_run_job_input(const ws_run_ctx *c, const ws_job *j);
+void ws_run_unstage(const ws_run_ctx *c, ws_job *j);
+void ws_run_unreserve(mem_acct *m, ws_job *j); /* with m->mu held (or no mutex) */
+void ws_run_release(ws_job *j);                /* frees what j holds but its report */
+/* j fails with the message fmt (two %s: a, b); returns -1. */
+int ws_run_fail(ws_job *j, const char *fmt, const char *a, const char *b);
+
+/* outputs.c */
+/* Whether j is to be made (0), is skipped (1: --skip-existing) or has failed already (-1);
+ * sets j->special. */
+int ws_run_decide(const ws_run_ctx *c, ws_job *j);
+int ws_run_write_out(const ws_run_ctx *c, ws_job *j);
+
+/* shards.c */
+int ws_shard_decide(const ws_run_ctx *c, ws_job *j); /* ws_run_decide's, for a tar member */
+int ws_shard_write_member(const ws_run_ctx *c, ws_job *j, ws_err *e);
+/* Once per job, with the pipeline's lock held: reports it (a shard's jobs when the
+ * shard is committed). */
+void ws_run_report(const ws_run_ctx *c, ws_job *j);
+
+/* manifest.c */
+void ws_run_report_one(const ws_run_ctx *c, const ws_job *j);
+
+#endif
