@@ -101,13 +101,15 @@ static void finish(pipe_state *p, ws_job *j)
 }
 
 /* The first job in state s (jobs before low are DONE or past it); with
- * plain_only, not one whose output is a FIFO or device (opening it may wait). */
+ * plain_only, not one whose output is a FIFO or device (opening it may wait); a tar
+ * member is held whole like those but never waits for a reader, so the stem thread writes
+ * it too (else workers waiting for memory would wait for members nobody writes). */
 static ws_job *first_in(pipe_state *p, int s, int plain_only)
 {
     while (p->low < p->next_prep && p->jobs[p->low].state == DONE)
         p->low++;
     for (int i = p->low; i < p->next_prep; i++)
-        if (p->jobs[i].state == s && !(plain_only && p->jobs[i].special))
+        if (p->jobs[i].state == s && !(plain_only && p->jobs[i].special && p->jobs[i].shard < 0))
             return &p->jobs[i];
     return NULL;
 }
