@@ -7,6 +7,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -574,8 +575,9 @@ int ws_write_array(const char *path, const float *data, const int64_t *shape, in
     return ws_write_array_dtype(path, data, WS_OUT_F32, shape, ndim, err);
 }
 
-void ws_f32_to_f16_inplace(void *data, size_t n)
+size_t ws_f32_to_f16_inplace(void *data, size_t n)
 {
+    size_t clamped = 0;
     /* through copies, a block at a time: block i0's halves land in bytes [2*i0, 2*(i0+m)),
      * below the floats of the blocks still to read, which start at byte 4*(i0+m) */
     unsigned char *p = data;
@@ -584,10 +586,32 @@ void ws_f32_to_f16_inplace(void *data, size_t n)
         uint16_t h[1024];
         const size_t m = n - i0 < 1024 ? n - i0 : 1024;
         memcpy(f, p + i0 * sizeof(float), m * sizeof(float));
-        for (size_t i = 0; i < m; i++)
+        for (size_t i = 0; i < m; i++) {
             h[i] = ws_f32_to_f16(f[i]);
+            if ((h[i] & 0x7fff) == 0x7c00 && isfinite(f[i])) { /* beyond 65520: saturate */
+                h[i] = (uint16_t)((h[i] & 0x8000) | 0x7bff);
+                clamped++;
+            }
+        }
         memcpy(p + i0 * sizeof(uint16_t), h, m * sizeof(uint16_t));
     }
+    return clamped;
+}
+
+size_t ws_f16_saturate(void *data, size_t n)
+{
+    size_t clamped = 0;
+    unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        if ((h & 0x7fff) == 0x7c00) {
+            h = (uint16_t)((h & 0x8000) | 0x7bff);
+            memcpy(p + 2 * i, &h, 2);
+            clamped++;
+        }
+    }
+    return clamped;
 }
 
 int ws_write_array_dtype(const char *path, const void *data, ws_out_dtype t, const int64_t *shape,

@@ -81,8 +81,17 @@ int ws_write_array(const char *path, const float *data, const int64_t *shape, in
 int ws_write_array_dtype(const char *path, const void *data, ws_out_dtype t, const int64_t *shape,
                          int ndim, ws_err *err);
 
-/* n float32 values at data become n float16 bit patterns at the start of the same buffer. */
-void ws_f32_to_f16_inplace(void *data, size_t n);
+/* n float32 values at data become n float16 bit patterns at the start of the same buffer.
+ * Float16 output saturates: a finite value beyond the float16 range (|x| >= 65520, which
+ * rounds to infinity) becomes +-65504, never inf; returns how many did. Infinities and
+ * NaN stay what they are. */
+size_t ws_f32_to_f16_inplace(void *data, size_t n);
+
+/* n float16 values at data (converted elsewhere, e.g. on the GPU, where the conversion
+ * rounds to infinity beyond the range): each infinity becomes +-65504; returns how many.
+ * (An infinity that was one before the conversion is clamped too: the stem's outputs of
+ * finite inputs are finite.) */
+size_t ws_f16_saturate(void *data, size_t n);
 
 /* The NumPy header for shape (into buf, returns its length, a multiple of 64). */
 size_t ws_npy_header(char *buf, size_t cap, const int64_t *shape, int ndim);
