@@ -369,7 +369,10 @@ Test(cli, bad_inputs_fail_alone_with_one_line_and_no_output)
                   strstr(err, "header.wav"), "%s", err);
     snprintf(p, sizeof p, "%s/good.npy", outdir);
     cr_assert(file_exists(p), "the good input was not written");
-    cr_assert_eq(count_files(outdir), 1, "only good.npy may exist (no partial or temporary files)");
+    snprintf(p, sizeof p, "%s/good.json", outdir);
+    cr_assert(file_exists(p), "the good input's sidecar was not written");
+    cr_assert_eq(count_files(outdir), 2,
+                 "only good.npy and its sidecar may exist (no partial or temporary files)");
 }
 
 Test(cli, failed_run_leaves_an_existing_output_untouched)

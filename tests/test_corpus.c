@@ -491,8 +491,9 @@ Test(corpus, tar_shards_read_back_with_python_and_match_single_runs, .timeout = 
     cr_assert_eq(st, 0, "python: %.*s", (int)len, seen ? seen : "");
     cr_assert_eq(atoi(seen), n - bad, "%d .npy members, %d good inputs", atoi(seen), n - bad);
     free(seen);
-    /* a second run skips the shards that hold all their inputs; shard 2 (two bad inputs)
-     * is written again whole */
+    /* a second run skips what the shard indexes record: the good inputs of shards 0-2 are
+     * skipped, the bad ones of shard 2 fail again with their recorded errors (nothing is
+     * rewritten), those of shard 3 (no tar) are tried again */
     snprintf(cmd, sizeof cmd,
              "%s -m %s --device cpu --list %s/list --root %s/root -O %s/tars --tar-size 4 "
              "--out-dtype f16 --skip-existing --manifest %s/m2.jsonl",
@@ -502,10 +503,11 @@ Test(corpus, tar_shards_read_back_with_python_and_match_single_runs, .timeout = 
     int skipped = 0;
     for (int i = 0; i < m.n; i++)
         skipped += !strcmp(str(m.line[i], "status"), "skipped");
-    cr_assert_eq(skipped, 8, "the 2 complete shards' 8 inputs, not %d", skipped);
+    cr_assert_eq(skipped, 10, "the 10 good inputs, not %d", skipped);
     free_manifest(&m);
-    /* a list of the failures alone numbers its shards from 0 again: the shards there hold
-     * other inputs, so they are kept and those inputs fail saying so */
+    /* a list of the failures alone: shard number 0 holds other inputs, so it is kept and
+     * the retry takes the next number of its shard (0 + 4: K = 4 shards in the list); each
+     * input fails with its own error */
     size_t n0 = 0, n1 = 0;
     snprintf(p, sizeof p, "%s/tars/shard-000000.tar", dir);
     char *before = read_file(p, &n0);
@@ -514,7 +516,10 @@ Test(corpus, tar_shards_read_back_with_python_and_match_single_runs, .timeout = 
              "--root %s/root -O %s/tars --tar-size 4 --out-dtype f16",
              dir, dir, ws_bin(), model, dir, dir, dir);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
-    cr_assert(strstr(err, "not replaced"), "%s", err);
+    cr_assert_not(strstr(err, "not replaced") || strstr(err, "not from this shard"), "%s", err);
+    cr_assert(strstr(err, "not a recognised audio file") && strstr(err, "empty"), "%s", err);
+    snprintf(cmd, sizeof cmd, "%s/tars/shard-000004.jsonl", dir);
+    cr_assert(file_exists(cmd), "the retry's shard index");
     char *after = read_file(p, &n1);
     cr_assert(before && after && n0 == n1 && !memcmp(before, after, n0), "shard 0 changed");
     free(before);

@@ -17,7 +17,9 @@
 #include "common.h"
 #include "helpers.h"
 #include "output.h"
+#include "cli/run.h"
 #include "sha256.h"
+#include "whisper/model.h"
 
 /* --- helpers ------------------------------------------------------------------ */
 
@@ -223,4 +225,415 @@ Test(shards, tar_run_with_memory_for_one_input_finishes, .timeout = 240)
     cr_assert_eq(st, 0, "%s", err);
     snprintf(p, sizeof p, "%s/out/shard-000001.tar", dir);
     cr_assert(file_exists(p));
+}
+
+/* --- strings that are not UTF-8, provenance, time, f16 ---------------------------------- */
+
+Test(manifest, quote_escapes_bytes_that_are_not_utf8_as_udcxx)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"plain", "\"plain\""},
+        {"q\"b\\s", "\"q\\\"b\\\\s\""},
+        {"\n\t\x01\x1f", "\"\\n\\t\\u0001\\u001f\""},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x8e\xb5", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x8e\xb5\""},
+        {"n\xffq", "\"n\\udcffq\""},
+        {"\xc3(", "\"\\udcc3(\""},             /* a lead byte without its continuation */
+        {"\xc0\xaf", "\"\\udcc0\\udcaf\""},    /* overlong '/' */
+        {"\xed\xa0\x80", "\"\\udced\\udca0\\udc80\""}, /* an encoded surrogate */
+        {"\xf4\x90\x80\x80", "\"\\udcf4\\udc90\\udc80\\udc80\""}, /* past U+10FFFF */
+        {"\xe2\x82", "\"\\udce2\\udc82\""},   /* cut short at the end */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *q = ws_json_quote(cases[i].in);
+        cr_assert_str_eq(q, cases[i].want, "case %zu", i);
+        /* and back: a line holding it parses to the same bytes */
+        char line[256];
+        snprintf(line, sizeof line, "{\"s\":%s}", q);
+        cJSON *o = ws_json_parse(line, strlen(line));
+        cr_assert_not_null(o, "%s", line);
+        cr_assert_str_eq(cJSON_GetObjectItem(o, "s")->valuestring, cases[i].in, "case %zu", i);
+        cJSON_Delete(o);
+        free(q);
+    }
+    /* a surrogate pair written by another hand (Python's ensure_ascii) stays a character,
+     * and an escaped backslash before "udc80" is text */
+    const char *other = "{\"s\":\"\\ud83c\\udfb5 \\\\udc80\"}";
+    cJSON *o = ws_json_parse(other, strlen(other));
+    cr_assert_not_null(o);
+    cr_assert_str_eq(cJSON_GetObjectItem(o, "s")->valuestring, "\xf0\x9f\x8e\xb5 \\udc80");
+    cJSON_Delete(o);
+}
+
+Test(manifest, names_that_are_not_utf8_give_lines_python_reads_back_to_the_bytes, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], cmd[16384], err[8192];
+    mkmodel(dir, 1, model, sizeof model);
+    const char *names[] = {"n\xffq.wav", "caf\xc3\xa9.wav", "t\x01" "ab.wav", "l\xe9gal.wav"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        tone(p, 0.5, 440);
+    }
+    for (int tar = 0; tar < 2; tar++) {
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && %s -m %s --device cpu -O out%d %s --manifest m%d.jsonl --json r%d.json "
+                 "'%s' '%s' '%s' '%s'",
+                 dir, ws_bin(), model, tar, tar ? "--tar-size 2" : "", tar, tar, names[0],
+                 names[1], names[2], names[3]);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+        /* Python reads the file as strict UTF-8 and gives back each input's bytes */
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && %s -c 'import json, os, sys\n"
+                 "for f in sys.argv[1:]:\n"
+                 "    text = open(f, \"rb\").read().decode(\"utf-8\")\n"
+                 "    objs = [json.loads(l) for l in text.splitlines()] if f.endswith(\"l\") else json.loads(text)[\"inputs\"]\n"
+                 "    for o in objs:\n"
+                 "        b = os.fsencode(o[\"input\"]); assert os.path.exists(b), b\n"
+                 "        assert o[\"status\"] == \"ok\", o\n"
+                 "        print(b.hex())' m%d.jsonl r%d.json > hex%d.txt",
+                 dir, ws_python(), tar, tar, tar);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+        snprintf(p, sizeof p, "%s/hex%d.txt", dir, tar);
+        size_t len = 0;
+        char *hex = read_file(p, &len);
+        cr_assert(hex && len > 0);
+        cr_assert(strstr(hex, "6eff712e776176"), "n\\xffq.wav: %.*s", (int)len, hex); /* n ff q .wav */
+        cr_assert(strstr(hex, "6ce967616c2e776176"), "%.*s", (int)len, hex);
+        free(hex);
+    }
+    /* the sidecar and the shard index are written by the same function */
+    snprintf(p, sizeof p, "%s/out0/n\xffq.json", dir);
+    size_t len = 0;
+    char *side = read_file(p, &len);
+    cr_assert_not_null(side, "no sidecar %s", p);
+    const char *want = "\"input\":\"n\\udcffq.wav\"";
+    cr_assert(memmem(side, len, want, strlen(want)), "%.*s", (int)len, side);
+    free(side);
+    snprintf(p, sizeof p, "%s/out1/shard-000000.jsonl", dir);
+    char *idx = read_file(p, &len);
+    cr_assert_not_null(idx, "no index %s", p);
+    cr_assert(memmem(idx, len, want, strlen(want)), "%.*s", (int)len, idx);
+    free(idx);
+}
+
+Test(manifest, provenance_holds_the_sha256_of_the_stem_tensors_and_the_settings, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], cmd[16384], err[8192];
+    mkmodel(dir, 3, model, sizeof model);
+    snprintf(p, sizeof p, "%s/a.wav", dir);
+    tone(p, 0.5, 440);
+    snprintf(cmd, sizeof cmd, "%s -m %s --device cpu -O %s/out --out-dtype f16 --pad mel0 "
+             "--manifest %s/m.jsonl %s && date +%%s > %s/now",
+             ws_bin(), model, dir, dir, p, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    /* the digest, computed here from the model's floats in the documented order */
+    ws_model m = {0};
+    ws_err e = {{0}};
+    cr_assert_eq(ws_model_load(&m, model, &e), 0, "%s", e.msg);
+    ws_sha256 s;
+    ws_sha256_init(&s);
+    const size_t d = (size_t)m.d;
+    ws_sha256_update(&s, m.conv1_w, d * (size_t)m.n_mels * 3 * 4); /* x86: little-endian */
+    ws_sha256_update(&s, m.conv1_b, d * 4);
+    ws_sha256_update(&s, m.conv2_w, d * d * 3 * 4);
+    ws_sha256_update(&s, m.conv2_b, d * 4);
+    if (m.pos)
+        ws_sha256_update(&s, m.pos, (size_t)m.n_pos * d * 4);
+    char hex[65];
+    ws_sha256_hex(&s, hex);
+    snprintf(p, sizeof p, "%s/m.jsonl", dir);
+    lines l = read_lines(p);
+    cr_assert_eq(l.n, 1);
+    const cJSON *pv = cJSON_GetObjectItem(l.line[0], "provenance");
+    cr_assert_not_null(pv);
+    const cJSON *mo = cJSON_GetObjectItem(pv, "model");
+    cr_assert_str_eq(str(mo, "sha256"), hex);
+    cr_assert_str_eq(str(mo, "name"), m.name);
+    cr_assert_str_eq(str(pv, "version"), WS_VERSION);
+    cr_assert_str_eq(str(pv, "output"), "embeddings");
+    cr_assert_str_eq(str(pv, "pad"), "mel0");
+    cr_assert_str_eq(str(pv, "precision"), "fp32");
+    cr_assert_str_eq(str(pv, "device"), "cpu");
+    cr_assert_str_eq(str(pv, "mel_device"), "cpu");
+    cr_assert_str_eq(str(pv, "out_dtype"), "float16");
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(pv, "pos")));
+    cr_assert_eq(cJSON_GetObjectItem(pv, "n_mels")->valueint, 80);
+    cr_assert_eq(cJSON_GetObjectItem(l.line[0], "f16_clamped")->valueint, 0);
+    /* time: seconds since the epoch, milliseconds, at most a few seconds before `date` */
+    const cJSON *t = cJSON_GetObjectItem(l.line[0], "time");
+    cr_assert(cJSON_IsNumber(t));
+    snprintf(p, sizeof p, "%s/now", dir);
+    size_t len = 0;
+    char *now = read_file(p, &len);
+    const double tn = atof(now);
+    free(now);
+    cr_assert(t->valuedouble <= tn + 1 && t->valuedouble > tn - 60, "%f vs %f", t->valuedouble, tn);
+    cr_assert_float_eq(t->valuedouble * 1000, round(t->valuedouble * 1000), 1e-3);
+    free_lines(&l);
+    ws_model_free(&m);
+    /* --mel: no model */
+    snprintf(cmd, sizeof cmd, "%s --mel -O %s/mel --manifest %s/mm.jsonl %s/a.wav", ws_bin(), dir,
+             dir, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(p, sizeof p, "%s/mm.jsonl", dir);
+    l = read_lines(p);
+    pv = cJSON_GetObjectItem(l.line[0], "provenance");
+    cr_assert(cJSON_IsNull(cJSON_GetObjectItem(pv, "model")));
+    cr_assert_str_eq(str(pv, "output"), "log_mel");
+    cr_assert_null(cJSON_GetObjectItem(l.line[0], "f16_clamped"));
+    free_lines(&l);
+}
+
+Test(output, f16_saturates_finite_values_beyond_its_range_and_counts_them)
+{
+    const float in[] = {1.0f, 65504.0f, 65519.0f, 65520.0f, -70000.0f, 1e30f, INFINITY, -INFINITY,
+                        NAN, -65519.9f};
+    const uint16_t want[] = {0x3c00, 0x7bff, 0x7bff, 0x7bff, 0xfbff, 0x7bff, 0x7c00, 0xfc00, 0, 0xfbff};
+    float buf[10];
+    memcpy(buf, in, sizeof in);
+    cr_assert_eq(ws_f32_to_f16_inplace(buf, 10), 3); /* 65520, -70000, 1e30 */
+    uint16_t h[10];
+    memcpy(h, buf, sizeof h);
+    for (int i = 0; i < 10; i++)
+        if (i != 8)
+            cr_assert_eq(h[i], want[i], "%d: %04x, not %04x", i, h[i], want[i]);
+    cr_assert((h[8] & 0x7c00) == 0x7c00 && (h[8] & 0x3ff), "NaN stays NaN");
+    /* values converted elsewhere (the GPU): infinities saturate */
+    uint16_t g[4] = {0x7c00, 0xfc00, 0x3c00, 0x7bff};
+    cr_assert_eq(ws_f16_saturate(g, 4), 2);
+    cr_assert(g[0] == 0x7bff && g[1] == 0xfbff && g[2] == 0x3c00 && g[3] == 0x7bff);
+}
+
+/* --- tar mode converges ------------------------------------------------------------------ */
+
+/* dir/a.wav, dir/bad.wav (not audio), dir/b.wav, dir/c.wav, dir/d.wav; dir/list names them
+ * in that order. */
+static void tar_corpus(const char *dir)
+{
+    char p[4096];
+    const char *good[] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s.wav", dir, good[i]);
+        tone(p, 0.5, 300 + 100 * i);
+    }
+    snprintf(p, sizeof p, "%s/bad.wav", dir);
+    write_text(p, "this is not audio, not at all, and long enough to be looked at\n");
+    char list[8192];
+    snprintf(list, sizeof list, "%s/a.wav\n%s/bad.wav\n%s/b.wav\n%s/c.wav\n%s/d.wav\n", dir, dir,
+             dir, dir, dir);
+    snprintf(p, sizeof p, "%s/list", dir);
+    write_text(p, list);
+}
+
+static int run_tar(const char *dir, const char *model, const char *list, const char *extra,
+                   const char *manifest, char *err, size_t cap)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd,
+             "%s -m %s --device cpu --list %s/%s -O %s/out --tar-size 3 --manifest %s/%s %s",
+             ws_bin(), model, dir, list, dir, dir, manifest, extra);
+    return run_cmd(cmd, err, cap);
+}
+
+Test(shards, rerun_with_a_broken_input_rewrites_nothing, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], err[8192];
+    mkmodel(dir, 1, model, sizeof model);
+    tar_corpus(dir);
+    cr_assert_eq(run_tar(dir, model, "list", "", "m1.jsonl", err, sizeof err), 1, "%s", err);
+    const char *files[] = {"shard-000000.tar", "shard-000000.jsonl", "shard-000001.tar",
+                           "shard-000001.jsonl"};
+    file_id before[4];
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/out/%s", dir, files[i]);
+        before[i] = id_of(p);
+    }
+    /* the index: one line per input of the shard, in list order, with its status */
+    snprintf(p, sizeof p, "%s/out/shard-000000.jsonl", dir);
+    lines idx = read_lines(p);
+    cr_assert_eq(idx.n, 3);
+    cr_assert(strstr(str(idx.line[0], "input"), "/a.wav") && strstr(str(idx.line[1], "input"), "/bad.wav"));
+    cr_assert_str_eq(str(idx.line[1], "status"), "failed");
+    cr_assert_str_eq(str(idx.line[2], "shard"), str(idx.line[2], "output"));
+    free_lines(&idx);
+    cr_assert_eq(run_tar(dir, model, "list", "--skip-existing", "m2.jsonl", err, sizeof err), 1,
+                 "%s", err);
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/out/%s", dir, files[i]);
+        cr_assert(same_id(before[i], id_of(p)), "%s was written again", files[i]);
+    }
+    snprintf(p, sizeof p, "%s/out/shard-000002.jsonl", dir);
+    cr_assert_not(file_exists(p), "a new shard was made");
+    snprintf(p, sizeof p, "%s/m2.jsonl", dir);
+    lines m = read_lines(p);
+    cr_assert_eq(m.n, 5);
+    cr_assert_eq(count_status(&m, "skipped"), 4);
+    const cJSON *bad = line_of(&m, "/bad.wav");
+    cr_assert_str_eq(str(bad, "status"), "failed");
+    cr_assert(strstr(str(bad, "error"), "bad.wav"), "%s", str(bad, "error"));
+    const cJSON *a = line_of(&m, "/a.wav"); /* the recorded metadata */
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(a, "shape")), 2);
+    cr_assert_eq(cJSON_GetObjectItem(a, "valid_ctx")->valueint, 25);
+    cr_assert_not_null(cJSON_GetObjectItem(a, "provenance"));
+    cr_assert(strstr(str(a, "shard"), "/out/shard-000000.tar"));
+    free_lines(&m);
+    cr_assert(strstr(err, "bad.wav"), "the recorded failure is said again: %s", err);
+}
+
+Test(shards, retry_of_the_failures_takes_a_new_number_and_reports_the_real_error, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], err[8192];
+    mkmodel(dir, 1, model, sizeof model);
+    tar_corpus(dir);
+    cr_assert_eq(run_tar(dir, model, "list", "", "m1.jsonl", err, sizeof err), 1, "%s", err);
+    snprintf(p, sizeof p, "%s/out/shard-000000.tar", dir);
+    file_id before = id_of(p);
+    char failed[4200];
+    snprintf(failed, sizeof failed, "%s/bad.wav\n", dir);
+    snprintf(p, sizeof p, "%s/failed.txt", dir);
+    write_text(p, failed);
+    for (int skip = 0; skip < 2; skip++) {
+        cr_assert_eq(run_tar(dir, model, "failed.txt", skip ? "--skip-existing" : "", "m2.jsonl",
+                             err, sizeof err), 1, "%s", err);
+        cr_assert_not(strstr(err, "not from this shard"), "%s", err);
+        cr_assert(strstr(err, "bad.wav: not a recognised audio file"), "%s", err);
+        snprintf(p, sizeof p, "%s/out/shard-000000.tar", dir);
+        cr_assert(same_id(before, id_of(p)), "shard 0 was replaced");
+        /* K = 2 shards in a list of 5 by 3: the retry's shard 0 is number 0 + 2 */
+        snprintf(p, sizeof p, "%s/out/shard-000002.jsonl", dir);
+        cr_assert(file_exists(p), "no index for the retry's shard");
+        snprintf(p, sizeof p, "%s/out/shard-000004.jsonl", dir);
+        cr_assert_not(file_exists(p), "the second retry found its own shard number");
+    }
+    snprintf(p, sizeof p, "%s/m2.jsonl", dir);
+    lines m = read_lines(p);
+    cr_assert_eq(m.n, 2);
+    cr_assert_eq(count_status(&m, "failed"), 2);
+    free_lines(&m);
+}
+
+Test(shards, list_with_the_broken_input_dropped_skips_the_rest, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], err[8192], list[8192];
+    mkmodel(dir, 1, model, sizeof model);
+    tar_corpus(dir);
+    cr_assert_eq(run_tar(dir, model, "list", "", "m1.jsonl", err, sizeof err), 1, "%s", err);
+    snprintf(list, sizeof list, "%s/a.wav\n%s/b.wav\n%s/c.wav\n%s/d.wav\n", dir, dir, dir, dir);
+    snprintf(p, sizeof p, "%s/good", dir);
+    write_text(p, list);
+    for (int run = 0; run < 2; run++) {
+        cr_assert_eq(run_tar(dir, model, "good", "--skip-existing", "m2.jsonl", err, sizeof err),
+                     0, "%s", err);
+        cr_assert(strstr(err, "0 written, 0 failed, 4 skipped"), "%s", err);
+    }
+    snprintf(p, sizeof p, "%s/out/shard-000002.tar", dir);
+    cr_assert_not(file_exists(p));
+    snprintf(p, sizeof p, "%s/m2.jsonl", dir);
+    lines m = read_lines(p);
+    cr_assert_eq(m.n, 8);
+    cr_assert_eq(count_status(&m, "skipped"), 8);
+    cr_assert(strstr(str(line_of(&m, "/d.wav"), "shard"), "/out/shard-000001.tar"));
+    free_lines(&m);
+    /* a new input among them goes into a shard of its own number; the others stay skipped */
+    snprintf(p, sizeof p, "%s/e.wav", dir);
+    tone(p, 0.5, 900);
+    snprintf(list, sizeof list, "%s/a.wav\n%s/b.wav\n%s/e.wav\n%s/d.wav\n", dir, dir, dir, dir);
+    snprintf(p, sizeof p, "%s/good", dir);
+    write_text(p, list);
+    cr_assert_eq(run_tar(dir, model, "good", "--skip-existing", "m3.jsonl", err, sizeof err), 0,
+                 "%s", err);
+    cr_assert(strstr(err, "1 written, 0 failed, 3 skipped"), "%s", err);
+    cr_assert_eq(run_tar(dir, model, "good", "--skip-existing", "m3.jsonl", err, sizeof err), 0,
+                 "%s", err);
+    cr_assert(strstr(err, "0 written, 0 failed, 4 skipped"), "%s", err);
+}
+
+/* --- sidecars and settings ---------------------------------------------------------------- */
+
+Test(sidecar, skipped_lines_carry_the_recorded_metadata, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], cmd[32768], err[8192];
+    mkmodel(dir, 1, model, sizeof model);
+    snprintf(p, sizeof p, "%s/a.wav", dir);
+    tone(p, 45, 440); /* two windows */
+    snprintf(cmd, sizeof cmd, "%s -m %s --device cpu -O %s/out --manifest %s/m.jsonl %s "
+             "&& %s -m %s --device cpu -O %s/out --manifest %s/m.jsonl --skip-existing %s",
+             ws_bin(), model, dir, dir, p, ws_bin(), model, dir, dir, p);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(p, sizeof p, "%s/out/a.json", dir);
+    lines side = read_lines(p);
+    cr_assert_eq(side.n, 1);
+    cr_assert_str_eq(str(side.line[0], "status"), "ok");
+    snprintf(p, sizeof p, "%s/m.jsonl", dir);
+    lines m = read_lines(p);
+    cr_assert_eq(m.n, 2);
+    cr_assert_str_eq(str(m.line[1], "status"), "skipped");
+    const char *keys[] = {"shape", "dtype", "sample_rate", "channels", "samples", "duration_s",
+                          "windows", "content_frames", "valid_ctx", "provenance", "output"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        const cJSON *a = cJSON_GetObjectItem(m.line[0], keys[k]), *b = cJSON_GetObjectItem(m.line[1], keys[k]);
+        cr_assert(a && b && cJSON_Compare(a, b, 1), "%s differs in the skipped line", keys[k]);
+        cr_assert(cJSON_Compare(a, cJSON_GetObjectItem(side.line[0], keys[k]), 1), "%s", keys[k]);
+    }
+    cr_assert_eq(cJSON_GetObjectItem(m.line[1], "windows")->valueint, 2);
+    cr_assert(cJSON_GetObjectItem(m.line[1], "time")->valuedouble >=
+              cJSON_GetObjectItem(m.line[0], "time")->valuedouble);
+    free_lines(&m);
+    free_lines(&side);
+}
+
+Test(sidecar, other_model_or_dtype_or_no_record_is_redone_and_said_once, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char m1[4096], m2[4096], p[4096], cmd[16384], err[8192], ins[8400];
+    mkmodel(dir, 1, m1, sizeof m1);
+    mkmodel(dir, 2, m2, sizeof m2);
+    snprintf(ins, sizeof ins, "%s/a.wav %s/b.wav", dir, dir);
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%c.wav", dir, 'a' + i);
+        tone(p, 0.5, 440 + 200 * i);
+    }
+    const char *base = "%s -m %s --device cpu -O %s/out --skip-existing %s %s";
+    snprintf(cmd, sizeof cmd, base, ws_bin(), m1, dir, "", ins);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert_null(strstr(err, "other settings"), "%s", err);
+    /* the same settings: skipped */
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "0 written, 0 failed, 2 skipped"), "%s", err);
+    /* another model (another seed: the same name pattern, other tensors) */
+    snprintf(cmd, sizeof cmd, base, ws_bin(), m2, dir, "", ins);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "2 written, 0 failed, 0 skipped"), "%s", err);
+    cr_assert(strstr(err, "whisper-stem: --skip-existing: 2 outputs made with other settings "
+                          "(model name, model sha256) redone"), "%s", err);
+    char *first = strstr(err, "other settings");
+    cr_assert_null(strstr(first + 1, "other settings"), "said more than once: %s", err);
+    /* another --out-dtype */
+    snprintf(cmd, sizeof cmd, base, ws_bin(), m2, dir, "--out-dtype f16", ins);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "2 outputs made with other settings (out_dtype) redone"), "%s", err);
+    /* an output without its sidecar (no record) */
+    snprintf(p, sizeof p, "%s/out/a.json", dir);
+    cr_assert_eq(unlink(p), 0);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "1 written, 0 failed, 1 skipped"), "%s", err);
+    cr_assert(strstr(err, "1 output made with other settings (no record) redone"), "%s", err);
+    cr_assert(file_exists(p), "the sidecar is back");
+    /* tar shards made with another model are redone too */
+    snprintf(cmd, sizeof cmd, "%s -m %s --device cpu -O %s/tars --tar-size 2 --skip-existing %s",
+             ws_bin(), m1, dir, ins);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd, "%s -m %s --device cpu -O %s/tars --tar-size 2 --skip-existing %s",
+             ws_bin(), m2, dir, ins);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "2 written, 0 failed, 0 skipped"), "%s", err);
+    cr_assert(strstr(err, "2 outputs made with other settings (model name, model sha256) redone"),
+              "%s", err);
 }

@@ -80,6 +80,18 @@ static int npy_complete(const char *path)
 
 /* Entries of dir other than . and ..: how many, how many are complete .npy
  * files; the first other name goes to other (cap bytes). */
+/* A sidecar x.json: one whole JSON line, and a complete x.npy beside it. */
+static int sidecar_complete(const char *path)
+{
+    char npy[4096];
+    size_t n = 0, l = strlen(path);
+    snprintf(npy, sizeof npy, "%.*s.npy", (int)(l - 5), path);
+    char *t = read_file(path, &n);
+    int ok = t && n > 2 && t[0] == '{' && t[n - 2] == '}' && t[n - 1] == '\n' && npy_complete(npy);
+    free(t);
+    return ok;
+}
+
 static int scan_dir(const char *dir, int *complete, char *other, size_t cap)
 {
     DIR *d = opendir(dir);
@@ -98,6 +110,9 @@ static int scan_dir(const char *dir, int *complete, char *other, size_t cap)
         size_t l = strlen(e->d_name);
         if (l > 4 && !strcmp(e->d_name + l - 4, ".npy") && e->d_name[0] != '.' && npy_complete(p))
             (*complete)++;
+        else if (l > 5 && !strcmp(e->d_name + l - 5, ".json") && e->d_name[0] != '.' &&
+                 sidecar_complete(p))
+            (*complete)++; /* x.json beside a complete x.npy: the sidecar, written after it */
         else if (cap && !other[0])
             snprintf(other, cap, "%s", e->d_name);
     }

@@ -75,7 +75,7 @@ int main(int argc, char **argv)
     ws_mel *mel = NULL;
     ws_job *jobs = NULL;
     ws_cli_names nm = {0};
-    cJSON *root = NULL;
+    cJSON *root = NULL, *provenance = NULL;
 
     if (!o.check && !o.dump_ptx) {
         if ((status = ws_cli_gather_inputs(&o)) != 0 || o.n_inputs == 0)
@@ -236,7 +236,9 @@ int main(int argc, char **argv)
     }
 
     if (!(jobs = ws_jobs_new(o.n_inputs, o.inputs, nm.outs)) ||
-        (o.tar_size && !(r.shards = ws_shards_new(nm.shard_paths, jobs, o.n_inputs, o.tar_size)))) {
+        (o.tar_size && !(r.shards = ws_shards_new(&(ws_shard_names){o.outdir, o.shard_i, o.shard_n,
+                                                                     o.n_listed},
+                                                 jobs, o.n_inputs, o.tar_size)))) {
         ws_eprintf(PROG ": out of memory");
         status = 1;
         goto out;
@@ -254,6 +256,17 @@ int main(int argc, char **argv)
     r.n_mels = n_mels;
     r.out_dtype = o.out_dtype;
     r.skip_existing = o.skip_existing;
+    r.sidecars = o.outdir && !o.tar_size;
+    ws_provenance_info pi = {.model = o.mel_only ? NULL : &model, .n_mels = n_mels, .pos = o.pos,
+                             .pad = o.pad, .precision = r.on_gpu ? ws_precision_name(o.precision) : "fp32",
+                             .device = device_used, .mel_device = r.mel_on_gpu ? "cuda" : "cpu",
+                             .out_dtype = o.out_dtype};
+    if (!(provenance = ws_provenance_new(&pi))) {
+        ws_eprintf(PROG ": out of memory");
+        status = 1;
+        goto out;
+    }
+    r.provenance = provenance;
     r.root = o.root;
     r.manifest = o.manifest;
     r.manifest_fd = -1;
@@ -287,6 +300,7 @@ int main(int argc, char **argv)
     }
 out:
     cJSON_Delete(root);
+    cJSON_Delete(provenance);
     ws_shards_free(r.shards, o.n_inputs, o.tar_size ? o.tar_size : 1);
     ws_jobs_free(jobs, o.n_inputs);
     ws_cli_names_free(&o, &nm);

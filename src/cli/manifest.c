@@ -7,41 +7,318 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "output.h"
 #include "progress.h"
 #include "run_int.h"
+#include "sha256.h"
 #include "signals.h"
 #include "strmap.h"
 #include "tar.h"
 #include "trace.h"
 
+/* --- strings ------------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), or 0 (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF). */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    if (p[0] < 0x80)
+        return 1;
+    size_t k = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+               : p[0] >= 0xf0 && p[0] <= 0xf4                               ? 4
+                                                                            : 0;
+    if (!k || k > n)
+        return 0;
+    for (size_t i = 1; i < k; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+        return 0;
+    return k;
+}
+
+char *ws_json_quote(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    const size_t n = strlen(s);
+    char *q = malloc(6 * n + 3), *o = q; /* each byte gives at most 6 */
+    if (!q)
+        return NULL;
+    *o++ = '"';
+    for (size_t i = 0; i < n;) {
+        const unsigned char b = p[i];
+        size_t k = utf8_len(p + i, n - i);
+        if (!k) { /* not UTF-8: Python's surrogateescape, U+DC80..U+DCFF */
+            o += sprintf(o, "\\udc%02x", b);
+            i++;
+        } else if (b == '"' || b == '\\') {
+            *o++ = '\\';
+            *o++ = (char)b;
+            i++;
+        } else if (b < 0x20) {
+            const char *e = b == '\n' ? "\\n" : b == '\t' ? "\\t" : b == '\r' ? "\\r"
+                            : b == '\b' ? "\\b" : b == '\f' ? "\\f" : NULL;
+            o += e ? sprintf(o, "%s", e) : sprintf(o, "\\u%04x", b);
+            i++;
+        } else {
+            memcpy(o, p + i, k);
+            o += k;
+            i += k;
+        }
+    }
+    *o++ = '"';
+    *o = 0;
+    return q;
+}
+
+static int hexval(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The code unit of the escape \uXXXX at p (6 bytes there), or -1. */
+static long u_escape(const char *p)
+{
+    if (p[0] != '\\' || p[1] != 'u')
+        return -1;
+    long v = 0;
+    for (int i = 2; i < 6; i++) {
+        int h = hexval((unsigned char)p[i]);
+        if (h < 0)
+            return -1;
+        v = v * 16 + h;
+    }
+    return v;
+}
+
+cJSON *ws_json_parse(const char *text, size_t len)
+{
+    /* \udc80..\udcff not after a high surrogate become the bytes they stand for (cJSON
+     * refuses a lone low surrogate and copies other bytes as they are) */
+    char *t = malloc(len + 1), *o = t;
+    if (!t)
+        return NULL;
+    int high = 0; /* the last escape was a high surrogate */
+    for (size_t i = 0; i < len;) {
+        if (text[i] != '\\' || i + 1 >= len) {
+            *o++ = text[i++];
+            high = 0;
+            continue;
+        }
+        long u = i + 6 <= len ? u_escape(text + i) : -1;
+        if (u >= 0xdc80 && u <= 0xdcff && !high) {
+            *o++ = (char)(unsigned char)(u - 0xdc00);
+            i += 6;
+            continue;
+        }
+        high = u >= 0xd800 && u <= 0xdbff;
+        size_t k = u >= 0 ? 6 : 2; /* an escape is copied whole */
+        memcpy(o, text + i, k);
+        o += k;
+        i += k;
+    }
+    cJSON *r = cJSON_ParseWithLength(t, (size_t)(o - t));
+    free(t);
+    return r;
+}
+
+cJSON *ws_json_requote(const cJSON *x)
+{
+    if (cJSON_IsString(x)) {
+        char *q = ws_json_quote(x->valuestring);
+        cJSON *r = q ? cJSON_CreateRaw(q) : NULL;
+        free(q);
+        return r;
+    }
+    if (!cJSON_IsObject(x) && !cJSON_IsArray(x))
+        return cJSON_Duplicate(x, 0);
+    cJSON *r = cJSON_IsObject(x) ? cJSON_CreateObject() : cJSON_CreateArray();
+    for (const cJSON *c = x->child; r && c; c = c->next) {
+        cJSON *d = ws_json_requote(c);
+        if (!d) {
+            cJSON_Delete(r);
+            return NULL;
+        }
+        if (cJSON_IsObject(x))
+            cJSON_AddItemToObject(r, c->string, d);
+        else
+            cJSON_AddItemToArray(r, d);
+    }
+    return r;
+}
+
+static void add_str(cJSON *o, const char *key, const char *s)
+{
+    char *q = ws_json_quote(s);
+    if (q)
+        cJSON_AddRawToObject(o, key, q);
+    free(q);
+}
+
+static void add_time(cJSON *o)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char buf[48];
+    snprintf(buf, sizeof buf, "%lld.%03ld", (long long)ts.tv_sec, ts.tv_nsec / 1000000);
+    cJSON_AddRawToObject(o, "time", buf);
+}
+
+/* --- provenance ------------------------------------------------------------------ */
+
+static void sha_floats(ws_sha256 *s, const float *x, size_t n)
+{
+    unsigned char buf[4096];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        for (int b = 0; b < 4; b++)
+            buf[k++] = (unsigned char)(u >> (8 * b)); /* little-endian on any host */
+        if (k == sizeof buf) {
+            ws_sha256_update(s, buf, k);
+            k = 0;
+        }
+    }
+    ws_sha256_update(s, buf, k);
+}
+
+void ws_model_sha256(const ws_model *m, char hex[65])
+{
+    ws_sha256 s;
+    const size_t d = (size_t)m->d;
+    ws_sha256_init(&s);
+    sha_floats(&s, m->conv1_w, d * (size_t)m->n_mels * 3);
+    sha_floats(&s, m->conv1_b, d);
+    sha_floats(&s, m->conv2_w, d * d * 3);
+    sha_floats(&s, m->conv2_b, d);
+    if (m->pos)
+        sha_floats(&s, m->pos, (size_t)m->n_pos * d);
+    ws_sha256_hex(&s, hex);
+}
+
+cJSON *ws_provenance_new(const ws_provenance_info *in)
+{
+    cJSON *p = cJSON_CreateObject();
+    if (!p)
+        return NULL;
+    cJSON_AddStringToObject(p, "version", WS_VERSION);
+    cJSON_AddStringToObject(p, "output", in->model ? "embeddings" : "log_mel");
+    if (in->model) {
+        char hex[65];
+        ws_model_sha256(in->model, hex);
+        cJSON *m = cJSON_AddObjectToObject(p, "model");
+        cJSON_AddStringToObject(m, "name", in->model->name);
+        cJSON_AddStringToObject(m, "sha256", hex);
+    } else {
+        cJSON_AddNullToObject(p, "model");
+    }
+    cJSON_AddNumberToObject(p, "n_mels", in->n_mels);
+    cJSON_AddStringToObject(p, "pad", in->pad == WS_PAD_AUDIO ? "audio" : in->pad == WS_PAD_MEL0 ? "mel0" : "none");
+    cJSON_AddBoolToObject(p, "pos", in->pos);
+    cJSON_AddStringToObject(p, "precision", in->precision);
+    cJSON_AddStringToObject(p, "device", in->device);
+    cJSON_AddStringToObject(p, "mel_device", in->mel_device);
+    cJSON_AddStringToObject(p, "out_dtype", in->out_dtype == WS_OUT_F16 ? "float16" : "float32");
+    if (!cJSON_GetObjectItem(p, "out_dtype")) { /* out of memory somewhere */
+        cJSON_Delete(p);
+        return NULL;
+    }
+    return p;
+}
+
+const char *const ws_redo_reasons[WS_REDO_N] = {
+    "no record", "output", "model name", "model sha256", "n_mels", "pad", "pos", "precision",
+    "device", "mel_device", "out_dtype", "version"};
+
+unsigned ws_provenance_diff(const cJSON *ours, const cJSON *rec)
+{
+    if (!cJSON_IsObject(rec))
+        return 1u << WS_REDO_NO_RECORD;
+    unsigned d = 0;
+    for (int k = 1; k < WS_REDO_N - 1; k++) {
+        const char *name = ws_redo_reasons[k];
+        const cJSON *a, *b;
+        if (!strncmp(name, "model ", 6)) {
+            const cJSON *ma = cJSON_GetObjectItem(ours, "model"), *mb = cJSON_GetObjectItem(rec, "model");
+            if (cJSON_IsNull(ma) || cJSON_IsNull(mb) || !ma || !mb) {
+                if (!cJSON_Compare(ma, mb, 1) && !strcmp(name, "model sha256"))
+                    d |= 1u << k;
+                continue;
+            }
+            a = cJSON_GetObjectItem(ma, name + 6);
+            b = cJSON_GetObjectItem(mb, name + 6);
+        } else {
+            a = cJSON_GetObjectItem(ours, name);
+            b = cJSON_GetObjectItem(rec, name);
+        }
+        if (!a || !b || !cJSON_Compare(a, b, 1))
+            d |= 1u << k;
+    }
+    return d;
+}
+
+/* --- the line ----------------------------------------------------------------------- */
+
+/* A line from j's record (skipped, or failed again with the recorded error): the recorded
+ * line with this status and time. */
+static cJSON *from_record(const ws_job *j)
+{
+    cJSON *o = ws_json_requote(j->rec);
+    if (!o)
+        return NULL;
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "time");
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "ok");
+    cJSON *st = cJSON_CreateString(j->skipped ? "skipped" : "failed");
+    if (!st || (cJSON_GetObjectItemCaseSensitive(o, "status")
+                    ? !cJSON_ReplaceItemInObjectCaseSensitive(o, "status", st)
+                    : !cJSON_AddItemToObject(o, "status", st))) {
+        cJSON_Delete(st);
+        cJSON_Delete(o);
+        return NULL;
+    }
+    if (j->skipped && cJSON_GetObjectItemCaseSensitive(o, "error"))
+        cJSON_ReplaceItemInObjectCaseSensitive(o, "error", cJSON_CreateNull());
+    add_time(o);
+    return o;
+}
+
 cJSON *ws_job_json(const ws_run_ctx *c, const ws_job *j)
 {
+    if (j->rec && !j->ok)
+        return from_record(j);
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    cJSON_AddStringToObject(o, "input", j->input);
+    add_str(o, "input", j->input);
     if (j->output)
-        cJSON_AddStringToObject(o, "output", j->output);
+        add_str(o, "output", j->output);
     else
         cJSON_AddNullToObject(o, "output");
     if (j->member) {
         char m[WS_TAR_NAME_MAX + 8];
         snprintf(m, sizeof m, "%s.npy", j->member);
-        cJSON_AddStringToObject(o, "member", m);
+        add_str(o, "member", m);
     }
+    if (j->shard >= 0 && j->output)
+        add_str(o, "shard", j->output);
     cJSON_AddStringToObject(o, "status", j->ok ? "ok" : j->skipped ? "skipped" : "failed");
     if (j->ok || j->skipped)
         cJSON_AddNullToObject(o, "error");
     else
-        cJSON_AddStringToObject(o, "error", j->error ? j->error : "(no message: out of memory)");
+        add_str(o, "error", j->error ? j->error : "(no message: out of memory)");
     if (j->ok) {
         cJSON *a = cJSON_AddArrayToObject(o, "shape");
         for (int i = 0; i < j->ndim; i++)
             cJSON_AddItemToArray(a, cJSON_CreateNumber((double)j->shape[i]));
         cJSON_AddStringToObject(o, "dtype", c->out_dtype == WS_OUT_F16 ? "float16" : "float32");
+        if (c->out_dtype == WS_OUT_F16)
+            cJSON_AddNumberToObject(o, "f16_clamped", (double)j->f16_clamped);
     }
     if (j->decoded) {
         cJSON_AddNumberToObject(o, "sample_rate", j->src_rate);
@@ -55,7 +332,21 @@ cJSON *ws_job_json(const ws_run_ctx *c, const ws_job *j)
         if (!c->mel_only)
             cJSON_AddNumberToObject(o, "valid_ctx", j->valid_ctx);
     }
+    if (c->provenance) {
+        cJSON *p = ws_json_requote(c->provenance);
+        if (p)
+            cJSON_AddItemToObject(o, "provenance", p);
+    }
+    add_time(o);
     return o;
+}
+
+char *ws_job_line(const ws_run_ctx *c, const ws_job *j)
+{
+    cJSON *o = ws_job_json(c, j);
+    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return txt;
 }
 
 static int g_manifest_lost; /* lines not written (under the pipeline's lock) */
@@ -93,9 +384,7 @@ static int write_line(void *ctx)
  * waits for it): a kill leaves whole lines only. */
 static void manifest_line(const ws_run_ctx *c, const ws_job *j)
 {
-    cJSON *o = ws_job_json(c, j);
-    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
+    char *txt = ws_job_line(c, j);
     size_t n = txt ? strlen(txt) : 0;
     char *line = txt ? realloc(txt, n + 2) : NULL;
     if (!line) {

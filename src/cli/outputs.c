@@ -2,32 +2,152 @@
  * sidecar, and the --skip-existing decisions for files. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "output.h"
-#include "progress.h"
 #include "run_int.h"
-#include "signals.h"
-#include "strmap.h"
-#include "tar.h"
 #include "trace.h"
+
+/* --- outputs redone by --skip-existing ------------------------------------------------ */
+
+static pthread_mutex_t g_redo_mu = PTHREAD_MUTEX_INITIALIZER;
+static long g_redone;            /* outputs */
+static unsigned g_redo_why;      /* the reasons seen (bits of ws_provenance_diff) */
+
+void ws_run_redo_note(unsigned diff, long n)
+{
+    pthread_mutex_lock(&g_redo_mu);
+    g_redone += n;
+    g_redo_why |= diff;
+    pthread_mutex_unlock(&g_redo_mu);
+}
+
+void ws_run_redo_say(void)
+{
+    pthread_mutex_lock(&g_redo_mu);
+    if (g_redone) {
+        char why[256] = "";
+        for (int k = 0; k < WS_REDO_N; k++)
+            if (g_redo_why & (1u << k))
+                snprintf(why + strlen(why), sizeof why - strlen(why), "%s%s", *why ? ", " : "",
+                         ws_redo_reasons[k]);
+        ws_eprintf("whisper-stem: --skip-existing: %ld output%s made with other settings (%s) "
+                   "redone", g_redone, g_redone == 1 ? "" : "s", why);
+    }
+    g_redone = 0;
+    g_redo_why = 0;
+    pthread_mutex_unlock(&g_redo_mu);
+}
+
+/* --- sidecars ----------------------------------------------------------------------- */
+
+/* OUT/x.npy's sidecar OUT/x.json (malloc'd; other names get ".json" added), or NULL. */
+static char *sidecar_path(const char *out)
+{
+    size_t n = strlen(out);
+    char *p = malloc(n + 6);
+    if (!p)
+        return NULL;
+    memcpy(p, out, n + 1);
+    if (n > 4 && !strcasecmp(p + n - 4, ".npy"))
+        n -= 4;
+    strcpy(p + n, ".json");
+    return p;
+}
+
+cJSON *ws_read_record(const char *path, size_t max)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    cJSON *r = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max) {
+        char *buf = malloc((size_t)st.st_size + 1);
+        ssize_t k = buf ? read(fd, buf, (size_t)st.st_size) : -1;
+        if (k == st.st_size)
+            r = ws_json_parse(buf, (size_t)k);
+        free(buf);
+    }
+    close(fd);
+    if (r && !cJSON_IsObject(r)) {
+        cJSON_Delete(r);
+        r = NULL;
+    }
+    return r;
+}
+
+/* j's sidecar: its manifest line, as "ok", written atomically after the output. */
+static int write_sidecar(const ws_run_ctx *c, ws_job *j, ws_err *e)
+{
+    char *path = sidecar_path(j->output);
+    j->ok = 1;
+    char *line = path ? ws_job_line(c, j) : NULL;
+    j->ok = 0;
+    int rc;
+    if (!line) {
+        rc = ws_errf(e, "%s: out of memory for its sidecar", j->output);
+    } else {
+        size_t n = strlen(line);
+        line[n] = '\n'; /* over the NUL: written with its length */
+        rc = ws_write_file_atomic(path, line, n + 1, e);
+    }
+    free(line);
+    free(path);
+    return rc;
+}
+
+/* --- one output ------------------------------------------------------------------------ */
+
+void ws_run_to_f16(const ws_run_ctx *c, ws_job *j, size_t count)
+{
+    if (c->out_dtype != WS_OUT_F16)
+        return;
+    if (j->result_f16) /* converted on the GPU (cvt.rn.f16.f32: infinity beyond the range) */
+        j->f16_clamped += (long long)ws_f16_saturate(j->result, count);
+    else
+        j->f16_clamped += (long long)ws_f32_to_f16_inplace(j->result, count);
+}
 
 int ws_run_decide(const ws_run_ctx *c, ws_job *j)
 {
     struct stat st;
-    const int exists = strcmp(j->output, "-") && stat(j->output, &st) == 0;
-    if (j->shard >= 0) { /* decided for the whole shard, by what its file holds */
-        const int r = ws_shard_decide(c, j);
-        if (r)
-            return r;
-    } else if (c->skip_existing && exists && S_ISREG(st.st_mode)) {
-        j->skipped = 1; /* outputs appear whole or not at all: this one is complete */
+    if (j->skipped) /* decided by a record (shards.c) */
         return 1;
+    if (j->rec) /* failed before, recorded so in a complete shard: not redone */
+        return -1;
+    const int exists = strcmp(j->output, "-") && stat(j->output, &st) == 0;
+    if (j->shard >= 0) {
+        /* a tar member: ws_shards_plan decided */
+    } else if (c->skip_existing && exists && S_ISREG(st.st_mode)) {
+        /* outputs appear whole or not at all: this one is complete; with sidecars, skipped
+         * only when its record says it was made with this run's settings */
+        if (!c->sidecars) {
+            j->skipped = 1;
+            return 1;
+        }
+        char *sp = sidecar_path(j->output);
+        cJSON *rec = sp ? ws_read_record(sp, WS_RECORD_MAX) : NULL;
+        free(sp);
+        const cJSON *st_ = rec ? cJSON_GetObjectItem(rec, "status") : NULL;
+        const unsigned diff =
+            cJSON_IsString(st_) && !strcmp(st_->valuestring, "ok")
+                ? ws_provenance_diff(c->provenance, cJSON_GetObjectItem(rec, "provenance"))
+                : 1u << WS_REDO_NO_RECORD;
+        if (!diff) {
+            j->rec = rec;
+            j->skipped = 1;
+            return 1;
+        }
+        cJSON_Delete(rec);
+        ws_run_redo_note(diff, 1);
     }
     /* a FIFO or device, or a tar member: held whole, never streamed */
     j->special = (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) || j->shard >= 0;
@@ -49,11 +169,12 @@ int ws_run_write_out(const ws_run_ctx *c, ws_job *j)
         size_t count = 1;
         for (int i = 0; i < j->ndim; i++)
             count *= (size_t)j->shape[i];
-        if (c->out_dtype == WS_OUT_F16 && !j->result_f16)
-            ws_f32_to_f16_inplace(j->result, count);
+        ws_run_to_f16(c, j, count);
         rc = (c->root && ws_mkdir_parents(j->output, &e)) ||
              ws_write_array_dtype(j->output, j->result, c->out_dtype, j->shape, j->ndim, &e);
     }
+    if (!rc && c->sidecars && j->shard < 0 && !j->special)
+        rc = write_sidecar(c, j, &e);
     WS_RANGE_POP();
     j->ms.write += 1e3 * (ws_now() - t0);
     if (rc)

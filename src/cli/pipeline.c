@@ -391,7 +391,7 @@ static void stem_loop_batched(pipe_state *p)
     worker(p, 0, 0);
 }
 
-int ws_run(const ws_run_ctx *c, ws_job *jobs, int n)
+static int run_all(const ws_run_ctx *c, ws_job *jobs, int n)
 {
     int threads = c->threads < 1 ? 1 : c->threads;
     /* The CPU stem keeps every thread busy on its own; the GPU stem and
@@ -469,5 +469,14 @@ int ws_run(const ws_run_ctx *c, ws_job *jobs, int n)
     int failed = 0;
     for (int i = 0; i < n; i++)
         failed += !jobs[i].ok && !jobs[i].skipped;
+    return failed;
+}
+
+int ws_run(const ws_run_ctx *c, ws_job *jobs, int n)
+{
+    if (c->shards)
+        ws_shards_plan(c, jobs, n); /* shard numbers; what earlier runs left decides skips */
+    const int failed = run_all(c, jobs, n);
+    ws_run_redo_say();
     return failed;
 }

@@ -59,8 +59,11 @@ typedef struct {
     int valid_ctx;       /* output rows of the last window that see audio */
     int64_t shape[3];
     int ndim;
+    long long f16_clamped; /* --out-dtype f16: finite values beyond the range, saturated */
+    struct cJSON *rec;   /* the recorded line (sidecar, shard index) it is reported from when
+                            skipped, or failed again without being redone; or NULL */
     ws_stage_ms ms;
-    /* private to run.c */
+    /* private to the pipeline */
     int state;
     size_t reserved; /* bytes counted against max_memory */
     ws_out *out;     /* a long input's output, written piece by piece */
@@ -107,22 +110,67 @@ typedef struct {
     int manifest_fd;       /* JSON Lines, one line per finished input; -1: none */
     const char *manifest;  /* its path, for messages */
     struct ws_shard *shards; /* --tar-size: the run's tar shards (ws_shards_new), or NULL */
+    int sidecars;          /* -O: OUT/x.json beside each OUT/x.npy (the line of its run) */
+    const struct cJSON *provenance; /* this run's settings (ws_provenance_new), in every line */
 } ws_run_ctx;
 
 /* --tar-size: the n_jobs jobs in shards of per_shard, in order: shard i holds jobs
- * [i * per_shard, (i + 1) * per_shard) and is written to paths[i] (each job's output
- * names its shard too). A shard is opened at its first member, gets the members in the
- * order the inputs finish, and is committed (renamed into place) when its last input has
- * finished; then its inputs are reported (manifest lines, failures), so "ok" means the
+ * [i * per_shard, (i + 1) * per_shard) and is written to OUT/shard-NNNNNN.tar, numbered at
+ * the start of ws_run (shards.c: I + N * (i + m * K), the first m free or holding exactly
+ * its inputs; each job's output is set to it), with its index OUT/shard-NNNNNN.jsonl. A
+ * shard is opened at its first member, gets the members in the order the inputs finish,
+ * and is committed (renamed into place) when its last input has finished; then its index
+ * is written and its inputs are reported (manifest lines, failures), so "ok" means the
  * shard is in place. A shard none of whose inputs was written is not made. */
-struct ws_shard *ws_shards_new(char *const *paths, ws_job *jobs, int n_jobs, int per_shard);
+typedef struct {
+    const char *outdir;
+    int shard_i, shard_n;  /* --shard I/N; shard_n 0: none */
+    long long n_listed;    /* inputs in the whole list, before --shard selects */
+} ws_shard_names;
+struct ws_shard *ws_shards_new(const ws_shard_names *names, ws_job *jobs, int n_jobs, int per_shard);
 void ws_shards_free(struct ws_shard *s, int n_jobs, int per_shard);
 
-/* The manifest line of a finished job (and the --json report's per-input object):
- * input, output, status, error, shape, dtype, sample_rate, channels, samples, duration_s,
- * windows, content_frames, valid_ctx. Caller frees (cJSON_Delete). */
+/* The manifest line of a finished job (and the --json report's per-input object, the
+ * sidecar, the tar member KEY.json, the shard index's line): input, output, member and
+ * shard (tar), status, error, shape, dtype, f16_clamped (f16), sample_rate, channels,
+ * samples, duration_s, windows, content_frames, valid_ctx, provenance, time (SPEC.md
+ * "Manifest"). A skipped job's line is its recorded one with status "skipped" and this
+ * time. Strings that are not UTF-8 carry \udcXX escapes (ws_json_quote): the objects hold
+ * raw items; print them with cJSON_Print*. Caller frees (cJSON_Delete). */
 struct cJSON;
 struct cJSON *ws_job_json(const ws_run_ctx *c, const ws_job *j);
+/* The same, printed on one line (malloc'd, no newline), or NULL when out of memory. */
+char *ws_job_line(const ws_run_ctx *c, const ws_job *j);
+
+/* s as a JSON string, quotes included (malloc'd, or NULL): '"', '\\' and control
+ * characters escaped as JSON wants, valid UTF-8 as it is, and each byte that is not part
+ * of valid UTF-8 as \udcXX (XX the byte: Python's surrogateescape, so os.fsencode of
+ * json.loads gives the bytes back). The one writer of every string of a line. */
+char *ws_json_quote(const char *s);
+/* Parses a line written so: \udcXX become their bytes again. NULL if not JSON. */
+struct cJSON *ws_json_parse(const char *text, size_t len);
+/* A copy of x whose strings are raw items quoted by ws_json_quote. */
+struct cJSON *ws_json_requote(const struct cJSON *x);
+
+/* The provenance object of a run (SPEC.md): version, output, model {name, sha256: of the
+ * stem tensors as float32 little-endian, conv1.weight, conv1.bias, conv2.weight,
+ * conv2.bias, then the file's positional embedding if any} or null with --mel, n_mels,
+ * pad, pos, precision (effective), device, mel_device, out_dtype. Plain strings. */
+typedef struct {
+    const ws_model *model; /* NULL: --mel */
+    int n_mels, pos;
+    ws_pad pad;
+    const char *precision, *device, *mel_device;
+    ws_out_dtype out_dtype;
+} ws_provenance_info;
+struct cJSON *ws_provenance_new(const ws_provenance_info *p);
+void ws_model_sha256(const ws_model *m, char hex[65]);
+
+/* Why --skip-existing redoes an output: bit k of ws_provenance_diff names
+ * ws_redo_reasons[k] ("no record", then each field that differs; "version" never counts). */
+enum { WS_REDO_NO_RECORD = 0, WS_REDO_N = 12 };
+extern const char *const ws_redo_reasons[WS_REDO_N];
+unsigned ws_provenance_diff(const struct cJSON *ours, const struct cJSON *recorded);
 
 /* Memory: every input reserves the bytes it will hold at its peak before it
  * allocates them (the decoder's buffers, the 16 kHz samples with the log-Mel

@@ -38,10 +38,21 @@ int ws_run_fail(ws_job *j, const char *fmt, const char *a, const char *b);
 /* Whether j is to be made (0), is skipped (1: --skip-existing) or has failed already (-1);
  * sets j->special. */
 int ws_run_decide(const ws_run_ctx *c, ws_job *j);
+/* --skip-existing's outputs redone: n more for the reasons diff; said once, at the end. */
+void ws_run_redo_note(unsigned diff, long n);
+void ws_run_redo_say(void);
+/* A record (sidecar, or a line of a shard index) at most this long. */
+#define WS_RECORD_MAX ((size_t)1 << 20)
+/* The JSON object in the file at path (at most max bytes, a regular file), or NULL. */
+struct cJSON *ws_read_record(const char *path, size_t max);
+/* j's result (count values) to float16 when the output is f16, saturating (f16_clamped). */
+void ws_run_to_f16(const ws_run_ctx *c, ws_job *j, size_t count);
 int ws_run_write_out(const ws_run_ctx *c, ws_job *j);
 
 /* shards.c */
-int ws_shard_decide(const ws_run_ctx *c, ws_job *j); /* ws_run_decide's, for a tar member */
+/* Before the run: numbers the shards and decides, from earlier runs' records, which
+ * inputs are skipped or failed already (shards.c's comment). */
+int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n);
 int ws_shard_write_member(const ws_run_ctx *c, ws_job *j, ws_err *e);
 /* Once per job, with the pipeline's lock held: reports it (a shard's jobs when the
  * shard is committed). */

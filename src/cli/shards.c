@@ -1,5 +1,18 @@
-/* shards.c - --tar-size: the run's tar shards, their members, commit and report. */
+/* shards.c - --tar-size: the run's tar shards: their numbers (probing past shards of
+ * other inputs), what earlier runs left (the shard index OUT/shard-NNNNNN.jsonl beside
+ * each OUT/shard-NNNNNN.tar), the members, the commit, the index, the report.
+ *
+ * Shard k of --shard I/N tries the numbers I + N * (k + m * K), m = 0, 1, ..., with
+ * K = ceil(ceil(list length / N) / tar_size): the first number that is free or whose shard
+ * holds exactly this shard's inputs (by its index; without one, by its members) is used.
+ * With --skip-existing, a shard whose .tar and index are there, for exactly these inputs,
+ * made with this run's settings, is complete: its ok inputs are skipped, its failed ones
+ * fail again with the recorded error. Then every OUT/shard-*.jsonl is read: an input whose
+ * newest record is "ok" with this run's settings is skipped wherever it is; the shard gets
+ * the others (and its number is probed for them). A shard given no input is not made.
+ */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,107 +22,41 @@
 #include <unistd.h>
 
 #include "output.h"
-#include "progress.h"
 #include "run_int.h"
-#include "signals.h"
 #include "strmap.h"
 #include "tar.h"
 #include "trace.h"
 
-/* --- tar shards ------------------------------------------------------------- */
-
 struct ws_shard {
     pthread_mutex_t mu;
-    const char *path;
-    ws_job *jobs;    /* its inputs */
+    char *path;        /* OUT/shard-NNNNNN.tar once numbered (ws_shards_plan), else NULL */
+    ws_job *jobs;      /* its slice of the list */
     int n;
-    ws_tar *t;       /* open from the first member on */
-    int left;        /* inputs not finished yet */
-    int written;     /* inputs whose members are in */
-    char *error;     /* the shard itself failed (an I/O error): why; its inputs fail */
-    int state;       /* SHARD_*: what an existing file at path means for this run */
-    char *refused;   /* SHARD_REFUSED: why */
+    int given;         /* jobs of the slice it writes (the others were decided by records) */
+    long long num0, stride; /* its numbers: num0 + stride * m */
+    const char *outdir;
+    ws_tar *t;         /* open from the first member on */
+    int left;          /* given inputs not finished yet */
+    int written;       /* inputs whose members are in */
+    char *error;       /* the shard itself failed (an I/O error): why; its inputs fail */
 };
 
-enum {
-    SHARD_UNKNOWN = 0, /* not looked at yet */
-    SHARD_WRITE,       /* no file there, or one to replace: its members are all this shard's */
-    SHARD_COMPLETE,    /* there, holding a member for every input: skipped (--skip-existing) */
-    SHARD_REFUSED,     /* there with members of other inputs (another list or --tar-size): kept */
-};
-
-typedef struct {
-    ws_strmap *mine; /* this shard's member names */
-    ws_strmap *seen; /* those found in the file */
-    const char *foreign;
-    char first[256];
-} shard_scan;
-
-static int scan_member(void *ctx, const char *name, uint64_t size)
-{
-    shard_scan *s = ctx;
-    (void)size;
-    if (ws_strmap_get(s->mine, name, strlen(name), NULL)) {
-        ws_strmap_put(s->seen, name, strlen(name), 0, NULL);
-        return 0;
-    }
-    snprintf(s->first, sizeof s->first, "%s", name);
-    s->foreign = s->first;
-    return 1;
-}
-
-/* Looks at the file at the shard's path once, with sh->mu held. */
-static void shard_look(const ws_run_ctx *c, struct ws_shard *sh)
-{
-    if (sh->state != SHARD_UNKNOWN)
-        return;
-    struct stat st;
-    sh->state = SHARD_WRITE;
-    if (stat(sh->path, &st) != 0)
-        return;
-    char buf[512];
-    shard_scan s = {ws_strmap_new(), ws_strmap_new(), NULL, ""};
-    int expected = 0, oom = !s.mine || !s.seen;
-    for (int k = 0; k < sh->n && !oom; k++) {
-        const ws_job *m = &sh->jobs[k];
-        if (!m->member)
-            continue;
-        for (int e = 0; e < 2 && !oom; e++) {
-            snprintf(buf, sizeof buf, "%s.%s", m->member, e ? "json" : "npy");
-            oom = ws_strmap_put(s.mine, buf, strlen(buf), 0, NULL) < 0;
-        }
-        expected += 2;
-    }
-    ws_err e = {{0}};
-    int rc = oom ? -1 : ws_tar_list(sh->path, scan_member, &s, &e);
-    char msg[WS_ERR_LEN + 600];
-    if (oom || rc < 0 || s.foreign) {
-        if (s.foreign)
-            snprintf(msg, sizeof msg, "%s holds '%s', which is not from this shard's inputs "
-                                      "(another list or --tar-size?): not replaced",
-                     sh->path, s.foreign);
-        else
-            snprintf(msg, sizeof msg, "%s is there and cannot be read as a shard (%s): not "
-                                      "replaced", sh->path, oom ? "out of memory" : e.msg);
-        sh->state = SHARD_REFUSED;
-        sh->refused = strdup(msg);
-    } else if (c->skip_existing && ws_strmap_size(s.seen) == (size_t)expected) {
-        sh->state = SHARD_COMPLETE;
-    }
-    ws_strmap_free(s.mine);
-    ws_strmap_free(s.seen);
-}
-
-struct ws_shard *ws_shards_new(char *const *paths, ws_job *jobs, int n_jobs, int per_shard)
+struct ws_shard *ws_shards_new(const ws_shard_names *nm, ws_job *jobs, int n_jobs, int per_shard)
 {
     const int n = (n_jobs + per_shard - 1) / per_shard;
+    const long long N = nm->shard_n > 0 ? nm->shard_n : 1;
+    const long long per_task = (nm->n_listed + N - 1) / N;
+    long long K = (per_task + per_shard - 1) / per_shard;
+    if (K < n)
+        K = n;
     struct ws_shard *s = calloc((size_t)(n > 0 ? n : 1), sizeof *s);
     for (int i = 0; s && i < n; i++) {
         pthread_mutex_init(&s[i].mu, NULL);
-        s[i].path = paths[i];
         s[i].jobs = jobs + (size_t)i * per_shard;
         s[i].n = n_jobs - i * per_shard < per_shard ? n_jobs - i * per_shard : per_shard;
-        s[i].left = s[i].n;
+        s[i].num0 = nm->shard_i + N * i;
+        s[i].stride = N * K;
+        s[i].outdir = nm->outdir;
         for (int k = 0; k < s[i].n; k++)
             s[i].jobs[k].shard = i;
     }
@@ -122,27 +69,362 @@ void ws_shards_free(struct ws_shard *s, int n_jobs, int per_shard)
     for (int i = 0; s && i < n; i++) {
         ws_tar_abort(s[i].t);
         free(s[i].error);
-        free(s[i].refused);
+        free(s[i].path);
         pthread_mutex_destroy(&s[i].mu);
     }
     free(s);
 }
 
-int ws_shard_decide(const ws_run_ctx *c, ws_job *j)
+/* --- reading indexes ------------------------------------------------------------------- */
+
+typedef struct {
+    cJSON **line; /* parsed, in file order */
+    int n;
+} index_lines;
+
+static void index_free(index_lines *x)
 {
-    struct ws_shard *sh = &c->shards[j->shard];
-    pthread_mutex_lock(&sh->mu);
-    shard_look(c, sh);
-    const int state = sh->state;
-    pthread_mutex_unlock(&sh->mu);
-    if (state == SHARD_REFUSED)
-        return ws_run_fail(j, "%s: %s", j->input, sh->refused ? sh->refused : "shard not replaced");
-    if (state == SHARD_COMPLETE) {
-        j->skipped = 1;
-        return 1;
+    for (int i = 0; i < x->n; i++)
+        cJSON_Delete(x->line[i]);
+    free(x->line);
+    x->line = NULL;
+    x->n = 0;
+}
+
+/* The lines of the index at path (-1: none there or unreadable). Lines over WS_RECORD_MAX
+ * bytes or not one JSON object with an "input" string are left out, with one warning. */
+static int index_read(const char *path, index_lines *x)
+{
+    x->line = NULL;
+    x->n = 0;
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long bad = 0;
+    while ((len = getline(&buf, &cap, f)) >= 0) {
+        if (len && buf[len - 1] == '\n')
+            len--;
+        cJSON *o = (size_t)len <= WS_RECORD_MAX ? ws_json_parse(buf, (size_t)len) : NULL;
+        const cJSON *in = o ? cJSON_GetObjectItem(o, "input") : NULL;
+        cJSON **t = cJSON_IsString(in) ? realloc(x->line, sizeof *t * (size_t)(x->n + 1)) : NULL;
+        if (!t) {
+            cJSON_Delete(o);
+            bad++;
+            continue;
+        }
+        x->line = t;
+        x->line[x->n++] = o;
     }
+    free(buf);
+    fclose(f);
+    if (bad)
+        ws_eprintf("whisper-stem: %s: %ld line%s left out (not a JSON object with an input, or "
+                   "over 1 MiB)", path, bad, bad == 1 ? "" : "s");
     return 0;
 }
+
+static const char *line_input(const cJSON *o)
+{
+    return cJSON_GetObjectItem(o, "input")->valuestring;
+}
+
+static int line_ok(const cJSON *o)
+{
+    const cJSON *s = cJSON_GetObjectItem(o, "status");
+    return cJSON_IsString(s) && !strcmp(s->valuestring, "ok");
+}
+
+/* --- what is at a shard number ---------------------------------------------------------- */
+
+enum { AT_FREE, AT_SAME, AT_OTHER };
+
+typedef struct {
+    int what;          /* AT_* */
+    int has_tar, has_index;
+    index_lines idx;   /* AT_SAME with an index: its lines, in the slice's order */
+    int members_all;   /* AT_SAME without an index: a member for every input */
+} at_shard;
+
+static char *shard_path(const struct ws_shard *sh, long long m, const char *ext)
+{
+    size_t cap = strlen(sh->outdir) + 40;
+    char *p = malloc(cap);
+    if (p)
+        snprintf(p, cap, "%s/shard-%06lld.%s", sh->outdir, sh->num0 + sh->stride * m, ext);
+    return p;
+}
+
+typedef struct {
+    ws_strmap *mine;
+    ws_strmap *seen;
+    int foreign;
+} member_scan;
+
+static int scan_member(void *ctx, const char *name, uint64_t size)
+{
+    member_scan *s = ctx;
+    (void)size;
+    if (!ws_strmap_get(s->mine, name, strlen(name), NULL)) {
+        s->foreign = 1;
+        return 1;
+    }
+    ws_strmap_put(s->seen, name, strlen(name), 0, NULL);
+    return 0;
+}
+
+/* What the shard number m holds for the inputs set[0..n) (jobs, in list order). */
+static at_shard look_at(const struct ws_shard *sh, long long m, ws_job *const *set, int n)
+{
+    at_shard a = {AT_FREE, 0, 0, {NULL, 0}, 0};
+    char *tar = shard_path(sh, m, "tar"), *idx = shard_path(sh, m, "jsonl");
+    struct stat st;
+    if (!tar || !idx) {
+        a.what = AT_OTHER;
+        goto out;
+    }
+    a.has_tar = stat(tar, &st) == 0;
+    a.has_index = index_read(idx, &a.idx) == 0;
+    if (a.has_index) {
+        int same = a.idx.n == n;
+        for (int i = 0; same && i < n; i++)
+            same = !strcmp(line_input(a.idx.line[i]), set[i]->input);
+        a.what = same ? AT_SAME : AT_OTHER;
+        if (!same)
+            index_free(&a.idx);
+    } else if (a.has_tar) { /* an index not written (killed, or an older version): members */
+        member_scan s = {ws_strmap_new(), ws_strmap_new(), 0};
+        int expected = 0, oom = !s.mine || !s.seen;
+        char buf[WS_TAR_NAME_MAX + 8];
+        for (int k = 0; k < n && !oom; k++)
+            for (int e = 0; e < 2 && set[k]->member && !oom; e++, expected++) {
+                snprintf(buf, sizeof buf, "%s.%s", set[k]->member, e ? "json" : "npy");
+                oom = ws_strmap_put(s.mine, buf, strlen(buf), 0, NULL) < 0;
+            }
+        ws_err e = {{0}};
+        const int rc = oom ? -1 : ws_tar_list(tar, scan_member, &s, &e);
+        a.what = rc < 0 || s.foreign ? AT_OTHER : AT_SAME;
+        a.members_all = a.what == AT_SAME && ws_strmap_size(s.seen) == (size_t)expected;
+        ws_strmap_free(s.mine);
+        ws_strmap_free(s.seen);
+    }
+out:
+    free(tar);
+    free(idx);
+    return a;
+}
+
+#define MAX_PROBES 100000
+
+/* The first number m free or holding exactly set (its look in *a), or -1. */
+static long long probe(const struct ws_shard *sh, ws_job *const *set, int n, at_shard *a)
+{
+    for (long long m = 0; m < MAX_PROBES; m++) {
+        *a = look_at(sh, m, set, n);
+        if (a->what != AT_OTHER)
+            return m;
+    }
+    return -1;
+}
+
+/* --- the plan ------------------------------------------------------------------------- */
+
+/* Each input of the run that some index records: its newest line (by "time"). */
+typedef struct {
+    ws_strmap *inputs; /* input -> job index + 1 */
+    cJSON **best;      /* per job: its newest line, or NULL */
+    double *best_t;
+    char **best_tar;   /* the tar beside that index */
+} records;
+
+static double line_time(const cJSON *o)
+{
+    const cJSON *t = cJSON_GetObjectItem(o, "time");
+    return cJSON_IsNumber(t) ? t->valuedouble : 0;
+}
+
+/* Reads every OUT/shard-*.jsonl for the inputs of jobs. */
+static void records_read(records *r, const char *outdir, ws_job *jobs, int n)
+{
+    DIR *d = opendir(outdir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        const char *nm = e->d_name;
+        size_t l = strlen(nm);
+        if (strncmp(nm, "shard-", 6) || l < 12 || strcmp(nm + l - 6, ".jsonl") ||
+            strspn(nm + 6, "0123456789") != l - 12)
+            continue;
+        size_t cap = strlen(outdir) + l + 2;
+        char *path = malloc(cap);
+        index_lines x;
+        if (!path || (snprintf(path, cap, "%s/%s", outdir, nm), index_read(path, &x))) {
+            free(path);
+            continue;
+        }
+        strcpy(path + strlen(path) - 6, ".tar");
+        for (int i = 0; i < x.n; i++) {
+            const char *in = line_input(x.line[i]);
+            size_t v;
+            if (!ws_strmap_get(r->inputs, in, strlen(in), &v))
+                continue;
+            const double t = line_time(x.line[i]);
+            if (r->best[v] && t < r->best_t[v])
+                continue;
+            cJSON_Delete(r->best[v]);
+            free(r->best_tar[v]);
+            r->best[v] = x.line[i];
+            r->best_t[v] = t;
+            r->best_tar[v] = strdup(path);
+            x.line[i] = NULL;
+        }
+        index_free(&x);
+        free(path);
+    }
+    if (d)
+        closedir(d);
+    (void)jobs;
+    (void)n;
+}
+
+static void set_str(cJSON *o, const char *key, const char *v)
+{
+    cJSON *x = cJSON_CreateString(v);
+    if (x && cJSON_GetObjectItemCaseSensitive(o, key))
+        cJSON_ReplaceItemInObjectCaseSensitive(o, key, x);
+    else if (x)
+        cJSON_AddItemToObject(o, key, x);
+}
+
+/* j is decided by its record rec (taken): skipped when "ok", else failed again with the
+ * recorded error. It leaves its shard (reported alone). */
+static void from_record(ws_job *j, cJSON *rec)
+{
+    j->rec = rec;
+    j->shard = -1;
+    if (line_ok(rec)) {
+        j->skipped = 1;
+        return;
+    }
+    const cJSON *e = cJSON_GetObjectItem(rec, "error");
+    free(j->error);
+    j->error = strdup(cJSON_IsString(e) ? e->valuestring : "failed (recorded without a message)");
+}
+
+/* Whether the shard at a (AT_SAME, for the whole slice) is complete and made with this
+ * run's settings; else, the outputs it holds count as redone. */
+static int complete(const ws_run_ctx *c, const at_shard *a, unsigned *diff, long *n_ok)
+{
+    *diff = 0;
+    *n_ok = 0;
+    if (!a->has_tar)
+        return 0;
+    if (!a->has_index) { /* members of an older run: no record of their settings */
+        if (a->members_all) {
+            *diff = 1u << WS_REDO_NO_RECORD;
+            *n_ok = 1;
+        }
+        return 0;
+    }
+    for (int i = 0; i < a->idx.n; i++)
+        if (line_ok(a->idx.line[i])) {
+            *diff |= ws_provenance_diff(c->provenance,
+                                        cJSON_GetObjectItem(a->idx.line[i], "provenance"));
+            ++*n_ok;
+        }
+    return *diff == 0;
+}
+
+int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
+{
+    struct ws_shard *shs = c->shards;
+    const int n_sh = n > 0 ? jobs[n - 1].shard + 1 : 0;
+    ws_job **set = malloc(sizeof *set * (size_t)(n > 0 ? n : 1));
+    records r = {0};
+    if (!set)
+        return -1;
+    if (c->skip_existing) {
+        r.inputs = ws_strmap_new();
+        r.best = calloc((size_t)n + 1, sizeof *r.best);
+        r.best_t = calloc((size_t)n + 1, sizeof *r.best_t);
+        r.best_tar = calloc((size_t)n + 1, sizeof *r.best_tar);
+    }
+    for (int k = 0; k < n_sh; k++) {
+        struct ws_shard *sh = &shs[k];
+        for (int i = 0; i < sh->n; i++)
+            set[i] = &sh->jobs[i];
+        at_shard a;
+        long long m = probe(sh, set, sh->n, &a);
+        unsigned diff;
+        long n_ok;
+        if (c->skip_existing && m >= 0 && a.what == AT_SAME) {
+            if (complete(c, &a, &diff, &n_ok)) {
+                for (int i = 0; i < sh->n; i++) {
+                    from_record(&sh->jobs[i], a.idx.line[i]);
+                    a.idx.line[i] = NULL;
+                }
+                index_free(&a.idx);
+                continue;
+            }
+            if (diff)
+                ws_run_redo_note(diff, a.has_index ? n_ok : sh->n);
+        }
+        index_free(&a.idx);
+        for (int i = 0; r.inputs && i < sh->n; i++)
+            ws_strmap_put(r.inputs, sh->jobs[i].input, strlen(sh->jobs[i].input),
+                          (size_t)(sh->jobs - jobs) + (size_t)i, NULL);
+    }
+    if (r.inputs && r.best && r.best_t && r.best_tar)
+        records_read(&r, shs[0].outdir, jobs, n);
+    for (int k = 0; k < n_sh; k++) {
+        struct ws_shard *sh = &shs[k];
+        int g = 0;
+        for (int i = 0; i < sh->n; i++) {
+            ws_job *j = &sh->jobs[i];
+            const size_t v = (size_t)(j - jobs);
+            if (j->shard < 0) /* decided above */
+                continue;
+            if (r.best && r.best[v] && line_ok(r.best[v])) {
+                unsigned diff = ws_provenance_diff(c->provenance,
+                                                   cJSON_GetObjectItem(r.best[v], "provenance"));
+                if (!diff) {
+                    set_str(r.best[v], "output", r.best_tar[v]);
+                    set_str(r.best[v], "shard", r.best_tar[v]);
+                    from_record(j, r.best[v]);
+                    r.best[v] = NULL;
+                    continue;
+                }
+            }
+            set[g++] = j;
+        }
+        sh->given = sh->left = g;
+        if (g == 0)
+            continue;
+        at_shard a;
+        long long m = probe(sh, set, g, &a);
+        index_free(&a.idx);
+        if (m < 0 || !(sh->path = shard_path(sh, m, "tar"))) {
+            sh->error = strdup(m < 0 ? "no free shard number" : "out of memory");
+            continue;
+        }
+        for (int i = 0; i < g; i++)
+            if (set[i]->member) /* the others have no output name: they fail */
+                set[i]->output = sh->path;
+    }
+    for (int i = 0; r.best && i <= n; i++) {
+        cJSON_Delete(r.best[i]);
+        free(r.best_tar[i]);
+    }
+    free(r.best);
+    free(r.best_t);
+    free(r.best_tar);
+    ws_strmap_free(r.inputs);
+    free(set);
+    return 0;
+}
+
+/* --- members, commit, index ------------------------------------------------------------ */
 
 /* j's members KEY.npy (the array, as a .npy file) and KEY.json (its manifest line) into
  * its shard, which is opened at the first one. 0, or -1 with e (the shard has failed). */
@@ -153,16 +435,13 @@ int ws_shard_write_member(const ws_run_ctx *c, ws_job *j, ws_err *e)
     for (int i = 0; i < j->ndim; i++)
         count *= (size_t)j->shape[i];
     const size_t esz = c->out_dtype == WS_OUT_F16 ? 2 : sizeof(float);
-    if (c->out_dtype == WS_OUT_F16 && !j->result_f16)
-        ws_f32_to_f16_inplace(j->result, count);
+    ws_run_to_f16(c, j, count);
     char header[256], name[WS_TAR_NAME_MAX + 1];
     const size_t hl = ws_npy_header_dtype(header, sizeof header, j->shape, j->ndim, c->out_dtype);
     if (!hl)
         return ws_errf(e, "shape too long for a .npy header");
     j->ok = 1; /* the line the member holds says what the manifest will */
-    cJSON *o = ws_job_json(c, j);
-    char *json = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
+    char *json = ws_job_line(c, j);
     j->ok = 0;
     if (!json)
         return ws_errf(e, "out of memory for the manifest line");
@@ -189,6 +468,48 @@ int ws_shard_write_member(const ws_run_ctx *c, ws_job *j, ws_err *e)
     return rc;
 }
 
+/* The index beside sh's tar: one line per given input, in list order, its final status. */
+static void write_index(const ws_run_ctx *c, struct ws_shard *sh)
+{
+    size_t cap = 0, len = 0;
+    char *text = NULL;
+    int oom = 0;
+    for (int k = 0; k < sh->n && !oom; k++) {
+        const ws_job *m = &sh->jobs[k];
+        if (m->shard < 0)
+            continue;
+        char *line = ws_job_line(c, m);
+        size_t l = line ? strlen(line) : 0;
+        if (line && len + l + 1 > cap) {
+            size_t nc = (len + l + 1) * 2;
+            char *t = realloc(text, nc);
+            if (t) {
+                text = t;
+                cap = nc;
+            }
+        }
+        if (!line || len + l + 1 > cap) {
+            oom = 1;
+        } else {
+            memcpy(text + len, line, l);
+            text[len + l] = '\n';
+            len += l + 1;
+        }
+        free(line);
+    }
+    const size_t pl = strlen(sh->path);
+    char *path = malloc(pl + 3);
+    ws_err e = {{0}};
+    if (path) /* OUT/shard-NNNNNN.tar -> OUT/shard-NNNNNN.jsonl */
+        snprintf(path, pl + 3, "%.*s.jsonl", (int)(pl - 4), sh->path);
+    if (oom || !path)
+        ws_eprintf("whisper-stem: %s: out of memory for its index", sh->path);
+    else if (ws_write_file_atomic(path, text, len, &e))
+        ws_eprintf("whisper-stem: %s", e.msg);
+    free(path);
+    free(text);
+}
+
 void ws_run_report(const ws_run_ctx *c, ws_job *j)
 {
     if (j->shard < 0) {
@@ -213,9 +534,12 @@ void ws_run_report(const ws_run_ctx *c, ws_job *j)
     sh->t = NULL;
     for (int k = 0; k < sh->n; k++) {
         ws_job *m = &sh->jobs[k];
-        if ((rc || sh->error) && m->ok)
+        if (m->shard >= 0 && (rc || sh->error) && m->ok)
             ws_run_fail(m, "%s: %s", m->input, rc ? e.msg : sh->error);
-        ws_run_report_one(c, m);
     }
+    if (sh->path)
+        write_index(c, sh);
+    for (int k = 0; k < sh->n; k++)
+        if (sh->jobs[k].shard >= 0)
+            ws_run_report_one(c, &sh->jobs[k]);
 }
-

@@ -48,6 +48,7 @@ void ws_jobs_free(ws_job *jobs, int n)
     for (int i = 0; jobs && i < n; i++) {
         ws_run_release(&jobs[i]);
         free(jobs[i].error);
+        cJSON_Delete(jobs[i].rec);
         free(jobs[i].slabs); /* slabs not given back: the batcher frees them all */
     }
     free(jobs);
@@ -337,7 +338,7 @@ int ws_run_stem(const ws_run_ctx *c, ws_job *j)
         double tw = ws_now();
         WS_RANGE_PUSH("write");
         if (c->out_dtype == WS_OUT_F16)
-            ws_f32_to_f16_inplace(j->result, per * (size_t)nw);
+            j->f16_clamped += (long long)ws_f32_to_f16_inplace(j->result, per * (size_t)nw);
         int rc = ws_out_write(j->out, j->result, per * (size_t)nw * esz, &e);
         WS_RANGE_POP();
         t_write += ws_now() - tw;
