@@ -637,3 +637,53 @@ Test(sidecar, other_model_or_dtype_or_no_record_is_redone_and_said_once, .timeou
     cr_assert(strstr(err, "2 outputs made with other settings (model name, model sha256) redone"),
               "%s", err);
 }
+
+/* A model whose outputs pass the float16 range (conv2's weights scaled up): f16 outputs
+ * saturate at +-65504 and the line counts them; on the GPU too when there is one (there
+ * the conversion happens on the device and the host saturates its infinities). */
+Test(manifest, f16_outputs_beyond_the_range_saturate_and_are_counted, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], cmd[16384], err[8192];
+    ws_model m = {0};
+    ws_err e = {{0}};
+    cr_assert_eq(ws_model_init_random(&m, 80, 384, 7, 0, &e), 0, "%s", e.msg); /* GPU shapes */
+    for (size_t i = 0; i < (size_t)384 * 384 * 3; i++)
+        m.conv2_w[i] *= 3e5f;
+    snprintf(model, sizeof model, "%s/big.gguf", dir);
+    cr_assert_eq(ws_model_save_gguf(&m, model, WS_TT_F32, &e), 0, "%s", e.msg);
+    ws_model_free(&m);
+    snprintf(p, sizeof p, "%s/a.wav", dir);
+    tone(p, 2, 440);
+    snprintf(cmd, sizeof cmd, "%s --check > /dev/null 2>&1", ws_bin());
+    const int gpu = run_cmd(cmd, NULL, 0) == 0;
+    for (int dev = 0; dev <= gpu; dev++) {
+        snprintf(cmd, sizeof cmd,
+                 "%s -m %s --device %s -O %s/out%d --out-dtype f16 --manifest %s/m%d.jsonl %s",
+                 ws_bin(), model, dev ? "cuda" : "cpu", dir, dev, dir, dev, p);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+        snprintf(p, sizeof p, "%s/out%d/a.npy", dir, dev);
+        size_t len = 0;
+        unsigned char *npy = read_file(p, &len);
+        cr_assert(npy && len > 128 + 1500 * 384 * 2 - 1);
+        const size_t hl = len - (size_t)1500 * 384 * 2;
+        long sat = 0, inf = 0;
+        for (size_t i = hl; i + 1 < len; i += 2) {
+            const unsigned h = npy[i] | (unsigned)npy[i + 1] << 8;
+            sat += (h & 0x7fff) == 0x7bff;
+            inf += (h & 0x7fff) == 0x7c00;
+        }
+        free(npy);
+        cr_assert_eq(inf, 0, "%s: %ld infinities", dev ? "cuda" : "cpu", inf);
+        cr_assert_gt(sat, 100, "%s: the model should pass the range (%ld at 65504)",
+                     dev ? "cuda" : "cpu", sat);
+        snprintf(p, sizeof p, "%s/m%d.jsonl", dir, dev);
+        lines l = read_lines(p);
+        /* the clamped values are at +-65504, beside those that round to it (|x| < 65520) */
+        const double clamped = cJSON_GetObjectItem(l.line[0], "f16_clamped")->valuedouble;
+        cr_assert(clamped > 0.9 * sat && clamped <= sat, "%s: %.0f clamped, %ld at 65504",
+                  dev ? "cuda" : "cpu", clamped, sat);
+        free_lines(&l);
+        snprintf(p, sizeof p, "%s/a.wav", dir);
+    }
+}
