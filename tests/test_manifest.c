@@ -687,3 +687,27 @@ Test(manifest, f16_outputs_beyond_the_range_saturate_and_are_counted, .timeout =
         snprintf(p, sizeof p, "%s/a.wav", dir);
     }
 }
+
+Test(shards, malformed_index_lines_are_left_out_with_a_warning, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], err[8192];
+    mkmodel(dir, 1, model, sizeof model);
+    tar_corpus(dir);
+    cr_assert_eq(run_tar(dir, model, "list", "", "m1.jsonl", err, sizeof err), 1, "%s", err);
+    /* a line that is not JSON, one over 1 MiB, then a partial last line (a full disk) */
+    snprintf(p, sizeof p, "%s/out/shard-000001.jsonl", dir);
+    FILE *f = fopen(p, "a");
+    cr_assert_not_null(f);
+    fputs("not json\n{\"input\":\"", f);
+    for (int i = 0; i < (1 << 20) + 10; i++)
+        fputc('x', f);
+    fputs("\"}\n{\"input\":\"y\",\"sta", f);
+    fclose(f);
+    cr_assert_eq(run_tar(dir, model, "list", "--skip-existing", "m2.jsonl", err, sizeof err), 1,
+                 "%s", err);
+    const char *w = strstr(err, "shard-000001.jsonl: 3 lines left out");
+    cr_assert(w, "%s", err);
+    cr_assert_null(strstr(w + 40, "lines left out"), "said once: %s", err);
+    cr_assert(strstr(err, "0 written, 1 failed, 4 skipped"), "%s", err);
+}

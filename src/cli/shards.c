@@ -91,6 +91,8 @@ static void index_free(index_lines *x)
     x->n = 0;
 }
 
+static ws_strmap *g_warned; /* indexes said to have bad lines (the plan reads some twice) */
+
 /* The lines of the index at path (-1: none there or unreadable). Lines over WS_RECORD_MAX
  * bytes or not one JSON object with an "input" string are left out, with one warning. */
 static int index_read(const char *path, index_lines *x)
@@ -100,14 +102,20 @@ static int index_read(const char *path, index_lines *x)
     FILE *f = fopen(path, "re");
     if (!f)
         return -1;
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t len;
+    char *buf = malloc(WS_RECORD_MAX + 2); /* a line, its newline and a NUL */
     long bad = 0;
-    while ((len = getline(&buf, &cap, f)) >= 0) {
-        if (len && buf[len - 1] == '\n')
+    while (buf && fgets(buf, WS_RECORD_MAX + 2, f)) {
+        size_t len = strlen(buf);
+        if (len && buf[len - 1] == '\n') {
             len--;
-        cJSON *o = (size_t)len <= WS_RECORD_MAX ? ws_json_parse(buf, (size_t)len) : NULL;
+        } else if (!feof(f)) { /* longer than a record may be: the rest of it is passed over */
+            int ch;
+            while ((ch = getc(f)) != EOF && ch != '\n')
+                ;
+            bad++;
+            continue;
+        }
+        cJSON *o = ws_json_parse(buf, len);
         const cJSON *in = o ? cJSON_GetObjectItem(o, "input") : NULL;
         cJSON **t = cJSON_IsString(in) ? realloc(x->line, sizeof *t * (size_t)(x->n + 1)) : NULL;
         if (!t) {
@@ -120,7 +128,7 @@ static int index_read(const char *path, index_lines *x)
     }
     free(buf);
     fclose(f);
-    if (bad)
+    if (bad && (!g_warned || ws_strmap_put(g_warned, path, strlen(path), 0, NULL) == 0))
         ws_eprintf("whisper-stem: %s: %ld line%s left out (not a JSON object with an input, or "
                    "over 1 MiB)", path, bad, bad == 1 ? "" : "s");
     return 0;
@@ -344,6 +352,7 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
     records r = {0};
     if (!set)
         return -1;
+    g_warned = ws_strmap_new();
     if (c->skip_existing) {
         r.inputs = ws_strmap_new();
         r.best = calloc((size_t)n + 1, sizeof *r.best);
@@ -354,11 +363,11 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
         struct ws_shard *sh = &shs[k];
         for (int i = 0; i < sh->n; i++)
             set[i] = &sh->jobs[i];
-        at_shard a;
-        long long m = probe(sh, set, sh->n, &a);
+        at_shard a = {AT_FREE, 0, 0, {NULL, 0}, 0};
+        long long m = c->skip_existing ? probe(sh, set, sh->n, &a) : -1;
         unsigned diff;
         long n_ok;
-        if (c->skip_existing && m >= 0 && a.what == AT_SAME) {
+        if (m >= 0 && a.what == AT_SAME) {
             if (complete(c, &a, &diff, &n_ok)) {
                 for (int i = 0; i < sh->n; i++) {
                     from_record(&sh->jobs[i], a.idx.line[i]);
@@ -420,6 +429,8 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
     free(r.best_t);
     free(r.best_tar);
     ws_strmap_free(r.inputs);
+    ws_strmap_free(g_warned);
+    g_warned = NULL;
     free(set);
     return 0;
 }
