@@ -711,3 +711,20 @@ Test(shards, malformed_index_lines_are_left_out_with_a_warning, .timeout = 60)
     cr_assert_null(strstr(w + 40, "lines left out"), "said once: %s", err);
     cr_assert(strstr(err, "0 written, 1 failed, 4 skipped"), "%s", err);
 }
+
+Test(shards, records_of_a_shard_whose_tar_is_gone_skip_nothing, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], err[8192], list[8192];
+    mkmodel(dir, 1, model, sizeof model);
+    tar_corpus(dir);
+    cr_assert_eq(run_tar(dir, model, "list", "", "m1.jsonl", err, sizeof err), 1, "%s", err);
+    snprintf(p, sizeof p, "%s/out/shard-000001.tar", dir); /* c and d */
+    cr_assert_eq(unlink(p), 0);
+    snprintf(list, sizeof list, "%s/a.wav\n%s/b.wav\n%s/c.wav\n%s/d.wav\n", dir, dir, dir, dir);
+    snprintf(p, sizeof p, "%s/good", dir);
+    write_text(p, list);
+    cr_assert_eq(run_tar(dir, model, "good", "--skip-existing", "m2.jsonl", err, sizeof err), 0,
+                 "%s", err);
+    cr_assert(strstr(err, "2 written, 0 failed, 2 skipped"), "%s", err);
+}

@@ -272,10 +272,12 @@ static void records_read(records *r, const char *outdir, ws_job *jobs, int n)
             continue;
         }
         strcpy(path + strlen(path) - 6, ".tar");
+        struct stat st;
+        const int has_tar = stat(path, &st) == 0; /* "ok" lines hold only with their tar */
         for (int i = 0; i < x.n; i++) {
             const char *in = line_input(x.line[i]);
             size_t v;
-            if (!ws_strmap_get(r->inputs, in, strlen(in), &v))
+            if (!ws_strmap_get(r->inputs, in, strlen(in), &v) || (line_ok(x.line[i]) && !has_tar))
                 continue;
             const double t = line_time(x.line[i]);
             if (r->best[v] && t < r->best_t[v])
