@@ -23,6 +23,14 @@
  * inputs may be in flight to fill every slot and one more batch. An input too long for
  * a batch goes alone (stem_alone). Outputs are the same bytes however the inputs were
  * batched (tests/test_gpu_node.c).
+ *
+ * What a run records (tests/test_manifest.c): each finished input's line (ws_job_json:
+ * manifest, --json, and with -O a sidecar OUT/x.json written after OUT/x.npy, or with
+ * --tar-size the member KEY.json and the shard's index OUT/shard-NNNNNN.jsonl) holds the
+ * run's provenance (ctx.provenance) and the time. --skip-existing reads those records
+ * back: an output made with other settings, or with none recorded, is made again (said
+ * once at the end); a skipped input's line is its record's. The files of the pipeline are
+ * listed in run_int.h.
  */
 #ifndef WS_RUN_H
 #define WS_RUN_H
