@@ -253,13 +253,14 @@ static double line_time(const cJSON *o)
     return cJSON_IsNumber(t) ? t->valuedouble : 0;
 }
 
-/* Reads every OUT/shard-*.jsonl for the inputs of jobs. */
-static void records_read(records *r, const char *outdir, ws_job *jobs, int n)
+/* Reads every OUT/shard-*.jsonl for the inputs of jobs, in name order; of two lines of an
+ * input with the same time, the later read is kept. */
+static void records_read(records *r, const char *outdir)
 {
-    DIR *d = opendir(outdir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        const char *nm = e->d_name;
+    struct dirent **ents = NULL;
+    const int n_ents = scandir(outdir, &ents, NULL, alphasort); /* by name: ties go the same way */
+    for (int ei = 0; ei < n_ents; ei++) {
+        const char *nm = ents[ei]->d_name;
         size_t l = strlen(nm);
         if (strncmp(nm, "shard-", 6) || l < 12 || strcmp(nm + l - 6, ".jsonl") ||
             strspn(nm + 6, "0123456789") != l - 12)
@@ -292,10 +293,9 @@ static void records_read(records *r, const char *outdir, ws_job *jobs, int n)
         index_free(&x);
         free(path);
     }
-    if (d)
-        closedir(d);
-    (void)jobs;
-    (void)n;
+    for (int ei = 0; ei < n_ents; ei++)
+        free(ents[ei]);
+    free(ents);
 }
 
 static void set_str(cJSON *o, const char *key, const char *v)
@@ -387,7 +387,7 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
                           (size_t)(sh->jobs - jobs) + (size_t)i, NULL);
     }
     if (r.inputs && r.best && r.best_t && r.best_tar)
-        records_read(&r, shs[0].outdir, jobs, n);
+        records_read(&r, shs[0].outdir);
     for (int k = 0; k < n_sh; k++) {
         struct ws_shard *sh = &shs[k];
         int g = 0;
