@@ -78,8 +78,6 @@ static int npy_complete(const char *path)
     return ok;
 }
 
-/* Entries of dir other than . and ..: how many, how many are complete .npy
- * files; the first other name goes to other (cap bytes). */
 /* A sidecar x.json: one whole JSON line, and a complete x.npy beside it. */
 static int sidecar_complete(const char *path)
 {
@@ -92,6 +90,8 @@ static int sidecar_complete(const char *path)
     return ok;
 }
 
+/* Entries of dir other than ., .. and complete sidecars: how many, how many are complete
+ * .npy files; the first other name goes to other (cap bytes). */
 static int scan_dir(const char *dir, int *complete, char *other, size_t cap)
 {
     DIR *d = opendir(dir);
@@ -104,15 +104,15 @@ static int scan_dir(const char *dir, int *complete, char *other, size_t cap)
     while ((e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
-        n++;
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         size_t l = strlen(e->d_name);
+        if (l > 5 && !strcmp(e->d_name + l - 5, ".json") && e->d_name[0] != '.' &&
+            sidecar_complete(p))
+            continue; /* x.json beside a complete x.npy: the sidecar, written after it */
+        n++;
         if (l > 4 && !strcmp(e->d_name + l - 4, ".npy") && e->d_name[0] != '.' && npy_complete(p))
             (*complete)++;
-        else if (l > 5 && !strcmp(e->d_name + l - 5, ".json") && e->d_name[0] != '.' &&
-                 sidecar_complete(p))
-            (*complete)++; /* x.json beside a complete x.npy: the sidecar, written after it */
         else if (cap && !other[0])
             snprintf(other, cap, "%s", e->d_name);
     }
