@@ -184,7 +184,8 @@ WS_API int whisper_stem_embed_pcm(whisper_stem *ctx, const float *pcm, size_t n_
 /* The embeddings of a log-Mel laid out as whisper_stem_log_mel returns it: mel
  * [n_mels][n_frames], n_mels the context's. With PAD_AUDIO or PAD_MEL0, n_frames must be
  * a multiple of 3000 (whole windows); with PAD_NONE, any n_frames >= 1 is one window.
- * So embed_mel(log_mel(x)) is embed_pcm(x), bit for bit. The shape is embed_pcm's. */
+ * So embed_mel(log_mel(x)) is embed_pcm(x), bit for bit. The shape is embed_pcm's.
+ * A NaN or infinite value is an error naming its place ("mel[7][1234] is NaN"). */
 WS_API int whisper_stem_embed_mel(whisper_stem *ctx, const float *mel, int n_mels,
                                   int64_t n_frames, whisper_stem_array *out,
                                   whisper_stem_error *err);

@@ -514,6 +514,36 @@ Test(api, long_audio_gives_the_commands_windows, .timeout = 120)
     free(x);
 }
 
+Test(api, embed_mel_refuses_a_non_finite_log_mel_naming_its_place, .timeout = 60)
+{
+    char model[1024];
+    mkmodel(test_tmpdir(), "--size tiny", model, sizeof model);
+    whisper_stem *ws = new_ctx(model, WHISPER_STEM_PAD_AUDIO, 0);
+    const size_t F = 6000; /* two windows: the place is counted in the caller's layout */
+    float *mel = calloc(80 * F, sizeof *mel);
+    whisper_stem_array out = {0};
+    whisper_stem_error err = {""};
+    cr_assert_eq(whisper_stem_embed_mel(ws, mel, 80, (int64_t)F, &out, &err), 0, "%s", err.msg);
+    whisper_stem_array_free(&out);
+    const struct {
+        float v;
+        const char *msg;
+    } bad[] = {{NAN, "mel[7][4321] is NaN: a log-Mel must be finite"},
+               {INFINITY, "mel[7][4321] is infinite"},
+               {-INFINITY, "mel[7][4321] is infinite"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        mel[7 * F + 4321] = bad[i].v;
+        out.data = (float *)&err; /* zeroed on failure */
+        cr_assert_eq(whisper_stem_embed_mel(ws, mel, 80, (int64_t)F, &out, &err), -1,
+                     "%g was taken", (double)bad[i].v);
+        cr_assert(strstr(err.msg, bad[i].msg), "%s", err.msg);
+        cr_assert(strncmp(err.msg, "whisper_stem_embed_mel: ", 24) == 0, "%s", err.msg);
+        cr_assert_null(out.data);
+    }
+    free(mel);
+    whisper_stem_free(ws);
+}
+
 /* --- the batch ---------------------------------------------------------------- */
 
 Test(api, batch_gives_embed_files_bytes_in_order_and_a_bad_input_fails_alone, .timeout = 120)

@@ -15,6 +15,7 @@
 #include "internal.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,6 +420,13 @@ int whisper_stem_embed_mel(whisper_stem *ctx, const float *mel, int n_mels, int6
         n_win = (int)(n_frames / WS_CHUNK_FRAMES);
         F = WS_CHUNK_FRAMES;
     }
+    /* a NaN or an infinity would run through the stem into every output row it reaches */
+    const size_t row = (size_t)n_win * (size_t)F;
+    for (size_t m = 0; m < (size_t)n_mels; m++)
+        for (size_t t = 0; t < row; t++)
+            if (!isfinite(mel[m * row + t]))
+                return failf(err, "%s: mel[%zu][%zu] is %s: a log-Mel must be finite", fn, m, t,
+                             isnan(mel[m * row + t]) ? "NaN" : "infinite");
     ws_err e = {{0}};
     int rc;
     if (n_win == 1) {
