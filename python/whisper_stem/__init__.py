@@ -93,12 +93,15 @@ def _pad_mode(pad):
 
 
 def _rate(sample_rate):
+    """sample_rate as the C int the library takes: a whole number of Hz (TypeError
+    otherwise), within a C int (OverflowError: never wrapped); the library checks the rest."""
     if isinstance(sample_rate, float) and sample_rate.is_integer():
-        return int(sample_rate)
+        sample_rate = int(sample_rate)
     try:
-        return operator.index(sample_rate)
+        operator.index(sample_rate)
     except TypeError:
         raise TypeError("sample_rate must be a whole number of Hz, got %r" % (sample_rate,)) from None
+    return _lib.c_int(sample_rate, "sample_rate")
 
 
 def _as_pcm(audio):
@@ -111,6 +114,11 @@ def _as_pcm(audio):
     a = np.asarray(audio)
     if a.ndim not in (1, 2):
         raise ValueError("audio must be 1-D [n] or 2-D [n, channels], got shape %s" % (a.shape,))
+    if a.ndim == 2 and a.shape[1] > a.shape[0] > 0:
+        # more channels than frames: a [channels, n] array (torchaudio's, librosa's layout)
+        raise ValueError(
+            "audio of shape %s looks like [channels, n]: expected mono 1-D samples [n] (or [n, channels], "
+            "one row per frame); average the channels (x.mean(axis=0))" % (a.shape,))
     if a.dtype != np.float32:
         if a.dtype.kind == "f":
             a = a.astype(np.float32)
@@ -127,7 +135,7 @@ def _as_pcm(audio):
     channels = 1 if a.ndim == 1 else a.shape[1]
     if channels < 1:
         raise ValueError("audio has no channels (shape %s)" % (a.shape,))
-    return a, channels
+    return a, _lib.c_int(channels, "channels")
 
 
 def _call_pcm(fn, ctx, audio, sample_rate, what):
@@ -155,7 +163,7 @@ def load_audio(path):
     """
     out = _lib._CArray()
     err = _lib.new_error()
-    if _lib.load_audio(_lib.fspath(path), ctypes.byref(out), ctypes.byref(err)) != 0:
+    if _lib.load_audio(_lib.fspath(path, "path"), ctypes.byref(out), ctypes.byref(err)) != 0:
         _lib.raise_error(err, "load_audio failed")
     return _lib.take(out)
 
@@ -170,13 +178,13 @@ def _mel_context(n_mels, pad, threads=0):
     One context serves every thread: the library runs log-Mels of one context
     concurrently. threads 0: each call on all the CPUs this process may use.
     """
-    key = (n_mels, pad, threads)
+    key = (_lib.c_int(n_mels, "n_mels"), pad, threads)
     ctx = _contexts.get(key)
     if ctx is None:
         with _contexts_lock:
             ctx = _contexts.get(key)
             if ctx is None:
-                ctx = _contexts[key] = _lib.Context(n_mels=operator.index(n_mels), pad=pad, threads=threads)
+                ctx = _contexts[key] = _lib.Context(n_mels=key[0], pad=pad, threads=threads)
     return ctx
 
 
@@ -184,10 +192,12 @@ def log_mel(audio, sample_rate=16000, n_mels=80, pad="audio"):
     """Whisper's log-Mel spectrogram of `audio`: float32 [n_mels, n_frames].
 
     audio: 1-D [n] samples, or 2-D [n, channels] (one row per sample frame, channels
-    interleaved as soundfile returns them; averaged to mono). float32 is used without a
+    interleaved as soundfile returns them; averaged to mono; more channels than frames is
+    taken for a [channels, n] array and refused with ValueError). float32 is used without a
     copy; float64/float16 are converted to float32; int16 / int32 / int8 are divided by
     2^(bits-1) and uint8 becomes (x - 128) / 128, as the library decodes integer files.
     sample_rate: Hz, a whole number; other rates than 16000 are resampled (libsoxr).
+    Integers beyond a C int (sample_rate, n_mels) raise OverflowError, never wrap.
     n_mels: 80 or 128 bands.
     pad: "audio" (default): zero-pad the samples to a whole number of 30 s windows (at
     least one), one log-Mel over all of it, n_frames = 3000 per window; up to 30 s this
@@ -213,8 +223,8 @@ def _batch_list(raw_speech):
         if raw_speech.ndim > 2:
             raise ValueError("Only mono-channel audio is supported for input to features()")
         return list(raw_speech) if raw_speech.ndim == 2 else [raw_speech]
-    if isinstance(raw_speech, (list, tuple)) and len(raw_speech) > 0 and np.ndim(raw_speech[0]) >= 1:
-        return list(raw_speech)
+    if isinstance(raw_speech, (list, tuple)) and (len(raw_speech) == 0 or np.ndim(raw_speech[0]) >= 1):
+        return list(raw_speech)  # [] is an empty batch, not one empty example
     if hasattr(raw_speech, "__array__") and np.ndim(raw_speech) == 2:  # a torch tensor [B, n]
         return list(np.asarray(raw_speech))
     return [raw_speech]
@@ -228,7 +238,9 @@ def features(raw_speech, sampling_rate=16000, n_mels=80):
     return_tensors="np").input_features``:
 
     - raw_speech: one 1-D array (B = 1), a 2-D array [B, n], or a list of 1-D arrays
-      or lists of floats (each its own length), as HF accepts them.
+      or lists of floats (each its own length), as HF accepts them. An empty batch
+      ([], (), or a [0, n] array) gives an empty float32 array [0, n_mels, 3000] (so
+      np.concatenate of batches works); one empty example ([[]]) is 30 s of silence.
     - each example is cut to its first 480000 samples (30 s) or zero-padded to 480000,
       as HF's extractor pads (``padding="max_length"``, truncation on);
     - sampling_rate must be 16000 (or None, taken as 16000): other values raise
@@ -259,7 +271,7 @@ def features(raw_speech, sampling_rate=16000, n_mels=80):
     for i, x in enumerate(batch):
         if x.ndim != 1:
             raise ValueError("features(): example %d must be 1-D (mono), got shape %s" % (i, x.shape))
-    out = np.empty((len(batch), operator.index(n_mels), N_FRAMES), dtype=np.float32)
+    out = np.empty((len(batch), _lib.c_int(n_mels, "n_mels"), N_FRAMES), dtype=np.float32)
     workers = min(len(batch), len(os.sched_getaffinity(0)))
     ctx = _mel_context(n_mels, _lib.PAD_AUDIO, 1 if workers > 1 else 0)
 

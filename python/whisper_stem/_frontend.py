@@ -30,7 +30,8 @@ class Frontend:
       transformer block receives).
 
     Raises Error with the library's message when the model cannot be loaded or the device
-    cannot be opened. Use it as a context manager, or call close(); it is closed when
+    cannot be opened; ValueError for a path or string holding a NUL byte, OverflowError for
+    an int beyond a C int (never passed on wrapped). Use it as a context manager, or call close(); it is closed when
     garbage collected too.
 
     Threads: a Frontend may be used from several threads at once; each call releases the
@@ -46,14 +47,14 @@ class Frontend:
     def __init__(self, model=None, device="auto", precision="fp32", threads=None, n_mels=None, pad="audio", pos=False):
         from . import _pad_mode
 
-        if threads is not None and int(threads) < 1:
+        if threads is not None and _lib.c_int(threads, "threads") < 1:
             raise ValueError("threads must be None or >= 1, got %r" % (threads,))
         self._ctx = _lib.Context(
             model=model,
             device=device,
             precision=precision,
-            threads=0 if threads is None else int(threads),
-            n_mels=0 if n_mels is None else int(n_mels),
+            threads=0 if threads is None else threads,
+            n_mels=0 if n_mels is None else n_mels,
             pad=_pad_mode(pad),
             pos=pos,
         )
@@ -149,7 +150,8 @@ class Frontend:
         [n_win, n_mels, 3000] (the CLI's --mel layout for several windows).
 
         Returns float32 [1500, d] for one window, [n_win, 1500, d] for more. float32
-        C-contiguous 2-D input is passed without a copy. Releases the GIL. Raises Error.
+        C-contiguous 2-D input is passed without a copy. Releases the GIL. Raises Error
+        (also for a NaN or infinite value, naming its position).
         """
         m = np.asarray(mel, dtype=np.float32)
         if m.ndim == 3:
@@ -157,7 +159,7 @@ class Frontend:
         if m.ndim != 2:
             raise ValueError("mel must be [n_mels, n_frames] or [n_win, n_mels, 3000], got shape %s" % (m.shape,))
         m = np.ascontiguousarray(m)
-        return self._call(_lib.embed_mel, m.ctypes.data, m.shape[0], m.shape[1])
+        return self._call(_lib.embed_mel, m.ctypes.data, _lib.c_int(m.shape[0], "mel's n_mels"), m.shape[1])
 
     def embed(self, audio_or_mel, sample_rate=16000):
         """Embeddings of audio or of a log-Mel, told apart by shape.
@@ -194,7 +196,7 @@ class Frontend:
 
         Releases the GIL. Raises Error with the library's message (naming the path).
         """
-        return self._call(_lib.embed_file, _lib.fspath(path))
+        return self._call(_lib.embed_file, _lib.fspath(path, "path"))
 
     def embed_files(self, paths, errors="raise"):
         """Embeddings of many files through the library's pipeline: an iterator of arrays, in the order of `paths`.
@@ -213,7 +215,8 @@ class Frontend:
         The iterator holds the batch until exhausted or closed: use it in a for loop, or
         call .close() (or a ``with`` block) when stopping early; Frontend.close() closes it
         too. Use one iterator from one thread at a time (the library's batch is so); each
-        step releases the GIL. paths: str, bytes or os.PathLike.
+        step releases the GIL. paths: str, bytes or os.PathLike (ValueError for one holding
+        a NUL byte).
         """
         if errors not in ("raise", "return"):
             raise ValueError("errors must be 'raise' or 'return', got %r" % (errors,))
@@ -234,7 +237,7 @@ class _BatchIter:
         self._pending = {}
         self._next = 0
         self._b = None
-        encoded = [_lib.fspath(p) for p in paths]
+        encoded = [_lib.fspath(p, "paths[%d]" % i) for i, p in enumerate(paths)]
         cpaths = (ctypes.c_char_p * max(1, len(encoded)))(*encoded)  # the library copies them
         if not paths:
             return

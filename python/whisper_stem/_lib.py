@@ -11,6 +11,7 @@ frees it (whisper_stem_array_free) when the NumPy array is garbage collected.
 
 import ctypes
 import ctypes.util
+import operator
 import os
 import threading
 import weakref
@@ -142,9 +143,44 @@ def raise_error(err, what):
     raise Error(msg or what)
 
 
-def fspath(path):
-    """A path (str, bytes, os.PathLike) as the bytes the C library opens."""
-    return os.fsencode(os.fspath(path))
+def fspath(path, what="path"):
+    """A path (str, bytes, os.PathLike) as the bytes the C library opens.
+
+    ValueError naming `what` when it holds a NUL byte: C would read the path only up to
+    it, and open another file."""
+    b = os.fsencode(os.fspath(path))
+    if b"\0" in b:
+        raise ValueError("%s %r holds a NUL byte (no file name can)" % (what, path))
+    return b
+
+
+def c_str(s, what):
+    """A str option (device, precision) as the C string the library reads; ValueError
+    naming `what` on a NUL byte."""
+    b = s.encode()
+    if b"\0" in b:
+        raise ValueError("%s %r holds a NUL byte" % (what, s))
+    return b
+
+
+INT_MIN = -(2 ** 31)
+INT_MAX = 2 ** 31 - 1
+
+
+def c_int(value, what, lo=INT_MIN, hi=INT_MAX):
+    """value (an integer: int, NumPy integer, anything with __index__) checked to lie in
+    lo .. hi (at most a C int's range) before ctypes sees it: ctypes would keep the low
+    32 bits of a larger one (2**32 + 44100 would be 44100). TypeError for a non-integer,
+    OverflowError beyond a C int, ValueError outside lo .. hi; each names `what`."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError("%s must be an integer, got %r" % (what, value)) from None
+    if not INT_MIN <= v <= INT_MAX:
+        raise OverflowError("%s %d does not fit the library's int (%d .. %d)" % (what, v, INT_MIN, INT_MAX))
+    if not lo <= v <= hi:
+        raise ValueError("%s %d: must be %d .. %d" % (what, v, lo, hi))
+    return v
 
 
 def _release(carr):
@@ -183,12 +219,12 @@ class Context:
 
     def __init__(self, model=None, device=None, precision=None, threads=0, n_mels=0, pad=PAD_AUDIO, pos=False):
         p = default_params()
-        p.model = fspath(model) if model is not None else None
-        p.device = device.encode() if device is not None else None
-        p.precision = precision.encode() if precision is not None else None
-        p.threads = int(threads)
-        p.n_mels = int(n_mels)
-        p.pad = int(pad)
+        p.model = fspath(model, "model") if model is not None else None
+        p.device = c_str(device, "device") if device is not None else None
+        p.precision = c_str(precision, "precision") if precision is not None else None
+        p.threads = c_int(threads, "threads")
+        p.n_mels = c_int(n_mels, "n_mels")
+        p.pad = c_int(pad, "pad")
         p.pos = 1 if pos else 0
         err = new_error()
         h = new(ctypes.byref(p), ctypes.byref(err))
