@@ -1,9 +1,17 @@
-"""whisper_stem: the checks made on Python arguments before they reach the C library.
+"""whisper_stem: the lifetime of Frontends and their iterators across threads, and the
+checks made on Python arguments before they reach the C library.
 
-Run with the rest (make test-python).
+Run with the rest (make test-python). The race of close() against a running iterator is
+run in a child process (a use after free can crash or hang it): freed memory is filled
+with a byte pattern (glibc.malloc.perturb), so a step reading a freed batch goes wrong
+visibly, and the child's exit, output and bytes are checked.
 """
 
+import gc
 import os
+import subprocess
+import sys
+import textwrap
 import unittest
 
 import numpy as np
@@ -11,6 +19,105 @@ import numpy as np
 import whisper_stem as ws
 
 from .test_whisper_stem import JFK, Fixture, assert_same_bits
+
+# The child: a batch whose second input is a FIFO nobody writes yet, so the step that
+# waits for it is in the library when another thread closes the Frontend.
+_CLOSE_RACE = textwrap.dedent("""
+    import os, sys, threading
+    import numpy as np
+    import whisper_stem as ws
+    from whisper_stem import _lib
+
+    model, fifo, jfk = sys.argv[1:4]
+    fe = ws.Frontend(model, device="cpu", threads=2)
+    want = fe.embed_file(jfk)
+    it = fe.embed_files([jfk, fifo, jfk])
+    first = next(it)
+    print("first", np.array_equal(first.view(np.uint32), want.view(np.uint32)))
+
+    in_step = threading.Event()
+    real_next = _lib.batch_next
+    def batch_next(*args):
+        in_step.set()
+        return real_next(*args)
+    _lib.batch_next = batch_next
+
+    out = {}
+    def step():
+        try:
+            out["step"] = "item %s" % (next(it).shape,)
+        except StopIteration:
+            out["step"] = "stop"
+        except Exception as e:
+            out["step"] = "error %s: %s" % (type(e).__name__, e)
+    closing = threading.Event()
+    def close():
+        closing.set()
+        fe.close()
+        out["close"] = "closed"
+    a = threading.Thread(target=step)
+    a.start()
+    in_step.wait()
+    try:  # a second thread's step meanwhile is refused (a running generator's rule)
+        next(it)
+        print("second step ran")
+    except ValueError as e:
+        print("second", "another thread" in str(e))
+    b = threading.Thread(target=close)
+    b.start()
+    closing.wait()
+    with open(fifo, "wb") as f, open(jfk, "rb") as src:   # now the input arrives
+        f.write(src.read())
+    a.join(60)
+    b.join(60)
+    if a.is_alive() or b.is_alive():
+        print("hung: step alive %s, close alive %s" % (a.is_alive(), b.is_alive()), flush=True)
+        os._exit(3)
+    print("step", out.get("step"))
+    print("close", out.get("close"))
+    print("after", list(it))
+    with ws.Frontend(model, device="cpu") as fe2:
+        again = fe2.embed_file(jfk)
+    print("again", np.array_equal(again.view(np.uint32), want.view(np.uint32)))
+""")
+
+
+class LifetimeTest(Fixture):
+    def test_close_from_another_thread_while_a_step_runs(self):
+        # Before: Frontend.close() freed the batch under the step (a crash or a hang).
+        fifo = os.path.join(self.tmp, "late.wav")
+        os.mkfifo(fifo)
+        try:
+            env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.perturb=165")
+            r = subprocess.run([sys.executable, "-c", _CLOSE_RACE, self.model, fifo, JFK], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+        finally:
+            os.unlink(fifo)
+        out = r.stdout.decode(errors="replace")
+        self.assertEqual(r.returncode, 0, "the child died or hung (exit %d):\n%s" % (r.returncode, out))
+        # a second thread's next() is refused; the step in flight finishes, its result
+        # dropped, the batch closed by its thread: the iterator of a closed Frontend ends
+        self.assertEqual(out.splitlines(), ["first True", "second True", "step stop", "close closed", "after []", "again True"],
+                         out)
+
+    def test_an_iterator_keeps_its_temporary_frontend(self):
+        with ws.Frontend(self.model, device="cpu") as fe:
+            want = fe.embed_file(JFK)
+        got = list(ws.Frontend(self.model, device="cpu").embed_files([JFK, JFK]))
+        self.assertEqual(len(got), 2, "for e in Frontend(m).embed_files(paths): every input")
+        for i, g in enumerate(got):
+            assert_same_bits(self, "item %d of a temporary Frontend's iterator" % i, g, want)
+
+        fe = ws.Frontend(self.model, device="cpu")
+        it = fe.embed_files([JFK] * 3)
+        assert_same_bits(self, "item 0", next(it), want)
+        del fe
+        gc.collect()
+        rest = list(it)
+        self.assertEqual(len(rest), 2, "the Frontend dropped midway: the iterator goes on")
+        for g in rest:
+            assert_same_bits(self, "after the Frontend was dropped", g, want)
+
 
 class InputChecksTest(Fixture):
     def test_a_nul_in_a_path_is_refused_naming_the_argument(self):

@@ -1,6 +1,7 @@
 """Frontend: a context of the C library with a model (or none), as a Python object."""
 
 import ctypes
+import threading
 
 import numpy as np
 
@@ -214,9 +215,11 @@ class Frontend:
 
         The iterator holds the batch until exhausted or closed: use it in a for loop, or
         call .close() (or a ``with`` block) when stopping early; Frontend.close() closes it
-        too. Use one iterator from one thread at a time (the library's batch is so); each
-        step releases the GIL. paths: str, bytes or os.PathLike (ValueError for one holding
-        a NUL byte).
+        too. It keeps this Frontend alive (``for e in Frontend(m).embed_files(paths)``
+        works). Each step releases the GIL; one thread steps at a time (next() from another
+        thread during a step raises ValueError). close() and Frontend.close() may come from
+        any thread: a step in flight finishes first, its result is dropped and the iterator
+        ends. paths: str, bytes or os.PathLike (ValueError for one holding a NUL byte).
         """
         if errors not in ("raise", "return"):
             raise ValueError("errors must be 'raise' or 'return', got %r" % (errors,))
@@ -226,23 +229,36 @@ class Frontend:
 class _BatchIter:
     """The iterator Frontend.embed_files returns (see there).
 
+    Lifetime: the iterator holds its Frontend (so ``Frontend(m).embed_files(paths)``
+    runs to the end) and one use of its context, from batch_open to batch_close.
+    Threads: a step (one whisper_stem_batch_next, the GIL released) runs in one thread at
+    a time (another thread's next() meanwhile is a ValueError, as a running generator's
+    is); close() from another thread during a step only marks the iterator closed, and
+    the stepping thread closes the batch when its call returns (its result dropped), so
+    the batch is never freed under a call. _mu guards _b, _closed and _stepping.
+
     The library returns results in input order; the index it gives with each is
     checked all the same (a result for another position waits in _pending).
     """
 
     def __init__(self, fe, paths, raise_errors):
+        self._fe = fe
         self._ctx = fe._ctx
         self.paths = paths
         self._raise = raise_errors
         self._pending = {}
         self._next = 0
         self._b = None
+        self._mu = threading.Lock()
+        self._closed = False
+        self._stepping = False
         encoded = [_lib.fspath(p, "paths[%d]" % i) for i, p in enumerate(paths)]
         cpaths = (ctypes.c_char_p * max(1, len(encoded)))(*encoded)  # the library copies them
         if not paths:
+            self._closed = True
             return
         err = _lib.new_error()
-        h = self._ctx.acquire()  # held until close(): the batch's workers use the context
+        h = self._ctx.acquire()  # held until the batch is closed: its workers use the context
         b = _lib.batch_open(h, cpaths, len(encoded), ctypes.byref(err))
         if not b:
             self._ctx.release()
@@ -274,12 +290,14 @@ class _BatchIter:
                 len(self._pending) + self._next, len(self.paths),
                 ": " + err.msg.decode("utf-8", "replace") if r == -1 else ""))
 
-    def __next__(self):
-        if self._next >= len(self.paths) or (self._b is None and self._next not in self._pending):
+    def _step(self):
+        if self._closed or self._next >= len(self.paths):
             self.close()
             raise StopIteration
         while self._next not in self._pending:
             self._pull()
+            if self._closed:  # closed by another thread during the call
+                raise StopIteration
         item = self._pending.pop(self._next)
         self._next += 1
         if self._next >= len(self.paths):
@@ -289,15 +307,42 @@ class _BatchIter:
             raise item
         return item
 
-    def close(self):
-        """Stop early: the library's batch is closed (inputs in flight are dropped). Idempotent."""
-        b, self._b = self._b, None
+    def __next__(self):
+        with self._mu:
+            if self._stepping:
+                raise ValueError("embed_files: the iterator is running in another thread "
+                                 "(use one iterator from one thread at a time)")
+            self._stepping = True
+        try:
+            return self._step()
+        finally:
+            with self._mu:
+                self._stepping = False
+                b = self._b if self._closed else None
+                if b:
+                    self._b = None
+            if b:
+                self._free(b)
+
+    def _free(self, b):
         self._pending.clear()
         self._next = len(self.paths)
+        _lib.batch_close(b)
+        self._ctx.batches.discard(self)
+        self._ctx.release()
+
+    def close(self):
+        """Stop early: the library's batch is closed (inputs in flight are dropped). Idempotent.
+
+        From another thread while a step runs: marks the iterator closed; the step's call
+        finishes, its result is dropped, and that thread closes the batch."""
+        with self._mu:
+            self._closed = True
+            if self._stepping:
+                return
+            b, self._b = self._b, None
         if b:
-            _lib.batch_close(b)
-            self._ctx.batches.discard(self)
-            self._ctx.release()
+            self._free(b)
 
     def __enter__(self):
         return self
