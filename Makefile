@@ -4,13 +4,15 @@
 #   make test            build and run the Criterion suite (tests/), the exported-symbol
 #                        check (tests/check-exports.sh) and install-check
 #   make asan            the same suite under AddressSanitizer + UBSan (build-asan/)
+#   make tsan            the tests that run threads under ThreadSanitizer (build-tsan/)
 #   make interop         GGUF files we write, read by @huggingface/gguf (needs node, npm)
 #   make fuzz-replay     each fuzz harness over its committed corpus, gcc + ASan/UBSan
 #   make fuzz [FUZZ_TIME=60]  each harness under libFuzzer (clang) for FUZZ_TIME s
 #   make fuzz-smoke      fuzz with FUZZ_TIME=10 when clang has libFuzzer, else says so
 #   make corpus          the Slurm and GNU parallel recipes over 200 files (tests/corpus/;
 #                        the Slurm half starts a one-node cluster, as root)
-#   make check           test + asan + interop + fuzz-replay + fuzz-smoke + corpus (what CI runs)
+#   make check           test + asan + tsan + interop + fuzz-replay + fuzz-smoke + corpus +
+#                        test-python (what CI runs)
 #   make install PREFIX=/usr/local [DESTDIR=] [LIBDIR=...]
 #                        binaries, libwhisper-stem.so.VERSION (+ .so.0, .so links) and
 #                        libwhisper-stem.a, include/whisper_stem.h and ws_conv.h,
@@ -63,7 +65,7 @@ endif
 endef
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
 $(foreach p,$(PKGS),$(eval $(call check_pkg,$(p))))
-ifneq ($(filter test asan check bundle,$(MAKECMDGOALS)),)
+ifneq ($(filter test asan tsan check bundle,$(MAKECMDGOALS)),)
 $(foreach p,$(TEST_PKGS),$(eval $(call check_pkg,$(p))))
 endif
 ifneq ($(MISSING),)
@@ -92,6 +94,13 @@ WARN     := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-protot
 DEFS     := -D_GNU_SOURCE
 ifeq ($(SAN),1)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+endif
+# ThreadSanitizer (make tsan): GCC instruments the resolver it makes for a target_clones
+# function (__tsan_func_entry), and the loader runs that resolver while relocating, before
+# the runtime is set up: the program crashed at load. Under TSan the kernels are built
+# without clones (one generic version: the same loops and sums, the same bytes).
+ifeq ($(SAN),thread)
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer '-Dtarget_clones(...)='
 endif
 # Everything is position-independent (the same objects make the archive and the shared
 # library); the library's own objects hide every symbol that include/*.h does not mark
@@ -170,7 +179,9 @@ $(BUILD)/ws-%: $(BUILD)/scripts/%.o $(ARLIB)
 $(BUILD)/bench-%: $(BUILD)/bench/%.o $(ARLIB)
 	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/test_runner: $(TEST_OBJ) $(ARLIB)
+# Under ThreadSanitizer the runner also gets tests/tsan/arena.c (Criterion's arena address).
+TSAN_OBJ := $(if $(filter thread,$(SAN)),$(BUILD)/tests/tsan/arena.o)
+$(BUILD)/test_runner: $(TEST_OBJ) $(TSAN_OBJ) $(ARLIB)
 	$(CC) $(CFLAGS) $(SANFLAGS) $^ -o $@ $(TEST_LIBS) $(LDLIBS)
 
 # The suite finds the binaries and data through these variables.
@@ -202,6 +213,35 @@ asan:
 	if grep -E "LeakSanitizer|AddressSanitizer|runtime error:" build-asan.log; then \
 	  echo "✗ sanitizer reports above (build-asan.log)"; exit 1; fi; echo "✓ no sanitizer reports"
 
+# ThreadSanitizer over the tests that run threads: log-Mels of one plan and of one API
+# context from several threads, the batch API's workers, the conv engine and the stem on
+# several threads, the command's workers over many inputs (it runs build-tsan's
+# whisper-stem) and tar shards written on several threads. Every process (the runner,
+# its sandboxed children, the commands they run) writes its reports to
+# build-tsan/tsan-logs/tsan.PID, the run's output goes to build-tsan/tsan.log; any report
+# fails the target. TSan needs vm.mmap_rnd_bits <= 28
+# ("FATAL: ThreadSanitizer: unexpected memory mapping" otherwise): on a kernel with more,
+# the runner runs without address randomisation (setarch -R, util-linux).
+TSAN_TESTS := api/batch_* api/one_context_from_several_threads_* mel/thread_count_* \
+  mel/one_plan_from_several_threads_* engine/runs_on_one_plan_from_several_threads_* \
+  engine/the_same_run_twice_* stem/same_bits_for_any_thread_count \
+  conv/matches_oracle_stride1_and_stride2_any_threads cli/many_inputs_give_the_same_bytes_* \
+  cli/the_same_bytes_for_any_thread_count tar/shards_written_on_several_threads_*
+tsan_space := $() $()
+.PHONY: tsan tsan-run
+tsan:
+	@set -o pipefail; rm -rf build-tsan/tsan-logs; mkdir -p build-tsan/tsan-logs; \
+	$(MAKE) --no-print-directory BUILD=build-tsan SAN=thread CFLAGS="-O1 -g" tsan-run 2>&1 | tee build-tsan/tsan.log; \
+	rc=$$?; if grep -l "WARNING: ThreadSanitizer" build-tsan/tsan.log build-tsan/tsan-logs/* 2>/dev/null; then \
+	  echo "✗ ThreadSanitizer reports in the files above"; exit 1; fi; \
+	if [ $$rc -ne 0 ]; then echo "✗ make tsan failed (build-tsan/tsan.log)"; exit 1; fi; \
+	echo "✓ no ThreadSanitizer reports"
+
+tsan-run: $(BUILD)/test_runner $(BUILD)/whisper-stem $(BUILD)/ws-mkmodel $(BUILD)/ws-convert
+	@norand=; if [ "$$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 0)" -gt 28 ]; then \
+	  norand="setarch $$(uname -m) -R"; echo "vm.mmap_rnd_bits > 28: running under $$norand"; fi; \
+	$(TEST_ENV) TSAN_OPTIONS="log_path=$(abspath $(BUILD))/tsan-logs/tsan:second_deadlock_stack=1" \
+	  $$norand $(BUILD)/test_runner --filter '@($(subst $(tsan_space),|,$(strip $(TSAN_TESTS))))'
 
 # GGUF interop: files we write, read by an independent reader (@huggingface/gguf, npm).
 interop: $(BUILD)/ws-mkmodel $(BUILD)/ws-convert $(BUILD)/whisper-stem
@@ -210,7 +250,7 @@ interop: $(BUILD)/ws-mkmodel $(BUILD)/ws-convert $(BUILD)/whisper-stem
 
 # What CI runs: the suite, the suite again under the sanitizers, the interop check,
 # the fuzz corpora replayed, and a short fuzz run when libFuzzer is there.
-check: test asan interop fuzz-replay fuzz-smoke corpus test-python
+check: test asan tsan interop fuzz-replay fuzz-smoke corpus test-python
 
 # Corpus runs (tests/corpus/): 200 WAV files and 6 bad inputs through
 # scripts/parallel-shards.sh (3 shards under GNU parallel) and scripts/slurm-array.sh
@@ -361,6 +401,6 @@ bundle: all $(BUILD)/test_runner
 	scripts/bundle.sh $(BUILD) $(BUILD)/bundle
 
 clean:
-	rm -rf build build-asan build-asan.log
+	rm -rf build build-asan build-asan.log build-tsan
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

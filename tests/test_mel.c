@@ -5,6 +5,7 @@
  * (float32 rounding of librosa's float64 values is ~1e-9 at these sizes).
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -275,6 +276,57 @@ Test(mel, thread_count_does_not_change_results)
     ws_mel_free(m1);
     ws_mel_free(m3);
     free(x);
+}
+
+/* One plan, several callers at once, each call on 2 threads of its own (what the API's
+ * log_mel does from many Python threads; `make tsan` runs this under ThreadSanitizer):
+ * each result is the serial one's bits. */
+typedef struct {
+    const ws_mel *m;
+    const float *x;
+    size_t n;
+    ws_mel_out o;
+    int rc;
+} mel_job;
+
+static void *mel_job_run(void *arg)
+{
+    mel_job *j = arg;
+    ws_err e;
+    j->rc = ws_mel_compute_nt(j->m, j->x, j->n, WS_PAD_AUDIO, 2, &j->o, &e);
+    return NULL;
+}
+
+Test(mel, one_plan_from_several_threads_at_once_gives_the_serial_bits, .timeout = 120)
+{
+    enum { N = 4 };
+    ws_err err;
+    ws_mel *m = ws_mel_new(80, 2, &err);
+    cr_assert(m, "%s", err.msg);
+    float *x[N];
+    mel_job jobs[N];
+    pthread_t tid[N];
+    for (int i = 0; i < N; i++) {
+        size_t n = 16000 * (size_t)(7 + 9 * i); /* 7 .. 34 s: one or two windows */
+        x[i] = synth(n, 20 + (uint64_t)i);
+        jobs[i] = (mel_job){.m = m, .x = x[i], .n = n};
+        cr_assert_eq(pthread_create(&tid[i], NULL, mel_job_run, &jobs[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(tid[i], NULL);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(jobs[i].rc, 0, "thread %d failed", i);
+        ws_mel_out want;
+        cr_assert_eq(ws_mel_compute_nt(m, x[i], jobs[i].n, WS_PAD_AUDIO, 1, &want, &err), 0);
+        cr_assert_eq(jobs[i].o.n_windows, want.n_windows, "input %d: windows", i);
+        cr_assert_eq(memcmp(jobs[i].o.data, want.data,
+                            sizeof(float) * 80 * 3000 * (size_t)want.n_windows), 0,
+                     "input %d: the bits differ from a call alone", i);
+        ws_mel_out_free(&want);
+        ws_mel_out_free(&jobs[i].o);
+        free(x[i]);
+    }
+    ws_mel_free(m);
 }
 
 Test(mel, fast_log10_is_within_2_ulp)
