@@ -21,14 +21,15 @@ import whisper_stem as ws
 from .test_whisper_stem import JFK, Fixture, assert_same_bits
 
 # The child: a batch whose second input is a FIFO nobody writes yet, so the step that
-# waits for it is in the library when another thread closes the Frontend.
+# waits for it is in the library when another thread closes the Frontend (mode "close");
+# mode "second" first tries next() from a third thread during that step.
 _CLOSE_RACE = textwrap.dedent("""
     import os, sys, threading
     import numpy as np
     import whisper_stem as ws
     from whisper_stem import _lib
 
-    model, fifo, jfk = sys.argv[1:4]
+    model, fifo, jfk, mode = sys.argv[1:5]
     fe = ws.Frontend(model, device="cpu", threads=2)
     want = fe.embed_file(jfk)
     it = fe.embed_files([jfk, fifo, jfk])
@@ -58,11 +59,20 @@ _CLOSE_RACE = textwrap.dedent("""
     a = threading.Thread(target=step)
     a.start()
     in_step.wait()
-    try:  # a second thread's step meanwhile is refused (a running generator's rule)
-        next(it)
-        print("second step ran")
-    except ValueError as e:
-        print("second", "another thread" in str(e))
+    def second():  # a second thread's step meanwhile is refused (a running generator's rule)
+        try:
+            next(it)
+            out["second"] = "ran"
+        except ValueError as e:
+            out["second"] = "another thread" in str(e)
+    if mode == "second":
+        c = threading.Thread(target=second, daemon=True)
+        c.start()
+        c.join(60)  # refused at once; a step would wait for the FIFO, not written till then
+        if c.is_alive():
+            print("second step waits in the library", flush=True)
+            os._exit(4)
+        print("second", out["second"])
     b = threading.Thread(target=close)
     b.start()
     closing.wait()
@@ -83,22 +93,34 @@ _CLOSE_RACE = textwrap.dedent("""
 
 
 class LifetimeTest(Fixture):
-    def test_close_from_another_thread_while_a_step_runs(self):
-        # Before: Frontend.close() freed the batch under the step (a crash or a hang).
-        fifo = os.path.join(self.tmp, "late.wav")
+    def run_child(self, mode):
+        """The child's output lines (it must exit 0)."""
+        fifo = os.path.join(self.tmp, "late-%s.wav" % mode)
         os.mkfifo(fifo)
         try:
             env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.perturb=165")
-            r = subprocess.run([sys.executable, "-c", _CLOSE_RACE, self.model, fifo, JFK], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+            try:
+                r = subprocess.run([sys.executable, "-c", _CLOSE_RACE, self.model, fifo, JFK, mode], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+            except subprocess.TimeoutExpired as e:
+                self.fail("the child hung:\n%s" % (e.stdout or b"").decode(errors="replace"))
         finally:
             os.unlink(fifo)
         out = r.stdout.decode(errors="replace")
         self.assertEqual(r.returncode, 0, "the child died or hung (exit %d):\n%s" % (r.returncode, out))
-        # a second thread's next() is refused; the step in flight finishes, its result
-        # dropped, the batch closed by its thread: the iterator of a closed Frontend ends
-        self.assertEqual(out.splitlines(), ["first True", "second True", "step stop", "close closed", "after []", "again True"],
-                         out)
+        return out.splitlines()
+
+    def test_close_from_another_thread_while_a_step_runs(self):
+        # Before: Frontend.close() freed the batch under the step (a crash or a hang).
+        # Now the step in flight finishes, its result dropped, the batch closed by its
+        # thread: the iterator of a closed Frontend ends; the library is left sound.
+        self.assertEqual(self.run_child("close"),
+                         ["first True", "step stop", "close closed", "after []", "again True"])
+
+    def test_a_second_thread_cannot_step_a_running_iterator(self):
+        # Before: a second batch_next ran beside the first on the same batch.
+        self.assertEqual(self.run_child("second"),
+                         ["first True", "second True", "step stop", "close closed", "after []", "again True"])
 
     def test_an_iterator_keeps_its_temporary_frontend(self):
         with ws.Frontend(self.model, device="cpu") as fe:

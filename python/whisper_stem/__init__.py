@@ -89,7 +89,7 @@ def _pad_mode(pad):
     try:
         return _PADS[pad]
     except (KeyError, TypeError):
-        raise ValueError("pad must be 'audio' or 'none', got %r" % (pad,)) from None
+        raise ValueError("pad must be 'audio', 'mel0' or 'none', got %r" % (pad,)) from None
 
 
 def _rate(sample_rate):
