@@ -219,7 +219,7 @@ asan:
 # whisper-stem) and tar shards written on several threads. Every process (the runner,
 # its sandboxed children, the commands they run) writes its reports to
 # build-tsan/tsan-logs/tsan.PID, the run's output goes to build-tsan/tsan.log; any report
-# fails the target. TSan needs vm.mmap_rnd_bits <= 28
+# fails the target. tests/tsan.supp silences third-party code only (NVTX's lazy set-up). TSan needs vm.mmap_rnd_bits <= 28
 # ("FATAL: ThreadSanitizer: unexpected memory mapping" otherwise): on a kernel with more,
 # the runner runs without address randomisation (setarch -R, util-linux).
 TSAN_TESTS := api/batch_* api/one_context_from_several_threads_* mel/thread_count_* \
@@ -240,7 +240,7 @@ tsan:
 tsan-run: $(BUILD)/test_runner $(BUILD)/whisper-stem $(BUILD)/ws-mkmodel $(BUILD)/ws-convert
 	@norand=; if [ "$$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 0)" -gt 28 ]; then \
 	  norand="setarch $$(uname -m) -R"; echo "vm.mmap_rnd_bits > 28: running under $$norand"; fi; \
-	$(TEST_ENV) TSAN_OPTIONS="log_path=$(abspath $(BUILD))/tsan-logs/tsan:second_deadlock_stack=1" \
+	$(TEST_ENV) TSAN_OPTIONS="log_path=$(abspath $(BUILD))/tsan-logs/tsan:second_deadlock_stack=1:suppressions=$(abspath tests/tsan.supp)" \
 	  $$norand $(BUILD)/test_runner --filter '@($(subst $(tsan_space),|,$(strip $(TSAN_TESTS))))'
 
 # GGUF interop: files we write, read by an independent reader (@huggingface/gguf, npm).

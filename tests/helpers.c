@@ -164,12 +164,12 @@ void *read_file(const char *path, size_t *len)
     if (!f)
         return NULL;
     size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
+    char *buf = malloc(cap + 1); /* + 1: a NUL after the bytes, so text can be searched */
     size_t r;
     while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
         n += r;
         if (n == cap) {
-            char *nb = realloc(buf, cap *= 2);
+            char *nb = realloc(buf, (cap *= 2) + 1);
             if (!nb) {
                 free(buf);
                 buf = NULL;
@@ -178,6 +178,8 @@ void *read_file(const char *path, size_t *len)
         }
     }
     fclose(f);
+    if (buf)
+        buf[n] = '\0';
     if (len)
         *len = n;
     return buf;

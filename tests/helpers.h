@@ -39,7 +39,7 @@ const char *ws_convert(void);
 /* A Python 3 with numpy: $WS_PYTHON, else Debian's /usr/bin/python3. */
 const char *ws_python(void);
 
-/* Reads a whole file (malloc'd, *len set), NULL if it cannot. */
+/* Reads a whole file (malloc'd, *len set, a NUL after its bytes), NULL if it cannot. */
 void *read_file(const char *path, size_t *len);
 int file_exists(const char *path);
 
