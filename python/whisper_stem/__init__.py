@@ -29,7 +29,9 @@ log_mel and embed (test_log_mel_is_the_commands_bytes, test_embed_file_is_the_co
 ...), openai's math in float64 and in torch within SPEC.md's 1e-4 (2e-4 between two float32
 computations), HF's extractor math (test_matches_hf_extractor_math, and transformers itself
 where it imports), four threads giving the same bytes, the GIL released, embed_files' order
-and errors, the offline pip install and make install-python.
+and errors, the offline pip install and make install-python; python/tests/
+test_lifetime_and_inputs.py: close() from another thread during a step, an iterator keeping
+its Frontend, and the argument checks (NUL bytes, ints beyond a C int, [channels, n], []).
 """
 
 import concurrent.futures

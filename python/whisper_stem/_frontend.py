@@ -64,7 +64,9 @@ class Frontend:
     # -- lifetime ---------------------------------------------------------------
     def close(self):
         """Free the library's context (model weights, GPU memory): closes the iterators of
-        embed_files still open, waits for calls in flight. Idempotent; later calls raise ValueError."""
+        embed_files still open (one in a step on another thread is closed by that thread when
+        its call returns), waits for calls in flight, then frees. Safe from any thread.
+        Idempotent; later calls raise ValueError."""
         ctx = getattr(self, "_ctx", None)
         if ctx is not None:
             ctx.close()
