@@ -135,14 +135,16 @@ corpus_wf_prepare() {
     "$py" "$repo/tests/corpus/check.py" wfprep "$wf" "$ws" "$wf_model" || exit 1
 }
 
-# corpus_wf_wait OUT: until a manifest under OUT holds a whole line (at most 120 s)
+# corpus_wf_wait OUT: until a manifest under OUT holds a whole line of an input written
+# (at most 120 s; a failed input's line can come first, and a tar shard's inputs are
+# reported once the shard is committed)
 corpus_wf_wait() {
     local i
     for ((i = 0; i < 2400; i++)); do
-        (($(cat "$1"/manifest-*.jsonl 2>/dev/null | wc -l) > 0)) && return 0
+        cat "$1"/manifest-*.jsonl 2>/dev/null | grep -q '"status":"ok".*}$' && return 0
         sleep 0.05
     done
-    echo "  ✗ no manifest line under $1 in 120 s"
+    echo "  ✗ no manifest line of an input written under $1 in 120 s"
     return 1
 }
 

@@ -29,14 +29,15 @@ corpus_wf_prepare
 
 wf_opts=()
 wf_out=""
-wf_recipe() { # LIST LOG
-    "$repo/scripts/parallel-shards.sh" -l "$1" -r "$wf/audio" -o "$wf_out" -m "$wf_model" -j 2 \
+wf_recipe() { # LIST LOG (with wf_exec set: exec'd, the caller's process is the script's)
+    ${wf_exec:+exec} "$repo/scripts/parallel-shards.sh" -l "$1" -r "$wf/audio" -o "$wf_out" -m "$wf_model" -j 2 \
         --bin "$ws" -- "${STEM_OPTS[@]}" "${wf_opts[@]}" > "$2" 2>&1
 }
 wf_interrupt() { # LIST LOG: stopped as Ctrl-C would, once a manifest line is written
     local pid rc
-    set -m # its own process group
-    wf_recipe "$@" &
+    set -m # its own process group, led by the script itself: waiting for $pid waits for
+    # the script's merge after the signal, not only for a subshell the signal ended
+    wf_exec=1 wf_recipe "$@" &
     pid=$!
     set +m
     corpus_wf_wait "$wf_out"
