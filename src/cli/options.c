@@ -30,21 +30,24 @@ typedef struct {
 static const opt_def OPTS[] = {
     {"model", 'm', 1, "FILE", "GGUF weights (default: $WHISPER_STEM_MODEL)"},
     {"output", 'o', 1, "FILE", "output of a single input: .npy, raw float32 otherwise, - for stdout"},
-    {"outdir", 'O', 1, "DIR", "one DIR/<input name>.npy per input (DIR and its parents created)"},
+    {"outdir", 'O', 1, "DIR", "one DIR/<input name without extension>.npy per input, each with its .json sidecar "
+     "(DIR and its parents created)"},
     {"keep-ext", OPT_KEEP_EXT, 0, NULL, "with -O: name outputs with their input's extension (x.wav -> x.wav.npy)"},
     {"list", OPT_LIST, 1, "FILE",
      "input paths from FILE, one a line of at most 64 KiB (- : stdin; blank and # lines skipped; "
      "a repeated line is done once)"},
     {"root", OPT_ROOT, 1, "DIR",
-     "with -O: DIR/<path under DIR, without extension>.npy (a tree; an input is under DIR "
-     "as written or once symbolic links are resolved)"},
+     "with -O OUT: OUT/<path under DIR, without extension>.npy (a tree; an input is under DIR "
+     "as written, else when a leading directory's real path is DIR's)"},
     {"shard", OPT_SHARD, 1, "I/N",
      "only inputs at list positions I, I+N, I+2N, ... (0-based; default: all); the output "
      "names of the whole list are checked in every task"},
-    {"skip-existing", OPT_SKIP_EXISTING, 0, NULL, "skip an input whose output already exists"},
+    {"skip-existing", OPT_SKIP_EXISTING, 0, NULL, "skip an input whose output (or tar shard) exists and was made with "
+     "these settings (its sidecar or shard index says so)"},
     {"manifest", OPT_MANIFEST, 1, "FILE", "append one JSON line per input as it finishes"},
     {"out-dtype", OPT_OUT_DTYPE, 1, "f32|f16", "element type of the outputs (default f32)"},
-    {"tar-size", OPT_TAR_SIZE, 1, "N", "with -O: WebDataset tar shards of N inputs (DIR/shard-NNNNNN.tar; default: none)"},
+    {"tar-size", OPT_TAR_SIZE, 1, "N", "with -O: WebDataset tar shards of N inputs (DIR/shard-NNNNNN.tar, each with "
+     "its index DIR/shard-NNNNNN.jsonl; default: none)"},
     {"mel", OPT_MEL, 0, NULL, "write the log-Mel instead of embeddings (needs no model)"},
     {"n-mels", OPT_N_MELS, 1, "80|128", "mel bands for --mel without a model (default 80)"},
     {"pad", OPT_PAD, 1, "audio|mel0", "30 s windowing: pad the audio (default) or the log-Mel"},
