@@ -728,3 +728,70 @@ Test(shards, records_of_a_shard_whose_tar_is_gone_skip_nothing, .timeout = 60)
                  "%s", err);
     cr_assert(strstr(err, "2 written, 0 failed, 2 skipped"), "%s", err);
 }
+
+/* --- records that are not files: no hang, "no record" -------------------------------- */
+
+Test(shards, index_that_is_a_fifo_or_a_link_to_dev_zero_is_no_record_and_no_hang, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], cmd[16384], err[8192];
+    mkmodel(dir, 1, model, sizeof model);
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%c.wav", dir, 'a' + i);
+        tone(p, 0.5, 440 + 200 * i);
+    }
+    snprintf(p, sizeof p, "%s/out", dir);
+    cr_assert_eq(mkdir(p, 0777), 0);
+    /* a FIFO at the first shard number's index: probed even without --skip-existing */
+    snprintf(p, sizeof p, "%s/out/shard-000000.jsonl", dir);
+    cr_assert_eq(mkfifo(p, 0666), 0);
+    snprintf(cmd, sizeof cmd, "timeout 30 %s -m %s --device cpu -O %s/out --tar-size 2 %s/a.wav "
+             "%s/b.wav", ws_bin(), model, dir, dir, dir);
+    int st = run_cmd(cmd, err, sizeof err);
+    cr_assert_neq(st, 124, "hung: %s", err);
+    cr_assert_eq(st, 0, "%s", err);
+    cr_assert(strstr(err, "shard-000000.jsonl: not a regular file; no record"), "%s", err);
+    snprintf(p, sizeof p, "%s/out/shard-000001.tar", dir);
+    cr_assert(file_exists(p), "the shard took the next number: %s", err);
+    /* an index elsewhere that is a link to /dev/zero: read by --skip-existing */
+    snprintf(p, sizeof p, "%s/out/shard-000099.jsonl", dir);
+    cr_assert_eq(symlink("/dev/zero", p), 0);
+    snprintf(cmd, sizeof cmd, "timeout 30 %s -m %s --device cpu -O %s/out --tar-size 2 "
+             "--skip-existing %s/a.wav %s/b.wav", ws_bin(), model, dir, dir, dir);
+    st = run_cmd(cmd, err, sizeof err);
+    cr_assert_neq(st, 124, "hung: %s", err);
+    cr_assert_eq(st, 0, "%s", err);
+    cr_assert(strstr(err, "shard-000099.jsonl: a symbolic link (not followed); no record"), "%s",
+              err);
+    cr_assert(strstr(err, "0 written, 0 failed, 2 skipped"), "%s", err);
+}
+
+Test(shards, a_nul_inside_an_index_line_leaves_the_next_line_read, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], cmd[16384], err[8192];
+    mkmodel(dir, 1, model, sizeof model);
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%c.wav", dir, 'a' + i);
+        tone(p, 0.5, 440 + 200 * i);
+    }
+    snprintf(cmd, sizeof cmd, "%s -m %s --device cpu -O %s/out --tar-size 2 %s/a.wav %s/b.wav",
+             ws_bin(), model, dir, dir, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    /* a line with a NUL in it before the index's lines */
+    snprintf(p, sizeof p, "%s/out/shard-000000.jsonl", dir);
+    size_t len = 0;
+    char *idx = read_file(p, &len);
+    cr_assert_not_null(idx);
+    FILE *f = fopen(p, "wb");
+    cr_assert_not_null(f);
+    fwrite("garbage\0garbage\n", 1, 16, f);
+    fwrite(idx, 1, len, f);
+    fclose(f);
+    free(idx);
+    snprintf(cmd, sizeof cmd, "%s -m %s --device cpu -O %s/out --tar-size 2 --skip-existing "
+             "%s/a.wav %s/b.wav", ws_bin(), model, dir, dir, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "shard-000000.jsonl: 1 line left out"), "%s", err);
+    cr_assert(strstr(err, "0 written, 0 failed, 2 skipped"), "%s", err);
+}

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,112 @@ void ws_run_redo_say(void)
     pthread_mutex_unlock(&g_redo_mu);
 }
 
+/* --- records (sidecars, shard indexes) ------------------------------------------------ */
+
+int ws_record_lines(const char *path, size_t max, ws_record_line_fn fn, void *ctx,
+                    long *too_long, ws_err *why)
+{
+    ws_err e = {{0}};
+    *too_long = 0;
+    /* the trust rule that writes obey; then no link, no FIFO or device (opened without
+     * waiting: a FIFO's open would wait for a writer), at most st_size and max bytes */
+    if (ws_path_links_trusted(path, &e))
+        return ws_errf(why, "%s; no record", e.msg), -1;
+    const int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return 1;
+        return ws_errf(why, "%s: %s; no record", path,
+                       errno == ELOOP ? "a symbolic link (not followed)" : strerror(errno)), -1;
+    }
+    struct stat st;
+    const char *bad = fstat(fd, &st) != 0        ? strerror(errno)
+                      : !S_ISREG(st.st_mode)     ? "not a regular file"
+                      : (uintmax_t)st.st_size > max ? "larger than a record may be"
+                                                 : NULL;
+    if (bad) {
+        ws_errf(why, "%s: %s; no record", path, bad);
+        close(fd);
+        return -1;
+    }
+    const size_t cap = WS_RECORD_MAX + 1; /* a line and its newline */
+    char *buf = malloc(cap);
+    size_t have = 0, left = (size_t)st.st_size;
+    int skipping = 0, rc = 0; /* skipping: inside a line over WS_RECORD_MAX bytes */
+    if (!buf)
+        rc = ws_errf(why, "%s: out of memory; no record", path);
+    while (!rc) {
+        ssize_t k = 0;
+        if (left && have < cap) {
+            k = read(fd, buf + have, cap - have < left ? cap - have : left);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0) {
+                rc = ws_errf(why, "%s: %s; no record", path, strerror(errno));
+                break;
+            }
+            left = k ? left - (size_t)k : 0; /* shorter than it was: its end */
+            have += (size_t)k;
+        }
+        /* the lines by their length (a NUL in one is a byte of it) */
+        size_t s = 0;
+        const char *nl;
+        while ((nl = memchr(buf + s, '\n', have - s))) {
+            const size_t len = (size_t)(nl - (buf + s));
+            if (skipping)
+                skipping = 0, ++*too_long;
+            else
+                fn(ctx, buf + s, len);
+            s += len + 1;
+        }
+        memmove(buf, buf + s, have - s);
+        have -= s;
+        if (!left) { /* the last line, without its newline */
+            if (skipping || have > WS_RECORD_MAX)
+                ++*too_long;
+            else if (have)
+                fn(ctx, buf, have);
+            break;
+        }
+        if (have == cap) { /* no newline within a record's length: passed over */
+            skipping = 1;
+            have = 0;
+        }
+    }
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+typedef struct {
+    cJSON *r;
+    int lines; /* non-empty lines */
+} one_record;
+
+static void record_line(void *ctx, const char *line, size_t len)
+{
+    one_record *o = ctx;
+    if (!len)
+        return;
+    if (++o->lines == 1)
+        o->r = ws_json_parse(line, len);
+}
+
+cJSON *ws_read_record(const char *path, size_t max)
+{
+    one_record o = {NULL, 0};
+    long too_long;
+    ws_err e = {{0}};
+    const int rc = ws_record_lines(path, max, record_line, &o, &too_long, &e);
+    if (rc < 0)
+        ws_eprintf("whisper-stem: %s", e.msg);
+    if (rc || too_long || o.lines != 1 || !cJSON_IsObject(o.r)) {
+        cJSON_Delete(o.r);
+        return NULL;
+    }
+    return o.r;
+}
+
 /* --- sidecars ----------------------------------------------------------------------- */
 
 /* OUT/x.npy's sidecar OUT/x.json (malloc'd; other names get ".json" added), or NULL. */
@@ -60,28 +167,6 @@ static char *sidecar_path(const char *out)
         n -= 4;
     strcpy(p + n, ".json");
     return p;
-}
-
-cJSON *ws_read_record(const char *path, size_t max)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    cJSON *r = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max) {
-        char *buf = malloc((size_t)st.st_size + 1);
-        ssize_t k = buf ? read(fd, buf, (size_t)st.st_size) : -1;
-        if (k == st.st_size)
-            r = ws_json_parse(buf, (size_t)k);
-        free(buf);
-    }
-    close(fd);
-    if (r && !cJSON_IsObject(r)) {
-        cJSON_Delete(r);
-        r = NULL;
-    }
-    return r;
 }
 
 /* j's sidecar: its manifest line, as "ok", written atomically after the output. */

@@ -43,7 +43,19 @@ void ws_run_redo_note(unsigned diff, long n);
 void ws_run_redo_say(void);
 /* A record (sidecar, or a line of a shard index) at most this long. */
 #define WS_RECORD_MAX ((size_t)1 << 20)
-/* The JSON object in the file at path (at most max bytes, a regular file), or NULL. */
+/* A shard index at most this long. */
+#define WS_INDEX_MAX ((size_t)1 << 30)
+/* The records' reader: the lines of the regular file at path, each to fn (its bytes, its
+ * length without the newline; a NUL is a byte of it), a last line without its newline too;
+ * lines over WS_RECORD_MAX bytes are passed over and counted in *too_long. Links are not
+ * followed, those on the way obey the trust rule (ws_path_links_trusted), a FIFO or device
+ * is not waited on, at most max bytes. 0: read; 1: nothing there; -1: something there
+ * that is not read (why: a line naming it, ending "no record"). */
+typedef void (*ws_record_line_fn)(void *ctx, const char *line, size_t len);
+int ws_record_lines(const char *path, size_t max, ws_record_line_fn fn, void *ctx,
+                    long *too_long, ws_err *why);
+/* The JSON object in the file at path (one line, at most max bytes, read as above), or
+ * NULL; something there that is not read is said (a warning). */
 struct cJSON *ws_read_record(const char *path, size_t max);
 /* j's result (count values) to float16 when the output is f16, saturating (f16_clamped). */
 void ws_run_to_f16(const ws_run_ctx *c, ws_job *j, size_t count);

@@ -93,45 +93,75 @@ static void index_free(index_lines *x)
 
 static ws_strmap *g_warned; /* indexes said to have bad lines (the plan reads some twice) */
 
-/* The lines of the index at path (-1: none there or unreadable). Lines over WS_RECORD_MAX
- * bytes or not one JSON object with an "input" string are left out, with one warning. */
+typedef struct {
+    index_lines *x;
+    long bad;
+} index_ctx;
+
+static void index_line(void *ctx, const char *line, size_t len)
+{
+    index_ctx *ic = ctx;
+    index_lines *x = ic->x;
+    cJSON *o = ws_json_parse(line, len);
+    const cJSON *in = o ? cJSON_GetObjectItem(o, "input") : NULL;
+    cJSON **t = cJSON_IsString(in) ? realloc(x->line, sizeof *t * (size_t)(x->n + 1)) : NULL;
+    if (!t) {
+        cJSON_Delete(o);
+        ic->bad++;
+        return;
+    }
+    x->line = t;
+    x->line[x->n++] = o;
+}
+
+/* Says msg once per path (the plan reads some twice). */
+static void warn_once(const char *path, const char *msg)
+{
+    if (!g_warned || ws_strmap_put(g_warned, path, strlen(path), 0, NULL) == 0)
+        ws_eprintf("whisper-stem: %s", msg);
+}
+
+/* The lines of the index at path: 0; -1: none there; -2: something there that is not
+ * read (said once: a link, a FIFO, a device, too large, unreadable). Lines over
+ * WS_RECORD_MAX bytes or not one JSON object with an "input" string are left out, with
+ * one warning. */
 static int index_read(const char *path, index_lines *x)
 {
     x->line = NULL;
     x->n = 0;
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    char *buf = malloc(WS_RECORD_MAX + 2); /* a line, its newline and a NUL */
-    long bad = 0;
-    while (buf && fgets(buf, WS_RECORD_MAX + 2, f)) {
-        size_t len = strlen(buf);
-        if (len && buf[len - 1] == '\n') {
-            len--;
-        } else if (!feof(f)) { /* longer than a record may be: the rest of it is passed over */
-            int ch;
-            while ((ch = getc(f)) != EOF && ch != '\n')
-                ;
-            bad++;
-            continue;
-        }
-        cJSON *o = ws_json_parse(buf, len);
-        const cJSON *in = o ? cJSON_GetObjectItem(o, "input") : NULL;
-        cJSON **t = cJSON_IsString(in) ? realloc(x->line, sizeof *t * (size_t)(x->n + 1)) : NULL;
-        if (!t) {
-            cJSON_Delete(o);
-            bad++;
-            continue;
-        }
-        x->line = t;
-        x->line[x->n++] = o;
+    index_ctx ic = {x, 0};
+    long too_long = 0;
+    ws_err e = {{0}};
+    const int rc = ws_record_lines(path, WS_INDEX_MAX, index_line, &ic, &too_long, &e);
+    if (rc) {
+        index_free(x);
+        if (rc < 0)
+            warn_once(path, e.msg);
+        return rc > 0 ? -1 : -2;
     }
-    free(buf);
-    fclose(f);
-    if (bad && (!g_warned || ws_strmap_put(g_warned, path, strlen(path), 0, NULL) == 0))
-        ws_eprintf("whisper-stem: %s: %ld line%s left out (not a JSON object with an input, or "
-                   "over 1 MiB)", path, bad, bad == 1 ? "" : "s");
+    const long bad = ic.bad + too_long;
+    if (bad) {
+        char msg[WS_ERR_LEN];
+        snprintf(msg, sizeof msg, "%s: %ld line%s left out (not a JSON object with an input, "
+                 "or over 1 MiB)", path, bad, bad == 1 ? "" : "s");
+        warn_once(path, msg);
+    }
     return 0;
+}
+
+/* What is at a tar's path: 1 a regular file (through links), 0 nothing, -1 something else
+ * (said once: a FIFO, a device, a directory; never opened). */
+static int tar_at(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    if (S_ISREG(st.st_mode))
+        return 1;
+    char msg[WS_ERR_LEN];
+    snprintf(msg, sizeof msg, "%s: not a regular file; no record", path);
+    warn_once(path, msg);
+    return -1;
 }
 
 static const char *line_input(const cJSON *o)
@@ -188,13 +218,19 @@ static at_shard look_at(const struct ws_shard *sh, long long m, ws_job *const *s
 {
     at_shard a = {AT_FREE, 0, 0, {NULL, 0}, 0};
     char *tar = shard_path(sh, m, "tar"), *idx = shard_path(sh, m, "jsonl");
-    struct stat st;
     if (!tar || !idx) {
         a.what = AT_OTHER;
         goto out;
     }
-    a.has_tar = stat(tar, &st) == 0;
-    a.has_index = index_read(idx, &a.idx) == 0;
+    /* something there that is not read: the number is taken (never written into) */
+    const int t = tar_at(tar), ir = index_read(idx, &a.idx);
+    a.has_tar = t == 1;
+    a.has_index = ir == 0;
+    if (t < 0 || ir == -2) {
+        index_free(&a.idx);
+        a.what = AT_OTHER;
+        goto out;
+    }
     if (a.has_index) {
         int same = a.idx.n == n;
         for (int i = 0; same && i < n; i++)
@@ -273,8 +309,7 @@ static void records_read(records *r, const char *outdir)
             continue;
         }
         strcpy(path + strlen(path) - 6, ".tar");
-        struct stat st;
-        const int has_tar = stat(path, &st) == 0; /* "ok" lines hold only with their tar */
+        const int has_tar = tar_at(path) == 1; /* "ok" lines hold only with their tar */
         for (int i = 0; i < x.n; i++) {
             const char *in = line_input(x.line[i]);
             size_t v;
