@@ -478,3 +478,30 @@ Test(cli, every_link_on_an_output_path_is_checked)
     snprintf(q, sizeof q, "%s/plain/x.npy", dir);
     cr_assert_eq(ws_path_links_trusted(q, &err), 0, "%s", err.msg);
 }
+
+Test(cli, planted_links_at_shard_records_are_no_record)
+{
+    if (geteuid() != 0)
+        cr_skip_test("needs root to plant a link owned by another user");
+    const char *dir = test_tmpdir();
+    char sticky[1024], p[1200], q[1200], cmd[8192], err[4096];
+    sticky_dir(dir, sticky, sizeof sticky);
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%c.wav", dir, 'a' + i);
+        put_audio(p, WAV);
+    }
+    snprintf(cmd, sizeof cmd, "timeout 60 %s --mel -O %s --tar-size 2 --skip-existing %s/a.wav "
+             "%s/b.wav", ws_bin(), sticky, dir, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    /* the tar, then the index, moved away and a link of nobody's put in its place */
+    const char *ext[] = {"tar", "jsonl"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(p, sizeof p, "%s/shard-00000%d.%s", sticky, k, ext[k]);
+        snprintf(q, sizeof q, "%s/copy.%s", dir, ext[k]);
+        cr_assert_eq(rename(p, q), 0, "%s", p);
+        plant(q, p);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+        cr_assert(strstr(err, "2 written, 0 failed, 0 skipped"), "%s: %s", ext[k], err);
+        cr_assert(strstr(err, "no record"), "%s", err);
+    }
+}

@@ -149,16 +149,23 @@ static int index_read(const char *path, index_lines *x)
     return 0;
 }
 
-/* What is at a tar's path: 1 a regular file (through links), 0 nothing, -1 something else
- * (said once: a FIFO, a device, a directory; never opened). */
+/* What is at a tar's path: 1 a regular file (through links the trust rule follows), 0
+ * nothing, -1 something else (said once: a link refused, a FIFO, a device, a directory;
+ * never opened). */
 static int tar_at(const char *path)
 {
     struct stat st;
+    char msg[WS_ERR_LEN + 32];
+    ws_err e = {{0}};
+    if (ws_path_links_trusted(path, &e)) {
+        snprintf(msg, sizeof msg, "%s; no record", e.msg);
+        warn_once(path, msg);
+        return -1;
+    }
     if (stat(path, &st) != 0)
         return 0;
     if (S_ISREG(st.st_mode))
         return 1;
-    char msg[WS_ERR_LEN];
     snprintf(msg, sizeof msg, "%s: not a regular file; no record", path);
     warn_once(path, msg);
     return -1;
