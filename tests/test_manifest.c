@@ -795,3 +795,103 @@ Test(shards, a_nul_inside_an_index_line_leaves_the_next_line_read, .timeout = 60
     cr_assert(strstr(err, "shard-000000.jsonl: 1 line left out"), "%s", err);
     cr_assert(strstr(err, "0 written, 0 failed, 2 skipped"), "%s", err);
 }
+
+Test(sidecar, a_fifo_at_a_sidecar_is_no_record_and_no_hang, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], cmd[16384], err[8192];
+    mkmodel(dir, 1, model, sizeof model);
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%c.wav", dir, 'a' + i);
+        tone(p, 0.5, 440 + 200 * i);
+    }
+    snprintf(cmd, sizeof cmd, "timeout 30 %s -m %s --device cpu -O %s/out --skip-existing "
+             "%s/a.wav %s/b.wav", ws_bin(), model, dir, dir, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(p, sizeof p, "%s/out/a.json", dir);
+    cr_assert_eq(unlink(p), 0);
+    cr_assert_eq(mkfifo(p, 0666), 0);
+    int st = run_cmd(cmd, err, sizeof err);
+    cr_assert_neq(st, 124, "hung: %s", err);
+    cr_assert_eq(st, 0, "%s", err);
+    cr_assert(strstr(err, "a.json: not a regular file; no record"), "%s", err);
+    cr_assert(strstr(err, "1 written, 0 failed, 1 skipped"), "%s", err);
+    struct stat sb;
+    cr_assert(stat(p, &sb) == 0 && S_ISREG(sb.st_mode), "the sidecar is a file again");
+}
+
+/* The old record goes before the new output is put in place: a record that cannot be
+ * removed (immutable, chattr +i) stops the write, so an output never sits beside a record
+ * of another run (before: the new .npy or tar was named, then the record's write failed
+ * and a run with the old settings skipped the new data as its own). */
+Test(sidecar, an_old_record_is_removed_before_the_new_output_is_named, .timeout = 180)
+{
+    const char *dir = test_tmpdir();
+    char m1[4096], m2[4096], p[4096], cmd[16384], err[8192];
+    mkmodel(dir, 1, m1, sizeof m1);
+    mkmodel(dir, 2, m2, sizeof m2);
+    snprintf(p, sizeof p, "%s/a.wav", dir);
+    tone(p, 0.5, 440);
+    snprintf(p, sizeof p, "%s/probe", dir);
+    write_text(p, "x");
+    snprintf(cmd, sizeof cmd, "chattr +i %s/probe 2>/dev/null && chattr -i %s/probe", dir, dir);
+    if (run_cmd(cmd, NULL, 0) != 0)
+        cr_skip_test("chattr +i is not available here");
+    for (int tar = 0; tar < 2; tar++) {
+        const char *opt = tar ? "--tar-size 2" : "";
+        const char *rec = tar ? "shard-000000.jsonl" : "a.json";
+        const char *out = tar ? "shard-000000.tar" : "a.npy";
+        const char *fmt = "%s -m %s --device cpu -O %s/out%d %s --skip-existing %s/a.wav";
+        snprintf(cmd, sizeof cmd, fmt, ws_bin(), m1, dir, tar, opt, dir);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+        snprintf(p, sizeof p, "%s/out%d/%s", dir, tar, out);
+        size_t n1 = 0;
+        char *data1 = read_file(p, &n1);
+        cr_assert_not_null(data1);
+        /* another model, its record not removable */
+        char m2cmd[16384];
+        snprintf(m2cmd, sizeof m2cmd, fmt, ws_bin(), m2, dir, tar, opt, dir);
+        snprintf(p, sizeof p, "chattr +i %s/out%d/%s", dir, tar, rec);
+        cr_assert_eq(run_cmd(p, err, sizeof err), 0, "%s", err);
+        run_cmd(m2cmd, err, sizeof err);
+        snprintf(p, sizeof p, "chattr -i %s/out%d/%s", dir, tar, rec);
+        cr_assert_eq(run_cmd(p, NULL, 0), 0);
+        /* the first model again: it skips the output, which holds its own data */
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+        snprintf(p, sizeof p, "%s/out%d/%s", dir, tar, out);
+        size_t n = 0;
+        char *data = read_file(p, &n);
+        cr_assert_not_null(data);
+        cr_assert(n == n1 && !memcmp(data, data1, n), "%s holds the other model's data, "
+                  "skipped as the first's: %s", out, err);
+        free(data);
+        free(data1);
+    }
+}
+
+/* A shard whose tar cannot be written (ulimit -f) beside an earlier run's tar for the
+ * same inputs leaves no index of failures there: the next run makes them (before: the
+ * index said "failed" for all, the old tar made the shard complete, and the failure was
+ * replayed by every --skip-existing). */
+Test(shards, a_failed_tar_write_beside_an_old_tar_leaves_no_index_of_failures, .timeout = 180)
+{
+    const char *dir = test_tmpdir();
+    char m1[4096], m2[4096], p[4096], cmd[16384], err[8192];
+    mkmodel(dir, 1, m1, sizeof m1);
+    mkmodel(dir, 2, m2, sizeof m2);
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%c.wav", dir, 'a' + i);
+        tone(p, 0.5, 440 + 200 * i);
+    }
+    const char *fmt = "bash -c 'ulimit -f %d; exec %s -m %s --device cpu -O %s/out --tar-size 2 "
+                      "--skip-existing %s/a.wav %s/b.wav'";
+    snprintf(cmd, sizeof cmd, fmt, 1 << 20, ws_bin(), m1, dir, dir, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    /* 8 KiB: the index fits, the tar (two 384 kB members) does not */
+    snprintf(cmd, sizeof cmd, fmt, 8, ws_bin(), m2, dir, dir, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    cr_assert(strstr(err, "File too large"), "%s", err);
+    snprintf(cmd, sizeof cmd, fmt, 1 << 20, ws_bin(), m2, dir, dir, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "the failure replayed: %s", err);
+    cr_assert(strstr(err, "2 written, 0 failed, 0 skipped"), "%s", err);
+}

@@ -124,6 +124,31 @@ int ws_record_lines(const char *path, size_t max, ws_record_line_fn fn, void *ct
     return rc;
 }
 
+int ws_record_remove(const char *path, ws_err *e)
+{
+    char dir[4096];
+    struct stat st;
+    ws_dirname(path, dir, sizeof dir);
+    if (ws_path_links_trusted(dir, e))
+        return -1;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT || errno == ENOTDIR
+                   ? 0
+                   : ws_errf(e, "%s: the old record: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return ws_errf(e, "%s: is a directory", path);
+    if (unlink(path) != 0 && errno != ENOENT)
+        return ws_errf(e, "%s: cannot remove the old record: %s", path, strerror(errno));
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int rc = fd < 0 || (fsync(fd) != 0 && errno != EINVAL) ? -1 : 0;
+    if (rc)
+        ws_errf(e, "%s: the old record removed, but its directory could not be flushed to "
+                   "disk: %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 typedef struct {
     cJSON *r;
     int lines; /* non-empty lines */
@@ -244,8 +269,19 @@ int ws_run_write_out(const ws_run_ctx *c, ws_job *j)
     ws_err e = {{0}};
     double t0 = ws_now();
     WS_RANGE_PUSH("write");
-    int rc;
-    if (j->out) { /* streamed by the stem: flush and name it */
+    int rc = 0;
+    if (c->sidecars && j->shard < 0 && !j->special) {
+        /* the old sidecar goes before the new output is named: a kill between the two
+         * leaves an output without a record (made again), never a record of another run
+         * beside it */
+        char *sp = sidecar_path(j->output);
+        rc = sp ? ws_record_remove(sp, &e) : ws_errf(&e, "out of memory for its sidecar");
+        free(sp);
+    }
+    if (rc) { /* not written: the old output and what is left of its record stay */
+        ws_out_abort(j->out);
+        j->out = NULL;
+    } else if (j->out) { /* streamed by the stem: flush and name it */
         rc = ws_out_commit(j->out, &e);
         j->out = NULL;
     } else if (j->shard >= 0) {

@@ -54,6 +54,9 @@ void ws_run_redo_say(void);
 typedef void (*ws_record_line_fn)(void *ctx, const char *line, size_t len);
 int ws_record_lines(const char *path, size_t max, ws_record_line_fn fn, void *ctx,
                     long *too_long, ws_err *why);
+/* Removes the record at path (a sidecar, a shard index) and flushes its directory, before
+ * the output it describes is replaced. 0 (also when there is none), or -1 with e. */
+int ws_record_remove(const char *path, ws_err *e);
 /* The JSON object in the file at path (one line, at most max bytes, read as above), or
  * NULL; something there that is not read is said (a warning). */
 struct cJSON *ws_read_record(const char *path, size_t max);

@@ -523,6 +523,16 @@ int ws_shard_write_member(const ws_run_ctx *c, ws_job *j, ws_err *e)
     return rc;
 }
 
+/* OUT/shard-NNNNNN.tar's index OUT/shard-NNNNNN.jsonl (malloc'd), or NULL. */
+static char *index_path(const struct ws_shard *sh)
+{
+    const size_t pl = strlen(sh->path);
+    char *path = malloc(pl + 3);
+    if (path)
+        snprintf(path, pl + 3, "%.*s.jsonl", (int)(pl - 4), sh->path);
+    return path;
+}
+
 /* The index beside sh's tar: one line per given input, in list order, its final status. */
 static void write_index(const ws_run_ctx *c, struct ws_shard *sh)
 {
@@ -552,11 +562,8 @@ static void write_index(const ws_run_ctx *c, struct ws_shard *sh)
         }
         free(line);
     }
-    const size_t pl = strlen(sh->path);
-    char *path = malloc(pl + 3);
+    char *path = index_path(sh);
     ws_err e = {{0}};
-    if (path) /* OUT/shard-NNNNNN.tar -> OUT/shard-NNNNNN.jsonl */
-        snprintf(path, pl + 3, "%.*s.jsonl", (int)(pl - 4), sh->path);
     if (oom || !path)
         ws_eprintf("whisper-stem: %s: out of memory for its index", sh->path);
     else if (ws_write_file_atomic(path, text, len, &e))
@@ -578,10 +585,19 @@ void ws_run_report(const ws_run_ctx *c, ws_job *j)
     if (!last)
         return;
     ws_err e = {{0}};
-    int rc = 0;
+    int rc = 0, committed = 0;
+    char *idx = sh->path ? index_path(sh) : NULL;
     if (sh->t && sh->written && !sh->error) {
+        /* the old index goes before the new tar is named: a kill between the two leaves a
+         * tar without an index (its inputs made again), never another run's index */
         WS_RANGE_PUSH("write");
-        rc = ws_tar_commit(sh->t, &e);
+        if (!idx)
+            rc = ws_errf(&e, "%s: out of memory for its index", sh->path);
+        else if ((rc = ws_record_remove(idx, &e)) != 0)
+            ws_tar_abort(sh->t);
+        else
+            rc = ws_tar_commit(sh->t, &e);
+        committed = !rc;
         WS_RANGE_POP();
     } else {
         ws_tar_abort(sh->t);
@@ -592,8 +608,19 @@ void ws_run_report(const ws_run_ctx *c, ws_job *j)
         if (m->shard >= 0 && (rc || sh->error) && m->ok)
             ws_run_fail(m, "%s: %s", m->input, rc ? e.msg : sh->error);
     }
-    if (sh->path)
+    /* the index says what the tar holds: written beside a tar just committed, or where no
+     * tar is (inputs that all failed); beside an earlier run's tar, left over after a
+     * failure (a full disk, an I/O error), an index of failures would be taken as that
+     * tar's and the failures replayed forever: no index there */
+    struct stat st;
+    if (idx && (committed || lstat(sh->path, &st) != 0)) {
         write_index(c, sh);
+    } else if (idx) {
+        ws_err e2 = {{0}};
+        if (ws_record_remove(idx, &e2))
+            ws_eprintf("whisper-stem: %s", e2.msg);
+    }
+    free(idx);
     for (int k = 0; k < sh->n; k++)
         if (sh->jobs[k].shard >= 0)
             ws_run_report_one(c, &sh->jobs[k]);
