@@ -895,3 +895,32 @@ Test(shards, a_failed_tar_write_beside_an_old_tar_leaves_no_index_of_failures, .
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "the failure replayed: %s", err);
     cr_assert(strstr(err, "2 written, 0 failed, 0 skipped"), "%s", err);
 }
+
+/* In tar mode each input redone is counted once, where its newest record decides it. */
+Test(shards, outputs_redone_are_counted_once_an_input, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    char m1[4096], m2[4096], p[4096], cmd[16384], err[8192];
+    mkmodel(dir, 1, m1, sizeof m1);
+    mkmodel(dir, 2, m2, sizeof m2);
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%c.wav", dir, 'a' + i);
+        tone(p, 0.5, 440 + 200 * i);
+    }
+    const char *fmt = "%s -m %s --device cpu -O %s/out --tar-size 2 --skip-existing %s/%s.wav "
+                      "%s/%s.wav";
+    snprintf(cmd, sizeof cmd, fmt, ws_bin(), m1, dir, dir, "a", dir, "b");
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    /* another model over the list in another order: another shard number, both redone */
+    snprintf(cmd, sizeof cmd, fmt, ws_bin(), m2, dir, dir, "b", dir, "a");
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "2 written, 0 failed, 0 skipped"), "%s", err);
+    cr_assert(strstr(err, "--skip-existing: 2 outputs made with other settings (model name, "
+                          "model sha256) redone"), "%s", err);
+    /* the first order again with the second model: the shard of the first model is there,
+     * but the newer records skip both: nothing redone */
+    snprintf(cmd, sizeof cmd, fmt, ws_bin(), m2, dir, dir, "a", dir, "b");
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "0 written, 0 failed, 2 skipped"), "%s", err);
+    cr_assert_null(strstr(err, "other settings"), "%s", err);
+}

@@ -365,27 +365,17 @@ static void from_record(ws_job *j, cJSON *rec)
 }
 
 /* Whether the shard at a (AT_SAME, for the whole slice) is complete and made with this
- * run's settings; else, the outputs it holds count as redone. */
-static int complete(const ws_run_ctx *c, const at_shard *a, unsigned *diff, long *n_ok)
+ * run's settings. (The outputs it holds otherwise are counted as redone where each input's
+ * redo is decided, in ws_shards_plan.) */
+static int complete(const ws_run_ctx *c, const at_shard *a)
 {
-    *diff = 0;
-    *n_ok = 0;
-    if (!a->has_tar)
+    if (!a->has_tar || !a->has_index)
         return 0;
-    if (!a->has_index) { /* members of an older run: no record of their settings */
-        if (a->members_all) {
-            *diff = 1u << WS_REDO_NO_RECORD;
-            *n_ok = 1;
-        }
-        return 0;
-    }
     for (int i = 0; i < a->idx.n; i++)
-        if (line_ok(a->idx.line[i])) {
-            *diff |= ws_provenance_diff(c->provenance,
-                                        cJSON_GetObjectItem(a->idx.line[i], "provenance"));
-            ++*n_ok;
-        }
-    return *diff == 0;
+        if (line_ok(a->idx.line[i]) &&
+            ws_provenance_diff(c->provenance, cJSON_GetObjectItem(a->idx.line[i], "provenance")))
+            return 0;
+    return 1;
 }
 
 int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
@@ -394,6 +384,7 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
     const int n_sh = n > 0 ? jobs[n - 1].shard + 1 : 0;
     ws_job **set = malloc(sizeof *set * (size_t)(n > 0 ? n : 1));
     records r = {0};
+    unsigned *no_record = NULL; /* per job: in a tar of an older run, without an index */
     if (!set)
         return -1;
     g_warned = ws_strmap_new();
@@ -402,6 +393,7 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
         r.best = calloc((size_t)n + 1, sizeof *r.best);
         r.best_t = calloc((size_t)n + 1, sizeof *r.best_t);
         r.best_tar = calloc((size_t)n + 1, sizeof *r.best_tar);
+        no_record = calloc((size_t)n + 1, sizeof *no_record);
     }
     for (int k = 0; k < n_sh; k++) {
         struct ws_shard *sh = &shs[k];
@@ -409,10 +401,8 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
             set[i] = &sh->jobs[i];
         at_shard a = {AT_FREE, 0, 0, {NULL, 0}, 0};
         long long m = c->skip_existing ? probe(sh, set, sh->n, &a) : -1;
-        unsigned diff;
-        long n_ok;
         if (m >= 0 && a.what == AT_SAME) {
-            if (complete(c, &a, &diff, &n_ok)) {
+            if (complete(c, &a)) {
                 for (int i = 0; i < sh->n; i++) {
                     from_record(&sh->jobs[i], a.idx.line[i]);
                     a.idx.line[i] = NULL;
@@ -420,8 +410,9 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
                 index_free(&a.idx);
                 continue;
             }
-            if (diff)
-                ws_run_redo_note(diff, a.has_index ? n_ok : sh->n);
+            const int older = a.has_tar && !a.has_index && a.members_all;
+            for (int i = 0; no_record && older && i < sh->n; i++)
+                no_record[(size_t)(sh->jobs - jobs) + (size_t)i] = 1u << WS_REDO_NO_RECORD;
         }
         index_free(&a.idx);
         for (int i = 0; r.inputs && i < sh->n; i++)
@@ -438,6 +429,7 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
             const size_t v = (size_t)(j - jobs);
             if (j->shard < 0) /* decided above */
                 continue;
+            /* its newest record decides: skipped, or redone (counted here, once an input) */
             if (r.best && r.best[v] && line_ok(r.best[v])) {
                 unsigned diff = ws_provenance_diff(c->provenance,
                                                    cJSON_GetObjectItem(r.best[v], "provenance"));
@@ -448,6 +440,9 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
                     r.best[v] = NULL;
                     continue;
                 }
+                ws_run_redo_note(diff, 1);
+            } else if (no_record && no_record[v]) {
+                ws_run_redo_note(no_record[v], 1);
             }
             set[g++] = j;
         }
@@ -472,6 +467,7 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
     free(r.best);
     free(r.best_t);
     free(r.best_tar);
+    free(no_record);
     ws_strmap_free(r.inputs);
     ws_strmap_free(g_warned);
     g_warned = NULL;
