@@ -924,3 +924,41 @@ Test(shards, outputs_redone_are_counted_once_an_input, .timeout = 120)
     cr_assert(strstr(err, "0 written, 0 failed, 2 skipped"), "%s", err);
     cr_assert_null(strstr(err, "other settings"), "%s", err);
 }
+
+/* A skipped input's line names this run's input and output, not the record's. */
+Test(sidecar, skipped_lines_name_this_runs_input_and_output, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], cmd[16384], err[8192];
+    mkmodel(dir, 1, model, sizeof model);
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%c.wav", dir, 'a' + i);
+        tone(p, 0.5, 440 + 200 * i);
+    }
+    snprintf(cmd, sizeof cmd, "cd %s && %s -m %s --device cpu -O o1 a.wav && %s -m %s --device cpu "
+             "-O ./o1/ --skip-existing --manifest m1.jsonl %s/a.wav",
+             dir, ws_bin(), model, ws_bin(), model, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(p, sizeof p, "%s/m1.jsonl", dir);
+    lines m = read_lines(p);
+    cr_assert_eq(m.n, 1);
+    cr_assert_str_eq(str(m.line[0], "status"), "skipped");
+    snprintf(p, sizeof p, "%s/a.wav", dir);
+    cr_assert_str_eq(str(m.line[0], "input"), p);
+    cr_assert_str_eq(str(m.line[0], "output"), "./o1//a.npy");
+    free_lines(&m);
+    /* tar mode: the shard as this run names it */
+    snprintf(cmd, sizeof cmd, "cd %s && %s -m %s --device cpu -O o2 --tar-size 2 a.wav b.wav && "
+             "%s -m %s --device cpu -O ./o2/ --tar-size 2 --skip-existing --manifest m2.jsonl "
+             "a.wav b.wav", dir, ws_bin(), model, ws_bin(), model);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "0 written, 0 failed, 2 skipped"), "%s", err);
+    snprintf(p, sizeof p, "%s/m2.jsonl", dir);
+    m = read_lines(p);
+    cr_assert_eq(m.n, 2);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_str_eq(str(m.line[i], "output"), "./o2//shard-000000.tar");
+        cr_assert_str_eq(str(m.line[i], "shard"), "./o2//shard-000000.tar");
+    }
+    free_lines(&m);
+}

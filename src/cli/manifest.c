@@ -265,13 +265,35 @@ unsigned ws_provenance_diff(const cJSON *ours, const cJSON *rec)
 
 /* --- the line ----------------------------------------------------------------------- */
 
+/* o's key set to the string s (quoted as every string is), or null. */
+static void put_str(cJSON *o, const char *key, const char *s)
+{
+    char *q = s ? ws_json_quote(s) : NULL;
+    cJSON *v = q ? cJSON_CreateRaw(q) : cJSON_CreateNull();
+    free(q);
+    if (v && cJSON_GetObjectItemCaseSensitive(o, key))
+        cJSON_ReplaceItemInObjectCaseSensitive(o, key, v);
+    else if (v)
+        cJSON_AddItemToObject(o, key, v);
+}
+
 /* A line from j's record (skipped, or failed again with the recorded error): the recorded
- * line with this status and time. */
-static cJSON *from_record(const ws_job *j)
+ * line with this job's input and output (and shard: the tar it is in, as this run names
+ * it; its member stays the recorded one, the name the tar holds it under), this status and
+ * time. */
+static cJSON *from_record(const ws_run_ctx *c, const ws_job *j)
 {
     cJSON *o = ws_json_requote(j->rec);
     if (!o)
         return NULL;
+    put_str(o, "input", j->input);
+    put_str(o, "output", j->output);
+    if (c->shards && j->output) {
+        put_str(o, "shard", j->output);
+    } else if (!c->shards) { /* a file's record has neither */
+        cJSON_DeleteItemFromObjectCaseSensitive(o, "shard");
+        cJSON_DeleteItemFromObjectCaseSensitive(o, "member");
+    }
     cJSON_DeleteItemFromObjectCaseSensitive(o, "time");
     cJSON_DeleteItemFromObjectCaseSensitive(o, "ok");
     cJSON *st = cJSON_CreateString(j->skipped ? "skipped" : "failed");
@@ -291,7 +313,7 @@ static cJSON *from_record(const ws_job *j)
 cJSON *ws_job_json(const ws_run_ctx *c, const ws_job *j)
 {
     if (j->rec && !j->ok)
-        return from_record(j);
+        return from_record(c, j);
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;

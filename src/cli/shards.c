@@ -349,12 +349,17 @@ static void set_str(cJSON *o, const char *key, const char *v)
         cJSON_AddItemToObject(o, key, x);
 }
 
-/* j is decided by its record rec (taken): skipped when "ok", else failed again with the
- * recorded error. It leaves its shard (reported alone). */
-static void from_record(ws_job *j, cJSON *rec)
+/* j is decided by its record rec (taken), of the tar at tar (its output, as this run names
+ * it): skipped when "ok", else failed again with the recorded error. It leaves its shard
+ * (reported alone). */
+static void from_record(ws_job *j, cJSON *rec, const char *tar)
 {
     j->rec = rec;
     j->shard = -1;
+    set_str(rec, "output", tar);
+    set_str(rec, "shard", tar);
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(rec, "output");
+    j->output = cJSON_IsString(o) ? o->valuestring : NULL; /* lives as long as j->rec */
     if (line_ok(rec)) {
         j->skipped = 1;
         return;
@@ -402,11 +407,13 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
         at_shard a = {AT_FREE, 0, 0, {NULL, 0}, 0};
         long long m = c->skip_existing ? probe(sh, set, sh->n, &a) : -1;
         if (m >= 0 && a.what == AT_SAME) {
-            if (complete(c, &a)) {
+            char *tar = complete(c, &a) ? shard_path(sh, m, "tar") : NULL;
+            if (tar) {
                 for (int i = 0; i < sh->n; i++) {
-                    from_record(&sh->jobs[i], a.idx.line[i]);
+                    from_record(&sh->jobs[i], a.idx.line[i], tar);
                     a.idx.line[i] = NULL;
                 }
+                free(tar);
                 index_free(&a.idx);
                 continue;
             }
@@ -434,9 +441,7 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
                 unsigned diff = ws_provenance_diff(c->provenance,
                                                    cJSON_GetObjectItem(r.best[v], "provenance"));
                 if (!diff) {
-                    set_str(r.best[v], "output", r.best_tar[v]);
-                    set_str(r.best[v], "shard", r.best_tar[v]);
-                    from_record(j, r.best[v]);
+                    from_record(j, r.best[v], r.best_tar[v]);
                     r.best[v] = NULL;
                     continue;
                 }
