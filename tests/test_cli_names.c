@@ -505,3 +505,38 @@ Test(cli, planted_links_at_shard_records_are_no_record)
         cr_assert(strstr(err, "no record"), "%s", err);
     }
 }
+
+/* The records beside the outputs (sidecars, shard indexes) are outputs too: --manifest,
+ * --json and the inputs are none of them. */
+Test(cli, manifest_json_and_inputs_are_no_record_path)
+{
+    const char *dir = test_tmpdir();
+    char p[1200], cmd[8192], err[4096];
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%c.wav", dir, 'a' + i);
+        put_audio(p, WAV);
+    }
+    snprintf(p, sizeof p, "%s/o7", dir);
+    cr_assert_eq(mkdir(p, 0777), 0);
+    snprintf(p, sizeof p, "%s/o7/a.wav.json", dir);
+    put_audio(p, WAV);
+    snprintf(cmd, sizeof cmd, "cd %s && timeout 60 %s --mel -O o8 --manifest o8/a.json a.wav b.wav",
+             dir, ws_bin());
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "%s", err);
+    cr_assert(strstr(err, "--manifest o8/a.json is also the sidecar of 'a.wav'"), "%s", err);
+    cr_assert_eq(count(err, "\n"), 1, "one line: %s", err);
+    snprintf(cmd, sizeof cmd, "cd %s && timeout 60 %s --mel -O o9 --tar-size 2 --json "
+             "o9/shard-000000.jsonl a.wav b.wav", dir, ws_bin());
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "%s", err);
+    cr_assert(strstr(err, "--json o9/shard-000000.jsonl is also the shard index of 'a.wav'"),
+              "%s", err);
+    snprintf(cmd, sizeof cmd, "cd %s && timeout 60 %s --mel -O o7 --keep-ext a.wav o7/a.wav.json",
+             dir, ws_bin());
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "%s", err);
+    cr_assert(strstr(err, "the sidecar o7/a.wav.json is the input 'o7/a.wav.json'"), "%s", err);
+    snprintf(p, sizeof p, "%s/o7/a.wav.json", dir);
+    size_t len = 0;
+    char *v = read_file(p, &len);
+    cr_assert(v && len > 44 && !memcmp(v, "RIFF", 4), "the input was overwritten");
+    free(v);
+}

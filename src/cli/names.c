@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -346,11 +347,30 @@ static void file_key(const char *path, char *key, size_t cap)
         snprintf(key, cap, "p%s", path);
 }
 
-/* Output names, checked before anything runs: no output is an input, --json and
- * --manifest are none of them. Near-linear in the number of inputs (hash maps). Returns
- * -1 to go on, else the exit status (2: usage error). */
-static int check_outputs(const options *o, char *const *outs)
+enum { REC_NONE, REC_SIDECAR, REC_INDEX };
+
+/* The record beside the output out (REC_SIDECAR: OUT/x.npy's OUT/x.json; REC_INDEX:
+ * OUT/shard-N.tar's OUT/shard-N.jsonl) into buf; 0, or -1 when it does not fit. */
+static int record_path(const char *out, int kind, char *buf, size_t cap)
 {
+    size_t n = strlen(out);
+    if (kind == REC_SIDECAR && n > 4 && !strcasecmp(out + n - 4, ".npy"))
+        n -= 4;
+    else if (kind == REC_INDEX && n > 4 && !strcmp(out + n - 4, ".tar"))
+        n -= 4;
+    return snprintf(buf, cap, "%.*s%s", (int)n, out, kind == REC_INDEX ? ".jsonl" : ".json") <
+                   (int)cap
+               ? 0
+               : -1;
+}
+
+/* Output names, checked before anything runs: no output (nor the record beside it:
+ * records, a REC_* kind) is an input, --json and --manifest are none of them.
+ * Near-linear in the number of inputs (hash maps). Returns -1 to go on, else the exit
+ * status (2: usage error). */
+static int check_outputs(const options *o, char *const *outs, int records)
+{
+    static const char *const rec_name[] = {"output", "sidecar", "shard index"};
     int rc = -1;
     char key[8192];
     ws_strmap *ins = ws_strmap_new(), *outk = ws_strmap_new();
@@ -371,14 +391,21 @@ static int check_outputs(const options *o, char *const *outs)
         size_t at;
         if (!outs[i] || !strcmp(outs[i], "-"))
             continue;
-        file_key(outs[i], key, sizeof key);
-        if (ws_strmap_get(ins, key, strlen(key), &at)) {
-            ws_eprintf(PROG ": the output %s is the input '%s'; refusing to overwrite an input",
-                       outs[i], o->inputs[at]);
-            rc = 2;
-        } else if ((o->json || o->manifest) &&
-                   ws_strmap_put(outk, key, strlen(key), (size_t)i, NULL) < 0) {
-            rc = 1;
+        char rp[8192];
+        for (int r = 0; r < 2 && rc < 0; r++) { /* the output, then its record */
+            const char *path = r ? rp : outs[i];
+            if (r && (!records || record_path(outs[i], records, rp, sizeof rp)))
+                break;
+            file_key(path, key, sizeof key);
+            if (ws_strmap_get(ins, key, strlen(key), &at)) {
+                ws_eprintf(PROG ": the %s %s is the input '%s'; refusing to overwrite an input",
+                           rec_name[r ? records : REC_NONE], path, o->inputs[at]);
+                rc = 2;
+            } else if ((o->json || o->manifest) &&
+                       ws_strmap_put(outk, key, strlen(key), (size_t)i * 3 + (r ? records : 0),
+                                     NULL) < 0) {
+                rc = 1;
+            }
         }
     }
     const char *extra[2][2] = {{"--json", o->json}, {"--manifest", o->manifest}};
@@ -392,8 +419,8 @@ static int check_outputs(const options *o, char *const *outs)
                        extra[e][0], extra[e][1], o->inputs[at]);
             rc = 2;
         } else if (ws_strmap_get(outk, key, strlen(key), &at)) {
-            ws_eprintf(PROG ": %s %s is also the output of '%s'", extra[e][0], extra[e][1],
-                       o->inputs[at]);
+            ws_eprintf(PROG ": %s %s is also the %s of '%s'", extra[e][0], extra[e][1],
+                       rec_name[at % 3], o->inputs[at / 3]);
             rc = 2;
         }
     }
@@ -540,12 +567,12 @@ int ws_cli_output_names(options *o, ws_cli_names *nm)
         select_shard(o, outs, whys);
     if (o->n_inputs == 0) /* an empty shard: nothing to do */
         return 0;
-    if ((st = check_outputs(o, outs)) >= 0)
+    if ((st = check_outputs(o, outs, o->outdir && !o->tar_size ? REC_SIDECAR : REC_NONE)) >= 0)
         return st;
     if (o->tar_size) {
         if ((st = tar_names(o, outs, &nm->members, &nm->shard_paths, whys)) != 0)
             return st;
-        if ((st = check_outputs(o, outs)) >= 0) /* the shards' paths */
+        if ((st = check_outputs(o, outs, REC_INDEX)) >= 0) /* the shards' paths */
             return st;
     }
     return 0;
