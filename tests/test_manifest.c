@@ -962,3 +962,40 @@ Test(sidecar, skipped_lines_name_this_runs_input_and_output, .timeout = 120)
     }
     free_lines(&m);
 }
+
+/* A record's keys that are not UTF-8 (\udcXX in it) come out quoted as its strings are:
+ * the skipped line stays UTF-8 (before: the bytes were written as they were). */
+Test(sidecar, keys_of_a_record_that_are_not_utf8_stay_escaped, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char model[4096], p[4096], cmd[16384], err[8192];
+    mkmodel(dir, 1, model, sizeof model);
+    snprintf(p, sizeof p, "%s/a.wav", dir);
+    tone(p, 0.5, 440);
+    snprintf(cmd, sizeof cmd, "%s -m %s --device cpu -O %s/out %s", ws_bin(), model, dir, p);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(p, sizeof p, "%s/out/a.json", dir);
+    size_t len = 0;
+    char *side = read_file(p, &len);
+    cr_assert(side && len > 2 && side[0] == '{');
+    char *more = malloc(len + 128);
+    cr_assert_not_null(more);
+    int k = snprintf(more, len + 128, "{\"x\\udcffy\":1,\"n\":{\"k\\udcfe\":[\"v\\udcfd\"]},");
+    memcpy(more + k, side + 1, len - 1);
+    FILE *f = fopen(p, "wb");
+    cr_assert_not_null(f);
+    fwrite(more, 1, (size_t)k + len - 1, f);
+    fclose(f);
+    free(more);
+    free(side);
+    snprintf(cmd, sizeof cmd, "%s -m %s --device cpu -O %s/out --skip-existing --manifest "
+             "%s/m.jsonl %s/a.wav", ws_bin(), model, dir, dir, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd,
+             "%s -c 'import json, sys\n"
+             "l = json.loads(open(sys.argv[1], encoding=\"utf-8\").read())\n"
+             "assert l[\"status\"] == \"skipped\", l\n"
+             "assert l[\"n\"] == {\"k\\udcfe\": [\"v\\udcfd\"]}, l[\"n\"]' %s/m.jsonl",
+             ws_python(), dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+}

@@ -127,6 +127,56 @@ cJSON *ws_json_parse(const char *text, size_t len)
     return r;
 }
 
+/* Whether s is all UTF-8 (cJSON writes such a key as it should). */
+static int utf8_all(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t n = strlen(s), i = 0, k; i < n; i += k)
+        if (!(k = utf8_len(p + i, n - i)))
+            return 0;
+    return 1;
+}
+
+static int append(char **t, size_t *len, size_t *cap, const char *s)
+{
+    const size_t n = strlen(s);
+    if (*len + n + 1 > *cap) {
+        size_t nc = (*len + n + 1) * 2;
+        char *r = realloc(*t, nc);
+        if (!r)
+            return -1;
+        *t = r;
+        *cap = nc;
+    }
+    memcpy(*t + *len, s, n + 1);
+    *len += n;
+    return 0;
+}
+
+/* x (an object with a key that is not UTF-8) written out as raw text, its keys quoted as
+ * strings are (ws_json_quote: \udcXX for such bytes): cJSON copies a key's bytes as
+ * they are. */
+static cJSON *raw_object(const cJSON *x)
+{
+    size_t len = 0, cap = 0;
+    char *t = NULL;
+    int bad = append(&t, &len, &cap, "{");
+    for (const cJSON *c = x->child; !bad && c; c = c->next) {
+        char *k = ws_json_quote(c->string ? c->string : "");
+        cJSON *d = ws_json_requote(c);
+        char *v = d ? cJSON_PrintUnformatted(d) : NULL;
+        bad = !k || !v || (c != x->child && append(&t, &len, &cap, ",")) ||
+              append(&t, &len, &cap, k) || append(&t, &len, &cap, ":") ||
+              append(&t, &len, &cap, v);
+        free(k);
+        free(v);
+        cJSON_Delete(d);
+    }
+    cJSON *r = bad || append(&t, &len, &cap, "}") ? NULL : cJSON_CreateRaw(t);
+    free(t);
+    return r;
+}
+
 cJSON *ws_json_requote(const cJSON *x)
 {
     if (cJSON_IsString(x)) {
@@ -137,6 +187,9 @@ cJSON *ws_json_requote(const cJSON *x)
     }
     if (!cJSON_IsObject(x) && !cJSON_IsArray(x))
         return cJSON_Duplicate(x, 0);
+    for (const cJSON *c = x->child; cJSON_IsObject(x) && c; c = c->next)
+        if (c->string && !utf8_all(c->string))
+            return raw_object(x);
     cJSON *r = cJSON_IsObject(x) ? cJSON_CreateObject() : cJSON_CreateArray();
     for (const cJSON *c = x->child; r && c; c = c->next) {
         cJSON *d = ws_json_requote(c);
@@ -283,9 +336,18 @@ static void put_str(cJSON *o, const char *key, const char *s)
  * time. */
 static cJSON *from_record(const ws_run_ctx *c, const ws_job *j)
 {
-    cJSON *o = ws_json_requote(j->rec);
-    if (!o)
+    /* a key that is not UTF-8 at the top (none of ours) is left out: the line stays an
+     * object to set keys in; below, such keys are quoted (ws_json_requote) */
+    cJSON *top = cJSON_Duplicate(j->rec, 0), *o = NULL;
+    for (const cJSON *k = j->rec->child; top && k; k = k->next)
+        if (!k->string || utf8_all(k->string))
+            cJSON_AddItemReferenceToObject(top, k->string ? k->string : "", (cJSON *)k);
+    o = top ? ws_json_requote(top) : NULL;
+    cJSON_Delete(top);
+    if (!o || !cJSON_IsObject(o)) {
+        cJSON_Delete(o);
         return NULL;
+    }
     put_str(o, "input", j->input);
     put_str(o, "output", j->output);
     if (c->shards && j->output) {
