@@ -505,9 +505,9 @@ Test(corpus, tar_shards_read_back_with_python_and_match_single_runs, .timeout = 
         skipped += !strcmp(str(m.line[i], "status"), "skipped");
     cr_assert_eq(skipped, 10, "the 10 good inputs, not %d", skipped);
     free_manifest(&m);
-    /* a list of the failures alone: shard number 0 holds other inputs, so it is kept and
-     * the retry takes the next number of its shard (0 + 4: K = 4 shards in the list); each
-     * input fails with its own error */
+    /* a list of the failures alone: shard number 0 holds other inputs, so it is kept; each
+     * input fails with its own error, and a shard none of whose inputs was written leaves
+     * no file (no tar, no index at the retry's number, 0 + 4: K = 4 shards in the list) */
     size_t n0 = 0, n1 = 0;
     snprintf(p, sizeof p, "%s/tars/shard-000000.tar", dir);
     char *before = read_file(p, &n0);
@@ -519,7 +519,9 @@ Test(corpus, tar_shards_read_back_with_python_and_match_single_runs, .timeout = 
     cr_assert_not(strstr(err, "not replaced") || strstr(err, "not from this shard"), "%s", err);
     cr_assert(strstr(err, "not a recognised audio file") && strstr(err, "empty"), "%s", err);
     snprintf(cmd, sizeof cmd, "%s/tars/shard-000004.jsonl", dir);
-    cr_assert(file_exists(cmd), "the retry's shard index");
+    cr_assert_not(file_exists(cmd), "an index of a shard with nothing in it");
+    snprintf(cmd, sizeof cmd, "%s/tars/shard-000004.tar", dir);
+    cr_assert_not(file_exists(cmd), "a tar with nothing in it");
     char *after = read_file(p, &n1);
     cr_assert(before && after && n0 == n1 && !memcmp(before, after, n0), "shard 0 changed");
     free(before);

@@ -493,8 +493,12 @@ Test(shards, retry_of_the_failures_takes_a_new_number_and_reports_the_real_error
     cr_assert_eq(run_tar(dir, model, "list", "", "m1.jsonl", err, sizeof err), 1, "%s", err);
     snprintf(p, sizeof p, "%s/out/shard-000000.tar", dir);
     file_id before = id_of(p);
-    char failed[4200];
-    snprintf(failed, sizeof failed, "%s/bad.wav\n", dir);
+    /* the failure, and an input new to this directory (so that the retry's shard holds an
+     * output: a shard none of whose inputs was written leaves no file) */
+    char failed[8400];
+    snprintf(p, sizeof p, "%s/e.wav", dir);
+    tone(p, 0.5, 800);
+    snprintf(failed, sizeof failed, "%s/bad.wav\n%s/e.wav\n", dir, dir);
     snprintf(p, sizeof p, "%s/failed.txt", dir);
     write_text(p, failed);
     for (int skip = 0; skip < 2; skip++) {
@@ -504,16 +508,20 @@ Test(shards, retry_of_the_failures_takes_a_new_number_and_reports_the_real_error
         cr_assert(strstr(err, "bad.wav: not a recognised audio file"), "%s", err);
         snprintf(p, sizeof p, "%s/out/shard-000000.tar", dir);
         cr_assert(same_id(before, id_of(p)), "shard 0 was replaced");
-        /* K = 2 shards in a list of 5 by 3: the retry's shard 0 is number 0 + 2 */
+        /* numbers 0 and 1 hold the first list's shards: the retry's shard 0 is number 2 */
         snprintf(p, sizeof p, "%s/out/shard-000002.jsonl", dir);
         cr_assert(file_exists(p), "no index for the retry's shard");
-        snprintf(p, sizeof p, "%s/out/shard-000004.jsonl", dir);
-        cr_assert_not(file_exists(p), "the second retry found its own shard number");
+        for (int k = 3; k < 5; k++) {
+            snprintf(p, sizeof p, "%s/out/shard-%06d.jsonl", dir, k);
+            cr_assert_not(file_exists(p), "the second retry found its own shard number");
+        }
     }
     snprintf(p, sizeof p, "%s/m2.jsonl", dir);
     lines m = read_lines(p);
-    cr_assert_eq(m.n, 2);
+    cr_assert_eq(m.n, 4);
     cr_assert_eq(count_status(&m, "failed"), 2);
+    cr_assert_eq(count_status(&m, "ok"), 1);
+    cr_assert_eq(count_status(&m, "skipped"), 1);
     free_lines(&m);
 }
 

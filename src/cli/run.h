@@ -129,7 +129,8 @@ typedef struct {
  * shard is opened at its first member, gets the members in the order the inputs finish,
  * and is committed (renamed into place) when its last input has finished; then its index
  * is written and its inputs are reported (manifest lines, failures), so "ok" means the
- * shard is in place. A shard none of whose inputs was written is not made. */
+ * shard is in place. A shard none of whose inputs was written is not made, and has no
+ * index: its inputs are tried again by the next run. */
 typedef struct {
     const char *outdir;
     int shard_i, shard_n;  /* --shard I/N; shard_n 0: none */

@@ -609,12 +609,12 @@ void ws_run_report(const ws_run_ctx *c, ws_job *j)
         if (m->shard >= 0 && (rc || sh->error) && m->ok)
             ws_run_fail(m, "%s: %s", m->input, rc ? e.msg : sh->error);
     }
-    /* the index says what the tar holds: written beside a tar just committed, or where no
-     * tar is (inputs that all failed); beside an earlier run's tar, left over after a
-     * failure (a full disk, an I/O error), an index of failures would be taken as that
-     * tar's and the failures replayed forever: no index there */
-    struct stat st;
-    if (idx && (committed || lstat(sh->path, &st) != 0)) {
+    /* the index says what the tar holds: written beside a tar just committed only. A shard
+     * none of whose inputs was written leaves nothing, and its inputs are tried again by the
+     * next run, as in file mode (a rerun converges: it writes nothing new); beside an earlier
+     * run's tar, left over after a failure (a full disk, an I/O error), an index of failures
+     * would be taken as that tar's and the failures replayed forever: no index there */
+    if (idx && committed) {
         write_index(c, sh);
     } else if (idx) {
         ws_err e2 = {{0}};
