@@ -2,7 +2,7 @@
  *
  *   build/bench-conv [--threads N] [--reps R] [--case NAME]
  *
- * Cases (CONV-ENGINE.md, "Must reach" of the CPU half; NCL f32 like PyTorch's):
+ * Cases (docs/conv-engine.md, "Must reach" of the CPU half; NCL f32 like PyTorch's):
  *   dw_fwd      depthwise causal K4, N2 C1536 T2048, forward
  *   dw_fwdbwd   the same, forward then backward (dx, dw, db)
  *   dil_relu    dense K3 dilation 9 pad 9 + bias + ReLU, N32 C512 T32

@@ -1,4 +1,4 @@
-/* conv_gpu.c - the conv engine's GPU backend on every row of CONV-ENGINE.md's speed table.
+/* conv_gpu.c - the conv engine's GPU backend on every row of docs/conv-engine.md's speed table.
  *
  *   bench-conv_gpu [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] [--quick] [--list]
  *                  [--emit-cc MAJOR.MINOR]

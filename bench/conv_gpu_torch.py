@@ -1,5 +1,5 @@
 """conv_gpu_torch.py - the peer of bench-conv_gpu (bench/conv_gpu.c): the same rows of
-CONV-ENGINE.md's speed table in PyTorch on CUDA, cuDNN with its autotuner on
+docs/conv-engine.md's speed table in PyTorch on CUDA, cuDNN with its autotuner on
 (torch.backends.cudnn.benchmark = True), fp32 with TF32 off, tf32 (fp32 tensors, TF32 on:
 torch.backends.cudnn.allow_tf32, the dense forward rows only, as bench-conv_gpu) and bf16
 (x, w, b, dy cast).

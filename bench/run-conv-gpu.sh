@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CONV-ENGINE.md's speed table on a GPU machine, in one call: bench-conv_gpu (the conv
+# docs/conv-engine.md's speed table on a GPU machine, in one call: bench-conv_gpu (the conv
 # engine's GPU backend, each row checked against the CPU engine) and bench/conv_gpu_torch.py
 # (PyTorch + cuDNN) on the same rows, then bench-gpu_stem and bench/gpu_torch.py for the
 # Whisper tiny stem row (64 windows a launch), joined into one markdown table, printed last.

@@ -48,7 +48,7 @@ for ph in $phases; do
         cat "$OUT/bench-torch.txt"
         ;;
     conv-bench)
-        # every row of CONV-ENGINE.md's speed table, ours (checked against the CPU engine)
+        # every row of docs/conv-engine.md's speed table, ours (checked against the CPU engine)
         # beside PyTorch + cuDNN, joined into one markdown table (conv-bench.md); JSON,
         # raw tables and logs in $OUT/conv-bench/
         OUT=$OUT/conv-bench BIN=$B/bench-conv_gpu STEM_BIN=$B/bench-gpu_stem PYTHON=python3 \

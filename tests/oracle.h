@@ -34,7 +34,7 @@ double *oracle_stem(const float *mel, int n_mels, int n_frames, const float *w1,
 /* erf GELU in double. */
 double oracle_gelu(double x);
 
-/* The conv engine's math (CONV-ENGINE.md) in double, loops only.
+/* The conv engine's math (docs/conv-engine.md) in double, loops only.
  * Dims: n batch, c_in, c_out, groups (cg = c_in / groups), k taps, stride S,
  * dilation D, pad_l / pad_r, t_in; t_out = (t_in + pad_l + pad_r - D*(k-1) - 1) / S + 1.
  *   FWD  y[n,o,t] = act(b[o] + sum_{j<cg,kk<k} w[o,j,kk] * pre(x[n, g*cg+j, S*t + D*kk - pad_l]))

@@ -4,7 +4,7 @@
  * fresh temporary directory, runs the binary through the shell, and checks
  * exit status, stderr, and the arrays against the float64 oracle computed
  * from the same samples (parsed here) and the same weights.
- * Bounds: SPEC.md (embeddings fp32: rel L2 <= 1e-5, max |err| <= 1e-4;
+ * Bounds: docs/spec.md (embeddings fp32: rel L2 <= 1e-5, max |err| <= 1e-4;
  * log-Mel max |err| <= 1e-4).
  */
 #include <cjson/cJSON.h>
@@ -472,7 +472,7 @@ Test(cli, device_cuda_without_gpu_fails_clearly)
     cr_assert(!file_exists(out));
 }
 
-/* SPEC.md: resampled input is held to the spread between good resamplers:
+/* docs/spec.md: resampled input is held to the spread between good resamplers:
  * within about 1e-2 of a float64 log-Mel of the same audio, in the bands
  * below 0.9 x the lower Nyquist (7.2 kHz). Here the reference is the exact
  * signal evaluated at 16 kHz in double (what an ideal resampler gives). */

@@ -2,7 +2,7 @@
  *
  * Falsifiers that do not share the oracle's assumptions (a delta input, the
  * linearity before GELU, a shift by the stride) and the float64 oracle.
- * Tolerances: SPEC.md fp32 embeddings, rel L2 <= 1e-5 and max |err| <= 1e-4;
+ * Tolerances: docs/spec.md fp32 embeddings, rel L2 <= 1e-5 and max |err| <= 1e-4;
  * GELU: the erfc approximation (< 1.2e-7 relative) plus float32 rounding.
  */
 #include <criterion/criterion.h>

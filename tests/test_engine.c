@@ -3,7 +3,7 @@
  * not share the oracle's assumptions.
  *
  * Only the public header is included: the engine is tested as its callers see it.
- * One table of descriptors holds every client shape of CONV-ENGINE.md, scaled down
+ * One table of descriptors holds every client shape of docs/conv-engine.md, scaled down
  * (Whisper, wav2vec2, DAC, Mamba, VQ-VAE) and the edges (T_out = 1, K = 1 and 16,
  * odd channels, stride > K, groups 2 and 4, asymmetric pads, f16 and bf16 storage).
  * Each is run forward, and backward where the contract allows (pre NONE, no add),
@@ -11,7 +11,7 @@
  * types by this file's own index formulas.
  *
  * Tolerances:
- * - float32 storage: rel L2 <= 1e-5 (SPEC.md's fp32 bound) and max |err| <= 1e-4 of
+ * - float32 storage: rel L2 <= 1e-5 (docs/spec.md's fp32 bound) and max |err| <= 1e-4 of
  *   the largest |value|: the engine sums in float32, at most ~1100 terms here (dw over
  *   N*T_out), each rounded at 2^-24; measured worst rel L2 3e-7.
  * - f16 / bf16 storage: the oracle gets the inputs as rounded to the storage type,

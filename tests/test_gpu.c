@@ -2,7 +2,7 @@
  * against the CPU stem, for every precision, on the tiny (80 -> 384) and
  * large-v3 (128 -> 1280) shapes, odd lengths and 1 to 64 windows a launch.
  *
- * Bounds (SPEC.md, "Accuracy"): fp32 rel L2 <= 1e-5 and max |err| <= 1e-4;
+ * Bounds (docs/spec.md, "Accuracy"): fp32 rel L2 <= 1e-5 and max |err| <= 1e-4;
  * tf32 rel L2 <= 2e-3; bf16 / fp16 rel L2 <= 1e-2 (inputs and weights
  * rounded to the type, products exact, float32 accumulation). Outputs are
  * poisoned with NaN on the host and on the device before each run, so an

@@ -13,7 +13,7 @@
  * 65 s whose loudest part is in the third window, --no-pad odd lengths, --pad mel0 (80 and 128
  * bands); a batch of mixed inputs gives each input's bits alone; the f16 conversion equals a
  * host round-to-nearest-even converter bit for bit. Outputs are NaN-poisoned before each run.
- * Bounds: GPU vs oracle max |err| <= GPU_ORACLE_ATOL (SPEC.md: 1e-4), GPU vs CPU <=
+ * Bounds: GPU vs oracle max |err| <= GPU_ORACLE_ATOL (docs/spec.md: 1e-4), GPU vs CPU <=
  * GPU_CPU_ATOL (below, with what was measured). Each case prints the errors it saw
  * ("gpu_mel: ...").
  */
@@ -36,7 +36,7 @@
 /* Measured on an H100 (the cases below): GPU vs oracle at most 2.9e-7 (quiet tones, 128
  * bands; 1.5e-7 elsewhere: float32 output rounding and lg2.approx), GPU vs CPU at most 3.3e-5
  * (the CPU's own float32 FFT error: CPU vs oracle 3.3e-5 on the same case), the host model
- * vs oracle 7.3e-8. The bounds keep a margin over those; SPEC.md's bound is 1e-4. */
+ * vs oracle 7.3e-8. The bounds keep a margin over those; docs/spec.md's bound is 1e-4. */
 #define GPU_ORACLE_ATOL 1e-6
 #define GPU_CPU_ATOL 5e-5
 #define MODEL_ORACLE_ATOL 3e-7

@@ -1,4 +1,4 @@
-/* test_manifest.c - what a corpus run records and how reruns use it (SPEC.md "Corpus
+/* test_manifest.c - what a corpus run records and how reruns use it (docs/spec.md "Corpus
  * runs"): the manifest line's strings (\udcXX for bytes that are not UTF-8), provenance
  * (SHA-256 of the stem tensors, src/sha256.h), "time", sidecars beside file outputs,
  * shard indexes and shard numbering in tar mode, --skip-existing over them, f16

@@ -1,6 +1,6 @@
 /* test_mel.c - the log-Mel against openai's filters and the float64 oracle.
  *
- * Tolerances: SPEC.md holds the log-Mel to max |error| <= 1e-4 against a
+ * Tolerances: docs/spec.md holds the log-Mel to max |error| <= 1e-4 against a
  * float64 reference on 16 kHz input (LOGMEL_ATOL). Filters to 1e-7
  * (float32 rounding of librosa's float64 values is ~1e-9 at these sizes).
  */
@@ -16,7 +16,7 @@
 #include "mel/mel.h"
 #include "oracle.h"
 
-#define LOGMEL_ATOL 1e-4 /* SPEC.md accuracy bound, float32 FFT vs float64 */
+#define LOGMEL_ATOL 1e-4 /* docs/spec.md accuracy bound, float32 FFT vs float64 */
 
 /* 16-bit PCM mono WAV, parsed here independently of the audio module. */
 static float *read_wav16(const char *path, size_t *n)

@@ -28,7 +28,7 @@ CLI = os.path.join(BUILD, "whisper-stem")
 MKMODEL = os.path.join(BUILD, "ws-mkmodel")
 JFK = os.path.join(ROOT, "samples", "jfk.wav")
 
-# SPEC.md: the log-Mel within 1e-4 (max abs) of a float64 reference on 16 kHz input.
+# docs/spec.md: the log-Mel within 1e-4 (max abs) of a float64 reference on 16 kHz input.
 MEL_ATOL = 1e-4
 # Two float32 computations each within MEL_ATOL of float64 are within twice that of
 # each other (triangle inequality): torch's float32 STFT vs ours, HF's vs ours.
@@ -167,7 +167,7 @@ class LogMelTest(Fixture):
         t16 = np.arange(32000) / 16000.0
         x16 = (0.5 * np.sin(2 * np.pi * 1000.0 * t16)).astype(np.float32)
         got = ws.log_mel(x44, sample_rate=44100)
-        # SPEC.md: resampled input within about 1e-2 in the bands below 7.2 kHz (all 80 here
+        # docs/spec.md: resampled input within about 1e-2 in the bands below 7.2 kHz (all 80 here
         # stop at 8 kHz; band 75 starts above 7.2 kHz); the edges of the clip are excluded.
         assert_close(self, "1 kHz tone at 44.1 kHz vs 16 kHz", got[:75, 5:190], ws.log_mel(x16)[:75, 5:190], 1e-2)
 

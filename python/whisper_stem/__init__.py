@@ -26,7 +26,7 @@ loader. Failing all of them, importing this module raises ImportError naming eac
 
 Tested by python/tests/test_whisper_stem.py (make test-python): the command's bytes for
 log_mel and embed (test_log_mel_is_the_commands_bytes, test_embed_file_is_the_commands_bytes,
-...), openai's math in float64 and in torch within SPEC.md's 1e-4 (2e-4 between two float32
+...), openai's math in float64 and in torch within docs/spec.md's 1e-4 (2e-4 between two float32
 computations), HF's extractor math (test_matches_hf_extractor_math, and transformers itself
 where it imports), four threads giving the same bytes, the GIL released, embed_files' order
 and errors, the offline pip install and make install-python; python/tests/

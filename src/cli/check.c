@@ -1,5 +1,5 @@
 /* check.c - --check: the conv stem on the GPU against the CPU, per precision, on random
- * log-Mel-like input for the model's shape (SPEC.md "Command line"). Tested by
+ * log-Mel-like input for the model's shape (docs/spec.md "Command line"). Tested by
  * tests/test_cli.c and, on a GPU, tests/test_gpu.c. */
 #include <math.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@
  * usable GPU, nothing compared ("skipped"). */
 int ws_cli_run_check(const options *o, ws_model *m)
 {
-    static const double bound[] = {1e-5, 2e-3, 1e-2, 1e-2}; /* SPEC.md rel L2, by precision */
+    static const double bound[] = {1e-5, 2e-3, 1e-2, 1e-2}; /* docs/spec.md rel L2, by precision */
     const int n_win = 2, T = WS_CHUNK_FRAMES, t_out = ws_stem_out_len(T);
     ws_err err;
     char name[160];

@@ -1,4 +1,4 @@
-/* main.c - the whisper-stem command line (SPEC.md "Command line").
+/* main.c - the whisper-stem command line (docs/spec.md "Command line").
  *
  *   whisper-stem [options] INPUT...
  *

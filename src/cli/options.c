@@ -1,5 +1,5 @@
 /* options.c - the command's options: one table (OPTS) drives both the parser and --help
- * (SPEC.md "Command line"). Tested by tests/test_cli.c. */
+ * (docs/spec.md "Command line"). Tested by tests/test_cli.c. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>

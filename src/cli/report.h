@@ -1,5 +1,5 @@
 /* report.h - the --json report: the run's settings, each input's manifest line with its
- * timings, the totals (SPEC.md "--json").
+ * timings, the totals (docs/spec.md "--json").
  *
  *   ws_report_info info = {.device = "cpu", ...};
  *   cJSON *root = ws_report_new(&info);          // before the run

@@ -142,7 +142,7 @@ void ws_shards_free(struct ws_shard *s, int n_jobs, int per_shard);
 /* The manifest line of a finished job (and the --json report's per-input object, the
  * sidecar, the tar member KEY.json, the shard index's line): input, output, member and
  * shard (tar), status, error, shape, dtype, f16_clamped (f16), sample_rate, channels,
- * samples, duration_s, windows, content_frames, valid_ctx, provenance, time (SPEC.md
+ * samples, duration_s, windows, content_frames, valid_ctx, provenance, time (docs/spec.md
  * "Manifest"). A skipped job's line is its recorded one with status "skipped" and this
  * time. Strings that are not UTF-8 carry \udcXX escapes (ws_json_quote): the objects hold
  * raw items; print them with cJSON_Print*. Caller frees (cJSON_Delete). */
@@ -161,7 +161,7 @@ struct cJSON *ws_json_parse(const char *text, size_t len);
 /* A copy of x whose strings are raw items quoted by ws_json_quote. */
 struct cJSON *ws_json_requote(const struct cJSON *x);
 
-/* The provenance object of a run (SPEC.md): version, output, model {name, sha256: of the
+/* The provenance object of a run (docs/spec.md): version, output, model {name, sha256: of the
  * stem tensors as float32 little-endian, conv1.weight, conv1.bias, conv2.weight,
  * conv2.bias, then the file's positional embedding if any} or null with --mel, n_mels,
  * pad, pos, precision (effective), device, mel_device, out_dtype. Plain strings. */

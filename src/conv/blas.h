@@ -6,7 +6,7 @@
  * then built-in loops. It is opened at run time so that OPENBLAS_CORETYPE
  * can be set first, from the CPU's features: OpenBLAS 0.3.21 goes by the CPU
  * model and falls back to slower kernels on models it does not know (AVX2
- * ones on AMD Zen 4/5, 1.9x slower than its SkylakeX ones there, PEERS.md;
+ * ones on AMD Zen 4/5, 1.9x slower than its SkylakeX ones there;
  * SSE3 "Prescott" ones on a GPU host whose hypervisor hides the model).
  * OpenBLAS is kept to one thread:
  * callers split the work over their own threads (no busy-waiting pools

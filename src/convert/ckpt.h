@@ -1,5 +1,5 @@
 /* ckpt.h - read other programs' Whisper checkpoints and convert their conv
- * stem to our GGUF (SPEC.md, "Weights: GGUF").
+ * stem to our GGUF (docs/spec.md, "Weights: GGUF").
  *
  * A ws_ckpt is a read-only view of one checkpoint: its tensors (name, type,
  * shape innermost first, where its little-endian bytes lie in which file)

@@ -1,4 +1,4 @@
-/* convert.c - a checkpoint's conv stem to our GGUF (SPEC.md, "Weights: GGUF").
+/* convert.c - a checkpoint's conv stem to our GGUF (docs/spec.md, "Weights: GGUF").
  *
  * Which tensors make the stem, the names they may have (openai-whisper's,
  * Hugging Face's, llama.cpp mmproj's), their shapes and the checks are the

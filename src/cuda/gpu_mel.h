@@ -11,7 +11,7 @@
  * Numbers: the DFT, power and mel sums in float64 (an even/odd fold of the 400 samples
  * and a k <-> 200-k fold of the bins: four GEMMs of 102 x 112 a frame, ptx_mel.h), the log
  * as lg2.approx of M rounded to float32 (~1e-7); within 1e-4 max abs of the float64
- * oracle (SPEC.md). Every frame is computed alone and the floor is a max, so an
+ * oracle (docs/spec.md). Every frame is computed alone and the floor is a max, so an
  * input gives the same bits whatever else is in its batch and wherever it sits.
  * Kernels (ptx_mel.h): ws_mel_frames (16 frames a block: gather, DFT, power, mel, log10
  * to scratch, each item's max by an atomic max of its order-preserving integer image),

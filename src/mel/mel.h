@@ -9,7 +9,7 @@
  *   log   L = log10(max(M, 1e-10)); L = max(L, max(L) - 8); out = (L + 4) / 4
  * Layout of every result: channel-major [n_mels][n_frames] per window.
  *
- * Windowing (SPEC.md):
+ * Windowing (docs/spec.md):
  *   WS_PAD_AUDIO  samples zero-padded to a whole number of 480000 (at least
  *                 one window); log-Mel of all of it (one global max), cut into
  *                 3000-frame windows.
