@@ -5,9 +5,6 @@
  * recomputed from the ustar spec, the pax size record for 8 GiB, add vs
  * begin/write/end, errors (names, sizes, order, I/O), abort, replacing a
  * shard, threads, and the sample-key rule.
- *
- * The SHA-256 below is the test's own, checked against FIPS 180-2 vectors
- * and against sha256sum(1) before it is trusted.
  */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
@@ -22,77 +19,21 @@
 
 #include "cli/tar.h"
 #include "common.h"
+#include "sha256.h"
 #include "helpers.h"
 #include "output.h"
 
 #define PY ws_python()
 
-/* --- SHA-256 (FIPS 180-4), for comparing contents with tar_read.py ------- */
+/* --- SHA-256 of contents, for comparing with tar_read.py (src/sha256.c, held to the FIPS
+ * 180-4 vectors and sha256sum(1) by tests/test_manifest.c) ----------------- */
 
-static const uint32_t SHA_K[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-};
-
-static uint32_t ror(uint32_t x, int n)
-{
-    return (x >> n) | (x << (32 - n));
-}
-
-static void sha_block(uint32_t h[8], const unsigned char *p)
-{
-    uint32_t w[64];
-    for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
-               p[4 * i + 3];
-    for (int i = 16; i < 64; i++) {
-        uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
-        uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
-        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-    for (int i = 0; i < 64; i++) {
-        uint32_t t1 = k + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + SHA_K[i] + w[i];
-        uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-        k = g;
-        g = f;
-        f = e;
-        e = d + t1;
-        d = c;
-        c = b;
-        b = a;
-        a = t1 + t2;
-    }
-    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
-}
-
-/* hex: 64 lowercase digits and a NUL */
 static void sha256_hex(const void *data, size_t len, char hex[65])
 {
-    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-    const unsigned char *p = data;
-    size_t full = len / 64 * 64;
-    for (size_t i = 0; i < full; i += 64)
-        sha_block(h, p + i);
-    unsigned char tail[128] = {0};
-    size_t r = len - full, tl = r + 9 <= 64 ? 64 : 128;
-    if (r)
-        memcpy(tail, p + full, r);
-    tail[r] = 0x80;
-    uint64_t bits = (uint64_t)len * 8;
-    for (int i = 0; i < 8; i++)
-        tail[tl - 1 - i] = (unsigned char)(bits >> (8 * i));
-    for (size_t i = 0; i < tl; i += 64)
-        sha_block(h, tail + i);
-    for (int i = 0; i < 8; i++)
-        sprintf(hex + 8 * i, "%08x", h[i]);
+    ws_sha256 s;
+    ws_sha256_init(&s);
+    ws_sha256_update(&s, data, len);
+    ws_sha256_hex(&s, hex);
 }
 
 /* --- helpers ------------------------------------------------------------- */
@@ -338,39 +279,6 @@ static int count_entries(const char *dir, const char *prefix, int *with_prefix)
 static uint64_t padded(uint64_t n)
 {
     return (n + 511) / 512 * 512;
-}
-
-/* --- the test's own SHA-256 ---------------------------------------------- */
-
-Test(tar, sha256_helper_matches_fips_vectors_and_sha256sum)
-{
-    char h[65];
-    sha256_hex("", 0, h);
-    cr_assert_str_eq(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    sha256_hex("abc", 3, h);
-    cr_assert_str_eq(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    const char *m448 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-    sha256_hex(m448, strlen(m448), h);
-    cr_assert_str_eq(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-
-    /* lengths around the padding boundaries (55, 56, 64) and a large one */
-    const char *dir = test_tmpdir();
-    size_t lens[] = {55, 56, 63, 64, 65, 119, 1000003};
-    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
-        unsigned char *b = malloc(lens[i]);
-        random_bytes(b, lens[i], i);
-        char path[700], cmd[1600], err[512];
-        snprintf(path, sizeof path, "%s/b", dir);
-        cr_assert_eq(ws_write_file_atomic(path, b, lens[i], &(ws_err){{0}}), 0);
-        snprintf(cmd, sizeof cmd, "sha256sum '%s' > '%s.sum'", path, path);
-        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
-        snprintf(cmd, sizeof cmd, "%s.sum", path);
-        char *want = slurp(cmd, NULL);
-        sha256_hex(b, lens[i], h);
-        cr_assert(strncmp(want, h, 64) == 0, "%zu bytes: sha256sum %.64s, ours %s", lens[i], want, h);
-        free(want);
-        free(b);
-    }
 }
 
 /* --- what readers see ---------------------------------------------------- */
