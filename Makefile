@@ -226,7 +226,8 @@ TSAN_TESTS := api/batch_* api/one_context_from_several_threads_* mel/thread_coun
   mel/one_plan_from_several_threads_* engine/runs_on_one_plan_from_several_threads_* \
   engine/the_same_run_twice_* stem/same_bits_for_any_thread_count \
   conv/matches_oracle_stride1_and_stride2_any_threads cli/many_inputs_give_the_same_bytes_* \
-  cli/the_same_bytes_for_any_thread_count tar/shards_written_on_several_threads_*
+  cli/the_same_bytes_for_any_thread_count tar/shards_written_on_several_threads_* \
+  audio/failed_opens_on_many_threads_* audio/fifo_with_a_late_writer_*
 tsan_space := $() $()
 .PHONY: tsan tsan-run
 tsan:

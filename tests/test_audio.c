@@ -1243,7 +1243,7 @@ typedef struct {
 static void *fifo_loader(void *p)
 {
     fifo_job *j = p;
-    j->tid = gettid();
+    __atomic_store_n(&j->tid, gettid(), __ATOMIC_RELEASE);
     j->rc = ws_audio_load(&j->a, j->path, &j->err);
     return NULL;
 }
@@ -1263,6 +1263,15 @@ static long blocked_in(pid_t tid)
     return nr;
 }
 
+static int in_poll(long nr)
+{
+#ifdef SYS_poll
+    if (nr == SYS_poll)
+        return 1;
+#endif
+    return nr == SYS_ppoll;
+}
+
 static void write_all_to(const char *path, const unsigned char *p, size_t n)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -1275,9 +1284,10 @@ static void write_all_to(const char *path, const unsigned char *p, size_t n)
     close(fd);
 }
 
-/* A FIFO whose writer comes 200 ms later: open() returns at once, the loader
- * waits in poll() (an open() blocked there could not be given up on), and the
- * samples are the file's. */
+/* A FIFO whose writer comes late: open() returns at once, the loader waits in
+ * poll() (an open() blocked there could not be given up on), and the samples are
+ * the file's. The writer comes once the loader is seen waiting in poll(): an open()
+ * blocked on the FIFO would stay there, and is reported after 5 s. */
 Test(audio, fifo_with_a_late_writer_waits_in_poll_and_decodes, .timeout = 10)
 {
     size_t len;
@@ -1287,11 +1297,20 @@ Test(audio, fifo_with_a_late_writer_waits_in_poll_and_decodes, .timeout = 10)
     cr_assert_eq(mkfifo(j.path, 0600), 0);
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, fifo_loader, &j), 0);
-    struct timespec ms200 = {0, 200000000};
-    nanosleep(&ms200, NULL);
-    long nr = blocked_in(j.tid);
-    cr_assert(nr != SYS_openat && nr != SYS_open, "the loader is blocked in open() (syscall %ld)",
-              nr);
+    struct timespec ms1 = {0, 1000000};
+    pid_t tid = 0;
+    long nr = -1;
+    for (int i = 0; i < 5000; i++) { /* until it waits in poll(), at most 5 s */
+        if (!tid)
+            tid = __atomic_load_n(&j.tid, __ATOMIC_ACQUIRE);
+        nr = tid ? blocked_in(tid) : -1;
+        if (in_poll(nr))
+            break;
+        nanosleep(&ms1, NULL);
+    }
+    cr_assert(in_poll(nr),
+              "the loader is not waiting in poll() after 5 s (syscall %ld%s)", nr,
+              nr == SYS_openat ? ": blocked in open()" : "");
     write_all_to(j.path, wav, len);
     pthread_join(t, NULL);
     cr_assert_eq(j.rc, 0, "%s", j.err.msg);
