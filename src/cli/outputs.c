@@ -75,7 +75,10 @@ int ws_record_lines(const char *path, size_t max, ws_record_line_fn fn, void *ct
         close(fd);
         return -1;
     }
-    const size_t cap = WS_RECORD_MAX + 1; /* a line and its newline */
+    /* a line and its newline, or the whole file when smaller (a sidecar is a few hundred
+     * bytes: no 1 MiB buffer an output) */
+    const size_t cap = (uintmax_t)st.st_size < WS_RECORD_MAX ? (size_t)st.st_size + 1
+                                                             : WS_RECORD_MAX + 1;
     char *buf = malloc(cap);
     size_t have = 0, left = (size_t)st.st_size;
     int skipping = 0, rc = 0; /* skipping: inside a line over WS_RECORD_MAX bytes */

@@ -351,13 +351,12 @@ static void set_str(cJSON *o, const char *key, const char *v)
 
 /* j is decided by its record rec (taken), of the tar at tar (its output, as this run names
  * it): skipped when "ok", else failed again with the recorded error. It leaves its shard
- * (reported alone). */
-static void from_record(ws_job *j, cJSON *rec, const char *tar)
+ * (reported alone; its line is made from rec by manifest.c, with "shard" its output). */
+static void decide_by_record(ws_job *j, cJSON *rec, const char *tar)
 {
     j->rec = rec;
     j->shard = -1;
-    set_str(rec, "output", tar);
-    set_str(rec, "shard", tar);
+    set_str(rec, "output", tar); /* j->output lives in rec */
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(rec, "output");
     j->output = cJSON_IsString(o) ? o->valuestring : NULL; /* lives as long as j->rec */
     if (line_ok(rec)) {
@@ -410,7 +409,7 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
             char *tar = complete(c, &a) ? shard_path(sh, m, "tar") : NULL;
             if (tar) {
                 for (int i = 0; i < sh->n; i++) {
-                    from_record(&sh->jobs[i], a.idx.line[i], tar);
+                    decide_by_record(&sh->jobs[i], a.idx.line[i], tar);
                     a.idx.line[i] = NULL;
                 }
                 free(tar);
@@ -441,7 +440,7 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
                 unsigned diff = ws_provenance_diff(c->provenance,
                                                    cJSON_GetObjectItem(r.best[v], "provenance"));
                 if (!diff) {
-                    from_record(j, r.best[v], r.best_tar[v]);
+                    decide_by_record(j, r.best[v], r.best_tar[v]);
                     r.best[v] = NULL;
                     continue;
                 }
