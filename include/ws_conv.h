@@ -110,6 +110,16 @@ typedef struct {                /* one call; host pointers on the CPU, device po
     const void *dy;             /* BWD */
     void *dx;                   /* BWD: NULL = not wanted */
     float *dw, *db;             /* BWD: NULL = not wanted */
+    /* Packed sequences and carried state: depthwise causal descriptors only (groups = c_in =
+     * c_out, stride 1, pad_l = dilation*(k-1), pad_r 0); NULL = not used. States are
+     * [N][C][K-1] in x_type whatever x_layout is, and need dilation 1; seq_idx cannot be
+     * combined with any state (a call with both is refused naming the fields). */
+    const int32_t *seq_idx;     /* [N][T_in]: a tap reads only positions of its output's
+                                   sequence; a negative value marks padding: its output is 0
+                                   (no bias, act or add) and it feeds no tap */
+    const void *initial_states; /* the K-1 inputs before t = 0 (NULL: zeros); pre applies */
+    void *final_states;         /* FWD: the last K-1 inputs (initial ones where T_in < K-1) */
+    void *dinitial_states;      /* BWD: dL/d initial_states (initial_states NULL: at zeros) */
 } ws_conv_args;
 
 /* 0 when the descriptor is valid, or -1 with a message naming the field. */
@@ -199,6 +209,17 @@ WS_API ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void
  * call returns when they have finished. BWD writes only the outputs asked for. 0, or -1
  * with err (nothing launched when the arguments are refused). */
 WS_API int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err);
+
+/* Enqueues the call on `stream` (a CUstream as an integer, e.g. PyTorch's
+ * torch.cuda.current_stream().cuda_stream; 0: g's own stream) and returns without waiting:
+ * the arguments are checked on the host as ws_gpu_conv_run checks them, nothing is
+ * launched when they are refused. No device allocation once the plan has served the
+ * largest call it must (a BWD plan grows its scratch to the largest n * t_in seen), so a
+ * call can be captured in a CUDA graph after one like it has run. A plan's scratch is its
+ * own: calls of one plan on different streams must be ordered by the caller (one plan per
+ * stream otherwise). 0, or -1 with err. */
+WS_API int ws_gpu_conv_enqueue(ws_gpu_conv *c, const ws_conv_args *a, uint64_t stream,
+                               ws_err *err);
 WS_API void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
 
 /* Writes the PTX that a plan of d would load on a device of compute capability

@@ -132,6 +132,10 @@ int ws_conv_check_args(const ws_conv_desc *d, const ws_conv_args *a, int has_w, 
         if (a->add)
             return ws_errf(err, "ws_conv_run: add must be NULL for BWD");
     }
+    if (a->seq_idx || a->initial_states || a->final_states || a->dinitial_states)
+        return ws_errf(err, "ws_conv_run: %s given: packed sequences and carried states are not "
+                            "implemented", a->seq_idx ? "seq_idx" : a->initial_states ? "initial_states"
+                                           : a->final_states ? "final_states" : "dinitial_states");
     if (a->add && a->add_batch_stride < 0)
         return ws_errf(err, "ws_conv_run: add_batch_stride %lld must be >= 0", a->add_batch_stride);
     const long long xs = ws_dtype_size(d->x_type), ys = ws_dtype_size(d->y_type);

@@ -339,7 +339,8 @@ static int fwd_bind(fwd_call *f, const ws_gpu_conv *c, const ws_conv_args *a, in
 
 /* BWD: gz, then dx, dw, db as asked, enqueued; grids and scratch settled before the first
  * launch */
-static int launch_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
+static int launch_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st,
+                      ws_err *err)
 {
     const ws_conv_desc *d = &c->d;
     const unsigned long long n = (unsigned long long)a->n, cg = (unsigned long long)(d->c_in / d->groups);
@@ -388,7 +389,7 @@ static int launch_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *
     for (int p = 0; p < WS_DIRECT_NPARTS; p++)
         if (blocks[p])
             CU_TRY(cu, LaunchKernel(c->bwd[p], blocks[p], 1, 1, WS_DIRECT_THREADS, 1, 1, 0,
-                                    g->stream, args[p].v, NULL), err);
+                                    st, args[p].v, NULL), err);
     return 0;
 cleanup:
     return -1;
@@ -448,7 +449,8 @@ static unsigned dw_blocks(unsigned long long threads)
 
 /* the depthwise kernels for a call dw_call_fits admits: 1 when the grid is too large for
  * them (the caller goes direct), 0 enqueued, -1 err */
-static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
+static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st,
+                     ws_err *err)
 {
     const ws_conv_desc *d = &c->d;
     ws_gpu *g = c->g;
@@ -469,7 +471,7 @@ static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *e
         if (fwd_bind(&f, c, a, t_out, c->w, err))
             return -1;
         CU_TRY(cu, LaunchKernel(c->dwfn[0], blocks, ncl ? (unsigned)C : 1, ncl ? (unsigned)n : 1,
-                                WS_DW_THREADS, 1, 1, 0, g->stream, f.args.v, NULL), err);
+                                WS_DW_THREADS, 1, 1, 0, st, f.args.v, NULL), err);
         return 0;
     }
     const long long nch = ws_dw_nch(d, a->t_in, t_out);
@@ -508,9 +510,9 @@ static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *e
     if (ws_kargs_check(&args, "ws_gpu_conv_run", err) || ws_kargs_check(&fargs, "ws_gpu_conv_run", err))
         return -1;
     CU_TRY(cu, LaunchKernel(c->dwfn[0], blocks, ncl ? (unsigned)C : 1, ncl ? (unsigned)n : 1,
-                            WS_DW_THREADS, 1, 1, 0, g->stream, args.v, NULL), err);
+                            WS_DW_THREADS, 1, 1, 0, st, args.v, NULL), err);
     if (want_part)
-        CU_TRY(cu, LaunchKernel(c->dwfn[1], fin_blocks, 1, 1, WS_DW_THREADS, 1, 1, 0, g->stream,
+        CU_TRY(cu, LaunchKernel(c->dwfn[1], fin_blocks, 1, 1, WS_DW_THREADS, 1, 1, 0, st,
                                 fargs.v, NULL), err);
     return 0;
 cleanup:
@@ -525,7 +527,8 @@ static int gemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out
 }
 
 /* the gemm kernel for a call gemm_call_fits admits, enqueued: 0, or -1 err */
-static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
+static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st,
+                       ws_err *err)
 {
     const ws_conv_desc *d = &c->d;
     ws_gpu *g = c->g;
@@ -538,7 +541,7 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err 
     if (fwd_bind(&f, c, a, t_out, c->wh ? c->wh : c->w, err))
         return -1;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    CU_TRY(cu, LaunchKernel(c->gemmfn, gx, gy, 1, WS_GEMM_THREADS, 1, 1, 0, g->stream, f.args.v,
+    CU_TRY(cu, LaunchKernel(c->gemmfn, gx, gy, 1, WS_GEMM_THREADS, 1, 1, 0, st, f.args.v,
                             NULL), err);
     return 0;
 cleanup:
@@ -570,18 +573,18 @@ int ws_gpu_conv_kernel(const ws_gpu_conv *c, const ws_conv_args *a)
 }
 
 /* enqueues a checked call on the plan's stream */
-static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
+static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
 {
     const ws_conv_desc *d = &c->d;
     if (dw_call_fits(c, a, t_out)) {
-        const int rc = launch_dw(c, a, t_out, err);
+        const int rc = launch_dw(c, a, t_out, st, err);
         if (rc <= 0)
             return rc;
     }
     if (gemm_call_fits(c, a, t_out))
-        return launch_gemm(c, a, t_out, err);
+        return launch_gemm(c, a, t_out, st, err);
     if (d->op == WS_CONV_BWD)
-        return launch_bwd(c, a, t_out, err);
+        return launch_bwd(c, a, t_out, st, err);
     const unsigned long long total = (unsigned long long)a->n * (unsigned long long)d->c_out *
                                      (unsigned long long)t_out;
     unsigned blocks = 0;
@@ -593,7 +596,7 @@ static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, ws_err *err)
     if (fwd_bind(&f, c, a, t_out, c->w, err))
         return -1;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    CU_TRY(cu, LaunchKernel(c->fn, blocks, 1, 1, WS_DIRECT_THREADS, 1, 1, 0, g->stream,
+    CU_TRY(cu, LaunchKernel(c->fn, blocks, 1, 1, WS_DIRECT_THREADS, 1, 1, 0, st,
                             f.args.v, NULL), err);
     return 0;
 cleanup:
@@ -603,13 +606,21 @@ cleanup:
 int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err)
 {
     int t_out = 0;
-    if (check_call(c, a, "ws_gpu_conv_run", &t_out, err) || launch(c, a, t_out, err))
+    if (check_call(c, a, "ws_gpu_conv_run", &t_out, err) || launch(c, a, t_out, c->g->stream, err))
         return -1;
     ws_cu *cu = &c->g->cu;
     CU_TRY(cu, StreamSynchronize(c->g->stream), err);
     return 0;
 cleanup:
     return -1;
+}
+
+int ws_gpu_conv_enqueue(ws_gpu_conv *c, const ws_conv_args *a, uint64_t stream, ws_err *err)
+{
+    int t_out = 0;
+    if (check_call(c, a, "ws_gpu_conv_enqueue", &t_out, err))
+        return -1;
+    return launch(c, a, t_out, stream ? (wscu_stream)(uintptr_t)stream : c->g->stream, err);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -638,13 +649,13 @@ int ws_gpu_conv_bench(ws_gpu_conv *c, const ws_conv_args *a, int warmup, int ite
     CU_TRY(cu, EventCreate(&e0, 0), err);
     CU_TRY(cu, EventCreate(&e1, 0), err);
     for (int i = 0; i < warmup; i++)
-        if (launch(c, a, t_out, err))
+        if (launch(c, a, t_out, c->g->stream, err))
             goto cleanup;
     CU_TRY(cu, StreamSynchronize(g->stream), err);
     for (int i = 0; i < iters; i++) {
         float ms = 0;
         CU_TRY(cu, EventRecord(e0, g->stream), err);
-        if (launch(c, a, t_out, err))
+        if (launch(c, a, t_out, c->g->stream, err))
             goto cleanup;
         CU_TRY(cu, EventRecord(e1, g->stream), err);
         CU_TRY(cu, EventSynchronize(e1), err);
