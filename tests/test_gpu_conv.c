@@ -53,6 +53,7 @@
 #include "cuda/ptx_direct.h"
 #include "cuda/ptx_dw.h"
 #include "cuda/ptx_gemm.h"
+#include "cuda/ptx_wprep.h"
 #include "helpers.h"
 
 typedef struct {
@@ -1458,4 +1459,213 @@ Test(gpu_conv, mma_gemm_leaves_a_misaligned_nlc_x_to_the_direct_kernel, .timeout
         }
     cr_assert_geq(rows, 9, "only %d rows with 16-byte NLC loads", rows);
     ws_gpu_close(g);
+}
+
+/* --- weights per call, the caller's stream ------------------------------------- */
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fwrite(text, 1, len, f), len, "%s", path);
+    cr_assert_eq(fclose(f), 0, "%s", path);
+}
+
+/* Plans made without weights, given w and b per call (device buffers) and enqueued on a
+ * stream of the caller's, against plans made with the same weights and run: the same bits,
+ * FWD y and BWD dx, dw, db, on the same kernels; the second of two weight sets gives its own
+ * plan's bits (the weights are read at each call, nothing of the first is kept). math m
+ * (mma GEMM rows), op FWD or BWD (then pre and add are dropped from the row). */
+static void per_call_case(ws_gpu *g, const gcase *c0, ws_conv_op op, ws_math m, uint64_t stream)
+{
+    gcase cc = *c0;
+    if (op == WS_CONV_BWD)
+        cc.pre = WS_ACT_NONE, cc.add = ADD_NONE;
+    const gcase *c = &cc;
+    ws_conv_desc d = op == WS_CONV_BWD ? bdesc_of(c) : desc_of(c);
+    d.math = m;
+    ws_err e = {""};
+    const int t_out = ws_conv_out_len(&d, c->t_in), cg = c->c_in / c->groups;
+    const size_t nx = (size_t)c->n * c->c_in * c->t_in, per = (size_t)c->c_out * t_out;
+    const size_t ny = per * c->n, nw = (size_t)c->c_out * cg * c->k, nb = (size_t)c->c_out;
+    ws_rng r = {0x9e3779b9u + (uint64_t)c->n * 131 + (uint64_t)c->c_in * 7 + (uint64_t)c->k};
+    void *x = random_buf(nx, c->xt, &r), *w[2] = {random_buf(nw, c->wt, &r), random_buf(nw, c->wt, &r)};
+    float *b[2] = {c->bias ? random_buf(nb, WS_F32, &r) : NULL, c->bias ? random_buf(nb, WS_F32, &r) : NULL};
+    void *dyh = op == WS_CONV_BWD ? random_buf(ny, c->yt, &r) : NULL;
+    size_t nadd = c->add == ADD_BROADCAST ? per : c->add == ADD_PER_ITEM ? ny : 0;
+    void *add = nadd ? random_buf(nadd, c->yt, &r) : NULL;
+    long long abs = c->add == ADD_PER_ITEM ? (long long)per : 0;
+    const size_t xbytes = nx * tsize(c->xt), ybytes = ny * tsize(c->yt), wbytes = nw * tsize(c->wt);
+    /* outputs: FWD y; BWD dx, dw, db */
+    const int nout = op == WS_CONV_BWD ? 3 : 1;
+    const size_t obytes[3] = {op == WS_CONV_BWD ? xbytes : ybytes, nw * sizeof(float), nb * sizeof(float)};
+    uint64_t dxin = dev_alloc(g, xbytes), ddy = op == WS_CONV_BWD ? dev_alloc(g, ybytes) : 0;
+    uint64_t dadd = 0, dw = dev_alloc(g, wbytes), db = c->bias ? dev_alloc(g, nb * sizeof(float)) : 0;
+    uint64_t dout[3] = {0, 0, 0};
+    void *ref[3], *got[3];
+    for (int o = 0; o < nout; o++) {
+        dout[o] = dev_alloc(g, obytes[o]);
+        cr_assert_not_null(ref[o] = malloc(obytes[o]));
+        cr_assert_not_null(got[o] = malloc(obytes[o]));
+    }
+    cr_assert_eq(ws_gpu_upload(g, dxin, x, xbytes, &e), 0, "%s", e.msg);
+    if (ddy)
+        cr_assert_eq(ws_gpu_upload(g, ddy, dyh, ybytes, &e), 0, "%s", e.msg);
+    if (c->add == ADD_INPUT) {
+        dadd = dxin;
+        abs = (long long)per;
+    } else if (add) {
+        dadd = dev_alloc(g, nadd * tsize(c->yt));
+        cr_assert_eq(ws_gpu_upload(g, dadd, add, nadd * tsize(c->yt), &e), 0, "%s", e.msg);
+    }
+    ws_gpu_conv *q = ws_gpu_conv_new(g, &d, NULL, NULL, &e);
+    cr_assert_not_null(q, "%s: plan without weights: %s", c->name, e.msg);
+    for (int s = 0; s < 2; s++) {
+        ws_conv_args a = {.n = c->n, .t_in = c->t_in, .x = as_ptr(dxin),
+                          .add = dadd ? as_ptr(dadd) : NULL, .add_batch_stride = abs};
+        if (op == WS_CONV_BWD)
+            a.dy = as_ptr(ddy), a.dx = as_ptr(dout[0]), a.dw = as_ptr(dout[1]), a.db = as_ptr(dout[2]);
+        else
+            a.y = as_ptr(dout[0]);
+        ws_gpu_conv *p = ws_gpu_conv_new(g, &d, w[s], b[s], &e);
+        cr_assert_not_null(p, "%s: %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_conv_run(p, &a, &e), 0, "%s: %s", c->name, e.msg);
+        for (int o = 0; o < nout; o++)
+            cr_assert_eq(ws_gpu_download(g, ref[o], dout[o], obytes[o], &e), 0, "%s", e.msg);
+        const int kp = ws_gpu_conv_kernel(p, &a);
+        ws_gpu_conv_free(p);
+        /* the same call, weights per call, on the caller's stream */
+        for (int o = 0; o < nout; o++) {
+            void *poison = malloc(obytes[o]);
+            cr_assert_not_null(poison);
+            memset(poison, 0xff, obytes[o]);
+            cr_assert_eq(ws_gpu_upload(g, dout[o], poison, obytes[o], &e), 0, "%s", e.msg);
+            free(poison);
+        }
+        cr_assert_eq(ws_gpu_upload(g, dw, w[s], wbytes, &e), 0, "%s", e.msg);
+        if (db)
+            cr_assert_eq(ws_gpu_upload(g, db, b[s], nb * sizeof(float), &e), 0, "%s", e.msg);
+        a.w = as_ptr(dw), a.b = db ? as_ptr(db) : NULL;
+        cr_assert_eq(ws_gpu_conv_kernel(q, &a), kp, "%s: per-call weights take other kernels", c->name);
+        cr_assert_eq(ws_gpu_conv_enqueue(q, &a, stream, &e), 0, "%s: %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_stream_wait(g, stream, &e), 0, "%s", e.msg);
+        for (int o = 0; o < nout; o++) {
+            cr_assert_eq(ws_gpu_download(g, got[o], dout[o], obytes[o], &e), 0, "%s", e.msg);
+            cr_assert(!memcmp(got[o], ref[o], obytes[o]),
+                      "%s (%s, math %d, weights %d): output %d per call differs from the plan's", c->name,
+                      op == WS_CONV_BWD ? "BWD" : "FWD", (int)m, s, o);
+        }
+        if (verbose())
+            fprintf(stderr, "gpu_conv per-call %-36s %s math %d kernel %d: same bits\n", c->name,
+                    op == WS_CONV_BWD ? "BWD" : "FWD", (int)m, kp);
+    }
+    ws_gpu_conv_free(q);
+    for (int o = 0; o < nout; o++) {
+        ws_gpu_release(g, dout[o]);
+        free(ref[o]), free(got[o]);
+    }
+    ws_gpu_release(g, dxin), ws_gpu_release(g, ddy), ws_gpu_release(g, dw), ws_gpu_release(g, db);
+    if (dadd && dadd != dxin)
+        ws_gpu_release(g, dadd);
+    free(x), free(w[0]), free(w[1]), free(b[0]), free(b[1]), free(dyh), free(add);
+}
+
+Test(gpu_conv, weights_per_call_on_the_callers_stream_give_the_plan_weights_bits, .timeout = 600)
+{
+    ws_gpu *g = gpu_or_skip();
+    ws_err e = {""};
+    uint64_t st = 0;
+    cr_assert_eq(ws_gpu_stream_new(g, &st, &e), 0, "%s", e.msg);
+    for (int i = 0; i < N_CASES; i++)
+        per_call_case(g, &cases[i], WS_CONV_FWD, WS_MATH_F32, st);
+    for (int i = 0; i < N_BCASES; i++)
+        per_call_case(g, &bcases[i], WS_CONV_BWD, WS_MATH_F32, st);
+    for (int i = 0; i < N_DCASES; i++) {
+        per_call_case(g, &dcases[i], WS_CONV_FWD, WS_MATH_F32, st);
+        per_call_case(g, &dcases[i], WS_CONV_BWD, WS_MATH_F32, 0); /* 0: g's own stream */
+    }
+    for (int i = 0; i < N_GCASES; i++)
+        for (int m = 0; m < N_MMA_MATHS; m++)
+            per_call_case(g, &gcases_gemm[i], WS_CONV_FWD, mma_maths[m], st);
+    ws_gpu_stream_free(g, st);
+    ws_gpu_close(g);
+}
+
+Test(gpu_conv, a_plan_without_weights_refuses_a_call_without_w)
+{
+    ws_gpu *g = gpu_or_skip();
+    ws_err e = {""};
+    const ws_conv_desc d = desc_of(&dcases[0]);
+    ws_gpu_conv *q = ws_gpu_conv_new(g, &d, NULL, NULL, &e);
+    cr_assert_not_null(q, "%s", e.msg);
+    uint64_t dx = dev_alloc(g, 4096), dy = dev_alloc(g, 4096);
+    ws_conv_args a = {.n = 1, .t_in = 8, .x = as_ptr(dx), .y = as_ptr(dy)};
+    cr_assert_eq(ws_gpu_conv_enqueue(q, &a, 0, &e), -1);
+    cr_assert(strstr(e.msg, "ws_gpu_conv_enqueue") && strstr(e.msg, "w is NULL"), "%s", e.msg);
+    float bias[64] = {0};
+    cr_assert_null(ws_gpu_conv_new(g, &d, NULL, bias, &e));
+    cr_assert(strstr(e.msg, "b is given without w"), "%s", e.msg);
+    ws_gpu_conv_free(q);
+    ws_gpu_release(g, dx), ws_gpu_release(g, dy);
+    ws_gpu_close(g);
+}
+
+/* the modules plans without weights load beside the others: the depthwise kernels reading
+ * 16-bit w (ws_dw_emit_w) and the preparation module (ptx_wprep.h) */
+Test(gpu_conv_ptx, per_call_weight_modules_assemble_without_spills, .timeout = 300)
+{
+    const char *ptxas = getenv("WS_PTXAS");
+    if (!ptxas || !*ptxas)
+        cr_skip_test("ptxas not found (WS_PTXAS empty): emitted PTX not assembled");
+    const char *dir = test_tmpdir();
+    const int ccs[][2] = {{9, 0}, {8, 0}};
+    int n_dw = 0, n_prep = 0;
+    for (int c = 0; c < 2; c++) {
+        const int cc = ccs[c][0] * 10 + ccs[c][1];
+        for (int i = 0; i < N_DCASES; i++)
+            for (int op = 0; op < 2; op++) {
+                if (dcases[i].wt == WS_F32)
+                    continue;
+                gcase gc = dcases[i];
+                if (op)
+                    gc.pre = WS_ACT_NONE, gc.add = ADD_NONE;
+                const ws_conv_desc d = op ? bdesc_of(&gc) : desc_of(&gc);
+                ws_err e = {""};
+                char *t = ws_dw_emit_w(&d, d.w_type, ccs[c][0], ccs[c][1], &e);
+                cr_assert_not_null(t, "%s: %s", gc.name, e.msg);
+                char *plain = ws_dw_emit(&d, ccs[c][0], ccs[c][1], &e);
+                cr_assert(plain && strcmp(t, plain), "%s: the 16-bit w module is the float32 one", gc.name);
+                free(plain);
+                char name[WS_DW_NAME_MAX], path[2048];
+                ws_dw_name_w(&d, d.w_type, name);
+                cr_assert(strstr(name, "_wbf16") || strstr(name, "_wf16"), "%s", name);
+                snprintf(path, sizeof path, "%s/%s_%d.ptx", dir, name, cc);
+                write_file(path, t, strlen(t));
+                free(t);
+                assemble(ptxas, path, cc, gc.name, op ? 2 : 1);
+                n_dw++;
+            }
+        const gcase *rows[] = {&cases[0], &gcases_gemm[0], &gcases_gemm[N_GCASES - 1], &dcases[1]};
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            for (int m = 0; m < N_MMA_MATHS + 1; m++) {
+                ws_conv_desc d = desc_of(rows[i]);
+                d.math = m < N_MMA_MATHS ? mma_maths[m] : WS_MATH_F32;
+                for (int wt = 0; wt < 3; wt++) {
+                    d.w_type = (ws_dtype)wt;
+                    ws_err e = {""};
+                    char *t = ws_wprep_emit(&d, ccs[c][0], ccs[c][1], &e);
+                    cr_assert_not_null(t, "%s: %s", rows[i]->name, e.msg);
+                    char name[WS_WPREP_NAME_MAX], path[2048];
+                    ws_wprep_name(&d, name);
+                    snprintf(path, sizeof path, "%s/%s_%d.ptx", dir, name, cc);
+                    write_file(path, t, strlen(t));
+                    free(t);
+                    assemble(ptxas, path, cc, name, 1 + ws_wprep_packs(&d));
+                    n_prep++;
+                }
+            }
+    }
+    if (verbose())
+        fprintf(stderr, "gpu_conv_ptx per-call: %d depthwise and %d preparation modules assembled\n", n_dw,
+                n_prep);
 }

@@ -24,6 +24,7 @@
 #include "cuda/ptx_dw.h"
 #include "cuda/ptx_emit.h"
 #include "cuda/ptx_gemm.h"
+#include "cuda/ptx_wprep.h"
 #include "cuda/ptx_params.h"
 #include "whisper/stem.h"
 #include "helpers.h"
@@ -370,15 +371,20 @@ Test(ptx_pack, weights_pack_as_the_kernels_read_them)
 typedef struct {
     const char *what;      /* for messages */
     const ws_conv_desc *d;
-    int family;            /* 0 direct, 1 depthwise, 2 gemm */
-    int entry;             /* direct BWD: ws_direct_part; depthwise BWD: 0 _bwd, 1 _fin */
+    int family;            /* 0 direct, 1 depthwise, 2 gemm, 3 weight preparation, 4 depthwise
+                              reading 16-bit w */
+    int entry;             /* direct BWD: ws_direct_part; depthwise BWD: 0 _bwd, 1 _fin;
+                              weight preparation: 0 cast, 1 pack */
     ws_params_id table;
 } param_case;
 
 static char *emit_family(const ws_conv_desc *d, int family, ws_err *e)
 {
-    return family == 0 ? ws_direct_emit(d, 9, 0, e) : family == 1 ? ws_dw_emit(d, 9, 0, e)
-                                                                    : ws_gemm_emit(d, 9, 0, e);
+    return family == 0   ? ws_direct_emit(d, 9, 0, e)
+           : family == 1 ? ws_dw_emit(d, 9, 0, e)
+           : family == 2 ? ws_gemm_emit(d, 9, 0, e)
+           : family == 3 ? ws_wprep_emit(d, 9, 0, e)
+                         : ws_dw_emit_w(d, d->w_type, 9, 0, e);
 }
 
 static void entry_name(const param_case *c, char *name)
@@ -394,6 +400,13 @@ static void entry_name(const param_case *c, char *name)
             ws_dw_entry(c->d, c->entry, name);
         else
             ws_dw_name(c->d, name);
+    } else if (c->family == 3) {
+        ws_wprep_entry(c->d, c->entry, name);
+    } else if (c->family == 4) {
+        if (bwd)
+            ws_dw_entry_w(c->d, c->d->w_type, c->entry, name);
+        else
+            ws_dw_name_w(c->d, c->d->w_type, name);
     } else {
         ws_gemm_name(c->d, name);
     }
@@ -469,6 +482,10 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
     dw_nlc_bwd.op = WS_CONV_BWD;
     dw_ncl_bwd = dw_ncl;
     dw_ncl_bwd.op = WS_CONV_BWD;
+    ws_conv_desc dense_mma_w16 = dense_mma, dw_nlc_w16 = dw_nlc, dw_ncl_bwd_w16 = dw_ncl_bwd;
+    dense_mma_w16.w_type = WS_BF16;
+    dw_nlc_w16.w_type = WS_BF16;
+    dw_ncl_bwd_w16.w_type = WS_F16;
     cr_assert(ws_gemm_fits(&dense) && ws_gemm_fits(&dense_mma) && ws_dw_fits(&dw_nlc) && ws_dw_fits(&dw_ncl));
     const param_case cases[] = {
         {"direct fwd", &dense, 0, 0, WS_PARAMS_FWD},
@@ -485,6 +502,10 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         {"depthwise bwd nlc finish", &dw_nlc_bwd, 1, 1, WS_PARAMS_DW_FIN},
         {"depthwise bwd ncl finish", &dw_ncl_bwd, 1, 1, WS_PARAMS_DW_FIN},
         {"direct bwd of a depthwise descriptor, gz", &dw_nlc_bwd, 0, WS_DIRECT_GZ, WS_PARAMS_BWD_GZ},
+        {"weight preparation, cast", &dense_mma_w16, 3, 0, WS_PARAMS_WPREP},
+        {"weight preparation, pack", &dense_mma_w16, 3, 1, WS_PARAMS_WPREP},
+        {"depthwise fwd nlc, 16-bit w", &dw_nlc_w16, 4, 0, WS_PARAMS_FWD},
+        {"depthwise bwd ncl, 16-bit w", &dw_ncl_bwd_w16, 4, 0, WS_PARAMS_DW_BWD},
     };
     int covered[WS_PARAMS_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

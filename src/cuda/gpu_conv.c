@@ -36,6 +36,7 @@
 #include "ptx_dw.h"
 #include "ptx_gemm.h"
 #include "ptx_params.h"
+#include "ptx_wprep.h"
 
 struct ws_gpu {
     ws_cu cu;
@@ -70,6 +71,16 @@ struct ws_gpu_conv {
     wscu_devptr wh;        /* the tensor-core gemm kernel's weights (ws_gemm_mma_weights), or 0 */
     wscu_devptr part;      /* BWD: float32 partials of dw, db, grown as calls need */
     size_t part_bytes;
+    /* weights given per call (a->w): the plan's own w, b, wh above are 0 when it was made
+     * without weights; the preparation module's cast and pack entries (ptx_wprep.h) write
+     * the call's w into wcall (float32) and whcall (the tensor-core GEMM's) on the call's
+     * stream. Plans made without weights allocate them at ws_gpu_conv_new, the others at
+     * their first call with a->w. */
+    int has_w;             /* made with weights */
+    ws_dtype dw_wt;        /* the type the depthwise kernels read w in (ws_dw_emit_w) */
+    wscu_module prepmod;
+    wscu_function castfn, packfn;
+    wscu_devptr wcall, whcall;
 };
 
 void ws_gpu_close(ws_gpu *g)
@@ -198,7 +209,58 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
         cu->ModuleUnload(c->gemmmod);
     if (c->wh)
         cu->MemFree(c->wh);
+    if (c->prepmod)
+        cu->ModuleUnload(c->prepmod);
+    if (c->wcall)
+        cu->MemFree(c->wcall);
+    if (c->whcall)
+        cu->MemFree(c->whcall);
     free(c);
+}
+
+/* the weight-preparation module of c (ptx_wprep.h), loaded once */
+static int prep_load(ws_gpu_conv *c, ws_err *err)
+{
+    if (c->prepmod)
+        return 0;
+    ws_gpu *g = c->g;
+    ws_cu *cu = &g->cu;
+    char name[WS_WPREP_NAME_MAX];
+    char *ptx = ws_wprep_emit(&c->d, g->emit_major, g->emit_minor, err);
+    if (!ptx)
+        return -1;
+    ws_wprep_name(&c->d, name);
+    const int rc = ws_cu_load_module(cu, ptx, name, &c->prepmod, NULL, 0, err);
+    free(ptx);
+    if (rc)
+        return -1;
+    ws_wprep_entry(&c->d, 0, name);
+    CU_TRY(cu, ModuleGetFunction(&c->castfn, c->prepmod, name), err);
+    if (ws_wprep_packs(&c->d)) {
+        ws_wprep_entry(&c->d, 1, name);
+        CU_TRY(cu, ModuleGetFunction(&c->packfn, c->prepmod, name), err);
+    }
+    return 0;
+cleanup:
+    return -1;
+}
+
+/* the buffers the call's weights are prepared into: float32 (wcall) where w_type is not
+ * float32 (a float32 w is read where it is), the GEMM's (whcall) where it runs on tensor
+ * cores */
+static int prep_buffers(ws_gpu_conv *c, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    const size_t nw = (size_t)d->c_out * (size_t)(d->c_in / d->groups) * (size_t)d->k;
+    ws_cu *cu = &c->g->cu;
+    CU_TRY(cu, CtxSetCurrent(c->g->ctx), err);
+    if (d->w_type != WS_F32 && !c->wcall)
+        CU_TRY(cu, MemAlloc(&c->wcall, nw * sizeof(float)), err);
+    if (c->packfn && !c->whcall)
+        CU_TRY(cu, MemAlloc(&c->whcall, nw * (size_t)ws_gemm_mma_wbytes(d)), err);
+    return 0;
+cleanup:
+    return -1;
 }
 
 ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b,
@@ -210,21 +272,24 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     }
     if (ws_conv_check(d, err))
         return NULL;
-    if (!w) {
-        ws_errf(err, "ws_gpu_conv_new: w is NULL: GPU plans take their weights here "
-                     "(w and b per call are not supported on the GPU yet)");
+    if (!w && b) {
+        ws_errf(err, "ws_gpu_conv_new: b is given without w: a plan takes both at plan time, "
+                     "or both per call");
         return NULL;
     }
     ws_gpu_conv *c = calloc(1, sizeof *c);
     const size_t nw = (size_t)d->c_out * (size_t)(d->c_in / d->groups) * (size_t)d->k;
-    float *wf = malloc(nw * sizeof *wf);
+    float *wf = w ? malloc(nw * sizeof *wf) : NULL;
     char *ptx = NULL;
-    if (!c || !wf) {
+    if (!c || (w && !wf)) {
         ws_errf(err, "ws_gpu_conv_new: out of memory (weights %zu floats)", nw);
         goto fail;
     }
     c->g = g;
     c->d = *d;
+    c->has_w = w != NULL;
+    /* weights given per call in a 16-bit type: the depthwise kernels read them as they are */
+    c->dw_wt = w ? WS_F32 : d->w_type;
     ws_direct_name(d, c->name);
     if (!(ptx = ws_direct_emit(d, g->emit_major, g->emit_minor, err)))
         goto fail;
@@ -245,14 +310,14 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     if (ws_dw_fits(d)) {
         char dwname[WS_DW_NAME_MAX];
         free(ptx);
-        if (!(ptx = ws_dw_emit(d, g->emit_major, g->emit_minor, err)))
+        if (!(ptx = ws_dw_emit_w(d, c->dw_wt, g->emit_major, g->emit_minor, err)))
             goto fail;
-        ws_dw_name(d, dwname);
+        ws_dw_name_w(d, c->dw_wt, dwname);
         if (ws_cu_load_module(cu, ptx, dwname, &c->dwmod, NULL, 0, err))
             goto fail;
         for (int e = 0; e < (d->op == WS_CONV_BWD ? 2 : 1); e++) {
             if (d->op == WS_CONV_BWD)
-                ws_dw_entry(d, e, dwname);
+                ws_dw_entry_w(d, c->dw_wt, e, dwname);
             CU_TRY(cu, ModuleGetFunction(&c->dwfn[e], c->dwmod, dwname), err);
         }
         c->dw_v = ws_dw_vec(d);
@@ -266,6 +331,12 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         if (ws_cu_load_module(cu, ptx, gname, &c->gemmmod, NULL, 0, err))
             goto fail;
         CU_TRY(cu, ModuleGetFunction(&c->gemmfn, c->gemmmod, gname), err);
+    }
+    if (!w) { /* weights per call: the preparation module and its buffers, now */
+        if (prep_load(c, err) || prep_buffers(c, err))
+            goto fail;
+        free(ptx);
+        return c;
     }
     for (size_t i = 0; i < nw; i++)
         wf[i] = ws_ld(w, d->w_type, i);
@@ -319,12 +390,61 @@ typedef struct {
     ws_kargs args;
 } fwd_call;
 
-/* f for call a with weights w (the plan's float32 w, or the mma kernel's), checked against the
- * table */
+/* which weights a kernel reads: float32 [C_out][Cg][K] (direct, FFMA GEMM), the depthwise
+ * kernels' (in dw_wt), the tensor-core GEMM's (ws_gemm_mma_weights) */
+typedef enum { W_F32 = 0, W_DW, W_MMA } w_want;
+
+/* *out = the weights a `want` kernel reads in call a: the plan's own (a->w NULL), a->w as it
+ * is where the kernel reads that type, else a->w prepared into wcall / whcall by the
+ * preparation module, enqueued on st before the kernel. 0, or -1 with err. */
+static int call_weights(ws_gpu_conv *c, const ws_conv_args *a, w_want want, wscu_stream st,
+                        wscu_devptr *out, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    if (!a->w) {
+        *out = want == W_MMA ? c->wh : c->w;
+        return 0;
+    }
+    uint64_t pw = (uint64_t)(uintptr_t)a->w;
+    if ((want == W_DW && c->dw_wt == d->w_type) || (want != W_MMA && d->w_type == WS_F32)) {
+        *out = pw;
+        return 0;
+    }
+    const unsigned long long nw = (unsigned long long)d->c_out *
+                                  (unsigned long long)(d->c_in / d->groups) * (unsigned long long)d->k;
+    if (nw > UINT32_MAX)
+        return ws_errf(err, "ws_gpu_conv_run: w of %llu elements given per call: over %u", nw,
+                       UINT32_MAX);
+    if (prep_load(c, err) || prep_buffers(c, err))
+        return -1;
+    ws_cu *cu = &c->g->cu;
+    uint64_t dst = want == W_MMA ? c->whcall : c->wcall;
+    uint32_t n = (uint32_t)nw;
+    ws_kargs k;
+    ws_kargs_init(&k, WS_PARAMS_WPREP);
+    WS_KARG(&k, WS_WPREP_W, pw), WS_KARG(&k, WS_WPREP_OUT, dst), WS_KARG(&k, WS_WPREP_N, n);
+    if (ws_kargs_check(&k, "ws_gpu_conv_run", err))
+        return -1;
+    CU_TRY(cu, LaunchKernel(want == W_MMA ? c->packfn : c->castfn,
+                            (unsigned)((nw + WS_WPREP_THREADS - 1) / WS_WPREP_THREADS), 1, 1,
+                            WS_WPREP_THREADS, 1, 1, 0, st, k.v, NULL), err);
+    *out = dst;
+    return 0;
+cleanup:
+    return -1;
+}
+
+/* the bias of call a: its own, else the plan's (0: none) */
+static wscu_devptr call_bias(const ws_gpu_conv *c, const ws_conv_args *a)
+{
+    return a->b ? (wscu_devptr)(uintptr_t)a->b : c->b;
+}
+
+/* f for call a with weights w (call_weights), checked against the table */
 static int fwd_bind(fwd_call *f, const ws_gpu_conv *c, const ws_conv_args *a, int t_out,
                     wscu_devptr w, ws_err *err)
 {
-    f->x = (uint64_t)(uintptr_t)a->x, f->w = w, f->b = c->b;
+    f->x = (uint64_t)(uintptr_t)a->x, f->w = w, f->b = call_bias(c, a);
     f->add = (uint64_t)(uintptr_t)a->add, f->y = (uint64_t)(uintptr_t)a->y;
     f->n = (uint32_t)a->n, f->t_in = (uint32_t)a->t_in, f->t_out = (uint32_t)t_out;
     f->add_bs = a->add ? (uint64_t)a->add_batch_stride : 0;
@@ -358,14 +478,18 @@ static int launch_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_str
     const size_t gz_bytes = (size_t)ny * sizeof(float);
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     if (gz_bytes > c->gz_bytes) {
-        if (c->gz)
+        if (c->gz) { /* calls of the plan are ordered on st: the last one may still read it */
+            CU_TRY(cu, StreamSynchronize(st), err);
             cu->MemFree(c->gz);
+        }
         c->gz = 0;
         c->gz_bytes = 0;
         CU_TRY(cu, MemAlloc(&c->gz, gz_bytes), err);
         c->gz_bytes = gz_bytes;
     }
-    uint64_t px = (uint64_t)(uintptr_t)a->x, pw = c->w, pb = c->b, pgz = c->gz;
+    uint64_t px = (uint64_t)(uintptr_t)a->x, pw = 0, pb = call_bias(c, a), pgz = c->gz;
+    if (call_weights(c, a, W_F32, st, &pw, err))
+        return -1;
     uint64_t pdy = (uint64_t)(uintptr_t)a->dy, pdx = (uint64_t)(uintptr_t)a->dx;
     uint64_t pdw = (uint64_t)(uintptr_t)a->dw, pdb = (uint64_t)(uintptr_t)a->db;
     uint32_t nn = (uint32_t)a->n, t_in = (uint32_t)a->t_in, to = (uint32_t)t_out;
@@ -402,16 +526,12 @@ static int check_call(const ws_gpu_conv *c, const ws_conv_args *a, const char *f
     if (!c)
         return ws_errf(err, "%s: plan is NULL", fn);
     ws_err e = { "" };
-    if (ws_conv_check_args(&c->d, a, 1, t_out, &e)) {
+    if (ws_conv_check_args(&c->d, a, c->has_w, t_out, &e)) {
         const char *m = e.msg;
         if (!strncmp(m, "ws_conv_run: ", 13))
             m += 13;
         return ws_errf(err, "%s: %s", fn, m);
     }
-    if (a->w || a->b)
-        return ws_errf(err, "%s: %s given per call: the GPU plan uses the w and b "
-                            "of ws_gpu_conv_new (per-call weights are not supported yet)",
-                       fn, a->w ? "w" : "b");
     return 0;
 }
 
@@ -458,7 +578,7 @@ static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stre
     const unsigned long long n = (unsigned long long)a->n, C = (unsigned long long)d->c_in;
     const unsigned long long V = (unsigned long long)c->dw_v;
     const int ncl = d->x_layout == WS_NCL;
-    uint64_t px = (uint64_t)(uintptr_t)a->x, pw = c->w, pb = c->b;
+    uint64_t px = (uint64_t)(uintptr_t)a->x, pw = 0, pb = call_bias(c, a);
     uint32_t nn = (uint32_t)a->n, t_in = (uint32_t)a->t_in, to = (uint32_t)t_out;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     if (d->op == WS_CONV_FWD) {
@@ -468,7 +588,7 @@ static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stre
         if (!blocks)
             return 1;
         fwd_call f;
-        if (fwd_bind(&f, c, a, t_out, c->w, err))
+        if (call_weights(c, a, W_DW, st, &pw, err) || fwd_bind(&f, c, a, t_out, pw, err))
             return -1;
         CU_TRY(cu, LaunchKernel(c->dwfn[0], blocks, ncl ? (unsigned)C : 1, ncl ? (unsigned)n : 1,
                                 WS_DW_THREADS, 1, 1, 0, st, f.args.v, NULL), err);
@@ -485,8 +605,10 @@ static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stre
     if (want_part) {
         const size_t bytes = (size_t)np * (size_t)(d->k + 1) * (size_t)C * sizeof(float);
         if (bytes > c->part_bytes) {
-            if (c->part)
+            if (c->part) {
+                CU_TRY(cu, StreamSynchronize(st), err);
                 cu->MemFree(c->part);
+            }
             c->part = 0;
             c->part_bytes = 0;
             CU_TRY(cu, MemAlloc(&c->part, bytes), err);
@@ -495,6 +617,8 @@ static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stre
     }
     uint64_t pdy = (uint64_t)(uintptr_t)a->dy, pdx = (uint64_t)(uintptr_t)a->dx;
     uint64_t ppart = want_part ? c->part : 0;
+    if (call_weights(c, a, W_DW, st, &pw, err))
+        return -1;
     uint64_t pdw = (uint64_t)(uintptr_t)a->dw, pdb = (uint64_t)(uintptr_t)a->db;
     uint32_t nch32 = (uint32_t)nch, np32 = (uint32_t)np;
     ws_kargs args, fargs;
@@ -538,14 +662,46 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_st
     const unsigned long long bm = (unsigned long long)ws_gemm_bm(d);
     const unsigned gy = (unsigned)(((unsigned long long)d->c_out + bm - 1) / bm);
     fwd_call f;
-    if (fwd_bind(&f, c, a, t_out, c->wh ? c->wh : c->w, err))
-        return -1;
+    wscu_devptr pw = 0;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    if (call_weights(c, a, ws_gemm_mma(d) ? W_MMA : W_F32, st, &pw, err) ||
+        fwd_bind(&f, c, a, t_out, pw, err))
+        return -1;
     CU_TRY(cu, LaunchKernel(c->gemmfn, gx, gy, 1, WS_GEMM_THREADS, 1, 1, 0, st, f.args.v,
                             NULL), err);
     return 0;
 cleanup:
     return -1;
+}
+
+int ws_gpu_stream_new(ws_gpu *g, uint64_t *stream, ws_err *err)
+{
+    ws_cu *cu = &g->cu;
+    wscu_stream st = NULL;
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    CU_TRY(cu, StreamCreate(&st, WS_CU_STREAM_NON_BLOCKING), err);
+    *stream = (uint64_t)(uintptr_t)st;
+    return 0;
+cleanup:
+    return -1;
+}
+
+int ws_gpu_stream_wait(ws_gpu *g, uint64_t stream, ws_err *err)
+{
+    ws_cu *cu = &g->cu;
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    CU_TRY(cu, StreamSynchronize(stream ? (wscu_stream)(uintptr_t)stream : g->stream), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+void ws_gpu_stream_free(ws_gpu *g, uint64_t stream)
+{
+    if (!g || !stream)
+        return;
+    g->cu.CtxSetCurrent(g->ctx);
+    g->cu.StreamDestroy((wscu_stream)(uintptr_t)stream);
 }
 
 int ws_gpu_emit_cc(ws_gpu *g, int major, int minor)
@@ -593,9 +749,10 @@ static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream 
     ws_gpu *g = c->g;
     ws_cu *cu = &g->cu;
     fwd_call f;
-    if (fwd_bind(&f, c, a, t_out, c->w, err))
-        return -1;
+    wscu_devptr pw = 0;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    if (call_weights(c, a, W_F32, st, &pw, err) || fwd_bind(&f, c, a, t_out, pw, err))
+        return -1;
     CU_TRY(cu, LaunchKernel(c->fn, blocks, 1, 1, WS_DIRECT_THREADS, 1, 1, 0, st,
                             f.args.v, NULL), err);
     return 0;

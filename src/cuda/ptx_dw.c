@@ -30,6 +30,8 @@ typedef struct {
     int U;          /* steps per loop iteration, a multiple of R */
     int L;          /* NLC: output times per thread, a multiple of U */
     preg tin, tout; /* u64 */
+    ws_dtype wt;    /* the type w is read in: float32 (the plan's own, converted), or the
+                       descriptor's w_type for weights given per call */
 } dw;
 
 int ws_dw_vec(const ws_conv_desc *d)
@@ -55,25 +57,37 @@ int ws_dw_fits(const ws_conv_desc *d)
     return 1;
 }
 
-void ws_dw_name(const ws_conv_desc *d, char name[WS_DW_NAME_MAX])
+void ws_dw_name_w(const ws_conv_desc *d, ws_dtype wt, char name[WS_DW_NAME_MAX])
 {
-    snprintf(name, WS_DW_NAME_MAX, "ws_dw_%s_c%d_k%d_d%d_p%d_%s_%s_%s_%s_%s",
+    snprintf(name, WS_DW_NAME_MAX, "ws_dw_%s_c%d_k%d_d%d_p%d_%s_%s_%s_%s_%s%s%s",
              d->op == WS_CONV_BWD ? "bwd" : "fwd", d->c_in, d->k, d->dilation, d->pad_l,
              d->x_layout == WS_NCL ? "ncl" : "nlc", ws_ptx_type_name(d->x_type), ws_ptx_type_name(d->y_type),
-             ws_ptx_act_name(d->pre), ws_ptx_act_name(d->act));
+             ws_ptx_act_name(d->pre), ws_ptx_act_name(d->act), wt == WS_F32 ? "" : "_w",
+             wt == WS_F32 ? "" : ws_ptx_type_name(wt));
+}
+
+void ws_dw_name(const ws_conv_desc *d, char name[WS_DW_NAME_MAX])
+{
+    ws_dw_name_w(d, WS_F32, name);
+}
+
+void ws_dw_entry_w(const ws_conv_desc *d, ws_dtype wt, int fin, char name[WS_DW_NAME_MAX])
+{
+    ws_dw_name_w(d, wt, name);
+    const size_t len = strlen(name);
+    snprintf(name + len, WS_DW_NAME_MAX - len, fin ? "_fin" : "_bwd");
 }
 
 void ws_dw_entry(const ws_conv_desc *d, int fin, char name[WS_DW_NAME_MAX])
 {
-    ws_dw_name(d, name);
-    const size_t len = strlen(name);
-    snprintf(name + len, WS_DW_NAME_MAX - len, fin ? "_fin" : "_bwd");
+    ws_dw_entry_w(d, WS_F32, fin, name);
 }
 
 /* ring and loop sizes of d's kernels */
 static void shape_of(const ws_conv_desc *d, dw *s)
 {
     s->d = d;
+    s->wt = WS_F32;
     s->V = ws_dw_vec(d);
     s->K = d->k;
     s->D = d->dilation;
@@ -160,14 +174,41 @@ static void load_f32s(ptx_buf *b, preg *f, int count, preg base, int stride_byte
     }
 }
 
+/* bytes of one element of type t */
+static int ws_dtype_bytes(ws_dtype t)
+{
+    return t == WS_F32 ? 4 : 2;
+}
+
+/* f = (float)((type *)base)[i] for a 16-bit w type (weights given per call) */
+static void load_w16(ptx_buf *b, preg f, preg base, int i, ws_dtype t)
+{
+    if (t == WS_F16) {
+        preg h = ws_ptx_reg(b, PTX_B16);
+        ws_ptx_ins(b, "ld.global.nc.b16 %s, [%s+%d]", h.n, base.n, 2 * i);
+        ws_ptx_ins(b, "cvt.f32.f16 %s, %s", f.n, h.n);
+    } else { /* bf16: the top half of the float32 */
+        preg r = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_ins(b, "ld.global.nc.u16 %s, [%s+%d]", r.n, base.n, 2 * i);
+        ws_ptx_ins(b, "shl.b32 %s, %s, 16", r.n, r.n);
+        ws_ptx_ins(b, "mov.b32 %s, %s", f.n, r.n);
+    }
+}
+
 /* NCL: w[k] = w[c][k] (k < K) and bias[0] = hasb ? b[c] : 0 for channel c */
 static void channel_weights(ptx_buf *b, int K, preg c, preg pw, preg pb, preg hasb, preg *w,
-                            preg *bias)
+                            preg *bias, ws_dtype wt)
 {
     ws_ptx_section(b, "w[c][k], b[c]");
     preg wa = ws_ptx_reg(b, PTX_B64), ba = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", wa.n, c.n, K * 4, pw.n);
-    load_f32s(b, w, K, wa, 4, NULL);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", wa.n, c.n, K * ws_dtype_bytes(wt), pw.n);
+    if (wt == WS_F32)
+        load_f32s(b, w, K, wa, 4, NULL);
+    else
+        for (int k = 0; k < K; k++) {
+            w[k] = ws_ptx_reg(b, PTX_F32);
+            load_w16(b, w[k], wa, k, wt);
+        }
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", ba.n, c.n, pb.n);
     load_f32s(b, bias, 1, ba, 4, &hasb);
 }
@@ -283,12 +324,15 @@ static void emit_fwd_nlc(dw *s)
     ws_ptx_section(b, "w[c0 + v][k], b[c0 + v] for the thread's channels c0 = cv*V");
     preg wa = ws_ptx_reg(b, PTX_B64), ba = ws_ptx_reg(b, PTX_B64);
     preg w[WS_DW_MAX_K * 8], bias[8];
-    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", wa.n, cv.n, V * K * 4);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", wa.n, cv.n, V * K * ws_dtype_bytes(s->wt));
     ws_ptx_ins(b, "add.u64 %s, %s, %s", wa.n, wa.n, f.pw.n);
     for (int k = 0; k < K; k++)
         for (int v = 0; v < V; v++) {
             w[k * V + v] = ws_ptx_reg(b, PTX_F32);
-            ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s+%d]", w[k * V + v].n, wa.n, (v * K + k) * 4);
+            if (s->wt == WS_F32)
+                ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s+%d]", w[k * V + v].n, wa.n, (v * K + k) * 4);
+            else
+                load_w16(b, w[k * V + v], wa, v * K + k, s->wt);
         }
     ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", ba.n, cv.n, V * 4);
     ws_ptx_ins(b, "add.u64 %s, %s, %s", ba.n, ba.n, f.pb.n);
@@ -499,7 +543,7 @@ static void emit_fwd_ncl(dw *s)
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", row.n, n.n, C, c.n);
 
     preg w[WS_DW_MAX_K], bias[1];
-    channel_weights(b, K, c, f.pw, f.pb, f.hasb, w, bias);
+    channel_weights(b, K, c, f.pw, f.pb, f.hasb, w, bias, s->wt);
 
     const int qlo = floor_div(-s->P, V), qhi = floor_div(V - 1 - s->P + s->H, V);
     if (qhi - qlo + 1 > 16 || -qlo >= 16) {
@@ -693,12 +737,15 @@ static void emit_bwd_nlc(dw *s)
 
     ws_ptx_section(b, "w[c0 + v][k], b[c0 + v], c0 = cv*V; dw, db partial sums 0");
     preg wa = ws_ptx_reg(b, PTX_B64), ba = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", wa.n, cv.n, V * K * 4);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", wa.n, cv.n, V * K * ws_dtype_bytes(s->wt));
     ws_ptx_ins(b, "add.u64 %s, %s, %s", wa.n, wa.n, f->pw.n);
     for (int k = 0; k < K; k++)
         for (int v = 0; v < V; v++) {
             st->w[k * V + v] = ws_ptx_reg(b, PTX_F32);
-            ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s+%d]", st->w[k * V + v].n, wa.n, (v * K + k) * 4);
+            if (s->wt == WS_F32)
+                ws_ptx_ins(b, "ld.global.nc.f32 %s, [%s+%d]", st->w[k * V + v].n, wa.n, (v * K + k) * 4);
+            else
+                load_w16(b, st->w[k * V + v], wa, v * K + k, s->wt);
             st->dw[k * V + v] = ws_ptx_reg(b, PTX_F32);
             ws_ptx_ins(b, "mov.f32 %s, 0f00000000", st->dw[k * V + v].n);
         }
@@ -804,7 +851,7 @@ static void emit_bwd_ncl(dw *s)
     ws_ptx_ins(b, "mad.lo.u64 %s, %s, %lld, %s", row.n, n.n, C, c.n);
 
     preg w[WS_DW_MAX_K], bias[1];
-    channel_weights(b, K, c, f.pw, f.pb, f.hasb, w, bias);
+    channel_weights(b, K, c, f.pw, f.pb, f.hasb, w, bias, s->wt);
 
     /* gz at offsets glo .. ghi from t0 serves dx (u + P - D*k) and dw, db (0 .. V-1) */
     const int glo = P - H < 0 ? P - H : 0, ghi = V - 1 + P > V - 1 ? V - 1 + P : V - 1;
@@ -969,10 +1016,15 @@ static void emit_fin(dw *s)
 
 char *ws_dw_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
 {
+    return ws_dw_emit_w(d, WS_F32, cc_major, cc_minor, err);
+}
+
+char *ws_dw_emit_w(const ws_conv_desc *d, ws_dtype wt, int cc_major, int cc_minor, ws_err *err)
+{
     if (ws_conv_check(d, err))
         return NULL;
     char name[WS_DW_NAME_MAX];
-    ws_dw_name(d, name);
+    ws_dw_name_w(d, wt, name);
     if (!ws_dw_fits(d)) {
         ws_errf(err, "ws_dw_emit(%s): not a depthwise stride-1 descriptor the kernels take", name);
         return NULL;
@@ -985,6 +1037,7 @@ char *ws_dw_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
                          : "whisper-stem conv engine: depthwise forward");
     dw s;
     shape_of(d, &s);
+    s.wt = wt;
     ws_ptx_init(&kb);
     s.b = &kb;
     ws_ptx_comment(&kb, "C %d K %d D %d P_L %d P_R %d, %s, x %s, y %s, pre %s, act %s; V %d R %d U %d L %d",
@@ -1004,13 +1057,13 @@ char *ws_dw_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
             emit_bwd_ncl(&s);
         else
             emit_bwd_nlc(&s);
-        ws_dw_entry(d, 0, entry);
+        ws_dw_entry_w(d, wt, 0, entry);
         ws_ptx_kernel_end_params(&kb, &mod, entry, ws_params_of(WS_PARAMS_DW_BWD), WS_DW_THREADS, 0,
                                  ncl ? 0 : WS_DW_MAX_REGS);
         ws_ptx_init(&kb);
         s.b = &kb;
         emit_fin(&s);
-        ws_dw_entry(d, 1, entry);
+        ws_dw_entry_w(d, wt, 1, entry);
         ws_ptx_kernel_end_params(&kb, &mod, entry, ws_params_of(WS_PARAMS_DW_FIN), WS_DW_THREADS, 0, 0);
     }
     char why[160];

@@ -88,4 +88,12 @@ long long ws_dw_parts(const ws_conv_desc *d, int t_in, int t_out);
  * malloc'd text, or NULL with err. */
 char *ws_dw_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err);
 
+/* The same kernels reading w ([C][K]) in type wt instead of float32: wt = d->w_type serves
+ * weights given per call in a 16-bit type without a conversion pass (the values are those
+ * of the float32 kernels: a 16-bit value converts to float32 exactly). wt WS_F32 is
+ * ws_dw_emit. Names and entries get "_w<type>" after the module name. */
+char *ws_dw_emit_w(const ws_conv_desc *d, ws_dtype wt, int cc_major, int cc_minor, ws_err *err);
+void ws_dw_name_w(const ws_conv_desc *d, ws_dtype wt, char name[WS_DW_NAME_MAX]);
+void ws_dw_entry_w(const ws_conv_desc *d, ws_dtype wt, int fin, char name[WS_DW_NAME_MAX]);
+
 #endif

@@ -51,6 +51,10 @@ static const ws_param DWFIN[] = {
     [WS_DWFIN_PART] = { "p_part", U64 }, [WS_DWFIN_DW] = { "p_dw", U64 },
     [WS_DWFIN_DB] = { "p_db", U64 },     [WS_DWFIN_NP] = { "p_np", U32 },
 };
+/* weights given per call (ptx_wprep.h) */
+static const ws_param WPREP[] = {
+    [WS_WPREP_W] = { "p_w", U64 }, [WS_WPREP_OUT] = { "p_out", U64 }, [WS_WPREP_N] = { "p_n", U32 },
+};
 
 #undef U32
 #undef U64
@@ -64,6 +68,7 @@ _Static_assert(COUNT(BDW) == WS_BDW_NPARAMS, "BDW");
 _Static_assert(COUNT(BDB) == WS_BDB_NPARAMS, "BDB");
 _Static_assert(COUNT(DWBWD) == WS_DWBWD_NPARAMS, "DWBWD");
 _Static_assert(COUNT(DWFIN) == WS_DWFIN_NPARAMS, "DWFIN");
+_Static_assert(COUNT(WPREP) == WS_WPREP_NPARAMS, "WPREP");
 _Static_assert(WS_DWBWD_NPARAMS <= WS_PARAMS_MAX && WS_FWD_NPARAMS <= WS_PARAMS_MAX, "WS_PARAMS_MAX");
 
 static const ws_params TABLES[WS_PARAMS_COUNT] = {
@@ -74,6 +79,7 @@ static const ws_params TABLES[WS_PARAMS_COUNT] = {
     [WS_PARAMS_BWD_DB] = { "direct backward db", BDB, COUNT(BDB) },
     [WS_PARAMS_DW_BWD] = { "depthwise backward", DWBWD, COUNT(DWBWD) },
     [WS_PARAMS_DW_FIN] = { "depthwise backward finish", DWFIN, COUNT(DWFIN) },
+    [WS_PARAMS_WPREP] = { "weight preparation", WPREP, COUNT(WPREP) },
 };
 
 const ws_params *ws_params_of(ws_params_id id)

@@ -18,8 +18,9 @@
  *   WS_PARAMS_DW_BWD  depthwise fused backward ("_bwd")
  *                     .u64 p_x, p_w, p_b, p_dy, p_dx, p_part; .u32 p_n, p_t_in, p_t_out, p_nch
  *   WS_PARAMS_DW_FIN  its finishing kernel ("_fin")   .u64 p_part, p_dw, p_db; .u32 p_np
+ *   WS_PARAMS_WPREP   weights given per call (ptx_wprep.h)  .u64 p_w, p_out; .u32 p_n
  * BWD_GZ .. BWD_DB are in ws_direct_part's order: part p's table is WS_PARAMS_BWD_GZ + p.
- * Index enums: WS_FWD_*, WS_BGZ_*, WS_BDX_*, WS_BDW_*, WS_BDB_*, WS_DWBWD_*, WS_DWFIN_*
+ * Index enums: WS_FWD_*, WS_BGZ_*, WS_BDX_*, WS_BDW_*, WS_BDB_*, WS_DWBWD_*, WS_DWFIN_*, WS_WPREP_*
  * (e.g. WS_FWD_ADD_BS, WS_DWFIN_NP), each ending in a *_NPARAMS count.
  *
  * Usage, emitter:
@@ -64,6 +65,7 @@ typedef enum {
     WS_PARAMS_FWD = 0,
     WS_PARAMS_BWD_GZ, WS_PARAMS_BWD_DX, WS_PARAMS_BWD_DW, WS_PARAMS_BWD_DB, /* ws_direct_part's order */
     WS_PARAMS_DW_BWD, WS_PARAMS_DW_FIN,
+    WS_PARAMS_WPREP,
     WS_PARAMS_COUNT
 } ws_params_id;
 
@@ -78,6 +80,7 @@ enum { WS_BDB_GZ, WS_BDB_DB, WS_BDB_N, WS_BDB_T_OUT, WS_BDB_NPARAMS };
 enum { WS_DWBWD_X, WS_DWBWD_W, WS_DWBWD_B, WS_DWBWD_DY, WS_DWBWD_DX, WS_DWBWD_PART, WS_DWBWD_N,
        WS_DWBWD_T_IN, WS_DWBWD_T_OUT, WS_DWBWD_NCH, WS_DWBWD_NPARAMS };
 enum { WS_DWFIN_PART, WS_DWFIN_DW, WS_DWFIN_DB, WS_DWFIN_NP, WS_DWFIN_NPARAMS };
+enum { WS_WPREP_W, WS_WPREP_OUT, WS_WPREP_N, WS_WPREP_NPARAMS };
 
 /* the most parameters of any table */
 #define WS_PARAMS_MAX 10
