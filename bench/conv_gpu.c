@@ -1,7 +1,7 @@
 /* conv_gpu.c - the conv engine's GPU backend on every row of docs/conv-engine.md's speed table.
  *
  *   bench-conv_gpu [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] [--quick] [--list]
- *                  [--emit-cc MAJOR.MINOR]
+ *                  [--emit-cc MAJOR.MINOR] [--per-call]
  *
  * For each row, layout and type (fp32: f32 storage, WS_MATH_F32; tf32: f32 storage,
  * WS_MATH_TF32, dense forward rows only; bf16: bf16 storage, WS_MATH_BF16; b, dw, db are
@@ -40,6 +40,12 @@
  * reads x, dy, w, b, writes dx, dw, db); TFLOP/s (2*MACs; BWD = dx + dw = 2x the FWD's);
  * the floor, max(bytes / 3.0 TB/s, FLOP / 51 TFLOP/s FFMA for fp32, 390 tf32, 780 bf16)
  * and which term sets it; issue 11's must-reach time; rel L2 vs the CPU engine.
+ * --per-call adds two columns: pc_us, the median us per call of the same calls made by
+ * plans without weights, given w (device, storage type) and b per call (timed as above,
+ * after the plan-weight timing, in the same run: any conversion of w inside the call is
+ * counted), and enq_us, the host time of one ws_gpu_conv_enqueue of that per-call plan
+ * (median of 200 calls enqueued back to back on the ws_gpu's stream, each between two
+ * CLOCK_MONOTONIC reads; rows of one call; the queue is waited for afterwards).
  * --json FILE writes the same rows as a JSON array (bench/run-conv-gpu.sh joins it with
  * bench/conv_gpu_torch.py's). --list prints the rows' shapes, bytes and floors without a
  * GPU; --quick shrinks the shapes (N <= 2, T / 16 where T >= 512) for a smoke run.
@@ -47,7 +53,9 @@
  * errs, else 0.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,7 +138,7 @@ static const mode MODES[] = {
 
 typedef struct {
     const char *only, *json;
-    int iters, warmup, check, quick, list;
+    int iters, warmup, check, quick, list, per_call;
     int emit_major, emit_minor; /* --emit-cc: PTX for that capability (ws_gpu_emit_cc), e.g.
                                    8.0 on an H100 to time the mma.sync GEMM beside wgmma */
 } opts;
@@ -147,6 +155,7 @@ typedef struct { /* one call of a row, at one layout and type */
 
 typedef struct {
     double us, min_us, bytes, flops, floor_us, rel;
+    double pc_us, enq_us; /* --per-call */
     int checked_n, check_ok, checked;
     const char *bound;
 } result;
@@ -412,6 +421,65 @@ done:
     return rc;
 }
 
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* --per-call: the row's calls again, by plans without weights given w and b per call:
+ * res->pc_us (time_calls) and, for one-call rows, res->enq_us (host time of one enqueue) */
+static int per_call_time(ws_gpu *g, const row *r, call_st *cs, ws_conv_args *a, int sets,
+                         const opts *o, result *res, ws_err *err)
+{
+    ws_gpu_conv *plan_gc[MAX_CALLS];
+    uint64_t wd[MAX_CALLS] = { 0 }, bd[MAX_CALLS] = { 0 };
+    int rc = -1;
+    for (int j = 0; j < r->ncalls; j++)
+        plan_gc[j] = cs[j].gc, cs[j].gc = NULL;
+    for (int j = 0; j < r->ncalls; j++) {
+        const size_t wb = cs[j].nw * esize(cs[j].d.w_type), bb = (size_t)cs[j].d.c_out * 4;
+        if (ws_gpu_alloc(g, wb, &wd[j], err) || ws_gpu_upload(g, wd[j], cs[j].w, wb, err) ||
+            (cs[j].b && (ws_gpu_alloc(g, bb, &bd[j], err) ||
+                         ws_gpu_upload(g, bd[j], cs[j].b, bb, err))) ||
+            !(cs[j].gc = ws_gpu_conv_new(g, &cs[j].d, NULL, NULL, err)))
+            goto done;
+        for (int s = 0; s < sets; s++) {
+            a[j * sets + s].w = P(wd[j]);
+            a[j * sets + s].b = (const float *)P(bd[j]);
+        }
+    }
+    double mn = 0;
+    if (time_calls(cs, r->ncalls, a, sets, o, &res->pc_us, &mn, err))
+        goto done;
+    if (r->ncalls == 1) {
+        enum { NQ = 200 };
+        double t[NQ];
+        for (int i = 0; i < NQ; i++) {
+            const double t0 = now_us();
+            if (ws_gpu_conv_enqueue(cs[0].gc, &a[i % sets], 0, err))
+                goto done;
+            t[i] = now_us() - t0;
+        }
+        if (ws_gpu_stream_wait(g, 0, err))
+            goto done;
+        qsort(t, NQ, sizeof *t, cmp_double);
+        res->enq_us = 0.5 * (t[NQ / 2 - 1] + t[NQ / 2]);
+    }
+    rc = 0;
+done:
+    for (int j = 0; j < r->ncalls; j++) {
+        ws_gpu_conv_free(cs[j].gc);
+        cs[j].gc = plan_gc[j];
+        ws_gpu_release(g, wd[j]);
+        ws_gpu_release(g, bd[j]);
+        for (int s = 0; s < sets; s++)
+            a[j * sets + s].w = NULL, a[j * sets + s].b = NULL;
+    }
+    return rc;
+}
+
 /* one row at one layout and type: set up, check, time; 0, or -1 with err */
 static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, const mode *m, const opts *o,
                    result *res, ws_err *err)
@@ -497,6 +565,8 @@ static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, const mode *m
     /* time */
     if (time_calls(cs, r->ncalls, a, sets, o, &res->us, &res->min_us, err))
         goto done;
+    if (o->per_call && per_call_time(g, r, cs, a, sets, o, res, err))
+        goto done;
     rc = 0;
 done:
     for (int j = 0; j < r->ncalls; j++) {
@@ -549,6 +619,8 @@ int main(int argc, char **argv)
             o.check = 0;
         else if (!strcmp(argv[i], "--quick"))
             o.quick = 1;
+        else if (!strcmp(argv[i], "--per-call"))
+            o.per_call = 1;
         else if (!strcmp(argv[i], "--list"))
             o.list = 1;
         else if (!strcmp(argv[i], "--emit-cc") && i + 1 < argc &&
@@ -556,7 +628,7 @@ int main(int argc, char **argv)
             i++;
         else {
             fprintf(stderr, "usage: %s [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] "
-                            "[--quick] [--list] [--emit-cc MAJOR.MINOR]\n", argv[0]);
+                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call]\n", argv[0]);
             return 2;
         }
     }
@@ -630,9 +702,13 @@ int main(int argc, char **argv)
                     snprintf(ms, sizeof ms, "%.0f", must(r, m));
                 if (res.checked)
                     snprintf(rs, sizeof rs, "%.2e", res.rel);
-                printf("%-12s %-3s %-4s %10.1f %10.1f %8.0f %8.2f %9.1f %-4s %8s %9s %s%s\n",
+                printf("%-12s %-3s %-4s %10.1f %10.1f %8.0f %8.2f %9.1f %-4s %8s %9s %s%s",
                        r->name, ls, ts, res.us, res.min_us, res.bytes / res.us / 1e3,
                        res.flops / res.us / 1e6, res.floor_us, res.bound, ms, rs, chk, nck);
+                if (o.per_call)
+                    printf("  pc_us %.1f (%+.1f%%) enq_us %.2f", res.pc_us,
+                           100.0 * (res.pc_us / res.us - 1.0), res.enq_us);
+                printf("\n");
                 fflush(stdout);
                 if (js) {
                     char rel[32] = "null"; /* not checked, or NaN */
@@ -644,11 +720,11 @@ int main(int argc, char **argv)
                             "\"min_us\": %.3f, \"bytes\": %.0f, \"flops\": %.0f, \"gbps\": %.2f, "
                             "\"tflops\": %.4f, \"floor_us\": %.3f, \"bound\": \"%s\", "
                             "\"must_us\": %.0f, \"rel_l2\": %s, \"checked_n\": %d, "
-                            "\"check\": \"%s\"}",
+                            "\"check\": \"%s\", \"pc_us\": %.3f, \"enq_us\": %.3f}",
                             nrows ? "," : "", r->name, r->what, ls, ts, row_n(r, o.quick),
                             row_t(r, o.quick), res.us, res.min_us, res.bytes, res.flops,
                             res.bytes / res.us / 1e3, res.flops / res.us / 1e6, res.floor_us,
-                            res.bound, must(r, m), rel, res.checked_n, chk);
+                            res.bound, must(r, m), rel, res.checked_n, chk, res.pc_us, res.enq_us);
                     nrows++;
                 }
             }
