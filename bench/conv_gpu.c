@@ -44,8 +44,9 @@
  * plans without weights, given w (device, storage type) and b per call (timed as above,
  * after the plan-weight timing, in the same run: any conversion of w inside the call is
  * counted), and enq_us, the host time of one ws_gpu_conv_enqueue of that per-call plan
- * (median of 200 calls enqueued back to back on the ws_gpu's stream, each between two
- * CLOCK_MONOTONIC reads; rows of one call; the queue is waited for afterwards).
+ * (median of 200 calls enqueued on the ws_gpu's stream in batches of 10, each call between
+ * two CLOCK_MONOTONIC reads, the stream waited for between batches so that no call waits
+ * for room in the launch queue; rows of one call).
  * --json FILE writes the same rows as a JSON array (bench/run-conv-gpu.sh joins it with
  * bench/conv_gpu_torch.py's). --list prints the rows' shapes, bytes and floors without a
  * GPU; --quick shrinks the shapes (N <= 2, T / 16 where T >= 512) for a smoke run.
@@ -454,16 +455,18 @@ static int per_call_time(ws_gpu *g, const row *r, call_st *cs, ws_conv_args *a, 
     if (time_calls(cs, r->ncalls, a, sets, o, &res->pc_us, &mn, err))
         goto done;
     if (r->ncalls == 1) {
-        enum { NQ = 200 };
+        enum { NQ = 200, BATCH = 10 };
         double t[NQ];
         for (int i = 0; i < NQ; i++) {
             const double t0 = now_us();
             if (ws_gpu_conv_enqueue(cs[0].gc, &a[i % sets], 0, err))
                 goto done;
             t[i] = now_us() - t0;
+            /* a few calls in flight at a time: the launch queue never fills, so no call
+             * waits for the device */
+            if (i % BATCH == BATCH - 1 && ws_gpu_stream_wait(g, 0, err))
+                goto done;
         }
-        if (ws_gpu_stream_wait(g, 0, err))
-            goto done;
         qsort(t, NQ, sizeof *t, cmp_double);
         res->enq_us = 0.5 * (t[NQ / 2 - 1] + t[NQ / 2]);
     }

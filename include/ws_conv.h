@@ -173,9 +173,22 @@ WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-
  *   grows, then as asked dx (one thread per x element, summing o then k), dw (one per w
  *   element, n then t) and db (one per output channel, n then t).
  * All sums are float32 in fixed orders, without atomics: the same inputs give the same
- * bits. GPU plans take w and b at ws_gpu_conv_new only (w is required, b may be NULL for no
- * bias); a call with a->w or a->b set is refused. Kernels need compute capability 8.0 or
- * later.
+ * bits. Kernels need compute capability 8.0 or later.
+ *
+ * Weights per call (training: w changes every step): a plan made with w = NULL (and b =
+ * NULL) takes a->w (device, [C_out][Cg][K] in w_type) and a->b (device float32 [C_out], or
+ * NULL for no bias) at every call; a call without a->w is refused. What the kernels need
+ * done to w happens on the device inside the call, on its stream: the depthwise kernels
+ * read w in w_type as it is, the direct kernels and the FFMA GEMM read a float32 w as it is
+ * (another type is converted into a buffer of the plan's first), the tensor-core GEMM's
+ * weights are rounded and packed into a buffer of the plan's. The values are those of a
+ * plan made with the same weights: the same bits. A plan made with weights uses a->w /
+ * a->b where a call gives them (its buffers for that are made at the first such call).
+ *
+ * Streams: ws_gpu_conv_run enqueues on g's stream and waits; ws_gpu_conv_enqueue takes the
+ * caller's CUstream (PyTorch's current stream, say) and returns at once. g uses the
+ * device's primary context, the one PyTorch, CuPy and JAX use, so their device pointers are
+ * valid arguments.
  *
  * Threads: a ws_gpu and its plans are used from one thread at a time (calls make the
  * device's primary context current on the calling thread). */
@@ -197,14 +210,15 @@ WS_API int ws_gpu_download(ws_gpu *g, void *dst, uint64_t src, size_t bytes, ws_
 
 /* A GPU plan: checks d (ws_conv_check), emits its PTX for g's
  * compute capability and loads it, converts w (host, [C_out][Cg][K] in w_type) to float32
- * and uploads it with b (host, float32 [C_out], or NULL). The plan keeps no host pointer.
+ * and uploads it with b (host, float32 [C_out], or NULL). w NULL (b NULL too): a plan
+ * whose calls give w and b (device pointers, above). The plan keeps no host pointer.
  * NULL with err on failure. The plan must be freed before its ws_gpu is closed. */
 typedef struct ws_gpu_conv ws_gpu_conv;
 WS_API ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b,
                                     ws_err *err);
 
 /* Runs the plan: a holds device pointers cast as (void *)(uintptr_t)dptr (FWD x, y, add;
- * BWD x, dy and any of dx, dw, db; w and b must be NULL). The call is checked as
+ * BWD x, dy and any of dx, dw, db; w and b per call, or NULL for the plan's). The call is checked as
  * ws_conv_run checks it (n, t_in, pointers, sizes); the kernels run on g's stream and the
  * call returns when they have finished. BWD writes only the outputs asked for. 0, or -1
  * with err (nothing launched when the arguments are refused). */

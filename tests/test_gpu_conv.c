@@ -892,8 +892,6 @@ Test(gpu_conv, bad_calls_are_refused)
     cr_assert_null(ws_gpu_conv_new(g, &d, w, NULL, &e));
     cr_assert(strstr(e.msg, "groups 5"), "%s", e.msg);
     d = desc_of(&cases[0]);
-    cr_assert_null(ws_gpu_conv_new(g, &d, NULL, NULL, &e));
-    cr_assert(strstr(e.msg, "w is NULL"), "%s", e.msg);
 
     ws_gpu_conv *c = ws_gpu_conv_new(g, &d, w, NULL, &e);
     cr_assert_not_null(c, "%s", e.msg);
@@ -904,7 +902,6 @@ Test(gpu_conv, bad_calls_are_refused)
         {"t_in 0", "t_in 0", {.n = N, .t_in = 0, .x = as_ptr(dx), .y = as_ptr(dy)}},
         {"NULL x", "x is NULL", {.n = N, .t_in = T, .y = as_ptr(dy)}},
         {"NULL y", "y is NULL", {.n = N, .t_in = T, .x = as_ptr(dx)}},
-        {"per-call w", "w given per call", {.n = N, .t_in = T, .x = as_ptr(dx), .w = w, .y = as_ptr(dy)}},
         {"negative add stride", "add_batch_stride -1",
          {.n = N, .t_in = T, .x = as_ptr(dx), .add = as_ptr(dy), .add_batch_stride = -1, .y = as_ptr(dy)}},
     };
@@ -916,7 +913,7 @@ Test(gpu_conv, bad_calls_are_refused)
     }
     ws_gpu_conv_free(c);
 
-    /* BWD: dy, x and one output required; add and per-call w refused; nothing written */
+    /* BWD: dy, x and one output required; add refused; nothing written */
     d.op = WS_CONV_BWD;
     c = ws_gpu_conv_new(g, &d, w, NULL, &e);
     cr_assert_not_null(c, "%s", e.msg);
@@ -927,8 +924,6 @@ Test(gpu_conv, bad_calls_are_refused)
         {"NULL x", "x is NULL", {.n = N, .t_in = T, .dy = as_ptr(dy), .dw = as_ptr(ddw)}},
         {"add", "add", {.n = N, .t_in = T, .x = as_ptr(dx), .dy = as_ptr(dy), .add = as_ptr(dy),
                         .dx = as_ptr(ddx)}},
-        {"per-call w", "w given per call", {.n = N, .t_in = T, .x = as_ptr(dx), .w = w, .dy = as_ptr(dy),
-                                            .dw = as_ptr(ddw)}},
         {"n 0", "n 0", {.n = 0, .t_in = T, .x = as_ptr(dx), .dy = as_ptr(dy), .dx = as_ptr(ddx)}},
     };
     for (size_t i = 0; i < sizeof bbad / sizeof bbad[0]; i++) {
