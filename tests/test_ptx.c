@@ -5,10 +5,16 @@
  * and sm_80; a kernel that spills or uses a stack frame fails. Without ptxas
  * those tests skip, saying so.
  * Parameter tables (cuda/ptx_params.h): each table is held to at least one
- * emitted entry (direct, depthwise and gemm modules, FWD and BWD) by parsing
- * the entry's .param list and every ld.param in its body; the runtime's
- * argument check refuses a missing value, a wrong size and an index outside
- * the table.
+ * emitted entry (direct, depthwise, gemm and depthwise causal modules, FWD and
+ * BWD) by parsing the entry's .param list and every ld.param in its body; the
+ * runtime's argument check refuses a missing value, a wrong size and an index
+ * outside the table.
+ * The depthwise causal kernels with sequences and states (cuda/ptx_dws.h,
+ * ptx_dws/...): every entry of a descriptor set (NLC, NCL and mixed layouts,
+ * each storage type, K 1, 2, 4, 8, 20, dilation 1 to 3, act none, relu, silu,
+ * gelu, pre relu / gelu / silu on FWD) assembles for sm_80 and sm_90 without
+ * stack or spills and declares and loads its table's parameters; names are
+ * unique and emission repeatable; only depthwise causal descriptors fit.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -22,6 +28,7 @@
 #include "cuda/kernels.h"
 #include "cuda/ptx_direct.h"
 #include "cuda/ptx_dw.h"
+#include "cuda/ptx_dws.h"
 #include "cuda/ptx_emit.h"
 #include "cuda/ptx_gemm.h"
 #include "cuda/ptx_wprep.h"
@@ -372,9 +379,10 @@ typedef struct {
     const char *what;      /* for messages */
     const ws_conv_desc *d;
     int family;            /* 0 direct, 1 depthwise, 2 gemm, 3 weight preparation, 4 depthwise
-                              reading 16-bit w */
+                              reading 16-bit w, 5 depthwise causal with states */
     int entry;             /* direct BWD: ws_direct_part; depthwise BWD: 0 _bwd, 1 _fin;
-                              weight preparation: 0 cast, 1 pack */
+                              weight preparation: 0 cast, 1 pack; depthwise causal with
+                              states: ws_dws_part */
     ws_params_id table;
 } param_case;
 
@@ -384,7 +392,8 @@ static char *emit_family(const ws_conv_desc *d, int family, ws_err *e)
            : family == 1 ? ws_dw_emit(d, 9, 0, e)
            : family == 2 ? ws_gemm_emit(d, 9, 0, e)
            : family == 3 ? ws_wprep_emit(d, 9, 0, e)
-                         : ws_dw_emit_w(d, d->w_type, 9, 0, e);
+           : family == 4 ? ws_dw_emit_w(d, d->w_type, 9, 0, e)
+                         : ws_dws_emit(d, 9, 0, e);
 }
 
 static void entry_name(const param_case *c, char *name)
@@ -407,8 +416,10 @@ static void entry_name(const param_case *c, char *name)
             ws_dw_entry_w(c->d, c->d->w_type, c->entry, name);
         else
             ws_dw_name_w(c->d, c->d->w_type, name);
-    } else {
+    } else if (c->family == 2) {
         ws_gemm_name(c->d, name);
+    } else {
+        ws_dws_entry(c->d, (ws_dws_part)c->entry, name);
     }
 }
 
@@ -486,7 +497,10 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
     dense_mma_w16.w_type = WS_BF16;
     dw_nlc_w16.w_type = WS_BF16;
     dw_ncl_bwd_w16.w_type = WS_F16;
+    ws_conv_desc dws_fwd = dw_ncl, dws_bwd = dw_nlc_bwd;
+    dws_fwd.pre = WS_ACT_RELU, dws_fwd.x_type = WS_BF16;
     cr_assert(ws_gemm_fits(&dense) && ws_gemm_fits(&dense_mma) && ws_dw_fits(&dw_nlc) && ws_dw_fits(&dw_ncl));
+    cr_assert(ws_dws_fits(&dws_fwd) && ws_dws_fits(&dws_bwd));
     const param_case cases[] = {
         {"direct fwd", &dense, 0, 0, WS_PARAMS_FWD},
         {"depthwise fwd nlc", &dw_nlc, 1, 0, WS_PARAMS_FWD},
@@ -506,6 +520,13 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         {"weight preparation, pack", &dense_mma_w16, 3, 1, WS_PARAMS_WPREP},
         {"depthwise fwd nlc, 16-bit w", &dw_nlc_w16, 4, 0, WS_PARAMS_FWD},
         {"depthwise bwd ncl, 16-bit w", &dw_ncl_bwd_w16, 4, 0, WS_PARAMS_DW_BWD},
+        {"depthwise causal fwd", &dws_fwd, 5, WS_DWS_FWD, WS_PARAMS_DWS_FWD},
+        {"depthwise causal final states", &dws_fwd, 5, WS_DWS_FINAL, WS_PARAMS_DWS_FINAL},
+        {"depthwise causal bwd gz", &dws_bwd, 5, WS_DWS_GZ, WS_PARAMS_DWS_GZ},
+        {"depthwise causal bwd dx", &dws_bwd, 5, WS_DWS_DX, WS_PARAMS_DWS_DX},
+        {"depthwise causal bwd dinit", &dws_bwd, 5, WS_DWS_DINIT, WS_PARAMS_DWS_DINIT},
+        {"depthwise causal bwd dw", &dws_bwd, 5, WS_DWS_DW, WS_PARAMS_DWS_DW},
+        {"depthwise causal bwd db", &dws_bwd, 5, WS_DWS_DB, WS_PARAMS_DWS_DB},
     };
     int covered[WS_PARAMS_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -587,4 +608,213 @@ Test(ptx_params, loading_a_parameter_into_the_wrong_register_class_fails_the_ker
     ws_ptx_ld_param(&b, r64, t, WS_FWD_NPARAMS);
     cr_assert(b.err && strstr(b.why, "no parameter"), "%s", b.why);
     ws_ptx_free(&b);
+}
+
+/* --- the depthwise causal kernels with sequences and states (cuda/ptx_dws.h) ----------- */
+
+/* The descriptor set of op: NLC and NCL x each storage type x K 2, 4, 8, with dilation 1
+ * and 2, act none, silu and gelu in turn (pre relu on every other FWD row); then mixed
+ * layouts and types, act relu (the gz's mul-then-add sums), K 1 (no states), K 20 (looped
+ * taps) and an odd C with dilation 3. Returns the count (at most DWS_SET_MAX). */
+#define DWS_SET_MAX 32
+static int dws_set(ws_conv_desc *out, ws_conv_op op)
+{
+    static const ws_act acts[] = {WS_ACT_NONE, WS_ACT_SILU, WS_ACT_GELU};
+    static const int ks[] = {2, 4, 8};
+    int n = 0;
+    for (int lay = 0; lay < 2; lay++)
+        for (int ty = 0; ty < 3; ty++)
+            for (int kk = 0; kk < 3; kk++) {
+                const int v = lay + ty + kk;
+                ws_conv_desc d = {.op = op, .c_in = 48, .c_out = 48, .groups = 48, .k = ks[kk],
+                                  .stride = 1, .dilation = 1 + v % 2, .x_layout = (ws_layout)lay,
+                                  .y_layout = (ws_layout)lay, .x_type = (ws_dtype)ty, .w_type = WS_F32,
+                                  .y_type = (ws_dtype)ty, .act = acts[v % 3],
+                                  .pre = op == WS_CONV_FWD && v % 2 == 0 ? WS_ACT_RELU : WS_ACT_NONE};
+                d.pad_l = d.dilation * (d.k - 1);
+                out[n++] = d;
+            }
+    const struct { ws_layout xl, yl; ws_dtype xt, yt; int c, k, dil; ws_act pre, act; } more[] = {
+        {WS_NCL, WS_NLC, WS_BF16, WS_F32, 16, 4, 1, WS_ACT_GELU, WS_ACT_SILU},
+        {WS_NLC, WS_NCL, WS_F32, WS_F16, 10, 3, 2, WS_ACT_NONE, WS_ACT_GELU},
+        {WS_NLC, WS_NLC, WS_F32, WS_F32, 64, 4, 1, WS_ACT_NONE, WS_ACT_RELU},
+        {WS_NCL, WS_NCL, WS_BF16, WS_BF16, 24, 1, 1, WS_ACT_SILU, WS_ACT_SILU},
+        {WS_NLC, WS_NLC, WS_F16, WS_F16, 32, 20, 1, WS_ACT_NONE, WS_ACT_GELU},
+        {WS_NCL, WS_NCL, WS_F32, WS_F32, 7, 4, 3, WS_ACT_RELU, WS_ACT_NONE},
+    };
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
+        ws_conv_desc d = {.op = op, .c_in = more[i].c, .c_out = more[i].c, .groups = more[i].c,
+                          .k = more[i].k, .stride = 1, .dilation = more[i].dil,
+                          .x_layout = more[i].xl, .y_layout = more[i].yl, .x_type = more[i].xt,
+                          .w_type = WS_F32, .y_type = more[i].yt, .act = more[i].act,
+                          .pre = op == WS_CONV_FWD ? more[i].pre : WS_ACT_NONE};
+        d.pad_l = d.dilation * (d.k - 1);
+        out[n++] = d;
+    }
+    cr_assert_leq(n, DWS_SET_MAX);
+    return n;
+}
+
+/* ptxas -v for sm_<cc> on text: success, at least `entries` entries, none with a stack frame
+ * or spills */
+static void dws_assemble(const char *ptxas, const char *dir, const char *name, const char *text,
+                         int cc, int entries)
+{
+    char path[1024], cmd[4096], log[16384];
+    snprintf(path, sizeof path, "%s/%s_%d.ptx", dir, name, cc);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_%d -v '%s' -o /dev/null 2>&1", ptxas, cc, path);
+    FILE *pp = popen(cmd, "r");
+    cr_assert_not_null(pp);
+    size_t n = fread(log, 1, sizeof log - 1, pp);
+    log[n] = '\0';
+    const int st = pclose(pp);
+    cr_assert_eq(st, 0, "ptxas failed on %s (sm_%d):\n%s", name, cc, log);
+    int seen = 0;
+    for (const char *sf = strstr(log, "bytes stack frame"); sf; sf = strstr(sf + 1, "bytes stack frame")) {
+        const char *line = sf;
+        while (line > log && line[-1] != '\n')
+            line--;
+        int stack = -1, sst = -1, sld = -1;
+        cr_assert_eq(sscanf(line, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
+                            &stack, &sst, &sld), 3, "%s", line);
+        cr_assert(stack == 0 && sst == 0 && sld == 0, "%s (sm_%d) uses stack %d, spills %d/%d:\n%s", name,
+                  cc, stack, sst, sld, log);
+        seen++;
+    }
+    cr_assert_eq(seen, entries, "%s (sm_%d): %d resource reports for %d entries:\n%s", name, cc, seen,
+                 entries, log);
+}
+
+Test(ptx_dws, every_entry_assembles_for_sm80_and_sm90_without_spills, .timeout = 300)
+{
+    const char *ptxas = getenv("WS_PTXAS");
+    if (!ptxas || !*ptxas)
+        cr_skip_test("ptxas not found (WS_PTXAS empty): emitted PTX not assembled");
+    const char *dir = test_tmpdir();
+    int modules = 0;
+    for (int op = 0; op < 2; op++) {
+        ws_conv_desc set[DWS_SET_MAX];
+        const int n = dws_set(set, (ws_conv_op)op);
+        for (int i = 0; i < n; i++)
+            for (int cc = 80; cc <= 90; cc += 10) {
+                ws_err e = {""};
+                char *text = ws_dws_emit(&set[i], cc / 10, 0, &e);
+                cr_assert_not_null(text, "%s", e.msg);
+                char name[WS_DWS_NAME_MAX];
+                ws_dws_name(&set[i], name);
+                dws_assemble(ptxas, dir, name, text, cc, op ? 5 : 2);
+                free(text);
+                modules++;
+            }
+    }
+    cr_log_info("ptx_dws: %d modules assembled", modules);
+}
+
+Test(ptx_dws, every_entry_declares_and_loads_its_tables_parameters)
+{
+    for (int op = 0; op < 2; op++) {
+        ws_conv_desc set[DWS_SET_MAX];
+        const int n = dws_set(set, (ws_conv_op)op);
+        for (int i = 0; i < n; i++) {
+            ws_err e = {""};
+            char *text = ws_dws_emit(&set[i], 9, 0, &e);
+            cr_assert_not_null(text, "%s", e.msg);
+            int entries = 0;
+            for (int p = 0; p < WS_DWS_NPARTS; p++) {
+                char entry[WS_DWS_NAME_MAX], head[WS_DWS_NAME_MAX + 32];
+                ws_dws_entry(&set[i], (ws_dws_part)p, entry);
+                snprintf(head, sizeof head, ".visible .entry %s(", entry);
+                if (!ws_dws_has_part(&set[i], (ws_dws_part)p)) {
+                    cr_assert_null(strstr(text, head), "%s has %s", entry, op ? "a FWD entry" : "a BWD entry");
+                    continue;
+                }
+                const ws_params *t = ws_params_of(WS_PARAMS_DWS_FWD + p);
+                cr_assert_gt(check_entry(text, entry, t, entry), 0, "%s: no ld.param seen", entry);
+                entries++;
+            }
+            cr_assert_eq(entries, op ? 5 : 2);
+            cr_assert_null(strstr(text, "atom."), "an atomic in the depthwise causal module");
+            free(text);
+        }
+    }
+}
+
+Test(ptx_dws, names_are_unique_and_emission_is_deterministic)
+{
+    char names[2 * DWS_SET_MAX][WS_DWS_NAME_MAX];
+    int count = 0;
+    for (int op = 0; op < 2; op++) {
+        ws_conv_desc set[DWS_SET_MAX];
+        const int n = dws_set(set, (ws_conv_op)op);
+        for (int i = 0; i < n; i++) {
+            ws_dws_name(&set[i], names[count]);
+            cr_assert(!strncmp(names[count], op ? "ws_dws_bwd_" : "ws_dws_fwd_", 11), "%s", names[count]);
+            for (int j = 0; j < count; j++)
+                cr_assert_str_neq(names[j], names[count], "two descriptors named %s", names[j]);
+            count++;
+            ws_err e = {""};
+            char *a = ws_dws_emit(&set[i], 9, 0, &e), *b = ws_dws_emit(&set[i], 9, 0, &e);
+            char *c80 = ws_dws_emit(&set[i], 8, 0, &e);
+            cr_assert(a && b && c80, "%s", e.msg);
+            cr_assert_str_eq(a, b, "%s: the same descriptor, other bytes", names[count - 1]);
+            cr_assert(strstr(a, ".target sm_90") && strstr(c80, ".target sm_80"));
+            free(a), free(b), free(c80);
+        }
+    }
+    /* the layouts are named apart when they differ */
+    ws_conv_desc d = {.op = WS_CONV_FWD, .c_in = 8, .c_out = 8, .groups = 8, .k = 4, .stride = 1,
+                      .dilation = 1, .pad_l = 3, .x_layout = WS_NCL, .y_layout = WS_NLC};
+    char name[WS_DWS_NAME_MAX];
+    ws_dws_name(&d, name);
+    cr_assert_str_eq(name, "ws_dws_fwd_c8_k4_d1_ncl_nlc_f32_f32_none_none");
+    ws_dws_entry(&d, WS_DWS_FINAL, name);
+    cr_assert_str_eq(name, "ws_dws_fwd_c8_k4_d1_ncl_nlc_f32_f32_none_none_final");
+}
+
+Test(ptx_dws, only_depthwise_causal_descriptors_fit)
+{
+    const ws_conv_desc base = {.op = WS_CONV_BWD, .c_in = 32, .c_out = 32, .groups = 32, .k = 4,
+                               .stride = 1, .dilation = 2, .pad_l = 6, .pad_r = 0,
+                               .x_layout = WS_NLC, .y_layout = WS_NLC, .x_type = WS_BF16,
+                               .w_type = WS_BF16, .y_type = WS_BF16, .act = WS_ACT_SILU};
+    cr_assert(ws_dws_fits(&base));
+    ws_conv_desc d = base;
+    d.x_layout = WS_NCL;
+    cr_assert(ws_dws_fits(&d), "layouts may differ");
+    for (int v = 0; v < 6; v++) {
+        d = base;
+        const char *what = "";
+        switch (v) {
+        case 0: d.groups = 1, what = "dense"; break;
+        case 1: d.c_out = 64, what = "two outputs per channel"; break;
+        case 2: d.stride = 2, what = "stride 2"; break;
+        case 3: d.pad_l = 5, what = "pad_l other than dilation*(k-1)"; break;
+        case 4: d.pad_r = 1, what = "pad_r 1"; break;
+        case 5: d.k = 0, what = "an invalid descriptor"; break;
+        }
+        cr_assert_not(ws_dws_fits(&d), "%s fits", what);
+        ws_err e = {""};
+        cr_assert_null(ws_dws_emit(&d, 9, 0, &e), "%s emitted", what);
+        cr_assert(strstr(e.msg, v == 5 ? "k 0" : "not a depthwise causal descriptor"), "%s: %s", what, e.msg);
+    }
+    /* threads per entry */
+    const int n = 3, t = 10;
+    cr_assert_eq(ws_dws_elements(&base, WS_DWS_GZ, n, t), 3ULL * 32 * 10);
+    cr_assert_eq(ws_dws_elements(&base, WS_DWS_DX, n, t), 3ULL * 32 * 10);
+    cr_assert_eq(ws_dws_elements(&base, WS_DWS_DINIT, n, t), 3ULL * 32 * 3);
+    cr_assert_eq(ws_dws_elements(&base, WS_DWS_DW, n, t), 32ULL * 4);
+    cr_assert_eq(ws_dws_elements(&base, WS_DWS_DB, n, t), 32ULL);
+    cr_assert_eq(ws_dws_elements(&base, WS_DWS_FWD, n, t), 0, "a BWD module has no _fwd");
+    d = base;
+    d.op = WS_CONV_FWD;
+    cr_assert_eq(ws_dws_elements(&d, WS_DWS_FWD, n, t), 3ULL * 32 * 10);
+    cr_assert_eq(ws_dws_elements(&d, WS_DWS_FINAL, n, t), 3ULL * 32);
+    d.k = 1, d.pad_l = 0;
+    cr_assert_eq(ws_dws_elements(&d, WS_DWS_FWD, n, t), 3ULL * 32 * 10);
+    d.op = WS_CONV_BWD;
+    cr_assert_eq(ws_dws_elements(&d, WS_DWS_DINIT, n, t), 0, "K 1: no states");
 }

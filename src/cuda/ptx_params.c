@@ -55,6 +55,46 @@ static const ws_param DWFIN[] = {
 static const ws_param WPREP[] = {
     [WS_WPREP_W] = { "p_w", U64 }, [WS_WPREP_OUT] = { "p_out", U64 }, [WS_WPREP_N] = { "p_n", U32 },
 };
+/* the depthwise causal kernels with packed sequences and carried states (ptx_dws.h) */
+static const ws_param DSFWD[] = {
+    [WS_DSFWD_X] = { "p_x", U64 },     [WS_DSFWD_W] = { "p_w", U64 },
+    [WS_DSFWD_B] = { "p_b", U64 },     [WS_DSFWD_ADD] = { "p_add", U64 },
+    [WS_DSFWD_Y] = { "p_y", U64 },     [WS_DSFWD_SEQ] = { "p_seq", U64 },
+    [WS_DSFWD_INIT] = { "p_init", U64 }, [WS_DSFWD_N] = { "p_n", U32 },
+    [WS_DSFWD_T] = { "p_t", U32 },     [WS_DSFWD_ADD_BS] = { "p_add_bs", U64 },
+};
+static const ws_param DSFIN[] = {
+    [WS_DSFIN_X] = { "p_x", U64 },     [WS_DSFIN_INIT] = { "p_init", U64 },
+    [WS_DSFIN_FINAL] = { "p_final", U64 }, [WS_DSFIN_N] = { "p_n", U32 },
+    [WS_DSFIN_T] = { "p_t", U32 },
+};
+static const ws_param DSGZ[] = {
+    [WS_DSGZ_X] = { "p_x", U64 },      [WS_DSGZ_W] = { "p_w", U64 },
+    [WS_DSGZ_B] = { "p_b", U64 },      [WS_DSGZ_DY] = { "p_dy", U64 },
+    [WS_DSGZ_SEQ] = { "p_seq", U64 },  [WS_DSGZ_INIT] = { "p_init", U64 },
+    [WS_DSGZ_GZ] = { "p_gz", U64 },    [WS_DSGZ_N] = { "p_n", U32 },
+    [WS_DSGZ_T] = { "p_t", U32 },
+};
+static const ws_param DSDX[] = {
+    [WS_DSDX_W] = { "p_w", U64 },      [WS_DSDX_GZ] = { "p_gz", U64 },
+    [WS_DSDX_SEQ] = { "p_seq", U64 },  [WS_DSDX_DX] = { "p_dx", U64 },
+    [WS_DSDX_N] = { "p_n", U32 },      [WS_DSDX_T] = { "p_t", U32 },
+};
+static const ws_param DSDI[] = {
+    [WS_DSDI_W] = { "p_w", U64 },      [WS_DSDI_GZ] = { "p_gz", U64 },
+    [WS_DSDI_DINIT] = { "p_dinit", U64 }, [WS_DSDI_N] = { "p_n", U32 },
+    [WS_DSDI_T] = { "p_t", U32 },
+};
+static const ws_param DSDW[] = {
+    [WS_DSDW_X] = { "p_x", U64 },      [WS_DSDW_GZ] = { "p_gz", U64 },
+    [WS_DSDW_SEQ] = { "p_seq", U64 },  [WS_DSDW_INIT] = { "p_init", U64 },
+    [WS_DSDW_DW] = { "p_dw", U64 },    [WS_DSDW_N] = { "p_n", U32 },
+    [WS_DSDW_T] = { "p_t", U32 },
+};
+static const ws_param DSDB[] = {
+    [WS_DSDB_GZ] = { "p_gz", U64 },    [WS_DSDB_DB] = { "p_db", U64 },
+    [WS_DSDB_N] = { "p_n", U32 },      [WS_DSDB_T] = { "p_t", U32 },
+};
 
 #undef U32
 #undef U64
@@ -70,6 +110,15 @@ _Static_assert(COUNT(DWBWD) == WS_DWBWD_NPARAMS, "DWBWD");
 _Static_assert(COUNT(DWFIN) == WS_DWFIN_NPARAMS, "DWFIN");
 _Static_assert(COUNT(WPREP) == WS_WPREP_NPARAMS, "WPREP");
 _Static_assert(WS_DWBWD_NPARAMS <= WS_PARAMS_MAX && WS_FWD_NPARAMS <= WS_PARAMS_MAX, "WS_PARAMS_MAX");
+_Static_assert(COUNT(DSFWD) == WS_DSFWD_NPARAMS, "DSFWD");
+_Static_assert(COUNT(DSFIN) == WS_DSFIN_NPARAMS, "DSFIN");
+_Static_assert(COUNT(DSGZ) == WS_DSGZ_NPARAMS, "DSGZ");
+_Static_assert(COUNT(DSDX) == WS_DSDX_NPARAMS, "DSDX");
+_Static_assert(COUNT(DSDI) == WS_DSDI_NPARAMS, "DSDI");
+_Static_assert(COUNT(DSDW) == WS_DSDW_NPARAMS, "DSDW");
+_Static_assert(COUNT(DSDB) == WS_DSDB_NPARAMS, "DSDB");
+_Static_assert(WS_DWBWD_NPARAMS <= WS_PARAMS_MAX && WS_FWD_NPARAMS <= WS_PARAMS_MAX &&
+               WS_DSFWD_NPARAMS <= WS_PARAMS_MAX && WS_DSGZ_NPARAMS <= WS_PARAMS_MAX, "WS_PARAMS_MAX");
 
 static const ws_params TABLES[WS_PARAMS_COUNT] = {
     [WS_PARAMS_FWD] = { "conv forward", FWD, COUNT(FWD) },
@@ -80,6 +129,13 @@ static const ws_params TABLES[WS_PARAMS_COUNT] = {
     [WS_PARAMS_DW_BWD] = { "depthwise backward", DWBWD, COUNT(DWBWD) },
     [WS_PARAMS_DW_FIN] = { "depthwise backward finish", DWFIN, COUNT(DWFIN) },
     [WS_PARAMS_WPREP] = { "weight preparation", WPREP, COUNT(WPREP) },
+    [WS_PARAMS_DWS_FWD] = { "depthwise causal forward", DSFWD, COUNT(DSFWD) },
+    [WS_PARAMS_DWS_FINAL] = { "depthwise causal final states", DSFIN, COUNT(DSFIN) },
+    [WS_PARAMS_DWS_GZ] = { "depthwise causal backward gz", DSGZ, COUNT(DSGZ) },
+    [WS_PARAMS_DWS_DX] = { "depthwise causal backward dx", DSDX, COUNT(DSDX) },
+    [WS_PARAMS_DWS_DINIT] = { "depthwise causal backward dinitial_states", DSDI, COUNT(DSDI) },
+    [WS_PARAMS_DWS_DW] = { "depthwise causal backward dw", DSDW, COUNT(DSDW) },
+    [WS_PARAMS_DWS_DB] = { "depthwise causal backward db", DSDB, COUNT(DSDB) },
 };
 
 const ws_params *ws_params_of(ws_params_id id)

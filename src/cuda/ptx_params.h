@@ -8,7 +8,8 @@
  *                 value's size checked against the table's type before the launch
  *                 (ws_kargs_check: one line naming the kernel and the parameter).
  *
- * The tables (ptx_direct.h, ptx_dw.h and ptx_gemm.h describe what each parameter means):
+ * The tables (ptx_direct.h, ptx_dw.h, ptx_gemm.h and ptx_dws.h describe what each parameter
+ * means):
  *   WS_PARAMS_FWD     conv forward: the direct, depthwise and GEMM forward kernels
  *                     .u64 p_x, p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs
  *   WS_PARAMS_BWD_GZ  direct backward gz  .u64 p_x, p_w, p_b, p_dy, p_gz; .u32 p_n, p_t_in, p_t_out
@@ -19,9 +20,20 @@
  *                     .u64 p_x, p_w, p_b, p_dy, p_dx, p_part; .u32 p_n, p_t_in, p_t_out, p_nch
  *   WS_PARAMS_DW_FIN  its finishing kernel ("_fin")   .u64 p_part, p_dw, p_db; .u32 p_np
  *   WS_PARAMS_WPREP   weights given per call (ptx_wprep.h)  .u64 p_w, p_out; .u32 p_n
+ * The depthwise causal kernels of calls with packed sequences or carried states (ptx_dws.h),
+ * one table per entry, in ws_dws_part's order (part p's table is WS_PARAMS_DWS_FWD + p):
+ *   WS_PARAMS_DWS_FWD    "_fwd"    .u64 p_x, p_w, p_b, p_add, p_y, p_seq, p_init; .u32 p_n, p_t;
+ *                                  .u64 p_add_bs
+ *   WS_PARAMS_DWS_FINAL  "_final"  .u64 p_x, p_init, p_final; .u32 p_n, p_t
+ *   WS_PARAMS_DWS_GZ     "_gz"     .u64 p_x, p_w, p_b, p_dy, p_seq, p_init, p_gz; .u32 p_n, p_t
+ *   WS_PARAMS_DWS_DX     "_dx"     .u64 p_w, p_gz, p_seq, p_dx; .u32 p_n, p_t
+ *   WS_PARAMS_DWS_DINIT  "_dinit"  .u64 p_w, p_gz, p_dinit; .u32 p_n, p_t
+ *   WS_PARAMS_DWS_DW     "_dw"     .u64 p_x, p_gz, p_seq, p_init, p_dw; .u32 p_n, p_t
+ *   WS_PARAMS_DWS_DB     "_db"     .u64 p_gz, p_db; .u32 p_n, p_t
  * BWD_GZ .. BWD_DB are in ws_direct_part's order: part p's table is WS_PARAMS_BWD_GZ + p.
- * Index enums: WS_FWD_*, WS_BGZ_*, WS_BDX_*, WS_BDW_*, WS_BDB_*, WS_DWBWD_*, WS_DWFIN_*, WS_WPREP_*
- * (e.g. WS_FWD_ADD_BS, WS_DWFIN_NP), each ending in a *_NPARAMS count.
+ * Index enums: WS_FWD_*, WS_BGZ_*, WS_BDX_*, WS_BDW_*, WS_BDB_*, WS_DWBWD_*, WS_DWFIN_*,
+ * WS_WPREP_*, WS_DSFWD_*, WS_DSFIN_*, WS_DSGZ_*, WS_DSDX_*, WS_DSDI_*, WS_DSDW_*, WS_DSDB_*
+ * (e.g. WS_FWD_ADD_BS, WS_DWFIN_NP, WS_DSFWD_SEQ), each ending in a *_NPARAMS count.
  *
  * Usage, emitter:
  *   const ws_params *t = ws_params_of(WS_PARAMS_FWD);
@@ -36,7 +48,8 @@
  *   cuLaunchKernel(..., a.v, NULL);
  *
  * Tested by tests/test_ptx.c (ptx_params/...): one module of each kernel family and table
- * (direct forward and backward parts, depthwise forward and backward, GEMM FFMA and mma):
+ * (direct forward and backward parts, depthwise forward and backward, GEMM FFMA and mma, the
+ * seven entries of the depthwise causal kernels with sequences and states):
  * its .entry parameter list is parsed and held to its table, and every ld.param in it names a parameter of its table
  * with the table's type; the runtime's size check refuses a wrong size and a missing value.
  */
@@ -66,6 +79,8 @@ typedef enum {
     WS_PARAMS_BWD_GZ, WS_PARAMS_BWD_DX, WS_PARAMS_BWD_DW, WS_PARAMS_BWD_DB, /* ws_direct_part's order */
     WS_PARAMS_DW_BWD, WS_PARAMS_DW_FIN,
     WS_PARAMS_WPREP,
+    WS_PARAMS_DWS_FWD, WS_PARAMS_DWS_FINAL, WS_PARAMS_DWS_GZ, WS_PARAMS_DWS_DX, /* ws_dws_part's order */
+    WS_PARAMS_DWS_DINIT, WS_PARAMS_DWS_DW, WS_PARAMS_DWS_DB,
     WS_PARAMS_COUNT
 } ws_params_id;
 
@@ -81,6 +96,16 @@ enum { WS_DWBWD_X, WS_DWBWD_W, WS_DWBWD_B, WS_DWBWD_DY, WS_DWBWD_DX, WS_DWBWD_PA
        WS_DWBWD_T_IN, WS_DWBWD_T_OUT, WS_DWBWD_NCH, WS_DWBWD_NPARAMS };
 enum { WS_DWFIN_PART, WS_DWFIN_DW, WS_DWFIN_DB, WS_DWFIN_NP, WS_DWFIN_NPARAMS };
 enum { WS_WPREP_W, WS_WPREP_OUT, WS_WPREP_N, WS_WPREP_NPARAMS };
+enum { WS_DSFWD_X, WS_DSFWD_W, WS_DSFWD_B, WS_DSFWD_ADD, WS_DSFWD_Y, WS_DSFWD_SEQ, WS_DSFWD_INIT,
+       WS_DSFWD_N, WS_DSFWD_T, WS_DSFWD_ADD_BS, WS_DSFWD_NPARAMS };
+enum { WS_DSFIN_X, WS_DSFIN_INIT, WS_DSFIN_FINAL, WS_DSFIN_N, WS_DSFIN_T, WS_DSFIN_NPARAMS };
+enum { WS_DSGZ_X, WS_DSGZ_W, WS_DSGZ_B, WS_DSGZ_DY, WS_DSGZ_SEQ, WS_DSGZ_INIT, WS_DSGZ_GZ,
+       WS_DSGZ_N, WS_DSGZ_T, WS_DSGZ_NPARAMS };
+enum { WS_DSDX_W, WS_DSDX_GZ, WS_DSDX_SEQ, WS_DSDX_DX, WS_DSDX_N, WS_DSDX_T, WS_DSDX_NPARAMS };
+enum { WS_DSDI_W, WS_DSDI_GZ, WS_DSDI_DINIT, WS_DSDI_N, WS_DSDI_T, WS_DSDI_NPARAMS };
+enum { WS_DSDW_X, WS_DSDW_GZ, WS_DSDW_SEQ, WS_DSDW_INIT, WS_DSDW_DW, WS_DSDW_N, WS_DSDW_T,
+       WS_DSDW_NPARAMS };
+enum { WS_DSDB_GZ, WS_DSDB_DB, WS_DSDB_N, WS_DSDB_T, WS_DSDB_NPARAMS };
 
 /* the most parameters of any table */
 #define WS_PARAMS_MAX 10
