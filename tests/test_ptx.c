@@ -27,6 +27,7 @@
 #include "cuda/gelu_ptx.h"
 #include "cuda/kernels.h"
 #include "cuda/ptx_direct.h"
+#include "cuda/gpu_dws.h"
 #include "cuda/ptx_dw.h"
 #include "cuda/ptx_dws.h"
 #include "cuda/ptx_emit.h"
@@ -801,7 +802,7 @@ Test(ptx_dws, only_depthwise_causal_descriptors_fit)
         cr_assert_null(ws_dws_emit(&d, 9, 0, &e), "%s emitted", what);
         cr_assert(strstr(e.msg, v == 5 ? "k 0" : "not a depthwise causal descriptor"), "%s: %s", what, e.msg);
     }
-    /* threads per entry */
+    /* threads per entry and the backward's scratch */
     const int n = 3, t = 10;
     cr_assert_eq(ws_dws_elements(&base, WS_DWS_GZ, n, t), 3ULL * 32 * 10);
     cr_assert_eq(ws_dws_elements(&base, WS_DWS_DX, n, t), 3ULL * 32 * 10);
@@ -809,10 +810,12 @@ Test(ptx_dws, only_depthwise_causal_descriptors_fit)
     cr_assert_eq(ws_dws_elements(&base, WS_DWS_DW, n, t), 32ULL * 4);
     cr_assert_eq(ws_dws_elements(&base, WS_DWS_DB, n, t), 32ULL);
     cr_assert_eq(ws_dws_elements(&base, WS_DWS_FWD, n, t), 0, "a BWD module has no _fwd");
+    cr_assert_eq(ws_dws_scratch_bytes(&base, n, t), 3ULL * 32 * 10 * 4);
     d = base;
     d.op = WS_CONV_FWD;
     cr_assert_eq(ws_dws_elements(&d, WS_DWS_FWD, n, t), 3ULL * 32 * 10);
     cr_assert_eq(ws_dws_elements(&d, WS_DWS_FINAL, n, t), 3ULL * 32);
+    cr_assert_eq(ws_dws_scratch_bytes(&d, n, t), 0);
     d.k = 1, d.pad_l = 0;
     cr_assert_eq(ws_dws_elements(&d, WS_DWS_FWD, n, t), 3ULL * 32 * 10);
     d.op = WS_CONV_BWD;
