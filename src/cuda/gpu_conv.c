@@ -31,6 +31,7 @@
 #include "conv/engine.h"
 #include "driver.h"
 #include "gpu_conv_internal.h"
+#include "gpu_dws.h"
 #include "output.h"
 #include "ptx_direct.h"
 #include "ptx_dw.h"
@@ -81,6 +82,9 @@ struct ws_gpu_conv {
     wscu_module prepmod;
     wscu_function castfn, packfn;
     wscu_devptr wcall, whcall;
+    /* depthwise causal descriptors (ptx_dws.h): the kernels of calls with seq_idx or states,
+     * loaded at ws_gpu_conv_new; their BWD scratch is gz above */
+    ws_dws *dws;
 };
 
 void ws_gpu_close(ws_gpu *g)
@@ -211,6 +215,7 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
         cu->MemFree(c->wh);
     if (c->prepmod)
         cu->ModuleUnload(c->prepmod);
+    ws_dws_free(c->dws, cu);
     if (c->wcall)
         cu->MemFree(c->wcall);
     if (c->whcall)
@@ -332,6 +337,8 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
             goto fail;
         CU_TRY(cu, ModuleGetFunction(&c->gemmfn, c->gemmmod, gname), err);
     }
+    if (ws_dws_fits(d) && !(c->dws = ws_dws_load(cu, d, g->emit_major, g->emit_minor, err)))
+        goto fail;
     if (!w) { /* weights per call: the preparation module and its buffers, now */
         if (prep_load(c, err) || prep_buffers(c, err))
             goto fail;
@@ -535,6 +542,13 @@ static int check_call(const ws_gpu_conv *c, const ws_conv_args *a, const char *f
     return 0;
 }
 
+/* a call with packed sequences or carried states: the ptx_dws kernels (float32 w, the gz
+ * scratch grown as for the direct backward) */
+static int states_call(const ws_conv_args *a)
+{
+    return a->seq_idx || a->initial_states || a->final_states || a->dinitial_states;
+}
+
 static int aligned(const void *p, size_t bytes)
 {
     return (uintptr_t)p % bytes == 0;
@@ -725,13 +739,43 @@ int ws_gpu_conv_kernel(const ws_gpu_conv *c, const ws_conv_args *a)
     int t_out = 0;
     if (!c || check_call(c, a, "ws_gpu_conv_kernel", &t_out, NULL))
         return -1;
-    return dw_call_fits(c, a, t_out) ? 1 : gemm_call_fits(c, a, t_out) ? 2 : 0;
+    return states_call(a) ? 3 : dw_call_fits(c, a, t_out) ? 1 : gemm_call_fits(c, a, t_out) ? 2 : 0;
+}
+
+static int launch_states(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st,
+                         ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    ws_gpu *g = c->g;
+    ws_cu *cu = &g->cu;
+    if (!c->dws) /* ws_conv_check_args admits states only where ws_dws_fits */
+        return ws_errf(err, "ws_gpu_conv_run: seq_idx and states need a depthwise causal plan");
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    const size_t sb = ws_dws_scratch_bytes(d, a->n, a->t_in);
+    if (sb > c->gz_bytes) {
+        if (c->gz) { /* calls of the plan are ordered on st: the last one may still read it */
+            CU_TRY(cu, StreamSynchronize(st), err);
+            cu->MemFree(c->gz);
+        }
+        c->gz = 0;
+        c->gz_bytes = 0;
+        CU_TRY(cu, MemAlloc(&c->gz, sb), err);
+        c->gz_bytes = sb;
+    }
+    wscu_devptr pw = 0;
+    if (call_weights(c, a, W_F32, st, &pw, err))
+        return -1;
+    return ws_dws_enqueue(c->dws, cu, d, a, t_out, pw, call_bias(c, a), sb ? c->gz : 0, st, err);
+cleanup:
+    return -1;
 }
 
 /* enqueues a checked call on the plan's stream */
 static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
 {
     const ws_conv_desc *d = &c->d;
+    if (states_call(a))
+        return launch_states(c, a, t_out, st, err);
     if (dw_call_fits(c, a, t_out)) {
         const int rc = launch_dw(c, a, t_out, st, err);
         if (rc <= 0)

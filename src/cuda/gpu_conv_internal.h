@@ -17,7 +17,8 @@ int ws_gpu_conv_bench(ws_gpu_conv *c, const ws_conv_args *a, int warmup, int ite
  * take what they can. */
 void ws_gpu_conv_force_direct(ws_gpu_conv *c, int on);
 
-/* which kernels a call of c would run: 1 the depthwise ones, 2 the gemm one, 0 the direct
+/* which kernels a call of c would run: 1 the depthwise ones, 2 the gemm one, 3 the
+ * depthwise causal ones of packed sequences and carried states (ptx_dws.h), 0 the direct
  * ones, -1 a call ws_gpu_conv_run would refuse */
 int ws_gpu_conv_kernel(const ws_gpu_conv *c, const ws_conv_args *a);
 
