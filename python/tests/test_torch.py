@@ -1,0 +1,678 @@
+"""whisper_stem.torch on CPU tensors: conv1d and causal_conv1d, forward and autograd,
+against torch.nn.functional.conv1d in float64 and causal-conv1d's reference semantics
+(python/tests/torch_ref.py).
+
+Run with the rest (make test-python; Debian's python3-torch, CPU only). Tests of packed
+sequences (seq_idx) and carried states (initial_states, final_states) skip while the
+engine refuses them with "packed sequences and carried states are not implemented", and
+run once it computes them.
+"""
+
+import ctypes
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # pragma: no cover
+    torch = None
+
+if torch is not None:
+    import whisper_stem
+    import whisper_stem.torch as wst
+    from whisper_stem import _conv
+
+    from . import torch_ref as R
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+STATES_REFUSED = "packed sequences and carried states are not implemented"
+
+_states = {}
+
+
+def states_refused():
+    """The engine's refusal message when it refuses seq_idx / states on this device, else None."""
+    if "cpu" not in _states:
+        msg = None
+        try:
+            wst.causal_conv1d(torch.zeros(1, 1, 4), torch.zeros(1, 2), return_final_states=True)
+        except whisper_stem.Error as e:
+            if STATES_REFUSED in str(e):
+                msg = str(e)
+        _states["cpu"] = msg
+    return _states["cpu"]
+
+
+class Recorder:
+    """Replaces whisper_stem.torch's engine call for a block, recording (key, args) of each."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __enter__(self):
+        self.real = wst._engine_call
+
+        def call(device, key, args):
+            rec = {f: getattr(args, f) for f in _conv.ARGS_FIELDS}
+            self.calls.append((dict(zip(_conv.DESC_FIELDS, key)), rec))
+            return self.real(device, key, args)
+
+        wst._engine_call = call
+        return self
+
+    def __exit__(self, *exc):
+        wst._engine_call = self.real
+        return False
+
+
+def randn(*shape, dtype=None, gen=None):
+    t = torch.randn(*shape, generator=gen, dtype=torch.float64)
+    return t.to(dtype) if dtype is not None else t
+
+
+# conv1d cases: name, n, c_in, c_out, t, k, kwargs (stride, padding, dilation, groups, act,
+# pre), bias, add ("full", "shared" or None), channel-last x
+CONV_CASES = [
+    ("dense", 2, 8, 6, 20, 3, dict(padding=1), True, None, False),
+    ("dense_nlc", 2, 8, 6, 20, 3, dict(padding=1, act="gelu"), True, None, True),
+    ("dense_nobias", 3, 5, 7, 17, 5, dict(padding=(3, 1)), False, None, False),
+    ("strided", 2, 4, 8, 23, 4, dict(stride=2, padding=(1, 2), act="relu"), True, None, False),
+    ("strided_nlc", 2, 4, 8, 23, 4, dict(stride=3, padding=2), True, None, True),
+    ("dilated", 2, 6, 6, 30, 3, dict(dilation=3, padding=3, act="gelu"), True, None, False),
+    ("dilated_same", 1, 6, 4, 19, 4, dict(dilation=2, padding="same", act="silu"), True, None, False),
+    ("valid", 2, 3, 5, 12, 3, dict(padding="valid"), True, None, True),
+    ("grouped", 2, 8, 12, 16, 3, dict(groups=4, padding=1, act="silu"), True, None, False),
+    ("grouped_nlc", 2, 8, 4, 16, 3, dict(groups=2, padding=1), True, None, True),
+    ("depthwise_causal", 3, 16, 16, 24, 4, dict(groups=16, padding="causal", act="silu"), True, None, False),
+    ("depthwise_causal_nlc", 3, 16, 16, 24, 4, dict(groups=16, padding="causal", act="silu"), True, None, True),
+    ("depthwise_dilated", 2, 8, 8, 24, 3, dict(groups=8, padding="causal", dilation=2), False, None, True),
+    ("add_full", 2, 8, 8, 16, 1, dict(act="relu"), True, "full", False),
+    ("add_shared_nlc", 2, 8, 8, 16, 3, dict(padding=1, act="gelu"), True, "shared", True),
+]
+
+
+class Conv1dTest(unittest.TestCase):
+
+    def run_case(self, case, dtype):
+        name, n, c_in, c_out, t, k, kw, bias, add_kind, chlast = case
+        gen = torch.Generator().manual_seed(sum(map(ord, name)))
+        groups = kw.get("groups", 1)
+        stride, dilation = kw.get("stride", 1), kw.get("dilation", 1)
+        pads = R.pads_of(kw.get("padding", 0), k, dilation)
+        x0 = randn(n, c_in, t, dtype=dtype, gen=gen)
+        w0 = (randn(c_out, c_in // groups, k, dtype=torch.float64, gen=gen) / (c_in // groups * k) ** 0.5).to(dtype)
+        b0 = randn(c_out, dtype=dtype, gen=gen) if bias else None
+        t_out = (t + pads[0] + pads[1] - dilation * (k - 1) - 1) // stride + 1
+        add0 = None
+        if add_kind == "full":
+            add0 = randn(n, c_out, t_out, dtype=dtype, gen=gen)
+        elif add_kind == "shared":
+            add0 = randn(c_out, t_out, dtype=dtype, gen=gen)
+        x = (R.nlc(x0) if chlast else x0.clone()).requires_grad_()
+        w = w0.clone().requires_grad_()
+        b = b0.clone().requires_grad_() if bias else None
+        add = add0.clone().requires_grad_() if add0 is not None else None
+        with Recorder() as rec:
+            y = wst.conv1d(x, w, b, add=add, **kw)
+        self.assertEqual(y.dtype, dtype)
+        self.assertEqual(tuple(y.shape), (n, c_out, t_out))
+        if chlast:
+            self.assertEqual(y.stride(), (t_out * c_out, 1, c_out), "%s: y is channel-last" % name)
+            self.assertEqual(rec.calls[0][0]["x_layout"], _conv.NLC)
+        else:
+            self.assertTrue(y.is_contiguous())
+        self.assertEqual(rec.calls[0][1]["x"], x.data_ptr(), "%s: x passed without a copy" % name)
+        self.assertEqual(rec.calls[0][1]["y"], y.data_ptr())
+
+        xd, wd = x0.double().requires_grad_(), w0.double().requires_grad_()
+        bd = b0.double().requires_grad_() if bias else None
+        ad = add0.double().requires_grad_() if add0 is not None else None
+        ref_kw = dict(stride=stride, pads=pads, dilation=dilation, groups=groups, act=kw.get("act"))
+        want = R.ref_conv1d(xd, wd, bd, add=ad, **ref_kw)
+        g = randn(*want.shape, dtype=dtype, gen=gen)
+        sy, sx, sw, sb = R.conv1d_scales(x0, w0, b0, g, stride=stride, pads=pads, dilation=dilation,
+                                         groups=groups, add=add0)
+        R.assert_close(self, name + " y", y, want, sy, dtype)
+
+        grads = [("dx", x, xd, sx), ("dw", w, wd, sw)]
+        if bias:
+            grads.append(("db", b, bd, sb))
+        if add is not None:
+            grads.append(("dadd", add, ad, g.double().abs().sum_to_size(add.shape)))
+        got = torch.autograd.grad(y, [v[1] for v in grads], g)
+        ref = torch.autograd.grad(want, [v[2] for v in grads], g.double())
+        for (nm, i, _, s), a, r in zip(grads, got, ref):
+            self.assertEqual(a.dtype, i.dtype, "%s %s dtype" % (name, nm))
+            R.assert_close(self, "%s %s" % (name, nm), a, r, s, dtype)
+
+    def test_cases_float32(self):
+        for case in CONV_CASES:
+            with self.subTest(case=case[0]):
+                self.run_case(case, torch.float32)
+
+    def test_cases_bfloat16(self):
+        for case in CONV_CASES:
+            with self.subTest(case=case[0]):
+                self.run_case(case, torch.bfloat16)
+
+    def test_cases_float16(self):
+        for case in CONV_CASES[:4]:
+            with self.subTest(case=case[0]):
+                self.run_case(case, torch.float16)
+
+    def test_pre_forward(self):
+        """pre (ResConv1D's relu(x) before the conv) and act, forward, without autograd."""
+        gen = torch.Generator().manual_seed(3)
+        for dtype in (torch.float32, torch.bfloat16):
+            for pre in ("relu", "gelu", "silu"):
+                x = randn(2, 8, 32, dtype=dtype, gen=gen)
+                w = (randn(8, 8, 3, gen=gen) / 5).to(dtype)
+                b = randn(8, dtype=dtype, gen=gen)
+                add = randn(2, 8, 32, dtype=dtype, gen=gen)
+                y = wst.conv1d(x, w, b, padding=9, dilation=9, act="relu", pre=pre, add=add)
+                want = R.ref_conv1d(x.double(), w.double(), b.double(), pads=(9, 9), dilation=9, act="relu",
+                                    pre=pre, add=add.double())
+                sy = R.conv1d_scales(x, w, b, torch.ones(2, 8, 32), pads=(9, 9), dilation=9, pre=pre, add=add)[0]
+                R.assert_close(self, "pre %s %s" % (pre, dtype), y, want, sy, dtype)
+
+    def test_pre_refuses_gradient_but_add_gets_one(self):
+        x = torch.randn(2, 4, 10, requires_grad=True)
+        w = torch.randn(4, 4, 3)
+        add = torch.randn(2, 4, 10, requires_grad=True)
+        y = wst.conv1d(x, w, padding=1, pre="relu", add=add)
+        with self.assertRaisesRegex(RuntimeError, "pre='relu' has no backward"):
+            y.sum().backward()
+        # only add requiring grad: its gradient is the output's
+        x.requires_grad_(False)
+        y = wst.conv1d(x, w, padding=1, pre="relu", add=add)
+        g = torch.randn_like(y)
+        (da,) = torch.autograd.grad(y, [add], g)
+        self.assertTrue(torch.equal(da, g))
+        # a shared add gets the sum over the batch
+        shared = torch.randn(4, 10, requires_grad=True)
+        y = wst.conv1d(x, w, padding=1, pre="relu", add=shared)
+        (ds,) = torch.autograd.grad(y, [shared], g)
+        self.assertTrue(torch.allclose(ds, g.sum(0)))
+
+    def test_no_grad_path_is_the_same_bits(self):
+        x = torch.randn(2, 8, 33, requires_grad=True)
+        w = torch.randn(6, 8, 3, requires_grad=True)
+        b = torch.randn(6, requires_grad=True)
+        y1 = wst.conv1d(x, w, b, stride=2, padding=1, act="gelu")
+        with torch.no_grad():
+            y2 = wst.conv1d(x, w, b, stride=2, padding=1, act="gelu")
+        y3 = wst.conv1d(x.detach(), w.detach(), b.detach(), stride=2, padding=1, act="gelu")
+        self.assertIsNotNone(y1.grad_fn)
+        self.assertIsNone(y2.grad_fn)
+        self.assertTrue(torch.equal(y1.detach(), y2) and torch.equal(y2, y3))
+
+    def test_other_strides_are_copied(self):
+        base = torch.randn(2, 8, 40)
+        x = base[:, :, ::2]  # strides (320, 40, 2): neither layout
+        w = torch.randn(4, 8, 3)
+        with Recorder() as rec:
+            y = wst.conv1d(x, w, padding=1)
+        self.assertNotEqual(rec.calls[0][1]["x"], x.data_ptr())
+        self.assertTrue(y.is_contiguous())
+        want = F.conv1d(x.double(), w.double(), padding=1)
+        R.assert_close(self, "strided view", y, want, R.conv1d_scales(x, w, None, y, pads=(1, 1))[0], torch.float32)
+
+    def test_channel_last_backward_passes_gradients_in_place(self):
+        """A channel-last x and a channel-last output gradient reach the engine as they are;
+        dx comes back channel-last, and the leaf [N][T][C] gets a contiguous gradient."""
+        h = torch.randn(2, 24, 16, requires_grad=True)  # [N][T][C]
+        x = h.transpose(1, 2)
+        w = torch.randn(16, 1, 4, requires_grad=True)
+        y = wst.conv1d(x, w, groups=16, padding="causal", act="silu")
+        gy = torch.randn(2, 24, 16).transpose(1, 2)
+        with Recorder() as rec:
+            y.backward(gy)
+        key, args = rec.calls[0]
+        self.assertEqual(key["op"], _conv.BWD)
+        self.assertEqual(key["x_layout"], _conv.NLC)
+        self.assertEqual(args["x"], h.data_ptr())
+        self.assertEqual(args["dy"], gy.data_ptr())
+        xd = h.detach().double().transpose(1, 2).requires_grad_()
+        wd = w.detach().double().requires_grad_()
+        r = F.silu(F.conv1d(F.pad(xd, (3, 0)), wd, groups=16))
+        rx, rw = torch.autograd.grad(r, [xd, wd], gy.double())
+        R.assert_close(self, "dx", h.grad.transpose(1, 2), rx, rx.abs() + 1, torch.float32)
+        R.assert_close(self, "dw", w.grad, rw, rw.abs() + 10, torch.float32)
+
+    def test_math_defaults_to_the_type_and_tf32_flag_does_not_change_it(self):
+        old = torch.backends.cuda.matmul.allow_tf32
+        try:
+            torch.backends.cuda.matmul.allow_tf32 = True
+            w = torch.randn(4, 4, 3)
+            for dtype, math in ((torch.float32, _conv.MATH_F32), (torch.bfloat16, _conv.MATH_BF16),
+                                (torch.float16, _conv.MATH_F16)):
+                with Recorder() as rec:
+                    wst.conv1d(torch.randn(1, 4, 8, dtype=dtype), w.to(dtype))
+                self.assertEqual(rec.calls[0][0]["math"], math, dtype)
+            with Recorder() as rec:
+                wst.conv1d(torch.randn(1, 4, 8), w, math="tf32")
+                wst.conv1d(torch.randn(1, 4, 8), w, math="bf16")
+            self.assertEqual([c[0]["math"] for c in rec.calls], [_conv.MATH_TF32, _conv.MATH_BF16])
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+
+    def test_weight_and_bias_in_other_dtypes(self):
+        """x float32 with w bfloat16 (the engine's w_type), b bfloat16 (cast to float32):
+        dw and db come back in their parameters' dtypes."""
+        x = torch.randn(2, 6, 20, requires_grad=True)
+        w = (torch.randn(4, 6, 3) / 4).bfloat16().requires_grad_()
+        b = torch.randn(4).bfloat16().requires_grad_()
+        with Recorder() as rec:
+            y = wst.conv1d(x, w, b, padding=1, act="gelu")
+        self.assertEqual(rec.calls[0][0]["w_type"], _conv.BF16)
+        self.assertEqual(rec.calls[0][0]["x_type"], _conv.F32)
+        self.assertEqual(y.dtype, torch.float32)
+        g = torch.randn_like(y)
+        dx, dw, db = torch.autograd.grad(y, [x, w, b], g)
+        self.assertEqual((dx.dtype, dw.dtype, db.dtype), (torch.float32, torch.bfloat16, torch.bfloat16))
+        xd, wd, bd = (v.detach().double().requires_grad_() for v in (x, w, b))
+        r = F.gelu(F.conv1d(xd, wd, bd, padding=1))
+        rx, rw, rb = torch.autograd.grad(r, [xd, wd, bd], g.double())
+        sy, sx, sw, sb = R.conv1d_scales(x, w, b, g, pads=(1, 1))
+        R.assert_close(self, "y", y, r, sy, torch.float32)
+        R.assert_close(self, "dx", dx, rx, sx, torch.float32)
+        R.assert_close(self, "dw", dw, rw, sw, torch.bfloat16)
+        R.assert_close(self, "db", db, rb, sb, torch.bfloat16)
+
+    def test_empty_batch(self):
+        x = torch.randn(0, 4, 10, requires_grad=True)
+        w = torch.randn(5, 4, 3, requires_grad=True)
+        b = torch.randn(5, requires_grad=True)
+        y = wst.conv1d(x, w, b, padding=1)
+        self.assertEqual(tuple(y.shape), (0, 5, 10))
+        y.sum().backward()
+        self.assertTrue(torch.equal(w.grad, torch.zeros_like(w)) and torch.equal(b.grad, torch.zeros_like(b)))
+
+
+class CausalConv1dTest(unittest.TestCase):
+
+    def need_states(self):
+        msg = states_refused()
+        if msg:
+            self.skipTest("the engine refuses seq_idx / states: %s" % msg)
+
+    def check_plain(self, n, c, t, k, dtype, bias, act, chlast, w3=False):
+        gen = torch.Generator().manual_seed(n * 1000 + c * 10 + k)
+        x0 = randn(n, c, t, dtype=dtype, gen=gen)
+        w0 = (randn(c, k, gen=gen) / k ** 0.5).to(dtype)
+        b0 = randn(c, dtype=dtype, gen=gen) if bias else None
+        x = (R.nlc(x0) if chlast else x0.clone()).requires_grad_()
+        w = (w0.reshape(c, 1, k) if w3 else w0).clone().requires_grad_()
+        b = b0.clone().requires_grad_() if bias else None
+        y = wst.causal_conv1d(x, w, b, activation=act)
+        if chlast:
+            self.assertEqual(y.stride(), (t * c, 1, c))
+        xd, wd = x0.double().requires_grad_(), w0.double().requires_grad_()
+        bd = b0.double().requires_grad_() if bias else None
+        act_name = "silu" if act is True else act
+        want = R.ref_causal(xd, wd, bd, activation=act_name)
+        g = randn(n, c, t, dtype=dtype, gen=gen)
+        s = R.causal_scales(x0, w0, b0, g)
+        what = "N%d C%d T%d K%d %s bias=%s act=%s chlast=%s" % (n, c, t, k, dtype, bias, act, chlast)
+        R.assert_close(self, what + " y", y, want, s["y"], dtype)
+        ins, rins = [x, w] + ([b] if bias else []), [xd, wd] + ([bd] if bias else [])
+        got = torch.autograd.grad(y, ins, g)
+        ref = torch.autograd.grad(want, rins, g.double())
+        self.assertEqual(tuple(got[1].shape), tuple(w.shape))
+        for nm, a, r in zip(["x", "w", "b"], got, ref):
+            R.assert_close(self, "%s d%s" % (what, nm), a.reshape(r.shape), r, s[nm], dtype)
+
+    def test_against_reference(self):
+        for dtype in (torch.float32, torch.bfloat16):
+            for k in (2, 3, 4):
+                for chlast in (False, True):
+                    for bias, act in ((True, "silu"), (False, None), (True, True), (True, "gelu")):
+                        with self.subTest(dtype=dtype, k=k, chlast=chlast, bias=bias, act=act):
+                            self.check_plain(2, 24, 37, k, dtype, bias, act, chlast)
+        self.check_plain(1, 8, 3, 4, torch.float32, True, "silu", False, w3=True)  # T < K, w [C][1][K]
+
+    def test_channel_last_is_not_copied(self):
+        h = torch.randn(3, 50, 32)  # [N][T][C]
+        x = h.transpose(1, 2)
+        w, b = torch.randn(32, 4), torch.randn(32)
+        with Recorder() as rec:
+            y = wst.causal_conv1d(x, w, b, activation="silu")
+        key, args = rec.calls[0]
+        self.assertEqual((key["x_layout"], key["y_layout"]), (_conv.NLC, _conv.NLC))
+        self.assertEqual(args["x"], h.data_ptr())
+        self.assertEqual(args["w"], w.data_ptr())
+        self.assertEqual(args["b"], b.data_ptr())
+        self.assertEqual(y.stride(), (50 * 32, 1, 32))
+        self.assertEqual(args["y"], y.data_ptr())
+        self.assertTrue(y.transpose(1, 2).is_contiguous())
+        yc = wst.causal_conv1d(x.contiguous(), w, b, activation="silu")
+        self.assertTrue(yc.is_contiguous())
+        R.assert_close(self, "NLC vs NCL", y, yc, yc.abs() + 1, torch.float32)
+
+    def test_activation_names(self):
+        x, w = torch.randn(1, 4, 9), torch.randn(4, 3)
+        silu = wst.causal_conv1d(x, w, activation="silu")
+        for a in (True, "swish"):
+            self.assertTrue(torch.equal(wst.causal_conv1d(x, w, activation=a), silu))
+        self.assertTrue(torch.equal(wst.causal_conv1d(x, w, activation=False), wst.causal_conv1d(x, w)))
+
+    def test_seq_idx_packed_equals_separate_runs(self):
+        self.need_states()
+        gen = torch.Generator().manual_seed(11)
+        for dtype in (torch.float32, torch.bfloat16):
+            for chlast in (False, True):
+                n, c, k = 2, 16, 4
+                lens = [[5, 2, 9, 1], [3, 14]]  # sequence lengths per batch item, T = 17
+                t = 17
+                seq = torch.empty(n, t, dtype=torch.int32)
+                for i, ls in enumerate(lens):
+                    seq[i] = torch.cat([torch.full((m,), j, dtype=torch.int32) for j, m in enumerate(ls)])
+                x0 = randn(n, c, t, dtype=dtype, gen=gen)
+                w0, b0 = (randn(c, k, gen=gen) / 2).to(dtype), randn(c, dtype=dtype, gen=gen)
+                x = R.nlc(x0) if chlast else x0
+                y = wst.causal_conv1d(x, w0, b0, activation="silu", seq_idx=seq)
+                for i, ls in enumerate(lens):
+                    s = 0
+                    for m in ls:
+                        alone = wst.causal_conv1d(x0[i:i + 1, :, s:s + m], w0, b0, activation="silu")
+                        R.assert_close(self, "item %d [%d, %d)" % (i, s, s + m), y[i:i + 1, :, s:s + m], alone,
+                                       alone.abs().double() + 1e-3, dtype)
+                        s += m
+                want = R.ref_causal_packed(x0.double(), w0.double(), b0.double(), seq, "silu")
+                sy = R.causal_scales(x0, w0, b0, torch.ones(n, c, t))["y"]
+                R.assert_close(self, "packed vs reference", y, want, sy, dtype)
+
+    def test_seq_idx_negative_positions_give_zero_and_gradients(self):
+        self.need_states()
+        gen = torch.Generator().manual_seed(12)
+        n, c, t, k = 2, 8, 20, 3
+        seq = torch.tensor([[0] * 6 + [-1] * 3 + [1] * 8 + [-1] * 3,
+                            [-1] * 2 + [0] * 10 + [2] * 8], dtype=torch.int32)
+        for dtype in (torch.float32, torch.bfloat16):
+            x0 = randn(n, c, t, dtype=dtype, gen=gen)
+            w0, b0 = (randn(c, k, gen=gen) / 2).to(dtype), randn(c, dtype=dtype, gen=gen)
+            x, w, b = (v.clone().requires_grad_() for v in (x0, w0, b0))
+            y = wst.causal_conv1d(x, w, b, activation="silu", seq_idx=seq)
+            pad = (seq < 0).unsqueeze(1).expand(n, c, t)
+            self.assertTrue(torch.all(y[pad] == 0), "outputs at negative seq_idx are 0")
+            xd, wd, bd = (v.double().requires_grad_() for v in (x0, w0, b0))
+            want = R.ref_causal_packed(xd, wd, bd, seq, "silu")
+            g = randn(n, c, t, dtype=dtype, gen=gen)
+            s = R.causal_scales(x0, w0, b0, g)
+            R.assert_close(self, "y", y, want, s["y"], dtype)
+            got = torch.autograd.grad(y, [x, w, b], g)
+            ref = torch.autograd.grad(want, [xd, wd, bd], g.double())
+            for nm, a, r in zip("xwb", got, ref):
+                R.assert_close(self, "d" + nm, a, r, s[nm], dtype)
+
+    def test_states_forward_and_chunks_equal_the_whole_bitwise(self):
+        self.need_states()
+        gen = torch.Generator().manual_seed(13)
+        for dtype in (torch.float32, torch.bfloat16):
+            for chlast in (False, True):
+                for k in (2, 4):
+                    n, c, t = 2, 16, 29
+                    x0 = randn(n, c, t, dtype=dtype, gen=gen)
+                    w, b = (randn(c, k, gen=gen) / 2).to(dtype), randn(c, dtype=dtype, gen=gen)
+                    init = randn(n, c, k - 1, dtype=dtype, gen=gen)
+                    x = R.nlc(x0) if chlast else x0
+                    y, fin = wst.causal_conv1d(x, w, b, activation="silu", initial_states=init,
+                                               return_final_states=True)
+                    want, wfin = R.ref_causal(x0.double(), w.double(), b.double(), init.double(), True, "silu")
+                    R.assert_close(self, "y", y, want, R.causal_scales(x0, w, b, y, init)["y"], dtype)
+                    self.assertTrue(torch.equal(fin, wfin.to(dtype)), "final_states are the last inputs")
+                    self.assertEqual(fin.dtype, dtype)
+                    # whole (no initial states) vs chunks of 1, 2 (< K-1 for K 4), 11, 15
+                    whole, wfin = wst.causal_conv1d(x, w, b, activation="silu", return_final_states=True)
+                    ys, state, s = [], None, 0
+                    for m in (1, 2, 11, 15):
+                        xc = x[:, :, s:s + m]
+                        yc, state = wst.causal_conv1d(xc, w, b, activation="silu", initial_states=state,
+                                                      return_final_states=True)
+                        ys.append(yc)
+                        s += m
+                    self.assertTrue(torch.equal(torch.cat(ys, dim=2), whole), "chunked y == whole y, bitwise")
+                    self.assertTrue(torch.equal(state, wfin), "chunked final_states == whole, bitwise")
+
+    def test_gradients_through_initial_and_final_states(self):
+        self.need_states()
+        gen = torch.Generator().manual_seed(14)
+        for dtype in (torch.float32, torch.bfloat16):
+            for t in (13, 2):  # 2 < K-1: the final states hold initial ones
+                for chlast in (False, True):
+                    n, c, k = 2, 8, 4
+                    x0 = randn(n, c, t, dtype=dtype, gen=gen)
+                    w0, b0 = (randn(c, k, gen=gen) / 2).to(dtype), randn(c, dtype=dtype, gen=gen)
+                    i0 = randn(n, c, k - 1, dtype=dtype, gen=gen)
+                    x = (R.nlc(x0) if chlast else x0.clone()).requires_grad_()
+                    w, b, init = (v.clone().requires_grad_() for v in (w0, b0, i0))
+                    y, fin = wst.causal_conv1d(x, w, b, activation="silu", initial_states=init,
+                                               return_final_states=True)
+                    gy = randn(n, c, t, dtype=dtype, gen=gen)
+                    gf = randn(n, c, k - 1, dtype=dtype, gen=gen)
+                    got = torch.autograd.grad([y, fin], [x, w, b, init], [gy, gf])
+                    xd, wd, bd, idd = (v.double().requires_grad_() for v in (x0, w0, b0, i0))
+                    ry, rf = R.ref_causal(xd, wd, bd, idd, True, "silu")
+                    ref = torch.autograd.grad([ry, rf], [xd, wd, bd, idd], [gy.double(), gf.double()],
+                                               retain_graph=True)
+                    # dx and dinit: the engine's (rounded to dtype) plus dfinal, rounded again
+                    via_y = torch.autograd.grad(ry, [xd, idd], gy.double(), retain_graph=True)
+                    s = R.causal_scales(x0, w0, b0, gy, i0)
+                    what = "%s T%d chlast=%s" % (dtype, t, chlast)
+                    for nm, a, r, sc, rnd in zip(["dx", "dw", "db", "dinit"], got, ref,
+                                                 [s["x"], s["w"], s["b"], s["init"]],
+                                                 [via_y[0], None, None, via_y[1]]):
+                        R.assert_close(self, "%s %s" % (what, nm), a, r, sc, dtype, rnd)
+                    # only final_states in the loss: dx is dfinal where it lands
+                    y, fin = wst.causal_conv1d(x, w, b, initial_states=init, return_final_states=True)
+                    dx, dinit = torch.autograd.grad(fin, [x, init], gf)
+                    xp = torch.cat([torch.zeros_like(i0), torch.zeros_like(x0)], dim=2)
+                    xp[..., xp.shape[2] - (k - 1):] = gf
+                    self.assertTrue(torch.equal(dx, xp[..., k - 1:]) and torch.equal(dinit, xp[..., :k - 1]))
+
+    def test_chunked_training_gradients_equal_the_whole(self):
+        """Two chunks chained by their states, a loss over both: the gradients of x, w, b are
+        those of one call over the whole sequence."""
+        self.need_states()
+        gen = torch.Generator().manual_seed(15)
+        n, c, t, k = 2, 16, 30, 4
+        x0 = randn(n, c, t, dtype=torch.float32, gen=gen)
+        w0, b0 = randn(c, k, dtype=torch.float32, gen=gen) / 2, randn(c, dtype=torch.float32, gen=gen)
+        g = randn(n, c, t, dtype=torch.float32, gen=gen)
+        x, w, b = (v.clone().requires_grad_() for v in (x0, w0, b0))
+        y1, s1 = wst.causal_conv1d(x[..., :12], w, b, activation="silu", return_final_states=True)
+        y2 = wst.causal_conv1d(x[..., 12:], w, b, activation="silu", initial_states=s1)
+        got = torch.autograd.grad(torch.cat([y1, y2], 2), [x, w, b], g)
+        xd, wd, bd = (v.double().requires_grad_() for v in (x0, w0, b0))
+        ref = torch.autograd.grad(R.ref_causal(xd, wd, bd, activation="silu"), [xd, wd, bd], g.double())
+        s = R.causal_scales(x0, w0, b0, g)
+        for nm, a, r in zip("xwb", got, ref):
+            R.assert_close(self, "chunked d" + nm, a, r, s[nm] * 2, torch.float32)
+
+
+class TrainingTest(unittest.TestCase):
+
+    def test_sgd_steps_match_autograd_of_f_conv1d(self):
+        """A depthwise causal conv (SiLU) then a dense K3 conv, fitted to targets with SGD: the
+        weights change every step, the loss falls, and each step's gradients are those of
+        F.conv1d's autograd in float64 at the same weights."""
+        gen = torch.Generator().manual_seed(21)
+        n, c, c2, t, k = 4, 16, 8, 40, 4
+        h = randn(n, t, c, dtype=torch.float32, gen=gen)
+        x = h.transpose(1, 2)  # channel-last, as a Mamba block holds it
+        w1 = (randn(c, k, gen=gen) / 2).float().requires_grad_()
+        b1 = torch.zeros(c, requires_grad=True)
+        w2 = (randn(c2, c, 3, gen=gen) / 8).float().requires_grad_()
+        b2 = torch.zeros(c2, requires_grad=True)
+        # targets from other weights, so that the loss can fall
+        with torch.no_grad():
+            tw1, tw2 = randn(c, k, gen=gen).float() / 2, randn(c2, c, 3, gen=gen).float() / 8
+            target = F.conv1d(F.silu(F.conv1d(F.pad(x, (k - 1, 0)), tw1.unsqueeze(1), groups=c)), tw2, padding=1)
+        params = [w1, b1, w2, b2]
+        opt = torch.optim.SGD(params, lr=0.5)
+        losses = []
+        prev = [p.detach().clone() for p in params]
+        for step in range(20):
+            opt.zero_grad()
+            y = wst.conv1d(wst.causal_conv1d(x, w1, b1, activation="silu"), w2, b2, padding=1)
+            loss = ((y - target) ** 2).mean()
+            loss.backward()
+            pd = [p.detach().double().requires_grad_() for p in params]
+            yr = F.conv1d(F.silu(F.conv1d(F.pad(x.double(), (k - 1, 0)), pd[0].unsqueeze(1), pd[1], groups=c)),
+                          pd[2], pd[3], padding=1)
+            lr = ((yr - target.double()) ** 2).mean()
+            ref = torch.autograd.grad(lr, pd)
+            self.assertAlmostEqual(float(loss), float(lr), delta=1e-5 * float(lr) + 1e-7)
+            for i, (p, r) in enumerate(zip(params, ref)):
+                scale = float(r.abs().max()) + 1e-6
+                err = float((p.grad.double() - r).abs().max())
+                self.assertLess(err, 1e-4 * scale, "step %d param %d: gradient error %.3g (max %.3g)" % (
+                    step, i, err, scale))
+            losses.append(float(loss))
+            opt.step()
+            for i, p in enumerate(params):
+                self.assertFalse(torch.equal(p.detach(), prev[i]), "step %d changed param %d" % (step, i))
+                prev[i] = p.detach().clone()
+        self.assertLess(losses[-1], 0.5 * losses[0], "loss %s" % losses)
+        for a, b in zip(losses, losses[1:]):
+            self.assertLess(b, a, "loss falls every step: %s" % losses)
+
+
+class ErrorsTest(unittest.TestCase):
+
+    def test_bad_inputs_raise(self):
+        x, w, b = torch.randn(2, 4, 10), torch.randn(6, 4, 3), torch.randn(6)
+        cases = [
+            (TypeError, "x must be a torch.Tensor", lambda: wst.conv1d(x.numpy(), w)),
+            (ValueError, "x must be 3-D", lambda: wst.conv1d(x[0], w)),
+            (TypeError, "x has dtype torch.float64", lambda: wst.conv1d(x.double(), w)),
+            (TypeError, "x has dtype torch.int32", lambda: wst.conv1d(x.int(), w)),
+            (ValueError, "w must be 3-D", lambda: wst.conv1d(x, w[0])),
+            (TypeError, "w has dtype torch.float64", lambda: wst.conv1d(x, w.double())),
+            (ValueError, "w is on meta", lambda: wst.conv1d(x, torch.empty(6, 4, 3, device="meta"))),
+            (ValueError, "x is on meta", lambda: wst.conv1d(torch.empty(2, 4, 10, device="meta"), w)),
+            (ValueError, "w.shape\\[1\\] == 4", lambda: wst.conv1d(x, torch.randn(6, 3, 3))),
+            (ValueError, "groups 3 does not divide x's 4", lambda: wst.conv1d(x, w, groups=3)),
+            (ValueError, "groups 4 does not divide w's 6", lambda: wst.conv1d(x, torch.randn(6, 1, 3), groups=4)),
+            (ValueError, "groups 0", lambda: wst.conv1d(x, w, groups=0)),
+            (ValueError, "stride 0", lambda: wst.conv1d(x, w, stride=0)),
+            (ValueError, "dilation -1", lambda: wst.conv1d(x, w, dilation=-1)),
+            (TypeError, "stride must be an integer", lambda: wst.conv1d(x, w, stride=1.5)),
+            (ValueError, "padding -1", lambda: wst.conv1d(x, w, padding=-1)),
+            (ValueError, "padding as a sequence", lambda: wst.conv1d(x, w, padding=(1, 2, 3))),
+            (ValueError, "padding must be", lambda: wst.conv1d(x, w, padding="left")),
+            (ValueError, "padding='same' needs stride 1", lambda: wst.conv1d(x, w, padding="same", stride=2)),
+            (ValueError, "too short", lambda: wst.conv1d(x[:, :, :2], w)),
+            (ValueError, "b has shape \\(5,\\)", lambda: wst.conv1d(x, w, torch.randn(5))),
+            (ValueError, "b must be 1-D", lambda: wst.conv1d(x, w, torch.randn(6, 1))),
+            (TypeError, "b has dtype torch.float64", lambda: wst.conv1d(x, w, b.double())),
+            (ValueError, "act must be None, 'relu', 'gelu' or 'silu', got 'tanh'", lambda: wst.conv1d(x, w, act="tanh")),
+            (TypeError, "pre must be None", lambda: wst.conv1d(x, w, pre=True)),
+            (ValueError, "math must be", lambda: wst.conv1d(x, w, math="int8")),
+            (ValueError, "add has shape \\(2, 6, 7\\)", lambda: wst.conv1d(x, w, add=torch.randn(2, 6, 7))),
+            (ValueError, "add has shape \\(3, 6, 8\\)", lambda: wst.conv1d(x, w, add=torch.randn(3, 6, 8))),
+            (TypeError, "add has dtype torch.bfloat16", lambda: wst.conv1d(x, w, add=torch.randn(2, 6, 8).bfloat16())),
+            (ValueError, "add must be 2-D or 3-D", lambda: wst.conv1d(x, w, add=torch.randn(8))),
+        ]
+        xc, wc = torch.randn(2, 4, 10), torch.randn(4, 3)
+        seq = torch.zeros(2, 10, dtype=torch.int32)
+        cases += [
+            (ValueError, "w must be 2-D or 3-D", lambda: wst.causal_conv1d(xc, wc[0])),
+            (ValueError, "a depthwise weight is \\[C\\]\\[K\\] or \\[C\\]\\[1\\]\\[K\\]",
+             lambda: wst.causal_conv1d(xc, torch.randn(4, 2, 3))),
+            (ValueError, "x has 4 channels", lambda: wst.causal_conv1d(xc, torch.randn(5, 3))),
+            (ValueError, "b has shape \\(3,\\): x has 4", lambda: wst.causal_conv1d(xc, wc, torch.randn(3))),
+            (ValueError, "activation must be", lambda: wst.causal_conv1d(xc, wc, activation="tanh")),
+            (TypeError, "seq_idx has dtype torch.int64", lambda: wst.causal_conv1d(xc, wc, seq_idx=seq.long())),
+            (ValueError, "seq_idx has shape \\(2, 9\\)", lambda: wst.causal_conv1d(xc, wc, seq_idx=seq[:, :9])),
+            (ValueError, "seq_idx must be 2-D", lambda: wst.causal_conv1d(xc, wc, seq_idx=seq[0])),
+            (ValueError, "seq_idx cannot be combined",
+             lambda: wst.causal_conv1d(xc, wc, seq_idx=seq, initial_states=torch.zeros(2, 4, 2))),
+            (ValueError, "seq_idx cannot be combined",
+             lambda: wst.causal_conv1d(xc, wc, seq_idx=seq, return_final_states=True)),
+            (ValueError, "initial_states has shape \\(2, 4, 3\\)",
+             lambda: wst.causal_conv1d(xc, wc, initial_states=torch.zeros(2, 4, 3))),
+            (TypeError, "initial_states has dtype torch.bfloat16",
+             lambda: wst.causal_conv1d(xc, wc, initial_states=torch.zeros(2, 4, 2).bfloat16())),
+            (ValueError, "need K >= 2", lambda: wst.causal_conv1d(xc, torch.randn(4, 1), return_final_states=True)),
+            (ValueError, "seq_idx is on meta",
+             lambda: wst.causal_conv1d(xc, wc, seq_idx=torch.empty(2, 10, dtype=torch.int32, device="meta"))),
+        ]
+        for exc, pattern, fn in cases:
+            with self.subTest(pattern=pattern):
+                with self.assertRaisesRegex(exc, pattern):
+                    fn()
+
+    def test_engine_refusals_are_whisper_stem_errors(self):
+        """What the engine refuses comes back as whisper_stem.Error with its message."""
+        key = wst._key(_conv.FWD, (4, 4, 1, 3, 1, 1, 1, 1, _conv.F32, _conv.F32, _conv.MATH_F32,
+                                   _conv.ACT_NONE, _conv.ACT_NONE), _conv.NCL)
+        y = torch.empty(1, 4, 8)
+        a = _conv.Args(n=1, t_in=8, x=None, w=torch.zeros(4, 4, 3).data_ptr(), y=y.data_ptr())
+        with self.assertRaisesRegex(whisper_stem.Error, "x is NULL"):
+            wst._engine_call(torch.device("cpu"), key, a)
+        self.assertIsNone(_conv.check(key))
+        bad = key[:3] + (3,) + key[4:]
+        self.assertIn("groups 3 does not divide c_in 4", _conv.check(bad))
+        with self.assertRaisesRegex(whisper_stem.Error, "groups 3 does not divide c_in 4"):
+            wst._engine_call(torch.device("cpu"), bad, a)
+
+
+class ModuleTest(unittest.TestCase):
+
+    def test_the_package_does_not_shadow_torch(self):
+        import importlib
+        real = importlib.import_module("torch")
+        self.assertEqual(real.__name__, "torch")
+        self.assertIs(wst.torch, real)
+        self.assertEqual(wst.__name__, "whisper_stem.torch")
+        self.assertTrue(hasattr(real, "nn"))
+
+    def test_ctypes_structures_match_the_header(self):
+        """ws_conv_desc, ws_conv_args and ws_err: each field's offset and each size, as a C
+        compiler lays them out from include/ws_conv.h."""
+        cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+        if not cc or not shutil.which(cc.split()[0]):
+            self.skipTest("no C compiler")
+        lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "ws_conv.h"', "int main(void) {"]
+        for st, fields in (("ws_conv_desc", _conv.DESC_FIELDS), ("ws_conv_args", _conv.ARGS_FIELDS)):
+            lines.append('printf("%s size %%zu\\n", sizeof(%s));' % (st, st))
+            for f in fields:
+                lines.append('printf("%s.%s %%zu %%zu\\n", offsetof(%s, %s), sizeof(((%s *)0)->%s));' % (
+                    st, f, st, f, st, f))
+        lines.append('printf("ws_err size %zu\\n", sizeof(ws_err));')
+        lines.append("return 0; }")
+        with tempfile.TemporaryDirectory() as d:
+            src, exe = os.path.join(d, "layout.c"), os.path.join(d, "layout")
+            with open(src, "w") as f:
+                f.write("\n".join(lines))
+            subprocess.run(cc.split() + ["-std=c11", "-I", os.path.join(ROOT, "include"), src, "-o", exe], check=True)
+            out = subprocess.run([exe], check=True, capture_output=True, text=True).stdout.split("\n")
+        got = {}
+        for line in filter(None, out):
+            parts = line.split()
+            got[parts[0]] = tuple(int(v) for v in parts[1:] if v != "size")
+        for st, cls in (("ws_conv_desc", _conv.Desc), ("ws_conv_args", _conv.Args)):
+            self.assertEqual(got["%s" % st], (ctypes.sizeof(cls),), st)
+            for name, _ in cls._fields_:
+                fd = getattr(cls, name)
+                self.assertEqual(got["%s.%s" % (st, name)], (fd.offset, fd.size), "%s.%s" % (st, name))
+        self.assertEqual(got["ws_err"], (ctypes.sizeof(_conv.CError),))
+        self.assertEqual(len(_conv.ARGS_FIELDS), 16)
+
+
+if torch is None:  # pragma: no cover
+    Conv1dTest = CausalConv1dTest = TrainingTest = ErrorsTest = ModuleTest = None
+    del Conv1dTest, CausalConv1dTest, TrainingTest, ErrorsTest, ModuleTest
+
+    class TorchMissing(unittest.TestCase):
+        @unittest.skip("torch is not installed (Debian: python3-torch)")
+        def test_torch(self):
+            pass
+
+if __name__ == "__main__":
+    unittest.main()
