@@ -127,9 +127,9 @@ def _storage(name, t):
         raise TypeError("%s has dtype %s: the engine stores float32, float16 or bfloat16" % (name, t.dtype)) from None
 
 
-def _same_device(name, t, x):
-    if t.device != x.device:
-        raise ValueError("%s is on %s but x is on %s: every tensor must be on x's device" % (name, t.device, x.device))
+def _same_device(name, t, device):
+    if t.device != device:
+        raise ValueError("%s is on %s but x is on %s: every tensor must be on x's device" % (name, t.device, device))
 
 
 def _int(name, v, lo):
@@ -184,41 +184,42 @@ def _out_len(t, k, stride, dilation, pad_l, pad_r):
     return num // stride + 1 if num >= 0 else 0
 
 
-def _needs_graph(*tensors):
-    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+def _needs_graph(x, w, b, t):
+    return torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (b is not None and b.requires_grad)
+                                        or (t is not None and t.requires_grad))
 
 
 # ---------------------------------------------------------------- layouts
 
-def _strides_are(t, want):
-    """t's strides are `want` wherever the size is above 1 (a size-1 dim is never stepped)."""
-    return all(n <= 1 or s == w for n, s, w in zip(t.shape, t.stride(), want))
+def _layout(shape, strides):
+    """The layout of a [N][C][T] tensor of these strides: NCL, NLC, or None for others.
+    A dimension of size 1 is never stepped: its stride does not count."""
+    n, c, t = shape
+    s0, s1, s2 = strides
+    if n > 1 and s0 != c * t:
+        return None
+    if (t == 1 or s2 == 1) and (c == 1 or s1 == t):
+        return _conv.NCL
+    if (c == 1 or s1 == 1) and (t == 1 or s2 == c):
+        return _conv.NLC
+    return None
 
 
-def _ncl_strides(c, t):
-    return (c * t, t, 1)
+def _layout_of(x):
+    return _layout(x.shape, x.stride())
 
 
 def _nlc_strides(c, t):
     return (t * c, 1, c)
 
 
-def _layout_of(x):
-    """NCL, NLC, or None for other strides."""
-    _, c, t = x.shape
-    if _strides_are(x, _ncl_strides(c, t)):
-        return _conv.NCL
-    if _strides_are(x, _nlc_strides(c, t)):
-        return _conv.NLC
-    return None
-
-
 def _in_layout(t, layout):
     """t [N][C][T] as it is when its strides are the layout's, else a copy in it."""
-    _, c, n = t.shape
+    if _layout_of(t) == layout:
+        return t
     if layout == _conv.NCL:
-        return t if _strides_are(t, _ncl_strides(c, n)) else t.contiguous()
-    return t if _strides_are(t, _nlc_strides(c, n)) else t.transpose(1, 2).contiguous().transpose(1, 2)
+        return t.contiguous()
+    return t.transpose(1, 2).contiguous().transpose(1, 2)
 
 
 def _empty(n, c, t, layout, dtype, device):
@@ -283,8 +284,17 @@ def _cpu_plan(key, n_threads):
     return plan
 
 
+# the current stream's CUstream without making a torch.cuda.Stream object (PyTorch 2.x has
+# it; torch.cuda.current_stream(device).cuda_stream is the same number)
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
 def _stream_handle(device):
-    s = torch.cuda.current_stream(device).cuda_stream
+    """PyTorch's current stream on `device` as the CUstream the engine takes."""
+    if _raw_stream is not None:
+        s = _raw_stream(device.index)
+    else:
+        s = torch.cuda.current_stream(device).cuda_stream
     return s if s else _CU_STREAM_LEGACY
 
 
@@ -312,8 +322,10 @@ def _engine_call(device, key, args):
 
 
 def _check_device(x):
-    if x.device.type not in ("cpu", "cuda"):
-        raise ValueError("x is on %s: the engine runs CPU and CUDA tensors" % (x.device,))
+    device = x.device
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError("x is on %s: the engine runs CPU and CUDA tensors" % (device,))
+    return device
 
 
 # A call's shape: (c_in, c_out, groups, k, stride, dilation, pad_l, pad_r, x_type, w_type,
@@ -327,7 +339,9 @@ def _key(op, spec, layout):
 def _bias32(b):
     if b is None:
         return None
-    return _dense(b if b.dtype == torch.float32 else b.float())
+    if b.dtype != torch.float32:
+        b = b.float()
+    return b if b.is_contiguous() else b.contiguous()
 
 
 def _add_arg(add, n, c_out, t_out, layout):
@@ -337,30 +351,39 @@ def _add_arg(add, n, c_out, t_out, layout):
         item, bstride = a[:1], 0
     else:
         item, bstride = a, a.stride(0)
-    want = _ncl_strides(c_out, t_out) if layout == _conv.NCL else _nlc_strides(c_out, t_out)
-    if not all(m <= 1 or s == w for m, s, w in zip(item.shape[1:], item.stride()[1:], want[1:])):
+    # each item laid out as y is: only the strides of C and T count
+    if _layout((1,) + tuple(item.shape[1:]), (0,) + tuple(item.stride()[1:])) != layout:
         item = _in_layout(item, layout)
         bstride = item.stride(0) if item.shape[0] > 1 else 0
     return item, bstride
 
 
 def _fwd(x, w, b, add, spec, seq_idx=None, initial_states=None, want_final=False):
-    """The engine's forward: y (and final_states), and the x, w, b it read."""
+    """The engine's forward: y (and final_states), and the x, w, b it read. w is used by
+    its memory ([C_out][Cg][K] contiguous; [C][K] is the same memory as [C][1][K])."""
     c_in, c_out, groups, k, stride, dilation, pad_l, pad_r = spec[:8]
-    n, _, t = x.shape
-    layout = _layout_of(x)
+    shape = x.shape
+    n, t = shape[0], shape[2]
+    layout = _layout(shape, x.stride())
     if layout is None:
         x, layout = x.contiguous(), _conv.NCL
-    w = _dense(w)
+    if not w.is_contiguous():
+        w = w.contiguous()
     b32 = _bias32(b)
     t_out = _out_len(t, k, stride, dilation, pad_l, pad_r)
-    y = _empty(n, c_out, t_out, layout, x.dtype, x.device)
-    final = torch.empty((n, c_in, k - 1), dtype=x.dtype, device=x.device) if want_final else None
+    dtype, device = x.dtype, x.device
+    if layout == _conv.NCL:
+        y = torch.empty((n, c_out, t_out), dtype=dtype, device=device)
+    else:
+        y = torch.empty_strided((n, c_out, t_out), (t_out * c_out, 1, c_out), dtype=dtype, device=device)
+    final = torch.empty((n, c_in, k - 1), dtype=dtype, device=device) if want_final else None
     if n == 0:
         return y, final, x, w, b32
     a = _conv.Args()
     a.n, a.t_in = n, t
-    a.x, a.w, a.b, a.y = x.data_ptr(), w.data_ptr(), _ptr(b32), y.data_ptr()
+    a.x, a.w, a.y = x.data_ptr(), w.data_ptr(), y.data_ptr()
+    if b32 is not None:
+        a.b = b32.data_ptr()
     keep = None
     if add is not None:
         keep, a.add_batch_stride = _add_arg(add, n, c_out, t_out, layout)
@@ -458,11 +481,11 @@ def conv1d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1, act=None, pr
     [N or 1][C_out][T_out] or [C_out][T_out] in x's dtype; math None (x's dtype), "f32",
     "tf32", "bf16" or "f16". Returns y [N][C_out][T_out] in x's dtype and layout."""
     _tensor("x", x, (3,))
-    _check_device(x)
+    device = _check_device(x)
     xt = _storage("x", x)
     _tensor("w", w, (3,))
     wt = _storage("w", w)
-    _same_device("w", w, x)
+    _same_device("w", w, device)
     n, c_in, t = x.shape
     c_out, cg, k = w.shape
     groups = _int("groups", groups, 1)
@@ -481,7 +504,7 @@ def conv1d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1, act=None, pr
     if b is not None:
         _tensor("b", b, (1,))
         _storage("b", b)
-        _same_device("b", b, x)
+        _same_device("b", b, device)
         if b.shape[0] != c_out:
             raise ValueError("b has shape %s, w has %d output channels" % (tuple(b.shape), c_out))
     actv, prev = _act("act", act), _act("pre", pre)
@@ -492,7 +515,7 @@ def conv1d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1, act=None, pr
             t, k, dilation, pad_l, pad_r))
     if add is not None:
         _tensor("add", add, (2, 3))
-        _same_device("add", add, x)
+        _same_device("add", add, device)
         if add.dtype != x.dtype:
             raise TypeError("add has dtype %s: it must be x's, %s" % (add.dtype, x.dtype))
         if tuple(add.shape[-2:]) != (c_out, t_out) or (add.dim() == 3 and add.shape[0] not in (1, n)):
@@ -512,9 +535,7 @@ class CausalConv1dFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, w, b, seq_idx, initial_states, spec, return_final_states):
-        c = spec[0]
-        w3 = w.reshape(c, 1, spec[3])
-        y, final, xe, we, b32 = _fwd(x, w3, b, None, spec, seq_idx, initial_states, return_final_states)
+        y, final, xe, we, b32 = _fwd(x, w, b, None, spec, seq_idx, initial_states, return_final_states)
         ctx.spec = spec
         ctx.w_meta = (w.shape, w.dtype)
         ctx.b_dtype = b.dtype if b is not None else None
@@ -571,37 +592,36 @@ def causal_conv1d(x, w, b=None, activation=None, seq_idx=None, initial_states=No
     initial_states [N][C][K-1] in x's dtype. Returns y [N][C][T] in x's dtype and layout,
     or (y, final_states [N][C][K-1]) with return_final_states."""
     _tensor("x", x, (3,))
-    _check_device(x)
+    device = _check_device(x)
     xt = _storage("x", x)
     _tensor("w", w, (2, 3))
     wt = _storage("w", w)
-    _same_device("w", w, x)
+    _same_device("w", w, device)
     n, c, t = x.shape
-    if w.dim() == 3 and w.shape[1] != 1:
-        raise ValueError("w has shape %s: a depthwise weight is [C][K] or [C][1][K]" % (tuple(w.shape),))
-    if w.shape[0] != c:
-        raise ValueError("w has shape %s: x has %d channels" % (tuple(w.shape), c))
-    k = w.shape[-1]
+    wshape = w.shape
+    if len(wshape) == 3 and wshape[1] != 1:
+        raise ValueError("w has shape %s: a depthwise weight is [C][K] or [C][1][K]" % (tuple(wshape),))
+    if wshape[0] != c:
+        raise ValueError("w has shape %s: x has %d channels" % (tuple(wshape), c))
+    k = wshape[-1]
     if c < 1 or k < 1:
-        raise ValueError("x %s and w %s need channels and taps >= 1" % (tuple(x.shape), tuple(w.shape)))
+        raise ValueError("x %s and w %s need channels and taps >= 1" % (tuple(x.shape), tuple(wshape)))
     if t < 1:
         raise ValueError("x has %d time steps: needs at least 1" % t)
     if b is not None:
         _tensor("b", b, (1,))
         _storage("b", b)
-        _same_device("b", b, x)
+        _same_device("b", b, device)
         if b.shape[0] != c:
             raise ValueError("b has shape %s: x has %d channels" % (tuple(b.shape), c))
-    if activation is True:
+    if activation is True or activation == "swish":
         activation = "silu"
     elif activation is False:
         activation = None
-    elif activation == "swish":
-        activation = "silu"
     actv = _act("activation", activation)
     if seq_idx is not None:
         _tensor("seq_idx", seq_idx, (2,))
-        _same_device("seq_idx", seq_idx, x)
+        _same_device("seq_idx", seq_idx, device)
         if seq_idx.dtype != torch.int32:
             raise TypeError("seq_idx has dtype %s: it must be torch.int32" % (seq_idx.dtype,))
         if tuple(seq_idx.shape) != (n, t):
@@ -614,7 +634,7 @@ def causal_conv1d(x, w, b=None, activation=None, seq_idx=None, initial_states=No
         raise ValueError("initial_states / final_states need K >= 2 (they hold K-1 = %d steps)" % (k - 1))
     if initial_states is not None:
         _tensor("initial_states", initial_states, (3,))
-        _same_device("initial_states", initial_states, x)
+        _same_device("initial_states", initial_states, device)
         if initial_states.dtype != x.dtype:
             raise TypeError("initial_states has dtype %s: it must be x's, %s" % (initial_states.dtype, x.dtype))
         if tuple(initial_states.shape) != (n, c, k - 1):
@@ -625,5 +645,5 @@ def causal_conv1d(x, w, b=None, activation=None, seq_idx=None, initial_states=No
     rfs = bool(return_final_states)
     if _needs_graph(x, w, b, initial_states):
         return CausalConv1dFunction.apply(x, w, b, seq_idx, initial_states, spec, rfs)
-    y, final, _, _, _ = _fwd(x, w.reshape(c, 1, k), b, None, spec, seq_idx, initial_states, rfs)
+    y, final, _, _, _ = _fwd(x, w, b, None, spec, seq_idx, initial_states, rfs)
     return (y, final) if rfs else y
