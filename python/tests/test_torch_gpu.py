@@ -177,6 +177,32 @@ class GpuOnlyTest(OnGpu, T.OnDevice):
             self.assertEqual(wst._stream_handle(dev), s.cuda_stream)
             self.assertNotIn(wst._stream_handle(dev), (0, 1))
 
+    @unittest.skipUnless(torch.cuda.device_count() >= 2, "needs two CUDA devices")
+    def test_a_second_device_leaves_the_current_one(self):
+        """Tensors on cuda:1 while cuda:0 is current: the result is right, PyTorch's current
+        device is still 0 afterwards, and work on it goes on there."""
+        gen = torch.Generator().manual_seed(34)
+        x0 = T.randn(2, 32, 64, dtype=torch.float32, gen=gen)
+        w0, b0 = T.randn(32, 4, dtype=torch.float32, gen=gen), T.randn(32, dtype=torch.float32, gen=gen)
+        torch.cuda.set_device(0)
+        x, w, b = (v.to("cuda:1") for v in (x0, w0, b0))
+        x.requires_grad_()
+        y = wst.causal_conv1d(x, w, b, activation="silu")
+        self.assertEqual(torch.cuda.current_device(), 0)
+        self.assertEqual(y.device, torch.device("cuda:1"))
+        (dx,) = torch.autograd.grad(y, [x], torch.ones_like(y))
+        self.assertEqual(torch.cuda.current_device(), 0)
+        z = torch.ones(4, device="cuda") * 3  # on cuda:0
+        self.assertEqual(z.device, torch.device("cuda:0"))
+        torch.cuda.synchronize(1)
+        xd = x0.double().requires_grad_()
+        want = R.ref_causal(xd, w0.double(), b0.double(), activation="silu")
+        sc = R.causal_scales(x0, w0, b0, torch.ones(2, 32, 64))
+        R.assert_close(self, "y on cuda:1", y, want, sc["y"], torch.float32)
+        (rx,) = torch.autograd.grad(want, [xd], torch.ones_like(want))
+        R.assert_close(self, "dx on cuda:1", dx, rx, sc["x"], torch.float32)
+        self.assertEqual(float(z.sum()), 12.0)
+
     def test_device_mismatch_raises(self):
         x = torch.randn(1, 4, 8, device="cuda")
         with self.assertRaisesRegex(ValueError, "w is on cpu but x is on cuda"):

@@ -307,16 +307,24 @@ def _engine_call(device, key, args):
         if _conv.conv_run(plan, ctypes.byref(args), ctypes.byref(err)) != 0:
             _lib.raise_error(err, "ws_conv_run failed")
         return
-    g = _gpu(device.index if device.index is not None else torch.cuda.current_device())
-    stream = _stream_handle(device)
-    with g.lock:
-        plan = g.plans.get((key, stream))
-        if plan is None:
-            plan = _conv.gpu_conv_new(g.handle, ctypes.byref(_conv.desc(key)), None, None, ctypes.byref(err))
-            if not plan:
-                _lib.raise_error(err, "ws_gpu_conv_new failed")
-            g.plans[(key, stream)] = plan
-        rc = _conv.gpu_conv_enqueue(plan, ctypes.byref(args), stream, ctypes.byref(err))
+    # The engine (ws_gpu_open too) makes its device's primary context current on this
+    # thread: where that is not PyTorch's current device, PyTorch's is made current again.
+    current = torch.cuda.current_device()
+    index = device.index if device.index is not None else current
+    try:
+        g = _gpu(index)
+        stream = _stream_handle(device)
+        with g.lock:
+            plan = g.plans.get((key, stream))
+            if plan is None:
+                plan = _conv.gpu_conv_new(g.handle, ctypes.byref(_conv.desc(key)), None, None, ctypes.byref(err))
+                if not plan:
+                    _lib.raise_error(err, "ws_gpu_conv_new failed")
+                g.plans[(key, stream)] = plan
+            rc = _conv.gpu_conv_enqueue(plan, ctypes.byref(args), stream, ctypes.byref(err))
+    finally:
+        if current != index:
+            torch.cuda.set_device(current)
     if rc != 0:
         _lib.raise_error(err, "ws_gpu_conv_enqueue failed")
 
