@@ -14,6 +14,10 @@ NumPy arrays in and out::
         for emb in fe.embed_files(paths):          # the library's pipeline over many files, in order
             ...
 
+PyTorch operators over the library's 1-D convolution engine, differentiable, on CPU and
+CUDA tensors: ``import whisper_stem.torch`` (conv1d, causal_conv1d; see its doc). Importing
+whisper_stem alone does not import torch.
+
 Threads: every call into the library releases the GIL (ctypes), so Python threads
 (DataLoader workers, ``datasets.map(num_proc=...)`` threads, a ThreadPoolExecutor)
 compute in parallel: log-Mels of one context run concurrently, while one context runs

@@ -42,7 +42,10 @@ torch.get_num_threads() threads. CUDA tensors run the GPU engine on the tensor's
 enqueued on PyTorch's current stream of that device (torch.cuda.current_stream(device)),
 without waiting: results are ordered like any PyTorch kernel on that stream. One ws_gpu
 per device is opened on first use and kept for the process (it shares the device's
-primary context with PyTorch). x, w, b and the other tensors must be on one device.
+primary context with PyTorch); a call on another device than the current one leaves
+PyTorch's current device as it was. PyTorch's default stream (the legacy NULL stream) is
+given to the engine as CU_STREAM_LEGACY, since a stream of 0 means the engine's own. x, w,
+b and the other tensors must be on one device.
 
 Memory layouts, and what is copied:
 - x as a contiguous [N][C][T] tensor runs as the engine's NCL layout; x as a channel-last
