@@ -1,7 +1,8 @@
 #!/bin/sh
 # bundle.sh BUILD DEST - a relocatable copy of the built programs for a
 # machine without our build dependencies (a GPU node): DEST/ holds
-# whisper-stem, test_runner, the ws-* tools and bench-* benchmarks, and
+# whisper-stem, test_runner, the ws-* tools and bench-* benchmarks,
+# libwhisper-stem.so.0 (the library the Python package loads), and
 # DEST/lib every shared library they need that is not part of glibc, plus
 # libopenblas.so.0 and its dependencies (the CPU conv opens it with dlopen).
 # RUNPATH is $ORIGIN/lib on the programs and $ORIGIN on the libraries.
@@ -36,6 +37,11 @@ for f in "$BUILD"/whisper-stem "$BUILD"/test_runner "$BUILD"/ws-* "$BUILD"/bench
     cp "$f" "$DEST/"
     progs="$progs $DEST/$(basename "$f")"
 done
+# the shared library, for the Python package on the node (WHISPER_STEM_LIB=DEST/libwhisper-stem.so.0)
+if [ -f "$BUILD/libwhisper-stem.so.0" ]; then
+    cp -L "$BUILD/libwhisper-stem.so.0" "$DEST/"
+    progs="$progs $DEST/libwhisper-stem.so.0"
+fi
 
 # glibc's own libraries stay with the target system (it must be glibc >= ours)
 is_glibc() {

@@ -3,7 +3,8 @@
 # run from the repository root with a bundle built here (make bundle
 # BUILD=build-gpu), copied over as build-gpu/bundle.tar.xz (unpacked here into
 # /tmp) or as the directory build-gpu/bundle. PHASEs: info tests bench torch
-# wholerun (default: all five), and conv-bench (the conv engine's speed table:
+# wholerun (default: all five), torch-ops (whisper_stem.torch's GPU tests and
+# bench/torch_ops.py; only when named), and conv-bench (the conv engine's speed table:
 # bench/run-conv-gpu.sh with the bundle's bench-conv_gpu; only when named).
 # node-bench (whole-node throughput, whisper-stem beside the batched PyTorch pipeline:
 # bench/run-node.sh with the bundle's binaries, its NODE_* variables passed on, the
@@ -46,6 +47,18 @@ for ph in $phases; do
     torch)
         PYTHONUNBUFFERED=1 python3 bench/gpu_torch.py --iters "$ITERS" >"$OUT/bench-torch.txt" 2>&1 || status=1
         cat "$OUT/bench-torch.txt"
+        ;;
+    torch-ops)
+        # whisper_stem.torch on the GPU: its tests (python/tests/test_torch_gpu.py, the CPU ones
+        # too) and bench/torch_ops.py beside PyTorch, with the bundle's libwhisper-stem.so.0
+        case $B in /*) lb=$B ;; *) lb=$PWD/$B ;; esac
+        (cd python && WHISPER_STEM_LIB=$lb/libwhisper-stem.so.0 \
+            python3 -m unittest -v tests.test_torch_gpu tests.test_torch) \
+            >"$OUT/torch-tests.log" 2>&1 || status=1
+        tail -25 "$OUT/torch-tests.log"
+        WHISPER_STEM_LIB=$lb/libwhisper-stem.so.0 python3 bench/torch_ops.py --iters "$ITERS" \
+            --json "$OUT/torch-ops.json" >"$OUT/torch-ops.md" 2>&1 || status=1
+        cat "$OUT/torch-ops.md"
         ;;
     conv-bench)
         # every row of docs/conv-engine.md's speed table, ours (checked against the CPU engine)
