@@ -8,8 +8,11 @@
  * depthwise) as one sgemm per group and tap (cpu_dense.c, packed here too); depthwise FWD and BWD with NLC x and y
  * vectorised over channels (cpu_dw.c), with NCL x and y, stride 1 and K <= 8 one pass per
  * row (cpu_dw_ncl.c); every other descriptor ws_conv_check accepts runs on
- * the direct kernels (cpu_direct.c). The CPU forms products in float32 whatever d->math says.
- * Tested by tests/test_engine.c.
+ * the direct kernels (cpu_direct.c). A call with packed sequences or carried state
+ * (seq_idx, initial_states, final_states, dinitial_states; depthwise causal only) runs on
+ * cpu_dw_states.c, which forms each output with the depthwise kernels' float32
+ * operations. The CPU forms products in float32 whatever d->math says.
+ * Tested by tests/test_engine.c and tests/test_engine_states.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +85,14 @@ int ws_conv_run(ws_conv *c, const ws_conv_args *a, ws_err *err)
         w = wtmp;
     }
     const float *b = a->b ? a->b : c->b;
+    if (a->seq_idx || a->initial_states || a->final_states || a->dinitial_states) {
+        /* packed sequences and carried state: desc.c let them through for depthwise causal
+         * descriptors only; one test per call, none in the kernels below */
+        int r = d->op == WS_CONV_FWD ? ws_conv_dw_states_fwd(d, a, t_out, w, b, c->n_threads, err)
+                                     : ws_conv_dw_states_bwd(d, a, t_out, w, b, c->n_threads, err);
+        free(wtmp);
+        return r;
+    }
     if (ws_conv_dense_ok(d)) {
         /* the plan's packed weights, or this call's w / b packed now */
         ws_rowconv *tmp = NULL;

@@ -2,10 +2,12 @@
  *
  *   T_out = (T_in + P_L + P_R - D*(K-1) - 1) / S + 1     (0 when the numerator is < 0)
  * computed in long long: every int field can be INT_MAX without overflow.
- * Every size an engine run touches (N*C*T of x, y, dx, dy, add; C_out*Cg*K of w) is
- * checked to fit in size_t and int64 bytes before anything is read or written.
+ * Every size an engine run touches (N*C*T of x, y, dx, dy, add; C_out*Cg*K of w; N*T of
+ * seq_idx and N*C*(K-1) of the states) is checked to fit in size_t and int64 bytes before
+ * anything is read or written.
  * Messages name the field and its value ("groups 3 does not divide c_in 8").
- * Tested by tests/test_engine.c (the rejection table).
+ * Tested by tests/test_engine.c (the rejection table) and tests/test_engine_states.c (the
+ * refusals of packed sequences and carried state).
  */
 #include <limits.h>
 
@@ -97,6 +99,50 @@ static int fits(long long a, long long b, long long c, long long elem)
     return 1;
 }
 
+/* Packed sequences and carried state (seq_idx, initial_states, final_states,
+ * dinitial_states; cpu_dw_states.c computes them) are defined for depthwise causal
+ * descriptors only: groups = c_in = c_out, stride 1, pad_l = dilation*(k-1), pad_r 0.
+ * The states ([N][C][K-1] in x_type) need dilation 1: state j is the input at position
+ * j - (K-1), so the K-1 positions before t = 0 are exactly the ones a causal tap can reach
+ * only when D is 1. seq_idx and a state in one call are refused (a packed batch starts each
+ * of its sequences from zeros); final_states belongs to FWD, dinitial_states to BWD. Every
+ * refusal names the field(s); the GPU backend runs this same check before it launches. */
+static int check_seq_states(const ws_conv_desc *d, const ws_conv_args *a, ws_err *err)
+{
+    const char *state = a->initial_states ? "initial_states"
+                        : a->final_states ? "final_states"
+                        : a->dinitial_states ? "dinitial_states"
+                                             : NULL;
+    const char *first = a->seq_idx ? "seq_idx" : state;
+    if (a->final_states && d->op != WS_CONV_FWD)
+        return ws_errf(err, "ws_conv_run: final_states is an output of FWD only (this plan is BWD)");
+    if (a->dinitial_states && d->op != WS_CONV_BWD)
+        return ws_errf(err, "ws_conv_run: dinitial_states is an output of BWD only (this plan is FWD)");
+    if (d->groups != d->c_in || d->c_in != d->c_out || d->stride != 1 || d->pad_r != 0 ||
+        (long long)d->pad_l != (long long)d->dilation * (d->k - 1))
+        return ws_errf(err,
+                       "ws_conv_run: %s given, but packed sequences and carried states need a "
+                       "depthwise causal descriptor (groups = c_in = c_out, stride 1, pad_l = "
+                       "dilation*(k-1), pad_r 0); this one has groups %d, c_in %d, c_out %d, "
+                       "stride %d, pad_l %d, dilation %d, k %d, pad_r %d",
+                       first, d->groups, d->c_in, d->c_out, d->stride, d->pad_l, d->dilation,
+                       d->k, d->pad_r);
+    if (state && d->dilation != 1)
+        return ws_errf(err, "ws_conv_run: %s needs dilation 1 (dilation %d): the states hold "
+                            "the K-1 inputs before t = 0",
+                       state, d->dilation);
+    if (a->seq_idx && state)
+        return ws_errf(err, "ws_conv_run: seq_idx and %s cannot be given together (packed "
+                            "sequences start from zero states)",
+                       state);
+    if (a->seq_idx && !fits(a->n, a->t_in, 1, 4))
+        return ws_errf(err, "ws_conv_run: seq_idx size n %d x t_in %d overflows", a->n, a->t_in);
+    if (state && !fits(a->n, d->c_in, d->k - 1, (long long)ws_dtype_size(d->x_type)))
+        return ws_errf(err, "ws_conv_run: %s size n %d x c_in %d x (k-1) %d overflows", state,
+                       a->n, d->c_in, d->k - 1);
+    return 0;
+}
+
 int ws_conv_check_args(const ws_conv_desc *d, const ws_conv_args *a, int has_w, int *t_out,
                        ws_err *err)
 {
@@ -127,15 +173,15 @@ int ws_conv_check_args(const ws_conv_desc *d, const ws_conv_args *a, int has_w, 
     } else {
         if (!a->dy)
             return ws_errf(err, "ws_conv_run: dy is NULL (BWD)");
-        if (!a->dx && !a->dw && !a->db)
-            return ws_errf(err, "ws_conv_run: dx, dw and db are all NULL (BWD: nothing to compute)");
+        if (!a->dx && !a->dw && !a->db && !a->dinitial_states)
+            return ws_errf(err, "ws_conv_run: dx, dw, db and dinitial_states are all NULL (BWD: "
+                                "nothing to compute)");
         if (a->add)
             return ws_errf(err, "ws_conv_run: add must be NULL for BWD");
     }
-    if (a->seq_idx || a->initial_states || a->final_states || a->dinitial_states)
-        return ws_errf(err, "ws_conv_run: %s given: packed sequences and carried states are not "
-                            "implemented", a->seq_idx ? "seq_idx" : a->initial_states ? "initial_states"
-                                           : a->final_states ? "final_states" : "dinitial_states");
+    if ((a->seq_idx || a->initial_states || a->final_states || a->dinitial_states) &&
+        check_seq_states(d, a, err))
+        return -1;
     if (a->add && a->add_batch_stride < 0)
         return ws_errf(err, "ws_conv_run: add_batch_stride %lld must be >= 0", a->add_batch_stride);
     const long long xs = ws_dtype_size(d->x_type), ys = ws_dtype_size(d->y_type);

@@ -4,8 +4,9 @@
  * P_L, P_R, T_in, T_out. Weights inside a plan are float32 [C_out][Cg][K]:
  *   w[(o*Cg + j)*K + k]
  * Files: desc.c (validation, T_out), act.c (activations and their derivatives),
- * cpu.c (plans), cpu_direct.c (the direct kernels, every descriptor).
- * Tested by tests/test_engine.c.
+ * cpu.c (plans), cpu_direct.c (the direct kernels, every descriptor), cpu_dw_states.c
+ * (packed sequences and carried state).
+ * Tested by tests/test_engine.c and tests/test_engine_states.c.
  */
 #ifndef WS_CONV_ENGINE_H
 #define WS_CONV_ENGINE_H
@@ -112,6 +113,14 @@ int ws_conv_dw_ncl_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, 
                        const float *b, int n_threads, ws_err *err);
 int ws_conv_dw_ncl_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
                        const float *b, int n_threads, ws_err *err);
+
+/* cpu_dw_states.c: calls with seq_idx, initial_states, final_states or dinitial_states
+ * (depthwise causal descriptors; the arguments already checked by ws_conv_check_args), FWD
+ * and BWD, any layouts and types. 0, or -1 (out of memory: nothing written). */
+int ws_conv_dw_states_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
+                          const float *b, int n_threads, ws_err *err);
+int ws_conv_dw_states_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, const float *w,
+                          const float *b, int n_threads, ws_err *err);
 
 /* cpu_direct.c: the direct kernels. w float32 [C_out][Cg][K], b [C_out] or NULL; the
  * arguments already checked. 0, or -1 (out of memory: nothing written). */
