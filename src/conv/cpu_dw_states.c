@@ -35,15 +35,22 @@
  * (which starts from its first product) with a bias of exactly -0.0f. pre is the same
  * elementwise function on x, states and all.
  *
- * Method: tasks (n, block of TB times, block of CW channels). A task stages, for each tap k,
- * the TB values v(t, k) its outputs see (one window of x per tap: the scratch is K*CW*TB
- * floats whatever the dilation), pre applied, states in front, masked by seq_idx; each
- * channel's outputs are then K multiply-adds over contiguous rows. BWD per batch chunk:
- * gz [nb][C][T] in float32, held whole (as the direct kernel holds its gradient) with each
- * block's dw / db partials (float32 sums over its times in order); then dx and
- * dinitial_states per (n, channel block, block of TB positions), gathering gz over k in
- * order; dw and db are the partials added in double in block order. Every sum has an order
- * fixed by the shapes alone: the bits do not depend on the thread count.
+ * Method: tasks (n, block of TB times, block of CW channels; NCL 256 x 16, NLC 64 x 128 so
+ * that a time reads 512 contiguous bytes; TB smaller when K is large). A task stages the
+ * values its outputs see into a channel-major scratch, pre applied, states (or zeros) in
+ * front of position 0: without seq_idx one window of positions t0 - P .. t1 - 1 per channel,
+ * the taps views of it; with seq_idx one window per tap, masked by the sequence test (its
+ * size K*CW*TB whatever the dilation). Each channel's outputs are then K multiply-adds over
+ * contiguous rows. Blocks move between the tensors and the scratch a time at a time (NLC:
+ * CW contiguous channels) or a channel at a time (NCL). BWD per batch chunk: gz
+ * [nb][C][T] in float32, held whole (as the direct kernel holds its gradient), with each
+ * block's dw / db partials (8 float32 lanes over its times, the lanes added in double);
+ * then dx and dinitial_states per (n, channel block, block of TB positions), gathering gz
+ * over k in order; dw and db are the partials added in double in block order. Every sum has
+ * an order fixed by the shapes alone: the bits do not depend on the thread count.
+ * Cost (N2 C1536 T2048 K4 SILU f32, one thread, against the kernels calls without these
+ * fields take): NLC FWD about 2x, BWD about 1.2x; NCL FWD and BWD about 3 to 4x
+ * (cpu_dw_ncl.c reads and writes float32 rows in place in one pass).
  * Tested by tests/test_engine_states.c (float64 oracle, chunked against whole, packed
  * against separate, finite differences, the adjoint identity, refusals).
  */
@@ -53,8 +60,7 @@
 #include "engine.h"
 
 enum {
-    CW = 16,                /* channels per task */
-    TB_MAX = 256,           /* times per task (fewer when K is large: the scratch is K*CW*TB) */
+    TB_MAX = 256,           /* times per task at most */
     CHUNK_FLOATS = 1 << 24, /* BWD: gz per batch chunk (64 MiB), at least one item */
     MAX_THREADS = 256,      /* ws_parallel's cap */
 };
@@ -62,22 +68,32 @@ enum {
 typedef struct {
     const ws_conv_desc *d;
     const ws_conv_args *a;
-    const float *w, *b; /* w [C][K], b [C] or NULL */
-    int C, K, T, tb, ntb, ncb;
+    const float *w, *b;            /* w [C][K], b [C] or NULL */
+    int C, K, T, cw, tb, ntb, ncb; /* blocks of cw channels x tb times (setup) */
     long long D, P;
-    size_t xts, yts; /* elements between consecutive times of a channel in x, in y */
-    float *tbuf;     /* per thread: K*CW*tb (the staged taps) + 2*tb */
+    int uni;     /* stage() keeps one window per channel, the taps views of it (no seq_idx) */
+    size_t vrow; /* floats between a channel's staged rows: tb + P (uni), else tb */
+    size_t vlen; /* floats of the staged values: cw*(tb + P) (uni), else K*cw*tb */
+    float *tbuf; /* per thread: the staged values (vlen), two blocks cw*tb, a row of cw */
     size_t tlen;
-    int n0, nb;        /* BWD: this chunk's batch items [n0, n0 + nb) */
-    float *gz;         /* BWD: [nb][C][T] */
-    float *part;       /* BWD: [N][ntb][C][K+1], dw (k < K) and db (K) per block; or NULL */
+    int n0, nb;           /* BWD: this chunk's batch items [n0, n0 + nb) */
+    float *gz;            /* BWD: [nb][C][T] */
+    double *part;         /* BWD: [N][ntb][C][K+1], dw (k < K) and db (K) per block; or NULL */
     long long u_lo, u_hi; /* BWD: positions [u_lo, u_hi) of dinitial_states (< 0) and dx (>= 0) */
-    long long items;   /* tasks of the current phase */
+    long long items;      /* tasks of the current phase */
 } st_job;
 
-static size_t lay(ws_layout l, int C, int T, int n, int c, long long t)
+/* the per-thread scratch of thread ti */
+typedef struct {
+    float *v, *blk, *blk2, *row;
+} scratch;
+
+static scratch scratch_of(const st_job *J, int ti)
 {
-    return l == WS_NCL ? ((size_t)n * C + c) * T + (size_t)t : ((size_t)n * T + (size_t)t) * C + c;
+    float *p = J->tbuf + (size_t)ti * J->tlen;
+    const size_t bs = (size_t)J->cw * J->tb;
+    scratch s = {p, p + J->vlen, p + J->vlen + bs, p + J->vlen + 2 * bs};
+    return s;
 }
 
 static int threads_for(int n_threads, long long items)
@@ -86,41 +102,88 @@ static int threads_for(int n_threads, long long items)
     return (int)(items < t ? items : t);
 }
 
-/* v[(k*CW + cc)*tb + i] = v(t0 + i, k) of channel c0 + cc, for k < K, cc < cw, i < nt */
-static void stage(const st_job *J, int n, int t0, int nt, int c0, int cw, float *v)
+/* dst[cc*ds + i] = element (c0 + cc, t0 + i) of an item of a [C][T] tensor in layout l, type
+ * ty, starting at element off, for cc < cw, i < nt; NLC a time (cw contiguous channels) at a
+ * time through row */
+static void load_block(const void *src, ws_dtype ty, ws_layout l, int C, int T, size_t off, int c0,
+                       int cw, long long t0, int nt, float *dst, size_t ds, float *row)
+{
+    if (l == WS_NCL) {
+        for (int cc = 0; cc < cw; cc++)
+            ws_conv_ld_row(dst + cc * ds, src, ty, off + (size_t)(c0 + cc) * T + (size_t)t0, 1, nt);
+        return;
+    }
+    for (int i = 0; i < nt; i++) {
+        ws_conv_ld_row(row, src, ty, off + (size_t)(t0 + i) * C + c0, 1, cw);
+        for (int cc = 0; cc < cw; cc++)
+            dst[cc * ds + i] = row[cc];
+    }
+}
+
+/* the inverse: element (c0 + cc, t0 + i) = src[cc*ds + i], stored in ty */
+static void store_block(void *dst, ws_dtype ty, ws_layout l, int C, int T, size_t off, int c0, int cw,
+                        long long t0, int nt, const float *src, size_t ds, float *row)
+{
+    if (l == WS_NCL) {
+        for (int cc = 0; cc < cw; cc++)
+            ws_conv_st_row(dst, ty, off + (size_t)(c0 + cc) * T + (size_t)t0, 1, src + cc * ds, nt);
+        return;
+    }
+    for (int i = 0; i < nt; i++) {
+        for (int cc = 0; cc < cw; cc++)
+            row[cc] = src[cc * ds + i];
+        ws_conv_st_row(dst, ty, off + (size_t)(t0 + i) * C + c0, 1, row, cw);
+    }
+}
+
+/* tap k's row of channel c0 + cc in the staged values v: tap(J, v, k, cc)[i] = v(t0 + i, k) */
+static inline const float *tap(const st_job *J, const float *v, int k, int cc)
+{
+    return J->uni ? v + (size_t)cc * J->vrow + (size_t)(J->D * k)
+                  : v + ((size_t)k * J->cw + cc) * J->tb;
+}
+
+/* the values v(t0 + i, k) of channels c0 + cc (cc < cw, i < nt) into v, pre applied, as
+ * tap() reads them. uni: the positions t0 - P .. t0 + nt - 1 once per channel (states, or 0,
+ * before position 0). Otherwise one window per tap, masked by seq_idx (a position of another
+ * sequence reads 0), of size K*cw*tb whatever the dilation. */
+static void stage(const st_job *J, int n, int t0, int nt, int c0, int cw, float *v, float *row)
 {
     const ws_conv_desc *d = J->d;
     const ws_conv_args *a = J->a;
-    const int K = J->K;
-    const int32_t *seq = a->seq_idx ? a->seq_idx + (size_t)n * J->T : NULL;
+    const int K = J->K, C = J->C, T = J->T;
+    const size_t vr = J->vrow;
+    const int32_t *seq = a->seq_idx ? a->seq_idx + (size_t)n * T : NULL;
     unsigned char other[TB_MAX]; /* seq_idx: position read by output t0+i is of another sequence */
-    for (int k = 0; k < K; k++) {
-        const long long p0 = t0 + J->D * k - J->P; /* the position output t0 reads */
-        const int neg = p0 >= 0 ? 0 : -p0 < nt ? (int)-p0 : nt; /* i < neg: p < 0 */
+    for (int k = 0; k < (J->uni ? 1 : K); k++) {
+        float *vk = v + (size_t)k * J->cw * vr;
+        /* the window: positions p0 + i, i < len */
+        const long long p0 = J->uni ? t0 - J->P : t0 + J->D * k - J->P;
+        const int len = J->uni ? nt + (int)J->P : nt;
+        const int neg = p0 >= 0 ? 0 : -p0 < len ? (int)-p0 : len; /* i < neg: p < 0 */
+        if (neg < len)
+            load_block(a->x, d->x_type, d->x_layout, C, T, (size_t)n * C * T, c0, cw, p0 + neg,
+                       len - neg, vk + neg, vr, row);
         int any = 0;
         if (seq)
             for (int i = neg; i < nt; i++)
                 any |= other[i] = seq[p0 + i] != seq[t0 + i];
         for (int cc = 0; cc < cw; cc++) {
-            float *row = v + ((size_t)k * CW + cc) * J->tb;
-            const int c = c0 + cc;
-            if (neg < nt) {
-                ws_conv_ld_row(row + neg, a->x, d->x_type,
-                               lay(d->x_layout, J->C, J->T, n, c, p0 + neg), J->xts, nt - neg);
-                if (d->pre != WS_ACT_NONE)
-                    ws_act_row(row + neg, nt - neg, NULL, d->pre);
-                if (any)
-                    for (int i = neg; i < nt; i++)
-                        if (other[i])
-                            row[i] = 0.0f;
-            }
+            float *r = vk + cc * vr;
+            if (neg < len && d->pre != WS_ACT_NONE)
+                ws_act_row(r + neg, len - neg, NULL, d->pre);
+            if (any)
+                for (int i = neg; i < nt; i++)
+                    if (other[i])
+                        r[i] = 0.0f;
             if (neg > 0 && a->initial_states) { /* D = 1: p0 >= -(K-1) */
-                ws_conv_ld_row(row, a->initial_states, d->x_type,
-                               ((size_t)n * J->C + c) * (size_t)(K - 1) + (size_t)(p0 + K - 1), 1, neg);
+                ws_conv_ld_row(r, a->initial_states, d->x_type,
+                               ((size_t)n * C + c0 + cc) * (size_t)(K - 1) + (size_t)(p0 + K - 1), 1,
+                               neg);
                 if (d->pre != WS_ACT_NONE)
-                    ws_act_row(row, neg, NULL, d->pre);
+                    ws_act_row(r, neg, NULL, d->pre);
             } else if (neg > 0)
-                memset(row, 0, (size_t)neg * sizeof(float));
+                memset(r, 0, (size_t)neg * sizeof(float));
         }
     }
 }
@@ -131,10 +194,10 @@ static void conv_sum(const st_job *J, const float *v, int cc, int c, int nt, flo
     const float *wc = J->w + (size_t)c * J->K;
     memset(acc, 0, (size_t)nt * sizeof(float));
     for (int k = 0; k < J->K; k++) {
-        const float *row = v + ((size_t)k * CW + cc) * J->tb;
+        const float *r = tap(J, v, k, cc);
         const float wk = wc[k];
         for (int i = 0; i < nt; i++)
-            acc[i] += wk * row[i];
+            acc[i] += wk * r[i];
     }
 }
 
@@ -147,8 +210,8 @@ static void task_of(const st_job *J, long long it, int *n, int *t0, int *nt, int
     const int cb = (int)(it % J->ncb);
     *t0 = *tblk * J->tb;
     *nt = J->T - *t0 < J->tb ? J->T - *t0 : J->tb;
-    *c0 = cb * CW;
-    *cw = J->C - *c0 < CW ? J->C - *c0 : CW;
+    *c0 = cb * J->cw;
+    *cw = J->C - *c0 < J->cw ? J->C - *c0 : J->cw;
 }
 
 static void fwd_task(void *ctx, int ti, int nth)
@@ -156,32 +219,32 @@ static void fwd_task(void *ctx, int ti, int nth)
     const st_job *J = ctx;
     const ws_conv_desc *d = J->d;
     const ws_conv_args *a = J->a;
-    float *v = J->tbuf + (size_t)ti * J->tlen;
-    float *acc = v + (size_t)J->K * CW * J->tb, *ad = acc + J->tb;
+    const int C = J->C, T = J->T;
+    const size_t tb = (size_t)J->tb;
+    const scratch s = scratch_of(J, ti);
     const long long lo = J->items * ti / nth, hi = J->items * (ti + 1) / nth;
     for (long long it = lo; it < hi; it++) {
         int n, t0, nt, c0, cw, tblk;
         task_of(J, it, &n, &t0, &nt, &c0, &cw, &tblk);
-        const int32_t *seq = a->seq_idx ? a->seq_idx + (size_t)n * J->T + t0 : NULL;
-        stage(J, n, t0, nt, c0, cw, v);
+        const int32_t *seq = a->seq_idx ? a->seq_idx + (size_t)n * T + t0 : NULL;
+        stage(J, n, t0, nt, c0, cw, s.v, s.row);
+        if (a->add)
+            load_block(a->add, d->y_type, d->y_layout, C, T, (size_t)n * (size_t)a->add_batch_stride,
+                       c0, cw, t0, nt, s.blk2, tb, s.row);
         for (int cc = 0; cc < cw; cc++) {
-            const int c = c0 + cc;
-            conv_sum(J, v, cc, c, nt, acc);
-            ws_act_row(acc, nt, J->b ? J->b + c : NULL, d->act); /* + b, then act */
-            if (a->add) {
-                ws_conv_ld_row(ad, a->add, d->y_type,
-                               (size_t)n * (size_t)a->add_batch_stride +
-                                   lay(d->y_layout, J->C, J->T, 0, c, t0),
-                               J->yts, nt);
+            float *acc = s.blk + cc * tb;
+            conv_sum(J, s.v, cc, c0 + cc, nt, acc);
+            ws_act_row(acc, nt, J->b ? J->b + c0 + cc : NULL, d->act); /* + b, then act */
+            if (a->add)
                 for (int i = 0; i < nt; i++)
-                    acc[i] += ad[i];
-            }
+                    acc[i] += s.blk2[cc * tb + i];
             if (seq)
                 for (int i = 0; i < nt; i++)
                     if (seq[i] < 0)
                         acc[i] = 0.0f; /* padding: 0 exactly */
-            ws_conv_st_row(a->y, d->y_type, lay(d->y_layout, J->C, J->T, n, c, t0), J->yts, acc, nt);
         }
+        store_block(a->y, d->y_type, d->y_layout, C, T, (size_t)n * C * T, c0, cw, t0, nt, s.blk, tb,
+                    s.row);
     }
 }
 
@@ -200,16 +263,19 @@ static void write_final_states(const st_job *J)
                 const long long p = (long long)J->T - (long long)k1 + (long long)j;
                 const size_t s = ((size_t)n * J->C + c) * k1;
                 char *dst = fin + (s + j) * es;
-                if (p >= 0)
-                    memcpy(dst, x + lay(d->x_layout, J->C, J->T, n, c, p) * es, es);
-                else if (init)
+                if (p >= 0) {
+                    const size_t xi = d->x_layout == WS_NCL
+                                          ? ((size_t)n * J->C + c) * J->T + (size_t)p
+                                          : ((size_t)n * J->T + (size_t)p) * J->C + c;
+                    memcpy(dst, x + xi * es, es);
+                } else if (init)
                     memcpy(dst, init + (s + (size_t)(p + (long long)k1)) * es, es);
                 else
                     memset(dst, 0, es);
             }
 }
 
-/* the time block and the per-thread scratch; 0, or -1 (overflow) */
+/* the blocks and the per-thread scratch; 0, or -1 (overflow) */
 static int setup(st_job *J, const ws_conv_desc *d, const ws_conv_args *a, const float *w,
                  const float *b)
 {
@@ -222,14 +288,22 @@ static int setup(st_job *J, const ws_conv_desc *d, const ws_conv_args *a, const 
     J->T = a->t_in;
     J->D = d->dilation;
     J->P = d->pad_l;
-    J->xts = d->x_layout == WS_NCL ? 1 : (size_t)J->C;
-    J->yts = d->y_layout == WS_NCL ? 1 : (size_t)J->C;
-    const int by_k = 16384 / J->K;
-    J->tb = by_k >= TB_MAX ? TB_MAX : by_k < 8 ? 8 : by_k;
+    /* NCL: 16 channel rows of up to 256 times; NLC: 128 channels (512 contiguous bytes of
+     * f32 per time) of up to 64 times. Fewer times when K is large. */
+    const int ncl = d->x_layout == WS_NCL, by_k = (ncl ? 16384 : 8192) / J->K;
+    const int tmax = ncl ? TB_MAX : 64;
+    J->cw = ncl ? 16 : 128;
+    J->tb = by_k >= tmax ? tmax : by_k < 8 ? 8 : by_k;
     J->ntb = (int)(((long long)J->T + J->tb - 1) / J->tb);
-    J->ncb = (J->C + CW - 1) / CW;
+    J->ncb = (J->C + J->cw - 1) / J->cw;
+    /* one window per channel when the taps can share it (no seq_idx: then D is 1, a state
+     * being given) and it is not much longer than the block */
+    J->uni = !a->seq_idx && J->P <= 4096;
+    J->vrow = J->uni ? (size_t)J->tb + (size_t)J->P : (size_t)J->tb;
     size_t t;
-    if (ws_mul_size((size_t)J->K * CW, (size_t)J->tb, &t) || ws_add_size(t, 2 * (size_t)J->tb, &t))
+    if (ws_mul_size(J->uni ? 1 : (size_t)J->K, (size_t)J->cw * J->vrow, &J->vlen) ||
+        ws_mul_size(2, (size_t)J->cw * J->tb, &t) || ws_add_size(t, J->vlen, &t) ||
+        ws_add_size(t, (size_t)J->cw, &t))
         return -1;
     J->tlen = t;
     return 0;
@@ -256,33 +330,58 @@ int ws_conv_dw_states_fwd(const ws_conv_desc *d, const ws_conv_args *a, int t_ou
     return 0;
 }
 
+/* sum_i g[i] * r[i] (r NULL: sum_i g[i]) for i < n: 8 float32 lanes (i mod 8) in order,
+ * the lanes added in double */
+static double dot8(const float *g, const float *r, int n)
+{
+    float l[8] = {0};
+    int i = 0;
+    if (r)
+        for (; i + 8 <= n; i += 8)
+            for (int q = 0; q < 8; q++)
+                l[q] += g[i + q] * r[i + q];
+    else
+        for (; i + 8 <= n; i += 8)
+            for (int q = 0; q < 8; q++)
+                l[q] += g[i + q];
+    for (; i < n; i++)
+        l[i & 7] += r ? g[i] * r[i] : g[i];
+    double s = 0;
+    for (int q = 0; q < 8; q++)
+        s += l[q];
+    return s;
+}
+
 /* BWD phase 1: gz of the chunk's block (n, times, channels) and its dw / db partials */
 static void grad_task(void *ctx, int ti, int nth)
 {
     const st_job *J = ctx;
     const ws_conv_desc *d = J->d;
     const ws_conv_args *a = J->a;
-    const int K = J->K;
-    float *v = J->tbuf + (size_t)ti * J->tlen;
-    float *acc = v + (size_t)K * CW * J->tb;
+    const int K = J->K, C = J->C, T = J->T;
+    const scratch s = scratch_of(J, ti);
     const long long lo = J->items * ti / nth, hi = J->items * (ti + 1) / nth;
     for (long long it = lo; it < hi; it++) {
         int nl, t0, nt, c0, cw, tblk;
         task_of(J, it, &nl, &t0, &nt, &c0, &cw, &tblk);
         const int n = J->n0 + nl;
-        const int32_t *seq = a->seq_idx ? a->seq_idx + (size_t)n * J->T + t0 : NULL;
+        const int32_t *seq = a->seq_idx ? a->seq_idx + (size_t)n * T + t0 : NULL;
         if (d->act != WS_ACT_NONE || J->part)
-            stage(J, n, t0, nt, c0, cw, v);
+            stage(J, n, t0, nt, c0, cw, s.v, s.row);
+        /* dy through the block (gz's rows are T apart: scattering a time's channels there
+         * would touch cw far-apart lines per time) */
+        load_block(a->dy, d->y_type, d->y_layout, C, T, (size_t)n * C * T, c0, cw, t0, nt, s.blk2,
+                   (size_t)J->tb, s.row);
         for (int cc = 0; cc < cw; cc++) {
             const int c = c0 + cc;
-            float *g = J->gz + ((size_t)nl * J->C + c) * J->T + t0;
-            ws_conv_ld_row(g, a->dy, d->y_type, lay(d->y_layout, J->C, J->T, n, c, t0), J->yts, nt);
+            float *g = J->gz + ((size_t)nl * C + c) * T + t0;
+            memcpy(g, s.blk2 + (size_t)cc * J->tb, (size_t)nt * sizeof(float));
             if (d->act != WS_ACT_NONE) {
-                conv_sum(J, v, cc, c, nt, acc);
+                conv_sum(J, s.v, cc, c, nt, s.blk);
                 if (J->b)
                     for (int i = 0; i < nt; i++)
-                        acc[i] += J->b[c];
-                ws_act_grad_rows(g, acc, nt, d->act);
+                        s.blk[i] += J->b[c];
+                ws_act_grad_rows(g, s.blk, nt, d->act);
             }
             if (seq)
                 for (int i = 0; i < nt; i++)
@@ -290,18 +389,10 @@ static void grad_task(void *ctx, int ti, int nth)
                         g[i] = 0.0f; /* padding: dy ignored */
             if (!J->part)
                 continue;
-            float *p = J->part + (((size_t)n * J->ntb + tblk) * J->C + c) * (size_t)(K + 1);
-            for (int k = 0; k < K; k++) {
-                const float *row = v + ((size_t)k * CW + cc) * J->tb;
-                float s = 0.0f;
-                for (int i = 0; i < nt; i++)
-                    s += g[i] * row[i];
-                p[k] = s;
-            }
-            float s = 0.0f;
-            for (int i = 0; i < nt; i++)
-                s += g[i];
-            p[K] = s;
+            double *p = J->part + (((size_t)n * J->ntb + tblk) * C + c) * (size_t)(K + 1);
+            for (int k = 0; k < K; k++)
+                p[k] = dot8(g, tap(J, s.v, k, cc), nt);
+            p[K] = dot8(g, NULL, nt);
         }
     }
 }
@@ -313,9 +404,10 @@ static void dx_task(void *ctx, int ti, int nth)
     const st_job *J = ctx;
     const ws_conv_desc *d = J->d;
     const ws_conv_args *a = J->a;
-    const int K = J->K, T = J->T;
+    const int K = J->K, T = J->T, C = J->C;
+    const size_t tb = (size_t)J->tb;
     const long long nub = (J->u_hi - J->u_lo + J->tb - 1) / J->tb;
-    float *acc = J->tbuf + (size_t)ti * J->tlen;
+    const scratch s = scratch_of(J, ti);
     const long long lo = J->items * ti / nth, hi = J->items * (ti + 1) / nth;
     for (long long it = lo; it < hi; it++) {
         const int nl = (int)(it / (nub * J->ncb));
@@ -324,23 +416,30 @@ static void dx_task(void *ctx, int ti, int nth)
         const int n = J->n0 + nl;
         const long long u0 = J->u_lo + ub * J->tb;
         const int nu = (int)(J->u_hi - u0 < J->tb ? J->u_hi - u0 : J->tb);
-        const int c0 = cb * CW, cw = J->C - c0 < CW ? J->C - c0 : CW;
+        const int c0 = cb * J->cw, cw = C - c0 < J->cw ? C - c0 : J->cw;
         const int32_t *seq = a->seq_idx ? a->seq_idx + (size_t)n * T : NULL;
         const int nneg = u0 >= 0 ? 0 : -u0 < nu ? (int)-u0 : nu; /* i < nneg: dinitial_states */
         for (int cc = 0; cc < cw; cc++) {
             const int c = c0 + cc;
-            const float *g = J->gz + ((size_t)nl * J->C + c) * T;
+            const float *g = J->gz + ((size_t)nl * C + c) * T;
             const float *wc = J->w + (size_t)c * K;
+            float *acc = s.blk + cc * tb;
             memset(acc, 0, (size_t)nu * sizeof(float));
             for (int k = 0; k < K; k++) {
                 const long long off = J->P - J->D * k; /* the output reading u is u + off */
                 const float wk = wc[k];
-                for (int i = 0; i < nu; i++) {
-                    const long long u = u0 + i, t = u + off;
-                    if (t < 0 || t >= T || (seq && seq[t] != seq[u]))
-                        continue;
-                    acc[i] += wk * g[t];
-                }
+                /* i with 0 <= u0 + i + off < T */
+                long long ilo = -off - u0, ihi = (long long)T - off - u0;
+                ilo = ilo < 0 ? 0 : ilo;
+                ihi = ihi > nu ? nu : ihi;
+                const float *gk = g + u0 + off;
+                if (!seq)
+                    for (long long i = ilo; i < ihi; i++)
+                        acc[i] += wk * gk[i];
+                else
+                    for (long long i = ilo; i < ihi; i++)
+                        if (seq[u0 + i + off] == seq[u0 + i])
+                            acc[i] += wk * gk[i];
             }
             if (seq)
                 for (int i = nneg; i < nu; i++)
@@ -348,12 +447,12 @@ static void dx_task(void *ctx, int ti, int nth)
                         acc[i] = 0.0f; /* padding feeds no tap */
             if (nneg)
                 ws_conv_st_row(a->dinitial_states, d->x_type,
-                               ((size_t)n * J->C + c) * (size_t)(K - 1) + (size_t)(u0 + K - 1), 1,
-                               acc, nneg);
-            if (nneg < nu)
-                ws_conv_st_row(a->dx, d->x_type, lay(d->x_layout, J->C, T, n, c, u0 + nneg),
-                               J->xts, acc + nneg, nu - nneg);
+                               ((size_t)n * C + c) * (size_t)(K - 1) + (size_t)(u0 + K - 1), 1, acc,
+                               nneg);
         }
+        if (nneg < nu)
+            store_block(a->dx, d->x_type, d->x_layout, C, T, (size_t)n * C * T, c0, cw, u0 + nneg,
+                        nu - nneg, s.blk + nneg, tb, s.row);
     }
 }
 
@@ -393,12 +492,12 @@ int ws_conv_dw_states_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_ou
     J.u_hi = a->dx ? a->t_in : 0;
     const long long nub = (J.u_hi - J.u_lo + J.tb - 1) / J.tb;
     /* threads: the most any phase has tasks for */
-    long long most = (long long)a->n * J.ncb * (J.ntb > nub ? J.ntb : nub);
+    const long long most = (long long)a->n * J.ncb * (J.ntb > nub ? J.ntb : nub);
     const int nt = threads_for(n_threads, most > C ? most : C);
     if (ws_mul_size(J.tlen, (size_t)nt * sizeof(float), &tbytes) ||
         ws_mul_size(nb * per_item, sizeof(float), &gbytes) ||
         ws_mul_size((size_t)a->n * J.ntb, (size_t)C, &pbytes) ||
-        ws_mul_size(pbytes, (size_t)(K + 1) * sizeof(float), &pbytes))
+        ws_mul_size(pbytes, (size_t)(K + 1) * sizeof(double), &pbytes))
         return ws_errf(err, "ws_conv_run: depthwise scratch (n %d x c %d x t %d, k %d) overflows",
                        a->n, C, a->t_in, K);
     const int grads = a->dw || a->db;
