@@ -57,6 +57,8 @@
  *
  * Tested by tests/test_engine.c (every descriptor of its table against the float64
  * oracle, backward by finite differences and the adjoint identity),
+ * tests/test_engine_states.c (packed sequences and carried state: the oracle, chunked runs
+ * against whole ones bit for bit, packed against separate, refusals),
  * tests/test_gpu_conv.c (the GPU backend: PTX through ptxas, and on a GPU against the CPU
  * engine) and tests/client/client.c (a program built from include/ alone).
  */

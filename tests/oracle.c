@@ -268,3 +268,124 @@ int oracle_conv1d_bwd(const oracle_conv_shape *p, const double *x, const double 
         }
     return t_out;
 }
+
+/* --- packed sequences and carried state ------------------------------------ */
+
+static int dw_causal_shape(const oracle_conv_shape *p, int has_state)
+{
+    return oracle_conv_out_len(p) == p->t_in && p->groups == p->c_in && p->c_in == p->c_out &&
+           p->stride == 1 && p->pad_r == 0 &&
+           (long long)p->pad_l == (long long)p->dilation * (p->k - 1) &&
+           (!has_state || p->dilation == 1);
+}
+
+/* What tap kk of output t of row (n, c) sees, before pre; *where: the x index it read, -1 - j
+ * for state j, or 0 for nothing (the value is then 0). */
+static double dw_tap(const oracle_conv_shape *p, const double *x, const int32_t *seq,
+                     const double *init, int n, int c, int t, int kk, long long *where)
+{
+    const long long u = (long long)t + (long long)p->dilation * kk - p->pad_l;
+    const int k1 = p->k - 1;
+    if (u >= 0) {
+        if (seq && seq[(size_t)n * p->t_in + (size_t)u] != seq[(size_t)n * p->t_in + t]) {
+            *where = 0;
+            return 0.0;
+        }
+        size_t i = lay_index(p->x_layout, n, c, (int)u, p->c_in, p->t_in);
+        *where = (long long)i + 1;
+        return x[i];
+    }
+    if (u < -k1) { /* before any state (dilation > 1): 0 */
+        *where = 0;
+        return 0.0;
+    }
+    size_t j = ((size_t)n * p->c_in + c) * k1 + (size_t)(u + k1);
+    *where = -1 - (long long)j;
+    return init ? init[j] : 0.0;
+}
+
+int oracle_dw_causal_fwd(const oracle_conv_shape *p, const double *x, const double *w,
+                         const double *b, const double *add, long long add_batch_stride,
+                         const int32_t *seq_idx, const double *init, double *y, double *final)
+{
+    if (!dw_causal_shape(p, init || final))
+        return -1;
+    const int T = p->t_in, C = p->c_in, K = p->k;
+    for (int n = 0; n < p->n; n++)
+        for (int c = 0; c < C; c++)
+            for (int t = 0; t < T; t++) {
+                size_t yi = lay_index(p->y_layout, n, c, t, C, T);
+                if (seq_idx && seq_idx[(size_t)n * T + t] < 0) {
+                    y[yi] = 0.0;
+                    continue;
+                }
+                double z = b ? b[c] : 0.0;
+                for (int kk = 0; kk < K; kk++) {
+                    long long where;
+                    double v = dw_tap(p, x, seq_idx, init, n, c, t, kk, &where);
+                    if (where)
+                        z += w[(size_t)c * K + kk] * oracle_act(p->pre, v);
+                }
+                double v = oracle_act(p->act, z);
+                if (add)
+                    v += add[n * add_batch_stride + (long long)lay_index(p->y_layout, 0, c, t, C, T)];
+                y[yi] = v;
+            }
+    if (final)
+        for (int n = 0; n < p->n; n++)
+            for (int c = 0; c < C; c++)
+                for (int j = 0; j < K - 1; j++) {
+                    long long u = (long long)T - (K - 1) + j;
+                    size_t s = ((size_t)n * C + c) * (K - 1);
+                    final[s + j] = u >= 0 ? x[lay_index(p->x_layout, n, c, (int)u, C, T)]
+                                   : init ? init[s + (size_t)(u + K - 1)]
+                                          : 0.0;
+                }
+    return T;
+}
+
+int oracle_dw_causal_bwd(const oracle_conv_shape *p, const double *x, const double *w,
+                         const double *b, const int32_t *seq_idx, const double *init,
+                         const double *dy, double *dx, double *dw, double *db, double *dinit)
+{
+    if (!dw_causal_shape(p, init || dinit) || p->pre != ORACLE_ACT_NONE)
+        return -1;
+    const int T = p->t_in, C = p->c_in, K = p->k;
+    if (dx)
+        memset(dx, 0, sizeof *dx * (size_t)p->n * C * T);
+    if (dw)
+        memset(dw, 0, sizeof *dw * (size_t)C * K);
+    if (db)
+        memset(db, 0, sizeof *db * (size_t)C);
+    if (dinit)
+        memset(dinit, 0, sizeof *dinit * (size_t)p->n * C * (K - 1));
+    for (int n = 0; n < p->n; n++)
+        for (int c = 0; c < C; c++)
+            for (int t = 0; t < T; t++) {
+                if (seq_idx && seq_idx[(size_t)n * T + t] < 0)
+                    continue;
+                double z = b ? b[c] : 0.0;
+                for (int kk = 0; kk < K; kk++) {
+                    long long where;
+                    double v = dw_tap(p, x, seq_idx, init, n, c, t, kk, &where);
+                    if (where)
+                        z += w[(size_t)c * K + kk] * v;
+                }
+                double gz = dy[lay_index(p->y_layout, n, c, t, C, T)] * oracle_act_grad(p->act, z);
+                if (db)
+                    db[c] += gz;
+                for (int kk = 0; kk < K; kk++) {
+                    long long where;
+                    double v = dw_tap(p, x, seq_idx, init, n, c, t, kk, &where);
+                    if (!where)
+                        continue;
+                    if (dw)
+                        dw[(size_t)c * K + kk] += gz * v;
+                    if (where > 0 && dx)
+                        dx[where - 1] += gz * w[(size_t)c * K + kk];
+                    if (where < 0 && dinit)
+                        dinit[-1 - where] += gz * w[(size_t)c * K + kk];
+                }
+            }
+    return T;
+}

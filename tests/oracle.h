@@ -7,6 +7,7 @@
 #define WS_ORACLE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* openai's filter bank [n_mels][201] (float32 values as double), from
  * tests/data/mel_80.f32 or mel_128.f32. Static storage; NULL on failure. */
@@ -71,5 +72,26 @@ int oracle_conv1d_fwd(const oracle_conv_shape *p, const double *x, const double 
  * Returns t_out, or -1 for an invalid shape (or pre not NONE). */
 int oracle_conv1d_bwd(const oracle_conv_shape *p, const double *x, const double *w,
                       const double *b, const double *dy, double *dx, double *dw, double *db);
+
+/* Packed sequences and carried state (docs/conv-engine.md), for depthwise causal shapes
+ * only (groups = c_in = c_out, stride 1, pad_l = dilation*(k-1), pad_r 0, so t_out = t_in;
+ * a state needs dilation 1). seq_idx is [n][t_in] or NULL, init [n][c][k-1] or NULL (zeros).
+ * Tap kk of output t reads position u = t + D*kk - pad_l and sees
+ *   x[n,c,u]                  u >= 0 and (no seq_idx, or seq_idx[n][u] == seq_idx[n][t])
+ *   init[n][c][u + k-1]       u < 0 and init given
+ *   0                         otherwise;
+ * pre applies to what it sees (FWD). An output with seq_idx[n][t] < 0 is 0 (FWD) and has
+ * no gradient (BWD: dy ignored there).
+ * FWD: y as oracle_conv1d_fwd, and final [n][c][k-1] (NULL: not wanted): the input at
+ * position t_in-(k-1)+j, init (or 0) where that is negative.
+ * BWD: with L = sum(y * dy), any of dx, dw, db, dinit = dL/d init ([n][c][k-1], defined
+ * also when init is NULL: the gradient at zero states); NULL: not wanted.
+ * Both return t_out, or -1 for a shape these are not defined for. */
+int oracle_dw_causal_fwd(const oracle_conv_shape *p, const double *x, const double *w,
+                         const double *b, const double *add, long long add_batch_stride,
+                         const int32_t *seq_idx, const double *init, double *y, double *final);
+int oracle_dw_causal_bwd(const oracle_conv_shape *p, const double *x, const double *w,
+                         const double *b, const int32_t *seq_idx, const double *init,
+                         const double *dy, double *dx, double *dw, double *db, double *dinit);
 
 #endif
