@@ -1664,3 +1664,169 @@ Test(gpu_conv_ptx, per_call_weight_modules_assemble_without_spills, .timeout = 3
         fprintf(stderr, "gpu_conv_ptx per-call: %d depthwise and %d preparation modules assembled\n", n_dw,
                 n_prep);
 }
+
+/* --- packed sequences and carried states through plans ------------------------- */
+
+/* max |a - b| / (max |b| + 1e-30) over n elements of type t */
+static double rel_max(const void *a, const void *b, ws_dtype t, size_t n)
+{
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < n; i++)
+        scale = fmax(scale, fabs(get(b, t, i)));
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs(get(a, t, i) - get(b, t, i));
+        cr_assert(!isnan(d), "NaN at %zu", i);
+        worst = fmax(worst, d);
+    }
+    return worst / (scale + 1e-30);
+}
+
+/* One depthwise causal row with seq_idx (mode 1) or states (mode 2), weights per call, FWD
+ * then BWD, on a GPU plan against the CPU engine: y and final_states, dx, dw, db and
+ * dinitial_states within the storage type's rounding; and, for states, the sequence in
+ * two chunks (the second starting from the first's final_states) gives the one run's y bits. */
+static void states_case(ws_gpu *g, const gcase *c0, int mode)
+{
+    gcase cc = *c0;
+    cc.pre = WS_ACT_NONE, cc.add = ADD_NONE;
+    const gcase *c = &cc;
+    const ws_conv_desc d = desc_of(c), db_ = bdesc_of(c);
+    ws_err e = {""};
+    const int N = c->n, C = c->c_in, T = c->t_in, K = c->k, S = K - 1;
+    const size_t nx = (size_t)N * C * T, nw = (size_t)C * K, ns = (size_t)N * C * (size_t)(S > 0 ? S : 1);
+    const size_t xs = tsize(c->xt), ys = tsize(c->yt), ws = tsize(c->wt);
+    ws_rng r = {0x51a7e5u + (uint64_t)C * 3 + (uint64_t)mode};
+    void *x = random_buf(nx, c->xt, &r), *w = random_buf(nw, c->wt, &r), *dy = random_buf(nx, c->yt, &r);
+    void *init = random_buf(ns, c->xt, &r);
+    float *b = random_buf((size_t)C, WS_F32, &r);
+    int32_t *seq = malloc((size_t)N * T * sizeof *seq);
+    cr_assert_not_null(seq);
+    for (int n = 0; n < N; n++) /* sequences of 1..T/3 positions, a padding run, repeated */
+        for (int t = 0, s = 0, left = 0; t < T; t++) {
+            if (!left) {
+                s++;
+                left = 1 + (int)(ws_rng_uniform(&r) * (T / 3 + 1));
+            }
+            seq[(size_t)n * T + t] = s % 4 == 3 ? -1 : s;
+            left--;
+        }
+    const int use_seq = mode == 1, use_st = mode == 2;
+    /* CPU */
+    void *y_c = malloc(nx * ys), *fin_c = malloc(ns * xs), *dx_c = malloc(nx * xs), *din_c = malloc(ns * xs);
+    float *dw_c = malloc(nw * 4), *db_c = malloc((size_t)C * 4);
+    ws_conv *cf = ws_conv_new(&d, NULL, NULL, 1, &e), *cb = ws_conv_new(&db_, NULL, NULL, 1, &e);
+    cr_assert(cf && cb, "%s: %s", c->name, e.msg);
+    ws_conv_args a = {.n = N, .t_in = T, .x = x, .w = w, .b = b, .y = y_c};
+    if (use_seq)
+        a.seq_idx = seq;
+    if (use_st)
+        a.initial_states = init, a.final_states = fin_c;
+    cr_assert_eq(ws_conv_run(cf, &a, &e), 0, "%s: %s", c->name, e.msg);
+    ws_conv_args ab = {.n = N, .t_in = T, .x = x, .w = w, .b = b, .dy = dy, .dx = dx_c, .dw = dw_c, .db = db_c};
+    if (use_seq)
+        ab.seq_idx = seq;
+    if (use_st)
+        ab.initial_states = init, ab.dinitial_states = din_c;
+    cr_assert_eq(ws_conv_run(cb, &ab, &e), 0, "%s: %s", c->name, e.msg);
+    ws_conv_free(cf), ws_conv_free(cb);
+    /* GPU */
+    uint64_t gx = dev_alloc(g, nx * xs), gw = dev_alloc(g, nw * ws), gb = dev_alloc(g, (size_t)C * 4);
+    uint64_t gdy = dev_alloc(g, nx * ys), gy = dev_alloc(g, nx * ys), ginit = dev_alloc(g, ns * xs);
+    uint64_t gfin = dev_alloc(g, ns * xs), gseq = dev_alloc(g, (size_t)N * T * 4), gdx = dev_alloc(g, nx * xs);
+    uint64_t gdw = dev_alloc(g, nw * 4), gdb = dev_alloc(g, (size_t)C * 4), gdin = dev_alloc(g, ns * xs);
+    cr_assert(!ws_gpu_upload(g, gx, x, nx * xs, &e) && !ws_gpu_upload(g, gw, w, nw * ws, &e) &&
+              !ws_gpu_upload(g, gb, b, (size_t)C * 4, &e) && !ws_gpu_upload(g, gdy, dy, nx * ys, &e) &&
+              !ws_gpu_upload(g, ginit, init, ns * xs, &e) &&
+              !ws_gpu_upload(g, gseq, seq, (size_t)N * T * 4, &e), "%s", e.msg);
+    ws_gpu_conv *pf = ws_gpu_conv_new(g, &d, NULL, NULL, &e), *pb = ws_gpu_conv_new(g, &db_, NULL, NULL, &e);
+    cr_assert(pf && pb, "%s: %s", c->name, e.msg);
+    ws_conv_args ga = {.n = N, .t_in = T, .x = as_ptr(gx), .w = as_ptr(gw), .b = (float *)as_ptr(gb),
+                       .y = as_ptr(gy)};
+    if (use_seq)
+        ga.seq_idx = as_ptr(gseq);
+    if (use_st)
+        ga.initial_states = as_ptr(ginit), ga.final_states = as_ptr(gfin);
+    cr_assert_eq(ws_gpu_conv_kernel(pf, &ga), 3, "%s: not the packed-sequence kernels", c->name);
+    cr_assert_eq(ws_gpu_conv_run(pf, &ga, &e), 0, "%s: %s", c->name, e.msg);
+    ws_conv_args gab = {.n = N, .t_in = T, .x = as_ptr(gx), .w = as_ptr(gw), .b = (float *)as_ptr(gb),
+                        .dy = as_ptr(gdy), .dx = as_ptr(gdx), .dw = (float *)as_ptr(gdw),
+                        .db = (float *)as_ptr(gdb)};
+    if (use_seq)
+        gab.seq_idx = as_ptr(gseq);
+    if (use_st)
+        gab.initial_states = as_ptr(ginit), gab.dinitial_states = as_ptr(gdin);
+    cr_assert_eq(ws_gpu_conv_run(pb, &gab, &e), 0, "%s: %s", c->name, e.msg);
+    void *y_g = malloc(nx * ys), *fin_g = malloc(ns * xs), *dx_g = malloc(nx * xs), *din_g = malloc(ns * xs);
+    float *dw_g = malloc(nw * 4), *db_g = malloc((size_t)C * 4);
+    cr_assert(!ws_gpu_download(g, y_g, gy, nx * ys, &e) && !ws_gpu_download(g, dx_g, gdx, nx * xs, &e) &&
+              !ws_gpu_download(g, dw_g, gdw, nw * 4, &e) && !ws_gpu_download(g, db_g, gdb, (size_t)C * 4, &e),
+              "%s", e.msg);
+    const double tol16 = 1e-2, tol = c->yt == WS_F32 && c->xt == WS_F32 ? 1e-5 : tol16;
+    const double ry = rel_max(y_g, y_c, c->yt, nx), rdx = rel_max(dx_g, dx_c, c->xt, nx);
+    const double rdw = rel_max(dw_g, dw_c, WS_F32, nw), rdb = rel_max(db_g, db_c, WS_F32, (size_t)C);
+    cr_assert(ry <= tol && rdx <= tol && rdw <= 1e-4 && rdb <= 1e-4,
+              "%s mode %d: GPU vs CPU y %.3g dx %.3g dw %.3g db %.3g", c->name, mode, ry, rdx, rdw, rdb);
+    if (use_seq)
+        for (size_t i = 0; i < nx; i++) { /* padding: exactly 0 */
+            const size_t n = c->xl == WS_NLC ? i / ((size_t)T * C) : i / ((size_t)C * T);
+            const size_t t = c->xl == WS_NLC ? (i / C) % T : i % T;
+            if (seq[n * T + t] < 0)
+                cr_assert(get(y_g, c->yt, i) == 0, "%s: y[%zu] at padding is %g", c->name, i, get(y_g, c->yt, i));
+        }
+    if (use_st) {
+        cr_assert(!ws_gpu_download(g, fin_g, gfin, ns * xs, &e) && !ws_gpu_download(g, din_g, gdin, ns * xs, &e),
+                  "%s", e.msg);
+        cr_assert(!memcmp(fin_g, fin_c, ns * xs), "%s: final_states differ from the CPU's (copies)", c->name);
+        const double rdi = rel_max(din_g, din_c, c->xt, ns);
+        cr_assert(rdi <= tol, "%s: dinitial_states GPU vs CPU %.3g", c->name, rdi);
+    }
+    if (verbose())
+        fprintf(stderr, "gpu_conv states %-32s mode %d: y %.2g dx %.2g dw %.2g db %.2g\n", c->name, mode, ry, rdx,
+                rdw, rdb);
+    if (use_st && c->xl == WS_NLC && T > 8) { /* two chunks from the initial states: the one run's bits */
+        const int T1 = T / 2 - 1, T2 = T - T1;
+        uint64_t gy2 = dev_alloc(g, nx * ys), gmid = dev_alloc(g, ns * xs);
+        ws_conv_args c1 = ga, c2 = ga;
+        c1.t_in = T1, c1.n = N, c1.y = as_ptr(gy2), c1.final_states = as_ptr(gmid);
+        c2.t_in = T2, c2.x = as_ptr(gx + (uint64_t)T1 * C * xs), c2.y = as_ptr(gy2 + (uint64_t)T1 * C * ys);
+        c2.initial_states = as_ptr(gmid), c2.final_states = as_ptr(gmid);
+        if (N == 1) {
+            cr_assert_eq(ws_gpu_conv_run(pf, &c1, &e), 0, "%s: %s", c->name, e.msg);
+            cr_assert_eq(ws_gpu_conv_run(pf, &c2, &e), 0, "%s: %s", c->name, e.msg);
+            void *y2 = malloc(nx * ys), *f2 = malloc(ns * xs);
+            cr_assert(!ws_gpu_download(g, y2, gy2, nx * ys, &e) && !ws_gpu_download(g, f2, gmid, ns * xs, &e),
+                      "%s", e.msg);
+            cr_assert(!memcmp(y2, y_g, nx * ys), "%s: two chunks, other y bits than one run", c->name);
+            cr_assert(!memcmp(f2, fin_g, ns * xs), "%s: two chunks, other final_states", c->name);
+            free(y2), free(f2);
+        }
+        ws_gpu_release(g, gy2), ws_gpu_release(g, gmid);
+    }
+    ws_gpu_conv_free(pf), ws_gpu_conv_free(pb);
+    uint64_t bufs[] = {gx, gw, gb, gdy, gy, ginit, gfin, gseq, gdx, gdw, gdb, gdin};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        ws_gpu_release(g, bufs[i]);
+    free(x), free(w), free(dy), free(init), free(b), free(seq), free(y_c), free(fin_c), free(dx_c), free(din_c);
+    free(dw_c), free(db_c), free(y_g), free(fin_g), free(dx_g), free(din_g), free(dw_g), free(db_g);
+}
+
+Test(gpu_conv, packed_sequences_and_states_match_the_cpu_engine, .timeout = 300)
+{
+    ws_gpu *g = gpu_or_skip();
+    static const gcase rows[] = {
+        {"st_nlc_silu_f32_n1", 1, 64, 64, 64, 4, 1, 1, 3, 0, 200, WS_NLC, WS_NLC, WS_F32, WS_F32, WS_F32, 0,
+         WS_ACT_SILU, 1, 0},
+        {"st_nlc_silu_bf16_n1", 1, 256, 256, 256, 4, 1, 1, 3, 0, 300, WS_NLC, WS_NLC, WS_BF16, WS_BF16,
+         WS_BF16, 0, WS_ACT_SILU, 1, 0},
+        {"st_nlc_gelu_f16_n2_k2", 2, 40, 40, 40, 2, 1, 1, 1, 0, 72, WS_NLC, WS_NLC, WS_F16, WS_F16, WS_F16, 0,
+         WS_ACT_GELU, 1, 0},
+        {"st_ncl_silu_f32_n3", 3, 24, 24, 24, 4, 1, 1, 3, 0, 130, WS_NCL, WS_NCL, WS_F32, WS_F32, WS_F32, 0,
+         WS_ACT_SILU, 1, 0},
+        {"st_ncl_none_bf16_k8", 2, 16, 16, 16, 8, 1, 1, 7, 0, 5, WS_NCL, WS_NCL, WS_BF16, WS_F32, WS_BF16, 0,
+         WS_ACT_NONE, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        for (int mode = 1; mode <= 2; mode++)
+            states_case(g, &rows[i], mode);
+    ws_gpu_close(g);
+}
