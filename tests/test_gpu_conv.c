@@ -919,7 +919,7 @@ Test(gpu_conv, bad_calls_are_refused)
     cr_assert_not_null(c, "%s", e.msg);
     uint64_t ddx = dev_alloc(g, (size_t)N * d.c_in * T * 4), ddw = dev_alloc(g, nw * 4);
     const struct { const char *what, *want; ws_conv_args a; } bbad[] = {
-        {"nothing asked", "dx, dw and db", {.n = N, .t_in = T, .x = as_ptr(dx), .dy = as_ptr(dy)}},
+        {"nothing asked", "are all NULL", {.n = N, .t_in = T, .x = as_ptr(dx), .dy = as_ptr(dy)}},
         {"NULL dy", "dy is NULL", {.n = N, .t_in = T, .x = as_ptr(dx), .dx = as_ptr(ddx)}},
         {"NULL x", "x is NULL", {.n = N, .t_in = T, .dy = as_ptr(dy), .dw = as_ptr(ddw)}},
         {"add", "add", {.n = N, .t_in = T, .x = as_ptr(dx), .dy = as_ptr(dy), .add = as_ptr(dy),
