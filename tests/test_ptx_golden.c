@@ -66,7 +66,9 @@
 #include "cuda/kernels.h"
 #include "cuda/ptx_direct.h"
 #include "cuda/ptx_dw.h"
+#include "cuda/ptx_dws.h"
 #include "cuda/ptx_gemm.h"
+#include "cuda/ptx_wprep.h"
 #include "cuda/ptx_mel.h"
 #include "whisper/stem.h"
 
@@ -1830,4 +1832,110 @@ Test(ptx_golden, mel_modules_emit_the_recorded_bytes)
         cr_skip_test("WS_GOLDEN_PRINT set: table printed, not compared");
     }
     cr_assert_eq(row, N_GOLDEN_MEL, "%d rows recorded, %d emitted: %s", N_GOLDEN_MEL, row, update);
+}
+
+/* --- the modules of training calls --------------------------------------------------- */
+
+/* For every row of shapes_eng and the targets 8.0 and 9.0, the modules a plan adds for
+ * weights given per call and for packed sequences and carried states, 0 where the
+ * descriptor has none:
+ *   wprep f32, wprep bf16  ws_wprep_emit with math F32 (the cast entry) and BF16 (cast, and
+ *                          pack where the tensor-core GEMM takes the descriptor)
+ *   dw 16-bit w fwd, bwd   ws_dw_emit_w(d, w_type) where w_type is 16-bit (else it is the
+ *                          depthwise module of golden_eng)
+ *   dws fwd, bwd           ws_dws_emit (depthwise causal rows)
+ * Printed with WS_GOLDEN_PRINT=1 as golden_train. */
+enum { TR_WPREP_F32, TR_WPREP_BF16, TR_DW16_FWD, TR_DW16_BWD, TR_DWS_FWD, TR_DWS_BWD, TR_NMOD };
+static const char *const tr_mod_name[TR_NMOD] = {
+    "wprep f32", "wprep bf16", "dw 16-bit w fwd", "dw 16-bit w bwd", "dws fwd", "dws bwd",
+};
+
+typedef struct {
+    const char *shape;
+    int sm;
+    uint64_t hash[TR_NMOD];
+} golden_train_row;
+
+/* module m of shape s for target sm (malloc'd), or NULL where the descriptor has none */
+static char *train_emit(const eng_shape *s, int m, int sm)
+{
+    const int bwd = m == TR_DW16_BWD || m == TR_DWS_BWD;
+    const ws_conv_desc d = eng_desc(s, bwd ? WS_CONV_BWD : WS_CONV_FWD,
+                                    m == TR_WPREP_BF16 ? WS_MATH_BF16 : WS_MATH_F32);
+    ws_err err = { "" };
+    if (ws_conv_check(&d, &err))
+        return NULL;
+    char *text = NULL;
+    if (m == TR_WPREP_F32 || m == TR_WPREP_BF16) {
+        text = ws_wprep_emit(&d, sm / 10, sm % 10, &err);
+    } else if (m == TR_DW16_FWD || m == TR_DW16_BWD) {
+        if (d.w_type == WS_F32 || !ws_dw_fits(&d))
+            return NULL;
+        text = ws_dw_emit_w(&d, d.w_type, sm / 10, sm % 10, &err);
+    } else {
+        if (!ws_dws_fits(&d))
+            return NULL;
+        text = ws_dws_emit(&d, sm / 10, sm % 10, &err);
+    }
+    cr_assert_not_null(text, "%s sm_%d %s: %s", s->name, sm, tr_mod_name[m], err.msg);
+    return text;
+}
+
+/* clang-format off */
+static const golden_train_row golden_train[] = {
+#include "ptx_golden_train.inc"
+};
+/* clang-format on */
+
+#define N_GOLDEN_TRAIN ((int)(sizeof golden_train / sizeof golden_train[0]))
+
+Test(ptx_golden, training_modules_emit_the_recorded_bytes, .timeout = 600)
+{
+    static const char *update =
+        "the emitted PTX changed: if deliberate, re-run the GPU suite on an H100 "
+        "(scripts/gpu-node.sh) and update tests/ptx_golden_train.inc (WS_GOLDEN_PRINT=1 prints it)";
+    static const int sms_tr[] = { 80, 90 };
+    const char *pr = getenv("WS_GOLDEN_PRINT");
+    const int print = pr && *pr && strcmp(pr, "0") != 0;
+    int row = 0, per_mod[TR_NMOD] = { 0 };
+    for (int i = 0; i < N_SHAPES_ENG; i++)
+        for (size_t ti = 0; ti < sizeof sms_tr / sizeof sms_tr[0]; ti++, row++) {
+            const eng_shape *s = &shapes_eng[i];
+            const int sm = sms_tr[ti];
+            uint64_t h[TR_NMOD] = { 0 };
+            for (int m = 0; m < TR_NMOD; m++) {
+                char *text = train_emit(s, m, sm);
+                if (!text)
+                    continue;
+                h[m] = fnv1a64(text);
+                per_mod[m]++;
+                free(text);
+            }
+            if (print) {
+                printf("{ \"%s\", %d, {", s->name, sm);
+                for (int m = 0; m < TR_NMOD; m++) {
+                    if (h[m])
+                        printf(" 0x%016" PRIx64 "ULL", h[m]);
+                    else
+                        printf(" 0");
+                    printf("%s", m + 1 < TR_NMOD ? "," : "");
+                }
+                printf(" } },\n");
+                continue;
+            }
+            cr_assert_lt(row, N_GOLDEN_TRAIN, "row %d (%s sm_%d) is not in the table: %s", row, s->name, sm,
+                         update);
+            const golden_train_row *g = &golden_train[row];
+            cr_assert_str_eq(g->shape, s->name, "row %d: %s", row, update);
+            cr_assert_eq(g->sm, sm, "row %d: %s", row, update);
+            for (int m = 0; m < TR_NMOD; m++)
+                cr_assert_eq(h[m], g->hash[m], "%s sm_%d %s: hash %016" PRIx64 ", recorded %016" PRIx64 ": %s",
+                             s->name, sm, tr_mod_name[m], h[m], g->hash[m], update);
+        }
+    if (print)
+        cr_skip_test("WS_GOLDEN_PRINT set: table printed, not compared");
+    cr_assert_eq(row, N_GOLDEN_TRAIN, "the table has %d rows, the shapes %d: %s", N_GOLDEN_TRAIN, row, update);
+    /* the table reaches each kind of module */
+    for (int m = 0; m < TR_NMOD; m++)
+        cr_assert_gt(per_mod[m], 0, "no %s module in the table", tr_mod_name[m]);
 }
