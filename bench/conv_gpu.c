@@ -464,7 +464,7 @@ static int per_call_time(ws_gpu *g, const row *r, call_st *cs, ws_conv_args *a, 
             t[i] = now_us() - t0;
             /* a few calls in flight at a time: the launch queue never fills, so no call
              * waits for the device */
-            if (i % BATCH == BATCH - 1 && ws_gpu_stream_wait(g, 0, err))
+            if (i % BATCH == BATCH - 1 && ws_gpu_user_stream_wait(g, 0, err))
                 goto done;
         }
         qsort(t, NQ, sizeof *t, cmp_double);

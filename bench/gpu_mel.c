@@ -21,6 +21,7 @@
 
 #include "cuda/driver.h"
 #include "cuda/gpu_mel.h"
+#include "cuda/gpu_runtime.h"
 #include "mel/mel.h"
 
 #define CK(call)                                                                  \
@@ -57,24 +58,18 @@ int main(int argc, char **argv)
         return 2;
     }
     ws_err e = {""};
-    ws_cu cu;
-    wscu_device dev;
-    wscu_context ctx;
     wscu_stream s;
     wscu_event ev0, ev1;
-    char name[128];
-    int major, minor;
-    if (ws_cu_open(&cu, &e) || ws_cu_device(&cu, 0, &dev, name, sizeof name, &major, &minor, &e)) {
+    ws_gpu *gpu = ws_gpu_open(0, &e); /* the driver, device 0 and its primary context */
+    if (!gpu || ws_gpu_stream_new(gpu, &s, &e) ||
+        ws_gpu_event_new(gpu, WS_CU_EVENT_DEFAULT, &ev0, &e) ||
+        ws_gpu_event_new(gpu, WS_CU_EVENT_DEFAULT, &ev1, &e)) {
         fprintf(stderr, "bench-gpu_mel: %s\n", e.msg);
         return 1;
     }
-    CK(DevicePrimaryCtxRetain(&ctx, dev));
-    CK(CtxSetCurrent(ctx));
-    CK(StreamCreate(&s, WS_CU_STREAM_NON_BLOCKING));
-    CK(EventCreate(&ev0, WS_CU_EVENT_DEFAULT));
-    CK(EventCreate(&ev1, WS_CU_EVENT_DEFAULT));
-    printf("# device %s, sm_%d%d; %d inputs of 30 s a batch, median of %d runs\n", name, major,
-           minor, W, iters);
+    ws_cu cu = gpu->cu;
+    printf("# device %s, sm_%d%d; %d inputs of 30 s a batch, median of %d runs\n", gpu->name,
+           gpu->cc_major, gpu->cc_minor, W, iters);
     printf("| bands | us per batch | us per window | windows/s |\n|---|---|---|---|\n");
 
     const size_t n = WS_CHUNK_SAMPLES, nx = n * (size_t)W;
@@ -107,7 +102,7 @@ int main(int argc, char **argv)
     for (int b = 0; b < 2; b++) {
         const int nm = b ? 128 : 80;
         ws_mel *cpu = ws_mel_new(nm, 1, &e);
-        ws_gpu_mel *g = cpu ? ws_gpu_mel_new(&cu, major, minor, nm, ws_mel_filters(cpu), &e) : NULL;
+        ws_gpu_mel *g = cpu ? ws_gpu_mel_new(gpu, nm, ws_mel_filters(cpu), &e) : NULL;
         if (!g) {
             fprintf(stderr, "bench-gpu_mel: %s\n", e.msg);
             return 1;
@@ -151,11 +146,10 @@ int main(int argc, char **argv)
     cu.MemFree(dscr);
     cu.MemFree(dout);
     cu.MemFree(dh);
-    cu.EventDestroy(ev0);
-    cu.EventDestroy(ev1);
-    cu.StreamDestroy(s);
-    cu.DevicePrimaryCtxRelease(dev);
-    ws_cu_close(&cu);
+    ws_gpu_event_free(gpu, ev0);
+    ws_gpu_event_free(gpu, ev1);
+    ws_gpu_stream_free(gpu, s);
+    ws_gpu_close(gpu);
     free(x);
     free(items);
     free(ms);

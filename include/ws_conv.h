@@ -197,7 +197,10 @@ WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-
 typedef struct ws_gpu ws_gpu;
 
 /* Opens the driver and device number `ordinal` (0: the first that CUDA_VISIBLE_DEVICES
- * leaves): retains its primary context and creates one stream. NULL with err on failure. */
+ * leaves): retains its primary context and creates one stream. The driver and the context
+ * are the process's: opened once and shared by every ws_gpu of the device (and whisper-stem's
+ * own GPU code), let go after the last ws_gpu_close. Any thread may open and close. NULL
+ * with err on failure. */
 WS_API ws_gpu *ws_gpu_open(int ordinal, ws_err *err);
 WS_API void ws_gpu_close(ws_gpu *g); /* waits for the stream, releases the context; NULL-safe */
 

@@ -19,6 +19,7 @@
 #include "cuda/driver.h"
 #include "cuda/gelu_ptx.h"
 #include "cuda/gpu_internal.h"
+#include "cuda/gpu_runtime.h"
 #include "helpers.h"
 #include "whisper/model.h"
 #include "oracle.h"
@@ -221,20 +222,11 @@ Test(gpu_gelu, gelu_ptx_matches_double)
 
 Test(gpu_driver, module_load_error_names_call_and_writes_ptx)
 {
-    ws_cu cu;
     ws_err e = { "" };
-    if (ws_cu_open(&cu, &e))
+    ws_gpu *g = ws_gpu_open(0, &e); /* the driver, device 0, its context made current */
+    if (!g)
         cr_skip_test("no CUDA driver/device: %s", e.msg);
-    wscu_device dev;
-    wscu_context ctx = NULL;
-    int n = 0;
-    if (cu.DeviceGetCount(&n) || n < 1) {
-        ws_cu_close(&cu);
-        cr_skip_test("no CUDA driver/device: no device");
-    }
-    cr_assert_eq(cu.DeviceGet(&dev, 0), 0);
-    cr_assert_eq(cu.DevicePrimaryCtxRetain(&ctx, dev), 0);
-    cr_assert_eq(cu.CtxSetCurrent(ctx), 0);
+    ws_cu cu = g->cu;
     const char *bad = ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n"
                       "\tbogus.instruction %r0;\n\tret;\n}\n";
     wscu_module mod = NULL;
@@ -257,8 +249,14 @@ Test(gpu_driver, module_load_error_names_call_and_writes_ptx)
     cr_assert_neq(r, 0);
     ws_cu_fail(&cu, r, "cuMemAlloc(&p, 1 << 60)", "x.c", 1, &e);
     cr_assert(strstr(e.msg, "cuMemAlloc(&p, 1 << 60) failed: CUDA_ERROR_OUT_OF_MEMORY"), "%s", e.msg);
-    cu.DevicePrimaryCtxRelease(dev);
-    ws_cu_close(&cu);
+    /* through the runtime's module cache: the same message, and nothing cached */
+    rc = ws_gpu_module(g, "bad_kernel", bad, &mod, &e);
+    cr_assert_eq(rc, -1);
+    cr_assert(strstr(e.msg, "cuModuleLoadDataEx(bad_kernel) failed"), "%s", e.msg);
+    path = strstr(e.msg, "PTX and logs in ");
+    if (path)
+        remove(path + strlen("PTX and logs in "));
+    ws_gpu_close(g);
 }
 
 Test(gpu_driver, reports_device_and_kernels)

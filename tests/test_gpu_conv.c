@@ -1543,7 +1543,7 @@ static void per_call_case(ws_gpu *g, const gcase *c0, ws_conv_op op, ws_math m, 
         a.w = as_ptr(dw), a.b = db ? as_ptr(db) : NULL;
         cr_assert_eq(ws_gpu_conv_kernel(q, &a), kp, "%s: per-call weights take other kernels", c->name);
         cr_assert_eq(ws_gpu_conv_enqueue(q, &a, stream, &e), 0, "%s: %s", c->name, e.msg);
-        cr_assert_eq(ws_gpu_stream_wait(g, stream, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_user_stream_wait(g, stream, &e), 0, "%s", e.msg);
         for (int o = 0; o < nout; o++) {
             cr_assert_eq(ws_gpu_download(g, got[o], dout[o], obytes[o], &e), 0, "%s", e.msg);
             cr_assert(!memcmp(got[o], ref[o], obytes[o]),
@@ -1570,7 +1570,7 @@ Test(gpu_conv, weights_per_call_on_the_callers_stream_give_the_plan_weights_bits
     ws_gpu *g = gpu_or_skip();
     ws_err e = {""};
     uint64_t st = 0;
-    cr_assert_eq(ws_gpu_stream_new(g, &st, &e), 0, "%s", e.msg);
+    cr_assert_eq(ws_gpu_user_stream_new(g, &st, &e), 0, "%s", e.msg);
     for (int i = 0; i < N_CASES; i++)
         per_call_case(g, &cases[i], WS_CONV_FWD, WS_MATH_F32, st);
     for (int i = 0; i < N_BCASES; i++)
@@ -1582,7 +1582,7 @@ Test(gpu_conv, weights_per_call_on_the_callers_stream_give_the_plan_weights_bits
     for (int i = 0; i < N_GCASES; i++)
         for (int m = 0; m < N_MMA_MATHS; m++)
             per_call_case(g, &gcases_gemm[i], WS_CONV_FWD, mma_maths[m], st);
-    ws_gpu_stream_free(g, st);
+    ws_gpu_user_stream_free(g, st);
     ws_gpu_close(g);
 }
 

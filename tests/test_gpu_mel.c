@@ -28,6 +28,7 @@
 #include "common.h"
 #include "cuda/driver.h"
 #include "cuda/gpu_mel.h"
+#include "cuda/gpu_runtime.h"
 #include "cuda/ptx_mel.h"
 #include "helpers.h"
 #include "mel/mel.h"
@@ -314,11 +315,9 @@ Test(gpu_mel_model, fold_and_tables_match_the_float64_oracle, .timeout = 120)
 /* --- on the GPU ------------------------------------------------------------------------ */
 
 typedef struct {
-    ws_cu cu;
-    wscu_device dev;
-    wscu_context ctx;
+    ws_gpu *gpu;        /* the device runtime's (cuda/gpu_runtime.h) */
+    ws_cu cu;           /* gpu->cu */
     wscu_stream s;
-    int major, minor;
     ws_gpu_mel *mel[2]; /* 80, 128 */
     ws_mel *cpu[2];
 } gctx;
@@ -328,23 +327,20 @@ static gctx G;
 static void gpu_or_skip(void)
 {
     ws_err e = {""};
-    char name[128];
     memset(&G, 0, sizeof G);
-    if (ws_cu_open(&G.cu, &e) ||
-        ws_cu_device(&G.cu, 0, &G.dev, name, sizeof name, &G.major, &G.minor, &e)) {
+    if (!(G.gpu = ws_gpu_open(0, &e))) {
         if (strstr(e.msg, "no CUDA driver") || strstr(e.msg, "no CUDA device") ||
             strstr(e.msg, "CUDA_ERROR_NO_DEVICE"))
             cr_skip_test("no CUDA driver/device: %s", e.msg);
         cr_assert_fail("%s", e.msg);
     }
-    cr_assert_eq(G.cu.DevicePrimaryCtxRetain(&G.ctx, G.dev), 0);
-    cr_assert_eq(G.cu.CtxSetCurrent(G.ctx), 0);
-    cr_assert_eq(G.cu.StreamCreate(&G.s, WS_CU_STREAM_NON_BLOCKING), 0);
+    G.cu = G.gpu->cu;
+    cr_assert_eq(ws_gpu_stream_new(G.gpu, &G.s, &e), 0, "%s", e.msg);
     for (int i = 0; i < 2; i++) {
         int nm = i ? 128 : 80;
         G.cpu[i] = ws_mel_new(nm, 4, &e);
         cr_assert_not_null(G.cpu[i], "%s", e.msg);
-        G.mel[i] = ws_gpu_mel_new(&G.cu, G.major, G.minor, nm, ws_mel_filters(G.cpu[i]), &e);
+        G.mel[i] = ws_gpu_mel_new(G.gpu, nm, ws_mel_filters(G.cpu[i]), &e);
         cr_assert_not_null(G.mel[i], "ws_gpu_mel_new(%d): %s", nm, e.msg);
     }
 }
@@ -355,9 +351,8 @@ static void gpu_close(void)
         ws_gpu_mel_free(G.mel[i]);
         ws_mel_free(G.cpu[i]);
     }
-    G.cu.StreamDestroy(G.s);
-    G.cu.DevicePrimaryCtxRelease(G.dev);
-    ws_cu_close(&G.cu);
+    ws_gpu_stream_free(G.gpu, G.s);
+    ws_gpu_close(G.gpu);
 }
 
 #define CK(call) cr_assert_eq(G.cu.call, 0, "cu" #call)

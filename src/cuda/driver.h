@@ -12,6 +12,9 @@
  * Module loading passes both JIT log buffers; on failure the error log, the
  * info log and a line-numbered copy of the PTX go to a file whose path is in
  * the error message. Tested by tests/test_gpu.c (gpu_driver::module_load_error_names_call_and_writes_ptx).
+ *
+ * ws_cu_open, ws_cu_close and ws_cu_device are the device runtime's (gpu.c, gpu_runtime.h),
+ * which opens the driver once per process; the rest of whisper-stem takes a ws_gpu.
  */
 #ifndef WS_CUDA_DRIVER_H
 #define WS_CUDA_DRIVER_H

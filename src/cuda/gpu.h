@@ -26,10 +26,15 @@ typedef struct ws_gpu_pair ws_gpu_pair;
 
 /* 0 when a CUDA driver and device number `ordinal` (0: the first that CUDA_VISIBLE_DEVICES
  * leaves) of compute capability 8.0 or later are there (name gets "NAME, sm_XY"), else -1
- * with the reason; loads no kernels. */
+ * with the reason; loads no kernels, retains no context (gpu.c). */
 int ws_gpu_probe(int ordinal, char *name, size_t cap, ws_err *err);
 
-/* Opens the driver, device number `ordinal` and its primary context, lowers the pair (lower.c)
+/* 1 when the driver library (libcuda.so.1, or $WHISPER_STEM_LIBCUDA) loads, whether or not
+ * a device works: tells "no driver installed" from "a driver, but no usable GPU" (gpu.c). */
+int ws_gpu_driver_present(void);
+
+/* Opens device number `ordinal` on the device runtime (gpu.c: the driver, the device's
+ * primary context, a stream), lowers the pair (lower.c)
  * for that device and loads its kernels, and uploads the weights w1 [D][C][3], b1 [D],
  * w2 [D][D][3], b2 [D] (float32, packed for the pair's math; all four required). Returns NULL with err set
  * when there is no driver, no device, the pair is not lowered, or a call fails (err names
@@ -56,7 +61,9 @@ void ws_gpu_set_fixed(ws_gpu_pair *g, int on);
 /* One line naming the device (e.g. "NVIDIA H100 80GB HBM3, sm_90"). */
 const char *ws_gpu_device_name(const ws_gpu_pair *g);
 
-/* Frees device memory, module and context reference. NULL-safe. */
+/* Frees device memory and events and closes the pair's ws_gpu (its stream and its
+ * reference to the context; the kernels' modules stay in the runtime's cache while the
+ * device is open). NULL-safe. */
 void ws_gpu_free(ws_gpu_pair *g);
 
 /* Writes every kernel lowered for the pair (for sm_90) into dir as .ptx files;

@@ -10,6 +10,8 @@
  *   event    recorded last: done/wait look at it
  * Device and pinned buffers grow to the largest batch a slot has held and stay.
  * Staging slabs are 2 MiB (a 30 s input's samples fit one), pinned 16 at a time.
+ * Runs on a ws_gpu of the device runtime (gpu.c): the pair's, or one of its own; streams,
+ * events and pinned memory come from the runtime.
  */
 #include "gpu_batch.h"
 
@@ -21,6 +23,7 @@
 #include "driver.h"
 #include "gpu_internal.h"
 #include "gpu_mel.h"
+#include "gpu_runtime.h"
 #include "trace.h"
 
 #define SLAB_BYTES ((size_t)2 << 20)
@@ -57,12 +60,11 @@ typedef struct {
 struct ws_gpu_batcher {
     ws_gpu_batch_opts o;
     ws_gpu_pair *g;
-    ws_cu own;          /* the driver when there is no pair */
-    ws_cu *cu;
-    wscu_device dev;
-    wscu_context ctx;
-    int own_ctx;
-    int cc_major, cc_minor, d;
+    ws_gpu *gpu;        /* the pair's, or (no pair) the batcher's own */
+    int own_gpu;
+    ws_cu *cu;          /* &gpu->cu */
+    wscu_context ctx;   /* gpu->ctx */
+    int d;
     ws_gpu_mel *mel;
     slot *slots;
     wscu_stream solo;   /* ws_gpu_mel_alone */
@@ -132,13 +134,11 @@ void **ws_gpu_stage(ws_gpu_batcher *b, size_t bytes, int *n_slabs)
         void *chunk = NULL, **grown;
         b->n_slabs += SLABS_PER_CHUNK;
         pthread_mutex_unlock(&b->mu);
-        int ok = b->cu->CtxSetCurrent(b->ctx) == WS_CUDA_SUCCESS &&
-                 b->cu->MemAllocHost(&chunk, SLAB_BYTES * SLABS_PER_CHUNK) == WS_CUDA_SUCCESS;
+        int ok = !ws_gpu_pinned_alloc(b->gpu, SLAB_BYTES * SLABS_PER_CHUNK, &chunk, NULL);
         pthread_mutex_lock(&b->mu);
         grown = ok ? realloc(b->chunks, (size_t)(b->n_chunks + 1) * sizeof *grown) : NULL;
         if (!grown) {
-            if (chunk)
-                b->cu->MemFreeHost(chunk);
+            ws_gpu_pinned_free(b->gpu, chunk);
             b->n_slabs -= SLABS_PER_CHUNK;
             b->max_slabs = b->n_slabs; /* pinning fails: no more tries */
             break;
@@ -204,37 +204,29 @@ void ws_gpu_batcher_free(ws_gpu_batcher *b)
     if (!b)
         return;
     ws_cu *cu = b->cu;
-    if (cu && cu->lib && b->ctx) {
+    if (b->gpu) {
+        ws_gpu *g = b->gpu;
         cu->CtxSetCurrent(b->ctx);
         for (int i = 0; b->slots && i < b->o.slots; i++) {
             slot *s = &b->slots[i];
             if (s->st)
                 cu->StreamSynchronize(s->st);
             free_slot_device(b, s);
-            if (s->h_in)
-                cu->MemFreeHost(s->h_in);
-            if (s->h_res)
-                cu->MemFreeHost(s->h_res);
-            if (s->h_tab)
-                cu->MemFreeHost(s->h_tab);
-            if (s->ev0)
-                cu->EventDestroy(s->ev0);
-            if (s->ev1)
-                cu->EventDestroy(s->ev1);
-            if (s->st)
-                cu->StreamDestroy(s->st);
+            ws_gpu_pinned_free(g, s->h_in);
+            ws_gpu_pinned_free(g, s->h_res);
+            ws_gpu_pinned_free(g, s->h_tab);
+            ws_gpu_event_free(g, s->ev0);
+            ws_gpu_event_free(g, s->ev1);
+            ws_gpu_stream_free(g, s->st);
             free(s->items);
         }
-        if (b->solo)
-            cu->StreamDestroy(b->solo);
+        ws_gpu_stream_free(g, b->solo);
         for (int i = 0; i < b->n_chunks; i++)
-            cu->MemFreeHost(b->chunks[i]);
+            ws_gpu_pinned_free(g, b->chunks[i]);
         ws_gpu_mel_free(b->mel);
-        if (b->own_ctx)
-            cu->DevicePrimaryCtxRelease(b->dev);
+        if (b->own_gpu)
+            ws_gpu_close(g);
     }
-    if (b->cu == &b->own)
-        ws_cu_close(&b->own);
     free(b->slots);
     free(b->chunks);
     free(b->free_slabs);
@@ -254,32 +246,28 @@ ws_gpu_batcher *ws_gpu_batcher_new(ws_gpu_pair *g, int ordinal, const ws_gpu_bat
     pthread_mutex_init(&b->mu, NULL);
     b->o = *o;
     b->g = g;
-    ws_cu *cu;
     if (g) {
-        cu = b->cu = ws_gpu_pair_cu(g, &b->ctx, &b->cc_major, &b->cc_minor);
         if (ws_gpu_pair_dims(g, &b->d) != o->n_mels) {
             ws_errf(err, "ws_gpu_batcher_new: the stem takes %d mel bands, not %d",
                     ws_gpu_pair_dims(g, &b->d), o->n_mels);
             goto fail;
         }
+        b->gpu = ws_gpu_pair_gpu(g);
         snprintf(b->name, sizeof b->name, "%s", ws_gpu_device_name(g));
     } else {
-        cu = b->cu = &b->own;
-        char dn[128] = "";
-        if (ws_cu_open(cu, err)) {
-            b->cu = NULL;
+        /* the driver, device `ordinal` and its primary context */
+        if (!(b->gpu = ws_gpu_open(ordinal, err)))
             goto fail;
-        }
-        if (ws_cu_device(cu, ordinal, &b->dev, dn, sizeof dn, &b->cc_major, &b->cc_minor, err))
-            goto fail;
-        CU_TRY(cu, DevicePrimaryCtxRetain(&b->ctx, b->dev), err);
-        b->own_ctx = 1;
-        snprintf(b->name, sizeof b->name, "%s, sm_%d%d, driver %d.%d", dn, b->cc_major,
-                 b->cc_minor, cu->version / 1000, cu->version % 1000 / 10);
+        b->own_gpu = 1;
+        snprintf(b->name, sizeof b->name, "%s, sm_%d%d, driver %d.%d", b->gpu->name,
+                 b->gpu->cc_major, b->gpu->cc_minor, b->gpu->cu.version / 1000,
+                 b->gpu->cu.version % 1000 / 10);
     }
+    ws_cu *cu = b->cu = &b->gpu->cu;
+    b->ctx = b->gpu->ctx;
     CU_TRY(cu, CtxSetCurrent(b->ctx), err);
     if ((o->mel_on_gpu || o->out_f16) &&
-        !(b->mel = ws_gpu_mel_new(cu, b->cc_major, b->cc_minor, o->n_mels, o->filters, err)))
+        !(b->mel = ws_gpu_mel_new(b->gpu, o->n_mels, o->filters, err)))
         goto fail;
     b->slots = calloc((size_t)o->slots, sizeof *b->slots);
     b->max_slabs = (int)(o->stage_bytes / SLAB_BYTES);
@@ -290,11 +278,13 @@ ws_gpu_batcher *ws_gpu_batcher_new(ws_gpu_pair *g, int ordinal, const ws_gpu_bat
     }
     for (int i = 0; i < o->slots; i++) {
         slot *s = &b->slots[i];
-        CU_TRY(cu, StreamCreate(&s->st, WS_CU_STREAM_NON_BLOCKING), err);
-        CU_TRY(cu, EventCreate(&s->ev0, WS_CU_EVENT_DEFAULT), err);
-        CU_TRY(cu, EventCreate(&s->ev1, WS_CU_EVENT_BLOCKING_SYNC), err);
+        if (ws_gpu_stream_new(b->gpu, &s->st, err) ||
+            ws_gpu_event_new(b->gpu, WS_CU_EVENT_DEFAULT, &s->ev0, err) ||
+            ws_gpu_event_new(b->gpu, WS_CU_EVENT_BLOCKING_SYNC, &s->ev1, err))
+            goto fail;
     }
-    CU_TRY(cu, StreamCreate(&b->solo, WS_CU_STREAM_NON_BLOCKING), err);
+    if (ws_gpu_stream_new(b->gpu, &b->solo, err))
+        goto fail;
     return b;
 cleanup:
 fail:
@@ -360,13 +350,11 @@ static int grow_host(ws_gpu_batcher *b, void **p, size_t *cap, size_t n, ws_err 
 {
     if (*cap >= n)
         return 0;
-    if (*p)
-        b->cu->MemFreeHost(*p);
+    ws_gpu_pinned_free(b->gpu, *p);
     *p = NULL;
     *cap = 0;
-    wscu_result r = b->cu->MemAllocHost(p, n ? n : 4);
-    if (r != WS_CUDA_SUCCESS)
-        return ws_cu_fail(b->cu, r, "cuMemAllocHost", __FILE__, __LINE__, err);
+    if (ws_gpu_pinned_alloc(b->gpu, n ? n : 4, p, err))
+        return -1;
     *cap = n;
     return 0;
 }

@@ -1,9 +1,7 @@
-/* gpu_conv.c - the conv engine's GPU backend (include/ws_conv.h): device, memory and
- * plans.
+/* gpu_conv.c - the conv engine's GPU backend (include/ws_conv.h): the plans.
  *
- * ws_gpu: the driver (driver.c, opened at run time), one device, its primary context
- * (retained, made current on each call), one non-blocking stream. Copies go through that
- * stream and are waited for before returning.
+ * ws_gpu (the device, its primary context made current on each call, one non-blocking
+ * stream, device memory and copies) is the device runtime's, gpu.c (gpu_runtime.h).
  * ws_gpu_conv (a plan): the direct kernels (ptx_direct.c) emitted for the device's compute
  * capability and loaded as one module: FWD one kernel, BWD four entries (gz, dx, dw, db);
  * beside them, where the descriptor has them, the depthwise module (ptx_dw.c: FWD one
@@ -32,22 +30,13 @@
 #include "driver.h"
 #include "gpu_conv_internal.h"
 #include "gpu_dws.h"
+#include "gpu_runtime.h"
 #include "output.h"
 #include "ptx_direct.h"
 #include "ptx_dw.h"
 #include "ptx_gemm.h"
 #include "ptx_params.h"
 #include "ptx_wprep.h"
-
-struct ws_gpu {
-    ws_cu cu;
-    wscu_device dev;
-    wscu_context ctx;     /* primary context, retained */
-    wscu_stream stream;
-    int cc_major, cc_minor;
-    int emit_major, emit_minor; /* the capability plans emit PTX for (ws_gpu_emit_cc) */
-    char name[128];
-};
 
 struct ws_gpu_conv {
     ws_gpu *g;
@@ -86,106 +75,6 @@ struct ws_gpu_conv {
      * loaded at ws_gpu_conv_new; their BWD scratch is gz above */
     ws_dws *dws;
 };
-
-void ws_gpu_close(ws_gpu *g)
-{
-    if (!g)
-        return;
-    ws_cu *cu = &g->cu;
-    if (cu->lib) {
-        if (g->ctx)
-            cu->CtxSetCurrent(g->ctx);
-        if (g->stream) {
-            cu->StreamSynchronize(g->stream);
-            cu->StreamDestroy(g->stream);
-        }
-        if (g->ctx)
-            cu->DevicePrimaryCtxRelease(g->dev);
-    }
-    ws_cu_close(cu);
-    free(g);
-}
-
-ws_gpu *ws_gpu_open(int ordinal, ws_err *err)
-{
-    ws_gpu *g = calloc(1, sizeof *g);
-    if (!g) {
-        ws_errf(err, "ws_gpu_open: out of memory");
-        return NULL;
-    }
-    if (ws_cu_open(&g->cu, err)) {
-        free(g);
-        return NULL;
-    }
-    ws_cu *cu = &g->cu;
-    if (ws_cu_device(cu, ordinal, &g->dev, g->name, sizeof g->name, &g->cc_major, &g->cc_minor,
-                     err))
-        goto cleanup;
-    g->emit_major = g->cc_major;
-    g->emit_minor = g->cc_minor;
-    CU_TRY(cu, DevicePrimaryCtxRetain(&g->ctx, g->dev), err);
-    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    CU_TRY(cu, StreamCreate(&g->stream, WS_CU_STREAM_NON_BLOCKING), err);
-    return g;
-cleanup:
-    ws_gpu_close(g);
-    return NULL;
-}
-
-int ws_gpu_alloc(ws_gpu *g, size_t bytes, uint64_t *dptr, ws_err *err)
-{
-    if (!g || !dptr)
-        return ws_errf(err, "ws_gpu_alloc: %s is NULL", g ? "dptr" : "g");
-    *dptr = 0;
-    if (bytes == 0)
-        return ws_errf(err, "ws_gpu_alloc: bytes 0 must be >= 1");
-    ws_cu *cu = &g->cu;
-    wscu_devptr p = 0;
-    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    CU_TRY(cu, MemAlloc(&p, bytes), err);
-    *dptr = p;
-    return 0;
-cleanup:
-    return -1;
-}
-
-void ws_gpu_release(ws_gpu *g, uint64_t dptr)
-{
-    if (!g || !dptr)
-        return;
-    g->cu.CtxSetCurrent(g->ctx);
-    g->cu.MemFree(dptr);
-}
-
-int ws_gpu_upload(ws_gpu *g, uint64_t dst, const void *src, size_t bytes, ws_err *err)
-{
-    if (!g || !dst || (!src && bytes))
-        return ws_errf(err, "ws_gpu_upload: %s is NULL", !g ? "g" : !dst ? "dst" : "src");
-    if (!bytes)
-        return 0;
-    ws_cu *cu = &g->cu;
-    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    CU_TRY(cu, MemcpyHtoDAsync(dst, src, bytes, g->stream), err);
-    CU_TRY(cu, StreamSynchronize(g->stream), err);
-    return 0;
-cleanup:
-    return -1;
-}
-
-int ws_gpu_download(ws_gpu *g, void *dst, uint64_t src, size_t bytes, ws_err *err)
-{
-    if (!g || !src || (!dst && bytes))
-        return ws_errf(err, "ws_gpu_download: %s is NULL", !g ? "g" : !src ? "src" : "dst");
-    if (!bytes)
-        return 0;
-    ws_cu *cu = &g->cu;
-    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    CU_TRY(cu, MemcpyDtoHAsync(dst, src, bytes, g->stream), err);
-    CU_TRY(cu, StreamSynchronize(g->stream), err);
-    return 0;
-cleanup:
-    return -1;
-}
 
 void ws_gpu_conv_free(ws_gpu_conv *c)
 {
@@ -688,7 +577,7 @@ cleanup:
     return -1;
 }
 
-int ws_gpu_stream_new(ws_gpu *g, uint64_t *stream, ws_err *err)
+int ws_gpu_user_stream_new(ws_gpu *g, uint64_t *stream, ws_err *err)
 {
     ws_cu *cu = &g->cu;
     wscu_stream st = NULL;
@@ -700,7 +589,7 @@ cleanup:
     return -1;
 }
 
-int ws_gpu_stream_wait(ws_gpu *g, uint64_t stream, ws_err *err)
+int ws_gpu_user_stream_wait(ws_gpu *g, uint64_t stream, ws_err *err)
 {
     ws_cu *cu = &g->cu;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
@@ -710,7 +599,7 @@ cleanup:
     return -1;
 }
 
-void ws_gpu_stream_free(ws_gpu *g, uint64_t stream)
+void ws_gpu_user_stream_free(ws_gpu *g, uint64_t stream)
 {
     if (!g || !stream)
         return;

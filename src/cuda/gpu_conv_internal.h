@@ -31,8 +31,8 @@ int ws_gpu_emit_cc(ws_gpu *g, int major, int minor);
 /* A stream of g's context for tests and benchmarks (ws_gpu_conv_enqueue's `stream`, as a
  * caller's library would make one): non-blocking; wait: returns when everything enqueued on
  * it has finished. 0, or -1 with err. */
-int ws_gpu_stream_new(ws_gpu *g, uint64_t *stream, ws_err *err);
-int ws_gpu_stream_wait(ws_gpu *g, uint64_t stream, ws_err *err);
-void ws_gpu_stream_free(ws_gpu *g, uint64_t stream);
+int ws_gpu_user_stream_new(ws_gpu *g, uint64_t *stream, ws_err *err);
+int ws_gpu_user_stream_wait(ws_gpu *g, uint64_t stream, ws_err *err);
+void ws_gpu_user_stream_free(ws_gpu *g, uint64_t stream);
 
 #endif

@@ -30,7 +30,7 @@ int ws_gpu_bench(ws_gpu_pair *g, int n_win, int n_frames, int add_pos, int n_buf
 const char *ws_gpu_kernel_report(ws_gpu_pair *g);
 
 /* --- for gpu_batch.c ---------------------------------------------------------------- */
-#include "driver.h"
+#include "gpu_runtime.h"
 
 /* Enqueues the pair on stream s: mel [n_win][n_mels][n_frames] f32 (device) -> out
  * [n_win][T2][d] f32 through the intermediates xt and h1 (sizes: ws_gpu_stem_bytes), with
@@ -41,8 +41,9 @@ int ws_gpu_enqueue_fixed(ws_gpu_pair *g, wscu_stream s, wscu_devptr mel, wscu_de
                          ws_err *err);
 void ws_gpu_stem_bytes(const ws_gpu_pair *g, int n_win, int n_frames, size_t *xt, size_t *h1,
                        size_t *out);
-/* The pair's driver, context and compute capability. */
-ws_cu *ws_gpu_pair_cu(ws_gpu_pair *g, wscu_context *ctx, int *cc_major, int *cc_minor);
+/* The pair's ws_gpu (gpu_runtime.h: its driver, context, capability), for work beside the
+ * pair's on the same device; it stays the pair's (ws_gpu_free closes it). */
+ws_gpu *ws_gpu_pair_gpu(ws_gpu_pair *g);
 /* n_mels; *d: the width. */
 int ws_gpu_pair_dims(const ws_gpu_pair *g, int *d);
 

@@ -1,5 +1,6 @@
-/* gpu_mel.c - the GPU log-Mel (gpu_mel.h): loads ptx_mel.c's module, uploads its tables and
- * enqueues its kernels on the caller's stream.
+/* gpu_mel.c - the GPU log-Mel (gpu_mel.h): loads ptx_mel.c's module through the device
+ * runtime (gpu.c's module cache), uploads its tables and enqueues its kernels on the
+ * caller's stream.
  *
  * Tables (device, owned): twiddles [102][4][112] float64 (ws_mel_twiddles), Hann [400] float64,
  * bands [n_mels] of {lo, len, off} int32 (the nonzero bins of each filter row, from the first
@@ -17,7 +18,8 @@
 #include "ptx_mel.h"
 
 struct ws_gpu_mel {
-    const ws_cu *cu;
+    ws_gpu *g;
+    const ws_cu *cu;      /* &g->cu */
     int n_mels;
     wscu_module mod;
     wscu_function frames, write, f16;
@@ -31,12 +33,13 @@ void ws_gpu_mel_free(ws_gpu_mel *m)
     if (!m)
         return;
     const ws_cu *cu = m->cu;
-    wscu_devptr bufs[] = { m->tw, m->hann, m->band, m->wts };
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        if (bufs[i])
-            cu->MemFree(bufs[i]);
-    if (m->mod)
-        cu->ModuleUnload(m->mod);
+    if (m->g) {
+        cu->CtxSetCurrent(m->g->ctx);
+        wscu_devptr bufs[] = { m->tw, m->hann, m->band, m->wts };
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            if (bufs[i])
+                cu->MemFree(bufs[i]);
+    }
     free(m);
 }
 
@@ -52,13 +55,13 @@ cleanup:
     return -1;
 }
 
-ws_gpu_mel *ws_gpu_mel_new(const ws_cu *cu, int cc_major, int cc_minor, int n_mels,
-                           const double *filters, ws_err *err)
+ws_gpu_mel *ws_gpu_mel_new(ws_gpu *g, int n_mels, const double *filters, ws_err *err)
 {
     if (n_mels != 80 && n_mels != 128)
         return ws_errf(err, "the GPU log-Mel takes 80 or 128 bands, not %d", n_mels), NULL;
-    if (!cu || !filters)
-        return ws_errf(err, "ws_gpu_mel_new: %s is NULL", cu ? "filters" : "cu"), NULL;
+    if (!g || !filters)
+        return ws_errf(err, "ws_gpu_mel_new: %s is NULL", g ? "filters" : "g"), NULL;
+    const ws_cu *cu = &g->cu;
     ws_gpu_mel *m = calloc(1, sizeof *m);
     double *tw = malloc(sizeof(double) * WS_MEL_M * 4 * WS_MEL_K);
     double *wts = malloc(sizeof(double) * (size_t)n_mels * 201);
@@ -70,14 +73,15 @@ ws_gpu_mel *ws_gpu_mel_new(const ws_cu *cu, int cc_major, int cc_minor, int n_me
         ws_errf(err, "out of memory");
         goto cleanup;
     }
+    m->g = g;
     m->cu = cu;
     m->n_mels = n_mels;
-    ptx = ws_mel_emit(n_mels, cc_major, cc_minor, err);
+    ptx = ws_mel_emit(n_mels, g->cc_major, g->cc_minor, err);
     if (!ptx)
         goto cleanup;
     char name[32];
     snprintf(name, sizeof name, "ws_mel_%d", n_mels);
-    if (ws_cu_load_module(cu, ptx, name, &m->mod, NULL, 0, err))
+    if (ws_gpu_module(g, name, ptx, &m->mod, err))
         goto cleanup;
     CU_TRY(cu, ModuleGetFunction(&m->frames, m->mod, "ws_mel_frames"), err);
     CU_TRY(cu, ModuleGetFunction(&m->write, m->mod, "ws_mel_write"), err);
@@ -101,21 +105,21 @@ ws_gpu_mel *ws_gpu_mel_new(const ws_cu *cu, int cc_major, int cc_minor, int n_me
         for (int f = lo; f < hi; f++)
             wts[off++] = row[f];
     }
-    CU_TRY(cu, StreamCreate(&s, WS_CU_STREAM_NON_BLOCKING), err);
+    if (ws_gpu_stream_new(g, &s, err))
+        goto cleanup;
     if (upload(cu, s, &m->tw, tw, sizeof(double) * WS_MEL_M * 4 * WS_MEL_K, err) ||
         upload(cu, s, &m->hann, hann, sizeof hann, err) ||
         upload(cu, s, &m->band, band, sizeof(int32_t) * 3 * (size_t)n_mels, err) ||
         upload(cu, s, &m->wts, wts, sizeof(double) * (size_t)(off ? off : 1), err))
         goto cleanup;
-    cu->StreamDestroy(s);
+    ws_gpu_stream_free(g, s);
     free(ptx);
     free(tw);
     free(wts);
     free(band);
     return m;
 cleanup:
-    if (s)
-        cu->StreamDestroy(s);
+    ws_gpu_stream_free(g, s);
     free(ptx);
     free(tw);
     free(wts);

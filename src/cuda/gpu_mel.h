@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "common.h"
-#include "driver.h"
+#include "gpu_runtime.h"
 
 /* One input of a batch; the layout is the kernels' parameter table (8-byte fields). */
 typedef struct {
@@ -49,12 +49,11 @@ typedef struct {
 
 typedef struct ws_gpu_mel ws_gpu_mel;
 
-/* Emits and loads the kernels for n_mels (80 or 128) bands in the current context of cu
- * (the caller's: made current before the call) for compute capability cc_major.cc_minor;
- * filters [n_mels][201] float64 (ws_mel_filters) are uploaded. NULL with err on failure. */
-ws_gpu_mel *ws_gpu_mel_new(const ws_cu *cu, int cc_major, int cc_minor, int n_mels,
-                           const double *filters, ws_err *err);
-void ws_gpu_mel_free(ws_gpu_mel *m); /* NULL-safe; the context must still be current */
+/* Emits the kernels for n_mels (80 or 128) bands for g's compute capability and loads them
+ * on g's device (the runtime's module cache: once per process); filters [n_mels][201]
+ * float64 (ws_mel_filters) are uploaded. NULL with err on failure. */
+ws_gpu_mel *ws_gpu_mel_new(ws_gpu *g, int n_mels, const double *filters, ws_err *err);
+void ws_gpu_mel_free(ws_gpu_mel *m); /* NULL-safe; before g is closed */
 
 /* Scratch bytes for a batch of n_items inputs with total_frames frames in all. */
 size_t ws_gpu_mel_scratch_bytes(int n_mels, uint64_t total_frames, int n_items);

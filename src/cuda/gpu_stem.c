@@ -13,8 +13,9 @@
  * uploaded by ws_gpu_set_add.
  * The tile variant is picked per launch: the large tile when it fills every
  * multiprocessor at least once, else the small one.
- * Owns: driver handle, primary context reference, stream, events, one
- * module per kernel, device buffers (grown on demand), pinned staging.
+ * Runs on a ws_gpu of the device runtime (gpu.c: the driver, the device's primary context,
+ * the stream, the pinned staging, the module cache, which loads each kernel once per
+ * process). Owns: that ws_gpu, events, device buffers (grown on demand).
  * Tested by tests/test_gpu.c against the float64 oracle.
  */
 #include <math.h>
@@ -25,15 +26,16 @@
 #include "trace.h"
 #include "driver.h"
 #include "gpu_internal.h"
+#include "gpu_runtime.h"
 #include "kernels.h"
 
 struct ws_gpu_pair {
-    ws_cu cu;
-    wscu_device dev;
-    wscu_context ctx;
-    wscu_stream stream;
+    ws_gpu *gpu;                  /* the device runtime's: its driver, context and stream */
+    ws_cu *cu;                    /* &gpu->cu */
+    wscu_context ctx;             /* gpu->ctx */
+    wscu_stream stream;           /* gpu->stream */
     wscu_event ev0, ev1, ev_mel, ev_c1;  /* bench: start, end, after mel_t, after conv1 */
-    wscu_module mod[WS_K_COUNT];
+    wscu_module mod[WS_K_COUNT];  /* the runtime's module cache holds them */
     wscu_function fn[WS_K_COUNT];
     ws_kernel_src k[WS_K_COUNT];  /* ptx freed after loading */
     ws_conv_desc c[2];            /* the pair: conv1, conv2 */
@@ -44,8 +46,6 @@ struct ws_gpu_pair {
     wscu_devptr ws;               /* split-K partial sums (fp32, few windows) */
     size_t mel_cap, xt_cap, h1_cap, out_cap, ws_cap;
     int pos_rows;                 /* rows of the device add (pos) table */
-    void *pinned;
-    size_t pinned_cap;
     int poison, force_tile;
     int fixed;                    /* ws_gpu_set_fixed */
     char name[200];
@@ -99,45 +99,30 @@ void ws_gpu_free(ws_gpu_pair *g)
 {
     if (!g)
         return;
-    ws_cu *cu = &g->cu;
-    if (cu->lib) {
-        if (g->ctx)
-            cu->CtxSetCurrent(g->ctx);
-        if (g->stream)
-            cu->StreamSynchronize(g->stream);
+    if (g->gpu) {
+        ws_cu *cu = g->cu;
+        cu->CtxSetCurrent(g->ctx);
+        cu->StreamSynchronize(g->stream);
         wscu_devptr bufs[] = { g->w1, g->b1, g->w2, g->b2, g->mel, g->xt, g->h1, g->out, g->pos,
                                g->ws };
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i])
                 cu->MemFree(bufs[i]);
-        if (g->pinned)
-            cu->MemFreeHost(g->pinned);
-        for (int i = 0; i < WS_K_COUNT; i++)
-            if (g->mod[i])
-                cu->ModuleUnload(g->mod[i]);
-        if (g->ev0)
-            cu->EventDestroy(g->ev0);
-        if (g->ev1)
-            cu->EventDestroy(g->ev1);
-        if (g->ev_mel)
-            cu->EventDestroy(g->ev_mel);
-        if (g->ev_c1)
-            cu->EventDestroy(g->ev_c1);
-        if (g->stream)
-            cu->StreamDestroy(g->stream);
-        if (g->ctx)
-            cu->DevicePrimaryCtxRelease(g->dev);
+        ws_gpu_event_free(g->gpu, g->ev0);
+        ws_gpu_event_free(g->gpu, g->ev1);
+        ws_gpu_event_free(g->gpu, g->ev_mel);
+        ws_gpu_event_free(g->gpu, g->ev_c1);
+        ws_gpu_close(g->gpu); /* the stream, the staging, the context's reference */
     }
     for (int i = 0; i < WS_K_COUNT; i++)
         free(g->k[i].ptx);
-    ws_cu_close(cu);
     free(g);
 }
 
 /* Allocates and uploads n bytes from host (synchronously, via the stream). */
 static int upload(ws_gpu_pair *g, wscu_devptr *dst, const void *src, size_t n, ws_err *err)
 {
-    ws_cu *cu = &g->cu;
+    ws_cu *cu = g->cu;
     CU_TRY(cu, MemAlloc(dst, n), err);
     CU_TRY(cu, MemcpyHtoDAsync(*dst, src, n, g->stream), err);
     CU_TRY(cu, StreamSynchronize(g->stream), err);
@@ -159,21 +144,6 @@ static int pack_upload(ws_gpu_pair *g, wscu_devptr *dst, const float *w, int cin
     return rc;
 }
 
-int ws_gpu_probe(int ordinal, char *name, size_t cap, ws_err *err)
-{
-    ws_cu cu;
-    wscu_device dev = 0;
-    int major = 0, minor = 0;
-    char dn[128] = "";
-    if (ws_cu_open(&cu, err))
-        return -1;
-    int rc = ws_cu_device(&cu, ordinal, &dev, dn, sizeof dn, &major, &minor, err);
-    if (!rc && cap)
-        snprintf(name, cap, "%s, sm_%d%d", dn, major, minor);
-    ws_cu_close(&cu);
-    return rc;
-}
-
 /* T2 for T frames */
 static int out_len(const ws_gpu_pair *g, int n_frames)
 {
@@ -191,27 +161,28 @@ ws_gpu_pair *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1
     ws_gpu_pair *g = calloc(1, sizeof *g);
     if (!g)
         return ws_errf(err, "out of memory"), NULL;
-    ws_cu *cu = &g->cu;
     g->c[0] = pair[0];
     g->c[1] = pair[1];
     g->n_mels = pair[0].c_in;
     g->d = pair[0].c_out;
     g->prec = p;
     g->force_tile = -1;
-    char dn[128] = "";
-    if (ws_cu_open(cu, err) ||
-        ws_cu_device(cu, ordinal, &g->dev, dn, sizeof dn, &g->cc_major, &g->cc_minor, err))
+    /* the driver, device `ordinal`, its primary context and a stream */
+    if (!(g->gpu = ws_gpu_open(ordinal, err)))
         goto cleanup;
-    CU_TRY(cu, DeviceGetAttribute(&g->sms, WS_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev), err);
-    snprintf(g->name, sizeof g->name, "%s, sm_%d%d, %d SMs, driver %d.%d", dn, g->cc_major,
-             g->cc_minor, g->sms, cu->version / 1000, cu->version % 1000 / 10);
-    CU_TRY(cu, DevicePrimaryCtxRetain(&g->ctx, g->dev), err);
-    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    CU_TRY(cu, StreamCreate(&g->stream, WS_CU_STREAM_NON_BLOCKING), err);
-    CU_TRY(cu, EventCreate(&g->ev0, WS_CU_EVENT_DEFAULT), err);
-    CU_TRY(cu, EventCreate(&g->ev1, WS_CU_EVENT_DEFAULT), err);
-    CU_TRY(cu, EventCreate(&g->ev_mel, WS_CU_EVENT_DEFAULT), err);
-    CU_TRY(cu, EventCreate(&g->ev_c1, WS_CU_EVENT_DEFAULT), err);
+    ws_cu *cu = g->cu = &g->gpu->cu;
+    g->ctx = g->gpu->ctx;
+    g->stream = g->gpu->stream;
+    g->cc_major = g->gpu->cc_major;
+    g->cc_minor = g->gpu->cc_minor;
+    g->sms = g->gpu->sms;
+    snprintf(g->name, sizeof g->name, "%s, sm_%d%d, %d SMs, driver %d.%d", g->gpu->name,
+             g->cc_major, g->cc_minor, g->sms, cu->version / 1000, cu->version % 1000 / 10);
+    if (ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev0, err) ||
+        ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev1, err) ||
+        ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev_mel, err) ||
+        ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev_c1, err))
+        goto cleanup;
 
     ws_kernel_src *ks = NULL;
     if (ws_gpu_lower(g->c, g->cc_major, g->cc_minor, &ks, err))
@@ -219,7 +190,7 @@ ws_gpu_pair *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1
     memcpy(g->k, ks, sizeof g->k);
     free(ks);
     for (int i = 0; i < WS_K_COUNT; i++) {
-        if (ws_cu_load_module(cu, g->k[i].ptx, g->k[i].name, &g->mod[i], NULL, 0, err))
+        if (ws_gpu_module(g->gpu, g->k[i].name, g->k[i].ptx, &g->mod[i], err))
             goto cleanup;
         free(g->k[i].ptx);
         g->k[i].ptx = NULL;
@@ -242,7 +213,7 @@ cleanup:
 /* Grows a device buffer to at least n bytes (contents not kept). */
 static int ensure(ws_gpu_pair *g, wscu_devptr *p, size_t *cap, size_t n, ws_err *err)
 {
-    ws_cu *cu = &g->cu;
+    ws_cu *cu = g->cu;
     if (*cap >= n)
         return 0;
     if (*p)
@@ -258,7 +229,7 @@ cleanup:
 
 int ws_gpu_set_add(ws_gpu_pair *g, const float *add, int rows, ws_err *err)
 {
-    ws_cu *cu = &g->cu;
+    ws_cu *cu = g->cu;
     wscu_devptr fresh = 0;
     if (rows < 1 || !add)
         return ws_errf(err, "ws_gpu_set_add: rows %d must be >= 1 and the table given", rows);
@@ -303,7 +274,7 @@ typedef struct {
 static int launch_on(ws_gpu_pair *g, wscu_stream s, int slot, unsigned gx, unsigned gy,
                      unsigned gz, void **args, ws_err *err)
 {
-    ws_cu *cu = &g->cu;
+    ws_cu *cu = g->cu;
     CU_TRY(cu, LaunchKernel(g->fn[slot], gx, gy, gz, (unsigned)g->k[slot].threads, 1, 1,
                             (unsigned)g->k[slot].smem, s, args, NULL), err);
     return 0;
@@ -389,7 +360,7 @@ static int enqueue_run(ws_gpu_pair *g, const stem_run *st, wscu_devptr mel, int 
     if (!fp32 && launch_on(g, st->s, WS_K_MEL_T, (T + 31) / 32, (unsigned)(g->n_mels + 31) / 32,
                            (unsigned)n_win, a0, err))
         return -1;
-    if (marks && g->cu.EventRecord(g->ev_mel, st->s) != WS_CUDA_SUCCESS)
+    if (marks && g->cu->EventRecord(g->ev_mel, st->s) != WS_CUDA_SUCCESS)
         return ws_errf(err, "cuEventRecord failed");
     WS_RANGE_PUSH("conv1");
     int s1 = pick_small(g, WS_K_CONV1_L, n_frames, n_win, st->fixed) ? WS_K_CONV1_S : WS_K_CONV1_L;
@@ -398,7 +369,7 @@ static int enqueue_run(ws_gpu_pair *g, const stem_run *st, wscu_devptr mel, int 
     WS_RANGE_POP();
     if (rc)
         return -1;
-    if (marks && g->cu.EventRecord(g->ev_c1, st->s) != WS_CUDA_SUCCESS)
+    if (marks && g->cu->EventRecord(g->ev_c1, st->s) != WS_CUDA_SUCCESS)
         return ws_errf(err, "cuEventRecord failed");
     WS_RANGE_PUSH("conv2");
     int s2 = pick_small(g, WS_K_CONV2_L, (int)T2, n_win, st->fixed) ? WS_K_CONV2_S : WS_K_CONV2_L;
@@ -437,12 +408,9 @@ void ws_gpu_stem_bytes(const ws_gpu_pair *g, int n_win, int n_frames, size_t *xt
     *out = nw * T2 * g->d * 4;
 }
 
-ws_cu *ws_gpu_pair_cu(ws_gpu_pair *g, wscu_context *ctx, int *cc_major, int *cc_minor)
+ws_gpu *ws_gpu_pair_gpu(ws_gpu_pair *g)
 {
-    *ctx = g->ctx;
-    *cc_major = g->cc_major;
-    *cc_minor = g->cc_minor;
-    return &g->cu;
+    return g->gpu;
 }
 
 int ws_gpu_pair_dims(const ws_gpu_pair *g, int *d)
@@ -465,7 +433,7 @@ static int ensure_buffers(ws_gpu_pair *g, int n_win, int n_frames, ws_err *err)
 int ws_gpu_stem(ws_gpu_pair *g, const float *mel, int n_win, int n_frames, int add_pos, float *out,
                 ws_err *err)
 {
-    ws_cu *cu = &g->cu;
+    ws_cu *cu = g->cu;
     if (n_win < 1 || n_frames < 1)
         return ws_errf(err, "ws_gpu_stem: %d windows of %d frames", n_win, n_frames);
     const int T2 = out_len(g, n_frames);
@@ -477,33 +445,28 @@ int ws_gpu_stem(ws_gpu_pair *g, const float *mel, int n_win, int n_frames, int a
     if (check_add(g, add_pos, T2, err))
         return -1;
     size_t need = mel_bytes > out_bytes ? mel_bytes : out_bytes;
-    if (g->pinned_cap < need) {
-        if (g->pinned)
-            CU_TRY(cu, MemFreeHost(g->pinned), err);
-        g->pinned = NULL;
-        g->pinned_cap = 0;
-        CU_TRY(cu, MemAllocHost(&g->pinned, need), err);
-        g->pinned_cap = need;
-    }
+    void *pinned = ws_gpu_staging(g->gpu, need, err);
+    if (!pinned)
+        return -1;
     if (g->poison) {
         const unsigned nan = 0x7fc00000u;
         CU_TRY(cu, MemsetD32Async(g->h1, nan, g->h1_cap / 4, g->stream), err);
         CU_TRY(cu, MemsetD32Async(g->out, nan, g->out_cap / 4, g->stream), err);
     }
     WS_RANGE_PUSH("upload");
-    memcpy(g->pinned, mel, mel_bytes);
-    wscu_result r = cu->MemcpyHtoDAsync(g->mel, g->pinned, mel_bytes, g->stream);
+    memcpy(pinned, mel, mel_bytes);
+    wscu_result r = cu->MemcpyHtoDAsync(g->mel, pinned, mel_bytes, g->stream);
     WS_RANGE_POP();
     if (r != WS_CUDA_SUCCESS)
         return ws_cu_fail(cu, r, "cuMemcpyHtoDAsync(mel)", __FILE__, __LINE__, err);
     if (enqueue_stem(g, g->mel, n_win, n_frames, add_pos ? g->pos : 0, g->out, 0, err))
         return -1;
     WS_RANGE_PUSH("download");
-    r = cu->MemcpyDtoHAsync(g->pinned, g->out, out_bytes, g->stream);
+    r = cu->MemcpyDtoHAsync(pinned, g->out, out_bytes, g->stream);
     if (r == WS_CUDA_SUCCESS)
         r = cu->StreamSynchronize(g->stream);
     if (r == WS_CUDA_SUCCESS)
-        memcpy(out, g->pinned, out_bytes);
+        memcpy(out, pinned, out_bytes);
     WS_RANGE_POP();
     if (r != WS_CUDA_SUCCESS)
         return ws_cu_fail(cu, r, "cuMemcpyDtoHAsync(out)/cuStreamSynchronize", __FILE__, __LINE__,
@@ -515,7 +478,7 @@ cleanup:
 
 int ws_gpu_gelu(ws_gpu_pair *g, const float *x, float *y, int n, ws_err *err)
 {
-    ws_cu *cu = &g->cu;
+    ws_cu *cu = g->cu;
     wscu_devptr dx = 0, dy = 0;
     int rc = -1;
     size_t bytes = (size_t)n * 4;
@@ -547,7 +510,7 @@ static int cmp_double(const void *a, const void *b)
 int ws_gpu_bench(ws_gpu_pair *g, int n_win, int n_frames, int add_pos, int n_bufs, int warmup,
                  int iters, double *median_us, double *min_us, double stage_us[3], ws_err *err)
 {
-    ws_cu *cu = &g->cu;
+    ws_cu *cu = g->cu;
     wscu_devptr in[16] = { 0 };
     double *ts = NULL, *st[3] = { NULL, NULL, NULL };
     float *h = NULL;
@@ -629,8 +592,8 @@ const char *ws_gpu_kernel_report(ws_gpu_pair *g)
     g->report[0] = '\0';
     for (int i = 0; i < WS_K_COUNT && off < sizeof g->report; i++) {
         int regs = -1, local = -1;
-        g->cu.FuncGetAttribute(&regs, WS_CU_FUNC_ATTRIBUTE_NUM_REGS, g->fn[i]);
-        g->cu.FuncGetAttribute(&local, WS_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, g->fn[i]);
+        g->cu->FuncGetAttribute(&regs, WS_CU_FUNC_ATTRIBUTE_NUM_REGS, g->fn[i]);
+        g->cu->FuncGetAttribute(&local, WS_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, g->fn[i]);
         int w = snprintf(g->report + off, sizeof g->report - off,
                          "%-22s %4d threads %4d regs %4d local bytes %6d dyn smem\n", g->k[i].name,
                          g->k[i].threads, regs, local, g->k[i].smem);

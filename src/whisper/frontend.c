@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/driver.h"
-
 int ws_device_parse(const char *s, ws_device_kind *kind, int *ordinal)
 {
     *ordinal = 0;
@@ -42,7 +40,7 @@ int ws_frontend_stem(const ws_model *m, ws_device_kind kind, int ordinal, ws_pre
             *err = ge;
             return 1;
         }
-        c->fallback = ws_cu_driver_present() ? WS_NOTE_SHOW : WS_NOTE_VERBOSE;
+        c->fallback = ws_gpu_driver_present() ? WS_NOTE_SHOW : WS_NOTE_VERBOSE;
         snprintf(c->fallback_note, sizeof c->fallback_note,
                  "no usable GPU (%s); running on the CPU", ge.msg);
     }

@@ -1,0 +1,359 @@
+/* test_gpu_runtime.c - the device runtime (src/cuda/gpu.c, gpu_runtime.h) against a
+ * stand-in driver library; needs no GPU.
+ *
+ * tests/stub/libcuda.c is built here with ${CC:-cc} -shared (the test skips, saying so,
+ * without a compiler or the source) and WHISPER_STEM_LIBCUDA points at it. It counts what
+ * the runtime asks of the driver (tests/stub/stub_cuda.h), so the tests hold the runtime to:
+ * the driver opened once while anything holds it (cuInit once) and again after the last
+ * close; one primary-context retain per device whatever opens it (the engine's ws_gpu, the
+ * Whisper stem, the GPU log-Mel, the batches; from many threads at once) and its release
+ * after the last; each module loaded once per device for its name and text, and unloaded
+ * before the context is released; every stream, event, device and pinned block given back;
+ * no object created on a thread without a current context. Also: the messages for no
+ * driver, a device number past the last and a capability below 8.0, as before.
+ */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <ws_conv.h>
+
+#include "cuda/gpu.h"
+#include "cuda/gpu_batch.h"
+#include "cuda/gpu_internal.h"
+#include "cuda/gpu_runtime.h"
+#include "cuda/kernels.h"
+#include "helpers.h"
+#include "mel/mel.h"
+#include "stub/stub_cuda.h"
+#include "whisper/stem.h"
+
+static stub_cuda_counts *S; /* the stand-in's counters */
+
+/* Builds the stand-in driver into a fresh directory, points the runtime at it and opens it
+ * here too (so that its counters outlive the runtime's dlclose); skips without a compiler */
+static void use_stub(void)
+{
+    const char *src = test_data("../stub/libcuda.c");
+    struct stat st;
+    if (stat(src, &st))
+        cr_skip_test("the stand-in driver's source %s is not here", src);
+    char dir[1024], so[1100], cmd[4096], err[2048];
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(so, sizeof so, "%s/libcuda.so.1", dir);
+    snprintf(cmd, sizeof cmd, "${CC:-cc} -std=gnu11 -O1 -shared -fPIC -o '%s' '%s'", so, src);
+    if (run_cmd(cmd, err, sizeof err) != 0)
+        cr_skip_test("no C compiler to build the stand-in driver: %s", err);
+    cr_assert_eq(setenv("WHISPER_STEM_LIBCUDA", so, 1), 0);
+    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(h, "%s", dlerror());
+    S = dlsym(h, "stub_cuda_state");
+    cr_assert_not_null(S);
+}
+
+/* nothing of the driver's is held: no context reference, stream, event, memory, module */
+static void assert_all_given_back(const char *when)
+{
+    cr_assert_eq(S->ctx_refs, 0, "%s: %d context references held", when, S->ctx_refs);
+    cr_assert_eq(S->modules, 0, "%s: %d modules loaded", when, S->modules);
+    cr_assert_eq(S->modules_at_reset, 0, "%s: modules loaded when the context was released", when);
+    cr_assert_eq(S->streams, 0, "%s: %d streams", when, S->streams);
+    cr_assert_eq(S->events, 0, "%s: %d events", when, S->events);
+    cr_assert_eq(S->dev_allocs, 0, "%s: %d device blocks", when, S->dev_allocs);
+    cr_assert_eq(S->host_allocs, 0, "%s: %d pinned blocks", when, S->host_allocs);
+    cr_assert_eq(S->no_context, 0, "%s: %d objects asked for with no context current", when,
+                 S->no_context);
+}
+
+static const char *const MODULE_PTX = "// a module\n.version 7.8\n.target sm_90\n"
+                                      ".address_size 64\n.visible .entry k()\n{\n\tret;\n}\n";
+
+#define NT 8
+static struct {
+    pthread_barrier_t bar;
+    wscu_module mod[NT];
+    int bad[NT];
+    char msg[NT][512];
+} TH;
+
+static void *worker(void *arg)
+{
+    const int i = (int)(intptr_t)arg;
+    ws_err e = {""};
+    uint64_t d = 0;
+    unsigned char up[256], down[256];
+    wscu_stream s = NULL;
+    wscu_event ev = NULL;
+    ws_gpu *g = ws_gpu_open(0, &e);
+    pthread_barrier_wait(&TH.bar); /* all open at once */
+    if (!g)
+        goto fail;
+    for (int k = 0; k < 256; k++)
+        up[k] = (unsigned char)(k * 7 + i);
+    if (ws_gpu_module(g, "ws_test_module", MODULE_PTX, &TH.mod[i], &e) ||
+        ws_gpu_alloc(g, sizeof up, &d, &e) || ws_gpu_upload(g, d, up, sizeof up, &e) ||
+        ws_gpu_download(g, down, d, sizeof down, &e) || !ws_gpu_staging(g, 1000, &e) ||
+        !ws_gpu_staging(g, 5000, &e) || ws_gpu_stream_new(g, &s, &e) ||
+        ws_gpu_event_new(g, WS_CU_EVENT_DEFAULT, &ev, &e))
+        goto fail;
+    if (memcmp(up, down, sizeof up)) {
+        ws_errf(&e, "thread %d: the download is not the upload", i);
+        goto fail;
+    }
+    pthread_barrier_wait(&TH.bar); /* all done before any closes */
+    ws_gpu_event_free(g, ev);
+    ws_gpu_stream_free(g, s);
+    ws_gpu_release(g, d);
+    ws_gpu_close(g);
+    return NULL;
+fail:
+    TH.bad[i] = 1;
+    snprintf(TH.msg[i], sizeof TH.msg[i], "%s", e.msg);
+    if (g) {
+        pthread_barrier_wait(&TH.bar);
+        ws_gpu_close(g);
+    } else {
+        pthread_barrier_wait(&TH.bar);
+    }
+    return NULL;
+}
+
+Test(runtime, many_ws_gpu_on_many_threads_share_one_driver_context_and_module)
+{
+    use_stub();
+    memset(&TH, 0, sizeof TH);
+    pthread_barrier_init(&TH.bar, NULL, NT);
+    pthread_t tid[NT];
+    for (int i = 0; i < NT; i++)
+        cr_assert_eq(pthread_create(&tid[i], NULL, worker, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < NT; i++)
+        pthread_join(tid[i], NULL);
+    pthread_barrier_destroy(&TH.bar);
+    for (int i = 0; i < NT; i++) {
+        cr_assert(!TH.bad[i], "thread %d: %s", i, TH.msg[i]);
+        cr_assert_eq(TH.mod[i], TH.mod[0], "thread %d got another module", i);
+    }
+    cr_assert_eq(S->inits, 1, "the driver was opened %d times", S->inits);
+    cr_assert_eq(S->retains, 1, "the primary context was retained %d times", S->retains);
+    cr_assert_eq(S->releases, 1, "released %d times", S->releases);
+    cr_assert_eq(S->loads, 1, "the module was loaded %d times", S->loads);
+    cr_assert_eq(S->unloads, 1, "unloaded %d times", S->unloads);
+    assert_all_given_back("after the last close");
+    /* after the last close the driver is let go: the next open opens it again */
+    ws_err e = {""};
+    ws_gpu *g = ws_gpu_open(0, &e);
+    cr_assert_not_null(g, "%s", e.msg);
+    cr_assert_eq(S->inits, 2);
+    cr_assert_eq(S->retains, 2);
+    wscu_module m = NULL;
+    cr_assert_eq(ws_gpu_module(g, "ws_test_module", MODULE_PTX, &m, &e), 0, "%s", e.msg);
+    cr_assert_eq(S->loads, 2, "a module of a released context is loaded again");
+    ws_gpu_close(g);
+    assert_all_given_back("after the second close");
+}
+
+/* random float32 in [-0.1, 0.1) */
+static float *rnd(size_t n, uint64_t seed)
+{
+    float *p = malloc(n * sizeof *p);
+    cr_assert_not_null(p);
+    ws_rng r = {seed};
+    for (size_t i = 0; i < n; i++)
+        p[i] = (float)(0.2 * ws_rng_uniform(&r) - 0.1);
+    return p;
+}
+
+Test(runtime, the_stem_the_log_mel_the_batches_and_a_plan_share_one_context)
+{
+    use_stub();
+    ws_err e = {""};
+    const int nm = 80, d = 384;
+    ws_conv_desc pair[2];
+    ws_stem_descs(nm, d, WS_PREC_BF16, pair);
+    float *w1 = rnd((size_t)d * nm * 3, 1), *b1 = rnd((size_t)d, 2);
+    float *w2 = rnd((size_t)d * d * 3, 3), *b2 = rnd((size_t)d, 4);
+    /* two pairs of one shape: one driver, one context, the kernels loaded once */
+    ws_gpu_pair *p1 = ws_gpu_new(0, pair, w1, b1, w2, b2, &e);
+    cr_assert_not_null(p1, "%s", e.msg);
+    ws_gpu_pair *p2 = ws_gpu_new(0, pair, w1, b1, w2, b2, &e);
+    cr_assert_not_null(p2, "%s", e.msg);
+    cr_assert_eq(S->inits, 1);
+    cr_assert_eq(S->retains, 1);
+    cr_assert_eq(S->loads, WS_K_COUNT, "%d loads for two pairs of %d kernels", S->loads, WS_K_COUNT);
+    cr_assert(strstr(ws_gpu_device_name(p1), "Stand-in GPU, sm_90, 132 SMs, driver 12.8"), "%s",
+              ws_gpu_device_name(p1));
+    /* the stem through the staging buffer */
+    const int T = 100, T2 = ws_conv_out_len(&pair[1], T);
+    float *mel = rnd((size_t)2 * nm * T, 5), *out = malloc(sizeof(float) * 2 * T2 * d);
+    cr_assert_not_null(out);
+    cr_assert_eq(ws_gpu_stem(p1, mel, 2, T, 0, out, &e), 0, "%s", e.msg);
+    cr_assert_gt(S->launches, 0);
+    /* batches on the pair (log-Mel, stem, f16) and a log-Mel batcher of its own */
+    ws_mel *cpu = ws_mel_new(nm, 1, &e);
+    cr_assert_not_null(cpu, "%s", e.msg);
+    ws_gpu_batch_opts o = {.mel_on_gpu = 1, .stem = 1, .out_f16 = 1, .n_mels = nm,
+                           .filters = ws_mel_filters(cpu), .max_windows = 4, .slots = 2,
+                           .stage_bytes = (size_t)32 << 20};
+    ws_gpu_batcher *b = ws_gpu_batcher_new(p1, 0, &o, &e);
+    cr_assert_not_null(b, "%s", e.msg);
+    ws_gpu_batch_opts om = o;
+    om.stem = 0;
+    ws_gpu_batcher *bm = ws_gpu_batcher_new(NULL, 0, &om, &e);
+    cr_assert_not_null(bm, "%s", e.msg);
+    cr_assert(strstr(ws_gpu_batcher_device(bm), "Stand-in GPU, sm_90, driver 12.8"), "%s",
+              ws_gpu_batcher_device(bm));
+    cr_assert_eq(S->retains, 1, "the batches retained the context again");
+    cr_assert_eq(S->loads, WS_K_COUNT + 1, "the log-Mel's module loaded %d times",
+                 S->loads - WS_K_COUNT);
+    const size_t n = 16000;
+    float *x = rnd(n, 6);
+    int k = 0;
+    void **slabs = ws_gpu_stage(b, n * sizeof(float), &k);
+    cr_assert_not_null(slabs);
+    ws_gpu_stage_copy(b, slabs, x, n * sizeof(float));
+    ws_gpu_input in = {.x = x, .n = n, .n_total = n, .n_frames = 100, .content = 100, .n_win = 1,
+                       .win_frames = 100};
+    ws_gpu_input staged = in;
+    staged.x = NULL;
+    staged.slabs = slabs;
+    for (int s = 0; s < 2; s++) {
+        ws_gpu_batcher *bb = s ? bm : b;
+        ws_gpu_batch_clear(bb, 0);
+        cr_assert_eq(ws_gpu_batch_add(bb, 0, &in), 1);
+        cr_assert_eq(ws_gpu_batch_add(bb, 0, &staged), 1);
+        cr_assert_eq(ws_gpu_batch_submit(bb, 0, "test", &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_batch_wait(bb, 0, &e), 0, "%s", e.msg);
+        size_t bytes = 0;
+        cr_assert_not_null(ws_gpu_batch_output(bb, 0, 1, &bytes));
+        cr_assert_gt(bytes, 0);
+    }
+    float *alone = malloc(sizeof(float) * nm * 100);
+    cr_assert_eq(ws_gpu_mel_alone(bm, &in, alone, &e), 0, "%s", e.msg);
+    ws_gpu_unstage(b, slabs, k);
+    /* an engine plan on a ws_gpu of its own */
+    ws_gpu *g = ws_gpu_open(0, &e);
+    cr_assert_not_null(g, "%s", e.msg);
+    const ws_conv_desc cd = {.op = WS_CONV_FWD, .c_in = 8, .c_out = 12, .groups = 1, .k = 3,
+                             .stride = 1, .dilation = 1, .pad_l = 1, .pad_r = 1, .x_layout = WS_NCL,
+                             .y_layout = WS_NCL, .act = WS_ACT_GELU};
+    float *cw = rnd(12 * 8 * 3, 7);
+    ws_gpu_conv *c = ws_gpu_conv_new(g, &cd, cw, NULL, &e);
+    cr_assert_not_null(c, "%s", e.msg);
+    uint64_t dx = 0, dy = 0;
+    cr_assert_eq(ws_gpu_alloc(g, 2 * 8 * 30 * 4, &dx, &e), 0, "%s", e.msg);
+    cr_assert_eq(ws_gpu_alloc(g, 2 * 12 * 30 * 4, &dy, &e), 0, "%s", e.msg);
+    ws_conv_args a = {.n = 2, .t_in = 30, .x = (void *)(uintptr_t)dx, .y = (void *)(uintptr_t)dy};
+    cr_assert_eq(ws_gpu_conv_run(c, &a, &e), 0, "%s", e.msg);
+    cr_assert_eq(S->retains, 1, "the plan's ws_gpu retained the context again");
+    cr_assert_eq(S->ctx_refs, 1);
+    ws_gpu_conv_free(c);
+    ws_gpu_release(g, dx);
+    ws_gpu_release(g, dy);
+    ws_gpu_close(g);
+    ws_gpu_batcher_free(bm);
+    ws_gpu_batcher_free(b);
+    ws_gpu_free(p2);
+    cr_assert_eq(S->releases, 0, "released while the first pair is open");
+    ws_gpu_free(p1);
+    cr_assert_eq(S->releases, 1);
+    cr_assert_eq(S->unloads, S->loads, "%d loads, %d unloads", S->loads, S->unloads);
+    assert_all_given_back("after everything was freed");
+    ws_mel_free(cpu);
+    free(w1), free(b1), free(w2), free(b2), free(mel), free(out), free(x), free(alone), free(cw);
+}
+
+Test(runtime, two_devices_have_a_context_and_modules_each)
+{
+    use_stub();
+    cr_assert_eq(setenv("STUB_CUDA_DEVICES", "2", 1), 0);
+    ws_err e = {""};
+    ws_gpu *a = ws_gpu_open(0, &e), *b = ws_gpu_open(1, &e), *c = ws_gpu_open(0, &e);
+    cr_assert(a && b && c, "%s", e.msg);
+    cr_assert_eq(S->retains, 2);
+    cr_assert_eq(a->ctx, c->ctx);
+    cr_assert_neq(a->ctx, b->ctx);
+    wscu_module ma, mb, mc;
+    cr_assert_eq(ws_gpu_module(a, "m", MODULE_PTX, &ma, &e), 0, "%s", e.msg);
+    cr_assert_eq(ws_gpu_module(b, "m", MODULE_PTX, &mb, &e), 0, "%s", e.msg);
+    cr_assert_eq(ws_gpu_module(c, "m", MODULE_PTX, &mc, &e), 0, "%s", e.msg);
+    cr_assert_eq(ma, mc);
+    cr_assert_neq(ma, mb);
+    cr_assert_eq(S->loads, 2);
+    /* another name or another text is another module */
+    wscu_module m2, m3;
+    cr_assert_eq(ws_gpu_module(a, "m2", MODULE_PTX, &m2, &e), 0, "%s", e.msg);
+    char other[256];
+    snprintf(other, sizeof other, "// another\n%s", MODULE_PTX);
+    cr_assert_eq(ws_gpu_module(a, "m", other, &m3, &e), 0, "%s", e.msg);
+    cr_assert(m2 != ma && m3 != ma && m2 != m3);
+    cr_assert_eq(S->loads, 4);
+    /* a module that does not load is not kept */
+    cr_assert_eq(ws_gpu_module(a, "bad", "not ptx", &m3, &e), -1);
+    cr_assert(strstr(e.msg, "cuModuleLoadDataEx(bad) failed"), "%s", e.msg);
+    char *path = strstr(e.msg, "PTX and logs in ");
+    if (path)
+        remove(path + strlen("PTX and logs in "));
+    cr_assert_eq(S->loads, 4);
+    ws_gpu_close(b);
+    cr_assert_eq(S->releases, 1);
+    ws_gpu_close(a);
+    cr_assert_eq(S->releases, 1);
+    ws_gpu_close(c);
+    cr_assert_eq(S->releases, 2);
+    assert_all_given_back("after the three closes");
+}
+
+/* The lines the command and the library print when there is no usable GPU come from here:
+ * the same words as before the runtime. */
+Test(runtime, no_driver_no_device_and_an_old_device_say_so)
+{
+    ws_err e = {""};
+    char name[200] = "";
+    cr_assert_eq(setenv("WHISPER_STEM_LIBCUDA", "/nonexistent/libcuda.so.1", 1), 0);
+    cr_assert_eq(ws_gpu_driver_present(), 0);
+    for (int rep = 0; rep < 2; rep++) {
+        cr_assert_null(ws_gpu_open(0, &e));
+        cr_assert(strstr(e.msg, "no CUDA driver: dlopen(\"/nonexistent/libcuda.so.1\") failed"),
+                  "%s", e.msg);
+        cr_assert_eq(ws_gpu_probe(0, name, sizeof name, &e), -1);
+        cr_assert(strstr(e.msg, "no CUDA driver: dlopen("), "%s", e.msg);
+    }
+    ws_conv_desc pair[2];
+    ws_stem_descs(80, 384, WS_PREC_FP32, pair);
+    float w = 0;
+    cr_assert_null(ws_gpu_new(0, pair, &w, &w, &w, &w, &e));
+    cr_assert(strstr(e.msg, "no CUDA driver: dlopen("), "%s", e.msg);
+
+    use_stub();
+    cr_assert_eq(ws_gpu_driver_present(), 1);
+    cr_assert_eq(ws_gpu_probe(0, name, sizeof name, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(name, "Stand-in GPU, sm_90");
+    cr_assert_eq(S->retains, 0, "the probe retained a context");
+    cr_assert_null(ws_gpu_open(3, &e));
+    cr_assert(strstr(e.msg, "no CUDA device 3: the driver reports 1 (0 to 0; CUDA_VISIBLE_DEVICES "
+                            "chooses which)"), "%s", e.msg);
+    cr_assert_eq(ws_gpu_probe(3, name, sizeof name, &e), -1);
+    cr_assert(strstr(e.msg, "no CUDA device 3"), "%s", e.msg);
+    cr_assert_eq(setenv("STUB_CUDA_DEVICES", "0", 1), 0);
+    cr_assert_null(ws_gpu_open(0, &e));
+    cr_assert(strstr(e.msg, "no CUDA device: the driver reports 0 devices"), "%s", e.msg);
+    cr_assert_eq(setenv("STUB_CUDA_DEVICES", "1", 1), 0);
+    cr_assert_eq(setenv("STUB_CUDA_CC", "75", 1), 0);
+    cr_assert_null(ws_gpu_open(0, &e));
+    cr_assert(strstr(e.msg, "Stand-in GPU: compute capability 7.5 is below 8.0"), "%s", e.msg);
+    cr_assert_eq(S->retains, 0);
+    /* each failed open let the driver go */
+    const int inits = S->inits;
+    cr_assert_eq(setenv("STUB_CUDA_CC", "80", 1), 0);
+    ws_gpu *g = ws_gpu_open(0, &e);
+    cr_assert_not_null(g, "%s", e.msg);
+    cr_assert_eq(S->inits, inits + 1);
+    cr_assert_eq(g->cc_major * 10 + g->cc_minor, 80);
+    ws_gpu_close(g);
+    assert_all_given_back("after the opens");
+}
