@@ -184,7 +184,8 @@ Test(runtime, the_stem_the_log_mel_the_batches_and_a_plan_share_one_context)
     cr_assert_not_null(p2, "%s", e.msg);
     cr_assert_eq(S->inits, 1);
     cr_assert_eq(S->retains, 1);
-    cr_assert_eq(S->loads, WS_K_COUNT, "%d loads for two pairs of %d kernels", S->loads, WS_K_COUNT);
+    cr_assert_eq(S->loads, WS_K_COUNT, "%d loads for two pairs of %d kernels", S->loads,
+                 WS_K_COUNT);
     cr_assert(strstr(ws_gpu_device_name(p1), "Stand-in GPU, sm_90, 132 SMs, driver 12.8"), "%s",
               ws_gpu_device_name(p1));
     /* the stem through the staging buffer */
@@ -232,6 +233,22 @@ Test(runtime, the_stem_the_log_mel_the_batches_and_a_plan_share_one_context)
         cr_assert_not_null(ws_gpu_batch_output(bb, 0, 1, &bytes));
         cr_assert_gt(bytes, 0);
     }
+    /* an fp32 pair: its split-K finish and GELU kernels are the bf16 pair's text (loaded
+     * once), the others its own; one window splits K (FFMA conv, then the finish) */
+    ws_conv_desc pair32[2];
+    ws_stem_descs(nm, d, WS_PREC_FP32, pair32);
+    ws_gpu_pair *p3 = ws_gpu_new(0, pair32, w1, b1, w2, b2, &e);
+    cr_assert_not_null(p3, "%s", e.msg);
+    cr_assert_eq(S->loads, WS_K_COUNT + 1 + WS_K_COUNT - 2, "%d loads", S->loads);
+    const int launches = S->launches;
+    cr_assert_eq(ws_gpu_stem(p3, mel, 1, T, 0, out, &e), 0, "%s", e.msg);
+    cr_assert_eq(S->launches - launches, 4, "conv1, its finish, conv2, its finish: %d launches",
+                 S->launches - launches);
+    float gx[300], gy[300];
+    for (int i = 0; i < 300; i++)
+        gx[i] = (float)i / 30.0f - 5.0f;
+    cr_assert_eq(ws_gpu_gelu(p3, gx, gy, 300, &e), 0, "%s", e.msg);
+    ws_gpu_free(p3);
     float *alone = malloc(sizeof(float) * nm * 100);
     cr_assert_eq(ws_gpu_mel_alone(bm, &in, alone, &e), 0, "%s", e.msg);
     ws_gpu_unstage(b, slabs, k);

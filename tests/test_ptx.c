@@ -5,10 +5,11 @@
  * and sm_80; a kernel that spills or uses a stack frame fails. Without ptxas
  * those tests skip, saying so.
  * Parameter tables (cuda/ptx_params.h): each table is held to at least one
- * emitted entry (direct, depthwise, gemm and depthwise causal modules, FWD and
- * BWD) by parsing the entry's .param list and every ld.param in its body; the
- * runtime's argument check refuses a missing value, a wrong size and an index
- * outside the table.
+ * emitted entry (direct, depthwise, gemm, weight preparation and depthwise causal
+ * modules, FWD and BWD; the stem's five kernels for every precision and both
+ * targets; the log-Mel's three entries for 80 and 128 bands) by parsing the
+ * entry's .param list and every ld.param in its body; the runtime's argument check
+ * refuses a missing value, a wrong size and an index outside the table.
  * The depthwise causal kernels with sequences and states (cuda/ptx_dws.h,
  * ptx_dws/...): every entry of a descriptor set (NLC, NCL and mixed layouts,
  * each storage type, K 1, 2, 4, 8, 20, dilation 1 to 3, act none, relu, silu,
@@ -33,6 +34,7 @@
 #include "cuda/ptx_emit.h"
 #include "cuda/ptx_gemm.h"
 #include "cuda/ptx_wprep.h"
+#include "cuda/ptx_mel.h"
 #include "cuda/ptx_params.h"
 #include "whisper/stem.h"
 #include "helpers.h"
@@ -544,9 +546,73 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         covered[c->table]++;
         free(text);
     }
-    for (int id = 0; id < WS_PARAMS_COUNT; id++)
+    for (int id = 0; id < WS_PARAMS_STEM_MEL_T; id++) /* the others: the test below */
         cr_assert(covered[id], "table %d (%s) is held to no emitted entry", id, ws_params_of(id)->kernel);
     cr_assert_null(ws_params_of(WS_PARAMS_COUNT));
+}
+
+/* check_entry, and every parameter of t loaded somewhere in the module text */
+static void check_entry_loads_all(const char *text, const char *entry, const ws_params *t,
+                                  const char *what)
+{
+    cr_assert_gt(check_entry(text, entry, t, what), 0, "%s: no ld.param seen", what);
+    for (int i = 0; i < t->n; i++) {
+        char ld[80];
+        snprintf(ld, sizeof ld, ", [%s];", t->p[i].name);
+        cr_assert(strstr(text, ld), "%s: %s: parameter %s is never loaded", what, entry, t->p[i].name);
+    }
+}
+
+/* the stem's kernels (ws_gpu_lower, every precision, both targets) and the log-Mel's module
+ * (80 and 128 bands, both targets): each entry against its table */
+Test(ptx_params, stem_and_log_mel_entries_declare_and_load_their_tables_parameters)
+{
+    int covered[WS_PARAMS_COUNT] = {0};
+    const int ccs[][2] = {{9, 0}, {8, 0}};
+    for (int p = 0; p < 4; p++)
+        for (int c = 0; c < 2; c++) {
+            ws_kernel_src *k = NULL;
+            ws_err e = {""};
+            cr_assert_eq(lower_stem(80, 384, ALL_PREC[p], ccs[c][0], ccs[c][1], &k, &e), 0, "%s", e.msg);
+            for (int i = 0; i < WS_K_COUNT; i++) {
+                const ws_params_id id = i == WS_K_MEL_T    ? WS_PARAMS_STEM_MEL_T
+                                        : i == WS_K_FINISH ? WS_PARAMS_STEM_FINISH
+                                        : i == WS_K_GELU   ? WS_PARAMS_STEM_GELU
+                                        : ALL_PREC[p] == WS_PREC_FP32 ? WS_PARAMS_STEM_CONV_FFMA
+                                                                      : WS_PARAMS_STEM_CONV_MMA;
+                char what[96];
+                snprintf(what, sizeof what, "%s sm_%d%d", k[i].name, ccs[c][0], ccs[c][1]);
+                check_entry_loads_all(k[i].ptx, k[i].name, ws_params_of(id), what);
+                covered[id]++;
+            }
+            ws_gpu_kernels_free(k);
+        }
+    for (int nm = 80; nm <= 128; nm += 48)
+        for (int c = 0; c < 2; c++) {
+            ws_err e = {""};
+            char *text = ws_mel_emit(nm, ccs[c][0], ccs[c][1], &e);
+            cr_assert_not_null(text, "%s", e.msg);
+            static const struct { const char *entry; ws_params_id id; } mel[] = {
+                {"ws_mel_frames", WS_PARAMS_MEL_FRAMES},
+                {"ws_mel_write", WS_PARAMS_MEL_WRITE},
+                {"ws_mel_f16", WS_PARAMS_MEL_F16},
+            };
+            for (int i = 0; i < 3; i++) {
+                char what[96];
+                snprintf(what, sizeof what, "log-Mel %d bands sm_%d%d", nm, ccs[c][0], ccs[c][1]);
+                cr_assert_gt(check_entry(text, mel[i].entry, ws_params_of(mel[i].id), what), 0, "%s", what);
+                covered[mel[i].id]++;
+            }
+            free(text);
+        }
+    for (int id = WS_PARAMS_STEM_MEL_T; id < WS_PARAMS_COUNT; id++)
+        cr_assert(covered[id], "table %d (%s) is held to no emitted entry", id, ws_params_of(id)->kernel);
+    /* the mma conv's table is the FFMA conv's without the split of K */
+    const ws_params *ffma = ws_params_of(WS_PARAMS_STEM_CONV_FFMA), *mma = ws_params_of(WS_PARAMS_STEM_CONV_MMA);
+    cr_assert_eq(mma->n, WS_SCONV_MMA_NPARAMS);
+    cr_assert_eq(ffma->n, WS_SCONV_NPARAMS);
+    for (int i = 0; i < mma->n; i++)
+        cr_assert(!strcmp(mma->p[i].name, ffma->p[i].name) && mma->p[i].type == ffma->p[i].type);
 }
 
 Test(ptx_params, tables_have_distinct_names_and_fit_the_argument_array)
@@ -589,6 +655,23 @@ Test(ptx_params, launch_arguments_are_checked_against_the_table)
     WS_KARG(&f, WS_DWFIN_NPARAMS, n);
     cr_assert_eq(ws_kargs_check(&f, "launch", &e), -1);
     cr_assert(strstr(e.msg, "outside"), "%s", e.msg);
+    /* the stem's and the log-Mel's tables */
+    ws_kargs m;
+    ws_kargs_init(&m, WS_PARAMS_STEM_CONV_MMA);
+    WS_KARG(&m, WS_SCONV_X, px), WS_KARG(&m, WS_SCONV_W, pw), WS_KARG(&m, WS_SCONV_BIAS, pb);
+    WS_KARG(&m, WS_SCONV_POS, pa), WS_KARG(&m, WS_SCONV_Y, py);
+    WS_KARG(&m, WS_SCONV_T_IN, t_in), WS_KARG(&m, WS_SCONV_T_OUT, t_out);
+    cr_assert_eq(ws_kargs_check(&m, "ws_conv1_bf16_l", &e), 0, "%s", e.msg);
+    WS_KARG(&m, WS_SCONV_SPLITS, n); /* the FFMA conv's, not the mma conv's */
+    cr_assert_eq(ws_kargs_check(&m, "ws_conv1_bf16_l", &e), -1);
+    cr_assert(strstr(e.msg, "stem conv (mma) arguments: an index outside its 7 parameters"), "%s", e.msg);
+    ws_kargs h;
+    uint32_t count32 = 7;
+    ws_kargs_init(&h, WS_PARAMS_MEL_F16);
+    WS_KARG(&h, WS_MF16_SRC, px), WS_KARG(&h, WS_MF16_DST, py), WS_KARG(&h, WS_MF16_COUNT, count32);
+    cr_assert_eq(ws_kargs_check(&h, "ws_gpu_mel_to_f16", &e), -1);
+    cr_assert(strstr(e.msg, "ws_gpu_mel_to_f16: log-Mel f16 parameter p_count (.u64) given 4 bytes"), "%s",
+              e.msg);
 }
 
 Test(ptx_params, loading_a_parameter_into_the_wrong_register_class_fails_the_kernel)

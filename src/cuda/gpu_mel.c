@@ -8,7 +8,9 @@
  * Scratch (the caller's): L [total_frames][n_mels] float32, then at a 256-byte boundary one
  * u32 max image per item (zeroed by the enqueue).
  * Per enqueue: memset keys; ws_mel_frames over ceil(total/16) blocks; ws_mel_write over
- * ceil(total/32) blocks. Tested by tests/test_gpu_mel.c.
+ * ceil(total/32) blocks. Each launch's arguments are filled by the index enum of its
+ * kernel's parameter table (ptx_params.h, the table ptx_mel.c declared the .entry from)
+ * and checked against it (ws_kargs_check). Tested by tests/test_gpu_mel.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 
 #include "gpu_mel.h"
 #include "ptx_mel.h"
+#include "ptx_params.h"
 
 struct ws_gpu_mel {
     ws_gpu *g;
@@ -153,18 +156,25 @@ int ws_gpu_mel_enqueue(ws_gpu_mel *m, wscu_stream s, wscu_devptr x, wscu_devptr 
     wscu_devptr keys = scratch + keys_offset(m->n_mels, total_frames);
     uint32_t ni = (uint32_t)n_items;
     uint64_t total = total_frames;
+    ws_kargs fa, wa;
+    ws_kargs_init(&fa, WS_PARAMS_MEL_FRAMES);
+    WS_KARG(&fa, WS_MFR_X, x), WS_KARG(&fa, WS_MFR_ITEMS, items), WS_KARG(&fa, WS_MFR_N_ITEMS, ni);
+    WS_KARG(&fa, WS_MFR_TOTAL, total), WS_KARG(&fa, WS_MFR_TW, m->tw);
+    WS_KARG(&fa, WS_MFR_HANN, m->hann), WS_KARG(&fa, WS_MFR_BAND, m->band);
+    WS_KARG(&fa, WS_MFR_WTS, m->wts), WS_KARG(&fa, WS_MFR_L, scratch);
+    WS_KARG(&fa, WS_MFR_KEYS, keys);
+    ws_kargs_init(&wa, WS_PARAMS_MEL_WRITE);
+    WS_KARG(&wa, WS_MWR_ITEMS, items), WS_KARG(&wa, WS_MWR_N_ITEMS, ni);
+    WS_KARG(&wa, WS_MWR_TOTAL, total), WS_KARG(&wa, WS_MWR_L, scratch);
+    WS_KARG(&wa, WS_MWR_KEYS, keys), WS_KARG(&wa, WS_MWR_OUT, out);
+    if (ws_kargs_check(&fa, "ws_gpu_mel_enqueue", err) ||
+        ws_kargs_check(&wa, "ws_gpu_mel_enqueue", err))
+        return -1;
     CU_TRY(cu, MemsetD32Async(keys, 0, (size_t)n_items, s), err);
-    {
-        void *args[] = { &x, &items, &ni, &total, &m->tw, &m->hann, &m->band, &m->wts, &scratch,
-                         &keys };
-        CU_TRY(cu, LaunchKernel(m->frames, (unsigned)fblocks, 1, 1, WS_MEL_THREADS, 1, 1,
-                                WS_MEL_FRAMES_SMEM, s, args, NULL), err);
-    }
-    {
-        void *args[] = { &items, &ni, &total, &scratch, &keys, &out };
-        CU_TRY(cu, LaunchKernel(m->write, (unsigned)wblocks, 1, 1, WS_MEL_WTHREADS, 1, 1, 0, s,
-                                args, NULL), err);
-    }
+    CU_TRY(cu, LaunchKernel(m->frames, (unsigned)fblocks, 1, 1, WS_MEL_THREADS, 1, 1,
+                            WS_MEL_FRAMES_SMEM, s, fa.v, NULL), err);
+    CU_TRY(cu, LaunchKernel(m->write, (unsigned)wblocks, 1, 1, WS_MEL_WTHREADS, 1, 1, 0, s, wa.v,
+                            NULL), err);
     return 0;
 cleanup:
     return -1;
@@ -179,8 +189,12 @@ int ws_gpu_mel_to_f16(ws_gpu_mel *m, wscu_stream s, wscu_devptr src, wscu_devptr
     uint64_t blocks = (count + WS_MEL_F16_THREADS - 1) / WS_MEL_F16_THREADS;
     if (blocks > 65536) /* grid-stride beyond */
         blocks = 65536;
-    void *args[] = { &src, &dst, &count };
-    CU_TRY(cu, LaunchKernel(m->f16, (unsigned)blocks, 1, 1, WS_MEL_F16_THREADS, 1, 1, 0, s, args,
+    ws_kargs a;
+    ws_kargs_init(&a, WS_PARAMS_MEL_F16);
+    WS_KARG(&a, WS_MF16_SRC, src), WS_KARG(&a, WS_MF16_DST, dst), WS_KARG(&a, WS_MF16_COUNT, count);
+    if (ws_kargs_check(&a, "ws_gpu_mel_to_f16", err))
+        return -1;
+    CU_TRY(cu, LaunchKernel(m->f16, (unsigned)blocks, 1, 1, WS_MEL_F16_THREADS, 1, 1, 0, s, a.v,
                             NULL), err);
     return 0;
 cleanup:

@@ -12,7 +12,9 @@
  * packed once in ws_gpu_new (ws_pack_weights); the add (pos) table is the caller's,
  * uploaded by ws_gpu_set_add.
  * The tile variant is picked per launch: the large tile when it fills every
- * multiprocessor at least once, else the small one.
+ * multiprocessor at least once, else the small one. Every launch's arguments are filled
+ * by the index enum of its kernel's parameter table (ptx_params.h, the table the emitter
+ * declared the .entry from) and checked against it before the launch (ws_kargs_check).
  * Runs on a ws_gpu of the device runtime (gpu.c: the driver, the device's primary context,
  * the stream, the pinned staging, the module cache, which loads each kernel once per
  * process). Owns: that ws_gpu, events, device buffers (grown on demand).
@@ -28,6 +30,7 @@
 #include "gpu_internal.h"
 #include "gpu_runtime.h"
 #include "kernels.h"
+#include "ptx_params.h"
 
 struct ws_gpu_pair {
     ws_gpu *gpu;                  /* the device runtime's: its driver, context and stream */
@@ -271,21 +274,24 @@ typedef struct {
     int fixed;
 } stem_run;
 
+/* kernel `slot` with the arguments a (checked against its table) on stream s */
 static int launch_on(ws_gpu_pair *g, wscu_stream s, int slot, unsigned gx, unsigned gy,
-                     unsigned gz, void **args, ws_err *err)
+                     unsigned gz, ws_kargs *a, ws_err *err)
 {
     ws_cu *cu = g->cu;
+    if (ws_kargs_check(a, g->k[slot].name, err))
+        return -1;
     CU_TRY(cu, LaunchKernel(g->fn[slot], gx, gy, gz, (unsigned)g->k[slot].threads, 1, 1,
-                            (unsigned)g->k[slot].smem, s, args, NULL), err);
+                            (unsigned)g->k[slot].smem, s, a->v, NULL), err);
     return 0;
 cleanup:
     return -1;
 }
 
-static int launch(ws_gpu_pair *g, int slot, unsigned gx, unsigned gy, unsigned gz, void **args,
+static int launch(ws_gpu_pair *g, int slot, unsigned gx, unsigned gy, unsigned gz, ws_kargs *a,
                   ws_err *err)
 {
-    return launch_on(g, g->stream, slot, gx, gy, gz, args, err);
+    return launch_on(g, g->stream, slot, gx, gy, gz, a, err);
 }
 
 static int pick_small(const ws_gpu_pair *g, int large_slot, int t_out, int n_win, int fixed)
@@ -327,9 +333,13 @@ static int conv_launch(ws_gpu_pair *g, const stem_run *st, int slot, int cin, ws
 {
     const ws_kernel_src *k = &g->k[slot];
     const unsigned gx = (unsigned)(g->d / k->bn), gy = (t_out + (unsigned)k->bm - 1) / (unsigned)k->bm;
+    ws_kargs a;
     if (g->prec != WS_PREC_FP32) {
-        void *a[] = { &x, &w, &bias, &pos, &y, &t_in, &t_out };
-        return launch_on(g, st->s, slot, gx, gy, (unsigned)n_win, a, err);
+        ws_kargs_init(&a, WS_PARAMS_STEM_CONV_MMA);
+        WS_KARG(&a, WS_SCONV_X, x), WS_KARG(&a, WS_SCONV_W, w), WS_KARG(&a, WS_SCONV_BIAS, bias);
+        WS_KARG(&a, WS_SCONV_POS, pos), WS_KARG(&a, WS_SCONV_Y, y);
+        WS_KARG(&a, WS_SCONV_T_IN, t_in), WS_KARG(&a, WS_SCONV_T_OUT, t_out);
+        return launch_on(g, st->s, slot, gx, gy, (unsigned)n_win, &a, err);
     }
     unsigned splits = (unsigned)pick_splits(g, slot, cin, (int)t_out, n_win, st->fixed);
     if (splits > 1) {
@@ -337,15 +347,24 @@ static int conv_launch(ws_gpu_pair *g, const stem_run *st, int slot, int cin, ws
         if (ensure(g, &g->ws, &g->ws_cap, wsb, err))
             return -1;
     }
-    void *a[] = { &x, &w, &bias, &pos, &y, &t_in, &t_out, &g->ws, &splits };
-    if (launch_on(g, st->s, slot, gx, gy, (unsigned)n_win * splits, a, err))
+    ws_kargs_init(&a, WS_PARAMS_STEM_CONV_FFMA);
+    WS_KARG(&a, WS_SCONV_X, x), WS_KARG(&a, WS_SCONV_W, w), WS_KARG(&a, WS_SCONV_BIAS, bias);
+    WS_KARG(&a, WS_SCONV_POS, pos), WS_KARG(&a, WS_SCONV_Y, y);
+    WS_KARG(&a, WS_SCONV_T_IN, t_in), WS_KARG(&a, WS_SCONV_T_OUT, t_out);
+    WS_KARG(&a, WS_SCONV_WS, g->ws), WS_KARG(&a, WS_SCONV_SPLITS, splits);
+    if (launch_on(g, st->s, slot, gx, gy, (unsigned)n_win * splits, &a, err))
         return -1;
     if (splits == 1)
         return 0;
     unsigned rows = t_out * (unsigned)n_win;
     unsigned quads = rows * (unsigned)g->d / 4;
-    void *af[] = { &g->ws, &bias, &pos, &y, &t_out, &rows, &splits };
-    return launch_on(g, st->s, WS_K_FINISH, (quads + 255) / 256, 1, 1, af, err);
+    ws_kargs af;
+    ws_kargs_init(&af, WS_PARAMS_STEM_FINISH);
+    WS_KARG(&af, WS_SFIN_WS, g->ws), WS_KARG(&af, WS_SFIN_BIAS, bias);
+    WS_KARG(&af, WS_SFIN_POS, pos), WS_KARG(&af, WS_SFIN_Y, y);
+    WS_KARG(&af, WS_SFIN_T_OUT, t_out), WS_KARG(&af, WS_SFIN_ROWS, rows);
+    WS_KARG(&af, WS_SFIN_SPLITS, splits);
+    return launch_on(g, st->s, WS_K_FINISH, (quads + 255) / 256, 1, 1, &af, err);
 }
 
 /* Enqueues mel_t, conv1, conv2 on the stream: mel (device) -> out (device).
@@ -355,10 +374,12 @@ static int enqueue_run(ws_gpu_pair *g, const stem_run *st, wscu_devptr mel, int 
 {
     unsigned T = (unsigned)n_frames, T2 = (unsigned)out_len(g, n_frames);
     wscu_devptr xt = st->xt;
-    void *a0[] = { &mel, &xt, &T };
+    ws_kargs a0;
+    ws_kargs_init(&a0, WS_PARAMS_STEM_MEL_T);
+    WS_KARG(&a0, WS_SMELT_MEL, mel), WS_KARG(&a0, WS_SMELT_XT, xt), WS_KARG(&a0, WS_SMELT_T, T);
     const int fp32 = g->prec == WS_PREC_FP32;  /* conv1 reads the channel-major mel itself */
     if (!fp32 && launch_on(g, st->s, WS_K_MEL_T, (T + 31) / 32, (unsigned)(g->n_mels + 31) / 32,
-                           (unsigned)n_win, a0, err))
+                           (unsigned)n_win, &a0, err))
         return -1;
     if (marks && g->cu->EventRecord(g->ev_mel, st->s) != WS_CUDA_SUCCESS)
         return ws_errf(err, "cuEventRecord failed");
@@ -487,8 +508,10 @@ int ws_gpu_gelu(ws_gpu_pair *g, const float *x, float *y, int n, ws_err *err)
     CU_TRY(cu, MemAlloc(&dy, bytes), err);
     CU_TRY(cu, MemcpyHtoDAsync(dx, x, bytes, g->stream), err);
     unsigned un = (unsigned)n;
-    void *args[] = { &dx, &dy, &un };
-    if (launch(g, WS_K_GELU, (un + 255) / 256, 1, 1, args, err))
+    ws_kargs args;
+    ws_kargs_init(&args, WS_PARAMS_STEM_GELU);
+    WS_KARG(&args, WS_SGELU_X, dx), WS_KARG(&args, WS_SGELU_Y, dy), WS_KARG(&args, WS_SGELU_N, un);
+    if (launch(g, WS_K_GELU, (un + 255) / 256, 1, 1, &args, err))
         goto cleanup;
     CU_TRY(cu, MemcpyDtoHAsync(y, dy, bytes, g->stream), err);
     CU_TRY(cu, StreamSynchronize(g->stream), err);

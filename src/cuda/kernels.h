@@ -17,6 +17,8 @@
  * (few windows) K is split into parts (grid z = windows x parts) whose sums
  * ws_splitk_finish adds up in order before the bias, GELU and pos;
  * tf32/bf16/fp16: mma.sync with f32 accumulation (kernels_mma.c).
+ * Parameters: ptx_params.h's tables WS_PARAMS_STEM_MEL_T, _CONV_FFMA, _CONV_MMA, _FINISH and
+ * _GELU, which the emitters declare and load from and gpu_stem.c fills its launches by.
  * Tested by tests/test_ptx.c (ptxas, no spills) and
  * tests/test_gpu.c (against the float64 oracle).
  */

@@ -40,6 +40,7 @@
 
 #include "gelu_ptx.h"
 #include "kernels.h"
+#include "ptx_params.h"
 
 typedef struct { int bm, bn, bk, tm, tn; } ffma_tile;
 
@@ -47,6 +48,13 @@ static const ffma_tile TILE_LARGE = { 128, 128, 16, 8, 8 };
 static const ffma_tile TILE_SMALL = { 64, 64, 16, 4, 4 };
 
 #define I(...) ws_ptx_ins(b, __VA_ARGS__)
+
+/* ld.param.<type> r, [<name>] of the conv's parameter i (ptx_params.h's
+ * WS_PARAMS_STEM_CONV_FFMA) */
+static void ld_param(ptx_buf *b, preg r, int i)
+{
+    ws_ptx_ld_param(b, r, ws_params_of(WS_PARAMS_STEM_CONV_FFMA), i);
+}
 
 static int ilog2(int v)
 {
@@ -101,13 +109,13 @@ static void emit_coords(fk *k)
     k->py = ws_ptx_reg(b, PTX_B64);
     k->tin = ws_ptx_reg(b, PTX_B32);
     k->tout = ws_ptx_reg(b, PTX_B32);
-    I("ld.param.u64 %s, [p_x]", px.n);
-    I("ld.param.u64 %s, [p_w]", k->pw.n);
-    I("ld.param.u64 %s, [p_bias]", k->pbias.n);
-    I("ld.param.u64 %s, [p_pos]", k->ppos.n);
-    I("ld.param.u64 %s, [p_y]", k->py.n);
-    I("ld.param.u32 %s, [p_tin]", k->tin.n);
-    I("ld.param.u32 %s, [p_tout]", k->tout.n);
+    ld_param(b, px, WS_SCONV_X);
+    ld_param(b, k->pw, WS_SCONV_W);
+    ld_param(b, k->pbias, WS_SCONV_BIAS);
+    ld_param(b, k->ppos, WS_SCONV_POS);
+    ld_param(b, k->py, WS_SCONV_Y);
+    ld_param(b, k->tin, WS_SCONV_T_IN);
+    ld_param(b, k->tout, WS_SCONV_T_OUT);
     I("cvta.to.global.u64 %s, %s", px.n, px.n);
     I("cvta.to.global.u64 %s, %s", k->pw.n, k->pw.n);
     I("cvta.to.global.u64 %s, %s", k->pbias.n, k->pbias.n);
@@ -130,7 +138,7 @@ static void emit_coords(fk *k)
     k->split = ws_ptx_reg(b, PTX_B32);
     k->zz = ws_ptx_reg(b, PTX_B32);
     ws_ptx_comment(b, "ctaid.z = win * splits + split: split-K parts of one window are neighbours");
-    I("ld.param.u32 %s, [p_splits]", k->splits.n);
+    ld_param(b, k->splits, WS_SCONV_SPLITS);
     I("mov.u32 %s, %%ctaid.z", k->zz.n);
     I("div.u32 %s, %s, %s", k->win.n, k->zz.n, k->splits.n);
     I("mul.lo.u32 %s, %s, %s", k->split.n, k->win.n, k->splits.n);
@@ -445,12 +453,12 @@ static void emit_splitk_store(fk *k, plabel epi)
     preg tid3 = ws_ptx_reg(b, PTX_B32), tx3 = ws_ptx_reg(b, PTX_B32), ty3 = ws_ptx_reg(b, PTX_B32);
     preg n03 = ws_ptx_reg(b, PTX_B32), t03 = ws_ptx_reg(b, PTX_B32), zz3 = ws_ptx_reg(b, PTX_B32);
     preg sp3 = ws_ptx_reg(b, PTX_B32), base = ws_ptx_reg(b, PTX_B32), u = ws_ptx_reg(b, PTX_B32);
-    I("ld.param.u32 %s, [p_splits]", sp3.n);
+    ld_param(b, sp3, WS_SCONV_SPLITS);
     I("setp.eq.u32 %s, %s, 1", one.n, sp3.n);
     I("@%s bra.uni %s", one.n, epi.n);
-    I("ld.param.u64 %s, [p_ws]", pws.n);
+    ld_param(b, pws, WS_SCONV_WS);
     I("cvta.to.global.u64 %s, %s", pws.n, pws.n);
-    I("ld.param.u32 %s, [p_tout]", to3.n);
+    ld_param(b, to3, WS_SCONV_T_OUT);
     I("mov.u32 %s, %%tid.x", tid3.n);
     I("and.b32 %s, %s, %d", tx3.n, tid3.n, TX - 1);
     I("shr.u32 %s, %s, %d", ty3.n, tid3.n, ilog2(TX));
@@ -492,10 +500,10 @@ static void emit_epilogue_coords(fk *k)
     ws_ptx_comment(b, "pointers and coordinates re-read here so they hold no register in the loop");
     preg pb2 = ws_ptx_reg(b, PTX_B64), pp2 = ws_ptx_reg(b, PTX_B64), py2 = ws_ptx_reg(b, PTX_B64);
     preg to2 = ws_ptx_reg(b, PTX_B32), tid2 = ws_ptx_reg(b, PTX_B32);
-    I("ld.param.u64 %s, [p_bias]", pb2.n);
-    I("ld.param.u64 %s, [p_pos]", pp2.n);
-    I("ld.param.u64 %s, [p_y]", py2.n);
-    I("ld.param.u32 %s, [p_tout]", to2.n);
+    ld_param(b, pb2, WS_SCONV_BIAS);
+    ld_param(b, pp2, WS_SCONV_POS);
+    ld_param(b, py2, WS_SCONV_Y);
+    ld_param(b, to2, WS_SCONV_T_OUT);
     I("cvta.to.global.u64 %s, %s", k->pbias.n, pb2.n);
     I("cvta.to.global.u64 %s, %s", k->ppos.n, pp2.n);
     I("cvta.to.global.u64 %s, %s", k->py.n, py2.n);
@@ -507,7 +515,7 @@ static void emit_epilogue_coords(fk *k)
     I("shl.b32 %s, %s, %d", k->n0.n, k->n0.n, ilog2(T.bn));
     I("mov.u32 %s, %%ctaid.y", k->t0.n);
     I("shl.b32 %s, %s, %d", k->t0.n, k->t0.n, ilog2(T.bm));
-    I("ld.param.u32 %s, [p_splits]", k->splits.n);
+    ld_param(b, k->splits, WS_SCONV_SPLITS);
     I("mov.u32 %s, %%ctaid.z", k->zz.n);
     I("div.u32 %s, %s, %s", k->win.n, k->zz.n, k->splits.n);
 }
@@ -634,12 +642,7 @@ int ws_emit_conv_ffma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, 
     ws_ptx_label(b, epi);
     ws_ptx_section(b, "epilogue: + bias, gelu, + pos, store time-major");
     emit_epilogue(&k);
-    ws_ptx_kernel_end(b, mod,
-                   info->name,
-                   "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_bias,\n"
-                   "\t.param .u64 p_pos,\n\t.param .u64 p_y,\n\t.param .u32 p_tin,\n"
-                   "\t.param .u32 p_tout,\n\t.param .u64 p_ws,\n"
-                   "\t.param .u32 p_splits",
-                   NT, s->cc_major >= 9 ? 2 : 0);
+    ws_ptx_kernel_end_params(b, mod, info->name, ws_params_of(WS_PARAMS_STEM_CONV_FFMA), NT,
+                             s->cc_major >= 9 ? 2 : 0, 0);
     return 0;
 }

@@ -19,6 +19,7 @@
 
 #include "gelu_ptx.h"
 #include "kernels.h"
+#include "ptx_params.h"
 
 #define I(...) ws_ptx_ins(b, __VA_ARGS__)
 
@@ -33,10 +34,11 @@ void ws_emit_mel_t(ptx_buf *mod, int cin, ws_precision p, ws_kernel_src *info)
     ws_ptx_init(b);
     ws_ptx_raw(b, "\t.shared .align 4 .b8 tile[%d];\n", 32 * 33 * 4);
     ws_ptx_comment(b, "xt[w][t][i] = %s(mel[w][i][t]), C = %d", p == WS_PREC_FP32 ? "" : "cvt", cin);
+    const ws_params *pt = ws_params_of(WS_PARAMS_STEM_MEL_T);
     preg pm = ws_ptx_reg(b, PTX_B64), pxt = ws_ptx_reg(b, PTX_B64), T = ws_ptx_reg(b, PTX_B32);
-    I("ld.param.u64 %s, [p_mel]", pm.n);
-    I("ld.param.u64 %s, [p_xt]", pxt.n);
-    I("ld.param.u32 %s, [p_t]", T.n);
+    ws_ptx_ld_param(b, pm, pt, WS_SMELT_MEL);
+    ws_ptx_ld_param(b, pxt, pt, WS_SMELT_XT);
+    ws_ptx_ld_param(b, T, pt, WS_SMELT_T);
     I("cvta.to.global.u64 %s, %s", pm.n, pm.n);
     I("cvta.to.global.u64 %s, %s", pxt.n, pxt.n);
     preg tid = ws_ptx_reg(b, PTX_B32), tx = ws_ptx_reg(b, PTX_B32), ty = ws_ptx_reg(b, PTX_B32);
@@ -108,8 +110,7 @@ void ws_emit_mel_t(ptx_buf *mod, int cin, ws_precision p, ws_kernel_src *info)
         }
     }
     I("ret");
-    ws_ptx_kernel_end(b, mod, info->name,
-                   "\t.param .u64 p_mel,\n\t.param .u64 p_xt,\n\t.param .u32 p_t", 256, 0);
+    ws_ptx_kernel_end_params(b, mod, info->name, pt, 256, 0, 0);
 }
 
 void ws_emit_gelu_grid(ptx_buf *mod, ws_kernel_src *info)
@@ -125,9 +126,10 @@ void ws_emit_gelu_grid(ptx_buf *mod, ws_kernel_src *info)
     preg i = ws_ptx_reg(b, PTX_B32), tmp = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED);
     preg v = ws_ptx_reg(b, PTX_F32);
     plabel done = ws_ptx_label_new(b, "done");
-    I("ld.param.u64 %s, [p_x]", px.n);
-    I("ld.param.u64 %s, [p_y]", py.n);
-    I("ld.param.u32 %s, [p_n]", n.n);
+    const ws_params *pt = ws_params_of(WS_PARAMS_STEM_GELU);
+    ws_ptx_ld_param(b, px, pt, WS_SGELU_X);
+    ws_ptx_ld_param(b, py, pt, WS_SGELU_Y);
+    ws_ptx_ld_param(b, n, pt, WS_SGELU_N);
     I("cvta.to.global.u64 %s, %s", px.n, px.n);
     I("cvta.to.global.u64 %s, %s", py.n, py.n);
     I("mov.u32 %s, %%ctaid.x", i.n);
@@ -142,8 +144,7 @@ void ws_emit_gelu_grid(ptx_buf *mod, ws_kernel_src *info)
     I("st.global.f32 [%s], %s", py.n, v.n);
     ws_ptx_label(b, done);
     I("ret");
-    ws_ptx_kernel_end(b, mod, info->name, "\t.param .u64 p_x,\n\t.param .u64 p_y,\n\t.param .u32 p_n",
-                   256, 0);
+    ws_ptx_kernel_end_params(b, mod, info->name, pt, 256, 0, 0);
 }
 
 void ws_emit_splitk_finish(ptx_buf *mod, int n_out, ws_kernel_src *info)
@@ -164,13 +165,14 @@ void ws_emit_splitk_finish(ptx_buf *mod, int n_out, ws_kernel_src *info)
     preg stride = ws_ptx_reg(b, PTX_B64), k = ws_ptx_reg(b, PTX_B32);
     preg done = ws_ptx_reg(b, PTX_PRED), haspos = ws_ptx_reg(b, PTX_PRED), again = ws_ptx_reg(b, PTX_PRED);
     plabel out = ws_ptx_label_new(b, "done"), lp = ws_ptx_label_new(b, "parts");
-    I("ld.param.u64 %s, [p_ws]", pws.n);
-    I("ld.param.u64 %s, [p_bias]", pb.n);
-    I("ld.param.u64 %s, [p_pos]", pp.n);
-    I("ld.param.u64 %s, [p_y]", py.n);
-    I("ld.param.u32 %s, [p_tout]", tout.n);
-    I("ld.param.u32 %s, [p_rows]", rows.n);
-    I("ld.param.u32 %s, [p_splits]", sp.n);
+    const ws_params *pt = ws_params_of(WS_PARAMS_STEM_FINISH);
+    ws_ptx_ld_param(b, pws, pt, WS_SFIN_WS);
+    ws_ptx_ld_param(b, pb, pt, WS_SFIN_BIAS);
+    ws_ptx_ld_param(b, pp, pt, WS_SFIN_POS);
+    ws_ptx_ld_param(b, py, pt, WS_SFIN_Y);
+    ws_ptx_ld_param(b, tout, pt, WS_SFIN_T_OUT);
+    ws_ptx_ld_param(b, rows, pt, WS_SFIN_ROWS);
+    ws_ptx_ld_param(b, sp, pt, WS_SFIN_SPLITS);
     I("setp.ne.u64 %s, %s, 0", haspos.n, pp.n);
     I("cvta.to.global.u64 %s, %s", pws.n, pws.n);
     I("cvta.to.global.u64 %s, %s", pb.n, pb.n);
@@ -227,9 +229,5 @@ void ws_emit_splitk_finish(ptx_buf *mod, int n_out, ws_kernel_src *info)
     I("st.global.v4.f32 [%s], {%s, %s, %s, %s}", ga.n, v[0].n, v[1].n, v[2].n, v[3].n);
     ws_ptx_label(b, out);
     I("ret");
-    ws_ptx_kernel_end(b, mod, info->name,
-                   "\t.param .u64 p_ws,\n\t.param .u64 p_bias,\n\t.param .u64 p_pos,\n"
-                   "\t.param .u64 p_y,\n\t.param .u32 p_tout,\n\t.param .u32 p_rows,\n"
-                   "\t.param .u32 p_splits",
-                   256, 0);
+    ws_ptx_kernel_end_params(b, mod, info->name, pt, 256, 0, 0);
 }

@@ -38,6 +38,7 @@
 
 #include "gelu_ptx.h"
 #include "kernels.h"
+#include "ptx_params.h"
 
 typedef struct { int bm, bn, wm, wn, stages; } mma_tile;
 
@@ -45,6 +46,13 @@ static const mma_tile TILE_LARGE = { 128, 128, 2, 4, 3 };
 static const mma_tile TILE_SMALL = { 64, 64, 2, 2, 3 };
 
 #define I(...) ws_ptx_ins(b, __VA_ARGS__)
+
+/* ld.param.<type> r, [<name>] of the conv's parameter i (ptx_params.h's
+ * WS_PARAMS_STEM_CONV_MMA) */
+static void ld_param(ptx_buf *b, preg r, int i)
+{
+    ws_ptx_ld_param(b, r, ws_params_of(WS_PARAMS_STEM_CONV_MMA), i);
+}
 #define MAXF 4
 
 static int ilog2(int v)
@@ -105,13 +113,13 @@ static void emit_coords(mk *k)
     k->py = ws_ptx_reg(b, PTX_B64);
     k->tin = ws_ptx_reg(b, PTX_B32);
     k->tout = ws_ptx_reg(b, PTX_B32);
-    I("ld.param.u64 %s, [p_x]", px.n);
-    I("ld.param.u64 %s, [p_w]", k->pw.n);
-    I("ld.param.u64 %s, [p_bias]", k->pbias.n);
-    I("ld.param.u64 %s, [p_pos]", k->ppos.n);
-    I("ld.param.u64 %s, [p_y]", k->py.n);
-    I("ld.param.u32 %s, [p_tin]", k->tin.n);
-    I("ld.param.u32 %s, [p_tout]", k->tout.n);
+    ld_param(b, px, WS_SCONV_X);
+    ld_param(b, k->pw, WS_SCONV_W);
+    ld_param(b, k->pbias, WS_SCONV_BIAS);
+    ld_param(b, k->ppos, WS_SCONV_POS);
+    ld_param(b, k->py, WS_SCONV_Y);
+    ld_param(b, k->tin, WS_SCONV_T_IN);
+    ld_param(b, k->tout, WS_SCONV_T_OUT);
     k->haspos = ws_ptx_reg(b, PTX_PRED);
     I("setp.ne.u64 %s, %s, 0", k->haspos.n, k->ppos.n);
     I("cvta.to.global.u64 %s, %s", px.n, px.n);
@@ -503,10 +511,6 @@ int ws_emit_conv_mma(ptx_buf *mod, const ws_conv_spec *s, ws_kernel_src *info, w
     alloc_tiles(&k);
     emit_main_loop(&k);
     emit_epilogue(&k);
-    ws_ptx_kernel_end(b, mod, info->name,
-                   "\t.param .u64 p_x,\n\t.param .u64 p_w,\n\t.param .u64 p_bias,\n"
-                   "\t.param .u64 p_pos,\n\t.param .u64 p_y,\n\t.param .u32 p_tin,\n"
-                   "\t.param .u32 p_tout",
-                   NT, 2);
+    ws_ptx_kernel_end_params(b, mod, info->name, ws_params_of(WS_PARAMS_STEM_CONV_MMA), NT, 2, 0);
     return 0;
 }

@@ -9,6 +9,7 @@
 
 #include "ptx_emit.h"
 #include "ptx_mel.h"
+#include "ptx_params.h"
 
 #define I(...) ws_ptx_ins(b, __VA_ARGS__)
 
@@ -143,9 +144,10 @@ static preg sample(ptx_buf *b, preg i, preg start, preg xptr, preg n, preg ntot,
     return y;
 }
 
-static void ptr_param(ptx_buf *b, preg r, const char *name)
+/* r = t's .u64 parameter i as a global address: ld.param.u64 r, [<name>]; cvta.to.global */
+static void ptr_param(ptx_buf *b, preg r, const ws_params *t, int i)
 {
-    I("ld.param.u64 %s, [%s]", r.n, name);
+    ws_ptx_ld_param(b, r, t, i);
     I("cvta.to.global.u64 %s, %s", r.n, r.n);
 }
 
@@ -160,16 +162,17 @@ static void emit_frames(ptx_buf *mod, int nm)
     preg phann = ws_ptx_reg(b, PTX_B64), pband = ws_ptx_reg(b, PTX_B64);
     preg pwts = ws_ptx_reg(b, PTX_B64), pL = ws_ptx_reg(b, PTX_B64), pkeys = ws_ptx_reg(b, PTX_B64);
     preg total = ws_ptx_reg(b, PTX_B64), nitems = ws_ptx_reg(b, PTX_B32);
-    ptr_param(b, px, "p_x");
-    ptr_param(b, pitems, "p_items");
-    ptr_param(b, ptw, "p_tw");
-    ptr_param(b, phann, "p_hann");
-    ptr_param(b, pband, "p_band");
-    ptr_param(b, pwts, "p_wts");
-    ptr_param(b, pL, "p_L");
-    ptr_param(b, pkeys, "p_keys");
-    I("ld.param.u64 %s, [p_total]", total.n);
-    I("ld.param.u32 %s, [p_n_items]", nitems.n);
+    const ws_params *pt = ws_params_of(WS_PARAMS_MEL_FRAMES);
+    ptr_param(b, px, pt, WS_MFR_X);
+    ptr_param(b, pitems, pt, WS_MFR_ITEMS);
+    ptr_param(b, ptw, pt, WS_MFR_TW);
+    ptr_param(b, phann, pt, WS_MFR_HANN);
+    ptr_param(b, pband, pt, WS_MFR_BAND);
+    ptr_param(b, pwts, pt, WS_MFR_WTS);
+    ptr_param(b, pL, pt, WS_MFR_L);
+    ptr_param(b, pkeys, pt, WS_MFR_KEYS);
+    ws_ptx_ld_param(b, total, pt, WS_MFR_TOTAL);
+    ws_ptx_ld_param(b, nitems, pt, WS_MFR_N_ITEMS);
     preg tid = ws_ptx_reg(b, PTX_B32), g0 = ws_ptx_reg(b, PTX_B64), sb = ws_ptx_reg(b, PTX_B32);
     preg t32 = ws_ptx_reg(b, PTX_B32);
     preg p = ws_ptx_reg(b, PTX_PRED);
@@ -476,12 +479,7 @@ static void emit_frames(ptx_buf *mod, int nm)
         ws_ptx_label(b, done);
         I("ret");
     }
-    ws_ptx_kernel_end(b, mod, "ws_mel_frames",
-                      "\t.param .u64 p_x,\n\t.param .u64 p_items,\n\t.param .u32 p_n_items,\n"
-                      "\t.param .u64 p_total,\n\t.param .u64 p_tw,\n\t.param .u64 p_hann,\n"
-                      "\t.param .u64 p_band,\n\t.param .u64 p_wts,\n\t.param .u64 p_L,\n"
-                      "\t.param .u64 p_keys",
-                      NT, 2);
+    ws_ptx_kernel_end_params(b, mod, "ws_mel_frames", pt, NT, 2, 0);
 }
 
 /* --- ws_mel_write ------------------------------------------------------------------- */
@@ -496,12 +494,13 @@ static void emit_write(ptx_buf *mod, int nm)
     ws_ptx_comment(b, "out = (max(L, max_item - 8) + 4) / 4 into the windows, %d bands", nm);
     preg pitems = ws_ptx_reg(b, PTX_B64), pL = ws_ptx_reg(b, PTX_B64), pkeys = ws_ptx_reg(b, PTX_B64);
     preg pout = ws_ptx_reg(b, PTX_B64), total = ws_ptx_reg(b, PTX_B64), nitems = ws_ptx_reg(b, PTX_B32);
-    ptr_param(b, pitems, "p_items");
-    ptr_param(b, pL, "p_L");
-    ptr_param(b, pkeys, "p_keys");
-    ptr_param(b, pout, "p_out");
-    I("ld.param.u64 %s, [p_total]", total.n);
-    I("ld.param.u32 %s, [p_n_items]", nitems.n);
+    const ws_params *pt = ws_params_of(WS_PARAMS_MEL_WRITE);
+    ptr_param(b, pitems, pt, WS_MWR_ITEMS);
+    ptr_param(b, pL, pt, WS_MWR_L);
+    ptr_param(b, pkeys, pt, WS_MWR_KEYS);
+    ptr_param(b, pout, pt, WS_MWR_OUT);
+    ws_ptx_ld_param(b, total, pt, WS_MWR_TOTAL);
+    ws_ptx_ld_param(b, nitems, pt, WS_MWR_N_ITEMS);
     preg tid = ws_ptx_reg(b, PTX_B32), g0 = ws_ptx_reg(b, PTX_B64), t32 = ws_ptx_reg(b, PTX_B32);
     preg tb = ws_ptx_reg(b, PTX_B32), ib = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_PRED);
     I("mov.u32 %s, %%tid.x", tid.n);
@@ -646,10 +645,7 @@ static void emit_write(ptx_buf *mod, int nm)
         ws_ptx_label(b, done);
         I("ret");
     }
-    ws_ptx_kernel_end(b, mod, "ws_mel_write",
-                      "\t.param .u64 p_items,\n\t.param .u32 p_n_items,\n\t.param .u64 p_total,\n"
-                      "\t.param .u64 p_L,\n\t.param .u64 p_keys,\n\t.param .u64 p_out",
-                      WT, 0);
+    ws_ptx_kernel_end_params(b, mod, "ws_mel_write", pt, WT, 0, 0);
 }
 
 /* --- ws_mel_f16 --------------------------------------------------------------------- */
@@ -664,9 +660,10 @@ static void emit_f16(ptx_buf *mod)
     preg t2 = ws_ptx_reg(b, PTX_B32), a = ws_ptx_reg(b, PTX_B64), v = ws_ptx_reg(b, PTX_F32);
     preg h = ws_ptx_reg(b, PTX_B16), p = ws_ptx_reg(b, PTX_PRED), tmp = ws_ptx_reg(b, PTX_B64);
     plabel top = ws_ptx_label_new(b, "elem"), done = ws_ptx_label_new(b, "done");
-    ptr_param(b, ps, "p_src");
-    ptr_param(b, pd, "p_dst");
-    I("ld.param.u64 %s, [p_count]", cnt.n);
+    const ws_params *pt = ws_params_of(WS_PARAMS_MEL_F16);
+    ptr_param(b, ps, pt, WS_MF16_SRC);
+    ptr_param(b, pd, pt, WS_MF16_DST);
+    ws_ptx_ld_param(b, cnt, pt, WS_MF16_COUNT);
     I("mov.u32 %s, %%ctaid.x", t.n);
     I("mov.u32 %s, %%tid.x", t2.n);
     I("mul.wide.u32 %s, %s, %d", i.n, t.n, WS_MEL_F16_THREADS);
@@ -688,9 +685,7 @@ static void emit_f16(ptx_buf *mod)
     I("bra %s", top.n);
     ws_ptx_label(b, done);
     I("ret");
-    ws_ptx_kernel_end(b, mod, "ws_mel_f16",
-                      "\t.param .u64 p_src,\n\t.param .u64 p_dst,\n\t.param .u64 p_count",
-                      WS_MEL_F16_THREADS, 0);
+    ws_ptx_kernel_end_params(b, mod, "ws_mel_f16", pt, WS_MEL_F16_THREADS, 0, 0);
 }
 
 char *ws_mel_emit(int n_mels, int cc_major, int cc_minor, ws_err *err)

@@ -25,18 +25,19 @@
  *      (u ^ 0x80000000 for u >= 0, ~u below) max'ed per frame in shared memory, then per item
  *      into keys[item] with atom.global.max.u32 by thread 0: a max, so the result is the same
  *      whatever the order or the batch.
- *   Parameters: .u64 p_x, p_items; .u32 p_n_items; .u64 p_total, p_tw, p_hann, p_band, p_wts,
- *   p_L, p_keys.
+ *   Parameters (ptx_params.h's WS_PARAMS_MEL_FRAMES): .u64 p_x, p_items; .u32 p_n_items;
+ *   .u64 p_total, p_tw, p_hann, p_band, p_wts, p_L, p_keys.
  *
  * ws_mel_write  block b: 32 frames g0 = 32b.. x all bands, 256 threads: floor = max(L of the
  *   item) - 8, out = (max(L, floor) + 4) / 4 (float32, as the CPU), 0 for frames >= content,
  *   into window w = t / win_frames, frame j = t % win_frames of the item's windows; frames
  *   past n_win*win_frames are not written. A transpose through shared memory: loads along
  *   bands, stores along frames.
- *   Parameters: .u64 p_items; .u32 p_n_items; .u64 p_total, p_L, p_keys, p_out.
+ *   Parameters (WS_PARAMS_MEL_WRITE): .u64 p_items; .u32 p_n_items; .u64 p_total, p_L,
+ *   p_keys, p_out.
  *
  * ws_mel_f16  dst[i] = cvt.rn.f16.f32(src[i]), i < count (u64), a grid-stride loop, 256 threads.
- *   Parameters: .u64 p_src, p_dst, p_count.
+ *   Parameters (WS_PARAMS_MEL_F16): .u64 p_src, p_dst, p_count.
  *
  * ptxas (sm_80, sm_90): ws_mel_frames 128 registers (two blocks a multiprocessor), no spills.
  * H100: 34.6 us a 3000-frame window with 80 bands, 36.0 with 128 (bench/gpu_mel.c); max |err|
