@@ -2,7 +2,9 @@
 # check-layers.sh - the include graph of src/ points one way (README "Layout"):
 #   cli -> whisper -> {conv, cuda, mel, audio, gguf};  cuda -> conv;  convert -> {gguf, whisper}
 #   api (include/whisper_stem.h) -> {whisper, conv, cuda, mel, audio, gguf}; nothing includes api
-# and the shared base (src/*.h: common, output, signals, strmap, trace) includes no layer.
+# and the shared base (src/*.h: common, output, signals, strmap, trace) includes no layer;
+# the PTX emitters (cuda/ptx_*, kernels*, lower.c, gelu_ptx.*, precision.h) include only
+# one another, common.h and ws_conv.h.
 # Prints each include that points the wrong way; exit 1 if there is one. Run by `make test`.
 set -eu
 cd "$(dirname "$0")/../src"
@@ -40,5 +42,22 @@ for f in $(find . -name '*.[ch]' | sed 's|^\./||' | sort); do
         esac
     done
 done
-[ $bad = 0 ] && echo "✓ include layers point one way (scripts/check-layers.sh)"
+# The PTX emitters are pure text (ARCHITECTURE: cuda/ptx): they include one another, common.h
+# and ws_conv.h only, never the runtime (driver.h, gpu*.h).
+is_emitter() {
+    case $1 in
+    cuda/ptx_*.[ch] | cuda/kernels*.[ch] | cuda/lower.c | cuda/gelu_ptx.[ch] | cuda/precision.h) return 0 ;;
+    esac
+    return 1
+}
+for f in $(find cuda -name '*.[ch]' | sort); do
+    is_emitter "$f" || continue
+    for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+        case $inc in common.h | ws_conv.h) continue ;; esac
+        is_emitter "cuda/$inc" && [ -f "cuda/$inc" ] && continue
+        echo "src/$f includes \"$inc\": the PTX emitters include only one another, common.h and ws_conv.h" >&2
+        bad=1
+    done
+done
+[ $bad = 0 ] && echo "✓ include layers point one way, the PTX emitters are pure text (scripts/check-layers.sh)"
 exit $bad

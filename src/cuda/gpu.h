@@ -15,12 +15,8 @@
 #define WS_CUDA_GPU_H
 
 #include "common.h"
+#include "precision.h"
 #include "ws_conv.h"
-
-typedef enum { WS_PREC_FP32 = 0, WS_PREC_TF32, WS_PREC_BF16, WS_PREC_FP16 } ws_precision;
-
-const char *ws_precision_name(ws_precision p);
-int ws_precision_parse(const char *s, ws_precision *p); /* 0, or -1 if unknown */
 
 typedef struct ws_gpu_pair ws_gpu_pair;
 

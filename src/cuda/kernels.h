@@ -26,8 +26,9 @@
 #define WS_CUDA_KERNELS_H
 
 #include "common.h"
-#include "gpu.h"
+#include "precision.h"
 #include "ptx_emit.h"
+#include "ws_conv.h"
 
 /* Kernel slots, in the order ws_gpu_lower returns them. Each conv comes in
  * a large tile (many windows) and a small tile (few windows, more blocks). */

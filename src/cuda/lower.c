@@ -15,12 +15,35 @@
  * The kernel list, in slot order (kernels.h): mel_t, c1 large tile, c1 small, c2 large,
  * c2 small, split-K finish, and the GELU test kernel. Its bytes for Whisper's shapes are
  * held by tests/test_ptx_golden.c; assembly without spills by tests/test_ptx.c.
+ * Also the precisions' names (precision.h). Pure text, as every emitter: no device here.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
+
+const char *ws_precision_name(ws_precision p)
+{
+    switch (p) {
+    case WS_PREC_FP32: return "fp32";
+    case WS_PREC_TF32: return "tf32";
+    case WS_PREC_BF16: return "bf16";
+    case WS_PREC_FP16: return "fp16";
+    }
+    return "?";
+}
+
+int ws_precision_parse(const char *s, ws_precision *p)
+{
+    static const ws_precision all[] = { WS_PREC_FP32, WS_PREC_TF32, WS_PREC_BF16, WS_PREC_FP16 };
+    for (int i = 0; i < 4; i++)
+        if (s && !strcmp(s, ws_precision_name(all[i]))) {
+            *p = all[i];
+            return 0;
+        }
+    return -1;
+}
 
 int ws_gpu_math_precision(ws_math m, ws_precision *p)
 {
