@@ -203,10 +203,10 @@ void ws_gpu_batcher_free(ws_gpu_batcher *b)
 {
     if (!b)
         return;
-    ws_cu *cu = b->cu;
     if (b->gpu) {
         ws_gpu *g = b->gpu;
-        cu->CtxSetCurrent(b->ctx);
+        ws_cu *cu = &g->cu;
+        cu->CtxSetCurrent(g->ctx);
         for (int i = 0; b->slots && i < b->o.slots; i++) {
             slot *s = &b->slots[i];
             if (s->st)

@@ -81,9 +81,9 @@ void ws_gpu_free(ws_gpu_pair *g)
     if (!g)
         return;
     if (g->gpu) {
-        ws_cu *cu = g->cu;
-        cu->CtxSetCurrent(g->ctx);
-        cu->StreamSynchronize(g->stream);
+        ws_cu *cu = &g->gpu->cu;
+        cu->CtxSetCurrent(g->gpu->ctx);
+        cu->StreamSynchronize(g->gpu->stream);
         wscu_devptr bufs[] = { g->w1, g->b1, g->w2, g->b2, g->mel, g->xt, g->h1, g->out, g->pos,
                                g->ws };
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
