@@ -216,7 +216,8 @@ asan:
 # ThreadSanitizer over the tests that run threads: log-Mels of one plan and of one API
 # context from several threads, the batch API's workers, the conv engine and the stem on
 # several threads, the command's workers over many inputs (it runs build-tsan's
-# whisper-stem) and tar shards written on several threads. Every process (the runner,
+# whisper-stem), tar shards written on several threads and the device runtime opened and
+# closed on several threads (against the stand-in driver). Every process (the runner,
 # its sandboxed children, the commands they run) writes its reports to
 # build-tsan/tsan-logs/tsan.PID, the run's output goes to build-tsan/tsan.log; any report
 # fails the target. tests/tsan.supp silences third-party code only (NVTX's lazy set-up). TSan needs vm.mmap_rnd_bits <= 28
@@ -227,7 +228,8 @@ TSAN_TESTS := api/batch_* api/one_context_from_several_threads_* mel/thread_coun
   engine/the_same_run_twice_* stem/same_bits_for_any_thread_count \
   conv/matches_oracle_stride1_and_stride2_any_threads cli/many_inputs_give_the_same_bytes_* \
   cli/the_same_bytes_for_any_thread_count tar/shards_written_on_several_threads_* \
-  audio/failed_opens_on_many_threads_* audio/fifo_with_a_late_writer_*
+  audio/failed_opens_on_many_threads_* audio/fifo_with_a_late_writer_* \
+  runtime/many_ws_gpu_on_many_threads_*
 tsan_space := $() $()
 .PHONY: tsan tsan-run
 tsan:
