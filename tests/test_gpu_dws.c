@@ -47,14 +47,14 @@
 #include "cuda/driver.h"
 #include "cuda/gpu_conv_internal.h"
 #include "cuda/gpu_dws.h"
+#include "cuda/gpu_runtime.h"
 #include "helpers.h"
 
 /* ---- the device: driver, primary context, one stream ---- */
 
 typedef struct {
-    ws_cu cu;
-    wscu_device dev;
-    wscu_context ctx;
+    ws_gpu *wg;  /* the device through the runtime (ws_gpu_open) */
+    ws_cu cu;    /* its driver table */
     wscu_stream st;
     int major, minor;
 } gdev;
@@ -64,30 +64,24 @@ static gdev *gdev_or_skip(void)
     gdev *g = calloc(1, sizeof *g);
     cr_assert_not_null(g);
     ws_err e = {""};
-    if (ws_cu_open(&g->cu, &e)) {
+    g->wg = ws_gpu_open(0, &e);
+    if (!g->wg) {
         free(g);
-        cr_skip_test("no CUDA driver/device: %s", e.msg);
-    }
-    char name[128];
-    if (ws_cu_device(&g->cu, 0, &g->dev, name, sizeof name, &g->major, &g->minor, &e)) {
-        ws_cu_close(&g->cu);
-        free(g);
-        if (strstr(e.msg, "no CUDA device") || strstr(e.msg, "CUDA_ERROR_NO_DEVICE"))
+        if (strstr(e.msg, "no CUDA driver") || strstr(e.msg, "no CUDA device") ||
+            strstr(e.msg, "CUDA_ERROR_NO_DEVICE"))
             cr_skip_test("no CUDA driver/device: %s", e.msg);
-        cr_assert_fail("ws_cu_device: %s", e.msg);
+        cr_assert_fail("ws_gpu_open: %s", e.msg);
     }
-    cr_assert_eq(g->cu.DevicePrimaryCtxRetain(&g->ctx, g->dev), 0);
-    cr_assert_eq(g->cu.CtxSetCurrent(g->ctx), 0);
-    cr_assert_eq(g->cu.StreamCreate(&g->st, WS_CU_STREAM_NON_BLOCKING), 0);
+    g->cu = g->wg->cu;
+    g->st = g->wg->stream;
+    g->major = g->wg->cc_major, g->minor = g->wg->cc_minor;
+    cr_assert_eq(ws_gpu_current(g->wg, &e), 0, "%s", e.msg);
     return g;
 }
 
 static void gdev_close(gdev *g)
 {
-    g->cu.StreamSynchronize(g->st);
-    g->cu.StreamDestroy(g->st);
-    g->cu.DevicePrimaryCtxRelease(g->dev);
-    ws_cu_close(&g->cu);
+    ws_gpu_close(g->wg);
     free(g);
 }
 
@@ -403,7 +397,7 @@ static kern kern_load(gdev *g, const dcase *c, ws_conv_op op, const float *w, co
     kern k = {.g = g, .d = desc_of(c, op)};
     ws_err e = {""};
     cr_assert(ws_dws_fits(&k.d), "%s: not a depthwise causal descriptor", c->name);
-    k.m = ws_dws_load(&g->cu, &k.d, g->major, g->minor, &e);
+    k.m = ws_dws_load(g->wg, &k.d, &e);
     cr_assert_not_null(k.m, "%s: ws_dws_load: %s", c->name, e.msg);
     k.w = dcopy(g, w, (size_t)c->c * c->k * sizeof(float));
     k.b = b ? dcopy(g, b, (size_t)c->c * sizeof(float)) : 0;
@@ -412,7 +406,7 @@ static kern kern_load(gdev *g, const dcase *c, ws_conv_op op, const float *w, co
 
 static void kern_free(kern *k)
 {
-    ws_dws_free(k->m, &k->g->cu);
+    ws_dws_free(k->m);
     dfree(k->g, k->w);
     dfree(k->g, k->b);
 }
@@ -631,7 +625,7 @@ static void fwd_case(gdev *g, const dcase *c)
         free(yp);
         ws_gpu_conv_free(plan);
         ws_gpu_close(pg);
-        cr_assert_eq(g->cu.CtxSetCurrent(g->ctx), 0);
+        cr_assert_eq(g->cu.CtxSetCurrent(g->wg->ctx), 0);
     }
 
     kern_free(&k);

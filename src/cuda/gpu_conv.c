@@ -94,17 +94,9 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
         cu->MemFree(c->gz);
     if (c->part)
         cu->MemFree(c->part);
-    if (c->mod)
-        cu->ModuleUnload(c->mod);
-    if (c->dwmod)
-        cu->ModuleUnload(c->dwmod);
-    if (c->gemmmod)
-        cu->ModuleUnload(c->gemmmod);
     if (c->wh)
         cu->MemFree(c->wh);
-    if (c->prepmod)
-        cu->ModuleUnload(c->prepmod);
-    ws_dws_free(c->dws, cu);
+    ws_dws_free(c->dws);
     if (c->wcall)
         cu->MemFree(c->wcall);
     if (c->whcall)
@@ -124,7 +116,7 @@ static int prep_load(ws_gpu_conv *c, ws_err *err)
     if (!ptx)
         return -1;
     ws_wprep_name(&c->d, name);
-    const int rc = ws_cu_load_module(cu, ptx, name, &c->prepmod, NULL, 0, err);
+    const int rc = ws_gpu_module(g, name, ptx, &c->prepmod, err);
     free(ptx);
     if (rc)
         return -1;
@@ -189,7 +181,7 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         goto fail;
     ws_cu *cu = &g->cu;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    if (ws_cu_load_module(cu, ptx, c->name, &c->mod, NULL, 0, err))
+    if (ws_gpu_module(g, c->name, ptx, &c->mod, err))
         goto fail;
     if (d->op == WS_CONV_BWD) {
         for (int p = 0; p < WS_DIRECT_NPARTS; p++) {
@@ -207,7 +199,7 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         if (!(ptx = ws_dw_emit_w(d, c->dw_wt, g->emit_major, g->emit_minor, err)))
             goto fail;
         ws_dw_name_w(d, c->dw_wt, dwname);
-        if (ws_cu_load_module(cu, ptx, dwname, &c->dwmod, NULL, 0, err))
+        if (ws_gpu_module(g, dwname, ptx, &c->dwmod, err))
             goto fail;
         for (int e = 0; e < (d->op == WS_CONV_BWD ? 2 : 1); e++) {
             if (d->op == WS_CONV_BWD)
@@ -222,11 +214,11 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         if (!(ptx = ws_gemm_emit(d, g->emit_major, g->emit_minor, err)))
             goto fail;
         ws_gemm_name(d, gname);
-        if (ws_cu_load_module(cu, ptx, gname, &c->gemmmod, NULL, 0, err))
+        if (ws_gpu_module(g, gname, ptx, &c->gemmmod, err))
             goto fail;
         CU_TRY(cu, ModuleGetFunction(&c->gemmfn, c->gemmmod, gname), err);
     }
-    if (ws_dws_fits(d) && !(c->dws = ws_dws_load(cu, d, g->emit_major, g->emit_minor, err)))
+    if (ws_dws_fits(d) && !(c->dws = ws_dws_load(g, d, err)))
         goto fail;
     if (!w) { /* weights per call: the preparation module and its buffers, now */
         if (prep_load(c, err) || prep_buffers(c, err))

@@ -19,22 +19,19 @@ struct ws_dws {
     char name[WS_DWS_NAME_MAX];
 };
 
-void ws_dws_free(ws_dws *m, ws_cu *cu)
+void ws_dws_free(ws_dws *m)
 {
-    if (!m)
-        return;
-    if (m->mod && cu && cu->lib)
-        cu->ModuleUnload(m->mod);
     free(m);
 }
 
-ws_dws *ws_dws_load(ws_cu *cu, const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
+ws_dws *ws_dws_load(ws_gpu *g, const ws_conv_desc *d, ws_err *err)
 {
-    if (!cu || !d) {
-        ws_errf(err, "ws_dws_load: %s is NULL", cu ? "d" : "cu");
+    if (!g || !d) {
+        ws_errf(err, "ws_dws_load: %s is NULL", g ? "d" : "g");
         return NULL;
     }
-    char *ptx = ws_dws_emit(d, cc_major, cc_minor, err);
+    ws_cu *cu = &g->cu;
+    char *ptx = ws_dws_emit(d, g->emit_major, g->emit_minor, err);
     if (!ptx)
         return NULL;
     ws_dws *m = calloc(1, sizeof *m);
@@ -45,7 +42,7 @@ ws_dws *ws_dws_load(ws_cu *cu, const ws_conv_desc *d, int cc_major, int cc_minor
     }
     m->d = *d;
     ws_dws_name(d, m->name);
-    if (ws_cu_load_module(cu, ptx, m->name, &m->mod, NULL, 0, err))
+    if (ws_gpu_module(g, m->name, ptx, &m->mod, err))
         goto cleanup;
     for (int p = 0; p < WS_DWS_NPARTS; p++) {
         if (!ws_dws_has_part(d, (ws_dws_part)p))
@@ -58,7 +55,7 @@ ws_dws *ws_dws_load(ws_cu *cu, const ws_conv_desc *d, int cc_major, int cc_minor
     return m;
 cleanup: /* CU_TRY */
     free(ptx);
-    ws_dws_free(m, cu);
+    ws_dws_free(m);
     return NULL;
 }
 

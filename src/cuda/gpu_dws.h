@@ -4,11 +4,11 @@
  * plan (gpu_conv.c) can hold a ws_dws beside its other kernels.
  *
  *   if (ws_dws_fits(&d)) {
- *       ws_dws *m = ws_dws_load(cu, &d, cc_major, cc_minor, err);   // context current
+ *       ws_dws *m = ws_dws_load(g, &d, err);                         // the runtime's cache
  *       size_t sb = ws_dws_scratch_bytes(&d, a.n, a.t_in);          // BWD: gz, else 0
  *       ...
  *       ws_dws_enqueue(m, cu, &d, &a, t_out, w_f32, b_f32, scratch, stream, err);
- *       ws_dws_free(m, cu);
+ *       ws_dws_free(m);
  *   }
  *
  * ws_dws_enqueue takes a call that ws_conv_check_args accepted (pointers in a are device
@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "driver.h"
+#include "gpu_runtime.h"
 #include "ptx_dws.h"
 #include "ws_conv.h"
 
@@ -39,9 +40,10 @@ typedef struct ws_dws ws_dws;
 
 /* ws_dws_fits(d) and ws_dws_emit(d, cc_major, cc_minor, err): ptx_dws.h */
 
-/* Emits d's module for cc_major.cc_minor and loads it into the current context, with every
- * entry of its op. NULL with err on failure. */
-ws_dws *ws_dws_load(ws_cu *cu, const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err);
+/* Emits d's module for the capability g's plans emit for (emit_major.emit_minor) and gets it
+ * from g's device's module cache (ws_gpu_module: loaded once per process), with every entry
+ * of its op. NULL with err on failure. */
+ws_dws *ws_dws_load(ws_gpu *g, const ws_conv_desc *d, ws_err *err);
 
 /* float32 scratch a call of n items of t_in positions needs: BWD N*C*T_in*4 bytes (gz), FWD
  * 0 (and 0 for a descriptor ws_dws_fits refuses) */
@@ -51,7 +53,7 @@ size_t ws_dws_scratch_bytes(const ws_conv_desc *d, int n, int t_in);
 int ws_dws_enqueue(ws_dws *m, ws_cu *cu, const ws_conv_desc *d, const ws_conv_args *a, int t_out,
                    uint64_t w_f32, uint64_t b_f32, uint64_t scratch, wscu_stream st, ws_err *err);
 
-/* Unloads the module; NULL-safe. The module's context must be current. */
-void ws_dws_free(ws_dws *m, ws_cu *cu);
+/* Frees m (its module stays in the runtime's cache); NULL-safe. */
+void ws_dws_free(ws_dws *m);
 
 #endif
