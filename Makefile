@@ -110,7 +110,7 @@ LDLIBS      = $(shell $(PKG) --libs $(PKGS)) -lpthread -ldl -lm
 TEST_CFLAGS = $(ALL_CFLAGS) $(shell $(PKG) --cflags criterion) -Itests
 TEST_LIBS   = $(shell $(PKG) --libs criterion)
 
-SRC      := $(wildcard src/*.c src/*/*.c)
+SRC      := $(wildcard src/*.c src/*/*.c src/*/*/*.c)
 LIB_SRC  := $(filter-out src/cli/main.c,$(SRC))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # The shared library: the API and the layers under it (not the command's cli/ nor the

@@ -3,8 +3,8 @@
 #   cli -> whisper -> {conv, cuda, mel, audio, gguf};  cuda -> conv;  convert -> {gguf, whisper}
 #   api (include/whisper_stem.h) -> {whisper, conv, cuda, mel, audio, gguf}; nothing includes api
 # and the shared base (src/*.h: common, output, signals, strmap, trace) includes no layer;
-# the PTX emitters (cuda/ptx_*, kernels*, lower.c, gelu_ptx.*, precision.h) include only
-# one another, common.h and ws_conv.h.
+# the PTX emitters (cuda/ptx/: ptx_*, kernels*, lower.c, gelu_ptx.*, precision.h) include
+# only one another, common.h and ws_conv.h.
 # Prints each include that points the wrong way; exit 1 if there is one. Run by `make test`.
 set -eu
 cd "$(dirname "$0")/../src"
@@ -46,7 +46,7 @@ done
 # and ws_conv.h only, never the runtime (driver.h, gpu*.h).
 is_emitter() {
     case $1 in
-    cuda/ptx_*.[ch] | cuda/kernels*.[ch] | cuda/lower.c | cuda/gelu_ptx.[ch] | cuda/precision.h) return 0 ;;
+    cuda/ptx/*.[ch]) return 0 ;;
     esac
     return 1
 }
@@ -54,7 +54,7 @@ for f in $(find cuda -name '*.[ch]' | sort); do
     is_emitter "$f" || continue
     for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
         case $inc in common.h | ws_conv.h) continue ;; esac
-        is_emitter "cuda/$inc" && [ -f "cuda/$inc" ] && continue
+        is_emitter "cuda/ptx/$inc" && [ -f "cuda/ptx/$inc" ] && continue
         echo "src/$f includes \"$inc\": the PTX emitters include only one another, common.h and ws_conv.h" >&2
         bad=1
     done

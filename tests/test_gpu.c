@@ -17,7 +17,7 @@
 
 #include "whisper/stem.h"
 #include "cuda/driver.h"
-#include "cuda/gelu_ptx.h"
+#include "cuda/ptx/gelu_ptx.h"
 #include "cuda/gpu_internal.h"
 #include "cuda/gpu_runtime.h"
 #include "helpers.h"

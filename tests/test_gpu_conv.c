@@ -1,5 +1,5 @@
 /* test_gpu_conv.c - the conv engine's GPU backend (include/ws_conv.h, src/cuda/gpu_conv.c,
- * src/cuda/ptx_direct.c, ptx_dw.c, ptx_gemm.c).
+ * src/cuda/ptx/ptx_direct.c, ptx_dw.c, ptx_gemm.c).
  *
  * Three kernel families, each with its tables here: the direct kernels (every descriptor;
  * the tables `cases` and `bcases` below), the depthwise kernels (`dcases`: forward and, with
@@ -50,10 +50,10 @@
 
 #include "common.h"
 #include "cuda/gpu_conv_internal.h"
-#include "cuda/ptx_direct.h"
-#include "cuda/ptx_dw.h"
-#include "cuda/ptx_gemm.h"
-#include "cuda/ptx_wprep.h"
+#include "cuda/ptx/ptx_direct.h"
+#include "cuda/ptx/ptx_dw.h"
+#include "cuda/ptx/ptx_gemm.h"
+#include "cuda/ptx/ptx_wprep.h"
 #include "helpers.h"
 
 typedef struct {

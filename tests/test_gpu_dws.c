@@ -1,5 +1,5 @@
 /* test_gpu_dws.c - the depthwise causal kernels with packed sequences and carried states
- * (src/cuda/ptx_dws.c, src/cuda/gpu_dws.c) on a GPU; every test skips, saying so, without a
+ * (src/cuda/ptx/ptx_dws.c, src/cuda/gpu_dws.c) on a GPU; every test skips, saying so, without a
  * driver or a device.
  *
  * Each row of `cases` (NLC, NCL and mixed layouts, f32 / f16 / bf16 x and y, K 2, 4, 8, 20,

@@ -29,7 +29,7 @@
 #include "cuda/driver.h"
 #include "cuda/gpu_mel.h"
 #include "cuda/gpu_runtime.h"
-#include "cuda/ptx_mel.h"
+#include "cuda/ptx/ptx_mel.h"
 #include "helpers.h"
 #include "mel/mel.h"
 #include "oracle.h"

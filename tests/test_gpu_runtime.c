@@ -27,7 +27,7 @@
 #include "cuda/gpu_batch.h"
 #include "cuda/gpu_internal.h"
 #include "cuda/gpu_runtime.h"
-#include "cuda/kernels.h"
+#include "cuda/ptx/kernels.h"
 #include "helpers.h"
 #include "mel/mel.h"
 #include "stub/stub_cuda.h"

@@ -4,13 +4,13 @@
  * Kernels are assembled with ptxas (WS_PTXAS, set by `make test`) for sm_90
  * and sm_80; a kernel that spills or uses a stack frame fails. Without ptxas
  * those tests skip, saying so.
- * Parameter tables (cuda/ptx_params.h): each table is held to at least one
+ * Parameter tables (cuda/ptx/ptx_params.h): each table is held to at least one
  * emitted entry (direct, depthwise, gemm, weight preparation and depthwise causal
  * modules, FWD and BWD; the stem's five kernels for every precision and both
  * targets; the log-Mel's three entries for 80 and 128 bands) by parsing the
  * entry's .param list and every ld.param in its body; the runtime's argument check
  * refuses a missing value, a wrong size and an index outside the table.
- * The depthwise causal kernels with sequences and states (cuda/ptx_dws.h,
+ * The depthwise causal kernels with sequences and states (cuda/ptx/ptx_dws.h,
  * ptx_dws/...): every entry of a descriptor set (NLC, NCL and mixed layouts,
  * each storage type, K 1, 2, 4, 8, 20, dilation 1 to 3, act none, relu, silu,
  * gelu, pre relu / gelu / silu on FWD) assembles for sm_80 and sm_90 without
@@ -25,17 +25,17 @@
 #include <sys/stat.h>
 
 #include "cuda/cuda_abi.h"
-#include "cuda/gelu_ptx.h"
-#include "cuda/kernels.h"
-#include "cuda/ptx_direct.h"
+#include "cuda/ptx/gelu_ptx.h"
+#include "cuda/ptx/kernels.h"
+#include "cuda/ptx/ptx_direct.h"
 #include "cuda/gpu_dws.h"
-#include "cuda/ptx_dw.h"
-#include "cuda/ptx_dws.h"
-#include "cuda/ptx_emit.h"
-#include "cuda/ptx_gemm.h"
-#include "cuda/ptx_wprep.h"
-#include "cuda/ptx_mel.h"
-#include "cuda/ptx_params.h"
+#include "cuda/ptx/ptx_dw.h"
+#include "cuda/ptx/ptx_dws.h"
+#include "cuda/ptx/ptx_emit.h"
+#include "cuda/ptx/ptx_gemm.h"
+#include "cuda/ptx/ptx_wprep.h"
+#include "cuda/ptx/ptx_mel.h"
+#include "cuda/ptx/ptx_params.h"
 #include "whisper/stem.h"
 #include "helpers.h"
 #include "oracle.h"
@@ -375,7 +375,7 @@ Test(ptx_pack, weights_pack_as_the_kernels_read_them)
     cr_assert_eq(t[2], -(1.0f + 2 * 0x1p-10f), "%a", (double)t[2]);
 }
 
-/* --- the conv engine's kernel parameter tables (cuda/ptx_params.h) ------------------- */
+/* --- the conv engine's kernel parameter tables (cuda/ptx/ptx_params.h) ------------------- */
 
 /* one entry of an emitted module and the table it must declare */
 typedef struct {
@@ -694,7 +694,7 @@ Test(ptx_params, loading_a_parameter_into_the_wrong_register_class_fails_the_ker
     ws_ptx_free(&b);
 }
 
-/* --- the depthwise causal kernels with sequences and states (cuda/ptx_dws.h) ----------- */
+/* --- the depthwise causal kernels with sequences and states (cuda/ptx/ptx_dws.h) ----------- */
 
 /* The descriptor set of op: NLC and NCL x each storage type x K 2, 4, 8, with dilation 1
  * and 2, act none, silu and gelu in turn (pre relu on every other FWD row); then mixed

@@ -63,13 +63,13 @@
 #include <string.h>
 
 #include "cuda/gpu.h"
-#include "cuda/kernels.h"
-#include "cuda/ptx_direct.h"
-#include "cuda/ptx_dw.h"
-#include "cuda/ptx_dws.h"
-#include "cuda/ptx_gemm.h"
-#include "cuda/ptx_wprep.h"
-#include "cuda/ptx_mel.h"
+#include "cuda/ptx/kernels.h"
+#include "cuda/ptx/ptx_direct.h"
+#include "cuda/ptx/ptx_dw.h"
+#include "cuda/ptx/ptx_dws.h"
+#include "cuda/ptx/ptx_gemm.h"
+#include "cuda/ptx/ptx_wprep.h"
+#include "cuda/ptx/ptx_mel.h"
 #include "whisper/stem.h"
 
 /* 64-bit FNV-1a over a NUL-terminated text. */

@@ -32,11 +32,11 @@
 #include "gpu_dws.h"
 #include "gpu_runtime.h"
 #include "output.h"
-#include "ptx_direct.h"
-#include "ptx_dw.h"
-#include "ptx_gemm.h"
-#include "ptx_params.h"
-#include "ptx_wprep.h"
+#include "ptx/ptx_direct.h"
+#include "ptx/ptx_dw.h"
+#include "ptx/ptx_gemm.h"
+#include "ptx/ptx_params.h"
+#include "ptx/ptx_wprep.h"
 
 struct ws_gpu_conv {
     ws_gpu *g;

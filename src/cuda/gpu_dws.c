@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "gpu_dws.h"
-#include "ptx_params.h"
+#include "ptx/ptx_params.h"
 
 struct ws_dws {
     ws_conv_desc d;

@@ -33,7 +33,7 @@
 
 #include "driver.h"
 #include "gpu_runtime.h"
-#include "ptx_dws.h"
+#include "ptx/ptx_dws.h"
 #include "ws_conv.h"
 
 typedef struct ws_dws ws_dws;

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "gpu_mel.h"
-#include "ptx_mel.h"
-#include "ptx_params.h"
+#include "ptx/ptx_mel.h"
+#include "ptx/ptx_params.h"
 
 struct ws_gpu_mel {
     ws_gpu *g;

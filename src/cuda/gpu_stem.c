@@ -29,8 +29,8 @@
 #include "driver.h"
 #include "gpu_internal.h"
 #include "gpu_runtime.h"
-#include "kernels.h"
-#include "ptx_params.h"
+#include "ptx/kernels.h"
+#include "ptx/ptx_params.h"
 
 struct ws_gpu_pair {
     ws_gpu *gpu;                  /* the device runtime's: its driver, context and stream */
