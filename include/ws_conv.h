@@ -244,7 +244,8 @@ WS_API void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
 /* Writes the PTX that a plan of d would load on a device of compute capability
  * cc_major.cc_minor to dir/<module name>.ptx: the direct module (FWD: the kernel's name;
  * BWD: one module holding the four backward entries) and, where d has them, the depthwise
- * ("ws_dw_...") or the dense forward ("ws_gemm_...") module; needs no GPU. 0, or -1 with
+ * ("ws_dw_...") or the dense forward ("ws_gemm_...") module, and for a depthwise causal d
+ * the module of calls with seq_idx or states ("ws_dws_..."); needs no GPU. 0, or -1 with
  * err. */
 WS_API int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,
                             ws_err *err);

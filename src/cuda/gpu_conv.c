@@ -791,6 +791,17 @@ int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const ch
         if (rc)
             return -1;
     }
+    if (ws_dws_fits(d)) { /* the packed-sequence and carried-state module */
+        char *m = ws_dws_emit(d, cc_major, cc_minor, err);
+        char mname[WS_DWS_NAME_MAX];
+        if (!m)
+            return -1;
+        ws_dws_name(d, mname);
+        const int rc = write_ptx(dir, mname, m, err);
+        free(m);
+        if (rc)
+            return -1;
+    }
     if (ws_gemm_fits(d)) { /* the gemm module beside the direct one */
         char *gm = ws_gemm_emit(d, cc_major, cc_minor, err);
         char gname[WS_GEMM_NAME_MAX];
