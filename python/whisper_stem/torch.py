@@ -86,7 +86,6 @@ torch.nn.functional.conv1d in float64 and against causal-conv1d's reference sema
 Timed by bench/torch_ops.py.
 """
 
-import ctypes
 import threading
 
 import torch
@@ -242,12 +241,27 @@ def _ptr(t):
 
 # ---------------------------------------------------------------- the engine
 
+# The prototypes take structures by pointer (POINTER argtypes): ctypes passes an instance
+# by reference itself, cheaper than a byref() per argument.
+_conv_run = _conv.conv_run
+_gpu_enqueue = _conv.gpu_conv_enqueue
+_tls = threading.local()  # .err: this thread's ws_err, reused call after call
+
+
+def _raise(err, what):
+    """Raise Error with the engine's message in err (or `what`), and clear err for the
+    thread's next call."""
+    msg = err.msg.decode("utf-8", "replace")
+    err.msg = b""
+    raise Error(msg or what)
+
+
 class _Gpu:
     """One device's ws_gpu and its plans; the engine's calls on it are made one at a time."""
 
     def __init__(self, index):
         err = _conv.CError()
-        h = _conv.gpu_open(index, ctypes.byref(err))
+        h = _conv.gpu_open(index, err)
         if not h:
             _lib.raise_error(err, "ws_gpu_open(%d) failed" % index)
         self.handle = h
@@ -280,7 +294,7 @@ def _cpu_plan(key, n_threads):
             plan = _cpu_plans.get(k)
             if plan is None:
                 err = _conv.CError()
-                plan = _conv.conv_new(ctypes.byref(_conv.desc(key)), None, None, n_threads, ctypes.byref(err))
+                plan = _conv.conv_new(_conv.desc(key), None, None, n_threads, err)
                 if not plan:
                     _lib.raise_error(err, "ws_conv_new failed")
                 _cpu_plans[k] = plan
@@ -304,11 +318,14 @@ def _stream_handle(device):
 def _engine_call(device, key, args):
     """One run of the plan of `key` with `args` (a _conv.Args of data_ptr()s): on the CPU
     on this thread, or on device's GPU enqueued on its current stream."""
-    err = _conv.CError()
+    try:
+        err = _tls.err
+    except AttributeError:
+        err = _tls.err = _conv.CError()
     if device.type == "cpu":
         plan = _cpu_plan(key, max(1, torch.get_num_threads()))
-        if _conv.conv_run(plan, ctypes.byref(args), ctypes.byref(err)) != 0:
-            _lib.raise_error(err, "ws_conv_run failed")
+        if _conv_run(plan, args, err) != 0:
+            _raise(err, "ws_conv_run failed")
         return
     # The engine (ws_gpu_open too) makes its device's primary context current on this
     # thread: where that is not PyTorch's current device, PyTorch's is made current again.
@@ -320,16 +337,16 @@ def _engine_call(device, key, args):
         with g.lock:
             plan = g.plans.get((key, stream))
             if plan is None:
-                plan = _conv.gpu_conv_new(g.handle, ctypes.byref(_conv.desc(key)), None, None, ctypes.byref(err))
+                plan = _conv.gpu_conv_new(g.handle, _conv.desc(key), None, None, err)
                 if not plan:
-                    _lib.raise_error(err, "ws_gpu_conv_new failed")
+                    _raise(err, "ws_gpu_conv_new failed")
                 g.plans[(key, stream)] = plan
-            rc = _conv.gpu_conv_enqueue(plan, ctypes.byref(args), stream, ctypes.byref(err))
+            rc = _gpu_enqueue(plan, args, stream, err)
     finally:
         if current != index:
             torch.cuda.set_device(current)
     if rc != 0:
-        _lib.raise_error(err, "ws_gpu_conv_enqueue failed")
+        _raise(err, "ws_gpu_conv_enqueue failed")
 
 
 def _check_device(x):
