@@ -567,6 +567,208 @@ class TrainingTest(OnDevice):
             self.assertLess(b, a, "loss falls every step: %s" % losses)
 
 
+class SignatureCacheTest(OnDevice):
+    """whisper_stem.torch keeps, per signature of a call (the types, shapes, strides, dtypes
+    and devices of its tensors, its other arguments with their types), what the checks found
+    and what follows from it. A call differing from a kept signature in anything the checks
+    read is checked again; a call through a kept entry gives the bits of freshly checked one;
+    what belongs to one call (requires_grad, grad mode, tensor versions) is read each time."""
+
+    def forget(self):
+        wst._conv1d_sigs.clear()
+        wst._causal_sigs.clear()
+
+    def other_device(self):
+        return "meta" if self.dev == "cpu" else "cpu"
+
+    def test_a_bad_value_after_a_kept_signature_still_raises(self):
+        gen = torch.Generator().manual_seed(41)
+        x, w, b = (self.on(randn(*s, dtype=torch.float32, gen=gen)) for s in ((2, 4, 10), (4, 3), (4,)))
+        seq = self.on(torch.zeros(2, 10, dtype=torch.int32))
+        init = self.on(torch.zeros(2, 4, 2))
+        other = self.other_device()
+        wd, bd = self.on(randn(6, 4, 3, dtype=torch.float32, gen=gen)), self.on(randn(6, dtype=torch.float32, gen=gen))
+        add = self.on(torch.zeros(2, 6, 10))
+        w_nc = self.on(randn(4, 6, dtype=torch.float32, gen=gen))[:, ::2]  # [4][3], strides (6, 2)
+        causal, conv = wst.causal_conv1d, wst.conv1d
+
+        class Fake:  # x's shape, strides, dtype and device, but not a tensor
+            shape, dtype, device = x.shape, x.dtype, x.device
+
+            def stride(self):
+                return x.stride()
+
+        # (a call that is kept, a bad call of the same signature but for one value, its exception)
+        cases = [
+            (lambda: causal(x, w, b), lambda: causal(x, w.double(), b), TypeError, "w has dtype torch.float64"),
+            (lambda: causal(x, w, b), lambda: causal(x.double(), w, b), TypeError, "x has dtype torch.float64"),
+            (lambda: causal(x, w, b), lambda: causal(x, torch.empty(4, 3, device=other), b), ValueError,
+             "w is on %s but x is on" % other),
+            (lambda: causal(x, w, b), lambda: causal(x, w, torch.empty(4, device=other)), ValueError,
+             "b is on %s but x is on" % other),
+            (lambda: causal(x, w, b), lambda: causal(x, w, b.to(torch.int32)), TypeError, "b has dtype torch.int32"),
+            (lambda: causal(x, w, b), lambda: causal(x.tolist(), w, b), TypeError, "x must be a torch.Tensor"),
+            (lambda: causal(x, w, b), lambda: causal(Fake(), w, b), TypeError, "x must be a torch.Tensor"),
+            (lambda: causal(x, w, b), lambda: causal(x, w[:2], b), ValueError, "w has shape .*: x has 4 channels"),
+            (lambda: causal(x, w, b, activation=True), lambda: causal(x, w, b, activation=1), TypeError,
+             "activation must be None"),
+            (lambda: causal(x, w, b, activation="silu"), lambda: causal(x, w, b, activation="SiLU"), ValueError,
+             "activation must be None"),
+            (lambda: causal(x, w, b, seq_idx=seq), lambda: causal(x, w, b, seq_idx=seq.long()), TypeError,
+             "seq_idx has dtype torch.int64"),
+            (lambda: causal(x, w, b, seq_idx=seq), lambda: causal(x, w, b, seq_idx=seq[:, :9]), ValueError,
+             "seq_idx has shape"),
+            (lambda: causal(x, w, b, seq_idx=seq),
+             lambda: causal(x, w, b, seq_idx=torch.zeros(2, 10, dtype=torch.int32, device=other)), ValueError,
+             "seq_idx is on %s" % other),
+            (lambda: causal(x, w, b, initial_states=init), lambda: causal(x, w, b, initial_states=init.bfloat16()),
+             TypeError, "initial_states has dtype torch.bfloat16"),
+            (lambda: causal(x, w, b, return_final_states=True),
+             lambda: causal(x, w, b, seq_idx=seq, return_final_states=True), ValueError, "seq_idx cannot be combined"),
+            (lambda: conv(x, wd, bd, padding=1), lambda: conv(x, wd, bd, padding=(True, 1)), TypeError,
+             "padding left must be an integer"),
+            (lambda: conv(x, wd, bd, padding=[1, 1]), lambda: conv(x, wd, bd, padding=[1, 1.0]), TypeError,
+             "padding right must be an integer"),
+            (lambda: conv(x, wd, bd, padding=1, stride=1), lambda: conv(x, wd, bd, padding=1, stride=True), TypeError,
+             "stride must be an integer"),
+            (lambda: conv(x, wd, bd, padding=1, groups=1), lambda: conv(x, wd, bd, padding=1, groups=1.0), TypeError,
+             "groups must be an integer"),
+            (lambda: conv(x, wd, bd, padding=1), lambda: conv(x, wd, bd.double(), padding=1), TypeError,
+             "b has dtype torch.float64"),
+            (lambda: conv(x, wd, bd, padding=1, add=add), lambda: conv(x, wd, bd, padding=1, add=add.bfloat16()),
+             TypeError, "add has dtype torch.bfloat16"),
+            (lambda: conv(x, wd, bd, padding=1, add=add), lambda: conv(x, wd, bd, padding=1, add=add[:1, :5]),
+             ValueError, "add has shape"),
+            (lambda: conv(x, wd, bd, padding=1, math="bf16"), lambda: conv(x, wd, bd, padding=1, math="int8"),
+             ValueError, "math must be"),
+            (lambda: conv(x, wd, bd, padding=1, act="relu"), lambda: conv(x, wd, bd, padding=1, act=True), TypeError,
+             "act must be None"),
+        ]
+        if states_refused(self.dev):  # the kept calls need seq_idx and states
+            cases = [c for c in cases if "seq_idx" not in c[3] and "initial" not in c[3] and "combined" not in c[3]]
+        for keep, bad, exc, pattern in cases:
+            with self.subTest(pattern=pattern):
+                self.forget()
+                keep()
+                keep()
+                self.assertEqual(len(wst._conv1d_sigs) + len(wst._causal_sigs), 1)
+                with self.assertRaisesRegex(exc, pattern):
+                    bad()
+                with self.assertRaisesRegex(exc, pattern):
+                    bad()  # not kept either
+        # a non-contiguous w is another signature: copied, the same values as a contiguous one
+        self.forget()
+        y1 = causal(x, w_nc.contiguous(), b)
+        y2 = causal(x, w_nc, b)
+        self.assertTrue(torch.equal(y1, y2))
+        with Recorder() as rec:
+            causal(x, w_nc, b)
+        self.assertNotEqual(rec.calls[0][1]["w"], w_nc.data_ptr())
+
+    def run_twice(self, call, inputs):
+        """call() under no_grad, then with autograd (y and the gradients of inputs that
+        require grad): once with no signature kept, twice more through the kept entry."""
+        outs = []
+        for fresh in (True, False, False):
+            if fresh:
+                self.forget()
+            with torch.no_grad():
+                plain = call()
+            y = call()
+            ys = list(y) if isinstance(y, tuple) else [y]
+            gen = torch.Generator().manual_seed(7)
+            gs = [self.on(randn(*v.shape, dtype=v.dtype, gen=gen)) for v in ys]
+            grads = torch.autograd.grad(ys, [v for v in inputs if v.requires_grad], gs)
+            plain = list(plain) if isinstance(plain, tuple) else [plain]
+            outs.append(plain + ys + list(grads))
+        return outs
+
+    def test_kept_entries_give_the_bits_of_freshly_checked_calls(self):
+        gen = torch.Generator().manual_seed(42)
+        bf = torch.bfloat16
+
+        def leaf(*shape, dtype=torch.float32):
+            return self.on(randn(*shape, dtype=dtype, gen=gen)).requires_grad_()
+
+        h = leaf(2, 20, 12)
+        xl = h.transpose(1, 2)  # channel-last [2][12][20]
+        hb = leaf(2, 20, 12, dtype=bf)
+        xb = hb.transpose(1, 2)
+        x = leaf(2, 12, 20)
+        xs = self.on(randn(2, 12, 40, dtype=torch.float32, gen=gen))[:, :, ::2].requires_grad_()  # copied
+        wc, bc = leaf(12, 4), leaf(12)
+        wcb, bcb = leaf(12, 4, dtype=bf), leaf(12, dtype=bf)
+        w_nc = self.on(randn(12, 8, dtype=torch.float32, gen=gen))[:, ::2].requires_grad_()
+        wd, bd, add = leaf(6, 12, 3), leaf(6), leaf(6, 20)
+        wdb, bdb = leaf(12, 4, 3, dtype=bf), leaf(12, dtype=bf)
+        cases = [
+            ("causal f32", lambda: wst.causal_conv1d(x, wc, bc, activation="silu"), [x, wc, bc]),
+            ("causal f32 chlast", lambda: wst.causal_conv1d(xl, wc, bc, activation="silu"), [h, wc, bc]),
+            ("causal bf16 chlast, bf16 w and b", lambda: wst.causal_conv1d(xb, wcb, bcb, activation="silu"),
+             [hb, wcb, bcb]),
+            ("causal f32 x, bf16 w, f32 b", lambda: wst.causal_conv1d(x, wcb, bc, activation="gelu"), [x, wcb, bc]),
+            ("causal f32, bf16 b", lambda: wst.causal_conv1d(x, wc, bcb), [x, wc, bcb]),
+            ("causal x and w copied", lambda: wst.causal_conv1d(xs, w_nc, bc, activation=True), [xs, w_nc, bc]),
+            ("conv1d add shared", lambda: wst.conv1d(x, wd, bd, padding=1, act="gelu", add=add), [x, wd, bd, add]),
+            ("conv1d chlast strided", lambda: wst.conv1d(xl, wd, bd, stride=2, padding=(2, 1)), [h, wd, bd]),
+            ("conv1d grouped, bf16 w and b", lambda: wst.conv1d(x, wdb, bdb, groups=3, padding="same", act="relu"),
+             [x, wdb, bdb]),
+            ("conv1d x copied", lambda: wst.conv1d(xs, wd, None, padding="causal"), [xs, wd]),
+        ]
+        if not states_refused(self.dev):
+            init = leaf(2, 12, 3)
+            seq = self.on(torch.tensor([[0] * 7 + [1] * 13, [-1] * 4 + [0] * 16], dtype=torch.int32))
+            seq_nc = self.on(torch.zeros(20, 2, dtype=torch.int32))
+            seq_nc.copy_(seq.t())
+            cases += [
+                ("causal states", lambda: wst.causal_conv1d(xl, wc, bc, initial_states=init, return_final_states=True),
+                 [h, wc, bc, init]),
+                ("causal seq_idx copied", lambda: wst.causal_conv1d(x, wc, bc, seq_idx=seq_nc.t()), [x, wc, bc]),
+            ]
+        for name, call, inputs in cases:
+            with self.subTest(case=name):
+                fresh, kept, again = self.run_twice(call, inputs)
+                self.assertEqual(len(wst._conv1d_sigs) + len(wst._causal_sigs), 1, name)
+                for i, (a, k, g) in enumerate(zip(fresh, kept, again)):
+                    self.assertEqual((a.dtype, a.shape, a.stride()), (k.dtype, k.shape, k.stride()), "%s %d" % (name, i))
+                    self.assertTrue(torch.equal(a, k) and torch.equal(a, g), "%s: output %d" % (name, i))
+                # gradients in their inputs' dtypes and shapes
+                for v, gv in zip([v for v in inputs if v.requires_grad], kept[-len(inputs):]):
+                    self.assertEqual((gv.dtype, gv.shape), (v.dtype, v.shape), name)
+
+    def test_what_belongs_to_a_call_is_read_each_time(self):
+        """requires_grad and grad mode change from call to call under one kept signature; an
+        in-place change of a saved input is caught in every call's backward."""
+        self.forget()
+        w, b = self.on(torch.randn(4, 3)), self.on(torch.randn(4))
+        h = self.on(torch.randn(2, 4, 10))
+        self.assertIsNone(wst.causal_conv1d(h, w, b).grad_fn)
+        hg = h.clone().requires_grad_()
+        self.assertIsNotNone(wst.causal_conv1d(hg, w, b).grad_fn)
+        with torch.no_grad():
+            self.assertIsNone(wst.causal_conv1d(hg, w, b).grad_fn)
+        self.assertEqual(len(wst._causal_sigs), 1)
+        for _ in range(2):
+            x = hg * 1
+            y = wst.causal_conv1d(x, w, b, activation="silu")
+            with torch.no_grad():
+                x.add_(1)
+            with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
+                y.sum().backward()
+
+    def test_kept_signatures_are_bounded(self):
+        old = wst._SIGNATURES_MAX
+        try:
+            wst._SIGNATURES_MAX = 4
+            self.forget()
+            w = self.on(torch.randn(4, 3))
+            for t in range(1, 12):
+                wst.causal_conv1d(self.on(torch.randn(1, 4, t)), w)
+                self.assertLessEqual(len(wst._causal_sigs), 4)
+        finally:
+            wst._SIGNATURES_MAX = old
+
+
 class ErrorsTest(unittest.TestCase):
 
     def test_bad_inputs_raise(self):

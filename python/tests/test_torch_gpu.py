@@ -73,6 +73,10 @@ class GpuTrainingTest(OnGpu, T.TrainingTest):
     pass
 
 
+class GpuSignatureCacheTest(OnGpu, T.SignatureCacheTest):
+    pass
+
+
 def check_bound(tc, name, got, want, scale, c):
     """|got - want| <= c * scale (scale: the sum of the terms' magnitudes)."""
     err = (got.detach().double().cpu() - want.detach().double().cpu()).abs()

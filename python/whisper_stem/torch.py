@@ -77,6 +77,16 @@ use and cached: on the CPU per descriptor and thread count, on a GPU per descrip
 device and stream (the engine's plans own scratch memory that calls on different streams
 would share). A training step that changes w and b runs the same plans again.
 
+Signatures: the first call of each signature (the types, shapes, strides, dtypes and
+devices of its tensors and the values and types of its other arguments) runs the full
+argument checks and derives from them what every later call of that signature reuses: the
+descriptor, layouts, output shapes and strides, which copies and casts are needed, and the
+plans found. What belongs to one call is read each time: data pointers, requires_grad and
+grad mode, and the tensors autograd saves (with their versions). A call whose signature
+differs in anything the checks read is checked again, so a bad argument raises the same
+exception on every call. At most 1024 signatures are kept (then they are forgotten and
+found again).
+
 Errors: bad arguments raise TypeError or ValueError naming the argument before the engine
 is called; what the engine refuses raises whisper_stem.Error with its message.
 
@@ -186,11 +196,6 @@ def _out_len(t, k, stride, dilation, pad_l, pad_r):
     return num // stride + 1 if num >= 0 else 0
 
 
-def _needs_graph(x, w, b, t):
-    return torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (b is not None and b.requires_grad)
-                                        or (t is not None and t.requires_grad))
-
-
 # ---------------------------------------------------------------- layouts
 
 def _layout(shape, strides):
@@ -211,8 +216,9 @@ def _layout_of(x):
     return _layout(x.shape, x.stride())
 
 
-def _nlc_strides(c, t):
-    return (t * c, 1, c)
+def _strides(c, t, layout):
+    """The strides of a new [N][C][T] tensor in the layout: contiguous, or channel-last."""
+    return (c * t, t, 1) if layout == _conv.NCL else (t * c, 1, c)
 
 
 def _in_layout(t, layout):
@@ -224,25 +230,14 @@ def _in_layout(t, layout):
     return t.transpose(1, 2).contiguous().transpose(1, 2)
 
 
-def _empty(n, c, t, layout, dtype, device):
-    """A new [N][C][T] tensor in the layout: contiguous, or channel-last strides."""
-    if layout == _conv.NCL:
-        return torch.empty((n, c, t), dtype=dtype, device=device)
-    return torch.empty_strided((n, c, t), _nlc_strides(c, t), dtype=dtype, device=device)
-
-
-def _dense(t):
-    return t if t.is_contiguous() else t.contiguous()
-
-
-def _ptr(t):
-    return t.data_ptr() if t is not None else None
+def _new(like, shape, strides, nlc):
+    """A new tensor of like's dtype and device: contiguous, or of these strides when nlc."""
+    return like.new_empty_strided(shape, strides) if nlc else like.new_empty(shape)
 
 
 # ---------------------------------------------------------------- the engine
 
-# The prototypes take structures by pointer (POINTER argtypes): ctypes passes an instance
-# by reference itself, cheaper than a byref() per argument.
+_Args = _conv.Args
 _conv_run = _conv.conv_run
 _gpu_enqueue = _conv.gpu_conv_enqueue
 _tls = threading.local()  # .err: this thread's ws_err, reused call after call
@@ -301,9 +296,24 @@ def _cpu_plan(key, n_threads):
     return plan
 
 
+def _gpu_plan(g, key, stream):
+    """g's plan of `key` for `stream`, made on first use; the caller holds g.lock."""
+    plan = g.plans.get((key, stream))
+    if plan is None:
+        err = _conv.CError()
+        plan = _conv.gpu_conv_new(g.handle, _conv.desc(key), None, None, err)
+        if not plan:
+            _lib.raise_error(err, "ws_gpu_conv_new failed")
+        g.plans[(key, stream)] = plan
+    return plan
+
+
 # the current stream's CUstream without making a torch.cuda.Stream object (PyTorch 2.x has
 # it; torch.cuda.current_stream(device).cuda_stream is the same number)
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+# PyTorch's current device without torch.cuda.current_device()'s initialisation check (the
+# tensors given are CUDA tensors: CUDA is initialised)
+_cuda_device = getattr(torch._C, "_cuda_getDevice", None) or (lambda: torch.cuda.current_device())
 
 
 def _stream_handle(device):
@@ -315,32 +325,55 @@ def _stream_handle(device):
     return s if s else _CU_STREAM_LEGACY
 
 
+class _Key(tuple):
+    """A plan's descriptor (the tuple _key makes: ws_conv_desc's fields in order) on one
+    device, with the plans it has run: on the CPU per thread count, on a GPU per stream.
+    The plans are made and owned by _cpu_plan / _gpu_plan (once per descriptor, device and
+    stream or thread count); a signature's entry holds its _Keys, so that a call finds its
+    plan without hashing the descriptor."""
+
+    def __new__(cls, fields, device):
+        k = tuple.__new__(cls, fields)
+        k.desc = tuple(fields)
+        k.cpu = device.type == "cpu"
+        k.index = None if k.cpu else (device.index if device.index is not None else torch.cuda.current_device())
+        k.gpu = None  # the device's _Gpu, once run there
+        k.plans = {}
+        return k
+
+
 def _engine_call(device, key, args):
     """One run of the plan of `key` with `args` (a _conv.Args of data_ptr()s): on the CPU
-    on this thread, or on device's GPU enqueued on its current stream."""
+    on this thread, or on device's GPU enqueued on its current stream. key is a descriptor
+    tuple (_key's), or a _Key of it made for this device."""
+    if type(key) is not _Key:
+        key = _Key(key, device)
     try:
         err = _tls.err
     except AttributeError:
         err = _tls.err = _conv.CError()
-    if device.type == "cpu":
-        plan = _cpu_plan(key, max(1, torch.get_num_threads()))
+    if key.cpu:
+        nt = torch.get_num_threads()
+        plan = key.plans.get(nt)
+        if plan is None:
+            plan = key.plans[nt] = _cpu_plan(key.desc, max(1, nt))
         if _conv_run(plan, args, err) != 0:
             _raise(err, "ws_conv_run failed")
         return
     # The engine (ws_gpu_open too) makes its device's primary context current on this
     # thread: where that is not PyTorch's current device, PyTorch's is made current again.
-    current = torch.cuda.current_device()
-    index = device.index if device.index is not None else current
+    index = key.index
+    current = _cuda_device()
     try:
-        g = _gpu(index)
-        stream = _stream_handle(device)
+        g = key.gpu
+        if g is None:
+            g = key.gpu = _gpu(index)
+        s = _raw_stream(index) if _raw_stream is not None else torch.cuda.current_stream(index).cuda_stream
+        stream = s if s else _CU_STREAM_LEGACY
+        plan = key.plans.get(stream)
         with g.lock:
-            plan = g.plans.get((key, stream))
             if plan is None:
-                plan = _conv.gpu_conv_new(g.handle, _conv.desc(key), None, None, err)
-                if not plan:
-                    _raise(err, "ws_gpu_conv_new failed")
-                g.plans[(key, stream)] = plan
+                plan = key.plans[stream] = _gpu_plan(g, key.desc, stream)
             rc = _gpu_enqueue(plan, args, stream, err)
     finally:
         if current != index:
@@ -364,12 +397,67 @@ def _key(op, spec, layout):
             xt, wt, xt, math, _conv.ACT_NONE if op == _conv.BWD else pre, act)
 
 
-def _bias32(b):
-    if b is None:
-        return None
-    if b.dtype != torch.float32:
-        b = b.float()
-    return b if b.is_contiguous() else b.contiguous()
+# ---------------------------------------------------------------- signatures
+
+_SIGNATURES_MAX = 1024
+_conv1d_sigs = {}
+_causal_sigs = {}
+
+
+def _remember(sigs, sig, entry):
+    if len(sigs) >= _SIGNATURES_MAX:
+        sigs.clear()
+    sigs[sig] = entry
+
+
+def _tsig(t):
+    """The part of a signature an optional tensor argument gives."""
+    return None if t is None else (type(t), t.shape, t.stride(), t.dtype, t.device)
+
+
+class _Entry:
+    """What the checks of a signature found, and what follows from it for every call of that
+    signature: the spec, the plans' _Keys, the layout, shapes and strides of the outputs and
+    gradients, and which copies and casts a call needs. Nothing of one call's data."""
+
+    __slots__ = (
+        "spec", "fkey", "bkey", "device", "dtype", "n", "t", "c_in", "c_out", "k", "t_out",
+        "layout", "nlc", "x_copy", "w_copy", "b_cast", "b_copy",
+        "y_shape", "y_strides", "dx_shape", "dx_strides",
+        "w_shape", "w_dtype", "b_dtype",
+        "pre", "add_shape", "add_bstride", "add_copy",
+        "rfs", "has_init", "final_shape", "seq_copy", "init_copy",
+    )
+
+
+def _entry(x, w, b, spec):
+    """The entry of a call of these tensors (checked) and spec."""
+    e = _Entry()
+    c_in, c_out, groups, k, stride, dilation, pad_l, pad_r = spec[:8]
+    n, _, t = x.shape
+    layout = _layout(x.shape, x.stride())
+    e.x_copy = layout is None
+    if layout is None:
+        layout = _conv.NCL  # x is made contiguous
+    t_out = _out_len(t, k, stride, dilation, pad_l, pad_r)
+    e.spec, e.layout, e.nlc = spec, layout, layout == _conv.NLC
+    e.device, e.dtype = x.device, x.dtype
+    e.fkey = _Key(_key(_conv.FWD, spec, layout), e.device)
+    e.bkey = _Key(_key(_conv.BWD, spec, layout), e.device)
+    e.n, e.t, e.c_in, e.c_out, e.k, e.t_out = n, t, c_in, c_out, k, t_out
+    e.y_shape, e.y_strides = (n, c_out, t_out), _strides(c_out, t_out, layout)
+    e.dx_shape, e.dx_strides = (n, c_in, t), _strides(c_in, t, layout)
+    e.w_copy = not w.is_contiguous()
+    e.w_shape, e.w_dtype = w.shape, w.dtype
+    e.b_dtype = b.dtype if b is not None else None
+    e.b_cast = b is not None and b.dtype != torch.float32
+    e.b_copy = b is not None and not b.is_contiguous()
+    e.pre = spec[11]
+    e.add_shape = e.add_bstride = None
+    e.add_copy = False
+    e.rfs = e.has_init = e.seq_copy = e.init_copy = False
+    e.final_shape = (n, c_in, k - 1)
+    return e
 
 
 def _add_arg(add, n, c_out, t_out, layout):
@@ -386,128 +474,157 @@ def _add_arg(add, n, c_out, t_out, layout):
     return item, bstride
 
 
-def _fwd(x, w, b, add, spec, seq_idx=None, initial_states=None, want_final=False):
-    """The engine's forward: y (and final_states), and the x, w, b it read. w is used by
-    its memory ([C_out][Cg][K] contiguous; [C][K] is the same memory as [C][1][K])."""
-    c_in, c_out, groups, k, stride, dilation, pad_l, pad_r = spec[:8]
-    shape = x.shape
-    n, t = shape[0], shape[2]
-    layout = _layout(shape, x.stride())
-    if layout is None:
-        x, layout = x.contiguous(), _conv.NCL
-    if not w.is_contiguous():
-        w = w.contiguous()
-    b32 = _bias32(b)
-    t_out = _out_len(t, k, stride, dilation, pad_l, pad_r)
-    dtype, device = x.dtype, x.device
-    if layout == _conv.NCL:
-        y = torch.empty((n, c_out, t_out), dtype=dtype, device=device)
+def _add_entry(e, add):
+    """add's part of the entry: its batch stride when the engine reads it in place (its data
+    pointer is item 0's), else add_copy (_add_arg copies it per call)."""
+    e.add_shape = add.shape
+    shape, strides = tuple(add.shape), tuple(add.stride())
+    if len(shape) == 2:
+        shape, strides = (1,) + shape, (0,) + strides
+    bstride = 0 if shape[0] == 1 or e.n == 1 or strides[0] == 0 else strides[0]
+    if _layout((1,) + shape[1:], (0,) + strides[1:]) != e.layout:
+        e.add_copy = True
     else:
-        y = torch.empty_strided((n, c_out, t_out), (t_out * c_out, 1, c_out), dtype=dtype, device=device)
-    final = torch.empty((n, c_in, k - 1), dtype=dtype, device=device) if want_final else None
-    if n == 0:
-        return y, final, x, w, b32
-    a = _conv.Args()
-    a.n, a.t_in = n, t
-    a.x, a.w, a.y = x.data_ptr(), w.data_ptr(), y.data_ptr()
-    if b32 is not None:
-        a.b = b32.data_ptr()
+        e.add_bstride = bstride
+
+
+def _run_fwd(e, x, w, b, add=None, seq_idx=None, initial_states=None):
+    """The engine's forward for a call of e's signature: y (and final_states), and the x,
+    w, b it read. w is used by its memory ([C_out][Cg][K] contiguous; [C][K] is the same
+    memory as [C][1][K]); b as float32."""
+    if e.x_copy:
+        x = x.contiguous()
+    if e.w_copy:
+        w = w.contiguous()
+    if b is not None:
+        if e.b_cast:
+            b = b.float()
+        if e.b_copy:
+            b = b.contiguous()
+    y = x.new_empty_strided(e.y_shape, e.y_strides) if e.nlc else x.new_empty(e.y_shape)
+    final = x.new_empty(e.final_shape) if e.rfs else None
+    if e.n == 0:
+        return y, final, x, w, b
+    a = _Args()
+    a.n = e.n
+    a.t_in = e.t
+    a.x = x.data_ptr()
+    a.w = w.data_ptr()
+    a.y = y.data_ptr()
+    if b is not None:
+        a.b = b.data_ptr()
     keep = None
     if add is not None:
-        keep, a.add_batch_stride = _add_arg(add, n, c_out, t_out, layout)
-        a.add = keep.data_ptr()
+        if e.add_copy:
+            keep, a.add_batch_stride = _add_arg(add, e.n, e.c_out, e.t_out, e.layout)
+            a.add = keep.data_ptr()
+        else:
+            a.add = add.data_ptr()  # item 0's: add[:1] and add.unsqueeze(0) start there
+            a.add_batch_stride = e.add_bstride
     if seq_idx is not None:
         a.seq_idx = seq_idx.data_ptr()
     if initial_states is not None:
         a.initial_states = initial_states.data_ptr()
     if final is not None:
         a.final_states = final.data_ptr()
-    _engine_call(x.device, _key(_conv.FWD, spec, layout), a)
+    _engine_call(e.device, e.fkey, a)
     del keep  # held until the engine has read it on the CPU; on a GPU the stream orders reuse
-    return y, final, x, w, b32
+    return y, final, x, w, b
 
 
-def _bwd(x, w, b32, gy, spec, need_x, need_w, need_b, seq_idx=None, initial_states=None,
-         need_init=False):
-    """The engine's backward: dx (x's layout and dtype), dw and db (float32), dinitial_states."""
-    c_in, c_out, groups, k, stride, dilation, pad_l, pad_r = spec[:8]
-    n, _, t = x.shape
-    layout = _layout_of(x)  # x is as _fwd ran it: NCL or NLC
-    dx = _empty(n, c_in, t, layout, x.dtype, x.device) if need_x else None
-    dw = torch.empty(w.shape, dtype=torch.float32, device=x.device) if need_w else None
-    db = torch.empty((c_out,), dtype=torch.float32, device=x.device) if need_b else None
-    dinit = torch.empty((n, c_in, k - 1), dtype=x.dtype, device=x.device) if need_init else None
-    if n == 0 or gy is None:
-        for g in (dx, dw, db, dinit):
-            if g is not None:
-                g.zero_()
+def _run_bwd(e, x, w, b32, gy, need_x, need_w, need_b, seq_idx=None, initial_states=None, need_init=False):
+    """The engine's backward for a call of e's signature: dx (x's layout and dtype), dw and
+    db in w's and b's dtypes, dinitial_states (x's dtype). x, w, b32 are those _run_fwd read."""
+    f32 = torch.float32
+    if e.n == 0 or gy is None:
+        dx = _new(x, e.dx_shape, e.dx_strides, e.nlc).zero_() if need_x else None
+        dw = x.new_zeros(e.w_shape, dtype=e.w_dtype) if need_w else None
+        db = x.new_zeros((e.c_out,), dtype=e.b_dtype) if need_b else None
+        dinit = x.new_zeros(e.final_shape) if need_init else None
         return dx, dw, db, dinit
-    if not (need_x or need_w or need_b):
-        # only dinitial_states: the engine computes at least one of dx, dw, db
-        db = torch.empty((c_out,), dtype=torch.float32, device=x.device)
-    dy = _in_layout(gy if gy.dtype == x.dtype else gy.to(x.dtype), layout)
-    a = _conv.Args()
-    a.n, a.t_in = n, t
-    a.x, a.w, a.b, a.dy = x.data_ptr(), w.data_ptr(), _ptr(b32), dy.data_ptr()
-    a.dx, a.dw, a.db = _ptr(dx), _ptr(dw), _ptr(db)
+    dx = None
+    if need_x:
+        dx = x.new_empty_strided(e.dx_shape, e.dx_strides) if e.nlc else x.new_empty(e.dx_shape)
+    dw = x.new_empty(e.w_shape, dtype=f32) if need_w else None
+    db = None
+    if need_b or not (need_x or need_w):
+        # (only dinitial_states: the engine computes at least one of dx, dw, db)
+        db = x.new_empty((e.c_out,), dtype=f32)
+    dinit = x.new_empty(e.final_shape) if need_init else None
+    dy = gy if gy.dtype == e.dtype else gy.to(e.dtype)
+    if dy.stride() != e.y_strides:
+        dy = _in_layout(dy, e.layout)
+    a = _Args()
+    a.n = e.n
+    a.t_in = e.t
+    a.x = x.data_ptr()
+    a.w = w.data_ptr()
+    if b32 is not None:
+        a.b = b32.data_ptr()
+    a.dy = dy.data_ptr()
+    if dx is not None:
+        a.dx = dx.data_ptr()
+    if dw is not None:
+        a.dw = dw.data_ptr()
+    if db is not None:
+        a.db = db.data_ptr()
     if seq_idx is not None:
         a.seq_idx = seq_idx.data_ptr()
     if initial_states is not None:
         a.initial_states = initial_states.data_ptr()
     if dinit is not None:
         a.dinitial_states = dinit.data_ptr()
-    _engine_call(x.device, _key(_conv.BWD, spec, layout), a)
-    return dx, dw, (db if need_b else None), dinit
-
-
-def _as_dtype(g, like):
-    return g if g is None or g.dtype == like.dtype else g.to(like.dtype)
+    _engine_call(e.device, e.bkey, a)
+    if need_w and e.w_dtype != f32:
+        dw = dw.to(e.w_dtype)
+    if not need_b:
+        db = None
+    elif e.b_dtype != f32:
+        db = db.to(e.b_dtype)
+    return dx, dw, db, dinit
 
 
 # ---------------------------------------------------------------- conv1d
+
+def _conv1d_entry(x, w, b, add, spec):
+    e = _entry(x, w, b, spec)
+    if add is not None:
+        _add_entry(e, add)
+    return e
+
 
 class Conv1dFunction(torch.autograd.Function):
     """conv1d as an autograd Function: apply(x, w, b, add, spec), spec from conv1d's checks."""
 
     @staticmethod
     def forward(ctx, x, w, b, add, spec):
-        y, _, xe, we, b32 = _fwd(x, w, b, add, spec)
-        ctx.spec = spec
-        ctx.w_meta = (w.shape, w.dtype)
-        ctx.b_dtype = b.dtype if b is not None else None
-        ctx.add_shape = add.shape if add is not None else None
+        e = spec if type(spec) is _Entry else _conv1d_entry(x, w, b, add, spec)
+        y, _, xe, we, b32 = _run_fwd(e, x, w, b, add)
+        ctx.e = e
         ctx.save_for_backward(xe, we, b32)
         return y
 
     @staticmethod
     def backward(ctx, gy):
         xe, we, b32 = ctx.saved_tensors
+        e = ctx.e
         need_x, need_w, need_b, need_add = ctx.needs_input_grad[:4]
         dx = dw = db = dadd = None
         if need_x or need_w or need_b:
-            pre = ctx.spec[11]
-            if pre != _conv.ACT_NONE:
+            if e.pre != _conv.ACT_NONE:
                 raise RuntimeError(
                     "whisper_stem.torch.conv1d: pre=%r has no backward in the engine; for gradients "
                     "apply it in torch (conv1d(F.relu(x), ...)), or run under torch.no_grad()" % (
-                        {v: k for k, v in _ACTS.items()}[pre],))
-            dx, dw, db, _ = _bwd(xe, we, b32, gy, ctx.spec, need_x, need_w, need_b)
-            if dw is not None:
-                dw = dw.reshape(ctx.w_meta[0]).to(ctx.w_meta[1])
-            if db is not None and ctx.b_dtype != torch.float32:
-                db = db.to(ctx.b_dtype)
+                        {v: k for k, v in _ACTS.items()}[e.pre],))
+            dx, dw, db, _ = _run_bwd(e, xe, we, b32, gy, need_x, need_w, need_b)
         if need_add:
-            dadd = gy.sum_to_size(ctx.add_shape)
+            dadd = gy.sum_to_size(e.add_shape)
         return dx, dw, db, dadd, None
 
 
-def conv1d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1, act=None, pre=None, add=None, math=None):
-    """act(F.conv1d(pre(F.pad(x, pads)), w, b, stride, 0, dilation, groups)) + add on the
-    engine, differentiable (see the module's doc). x [N][C_in][T] (contiguous or a
-    channel-last view), w [C_out][C_in/groups][K], b [C_out]; padding an int, (left,
-    right), "causal", "valid" or "same"; act / pre None, "relu", "gelu", "silu"; add
-    [N or 1][C_out][T_out] or [C_out][T_out] in x's dtype; math None (x's dtype), "f32",
-    "tf32", "bf16" or "f16". Returns y [N][C_out][T_out] in x's dtype and layout."""
+def _conv1d_checked(x, w, b, stride, padding, dilation, groups, act, pre, add, math):
+    """conv1d's checks: the entry of a call of these arguments, or TypeError / ValueError
+    naming the argument at fault."""
     _tensor("x", x, (3,))
     device = _check_device(x)
     xt = _storage("x", x)
@@ -550,12 +667,45 @@ def conv1d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1, act=None, pr
             raise ValueError("add has shape %s: must be [%d or 1][%d][%d] or [%d][%d] (the output's)" % (
                 tuple(add.shape), n, c_out, t_out, c_out, t_out))
     spec = (c_in, c_out, groups, k, stride, dilation, pad_l, pad_r, xt, wt, mathv, prev, actv)
-    if _needs_graph(x, w, b, add):
-        return Conv1dFunction.apply(x, w, b, add, spec)
-    return _fwd(x, w, b, add, spec)[0]
+    return _conv1d_entry(x, w, b, add, spec)
+
+
+def conv1d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1, act=None, pre=None, add=None, math=None):
+    """act(F.conv1d(pre(F.pad(x, pads)), w, b, stride, 0, dilation, groups)) + add on the
+    engine, differentiable (see the module's doc). x [N][C_in][T] (contiguous or a
+    channel-last view), w [C_out][C_in/groups][K], b [C_out]; padding an int, (left,
+    right), "causal", "valid" or "same"; act / pre None, "relu", "gelu", "silu"; add
+    [N or 1][C_out][T_out] or [C_out][T_out] in x's dtype; math None (x's dtype), "f32",
+    "tf32", "bf16" or "f16". Returns y [N][C_out][T_out] in x's dtype and layout."""
+    try:
+        tp = type(padding)
+        sig = (type(x), x.shape, x.stride(), x.dtype, x.device, type(w), w.shape, w.stride(), w.dtype, w.device,
+               _tsig(b), _tsig(add), type(stride), stride, type(dilation), dilation, type(groups), groups,
+               tp, (tuple(padding), tuple(map(type, padding))) if tp is tuple or tp is list else padding,
+               type(act), act, type(pre), pre, type(math), math)
+        e = _conv1d_sigs.get(sig)
+    except Exception:  # not tensors, unhashable arguments: the checks say what is wrong
+        sig = e = None
+    if e is None:
+        e = _conv1d_checked(x, w, b, stride, padding, dilation, groups, act, pre, add, math)
+        if sig is not None:
+            _remember(_conv1d_sigs, sig, e)
+    if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (b is not None and b.requires_grad)
+                                    or (add is not None and add.requires_grad)):
+        return Conv1dFunction.apply(x, w, b, add, e)
+    return _run_fwd(e, x, w, b, add)[0]
 
 
 # ---------------------------------------------------------------- causal_conv1d
+
+def _causal_entry(x, w, b, seq_idx, initial_states, spec, rfs):
+    e = _entry(x, w, b, spec)
+    e.rfs = rfs
+    e.has_init = initial_states is not None
+    e.seq_copy = seq_idx is not None and not seq_idx.is_contiguous()
+    e.init_copy = initial_states is not None and not initial_states.is_contiguous()
+    return e
+
 
 class CausalConv1dFunction(torch.autograd.Function):
     """causal_conv1d as an autograd Function: apply(x, w, b, seq_idx, initial_states, spec,
@@ -563,40 +713,33 @@ class CausalConv1dFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, w, b, seq_idx, initial_states, spec, return_final_states):
-        y, final, xe, we, b32 = _fwd(x, w, b, None, spec, seq_idx, initial_states, return_final_states)
-        ctx.spec = spec
-        ctx.w_meta = (w.shape, w.dtype)
-        ctx.b_dtype = b.dtype if b is not None else None
-        ctx.has_init = initial_states is not None
+        if type(spec) is _Entry:
+            e = spec
+        else:
+            e = _causal_entry(x, w, b, seq_idx, initial_states, spec, bool(return_final_states))
+        y, final, xe, we, b32 = _run_fwd(e, x, w, b, None, seq_idx, initial_states)
+        ctx.e = e
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(xe, we, b32, seq_idx, initial_states)
-        if return_final_states:
+        if e.rfs:
             return y, final
         return y
 
     @staticmethod
     def backward(ctx, gy, gfinal=None):
         xe, we, b32, seq_idx, init = ctx.saved_tensors
+        e = ctx.e
         need_x, need_w, need_b, _, need_init = ctx.needs_input_grad[:5]
-        need_init = need_init and ctx.has_init
+        need_init = need_init and e.has_init
         if not (need_x or need_w or need_b or need_init):
             return None, None, None, None, None, None, None
-        dx, dw, db, dinit = None, None, None, None
         if gy is not None:
-            dx, dw, db, dinit = _bwd(xe, we, b32, gy, ctx.spec, need_x, need_w, need_b, seq_idx, init, need_init)
+            dx, dw, db, dinit = _run_bwd(e, xe, we, b32, gy, need_x, need_w, need_b, seq_idx, init, need_init)
         else:
-            n, c, t = xe.shape
-            if need_x:
-                dx = torch.zeros_like(xe)
-            if need_w:
-                dw = torch.zeros(we.shape, dtype=torch.float32, device=xe.device)
-            if need_b:
-                db = torch.zeros((c,), dtype=torch.float32, device=xe.device)
-            if need_init:
-                dinit = torch.zeros_like(init)
+            dx, dw, db, dinit = _run_bwd(e, xe, we, b32, None, need_x, need_w, need_b, None, None, need_init)
         if gfinal is not None and (need_x or need_init):
             # final_states = the last K-1 of [initial_states, x] along time
-            t, m = xe.shape[2], ctx.spec[3] - 1
+            t, m = e.t, e.k - 1
             s = t - m
             if need_x:
                 if s >= 0:
@@ -605,20 +748,12 @@ class CausalConv1dFunction(torch.autograd.Function):
                     dx += gfinal[..., -s:].to(dx.dtype)
             if need_init and s < 0:
                 dinit[..., t:] += gfinal[..., :-s].to(dinit.dtype)
-        if dw is not None:
-            dw = dw.reshape(ctx.w_meta[0]).to(ctx.w_meta[1])
-        if db is not None and ctx.b_dtype != torch.float32:
-            db = db.to(ctx.b_dtype)
         return dx, dw, db, None, dinit, None, None
 
 
-def causal_conv1d(x, w, b=None, activation=None, seq_idx=None, initial_states=None, return_final_states=False):
-    """Dao-AILab/causal-conv1d's causal_conv1d_fn on the engine, differentiable: the
-    depthwise causal conv act(F.conv1d(F.pad(x, (K-1, 0)), w.unsqueeze(1), b, groups=C))
-    with x [N][C][T] (contiguous, or a channel-last view), w [C][K] or [C][1][K], b [C];
-    activation None, "silu" / "swish" / True, "relu" or "gelu"; seq_idx int32 [N][T];
-    initial_states [N][C][K-1] in x's dtype. Returns y [N][C][T] in x's dtype and layout,
-    or (y, final_states [N][C][K-1]) with return_final_states."""
+def _causal_checked(x, w, b, activation, seq_idx, initial_states, return_final_states):
+    """causal_conv1d's checks: the entry of a call of these arguments, or TypeError /
+    ValueError naming the argument at fault."""
     _tensor("x", x, (3,))
     device = _check_device(x)
     xt = _storage("x", x)
@@ -657,7 +792,6 @@ def causal_conv1d(x, w, b=None, activation=None, seq_idx=None, initial_states=No
         if initial_states is not None or return_final_states:
             raise ValueError("seq_idx cannot be combined with initial_states or return_final_states "
                              "(as in causal-conv1d)")
-        seq_idx = _dense(seq_idx)
     if (initial_states is not None or return_final_states) and k < 2:
         raise ValueError("initial_states / final_states need K >= 2 (they hold K-1 = %d steps)" % (k - 1))
     if initial_states is not None:
@@ -668,10 +802,34 @@ def causal_conv1d(x, w, b=None, activation=None, seq_idx=None, initial_states=No
         if tuple(initial_states.shape) != (n, c, k - 1):
             raise ValueError("initial_states has shape %s: must be [N][C][K-1] = [%d][%d][%d]" % (
                 tuple(initial_states.shape), n, c, k - 1))
-        initial_states = _dense(initial_states)
     spec = (c, c, c, k, 1, 1, k - 1, 0, xt, wt, _MATH_OF[x.dtype], _conv.ACT_NONE, actv)
-    rfs = bool(return_final_states)
-    if _needs_graph(x, w, b, initial_states):
-        return CausalConv1dFunction.apply(x, w, b, seq_idx, initial_states, spec, rfs)
-    y, final, _, _, _ = _fwd(x, w, b, None, spec, seq_idx, initial_states, rfs)
-    return (y, final) if rfs else y
+    return _causal_entry(x, w, b, seq_idx, initial_states, spec, bool(return_final_states))
+
+
+def causal_conv1d(x, w, b=None, activation=None, seq_idx=None, initial_states=None, return_final_states=False):
+    """Dao-AILab/causal-conv1d's causal_conv1d_fn on the engine, differentiable: the
+    depthwise causal conv act(F.conv1d(F.pad(x, (K-1, 0)), w.unsqueeze(1), b, groups=C))
+    with x [N][C][T] (contiguous, or a channel-last view), w [C][K] or [C][1][K], b [C];
+    activation None, "silu" / "swish" / True, "relu" or "gelu"; seq_idx int32 [N][T];
+    initial_states [N][C][K-1] in x's dtype. Returns y [N][C][T] in x's dtype and layout,
+    or (y, final_states [N][C][K-1]) with return_final_states."""
+    try:
+        sig = (type(x), x.shape, x.stride(), x.dtype, x.device, type(w), w.shape, w.stride(), w.dtype, w.device,
+               _tsig(b), type(activation), activation, _tsig(seq_idx), _tsig(initial_states),
+               type(return_final_states), return_final_states)
+        e = _causal_sigs.get(sig)
+    except Exception:  # not tensors, unhashable arguments: the checks say what is wrong
+        sig = e = None
+    if e is None:
+        e = _causal_checked(x, w, b, activation, seq_idx, initial_states, return_final_states)
+        if sig is not None:
+            _remember(_causal_sigs, sig, e)
+    if e.seq_copy:
+        seq_idx = seq_idx.contiguous()
+    if e.init_copy:
+        initial_states = initial_states.contiguous()
+    if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (b is not None and b.requires_grad)
+                                    or (initial_states is not None and initial_states.requires_grad)):
+        return CausalConv1dFunction.apply(x, w, b, seq_idx, initial_states, e, e.rfs)
+    y, final, _, _, _ = _run_fwd(e, x, w, b, None, seq_idx, initial_states)
+    return (y, final) if e.rfs else y
