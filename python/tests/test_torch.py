@@ -736,6 +736,24 @@ class SignatureCacheTest(OnDevice):
                 for v, gv in zip([v for v in inputs if v.requires_grad], kept[-len(inputs):]):
                     self.assertEqual((gv.dtype, gv.shape), (v.dtype, v.shape), name)
 
+    def test_dw_and_db_by_one_cast_are_those_asked_one_at_a_time(self):
+        """bfloat16 w and b: both gradients come from one float32 buffer and one cast; each
+        alone is cast alone. The bits are the same, dw is laid out as w."""
+        gen = torch.Generator().manual_seed(43)
+        for dtype in (torch.bfloat16, torch.float16):
+            for chlast in (False, True):
+                x = self.on(randn(2, 24, 17, dtype=dtype, gen=gen))
+                x = R.nlc(x) if chlast else x
+                w = self.on(randn(24, 4, dtype=dtype, gen=gen)).requires_grad_()
+                b = self.on(randn(24, dtype=dtype, gen=gen)).requires_grad_()
+                g = self.on(randn(2, 24, 17, dtype=dtype, gen=gen))
+                dw, db = torch.autograd.grad(wst.causal_conv1d(x, w, b, activation="silu"), [w, b], g)
+                (dw1,) = torch.autograd.grad(wst.causal_conv1d(x, w, b, activation="silu"), [w], g)
+                (db1,) = torch.autograd.grad(wst.causal_conv1d(x, w, b, activation="silu"), [b], g)
+                self.assertTrue(torch.equal(dw, dw1) and torch.equal(db, db1), (dtype, chlast))
+                self.assertEqual((dw.dtype, dw.shape, dw.stride()), (dtype, w.shape, w.stride()))
+                self.assertEqual((db.dtype, db.shape, db.stride()), (dtype, b.shape, (1,)))
+
     def test_what_belongs_to_a_call_is_read_each_time(self):
         """requires_grad and grad mode change from call to call under one kept signature; an
         in-place change of a saved input is caught in every call's backward."""

@@ -59,7 +59,10 @@ Memory layouts, and what is copied:
   [C][1][K]); otherwise copied. The engine writes dw in float32; a float16 / bfloat16 w
   gets it converted to its dtype (a copy of w's size).
 - b: the engine's bias is float32: a float16 / bfloat16 b is converted (a copy of C_out
-  elements), db likewise returned in b's dtype.
+  elements), db likewise returned in b's dtype. When both dw and db are asked for and w
+  and b share a float16 / bfloat16 dtype, the engine writes them into one float32 buffer
+  converted by one cast; dw and db are views of its two parts (the same values as when
+  each is converted alone).
 - add is used in place when each batch item is laid out as y is (any batch stride, or one
   shared item); otherwise copied. seq_idx and the states are used in place when
   contiguous, else copied.
@@ -424,7 +427,7 @@ class _Entry:
         "spec", "fkey", "bkey", "device", "dtype", "n", "t", "c_in", "c_out", "k", "t_out",
         "layout", "nlc", "x_copy", "w_copy", "b_cast", "b_copy",
         "y_shape", "y_strides", "dx_shape", "dx_strides",
-        "w_shape", "w_dtype", "b_dtype",
+        "w_shape", "w_dtype", "b_dtype", "joint", "w_strides", "db_at",
         "pre", "add_shape", "add_bstride", "add_copy",
         "rfs", "has_init", "final_shape", "seq_copy", "init_copy",
     )
@@ -452,12 +455,26 @@ def _entry(x, w, b, spec):
     e.b_dtype = b.dtype if b is not None else None
     e.b_cast = b is not None and b.dtype != torch.float32
     e.b_copy = b is not None and not b.is_contiguous()
+    # dw and db converted to one float16 / bfloat16 dtype: written into one float32 buffer
+    # (db at a multiple of 64 elements after dw), converted by one cast, viewed as the two
+    m = w.numel()
+    e.joint = b is not None and w.dtype == b.dtype and w.dtype != torch.float32
+    e.w_strides = tuple(_contiguous_strides(tuple(w.shape)))
+    e.db_at = (m + 63) // 64 * 64
     e.pre = spec[11]
     e.add_shape = e.add_bstride = None
     e.add_copy = False
     e.rfs = e.has_init = e.seq_copy = e.init_copy = False
     e.final_shape = (n, c_in, k - 1)
     return e
+
+
+def _contiguous_strides(shape):
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= max(d, 1)
+    return reversed(out)
 
 
 def _add_arg(add, n, c_out, t_out, layout):
@@ -545,11 +562,15 @@ def _run_bwd(e, x, w, b32, gy, need_x, need_w, need_b, seq_idx=None, initial_sta
     dx = None
     if need_x:
         dx = x.new_empty_strided(e.dx_shape, e.dx_strides) if e.nlc else x.new_empty(e.dx_shape)
-    dw = x.new_empty(e.w_shape, dtype=f32) if need_w else None
-    db = None
-    if need_b or not (need_x or need_w):
-        # (only dinitial_states: the engine computes at least one of dx, dw, db)
-        db = x.new_empty((e.c_out,), dtype=f32)
+    dw = db = buf = None
+    if need_w and need_b and e.joint:
+        buf = x.new_empty((e.db_at + e.c_out,), dtype=f32)
+    else:
+        if need_w:
+            dw = x.new_empty(e.w_shape, dtype=f32)
+        if need_b or not (need_x or need_w):
+            # (only dinitial_states: the engine computes at least one of dx, dw, db)
+            db = x.new_empty((e.c_out,), dtype=f32)
     dinit = x.new_empty(e.final_shape) if need_init else None
     dy = gy if gy.dtype == e.dtype else gy.to(e.dtype)
     if dy.stride() != e.y_strides:
@@ -564,10 +585,15 @@ def _run_bwd(e, x, w, b32, gy, need_x, need_w, need_b, seq_idx=None, initial_sta
     a.dy = dy.data_ptr()
     if dx is not None:
         a.dx = dx.data_ptr()
-    if dw is not None:
-        a.dw = dw.data_ptr()
-    if db is not None:
-        a.db = db.data_ptr()
+    if buf is not None:
+        p = buf.data_ptr()
+        a.dw = p
+        a.db = p + 4 * e.db_at
+    else:
+        if dw is not None:
+            a.dw = dw.data_ptr()
+        if db is not None:
+            a.db = db.data_ptr()
     if seq_idx is not None:
         a.seq_idx = seq_idx.data_ptr()
     if initial_states is not None:
@@ -575,6 +601,11 @@ def _run_bwd(e, x, w, b32, gy, need_x, need_w, need_b, seq_idx=None, initial_sta
     if dinit is not None:
         a.dinitial_states = dinit.data_ptr()
     _engine_call(e.device, e.bkey, a)
+    if buf is not None:
+        buf = buf.to(e.w_dtype)
+        dw = buf.as_strided(e.w_shape, e.w_strides, 0)
+        db = buf.as_strided((e.c_out,), (1,), e.db_at)
+        return dx, dw, db, dinit
     if need_w and e.w_dtype != f32:
         dw = dw.to(e.w_dtype)
     if not need_b:
