@@ -241,6 +241,7 @@ def _new(like, shape, strides, nlc):
 # ---------------------------------------------------------------- the engine
 
 _Args = _conv.Args
+_empty_like = torch.empty_like
 _conv_run = _conv.conv_run
 _gpu_enqueue = _conv.gpu_conv_enqueue
 _tls = threading.local()  # .err: this thread's ws_err, reused call after call
@@ -426,7 +427,7 @@ class _Entry:
     __slots__ = (
         "spec", "fkey", "bkey", "device", "dtype", "n", "t", "c_in", "c_out", "k", "t_out",
         "layout", "nlc", "x_copy", "w_copy", "b_cast", "b_copy",
-        "y_shape", "y_strides", "dx_shape", "dx_strides",
+        "y_shape", "y_strides", "dx_shape", "dx_strides", "y_like", "dx_like", "dw_like", "db_like",
         "w_shape", "w_dtype", "b_dtype", "joint", "w_strides", "db_at",
         "pre", "add_shape", "add_bstride", "add_copy",
         "rfs", "has_init", "final_shape", "seq_copy", "init_copy",
@@ -460,6 +461,12 @@ def _entry(x, w, b, spec):
     m = w.numel()
     e.joint = b is not None and w.dtype == b.dtype and w.dtype != torch.float32
     e.w_strides = tuple(_contiguous_strides(tuple(w.shape)))
+    # outputs and gradients made by empty_like (cheaper than new_empty) where the tensor
+    # they are made like has their shape and strides
+    e.y_like = not e.x_copy and x.shape == e.y_shape and x.stride() == e.y_strides
+    e.dx_like = e.x_copy or x.stride() == e.dx_strides  # like x as the engine read it
+    e.dw_like = e.w_copy or w.stride() == e.w_strides  # like w as the engine read it
+    e.db_like = b is not None and b.stride() == (1,)
     e.db_at = (m + 63) // 64 * 64
     e.pre = spec[11]
     e.add_shape = e.add_bstride = None
@@ -518,7 +525,10 @@ def _run_fwd(e, x, w, b, add=None, seq_idx=None, initial_states=None):
             b = b.float()
         if e.b_copy:
             b = b.contiguous()
-    y = x.new_empty_strided(e.y_shape, e.y_strides) if e.nlc else x.new_empty(e.y_shape)
+    if e.y_like:
+        y = _empty_like(x)
+    else:
+        y = x.new_empty_strided(e.y_shape, e.y_strides) if e.nlc else x.new_empty(e.y_shape)
     final = x.new_empty(e.final_shape) if e.rfs else None
     if e.n == 0:
         return y, final, x, w, b
@@ -561,14 +571,19 @@ def _run_bwd(e, x, w, b32, gy, need_x, need_w, need_b, seq_idx=None, initial_sta
         return dx, dw, db, dinit
     dx = None
     if need_x:
-        dx = x.new_empty_strided(e.dx_shape, e.dx_strides) if e.nlc else x.new_empty(e.dx_shape)
+        if e.dx_like:
+            dx = _empty_like(x)
+        else:
+            dx = x.new_empty_strided(e.dx_shape, e.dx_strides) if e.nlc else x.new_empty(e.dx_shape)
     dw = db = buf = None
     if need_w and need_b and e.joint:
         buf = x.new_empty((e.db_at + e.c_out,), dtype=f32)
     else:
         if need_w:
-            dw = x.new_empty(e.w_shape, dtype=f32)
-        if need_b or not (need_x or need_w):
+            dw = _empty_like(w, dtype=f32) if e.dw_like else x.new_empty(e.w_shape, dtype=f32)
+        if need_b:
+            db = _empty_like(b32, dtype=f32) if e.db_like else x.new_empty((e.c_out,), dtype=f32)
+        elif not (need_x or need_w):
             # (only dinitial_states: the engine computes at least one of dx, dw, db)
             db = x.new_empty((e.c_out,), dtype=f32)
     dinit = x.new_empty(e.final_shape) if need_init else None
