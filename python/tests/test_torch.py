@@ -730,29 +730,47 @@ class SignatureCacheTest(OnDevice):
                 fresh, kept, again = self.run_twice(call, inputs)
                 self.assertEqual(len(wst._conv1d_sigs) + len(wst._causal_sigs), 1, name)
                 for i, (a, k, g) in enumerate(zip(fresh, kept, again)):
-                    self.assertEqual((a.dtype, a.shape, a.stride()), (k.dtype, k.shape, k.stride()), "%s %d" % (name, i))
+                    self.assertEqual((a.dtype, a.shape, a.stride()), (k.dtype, k.shape, k.stride()), (name, i))
                     self.assertTrue(torch.equal(a, k) and torch.equal(a, g), "%s: output %d" % (name, i))
                 # gradients in their inputs' dtypes and shapes
                 for v, gv in zip([v for v in inputs if v.requires_grad], kept[-len(inputs):]):
                     self.assertEqual((gv.dtype, gv.shape), (v.dtype, v.shape), name)
 
-    def test_dw_and_db_by_one_cast_are_those_asked_one_at_a_time(self):
-        """bfloat16 w and b: both gradients come from one float32 buffer and one cast; each
-        alone is cast alone. The bits are the same, dw is laid out as w."""
+    def test_dw_and_db_by_one_cast_are_those_cast_one_by_one(self):
+        """float16 / bfloat16 w and b: both gradients come from one float32 buffer and one
+        cast, with the bits of two buffers cast one by one (the entry's joint off) and, on
+        the CPU, of each gradient asked alone; dw is laid out as w, db as b."""
         gen = torch.Generator().manual_seed(43)
         for dtype in (torch.bfloat16, torch.float16):
             for chlast in (False, True):
-                x = self.on(randn(2, 24, 17, dtype=dtype, gen=gen))
-                x = R.nlc(x) if chlast else x
-                w = self.on(randn(24, 4, dtype=dtype, gen=gen)).requires_grad_()
-                b = self.on(randn(24, dtype=dtype, gen=gen)).requires_grad_()
-                g = self.on(randn(2, 24, 17, dtype=dtype, gen=gen))
-                dw, db = torch.autograd.grad(wst.causal_conv1d(x, w, b, activation="silu"), [w, b], g)
-                (dw1,) = torch.autograd.grad(wst.causal_conv1d(x, w, b, activation="silu"), [w], g)
-                (db1,) = torch.autograd.grad(wst.causal_conv1d(x, w, b, activation="silu"), [b], g)
-                self.assertTrue(torch.equal(dw, dw1) and torch.equal(db, db1), (dtype, chlast))
-                self.assertEqual((dw.dtype, dw.shape, dw.stride()), (dtype, w.shape, w.stride()))
-                self.assertEqual((db.dtype, db.shape, db.stride()), (dtype, b.shape, (1,)))
+                for w3 in (False, True):
+                    x = self.on(randn(2, 24, 17, dtype=dtype, gen=gen))
+                    x = R.nlc(x) if chlast else x
+                    w = self.on(randn(24, 4, dtype=dtype, gen=gen))
+                    w = (w.unsqueeze(1) if w3 else w).requires_grad_()
+                    b = self.on(randn(24, dtype=dtype, gen=gen)).requires_grad_()
+                    g = self.on(randn(2, 24, 17, dtype=dtype, gen=gen))
+                    what = (dtype, chlast, w3)
+
+                    def both():
+                        return torch.autograd.grad(wst.causal_conv1d(x, w, b, activation="silu"), [w, b], g)
+                    self.forget()
+                    with Recorder() as rec:
+                        dw, db = both()
+                    bwd = rec.calls[1][1]
+                    self.assertEqual(bwd["db"] - bwd["dw"], 4 * 128, "db after dw's 96 floats %s" % (what,))
+                    self.assertTrue(dw._base is not None and dw._base is db._base, "views of one cast")
+                    (entry,) = wst._causal_sigs.values()
+                    entry.joint = False
+                    dw2, db2 = both()
+                    self.assertTrue(dw2._base is None and db2._base is None, "cast one by one")
+                    self.assertTrue(torch.equal(dw, dw2) and torch.equal(db, db2), what)
+                    if self.dev == "cpu":
+                        (dw1,) = torch.autograd.grad(wst.causal_conv1d(x, w, b, activation="silu"), [w], g)
+                        (db1,) = torch.autograd.grad(wst.causal_conv1d(x, w, b, activation="silu"), [b], g)
+                        self.assertTrue(torch.equal(dw, dw1) and torch.equal(db, db1), what)
+                    self.assertEqual((dw.dtype, dw.shape, dw.stride()), (dtype, w.shape, w.stride()))
+                    self.assertEqual((db.dtype, db.shape, db.stride()), (dtype, b.shape, (1,)))
 
     def test_what_belongs_to_a_call_is_read_each_time(self):
         """requires_grad and grad mode change from call to call under one kept signature; an
