@@ -119,6 +119,35 @@ class GpuOnlyTest(OnGpu, T.OnDevice):
         for nm, a, r in zip("xwb", out[1:], ref):
             R.assert_close(self, "d%s on stream" % nm, a, r, sc[nm] * 2, torch.float32)
 
+    def test_captured_in_a_cuda_graph(self):
+        """A causal_conv1d forward and a conv1d forward (weights per call) captured in a CUDA
+        graph on the stream they were warmed up on: replays with new x and new weights (copied
+        into the captured tensors) give the eager results bit for bit. Capture fails if a call
+        allocates device memory or synchronises."""
+        gen = torch.Generator().manual_seed(47)
+        C, T_, K = 64, 256, 4
+        x = T.randn(2, C, T_, dtype=torch.float32, gen=gen).cuda()
+        w = (T.randn(C, K, dtype=torch.float32, gen=gen) / 2).cuda()
+        b = T.randn(C, dtype=torch.float32, gen=gen).cuda()
+        w2 = (T.randn(C, C, 3, dtype=torch.float32, gen=gen) / 8).cuda()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):  # plans made, scratch at its size, on s
+                wst.conv1d(wst.causal_conv1d(x, w, b, activation="silu"), w2, padding=1, act="gelu")
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=s):
+            y = wst.conv1d(wst.causal_conv1d(x, w, b, activation="silu"), w2, padding=1, act="gelu")
+        for step in range(3):
+            x.copy_(T.randn(2, C, T_, dtype=torch.float32, gen=gen).cuda())
+            w.copy_((T.randn(C, K, dtype=torch.float32, gen=gen) / 2).cuda())
+            w2.copy_((T.randn(C, C, 3, dtype=torch.float32, gen=gen) / 8).cuda())
+            graph.replay()
+            eager = wst.conv1d(wst.causal_conv1d(x, w, b, activation="silu"), w2, padding=1, act="gelu")
+            torch.cuda.synchronize()
+            self.assertTrue(torch.equal(y, eager), "replay %d differs from the eager call" % step)
+
     def test_fast_kernel_shapes(self):
         """Shapes that take the depthwise vector kernels (aligned, T a multiple of the
         vector) and the dense implicit GEMM, forward and backward, f32 and bf16."""
