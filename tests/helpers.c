@@ -3,6 +3,7 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,4 +190,81 @@ int file_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
+}
+
+/* --- storage types, apart from the library ---------------------------------------------- */
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* float -> IEEE binary16, round to nearest even, subnormals kept. */
+static uint16_t to_f16(float f)
+{
+    uint32_t x = f32_bits(f), sign = (x >> 16) & 0x8000;
+    x &= 0x7fffffff;
+    if (x > 0x7f800000)
+        return (uint16_t)(sign | 0x7e00);
+    if (x >= 0x477ff000) /* 65520 and above round to infinity */
+        return (uint16_t)(sign | 0x7c00);
+    if (x < 0x38800000) /* below 2^-14: a multiple of 2^-24, rint is round-to-even */
+        return (uint16_t)(sign | (uint32_t)nearbyint(fabs((double)f) * 0x1p24));
+    x += 0xfff + ((x >> 13) & 1);
+    return (uint16_t)(sign | ((x - 0x38000000) >> 13));
+}
+
+static double from_f16(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static uint16_t to_bf16(float f)
+{
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7fffffff) > 0x7f800000)
+        return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+static double from_bf16(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+size_t ref_tsize(ws_dtype t) { return t == WS_F32 ? 4 : 2; }
+
+/* Stores v at element i of buf as type t; returns the value as stored. */
+double ref_put(void *buf, ws_dtype t, size_t i, double v)
+{
+    float f = (float)v;
+    if (t == WS_F32) {
+        ((float *)buf)[i] = f;
+        return f;
+    }
+    uint16_t h = t == WS_F16 ? to_f16(f) : to_bf16(f);
+    ((uint16_t *)buf)[i] = h;
+    return t == WS_F16 ? from_f16(h) : from_bf16(h);
+}
+
+double ref_get(const void *buf, ws_dtype t, size_t i)
+{
+    if (t == WS_F32)
+        return ((const float *)buf)[i];
+    uint16_t h = ((const uint16_t *)buf)[i];
+    return t == WS_F16 ? from_f16(h) : from_bf16(h);
+}
+
+/* Element (n, c, t) of an [N][C][T] tensor stored in layout l. */
+size_t ref_at(ws_layout l, int n, int c, int t, int C, int T)
+{
+    return l == WS_NLC ? ((size_t)n * T + t) * C + c : ((size_t)n * C + c) * T + t;
 }

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "ws_conv.h"
+
 /* Compares got against want (n values): passes when every
  * |got - want| <= atol + rtol * |want|. On failure it fails the current
  * Criterion test, naming the worst index with both values, the max abs error
@@ -42,5 +44,13 @@ const char *ws_python(void);
 /* Reads a whole file (malloc'd, *len set, a NUL after its bytes), NULL if it cannot. */
 void *read_file(const char *path, size_t *len);
 int file_exists(const char *path);
+
+/* Values in a storage type, computed apart from the library (the engine tests' own
+ * conversions: f16 and bf16 round to nearest even, f16 keeps subnormals). */
+size_t ref_tsize(ws_dtype t);                                  /* bytes of one element */
+double ref_put(void *buf, ws_dtype t, size_t i, double v);     /* stores v; returns it as stored */
+double ref_get(const void *buf, ws_dtype t, size_t i);
+/* element (n, c, t) of an [N][C][T] tensor stored in layout l */
+size_t ref_at(ws_layout l, int n, int c, int t, int C, int T);
 
 #endif

@@ -64,91 +64,17 @@ static double *rand_pm1(size_t n, uint64_t seed)
     return a;
 }
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-/* float -> IEEE binary16, round to nearest even, subnormals kept. */
-static uint16_t to_f16(float f)
-{
-    uint32_t x = f32_bits(f), sign = (x >> 16) & 0x8000;
-    x &= 0x7fffffff;
-    if (x > 0x7f800000)
-        return (uint16_t)(sign | 0x7e00);
-    if (x >= 0x477ff000) /* 65520 and above round to infinity */
-        return (uint16_t)(sign | 0x7c00);
-    if (x < 0x38800000) /* below 2^-14: a multiple of 2^-24, rint is round-to-even */
-        return (uint16_t)(sign | (uint32_t)nearbyint(fabs((double)f) * 0x1p24));
-    x += 0xfff + ((x >> 13) & 1);
-    return (uint16_t)(sign | ((x - 0x38000000) >> 13));
-}
-
-static double from_f16(uint16_t h)
-{
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return (h & 0x8000) ? -v : v;
-}
-
-static uint16_t to_bf16(float f)
-{
-    uint32_t x = f32_bits(f);
-    if ((x & 0x7fffffff) > 0x7f800000)
-        return (uint16_t)((x >> 16) | 0x40);
-    x += 0x7fff + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-
-static double from_bf16(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
-static size_t tsize(ws_dtype t) { return t == WS_F32 ? 4 : 2; }
-
-/* Stores v at element i of buf as type t; returns the value as stored. */
-static double put(void *buf, ws_dtype t, size_t i, double v)
-{
-    float f = (float)v;
-    if (t == WS_F32) {
-        ((float *)buf)[i] = f;
-        return f;
-    }
-    uint16_t h = t == WS_F16 ? to_f16(f) : to_bf16(f);
-    ((uint16_t *)buf)[i] = h;
-    return t == WS_F16 ? from_f16(h) : from_bf16(h);
-}
-
-static double get(const void *buf, ws_dtype t, size_t i)
-{
-    if (t == WS_F32)
-        return ((const float *)buf)[i];
-    uint16_t h = ((const uint16_t *)buf)[i];
-    return t == WS_F16 ? from_f16(h) : from_bf16(h);
-}
-
-/* Element (n, c, t) of an [N][C][T] tensor stored in layout l. */
-static size_t at(ws_layout l, int n, int c, int t, int C, int T)
-{
-    return l == WS_NLC ? ((size_t)n * T + t) * C + c : ((size_t)n * C + c) * T + t;
-}
 
 /* v is logical [N][C][T]; returns it stored in layout l and type ty, and replaces v
  * by the stored (rounded) values so that the oracle sees what the engine sees. */
 static void *pack(double *v, int N, int C, int T, ws_layout l, ws_dtype ty)
 {
-    void *buf = malloc((size_t)N * C * T * tsize(ty));
+    void *buf = malloc((size_t)N * C * T * ref_tsize(ty));
     for (int n = 0; n < N; n++)
         for (int c = 0; c < C; c++)
             for (int t = 0; t < T; t++) {
                 size_t i = ((size_t)n * C + c) * T + t;
-                v[i] = put(buf, ty, at(l, n, c, t, C, T), v[i]);
+                v[i] = ref_put(buf, ty, ref_at(l, n, c, t, C, T), v[i]);
             }
     return buf;
 }
@@ -160,7 +86,7 @@ static float *unpack(const void *buf, int N, int C, int T, ws_layout l, ws_dtype
     for (int n = 0; n < N; n++)
         for (int c = 0; c < C; c++)
             for (int t = 0; t < T; t++)
-                v[((size_t)n * C + c) * T + t] = (float)get(buf, ty, at(l, n, c, t, C, T));
+                v[((size_t)n * C + c) * T + t] = (float)ref_get(buf, ty, ref_at(l, n, c, t, C, T));
     return v;
 }
 
@@ -387,7 +313,7 @@ ParameterizedTest(int *ci, engine, forward_matches_the_oracle_for_every_table_de
     ws_err err = {{0}};
     ws_conv *plan = ws_conv_new(&d, c->per_call ? NULL : ws, c->per_call || !c->bias ? NULL : bf, 2, &err);
     cr_assert(plan, "%s: ws_conv_new: %s", c->name, err.msg);
-    void *y = poisoned(ny * tsize(c->yt));
+    void *y = poisoned(ny * ref_tsize(c->yt));
     ws_conv_args a = {.n = c->n, .t_in = c->t_in, .x = xs, .w = c->per_call ? ws : NULL,
                       .b = c->per_call && c->bias ? bf : NULL, .add = adds,
                       .add_batch_stride = add_stride, .y = y};
@@ -436,7 +362,7 @@ static void bwd_vs_oracle(const eng_case *c, uint64_t seed, int wanted)
     ws_conv *plan = ws_conv_new(&d, c->per_call ? NULL : ws,
                                 c->per_call || !c->bias ? NULL : bf, 2, &err);
     cr_assert(plan, "%s: ws_conv_new (BWD): %s", c->name, err.msg);
-    void *dx = wanted & WANT_DX ? poisoned(nx * tsize(c->xt)) : NULL;
+    void *dx = wanted & WANT_DX ? poisoned(nx * ref_tsize(c->xt)) : NULL;
     float *dw = wanted & WANT_DW ? poisoned(nw * sizeof(float)) : NULL;
     float *db = wanted & WANT_DB ? poisoned(c->c_out * sizeof(float)) : NULL;
     ws_conv_args a = {.n = c->n, .t_in = c->t_in, .x = xs, .w = c->per_call ? ws : NULL,
@@ -542,7 +468,7 @@ Test(engine, oracle_layouts_agree_and_dense_case_matches_the_older_oracle)
     for (int n = 0; n < 2; n++)
         for (int c = 0; c < 6; c++)
             for (int t = 0; t < 17; t++)
-                xt[at(WS_NLC, n, c, t, 6, 17)] = x[at(WS_NCL, n, c, t, 6, 17)];
+                xt[ref_at(WS_NLC, n, c, t, 6, 17)] = x[ref_at(WS_NCL, n, c, t, 6, 17)];
     oracle_conv1d_fwd(&p, x, w, b, NULL, 0, y1);
     p.x_layout = ORACLE_NLC;
     p.y_layout = ORACLE_NLC;
@@ -550,7 +476,7 @@ Test(engine, oracle_layouts_agree_and_dense_case_matches_the_older_oracle)
     for (int n = 0; n < 2; n++)
         for (int o = 0; o < 4; o++)
             for (int t = 0; t < t_out; t++)
-                cr_assert_eq(y1[at(WS_NCL, n, o, t, 4, t_out)], y2[at(WS_NLC, n, o, t, 4, t_out)]);
+                cr_assert_eq(y1[ref_at(WS_NCL, n, o, t, 4, t_out)], y2[ref_at(WS_NLC, n, o, t, 4, t_out)]);
 
     /* dense, symmetric pad, one item: the stem's older oracle_conv1d */
     oracle_conv_shape q = {1, 5, 7, 1, 3, 2, 1, 1, 1, 20, ORACLE_NCL, ORACLE_NCL, 0, ORACLE_ACT_GELU};

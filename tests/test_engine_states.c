@@ -58,75 +58,6 @@ static double *rand_pm1(size_t n, uint64_t seed)
     return a;
 }
 
-static uint16_t to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000;
-    x &= 0x7fffffff;
-    if (x > 0x7f800000)
-        return (uint16_t)(sign | 0x7e00);
-    if (x >= 0x477ff000)
-        return (uint16_t)(sign | 0x7c00);
-    if (x < 0x38800000)
-        return (uint16_t)(sign | (uint32_t)nearbyint(fabs((double)f) * 0x1p24));
-    x += 0xfff + ((x >> 13) & 1);
-    return (uint16_t)(sign | ((x - 0x38000000) >> 13));
-}
-
-static double from_f16(uint16_t h)
-{
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return (h & 0x8000) ? -v : v;
-}
-
-static uint16_t to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffff) > 0x7f800000)
-        return (uint16_t)((x >> 16) | 0x40);
-    x += 0x7fff + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-
-static double from_bf16(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
-static size_t tsize(ws_dtype t) { return t == WS_F32 ? 4 : 2; }
-
-/* stores v at element i of buf in type t; returns the value as stored */
-static double put(void *buf, ws_dtype t, size_t i, double v)
-{
-    float f = (float)v;
-    if (t == WS_F32) {
-        ((float *)buf)[i] = f;
-        return f;
-    }
-    uint16_t h = t == WS_F16 ? to_f16(f) : to_bf16(f);
-    ((uint16_t *)buf)[i] = h;
-    return t == WS_F16 ? from_f16(h) : from_bf16(h);
-}
-
-static double get(const void *buf, ws_dtype t, size_t i)
-{
-    if (t == WS_F32)
-        return ((const float *)buf)[i];
-    uint16_t h = ((const uint16_t *)buf)[i];
-    return t == WS_F16 ? from_f16(h) : from_bf16(h);
-}
-
-/* element (n, c, t) of an [N][C][T] tensor in layout l */
-static size_t at(ws_layout l, int n, int c, int t, int C, int T)
-{
-    return l == WS_NLC ? ((size_t)n * T + t) * C + c : ((size_t)n * C + c) * T + t;
-}
 
 static int olay(ws_layout l) { return l == WS_NLC ? ORACLE_NLC : ORACLE_NCL; }
 
@@ -135,9 +66,9 @@ static int olay(ws_layout l) { return l == WS_NLC ? ORACLE_NLC : ORACLE_NCL; }
  * engine's layout (the oracle takes layouts too), so v is replaced in place by index. */
 static void *pack(double *v, size_t count, ws_dtype ty)
 {
-    void *buf = malloc((count ? count : 1) * tsize(ty));
+    void *buf = malloc((count ? count : 1) * ref_tsize(ty));
     for (size_t i = 0; i < count; i++)
-        v[i] = put(buf, ty, i, v[i]);
+        v[i] = ref_put(buf, ty, i, v[i]);
     return buf;
 }
 
@@ -145,7 +76,7 @@ static float *unpack(const void *buf, size_t count, ws_dtype ty)
 {
     float *f = malloc((count ? count : 1) * sizeof *f);
     for (size_t i = 0; i < count; i++)
-        f[i] = (float)get(buf, ty, i);
+        f[i] = (float)ref_get(buf, ty, i);
     return f;
 }
 
@@ -327,7 +258,7 @@ ParameterizedTest(int *ci, engine_states, forward_matches_the_oracle)
     ws_err err = {{0}};
     ws_conv *plan = ws_conv_new(&d, wsb, c->bias ? bf : NULL, 2, &err);
     cr_assert(plan, "%s: %s", c->name, err.msg);
-    void *y = poisoned(nx * tsize(c->yt)), *fin = want_final ? poisoned(ns * tsize(c->xt)) : NULL;
+    void *y = poisoned(nx * ref_tsize(c->yt)), *fin = want_final ? poisoned(ns * ref_tsize(c->xt)) : NULL;
     ws_conv_args a = {.n = c->n, .t_in = c->t, .x = xs, .add = adds,
                       .add_batch_stride = (long long)c->c * c->t, .y = y, .seq_idx = seq,
                       .initial_states = inits, .final_states = fin};
@@ -344,15 +275,15 @@ ParameterizedTest(int *ci, engine_states, forward_matches_the_oracle)
             for (int ch = 0; ch < c->c; ch++)
                 for (int t = 0; t < c->t; t++)
                     if (seq[(size_t)n * c->t + t] < 0) {
-                        size_t i = at(c->yl, n, ch, t, c->c, c->t);
-                        cr_assert_eq(get(y, c->yt, i), 0.0, "%s: padding y[%d,%d,%d] = %g", c->name, n,
-                                     ch, t, get(y, c->yt, i));
-                        cr_assert(!signbit(get(y, c->yt, i)), "%s: padding y is -0", c->name);
+                        size_t i = ref_at(c->yl, n, ch, t, c->c, c->t);
+                        cr_assert_eq(ref_get(y, c->yt, i), 0.0, "%s: padding y[%d,%d,%d] = %g", c->name, n,
+                                     ch, t, ref_get(y, c->yt, i));
+                        cr_assert(!signbit(ref_get(y, c->yt, i)), "%s: padding y is -0", c->name);
                     }
     if (want_final) /* copies of stored inputs: exact */
         for (size_t i = 0; i < ns; i++)
-            cr_assert_eq(get(fin, c->xt, i), wf[i], "%s: final_states[%zu] = %.9g, want %.9g", c->name,
-                         i, get(fin, c->xt, i), wf[i]);
+            cr_assert_eq(ref_get(fin, c->xt, i), wf[i], "%s: final_states[%zu] = %.9g, want %.9g", c->name,
+                         i, ref_get(fin, c->xt, i), wf[i]);
     ws_conv_free(plan);
     free(x), free(w), free(b), free(add), free(init), free(xs), free(wsb), free(adds), free(inits);
     free(bf), free(seq), free(y), free(fin), free(wy), free(wf), free(gy);
@@ -385,8 +316,8 @@ static void bwd_vs_oracle(const st_case *c, uint64_t seed, int wanted)
             for (int ch = 0; ch < c->c; ch++)
                 for (int t = 0; t < c->t; t++)
                     if (seq[(size_t)n * c->t + t] < 0) {
-                        size_t i = at(c->yl, n, ch, t, c->c, c->t);
-                        put(dys, c->yt, i, NAN);
+                        size_t i = ref_at(c->yl, n, ch, t, c->c, c->t);
+                        ref_put(dys, c->yt, i, NAN);
                         dy[i] = 0.0;
                     }
     if (seq) /* no states with seq_idx: dx instead of dinitial_states */
@@ -394,9 +325,9 @@ static void bwd_vs_oracle(const st_case *c, uint64_t seed, int wanted)
     ws_err err = {{0}};
     ws_conv *plan = ws_conv_new(&d, NULL, NULL, 2, &err); /* w and b per call */
     cr_assert(plan, "%s: %s", c->name, err.msg);
-    void *dx = wanted & W_DX ? poisoned(nx * tsize(c->xt)) : NULL;
+    void *dx = wanted & W_DX ? poisoned(nx * ref_tsize(c->xt)) : NULL;
     float *dw = wanted & W_DW ? poisoned(nw * 4) : NULL, *db = wanted & W_DB ? poisoned(c->c * 4) : NULL;
-    void *di = wanted & W_DI ? poisoned(ns * tsize(c->xt)) : NULL;
+    void *di = wanted & W_DI ? poisoned(ns * ref_tsize(c->xt)) : NULL;
     ws_conv_args a = {.n = c->n, .t_in = c->t, .x = xs, .w = wsb, .b = c->bias ? bf : NULL,
                       .dy = dys, .dx = dx, .dw = dw, .db = db, .seq_idx = seq,
                       .initial_states = inits, .dinitial_states = di};
@@ -415,7 +346,7 @@ static void bwd_vs_oracle(const st_case *c, uint64_t seed, int wanted)
                 for (int ch = 0; ch < c->c; ch++)
                     for (int t = 0; t < c->t; t++)
                         if (seq[(size_t)n * c->t + t] < 0)
-                            cr_assert_eq(g[at(c->xl, n, ch, t, c->c, c->t)], 0.0f,
+                            cr_assert_eq(g[ref_at(c->xl, n, ch, t, c->c, c->t)], 0.0f,
                                          "%s: dx at padding [%d,%d,%d]", c->name, n, ch, t);
         free(g);
     }
@@ -665,7 +596,7 @@ static void *slice_t(const void *src, ws_layout l, int N, int C, int T, int t0, 
     for (int n = 0; n < N; n++)
         for (int c = 0; c < C; c++)
             for (int t = t0; t < t1; t++)
-                memcpy(dst + at(l, n, c, t - t0, C, L) * es, (const char *)src + at(l, n, c, t, C, T) * es,
+                memcpy(dst + ref_at(l, n, c, t - t0, C, L) * es, (const char *)src + ref_at(l, n, c, t, C, T) * es,
                        es);
     return dst;
 }
@@ -680,7 +611,7 @@ static void chunked_vs_whole(ws_layout l, ws_dtype ty, ws_act act, int K, const 
     const ws_act pre = K % 2 ? act : WS_ACT_NONE;
     const int with_add = K % 2 == 0;
     const ws_conv_desc d = causal_desc(WS_CONV_FWD, C, K, 1, l, l, ty, ty, ty, pre, act);
-    const size_t es = tsize(ty), nx = (size_t)N * C * T, ns = (size_t)N * C * (K - 1);
+    const size_t es = ref_tsize(ty), nx = (size_t)N * C * T, ns = (size_t)N * C * (K - 1);
     double *x = rand_pm1(nx, seed), *w = rand_pm1((size_t)C * K, seed + 1);
     double *b = rand_pm1(C, seed + 2), *add = rand_pm1(nx, seed + 3);
     void *xs = pack(x, nx, ty), *wsb = pack(w, (size_t)C * K, ty), *adds = pack(add, nx, ty);
@@ -717,8 +648,8 @@ static void chunked_vs_whole(ws_layout l, ws_dtype ty, ws_act act, int K, const 
             for (size_t e = 0; e < (size_t)N * C * L; e++)
                 cr_assert_eq(memcmp((char *)yc + e * es, (char *)want + e * es, es), 0,
                              "%s%s: chunk [%d, %d) y element %zu: %.9g, whole run %.9g", what,
-                             inplace ? " (state in place)" : "", t0, t1, e, get(yc, ty, e),
-                             get(want, ty, e));
+                             inplace ? " (state in place)" : "", t0, t1, e, ref_get(yc, ty, e),
+                             ref_get(want, ty, e));
             if (!inplace && state)
                 free(state);
             state = next;
@@ -775,7 +706,7 @@ static void packed_vs_separate(ws_layout l, ws_dtype ty, ws_act act, int K, int 
     const ws_conv_desc fd = causal_desc(WS_CONV_FWD, C, K, D, l, l, ty, ty, ty, WS_ACT_NONE, act);
     ws_conv_desc bd = fd;
     bd.op = WS_CONV_BWD;
-    const size_t es = tsize(ty), nx = (size_t)N * C * T;
+    const size_t es = ref_tsize(ty), nx = (size_t)N * C * T;
     double *x = rand_pm1(nx, seed), *w = rand_pm1((size_t)C * K, seed + 1);
     double *b = rand_pm1(C, seed + 2), *add = rand_pm1(nx, seed + 3), *dy = rand_pm1(nx, seed + 4);
     void *xs = pack(x, nx, ty), *wsb = pack(w, (size_t)C * K, ty), *adds = pack(add, nx, ty);
@@ -810,10 +741,10 @@ static void packed_vs_separate(ws_layout l, ws_dtype ty, ws_act act, int K, int 
             if (id < 0) { /* padding: y and dx 0 exactly (all bits) */
                 for (int c = 0; c < C; c++)
                     for (int t = t0; t < t1; t++) {
-                        size_t i = at(l, n, c, t, C, T);
+                        size_t i = ref_at(l, n, c, t, C, T);
                         for (size_t q = 0; q < es; q++)
                             cr_assert_eq(((unsigned char *)y)[i * es + q], 0, "%s: padding y not +0", what);
-                        cr_assert_eq(get(dx, ty, i), 0.0, "%s: padding dx %g", what, get(dx, ty, i));
+                        cr_assert_eq(ref_get(dx, ty, i), 0.0, "%s: padding dx %g", what, ref_get(dx, ty, i));
                     }
                 padded++;
                 t0 = t1;
@@ -833,11 +764,11 @@ static void packed_vs_separate(ws_layout l, ws_dtype ty, ws_act act, int K, int 
             cr_assert_eq(ws_conv_run(g, &sg, &err), 0, "%s: %s", what, err.msg);
             for (int c = 0; c < C; c++)
                 for (int t = t0; t < t1; t++) {
-                    size_t ip = at(l, n, c, t, C, T), is = at(l, 0, c, t - t0, C, L);
+                    size_t ip = ref_at(l, n, c, t, C, T), is = ref_at(l, 0, c, t - t0, C, L);
                     cr_assert_eq(memcmp((char *)y + ip * es, (char *)yn + is * es, es), 0,
                                  "%s: item %d sequence [%d, %d) y[c %d, t %d] %.9g, alone %.9g", what, n,
-                                 t0, t1, c, t, get(y, ty, ip), get(yn, ty, is));
-                    double gp = get(dx, ty, ip), gs = get(dxn, ty, is);
+                                 t0, t1, c, t, ref_get(y, ty, ip), ref_get(yn, ty, is));
+                    double gp = ref_get(dx, ty, ip), gs = ref_get(dxn, ty, is);
                     cr_assert_leq(fabs(gp - gs), (ty == WS_F32 ? 1e-6 : 1e-2) * (1 + fabs(gs)),
                                   "%s: item %d sequence [%d, %d) dx[c %d, t %d] %.9g, alone %.9g", what,
                                   n, t0, t1, c, t, gp, gs);
