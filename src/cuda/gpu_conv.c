@@ -258,6 +258,28 @@ fail:
     return NULL;
 }
 
+/* a scratch buffer of the plan (*buf of *cap bytes) grown to at least `bytes`, the context
+ * current: the only device allocation of a call, and the only wait (calls of the plan are
+ * ordered on st, and the last one may still read the old buffer). 0, or -1 with err. */
+static int scratch(ws_gpu_conv *c, wscu_devptr *buf, size_t *cap, size_t bytes, wscu_stream st,
+                   ws_err *err)
+{
+    if (bytes <= *cap)
+        return 0;
+    ws_cu *cu = &c->g->cu;
+    if (*buf) {
+        CU_TRY(cu, StreamSynchronize(st), err);
+        cu->MemFree(*buf);
+    }
+    *buf = 0;
+    *cap = 0;
+    CU_TRY(cu, MemAlloc(buf, bytes), err);
+    *cap = bytes;
+    return 0;
+cleanup:
+    return -1;
+}
+
 /* ceil(elements / WS_DIRECT_THREADS) into *blocks; -1 with err over the grid limit */
 static int grid_of(unsigned long long elements, const char *what, unsigned *blocks, ws_err *err)
 {
@@ -363,18 +385,9 @@ static int launch_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_str
         return -1;
     ws_gpu *g = c->g;
     ws_cu *cu = &g->cu;
-    const size_t gz_bytes = (size_t)ny * sizeof(float);
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    if (gz_bytes > c->gz_bytes) {
-        if (c->gz) { /* calls of the plan are ordered on st: the last one may still read it */
-            CU_TRY(cu, StreamSynchronize(st), err);
-            cu->MemFree(c->gz);
-        }
-        c->gz = 0;
-        c->gz_bytes = 0;
-        CU_TRY(cu, MemAlloc(&c->gz, gz_bytes), err);
-        c->gz_bytes = gz_bytes;
-    }
+    if (scratch(c, &c->gz, &c->gz_bytes, (size_t)ny * sizeof(float), st, err))
+        return -1;
     uint64_t px = (uint64_t)(uintptr_t)a->x, pw = 0, pb = call_bias(c, a), pgz = c->gz;
     if (call_weights(c, a, W_F32, st, &pw, err))
         return -1;
@@ -499,16 +512,8 @@ static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stre
     const int want_part = a->dw || a->db;
     if (want_part) {
         const size_t bytes = (size_t)np * (size_t)(d->k + 1) * (size_t)C * sizeof(float);
-        if (bytes > c->part_bytes) {
-            if (c->part) {
-                CU_TRY(cu, StreamSynchronize(st), err);
-                cu->MemFree(c->part);
-            }
-            c->part = 0;
-            c->part_bytes = 0;
-            CU_TRY(cu, MemAlloc(&c->part, bytes), err);
-            c->part_bytes = bytes;
-        }
+        if (scratch(c, &c->part, &c->part_bytes, bytes, st, err))
+            return -1;
     }
     uint64_t pdy = (uint64_t)(uintptr_t)a->dy, pdx = (uint64_t)(uintptr_t)a->dx;
     uint64_t ppart = want_part ? c->part : 0;
@@ -633,16 +638,8 @@ static int launch_states(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_
         return ws_errf(err, "ws_gpu_conv_run: seq_idx and states need a depthwise causal plan");
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     const size_t sb = ws_dws_scratch_bytes(d, a->n, a->t_in);
-    if (sb > c->gz_bytes) {
-        if (c->gz) { /* calls of the plan are ordered on st: the last one may still read it */
-            CU_TRY(cu, StreamSynchronize(st), err);
-            cu->MemFree(c->gz);
-        }
-        c->gz = 0;
-        c->gz_bytes = 0;
-        CU_TRY(cu, MemAlloc(&c->gz, sb), err);
-        c->gz_bytes = sb;
-    }
+    if (scratch(c, &c->gz, &c->gz_bytes, sb, st, err))
+        return -1;
     wscu_devptr pw = 0;
     if (call_weights(c, a, W_F32, st, &pw, err))
         return -1;
