@@ -193,7 +193,9 @@ WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-
  * valid arguments.
  *
  * Threads: a ws_gpu and its plans are used from one thread at a time (calls make the
- * device's primary context current on the calling thread). */
+ * device's primary context current on the calling thread; ws_gpu_conv_enqueue puts the
+ * thread's current context back as it found it, so that a framework's current device
+ * does not move). */
 typedef struct ws_gpu ws_gpu;
 
 /* Opens the driver and device number `ordinal` (0: the first that CUDA_VISIBLE_DEVICES

@@ -416,7 +416,7 @@ Test(cli, fallback_note_needs_a_driver_or_verbose)
         "cuEventQuery", "cuEventElapsedTime_v2", "cuMemAlloc_v2", "cuMemFree_v2",
         "cuMemAllocHost_v2", "cuMemFreeHost", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2",
         "cuMemsetD32Async", "cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunction",
-        "cuFuncGetAttribute", "cuFuncSetAttribute", "cuLaunchKernel"};
+        "cuFuncGetAttribute", "cuFuncSetAttribute", "cuLaunchKernel", "cuCtxGetCurrent"};
     FILE *f = fopen(src, "w");
     cr_assert(f);
     fprintf(f, "int cuInit(unsigned f) { (void)f; return 100; }\n"

@@ -34,6 +34,7 @@
 #include "whisper/stem.h"
 
 static stub_cuda_counts *S; /* the stand-in's counters */
+static int (*stub_set_current)(void *), (*stub_get_current)(void **); /* its cuCtx*Current */
 
 /* Builds the stand-in driver into a fresh directory, points the runtime at it and opens it
  * here too (so that its counters outlive the runtime's dlclose); skips without a compiler */
@@ -54,6 +55,9 @@ static void use_stub(void)
     cr_assert_not_null(h, "%s", dlerror());
     S = dlsym(h, "stub_cuda_state");
     cr_assert_not_null(S);
+    *(void **)&stub_set_current = dlsym(h, "cuCtxSetCurrent");
+    *(void **)&stub_get_current = dlsym(h, "cuCtxGetCurrent");
+    cr_assert(stub_set_current && stub_get_current);
 }
 
 /* nothing of the driver's is held: no context reference, stream, event, memory, module */
@@ -266,6 +270,21 @@ Test(runtime, the_stem_the_log_mel_the_batches_and_a_plan_share_one_context)
     cr_assert_eq(ws_gpu_alloc(g, 2 * 12 * 30 * 4, &dy, &e), 0, "%s", e.msg);
     ws_conv_args a = {.n = 2, .t_in = 30, .x = (void *)(uintptr_t)dx, .y = (void *)(uintptr_t)dy};
     cr_assert_eq(ws_gpu_conv_run(c, &a, &e), 0, "%s", e.msg);
+    /* an enqueue leaves the thread's current context as it found it (a framework's device) */
+    void *was = NULL, *now = NULL, *other = &now;
+    cr_assert_eq(stub_get_current(&was), 0);
+    cr_assert_not_null(was, "no context current after a run");
+    const int launched = S->launches;
+    cr_assert_eq(stub_set_current(other), 0);
+    cr_assert_eq(ws_gpu_conv_enqueue(c, &a, 0, &e), 0, "%s", e.msg);
+    cr_assert_eq(S->launches - launched, 1);
+    cr_assert_eq(stub_get_current(&now), 0);
+    cr_assert_eq(now, other, "the enqueue left its own context current");
+    cr_assert_eq(stub_set_current(NULL), 0);
+    cr_assert_eq(ws_gpu_conv_enqueue(c, &a, 0, &e), 0, "%s", e.msg);
+    cr_assert_eq(stub_get_current(&now), 0);
+    cr_assert_null(now, "the enqueue left a context current where none was");
+    cr_assert_eq(stub_set_current(was), 0);
     cr_assert_eq(S->retains, 1, "the plan's ws_gpu retained the context again");
     cr_assert_eq(S->ctx_refs, 1);
     ws_gpu_conv_free(c);

@@ -69,6 +69,7 @@ typedef wscu_result (*PFN_cuDeviceGetAttribute)(int *v, wscu_dev_attr a, wscu_de
 typedef wscu_result (*PFN_cuDevicePrimaryCtxRetain)(wscu_context *c, wscu_device d);
 typedef wscu_result (*PFN_cuDevicePrimaryCtxRelease)(wscu_device d);
 typedef wscu_result (*PFN_cuCtxSetCurrent)(wscu_context c);
+typedef wscu_result (*PFN_cuCtxGetCurrent)(wscu_context *c);
 typedef wscu_result (*PFN_cuStreamCreate)(wscu_stream *s, unsigned int flags);
 typedef wscu_result (*PFN_cuStreamDestroy)(wscu_stream s);
 typedef wscu_result (*PFN_cuStreamSynchronize)(wscu_stream s);

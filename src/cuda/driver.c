@@ -85,6 +85,7 @@ int ws_cu_open(ws_cu *cu, ws_err *err)
         E(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL),
         E(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
         E(CtxSetCurrent, "cuCtxSetCurrent", NULL),
+        E(CtxGetCurrent, "cuCtxGetCurrent", NULL),
         E(StreamCreate, "cuStreamCreate", NULL),
         E(StreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy"),
         E(StreamSynchronize, "cuStreamSynchronize", NULL),

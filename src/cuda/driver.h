@@ -36,6 +36,7 @@ typedef struct {
     PFN_cuDevicePrimaryCtxRetain DevicePrimaryCtxRetain;
     PFN_cuDevicePrimaryCtxRelease DevicePrimaryCtxRelease;
     PFN_cuCtxSetCurrent CtxSetCurrent;
+    PFN_cuCtxGetCurrent CtxGetCurrent;
     PFN_cuStreamCreate StreamCreate;
     PFN_cuStreamDestroy StreamDestroy;
     PFN_cuStreamSynchronize StreamSynchronize;

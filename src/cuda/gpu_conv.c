@@ -699,7 +699,15 @@ int ws_gpu_conv_enqueue(ws_gpu_conv *c, const ws_conv_args *a, uint64_t stream, 
     int t_out = 0;
     if (check_call(c, a, "ws_gpu_conv_enqueue", &t_out, err))
         return -1;
-    return launch(c, a, t_out, stream ? (wscu_stream)(uintptr_t)stream : c->g->stream, err);
+    /* the caller's current context (PyTorch's current device) as it was found */
+    ws_cu *cu = &c->g->cu;
+    wscu_context was = c->g->ctx;
+    if (cu->CtxGetCurrent(&was) != 0)
+        was = c->g->ctx;
+    const int rc = launch(c, a, t_out, stream ? (wscu_stream)(uintptr_t)stream : c->g->stream, err);
+    if (was != c->g->ctx)
+        cu->CtxSetCurrent(was);
+    return rc;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -142,6 +142,12 @@ int cuCtxSetCurrent(void *ctx)
     return OK;
 }
 
+int cuCtxGetCurrent(void **ctx)
+{
+    *ctx = current;
+    return OK;
+}
+
 int cuStreamCreate(void **s, unsigned flags)
 {
     (void)flags;
