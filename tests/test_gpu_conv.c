@@ -876,6 +876,75 @@ Test(gpu_conv, depthwise_bwd_matches_the_cpu_engine_and_repeats, .timeout = 300)
     ws_gpu_close(g);
 }
 
+/* One BWD plan serves calls of several sizes: the first large call grows the partials,
+ * later ones reuse them (a small call after a large one reads only its own part); the
+ * large calls start more blocks than the GPU holds at once. Every call matches the CPU
+ * engine, and a repeated call gives the same bits. */
+Test(gpu_conv, depthwise_bwd_one_plan_serves_calls_of_every_size, .timeout = 300)
+{
+    ws_gpu *g = gpu_or_skip();
+    static const struct { int n, t; } calls[] = { {1, 64}, {8, 4096}, {2, 200}, {8, 4096}, {1, 64} };
+    for (int layout = 0; layout < 2; layout++) {
+        gcase c = {layout ? "dw_ncl_bf16_c1024" : "dw_nlc_bf16_c1024", 1, 1024, 1024, 1024, 4, 1, 1, 3, 0, 64,
+                   layout ? WS_NCL : WS_NLC, layout ? WS_NCL : WS_NLC, WS_BF16, WS_BF16, WS_BF16, 0,
+                   WS_ACT_SILU, 1, 0};
+        const ws_conv_desc d = bdesc_of(&c);
+        ws_err e = {""};
+        const size_t nw = (size_t)c.c_out * c.k, nb = (size_t)c.c_out;
+        ws_rng r = {0x0e1a0000u + (uint64_t)layout};
+        void *w = random_buf(nw, WS_BF16, &r);
+        float *b = random_buf(nb, WS_F32, &r);
+        ws_gpu_conv *gc = ws_gpu_conv_new(g, &d, w, b, &e);
+        cr_assert_not_null(gc, "%s: %s", c.name, e.msg);
+        ws_conv *cpu = ws_conv_new(&d, w, b, 1, &e);
+        cr_assert_not_null(cpu, "%s: %s", c.name, e.msg);
+        float *first_dw = NULL;
+        for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
+            const size_t nx = (size_t)calls[k].n * c.c_in * calls[k].t, xbytes = nx * 2;
+            ws_rng rx = {0x0e1b0000u + (uint64_t)calls[k].t};
+            void *x = random_buf(nx, WS_BF16, &rx), *dy = random_buf(nx, WS_BF16, &rx);
+            void *hdx[2] = {malloc(xbytes), malloc(xbytes)};
+            float *hdw[2] = {malloc(nw * 4), malloc(nw * 4)}, *hdb[2] = {malloc(nb * 4), malloc(nb * 4)};
+            cr_assert(hdx[0] && hdx[1] && hdw[0] && hdw[1] && hdb[0] && hdb[1]);
+            ws_conv_args ac = {.n = calls[k].n, .t_in = calls[k].t, .x = x, .dy = dy, .dx = hdx[0],
+                               .dw = hdw[0], .db = hdb[0]};
+            cr_assert_eq(ws_conv_run(cpu, &ac, &e), 0, "%s: %s", c.name, e.msg);
+            uint64_t dx_in = dev_alloc(g, xbytes), ddy = dev_alloc(g, xbytes), ddx = dev_alloc(g, xbytes);
+            uint64_t ddw = dev_alloc(g, nw * 4), ddb = dev_alloc(g, nb * 4);
+            cr_assert_eq(ws_gpu_upload(g, dx_in, x, xbytes, &e), 0, "%s", e.msg);
+            cr_assert_eq(ws_gpu_upload(g, ddy, dy, xbytes, &e), 0, "%s", e.msg);
+            ws_conv_args ag = {.n = calls[k].n, .t_in = calls[k].t, .x = as_ptr(dx_in), .dy = as_ptr(ddy),
+                               .dx = as_ptr(ddx), .dw = as_ptr(ddw), .db = as_ptr(ddb)};
+            cr_assert_eq(ws_gpu_conv_kernel(gc, &ag), 1, "%s: depthwise kernels expected", c.name);
+            cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s call %zu: %s", c.name, k, e.msg);
+            cr_assert_eq(ws_gpu_download(g, hdx[1], ddx, xbytes, &e), 0, "%s", e.msg);
+            cr_assert_eq(ws_gpu_download(g, hdw[1], ddw, nw * 4, &e), 0, "%s", e.msg);
+            cr_assert_eq(ws_gpu_download(g, hdb[1], ddb, nb * 4, &e), 0, "%s", e.msg);
+            char what[96];
+            snprintf(what, sizeof what, "%s n %d t %d", c.name, calls[k].n, calls[k].t);
+            compare(what, "dx", hdx[1], hdx[0], WS_BF16, nx);
+            compare(what, "dw", hdw[1], hdw[0], WS_F32, nw);
+            compare(what, "db", hdb[1], hdb[0], WS_F32, nb);
+            if (calls[k].t == 4096) {
+                if (!first_dw) {
+                    cr_assert_not_null(first_dw = malloc(nw * 4));
+                    memcpy(first_dw, hdw[1], nw * 4);
+                } else {
+                    cr_assert(!memcmp(first_dw, hdw[1], nw * 4), "%s: the same call twice, other dw bits", what);
+                }
+            }
+            ws_gpu_release(g, dx_in), ws_gpu_release(g, ddy), ws_gpu_release(g, ddx);
+            ws_gpu_release(g, ddw), ws_gpu_release(g, ddb);
+            free(x), free(dy), free(hdx[0]), free(hdx[1]), free(hdw[0]), free(hdw[1]), free(hdb[0]), free(hdb[1]);
+        }
+        free(first_dw);
+        ws_conv_free(cpu);
+        ws_gpu_conv_free(gc);
+        free(w), free(b);
+    }
+    ws_gpu_close(g);
+}
+
 Test(gpu_conv, bad_calls_are_refused)
 {
     ws_gpu *g = gpu_or_skip();
