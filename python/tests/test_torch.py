@@ -805,6 +805,37 @@ class SignatureCacheTest(OnDevice):
             wst._SIGNATURES_MAX = old
 
 
+    def test_threads_sharing_a_signature_get_their_own_results(self):
+        """Threads calling with one signature at once (the engine runs without the GIL) each
+        get the outputs of their own inputs: what a kept entry holds for a call's arguments
+        is the calling thread's."""
+        import threading
+        self.forget()
+        gen = torch.Generator().manual_seed(43)
+        f32 = torch.float32
+        w, b = self.on(randn(64, 4, dtype=f32, gen=gen)), self.on(randn(64, dtype=f32, gen=gen))
+        xs = [self.on(randn(2, 64, 512, dtype=f32, gen=gen)) for _ in range(4)]
+        want = [wst.causal_conv1d(x, w, b, activation="silu") for x in xs]
+        if self.dev != "cpu":
+            torch.cuda.synchronize()
+        bad = []
+
+        def work(i):
+            for _ in range(40):
+                y = wst.causal_conv1d(xs[i], w, b, activation="silu")
+                if self.dev != "cpu":
+                    torch.cuda.current_stream().synchronize()
+                if not torch.equal(y, want[i]):
+                    bad.append(i)
+                    return
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(bad, [], "threads got other threads' outputs")
+
 class ErrorsTest(unittest.TestCase):
 
     def test_bad_inputs_raise(self):

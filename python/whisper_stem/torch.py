@@ -245,6 +245,7 @@ _empty_like = torch.empty_like
 _conv_run = _conv.conv_run
 _gpu_enqueue = _conv.gpu_conv_enqueue
 _tls = threading.local()  # .err: this thread's ws_err, reused call after call
+_get_ident = threading.get_ident
 
 
 def _raise(err, what):
@@ -364,24 +365,29 @@ def _engine_call(device, key, args):
         if _conv_run(plan, args, err) != 0:
             _raise(err, "ws_conv_run failed")
         return
-    # The engine (ws_gpu_open too) makes its device's primary context current on this
-    # thread: where that is not PyTorch's current device, PyTorch's is made current again.
+    # ws_gpu_conv_enqueue puts the thread's current context (PyTorch's current device) back
+    # as it found it; ws_gpu_open and ws_gpu_conv_new make the device's primary context
+    # current, so around those, where that is not PyTorch's current device, PyTorch's is
+    # made current again.
     index = key.index
-    current = _cuda_device()
-    try:
-        g = key.gpu
-        if g is None:
-            g = key.gpu = _gpu(index)
-        s = _raw_stream(index) if _raw_stream is not None else torch.cuda.current_stream(index).cuda_stream
-        stream = s if s else _CU_STREAM_LEGACY
-        plan = key.plans.get(stream)
-        with g.lock:
-            if plan is None:
-                plan = key.plans[stream] = _gpu_plan(g, key.desc, stream)
-            rc = _gpu_enqueue(plan, args, stream, err)
-    finally:
-        if current != index:
-            torch.cuda.set_device(current)
+    g = key.gpu
+    s = _raw_stream(index) if _raw_stream is not None else torch.cuda.current_stream(index).cuda_stream
+    stream = s if s else _CU_STREAM_LEGACY
+    plan = key.plans.get(stream)
+    if g is None or plan is None:
+        current = _cuda_device()
+        try:
+            if g is None:
+                g = key.gpu = _gpu(index)
+            with g.lock:
+                plan = key.plans.get(stream)
+                if plan is None:
+                    plan = key.plans[stream] = _gpu_plan(g, key.desc, stream)
+        finally:
+            if current != index:
+                torch.cuda.set_device(current)
+    with g.lock:
+        rc = _gpu_enqueue(plan, args, stream, err)
     if rc != 0:
         _raise(err, "ws_gpu_conv_enqueue failed")
 
@@ -430,7 +436,7 @@ class _Entry:
         "y_shape", "y_strides", "dx_shape", "dx_strides", "y_like", "dx_like", "dw_like", "db_like",
         "w_shape", "w_dtype", "b_dtype", "joint", "w_strides", "db_at",
         "pre", "add_shape", "add_bstride", "add_copy",
-        "rfs", "has_init", "final_shape", "seq_copy", "init_copy",
+        "rfs", "has_init", "final_shape", "seq_copy", "init_copy", "fargs",
     )
 
 
@@ -473,6 +479,7 @@ def _entry(x, w, b, spec):
     e.add_copy = False
     e.rfs = e.has_init = e.seq_copy = e.init_copy = False
     e.final_shape = (n, c_in, k - 1)
+    e.fargs = None
     return e
 
 
@@ -532,9 +539,18 @@ def _run_fwd(e, x, w, b, add=None, seq_idx=None, initial_states=None):
     final = x.new_empty(e.final_shape) if e.rfs else None
     if e.n == 0:
         return y, final, x, w, b
-    a = _Args()
-    a.n = e.n
-    a.t_in = e.t
+    # the forward's _conv.Args, kept per entry for the thread that made it: a call of the
+    # signature sets the same fields every time (which of b, add, seq_idx, initial_states,
+    # final_states it has is part of the signature), so only the pointers are set again
+    fa = e.fargs
+    me = _get_ident()
+    if fa is not None and fa[0] == me:
+        a = fa[1]
+    else:
+        a = _Args()
+        a.n = e.n
+        a.t_in = e.t
+        e.fargs = (me, a)
     a.x = x.data_ptr()
     a.w = w.data_ptr()
     a.y = y.data_ptr()
@@ -726,7 +742,8 @@ def conv1d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1, act=None, pr
     try:
         tp = type(padding)
         sig = (type(x), x.shape, x.stride(), x.dtype, x.device, type(w), w.shape, w.stride(), w.dtype, w.device,
-               _tsig(b), _tsig(add), type(stride), stride, type(dilation), dilation, type(groups), groups,
+               None if b is None else (type(b), b.shape, b.stride(), b.dtype, b.device), _tsig(add),
+               type(stride), stride, type(dilation), dilation, type(groups), groups,
                tp, (tuple(padding), tuple(map(type, padding))) if tp is tuple or tp is list else padding,
                type(act), act, type(pre), pre, type(math), math)
         e = _conv1d_sigs.get(sig)
@@ -861,7 +878,8 @@ def causal_conv1d(x, w, b=None, activation=None, seq_idx=None, initial_states=No
     or (y, final_states [N][C][K-1]) with return_final_states."""
     try:
         sig = (type(x), x.shape, x.stride(), x.dtype, x.device, type(w), w.shape, w.stride(), w.dtype, w.device,
-               _tsig(b), type(activation), activation, _tsig(seq_idx), _tsig(initial_states),
+               None if b is None else (type(b), b.shape, b.stride(), b.dtype, b.device),
+               type(activation), activation, _tsig(seq_idx), _tsig(initial_states),
                type(return_final_states), return_final_states)
         e = _causal_sigs.get(sig)
     except Exception:  # not tensors, unhashable arguments: the checks say what is wrong
