@@ -385,7 +385,6 @@ static int launch_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_str
         return -1;
     ws_gpu *g = c->g;
     ws_cu *cu = &g->cu;
-    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     if (scratch(c, &c->gz, &c->gz_bytes, (size_t)ny * sizeof(float), st, err))
         return -1;
     uint64_t px = (uint64_t)(uintptr_t)a->x, pw = 0, pb = call_bias(c, a), pgz = c->gz;
@@ -488,7 +487,6 @@ static int launch_dw(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stre
     const int ncl = d->x_layout == WS_NCL;
     uint64_t px = (uint64_t)(uintptr_t)a->x, pw = 0, pb = call_bias(c, a);
     uint32_t nn = (uint32_t)a->n, t_in = (uint32_t)a->t_in, to = (uint32_t)t_out;
-    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     if (d->op == WS_CONV_FWD) {
         const unsigned long long chunks =
             ncl ? (unsigned long long)t_out / V : (unsigned long long)ws_dw_nch(d, a->t_in, t_out);
@@ -563,7 +561,6 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_st
     const unsigned gy = (unsigned)(((unsigned long long)d->c_out + bm - 1) / bm);
     fwd_call f;
     wscu_devptr pw = 0;
-    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     if (call_weights(c, a, ws_gemm_mma(d) ? W_MMA : W_F32, st, &pw, err) ||
         fwd_bind(&f, c, a, t_out, pw, err))
         return -1;
@@ -636,7 +633,6 @@ static int launch_states(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_
     ws_cu *cu = &g->cu;
     if (!c->dws) /* ws_conv_check_args admits states only where ws_dws_fits */
         return ws_errf(err, "ws_gpu_conv_run: seq_idx and states need a depthwise causal plan");
-    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     const size_t sb = ws_dws_scratch_bytes(d, a->n, a->t_in);
     if (scratch(c, &c->gz, &c->gz_bytes, sb, st, err))
         return -1;
@@ -644,11 +640,10 @@ static int launch_states(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_
     if (call_weights(c, a, W_F32, st, &pw, err))
         return -1;
     return ws_dws_enqueue(c->dws, cu, d, a, t_out, pw, call_bias(c, a), sb ? c->gz : 0, st, err);
-cleanup:
-    return -1;
 }
 
-/* enqueues a checked call on the plan's stream */
+/* enqueues a checked call on stream st; launch and the launch_* functions expect the plan's
+ * context current (ws_gpu_conv_run, _enqueue and _bench make it so) */
 static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
 {
     const ws_conv_desc *d = &c->d;
@@ -672,7 +667,6 @@ static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream 
     ws_cu *cu = &g->cu;
     fwd_call f;
     wscu_devptr pw = 0;
-    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     if (call_weights(c, a, W_F32, st, &pw, err) || fwd_bind(&f, c, a, t_out, pw, err))
         return -1;
     CU_TRY(cu, LaunchKernel(c->fn, blocks, 1, 1, WS_DIRECT_THREADS, 1, 1, 0, st,
@@ -685,9 +679,12 @@ cleanup:
 int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err)
 {
     int t_out = 0;
-    if (check_call(c, a, "ws_gpu_conv_run", &t_out, err) || launch(c, a, t_out, c->g->stream, err))
-        return -1;
     ws_cu *cu = &c->g->cu;
+    if (check_call(c, a, "ws_gpu_conv_run", &t_out, err))
+        return -1;
+    CU_TRY(cu, CtxSetCurrent(c->g->ctx), err);
+    if (launch(c, a, t_out, c->g->stream, err))
+        return -1;
     CU_TRY(cu, StreamSynchronize(c->g->stream), err);
     return 0;
 cleanup:
@@ -699,11 +696,14 @@ int ws_gpu_conv_enqueue(ws_gpu_conv *c, const ws_conv_args *a, uint64_t stream, 
     int t_out = 0;
     if (check_call(c, a, "ws_gpu_conv_enqueue", &t_out, err))
         return -1;
-    /* the caller's current context (PyTorch's current device) as it was found */
+    /* the plan's context made current where another is (or none), and the caller's
+     * (PyTorch's current device) put back after */
     ws_cu *cu = &c->g->cu;
-    wscu_context was = c->g->ctx;
-    if (cu->CtxGetCurrent(&was) != 0)
-        was = c->g->ctx;
+    wscu_context was = NULL;
+    if (cu->CtxGetCurrent(&was) != 0 || was != c->g->ctx) {
+        if (cu->CtxSetCurrent(c->g->ctx) != 0)
+            return ws_errf(err, "ws_gpu_conv_enqueue: cuCtxSetCurrent failed");
+    }
     const int rc = launch(c, a, t_out, stream ? (wscu_stream)(uintptr_t)stream : c->g->stream, err);
     if (was != c->g->ctx)
         cu->CtxSetCurrent(was);
