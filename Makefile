@@ -130,7 +130,7 @@ $(BUILD)/bench/resample.o: ALL_CFLAGS += -DWS_HAVE_SAMPLERATE $(shell $(PKG) --c
 $(BUILD)/bench-resample: LDLIBS += $(shell $(PKG) --libs samplerate)
 endif
 
-.PHONY: all lib test asan check interop install uninstall install-check bundle clean
+.PHONY: all lib test test-isa asan check interop install uninstall install-check bundle clean
 # Keep the objects of tools and benches (make would delete them as intermediates).
 .SECONDARY:
 all: $(BUILD)/whisper-stem $(TOOLS) $(BENCHES) lib
@@ -253,7 +253,15 @@ interop: $(BUILD)/ws-mkmodel $(BUILD)/ws-convert $(BUILD)/whisper-stem
 
 # What CI runs: the suite, the suite again under the sanitizers, the interop check,
 # the fuzz corpora replayed, and a short fuzz run when libFuzzer is there.
-check: test asan tsan interop fuzz-replay fuzz-smoke corpus test-python
+# The CPU conv on its other paths (WS_CPU_ISA; a path the CPU lacks falls to the best it
+# has): the sgemm, conv, stem and engine tests again.
+test-isa: $(BUILD)/test_runner
+	for isa in avx2 scalar; do \
+	  echo "WS_CPU_ISA=$$isa"; \
+	  WS_CPU_ISA=$$isa $(TEST_ENV) $(BUILD)/test_runner --filter='@(sgemm|conv|stem|engine|engine_states)/*' || exit 1; \
+	done
+
+check: test test-isa asan tsan interop fuzz-replay fuzz-smoke corpus test-python
 
 # Corpus runs (tests/corpus/): 200 WAV files and 6 bad inputs through
 # scripts/parallel-shards.sh (3 shards under GNU parallel) and scripts/slurm-array.sh

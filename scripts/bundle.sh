@@ -4,7 +4,6 @@
 # whisper-stem, test_runner, the ws-* tools and bench-* benchmarks,
 # libwhisper-stem.so.0 (the library the Python package loads), and
 # DEST/lib every shared library they need that is not part of glibc, plus
-# libopenblas.so.0 and its dependencies (the CPU conv opens it with dlopen).
 # RUNPATH is $ORIGIN/lib on the programs and $ORIGIN on the libraries.
 # DEST/licenses holds what redistributing the bundle requires
 # (THIRD-PARTY-NOTICES.md says why): LICENSE, THIRD-PARTY-NOTICES.md, for
@@ -61,14 +60,6 @@ copy_deps() { # copy_deps FILE: the non-glibc libraries FILE needs, recursively 
 }
 
 for p in $progs; do copy_deps "$p"; done
-blas=$(ldconfig -p | awk '/libopenblas\.so\.0 .*x86-64/{print $NF; exit}')
-if [ -n "$blas" ]; then
-    cp -L "$blas" "$DEST/lib/libopenblas.so.0"
-    echo "libopenblas.so.0 $blas" >>"$srcs"
-    copy_deps "$blas"
-else
-    echo "bundle.sh: libopenblas.so.0 not found; the bundle's CPU conv will use its built-in loops" >&2
-fi
 
 # --- licences ----------------------------------------------------------------
 deb_pkg() { # deb_pkg PATH: the Debian package that installed PATH (as the file or a

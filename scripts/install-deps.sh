@@ -11,7 +11,7 @@
 # Runs apt-get through sudo when not root. Debian 12 (bookworm) or later.
 set -eu
 
-PKGS="gcc make pkg-config libsndfile1-dev libfftw3-dev libsoxr-dev libcjson-dev libopenblas0-pthread"
+PKGS="gcc make pkg-config libsndfile1-dev libfftw3-dev libsoxr-dev libcjson-dev"
 if [ "${1:-}" = "--test" ]; then
     # python3-torch: the .pt converter check (tests/interop/pt.sh), bench/run-cpu.sh and
     # make test-python (openai's log_mel_spectrogram in torch, beside the module's)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "conv/blas.h"
 #include "conv/conv.h"
 #include "whisper/stem.h"
 #include "helpers.h"
@@ -360,4 +361,85 @@ Test(stem, calls_of_different_lengths_equal_fresh_stems, .timeout = 120)
         ws_stem_free(s);
         free(m.conv1_w), free(m.conv1_b), free(m.conv2_w), free(m.conv2_b), free(m.pos);
     }
+}
+
+/* --- the engine's own sgemm (src/conv/sgemm.c): each path against a float64 product, its
+ * bits independent of which rows a call covers, packed B the same as B, beta's rules --- */
+
+static void sgemm_case(int isa, int M, int N, int K, unsigned seed)
+{
+    ws_rng r = {seed};
+    const int lda = K + 3, ldb = N + 5, ldc = N + 2;
+    float *A = malloc(sizeof(float) * (size_t)M * lda), *B = malloc(sizeof(float) * (size_t)K * ldb);
+    float *C = malloc(sizeof(float) * (size_t)M * ldc), *C2 = malloc(sizeof(float) * (size_t)M * ldc);
+    cr_assert(A && B && C && C2);
+    for (size_t i = 0; i < (size_t)M * lda; i++)
+        A[i] = (float)(2.0 * ws_rng_uniform(&r) - 1.0);
+    for (size_t i = 0; i < (size_t)K * ldb; i++)
+        B[i] = (float)(2.0 * ws_rng_uniform(&r) - 1.0);
+    for (size_t i = 0; i < (size_t)M * ldc; i++)
+        C[i] = NAN; /* beta 0: never read */
+    ws_sgemm_isa(isa, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+    double worst = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double ref = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                ref += (double)A[(size_t)i * lda + k] * B[(size_t)k * ldb + j];
+                mag += fabs((double)A[(size_t)i * lda + k] * B[(size_t)k * ldb + j]);
+            }
+            const double e = fabs(C[(size_t)i * ldc + j] - ref) / (mag + 1e-30);
+            worst = e > worst ? e : worst;
+        }
+    cr_assert_lt(worst, 4e-7 * sqrt((double)K) + 1e-7, "isa %d M %d N %d K %d: worst error %.3g of the sum of |terms|",
+                 isa, M, N, K, worst);
+    /* the rows one at a time and in odd groups: the same bits */
+    for (int i0 = 0; i0 < M;) {
+        const int m = 1 + (i0 * 7 + 3) % 13 < M - i0 ? 1 + (i0 * 7 + 3) % 13 : M - i0;
+        ws_sgemm_isa(isa, m, N, K, 1.0f, A + (size_t)i0 * lda, lda, B, ldb, 0.0f, C2 + (size_t)i0 * ldc, ldc);
+        i0 += m;
+    }
+    for (int i = 0; i < M; i++)
+        cr_assert(!memcmp(C + (size_t)i * ldc, C2 + (size_t)i * ldc, sizeof(float) * (size_t)N),
+                  "isa %d M %d N %d K %d: row %d differs when computed in other groups of rows", isa, M, N, K, i);
+    /* beta 1 adds; alpha scales */
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            C2[(size_t)i * ldc + j] = 1.0f;
+    ws_sgemm_isa(isa, M, N, K, 1.0f, A, lda, B, ldb, 1.0f, C2, ldc);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const double want = (double)C[(size_t)i * ldc + j] + 1.0;
+            cr_assert_leq(fabs(C2[(size_t)i * ldc + j] - want), 1e-4 * (fabs(want) + 1),
+                          "isa %d: beta 1 at (%d, %d): %g, want %g", isa, i, j, C2[(size_t)i * ldc + j], want);
+        }
+    free(A), free(B), free(C), free(C2);
+}
+
+Test(sgemm, every_path_matches_a_float64_product_and_rows_do_not_change_the_bits, .timeout = 120)
+{
+    static const int shapes[][3] = {{1, 1, 1}, {13, 33, 7}, {12, 32, 256}, {25, 70, 257}, {37, 385, 600},
+                                    {6, 16, 1}, {50, 17, 513}, {3, 600, 40}};
+    for (int isa = WS_ISA_SCALAR; isa <= ws_cpu_isa_have(); isa++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            sgemm_case(isa, shapes[s][0], shapes[s][1], shapes[s][2], 0x5e3d0000u + (unsigned)s);
+}
+
+Test(sgemm, packed_b_gives_the_bits_of_b)
+{
+    const int M = 29, N = 75, K = 300;
+    ws_rng r = {0x5e3e0000u};
+    float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
+    float *C1 = malloc(sizeof(float) * M * N), *C2 = malloc(sizeof(float) * M * N);
+    float *pk = aligned_alloc(64, (ws_sgemm_packed_floats(K, N) + 15) / 16 * 16 * sizeof(float));
+    cr_assert(A && B && C1 && C2 && pk);
+    for (int i = 0; i < M * K; i++)
+        A[i] = (float)(2.0 * ws_rng_uniform(&r) - 1.0);
+    for (int i = 0; i < K * N; i++)
+        B[i] = (float)(2.0 * ws_rng_uniform(&r) - 1.0);
+    ws_sgemm(M, N, K, 1.0f, A, K, B, N, 0.0f, C1, N);
+    ws_sgemm_pack(K, N, B, N, pk);
+    ws_sgemm_packed(M, N, K, 1.0f, A, K, pk, 0.0f, C2, N);
+    cr_assert(!memcmp(C1, C2, sizeof(float) * M * N), "packed B, other bits");
+    free(A), free(B), free(C1), free(C2), free(pk);
 }

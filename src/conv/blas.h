@@ -1,23 +1,35 @@
-/* blas.h - single-precision GEMM, row-major, from a BLAS opened at run time.
+/* blas.h - single-precision GEMM, row-major, the engine's own (sgemm.c).
  *
  *   C[M x N] = alpha * A[M x K] * B[K x N] + beta * C     (no transposes)
  *
- * OpenBLAS (libopenblas.so.0) is preferred, then any CBLAS (libblas.so.3),
- * then built-in loops. It is opened at run time so that OPENBLAS_CORETYPE
- * can be set first, from the CPU's features: OpenBLAS 0.3.21 goes by the CPU
- * model and falls back to slower kernels on models it does not know (AVX2
- * ones on AMD Zen 4/5, 1.9x slower than its SkylakeX ones there;
- * SSE3 "Prescott" ones on a GPU host whose hypervisor hides the model).
- * OpenBLAS is kept to one thread:
- * callers split the work over their own threads (no busy-waiting pools
- * fighting over two cores).
+ * AVX-512F, AVX2 + FMA or plain C, chosen once per process from CPUID and the state the OS
+ * saves (XCR0); WS_CPU_ISA=avx512|avx2|scalar asks for one. No BLAS library: the bits do not
+ * depend on which one a machine has or how it guesses the processor. Every entry is
+ * thread-safe; none starts threads (callers split the work over their own).
  */
 #ifndef WS_BLAS_H
 #define WS_BLAS_H
 
-/* Thread-safe after the first call (which loads the library; call it once
- * from one thread first, e.g. via ws_blas_name()). */
+#include <stddef.h>
+
+enum { WS_ISA_SCALAR = 0, WS_ISA_AVX2 = 1, WS_ISA_AVX512 = 2 };
+
+/* the path in use (WS_ISA_*), and the best one this CPU and OS have */
+int ws_cpu_isa(void);
+int ws_cpu_isa_have(void);
+
 void ws_sgemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc);
+
+/* ws_sgemm on path isa (WS_ISA_*; one the CPU lacks: the best it has), for tests */
+void ws_sgemm_isa(int isa, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                  int ldb, float beta, float *C, int ldc);
+
+/* B [K x N] (row stride ldb) packed once for ws_sgemm_packed: ws_sgemm_packed_floats(K, N)
+ * floats at out, 64-byte aligned */
+size_t ws_sgemm_packed_floats(int K, int N);
+void ws_sgemm_pack(int K, int N, const float *B, int ldb, float *out);
+void ws_sgemm_packed(int M, int N, int K, float alpha, const float *A, int lda, const float *Bpk,
+                     float beta, float *C, int ldc);
 
 #endif

@@ -15,11 +15,13 @@
 #include "blas.h"
 #include "conv.h"
 
-#define ROW_BLOCK 1024 /* rows per sgemm call: OpenBLAS repacks B (up to 6.5 MB a tap for large-v3) once per call */
+#define ROW_BLOCK 256 /* rows per sgemm call: the block of y stays in L2 across the K taps */
 
 struct ws_rowconv {
     ws_rowconv_desc d;
     float *wk;   /* [K][IC][OC]: wk[(k*IC + i)*OC + o] = w[(o*IC + i)*K + k] */
+    float *wpk;  /* the K taps' W_k packed for ws_sgemm_packed, wpk_floats each */
+    size_t wpk_floats;
     float *bias; /* [OC] or NULL */
 };
 
@@ -53,7 +55,13 @@ ws_rowconv *ws_rowconv_new(const ws_rowconv_desc *c, const float *w, const float
                 cv->wk[((size_t)k * IC + i) * OC + o] = w[((size_t)o * IC + i) * K + k];
     if (b)
         memcpy(cv->bias, b, (size_t)OC * sizeof(float));
-    ws_blas_name(); /* load the BLAS now, on one thread */
+    cv->wpk_floats = (ws_sgemm_packed_floats(IC, OC) + 15) / 16 * 16;
+    if (!(cv->wpk = aligned_alloc(64, (size_t)K * cv->wpk_floats * sizeof(float)))) {
+        ws_rowconv_free(cv);
+        return ws_errf(err, "out of memory for conv weights"), NULL;
+    }
+    for (int k = 0; k < K; k++)
+        ws_sgemm_pack(IC, OC, cv->wk + (size_t)k * IC * OC, OC, cv->wpk + (size_t)k * cv->wpk_floats);
     return cv;
 }
 
@@ -62,6 +70,7 @@ void ws_rowconv_free(ws_rowconv *cv)
     if (!cv)
         return;
     free(cv->wk);
+    free(cv->wpk);
     free(cv->bias);
     free(cv);
 }
@@ -87,8 +96,8 @@ static void conv_worker(void *ctx, int ti, int nt)
         float *y = j->y + (size_t)t0 * j->ldy;
         for (int k = 0; k < c->kernel; k++) {
             const float *a = j->xp + ((size_t)s * t0 + (size_t)c->dilation * k) * IC;
-            ws_sgemm(mb, OC, IC, 1.0f, a, s * IC, j->cv->wk + (size_t)k * IC * OC, OC,
-                     k ? 1.0f : 0.0f, y, j->ldy);
+            ws_sgemm_packed(mb, OC, IC, 1.0f, a, s * IC, j->cv->wpk + (size_t)k * j->cv->wpk_floats,
+                            k ? 1.0f : 0.0f, y, j->ldy);
         }
         ws_bias_act_rows(y, mb, j->ldy, OC, j->cv->bias, c->act,
                          j->add ? j->add + (size_t)t0 * OC : NULL);

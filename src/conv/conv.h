@@ -15,10 +15,9 @@
  *
  * Method: per tap k, one GEMM  Y[T_out x OC] += Xk[T_out x IC] * Wk^T  where
  * Xk = xp + dil*k*IC with row stride s*IC, and Wk[o][i] = w[o,i,k] packed at
- * creation. sgemm from OpenBLAS (opened at run time, its AVX-512 kernels
- * selected where the CPU has them) or any CBLAS; the time axis is split
- * across the caller's threads, each calling a single-threaded sgemm.
- * Accumulation: float32, summation order set by the BLAS.
+ * creation (for the engine's sgemm, blas.h: AVX-512, AVX2 + FMA or C); the
+ * time axis is split across the caller's threads, each calling a
+ * single-threaded sgemm. Accumulation: float32, in the order of K (blas.h).
  * Validated by tests/test_conv.c against the double-precision oracle.
  */
 #ifndef WS_CONV_ROWS_H
@@ -63,7 +62,7 @@ float ws_gelu(float x);
 void ws_bias_act_rows(float *y, int n_rows, int ldy, int n, const float *bias, ws_act act,
                       const float *add);
 
-/* Which sgemm is in use ("OpenBLAS (SkylakeX)", "built-in loops", ...). */
+/* Which sgemm path is in use ("whisper-stem sgemm (AVX-512)", "(AVX2+FMA)", "(C)"). */
 const char *ws_blas_name(void);
 
 #endif

@@ -293,7 +293,6 @@ struct ws_gpack *ws_conv_grouped_new(const ws_conv_desc *d, const float *w, cons
                         w[(((size_t)g * Cog + oo) * Cg + j) * K + k];
     if (b)
         memcpy(p->b, b, (size_t)O * sizeof(float));
-    ws_blas_name(); /* load the BLAS now, on one thread */
     return p;
 }
 
