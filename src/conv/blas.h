@@ -32,4 +32,11 @@ void ws_sgemm_pack(int K, int N, const float *B, int ldb, float *out);
 void ws_sgemm_packed(int M, int N, int K, float alpha, const float *A, int lda, const float *Bpk,
                      float beta, float *C, int ldc);
 
+
+/* A conv's taps as one product: C = sum_t A_t * B_t (+ beta*C), A_t[i][c] = A[i*lda + t*tap + c]
+ * (c < ic), B the taps' [ic x N] blocks stacked ([taps*ic x N]) and packed by ws_sgemm_pack
+ * (K = taps*ic); alpha 1. Summed in the order of (t, c). */
+void ws_sgemm_conv(int M, int N, int taps, int ic, const float *A, long lda, long tap, const float *Bpk,
+                   float beta, float *C, int ldc);
+
 #endif

@@ -4,9 +4,10 @@
  * s*t + dil*k of the padded input: a matrix view starting at row dil*k with
  * leading dimension s*IC. So
  *   Y[t0:t1, :] = sum_k  X_k[t0:t1, :] (rows of xp) * W_k   (W_k = w[:, :, k]^T, [IC][OC])
- * with no im2col copy. Output rows are split into one contiguous range per
- * thread and walked in blocks of ROW_BLOCK rows: K GEMMs then the epilogue
- * (bias, GELU, add) while the block is still in cache.
+ * with no im2col copy: the sgemm packs blocks of the K views' rows side by side
+ * (ws_sgemm_conv), one product of depth K*IC. Output rows are split into one
+ * contiguous range per thread and walked in blocks of ROW_BLOCK rows: the product
+ * then the epilogue (bias, GELU, add) while the block is still in cache.
  * Validated by tests/test_conv.c (delta, linearity, shift, oracle).
  */
 #include <stdlib.h>
@@ -20,8 +21,7 @@
 struct ws_rowconv {
     ws_rowconv_desc d;
     float *wk;   /* [K][IC][OC]: wk[(k*IC + i)*OC + o] = w[(o*IC + i)*K + k] */
-    float *wpk;  /* the K taps' W_k packed for ws_sgemm_packed, wpk_floats each */
-    size_t wpk_floats;
+    float *wpk;  /* wk as one [K*IC][OC] matrix, packed for ws_sgemm_conv */
     float *bias; /* [OC] or NULL */
 };
 
@@ -55,13 +55,11 @@ ws_rowconv *ws_rowconv_new(const ws_rowconv_desc *c, const float *w, const float
                 cv->wk[((size_t)k * IC + i) * OC + o] = w[((size_t)o * IC + i) * K + k];
     if (b)
         memcpy(cv->bias, b, (size_t)OC * sizeof(float));
-    cv->wpk_floats = (ws_sgemm_packed_floats(IC, OC) + 15) / 16 * 16;
-    if (!(cv->wpk = aligned_alloc(64, (size_t)K * cv->wpk_floats * sizeof(float)))) {
+    if (!(cv->wpk = aligned_alloc(64, (ws_sgemm_packed_floats(K * IC, OC) + 15) / 16 * 16 * sizeof(float)))) {
         ws_rowconv_free(cv);
         return ws_errf(err, "out of memory for conv weights"), NULL;
     }
-    for (int k = 0; k < K; k++)
-        ws_sgemm_pack(IC, OC, cv->wk + (size_t)k * IC * OC, OC, cv->wpk + (size_t)k * cv->wpk_floats);
+    ws_sgemm_pack(K * IC, OC, cv->wk, OC, cv->wpk);
     return cv;
 }
 
@@ -94,11 +92,9 @@ static void conv_worker(void *ctx, int ti, int nt)
     for (int t0 = r0; t0 < r1; t0 += ROW_BLOCK) {
         int mb = r1 - t0 < ROW_BLOCK ? r1 - t0 : ROW_BLOCK;
         float *y = j->y + (size_t)t0 * j->ldy;
-        for (int k = 0; k < c->kernel; k++) {
-            const float *a = j->xp + ((size_t)s * t0 + (size_t)c->dilation * k) * IC;
-            ws_sgemm_packed(mb, OC, IC, 1.0f, a, s * IC, j->cv->wpk + (size_t)k * j->cv->wpk_floats,
-                            k ? 1.0f : 0.0f, y, j->ldy);
-        }
+        /* the K taps as one product: tap k of row t is row s*t + dil*k of xp */
+        ws_sgemm_conv(mb, OC, c->kernel, IC, j->xp + (size_t)s * t0 * IC, (long)s * IC,
+                      (long)c->dilation * IC, j->cv->wpk, 0.0f, y, j->ldy);
         ws_bias_act_rows(y, mb, j->ldy, OC, j->cv->bias, c->act,
                          j->add ? j->add + (size_t)t0 * OC : NULL);
     }

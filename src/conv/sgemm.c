@@ -129,17 +129,31 @@ static void pack_b(float *out, const float *B, int ldb, int k0, int kb, int n0, 
     }
 }
 
+/* A's view: element (i, k) at A + i*lda + (k / ic)*tap + k % ic (a plain matrix: ic = K, tap
+ * unused; a conv: K = taps*ic, each tap's columns a shifted row view of the input) */
+typedef struct {
+    const float *A;
+    long lda, tap;
+    int ic;
+} aview;
+
 /* rows [m0, m0 + mb) and columns [k0, k0 + kb) of A as micro-panels of MR rows: row r
  * of panel q, column k at out + q*MR*kb + k*MR + r (rows past mb zero) */
-static void pack_a(float *out, const float *A, int lda, int m0, int mb, int k0, int kb, int MR)
+static void pack_a(float *out, const aview *v, int m0, int mb, int k0, int kb, int MR)
 {
     for (int q = 0; q * MR < mb; q++) {
         float *o = out + (size_t)q * MR * kb;
         const int rows = mb - q * MR < MR ? mb - q * MR : MR;
         for (int r = 0; r < rows; r++) {
-            const float *a = A + (size_t)(m0 + q * MR + r) * lda + k0;
-            for (int k = 0; k < kb; k++)
-                o[(size_t)k * MR + r] = a[k];
+            const float *row = v->A + (size_t)(m0 + q * MR + r) * v->lda;
+            for (int k = 0; k < kb;) { /* one tap's run of columns at a time */
+                const int kk = k0 + k, t = kk / v->ic, c = kk % v->ic;
+                const int run = v->ic - c < kb - k ? v->ic - c : kb - k;
+                const float *a = row + (size_t)t * v->tap + c;
+                for (int j = 0; j < run; j++)
+                    o[(size_t)(k + j) * MR + r] = a[j];
+                k += run;
+            }
         }
         for (int r = rows; r < MR; r++)
             for (int k = 0; k < kb; k++)
@@ -350,8 +364,8 @@ static float *pack_buffer(void)
 
 /* C = alpha*A*B + beta*C, B given as panels: bp(k0, n0) the panel of columns n0.. at row k0,
  * pstride floats from one panel to the next */
-static void run(const path *P, int M, int N, int K, float alpha, const float *A, int lda,
-                const float *B, int ldb, const float *Bpk, float beta, float *C, int ldc)
+static void run(const path *P, int M, int N, int K, float alpha, const aview *A, const float *B,
+                int ldb, const float *Bpk, float beta, float *C, int ldc)
 {
     const int MR = P->MR, NR = P->NR;
     float *buf = pack_buffer();
@@ -376,7 +390,7 @@ static void run(const path *P, int M, int N, int K, float alpha, const float *A,
              * B (in L1) against every MR rows of the block */
             for (int m0 = 0; m0 < M; m0 += MC) {
                 const int mb = M - m0 < MC ? M - m0 : MC;
-                pack_a(abuf, A, lda, m0, mb, k0, kb, MR);
+                pack_a(abuf, A, m0, mb, k0, kb, MR);
                 for (int j = 0; j < nb; j += NR) {
                     const int nr = nb - j < NR ? nb - j : NR;
                     const float *bp = panel0 ? panel0 + (size_t)(j / NR) * pstride : NULL;
@@ -408,7 +422,8 @@ void ws_sgemm(int M, int N, int K, float alpha, const float *A, int lda, const f
         return;
     }
     const path P = path_of(ws_cpu_isa());
-    run(&P, M, N, K, alpha, A, lda, B, ldb, NULL, beta, C, ldc);
+    const aview v = { A, lda, 0, K };
+    run(&P, M, N, K, alpha, &v, B, ldb, NULL, beta, C, ldc);
 }
 
 void ws_sgemm_isa(int isa, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
@@ -419,7 +434,8 @@ void ws_sgemm_isa(int isa, int M, int N, int K, float alpha, const float *A, int
         return;
     }
     const path P = path_of(isa < ws_cpu_isa_have() ? isa : ws_cpu_isa_have());
-    run(&P, M, N, K, alpha, A, lda, B, ldb, NULL, beta, C, ldc);
+    const aview v = { A, lda, 0, K };
+    run(&P, M, N, K, alpha, &v, B, ldb, NULL, beta, C, ldc);
 }
 
 size_t ws_sgemm_packed_floats(int K, int N)
@@ -444,5 +460,16 @@ void ws_sgemm_packed(int M, int N, int K, float alpha, const float *A, int lda, 
         return;
     }
     const path P = path_of(ws_cpu_isa());
-    run(&P, M, N, K, alpha, A, lda, NULL, 0, Bpk, beta, C, ldc);
+    const aview v = { A, lda, 0, K };
+    run(&P, M, N, K, alpha, &v, NULL, 0, Bpk, beta, C, ldc);
+}
+
+void ws_sgemm_conv(int M, int N, int taps, int ic, const float *A, long lda, long tap, const float *Bpk,
+                   float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0 || taps <= 0 || ic <= 0)
+        return;
+    const path P = path_of(ws_cpu_isa());
+    const aview v = { A, lda, tap, ic };
+    run(&P, M, N, taps * ic, 1.0f, &v, NULL, 0, Bpk, beta, C, ldc);
 }
