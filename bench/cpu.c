@@ -11,6 +11,9 @@
  * time, so it exceeds the machine when the padded tail is skipped. Exits
  * non-zero if an output is not finite. --ceiling instead times one
  * 1536^3 sgemm on one thread (best of 5): the CPU path's arithmetic ceiling.
+ * --peak instead times a loop of independent FMAs on one thread (16 zmm or 12 ymm
+ * accumulators, best of 3): the core's FMA peak for AVX-512 and AVX2, what a kernel's
+ * GFLOP/s is a fraction of (0 for a set the CPU lacks).
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +27,50 @@
 #include "mel/mel.h"
 #include "whisper/model.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+__attribute__((target("avx512f,fma"))) static double peak512(long n)
+{
+    __m512 a[16];
+    for (int i = 0; i < 16; i++)
+        a[i] = _mm512_set1_ps(1.0f + (float)i * 1e-7f);
+    const __m512 b = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-8f);
+    double t0 = ws_now();
+    for (long k = 0; k < n; k++) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++)
+            a[i] = _mm512_fmadd_ps(a[i], b, c);
+    }
+    const double t = ws_now() - t0;
+    float s = 0;
+    for (int i = 0; i < 16; i++)
+        s += _mm512_reduce_add_ps(a[i]);
+    return s == 12345.0f ? 0 : 2.0 * 16 * 16 * (double)n / t / 1e9;
+}
+
+__attribute__((target("avx2,fma"))) static double peak256(long n)
+{
+    __m256 a[12];
+    for (int i = 0; i < 12; i++)
+        a[i] = _mm256_set1_ps(1.0f + (float)i * 1e-7f);
+    const __m256 b = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-8f);
+    double t0 = ws_now();
+    for (long k = 0; k < n; k++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++)
+            a[i] = _mm256_fmadd_ps(a[i], b, c);
+    }
+    const double t = ws_now() - t0;
+    float s[8];
+    __m256 z = a[0];
+    for (int i = 1; i < 12; i++)
+        z = _mm256_add_ps(z, a[i]);
+    _mm256_storeu_ps(s, z);
+    return s[0] == 12345.0f ? 0 : 2.0 * 8 * 12 * (double)n / t / 1e9;
+}
+#endif
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -32,6 +79,23 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "--peak")) {
+        double p512 = 0, p256 = 0;
+#if defined(__x86_64__)
+        for (int r = 0; r < 3; r++) {
+            if (ws_cpu_isa_have() >= WS_ISA_AVX512) {
+                const double g = peak512(100000000L);
+                p512 = g > p512 ? g : p512;
+            }
+            if (ws_cpu_isa_have() >= WS_ISA_AVX2) {
+                const double g = peak256(100000000L);
+                p256 = g > p256 ? g : p256;
+            }
+        }
+#endif
+        printf("fma_peak_avx512_gflops=%.1f fma_peak_avx2_gflops=%.1f threads=1\n", p512, p256);
+        return 0;
+    }
     if (argc == 2 && !strcmp(argv[1], "--ceiling")) {
         enum { S = 1536 };
         float *a = malloc(sizeof(float) * S * S), *b = malloc(sizeof(float) * S * S),

@@ -28,4 +28,5 @@ for shape in "80 384 tiny 30" "80 384 tiny 5" "128 1280 large-v3 30"; do
         printf "| %s | %s s | %d | **mel+stem** | %.2f | %.2f | **%.2fx** |\n" "$3" "$4" "$th" "$o" "$t" "$(echo "$t / $o" | bc -l)"
     done
 done
-echo "whisper-stem sgemm: $(val sgemm "$ours"); PyTorch $(val torch "$torch"); one-thread sgemm ceiling (1536^3): $(val sgemm_ceiling_gflops "$($BIN --ceiling)") GFLOP/s"
+peak=$($BIN --peak)
+echo "whisper-stem sgemm: $(val sgemm "$ours"); PyTorch $(val torch "$torch"); one-thread sgemm ceiling (1536^3): $(val sgemm_ceiling_gflops "$($BIN --ceiling)") GFLOP/s; one core's FMA peak: AVX-512 $(val fma_peak_avx512_gflops "$peak"), AVX2 $(val fma_peak_avx2_gflops "$peak") GFLOP/s"
