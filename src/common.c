@@ -471,16 +471,77 @@ int ws_ncpu(void)
     return ncpu_value;
 }
 
-typedef struct {
+/* ws_parallel's workers: threads started on first need and kept for the process, so that a
+ * call costs no thread creation and each worker keeps its per-thread buffers (the sgemm's
+ * packing blocks). A call queues a job of n tasks; the workers and the caller claim its task
+ * indices one by one, so a job whose workers are busy elsewhere (other callers, nested calls)
+ * is still finished by its caller alone. Task i gets (ctx, i, n) whoever runs it. */
+typedef struct pjob {
     ws_task_fn fn;
     void *ctx;
-    int i, n;
-} task_arg;
+    int n, next, done; /* tasks 1..n-1: next to claim, finished */
+    pthread_cond_t fin;
+    struct pjob *link; /* the queue of jobs with tasks left to claim */
+} pjob;
 
-static void *task_main(void *p)
+enum { POOL_MAX = 255 };
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_work = PTHREAD_COND_INITIALIZER;
+static pjob *pool_head, *pool_tail;
+static int pool_workers;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+static void pool_child(void)
+{ /* after fork: the child has none of the parent's workers */
+    pthread_mutex_init(&pool_mu, NULL);
+    pthread_cond_init(&pool_work, NULL);
+    pool_head = pool_tail = NULL;
+    pool_workers = 0;
+}
+
+static void pool_init(void)
 {
-    task_arg *a = p;
-    a->fn(a->ctx, a->i, a->n);
+    pthread_atfork(NULL, NULL, pool_child);
+}
+
+/* the next task of the queue's first job, dequeuing the job once all are claimed; pool_mu held */
+static pjob *claim(int *i)
+{
+    pjob *j = pool_head;
+    if (!j)
+        return NULL;
+    *i = j->next++;
+    if (j->next >= j->n) {
+        pool_head = j->link;
+        if (!pool_head)
+            pool_tail = NULL;
+    }
+    return j;
+}
+
+static void finish(pjob *j)
+{ /* pool_mu held */
+    if (++j->done == j->n - 1)
+        pthread_cond_signal(&j->fin);
+}
+
+static void *worker_main(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&pool_mu);
+    for (;;) {
+        int i;
+        pjob *j = claim(&i);
+        if (!j) {
+            pthread_cond_wait(&pool_work, &pool_mu);
+            continue;
+        }
+        pthread_mutex_unlock(&pool_mu);
+        j->fn(j->ctx, i, j->n);
+        pthread_mutex_lock(&pool_mu);
+        finish(j);
+    }
     return NULL;
 }
 
@@ -490,26 +551,56 @@ int ws_parallel(int n, ws_task_fn fn, void *ctx)
         fn(ctx, 0, 1);
         return 0;
     }
-    enum { MAX_THREADS = 256 };
-    if (n > MAX_THREADS)
-        n = MAX_THREADS;
-    pthread_t tid[MAX_THREADS];
-    task_arg arg[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
+    if (n > POOL_MAX + 1)
+        n = POOL_MAX + 1;
+    pthread_once(&pool_once, pool_init);
+    pjob job = {.fn = fn, .ctx = ctx, .n = n, .next = 1, .done = 0};
+    pthread_cond_init(&job.fin, NULL);
     int rc = 0;
-    for (int i = 1; i < n; i++) {
-        arg[i] = (task_arg){fn, ctx, i, n};
-        started[i] = pthread_create(&tid[i], NULL, task_main, &arg[i]) == 0;
-    }
-    fn(ctx, 0, n);
-    for (int i = 1; i < n; i++) {
-        if (started[i]) {
-            pthread_join(tid[i], NULL);
-        } else {
-            fn(ctx, i, n); /* could not start: do its share here */
-            rc = -1;
+    pthread_mutex_lock(&pool_mu);
+    if (pool_tail)
+        pool_tail->link = &job;
+    else
+        pool_head = &job;
+    pool_tail = &job;
+    while (pool_workers < n - 1) { /* enough workers for this job's tasks at once */
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        const int ok = pthread_create(&t, &at, worker_main, NULL) == 0;
+        pthread_attr_destroy(&at);
+        if (!ok) {
+            rc = -1; /* the caller and the workers there are do the work */
+            break;
         }
+        pool_workers++;
     }
+    pthread_cond_broadcast(&pool_work);
+    pthread_mutex_unlock(&pool_mu);
+    fn(ctx, 0, n);
+    pthread_mutex_lock(&pool_mu);
+    while (job.next < n) { /* help: claim this job's tasks left */
+        const int i = job.next++;
+        if (job.next >= n) { /* unlink it from the queue */
+            pjob **pp = &pool_head, *prev = NULL;
+            while (*pp && *pp != &job)
+                prev = *pp, pp = &(*pp)->link;
+            if (*pp) {
+                *pp = job.link;
+                if (pool_tail == &job)
+                    pool_tail = prev;
+            }
+        }
+        pthread_mutex_unlock(&pool_mu);
+        fn(ctx, i, n);
+        pthread_mutex_lock(&pool_mu);
+        finish(&job);
+    }
+    while (job.done < n - 1)
+        pthread_cond_wait(&job.fin, &pool_mu);
+    pthread_mutex_unlock(&pool_mu);
+    pthread_cond_destroy(&job.fin);
     return rc;
 }
 

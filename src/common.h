@@ -44,10 +44,11 @@ void ws_dirname(const char *path, char *dir, size_t cap);
 /* Monotonic wall clock in seconds. */
 double ws_now(void);
 
-/* Runs fn(ctx, i, n) for i in [0, n) on n threads (n-1 new ones plus the
- * caller) and waits for all of them. n <= 1 runs inline. Returns 0, or -1 if
- * a thread could not be started (the work is then done inline, so the result
- * is still complete). */
+/* Runs fn(ctx, i, n) for i in [0, n) on up to n threads (the caller and n-1
+ * workers of a pool kept for the process) and waits for all of them; the tasks
+ * must not wait for one another. n <= 1 runs inline. Returns 0, or -1 if a
+ * worker could not be started (the caller then does its share, so the result is
+ * still complete). */
 typedef void (*ws_task_fn)(void *ctx, int i, int n);
 int ws_parallel(int n, ws_task_fn fn, void *ctx);
 
