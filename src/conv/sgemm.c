@@ -369,8 +369,20 @@ static void run(const path *P, int M, int N, int K, float alpha, const aview *A,
 {
     const int MR = P->MR, NR = P->NR;
     float *buf = pack_buffer();
-    if (!buf)
+    if (!buf) { /* no memory for the packing blocks: plain loops, the same order of k */
+        for (int i = 0; i < M; i++)
+            for (int jj = 0; jj < N; jj++) {
+                float acc = 0.0f;
+                for (int k = 0; k < K; k++) {
+                    const float a = A->A[(size_t)i * A->lda + (size_t)(k / A->ic) * A->tap + k % A->ic];
+                    const float b = Bpk ? Bpk[((size_t)(jj / NR) * K + k) * NR + jj % NR] : B[(size_t)k * ldb + jj];
+                    acc += a * b;
+                }
+                float *c = C + (size_t)i * ldc + jj;
+                *c = beta == 0.0f ? alpha * acc : beta * *c + alpha * acc;
+            }
         return;
+    }
     float *abuf = buf + (size_t)KC * NC;
     for (int n0 = 0; n0 < N; n0 += NC) {
         const int nb = N - n0 < NC ? N - n0 : NC;
