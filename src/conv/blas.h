@@ -25,13 +25,10 @@ void ws_sgemm(int M, int N, int K, float alpha, const float *A, int lda, const f
 void ws_sgemm_isa(int isa, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                   int ldb, float beta, float *C, int ldc);
 
-/* B [K x N] (row stride ldb) packed once for ws_sgemm_packed: ws_sgemm_packed_floats(K, N)
+/* B [K x N] (row stride ldb) packed once for ws_sgemm_conv: ws_sgemm_packed_floats(K, N)
  * floats at out, 64-byte aligned */
 size_t ws_sgemm_packed_floats(int K, int N);
 void ws_sgemm_pack(int K, int N, const float *B, int ldb, float *out);
-void ws_sgemm_packed(int M, int N, int K, float alpha, const float *A, int lda, const float *Bpk,
-                     float beta, float *C, int ldc);
-
 
 /* A conv's taps as one product: C = sum_t A_t * B_t (+ beta*C), A_t[i][c] = A[i*lda + t*tap + c]
  * (c < ic), B the taps' [ic x N] blocks stacked ([taps*ic x N]) and packed by ws_sgemm_pack

@@ -405,12 +405,7 @@ static void run(const path *P, int M, int N, int K, float alpha, const aview *A,
                 pack_a(abuf, A, m0, mb, k0, kb, MR);
                 for (int j = 0; j < nb; j += NR) {
                     const int nr = nb - j < NR ? nb - j : NR;
-                    const float *bp = panel0 ? panel0 + (size_t)(j / NR) * pstride : NULL;
-                    _Alignas(64) float one[panel0 ? 1 : KC * 32];
-                    if (!bp) {
-                        pack_b(one, B, ldb, k0, kb, n0 + j, nr, NR);
-                        bp = one;
-                    }
+                    const float *bp = panel0 + (size_t)(j / NR) * pstride;
                     for (int i0 = 0; i0 < mb; i0 += MR) {
                         const int mr = mb - i0 < MR ? mb - i0 : MR;
                         P->k(mr, nr, kb, alpha, abuf + (size_t)i0 * kb, MR, bp, beta, k0 == 0,
@@ -460,20 +455,6 @@ void ws_sgemm_pack(int K, int N, const float *B, int ldb, float *out)
 {
     const int NR = path_of(ws_cpu_isa()).NR;
     pack_b(out, B, ldb, 0, K, 0, N, NR);
-}
-
-void ws_sgemm_packed(int M, int N, int K, float alpha, const float *A, int lda, const float *Bpk,
-                     float beta, float *C, int ldc)
-{
-    if (M <= 0 || N <= 0)
-        return;
-    if (K <= 0) {
-        ws_sgemm(M, N, K, alpha, A, lda, NULL, N, beta, C, ldc);
-        return;
-    }
-    const path P = path_of(ws_cpu_isa());
-    const aview v = { A, lda, 0, K };
-    run(&P, M, N, K, alpha, &v, NULL, 0, Bpk, beta, C, ldc);
 }
 
 void ws_sgemm_conv(int M, int N, int taps, int ic, const float *A, long lda, long tap, const float *Bpk,
