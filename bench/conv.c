@@ -6,6 +6,9 @@
  *   dw_fwd      depthwise causal K4, N2 C1536 T2048, forward
  *   dw_fwdbwd   the same, forward then backward (dx, dw, db)
  *   dil_relu    dense K3 dilation 9 pad 9 + bias + ReLU, N32 C512 T32
+ *   copy        memcpy of the depthwise cases' x (N2 C1536 T2048 floats, 25 MB) to another
+ *               buffer, on each of the threads (a slice each): the copy bandwidth the
+ *               depthwise rows are a fraction of (bytes read + written)
  * One line per case, key=value (bench/run-conv.sh reads it): the median and
  * min over R runs after 3 warm-ups, in microseconds, and the rate (GB/s of the
  * fewest bytes for the depthwise cases, GFLOP/s for the dense one). Inputs are
@@ -47,6 +50,39 @@ static const bcase CASES[] = {
     {"dil_relu", 32, 512, 512, 1, 3, 9, 9, 9, 32, WS_ACT_RELU, 0},
 };
 
+typedef struct {
+    const float *src;
+    float *dst;
+    size_t n;
+} copy_job;
+
+static void copy_task(void *ctx, int ti, int nt)
+{
+    const copy_job *j = ctx;
+    const size_t a = j->n * (size_t)ti / (size_t)nt, b = j->n * (size_t)(ti + 1) / (size_t)nt;
+    memcpy(j->dst + a, j->src + a, (b - a) * sizeof(float));
+}
+
+/* the copy row: x of the depthwise cases, memcpy'd in one slice per thread */
+static void copy_row(int threads, int reps)
+{
+    const size_t n = (size_t)2 * 1536 * 2048;
+    float *src = rnd(n, 1), *dst = malloc(n * sizeof(float));
+    double *ts = malloc(sizeof(double) * (size_t)reps);
+    copy_job j = {src, dst, n};
+    for (int r = -3; r < reps; r++) {
+        double t0 = ws_now();
+        ws_parallel(threads, copy_task, &j);
+        if (r >= 0)
+            ts[r] = 1e6 * (ws_now() - t0);
+    }
+    qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
+    const double med = ts[reps / 2];
+    printf("case=copy threads=%d us=%.1f min_us=%.1f gbps=%.2f gflops=0\n", threads, med, ts[0],
+           8.0 * (double)n / med / 1e3);
+    free(src), free(dst), free(ts);
+}
+
 int main(int argc, char **argv)
 {
     int threads = 1, reps = 20;
@@ -60,6 +96,8 @@ int main(int argc, char **argv)
             only = argv[i + 1];
     }
     int bad = 0;
+    if (!only || !strcmp(only, "copy"))
+        copy_row(threads, reps);
     for (size_t ci = 0; ci < sizeof CASES / sizeof *CASES; ci++) {
         const bcase *b = &CASES[ci];
         if (only && strcmp(only, b->name))

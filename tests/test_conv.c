@@ -46,6 +46,28 @@ Test(conv, gelu_matches_erf_on_dense_grid)
     cr_assert_eq(ws_gelu(0.0f), 0.0f);
     cr_assert_leq(fabsf(ws_gelu(-30.0f)), 1e-30f); /* true value -1e-197 */
     cr_assert_eq(ws_gelu(30.0f), 30.0f);
+    cr_assert_eq(ws_gelu(INFINITY), INFINITY);
+}
+
+Test(conv, fused_gelu_matches_erf_on_dense_grid)
+{
+    double worst = 0, worst_x = 0;
+    for (int i = -200000; i <= 200000; i++) {
+        float x = (float)(i * 5e-5);
+        double e = fabs((double)ws_gelu_fma(x) - oracle_gelu(x));
+        double lim = 1.5e-7 * (fabs(x) > 1 ? fabs(x) : 1);
+        if (e / lim > worst) {
+            worst = e / lim;
+            worst_x = x;
+        }
+    }
+    fprintf(stderr, "gelu (fused): worst error %.3f of the bound at x = %g\n", worst, worst_x);
+    cr_assert_leq(worst, 1.0, "fused gelu error %.3g x the bound at x = %.6g", worst, worst_x);
+    cr_assert(isnan(ws_gelu_fma(NAN)));
+    cr_assert_eq(ws_gelu_fma(0.0f), 0.0f);
+    cr_assert_leq(fabsf(ws_gelu_fma(-30.0f)), 1e-30f);
+    cr_assert_eq(ws_gelu_fma(30.0f), 30.0f);
+    cr_assert_eq(ws_gelu_fma(INFINITY), INFINITY);
 }
 
 Test(conv, vectorised_epilogue_equals_scalar_gelu_bit_for_bit)
@@ -425,6 +447,83 @@ Test(sgemm, every_path_matches_a_float64_product_and_rows_do_not_change_the_bits
             sgemm_case(isa, shapes[s][0], shapes[s][1], shapes[s][2], 0x5e3d0000u + (unsigned)s);
 }
 
+/* The epilogue in the product's last K block (fused in the AVX-512 and AVX2 kernels for GELU
+ * and RELU): its bits against the product alone and then the epilogue on each element, with
+ * tails of rows and columns, K over several blocks, bias, add (row stride past N), beta 1. */
+Test(sgemm, the_epilogue_of_a_product_gives_the_bits_of_the_steps_after_it)
+{
+    const int M = 29, N = 75, taps = 3, ic = 100, K = taps * ic, lda = ic + 5, ldadd = N + 3;
+    ws_rng r = {0x5e3f0000u};
+    const int rows_a = M + taps; /* tap t reads rows i + t */
+    float *A = malloc(sizeof(float) * rows_a * lda), *B = malloc(sizeof(float) * K * N);
+    float *bias = malloc(sizeof(float) * N), *add = malloc(sizeof(float) * M * ldadd);
+    float *C1 = malloc(sizeof(float) * M * N), *C2 = malloc(sizeof(float) * M * N);
+    float *pk = aligned_alloc(64, (ws_sgemm_packed_floats(K, N) + 15) / 16 * 16 * sizeof(float));
+    cr_assert(A && B && bias && add && C1 && C2 && pk);
+    for (int i = 0; i < rows_a * lda; i++)
+        A[i] = (float)(2.0 * ws_rng_uniform(&r) - 1.0);
+    for (int i = 0; i < K * N; i++)
+        B[i] = (float)(0.4 * ws_rng_uniform(&r) - 0.2);
+    for (int j = 0; j < N; j++)
+        bias[j] = (float)(ws_rng_uniform(&r) - 0.5);
+    for (int i = 0; i < M * ldadd; i++)
+        add[i] = (float)(ws_rng_uniform(&r) - 0.5);
+    ws_sgemm_pack(K, N, B, N, pk);
+    const int fused_gelu = ws_cpu_isa() != WS_ISA_SCALAR;
+    static const ws_act acts[] = {WS_ACT_GELU, WS_ACT_RELU, WS_ACT_SILU, WS_ACT_NONE};
+    for (int beta = 0; beta <= 1; beta++)
+        for (size_t ai = 0; ai < sizeof acts / sizeof acts[0]; ai++)
+            for (int with = 0; with < 4; with++) { /* bias and add: neither, one, the other, both */
+                const ws_sgemm_epi e = {with & 1 ? bias : NULL, acts[ai], with & 2 ? add : NULL, ldadd};
+                for (int i = 0; i < M * N; i++)
+                    C1[i] = C2[i] = (float)(i % 7) - 3.0f;
+                ws_sgemm_conv(M, N, taps, ic, A, lda, lda, pk, (float)beta, C1, N, NULL);
+                ws_sgemm_conv(M, N, taps, ic, A, lda, lda, pk, (float)beta, C2, N, &e);
+                for (int i = 0; i < M; i++) {
+                    float *row = C1 + (size_t)i * N;
+                    if (acts[ai] == WS_ACT_GELU && fused_gelu)
+                        for (int j = 0; j < N; j++) {
+                            row[j] = ws_gelu_fma(e.bias ? row[j] + bias[j] : row[j]);
+                            if (e.add)
+                                row[j] += add[(size_t)i * ldadd + j];
+                        }
+                    else
+                        ws_bias_act_rows(row, 1, N, N, e.bias, acts[ai], e.add ? add + (size_t)i * ldadd : NULL);
+                }
+                for (int i = 0; i < M * N; i++)
+                    cr_assert(!memcmp(&C1[i], &C2[i], sizeof(float)),
+                              "%s, act %d, bias %d, add %d, beta %d: (%d, %d) is %.9g, want %.9g", ws_blas_name(),
+                              (int)acts[ai], with & 1, with >> 1, beta, i / N, i % N, C2[i], C1[i]);
+            }
+    free(A), free(B), free(bias), free(add), free(C1), free(C2), free(pk);
+}
+
+Test(conv, the_vector_gelu_gives_the_bits_of_ws_gelu_fma)
+{
+    /* through the fused epilogue of a one-term product (x * 1 = x exactly), on any x */
+    if (ws_cpu_isa() == WS_ISA_SCALAR)
+        cr_skip_test("the plain-C path has no fused epilogue (WS_CPU_ISA=scalar)");
+    enum { M = 64, N = 64 };
+    float *x = rand_array(M, 1.0, 11), *one = malloc(sizeof(float) * N), *bias = rand_array(N, 12.0, 12);
+    float *pk = aligned_alloc(64, (ws_sgemm_packed_floats(1, N) + 15) / 16 * 16 * sizeof(float));
+    float *C = malloc(sizeof(float) * M * N);
+    cr_assert(one && pk && C);
+    x[0] = NAN, x[1] = INFINITY, x[2] = -INFINITY, x[3] = 0.0f, x[4] = -0.0f, x[5] = 1e-30f;
+    for (int j = 0; j < N; j++)
+        one[j] = 1.0f;
+    bias[0] = 0.0f, bias[1] = 90.0f, bias[2] = -90.0f, bias[3] = -1e-38f;
+    ws_sgemm_pack(1, N, one, N, pk);
+    const ws_sgemm_epi e = {bias, WS_ACT_GELU, NULL, 0};
+    ws_sgemm_conv(M, N, 1, 1, x, 1, 0, pk, 0.0f, C, N, &e);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const float want = ws_gelu_fma(x[i] + bias[j]), got = C[(size_t)i * N + j];
+            cr_assert(!memcmp(&want, &got, sizeof got) || (isnan(want) && isnan(got)),
+                      "%s: gelu(%.9g) is %.9g, want %.9g", ws_blas_name(), x[i] + bias[j], got, want);
+        }
+    free(x), free(one), free(bias), free(pk), free(C);
+}
+
 Test(sgemm, packed_b_gives_the_bits_of_b)
 {
     const int M = 29, N = 75, K = 300;
@@ -439,7 +538,7 @@ Test(sgemm, packed_b_gives_the_bits_of_b)
         B[i] = (float)(2.0 * ws_rng_uniform(&r) - 1.0);
     ws_sgemm(M, N, K, 1.0f, A, K, B, N, 0.0f, C1, N);
     ws_sgemm_pack(K, N, B, N, pk);
-    ws_sgemm_conv(M, N, 1, K, A, K, 0, pk, 0.0f, C2, N); /* one tap: the plain product */
+    ws_sgemm_conv(M, N, 1, K, A, K, 0, pk, 0.0f, C2, N, NULL); /* one tap: the plain product */
     cr_assert(!memcmp(C1, C2, sizeof(float) * M * N), "packed B, other bits");
     free(A), free(B), free(C1), free(C2), free(pk);
 }

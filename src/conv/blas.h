@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "ws_conv.h" /* ws_act */
+
 enum { WS_ISA_SCALAR = 0, WS_ISA_AVX2 = 1, WS_ISA_AVX512 = 2 };
 
 /* the path in use (WS_ISA_*), and the best one this CPU and OS have */
@@ -30,10 +32,21 @@ void ws_sgemm_isa(int isa, int M, int N, int K, float alpha, const float *A, int
 size_t ws_sgemm_packed_floats(int K, int N);
 void ws_sgemm_pack(int K, int N, const float *B, int ldb, float *out);
 
+/* The epilogue of a product: C = act(C + bias) + add, applied to each tile of C while it
+ * is in registers (bias [N] or NULL; add row i at add + i*ldadd, or NULL). GELU and RELU
+ * run in the AVX-512 and AVX2 kernels (GELU: ws_gelu_fma's arithmetic, bit for bit); SILU
+ * and the plain-C path run ws_bias_act_rows on the tile right after it is stored. */
+typedef struct {
+    const float *bias;
+    ws_act act;
+    const float *add;
+    long ldadd;
+} ws_sgemm_epi;
+
 /* A conv's taps as one product: C = sum_t A_t * B_t (+ beta*C), A_t[i][c] = A[i*lda + t*tap + c]
  * (c < ic), B the taps' [ic x N] blocks stacked ([taps*ic x N]) and packed by ws_sgemm_pack
- * (K = taps*ic); alpha 1. Summed in the order of (t, c). */
+ * (K = taps*ic); alpha 1. Summed in the order of (t, c); then the epilogue e (or none: NULL). */
 void ws_sgemm_conv(int M, int N, int taps, int ic, const float *A, long lda, long tap, const float *Bpk,
-                   float beta, float *C, int ldc);
+                   float beta, float *C, int ldc, const ws_sgemm_epi *e);
 
 #endif

@@ -6,8 +6,8 @@
  *   Y[t0:t1, :] = sum_k  X_k[t0:t1, :] (rows of xp) * W_k   (W_k = w[:, :, k]^T, [IC][OC])
  * with no im2col copy: the sgemm packs blocks of the K views' rows side by side
  * (ws_sgemm_conv), one product of depth K*IC. Output rows are split into one
- * contiguous range per thread and walked in blocks of ROW_BLOCK rows: the product
- * then the epilogue (bias, GELU, add) while the block is still in cache.
+ * contiguous range per thread and walked in blocks of ROW_BLOCK rows; the epilogue
+ * (bias, GELU, add) runs on each tile of the product as its last sums leave the registers.
  * Validated by tests/test_conv.c (delta, linearity, shift, oracle).
  */
 #include <stdlib.h>
@@ -93,10 +93,9 @@ static void conv_worker(void *ctx, int ti, int nt)
         int mb = r1 - t0 < ROW_BLOCK ? r1 - t0 : ROW_BLOCK;
         float *y = j->y + (size_t)t0 * j->ldy;
         /* the K taps as one product: tap k of row t is row s*t + dil*k of xp */
+        const ws_sgemm_epi e = { j->cv->bias, c->act, j->add ? j->add + (size_t)t0 * OC : NULL, OC };
         ws_sgemm_conv(mb, OC, c->kernel, IC, j->xp + (size_t)s * t0 * IC, (long)s * IC,
-                      (long)c->dilation * IC, j->cv->wpk, 0.0f, y, j->ldy);
-        ws_bias_act_rows(y, mb, j->ldy, OC, j->cv->bias, c->act,
-                         j->add ? j->add + (size_t)t0 * OC : NULL);
+                      (long)c->dilation * IC, j->cv->wpk, 0.0f, y, j->ldy, &e);
     }
 }
 

@@ -57,6 +57,10 @@ void ws_rowconv_run_rows(const ws_rowconv *cv, const float *xp, int row0, int n_
  * (tests/test_conv.c: gelu_matches_erf_on_dense_grid). */
 float ws_gelu(float x);
 
+/* The same GELU with its multiply-adds fused (fmaf), in the order the AVX-512 and AVX2
+ * conv epilogues (sgemm.c) compute it lane by lane: their bits, and the same bound. */
+float ws_gelu_fma(float x);
+
 /* In place over rows [0, n_rows) of y (row stride ldy, n columns):
  * y = act(y + bias) + add (bias [n] or NULL; add [n_rows][n] or NULL). */
 void ws_bias_act_rows(float *y, int n_rows, int ldy, int n, const float *bias, ws_act act,

@@ -16,6 +16,7 @@
  * the same exp on -|x|: relative error about 2 float32 ulps, tests/test_engine.c).
  * Measured max |error| vs erf in double over [-10, 10]: tests/test_conv.c.
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -71,7 +72,8 @@ static inline __attribute__((always_inline)) float erfc_nonneg(float z)
 static inline __attribute__((always_inline)) float gelu_inline(float x)
 {
     const float ax = x < 0.0f ? -x : x;
-    return (x > 0.0f ? x : 0.0f) - 0.5f * ax * erfc_nonneg(ax * 0.70710678118654752f);
+    /* the factor capped at FLT_MAX, so that gelu(inf) = inf (not inf * 0) */
+    return (x > 0.0f ? x : 0.0f) - 0.5f * (ax < FLT_MAX ? ax : FLT_MAX) * erfc_nonneg(ax * 0.70710678118654752f);
 }
 
 /* silu(x) = x * sigmoid(x), sigmoid from e = exp(-|x|) so that exp never overflows:
@@ -86,6 +88,43 @@ static inline __attribute__((always_inline)) float silu_inline(float x)
 float ws_gelu(float x)
 {
     return gelu_inline(x);
+}
+
+/* gelu_inline's steps with every a*b + c fused: the scalar model of sgemm.c's gelu512 and
+ * gelu256, which must give its bits lane for lane (tests/test_conv.c) */
+float ws_gelu_fma(float x)
+{
+    const float ax = fabsf(x), z = ax * 0.70710678118654752f;
+    const float t = 1.0f / fmaf(0.5f, z, 1.0f);
+    float q = 0.17087277f;
+    q = fmaf(q, t, -0.82215223f);
+    q = fmaf(q, t, 1.48851587f);
+    q = fmaf(q, t, -1.13520398f);
+    q = fmaf(q, t, 0.27886807f);
+    q = fmaf(q, t, -0.18628806f);
+    q = fmaf(q, t, 0.09678418f);
+    q = fmaf(q, t, 0.37409196f);
+    q = fmaf(q, t, 1.00002368f);
+    q = fmaf(q, t, -1.26551223f);
+    float a = fmaf(-z, z, q);
+    a = a > -87.0f ? a : -87.0f; /* NaN: -87 (the vector max's rule); t carries the NaN */
+    pun k;
+    k.f = fmaf(a, 1.44269504088896341f, 12582912.0f);
+    const float fn = k.f - 12582912.0f;
+    const int32_t n = k.i - 0x4B400000;
+    float r = fmaf(-fn, 0.693359375f, a);
+    r = fmaf(fn, 2.12194440e-4f, r);
+    float p = 1.9875691500e-4f;
+    p = fmaf(p, r, 1.3981999507e-3f);
+    p = fmaf(p, r, 8.3334519073e-3f);
+    p = fmaf(p, r, 4.1665795894e-2f);
+    p = fmaf(p, r, 1.6666665459e-1f);
+    p = fmaf(p, r, 5.0000001201e-1f);
+    p = fmaf(p * r, r, r) + 1.0f;
+    pun scale;
+    scale.i = (n + 127) << 23;
+    const float erfc = t * (p * scale.f);
+    return fmaf(-(0.5f * (ax < FLT_MAX ? ax : FLT_MAX)), erfc, x > 0.0f ? x : 0.0f);
 }
 
 /* The clones are static: GCC gives a non-static target_clones function's dispatcher

@@ -22,6 +22,7 @@
  * has). Tested by tests/test_conv.c (every path against a float64 product; bits across
  * blockings) and by the engine's tests under each path.
  */
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -165,7 +166,7 @@ static void pack_a(float *out, const aview *v, int m0, int mb, int k0, int kb, i
  * first: the first K block of the call (beta applies); nr <= NR columns stored */
 
 typedef void (*ukernel_fn)(int mr, int nr, int kc, float alpha, const float *A, long lda, const float *Bp,
-                           float beta, int first, float *C, long ldc);
+                           float beta, int first, float *C, long ldc, const ws_sgemm_epi *e);
 
 static inline float out_scalar(float acc, float alpha, float beta, int first, const float *c)
 {
@@ -175,8 +176,9 @@ static inline float out_scalar(float acc, float alpha, float beta, int first, co
 }
 
 static void ukernel_c(int mr, int nr, int kc, float alpha, const float *A, long lda, const float *Bp,
-                      float beta, int first, float *C, long ldc)
+                      float beta, int first, float *C, long ldc, const ws_sgemm_epi *e)
 {
+    (void)e; /* never fused: run() applies the epilogue after the tile */
     enum { NR = 16, MR = 4 };
     float acc[MR][NR];
     memset(acc, 0, sizeof acc);
@@ -198,9 +200,70 @@ static void ukernel_c(int mr, int nr, int kc, float alpha, const float *A, long 
 #define AVX2 __attribute__((target("avx2,fma")))
 
 /* MR_ rows (a constant at each call site, so the loops unroll into registers) */
+/* ws_gelu_fma lane by lane (gelu.c has the steps and the reasons) */
+static inline __attribute__((always_inline)) AVX512 __m512 gelu512(__m512 x)
+{
+#define S(v) _mm512_set1_ps(v)
+    const __m512 ax = _mm512_abs_ps(x), z = _mm512_mul_ps(ax, S(0.70710678118654752f));
+    const __m512 t = _mm512_div_ps(S(1.0f), _mm512_fmadd_ps(S(0.5f), z, S(1.0f)));
+    __m512 q = S(0.17087277f);
+    q = _mm512_fmadd_ps(q, t, S(-0.82215223f));
+    q = _mm512_fmadd_ps(q, t, S(1.48851587f));
+    q = _mm512_fmadd_ps(q, t, S(-1.13520398f));
+    q = _mm512_fmadd_ps(q, t, S(0.27886807f));
+    q = _mm512_fmadd_ps(q, t, S(-0.18628806f));
+    q = _mm512_fmadd_ps(q, t, S(0.09678418f));
+    q = _mm512_fmadd_ps(q, t, S(0.37409196f));
+    q = _mm512_fmadd_ps(q, t, S(1.00002368f));
+    q = _mm512_fmadd_ps(q, t, S(-1.26551223f));
+    const __m512 a = _mm512_max_ps(_mm512_fnmadd_ps(z, z, q), S(-87.0f)); /* NaN: -87 */
+    const __m512 k = _mm512_fmadd_ps(a, S(1.44269504088896341f), S(12582912.0f));
+    const __m512 fn = _mm512_sub_ps(k, S(12582912.0f));
+    const __m512i n = _mm512_sub_epi32(_mm512_castps_si512(k), _mm512_set1_epi32(0x4B400000));
+    __m512 r = _mm512_fnmadd_ps(fn, S(0.693359375f), a);
+    r = _mm512_fmadd_ps(fn, S(2.12194440e-4f), r);
+    __m512 p = S(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, S(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, S(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, S(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, S(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, S(5.0000001201e-1f));
+    p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), S(1.0f));
+    const __m512 scale =
+        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23));
+    const __m512 erfc = _mm512_mul_ps(t, _mm512_mul_ps(p, scale));
+    const __m512 h = _mm512_mul_ps(S(0.5f), _mm512_min_ps(ax, S(FLT_MAX))); /* NaN: FLT_MAX */
+    return _mm512_fnmadd_ps(h, erfc, _mm512_max_ps(x, _mm512_setzero_ps()));
+#undef S
+}
+
+/* the epilogue on a tile of final sums t[mr][32]: C = act(t + bias) + add, columns < nr
+ * (e's pointers at the tile's first row and column) */
+static AVX512 void epi512(const float *t, int mr, int nr, const ws_sgemm_epi *e, float *C, long ldc)
+{
+    const __mmask16 m[2] = { nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1),
+                             nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1) };
+    const __m512 b[2] = { e->bias ? _mm512_maskz_loadu_ps(m[0], e->bias) : _mm512_setzero_ps(),
+                          e->bias ? _mm512_maskz_loadu_ps(m[1], e->bias + 16) : _mm512_setzero_ps() };
+    for (int i = 0; i < 2 * mr; i++) {
+        const int r = i >> 1, h = i & 1;
+        __m512 v = _mm512_load_ps(t + r * 32 + h * 16);
+        if (e->bias)
+            v = _mm512_add_ps(v, b[h]);
+        if (e->act == WS_ACT_GELU)
+            v = gelu512(v);
+        else if (e->act == WS_ACT_RELU)
+            v = _mm512_max_ps(v, _mm512_setzero_ps()); /* NaN and -0: +0, as the C loop */
+        if (e->add)
+            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m[h], e->add + r * e->ldadd + h * 16));
+        _mm512_mask_storeu_ps(C + r * ldc + h * 16, m[h], v);
+    }
+}
+
 static inline __attribute__((always_inline)) AVX512 void k512(const int MR_, int nr, int kc, float alpha,
                                                                 const float *A, long lda, const float *Bp,
-                                                                float beta, int first, float *C, long ldc)
+                                                                float beta, int first, float *C, long ldc,
+                                                                const ws_sgemm_epi *e)
 {
     __m512 c0[12], c1[12];
 #pragma GCC unroll 12
@@ -219,6 +282,7 @@ static inline __attribute__((always_inline)) AVX512 void k512(const int MR_, int
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     const __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
     const __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+    float tile[12 * 32] __attribute__((aligned(64))); /* the final sums, for the epilogue */
 #pragma GCC unroll 12
     for (int r = 0; r < MR_; r++) {
         float *c = C + r * ldc;
@@ -230,18 +294,26 @@ static inline __attribute__((always_inline)) AVX512 void k512(const int MR_, int
             o0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, c), o0);
             o1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, c + 16), o1);
         }
-        _mm512_mask_storeu_ps(c, m0, o0);
-        _mm512_mask_storeu_ps(c + 16, m1, o1);
+        if (e) {
+            _mm512_store_ps(tile + r * 32, o0);
+            _mm512_store_ps(tile + r * 32 + 16, o1);
+        } else {
+            _mm512_mask_storeu_ps(c, m0, o0);
+            _mm512_mask_storeu_ps(c + 16, m1, o1);
+        }
     }
+    if (e)
+        epi512(tile, MR_, nr, e, C, ldc);
 }
 
 static AVX512 void ukernel_512(int mr, int nr, int kc, float alpha, const float *A, long lda,
-                               const float *Bp, float beta, int first, float *C, long ldc)
+                               const float *Bp, float beta, int first, float *C, long ldc,
+                               const ws_sgemm_epi *e)
 {
     switch (mr) {
 #define K512(m)                                                                                    \
     case m:                                                                                        \
-        k512(m, nr, kc, alpha, A, lda, Bp, beta, first, C, ldc);                                   \
+        k512(m, nr, kc, alpha, A, lda, Bp, beta, first, C, ldc, e);                                \
         break;
         K512(12) K512(11) K512(10) K512(9) K512(8) K512(7) K512(6) K512(5) K512(4) K512(3) K512(2)
         K512(1)
@@ -251,9 +323,79 @@ static AVX512 void ukernel_512(int mr, int nr, int kc, float alpha, const float 
     }
 }
 
+/* ws_gelu_fma lane by lane, as gelu512 */
+static inline __attribute__((always_inline)) AVX2 __m256 gelu256(__m256 x)
+{
+#define S(v) _mm256_set1_ps(v)
+    const __m256 ax = _mm256_andnot_ps(S(-0.0f), x), z = _mm256_mul_ps(ax, S(0.70710678118654752f));
+    const __m256 t = _mm256_div_ps(S(1.0f), _mm256_fmadd_ps(S(0.5f), z, S(1.0f)));
+    __m256 q = S(0.17087277f);
+    q = _mm256_fmadd_ps(q, t, S(-0.82215223f));
+    q = _mm256_fmadd_ps(q, t, S(1.48851587f));
+    q = _mm256_fmadd_ps(q, t, S(-1.13520398f));
+    q = _mm256_fmadd_ps(q, t, S(0.27886807f));
+    q = _mm256_fmadd_ps(q, t, S(-0.18628806f));
+    q = _mm256_fmadd_ps(q, t, S(0.09678418f));
+    q = _mm256_fmadd_ps(q, t, S(0.37409196f));
+    q = _mm256_fmadd_ps(q, t, S(1.00002368f));
+    q = _mm256_fmadd_ps(q, t, S(-1.26551223f));
+    const __m256 a = _mm256_max_ps(_mm256_fnmadd_ps(z, z, q), S(-87.0f)); /* NaN: -87 */
+    const __m256 k = _mm256_fmadd_ps(a, S(1.44269504088896341f), S(12582912.0f));
+    const __m256 fn = _mm256_sub_ps(k, S(12582912.0f));
+    const __m256i n = _mm256_sub_epi32(_mm256_castps_si256(k), _mm256_set1_epi32(0x4B400000));
+    __m256 r = _mm256_fnmadd_ps(fn, S(0.693359375f), a);
+    r = _mm256_fmadd_ps(fn, S(2.12194440e-4f), r);
+    __m256 p = S(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, S(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, S(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, S(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, S(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, S(5.0000001201e-1f));
+    p = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), S(1.0f));
+    const __m256 scale =
+        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
+    const __m256 erfc = _mm256_mul_ps(t, _mm256_mul_ps(p, scale));
+    const __m256 h = _mm256_mul_ps(S(0.5f), _mm256_min_ps(ax, S(FLT_MAX)));
+    return _mm256_fnmadd_ps(h, erfc, _mm256_max_ps(x, _mm256_setzero_ps()));
+#undef S
+}
+
+/* epi512 for a tile t[mr][16]; a tail of columns (nr < 16) through zero-padded copies */
+static AVX2 void epi256(const float *t, int mr, int nr, const ws_sgemm_epi *e, float *C, long ldc)
+{
+    float bias[16] __attribute__((aligned(32))) = { 0 }, row[16] __attribute__((aligned(32)));
+    if (e->bias)
+        memcpy(bias, e->bias, (size_t)nr * sizeof(float));
+    for (int i = 0; i < 2 * mr; i++) {
+        const int r = i >> 1, h = i & 1;
+        __m256 v = _mm256_load_ps(t + r * 16 + h * 8);
+        if (e->bias)
+            v = _mm256_add_ps(v, _mm256_load_ps(bias + h * 8));
+        if (e->act == WS_ACT_GELU)
+            v = gelu256(v);
+        else if (e->act == WS_ACT_RELU)
+            v = _mm256_max_ps(v, _mm256_setzero_ps());
+        const float *ad = e->add ? e->add + r * e->ldadd + h * 8 : NULL;
+        float *c = C + r * ldc + h * 8;
+        if (nr == 16) {
+            if (ad)
+                v = _mm256_add_ps(v, _mm256_loadu_ps(ad));
+            _mm256_storeu_ps(c, v);
+            continue;
+        }
+        const int w = nr - h * 8 < 8 ? nr - h * 8 : 8;
+        if (w <= 0)
+            continue;
+        _mm256_store_ps(row, v);
+        for (int j = 0; j < w; j++)
+            c[j] = ad ? row[j] + ad[j] : row[j];
+    }
+}
+
 static inline __attribute__((always_inline)) AVX2 void k256(const int MR_, int nr, int kc, float alpha,
                                                               const float *A, long lda, const float *Bp,
-                                                              float beta, int first, float *C, long ldc)
+                                                              float beta, int first, float *C, long ldc,
+                                                              const ws_sgemm_epi *e)
 {
     __m256 c0[6], c1[6];
 #pragma GCC unroll 6
@@ -270,6 +412,28 @@ static inline __attribute__((always_inline)) AVX2 void k256(const int MR_, int n
         }
     }
     const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    if (e) { /* the final sums to a tile, then the epilogue */
+        float tile[6 * 16] __attribute__((aligned(32)));
+#pragma GCC unroll 6
+        for (int r = 0; r < MR_; r++) {
+            __m256 o0 = _mm256_mul_ps(va, c0[r]), o1 = _mm256_mul_ps(va, c1[r]);
+            if (!first || beta != 0.0f) { /* C as the tail path reads it: columns < nr */
+                float old[16] = { 0 };
+                memcpy(old, C + r * ldc, (size_t)nr * sizeof(float));
+                if (!first) {
+                    o0 = _mm256_add_ps(_mm256_loadu_ps(old), o0);
+                    o1 = _mm256_add_ps(_mm256_loadu_ps(old + 8), o1);
+                } else {
+                    o0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(old), o0);
+                    o1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(old + 8), o1);
+                }
+            }
+            _mm256_store_ps(tile + r * 16, o0);
+            _mm256_store_ps(tile + r * 16 + 8, o1);
+        }
+        epi256(tile, MR_, nr, e, C, ldc);
+        return;
+    }
     if (nr == 16) {
 #pragma GCC unroll 6
         for (int r = 0; r < MR_; r++) {
@@ -299,12 +463,13 @@ static inline __attribute__((always_inline)) AVX2 void k256(const int MR_, int n
 }
 
 static AVX2 void ukernel_256(int mr, int nr, int kc, float alpha, const float *A, long lda,
-                             const float *Bp, float beta, int first, float *C, long ldc)
+                             const float *Bp, float beta, int first, float *C, long ldc,
+                             const ws_sgemm_epi *e)
 {
     switch (mr) {
 #define K256(m)                                                                                    \
     case m:                                                                                        \
-        k256(m, nr, kc, alpha, A, lda, Bp, beta, first, C, ldc);                                   \
+        k256(m, nr, kc, alpha, A, lda, Bp, beta, first, C, ldc, e);                                \
         break;
         K256(6) K256(5) K256(4) K256(3) K256(2) K256(1)
 #undef K256
@@ -319,19 +484,20 @@ static AVX2 void ukernel_256(int mr, int nr, int kc, float alpha, const float *A
 typedef struct {
     int MR, NR;
     ukernel_fn k;
+    int fused; /* the kernel applies GELU and RELU epilogues itself */
 } path;
 
 static path path_of(int isa)
 {
 #if WS_X86
     if (isa == WS_ISA_AVX512)
-        return (path){ 12, 32, ukernel_512 };
+        return (path){ 12, 32, ukernel_512, 1 };
     if (isa == WS_ISA_AVX2)
-        return (path){ 6, 16, ukernel_256 };
+        return (path){ 6, 16, ukernel_256, 1 };
 #else
     (void)isa;
 #endif
-    return (path){ 4, 16, ukernel_c };
+    return (path){ 4, 16, ukernel_c, 0 };
 }
 
 /* the per-thread packing buffer, freed when the thread ends */
@@ -364,10 +530,21 @@ static float *pack_buffer(void)
 
 /* C = alpha*A*B + beta*C, B given as panels: bp(k0, n0) the panel of columns n0.. at row k0,
  * pstride floats from one panel to the next */
+/* the epilogue e on rows [i0, i0 + mr) and columns [j0, j0 + nr) of C, after they are stored */
+static void epi_after(const ws_sgemm_epi *e, int i0, int mr, int j0, int nr, float *C, int ldc)
+{
+    for (int r = 0; r < mr; r++)
+        ws_bias_act_rows(C + (size_t)(i0 + r) * ldc + j0, 1, ldc, nr, e->bias ? e->bias + j0 : NULL,
+                         e->act, e->add ? e->add + (size_t)(i0 + r) * e->ldadd + j0 : NULL);
+}
+
 static void run(const path *P, int M, int N, int K, float alpha, const aview *A, const float *B,
-                int ldb, const float *Bpk, float beta, float *C, int ldc)
+                int ldb, const float *Bpk, float beta, float *C, int ldc, const ws_sgemm_epi *e)
 {
     const int MR = P->MR, NR = P->NR;
+    if (e && !e->bias && !e->add && e->act == WS_ACT_NONE)
+        e = NULL;
+    const int fused = e && P->fused && e->act != WS_ACT_SILU;
     float *buf = pack_buffer();
     if (!buf) { /* no memory for the packing blocks: plain loops, the same order of k */
         for (int i = 0; i < M; i++)
@@ -381,6 +558,8 @@ static void run(const path *P, int M, int N, int K, float alpha, const aview *A,
                 float *c = C + (size_t)i * ldc + jj;
                 *c = beta == 0.0f ? alpha * acc : beta * *c + alpha * acc;
             }
+        if (e)
+            epi_after(e, 0, M, 0, N, C, ldc);
         return;
     }
     float *abuf = buf + (size_t)KC * NC;
@@ -406,10 +585,21 @@ static void run(const path *P, int M, int N, int K, float alpha, const aview *A,
                 for (int j = 0; j < nb; j += NR) {
                     const int nr = nb - j < NR ? nb - j : NR;
                     const float *bp = panel0 + (size_t)(j / NR) * pstride;
+                    const int last = e && k0 + kb == K; /* the tiles' final sums */
                     for (int i0 = 0; i0 < mb; i0 += MR) {
-                        const int mr = mb - i0 < MR ? mb - i0 : MR;
-                        P->k(mr, nr, kb, alpha, abuf + (size_t)i0 * kb, MR, bp, beta, k0 == 0,
-                             C + (size_t)(m0 + i0) * ldc + n0 + j, ldc);
+                        const int mr = mb - i0 < MR ? mb - i0 : MR, i = m0 + i0, jc = n0 + j;
+                        float *c = C + (size_t)i * ldc + jc;
+                        if (last && fused) {
+                            const ws_sgemm_epi te = { e->bias ? e->bias + jc : NULL, e->act,
+                                                      e->add ? e->add + (size_t)i * e->ldadd + jc : NULL,
+                                                      e->ldadd };
+                            P->k(mr, nr, kb, alpha, abuf + (size_t)i0 * kb, MR, bp, beta, k0 == 0, c, ldc,
+                                 &te);
+                            continue;
+                        }
+                        P->k(mr, nr, kb, alpha, abuf + (size_t)i0 * kb, MR, bp, beta, k0 == 0, c, ldc, NULL);
+                        if (last)
+                            epi_after(e, i, mr, jc, nr, C, ldc);
                     }
                 }
             }
@@ -430,7 +620,7 @@ void ws_sgemm(int M, int N, int K, float alpha, const float *A, int lda, const f
     }
     const path P = path_of(ws_cpu_isa());
     const aview v = { A, lda, 0, K };
-    run(&P, M, N, K, alpha, &v, B, ldb, NULL, beta, C, ldc);
+    run(&P, M, N, K, alpha, &v, B, ldb, NULL, beta, C, ldc, NULL);
 }
 
 void ws_sgemm_isa(int isa, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
@@ -442,7 +632,7 @@ void ws_sgemm_isa(int isa, int M, int N, int K, float alpha, const float *A, int
     }
     const path P = path_of(isa < ws_cpu_isa_have() ? isa : ws_cpu_isa_have());
     const aview v = { A, lda, 0, K };
-    run(&P, M, N, K, alpha, &v, B, ldb, NULL, beta, C, ldc);
+    run(&P, M, N, K, alpha, &v, B, ldb, NULL, beta, C, ldc, NULL);
 }
 
 size_t ws_sgemm_packed_floats(int K, int N)
@@ -458,11 +648,11 @@ void ws_sgemm_pack(int K, int N, const float *B, int ldb, float *out)
 }
 
 void ws_sgemm_conv(int M, int N, int taps, int ic, const float *A, long lda, long tap, const float *Bpk,
-                   float beta, float *C, int ldc)
+                   float beta, float *C, int ldc, const ws_sgemm_epi *e)
 {
     if (M <= 0 || N <= 0 || taps <= 0 || ic <= 0)
         return;
     const path P = path_of(ws_cpu_isa());
     const aview v = { A, lda, tap, ic };
-    run(&P, M, N, taps * ic, 1.0f, &v, NULL, 0, Bpk, beta, C, ldc);
+    run(&P, M, N, taps * ic, 1.0f, &v, NULL, 0, Bpk, beta, C, ldc, e);
 }
