@@ -6,8 +6,9 @@
  *            xpad = samples, then zeros up to the padded length N, then
  *            np.pad reflect at both ends (period 2(N-1), repeated for N < 201)
  *   FFT      one FFTW r2c plan of howmany = BLOCK, made once     [BLOCK][201]
- *   mel      sparse: band m sums bins [lo[m], hi[m]) only
- *   log      log10(max(mel, 1e-10)), time-major                  [F][n_mels]
+ *   mel      sparse: band m sums bins [lo[m], hi[m]) only, the block's frames side by
+ *            side in vector lanes
+ *   log      log10(max(mel, 1e-10)), band-major                  [n_mels][F]
  * A frame whose 400 samples are all zero (the padding) skips the FFT: its
  * mel energy is exactly 0, log -10. Then one pass floors at max - 8,
  * scales (x + 4) / 4 and transposes into channel-major windows.
@@ -183,13 +184,18 @@ static size_t reflect_index(long long i, size_t len)
 }
 
 /* Windowed frame t into dst[400]; returns 0 when every sample is zero. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+window_mul(const float *restrict hann, const float *restrict src, float *restrict dst)
+{
+    for (int i = 0; i < WS_N_FFT; i++)
+        dst[i] = hann[i] * src[i];
+}
+
 static int gather_frame(const padded_signal *s, const float *hann, long long t, float *dst)
 {
     const long long start = t * WS_HOP - WS_N_FFT / 2;
     if (start >= 0 && (size_t)start + WS_N_FFT <= s->n) {
-        const float *src = s->x + start;
-        for (int i = 0; i < WS_N_FFT; i++)
-            dst[i] = hann[i] * src[i];
+        window_mul(hann, s->x + start, dst);
         return 1;
     }
     int any = 0;
@@ -202,18 +208,39 @@ static int gather_frame(const padded_signal *s, const float *hann, long long t, 
     return any;
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static void log10_rows(float *v, int n)
+
+/* a block's BLOCK spectra X [BLOCK][201] to log-Mel mel[k][b] (band-major), vectorised over
+ * the block's frames: pw[f][b] = |X[b][f]|^2, then band k's sum over its bins in order (the
+ * same sums, in the same order, as one frame at a time), floored and log10'd. Frames of the
+ * block past the thread's range hold stale values that are never read. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+bands_block(const ws_mel *m, const fftwf_complex *X, float *restrict pw, float *restrict mel)
 {
-    for (int i = 0; i < n; i++)
-        v[i] = log10_pos(v[i]);
+    for (int b = 0; b < BLOCK; b++)
+        for (int f = 0; f < WS_N_BINS; f++) {
+            const float re = X[(size_t)b * WS_N_BINS + f][0], im = X[(size_t)b * WS_N_BINS + f][1];
+            pw[(size_t)f * BLOCK + b] = re * re + im * im;
+        }
+    for (int k = 0; k < m->n_mels; k++) {
+        const float *w = m->band_w + m->band_off[k];
+        const float *p = pw + (size_t)m->band_lo[k] * BLOCK;
+        float s[BLOCK];
+        for (int b = 0; b < BLOCK; b++)
+            s[b] = 0.0f;
+        for (int j = 0; j < m->band_len[k]; j++)
+            for (int b = 0; b < BLOCK; b++)
+                s[b] += w[j] * p[(size_t)j * BLOCK + b];
+        float *o = mel + (size_t)k * BLOCK;
+        for (int b = 0; b < BLOCK; b++)
+            o[b] = log10_pos(s[b] > LOG_FLOOR_ENERGY ? s[b] : LOG_FLOOR_ENERGY);
+    }
 }
 
 typedef struct {
     const ws_mel *m;
     padded_signal sig;
     long long n_frames; /* frames to compute */
-    float *logmel;      /* [n_frames][n_mels] */
+    float *logmel;      /* [n_mels][n_frames], band-major */
     float *thread_max;  /* [n_threads] */
     int failed;
 } mel_job;
@@ -227,9 +254,10 @@ static void mel_worker(void *ctx, int ti, int nt)
     long long t0 = per * ti, t1 = t0 + per < job->n_frames ? t0 + per : job->n_frames;
     float *in = fftwf_malloc(sizeof(float) * BLOCK * WS_N_FFT);
     fftwf_complex *out = fftwf_malloc(sizeof(fftwf_complex) * BLOCK * WS_N_BINS);
-    float power[WS_N_BINS];
+    float *power = fftwf_malloc(sizeof(float) * WS_N_BINS * BLOCK);
+    float *mel = fftwf_malloc(sizeof(float) * (size_t)nm * BLOCK);
     float vmax = -INFINITY;
-    if (!in || !out) {
+    if (!in || !out || !power || !mel) {
         job->failed = 1;
         goto done;
     }
@@ -241,35 +269,54 @@ static void mel_worker(void *ctx, int ti, int nt)
             any |= nonzero[b] = gather_frame(&job->sig, m->hann, tb + b, in + b * WS_N_FFT);
         if (any) /* the plan is for BLOCK frames; a short tail block ignores the rest */
             fftwf_execute_dft_r2c(m->plan, in, out);
-        for (int b = 0; b < nb; b++) {
-            float *dst = job->logmel + (size_t)(tb + b) * nm;
-            if (!nonzero[b]) {
+        if (any)
+            bands_block(m, out, power, mel);
+        for (int b = 0; b < nb; b++) /* an all-zero frame: log10(1e-10) in every band */
+            if (!nonzero[b])
                 for (int k = 0; k < nm; k++)
-                    dst[k] = -10.0f; /* log10(1e-10) */
-                if (-10.0f > vmax)
-                    vmax = -10.0f;
-                continue;
-            }
-            const fftwf_complex *X = out + (size_t)b * WS_N_BINS;
-            for (int f = 0; f < WS_N_BINS; f++)
-                power[f] = X[f][0] * X[f][0] + X[f][1] * X[f][1];
-            for (int k = 0; k < nm; k++) {
-                const float *w = m->band_w + m->band_off[k];
-                const float *p = power + m->band_lo[k];
-                float s = 0.0f;
-                for (int j = 0; j < m->band_len[k]; j++)
-                    s += w[j] * p[j];
-                dst[k] = s > LOG_FLOOR_ENERGY ? s : LOG_FLOOR_ENERGY;
-            }
-            log10_rows(dst, nm);
-            for (int k = 0; k < nm; k++)
-                vmax = dst[k] > vmax ? dst[k] : vmax;
+                    mel[(size_t)k * BLOCK + b] = -10.0f;
+        for (int k = 0; k < nm; k++) {
+            const float *src = mel + (size_t)k * BLOCK;
+            memcpy(job->logmel + (size_t)k * job->n_frames + tb, src, sizeof(float) * (size_t)nb);
+            for (int b = 0; b < nb; b++)
+                vmax = src[b] > vmax ? src[b] : vmax;
         }
     }
 done:
     job->thread_max[ti] = vmax;
     fftwf_free(in);
     fftwf_free(out);
+    fftwf_free(power);
+    fftwf_free(mel);
+}
+
+typedef struct {
+    const float *logmel;
+    float *data;
+    float floor_v;
+    long long content, n_frames;
+    int nm, n_win, win_frames;
+} out_job;
+
+/* rows [(w, k)] of the output: window w, band k, frame j <- logmel[k][w*win_frames + j],
+ * floored and scaled */
+static void out_worker(void *ctx, int ti, int nt)
+{
+    const out_job *J = ctx;
+    const long long rows = (long long)J->n_win * J->nm;
+    for (long long r = rows * ti / nt; r < rows * (ti + 1) / nt; r++) {
+        const int w = (int)(r / J->nm), k = (int)(r % J->nm);
+        float *dst = J->data + (size_t)r * J->win_frames;
+        for (int j = 0; j < J->win_frames; j++) {
+            const long long t = (long long)w * J->win_frames + j;
+            if (t >= J->content) { /* --pad mel0: pad_or_trim fills with 0.0 */
+                dst[j] = 0.0f;
+                continue;
+            }
+            const float l = J->logmel[(size_t)k * J->n_frames + t];
+            dst[j] = ((l > J->floor_v ? l : J->floor_v) + 4.0f) / 4.0f;
+        }
+    }
 }
 
 int ws_mel_compute(ws_mel *m, const float *x, size_t n, ws_pad pad, ws_mel_out *o, ws_err *err)
@@ -352,21 +399,10 @@ int ws_mel_compute_nt(const ws_mel *m, const float *x, size_t n, ws_pad pad, int
             gmax = tmax[i];
     const float floor_v = gmax - DYN_RANGE;
 
-    /* floor, scale, transpose: window w, band k, frame j <- logmel[w*win_frames + j][k] */
-    for (int w = 0; w < n_win; w++) {
-        for (int k = 0; k < nm; k++) {
-            float *dst = data + ((size_t)w * nm + k) * win_frames;
-            for (int j = 0; j < win_frames; j++) {
-                long long t = (long long)w * win_frames + j;
-                if (t >= content) { /* --pad mel0: pad_or_trim fills with 0.0 */
-                    dst[j] = 0.0f;
-                    continue;
-                }
-                float l = logmel[(size_t)t * nm + k];
-                dst[j] = ((l > floor_v ? l : floor_v) + 4.0f) / 4.0f;
-            }
-        }
-    }
+    /* floor, scale, transpose, (window, band) rows split over the threads */
+    out_job oj = {logmel, data, floor_v, content, n_frames, nm, n_win, win_frames};
+    const int rows = n_win * nm;
+    ws_parallel(n_threads < 1 ? 1 : n_threads < rows ? n_threads : rows, out_worker, &oj);
     free(logmel);
     o->data = data;
     o->n_windows = n_win;
