@@ -471,6 +471,68 @@ int ws_ncpu(void)
     return ncpu_value;
 }
 
+/* ws_scratch_take: one kept buffer per thread, in a struct held by a pthread key (freed with
+ * its buffer when the thread ends); busy while taken, so that a nested take allocates. */
+typedef struct {
+    void *p;
+    size_t n;
+    int busy;
+} scratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *v)
+{
+    scratch *s = v;
+    free(s->p);
+    free(s);
+}
+
+static void scratch_init(void)
+{
+    pthread_key_create(&scratch_key, scratch_free);
+}
+
+static void *aligned_bytes(size_t n)
+{
+    return aligned_alloc(64, (n + 63) / 64 * 64);
+}
+
+void *ws_scratch_take(size_t n)
+{
+    n = n ? n : 1;
+    pthread_once(&scratch_once, scratch_init);
+    scratch *s = pthread_getspecific(scratch_key);
+    if (!s && (s = calloc(1, sizeof *s)) && pthread_setspecific(scratch_key, s) != 0) {
+        free(s);
+        s = NULL;
+    }
+    if (!s || s->busy || n > WS_SCRATCH_KEEP)
+        return aligned_bytes(n);
+    if (s->n < n) {
+        void *p = aligned_bytes(n);
+        if (!p)
+            return NULL;
+        free(s->p);
+        s->p = p;
+        s->n = n;
+    }
+    s->busy = 1;
+    return s->p;
+}
+
+void ws_scratch_give(void *p)
+{
+    if (!p)
+        return;
+    scratch *s = pthread_getspecific(scratch_key);
+    if (s && s->busy && p == s->p)
+        s->busy = 0;
+    else
+        free(p);
+}
+
 /* ws_parallel's workers: threads started on first need and kept for the process, so that a
  * call costs no thread creation and each worker keeps its per-thread buffers (the sgemm's
  * packing blocks). A call queues a job of n tasks; the workers and the caller claim its task

@@ -52,6 +52,15 @@ double ws_now(void);
 typedef void (*ws_task_fn)(void *ctx, int i, int n);
 int ws_parallel(int n, ws_task_fn fn, void *ctx);
 
+/* A scratch buffer of at least n bytes (64-byte aligned, contents undefined) for the calling
+ * thread, kept between calls so that a call's staging costs no allocation and no page
+ * faults; NULL when out of memory. Give it back with ws_scratch_give before taking another
+ * one on the same thread (a nested take, or one above WS_SCRATCH_KEEP bytes, is a plain
+ * allocation that ws_scratch_give frees). Kept buffers are freed when their thread ends. */
+#define WS_SCRATCH_KEEP ((size_t)32 << 20)
+void *ws_scratch_take(size_t n);
+void ws_scratch_give(void *p);
+
 /* The CPUs this process may use (>= 1), the default thread count: the least
  * of the online CPUs, the CPUs in its affinity mask (taskset, Slurm,
  * cpusets) and its cgroup CPU quota rounded up (docker --cpus, Kubernetes

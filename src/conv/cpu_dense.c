@@ -118,9 +118,10 @@ typedef struct {
     int t_out, nblk, rb; /* rb output rows per task (<= RB) */
     int r_first, r_end;  /* output rows [r_first, r_end) are computed (all: 0, t_out) */
     long long xrows;     /* staged input rows per task: S*(rb-1) + D*(K-1) + 1 */
-    float *tbuf;     /* per thread: xrows*C_in (xp), RB*C_out (y block), tmp */
-    size_t tlen;
+    size_t tlen;         /* per task, in its thread's scratch: xrows*C_in (xp), RB*C_out
+                          * (y block), tmp */
     long long items;
+    int failed;          /* a task found no memory for its scratch (written 1, read after) */
 } fwd_job;
 
 /* y[t][O] (row stride O) for the block's nr output rows from its staged xp[][C_in]:
@@ -153,7 +154,11 @@ static void fwd_task(void *ctx, int ti, int nt)
     const ws_conv_desc *d = J->d;
     const ws_conv_args *a = J->a;
     const int C = d->c_in, O = d->c_out, T = a->t_in, S = d->stride;
-    float *xp = J->tbuf + (size_t)ti * J->tlen;
+    float *xp = ws_scratch_take(J->tlen * sizeof(float));
+    if (!xp) {
+        ((fwd_job *)ctx)->failed = 1;
+        return;
+    }
     float *ys = xp + (size_t)J->xrows * C, *tmp = ys + (size_t)RB * O;
     for (long long it = J->items * ti / nt; it < J->items * (ti + 1) / nt; it++) {
         const int n = (int)(it / J->nblk), r0 = J->r_first + (int)(it % J->nblk) * J->rb;
@@ -213,6 +218,7 @@ static void fwd_task(void *ctx, int ti, int nt)
             }
         }
     }
+    ws_scratch_give(xp);
 }
 
 static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const struct ws_gpack *gp,
@@ -240,11 +246,10 @@ static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const str
     J.tlen = (size_t)J.xrows * C + (size_t)RB * O + (size_t)ntmp;
     const int cap = n_threads < 256 ? n_threads : 256;
     const int nt = (int)(J.items < cap ? J.items : cap);
-    if (!(J.tbuf = malloc((size_t)nt * J.tlen * sizeof(float))))
+    ws_parallel(nt, fwd_task, &J);
+    if (J.failed)
         return ws_errf(err, "ws_conv_run: out of memory for the staged input (%lld rows x c_in %d)",
                        J.xrows, C);
-    ws_parallel(nt, fwd_task, &J);
-    free(J.tbuf);
     return 0;
 }
 
