@@ -14,8 +14,9 @@ set -eu
 PKGS="gcc make pkg-config libsndfile1-dev libfftw3-dev libsoxr-dev libcjson-dev"
 if [ "${1:-}" = "--test" ]; then
     # python3-torch: the .pt converter check (tests/interop/pt.sh), bench/run-cpu.sh and
-    # make test-python (openai's log_mel_spectrogram in torch, beside the module's)
-    PKGS="$PKGS libcriterion-dev python3-torch python3-numpy"
+    # make test-python (openai's log_mel_spectrogram in torch, beside the module's);
+    # python3-soundfile: the PyTorch pipeline of bench/run-cmd-cpu.sh decodes with it
+    PKGS="$PKGS libcriterion-dev python3-torch python3-numpy python3-soundfile"
     # make test-python installs python/ offline into a venv (--system-site-packages
     # --no-build-isolation): python3-venv makes it, python3-wheel lets setuptools 66
     # build the wheel pip installs
