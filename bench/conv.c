@@ -4,6 +4,7 @@
  *
  * Cases (docs/conv-engine.md, "Must reach" of the CPU half; NCL f32 like PyTorch's):
  *   dw_fwd      depthwise causal K4, N2 C1536 T2048, forward
+ *   dw_bwd      the same, backward alone (dx, dw, db)
  *   dw_fwdbwd   the same, forward then backward (dx, dw, db)
  *   dil_relu    dense K3 dilation 9 pad 9 + bias + ReLU, N32 C512 T32
  *   copy        memcpy of the depthwise cases' x (N2 C1536 T2048 floats, 25 MB) to another
@@ -41,11 +42,12 @@ typedef struct {
     const char *name;
     int n, c_in, c_out, groups, k, dil, pad_l, pad_r, t;
     ws_act act;
-    int bwd;
+    int bwd; /* 0 forward, 1 forward then backward, 2 backward alone */
 } bcase;
 
 static const bcase CASES[] = {
     {"dw_fwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, WS_ACT_NONE, 0},
+    {"dw_bwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, WS_ACT_NONE, 2},
     {"dw_fwdbwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, WS_ACT_NONE, 1},
     {"dil_relu", 32, 512, 512, 1, 3, 9, 9, 9, 32, WS_ACT_RELU, 0},
 };
@@ -124,7 +126,7 @@ int main(int argc, char **argv)
         double *ts = malloc(sizeof(double) * (size_t)reps);
         for (int r = -3; r < reps; r++) {
             double t0 = ws_now();
-            if (ws_conv_run(f, &fa, &err) || (g && ws_conv_run(g, &ga, &err))) {
+            if ((b->bwd != 2 && ws_conv_run(f, &fa, &err)) || (g && ws_conv_run(g, &ga, &err))) {
                 fprintf(stderr, "bench-conv: %s: %s\n", b->name, err.msg);
                 return 1;
             }
@@ -132,14 +134,16 @@ int main(int argc, char **argv)
                 ts[r] = 1e6 * (ws_now() - t0);
         }
         qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
-        for (size_t i = 0; i < ny; i++)
+        for (size_t i = 0; i < ny && b->bwd != 2; i++)
             bad |= !isfinite(y[i]);
+        for (size_t i = 0; i < nx && b->bwd; i++)
+            bad |= !isfinite(dx[i]);
         double med = ts[reps / 2];
-        /* fewest bytes: x and y once (FWD); + dy read, dx written, x read again (BWD) */
-        double bytes = 4.0 * (double)(nx + ny) + (b->bwd ? 4.0 * (double)(nx + ny + nx) : 0);
+        /* fewest bytes: x read and y written (FWD); dy and x read, dx written (BWD) */
+        double bytes = (b->bwd != 2 ? 4.0 * (double)(nx + ny) : 0) + (b->bwd ? 4.0 * (double)(nx + ny + nx) : 0);
         double flops = 2.0 * (double)ny * (b->c_in / b->groups) * b->k;
         printf("case=%s threads=%d us=%.1f min_us=%.1f gbps=%.2f gflops=%.2f\n", b->name, threads, med,
-               ts[0], bytes / med / 1e3, flops * (b->bwd ? 3 : 1) / med / 1e3);
+               ts[0], bytes / med / 1e3, flops * (b->bwd == 1 ? 3 : b->bwd == 2 ? 2 : 1) / med / 1e3);
         free(ts), free(x), free(w), free(bias), free(dy), free(y), free(dx), free(dw), free(db);
         ws_conv_free(f);
         ws_conv_free(g);

@@ -12,9 +12,11 @@ import torch.nn.functional as F
 
 CASES = [
     # name, n, c_in, c_out, groups, k, dil, pad_l, pad_r, t, act, bwd
-    ("dw_fwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, None, False),
-    ("dw_fwdbwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, None, True),
-    ("dil_relu", 32, 512, 512, 1, 3, 9, 9, 9, 32, "relu", False),
+    # bwd: 0 forward, 1 forward then backward, 2 backward alone (the forward untimed)
+    ("dw_fwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, None, 0),
+    ("dw_bwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, None, 2),
+    ("dw_fwdbwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, None, 1),
+    ("dil_relu", 32, 512, 512, 1, 3, 9, 9, 9, 32, "relu", 0),
 ]
 
 
@@ -43,8 +45,13 @@ def main():
         dy = torch.rand_like(fwd().detach()) * 2 - 1
         ts = []
         for r in range(-3, a.reps):
+            if bwd == 2:
+                x.grad = w.grad = b.grad = None
+                y = fwd()
             t0 = time.perf_counter()
-            if bwd:
+            if bwd == 2:
+                y.backward(dy)
+            elif bwd:
                 x.grad = w.grad = b.grad = None
                 fwd().backward(dy)
             else:
