@@ -34,6 +34,7 @@ struct ws_stem {
     ws_gpu_pair *gpu;         /* or the GPU backend */
     float *h;            /* CPU: conv1's output [cap_t][d] */
     int cap_t;
+    int threads;         /* CPU: the plans' threads */
     float *pos;          /* sinusoids table when the model has none */
     int pos_len;
 };
@@ -72,6 +73,7 @@ ws_stem *ws_stem_new_cpu(const ws_model *m, int n_threads, ws_err *err)
     ws_conv_desc pair[2];
     ws_stem_descs(m->n_mels, m->d, WS_PREC_FP32, pair);
     const int nt = n_threads < 1 ? 1 : n_threads;
+    s->threads = nt;
     if (!(s->c1 = ws_conv_new(&pair[0], m->conv1_w, m->conv1_b, nt, err)) ||
         !(s->c2 = ws_conv_new(&pair[1], m->conv2_w, m->conv2_b, nt, err))) {
         ws_stem_free(s);
@@ -149,6 +151,8 @@ int ws_stem_gpu_prepare_add(ws_stem *s, int n_frames, ws_err *err)
     return ws_gpu_set_add(s->gpu, pos, rows, err);
 }
 
+enum { BATCH_BYTES = 64 << 20 }; /* the most conv1 output a batch of windows holds */
+
 static int reserve(ws_stem *s, int T, ws_err *err)
 {
     if (T <= s->cap_t)
@@ -222,9 +226,28 @@ int ws_stem_run(ws_stem *s, const float *mel, int n_win, int n_frames, int add_p
             return -1;
         return ws_gpu_stem(s->gpu, mel, n_win, T, add_pos, out, err);
     }
-    if (reserve(s, T, err))
+    /* Every window but the last, up to G at a time as one engine call of G items, so that
+     * threads have G windows' blocks to share (one window gives each conv 6-12 blocks); G
+     * from the threads, its conv1 output under BATCH_BYTES. The last window, the one a
+     * padded tail can end, goes alone through cpu_window. The engine's bits do not depend
+     * on the items of a call, so every window has the bits it has alone. */
+    int G = n_win - 1 < s->threads ? n_win - 1 : s->threads;
+    const long long per = (long long)T * d * (long long)sizeof(float);
+    if (G > 1 && G * per > BATCH_BYTES)
+        G = (int)(BATCH_BYTES / per) > 1 ? (int)(BATCH_BYTES / per) : 1;
+    if (reserve(s, (G > 1 ? G : 1) * T, err))
         return -1;
-    for (int w = 0; w < n_win; w++)
+    int w = 0;
+    for (; G > 1 && w + 1 < n_win;) {
+        const int g = n_win - 1 - w < G ? n_win - 1 - w : G;
+        ws_conv_args a1 = {.n = g, .t_in = T, .x = mel + (size_t)w * nm * T, .y = s->h};
+        ws_conv_args a2 = {.n = g, .t_in = T, .x = s->h, .y = out + (size_t)w * t_out * d,
+                           .add = pos, .add_batch_stride = 0};
+        if (ws_conv_run(s->c1, &a1, err) || ws_conv_run(s->c2, &a2, err))
+            return -1;
+        w += g;
+    }
+    for (; w < n_win; w++)
         if (cpu_window(s, mel + (size_t)w * nm * T, T, pos, out + (size_t)w * t_out * d, err))
             return -1;
     return 0;
