@@ -8,7 +8,9 @@
 # bench/run-conv-gpu.sh with the bundle's bench-conv_gpu; only when named).
 # node-bench (whole-node throughput, whisper-stem beside the batched PyTorch pipeline:
 # bench/run-node.sh with the bundle's binaries, its NODE_* variables passed on, the
-# table in $OUT/node-bench.md; only when named).
+# table in $OUT/node-bench.md; only when named). cpu-scaling (the CPU engine on the node's
+# cores: bench-cpu on 1 and 64 windows at 1, 2, 4, ... threads, PyTorch's CPU stem beside;
+# only when named).
 # Logs go to $OUT (default /tmp/ws-gpu-out).
 #   WS_BUNDLE   bundle directory (default build-gpu/bundle, else the tarball)
 #   WS_FILTER   Criterion filter for the tests (default: the whole suite)
@@ -69,6 +71,22 @@ for ph in $phases; do
         sed -n '/^| case /,$p' "$OUT/conv-bench.txt" >"$OUT/conv-bench.md"
         cat "$OUT/conv-bench/conv-ours.txt" 2>/dev/null; grep -E "^(date|# device)" "$OUT/conv-bench.txt"
         cat "$OUT/conv-bench.md"; tail -5 "$OUT/conv-bench.err"
+        ;;
+    cpu-scaling)
+        # the CPU engine on this node's cores: the FMA peak, the tiny stem on one window and
+        # on 64 (one call) at 1, 2, 4, ... threads up to the CPUs, and PyTorch's CPU stem
+        # (bench/cpu_torch.py) at 1, 2 and all threads, in $OUT/cpu-scaling.txt
+        {
+            lscpu | sed -n 's/^Model name:[[:space:]]*//p'; "$B/bench-cpu" --peak
+            n=$(nproc); t=1
+            while [ "$t" -le "$n" ]; do
+                "$B/bench-cpu" --threads "$t" --reps 10
+                "$B/bench-cpu" --threads "$t" --reps 3 --windows 64
+                [ "$t" -lt "$n" ] && [ $((t * 2)) -gt "$n" ] && t=$n || t=$((t * 2))
+            done
+            for t in 1 2 "$n"; do python3 bench/cpu_torch.py --threads "$t" --reps 10 || status=1; done
+        } >"$OUT/cpu-scaling.txt" 2>&1 || status=1
+        cat "$OUT/cpu-scaling.txt"
         ;;
     node-bench)
         # whole data sets (30 s WAV, 10 min FLAC) through whisper-stem and bench/node_torch.py,
