@@ -3,7 +3,10 @@
 F.gelu(F.conv1d(...)) x2, on 30 s windows. Same protocol as bench/cpu.c:
 three rotated inputs, 3 warm-up runs, median and min of R runs, in ms.
 
-    python3 bench/cpu_torch.py --threads N [--reps R] [--n-mels 80] [--d 384] [--seconds S]
+    python3 bench/cpu_torch.py --threads N [--reps R] [--n-mels 80] [--d 384] [--seconds S] [--windows W]
+
+--windows W: the stem on a batch of W windows (the inputs' log-Mels in turn) in one call, as
+bench-cpu --windows; stem_ms is the call's, window_ms per window.
 """
 import argparse
 import math
@@ -19,6 +22,7 @@ ap.add_argument("--reps", type=int, default=20)
 ap.add_argument("--n-mels", type=int, default=80)
 ap.add_argument("--d", type=int, default=384)
 ap.add_argument("--seconds", type=float, default=30.0)
+ap.add_argument("--windows", type=int, default=1)
 ap.add_argument("--filters", default="tests/data")
 a = ap.parse_args()
 torch.set_num_threads(a.threads)
@@ -50,6 +54,7 @@ audios = [(0.2 * torch.sin(2 * math.pi * (200 + 50 * k) * t) * (0.5 + 0.5 * torc
 for x in audios:  # a clip of n_audio samples, pad_or_trim'd to 30 s
     x[n_audio:] = 0
 mels = [log_mel(x) for x in audios]
+batch = torch.stack([mels[w % 3] for w in range(a.windows)])
 
 tm, ts = [], []
 with torch.no_grad():
@@ -58,7 +63,7 @@ with torch.no_grad():
         t0 = time.perf_counter()
         log_mel(audios[k])
         t1 = time.perf_counter()
-        x = F.gelu(F.conv1d(mels[k][None], w1, b1, padding=1))
+        x = F.gelu(F.conv1d(mels[k][None] if a.windows == 1 else batch, w1, b1, padding=1))
         x = F.gelu(F.conv1d(x, w2, b2, stride=2, padding=1)).permute(0, 2, 1).contiguous()
         t2 = time.perf_counter()
         if i >= 0:
@@ -67,4 +72,5 @@ with torch.no_grad():
 tm.sort()
 ts.sort()
 print(f"seconds={a.seconds:g} threads={a.threads} n_mels={nm} d={d} reps={a.reps} mel_ms={tm[len(tm)//2]:.3f} mel_min_ms={tm[0]:.3f} "
-      f"stem_ms={ts[len(ts)//2]:.3f} stem_min_ms={ts[0]:.3f} torch={torch.__version__}")
+      f"stem_ms={ts[len(ts)//2]:.3f} stem_min_ms={ts[0]:.3f} windows={a.windows} window_ms={ts[len(ts)//2]/a.windows:.3f} "
+      f"torch={torch.__version__}")

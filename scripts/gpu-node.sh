@@ -77,14 +77,17 @@ for ph in $phases; do
         # on 64 (one call) at 1, 2, 4, ... threads up to the CPUs, and PyTorch's CPU stem
         # (bench/cpu_torch.py) at 1, 2 and all threads, in $OUT/cpu-scaling.txt
         {
-            lscpu | sed -n 's/^Model name:[[:space:]]*//p'; "$B/bench-cpu" --peak
+            lscpu | grep -E '^(Model name|Thread|Core|Socket|CPU\(s\))'; "$B/bench-cpu" --peak
             n=$(nproc); t=1
             while [ "$t" -le "$n" ]; do
                 "$B/bench-cpu" --threads "$t" --reps 10
-                "$B/bench-cpu" --threads "$t" --reps 3 --windows 64
+                "$B/bench-cpu" --threads "$t" --reps 5 --windows 64
                 [ "$t" -lt "$n" ] && [ $((t * 2)) -gt "$n" ] && t=$n || t=$((t * 2))
             done
-            for t in 1 2 "$n"; do python3 bench/cpu_torch.py --threads "$t" --reps 10 || status=1; done
+            for t in 1 2 "$n"; do
+                python3 bench/cpu_torch.py --threads "$t" --reps 10 || status=1
+                python3 bench/cpu_torch.py --threads "$t" --reps 3 --windows 64 || status=1
+            done
         } >"$OUT/cpu-scaling.txt" 2>&1 || status=1
         cat "$OUT/cpu-scaling.txt"
         ;;
