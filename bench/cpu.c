@@ -16,7 +16,8 @@
  * 1536^3 sgemm on one thread (best of 5): the CPU path's arithmetic ceiling.
  * --peak instead times a loop of independent FMAs on one thread (16 zmm or 12 ymm
  * accumulators, best of 3): the core's FMA peak for AVX-512 and AVX2, what a kernel's
- * GFLOP/s is a fraction of (0 for a set the CPU lacks).
+ * GFLOP/s is a fraction of (0 for a set the CPU lacks). --peak --threads N runs it on N
+ * threads at once and sums them: the peak with N cores busy (clocks drop as more run).
  */
 #include <math.h>
 #include <stdio.h>
@@ -80,23 +81,52 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* --peak --threads N: the probe on N threads at once (each its own loop); the sum */
+typedef struct {
+    double g[256];
+    int wide;
+} peak_job;
+
+static void peak_task(void *ctx, int i, int n)
+{
+    (void)n;
+    peak_job *j = ctx;
+#if defined(__x86_64__)
+    j->g[i] = j->wide ? peak512(100000000L) : peak256(100000000L);
+#else
+    j->g[i] = 0;
+#endif
+}
+
+static double peak_all(int threads, int wide)
+{
+    peak_job j = {.wide = wide};
+    ws_parallel(threads, peak_task, &j);
+    double s = 0;
+    for (int i = 0; i < threads; i++)
+        s += j.g[i];
+    return s;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc == 2 && !strcmp(argv[1], "--peak")) {
+    if ((argc == 2 || (argc == 4 && !strcmp(argv[2], "--threads"))) && !strcmp(argv[1], "--peak")) {
         double p512 = 0, p256 = 0;
+        int threads = argc == 4 ? atoi(argv[3]) : 1;
+        threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
 #if defined(__x86_64__)
         for (int r = 0; r < 3; r++) {
             if (ws_cpu_isa_have() >= WS_ISA_AVX512) {
-                const double g = peak512(100000000L);
+                const double g = peak_all(threads, 1);
                 p512 = g > p512 ? g : p512;
             }
             if (ws_cpu_isa_have() >= WS_ISA_AVX2) {
-                const double g = peak256(100000000L);
+                const double g = peak_all(threads, 0);
                 p256 = g > p256 ? g : p256;
             }
         }
 #endif
-        printf("fma_peak_avx512_gflops=%.1f fma_peak_avx2_gflops=%.1f threads=1\n", p512, p256);
+        printf("fma_peak_avx512_gflops=%.1f fma_peak_avx2_gflops=%.1f threads=%d\n", p512, p256, threads);
         return 0;
     }
     if (argc == 2 && !strcmp(argv[1], "--ceiling")) {

@@ -77,8 +77,9 @@ for ph in $phases; do
         # on 64 (one call) at 1, 2, 4, ... threads up to the CPUs, and PyTorch's CPU stem
         # (bench/cpu_torch.py) at 1, 2 and all threads, in $OUT/cpu-scaling.txt
         {
-            lscpu | grep -E '^(Model name|Thread|Core|Socket|CPU\(s\))'; "$B/bench-cpu" --peak
+            lscpu | grep -E '^(Model name|Thread|Core|Socket|CPU\(s\))'
             n=$(nproc); t=1
+            for p in 1 2 4 8 "$n"; do [ "$p" -le "$n" ] && "$B/bench-cpu" --peak --threads "$p"; done
             while [ "$t" -le "$n" ]; do
                 "$B/bench-cpu" --threads "$t" --reps 10
                 "$B/bench-cpu" --threads "$t" --reps 5 --windows 64
