@@ -838,6 +838,42 @@ static void *run_thread(void *p)
     return NULL;
 }
 
+/* A short item on many threads: the dense FWD cuts each row block's columns into blocks
+ * (more tasks); the bits are those of one thread, in y stored in place (NLC f32) and
+ * through the staging (NCL bf16), with bias, GELU and a per-item add. */
+Test(engine, dense_bits_do_not_depend_on_the_threads_or_the_column_blocks)
+{
+    enum { N = 1, CI = 48, CO = 288, K = 3, T = 150 };
+    static const ws_layout yl[] = {WS_NLC, WS_NCL};
+    static const ws_dtype yt[] = {WS_F32, WS_BF16};
+    for (int v = 0; v < 2; v++) {
+        ws_conv_desc d = {.op = WS_CONV_FWD, .c_in = CI, .c_out = CO, .groups = 1, .k = K, .stride = 1,
+                          .dilation = 1, .pad_l = 1, .pad_r = 1, .x_layout = WS_NCL, .y_layout = yl[v],
+                          .y_type = yt[v], .act = WS_ACT_GELU};
+        const int t_out = ws_conv_out_len(&d, T);
+        const size_t ny = (size_t)N * CO * t_out, ysz = ny * (yt[v] == WS_F32 ? 4 : 2);
+        double *xd = rand_pm1(N * CI * T, 61), *wd = rand_pm1(CO * CI * K, 62), *bd = rand_pm1(CO, 63);
+        double *ad = rand_pm1(ny, 64);
+        float *x = pack(xd, N, CI, T, WS_NCL, WS_F32), *w = pack(wd, 1, 1, CO * CI * K, WS_NCL, WS_F32);
+        float *b = pack(bd, 1, 1, CO, WS_NCL, WS_F32);
+        void *add = pack(ad, N, CO, t_out, yl[v], yt[v]);
+        void *want = poisoned(ysz), *got = poisoned(ysz);
+        static const int threads[] = {1, 2, 3, 8, 16};
+        for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
+            ws_err err;
+            ws_conv *plan = ws_conv_new(&d, w, b, threads[i], &err);
+            cr_assert(plan, "%s", err.msg);
+            ws_conv_args a = {.n = N, .t_in = T, .x = x, .add = add, .y = i ? got : want};
+            cr_assert_eq(ws_conv_run(plan, &a, &err), 0, "%s", err.msg);
+            if (i)
+                cr_assert(!memcmp(want, got, ysz), "y %s: %d threads differ from 1",
+                          v ? "NCL bf16" : "NLC f32", threads[i]);
+            ws_conv_free(plan);
+        }
+        free(xd), free(wd), free(bd), free(ad), free(x), free(w), free(b), free(add), free(want), free(got);
+    }
+}
+
 Test(engine, runs_on_one_plan_from_several_threads_at_once_give_the_serial_bits)
 {
     /* ws_conv.h: a plan is immutable; ws_conv_run may be called from several threads at

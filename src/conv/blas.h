@@ -32,6 +32,11 @@ void ws_sgemm_isa(int isa, int M, int N, int K, float alpha, const float *A, int
 size_t ws_sgemm_packed_floats(int K, int N);
 void ws_sgemm_pack(int K, int N, const float *B, int ldb, float *out);
 
+/* The packed B of columns [c0, N) (c0 a multiple of WS_SGEMM_COL_ALIGN): what
+ * ws_sgemm_conv takes to compute those columns alone, with the same bits. */
+enum { WS_SGEMM_COL_ALIGN = 32 };
+const float *ws_sgemm_packed_col(int K, const float *Bpk, int c0);
+
 /* The epilogue of a product: C = act(C + bias) + add, applied to each tile of C while it
  * is in registers (bias [N] or NULL; add row i at add + i*ldadd, or NULL). GELU and RELU
  * run in the AVX-512 and AVX2 kernels (GELU: ws_gelu_fma's arithmetic, bit for bit); SILU

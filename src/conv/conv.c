@@ -79,6 +79,7 @@ typedef struct {
     float *y;
     int ldy;
     int row0, n_rows; /* output rows [row0, row0 + n_rows) */
+    int col0, n_cols; /* output columns [col0, col0 + n_cols) */
     const float *add;
 } conv_job;
 
@@ -89,13 +90,15 @@ static void conv_worker(void *ctx, int ti, int nt)
     const int IC = c->in_ch, OC = c->out_ch, s = c->stride;
     int per = (j->n_rows + nt - 1) / nt;
     int r0 = j->row0 + per * ti, r1 = r0 + per < j->row0 + j->n_rows ? r0 + per : j->row0 + j->n_rows;
+    const int c0 = j->col0, K = c->kernel * IC;
     for (int t0 = r0; t0 < r1; t0 += ROW_BLOCK) {
         int mb = r1 - t0 < ROW_BLOCK ? r1 - t0 : ROW_BLOCK;
-        float *y = j->y + (size_t)t0 * j->ldy;
+        float *y = j->y + (size_t)t0 * j->ldy + c0;
         /* the K taps as one product: tap k of row t is row s*t + dil*k of xp */
-        const ws_sgemm_epi e = { j->cv->bias, c->act, j->add ? j->add + (size_t)t0 * OC : NULL, OC };
-        ws_sgemm_conv(mb, OC, c->kernel, IC, j->xp + (size_t)s * t0 * IC, (long)s * IC,
-                      (long)c->dilation * IC, j->cv->wpk, 0.0f, y, j->ldy, &e);
+        const ws_sgemm_epi e = { j->cv->bias ? j->cv->bias + c0 : NULL, c->act,
+                                 j->add ? j->add + (size_t)t0 * OC + c0 : NULL, OC };
+        ws_sgemm_conv(mb, j->n_cols, c->kernel, IC, j->xp + (size_t)s * t0 * IC, (long)s * IC,
+                      (long)c->dilation * IC, ws_sgemm_packed_col(K, j->cv->wpk, c0), 0.0f, y, j->ldy, &e);
     }
 }
 
@@ -107,8 +110,17 @@ void ws_rowconv_run_rows(const ws_rowconv *cv, const float *xp, int row0, int n_
     int nt = n_threads < 1 ? 1 : n_threads;
     if (nt > n_rows / 16 + 1) /* tiny inputs: not worth a thread */
         nt = n_rows / 16 + 1;
-    conv_job job = {cv, xp, y, ldy, row0, n_rows, add};
+    conv_job job = {cv, xp, y, ldy, row0, n_rows, 0, cv->d.out_ch, add};
     ws_parallel(nt, conv_worker, &job);
+}
+
+void ws_rowconv_run_block(const ws_rowconv *cv, const float *xp, int row0, int n_rows, int col0,
+                          int n_cols, float *y, int ldy, const float *add)
+{
+    if (n_rows < 1 || n_cols < 1)
+        return;
+    conv_job job = {cv, xp, y, ldy, row0, n_rows, col0, n_cols, add};
+    conv_worker(&job, 0, 1);
 }
 
 void ws_rowconv_run(const ws_rowconv *cv, const float *xp, int t_in, float *y, int ldy, const float *add,

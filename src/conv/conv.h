@@ -51,6 +51,12 @@ void ws_rowconv_run(const ws_rowconv *cv, const float *xp, int t_in, float *y, i
 void ws_rowconv_run_rows(const ws_rowconv *cv, const float *xp, int row0, int n_rows, float *y, int ldy,
                       const float *add, int n_threads);
 
+/* Output rows [row0, row0 + n_rows) and columns [col0, col0 + n_cols) only, on the calling
+ * thread (col0 a multiple of WS_SGEMM_COL_ALIGN; y, add and the bias still indexed from row
+ * 0, column 0): the bits of the whole run's elements. */
+void ws_rowconv_run_block(const ws_rowconv *cv, const float *xp, int row0, int n_rows, int col0,
+                          int n_cols, float *y, int ldy, const float *add);
+
 /* Exact GELU, x * 0.5 * (1 + erf(x / sqrt 2)), as PyTorch's F.gelu default,
  * in float32: max |error| <= 1.5e-7 * max(1, |x|) against erf in double
  * (measured 1.0e-7 at x = 1.19, about one float32 ulp)

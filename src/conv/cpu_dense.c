@@ -35,6 +35,7 @@ enum {
     MAX_XP_FLOATS = 1 << 24,   /* a staged block above 64 MiB (huge S or D): the direct kernel */
     RB = 256,                  /* output rows per task: never from the thread count */
     MIN_TASKS = 8,             /* below this many items, blocks shorter than RB, */
+    MIN_CW = 64,               /* columns of a task, at least, where rows are split further */
     MIN_RB = 128,              /* down to this: each block's sgemm packs the weights again
                                 * (the tiny stem on a 5 s clip, 1 thread: 5.4-5.9 ms with
                                 * 128 rows, 5.8-7.7 ms with 32) */
@@ -116,6 +117,8 @@ typedef struct {
     const struct ws_rowconv *rc; /* groups 1 */
     const struct ws_gpack *gp;   /* groups > 1 (rc NULL) */
     int t_out, nblk, rb; /* rb output rows per task (<= RB) */
+    int ncb, cw;         /* column blocks per row block (dense: more when the row blocks are
+                          * fewer than the threads), cw columns each (a multiple of 32) */
     int r_first, r_end;  /* output rows [r_first, r_end) are computed (all: 0, t_out) */
     long long xrows;     /* staged input rows per task: S*(rb-1) + D*(K-1) + 1 */
     size_t tlen;         /* per task, in its thread's scratch: xrows*C_in (xp), RB*C_out
@@ -124,12 +127,13 @@ typedef struct {
     int failed;          /* a task found no memory for its scratch (written 1, read after) */
 } fwd_job;
 
-/* y[t][O] (row stride O) for the block's nr output rows from its staged xp[][C_in]:
- * act(b + conv) + add (add [nr][O] or NULL), single-threaded */
-static void block_rows(const fwd_job *J, const float *xp, int nr, float *y, const float *add)
+/* y[t][O] (row stride O) for the block's nr output rows, columns [c0, c0 + cw), from its
+ * staged xp[][C_in]: act(b + conv) + add (add [nr][O] or NULL), single-threaded */
+static void block_rows(const fwd_job *J, const float *xp, int nr, int c0, int cw, float *y,
+                       const float *add)
 {
     if (J->rc) {
-        ws_rowconv_run_rows(J->rc, xp, 0, nr, y, J->d->c_out, add, 1);
+        ws_rowconv_run_block(J->rc, xp, 0, nr, c0, cw, y, J->d->c_out, add);
         return;
     }
     /* group g is a dense conv from columns [g*Cg, (g+1)*Cg) of xp to columns
@@ -161,8 +165,10 @@ static void fwd_task(void *ctx, int ti, int nt)
     }
     float *ys = xp + (size_t)J->xrows * C, *tmp = ys + (size_t)RB * O;
     for (long long it = J->items * ti / nt; it < J->items * (ti + 1) / nt; it++) {
-        const int n = (int)(it / J->nblk), r0 = J->r_first + (int)(it % J->nblk) * J->rb;
+        const long long rbk = it / J->ncb; /* (item, row block), then the column block */
+        const int n = (int)(rbk / J->nblk), r0 = J->r_first + (int)(rbk % J->nblk) * J->rb;
         const int nr = J->r_end - r0 < J->rb ? J->r_end - r0 : J->rb;
+        const int c0 = (int)(it % J->ncb) * J->cw, cw = O - c0 < J->cw ? O - c0 : J->cw;
         /* xp row j is x time u = S*r0 - P_L + j; rows [ja, jb) lie inside x */
         const long long nrows = (long long)S * (nr - 1) + (long long)d->dilation * (d->k - 1) + 1;
         const long long base = (long long)S * r0 - d->pad_l;
@@ -189,23 +195,23 @@ static void fwd_task(void *ctx, int ti, int nt)
         }
         const size_t abase = (size_t)n * (size_t)a->add_batch_stride;
         if (d->y_layout == WS_NLC && d->y_type == WS_F32) { /* straight into y, add there too */
-            block_rows(J, xp, nr, (float *)a->y + ((size_t)n * J->t_out + r0) * O,
+            block_rows(J, xp, nr, c0, cw, (float *)a->y + ((size_t)n * J->t_out + r0) * O,
                        a->add ? (const float *)a->add + abase + (size_t)r0 * O : NULL);
             continue;
         }
-        block_rows(J, xp, nr, ys, NULL);
+        block_rows(J, xp, nr, c0, cw, ys, NULL);
         if (d->y_layout == WS_NLC) {
             for (int t = 0; t < nr; t++) {
-                float *row = ys + (size_t)t * O;
+                float *row = ys + (size_t)t * O + c0;
                 if (a->add) {
-                    ws_conv_ld_row(tmp, a->add, d->y_type, abase + (size_t)(r0 + t) * O, 1, O);
-                    for (int o = 0; o < O; o++)
+                    ws_conv_ld_row(tmp, a->add, d->y_type, abase + (size_t)(r0 + t) * O + c0, 1, cw);
+                    for (int o = 0; o < cw; o++)
                         row[o] += tmp[o];
                 }
-                ws_conv_st_row(a->y, d->y_type, ((size_t)n * J->t_out + r0 + t) * O, 1, row, O);
+                ws_conv_st_row(a->y, d->y_type, ((size_t)n * J->t_out + r0 + t) * O + c0, 1, row, cw);
             }
         } else {
-            for (int o = 0; o < O; o++) {
+            for (int o = c0; o < c0 + cw; o++) {
                 for (int t = 0; t < nr; t++)
                     tmp[t] = ys[(size_t)t * O + o];
                 if (a->add) {
@@ -240,7 +246,19 @@ static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const str
     J.xrows = (long long)d->stride * (J.rb - 1) + (long long)d->dilation * (d->k - 1) + 1;
     if (J.xrows * C > MAX_XP_FLOATS)
         return 1; /* too big a staged block: the caller takes the direct kernel */
-    J.items = (long long)a->n * J.nblk;
+    /* Fewer row blocks than threads (one short item on many cores): each row block's
+     * columns in ncb blocks of at least MIN_CW, one task each, so that every thread has
+     * work. The columns' sums do not depend on the blocks, so neither do the bits. */
+    const long long rblocks = (long long)a->n * J.nblk;
+    J.ncb = 1;
+    J.cw = O;
+    if (rc && rblocks < n_threads && O >= 2 * MIN_CW) {
+        long long want = (n_threads + rblocks - 1) / rblocks;
+        want = want < O / MIN_CW ? want : O / MIN_CW;
+        J.cw = (int)((O + want - 1) / want + WS_SGEMM_COL_ALIGN - 1) / WS_SGEMM_COL_ALIGN * WS_SGEMM_COL_ALIGN;
+        J.ncb = (O + J.cw - 1) / J.cw;
+    }
+    J.items = rblocks * J.ncb;
     long long ntmp = J.xrows > 2 * RB ? J.xrows : 2 * RB;
     ntmp = ntmp > O ? ntmp : O; /* an x row, a y row and its add, a y time */
     J.tlen = (size_t)J.xrows * C + (size_t)RB * O + (size_t)ntmp;

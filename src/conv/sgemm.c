@@ -647,6 +647,12 @@ void ws_sgemm_pack(int K, int N, const float *B, int ldb, float *out)
     pack_b(out, B, ldb, 0, K, 0, N, NR);
 }
 
+const float *ws_sgemm_packed_col(int K, const float *Bpk, int c0)
+{
+    const int NR = path_of(ws_cpu_isa()).NR; /* divides WS_SGEMM_COL_ALIGN */
+    return Bpk + (size_t)(c0 / NR) * K * NR;
+}
+
 void ws_sgemm_conv(int M, int N, int taps, int ic, const float *A, long lda, long tap, const float *Bpk,
                    float beta, float *C, int ldc, const ws_sgemm_epi *e)
 {
