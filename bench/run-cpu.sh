@@ -6,19 +6,23 @@
 # computes the padded tail once. Each pair runs back to back, so drift hits
 # both alike.
 #   make && bench/run-cpu.sh [REPS]        (needs Debian's python3-torch)
+# PEER_ENV="VAR=value ..." runs the PyTorch side under those variables, e.g. glibc's
+# MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296, which keep its
+# per-call buffers off mmap (on VMs whose page faults are slow, its timings otherwise
+# swing by 10x: bench/RESULTS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${1:-20}
 PY=${PYTHON:-/usr/bin/python3}
 BIN=${BUILD:-build}/bench-cpu
 val() { sed -n "s/.*[[:space:]]$1=\([^ ]*\).*/\1/p" <<<" $2"; }
-echo "date: $(date -u +%F)  cpu: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p')  cores: $(nproc)  reps: $REPS"
+echo "date: $(date -u +%F)  cpu: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p')  cores: $(nproc)  reps: $REPS  OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE:-unset}  PyTorch env: ${PEER_ENV:-none}"
 printf "| shape | audio | threads | stage | whisper-stem ms | PyTorch ms | PyTorch / whisper-stem |\n|---|---|---|---|---|---|---|\n"
 for shape in "80 384 tiny 30" "80 384 tiny 5" "128 1280 large-v3 30"; do
     set -- $shape
     for th in 1 2; do
         ours=$($BIN --threads $th --reps $REPS --n-mels $1 --d $2 --seconds $4)
-        torch=$($PY bench/cpu_torch.py --threads $th --reps $REPS --n-mels $1 --d $2 --seconds $4)
+        torch=$(env ${PEER_ENV:-} $PY bench/cpu_torch.py --threads $th --reps $REPS --n-mels $1 --d $2 --seconds $4)
         for stage in mel stem; do
             o=$(val ${stage}_ms "$ours"); t=$(val ${stage}_ms "$torch")
             printf "| %s | %s s | %d | %s | %.2f | %.2f | %.2fx |\n" "$3" "$4" "$th" "$stage" "$o" "$t" "$(echo "$t / $o" | bc -l)"
