@@ -138,6 +138,27 @@ typedef struct {
     int ic;
 } aview;
 
+#if WS_X86
+/* 4 rows (row stride lda) x n columns to o[k*MR + r], r < 4, four columns at a time through
+ * 4 x 4 transposes in SSE registers (then the columns left one by one): the same floats */
+static void pack_a4(float *o, const float *a, long lda, int n, int MR)
+{
+    int k = 0;
+    for (; k + 4 <= n; k += 4) {
+        __m128 r0 = _mm_loadu_ps(a + k), r1 = _mm_loadu_ps(a + lda + k);
+        __m128 r2 = _mm_loadu_ps(a + 2 * lda + k), r3 = _mm_loadu_ps(a + 3 * lda + k);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(o + (size_t)k * MR, r0);
+        _mm_storeu_ps(o + (size_t)(k + 1) * MR, r1);
+        _mm_storeu_ps(o + (size_t)(k + 2) * MR, r2);
+        _mm_storeu_ps(o + (size_t)(k + 3) * MR, r3);
+    }
+    for (; k < n; k++)
+        for (int r = 0; r < 4; r++)
+            o[(size_t)k * MR + r] = a[r * lda + k];
+}
+#endif
+
 /* rows [m0, m0 + mb) and columns [k0, k0 + kb) of A as micro-panels of MR rows: row r
  * of panel q, column k at out + q*MR*kb + k*MR + r (rows past mb zero) */
 static void pack_a(float *out, const aview *v, int m0, int mb, int k0, int kb, int MR)
@@ -145,7 +166,19 @@ static void pack_a(float *out, const aview *v, int m0, int mb, int k0, int kb, i
     for (int q = 0; q * MR < mb; q++) {
         float *o = out + (size_t)q * MR * kb;
         const int rows = mb - q * MR < MR ? mb - q * MR : MR;
-        for (int r = 0; r < rows; r++) {
+        int r = 0;
+#if WS_X86
+        for (; r + 4 <= rows; r += 4) { /* four rows at a time, one tap's run of columns */
+            const float *row = v->A + (size_t)(m0 + q * MR + r) * v->lda;
+            for (int k = 0; k < kb;) {
+                const int kk = k0 + k, t = kk / v->ic, c = kk % v->ic;
+                const int run = v->ic - c < kb - k ? v->ic - c : kb - k;
+                pack_a4(o + (size_t)k * MR + r, row + (size_t)t * v->tap + c, v->lda, run, MR);
+                k += run;
+            }
+        }
+#endif
+        for (; r < rows; r++) {
             const float *row = v->A + (size_t)(m0 + q * MR + r) * v->lda;
             for (int k = 0; k < kb;) { /* one tap's run of columns at a time */
                 const int kk = k0 + k, t = kk / v->ic, c = kk % v->ic;
@@ -156,7 +189,7 @@ static void pack_a(float *out, const aview *v, int m0, int mb, int k0, int kb, i
                 k += run;
             }
         }
-        for (int r = rows; r < MR; r++)
+        for (r = rows; r < MR; r++)
             for (int k = 0; k < kb; k++)
                 o[(size_t)k * MR + r] = 0.0f;
     }
