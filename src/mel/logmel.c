@@ -304,18 +304,17 @@ static void out_worker(void *ctx, int ti, int nt)
 {
     const out_job *J = ctx;
     const long long rows = (long long)J->n_win * J->nm;
+    const float fl = J->floor_v;
     for (long long r = rows * ti / nt; r < rows * (ti + 1) / nt; r++) {
         const int w = (int)(r / J->nm), k = (int)(r % J->nm);
         float *dst = J->data + (size_t)r * J->win_frames;
-        for (int j = 0; j < J->win_frames; j++) {
-            const long long t = (long long)w * J->win_frames + j;
-            if (t >= J->content) { /* --pad mel0: pad_or_trim fills with 0.0 */
-                dst[j] = 0.0f;
-                continue;
-            }
-            const float l = J->logmel[(size_t)k * J->n_frames + t];
-            dst[j] = ((l > J->floor_v ? l : J->floor_v) + 4.0f) / 4.0f;
-        }
+        const long long t0 = (long long)w * J->win_frames, left = J->content - t0;
+        const int m = left < 0 ? 0 : left < J->win_frames ? (int)left : J->win_frames;
+        const float *src = J->logmel + (size_t)k * J->n_frames + t0;
+        for (int j = 0; j < m; j++) /* * 0.25f: the same float as / 4.0f */
+            dst[j] = ((src[j] > fl ? src[j] : fl) + 4.0f) * 0.25f;
+        for (int j = m; j < J->win_frames; j++) /* --pad mel0: pad_or_trim fills with 0.0 */
+            dst[j] = 0.0f;
     }
 }
 
