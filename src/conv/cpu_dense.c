@@ -22,6 +22,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "blas.h"
 #include "conv.h"
@@ -53,6 +56,34 @@ struct ws_rowconv *ws_conv_dense_new(const ws_conv_desc *d, const float *w, cons
                           .stride = d->stride, .pad = 0, .dilation = d->dilation,
                           .act = d->op == WS_CONV_FWD ? d->act : WS_ACT_NONE}; /* BWD: z = b + conv */
     return ws_rowconv_new(&rd, w, b, NULL);
+}
+
+/* out[j][i] = x[i][j] for j < n, i < C (x: C rows of row stride T; out: row stride C), four
+ * rows and four times at a time through 4 x 4 transposes on x86 */
+static void ncl_to_rows(float *out, const float *x, long long T, int C, long long n)
+{
+    int i = 0;
+#if defined(__x86_64__)
+    for (; i + 4 <= C; i += 4) {
+        const float *a = x + (size_t)i * T;
+        long long j = 0;
+        for (; j + 4 <= n; j += 4) {
+            __m128 r0 = _mm_loadu_ps(a + j), r1 = _mm_loadu_ps(a + T + j);
+            __m128 r2 = _mm_loadu_ps(a + 2 * T + j), r3 = _mm_loadu_ps(a + 3 * T + j);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _mm_storeu_ps(out + (size_t)j * C + i, r0);
+            _mm_storeu_ps(out + (size_t)(j + 1) * C + i, r1);
+            _mm_storeu_ps(out + (size_t)(j + 2) * C + i, r2);
+            _mm_storeu_ps(out + (size_t)(j + 3) * C + i, r3);
+        }
+        for (; j < n; j++)
+            for (int q = 0; q < 4; q++)
+                out[(size_t)j * C + i + q] = a[(size_t)q * T + j];
+    }
+#endif
+    for (; i < C; i++)
+        for (long long j = 0; j < n; j++)
+            out[(size_t)j * C + i] = x[(size_t)i * T + j];
 }
 
 /* xp[r][i] = pre(x[n, i, r - P_L]) for r < R, rows outside x left as they are (zero) */
@@ -183,8 +214,11 @@ static void fwd_task(void *ctx, int ti, int nt)
             if (d->x_layout == WS_NLC)
                 ws_conv_ld_row(xr, a->x, d->x_type, ((size_t)n * T + (size_t)(base + ja)) * C, 1,
                                (jb - ja) * C);
+            else if (d->x_type == WS_F32) /* NCL row i becomes column i */
+                ncl_to_rows(xr, (const float *)a->x + (size_t)n * C * T + (size_t)(base + ja), T, C,
+                            jb - ja);
             else
-                for (int i = 0; i < C; i++) { /* NCL row i becomes column i */
+                for (int i = 0; i < C; i++) {
                     ws_conv_ld_row(tmp, a->x, d->x_type, ((size_t)n * C + i) * T + (size_t)(base + ja),
                                    1, jb - ja);
                     for (long long j = 0; j < jb - ja; j++)
