@@ -39,8 +39,13 @@ wall() { local t0 t1; rm -rf "$T/o"; t0=$(date +%s.%N); "$@" "$T/o"; t1=$(date +
 echo "date: $(date -u +%F)  cpu: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p')  cores: $(nproc)  files: $FILES x 30 s  threads: $THREADS  reps: $REPS"
 printf "| rep | whisper-stem whole s | PyTorch whole s | whole ratio | whisper-stem steady ms/file | PyTorch steady ms/file | steady ratio |\n|---|---|---|---|---|---|---|\n"
 for r in $(seq 1 "$REPS"); do
-    oa=$(wall ours "$T/all.txt"); ta=$(wall torch "$T/all.txt")
-    ot=$(wall ours "$T/tenth.txt"); tt=$(wall torch "$T/tenth.txt")
+    if [ $((r % 2)) = 1 ]; then # ours first in odd reps, PyTorch first in even ones
+        oa=$(wall ours "$T/all.txt"); ta=$(wall torch "$T/all.txt")
+        ot=$(wall ours "$T/tenth.txt"); tt=$(wall torch "$T/tenth.txt")
+    else
+        ta=$(wall torch "$T/all.txt"); oa=$(wall ours "$T/all.txt")
+        tt=$(wall torch "$T/tenth.txt"); ot=$(wall ours "$T/tenth.txt")
+    fi
     os=$(echo "1000 * ($oa - $ot) / ($FILES - $TENTH)" | bc -l); ts=$(echo "1000 * ($ta - $tt) / ($FILES - $TENTH)" | bc -l)
     printf "| %d | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx |\n" "$r" "$oa" "$ta" "$(echo "$ta / $oa" | bc -l)" \
         "$os" "$ts" "$(echo "$ts / $os" | bc -l)"
