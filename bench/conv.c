@@ -10,6 +10,8 @@
  *   copy        memcpy of the depthwise cases' x (N2 C1536 T2048 floats, 25 MB) to another
  *               buffer, on each of the threads (a slice each): the copy bandwidth the
  *               depthwise rows are a fraction of (bytes read + written)
+ *   read2       a sum over two such buffers, read side by side (a slice per thread): the
+ *               read bandwidth of the backward's dw pass, which reads dy and x together
  * One line per case, key=value (bench/run-conv.sh reads it): the median and
  * min over R runs after 3 warm-ups, in microseconds, and the rate (GB/s of the
  * fewest bytes for the depthwise cases, GFLOP/s for the dense one). Inputs are
@@ -85,6 +87,65 @@ static void copy_row(int threads, int reps)
     free(src), free(dst), free(ts);
 }
 
+typedef float v8r __attribute__((vector_size(32)));
+
+typedef struct {
+    const float *a, *b;
+    size_t n;
+    float out[256];
+} read_job;
+
+/* the sum of a[i] + b[i] over [lo, hi) (a multiple of 32 long), 8 vector sums of 8 floats;
+ * cloned for AVX2 so that the loads are 32 bytes wide where the CPU has them */
+__attribute__((target_clones("avx2", "default"))) static float sum2(const float *a, const float *b,
+                                                                    size_t lo, size_t hi)
+{
+    v8r s[8] = {{0}};
+    for (size_t i = lo; i < hi; i += 32)
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            v8r x, y;
+            memcpy(&x, a + i + 8 * k, sizeof x);
+            memcpy(&y, b + i + 8 * k, sizeof y);
+            s[k] += x;
+            s[k + 4] += y;
+        }
+    float t = 0;
+    for (int k = 0; k < 8; k++)
+        for (int q = 0; q < 8; q++)
+            t += s[k][q];
+    return t;
+}
+
+static void read_task(void *ctx, int ti, int nt)
+{
+    read_job *j = ctx;
+    const size_t lo = j->n * (size_t)ti / (size_t)nt / 32 * 32, hi = j->n * (size_t)(ti + 1) / (size_t)nt / 32 * 32;
+    j->out[ti] = sum2(j->a, j->b, lo, hi);
+}
+
+/* the read2 row: two buffers of the depthwise cases' x size, summed side by side */
+static int read_row(int threads, int reps)
+{
+    const size_t n = (size_t)2 * 1536 * 2048;
+    float *a = rnd(n, 1), *b = rnd(n, 2);
+    double *ts = malloc(sizeof(double) * (size_t)reps);
+    read_job j = {a, b, n, {0}};
+    for (int r = -3; r < reps; r++) {
+        double t0 = ws_now();
+        ws_parallel(threads, read_task, &j);
+        if (r >= 0)
+            ts[r] = 1e6 * (ws_now() - t0);
+    }
+    qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
+    const double med = ts[reps / 2];
+    printf("case=read2 threads=%d us=%.1f min_us=%.1f gbps=%.2f gflops=0\n", threads, med, ts[0],
+           8.0 * (double)n / med / 1e3);
+    const int bad = !isfinite(j.out[0]);
+    free(a), free(b), free(ts);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     int threads = 1, reps = 20;
@@ -100,6 +161,8 @@ int main(int argc, char **argv)
     int bad = 0;
     if (!only || !strcmp(only, "copy"))
         copy_row(threads, reps);
+    if (!only || !strcmp(only, "read2"))
+        bad |= read_row(threads, reps);
     for (size_t ci = 0; ci < sizeof CASES / sizeof *CASES; ci++) {
         const bcase *b = &CASES[ci];
         if (only && strcmp(only, b->name))

@@ -18,6 +18,9 @@
  * accumulators, best of 3): the core's FMA peak for AVX-512 and AVX2, what a kernel's
  * GFLOP/s is a fraction of (0 for a set the CPU lacks). --peak --threads N runs it on N
  * threads at once and sums them: the peak with N cores busy (clocks drop as more run).
+ * --convs [N_MELS D] instead times the stem's conv1 and conv2 alone on one thread: through the
+ * engine, and as the bare product (with and without the GELU epilogue), each as a share of
+ * the core's FMA peak measured in the same run (min of 30 runs).
  */
 #include <math.h>
 #include <stdio.h>
@@ -108,8 +111,126 @@ static double peak_all(int threads, int wide)
     return s;
 }
 
+/* --convs: the stem's two convs alone on one thread, through the engine (ws_conv_run: staging,
+ * packing, the product, bias + GELU) and as the bare product of the same shape
+ * (ws_sgemm_conv over time-major input already staged, with and without the GELU epilogue),
+ * each as GFLOP/s and a share of the core's FMA peak measured in the same run */
+
+static double time_med(int reps, void (*fn)(void *), void *ctx, double *min)
+{
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    for (int r = -3; r < reps; r++) {
+        const double t0 = ws_now();
+        fn(ctx);
+        if (r >= 0)
+            t[r] = ws_now() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    const double m = t[reps / 2];
+    *min = t[0];
+    free(t);
+    return m;
+}
+
+typedef struct {
+    ws_conv *c;
+    ws_conv_args a;
+} conv_call;
+
+static void run_conv(void *ctx)
+{
+    conv_call *c = ctx;
+    ws_err err;
+    if (ws_conv_run(c->c, &c->a, &err))
+        fprintf(stderr, "bench-cpu: %s\n", err.msg);
+}
+
+typedef struct {
+    int M, N, taps, ic, stride, rows; /* rows per sgemm call (the engine's block) */
+    const float *x, *pk;
+    float *y;
+    const ws_sgemm_epi *e;
+} prod_call;
+
+static void run_prod(void *ctx)
+{
+    prod_call *p = ctx;
+    for (int m0 = 0; m0 < p->M; m0 += p->rows) {
+        const int mb = p->M - m0 < p->rows ? p->M - m0 : p->rows;
+        ws_sgemm_conv(mb, p->N, p->taps, p->ic, p->x + (size_t)p->stride * m0 * p->ic, (long)p->stride * p->ic,
+                      p->ic, p->pk, 0.0f, p->y + (size_t)m0 * p->N, p->N, p->e);
+    }
+}
+
+static int convs(int n_mels, int d, int reps)
+{
+    const int T = 3000;
+    ws_conv_desc pair[2];
+    ws_stem_descs(n_mels, d, WS_PREC_FP32, pair);
+    ws_rng r = {7};
+    const int cin[2] = {n_mels, d}, M[2] = {T, T / 2}, S[2] = {1, 2}, rows[2] = {256, 192};
+    float *xin = malloc(sizeof(float) * (size_t)(T + 2) * d), *h = malloc(sizeof(float) * (size_t)T * d);
+    float *y = malloc(sizeof(float) * (size_t)T * d), *b = malloc(sizeof(float) * d);
+    for (size_t i = 0; i < (size_t)(T + 2) * d; i++)
+        xin[i] = (float)(ws_rng_uniform(&r) - 0.5);
+    for (int i = 0; i < d; i++)
+        b[i] = 0.01f;
+    const double peak = peak512(100000000L);
+    printf("fma_peak_avx512_gflops=%.1f threads=1 sgemm=%s\n", peak, ws_blas_name());
+    for (int c = 0; c < 2; c++) {
+        const int K = 3 * cin[c];
+        float *w = malloc(sizeof(float) * (size_t)d * K);
+        for (size_t i = 0; i < (size_t)d * K; i++)
+            w[i] = (float)(ws_rng_uniform(&r) - 0.5) * 0.05f;
+        ws_err err;
+        ws_conv *plan = ws_conv_new(&pair[c], w, b, 1, &err);
+        if (!plan) {
+            fprintf(stderr, "bench-cpu: %s\n", err.msg);
+            return 1;
+        }
+        conv_call cc = {plan, {.n = 1, .t_in = T, .x = c ? h : xin, .y = c ? y : h}};
+        double mn, med = time_med(reps, run_conv, &cc, &mn);
+        const double flops = 2.0 * M[c] * d * K;
+        /* the product alone: w as [K][d] (tap-major rows, as the engine packs it) */
+        float *wk = malloc(sizeof(float) * (size_t)K * d);
+        for (int o = 0; o < d; o++)
+            for (int i = 0; i < cin[c]; i++)
+                for (int k = 0; k < 3; k++)
+                    wk[((size_t)k * cin[c] + i) * d + o] = w[((size_t)o * cin[c] + i) * 3 + k];
+        float *pk = aligned_alloc(64, (ws_sgemm_packed_floats(K, d) + 15) / 16 * 16 * sizeof(float));
+        ws_sgemm_pack(K, d, wk, d, pk);
+        const ws_sgemm_epi gelu = {b, WS_ACT_GELU, NULL, 0};
+        prod_call pc = {M[c], d, 3, cin[c], S[c], rows[c], xin, pk, y, NULL};
+        double pmn, pmed = time_med(reps, run_prod, &pc, &pmn);
+        pc.e = &gelu;
+        double gmn, gmed = time_med(reps, run_prod, &pc, &gmn);
+        printf("conv%d M=%d N=%d K=%d engine_ms=%.3f engine_min_ms=%.3f engine_pct=%.1f product_ms=%.3f "
+               "product_pct=%.1f product_gelu_ms=%.3f product_gelu_pct=%.1f\n",
+               c + 1, M[c], d, K, 1e3 * med, 1e3 * mn, 100 * flops / mn / 1e9 / peak, 1e3 * pmed,
+               100 * flops / pmn / 1e9 / peak, 1e3 * gmed, 100 * flops / gmn / 1e9 / peak);
+        (void)pmed, (void)gmed;
+        ws_conv_free(plan);
+        free(w), free(wk), free(pk);
+    }
+    free(xin), free(h), free(y), free(b);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "--convs")) {
+#if defined(__x86_64__)
+        const int nm = argc >= 4 ? atoi(argv[2]) : 80, dd = argc >= 4 ? atoi(argv[3]) : 384;
+        if ((nm != 80 && nm != 128) || dd < 32 || dd > 4096) {
+            fprintf(stderr, "bench-cpu: --convs [N_MELS D]\n");
+            return 2;
+        }
+        return convs(nm, dd, 30);
+#else
+        fprintf(stderr, "bench-cpu: --convs needs x86-64 (the peak probe)\n");
+        return 2;
+#endif
+    }
     if ((argc == 2 || (argc == 4 && !strcmp(argv[2], "--threads"))) && !strcmp(argv[1], "--peak")) {
         double p512 = 0, p256 = 0;
         int threads = argc == 4 ? atoi(argv[3]) : 1;

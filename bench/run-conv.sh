@@ -14,12 +14,16 @@ echo "date: $(date -u +%F)  cpu: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p
 THREADS=${THREADS:-1}
 printf "| case | threads | whisper-stem us | whisper-stem GB/s (of copy) | PyTorch us | PyTorch / whisper-stem |\n|---|---|---|---|---|---|\n"
 copy=
-for c in copy dw_fwd dw_bwd dw_fwdbwd dil_relu; do
+for c in copy read2 dw_fwd dw_bwd dw_fwdbwd dil_relu; do
     ours=$($BIN --threads $THREADS --reps $REPS --case $c)
     o=$(val us "$ours"); g=$(val gbps "$ours")
     if [ $c = copy ]; then
         copy=$g
         printf "| copy (memcpy, bandwidth) | %d | %.1f | %.1f | | |\n" "$THREADS" "$o" "$g"
+        continue
+    fi
+    if [ $c = read2 ]; then
+        printf "| read2 (two buffers read, bandwidth) | %d | %.1f | %.1f (%.0f %%) | | |\n" "$THREADS" "$o" "$g" "$(echo "100 * $g / $copy" | bc -l)"
         continue
     fi
     torch=$($PY bench/conv_torch.py --threads $THREADS --reps $REPS --case $c)
