@@ -20,7 +20,9 @@
  * threads at once and sums them: the peak with N cores busy (clocks drop as more run).
  * --convs [N_MELS D] instead times the stem's conv1 and conv2 alone on one thread: through the
  * engine, and as the bare product (with and without the GELU epilogue), each as a share of
- * the core's FMA peak measured in the same run (min of 30 runs).
+ * the core's FMA peak measured in the same run (min of 30 runs). --kernel instead times the
+ * bare product on blocks that stay in cache (192 rows; 384 x 256, 384 x 1152 and 32 x 256),
+ * best of 5: the micro-kernel's own share of the peak.
  */
 #include <math.h>
 #include <stdio.h>
@@ -218,6 +220,41 @@ static int convs(int n_mels, int d, int reps)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "--kernel")) { /* the product on blocks already in cache */
+#if defined(__x86_64__)
+        const double peak = peak512(100000000L);
+        static const int shapes[][3] = {{192, 384, 256}, {192, 384, 1152}, {192, 32, 256}};
+        for (int i = 0; i < 3; i++) {
+            const int m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+            float *a = malloc(sizeof(float) * (size_t)m * k), *bb = malloc(sizeof(float) * (size_t)k * n);
+            float *c = malloc(sizeof(float) * (size_t)m * n);
+            float *pk = aligned_alloc(64, (ws_sgemm_packed_floats(k, n) + 15) / 16 * 16 * sizeof(float));
+            for (long j = 0; j < (long)m * k; j++)
+                a[j] = (float)(j % 7) * 0.1f;
+            for (long j = 0; j < (long)k * n; j++)
+                bb[j] = (float)(j % 5) * 0.1f;
+            ws_sgemm_pack(k, n, bb, n, pk);
+            const int reps = (int)(2e9 / (2.0 * m * n * k)) + 1;
+            double best = 1e9;
+            for (int r = 0; r < 5; r++) {
+                const double t0 = ws_now();
+                for (int q = 0; q < reps; q++)
+                    ws_sgemm_conv(m, n, 1, k, a, k, 0, pk, 0.0f, c, n, NULL);
+                const double t = ws_now() - t0;
+                best = t < best ? t : best;
+            }
+            const double g = 2.0 * m * n * k * reps / best / 1e9;
+            printf("kernel M=%d N=%d K=%d gflops=%.1f pct=%.1f\n", m, n, k, g, 100 * g / peak);
+            free(a), free(bb), free(c), free(pk);
+        }
+        const double after = peak512(100000000L);
+        printf("fma_peak_avx512_gflops=%.1f (after: %.1f) sgemm=%s\n", peak, after, ws_blas_name());
+        return 0;
+#else
+        fprintf(stderr, "bench-cpu: --kernel needs x86-64 (the peak probe)\n");
+        return 2;
+#endif
+    }
     if (argc >= 2 && !strcmp(argv[1], "--convs")) {
 #if defined(__x86_64__)
         const int nm = argc >= 4 ? atoi(argv[2]) : 80, dd = argc >= 4 ? atoi(argv[3]) : 384;
