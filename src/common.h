@@ -57,7 +57,7 @@ int ws_parallel(int n, ws_task_fn fn, void *ctx);
  * faults; NULL when out of memory. Give it back with ws_scratch_give before taking another
  * one on the same thread (a nested take, or one above WS_SCRATCH_KEEP bytes, is a plain
  * allocation that ws_scratch_give frees). Kept buffers are freed when their thread ends. */
-#define WS_SCRATCH_KEEP ((size_t)32 << 20)
+#define WS_SCRATCH_KEEP ((size_t)8 << 20)
 void *ws_scratch_take(size_t n);
 void ws_scratch_give(void *p);
 

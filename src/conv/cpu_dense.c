@@ -155,7 +155,8 @@ typedef struct {
     size_t tlen;         /* per task, in its thread's scratch: xrows*C_in (xp), RB*C_out
                           * (y block), tmp */
     long long items;
-    int failed;          /* a task found no memory for its scratch (written 1, read after) */
+    int failed;          /* a task found no memory for its scratch (set atomically, read
+                          * after ws_parallel returns; y is then incomplete) */
 } fwd_job;
 
 /* y[t][O] (row stride O) for the block's nr output rows, columns [c0, c0 + cw), from its
@@ -191,7 +192,7 @@ static void fwd_task(void *ctx, int ti, int nt)
     const int C = d->c_in, O = d->c_out, T = a->t_in, S = d->stride;
     float *xp = ws_scratch_take(J->tlen * sizeof(float));
     if (!xp) {
-        ((fwd_job *)ctx)->failed = 1;
+        __atomic_store_n(&((fwd_job *)ctx)->failed, 1, __ATOMIC_RELAXED); /* read after the join */
         return;
     }
     float *ys = xp + (size_t)J->xrows * C, *tmp = ys + (size_t)RB * O;
@@ -281,8 +282,9 @@ static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const str
     if (J.xrows * C > MAX_XP_FLOATS)
         return 1; /* too big a staged block: the caller takes the direct kernel */
     /* Fewer row blocks than threads (one short item on many cores): each row block's
-     * columns in ncb blocks of at least MIN_CW, one task each, so that every thread has
-     * work. The columns' sums do not depend on the blocks, so neither do the bits. */
+     * columns in ncb blocks of cw columns (at least MIN_CW, a multiple of 32; the last block
+     * takes what is left), one task each, so that every thread has work. The columns' sums
+     * do not depend on the blocks, so neither do the bits. */
     const long long rblocks = (long long)a->n * J.nblk;
     J.ncb = 1;
     J.cw = O;
@@ -299,7 +301,7 @@ static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const str
     const int cap = n_threads < 256 ? n_threads : 256;
     const int nt = (int)(J.items < cap ? J.items : cap);
     ws_parallel(nt, fwd_task, &J);
-    if (J.failed)
+    if (__atomic_load_n(&J.failed, __ATOMIC_RELAXED))
         return ws_errf(err, "ws_conv_run: out of memory for the staged input (%lld rows x c_in %d)",
                        J.xrows, C);
     return 0;
