@@ -138,7 +138,7 @@ typedef struct {
     int ic;
 } aview;
 
-#if WS_X86
+#if WS_X86 && defined(__SSE__)
 /* 4 rows (row stride lda) x n columns to o[k*MR + r], r < 4, four columns at a time through
  * 4 x 4 transposes in SSE registers (then the columns left one by one): the same floats */
 static void pack_a4(float *o, const float *a, long lda, int n, int MR)
@@ -167,7 +167,7 @@ static void pack_a(float *out, const aview *v, int m0, int mb, int k0, int kb, i
         float *o = out + (size_t)q * MR * kb;
         const int rows = mb - q * MR < MR ? mb - q * MR : MR;
         int r = 0;
-#if WS_X86
+#if WS_X86 && defined(__SSE__)
         for (; r + 4 <= rows; r += 4) { /* four rows at a time, one tap's run of columns */
             const float *row = v->A + (size_t)(m0 + q * MR + r) * v->lda;
             for (int k = 0; k < kb;) {
