@@ -67,24 +67,32 @@ static void copy_task(void *ctx, int ti, int nt)
     memcpy(j->dst + a, j->src + a, (b - a) * sizeof(float));
 }
 
-/* the copy row: x of the depthwise cases, memcpy'd in one slice per thread */
-static void copy_row(int threads, int reps)
+/* one bandwidth row: fn over `threads` tasks, 3 warm-ups then `reps` timed runs, `bytes`
+ * moved per run; prints the median and min */
+static void bandwidth_row(const char *name, int threads, int reps, ws_task_fn fn, void *ctx, double bytes)
 {
-    const size_t n = (size_t)2 * 1536 * 2048;
-    float *src = rnd(n, 1), *dst = malloc(n * sizeof(float));
     double *ts = malloc(sizeof(double) * (size_t)reps);
-    copy_job j = {src, dst, n};
     for (int r = -3; r < reps; r++) {
         double t0 = ws_now();
-        ws_parallel(threads, copy_task, &j);
+        ws_parallel(threads, fn, ctx);
         if (r >= 0)
             ts[r] = 1e6 * (ws_now() - t0);
     }
     qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
     const double med = ts[reps / 2];
-    printf("case=copy threads=%d us=%.1f min_us=%.1f gbps=%.2f gflops=0\n", threads, med, ts[0],
-           8.0 * (double)n / med / 1e3);
-    free(src), free(dst), free(ts);
+    printf("case=%s threads=%d us=%.1f min_us=%.1f gbps=%.2f gflops=0\n", name, threads, med, ts[0],
+           bytes / med / 1e3);
+    free(ts);
+}
+
+/* the copy row: x of the depthwise cases, memcpy'd in one slice per thread */
+static void copy_row(int threads, int reps)
+{
+    const size_t n = (size_t)2 * 1536 * 2048;
+    float *src = rnd(n, 1), *dst = malloc(n * sizeof(float));
+    copy_job j = {src, dst, n};
+    bandwidth_row("copy", threads, reps, copy_task, &j, 8.0 * (double)n);
+    free(src), free(dst);
 }
 
 typedef float v8r __attribute__((vector_size(32)));
@@ -129,20 +137,10 @@ static int read_row(int threads, int reps)
 {
     const size_t n = (size_t)2 * 1536 * 2048;
     float *a = rnd(n, 1), *b = rnd(n, 2);
-    double *ts = malloc(sizeof(double) * (size_t)reps);
     read_job j = {a, b, n, {0}};
-    for (int r = -3; r < reps; r++) {
-        double t0 = ws_now();
-        ws_parallel(threads, read_task, &j);
-        if (r >= 0)
-            ts[r] = 1e6 * (ws_now() - t0);
-    }
-    qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
-    const double med = ts[reps / 2];
-    printf("case=read2 threads=%d us=%.1f min_us=%.1f gbps=%.2f gflops=0\n", threads, med, ts[0],
-           8.0 * (double)n / med / 1e3);
+    bandwidth_row("read2", threads, reps, read_task, &j, 8.0 * (double)n);
     const int bad = !isfinite(j.out[0]);
-    free(a), free(b), free(ts);
+    free(a), free(b);
     return bad;
 }
 

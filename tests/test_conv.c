@@ -27,47 +27,36 @@ static float *rand_array(size_t n, double scale, uint64_t seed)
     return a;
 }
 
-Test(conv, gelu_matches_erf_on_dense_grid)
+/* gelu against erf in double on a dense grid over [-10, 10], and its special values */
+static void gelu_on_dense_grid(float (*gelu)(float), const char *name)
 {
     double worst = 0, worst_x = 0;
     for (int i = -200000; i <= 200000; i++) {
         float x = (float)(i * 5e-5);
-        double want = oracle_gelu(x);
-        double e = fabs((double)ws_gelu(x) - want);
+        double e = fabs((double)gelu(x) - oracle_gelu(x));
         double lim = 1.5e-7 * (fabs(x) > 1 ? fabs(x) : 1); /* ~1.3 ulp; measured 0.99e-7 */
         if (e / lim > worst) {
             worst = e / lim;
             worst_x = x;
         }
     }
-    fprintf(stderr, "gelu: worst error %.3f of the bound at x = %g\n", worst, worst_x);
-    cr_assert_leq(worst, 1.0, "gelu error %.3g x the bound at x = %.6g", worst, worst_x);
-    cr_assert(isnan(ws_gelu(NAN)));
-    cr_assert_eq(ws_gelu(0.0f), 0.0f);
-    cr_assert_leq(fabsf(ws_gelu(-30.0f)), 1e-30f); /* true value -1e-197 */
-    cr_assert_eq(ws_gelu(30.0f), 30.0f);
-    cr_assert_eq(ws_gelu(INFINITY), INFINITY);
+    fprintf(stderr, "%s: worst error %.3f of the bound at x = %g\n", name, worst, worst_x);
+    cr_assert_leq(worst, 1.0, "%s error %.3g x the bound at x = %.6g", name, worst, worst_x);
+    cr_assert(isnan(gelu(NAN)), "%s(NaN)", name);
+    cr_assert_eq(gelu(0.0f), 0.0f, "%s(0)", name);
+    cr_assert_leq(fabsf(gelu(-30.0f)), 1e-30f, "%s(-30)", name); /* true value -1e-197 */
+    cr_assert_eq(gelu(30.0f), 30.0f, "%s(30)", name);
+    cr_assert_eq(gelu(INFINITY), INFINITY, "%s(inf)", name);
+}
+
+Test(conv, gelu_matches_erf_on_dense_grid)
+{
+    gelu_on_dense_grid(ws_gelu, "gelu");
 }
 
 Test(conv, fused_gelu_matches_erf_on_dense_grid)
 {
-    double worst = 0, worst_x = 0;
-    for (int i = -200000; i <= 200000; i++) {
-        float x = (float)(i * 5e-5);
-        double e = fabs((double)ws_gelu_fma(x) - oracle_gelu(x));
-        double lim = 1.5e-7 * (fabs(x) > 1 ? fabs(x) : 1);
-        if (e / lim > worst) {
-            worst = e / lim;
-            worst_x = x;
-        }
-    }
-    fprintf(stderr, "gelu (fused): worst error %.3f of the bound at x = %g\n", worst, worst_x);
-    cr_assert_leq(worst, 1.0, "fused gelu error %.3g x the bound at x = %.6g", worst, worst_x);
-    cr_assert(isnan(ws_gelu_fma(NAN)));
-    cr_assert_eq(ws_gelu_fma(0.0f), 0.0f);
-    cr_assert_leq(fabsf(ws_gelu_fma(-30.0f)), 1e-30f);
-    cr_assert_eq(ws_gelu_fma(30.0f), 30.0f);
-    cr_assert_eq(ws_gelu_fma(INFINITY), INFINITY);
+    gelu_on_dense_grid(ws_gelu_fma, "gelu (fused)");
 }
 
 Test(conv, vectorised_epilogue_equals_scalar_gelu_bit_for_bit)
