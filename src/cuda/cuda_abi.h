@@ -30,6 +30,8 @@ typedef struct CUevent_st *wscu_event;
 typedef int wscu_jit_option;          /* enum CUjit_option_enum */
 typedef int wscu_dev_attr;            /* enum CUdevice_attribute_enum */
 typedef int wscu_func_attr;           /* enum CUfunction_attribute_enum */
+/* CUtensorMap: 128 opaque bytes, 128-byte aligned (the driver needs 64) */
+typedef struct { _Alignas(128) uint64_t opaque[16]; } wscu_tensor_map;
 
 enum {
     WS_CUDA_SUCCESS = 0,
@@ -51,6 +53,15 @@ enum {
     WS_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
     WS_CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
     WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+
+    /* cuTensorMapEncodeTiled's enums (CUtensorMapDataType, ...Interleave, ...Swizzle,
+     * ...L2promotion, ...FloatOOBfill) */
+    WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+    WS_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+    WS_CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+    WS_CU_TENSOR_MAP_SWIZZLE_128B = 3,
+    WS_CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
+    WS_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
 
     WS_CU_STREAM_NON_BLOCKING = 1,
     WS_CU_EVENT_DEFAULT = 0,
@@ -96,5 +107,10 @@ typedef wscu_result (*PFN_cuLaunchKernel)(wscu_function f, unsigned int gx, unsi
                                        unsigned int gz, unsigned int bx, unsigned int by,
                                        unsigned int bz, unsigned int shared, wscu_stream s,
                                        void **params, void **extra);
+typedef wscu_result (*PFN_cuTensorMapEncodeTiled)(wscu_tensor_map *m, int data_type, uint32_t rank,
+                                                   void *addr, const uint64_t *dim,
+                                                   const uint64_t *strides, const uint32_t *box,
+                                                   const uint32_t *elem_strides, int interleave,
+                                                   int swizzle, int l2_promotion, int oob_fill);
 
 #endif

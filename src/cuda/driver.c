@@ -118,6 +118,7 @@ int ws_cu_open(ws_cu *cu, ws_err *err)
             return -1;
         }
     }
+    cu->TensorMapEncodeTiled = (PFN_cuTensorMapEncodeTiled)sym2(cu->lib, "cuTensorMapEncodeTiled", NULL);
     CU_TRY(cu, Init(0), err);
     CU_TRY(cu, DriverGetVersion(&cu->version), err);
     return 0;

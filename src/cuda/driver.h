@@ -59,6 +59,9 @@ typedef struct {
     PFN_cuFuncGetAttribute FuncGetAttribute;
     PFN_cuFuncSetAttribute FuncSetAttribute;
     PFN_cuLaunchKernel LaunchKernel;
+    /* optional (CUDA 12 drivers on): NULL where the driver lacks it, and the kernels that
+     * read tensor maps are then not used */
+    PFN_cuTensorMapEncodeTiled TensorMapEncodeTiled;
 } ws_cu;
 
 /* dlopen("libcuda.so.1"), resolve every entry point, cuInit(0).
