@@ -65,6 +65,41 @@ void ws_ptx_epi_emit(ptx_buf *b, const ws_ptx_epi *e)
             bias_from_memory(b, e, v);
         ws_ptx_act(b, v, e->act);
     }
+    if (e->n == 1 && named(e->in)) { /* branch-free: the add read and the store under `in` */
+        if (named(e->add_if) && e->add_v) {
+            ws_ptx_ins(b, "@%s add.f32 %s, %s, %s", e->add_if.n, e->v[0].n, e->v[0].n, e->add_v[0].n);
+        } else if (named(e->add_if)) {
+            const preg p = ws_ptx_reg(b, PTX_PRED), av = ws_ptx_reg(b, PTX_F32);
+            const preg aa = addr_at(b, &e->add);
+            ws_ptx_ins(b, "and.pred %s, %s, %s", p.n, e->in.n, e->add_if.n);
+            ws_ptx_ins(b, "mov.f32 %s, 0f00000000", av.n);
+            if (e->y_type == WS_F32) {
+                ws_ptx_ins(b, "@%s ld.global.f32 %s, [%s]", p.n, av.n, aa.n);
+            } else {
+                const preg h = ws_ptx_reg(b, PTX_B16);
+                ws_ptx_ins(b, "mov.b16 %s, 0", h.n);
+                ws_ptx_ins(b, "@%s ld.global.b16 %s, [%s]", p.n, h.n, aa.n);
+                if (e->y_type == WS_F16) {
+                    ws_ptx_ins(b, "cvt.f32.f16 %s, %s", av.n, h.n);
+                } else {
+                    const preg w = ws_ptx_reg(b, PTX_B32);
+                    ws_ptx_ins(b, "cvt.u32.u16 %s, %s", w.n, h.n);
+                    ws_ptx_ins(b, "shl.b32 %s, %s, 16", w.n, w.n);
+                    ws_ptx_ins(b, "mov.b32 %s, %s", av.n, w.n);
+                }
+            }
+            ws_ptx_ins(b, "add.f32 %s, %s, %s", e->v[0].n, e->v[0].n, av.n);
+        }
+        const preg ya = addr_at(b, &e->y);
+        if (e->y_type == WS_F32) {
+            ws_ptx_ins(b, "@%s st.global.f32 [%s], %s", e->in.n, ya.n, e->v[0].n);
+        } else {
+            const preg h = ws_ptx_reg(b, PTX_B16);
+            ws_ptx_ins(b, "cvt.rn.%s.f32 %s, %s", e->y_type == WS_F16 ? "f16" : "bf16", h.n, e->v[0].n);
+            ws_ptx_ins(b, "@%s st.global.b16 [%s], %s", e->in.n, ya.n, h.n);
+        }
+        return;
+    }
     if (named(e->add_if)) {
         plabel noadd = ws_ptx_label_new(b, "noadd");
         ws_ptx_ins(b, "@!%s bra %s", e->add_if.n, noadd.n);

@@ -14,7 +14,9 @@
  *   y[i] = (y_type)v[i], i < n;                      stored at y.at, rounded to nearest even
  *
  * n 1: one element, ws_ptx_load / ws_ptx_store (the caller branches around an element out
- * of range). n 2, 4 or 8: one vector access each for add and y (ws_ptx_vec_load /
+ * of range); or, with the predicate in named, branch-free: the add read (into a zeroed
+ * register) under in && add_if and the store under in, so that a run of elements is one
+ * block the assembler can schedule (the Hopper GEMM's epilogue). n 2, 4 or 8: one vector access each for add and y (ws_ptx_vec_load /
  * ws_ptx_vec_store), both under the predicate in (the depthwise kernels).
  * An address is a register at, or formed where it is used as
  *   at = base + index * scale                        (mad.lo.u64; when index is named)
@@ -49,8 +51,11 @@ typedef struct {
                           * read and added under a branch on bias_if (which it needs) */
     preg bias_if;       /* named: the bias added only where it holds */
     preg add_if;        /* named: add given */
+    const preg *add_v;  /* n 1 with in: the add's value already read (float32), added where
+                         * add_if holds; NULL: read at add */
     ws_ptx_addr add, y;
-    preg in;            /* n > 1: the vector's add load and y store under it */
+    preg in;            /* n > 1: the vector's add load and y store under it; n 1: the
+                         * element's, with no branch */
 } ws_ptx_epi;
 
 /* the epilogue above into b: bias, act, add, store; a misuse (n, or bias_at with bias
