@@ -53,6 +53,7 @@
 #include "cuda/ptx/ptx_direct.h"
 #include "cuda/ptx/ptx_dw.h"
 #include "cuda/ptx/ptx_gemm.h"
+#include "cuda/ptx/ptx_hgemm.h"
 #include "cuda/ptx/ptx_wprep.h"
 #include "helpers.h"
 
@@ -1075,6 +1076,22 @@ static const gcase gcases_gemm[] = {
      WS_ACT_RELU, WS_ACT_SILU, 1, ADD_BROADCAST},
     {"g_bf16_c32_k8_s4_p2", 2, 32, 40, 1, 8, 4, 1, 2, 2, 90, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_NONE, 1, 0},
+    /* the Hopper GEMM's tiles (ptx_hgemm.h): two channel blocks and several time tiles at
+     * stride 2; a partial channel block (80 = 64 + 16) with staged f32 NCL x, pre and a
+     * partial row tile; stride 8 (32-time tiles of 4 items, items past N); short items (TB 8,
+     * 16 items a tile) */
+    {"h_nlc_c128_k3_s2_t601", 2, 128, 96, 1, 3, 2, 1, 1, 1, 601, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_GELU, 1, ADD_PER_ITEM},
+    {"h_ncl_f32_c80_o200_k5_d2_pre", 3, 80, 200, 1, 5, 1, 2, 4, 4, 250, WS_NCL, WS_NCL, WS_F32, WS_F32, WS_F32,
+     WS_ACT_RELU, WS_ACT_SILU, 1, ADD_PER_ITEM},
+    {"h_nlc_c64_k16_s8_p4_n5", 5, 64, 100, 1, 16, 8, 1, 4, 4, 333, WS_NLC, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_NONE, 1, 0},
+    {"h_nlc_c48_k7_t5_n37", 37, 48, 130, 1, 7, 1, 1, 3, 3, 5, WS_NLC, WS_NLC, WS_F16, WS_F16, WS_F16, 0, WS_ACT_RELU,
+     1, ADD_BROADCAST},
+    {"h_nlc_c96_k6_d3_add_input", 3, 96, 96, 1, 6, 1, 3, 7, 8, 150, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_GELU, 1, ADD_INPUT},
+    {"h_ncl_c160_o136_k3_s2_add", 2, 160, 136, 1, 3, 2, 1, 1, 1, 517, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_F32, 0,
+     WS_ACT_NONE, 0, ADD_PER_ITEM},
 };
 #undef F32
 enum { N_GCASES = sizeof gcases_gemm / sizeof gcases_gemm[0] };
@@ -1347,6 +1364,65 @@ Test(gpu_conv_ptx, every_mma_gemm_module_assembles_without_spills, .timeout = 30
         fprintf(stderr, "gpu_conv_ptx mma gemm: %d to %d registers\n", lo, hi);
 }
 
+/* the Hopper GEMM's modules (its kernel and staging entry) for every row it takes, on
+ * sm_90a: no stack, no spills; it takes rows of each layout, type and the 64-channel blocks'
+ * edges */
+Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout = 300)
+{
+    const char *ptxas = getenv("WS_PTXAS");
+    if (!ptxas || !*ptxas)
+        cr_skip_test("ptxas not found (WS_PTXAS empty): emitted PTX not assembled");
+    const char *dir = test_tmpdir();
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s/hgemm", dir);
+    cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
+    const int cc[2] = {9, 0};
+    int n = 0, ncl = 0, staged = 0, partial = 0;
+    for (int m = 0; m < N_MMA_MATHS; m++)
+        for (int i = 0; i < N_GCASES; i++) {
+            ws_conv_desc d = desc_of(&gcases_gemm[i]);
+            d.math = mma_maths[m];
+            const int fits = ws_hgemm_fits(&d, 9, 0);
+            cr_assert_eq(fits, WS_HGEMM && d.math != WS_MATH_TF32 && d.c_in % 16 == 0 && ws_gemm_mma_kmajor(&d) &&
+                               d.stride <= 8 && d.k * ((d.c_in + 63) / 64) >= WS_HGEMM_MIN_STAGES &&
+                               d.c_out > 64, "%s", gcases_gemm[i].name);
+            cr_assert(!ws_hgemm_fits(&d, 8, 0) && !ws_hgemm_fits(&d, 10, 0), "%s", gcases_gemm[i].name);
+            if (!fits)
+                continue;
+            char name[WS_HGEMM_NAME_MAX];
+            ws_hgemm_name(&d, name);
+            const int regs = dump_and_assemble(ptxas, sub, &d, cc, name, gcases_gemm[i].name, 2);
+            if (verbose())
+                fprintf(stderr, "gpu_conv_ptx hgemm %s %-36s: %d registers\n", mma_math_names[m],
+                        gcases_gemm[i].name, regs);
+            n++;
+            ncl += d.x_layout == WS_NCL;
+            staged += ws_hgemm_staged(&d);
+            partial += d.c_in % WS_HGEMM_BKC != 0;
+        }
+    cr_assert(WS_HGEMM == 0 || (n >= 10 && ncl >= 4 && staged >= 6 && partial >= 4),
+              "%d modules (%d NCL, %d staged, %d with a partial channel block)", n, ncl, staged, partial);
+}
+
+Test(gpu_conv_ptx, hopper_gemm_module_is_deterministic_and_has_no_atomics)
+{
+    ws_conv_desc d = desc_of(&gcases_gemm[N_GCASES - 6]);
+    d.math = WS_MATH_BF16;
+    ws_err e = {""};
+    cr_assert(ws_hgemm_fits(&d, 9, 0));
+    char *a = ws_hgemm_emit(&d, &e), *b = ws_hgemm_emit(&d, &e);
+    cr_assert(a && b, "%s", e.msg);
+    cr_assert_str_eq(a, b);
+    char wins[80];
+    snprintf(wins, sizeof wins, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16", WS_HGEMM_BN);
+    cr_assert(strstr(a, ".target sm_90a") && strstr(a, "cp.async.bulk.tensor.3d") && strstr(a, wins) &&
+              strstr(a, "setmaxnreg.dec") && strstr(a, "_prep("), "the Hopper GEMM's instructions");
+    cr_assert(!strstr(a, "atom."), "an atomic in the Hopper GEMM");
+    free(a), free(b);
+    d.math = WS_MATH_TF32;
+    cr_assert(!ws_hgemm_fits(&d, 9, 0) && !ws_hgemm_emit(&d, &e) && strstr(e.msg, "Hopper GEMM"), "%s", e.msg);
+}
+
 Test(gpu_conv_ptx, mma_module_is_deterministic_and_not_for_f32_math)
 {
     ws_conv_desc d = desc_of(&gcases_gemm[0]);
@@ -1403,6 +1479,8 @@ Test(gpu_conv_ptx, only_nlc_x_with_c_in_a_multiple_of_16_needs_16_byte_alignment
     cr_assert_geq(vec, 12, "only %d modules with 16-byte x loads", vec);
 }
 
+static int mma_hgemm_calls; /* calls run_mma_case saw go to the Hopper GEMM */
+
 /* a gemm row with math mma_maths[m] on the GPU against the CPU engine (float32 products):
  * no NaN, rel L2 within the contract's bound for the math (float32 storage with bf16 math is
  * the hardest), two runs the same bits, the gemm kernel taken; with x_off, x starts that
@@ -1451,7 +1529,11 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off)
     cr_assert_not_null(gc, "%s: %s", c->name, e.msg);
     ws_conv_args ag = {.n = c->n, .t_in = c->t_in, .x = as_ptr(dx), .add = dadd ? as_ptr(dadd) : NULL,
                        .add_batch_stride = abs, .y = as_ptr(dy)};
-    const int want = dx % (uint64_t)ws_gemm_x_align(&d) ? 0 : 2;
+    /* the Hopper GEMM stages an x off 16-byte alignment and takes the call itself */
+    const int hg = ws_gpu_conv_hgemm(gc, &ag);
+    cr_assert_geq(hg, 0, "%s", c->name);
+    const int want = hg || dx % (uint64_t)ws_gemm_x_align(&d) == 0 ? 2 : 0;
+    mma_hgemm_calls += hg;
     cr_assert_eq(ws_gpu_conv_kernel(gc, &ag), want, "%s: %s kernel expected", c->name, want ? "gemm" : "direct");
     void *outs[2] = {ygpu, ygpu2};
     for (int run = 0; run < 2; run++) {
@@ -1498,8 +1580,23 @@ Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_the_math_types_rounding, .
                 most[m] = rl2 > most[m] ? rl2 : most[m];
             }
         if (verbose())
-            fprintf(stderr, "gpu_conv mma (%s): rel L2 at most %.3g (bf16), %.3g (f16), %.3g (tf32)\n",
-                    pass ? "PTX for 8.0" : "the device's PTX", most[0], most[1], most[2]);
+            fprintf(stderr, "gpu_conv mma (%s): rel L2 at most %.3g (bf16), %.3g (f16), %.3g (tf32); "
+                            "%d calls on the Hopper GEMM\n",
+                    pass ? "PTX for 8.0" : "the device's PTX", most[0], most[1], most[2], mma_hgemm_calls);
+        /* on an H100 (9.0) with a driver that encodes tensor maps, every row ws_hgemm_fits
+         * takes the Hopper GEMM; on PTX for 8.0 none does */
+        int fits = 0;
+        for (int m = 0; m < N_MMA_MATHS; m++)
+            for (int i = 0; i < N_GCASES; i++) {
+                ws_conv_desc d = desc_of(&gcases_gemm[i]);
+                d.math = mma_maths[m];
+                fits += ws_hgemm_fits(&d, 9, 0);
+            }
+        if (pass == 1)
+            cr_assert_eq(mma_hgemm_calls, 0, "PTX for 8.0: %d calls on the Hopper GEMM", mma_hgemm_calls);
+        else if (ws_gpu_hgemm_available(g))
+            cr_assert_eq(mma_hgemm_calls, fits, "%d of %d rows on the Hopper GEMM", mma_hgemm_calls, fits);
+        mma_hgemm_calls = 0;
     }
     ws_gpu_close(g);
 }

@@ -36,6 +36,7 @@
 #include "cuda/ptx/ptx_wprep.h"
 #include "cuda/ptx/ptx_mel.h"
 #include "cuda/ptx/ptx_params.h"
+#include "cuda/ptx/ptx_hgemm.h"
 #include "whisper/stem.h"
 #include "helpers.h"
 #include "oracle.h"
@@ -61,6 +62,15 @@ _Static_assert((int)WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES == (int)C
 _Static_assert((int)WS_CU_STREAM_NON_BLOCKING == (int)CU_STREAM_NON_BLOCKING, "stream flag");
 _Static_assert((int)WS_CU_EVENT_DEFAULT == (int)CU_EVENT_DEFAULT, "event flag");
 _Static_assert(sizeof(CUdeviceptr) == sizeof(wscu_devptr), "CUdeviceptr is 64-bit");
+_Static_assert(sizeof(CUtensorMap) == sizeof(wscu_tensor_map) &&
+               _Alignof(CUtensorMap) == _Alignof(wscu_tensor_map), "CUtensorMap");
+_Static_assert((int)WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT16 == (int)CU_TENSOR_MAP_DATA_TYPE_FLOAT16 &&
+               (int)WS_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 == (int)CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 &&
+               (int)WS_CU_TENSOR_MAP_INTERLEAVE_NONE == (int)CU_TENSOR_MAP_INTERLEAVE_NONE &&
+               (int)WS_CU_TENSOR_MAP_SWIZZLE_128B == (int)CU_TENSOR_MAP_SWIZZLE_128B &&
+               (int)WS_CU_TENSOR_MAP_L2_PROMOTION_L2_128B == (int)CU_TENSOR_MAP_L2_PROMOTION_L2_128B &&
+               (int)WS_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE == (int)CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+               "tensor map enums");
 _Static_assert(sizeof(CUresult) == sizeof(wscu_result), "CUresult is int-sized");
 #define HAVE_CUDA_H 1
 #else
@@ -385,7 +395,8 @@ typedef struct {
                               reading 16-bit w, 5 depthwise causal with states */
     int entry;             /* direct BWD: ws_direct_part; depthwise BWD: 0 _bwd, 1 _fin;
                               weight preparation: 0 cast, 1 pack; depthwise causal with
-                              states: ws_dws_part */
+                              states: ws_dws_part; the Hopper GEMM (family 6): 0 the
+                              kernel, 1 _prep */
     ws_params_id table;
 } param_case;
 
@@ -396,6 +407,7 @@ static char *emit_family(const ws_conv_desc *d, int family, ws_err *e)
            : family == 2 ? ws_gemm_emit(d, 9, 0, e)
            : family == 3 ? ws_wprep_emit(d, 9, 0, e)
            : family == 4 ? ws_dw_emit_w(d, d->w_type, 9, 0, e)
+           : family == 6 ? ws_hgemm_emit(d, e)
                          : ws_dws_emit(d, 9, 0, e);
 }
 
@@ -421,6 +433,10 @@ static void entry_name(const param_case *c, char *name)
             ws_dw_name_w(c->d, c->d->w_type, name);
     } else if (c->family == 2) {
         ws_gemm_name(c->d, name);
+    } else if (c->family == 6) {
+        ws_hgemm_name(c->d, name);
+        if (c->entry)
+            strcat(name, "_prep");
     } else {
         ws_dws_entry(c->d, (ws_dws_part)c->entry, name);
     }
@@ -444,7 +460,13 @@ static int check_entry(const char *text, const char *entry, const ws_params *t, 
         if (eol - p == 1 && *p == ')')
             break;
         char type[16] = "", name[64] = "", rest[8] = "";
-        const int got = sscanf(p, "\t.param .%15[a-z0-9] %63[A-Za-z0-9_]%7[^\n]", type, name, rest);
+        int got;
+        if (!strncmp(p, "\t.param .align 64 .b8 ", 22)) { /* a tensor map: "<name>[128]" */
+            strcpy(type, "tmap");
+            got = 1 + sscanf(p + 22, "%63[A-Za-z0-9_][128]%7[^\n]", name, rest);
+        } else {
+            got = sscanf(p, "\t.param .%15[a-z0-9] %63[A-Za-z0-9_]%7[^\n]", type, name, rest);
+        }
         cr_assert(got >= 2, "%s: %s: parameter line %d unreadable: %.*s", what, entry, i, (int)(eol - p), p);
         cr_assert(i < t->n, "%s: %s declares parameter %d (%s) past the table's %d", what, entry, i,
                   name, t->n);
@@ -504,6 +526,9 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
     dws_fwd.pre = WS_ACT_RELU, dws_fwd.x_type = WS_BF16;
     cr_assert(ws_gemm_fits(&dense) && ws_gemm_fits(&dense_mma) && ws_dw_fits(&dw_nlc) && ws_dw_fits(&dw_ncl));
     cr_assert(ws_dws_fits(&dws_fwd) && ws_dws_fits(&dws_bwd));
+    ws_conv_desc dense_hg = dense_mma;
+    dense_hg.c_in = 128, dense_hg.c_out = 96;
+    cr_assert(ws_hgemm_fits(&dense_hg, 9, 0), "no Hopper GEMM descriptor");
     const param_case cases[] = {
         {"direct fwd", &dense, 0, 0, WS_PARAMS_FWD},
         {"depthwise fwd nlc", &dw_nlc, 1, 0, WS_PARAMS_FWD},
@@ -530,6 +555,8 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         {"depthwise causal bwd dinit", &dws_bwd, 5, WS_DWS_DINIT, WS_PARAMS_DWS_DINIT},
         {"depthwise causal bwd dw", &dws_bwd, 5, WS_DWS_DW, WS_PARAMS_DWS_DW},
         {"depthwise causal bwd db", &dws_bwd, 5, WS_DWS_DB, WS_PARAMS_DWS_DB},
+        {"Hopper GEMM", &dense_hg, 6, 0, WS_PARAMS_HGEMM},
+        {"Hopper GEMM x staging", &dense_hg, 6, 1, WS_PARAMS_HPREP},
     };
     int covered[WS_PARAMS_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

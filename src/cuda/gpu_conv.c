@@ -35,6 +35,7 @@
 #include "ptx/ptx_direct.h"
 #include "ptx/ptx_dw.h"
 #include "ptx/ptx_gemm.h"
+#include "ptx/ptx_hgemm.h"
 #include "ptx/ptx_params.h"
 #include "ptx/ptx_wprep.h"
 
@@ -59,6 +60,13 @@ struct ws_gpu_conv {
     wscu_module gemmmod;
     wscu_function gemmfn;  /* 0: no gemm kernel */
     wscu_devptr wh;        /* the tensor-core gemm kernel's weights (ws_gemm_mma_weights), or 0 */
+    /* the Hopper GEMM (ptx_hgemm.h), where ws_hgemm_fits and the driver encodes tensor
+     * maps: taken before the gemm kernel by every call hgemm_call_fits admits; it reads wh */
+    wscu_module hgmod;
+    wscu_function hgfn, hpfn; /* the kernel, its x staging entry; 0: none */
+    wscu_devptr hx;           /* staged x, [N][T_in][C_in] in the math type, grown as calls need */
+    size_t hx_bytes;
+    int no_hgemm;             /* ws_gpu_conv_no_hgemm */
     wscu_devptr part;      /* BWD: float32 partials of dw, db, grown as calls need */
     size_t part_bytes;
     /* weights given per call (a->w): the plan's own w, b, wh above are 0 when it was made
@@ -101,6 +109,8 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
         cu->MemFree(c->wcall);
     if (c->whcall)
         cu->MemFree(c->whcall);
+    if (c->hx)
+        cu->MemFree(c->hx);
     free(c);
 }
 
@@ -218,6 +228,20 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
             goto fail;
         CU_TRY(cu, ModuleGetFunction(&c->gemmfn, c->gemmmod, gname), err);
     }
+    if (cu->TensorMapEncodeTiled && ws_hgemm_fits(d, g->emit_major, g->emit_minor)) {
+        char hname[WS_HGEMM_NAME_MAX + 8];
+        free(ptx);
+        if (!(ptx = ws_hgemm_emit(d, err)))
+            goto fail;
+        ws_hgemm_name(d, hname);
+        if (ws_gpu_module(g, hname, ptx, &c->hgmod, err))
+            goto fail;
+        CU_TRY(cu, ModuleGetFunction(&c->hgfn, c->hgmod, hname), err);
+        CU_TRY(cu, FuncSetAttribute(c->hgfn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    WS_HGEMM_SMEM), err);
+        strcat(hname, "_prep");
+        CU_TRY(cu, ModuleGetFunction(&c->hpfn, c->hgmod, hname), err);
+    }
     if (ws_dws_fits(d) && !(c->dws = ws_dws_load(g, d, err)))
         goto fail;
     if (!w) { /* weights per call: the preparation module and its buffers, now */
@@ -234,7 +258,7 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     if (b && (ws_gpu_alloc(g, (size_t)d->c_out * sizeof *b, &c->b, err) ||
               ws_gpu_upload(g, c->b, b, (size_t)d->c_out * sizeof *b, err)))
         goto fail;
-    if (c->gemmfn && ws_gemm_mma(d)) { /* W rounded to the math type, in the kernel's r order */
+    if ((c->gemmfn || c->hgfn) && ws_gemm_mma(d)) { /* W rounded to the math type, in the kernel's r order */
         const size_t wb = nw * (size_t)ws_gemm_mma_wbytes(d);
         void *wh = malloc(wb);
         if (!wh) {
@@ -571,6 +595,131 @@ cleanup:
     return -1;
 }
 
+/* the Hopper GEMM's tile for a call: log2 TB, the time tiles ntt, and the grid; 0 when the
+ * call fits its grid, 32-bit coordinates and the staging kernel's grid, else -1 */
+typedef struct { int lgtb; unsigned ntt, gx, gy; int staged; } hg_call;
+
+static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out, hg_call *h)
+{
+    const ws_conv_desc *d = &c->d;
+    if (!c->hgfn || c->force_direct || c->no_hgemm || a->n < 1 || t_out < 1 || a->t_in < 1)
+        return 0;
+    if ((long long)a->t_in + (long long)d->pad_l + (long long)d->k * d->dilation > INT_MAX / 2 ||
+        (long long)t_out * d->stride > INT_MAX / 2)
+        return 0;
+    hg_call v;
+    v.lgtb = ws_hgemm_lgtb(d, t_out);
+    const long long tb = 1LL << v.lgtb, nb = WS_HGEMM_BN / tb;
+    const long long ntt = ((long long)t_out + tb - 1) / tb, nnt = ((long long)a->n + nb - 1) / nb;
+    const long long gy = ((long long)d->c_out + WS_HGEMM_BM - 1) / WS_HGEMM_BM;
+    if (ntt * nnt > INT_MAX || gy > 65535)
+        return 0;
+    v.staged = ws_hgemm_staged(d) || (uintptr_t)a->x % 16 != 0;
+    if (v.staged && a->n > 65535) /* the staging kernel's grid z */
+        return 0;
+    v.ntt = (unsigned)ntt, v.gx = (unsigned)(ntt * nnt), v.gy = (unsigned)gy;
+    if (h)
+        *h = v;
+    return 1;
+}
+
+/* a 3-D tensor map of 16-bit elements over addr: dims (d0, d1, d2), strides (s1, s2) bytes,
+ * box (b0, b1, b2), element strides (1, e1, 1), the 128-byte swizzle, zeros out of range */
+static int tmap3(ws_cu *cu, wscu_tensor_map *m, int dtype, uint64_t addr, const uint64_t dim[3],
+                 const uint64_t stride[2], const uint32_t box[3], uint32_t e1, ws_err *err)
+{
+    const uint32_t es[3] = { 1, e1, 1 };
+    CU_TRY(cu, TensorMapEncodeTiled(m, dtype, 3, (void *)(uintptr_t)addr, dim, stride, box, es,
+                                    WS_CU_TENSOR_MAP_INTERLEAVE_NONE, WS_CU_TENSOR_MAP_SWIZZLE_128B,
+                                    WS_CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                    WS_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+/* the Hopper GEMM for a call hgemm_call_fits admits (with its staging kernel first where x
+ * is staged), enqueued: 0, or -1 err */
+static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const hg_call *h,
+                        wscu_stream st, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    ws_cu *cu = &c->g->cu;
+    wscu_devptr pw = 0;
+    if (call_weights(c, a, W_MMA, st, &pw, err))
+        return -1;
+    uint64_t xb = (uint64_t)(uintptr_t)a->x;
+    const uint64_t C = (uint64_t)d->c_in, N = (uint64_t)a->n, T = (uint64_t)a->t_in;
+    if (h->staged) {
+        if (scratch(c, &c->hx, &c->hx_bytes, (size_t)(N * T * C * 2), st, err))
+            return -1;
+        uint64_t px = xb, pxp = c->hx;
+        uint32_t n32 = (uint32_t)N, t32 = (uint32_t)T;
+        ws_kargs p;
+        ws_kargs_init(&p, WS_PARAMS_HPREP);
+        WS_KARG(&p, WS_HP_X, px), WS_KARG(&p, WS_HP_XP, pxp);
+        WS_KARG(&p, WS_HP_N, n32), WS_KARG(&p, WS_HP_T_IN, t32);
+        if (ws_kargs_check(&p, "ws_gpu_conv_run", err))
+            return -1;
+        CU_TRY(cu, LaunchKernel(c->hpfn, (unsigned)((T + 31) / 32), (unsigned)((C + 63) / 64),
+                                (unsigned)N, WS_HPREP_THREADS, 1, 1, 0, st, p.v, NULL), err);
+        xb = c->hx;
+    }
+    const int dt = d->math == WS_MATH_BF16 ? WS_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                           : WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    const uint32_t tb = 1u << h->lgtb;
+    wscu_tensor_map ta, tbm;
+    {
+        const uint64_t dim[3] = { C, (uint64_t)d->k, (uint64_t)d->c_out };
+        const uint64_t str[2] = { C * 2, C * (uint64_t)d->k * 2 };
+        const uint32_t box[3] = { WS_HGEMM_BKC, 1, WS_HGEMM_BM };
+        if (tmap3(cu, &ta, dt, pw, dim, str, box, 1, err))
+            return -1;
+    }
+    {
+        const uint64_t dim[3] = { C, T, N };
+        const uint64_t str[2] = { C * 2, T * C * 2 };
+        const uint32_t box[3] = { WS_HGEMM_BKC, tb * (uint32_t)d->stride, WS_HGEMM_BN / tb };
+        if (tmap3(cu, &tbm, dt, xb, dim, str, box, (uint32_t)d->stride, err))
+            return -1;
+    }
+    uint64_t pb = call_bias(c, a), padd = (uint64_t)(uintptr_t)a->add, py = (uint64_t)(uintptr_t)a->y;
+    uint64_t abs = a->add ? (uint64_t)a->add_batch_stride : 0;
+    uint32_t n32 = (uint32_t)N, tout = (uint32_t)t_out, ntt = h->ntt, lg = (uint32_t)h->lgtb;
+    ws_kargs k;
+    ws_kargs_init(&k, WS_PARAMS_HGEMM);
+    WS_KARG(&k, WS_HG_TA, ta), WS_KARG(&k, WS_HG_TB, tbm), WS_KARG(&k, WS_HG_B, pb);
+    WS_KARG(&k, WS_HG_ADD, padd), WS_KARG(&k, WS_HG_Y, py), WS_KARG(&k, WS_HG_N, n32);
+    WS_KARG(&k, WS_HG_T_OUT, tout), WS_KARG(&k, WS_HG_NTT, ntt), WS_KARG(&k, WS_HG_LGTB, lg);
+    WS_KARG(&k, WS_HG_ADD_BS, abs);
+    if (ws_kargs_check(&k, "ws_gpu_conv_run", err))
+        return -1;
+    CU_TRY(cu, LaunchKernel(c->hgfn, h->gx, h->gy, 1, WS_HGEMM_THREADS, 1, 1, WS_HGEMM_SMEM, st,
+                            k.v, NULL), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+int ws_gpu_hgemm_available(const ws_gpu *g)
+{
+    return g && g->cu.TensorMapEncodeTiled && g->emit_major == 9 && g->emit_minor == 0 && WS_HGEMM;
+}
+
+void ws_gpu_conv_no_hgemm(ws_gpu_conv *c, int on)
+{
+    if (c)
+        c->no_hgemm = on;
+}
+
+int ws_gpu_conv_hgemm(const ws_gpu_conv *c, const ws_conv_args *a)
+{
+    int t_out = 0;
+    if (!c || check_call(c, a, "ws_gpu_conv_hgemm", &t_out, NULL))
+        return -1;
+    return !states_call(a) && !dw_call_fits(c, a, t_out) && hgemm_call_fits(c, a, t_out, NULL);
+}
+
 int ws_gpu_user_stream_new(ws_gpu *g, uint64_t *stream, ws_err *err)
 {
     ws_cu *cu = &g->cu;
@@ -622,7 +771,8 @@ int ws_gpu_conv_kernel(const ws_gpu_conv *c, const ws_conv_args *a)
     int t_out = 0;
     if (!c || check_call(c, a, "ws_gpu_conv_kernel", &t_out, NULL))
         return -1;
-    return states_call(a) ? 3 : dw_call_fits(c, a, t_out) ? 1 : gemm_call_fits(c, a, t_out) ? 2 : 0;
+    return states_call(a) ? 3 : dw_call_fits(c, a, t_out) ? 1
+         : hgemm_call_fits(c, a, t_out, NULL) || gemm_call_fits(c, a, t_out) ? 2 : 0;
 }
 
 static int launch_states(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st,
@@ -654,6 +804,9 @@ static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream 
         if (rc <= 0)
             return rc;
     }
+    hg_call h;
+    if (hgemm_call_fits(c, a, t_out, &h))
+        return launch_hgemm(c, a, t_out, &h, st, err);
     if (gemm_call_fits(c, a, t_out))
         return launch_gemm(c, a, t_out, st, err);
     if (d->op == WS_CONV_BWD)
@@ -815,6 +968,17 @@ int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const ch
         ws_gemm_name(d, gname);
         const int rc = write_ptx(dir, gname, gm, err);
         free(gm);
+        if (rc)
+            return -1;
+    }
+    if (ws_hgemm_fits(d, cc_major, cc_minor)) { /* the Hopper GEMM's module beside them */
+        char *hm = ws_hgemm_emit(d, err);
+        char hname[WS_HGEMM_NAME_MAX];
+        if (!hm)
+            return -1;
+        ws_hgemm_name(d, hname);
+        const int rc = write_ptx(dir, hname, hm, err);
+        free(hm);
         if (rc)
             return -1;
     }

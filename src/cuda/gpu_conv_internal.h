@@ -17,7 +17,20 @@ int ws_gpu_conv_bench(ws_gpu_conv *c, const ws_conv_args *a, int warmup, int ite
  * take what they can. */
 void ws_gpu_conv_force_direct(ws_gpu_conv *c, int on);
 
-/* which kernels a call of c would run: 1 the depthwise ones, 2 the gemm one, 3 the
+/* on: calls of c that the Hopper GEMM (ptx_hgemm.h) would take go to the gemm kernel of
+ * ptx_gemm.h instead (benchmarks compare the two in one run); off (the default) */
+void ws_gpu_conv_no_hgemm(ws_gpu_conv *c, int on);
+
+/* 1 when a call of c runs the Hopper GEMM, 0 when not, -1 for a call ws_gpu_conv_run
+ * would refuse */
+int ws_gpu_conv_hgemm(const ws_gpu_conv *c, const ws_conv_args *a);
+
+/* 1 when plans made on g now can take the Hopper GEMM: they emit for 9.0 and the driver
+ * encodes tensor maps */
+int ws_gpu_hgemm_available(const ws_gpu *g);
+
+/* which kernels a call of c would run: 1 the depthwise ones, 2 a gemm one (ptx_gemm.h or
+ * the Hopper GEMM), 3 the
  * depthwise causal ones of packed sequences and carried states (ptx_dws.h), 0 the direct
  * ones, -1 a call ws_gpu_conv_run would refuse */
 int ws_gpu_conv_kernel(const ws_gpu_conv *c, const ws_conv_args *a);

@@ -10,6 +10,7 @@
 
 #define U32 WS_PTYPE_U32
 #define U64 WS_PTYPE_U64
+#define TMAP WS_PTYPE_TMAP
 
 /* conv forward: the direct (ptx_direct.h), depthwise (ptx_dw.h) and GEMM (ptx_gemm.h) kernels */
 static const ws_param FWD[] = {
@@ -136,8 +137,22 @@ static const ws_param MF16[] = {
     [WS_MF16_COUNT] = { "p_count", U64 },
 };
 
+/* the Hopper GEMM (ptx_hgemm.h) */
+static const ws_param HG[] = {
+    [WS_HG_TA] = { "p_ta", TMAP },      [WS_HG_TB] = { "p_tb", TMAP },
+    [WS_HG_B] = { "p_b", U64 },         [WS_HG_ADD] = { "p_add", U64 },
+    [WS_HG_Y] = { "p_y", U64 },         [WS_HG_N] = { "p_n", U32 },
+    [WS_HG_T_OUT] = { "p_t_out", U32 }, [WS_HG_NTT] = { "p_ntt", U32 },
+    [WS_HG_LGTB] = { "p_lgtb", U32 },   [WS_HG_ADD_BS] = { "p_add_bs", U64 },
+};
+static const ws_param HP[] = {
+    [WS_HP_X] = { "p_x", U64 }, [WS_HP_XP] = { "p_xp", U64 },
+    [WS_HP_N] = { "p_n", U32 }, [WS_HP_T_IN] = { "p_t_in", U32 },
+};
+
 #undef U32
 #undef U64
+#undef TMAP
 
 #define COUNT(a) ((int)(sizeof a / sizeof a[0]))
 /* each table as long as its index enum says, and no longer than WS_PARAMS_MAX */
@@ -166,6 +181,8 @@ _Static_assert(COUNT(SGELU) == WS_SGELU_NPARAMS, "SGELU");
 _Static_assert(COUNT(MFR) == WS_MFR_NPARAMS, "MFR");
 _Static_assert(COUNT(MWR) == WS_MWR_NPARAMS, "MWR");
 _Static_assert(COUNT(MF16) == WS_MF16_NPARAMS, "MF16");
+_Static_assert(COUNT(HG) == WS_HG_NPARAMS && WS_HG_NPARAMS <= WS_PARAMS_MAX, "HG");
+_Static_assert(COUNT(HP) == WS_HP_NPARAMS, "HP");
 _Static_assert(WS_DWBWD_NPARAMS <= WS_PARAMS_MAX && WS_FWD_NPARAMS <= WS_PARAMS_MAX &&
                    WS_SCONV_NPARAMS <= WS_PARAMS_MAX && WS_MFR_NPARAMS <= WS_PARAMS_MAX,
                "WS_PARAMS_MAX");
@@ -194,6 +211,8 @@ static const ws_params TABLES[WS_PARAMS_COUNT] = {
     [WS_PARAMS_MEL_FRAMES] = { "log-Mel frames", MFR, COUNT(MFR) },
     [WS_PARAMS_MEL_WRITE] = { "log-Mel write", MWR, COUNT(MWR) },
     [WS_PARAMS_MEL_F16] = { "log-Mel f16", MF16, COUNT(MF16) },
+    [WS_PARAMS_HGEMM] = { "Hopper GEMM forward", HG, COUNT(HG) },
+    [WS_PARAMS_HPREP] = { "Hopper GEMM x staging", HP, COUNT(HP) },
 };
 
 const ws_params *ws_params_of(ws_params_id id)
@@ -203,12 +222,12 @@ const ws_params *ws_params_of(ws_params_id id)
 
 const char *ws_ptype_name(ws_ptype t)
 {
-    return t == WS_PTYPE_U64 ? "u64" : "u32";
+    return t == WS_PTYPE_TMAP ? "tmap" : t == WS_PTYPE_U64 ? "u64" : "u32";
 }
 
 size_t ws_ptype_bytes(ws_ptype t)
 {
-    return t == WS_PTYPE_U64 ? 8 : 4;
+    return t == WS_PTYPE_TMAP ? 128 : t == WS_PTYPE_U64 ? 8 : 4;
 }
 
 /* ---- the emitter's side ---- */
@@ -218,9 +237,13 @@ void ws_ptx_kernel_end_params(ptx_buf *k, ptx_buf *mod, const char *name, const 
 {
     ptx_buf decl;
     ws_ptx_init(&decl);
-    for (int i = 0; i < t->n; i++)
-        ws_ptx_raw(&decl, "%s\t.param .%s %s", i ? ",\n" : "", ws_ptype_name(t->p[i].type),
-                   t->p[i].name);
+    for (int i = 0; i < t->n; i++) {
+        if (t->p[i].type == WS_PTYPE_TMAP)
+            ws_ptx_raw(&decl, "%s\t.param .align 64 .b8 %s[128]", i ? ",\n" : "", t->p[i].name);
+        else
+            ws_ptx_raw(&decl, "%s\t.param .%s %s", i ? ",\n" : "", ws_ptype_name(t->p[i].type),
+                       t->p[i].name);
+    }
     char why[160];
     char *text = ws_ptx_take(&decl, why, sizeof why);
     if (!text) {
@@ -249,6 +272,11 @@ void ws_ptx_ld_param(ptx_buf *b, preg r, const ws_params *t, int i)
         return;
     }
     const ws_param *p = &t->p[i];
+    if (p->type == WS_PTYPE_TMAP) {
+        snprintf(why, sizeof why, "%s: %s is a tensor map, read by its address", t->kernel, p->name);
+        ws_ptx_fail(b, why);
+        return;
+    }
     if (!reg_fits(r, p->type)) {
         snprintf(why, sizeof why, "%s: %s is .%s, loaded into %s", t->kernel, p->name,
                  ws_ptype_name(p->type), r.n);
@@ -256,6 +284,19 @@ void ws_ptx_ld_param(ptx_buf *b, preg r, const ws_params *t, int i)
         return;
     }
     ws_ptx_ins(b, "ld.param.%s %s, [%s]", ws_ptype_name(p->type), r.n, p->name);
+}
+
+void ws_ptx_param_tmap(ptx_buf *b, preg r, const ws_params *t, int i)
+{
+    if (i < 0 || i >= t->n || t->p[i].type != WS_PTYPE_TMAP || !reg_fits(r, WS_PTYPE_U64)) {
+        char why[160];
+        snprintf(why, sizeof why, "%s: parameter %d is not a tensor map read into a b64 register",
+                 t->kernel, i);
+        ws_ptx_fail(b, why);
+        return;
+    }
+    ws_ptx_ins(b, "mov.b64 %s, %s", r.n, t->p[i].name);
+    ws_ptx_ins(b, "cvta.param.u64 %s, %s", r.n, r.n);
 }
 
 preg ws_ptx_param_u32(ptx_buf *b, const ws_params *t, int i)

@@ -46,10 +46,14 @@
  *   WS_PARAMS_MEL_WRITE       ws_mel_write        .u64 p_items; .u32 p_n_items;
  *                                                 .u64 p_total, p_L, p_keys, p_out
  *   WS_PARAMS_MEL_F16         ws_mel_f16          .u64 p_src, p_dst, p_count
+ * The Hopper GEMM's (ptx_hgemm.h; gpu_conv.c launches them):
+ *   WS_PARAMS_HGEMM   the forward    .tmap p_ta, p_tb; .u64 p_b, p_add, p_y;
+ *                                    .u32 p_n, p_t_out, p_ntt, p_lgtb; .u64 p_add_bs
+ *   WS_PARAMS_HPREP   its x staging  .u64 p_x, p_xp; .u32 p_n, p_t_in
  * Index enums: WS_FWD_*, WS_BGZ_*, WS_BDX_*, WS_BDW_*, WS_BDB_*, WS_DWBWD_*, WS_DWFIN_*,
  * WS_WPREP_*, WS_DSFWD_*, WS_DSFIN_*, WS_DSGZ_*, WS_DSDX_*, WS_DSDI_*, WS_DSDW_*, WS_DSDB_*,
  * WS_SMELT_*, WS_SCONV_* (both stem conv tables), WS_SFIN_*, WS_SGELU_*, WS_MFR_*, WS_MWR_*,
- * WS_MF16_* (e.g. WS_FWD_ADD_BS, WS_DWFIN_NP, WS_DSFWD_SEQ), each ending in a *_NPARAMS count.
+ * WS_MF16_*, WS_HG_*, WS_HP_* (e.g. WS_FWD_ADD_BS, WS_DWFIN_NP, WS_DSFWD_SEQ), each ending in a *_NPARAMS count.
  *
  * Usage, emitter:
  *   const ws_params *t = ws_params_of(WS_PARAMS_FWD);
@@ -78,7 +82,10 @@
 #include "common.h"
 #include "ptx_emit.h"
 
-typedef enum { WS_PTYPE_U32 = 0, WS_PTYPE_U64 } ws_ptype;
+/* WS_PTYPE_TMAP: a tensor map (CUtensorMap, 128 bytes, 64-byte aligned) passed by value,
+ * declared ".param .align 64 .b8 <name>[128]" and read by cp.async.bulk.tensor through its
+ * generic address (ws_ptx_param_tmap), never ld.param'd */
+typedef enum { WS_PTYPE_U32 = 0, WS_PTYPE_U64, WS_PTYPE_TMAP } ws_ptype;
 
 typedef struct {
     const char *name; /* "p_x" */
@@ -98,6 +105,7 @@ typedef enum {
     WS_PARAMS_WPREP,
     WS_PARAMS_DWS_FWD, WS_PARAMS_DWS_FINAL, WS_PARAMS_DWS_GZ, WS_PARAMS_DWS_DX, /* ws_dws_part's order */
     WS_PARAMS_DWS_DINIT, WS_PARAMS_DWS_DW, WS_PARAMS_DWS_DB,
+    WS_PARAMS_HGEMM, WS_PARAMS_HPREP,
     WS_PARAMS_STEM_MEL_T, WS_PARAMS_STEM_CONV_FFMA, WS_PARAMS_STEM_CONV_MMA, WS_PARAMS_STEM_FINISH,
     WS_PARAMS_STEM_GELU,
     WS_PARAMS_MEL_FRAMES, WS_PARAMS_MEL_WRITE, WS_PARAMS_MEL_F16,
@@ -139,6 +147,9 @@ enum { WS_MFR_X, WS_MFR_ITEMS, WS_MFR_N_ITEMS, WS_MFR_TOTAL, WS_MFR_TW, WS_MFR_H
 enum { WS_MWR_ITEMS, WS_MWR_N_ITEMS, WS_MWR_TOTAL, WS_MWR_L, WS_MWR_KEYS, WS_MWR_OUT,
        WS_MWR_NPARAMS };
 enum { WS_MF16_SRC, WS_MF16_DST, WS_MF16_COUNT, WS_MF16_NPARAMS };
+enum { WS_HG_TA, WS_HG_TB, WS_HG_B, WS_HG_ADD, WS_HG_Y, WS_HG_N, WS_HG_T_OUT, WS_HG_NTT, WS_HG_LGTB,
+       WS_HG_ADD_BS, WS_HG_NPARAMS };
+enum { WS_HP_X, WS_HP_XP, WS_HP_N, WS_HP_T_IN, WS_HP_NPARAMS };
 
 /* the most parameters of any table (the depthwise backward's and ws_mel_frames' 10) */
 #define WS_PARAMS_MAX 10
@@ -146,7 +157,7 @@ enum { WS_MF16_SRC, WS_MF16_DST, WS_MF16_COUNT, WS_MF16_NPARAMS };
 /* The table of kind id; NULL for an id out of range. */
 const ws_params *ws_params_of(ws_params_id id);
 
-/* "u32" / "u64"; bytes 4 / 8 */
+/* "u32" / "u64" / "tmap"; bytes 4 / 8 / 128 */
 const char *ws_ptype_name(ws_ptype t);
 size_t ws_ptype_bytes(ws_ptype t);
 
@@ -160,6 +171,10 @@ void ws_ptx_kernel_end_params(ptx_buf *k, ptx_buf *mod, const char *name, const 
 /* ld.param.<type> r, [<name>]  of t's parameter i; r must be of the type's class (.u64 a
  * %rd register, .u32 a %r one), else b fails */
 void ws_ptx_ld_param(ptx_buf *b, preg r, const ws_params *t, int i);
+
+/* r = the generic address of t's tensor-map parameter i (mov.b64, cvta.param.u64): the
+ * operand cp.async.bulk.tensor reads the map through; r a b64 register, else b fails */
+void ws_ptx_param_tmap(ptx_buf *b, preg r, const ws_params *t, int i);
 
 /* (u64) t's .u32 parameter i: a fresh b32 register loaded, widened into a fresh b64 one */
 preg ws_ptx_param_u32(ptx_buf *b, const ws_params *t, int i);

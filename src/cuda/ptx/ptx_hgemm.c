@@ -1,0 +1,646 @@
+/* ptx_hgemm.c - the Hopper implicit GEMM's emitter; tiles, threads and parameters in
+ * ptx_hgemm.h. Emission is a pure function of the descriptor. Tested by tests/test_ptx.c and
+ * tests/test_gpu_conv.c.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx_act.h"
+#include "ptx_emit.h"
+#include "ptx_epi.h"
+#include "ptx_gemm.h"
+#include "ptx_hgemm.h"
+#include "ptx_params.h"
+
+#define I(...) ws_ptx_ins(b, __VA_ARGS__)
+#define ST WS_HGEMM_STAGES
+#define SB WS_HGEMM_STAGE_BYTES
+#define A_BYTES (WS_HGEMM_BM * 128)
+#define BN WS_HGEMM_BN
+#define NACC (BN / 2) /* accumulators a consumer thread: 64 rows x BN / 128 threads */
+#define YS_ROW (BN + 1) /* the epilogue's Ys row in floats: column reads and row reads hit 32 banks */
+#define PREP_TILE 32
+
+_Static_assert(A_BYTES + BN * 128 == SB && (1 << WS_HGEMM_LGBN) == BN && (BN == 128 || BN == 256),
+               "a stage is A then B, 128-byte rows");
+_Static_assert(WS_HGEMM_BM * YS_ROW * 4 + WS_HGEMM_BM * 4 <= ST * SB, "the epilogue's Ys and Bs fit in the stages");
+
+int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
+{
+    /* short sums and narrow outputs stay on the gemm kernel of ptx_gemm.h (H100, bf16:
+     * Jukebox's C64 K3, 3 stages of a half-empty tile, 240 us against its 165) */
+    const long long kt = (long long)d->k * ((d->c_in + WS_HGEMM_BKC - 1) / WS_HGEMM_BKC);
+    return WS_HGEMM && cc_major == 9 && cc_minor == 0 && ws_gemm_fits(d) &&
+           (d->math == WS_MATH_BF16 || d->math == WS_MATH_F16) && d->c_in % 16 == 0 &&
+           ws_gemm_mma_kmajor(d) && d->stride <= 8 && kt >= WS_HGEMM_MIN_STAGES && d->c_out > 64;
+}
+
+static ws_dtype math_type(const ws_conv_desc *d)
+{
+    return d->math == WS_MATH_BF16 ? WS_BF16 : WS_F16;
+}
+
+int ws_hgemm_staged(const ws_conv_desc *d)
+{
+    return d->x_layout != WS_NLC || d->x_type != math_type(d) || d->pre != WS_ACT_NONE;
+}
+
+int ws_hgemm_lgtb(const ws_conv_desc *d, int t_out)
+{
+    int lg = WS_HGEMM_LGBN;
+    while (lg > 3 && (1 << (lg - 1)) >= t_out)
+        lg--;
+    while ((1 << lg) * d->stride > 256)
+        lg--;
+    return lg;
+}
+
+void ws_hgemm_name(const ws_conv_desc *d, char name[WS_HGEMM_NAME_MAX])
+{
+    snprintf(name, WS_HGEMM_NAME_MAX, "ws_hgemm_%s_c%d_%d_k%d_s%d_d%d_p%d_%s_%s_%s_%s_%s_%s",
+             d->math == WS_MATH_BF16 ? "bf16" : "f16", d->c_in, d->c_out, d->k, d->stride,
+             d->dilation, d->pad_l, d->x_layout == WS_NCL ? "ncl" : "nlc",
+             d->y_layout == WS_NCL ? "ncl" : "nlc", ws_ptx_type_name(d->x_type),
+             ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre), ws_ptx_act_name(d->act));
+}
+
+/* while (!mbarrier.try_wait.parity(bar, parity)) ; */
+static void emit_wait(ptx_buf *b, preg bar, preg parity)
+{
+    preg done = ws_ptx_reg(b, PTX_PRED);
+    plabel l = ws_ptx_label_new(b, "wait");
+    ws_ptx_label(b, l);
+    I("mbarrier.try_wait.parity.shared::cta.b64 %s, [%s], %s", done.n, bar.n, parity.n);
+    I("@!%s bra %s", done.n, l.n);
+}
+
+/* desc = the K-major descriptor of the 128-byte swizzled tile at shared address addr:
+ * start >> 4 (bits 0-13), leading byte offset 1 (unused with a swizzle, bits 16-29), stride
+ * byte offset 1024 >> 4 (8 rows of 128 bytes, bits 32-45), layout 1: 128-byte swizzle
+ * (bits 62-63) */
+static void emit_desc(ptx_buf *b, preg desc, preg addr)
+{
+    preg lo = ws_ptx_reg(b, PTX_B32), hi = ws_ptx_reg(b, PTX_B32);
+    I("shr.u32 %s, %s, 4", lo.n, addr.n);
+    I("and.b32 %s, %s, 16383", lo.n, lo.n);
+    I("or.b32 %s, %s, %d", lo.n, lo.n, 1 << 16);
+    I("mov.u32 %s, %u", hi.n, (1024u >> 4) | (1u << 30));
+    I("mov.b64 %s, {%s, %s}", desc.n, lo.n, hi.n);
+}
+
+/* the producer: thread 0 of warpgroup 0 fills the ring, KT stages */
+static void emit_producer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg sbase, preg bars,
+                          preg o0, preg t0, preg n0, int KT)
+{
+    const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
+    plabel out = ws_ptx_label_new(b, "producer_done");
+    preg not0 = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_section(b, "producer (warpgroup 0): thread 0 issues every copy");
+    I("setmaxnreg.dec.sync.aligned.u32 40");
+    I("setp.ne.u32 %s, %s, 0", not0.n, tid.n);
+    I("@%s bra %s", not0.n, out.n);
+    preg ta = ws_ptx_reg(b, PTX_B64), tb = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_param_tmap(b, ta, pt, WS_HG_TA);
+    ws_ptx_param_tmap(b, tb, pt, WS_HG_TB);
+    preg it = ws_ptx_reg(b, PTX_B32), s = ws_ptx_reg(b, PTX_B32), u = ws_ptx_reg(b, PTX_B32);
+    preg c0 = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32), tk = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, 0", it.n);
+    I("mov.u32 %s, 0", s.n);
+    I("mov.u32 %s, 0", u.n);
+    I("mov.u32 %s, 0", c0.n);
+    I("mov.u32 %s, 0", k.n);
+    ws_ptx_comment(b, "tk = S*t0 - P_L + D*k: the first input time of tap k");
+    I("mul.lo.s32 %s, %s, %d", tk.n, t0.n, d->stride);
+    I("sub.s32 %s, %s, %d", tk.n, tk.n, d->pad_l);
+    plabel top = ws_ptx_label_new(b, "pstage"), nowait = ws_ptx_label_new(b, "pfirst");
+    ws_ptx_label(b, top);
+    preg full = ws_ptx_reg(b, PTX_B32), empty = ws_ptx_reg(b, PTX_B32), first = ws_ptx_reg(b, PTX_PRED);
+    preg sa = ws_ptx_reg(b, PTX_B32), sbb = ws_ptx_reg(b, PTX_B32), par = ws_ptx_reg(b, PTX_B32);
+    I("mad.lo.u32 %s, %s, 8, %s", full.n, s.n, bars.n);
+    I("add.u32 %s, %s, %d", empty.n, full.n, 8 * ST);
+    I("setp.eq.u32 %s, %s, 0", first.n, u.n);
+    I("@%s bra %s", first.n, nowait.n);
+    ws_ptx_comment(b, "slot s free: its use u - 1 released by both consumers");
+    I("add.u32 %s, %s, 1", par.n, u.n);
+    I("and.b32 %s, %s, 1", par.n, par.n);
+    emit_wait(b, empty, par);
+    ws_ptx_label(b, nowait);
+    I("mad.lo.u32 %s, %s, %d, %s", sa.n, s.n, SB, sbase.n);
+    I("add.u32 %s, %s, %d", sbb.n, sa.n, A_BYTES);
+    I("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d", full.n, SB);
+    I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
+      sa.n, ta.n, c0.n, k.n, o0.n, full.n);
+    I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
+      sbb.n, tb.n, c0.n, tk.n, n0.n, full.n);
+    ws_ptx_comment(b, "next: channels c0 + 64, or tap k + 1 from channel 0");
+    preg wrap = ws_ptx_reg(b, PTX_PRED), more = ws_ptx_reg(b, PTX_PRED);
+    I("add.u32 %s, %s, %d", c0.n, c0.n, WS_HGEMM_BKC);
+    I("setp.ge.u32 %s, %s, %d", wrap.n, c0.n, d->c_in);
+    I("@%s mov.u32 %s, 0", wrap.n, c0.n);
+    I("@%s add.u32 %s, %s, 1", wrap.n, k.n, k.n);
+    I("@%s add.s32 %s, %s, %d", wrap.n, tk.n, tk.n, d->dilation);
+    I("add.u32 %s, %s, 1", s.n, s.n);
+    I("setp.eq.u32 %s, %s, %d", wrap.n, s.n, ST);
+    I("@%s mov.u32 %s, 0", wrap.n, s.n);
+    I("@%s add.u32 %s, %s, 1", wrap.n, u.n, u.n);
+    I("add.u32 %s, %s, 1", it.n, it.n);
+    I("setp.lt.u32 %s, %s, %d", more.n, it.n, KT);
+    I("@%s bra %s", more.n, top.n);
+    ws_ptx_label(b, out);
+    I("ret");
+}
+
+/* one output element: v + bias, act, + add, stored (ptx_epi.h) at index off of ybase /
+ * abase in y_type, where `in` holds (no branch) */
+/* the add's raw element for one output: *(y_type *)(abase + off*ys) into r where p holds
+ * (zero elsewhere), read early so that a group's reads are in flight together */
+static void emit_add_read(ptx_buf *b, const ws_conv_desc *d, preg r, preg p, preg off, preg abase, int ys)
+{
+    preg aa = ws_ptx_reg(b, PTX_B64);
+    I("mad.lo.u64 %s, %s, %d, %s", aa.n, off.n, ys, abase.n);
+    if (d->y_type == WS_F32) {
+        I("mov.f32 %s, 0f00000000", r.n);
+        I("@%s ld.global.f32 %s, [%s]", p.n, r.n, aa.n);
+    } else {
+        I("mov.b16 %s, 0", r.n);
+        I("@%s ld.global.b16 %s, [%s]", p.n, r.n, aa.n);
+    }
+}
+
+/* one output element: v + bias, act, + the add read by emit_add_read (raw r, where p holds),
+ * stored (ptx_epi.h) at index off of ybase in y_type, where `in` holds (no branch) */
+static void emit_elem(ptx_buf *b, const ws_conv_desc *d, preg v, preg bias, preg p, preg r, preg in,
+                      preg off, preg ybase, int ys, int has_add)
+{
+    preg ya = ws_ptx_reg(b, PTX_B64), av = r;
+    if (has_add && d->y_type == WS_F16) {
+        av = ws_ptx_reg(b, PTX_F32);
+        I("cvt.f32.f16 %s, %s", av.n, r.n);
+    } else if (has_add && d->y_type == WS_BF16) {
+        preg w = ws_ptx_reg(b, PTX_B32);
+        av = ws_ptx_reg(b, PTX_F32);
+        I("cvt.u32.u16 %s, %s", w.n, r.n);
+        I("shl.b32 %s, %s, 16", w.n, w.n);
+        I("mov.b32 %s, %s", av.n, w.n);
+    }
+    const ws_ptx_epi ep = {
+        .act = d->act, .y_type = d->y_type, .n = 1, .v = &v, .bias = &bias, .in = in,
+        .add_if = has_add ? p : (preg){""}, .add_v = has_add ? &av : NULL,
+        .y = {.at = ya, .index = off, .base = ybase, .scale = ys}};
+    ws_ptx_epi_emit(b, &ep);
+}
+
+#define EG 16 /* epilogue elements whose reads are issued together */
+
+/* the consumers: the ring into 64 accumulators, then the epilogue through shared memory */
+static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, preg sbase,
+                          preg bars, preg o0, preg t0, preg n0, preg lgtb, int KT)
+{
+    const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
+    const int ys = d->y_type == WS_F32 ? 4 : 2;
+    const char *mt = d->math == WS_MATH_BF16 ? "bf16" : "f16";
+    ws_ptx_section(b, "consumers (warpgroups 1, 2): g = warpgroup - 1 owns rows 64g.., all BN positions");
+    I("setmaxnreg.inc.sync.aligned.u32 232");
+    preg g = ws_ptx_reg(b, PTX_B32), aoff = ws_ptx_reg(b, PTX_B32), one = ws_ptx_reg(b, PTX_PRED);
+    I("sub.u32 %s, %s, 1", g.n, wg.n);
+    I("mad.lo.u32 %s, %s, %d, %s", aoff.n, g.n, 64 * 128, sbase.n);
+    I("setp.eq.u32 %s, 1, 1", one.n);
+    preg acc[NACC];
+    for (int i = 0; i < NACC; i++) {
+        acc[i] = ws_ptx_reg(b, PTX_F32);
+        I("mov.f32 %s, 0f00000000", acc[i].n);
+    }
+    char regs[NACC * 8 + 8];
+    int o = 0;
+    for (int i = 0; i < NACC; i++)
+        o += snprintf(regs + o, sizeof regs - (size_t)o, "%s%s", i ? ", " : "", acc[i].n);
+
+    preg it = ws_ptx_reg(b, PTX_B32), s = ws_ptx_reg(b, PTX_B32), u = ws_ptx_reg(b, PTX_B32);
+    preg prev = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, 0", it.n);
+    I("mov.u32 %s, 0", s.n);
+    I("mov.u32 %s, 0", u.n);
+    I("mov.u32 %s, %d", prev.n, ST - 1);
+    ws_ptx_comment(b, "%d stages: tap k, channels c0..c0+63", KT);
+    plabel top = ws_ptx_label_new(b, "cstage"), norel = ws_ptx_label_new(b, "norelease");
+    ws_ptx_label(b, top);
+    {
+        preg full = ws_ptx_reg(b, PTX_B32), par = ws_ptx_reg(b, PTX_B32);
+        preg sa = ws_ptx_reg(b, PTX_B32), sbb = ws_ptx_reg(b, PTX_B32);
+        preg da = ws_ptx_reg(b, PTX_B64), db = ws_ptx_reg(b, PTX_B64);
+        I("mad.lo.u32 %s, %s, 8, %s", full.n, s.n, bars.n);
+        I("and.b32 %s, %s, 1", par.n, u.n);
+        emit_wait(b, full, par);
+        I("mad.lo.u32 %s, %s, %d, %s", sa.n, s.n, SB, aoff.n);
+        I("mad.lo.u32 %s, %s, %d, %s", sbb.n, s.n, SB, sbase.n);
+        I("add.u32 %s, %s, %d", sbb.n, sbb.n, A_BYTES);
+        I("wgmma.fence.sync.aligned");
+        for (int ks = 0; ks < 4; ks++) {
+            preg ak = ws_ptx_reg(b, PTX_B32), bk = ws_ptx_reg(b, PTX_B32);
+            I("add.u32 %s, %s, %d", ak.n, sa.n, 32 * ks);
+            I("add.u32 %s, %s, %d", bk.n, sbb.n, 32 * ks);
+            emit_desc(b, da, ak);
+            emit_desc(b, db, bk);
+            I("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, 0", BN, mt, mt, regs,
+              da.n, db.n, one.n);
+        }
+        I("wgmma.commit_group.sync.aligned");
+        ws_ptx_comment(b, "the group before is done: release its slot");
+        I("wgmma.wait_group.sync.aligned 1");
+        preg isfirst = ws_ptx_reg(b, PTX_PRED), empty = ws_ptx_reg(b, PTX_B32);
+        I("setp.eq.u32 %s, %s, 0", isfirst.n, it.n);
+        I("@%s bra %s", isfirst.n, norel.n);
+        I("mad.lo.u32 %s, %s, 8, %s", empty.n, prev.n, bars.n);
+        I("add.u32 %s, %s, %d", empty.n, empty.n, 8 * ST);
+        I("mbarrier.arrive.shared::cta.b64 _, [%s]", empty.n);
+        ws_ptx_label(b, norel);
+        preg wrap = ws_ptx_reg(b, PTX_PRED), more = ws_ptx_reg(b, PTX_PRED);
+        I("mov.u32 %s, %s", prev.n, s.n);
+        I("add.u32 %s, %s, 1", s.n, s.n);
+        I("setp.eq.u32 %s, %s, %d", wrap.n, s.n, ST);
+        I("@%s mov.u32 %s, 0", wrap.n, s.n);
+        I("@%s add.u32 %s, %s, 1", wrap.n, u.n, u.n);
+        I("add.u32 %s, %s, 1", it.n, it.n);
+        I("setp.lt.u32 %s, %s, %d", more.n, it.n, KT);
+        I("@%s bra %s", more.n, top.n);
+    }
+    I("wgmma.wait_group.sync.aligned 0");
+
+    ws_ptx_section(b, "epilogue: acc[4ni + 2h + e] is row 64g + 16(warp%4) + 8h + lane/4, "
+                      "position 8ni + 2(lane%4) + e; into Ys[128][BN + 1], b[o0..] into Bs[128]");
+    preg pb = ws_ptx_reg(b, PTX_B64), pa = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64);
+    preg abs = ws_ptx_reg(b, PTX_B64), hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
+    preg n32 = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_ld_param(b, pb, pt, WS_HG_B);
+    ws_ptx_ld_param(b, pa, pt, WS_HG_ADD);
+    ws_ptx_ld_param(b, py, pt, WS_HG_Y);
+    ws_ptx_ld_param(b, abs, pt, WS_HG_ADD_BS);
+    ws_ptx_ld_param(b, n32, pt, WS_HG_N);
+    ws_ptx_ld_param(b, tout, pt, WS_HG_T_OUT);
+    I("setp.ne.u64 %s, %s, 0", hasb.n, pb.n);
+    I("setp.ne.u64 %s, %s, 0", hasa.n, pa.n);
+    I("cvta.to.global.u64 %s, %s", pb.n, pb.n);
+    I("cvta.to.global.u64 %s, %s", pa.n, pa.n);
+    I("cvta.to.global.u64 %s, %s", py.n, py.n);
+    preg lane = ws_ptx_reg(b, PTX_B32), wq = ws_ptx_reg(b, PTX_B32), row = ws_ptx_reg(b, PTX_B32);
+    preg tmp = ws_ptx_reg(b, PTX_B32), wa = ws_ptx_reg(b, PTX_B32), c = ws_ptx_reg(b, PTX_B32);
+    preg bs = ws_ptx_reg(b, PTX_B32);
+    I("add.u32 %s, %s, %d", bs.n, sbase.n, WS_HGEMM_BM * YS_ROW * 4);
+    I("sub.u32 %s, %s, 128", c.n, tid.n);
+    I("bar.sync 1, 256");
+    {
+        ws_ptx_comment(b, "Bs[c] = b[o0 + c] (0 past C_out or without bias), c < 128");
+        preg lb = ws_ptx_reg(b, PTX_PRED), ok = ws_ptx_reg(b, PTX_PRED), bv = ws_ptx_reg(b, PTX_F32);
+        preg ba = ws_ptx_reg(b, PTX_B64), sa = ws_ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %s", tmp.n, o0.n, c.n);
+        I("setp.lt.u32 %s, %s, %d", lb.n, tmp.n, d->c_out);
+        I("setp.lt.u32 %s, %s, 128", ok.n, c.n);
+        I("and.pred %s, %s, %s", lb.n, lb.n, ok.n);
+        I("and.pred %s, %s, %s", lb.n, lb.n, hasb.n);
+        I("mul.wide.u32 %s, %s, 4", ba.n, tmp.n);
+        I("add.u64 %s, %s, %s", ba.n, ba.n, pb.n);
+        I("mov.f32 %s, 0f00000000", bv.n);
+        I("@%s ld.global.nc.f32 %s, [%s]", lb.n, bv.n, ba.n);
+        I("mad.lo.u32 %s, %s, 4, %s", sa.n, c.n, bs.n);
+        I("@%s st.shared.f32 [%s], %s", ok.n, sa.n, bv.n);
+    }
+    I("and.b32 %s, %s, 31", lane.n, tid.n);
+    I("shr.u32 %s, %s, 5", wq.n, tid.n);
+    I("and.b32 %s, %s, 3", wq.n, wq.n);
+    I("shr.u32 %s, %s, 2", row.n, lane.n);
+    I("mad.lo.u32 %s, %s, 16, %s", row.n, wq.n, row.n);
+    I("mad.lo.u32 %s, %s, 64, %s", row.n, g.n, row.n);
+    I("and.b32 %s, %s, 3", tmp.n, lane.n);
+    I("shl.b32 %s, %s, 1", tmp.n, tmp.n);
+    I("mad.lo.u32 %s, %s, %d, %s", wa.n, row.n, YS_ROW, tmp.n);
+    I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, sbase.n);
+    for (int ni = 0; ni < BN / 8; ni++)
+        for (int h = 0; h < 2; h++)
+            for (int e = 0; e < 2; e++)
+                I("st.shared.f32 [%s+%d], %s", wa.n, ((8 * h) * YS_ROW + 8 * ni + e) * 4, acc[4 * ni + 2 * h + e].n);
+    I("bar.sync 1, 256");
+
+    preg tbm = ws_ptx_reg(b, PTX_B32), half = ws_ptx_reg(b, PTX_B32);
+    preg col = ws_ptx_reg(b, PTX_B32), ra = ws_ptx_reg(b, PTX_B32);
+    I("shl.b32 %s, 1, %s", tbm.n, lgtb.n);
+    I("sub.u32 %s, %s, 1", tbm.n, tbm.n);
+    const int ncl = d->y_layout == WS_NCL, PSTEP = 256 / BN; /* NCL: a thread's rows step */
+    if (ncl) { /* position col = c % BN, rows half + PSTEP*m */
+        I("shr.u32 %s, %s, %d", half.n, c.n, WS_HGEMM_LGBN);
+        I("and.b32 %s, %s, %d", col.n, c.n, BN - 1);
+    } else {   /* row col = c % 128, positions half + 2m */
+        I("shr.u32 %s, %s, 7", half.n, c.n);
+        I("and.b32 %s, %s, 127", col.n, c.n);
+    }
+    plabel done = ws_ptx_label_new(b, "epi_done");
+    if (ncl) {
+        ws_ptx_comment(b, "NCL y: position i = c %% %d (n, t once), rows c/%d + %dm; no branch per element", BN, BN,
+                       PSTEP);
+        preg n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED);
+        preg ok2 = ws_ptx_reg(b, PTX_PRED), t64 = ws_ptx_reg(b, PTX_B64), n64 = ws_ptx_reg(b, PTX_B64);
+        preg ybase = ws_ptx_reg(b, PTX_B64), abase = ws_ptx_reg(b, PTX_B64), orow = ws_ptx_reg(b, PTX_B32);
+        preg rb = ws_ptx_reg(b, PTX_B32);
+        I("shr.u32 %s, %s, %s", n.n, col.n, lgtb.n);
+        I("add.u32 %s, %s, %s", n.n, n.n, n0.n);
+        I("and.b32 %s, %s, %s", t.n, col.n, tbm.n);
+        I("add.u32 %s, %s, %s", t.n, t.n, t0.n);
+        I("setp.lt.u32 %s, %s, %s", ok.n, n.n, n32.n);
+        I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tout.n);
+        I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
+        I("@!%s bra %s", ok.n, done.n);
+        I("cvt.u64.u32 %s, %s", t64.n, t.n);
+        I("mul.wide.u32 %s, %s, %s", ybase.n, n.n, tout.n);
+        I("mul.lo.u64 %s, %s, %d", ybase.n, ybase.n, d->c_out);
+        I("add.u64 %s, %s, %s", ybase.n, ybase.n, t64.n);
+        I("mad.lo.u64 %s, %s, %d, %s", ybase.n, ybase.n, ys, py.n);
+        I("cvt.u64.u32 %s, %s", n64.n, n.n);
+        I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, abs.n);
+        I("add.u64 %s, %s, %s", abase.n, abase.n, t64.n);
+        I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, ys, pa.n);
+        I("mad.lo.u32 %s, %s, %d, %s", ra.n, half.n, YS_ROW, col.n);
+        I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sbase.n);
+        I("mad.lo.u32 %s, %s, 4, %s", rb.n, half.n, bs.n);
+        I("add.u32 %s, %s, %s", orow.n, o0.n, half.n);
+        for (int m0 = 0; m0 < 128 / PSTEP; m0 += EG) {
+            preg ook[EG], v[EG], bias[EG], off[EG], p[EG], r[EG];
+            ws_ptx_comment(b, "rows c/%d + %d(%d..%d): reads first, then the outputs", BN, PSTEP, m0, m0 + EG - 1);
+            for (int m = 0; m < EG; m++) {
+                preg oo = ws_ptx_reg(b, PTX_B32);
+                ook[m] = ws_ptx_reg(b, PTX_PRED), v[m] = ws_ptx_reg(b, PTX_F32), bias[m] = ws_ptx_reg(b, PTX_F32);
+                off[m] = ws_ptx_reg(b, PTX_B64), p[m] = ws_ptx_reg(b, PTX_PRED);
+                r[m] = ws_ptx_reg(b, d->y_type == WS_F32 ? PTX_F32 : PTX_B16);
+                I("add.u32 %s, %s, %d", oo.n, orow.n, PSTEP * (m0 + m));
+                I("setp.lt.u32 %s, %s, %d", ook[m].n, oo.n, d->c_out);
+                I("ld.shared.f32 %s, [%s+%d]", v[m].n, ra.n, PSTEP * (m0 + m) * YS_ROW * 4);
+                I("ld.shared.f32 %s, [%s+%d]", bias[m].n, rb.n, PSTEP * (m0 + m) * 4);
+                I("mul.wide.u32 %s, %s, %s", off[m].n, oo.n, tout.n);
+                I("and.pred %s, %s, %s", p[m].n, ook[m].n, hasa.n);
+                emit_add_read(b, d, r[m], p[m], off[m], abase, ys);
+            }
+            for (int m = 0; m < EG; m++)
+                emit_elem(b, d, v[m], bias[m], p[m], r[m], ook[m], off[m], ybase, ys, 1);
+        }
+    } else {
+        ws_ptx_comment(b, "NLC y: row c %% 128 (o, b[o] once), positions c/128 + 2m; no branch per element");
+        preg oo = ws_ptx_reg(b, PTX_B32), ook = ws_ptx_reg(b, PTX_PRED), bias = ws_ptx_reg(b, PTX_F32);
+        preg off = ws_ptx_reg(b, PTX_B64), sa = ws_ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %s", oo.n, o0.n, col.n);
+        I("setp.lt.u32 %s, %s, %d", ook.n, oo.n, d->c_out);
+        I("@!%s bra %s", ook.n, done.n);
+        I("mad.lo.u32 %s, %s, 4, %s", sa.n, col.n, bs.n);
+        I("ld.shared.f32 %s, [%s]", bias.n, sa.n);
+        I("cvt.u64.u32 %s, %s", off.n, oo.n);
+        I("mad.lo.u32 %s, %s, %d, %s", ra.n, col.n, YS_ROW, half.n);
+        I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sbase.n);
+        for (int m0 = 0; m0 < BN / 2; m0 += EG) {
+            preg ok[EG], v[EG], ybase[EG], p[EG], r[EG];
+            ws_ptx_comment(b, "positions c/128 + 2(%d..%d): reads first, then the outputs", m0, m0 + EG - 1);
+            for (int m = 0; m < EG; m++) {
+                preg i = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+                preg ok2 = ws_ptx_reg(b, PTX_PRED), pos = ws_ptx_reg(b, PTX_B64), abase = ws_ptx_reg(b, PTX_B64);
+                preg n64 = ws_ptx_reg(b, PTX_B64), t64 = ws_ptx_reg(b, PTX_B64);
+                ok[m] = ws_ptx_reg(b, PTX_PRED), v[m] = ws_ptx_reg(b, PTX_F32), ybase[m] = ws_ptx_reg(b, PTX_B64);
+                p[m] = ws_ptx_reg(b, PTX_PRED), r[m] = ws_ptx_reg(b, d->y_type == WS_F32 ? PTX_F32 : PTX_B16);
+                I("add.u32 %s, %s, %d", i.n, half.n, 2 * (m0 + m));
+                I("shr.u32 %s, %s, %s", n.n, i.n, lgtb.n);
+                I("add.u32 %s, %s, %s", n.n, n.n, n0.n);
+                I("and.b32 %s, %s, %s", t.n, i.n, tbm.n);
+                I("add.u32 %s, %s, %s", t.n, t.n, t0.n);
+                I("setp.lt.u32 %s, %s, %s", ok[m].n, n.n, n32.n);
+                I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tout.n);
+                I("and.pred %s, %s, %s", ok[m].n, ok[m].n, ok2.n);
+                I("ld.shared.f32 %s, [%s+%d]", v[m].n, ra.n, 2 * (m0 + m) * 4);
+                ws_ptx_comment(b, "y + ((n*T_out + t)*C_out)*%d, add + (n*add_bs + t*C_out)*%d", ys, ys);
+                I("cvt.u64.u32 %s, %s", t64.n, t.n);
+                I("mad.wide.u32 %s, %s, %s, %s", pos.n, n.n, tout.n, t64.n);
+                I("mul.lo.u64 %s, %s, %lld", ybase[m].n, pos.n, (long long)d->c_out * ys);
+                I("add.u64 %s, %s, %s", ybase[m].n, ybase[m].n, py.n);
+                I("and.pred %s, %s, %s", p[m].n, ok[m].n, hasa.n);
+                I("cvt.u64.u32 %s, %s", n64.n, n.n);
+                I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, abs.n);
+                I("mad.lo.u64 %s, %s, %d, %s", abase.n, t64.n, d->c_out, abase.n);
+                I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, ys, pa.n);
+                emit_add_read(b, d, r[m], p[m], off, abase, ys);
+            }
+            for (int m = 0; m < EG; m++)
+                emit_elem(b, d, v[m], bias, p[m], r[m], ok[m], off, ybase[m], ys, 1);
+        }
+    }
+    ws_ptx_label(b, done);
+    I("ret");
+}
+
+static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name)
+{
+    ptx_buf kb;
+    ws_ptx_init(&kb);
+    ptx_buf *b = &kb;
+    const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
+    const int KT = d->k * ((d->c_in + WS_HGEMM_BKC - 1) / WS_HGEMM_BKC);
+    ws_ptx_comment(b, "y[o, (n, t)] = act(b[o] + sum_k sum_j W[o, k, j] X[n, S*t + D*k - P_L, j]) + add");
+    ws_ptx_comment(b, "C_in %d C_out %d K %d S %d D %d P_L %d; y %s %s, act %s; %s; tile 128x%d, %d stages of 64 "
+                      "channels, %d in all",
+                   d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
+                   d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type),
+                   ws_ptx_act_name(d->act), d->math == WS_MATH_BF16 ? "bf16" : "f16", BN, ST, KT);
+    ws_ptx_section(b, "block: o0 = ctaid.y*128; ctaid.x = (n0/NB)*ntt + t0/TB; the ring's base and mbarriers");
+    preg tid = ws_ptx_reg(b, PTX_B32), sbase = ws_ptx_reg(b, PTX_B32), bars = ws_ptx_reg(b, PTX_B32);
+    preg o0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), n0 = ws_ptx_reg(b, PTX_B32);
+    preg ntt = ws_ptx_reg(b, PTX_B32), lgtb = ws_ptx_reg(b, PTX_B32), cx = ws_ptx_reg(b, PTX_B32);
+    preg lgnb = ws_ptx_reg(b, PTX_B32), wg = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("mov.u32 %s, smem", sbase.n);
+    I("add.u32 %s, %s, 1023", sbase.n, sbase.n);
+    I("and.b32 %s, %s, -1024", sbase.n, sbase.n);
+    I("add.u32 %s, %s, %d", bars.n, sbase.n, ST * SB);
+    I("mov.u32 %s, %%ctaid.y", o0.n);
+    I("shl.b32 %s, %s, 7", o0.n, o0.n);
+    ws_ptx_ld_param(b, ntt, pt, WS_HG_NTT);
+    ws_ptx_ld_param(b, lgtb, pt, WS_HG_LGTB);
+    I("mov.u32 %s, %%ctaid.x", cx.n);
+    I("rem.u32 %s, %s, %s", t0.n, cx.n, ntt.n);
+    I("shl.b32 %s, %s, %s", t0.n, t0.n, lgtb.n);
+    I("div.u32 %s, %s, %s", n0.n, cx.n, ntt.n);
+    I("sub.u32 %s, %d, %s", lgnb.n, WS_HGEMM_LGBN, lgtb.n);
+    I("shl.b32 %s, %s, %s", n0.n, n0.n, lgnb.n);
+    {
+        preg not0 = ws_ptx_reg(b, PTX_PRED);
+        plabel skip = ws_ptx_label_new(b, "init_done");
+        I("setp.ne.u32 %s, %s, 0", not0.n, tid.n);
+        I("@%s bra %s", not0.n, skip.n);
+        ws_ptx_comment(b, "full[s]: one arrival (the producer's, with the stage's bytes); empty[s]: 256 (every consumer)");
+        for (int s = 0; s < ST; s++) {
+            I("mbarrier.init.shared::cta.b64 [%s+%d], 1", bars.n, 8 * s);
+            I("mbarrier.init.shared::cta.b64 [%s+%d], 256", bars.n, 8 * (ST + s));
+        }
+        I("fence.mbarrier_init.release.cluster");
+        ws_ptx_label(b, skip);
+    }
+    I("bar.sync 0");
+    I("shr.u32 %s, %s, 7", wg.n, tid.n);
+    {
+        preg cons = ws_ptx_reg(b, PTX_PRED);
+        plabel lc = ws_ptx_label_new(b, "consumer");
+        I("setp.ne.u32 %s, %s, 0", cons.n, wg.n);
+        I("@%s bra %s", cons.n, lc.n);
+        emit_producer(b, d, tid, sbase, bars, o0, t0, n0, KT);
+        ws_ptx_label(b, lc);
+        emit_consumer(b, d, tid, wg, sbase, bars, o0, t0, n0, lgtb, KT);
+    }
+    ws_ptx_kernel_end_params(&kb, mod, name, pt, WS_HGEMM_THREADS, 1, 168);
+}
+
+/* the staging kernel: X[n][t][j] = round(pre(x[n, j, t])) in the math type. A block: 32
+ * times x 64 channels through Ts[64][33] float32; reads are predicated (no branch) and
+ * coalesced along x's contiguous axis, writes are 16 bytes (8 channels) a thread */
+static void emit_prep(ptx_buf *mod, const ws_conv_desc *d, const char *name)
+{
+    ptx_buf kb;
+    ws_ptx_init(&kb);
+    ptx_buf *b = &kb;
+    const ws_params *pt = ws_params_of(WS_PARAMS_HPREP);
+    const int xs = d->x_type == WS_F32 ? 4 : 2, ncl = d->x_layout == WS_NCL, C = d->c_in;
+    const ws_dtype mtype = math_type(d);
+    ws_ptx_comment(b, "X[n][t][j] = %s(pre(x[n, j, t])), x %s %s, pre %s; a block: 32 times x 64 channels",
+                   ws_ptx_type_name(mtype), ncl ? "NCL" : "NLC", ws_ptx_type_name(d->x_type),
+                   ws_ptx_act_name(d->pre));
+    ws_ptx_raw(b, "\t.shared .align 16 .b8 tile[%d];\n", 64 * (PREP_TILE + 1) * 4);
+    preg px = ws_ptx_reg(b, PTX_B64), pxp = ws_ptx_reg(b, PTX_B64), tin = ws_ptx_reg(b, PTX_B32);
+    preg tid = ws_ptx_reg(b, PTX_B32), tx = ws_ptx_reg(b, PTX_B32), ty = ws_ptx_reg(b, PTX_B32);
+    preg t0 = ws_ptx_reg(b, PTX_B32), c0 = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32);
+    preg sb = ws_ptx_reg(b, PTX_B32), item = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ld_param(b, px, pt, WS_HP_X);
+    ws_ptx_ld_param(b, pxp, pt, WS_HP_XP);
+    ws_ptx_ld_param(b, tin, pt, WS_HP_T_IN);
+    I("cvta.to.global.u64 %s, %s", px.n, px.n);
+    I("cvta.to.global.u64 %s, %s", pxp.n, pxp.n);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("and.b32 %s, %s, 31", tx.n, tid.n);
+    I("shr.u32 %s, %s, 5", ty.n, tid.n);
+    I("mov.u32 %s, %%ctaid.x", t0.n);
+    I("shl.b32 %s, %s, 5", t0.n, t0.n);
+    I("mov.u32 %s, %%ctaid.y", c0.n);
+    I("shl.b32 %s, %s, 6", c0.n, c0.n);
+    I("mov.u32 %s, %%ctaid.z", n.n);
+    I("mov.u32 %s, tile", sb.n);
+    ws_ptx_comment(b, "item n: n * C_in * T_in elements in x and X");
+    I("mul.wide.u32 %s, %s, %s", item.n, n.n, tin.n);
+    I("mul.lo.u64 %s, %s, %d", item.n, item.n, C);
+    ws_ptx_section(b, ncl ? "read: Ts[cl][tl] = x[n, c0 + ty + 8i, t0 + tx], i < 8"
+                          : "read: Ts[cl][tl] = x[n, t0 + ty + 8(i%4), c0 + tx + 32(i/4)], i < 8");
+    preg v[8];
+    for (int i = 0; i < 8; i++) {
+        preg c = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED);
+        preg ok2 = ws_ptx_reg(b, PTX_PRED), e = ws_ptx_reg(b, PTX_B64), a = ws_ptx_reg(b, PTX_B64);
+        v[i] = ws_ptx_reg(b, PTX_F32);
+        if (ncl) {
+            I("add.u32 %s, %s, %d", c.n, ty.n, 8 * i);
+            I("add.u32 %s, %s, %s", c.n, c.n, c0.n);
+            I("add.u32 %s, %s, %s", t.n, t0.n, tx.n);
+        } else {
+            I("add.u32 %s, %s, %d", t.n, ty.n, 8 * (i % 4));
+            I("add.u32 %s, %s, %s", t.n, t.n, t0.n);
+            I("add.u32 %s, %s, %d", c.n, tx.n, 32 * (i / 4));
+            I("add.u32 %s, %s, %s", c.n, c.n, c0.n);
+        }
+        I("setp.lt.u32 %s, %s, %d", ok.n, c.n, C);
+        I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tin.n);
+        I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
+        if (ncl)
+            I("mad.wide.u32 %s, %s, %s, %s", e.n, c.n, tin.n, item.n);
+        else
+            I("mad.wide.u32 %s, %s, %d, %s", e.n, t.n, C, item.n);
+        I("cvt.u64.u32 %s, %s", a.n, ncl ? t.n : c.n);
+        I("add.u64 %s, %s, %s", e.n, e.n, a.n);
+        I("mad.lo.u64 %s, %s, %d, %s", a.n, e.n, xs, px.n);
+        I("mov.f32 %s, 0f00000000", v[i].n);
+        if (d->x_type == WS_F32) {
+            I("@%s ld.global.nc.f32 %s, [%s]", ok.n, v[i].n, a.n);
+        } else {
+            preg h = ws_ptx_reg(b, PTX_B16);
+            I("mov.b16 %s, 0", h.n);
+            I("@%s ld.global.nc.b16 %s, [%s]", ok.n, h.n, a.n);
+            if (d->x_type == WS_F16) {
+                I("cvt.f32.f16 %s, %s", v[i].n, h.n);
+            } else {
+                preg w = ws_ptx_reg(b, PTX_B32);
+                I("cvt.u32.u16 %s, %s", w.n, h.n);
+                I("shl.b32 %s, %s, 16", w.n, w.n);
+                I("mov.b32 %s, %s", v[i].n, w.n);
+            }
+        }
+    }
+    for (int i = 0; i < 8; i++) {
+        preg sa = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_act(b, v[i], d->pre); /* pre(0) = 0 for every act: the padding stays zero */
+        if (ncl) { /* Ts[ty + 8i][tx] */
+            I("add.u32 %s, %s, %d", sa.n, ty.n, 8 * i);
+            I("mad.lo.u32 %s, %s, %d, %s", sa.n, sa.n, PREP_TILE + 1, tx.n);
+        } else {   /* Ts[tx + 32(i/4)][ty + 8(i%4)] */
+            I("add.u32 %s, %s, %d", sa.n, tx.n, 32 * (i / 4));
+            I("mad.lo.u32 %s, %s, %d, %s", sa.n, sa.n, PREP_TILE + 1, ty.n);
+            I("add.u32 %s, %s, %d", sa.n, sa.n, 8 * (i % 4));
+        }
+        I("mad.lo.u32 %s, %s, 4, %s", sa.n, sa.n, sb.n);
+        I("st.shared.f32 [%s], %s", sa.n, v[i].n);
+    }
+    I("bar.sync 0");
+    ws_ptx_section(b, "write: X[n][t0 + tid/8][c0 + 8(tid%8) .. +7], 16 bytes");
+    {
+        preg tl = ws_ptx_reg(b, PTX_B32), k8 = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+        preg c = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), ok2 = ws_ptx_reg(b, PTX_PRED);
+        preg sa = ws_ptx_reg(b, PTX_B32), e = ws_ptx_reg(b, PTX_B64), a = ws_ptx_reg(b, PTX_B64);
+        I("shr.u32 %s, %s, 3", tl.n, tid.n);
+        I("and.b32 %s, %s, 7", k8.n, tid.n);
+        I("shl.b32 %s, %s, 3", k8.n, k8.n);
+        I("add.u32 %s, %s, %s", t.n, t0.n, tl.n);
+        I("add.u32 %s, %s, %s", c.n, c0.n, k8.n);
+        I("setp.lt.u32 %s, %s, %d", ok.n, c.n, C);
+        I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tin.n);
+        I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
+        I("mad.lo.u32 %s, %s, %d, %s", sa.n, k8.n, PREP_TILE + 1, tl.n);
+        I("mad.lo.u32 %s, %s, 4, %s", sa.n, sa.n, sb.n);
+        preg f[8], w[4];
+        for (int j = 0; j < 8; j++) {
+            f[j] = ws_ptx_reg(b, PTX_F32);
+            I("ld.shared.f32 %s, [%s+%d]", f[j].n, sa.n, j * (PREP_TILE + 1) * 4);
+        }
+        for (int j = 0; j < 4; j++) {
+            w[j] = ws_ptx_reg(b, PTX_B32);
+            I("cvt.rn.%s.f32 %s, %s, %s", mtype == WS_BF16 ? "bf16x2" : "f16x2", w[j].n, f[2 * j + 1].n, f[2 * j].n);
+        }
+        I("mad.wide.u32 %s, %s, %d, %s", e.n, t.n, C, item.n);
+        I("cvt.u64.u32 %s, %s", a.n, c.n);
+        I("add.u64 %s, %s, %s", e.n, e.n, a.n);
+        I("mad.lo.u64 %s, %s, 2, %s", a.n, e.n, pxp.n);
+        I("@%s st.global.v4.b32 [%s], {%s, %s, %s, %s}", ok.n, a.n, w[0].n, w[1].n, w[2].n, w[3].n);
+    }
+    I("ret");
+    ws_ptx_kernel_end_params(&kb, mod, name, pt, WS_HPREP_THREADS, 0, 0);
+}
+
+char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err)
+{
+    if (ws_conv_check(d, err))
+        return NULL;
+    char name[WS_HGEMM_NAME_MAX], pname[WS_HGEMM_NAME_MAX + 8];
+    ws_hgemm_name(d, name);
+    if (!ws_hgemm_fits(d, 9, 0)) {
+        ws_errf(err, "ws_hgemm_emit(%s): not a descriptor the Hopper GEMM takes", name);
+        return NULL;
+    }
+    snprintf(pname, sizeof pname, "%s_prep", name);
+    ptx_buf mod;
+    ws_ptx_init(&mod);
+    ws_ptx_module_begin_sm90a(&mod, "whisper-stem conv engine: dense forward on Hopper (TMA + wgmma)");
+    ws_ptx_raw(&mod, ".extern .shared .align 1024 .b8 smem[];\n");
+    emit_main(&mod, d, name);
+    emit_prep(&mod, d, pname);
+    char why[160];
+    char *text = ws_ptx_take(&mod, why, sizeof why);
+    if (!text)
+        ws_errf(err, "ws_hgemm_emit(%s): %s", name, why);
+    return text;
+}

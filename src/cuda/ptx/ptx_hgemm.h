@@ -1,0 +1,93 @@
+/* ptx_hgemm.h - the conv engine's Hopper implicit GEMM (sm_90a) for dense forward
+ * convolutions with 16-bit math: both operands brought into shared memory by the tensor
+ * copy engine (cp.async.bulk.tensor), products on wgmma, a producer warpgroup feeding two
+ * consumer warpgroups through a ring of stages guarded by mbarriers.
+ *
+ * THE GEMM VIEW (as ptx_gemm.h, r = k*C_in + j): y[o, (n, t)] = act(b[o] +
+ *   sum_k sum_j W[o, k, j] * X[n, S*t + D*k - P_L, j]) + add[n, o, t], X zero outside
+ *   [0, T_in). X is read time-major (NLC) in the math type: x itself where it already is
+ *   that (NLC, x_type the math type, pre NONE, 16-byte aligned), else the staging kernel
+ *   "<name>_prep" writes it first (pre applied in float32, rounded to nearest even) into
+ *   the plan's scratch, [N][T_in][C_in]; a block of it takes 32 times x 64 channels through
+ *   shared memory (reads along x's contiguous axis, 16-byte writes).
+ *   W is ws_gemm_mma_weights' k-major [C_out][K][C_in] (so C_in % 16 == 0 and
+ *   ws_gemm_mma_kmajor hold), rounded to the math type.
+ *
+ * TILES: a block computes BM = 128 output channels (o0 = ctaid.y * 128) x BN = 128
+ *   positions: NB = 128 / TB items n0.. times TB consecutive outputs t0.. (TB = 2^lgtb,
+ *   8..128, chosen per call by ws_hgemm_lgtb: the smallest power of two >= T_out, at most
+ *   128 and at most 256 / S; ctaid.x = (n0 / NB) * ntt + t0 / TB, ntt = ceil(T_out / TB)).
+ *   r walks KT = K * ceil(C_in / 64) stages: tap k, channels c0 .. c0 + 63. Stage s of
+ *   WS_HGEMM_STAGES holds, from the 1024-byte aligned base + s * 32 KiB:
+ *     A  16 KiB: 128 rows (o) of 64 channels (128 bytes), the 128-byte swizzle (16-byte
+ *        chunk c of row r at chunk c ^ (r % 8)): the tensor map p_ta over W as
+ *        (C_in, K, C_out), box (64, 1, 128) at (c0, k, o0);
+ *     B  16 KiB: 128 rows (positions, row i = item n0 + i / TB, time t0 + i % TB) of 64
+ *        channels, swizzled alike: the map p_tb over X as (C_in, T_in, N), box
+ *        (64, TB * S, NB), element strides (1, S, 1), at (c0, S*t0 + D*k - P_L, n0).
+ *   Out-of-range elements (channels past C_in, times outside [0, T_in), items past N,
+ *   rows past C_out) are filled with zeros by the copy engine.
+ * THREADS (384): warpgroup 0 is the producer (setmaxnreg 40; thread 0 alone issues the
+ *   copies): for stage use u of slot s it waits empty[s] (phase u - 1, after the first
+ *   round), arms full[s] with the stage's 32 KiB (mbarrier.arrive.expect_tx) and issues
+ *   the two copies, which complete on full[s]. Warpgroups 1 and 2 are consumers
+ *   (setmaxnreg 232): g = warpgroup - 1 owns rows 64g.. of the tile and all 128 positions
+ *   (64 float32 accumulators a thread); per stage it waits full[s], issues four
+ *   wgmma.mma_async m64n128k16 (A and B from shared memory through K-major descriptors with
+ *   the 128-byte swizzle, stride byte offset 1024, a k16 step 32 bytes further), commits,
+ *   waits for the group before (wgmma.wait_group 1) and releases that group's slot:
+ *   every consumer thread arrives on its empty[] (count 256).
+ * EPILOGUE (consumers, named barrier 1 of 256 threads): the accumulators go to shared
+ *   memory as Ys[128][129] float32 (the stages' memory: every copy has been consumed),
+ *   then NCL y: thread c = tid - 128 takes position i = c % 128 and rows c / 128 + 2m;
+ *   NLC y: row c % 128 and positions c / 128 + 2m; each element + b[o], act, + add, stored
+ *   in y_type (ptx_epi.h). add[n, o, t] is read at add + n*add_bs + (o*T_out + t) (NCL y)
+ *   or (t*C_out + o) (NLC y), as every forward kernel reads it.
+ * Dynamic shared memory WS_HGEMM_SMEM (1 KiB of alignment slack, the stages, 2 *
+ *   WS_HGEMM_STAGES mbarriers); .maxnreg 168 (384 threads x 168 registers fit the file
+ *   before the producer gives its registers to the consumers).
+ * Parameters: WS_PARAMS_HGEMM (.tmap p_ta, p_tb; .u64 p_b, p_add, p_y; .u32 p_n, p_t_out,
+ *   p_ntt, p_lgtb; .u64 p_add_bs); the staging kernel WS_PARAMS_HPREP (.u64 p_x, p_xp;
+ *   .u32 p_n, p_t_in), grid (ceil(T_in / 32), ceil(C_in / 64), N), WS_HPREP_THREADS.
+ * Tested by tests/test_ptx.c (ptxas sm_90a, parameter tables) and tests/test_gpu_conv.c
+ * (on an H100 against the CPU engine).
+ */
+#ifndef WS_CUDA_PTX_HGEMM_H
+#define WS_CUDA_PTX_HGEMM_H
+
+#include "common.h"
+#include "ws_conv.h"
+
+#define WS_HGEMM 1 /* 0: the Hopper GEMM is never chosen */
+#define WS_HGEMM_BM 128
+#define WS_HGEMM_BN 256
+#define WS_HGEMM_LGBN 8
+#define WS_HGEMM_BKC 64 /* channels of one tap per stage: 128 bytes */
+#define WS_HGEMM_STAGES 4
+#define WS_HGEMM_STAGE_BYTES (WS_HGEMM_BM * 128 + WS_HGEMM_BN * 128)
+#define WS_HGEMM_THREADS 384
+#define WS_HGEMM_SMEM (1024 + WS_HGEMM_STAGES * WS_HGEMM_STAGE_BYTES + 2 * WS_HGEMM_STAGES * 8)
+#define WS_HGEMM_MIN_STAGES 6 /* the fewest stages (K * ceil(C_in / 64)) it takes */
+#define WS_HPREP_THREADS 256
+#define WS_HGEMM_NAME_MAX 160
+
+/* 1 when the Hopper GEMM runs descriptor d on compute capability cc: 9.0, a dense FWD the
+ * gemm kernel takes (ptx_gemm.h), BF16 or F16 math, C_in % 16 == 0 with k-major weights,
+ * stride <= 8, at least WS_HGEMM_MIN_STAGES stages and C_out over 64 */
+int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor);
+
+/* 1 when d's x goes through the staging kernel whatever the call: NCL, or x_type other than
+ * the math type, or a pre activation (an NLC call's x off 16-byte alignment is staged too) */
+int ws_hgemm_staged(const ws_conv_desc *d);
+
+/* log2 of the tile's time extent TB for a call with t_out outputs (TILES above) */
+int ws_hgemm_lgtb(const ws_conv_desc *d, int t_out);
+
+/* "ws_hgemm_" and the fields that shape the code; the staging entry is name + "_prep" */
+void ws_hgemm_name(const ws_conv_desc *d, char name[WS_HGEMM_NAME_MAX]);
+
+/* The module (the kernel and its staging entry) for a descriptor ws_hgemm_fits (9.0).
+ * malloc'd text, or NULL with err. */
+char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err);
+
+#endif
