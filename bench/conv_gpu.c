@@ -1,7 +1,7 @@
 /* conv_gpu.c - the conv engine's GPU backend on every row of docs/conv-engine.md's speed table.
  *
  *   bench-conv_gpu [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] [--quick] [--list]
- *                  [--emit-cc MAJOR.MINOR] [--per-call]
+ *                  [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm]
  *
  * For each row, layout and type (fp32: f32 storage, WS_MATH_F32; tf32: f32 storage,
  * WS_MATH_TF32, dense forward rows only; bf16: bf16 storage, WS_MATH_BF16; b, dw, db are
@@ -47,6 +47,8 @@
  * (median of 200 calls enqueued on the ws_gpu's stream in batches of 10, each call between
  * two CLOCK_MONOTONIC reads, the stream waited for between batches so that no call waits
  * for room in the launch queue; rows of one call).
+ * --no-hgemm: calls the Hopper GEMM (ptx_hgemm.h) would take run the gemm kernel of
+ * ptx_gemm.h instead (the two compared in one device session).
  * --json FILE writes the same rows as a JSON array (bench/run-conv-gpu.sh joins it with
  * bench/conv_gpu_torch.py's). --list prints the rows' shapes, bytes and floors without a
  * GPU; --quick shrinks the shapes (N <= 2, T / 16 where T >= 512) for a smoke run.
@@ -139,7 +141,7 @@ static const mode MODES[] = {
 
 typedef struct {
     const char *only, *json;
-    int iters, warmup, check, quick, list, per_call;
+    int iters, warmup, check, quick, list, per_call, no_hgemm;
     int emit_major, emit_minor; /* --emit-cc: PTX for that capability (ws_gpu_emit_cc), e.g.
                                    8.0 on an H100 to time the mma.sync GEMM beside wgmma */
 } opts;
@@ -292,9 +294,10 @@ static int time_calls(call_st *cs, int ncalls, const ws_conv_args *a, int sets, 
         for (int j = 0; j < ncalls; j++)
             if (ws_gpu_conv_bench(cs[j].gc, &a[j * sets + s], s ? 1 : o->warmup, 1, &m, &x, err))
                 return -1;
-    double *ts = malloc((size_t)o->iters * sizeof *ts);
+    double *ts = malloc((size_t)o->iters * (size_t)(ncalls + 1) * sizeof *ts);
     if (!ts)
         return ws_errf(err, "out of memory");
+    double *per = ts + o->iters; /* per[j * iters + i]: call j of iteration i */
     for (int i = 0; i < o->iters; i++) {
         double sum = 0;
         for (int j = 0; j < ncalls; j++) {
@@ -303,8 +306,17 @@ static int time_calls(call_st *cs, int ncalls, const ws_conv_args *a, int sets, 
                 return -1;
             }
             sum += m;
+            per[j * o->iters + i] = m;
         }
         ts[i] = sum;
+    }
+    /* each call's median on stderr, beside the row's sum (where the row's time goes) */
+    for (int j = 0; j < ncalls; j++) {
+        double *pj = per + (size_t)j * (size_t)o->iters;
+        qsort(pj, (size_t)o->iters, sizeof *pj, cmp_double);
+        fprintf(stderr, "  call %d (C_in %d C_out %d K %d S %d, %s, math %d): median %.1f us\n", j,
+                cs[j].d.c_in, cs[j].d.c_out, cs[j].d.k, cs[j].d.stride,
+                cs[j].d.x_layout == WS_NLC ? "NLC" : "NCL", (int)cs[j].d.math, pj[o->iters / 2]);
     }
     qsort(ts, (size_t)o->iters, sizeof *ts, cmp_double);
     *med = o->iters % 2 ? ts[o->iters / 2] : 0.5 * (ts[o->iters / 2 - 1] + ts[o->iters / 2]);
@@ -446,6 +458,7 @@ static int per_call_time(ws_gpu *g, const row *r, call_st *cs, ws_conv_args *a, 
                          ws_gpu_upload(g, bd[j], cs[j].b, bb, err))) ||
             !(cs[j].gc = ws_gpu_conv_new(g, &cs[j].d, NULL, NULL, err)))
             goto done;
+        ws_gpu_conv_no_hgemm(cs[j].gc, o->no_hgemm);
         for (int s = 0; s < sets; s++) {
             a[j * sets + s].w = P(wd[j]);
             a[j * sets + s].b = (const float *)P(bd[j]);
@@ -552,9 +565,11 @@ static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, const mode *m
             }
         }
     }
-    for (int j = 0; j < r->ncalls; j++)
+    for (int j = 0; j < r->ncalls; j++) {
         if (!(cs[j].gc = ws_gpu_conv_new(g, &cs[j].d, cs[j].w, cs[j].b, err)))
             goto done;
+        ws_gpu_conv_no_hgemm(cs[j].gc, o->no_hgemm);
+    }
     /* check */
     if (o->check) {
         double cpu_flop = res->flops;
@@ -624,6 +639,8 @@ int main(int argc, char **argv)
             o.quick = 1;
         else if (!strcmp(argv[i], "--per-call"))
             o.per_call = 1;
+        else if (!strcmp(argv[i], "--no-hgemm"))
+            o.no_hgemm = 1;
         else if (!strcmp(argv[i], "--list"))
             o.list = 1;
         else if (!strcmp(argv[i], "--emit-cc") && i + 1 < argc &&
@@ -631,7 +648,7 @@ int main(int argc, char **argv)
             i++;
         else {
             fprintf(stderr, "usage: %s [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] "
-                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call]\n", argv[0]);
+                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm]\n", argv[0]);
             return 2;
         }
     }
