@@ -1383,9 +1383,11 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
             ws_conv_desc d = desc_of(&gcases_gemm[i]);
             d.math = mma_maths[m];
             const int fits = ws_hgemm_fits(&d, 9, 0);
-            cr_assert_eq(fits, WS_HGEMM && d.math != WS_MATH_TF32 && d.c_in % 16 == 0 && ws_gemm_mma_kmajor(&d) &&
-                               d.stride <= 8 && d.k * ((d.c_in + 63) / 64) >= WS_HGEMM_MIN_STAGES &&
-                               d.c_out > 64, "%s", gcases_gemm[i].name);
+            const int bkc = d.math == WS_MATH_TF32 ? 32 : 64;
+            cr_assert_eq(ws_hgemm_bkc(&d), bkc);
+            cr_assert_eq(fits, WS_HGEMM && d.c_in % 16 == 0 && ws_gemm_mma_kmajor(&d) && d.stride <= 8 &&
+                               d.k * ((d.c_in + bkc - 1) / bkc) >= WS_HGEMM_MIN_STAGES && d.c_out > 64,
+                         "%s", gcases_gemm[i].name);
             cr_assert(!ws_hgemm_fits(&d, 8, 0) && !ws_hgemm_fits(&d, 10, 0), "%s", gcases_gemm[i].name);
             if (!fits)
                 continue;
@@ -1398,9 +1400,9 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
             n++;
             ncl += d.x_layout == WS_NCL;
             staged += ws_hgemm_staged(&d);
-            partial += d.c_in % WS_HGEMM_BKC != 0;
+            partial += d.c_in % bkc != 0;
         }
-    cr_assert(WS_HGEMM == 0 || (n >= 10 && ncl >= 4 && staged >= 6 && partial >= 4),
+    cr_assert(WS_HGEMM == 0 || (n >= 15 && ncl >= 6 && staged >= 10 && partial >= 6),
               "%d modules (%d NCL, %d staged, %d with a partial channel block)", n, ncl, staged, partial);
 }
 
@@ -1420,6 +1422,10 @@ Test(gpu_conv_ptx, hopper_gemm_module_is_deterministic_and_has_no_atomics)
     cr_assert(!strstr(a, "atom."), "an atomic in the Hopper GEMM");
     free(a), free(b);
     d.math = WS_MATH_TF32;
+    char *t = ws_hgemm_emit(&d, &e);
+    cr_assert(t && strstr(t, "m64n256k8.f32.tf32.tf32") && strstr(t, "cvt.rna.tf32.f32"), "%s", e.msg);
+    free(t);
+    d.math = WS_MATH_F32;
     cr_assert(!ws_hgemm_fits(&d, 9, 0) && !ws_hgemm_emit(&d, &e) && strstr(e.msg, "Hopper GEMM"), "%s", e.msg);
 }
 

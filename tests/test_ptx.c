@@ -66,6 +66,7 @@ _Static_assert(sizeof(CUtensorMap) == sizeof(wscu_tensor_map) &&
                _Alignof(CUtensorMap) == _Alignof(wscu_tensor_map), "CUtensorMap");
 _Static_assert((int)WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT16 == (int)CU_TENSOR_MAP_DATA_TYPE_FLOAT16 &&
                (int)WS_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 == (int)CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 &&
+               (int)WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT32 == (int)CU_TENSOR_MAP_DATA_TYPE_FLOAT32 &&
                (int)WS_CU_TENSOR_MAP_INTERLEAVE_NONE == (int)CU_TENSOR_MAP_INTERLEAVE_NONE &&
                (int)WS_CU_TENSOR_MAP_SWIZZLE_128B == (int)CU_TENSOR_MAP_SWIZZLE_128B &&
                (int)WS_CU_TENSOR_MAP_L2_PROMOTION_L2_128B == (int)CU_TENSOR_MAP_L2_PROMOTION_L2_128B &&

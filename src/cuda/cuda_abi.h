@@ -57,6 +57,7 @@ enum {
     /* cuTensorMapEncodeTiled's enums (CUtensorMapDataType, ...Interleave, ...Swizzle,
      * ...L2promotion, ...FloatOOBfill) */
     WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+    WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
     WS_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
     WS_CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
     WS_CU_TENSOR_MAP_SWIZZLE_128B = 3,

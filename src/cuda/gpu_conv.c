@@ -612,12 +612,12 @@ static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_ou
     const long long tb = 1LL << v.lgtb, nb = WS_HGEMM_BN / tb;
     const long long ntt = ((long long)t_out + tb - 1) / tb, nnt = ((long long)a->n + nb - 1) / nb;
     const long long gy = ((long long)d->c_out + WS_HGEMM_BM - 1) / WS_HGEMM_BM;
-    if (ntt * nnt > INT_MAX || gy > 65535)
+    if (ntt * nnt * gy > INT_MAX)
         return 0;
     v.staged = ws_hgemm_staged(d) || (uintptr_t)a->x % 16 != 0;
     if (v.staged && a->n > 65535) /* the staging kernel's grid z */
         return 0;
-    v.ntt = (unsigned)ntt, v.gx = (unsigned)(ntt * nnt), v.gy = (unsigned)gy;
+    v.ntt = (unsigned)ntt, v.gx = (unsigned)(ntt * nnt * gy), v.gy = 1;
     if (h)
         *h = v;
     return 1;
@@ -650,8 +650,10 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
         return -1;
     uint64_t xb = (uint64_t)(uintptr_t)a->x;
     const uint64_t C = (uint64_t)d->c_in, N = (uint64_t)a->n, T = (uint64_t)a->t_in;
+    const uint64_t es = (uint64_t)ws_hgemm_xbytes(d);
+    const uint32_t bkc = (uint32_t)ws_hgemm_bkc(d);
     if (h->staged) {
-        if (scratch(c, &c->hx, &c->hx_bytes, (size_t)(N * T * C * 2), st, err))
+        if (scratch(c, &c->hx, &c->hx_bytes, (size_t)(N * T * C * es), st, err))
             return -1;
         uint64_t px = xb, pxp = c->hx;
         uint32_t n32 = (uint32_t)N, t32 = (uint32_t)T;
@@ -666,20 +668,21 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
         xb = c->hx;
     }
     const int dt = d->math == WS_MATH_BF16 ? WS_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                           : WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+                   : d->math == WS_MATH_F16 ? WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                            : WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
     const uint32_t tb = 1u << h->lgtb;
     wscu_tensor_map ta, tbm;
     {
         const uint64_t dim[3] = { C, (uint64_t)d->k, (uint64_t)d->c_out };
-        const uint64_t str[2] = { C * 2, C * (uint64_t)d->k * 2 };
-        const uint32_t box[3] = { WS_HGEMM_BKC, 1, WS_HGEMM_BM };
+        const uint64_t str[2] = { C * es, C * (uint64_t)d->k * es };
+        const uint32_t box[3] = { bkc, 1, WS_HGEMM_BM };
         if (tmap3(cu, &ta, dt, pw, dim, str, box, 1, err))
             return -1;
     }
     {
         const uint64_t dim[3] = { C, T, N };
-        const uint64_t str[2] = { C * 2, T * C * 2 };
-        const uint32_t box[3] = { WS_HGEMM_BKC, tb * (uint32_t)d->stride, WS_HGEMM_BN / tb };
+        const uint64_t str[2] = { C * es, T * C * es };
+        const uint32_t box[3] = { bkc, tb * (uint32_t)d->stride, WS_HGEMM_BN / tb };
         if (tmap3(cu, &tbm, dt, xb, dim, str, box, (uint32_t)d->stride, err))
             return -1;
     }

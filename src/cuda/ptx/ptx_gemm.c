@@ -11,6 +11,7 @@
 #include "ptx_emit.h"
 #include "ptx_epi.h"
 #include "ptx_gemm.h"
+#include "ptx_hgemm.h"
 #include "ptx_params.h"
 
 #define BN WS_GEMM_BN
@@ -573,8 +574,10 @@ int ws_gemm_mma_kmajor(const ws_conv_desc *d)
     /* NCL at stride S > 2: a warp's 32 positions span 32*S elements, and the 16 channels
      * of a thread 16 more rows; with r = j*K + k a thread's taps share those sectors (H100,
      * DAC C512->1024 K16 S8 bf16: 1.17 -> 1.00 ms; wav2vec2's S2 convs: 3.06 -> 3.61 ms the
-     * other way) */
-    return d->c_in % 16 == 0 && (d->x_layout == WS_NLC || d->stride <= 2);
+     * other way). WS_HGEMM_KMAJOR_NCL: k-major all the same, the order the Hopper GEMM reads
+     * (ptx_hgemm.h), which takes those calls on compute capability 9.0 (DAC: 0.98 ms on this
+     * kernel, ... on the Hopper GEMM); other GPUs pay the 17 % above */
+    return d->c_in % 16 == 0 && (d->x_layout == WS_NLC || d->stride <= 2 || WS_HGEMM_KMAJOR_NCL);
 }
 
 int ws_gemm_x_align(const ws_conv_desc *d)

@@ -31,20 +31,39 @@ int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
 {
     /* short sums and narrow outputs stay on the gemm kernel of ptx_gemm.h (H100, bf16:
      * Jukebox's C64 K3, 3 stages of a half-empty tile, 240 us against its 165) */
-    const long long kt = (long long)d->k * ((d->c_in + WS_HGEMM_BKC - 1) / WS_HGEMM_BKC);
-    return WS_HGEMM && cc_major == 9 && cc_minor == 0 && ws_gemm_fits(d) &&
-           (d->math == WS_MATH_BF16 || d->math == WS_MATH_F16) && d->c_in % 16 == 0 &&
+    const long long kt = (long long)d->k * ((d->c_in + ws_hgemm_bkc(d) - 1) / ws_hgemm_bkc(d));
+    return WS_HGEMM && cc_major == 9 && cc_minor == 0 && ws_gemm_fits(d) && d->math != WS_MATH_F32 &&
+           d->c_in % 16 == 0 &&
            ws_gemm_mma_kmajor(d) && d->stride <= 8 && kt >= WS_HGEMM_MIN_STAGES && d->c_out > 64;
 }
 
+int ws_hgemm_bkc(const ws_conv_desc *d)
+{
+    return 128 / ws_hgemm_xbytes(d);
+}
+
+int ws_hgemm_xbytes(const ws_conv_desc *d)
+{
+    return d->math == WS_MATH_TF32 ? 4 : 2;
+}
+
+/* the staged x's type: the math type, TF32 kept in float32 (rounded) */
 static ws_dtype math_type(const ws_conv_desc *d)
 {
-    return d->math == WS_MATH_BF16 ? WS_BF16 : WS_F16;
+    return d->math == WS_MATH_BF16 ? WS_BF16 : d->math == WS_MATH_F16 ? WS_F16 : WS_F32;
+}
+
+static const char *math_name(const ws_conv_desc *d)
+{
+    return d->math == WS_MATH_BF16 ? "bf16" : d->math == WS_MATH_F16 ? "f16" : "tf32";
 }
 
 int ws_hgemm_staged(const ws_conv_desc *d)
 {
-    return d->x_layout != WS_NLC || d->x_type != math_type(d) || d->pre != WS_ACT_NONE;
+    /* TF32 always: the staging rounds x to TF32 as every TF32 kernel does (cvt.rna);
+     * read in place, the tensor cores would truncate it */
+    return d->math == WS_MATH_TF32 || d->x_layout != WS_NLC || d->x_type != math_type(d) ||
+           d->pre != WS_ACT_NONE;
 }
 
 int ws_hgemm_lgtb(const ws_conv_desc *d, int t_out)
@@ -60,7 +79,7 @@ int ws_hgemm_lgtb(const ws_conv_desc *d, int t_out)
 void ws_hgemm_name(const ws_conv_desc *d, char name[WS_HGEMM_NAME_MAX])
 {
     snprintf(name, WS_HGEMM_NAME_MAX, "ws_hgemm_%s_c%d_%d_k%d_s%d_d%d_p%d_%s_%s_%s_%s_%s_%s",
-             d->math == WS_MATH_BF16 ? "bf16" : "f16", d->c_in, d->c_out, d->k, d->stride,
+             math_name(d), d->c_in, d->c_out, d->k, d->stride,
              d->dilation, d->pad_l, d->x_layout == WS_NCL ? "ncl" : "nlc",
              d->y_layout == WS_NCL ? "ncl" : "nlc", ws_ptx_type_name(d->x_type),
              ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre), ws_ptx_act_name(d->act));
@@ -136,7 +155,7 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg sbas
       sbb.n, tb.n, c0.n, tk.n, n0.n, full.n);
     ws_ptx_comment(b, "next: channels c0 + 64, or tap k + 1 from channel 0");
     preg wrap = ws_ptx_reg(b, PTX_PRED), more = ws_ptx_reg(b, PTX_PRED);
-    I("add.u32 %s, %s, %d", c0.n, c0.n, WS_HGEMM_BKC);
+    I("add.u32 %s, %s, %d", c0.n, c0.n, ws_hgemm_bkc(d));
     I("setp.ge.u32 %s, %s, %d", wrap.n, c0.n, d->c_in);
     I("@%s mov.u32 %s, 0", wrap.n, c0.n);
     I("@%s add.u32 %s, %s, 1", wrap.n, k.n, k.n);
@@ -200,7 +219,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
 {
     const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
     const int ys = d->y_type == WS_F32 ? 4 : 2;
-    const char *mt = d->math == WS_MATH_BF16 ? "bf16" : "f16";
+    const char *mt = math_name(d);
     ws_ptx_section(b, "consumers (warpgroups 1, 2): g = warpgroup - 1 owns rows 64g.., all BN positions");
     I("setmaxnreg.inc.sync.aligned.u32 232");
     preg g = ws_ptx_reg(b, PTX_B32), aoff = ws_ptx_reg(b, PTX_B32), one = ws_ptx_reg(b, PTX_PRED);
@@ -243,8 +262,12 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
             I("add.u32 %s, %s, %d", bk.n, sbb.n, 32 * ks);
             emit_desc(b, da, ak);
             emit_desc(b, db, bk);
-            I("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, 0", BN, mt, mt, regs,
-              da.n, db.n, one.n);
+            if (d->math == WS_MATH_TF32) /* k8 of 4-byte elements: the same 32 bytes a step */
+                I("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 {%s}, %s, %s, %s, 1, 1", BN, regs, da.n,
+                  db.n, one.n);
+            else
+                I("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, 0", BN, mt, mt,
+                  regs, da.n, db.n, one.n);
         }
         I("wgmma.commit_group.sync.aligned");
         ws_ptx_comment(b, "the group before is done: release its slot");
@@ -438,14 +461,14 @@ static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     ws_ptx_init(&kb);
     ptx_buf *b = &kb;
     const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
-    const int KT = d->k * ((d->c_in + WS_HGEMM_BKC - 1) / WS_HGEMM_BKC);
+    const int KT = d->k * ((d->c_in + ws_hgemm_bkc(d) - 1) / ws_hgemm_bkc(d));
     ws_ptx_comment(b, "y[o, (n, t)] = act(b[o] + sum_k sum_j W[o, k, j] X[n, S*t + D*k - P_L, j]) + add");
-    ws_ptx_comment(b, "C_in %d C_out %d K %d S %d D %d P_L %d; y %s %s, act %s; %s; tile 128x%d, %d stages of 64 "
-                      "channels, %d in all",
+    ws_ptx_comment(b, "C_in %d C_out %d K %d S %d D %d P_L %d; y %s %s, act %s; %s; tile 128x%d, %d stages of 128 "
+                      "bytes of channels, %d in all",
                    d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
                    d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type),
-                   ws_ptx_act_name(d->act), d->math == WS_MATH_BF16 ? "bf16" : "f16", BN, ST, KT);
-    ws_ptx_section(b, "block: o0 = ctaid.y*128; ctaid.x = (n0/NB)*ntt + t0/TB; the ring's base and mbarriers");
+                   ws_ptx_act_name(d->act), math_name(d), BN, ST, KT);
+    ws_ptx_section(b, "block: ctaid.x = ((n0/NB)*ntt + t0/TB)*rows + o0/128; the ring's base and mbarriers");
     preg tid = ws_ptx_reg(b, PTX_B32), sbase = ws_ptx_reg(b, PTX_B32), bars = ws_ptx_reg(b, PTX_B32);
     preg o0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), n0 = ws_ptx_reg(b, PTX_B32);
     preg ntt = ws_ptx_reg(b, PTX_B32), lgtb = ws_ptx_reg(b, PTX_B32), cx = ws_ptx_reg(b, PTX_B32);
@@ -455,11 +478,15 @@ static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     I("add.u32 %s, %s, 1023", sbase.n, sbase.n);
     I("and.b32 %s, %s, -1024", sbase.n, sbase.n);
     I("add.u32 %s, %s, %d", bars.n, sbase.n, ST * SB);
-    I("mov.u32 %s, %%ctaid.y", o0.n);
+    const int nrow = (d->c_out + WS_HGEMM_BM - 1) / WS_HGEMM_BM;
+    ws_ptx_comment(b, "the %d row tiles of one position tile are consecutive blocks: they run together "
+                      "and read its x once from memory", nrow);
+    I("mov.u32 %s, %%ctaid.x", cx.n);
+    I("rem.u32 %s, %s, %d", o0.n, cx.n, nrow);
     I("shl.b32 %s, %s, 7", o0.n, o0.n);
+    I("div.u32 %s, %s, %d", cx.n, cx.n, nrow);
     ws_ptx_ld_param(b, ntt, pt, WS_HG_NTT);
     ws_ptx_ld_param(b, lgtb, pt, WS_HG_LGTB);
-    I("mov.u32 %s, %%ctaid.x", cx.n);
     I("rem.u32 %s, %s, %s", t0.n, cx.n, ntt.n);
     I("shl.b32 %s, %s, %s", t0.n, t0.n, lgtb.n);
     I("div.u32 %s, %s, %s", n0.n, cx.n, ntt.n);
@@ -504,7 +531,7 @@ static void emit_prep(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     const int xs = d->x_type == WS_F32 ? 4 : 2, ncl = d->x_layout == WS_NCL, C = d->c_in;
     const ws_dtype mtype = math_type(d);
     ws_ptx_comment(b, "X[n][t][j] = %s(pre(x[n, j, t])), x %s %s, pre %s; a block: 32 times x 64 channels",
-                   ws_ptx_type_name(mtype), ncl ? "NCL" : "NLC", ws_ptx_type_name(d->x_type),
+                   math_name(d), ncl ? "NCL" : "NLC", ws_ptx_type_name(d->x_type),
                    ws_ptx_act_name(d->pre));
     ws_ptx_raw(b, "\t.shared .align 16 .b8 tile[%d];\n", 64 * (PREP_TILE + 1) * 4);
     preg px = ws_ptx_reg(b, PTX_B64), pxp = ws_ptx_reg(b, PTX_B64), tin = ws_ptx_reg(b, PTX_B32);
@@ -607,15 +634,27 @@ static void emit_prep(ptx_buf *mod, const ws_conv_desc *d, const char *name)
             f[j] = ws_ptx_reg(b, PTX_F32);
             I("ld.shared.f32 %s, [%s+%d]", f[j].n, sa.n, j * (PREP_TILE + 1) * 4);
         }
-        for (int j = 0; j < 4; j++) {
-            w[j] = ws_ptx_reg(b, PTX_B32);
-            I("cvt.rn.%s.f32 %s, %s, %s", mtype == WS_BF16 ? "bf16x2" : "f16x2", w[j].n, f[2 * j + 1].n, f[2 * j].n);
-        }
         I("mad.wide.u32 %s, %s, %d, %s", e.n, t.n, C, item.n);
         I("cvt.u64.u32 %s, %s", a.n, c.n);
         I("add.u64 %s, %s, %s", e.n, e.n, a.n);
-        I("mad.lo.u64 %s, %s, 2, %s", a.n, e.n, pxp.n);
-        I("@%s st.global.v4.b32 [%s], {%s, %s, %s, %s}", ok.n, a.n, w[0].n, w[1].n, w[2].n, w[3].n);
+        if (mtype == WS_F32) { /* TF32: rounded to nearest, ties away (cvt.rna), kept in float32 */
+            preg r[8];
+            for (int j = 0; j < 8; j++) {
+                r[j] = ws_ptx_reg(b, PTX_B32);
+                I("cvt.rna.tf32.f32 %s, %s", r[j].n, f[j].n);
+            }
+            I("mad.lo.u64 %s, %s, 4, %s", a.n, e.n, pxp.n);
+            I("@%s st.global.v4.b32 [%s], {%s, %s, %s, %s}", ok.n, a.n, r[0].n, r[1].n, r[2].n, r[3].n);
+            I("@%s st.global.v4.b32 [%s+16], {%s, %s, %s, %s}", ok.n, a.n, r[4].n, r[5].n, r[6].n, r[7].n);
+        } else {
+            for (int j = 0; j < 4; j++) {
+                w[j] = ws_ptx_reg(b, PTX_B32);
+                I("cvt.rn.%s.f32 %s, %s, %s", mtype == WS_BF16 ? "bf16x2" : "f16x2", w[j].n, f[2 * j + 1].n,
+                  f[2 * j].n);
+            }
+            I("mad.lo.u64 %s, %s, 2, %s", a.n, e.n, pxp.n);
+            I("@%s st.global.v4.b32 [%s], {%s, %s, %s, %s}", ok.n, a.n, w[0].n, w[1].n, w[2].n, w[3].n);
+        }
     }
     I("ret");
     ws_ptx_kernel_end_params(&kb, mod, name, pt, WS_HPREP_THREADS, 0, 0);

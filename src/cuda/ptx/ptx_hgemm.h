@@ -13,35 +13,41 @@
  *   W is ws_gemm_mma_weights' k-major [C_out][K][C_in] (so C_in % 16 == 0 and
  *   ws_gemm_mma_kmajor hold), rounded to the math type.
  *
- * TILES: a block computes BM = 128 output channels (o0 = ctaid.y * 128) x BN = 128
- *   positions: NB = 128 / TB items n0.. times TB consecutive outputs t0.. (TB = 2^lgtb,
- *   8..128, chosen per call by ws_hgemm_lgtb: the smallest power of two >= T_out, at most
- *   128 and at most 256 / S; ctaid.x = (n0 / NB) * ntt + t0 / TB, ntt = ceil(T_out / TB)).
+ * TILES: a block computes BM = 128 output channels o0.. x BN = 256 positions: NB = 256 / TB
+ *   items n0.. times TB consecutive outputs t0.. (TB = 2^lgtb, 8..256, chosen per call by
+ *   ws_hgemm_lgtb: the smallest power of two >= T_out, at most 256 and at most 256 / S).
+ *   ctaid.x = ((n0 / NB) * ntt + t0 / TB) * rows + o0 / 128, ntt = ceil(T_out / TB), rows =
+ *   ceil(C_out / 128): the row tiles of one position tile are neighbours in launch order, so
+ *   they run together and its x comes from memory once (H100, wav2vec2's 512 -> 512 K3 S2
+ *   over 8 x 31999, x 262 MB: ...).
  *   r walks KT = K * ceil(C_in / 64) stages: tap k, channels c0 .. c0 + 63. Stage s of
- *   WS_HGEMM_STAGES holds, from the 1024-byte aligned base + s * 32 KiB:
+ *   WS_HGEMM_STAGES holds, from the 1024-byte aligned base + s * 48 KiB:
  *     A  16 KiB: 128 rows (o) of 64 channels (128 bytes), the 128-byte swizzle (16-byte
  *        chunk c of row r at chunk c ^ (r % 8)): the tensor map p_ta over W as
  *        (C_in, K, C_out), box (64, 1, 128) at (c0, k, o0);
- *     B  16 KiB: 128 rows (positions, row i = item n0 + i / TB, time t0 + i % TB) of 64
+ *     B  32 KiB: 256 rows (positions, row i = item n0 + i / TB, time t0 + i % TB) of 64
  *        channels, swizzled alike: the map p_tb over X as (C_in, T_in, N), box
  *        (64, TB * S, NB), element strides (1, S, 1), at (c0, S*t0 + D*k - P_L, n0).
  *   Out-of-range elements (channels past C_in, times outside [0, T_in), items past N,
  *   rows past C_out) are filled with zeros by the copy engine.
  * THREADS (384): warpgroup 0 is the producer (setmaxnreg 40; thread 0 alone issues the
  *   copies): for stage use u of slot s it waits empty[s] (phase u - 1, after the first
- *   round), arms full[s] with the stage's 32 KiB (mbarrier.arrive.expect_tx) and issues
+ *   round), arms full[s] with the stage's 48 KiB (mbarrier.arrive.expect_tx) and issues
  *   the two copies, which complete on full[s]. Warpgroups 1 and 2 are consumers
- *   (setmaxnreg 232): g = warpgroup - 1 owns rows 64g.. of the tile and all 128 positions
- *   (64 float32 accumulators a thread); per stage it waits full[s], issues four
- *   wgmma.mma_async m64n128k16 (A and B from shared memory through K-major descriptors with
+ *   (setmaxnreg 232): g = warpgroup - 1 owns rows 64g.. of the tile and all 256 positions
+ *   (128 float32 accumulators a thread); per stage it waits full[s], issues four
+ *   wgmma.mma_async m64n256k16 (A and B from shared memory through K-major descriptors with
  *   the 128-byte swizzle, stride byte offset 1024, a k16 step 32 bytes further), commits,
  *   waits for the group before (wgmma.wait_group 1) and releases that group's slot:
  *   every consumer thread arrives on its empty[] (count 256).
  * EPILOGUE (consumers, named barrier 1 of 256 threads): the accumulators go to shared
- *   memory as Ys[128][129] float32 (the stages' memory: every copy has been consumed),
- *   then NCL y: thread c = tid - 128 takes position i = c % 128 and rows c / 128 + 2m;
+ *   memory as Ys[128][257] float32 and the bias as Bs[128] (the stages' memory: every copy
+ *   has been consumed), then NCL y: thread c = tid - 128 takes position i = c and rows m;
  *   NLC y: row c % 128 and positions c / 128 + 2m; each element + b[o], act, + add, stored
- *   in y_type (ptx_epi.h). add[n, o, t] is read at add + n*add_bs + (o*T_out + t) (NCL y)
+ *   in y_type (ptx_epi.h), without branches, in groups of 16 whose reads (Ys, Bs, add) are
+ *   issued before any of their stores (a store may alias a later add read, so the reads of
+ *   an element after a store wait for it: one element at a time, the K1 add of the ResConv1D
+ *   block took 75 us, in groups 34 us). add[n, o, t] is read at add + n*add_bs + (o*T_out + t) (NCL y)
  *   or (t*C_out + o) (NLC y), as every forward kernel reads it.
  * Dynamic shared memory WS_HGEMM_SMEM (1 KiB of alignment slack, the stages, 2 *
  *   WS_HGEMM_STAGES mbarriers); .maxnreg 168 (384 threads x 168 registers fit the file
@@ -62,22 +68,30 @@
 #define WS_HGEMM_BM 128
 #define WS_HGEMM_BN 256
 #define WS_HGEMM_LGBN 8
-#define WS_HGEMM_BKC 64 /* channels of one tap per stage: 128 bytes */
 #define WS_HGEMM_STAGES 4
 #define WS_HGEMM_STAGE_BYTES (WS_HGEMM_BM * 128 + WS_HGEMM_BN * 128)
 #define WS_HGEMM_THREADS 384
 #define WS_HGEMM_SMEM (1024 + WS_HGEMM_STAGES * WS_HGEMM_STAGE_BYTES + 2 * WS_HGEMM_STAGES * 8)
+/* 1: weights of NCL descriptors at stride > 2 are k-major too (ws_gemm_mma_kmajor), so that
+ * the Hopper GEMM takes them */
+#define WS_HGEMM_KMAJOR_NCL 1
 #define WS_HGEMM_MIN_STAGES 6 /* the fewest stages (K * ceil(C_in / 64)) it takes */
 #define WS_HPREP_THREADS 256
 #define WS_HGEMM_NAME_MAX 160
 
 /* 1 when the Hopper GEMM runs descriptor d on compute capability cc: 9.0, a dense FWD the
- * gemm kernel takes (ptx_gemm.h), BF16 or F16 math, C_in % 16 == 0 with k-major weights,
+ * gemm kernel takes (ptx_gemm.h), BF16, F16 or TF32 math, C_in % 16 == 0 with k-major weights,
  * stride <= 8, at least WS_HGEMM_MIN_STAGES stages and C_out over 64 */
 int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor);
 
-/* 1 when d's x goes through the staging kernel whatever the call: NCL, or x_type other than
- * the math type, or a pre activation (an NLC call's x off 16-byte alignment is staged too) */
+/* channels of one tap per stage (128 bytes: 64 of 16-bit math, 32 of TF32), and the bytes of
+ * an element of the kernel's operands (2, or 4 for TF32 kept in float32) */
+int ws_hgemm_bkc(const ws_conv_desc *d);
+int ws_hgemm_xbytes(const ws_conv_desc *d);
+
+/* 1 when d's x goes through the staging kernel whatever the call: TF32 math (rounded there),
+ * NCL, or x_type other than the math type, or a pre activation (an NLC call's x off 16-byte
+ * alignment is staged too) */
 int ws_hgemm_staged(const ws_conv_desc *d);
 
 /* log2 of the tile's time extent TB for a call with t_out outputs (TILES above) */
