@@ -45,6 +45,11 @@
  *   every precision, the float16 output is its third entry); the stem's per-precision
  *   transpose of the log-Mel (ws_mel_t_*) is in the stem's table.
  *
+ * - the Hopper GEMM (ptx_golden/hopper_gemm_modules_emit_the_recorded_bytes): for every row
+ *   of shapes_eng, ws_hgemm_emit's module (the kernel and its x staging entry, sm_90a) for
+ *   BF16, F16 and TF32 math, 0 where ws_hgemm_fits refuses; the table is
+ *   tests/ptx_golden_hopper.inc.
+ *
  * A deliberate kernel change re-runs the GPU suite on an H100 (scripts/gpu-node.sh) and
  * updates the table it changes, which each test prints itself, in C syntax, when
  * WS_GOLDEN_PRINT=1 (and then skips the comparison):
@@ -52,6 +57,7 @@
  *   WS_GOLDEN_PRINT=1 build/test_runner --filter ptx_golden/stem_kernels_emit_the_recorded_bytes
  *   WS_GOLDEN_PRINT=1 build/test_runner --filter ptx_golden/engine_modules_emit_the_recorded_bytes
  *   WS_GOLDEN_PRINT=1 build/test_runner --filter ptx_golden/mel_modules_emit_the_recorded_bytes
+ *   WS_GOLDEN_PRINT=1 build/test_runner --filter ptx_golden/hopper_gemm_modules_emit_the_recorded_bytes
  *
  * and paste the printed table over the old one (golden, golden_eng or golden_mel).
  */
@@ -68,6 +74,7 @@
 #include "cuda/ptx/ptx_dw.h"
 #include "cuda/ptx/ptx_dws.h"
 #include "cuda/ptx/ptx_gemm.h"
+#include "cuda/ptx/ptx_hgemm.h"
 #include "cuda/ptx/ptx_wprep.h"
 #include "cuda/ptx/ptx_mel.h"
 #include "whisper/stem.h"
@@ -1938,4 +1945,77 @@ Test(ptx_golden, training_modules_emit_the_recorded_bytes, .timeout = 600)
     /* the table reaches each kind of module */
     for (int m = 0; m < TR_NMOD; m++)
         cr_assert_gt(per_mod[m], 0, "no %s module in the table", tr_mod_name[m]);
+}
+
+/* --- the Hopper GEMM (ptx_hgemm.h) ------------------------------------------------------ */
+
+enum { HG_BF16, HG_F16, HG_TF32, HG_NMATH };
+static const ws_math hg_math[HG_NMATH] = { WS_MATH_BF16, WS_MATH_F16, WS_MATH_TF32 };
+static const char *hg_math_name[HG_NMATH] = { "bf16", "f16", "tf32" };
+
+typedef struct {
+    const char *shape;
+    uint64_t hash[HG_NMATH];
+} golden_hopper_row;
+
+/* clang-format off */
+static const golden_hopper_row golden_hopper[] = {
+#include "ptx_golden_hopper.inc"
+};
+/* clang-format on */
+
+#define N_GOLDEN_HOPPER ((int)(sizeof golden_hopper / sizeof golden_hopper[0]))
+
+Test(ptx_golden, hopper_gemm_modules_emit_the_recorded_bytes, .timeout = 600)
+{
+    static const char *update =
+        "the emitted PTX changed: if deliberate, re-run the GPU suite on an H100 "
+        "(scripts/gpu-node.sh) and update tests/ptx_golden_hopper.inc (WS_GOLDEN_PRINT=1 prints it)";
+    const char *pr = getenv("WS_GOLDEN_PRINT");
+    const int print = pr && *pr && strcmp(pr, "0") != 0;
+    int per_math[HG_NMATH] = { 0 }, ncl = 0, staged = 0;
+    for (int i = 0; i < N_SHAPES_ENG; i++) {
+        const eng_shape *s = &shapes_eng[i];
+        uint64_t h[HG_NMATH] = { 0 };
+        for (int m = 0; m < HG_NMATH; m++) {
+            const ws_conv_desc d = eng_desc(s, WS_CONV_FWD, hg_math[m]);
+            ws_err err = { "" };
+            if (ws_conv_check(&d, &err) || !ws_hgemm_fits(&d, 9, 0))
+                continue;
+            char *text = ws_hgemm_emit(&d, &err);
+            cr_assert_not_null(text, "%s %s: %s", s->name, hg_math_name[m], err.msg);
+            h[m] = fnv1a64(text);
+            free(text);
+            per_math[m]++;
+            ncl += d.x_layout == WS_NCL;
+            staged += ws_hgemm_staged(&d);
+        }
+        if (print) {
+            printf("{ \"%s\", {", s->name);
+            for (int m = 0; m < HG_NMATH; m++) {
+                if (h[m])
+                    printf(" 0x%016" PRIx64 "ULL", h[m]);
+                else
+                    printf(" 0");
+                printf("%s", m + 1 < HG_NMATH ? "," : "");
+            }
+            printf(" } },\n");
+            continue;
+        }
+        cr_assert_lt(i, N_GOLDEN_HOPPER, "row %d (%s) is not in the table: %s", i, s->name, update);
+        const golden_hopper_row *g = &golden_hopper[i];
+        cr_assert_str_eq(g->shape, s->name, "row %d: %s", i, update);
+        for (int m = 0; m < HG_NMATH; m++)
+            cr_assert_eq(h[m], g->hash[m], "%s %s: hash %016" PRIx64 ", recorded %016" PRIx64 ": %s", s->name,
+                         hg_math_name[m], h[m], g->hash[m], update);
+    }
+    if (print)
+        cr_skip_test("WS_GOLDEN_PRINT set: table printed, not compared");
+    cr_assert_eq(N_SHAPES_ENG, N_GOLDEN_HOPPER, "the table has %d rows, the shapes %d: %s", N_GOLDEN_HOPPER,
+                 N_SHAPES_ENG, update);
+    /* the table reaches every math, NCL and NLC x, staged and read in place */
+    for (int m = 0; m < HG_NMATH; m++)
+        cr_assert_gt(per_math[m], 0, "no %s module in the table", hg_math_name[m]);
+    cr_assert(ncl > 0 && staged > 0 && staged < per_math[0] + per_math[1] + per_math[2],
+              "the table's modules: %d NCL, %d staged", ncl, staged);
 }
