@@ -33,6 +33,11 @@
  *   dac_down               DAC's encoder downsampler, N8 C512->1024 T6890 K16 S8, padding
  *                          ceil(S/2) = 4 on both sides (nn.Conv1d's padding=4) + bias, no
  *                          activation (DAC's Snake before it is not in the act table)
+ *   stem_tiny, stem_large  the Whisper stem's two convs (tiny 80->384, large-v3 128->1280;
+ *                          K3 P1 then K3 S2 P1, + bias + GELU) over 64 windows of 3000
+ *                          frames, both in the row's layout and type and without the
+ *                          positional table: the engine on the stem's shapes (the command's
+ *                          stem still runs its own kernels: bench-gpu_stem)
  * The Whisper stem row is bench-gpu_stem's (bench/run-conv-gpu.sh runs it beside this).
  *
  * Columns: median and min us per call (a row's calls summed); GB/s of the fewest bytes
@@ -93,6 +98,10 @@ typedef struct {
 
 #define DW(C) { C, C, C, 4, 1, 1, 3, 0, WS_ACT_NONE, WS_ACT_SILU, 1, 0 }
 #define W2V(CI, K, S) { CI, 512, 1, K, S, 1, 0, 0, WS_ACT_NONE, WS_ACT_GELU, 0, 0 }
+/* the Whisper stem's two convs (ws_stem_descs) in one layout and type, without the
+ * positional table: the engine on the stem's shapes */
+#define STEM1(M, D) { M, D, 1, 3, 1, 1, 1, 1, WS_ACT_NONE, WS_ACT_GELU, 1, 0 }
+#define STEM2(D) { D, D, 1, 3, 2, 1, 1, 1, WS_ACT_NONE, WS_ACT_GELU, 1, 0 }
 
 /* fp32 must-reach of the depthwise rows: "fp32 likewise at the same percentages", twice
  * the bf16 bytes, so twice the bf16 time */
@@ -119,6 +128,12 @@ static const row ROWS[] = {
         W2V(512, 2, 2), W2V(512, 2, 2) } },
     { "dac_down", "DAC downsampler N8 C512->1024 T6890 K16 S8 P4 +bias", 8, 6890, 0, 1, 0, 300, 1,
       { { 512, 1024, 1, 16, 8, 1, 4, 4, WS_ACT_NONE, WS_ACT_NONE, 1, 0 } } },
+    { "stem_tiny", "Whisper tiny stem's convs, 64 windows (80->384 K3, 384->384 K3 S2, +bias+GELU), 2 calls",
+      64, 3000, 0, 1, 0, 0, 2,
+      { STEM1(80, 384), STEM2(384) } },
+    { "stem_large", "Whisper large-v3 stem's convs, 64 windows (128->1280 K3, 1280->1280 K3 S2, +bias+GELU), 2 calls",
+      64, 3000, 0, 1, 0, 0, 2,
+      { STEM1(128, 1280), STEM2(1280) } },
 };
 #define NROWS (sizeof ROWS / sizeof *ROWS)
 

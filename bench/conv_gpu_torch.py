@@ -44,6 +44,14 @@ def W2V(ci, k, s):
     return (ci, 512, 1, k, s, 1, 0, 0, None, "gelu", False, False)
 
 
+def STEM1(m, d):
+    return (m, d, 1, 3, 1, 1, 1, 1, None, "gelu", True, False)
+
+
+def STEM2(d):
+    return (d, d, 1, 3, 2, 1, 1, 1, None, "gelu", True, False)
+
+
 # name, what, n, t, bwd, nlc, calls (as in bench/conv_gpu.c)
 ROWS = [
     ("dw_fwd_n4", "depthwise causal FWD N4 C5120 T2048 K4 +bias+SILU", 4, 2048, False, True, [DW(5120)]),
@@ -61,6 +69,10 @@ ROWS = [
      [W2V(1, 10, 5)] + [W2V(512, 3, 2)] * 4 + [W2V(512, 2, 2)] * 2),
     ("dac_down", "DAC downsampler N8 C512->1024 T6890 K16 S8 P4 +bias", 8, 6890, False, True,
      [(512, 1024, 1, 16, 8, 1, 4, 4, None, None, True, False)]),
+    ("stem_tiny", "Whisper tiny stem's convs, 64 windows (80->384 K3, 384->384 K3 S2, +bias+GELU), 2 calls",
+     64, 3000, False, True, [STEM1(80, 384), STEM2(384)]),
+    ("stem_large", "Whisper large-v3 stem's convs, 64 windows (128->1280 K3, 1280->1280 K3 S2, +bias+GELU), 2 calls",
+     64, 3000, False, True, [STEM1(128, 1280), STEM2(1280)]),
 ]
 ACT = {None: lambda v: v, "relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 ROTATE_BELOW = 256 << 20
