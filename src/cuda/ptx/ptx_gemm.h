@@ -93,6 +93,8 @@
  * 16-byte row copies read at shifted offsets), more stages in flight, NLC stores through
  * shared memory.
  *
+ * On compute capability 9.0 most tensor-core calls run the Hopper GEMM of ptx_hgemm.h
+ * instead (operands brought in by the tensor copy engine); this kernel takes the rest there.
  * WGMMA (compute capability 9.0 exactly, ws_gemm_wgmma; the module targets sm_90a, PTX 8.0):
  * the 128-row tensor-core tile with the same gather, parameters and epilogues, the products
  * on wgmma.mma_async m64n128k16 (bf16, f16) or m64n128k8 (tf32), both operands read by the

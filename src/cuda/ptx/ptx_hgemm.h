@@ -19,7 +19,7 @@
  *   ctaid.x = ((n0 / NB) * ntt + t0 / TB) * rows + o0 / 128, ntt = ceil(T_out / TB), rows =
  *   ceil(C_out / 128): the row tiles of one position tile are neighbours in launch order, so
  *   they run together and its x comes from memory once (H100, wav2vec2's 512 -> 512 K3 S2
- *   over 8 x 31999, x 262 MB: ...).
+ *   over 8 x 31999, x 262 MB: 865 -> 645 us).
  *   r walks KT = K * ceil(C_in / 64) stages: tap k, channels c0 .. c0 + 63. Stage s of
  *   WS_HGEMM_STAGES holds, from the 1024-byte aligned base + s * 48 KiB:
  *     A  16 KiB: 128 rows (o) of 64 channels (128 bytes), the 128-byte swizzle (16-byte
@@ -55,8 +55,14 @@
  * Parameters: WS_PARAMS_HGEMM (.tmap p_ta, p_tb; .u64 p_b, p_add, p_y; .u32 p_n, p_t_out,
  *   p_ntt, p_lgtb; .u64 p_add_bs); the staging kernel WS_PARAMS_HPREP (.u64 p_x, p_xp;
  *   .u32 p_n, p_t_in), grid (ceil(T_in / 32), ceil(C_in / 64), N), WS_HPREP_THREADS.
- * Tested by tests/test_ptx.c (ptxas sm_90a, parameter tables) and tests/test_gpu_conv.c
- * (on an H100 against the CPU engine).
+ * Speed (H100, bench-conv_gpu, us per call; the kernels of ptx_gemm.h before, same call): bf16
+ *   NCL dilated K3 D9 N256 C512 T32 36.4 (67.1), the ResConv1D block's two calls 72.0
+ *   (109.8), wav2vec2's 7 calls 1671 (3031), DAC C512->1024 K16 S8 218.9 (1163); tf32 59.9,
+ *   109.4, 2646, 423 (114.8, 196.6, 5232, 2851). Tensor pipe (ncu): 59.6 % on the dilated row
+ *   (one wave of 128 tiles: the prologue and epilogue are not hidden), 89 % on DAC's.
+ * Tested by tests/test_ptx.c (ptxas sm_90a, parameter tables), tests/test_ptx_golden.c (the
+ *   modules' hashes) and tests/test_gpu_conv.c (on an H100 against the CPU engine, every
+ *   math, two runs the same bits, misaligned x staged, weights per call).
  */
 #ifndef WS_CUDA_PTX_HGEMM_H
 #define WS_CUDA_PTX_HGEMM_H
