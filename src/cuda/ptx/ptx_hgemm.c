@@ -109,6 +109,20 @@ static void emit_desc(ptx_buf *b, preg desc, preg addr)
     I("mov.b64 %s, {%s, %s}", desc.n, lo.n, hi.n);
 }
 
+/* the ring's next stage: s = (s + 1) % ST, u += (s wrapped), it += 1; back to top while
+ * it < KT (the producer's and the consumers' loops step alike); wrap a scratch predicate */
+static void emit_ring_next(ptx_buf *b, preg wrap, preg s, preg u, preg it, int KT, plabel top)
+{
+    preg more = ws_ptx_reg(b, PTX_PRED);
+    I("add.u32 %s, %s, 1", s.n, s.n);
+    I("setp.eq.u32 %s, %s, %d", wrap.n, s.n, ST);
+    I("@%s mov.u32 %s, 0", wrap.n, s.n);
+    I("@%s add.u32 %s, %s, 1", wrap.n, u.n, u.n);
+    I("add.u32 %s, %s, 1", it.n, it.n);
+    I("setp.lt.u32 %s, %s, %d", more.n, it.n, KT);
+    I("@%s bra %s", more.n, top.n);
+}
+
 /* the producer: thread 0 of warpgroup 0 fills the ring, KT stages */
 static void emit_producer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg sbase, preg bars,
                           preg o0, preg t0, preg n0, int KT)
@@ -154,19 +168,13 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg sbas
     I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
       sbb.n, tb.n, c0.n, tk.n, n0.n, full.n);
     ws_ptx_comment(b, "next: channels c0 + 64, or tap k + 1 from channel 0");
-    preg wrap = ws_ptx_reg(b, PTX_PRED), more = ws_ptx_reg(b, PTX_PRED);
+    preg wrap = ws_ptx_reg(b, PTX_PRED);
     I("add.u32 %s, %s, %d", c0.n, c0.n, ws_hgemm_bkc(d));
     I("setp.ge.u32 %s, %s, %d", wrap.n, c0.n, d->c_in);
     I("@%s mov.u32 %s, 0", wrap.n, c0.n);
     I("@%s add.u32 %s, %s, 1", wrap.n, k.n, k.n);
     I("@%s add.s32 %s, %s, %d", wrap.n, tk.n, tk.n, d->dilation);
-    I("add.u32 %s, %s, 1", s.n, s.n);
-    I("setp.eq.u32 %s, %s, %d", wrap.n, s.n, ST);
-    I("@%s mov.u32 %s, 0", wrap.n, s.n);
-    I("@%s add.u32 %s, %s, 1", wrap.n, u.n, u.n);
-    I("add.u32 %s, %s, 1", it.n, it.n);
-    I("setp.lt.u32 %s, %s, %d", more.n, it.n, KT);
-    I("@%s bra %s", more.n, top.n);
+    emit_ring_next(b, wrap, s, u, it, KT, top);
     ws_ptx_label(b, out);
     I("ret");
 }
@@ -279,15 +287,9 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
         I("add.u32 %s, %s, %d", empty.n, empty.n, 8 * ST);
         I("mbarrier.arrive.shared::cta.b64 _, [%s]", empty.n);
         ws_ptx_label(b, norel);
-        preg wrap = ws_ptx_reg(b, PTX_PRED), more = ws_ptx_reg(b, PTX_PRED);
+        preg wrap = ws_ptx_reg(b, PTX_PRED);
         I("mov.u32 %s, %s", prev.n, s.n);
-        I("add.u32 %s, %s, 1", s.n, s.n);
-        I("setp.eq.u32 %s, %s, %d", wrap.n, s.n, ST);
-        I("@%s mov.u32 %s, 0", wrap.n, s.n);
-        I("@%s add.u32 %s, %s, 1", wrap.n, u.n, u.n);
-        I("add.u32 %s, %s, 1", it.n, it.n);
-        I("setp.lt.u32 %s, %s, %d", more.n, it.n, KT);
-        I("@%s bra %s", more.n, top.n);
+        emit_ring_next(b, wrap, s, u, it, KT, top);
     }
     I("wgmma.wait_group.sync.aligned 0");
 
