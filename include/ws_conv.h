@@ -235,8 +235,10 @@ WS_API int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err);
  * torch.cuda.current_stream().cuda_stream; 0: g's own stream) and returns without waiting:
  * the arguments are checked on the host as ws_gpu_conv_run checks them, nothing is
  * launched when they are refused. No device allocation once the plan has served the
- * largest call it must (a BWD plan grows its scratch to the largest n * t_in seen), so a
- * call can be captured in a CUDA graph after one like it has run. A plan's scratch is its
+ * largest call it must (a BWD plan grows its scratch to the largest n * t_in seen; so does a
+ * dense FWD plan on the Hopper GEMM whose x is staged: NCL, another type than the math,
+ * a pre-activation, TF32 math, or x off 16-byte alignment), so a call can be captured in a
+ * CUDA graph after one like it has run. A plan's scratch is its
  * own: calls of one plan on different streams must be ordered by the caller (one plan per
  * stream otherwise). 0, or -1 with err. */
 WS_API int ws_gpu_conv_enqueue(ws_gpu_conv *c, const ws_conv_args *a, uint64_t stream,
@@ -246,8 +248,9 @@ WS_API void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
 /* Writes the PTX that a plan of d would load on a device of compute capability
  * cc_major.cc_minor to dir/<module name>.ptx: the direct module (FWD: the kernel's name;
  * BWD: one module holding the four backward entries) and, where d has them, the depthwise
- * ("ws_dw_...") or the dense forward ("ws_gemm_...") module, and for a depthwise causal d
- * the module of calls with seq_idx or states ("ws_dws_..."); needs no GPU. 0, or -1 with
+ * ("ws_dw_...") or the dense forward ("ws_gemm_...") module, on 9.0 the Hopper GEMM's
+ * ("ws_hgemm_...") where it takes d, and for a depthwise causal d the module of calls with
+ * seq_idx or states ("ws_dws_..."); needs no GPU. 0, or -1 with
  * err. */
 WS_API int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,
                             ws_err *err);

@@ -1078,8 +1078,8 @@ static const gcase gcases_gemm[] = {
      WS_ACT_NONE, 1, 0},
     /* the Hopper GEMM's tiles (ptx_hgemm.h): two channel blocks and several time tiles at
      * stride 2; a partial channel block (80 = 64 + 16) with staged f32 NCL x, pre and a
-     * partial row tile; stride 8 (32-time tiles of 4 items, items past N); short items (TB 8,
-     * 16 items a tile) */
+     * partial row tile; stride 8 (32-time tiles of 8 items, items past N); short items (TB 8,
+     * 32 items a tile); the residual add of the input, NLC; NCL at stride 2 with f32 y */
     {"h_nlc_c128_k3_s2_t601", 2, 128, 96, 1, 3, 2, 1, 1, 1, 601, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_GELU, 1, ADD_PER_ITEM},
     {"h_ncl_f32_c80_o200_k5_d2_pre", 3, 80, 200, 1, 5, 1, 2, 4, 4, 250, WS_NCL, WS_NCL, WS_F32, WS_F32, WS_F32,
@@ -1539,7 +1539,7 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off)
     const int hg = ws_gpu_conv_hgemm(gc, &ag);
     cr_assert_geq(hg, 0, "%s", c->name);
     const int want = hg || dx % (uint64_t)ws_gemm_x_align(&d) == 0 ? 2 : 0;
-    mma_hgemm_calls += hg;
+    const unsigned long hg_before = ws_gpu_conv_hgemm_calls(gc);
     cr_assert_eq(ws_gpu_conv_kernel(gc, &ag), want, "%s: %s kernel expected", c->name, want ? "gemm" : "direct");
     void *outs[2] = {ygpu, ygpu2};
     for (int run = 0; run < 2; run++) {
@@ -1548,6 +1548,11 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off)
         cr_assert_eq(ws_gpu_download(g, outs[run], dy, ybytes, &e), 0, "%s", e.msg);
     }
     cr_assert(!memcmp(ygpu, ygpu2, ybytes), "%s: two runs, different bits", c->name);
+    /* the runs launched the Hopper GEMM exactly when the plan said they would */
+    const unsigned long hg_ran = ws_gpu_conv_hgemm_calls(gc) - hg_before;
+    cr_assert_eq(hg_ran, hg ? 2ul : 0ul, "%s: %lu of 2 runs on the Hopper GEMM, expected %d", c->name, hg_ran,
+                 hg ? 2 : 0);
+    mma_hgemm_calls += hg;
     double se = 0, sr = 0;
     for (size_t i = 0; i < ny; i++) {
         const double gv = get(ygpu, c->yt, i), cv = get(ycpu, c->yt, i);
@@ -1576,6 +1581,7 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off)
 Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_the_math_types_rounding, .timeout = 600)
 {
     ws_gpu *g = gpu_or_skip();
+    mma_hgemm_calls = 0;
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1 && ws_gpu_emit_cc(g, 8, 0))
             break;
@@ -1608,9 +1614,10 @@ Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_the_math_types_rounding, .
 }
 
 /* the rows whose mma kernel loads NLC x 16 bytes at a time, with x one element off that
- * alignment: the direct kernel takes the call, within the same bounds; with x 16 bytes into
- * its buffer (aligned, but not as the allocator aligns): the gemm kernel */
-Test(gpu_conv, mma_gemm_leaves_a_misaligned_nlc_x_to_the_direct_kernel, .timeout = 300)
+ * alignment: the direct kernel takes the call, or on 9.0 the Hopper GEMM where it takes the
+ * row (it stages such an x), within the same bounds; with x 16 bytes into its buffer
+ * (aligned, but not as the allocator aligns): a gemm kernel */
+Test(gpu_conv, mma_gemm_gives_a_misaligned_nlc_x_to_the_direct_kernel_or_stages_it, .timeout = 300)
 {
     ws_gpu *g = gpu_or_skip();
     int rows = 0;

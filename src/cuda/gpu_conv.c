@@ -67,6 +67,7 @@ struct ws_gpu_conv {
     wscu_devptr hx;           /* staged x, [N][T_in][C_in] in the math type, grown as calls need */
     size_t hx_bytes;
     int no_hgemm;             /* ws_gpu_conv_no_hgemm */
+    unsigned long hg_calls;   /* calls launched on it (ws_gpu_conv_hgemm_calls) */
     wscu_devptr part;      /* BWD: float32 partials of dw, db, grown as calls need */
     size_t part_bytes;
     /* weights given per call (a->w): the plan's own w, b, wh above are 0 when it was made
@@ -595,8 +596,9 @@ cleanup:
     return -1;
 }
 
-/* the Hopper GEMM's tile for a call: log2 TB, the time tiles ntt, and the grid; 0 when the
- * call fits its grid, 32-bit coordinates and the staging kernel's grid, else -1 */
+/* the Hopper GEMM's tile for a call: log2 TB, the time tiles ntt, the grid and whether x is
+ * staged; 1 when the call fits its grid, 32-bit coordinates and the staging kernel's grid,
+ * else 0 */
 typedef struct { int lgtb; unsigned ntt, gx, gy; int staged; } hg_call;
 
 static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out, hg_call *h)
@@ -615,7 +617,7 @@ static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_ou
     if (ntt * nnt * gy > INT_MAX)
         return 0;
     v.staged = ws_hgemm_staged(d) || (uintptr_t)a->x % 16 != 0;
-    if (v.staged && a->n > 65535) /* the staging kernel's grid z */
+    if (v.staged && (a->n > 65535 || (d->c_in + 63) / 64 > 65535)) /* the staging grid's z, y */
         return 0;
     v.ntt = (unsigned)ntt, v.gx = (unsigned)(ntt * nnt * gy), v.gy = 1;
     if (h)
@@ -652,21 +654,13 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
     const uint64_t C = (uint64_t)d->c_in, N = (uint64_t)a->n, T = (uint64_t)a->t_in;
     const uint64_t es = (uint64_t)ws_hgemm_xbytes(d);
     const uint32_t bkc = (uint32_t)ws_hgemm_bkc(d);
-    if (h->staged) {
-        if (scratch(c, &c->hx, &c->hx_bytes, (size_t)(N * T * C * es), st, err))
-            return -1;
-        uint64_t px = xb, pxp = c->hx;
-        uint32_t n32 = (uint32_t)N, t32 = (uint32_t)T;
-        ws_kargs p;
-        ws_kargs_init(&p, WS_PARAMS_HPREP);
-        WS_KARG(&p, WS_HP_X, px), WS_KARG(&p, WS_HP_XP, pxp);
-        WS_KARG(&p, WS_HP_N, n32), WS_KARG(&p, WS_HP_T_IN, t32);
-        if (ws_kargs_check(&p, "ws_gpu_conv_run", err))
-            return -1;
-        CU_TRY(cu, LaunchKernel(c->hpfn, (unsigned)((T + 31) / 32), (unsigned)((C + 63) / 64),
-                                (unsigned)N, WS_HPREP_THREADS, 1, 1, 0, st, p.v, NULL), err);
+    /* the scratch grown and both maps encoded before the staging and the GEMM are
+     * launched (a per-call weight pack, above, writes only the plan's own buffer) */
+    if (h->staged && scratch(c, &c->hx, &c->hx_bytes, (size_t)(N * T * C * es), st, err))
+        return -1;
+    const uint64_t px = xb;
+    if (h->staged)
         xb = c->hx;
-    }
     const int dt = d->math == WS_MATH_BF16 ? WS_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                    : d->math == WS_MATH_F16 ? WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                             : WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
@@ -697,11 +691,29 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
     WS_KARG(&k, WS_HG_ADD_BS, abs);
     if (ws_kargs_check(&k, "ws_gpu_conv_run", err))
         return -1;
+    if (h->staged) {
+        uint64_t pxs = px, pxp = c->hx;
+        uint32_t t32 = (uint32_t)T;
+        ws_kargs p;
+        ws_kargs_init(&p, WS_PARAMS_HPREP);
+        WS_KARG(&p, WS_HP_X, pxs), WS_KARG(&p, WS_HP_XP, pxp);
+        WS_KARG(&p, WS_HP_N, n32), WS_KARG(&p, WS_HP_T_IN, t32);
+        if (ws_kargs_check(&p, "ws_gpu_conv_run", err))
+            return -1;
+        CU_TRY(cu, LaunchKernel(c->hpfn, (unsigned)((T + 31) / 32), (unsigned)((C + 63) / 64),
+                                (unsigned)N, WS_HPREP_THREADS, 1, 1, 0, st, p.v, NULL), err);
+    }
     CU_TRY(cu, LaunchKernel(c->hgfn, h->gx, h->gy, 1, WS_HGEMM_THREADS, 1, 1, WS_HGEMM_SMEM, st,
                             k.v, NULL), err);
+    c->hg_calls++;
     return 0;
 cleanup:
     return -1;
+}
+
+unsigned long ws_gpu_conv_hgemm_calls(const ws_gpu_conv *c)
+{
+    return c ? c->hg_calls : 0;
 }
 
 int ws_gpu_hgemm_available(const ws_gpu *g)

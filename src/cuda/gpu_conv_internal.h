@@ -25,6 +25,9 @@ void ws_gpu_conv_no_hgemm(ws_gpu_conv *c, int on);
  * would refuse */
 int ws_gpu_conv_hgemm(const ws_gpu_conv *c, const ws_conv_args *a);
 
+/* how many calls of c have launched the Hopper GEMM (what the tests hold the dispatch to) */
+unsigned long ws_gpu_conv_hgemm_calls(const ws_gpu_conv *c);
+
 /* 1 when plans made on g now can take the Hopper GEMM: they emit for 9.0 and the driver
  * encodes tensor maps */
 int ws_gpu_hgemm_available(const ws_gpu *g);

@@ -88,7 +88,7 @@ void ws_ptx_epi_emit(ptx_buf *b, const ws_ptx_epi *e)
                     ws_ptx_ins(b, "mov.b32 %s, %s", av.n, w.n);
                 }
             }
-            ws_ptx_ins(b, "add.f32 %s, %s, %s", e->v[0].n, e->v[0].n, av.n);
+            ws_ptx_ins(b, "@%s add.f32 %s, %s, %s", p.n, e->v[0].n, e->v[0].n, av.n);
         }
         const preg ya = addr_at(b, &e->y);
         if (e->y_type == WS_F32) {

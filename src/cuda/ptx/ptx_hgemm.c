@@ -32,7 +32,8 @@ int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
     /* short sums and narrow outputs stay on the gemm kernel of ptx_gemm.h (H100, bf16:
      * Jukebox's C64 K3, 3 stages of a half-empty tile, 240 us against its 165) */
     const long long kt = (long long)d->k * ((d->c_in + ws_hgemm_bkc(d) - 1) / ws_hgemm_bkc(d));
-    return WS_HGEMM && cc_major == 9 && cc_minor == 0 && ws_gemm_fits(d) && d->math != WS_MATH_F32 &&
+    /* ws_gemm_mma: the plan packs the tensor-core weights this kernel reads */
+    return WS_HGEMM && cc_major == 9 && cc_minor == 0 && ws_gemm_mma(d) &&
            d->c_in % 16 == 0 &&
            ws_gemm_mma_kmajor(d) && d->stride <= 8 && kt >= WS_HGEMM_MIN_STAGES && d->c_out > 64;
 }
