@@ -599,7 +599,7 @@ cleanup:
 /* the Hopper GEMM's tile for a call: log2 TB, the time tiles ntt, the grid and whether x is
  * staged; 1 when the call fits its grid, 32-bit coordinates and the staging kernel's grid,
  * else 0 */
-typedef struct { int lgtb; unsigned ntt, gx, gy; int staged; } hg_call;
+typedef struct { int lgtb; unsigned ntt, gx; int staged; } hg_call;
 
 static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out, hg_call *h)
 {
@@ -619,7 +619,7 @@ static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_ou
     v.staged = ws_hgemm_staged(d) || (uintptr_t)a->x % 16 != 0;
     if (v.staged && (a->n > 65535 || (d->c_in + 63) / 64 > 65535)) /* the staging grid's z, y */
         return 0;
-    v.ntt = (unsigned)ntt, v.gx = (unsigned)(ntt * nnt * gy), v.gy = 1;
+    v.ntt = (unsigned)ntt, v.gx = (unsigned)(ntt * nnt * gy);
     if (h)
         *h = v;
     return 1;
@@ -703,7 +703,7 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
         CU_TRY(cu, LaunchKernel(c->hpfn, (unsigned)((T + 31) / 32), (unsigned)((C + 63) / 64),
                                 (unsigned)N, WS_HPREP_THREADS, 1, 1, 0, st, p.v, NULL), err);
     }
-    CU_TRY(cu, LaunchKernel(c->hgfn, h->gx, h->gy, 1, WS_HGEMM_THREADS, 1, 1, WS_HGEMM_SMEM, st,
+    CU_TRY(cu, LaunchKernel(c->hgfn, h->gx, 1, 1, WS_HGEMM_THREADS, 1, 1, WS_HGEMM_SMEM, st,
                             k.v, NULL), err);
     c->hg_calls++;
     return 0;

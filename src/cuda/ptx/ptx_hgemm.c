@@ -200,13 +200,13 @@ static void emit_add_read(ptx_buf *b, const ws_conv_desc *d, preg r, preg p, pre
 /* one output element: v + bias, act, + the add read by emit_add_read (raw r, where p holds),
  * stored (ptx_epi.h) at index off of ybase in y_type, where `in` holds (no branch) */
 static void emit_elem(ptx_buf *b, const ws_conv_desc *d, preg v, preg bias, preg p, preg r, preg in,
-                      preg off, preg ybase, int ys, int has_add)
+                      preg off, preg ybase, int ys)
 {
     preg ya = ws_ptx_reg(b, PTX_B64), av = r;
-    if (has_add && d->y_type == WS_F16) {
+    if (d->y_type == WS_F16) {
         av = ws_ptx_reg(b, PTX_F32);
         I("cvt.f32.f16 %s, %s", av.n, r.n);
-    } else if (has_add && d->y_type == WS_BF16) {
+    } else if (d->y_type == WS_BF16) {
         preg w = ws_ptx_reg(b, PTX_B32);
         av = ws_ptx_reg(b, PTX_F32);
         I("cvt.u32.u16 %s, %s", w.n, r.n);
@@ -215,7 +215,7 @@ static void emit_elem(ptx_buf *b, const ws_conv_desc *d, preg v, preg bias, preg
     }
     const ws_ptx_epi ep = {
         .act = d->act, .y_type = d->y_type, .n = 1, .v = &v, .bias = &bias, .in = in,
-        .add_if = has_add ? p : (preg){""}, .add_v = has_add ? &av : NULL,
+        .add_if = p, .add_v = &av,
         .y = {.at = ya, .index = off, .base = ybase, .scale = ys}};
     ws_ptx_epi_emit(b, &ep);
 }
@@ -406,7 +406,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
                 emit_add_read(b, d, r[m], p[m], off[m], abase, ys);
             }
             for (int m = 0; m < EG; m++)
-                emit_elem(b, d, v[m], bias[m], p[m], r[m], ook[m], off[m], ybase, ys, 1);
+                emit_elem(b, d, v[m], bias[m], p[m], r[m], ook[m], off[m], ybase, ys);
         }
     } else {
         ws_ptx_comment(b, "NLC y: row c %% 128 (o, b[o] once), positions c/128 + 2m; no branch per element");
@@ -451,7 +451,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
                 emit_add_read(b, d, r[m], p[m], off, abase, ys);
             }
             for (int m = 0; m < EG; m++)
-                emit_elem(b, d, v[m], bias, p[m], r[m], ok[m], off, ybase[m], ys, 1);
+                emit_elem(b, d, v[m], bias, p[m], r[m], ok[m], off, ybase[m], ys);
         }
     }
     ws_ptx_label(b, done);
