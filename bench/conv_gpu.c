@@ -10,8 +10,8 @@
  * uploaded; ws_gpu_conv_new; one ws_gpu_conv_run over outputs poisoned with NaN, checked
  * against the CPU engine (ws_conv_run) on the same host data: rel L2 <= 1e-5 (fp32),
  * 2e-3 (tf32) or 1e-2 (bf16). A chain is checked call by call, each call's input downloaded from the
- * device; rows whose CPU work exceeds 5e10 FLOP are checked on batch item 0 (FWD only; the
- * BWD rows are small enough to check whole). Then kernel-only time (ws_gpu_conv_bench:
+ * device; rows whose CPU work exceeds 5e10 FLOP are checked on batch item 0 (a BWD row by a call
+ * over that item alone: dx of it, dw and db summed over it). Then kernel-only time (ws_gpu_conv_bench:
  * CUDA events around each call, no host work between them): 10 warm-up calls, the median
  * and minimum of --iters (default 50). Inputs are rotated over 4 device copies when one
  * set is under 256 MiB (H100's L2 is 50 MB). A row of several calls (the ResConv1D block,
@@ -33,6 +33,9 @@
  *   dac_down               DAC's encoder downsampler, N8 C512->1024 T6890 K16 S8, padding
  *                          ceil(S/2) = 4 on both sides (nn.Conv1d's padding=4) + bias, no
  *                          activation (DAC's Snake before it is not in the act table)
+ *   dil_bwd, w2v_bwd,      the dense backward (dx, dw, db) of dil_relu's conv without its
+ *   dac_bwd                ReLU, of a wav2vec2 512->512 K3 S2 layer (N8 T31999, its second
+ *                          conv's input; no bias, no GELU) and of dac_down
  *   stem_tiny, stem_large  the Whisper stem's two convs (tiny 80->384, large-v3 128->1280;
  *                          K3 P1 then K3 S2 P1, + bias + GELU) over 64 windows of 3000
  *                          frames, both in the row's layout and type and without the
@@ -127,6 +130,14 @@ static const row ROWS[] = {
       { W2V(1, 10, 5), W2V(512, 3, 2), W2V(512, 3, 2), W2V(512, 3, 2), W2V(512, 3, 2),
         W2V(512, 2, 2), W2V(512, 2, 2) } },
     { "dac_down", "DAC downsampler N8 C512->1024 T6890 K16 S8 P4 +bias", 8, 6890, 0, 1, 0, 300, 1,
+      { { 512, 1024, 1, 16, 8, 1, 4, 4, WS_ACT_NONE, WS_ACT_NONE, 1, 0 } } },
+    /* the dense backward (dx, dw, db; act NONE): the ResConv1D block's K3 D9 conv, a wav2vec2
+     * 512 -> 512 K3 S2 layer (its second conv's input length), DAC's downsampler */
+    { "dil_bwd", "dense BWD (dx,dw,db) K3 D9 P9 +bias N256 C512 T32", 256, 32, 1, 1, 0, 0, 1,
+      { { 512, 512, 1, 3, 1, 9, 9, 9, WS_ACT_NONE, WS_ACT_NONE, 1, 0 } } },
+    { "w2v_bwd", "dense BWD (dx,dw,db) wav2vec2 512->512 K3 S2 N8 T31999", 8, 31999, 1, 1, 0, 0, 1,
+      { { 512, 512, 1, 3, 2, 1, 0, 0, WS_ACT_NONE, WS_ACT_NONE, 0, 0 } } },
+    { "dac_bwd", "dense BWD (dx,dw,db) DAC C512->1024 K16 S8 P4 +bias N8 T6890", 8, 6890, 1, 1, 0, 0, 1,
       { { 512, 1024, 1, 16, 8, 1, 4, 4, WS_ACT_NONE, WS_ACT_NONE, 1, 0 } } },
     { "stem_tiny", "Whisper tiny stem's convs, 64 windows (80->384 K3, 384->384 K3 S2, +bias+GELU), 2 calls",
       64, 3000, 0, 1, 0, 0, 2,
@@ -409,11 +420,16 @@ done:
     return rc;
 }
 
-/* BWD check (one call): dx, dw, db against the CPU on the whole batch; max rel L2 */
-static int check_bwd(ws_gpu *g, call_st *c, const ws_conv_args *a, int n, const void *hx,
+/* BWD check (one call over the first n items): dx, dw, db against the CPU; max rel L2 */
+static int check_bwd(ws_gpu *g, call_st *c, const ws_conv_args *a0, int n, const void *hx,
                      const void *hdy, ws_dtype dt, double *rel, ws_err *err)
 {
     const size_t es = esize(dt), nb = (size_t)c->d.c_out;
+    ws_conv_args a1 = *a0;
+    const ws_conv_args *a = &a1;
+    const size_t nx_all = c->nx;
+    a1.n = n;
+    c->nx = c->nx / (size_t)a0->n * (size_t)n; /* this check's items (restored below) */
     int rc = -1;
     void *gdx = malloc(c->nx * es), *cdx = malloc(c->nx * es);
     float *gdw = malloc(c->nw * 4), *cdw = malloc(c->nw * 4), *gdb = malloc(nb * 4),
@@ -444,6 +460,7 @@ static int check_bwd(ws_gpu *g, call_st *c, const ws_conv_args *a, int n, const 
             *rel = e[i];
     rc = 0;
 done:
+    c->nx = nx_all;
     ws_conv_free(cc);
     free(gdx), free(cdx), free(gdw), free(cdw), free(gdb), free(cdb);
     return rc;
@@ -588,8 +605,8 @@ static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, const mode *m
     /* check */
     if (o->check) {
         double cpu_flop = res->flops;
-        res->checked_n = r->bwd || cpu_flop <= CHECK_FLOP_MAX ? n : 1;
-        if (r->bwd ? check_bwd(g, &cs[0], &a[0], n, hx, hdy, dt, &res->rel, err)
+        res->checked_n = cpu_flop <= CHECK_FLOP_MAX ? n : 1;
+        if (r->bwd ? check_bwd(g, &cs[0], &a[0], res->checked_n, hx, hdy, dt, &res->rel, err)
                    : check_fwd(g, r, cs, a, sets, n, res->checked_n, hx, dt, &res->rel, err))
             goto done;
         res->checked = 1;

@@ -18,6 +18,8 @@ What each row computes (the same as bench/conv_gpu.c's descriptors):
   wav2vec2_fe  7x gelu(F.conv1d(h, w_i, stride=s_i)), no bias, N8 T160000; the GroupNorm
                after wav2vec2-base's first conv is left out (as in bench/conv_gpu.c).
   dac_down     F.conv1d(x, w, b, stride=8, padding=4), N8 C512->1024 T6890 K16.
+  dil_bwd, w2v_bwd, dac_bwd  the backward (dx, dw, db; as dw_bwd_*) of F.conv1d alone: dil_relu's
+               conv, a wav2vec2 512->512 K3 S2 layer (N8 T31999, no bias), dac_down's conv.
 Timing: CUDA events around each call of the row (all of its convs), device-resident
 inputs rotated over 4 copies when one set is under 256 MiB, 10 warm-up calls, the median
 (and min) of --iters. Without CUDA events (--device cpu): time.perf_counter.
@@ -68,6 +70,12 @@ ROWS = [
     ("wav2vec2_fe", "wav2vec2 feature encoder, 7 convs + GELU, N8 T160000, 7 calls", 8, 160000, False, True,
      [W2V(1, 10, 5)] + [W2V(512, 3, 2)] * 4 + [W2V(512, 2, 2)] * 2),
     ("dac_down", "DAC downsampler N8 C512->1024 T6890 K16 S8 P4 +bias", 8, 6890, False, True,
+     [(512, 1024, 1, 16, 8, 1, 4, 4, None, None, True, False)]),
+    ("dil_bwd", "dense BWD (dx,dw,db) K3 D9 P9 +bias N256 C512 T32", 256, 32, True, True,
+     [(512, 512, 1, 3, 1, 9, 9, 9, None, None, True, False)]),
+    ("w2v_bwd", "dense BWD (dx,dw,db) wav2vec2 512->512 K3 S2 N8 T31999", 8, 31999, True, True,
+     [(512, 512, 1, 3, 2, 1, 0, 0, None, None, False, False)]),
+    ("dac_bwd", "dense BWD (dx,dw,db) DAC C512->1024 K16 S8 P4 +bias N8 T6890", 8, 6890, True, True,
      [(512, 1024, 1, 16, 8, 1, 4, 4, None, None, True, False)]),
     ("stem_tiny", "Whisper tiny stem's convs, 64 windows (80->384 K3, 384->384 K3 S2, +bias+GELU), 2 calls",
      64, 3000, False, True, [STEM1(80, 384), STEM2(384)]),
@@ -162,15 +170,16 @@ def run_row_as_set(row, nlc, mode, args, seed):
                 forward(xs[i], params, calls, touts, nlc)
     else:
         w, b = params[0]
-        w.requires_grad_(True)
-        b.requires_grad_(True)
+        wb = [w] + ([b] if b is not None else [])  # wav2vec2's convs have no bias
+        for p in wb:
+            p.requires_grad_(True)
         for x in xs:
             x.requires_grad_(True)
         ys = [forward(x, params, calls, touts, nlc) for x in xs]
         dy = rnd(*y_shape)
 
         def fn(i):
-            torch.autograd.grad(ys[i], [xs[i], w, b], dy, retain_graph=True)
+            torch.autograd.grad(ys[i], [xs[i]] + wb, dy, retain_graph=True)
     med, mn = median_time(fn, sets, 10, args.iters, dev)
     return {"case": name, "what": what, "layout": "nlc" if nlc else "ncl",
             "dtype": mode, "n": n, "t": t,

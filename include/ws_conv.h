@@ -169,6 +169,17 @@ WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-
  *   2e-3 for bf16). NLC x with C_in a multiple of 16 is read 16 bytes at a time on tensor
  *   cores: such a call needs x 16-byte aligned, else it goes direct. Calls over 2^31 - 129
  *   positions or 65535 channel tiles go direct.
+ * - Dense backward (groups = 1) as GEMMs. dx is a forward conv of the engine over the
+ *   gradient g (dy where act is NONE, else gz below): at stride 1 the transposed conv
+ *   (taps flipped, channels swapped), at stride S > 1 the S phases of dx as S * C_in output
+ *   channels of one stride-1 conv, moved into dx after; that conv is a plan of its own
+ *   (the Hopper GEMM, the mma GEMM or FFMA by the math), so dx has the math's rounding of
+ *   g and w. On compute capability 9.0 with TF32, BF16 or F16 math, dw is a GEMM over
+ *   (n, t) on the Hopper GEMM's weight-gradient kernel: the (n, t) cut into ranges whose
+ *   float32 partials a second pass adds in a fixed order (no atomics: the same bits every
+ *   run), g and x rounded to the math type; db sums g in float32 (a block per channel, a
+ *   tree of fixed shape). Elsewhere dw and db stay direct (below). (H100, bf16, NCL: the
+ *   dilated K3 D9 row 188 us against PyTorch + cuDNN's 235.)
  * - Direct, every descriptor. FWD: one thread per output element, float32 fma in the
  *   order j then k. BWD: gz = dy * act'(z) (z = b + conv recomputed from x, w, b; one
  *   thread per y element) into a float32 scratch [N][C_out][T_out] that the plan owns and
@@ -235,7 +246,8 @@ WS_API int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err);
  * torch.cuda.current_stream().cuda_stream; 0: g's own stream) and returns without waiting:
  * the arguments are checked on the host as ws_gpu_conv_run checks them, nothing is
  * launched when they are refused. No device allocation once the plan has served the
- * largest call it must (a BWD plan grows its scratch to the largest n * t_in seen; so does a
+ * largest call it must (a BWD plan grows its scratch to the largest n * t_in seen, the dense
+ * backward's staged operands, partials and transformed weights among it; so does a
  * dense FWD plan on the Hopper GEMM whose x is staged: NCL, another type than the math,
  * a pre-activation, TF32 math, or x off 16-byte alignment), so a call can be captured in a
  * CUDA graph after one like it has run. A plan's scratch is its
@@ -249,9 +261,10 @@ WS_API void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
  * cc_major.cc_minor to dir/<module name>.ptx: the direct module (FWD: the kernel's name;
  * BWD: one module holding the four backward entries) and, where d has them, the depthwise
  * ("ws_dw_...") or the dense forward ("ws_gemm_...") module, on 9.0 the Hopper GEMM's
- * ("ws_hgemm_...") where it takes d, and for a depthwise causal d the module of calls with
- * seq_idx or states ("ws_dws_..."); needs no GPU. 0, or -1 with
- * err. */
+ * ("ws_hgemm_...") where it takes d, for a dense BWD d the backward's passes ("ws_gbwd_..."),
+ * on 9.0 its weight-gradient kernel ("ws_hgemm_wg_...") and the modules of dx's conv, and for
+ * a depthwise causal d the module of calls with seq_idx or states ("ws_dws_..."); needs no
+ * GPU. 0, or -1 with err. */
 WS_API int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const char *dir,
                             ws_err *err);
 

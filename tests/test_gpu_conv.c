@@ -53,6 +53,7 @@
 #include "cuda/ptx/ptx_direct.h"
 #include "cuda/ptx/ptx_dw.h"
 #include "cuda/ptx/ptx_gemm.h"
+#include "cuda/ptx/ptx_hbwd.h"
 #include "cuda/ptx/ptx_hgemm.h"
 #include "cuda/ptx/ptx_wprep.h"
 #include "helpers.h"
@@ -94,7 +95,7 @@ static const gcase cases[] = {
     {"stride_5_over_k2", 2, 6, 4, 1, 2, 5, 1, 0, 0, 31, WS_NCL, WS_NCL, F32, 0, WS_ACT_RELU, 1, 0},
     {"groups2", 2, 8, 6, 2, 3, 1, 1, 1, 1, 25, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
     {"groups4_s2_d2_asym", 2, 12, 8, 4, 5, 2, 2, 2, 3, 27, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
-    {"groups4_out_mult2", 2, 4, 8, 4, 3, 1, 1, 1, 1, 15, WS_NCL, WS_NLC, F32, 0, WS_ACT_NONE, 1, 0},
+    {"groups4_out_mult2", 2, 4, 8, 4, 3, 1, 1, 1, 1, 15, WS_NCL, WS_NLC, WS_F32, WS_F32, WS_F32, 0, WS_ACT_NONE, 1, 0},
     {"groups2_c32_sgemm_blocks", 1, 32, 48, 2, 3, 1, 2, 2, 1, 600, WS_NCL, WS_NLC, F32, 0, WS_ACT_GELU, 1, ADD_PER_ITEM},
     {"groups3_nlc_pre_gelu", 2, 9, 6, 3, 3, 1, 1, 2, 0, 20, WS_NLC, WS_NLC, F32, WS_ACT_GELU, WS_ACT_NONE, 1, ADD_BROADCAST},
     {"asym_pad_0_4", 2, 6, 5, 1, 4, 3, 1, 0, 4, 26, WS_NLC, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
@@ -144,7 +145,7 @@ static const gcase bcases[] = {
     {"stride_5_over_k2", 2, 6, 4, 1, 2, 5, 1, 0, 0, 31, WS_NCL, WS_NCL, F32, 0, WS_ACT_RELU, 1, 0},
     {"groups2", 2, 8, 6, 2, 3, 1, 1, 1, 1, 25, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
     {"groups4_s2_d2_asym", 2, 12, 8, 4, 5, 2, 2, 2, 3, 27, WS_NLC, WS_NLC, F32, 0, WS_ACT_SILU, 1, 0},
-    {"groups4_out_mult2", 2, 4, 8, 4, 3, 1, 1, 1, 1, 15, WS_NCL, WS_NLC, F32, 0, WS_ACT_NONE, 1, 0},
+    {"groups4_out_mult2", 2, 4, 8, 4, 3, 1, 1, 1, 1, 15, WS_NCL, WS_NLC, WS_F32, WS_F32, WS_F32, 0, WS_ACT_NONE, 1, 0},
     {"asym_pad_0_4", 2, 6, 5, 1, 4, 3, 1, 0, 4, 26, WS_NLC, WS_NCL, F32, 0, WS_ACT_GELU, 1, 0},
     {"asym_pad_5_1", 1, 3, 4, 1, 3, 2, 2, 5, 1, 14, WS_NCL, WS_NCL, F32, 0, WS_ACT_NONE, 0, 0},
     {"dilation_larger_than_input", 1, 4, 4, 1, 3, 1, 7, 7, 7, 6, WS_NCL, WS_NLC, F32, 0, WS_ACT_GELU, 1, 0},
@@ -734,9 +735,30 @@ static void compare(const char *name, const char *what, const void *gpu, const v
 enum { WANT_DX = 1, WANT_DW = 2, WANT_DB = 4, WANT_ALL = 7 };
 
 /* expect_dw as run_case's; with 1, dx must equal the direct kernels' */
-static void run_bwd_case(ws_gpu *g, const gcase *c, int expect_dw)
+/* rel L2 of the GPU's n values against the CPU's <= bound; none NaN */
+static void compare_rel(const char *name, const char *what, const void *gpu, const void *cpu, ws_dtype t,
+                        size_t n, double bound)
 {
-    const ws_conv_desc d = bdesc_of(c);
+    double se = 0, sr = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double gv = get(gpu, t, i), cv = get(cpu, t, i);
+        cr_assert(!isnan(gv), "%s: %s[%zu] is NaN (not written?)", name, what, i);
+        se += (gv - cv) * (gv - cv);
+        sr += cv * cv;
+    }
+    const double rl2 = sr > 0 ? sqrt(se / sr) : sqrt(se);
+    if (verbose())
+        fprintf(stderr, "gpu_conv gemm bwd %-28s %s rel L2 %.3g\n", name, what, rl2);
+    cr_assert_leq(rl2, bound, "%s: %s rel L2 %.3g over %.3g", name, what, rl2, bound);
+}
+
+/* a BWD row on the GPU against the CPU engine, in math m: bound 0, the float32 bounds of
+ * compare(); else rel L2 <= bound for each of dx, dw, db. Returns the calls of the plan that
+ * took the GEMM passes (ws_gpu_conv_gbwd_calls) */
+static unsigned long run_bwd_case_math(ws_gpu *g, const gcase *c, int expect_dw, ws_math m, double bound)
+{
+    ws_conv_desc d = bdesc_of(c);
+    d.math = m;
     ws_err e = {""};
     const int t_out = ws_conv_out_len(&d, c->t_in), cg = c->c_in / c->groups;
     const size_t nx = (size_t)c->n * c->c_in * c->t_in, ny = (size_t)c->n * c->c_out * t_out;
@@ -816,10 +838,73 @@ static void run_bwd_case(ws_gpu *g, const gcase *c, int expect_dw)
         ws_gpu_conv_force_direct(gc, 0);
     }
 
-    compare(c->name, "dx", h[1][0], h[0][0], c->xt, nx);
-    compare(c->name, "dw", h[1][1], h[0][1], WS_F32, nw);
-    compare(c->name, "db", h[1][2], h[0][2], WS_F32, nb);
-
+    if (bound > 0) {
+        /* a plan without weights, given w and b per call: the same bits */
+        const size_t wbytes = nw * tsize(c->wt);
+        uint64_t dwin = dev_alloc(g, wbytes), dbin = b ? dev_alloc(g, nb * sizeof(float)) : 0;
+        cr_assert_eq(ws_gpu_upload(g, dwin, w, wbytes, &e), 0, "%s", e.msg);
+        if (b)
+            cr_assert_eq(ws_gpu_upload(g, dbin, b, nb * sizeof(float), &e), 0, "%s", e.msg);
+        ws_gpu_conv *pc = ws_gpu_conv_new(g, &d, NULL, NULL, &e);
+        cr_assert_not_null(pc, "%s: %s", c->name, e.msg);
+        for (int o = 0; o < 3; o++)
+            cr_assert_eq(ws_gpu_upload(g, dout[o], poison[o], bytes[o], &e), 0, "%s", e.msg);
+        ws_conv_args ap = all;
+        ap.w = as_ptr(dwin), ap.b = b ? (const float *)as_ptr(dbin) : NULL;
+        cr_assert_eq(ws_gpu_conv_run(pc, &ap, &e), 0, "%s per call: %s", c->name, e.msg);
+        for (int o = 0; o < 3; o++) {
+            cr_assert_eq(ws_gpu_download(g, h[3][o], dout[o], bytes[o], &e), 0, "%s", e.msg);
+            cr_assert(!memcmp(h[3][o], h[1][o], bytes[o]), "%s: weights per call, other bits (output %d)",
+                      c->name, o);
+        }
+        ws_gpu_conv_free(pc);
+        ws_gpu_release(g, dwin);
+        ws_gpu_release(g, dbin);
+        /* operands exact in the math type (x, w and g already of that type): the float32
+         * bounds; else the math's rounding bound. db sums g unrounded: float32 always */
+        const ws_dtype mt = m == WS_MATH_BF16 ? WS_BF16 : m == WS_MATH_F16 ? WS_F16 : WS_F32;
+        const int exact = m != WS_MATH_TF32 && c->xt == mt && c->wt == mt && c->yt == mt && c->act == WS_ACT_NONE;
+        if (exact) {
+            /* |err| <= 1e-4 of the sum of the terms' magnitudes (the CPU engine on |x|, |w|,
+             * |dy|: act NONE, so g = dy), plus one unit in the last place of dx's type */
+            void *ax = malloc(xbytes), *aw = malloc(nw * tsize(c->wt)), *ady = malloc(ybytes);
+            void *adx = malloc(xbytes);
+            float *adw = malloc(nw * sizeof(float)), *adb = malloc(nb * sizeof(float));
+            cr_assert(ax && aw && ady && adx && adw && adb);
+            memcpy(ax, x, xbytes), memcpy(aw, w, nw * tsize(c->wt)), memcpy(ady, dy, ybytes);
+            for (size_t q = 0; q < nx; q++) /* clear the sign bit: |v| in any of the types */
+                c->xt == WS_F32 ? (void)(((uint32_t *)ax)[q] &= 0x7fffffffu) : (void)(((uint16_t *)ax)[q] &= 0x7fffu);
+            for (size_t q = 0; q < nw; q++)
+                c->wt == WS_F32 ? (void)(((uint32_t *)aw)[q] &= 0x7fffffffu) : (void)(((uint16_t *)aw)[q] &= 0x7fffu);
+            for (size_t q = 0; q < ny; q++)
+                c->yt == WS_F32 ? (void)(((uint32_t *)ady)[q] &= 0x7fffffffu) : (void)(((uint16_t *)ady)[q] &= 0x7fffu);
+            ws_conv *abs_cpu = ws_conv_new(&d, aw, NULL, 1, &e);
+            cr_assert_not_null(abs_cpu, "%s: %s", c->name, e.msg);
+            ws_conv_args aa = {.n = c->n, .t_in = c->t_in, .x = ax, .dy = ady, .dx = adx, .dw = adw, .db = adb};
+            cr_assert_eq(ws_conv_run(abs_cpu, &aa, &e), 0, "%s: %s", c->name, e.msg);
+            ws_conv_free(abs_cpu);
+            for (size_t q = 0; q < nx; q++) {
+                const double gv = get(h[1][0], c->xt, q), cv = get(h[0][0], c->xt, q);
+                const double lim = 1e-4 * get(adx, c->xt, q) + ulp_of(c->xt, fmax(fabs(gv), fabs(cv)));
+                cr_assert(fabs(gv - cv) <= lim, "%s: dx[%zu] GPU %.9g CPU %.9g, bound %.3g", c->name, q, gv, cv, lim);
+            }
+            for (size_t q = 0; q < nw; q++) {
+                const double gv = ((float *)h[1][1])[q], cv = ((float *)h[0][1])[q];
+                const double lim = 1e-4 * adw[q] + 1e-30;
+                cr_assert(fabs(gv - cv) <= lim, "%s: dw[%zu] GPU %.9g CPU %.9g, bound %.3g", c->name, q, gv, cv, lim);
+            }
+            free(ax), free(aw), free(ady), free(adx), free(adw), free(adb);
+        } else {
+            compare_rel(c->name, "dx", h[1][0], h[0][0], c->xt, nx, bound);
+            compare_rel(c->name, "dw", h[1][1], h[0][1], WS_F32, nw, bound);
+        }
+        compare(c->name, "db", h[1][2], h[0][2], WS_F32, nb);
+    } else {
+        compare(c->name, "dx", h[1][0], h[0][0], c->xt, nx);
+        compare(c->name, "dw", h[1][1], h[0][1], WS_F32, nw);
+        compare(c->name, "db", h[1][2], h[0][2], WS_F32, nb);
+    }
+    const unsigned long gb = ws_gpu_conv_gbwd_calls(gc);
     ws_gpu_conv_free(gc);
     ws_gpu_release(g, dxin);
     ws_gpu_release(g, ddy);
@@ -830,6 +915,12 @@ static void run_bwd_case(ws_gpu *g, const gcase *c, int expect_dw)
             free(h[v][o]);
     }
     free(x), free(w), free(b), free(dy);
+    return gb;
+}
+
+static void run_bwd_case(ws_gpu *g, const gcase *c, int expect_dw)
+{
+    run_bwd_case_math(g, c, expect_dw, WS_MATH_F32, 0);
 }
 
 Test(gpu_conv, every_bwd_descriptor_matches_the_cpu_engine, .timeout = 300)
@@ -2007,5 +2098,131 @@ Test(gpu_conv, packed_sequences_and_states_match_the_cpu_engine, .timeout = 300)
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         for (int mode = 1; mode <= 2; mode++)
             states_case(g, &rows[i], mode);
+    ws_gpu_close(g);
+}
+
+/* --- the dense backward as GEMMs (ptx_hbwd.h; the weight gradient of ptx_hgemm.h) ----- */
+
+/* dense BWD rows for the GEMM passes: dilated NCL with G read in place (T 32) and staged
+ * (T 40), wav2vec2's stride 2 in NLC float32 through gz (GELU; S divides T_in, so X' is dx
+ * itself), DAC's K16 S8 P4 with a partial row tile, a stride-2 dilation-2 row whose phase 0
+ * has no taps (mixed types; NLC x, X' copied item by item), K1 over two column tiles, a long
+ * T that the weight gradient cuts into many splits, a 512 x 512 row whose splits cross items
+ * and wrap the ring, and an odd K7 S2 D3 row */
+static const gcase gbcases[] = {
+    {"gb_dil_k3_d9_t32_in_place", 3, 128, 80, 1, 3, 1, 9, 9, 9, 32, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_NONE, 1, 0},
+    {"gb_dil_k3_d9_t40_staged", 4, 64, 96, 1, 3, 1, 9, 9, 9, 40, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_NONE, 1, 0},
+    {"gb_w2v_k3_s2_nlc_gelu", 2, 96, 64, 1, 3, 2, 1, 0, 0, 300, WS_NLC, WS_NLC, WS_F32, WS_F32, WS_F32, 0, WS_ACT_GELU, 0, 0},
+    {"gb_dac_k16_s8_p4_o300", 2, 32, 300, 1, 16, 8, 1, 4, 4, 333, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_NONE, 1, 0},
+    {"gb_s2_d2_p5_1_mixed_relu", 2, 40, 24, 1, 3, 2, 2, 5, 1, 57, WS_NLC, WS_NCL, WS_F16, WS_F32, WS_BF16, 0,
+     WS_ACT_RELU, 1, 0},
+    {"gb_k1_c300_ncl_to_nlc", 3, 300, 70, 1, 1, 1, 1, 0, 0, 77, WS_NCL, WS_NLC, WS_F32, WS_F32, WS_F32, 0, WS_ACT_NONE, 1, 0},
+    {"gb_long_t_silu", 1, 16, 16, 1, 5, 1, 1, 2, 2, 5000, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0, WS_ACT_SILU,
+     1, 0},
+    {"gb_c512_t3000_n3_ring", 3, 512, 512, 1, 3, 1, 1, 1, 1, 3000, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_NONE, 1, 0},
+    {"gb_c80_o200_k7_s2_d3_t4001", 4, 80, 200, 1, 7, 2, 3, 5, 4, 4001, WS_NLC, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_NONE, 1, 0},
+};
+#define N_GBCASES ((int)(sizeof gbcases / sizeof gbcases[0]))
+
+/* dx as a conv over g (ptx_hbwd.h): the descriptor the rows get, checked by hand */
+Test(gpu_conv_ptx, gemm_bwd_dx_is_the_conv_the_header_describes)
+{
+    ws_gbwd_dx x;
+    ws_conv_desc d = bdesc_of(&gbcases[0]); /* S 1, K3 D9 P9/9 */
+    cr_assert(ws_gbwd_dx_of(&d, &x));
+    cr_assert(x.phases == 1 && x.sub.op == WS_CONV_FWD && x.sub.c_in == 80 && x.sub.c_out == 128 && x.sub.k == 3 &&
+              x.sub.dilation == 9 && x.sub.pad_l == 9 && x.sub.pad_r == 9 && x.sub.x_layout == WS_NCL &&
+              x.sub.y_layout == WS_NCL && x.sub.w_type == WS_F32);
+    d = bdesc_of(&gbcases[3]); /* K16 S8 P4: phases 8, m in -1..1 */
+    cr_assert(ws_gbwd_dx_of(&d, &x));
+    cr_assert(x.phases == 8 && x.m0 == -1 && x.sub.k == 3 && x.sub.c_out == 8 * 32 && x.sub.c_in == 300 &&
+              x.sub.pad_l == 1 && x.sub.y_layout == WS_NLC && x.sub.stride == 1 && x.sub.dilation == 1);
+    for (int t = 100; t < 140; t++) /* rows of X' cover ceil(T_in / 8) for any T_in */
+        cr_assert_geq(ws_gbwd_dx_rows(&x, ws_conv_out_len(&d, t), t), (t + 7) / 8, "T_in %d", t);
+    d = bdesc_of(&gbcases[2]); /* act GELU: the conv reads gz, float32 NCL */
+    cr_assert(ws_gbwd_dx_of(&d, &x) && x.sub.x_layout == WS_NCL && x.sub.x_type == WS_F32 && x.phases == 2 &&
+              x.sub.k == 2 && x.m0 == -1);
+    d.groups = 2, d.c_out = 64;
+    cr_assert(!ws_gbwd_dx_of(&d, &x), "grouped taken");
+    d = bdesc_of(&gbcases[0]);
+    d.pad_l = 19; /* more than D*(K-1): the transposed conv would need a negative pad */
+    cr_assert(!ws_gbwd_dx_of(&d, &x));
+}
+
+/* the passes' module (any capability from 8.0) and the weight-gradient kernel (sm_90a) for
+ * every row and math: no stack, no spills; deterministic, no atomics */
+Test(gpu_conv_ptx, every_gemm_bwd_module_assembles_without_spills, .timeout = 300)
+{
+    if (!WS_GBWD)
+        return;
+    const char *ptxas = getenv("WS_PTXAS");
+    if (!ptxas || !*ptxas)
+        cr_skip_test("ptxas not found (WS_PTXAS empty): emitted PTX not assembled");
+    const char *dir = test_tmpdir();
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s/gbwd", dir);
+    cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
+    int nwg = 0;
+    for (int i = 0; i < N_GBCASES; i++)
+        for (int m = -1; m < N_MMA_MATHS; m++) {
+            ws_conv_desc d = bdesc_of(&gbcases[i]);
+            d.math = m < 0 ? WS_MATH_F32 : mma_maths[m];
+            ws_gbwd_dx x;
+            const int has_dx = ws_gbwd_dx_of(&d, &x);
+            cr_assert(has_dx, "%s: no dx conv", gbcases[i].name);
+            char name[WS_GBWD_NAME_MAX + 16];
+            ws_gbwd_name(&d, name);
+            const int ccs[2][2] = {{8, 0}, {9, 0}};
+            const int entries = (ws_gbwd_has_dw(&d) ? 4 : 0) + 2 + (x.phases > 1) + ws_gemm_mma(&x.sub);
+            cr_assert_eq(ws_gbwd_has_dw(&d), m >= 0, "%s math %d", gbcases[i].name, m);
+            for (int c = 0; c < 2; c++)
+                dump_and_assemble(ptxas, sub, &d, ccs[c], name, gbcases[i].name, entries);
+            const int wg = ws_hgemm_wgrad_fits(&d, 9, 0);
+            cr_assert_eq(wg, m >= 0, "%s math %d", gbcases[i].name, m);
+            if (!wg)
+                continue;
+            ws_hgemm_wgrad_name(&d, name);
+            const int regs = dump_and_assemble(ptxas, sub, &d, ccs[1], name, gbcases[i].name, 1);
+            if (verbose())
+                fprintf(stderr, "gpu_conv_ptx wgrad %-4s %-30s: %d registers\n", mma_math_names[m],
+                        gbcases[i].name, regs);
+            nwg++;
+        }
+    cr_assert_eq(nwg, N_GBCASES * N_MMA_MATHS);
+    ws_conv_desc d = bdesc_of(&gbcases[3]);
+    d.math = WS_MATH_BF16;
+    ws_err e = {""};
+    char *a = ws_hgemm_wgrad_emit(&d, &e), *b = ws_hgemm_wgrad_emit(&d, &e);
+    char *p = ws_gbwd_emit(&d, 9, 0, &e), *q = ws_gbwd_emit(&d, 9, 0, &e);
+    cr_assert(a && b && p && q, "%s", e.msg);
+    cr_assert_str_eq(a, b);
+    cr_assert_str_eq(p, q);
+    cr_assert(strstr(a, "cp.async.bulk.tensor.3d") && strstr(a, "wgmma.mma_async") && strstr(a, ".target sm_90a"));
+    cr_assert(!strstr(a, "atom.") && !strstr(p, "atom."), "an atomic in the dense backward");
+    free(a), free(b), free(p), free(q);
+}
+
+/* On the GPU: every row in every tensor-core math against the CPU engine (rel L2 within the
+ * math's bound for dx, dw and db), two runs the same bits, each output alone the same bits
+ * as all three; every call takes the GEMM passes (dx on any GPU; dw and db on 9.0) */
+Test(gpu_conv, gemm_bwd_matches_the_cpu_engine_in_every_math, .timeout = 600)
+{
+    ws_gpu *g = gpu_or_skip();
+    for (int m = 0; m < N_MMA_MATHS; m++)
+        for (int i = 0; i < N_GBCASES; i++) {
+            /* dx on any GPU; dw, db (the runs with only them) on 9.0 */
+            const unsigned long gb = run_bwd_case_math(g, &gbcases[i], -1, mma_maths[m], mma_bounds[m]);
+            const unsigned long want = ws_gpu_hgemm_available(g) ? 5ul : 3ul;
+            cr_assert_eq(gb, want, "%s: %lu of 5 calls took the GEMM passes, expected %lu", gbcases[i].name, gb,
+                         want);
+        }
+    /* float32 math: dx on the forward conv's FFMA kernels, dw and db direct */
+    for (int i = 0; i < N_GBCASES; i++)
+        run_bwd_case_math(g, &gbcases[i], -1, WS_MATH_F32, 0);
     ws_gpu_close(g);
 }

@@ -36,6 +36,7 @@
 #include "cuda/ptx/ptx_wprep.h"
 #include "cuda/ptx/ptx_mel.h"
 #include "cuda/ptx/ptx_params.h"
+#include "cuda/ptx/ptx_hbwd.h"
 #include "cuda/ptx/ptx_hgemm.h"
 #include "whisper/stem.h"
 #include "helpers.h"
@@ -397,7 +398,8 @@ typedef struct {
     int entry;             /* direct BWD: ws_direct_part; depthwise BWD: 0 _bwd, 1 _fin;
                               weight preparation: 0 cast, 1 pack; depthwise causal with
                               states: ws_dws_part; the Hopper GEMM (family 6): 0 the
-                              kernel, 1 _prep */
+                              kernel, 1 _prep; the dense backward's passes (family 7):
+                              the suffix index of GB_SUFFIX; the weight gradient (8) */
     ws_params_id table;
 } param_case;
 
@@ -409,8 +411,12 @@ static char *emit_family(const ws_conv_desc *d, int family, ws_err *e)
            : family == 3 ? ws_wprep_emit(d, 9, 0, e)
            : family == 4 ? ws_dw_emit_w(d, d->w_type, 9, 0, e)
            : family == 6 ? ws_hgemm_emit(d, e)
+           : family == 7 ? ws_gbwd_emit(d, 9, 0, e)
+           : family == 8 ? ws_hgemm_wgrad_emit(d, e)
                          : ws_dws_emit(d, 9, 0, e);
 }
+
+static const char *const GB_SUFFIX[] = {"_w", "_u", "_g", "_x", "_f", "_b", "_p", "_t"};
 
 static void entry_name(const param_case *c, char *name)
 {
@@ -438,6 +444,11 @@ static void entry_name(const param_case *c, char *name)
         ws_hgemm_name(c->d, name);
         if (c->entry)
             strcat(name, "_prep");
+    } else if (c->family == 7) {
+        ws_gbwd_name(c->d, name);
+        strcat(name, GB_SUFFIX[c->entry]);
+    } else if (c->family == 8) {
+        ws_hgemm_wgrad_name(c->d, name);
     } else {
         ws_dws_entry(c->d, (ws_dws_part)c->entry, name);
     }
@@ -530,6 +541,9 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
     ws_conv_desc dense_hg = dense_mma;
     dense_hg.c_in = 128, dense_hg.c_out = 96;
     cr_assert(ws_hgemm_fits(&dense_hg, 9, 0), "no Hopper GEMM descriptor");
+    ws_conv_desc gb = dense_hg; /* a dense BWD at stride 2: every pass of ptx_hbwd.h */
+    gb.op = WS_CONV_BWD, gb.stride = 2, gb.pad_l = gb.pad_r = 0;
+    cr_assert(ws_hgemm_wgrad_fits(&gb, 9, 0), "no weight-gradient descriptor");
     const param_case cases[] = {
         {"direct fwd", &dense, 0, 0, WS_PARAMS_FWD},
         {"depthwise fwd nlc", &dw_nlc, 1, 0, WS_PARAMS_FWD},
@@ -558,6 +572,15 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         {"depthwise causal bwd db", &dws_bwd, 5, WS_DWS_DB, WS_PARAMS_DWS_DB},
         {"Hopper GEMM", &dense_hg, 6, 0, WS_PARAMS_HGEMM},
         {"Hopper GEMM x staging", &dense_hg, 6, 1, WS_PARAMS_HPREP},
+        {"dense backward W'", &gb, 7, 0, WS_PARAMS_WPREP},
+        {"dense backward X' to dx", &gb, 7, 1, WS_PARAMS_GBS},
+        {"dense backward G staging", &gb, 7, 2, WS_PARAMS_GBS},
+        {"dense backward x staging", &gb, 7, 3, WS_PARAMS_GBS},
+        {"dense backward dw finish", &gb, 7, 4, WS_PARAMS_GBF},
+        {"dense backward db", &gb, 7, 5, WS_PARAMS_BWD_DB},
+        {"dense backward W' packed", &gb, 7, 6, WS_PARAMS_WPREP},
+        {"dense backward w transposed", &gb, 7, 7, WS_PARAMS_GBS},
+        {"Hopper weight gradient", &gb, 8, 0, WS_PARAMS_HWG},
     };
     int covered[WS_PARAMS_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -13,12 +13,13 @@
  * dw_call_fits (alignment, whole vectors), else the GEMM when gemm_call_fits (grid
  * limits, x aligned to ws_gemm_x_align), else the direct kernels (FWD ceil(N*C_out*T_out / 256) blocks of 256 threads;
  * BWD grows the plan's float32 gz scratch [N][C_out][T_out], launches gz, then dx, dw, db
- * as asked). Grids are checked against the limits before anything is launched; the call
+ * as asked). A dense BWD plan also holds the GEMM backward (ptx_hbwd.h, launch_bwd_all): a
+ * forward plan for dx's conv and, on 9.0, the weight-gradient kernel; each call's dx, dw
+ * and db take them where they fit, the direct kernels where not. Grids are checked against the limits before anything is launched; the call
  * waits for the stream before returning (ws_gpu_conv_bench times launches between events).
  * Every launch's argument array is filled by the index enum of its kernel's parameter table
  * (ptx_params.h, the table the emitter declared the .entry from) and each value's size is
  * checked against the table's type before the launch (ws_kargs_check).
- * Not yet: w or b given per call (refused with one line).
  * Tested by tests/test_gpu_conv.c against the CPU engine.
  */
 #include <limits.h>
@@ -35,6 +36,7 @@
 #include "ptx/ptx_direct.h"
 #include "ptx/ptx_dw.h"
 #include "ptx/ptx_gemm.h"
+#include "ptx/ptx_hbwd.h"
 #include "ptx/ptx_hgemm.h"
 #include "ptx/ptx_params.h"
 #include "ptx/ptx_wprep.h"
@@ -70,6 +72,17 @@ struct ws_gpu_conv {
     unsigned long hg_calls;   /* calls launched on it (ws_gpu_conv_hgemm_calls) */
     wscu_devptr part;      /* BWD: float32 partials of dw, db, grown as calls need */
     size_t part_bytes;
+    /* the dense backward as GEMMs (ptx_hbwd.h): dx as a forward plan of its own (dxp) over
+     * the gradient with W' (wxx) made per call by the passes' module (gbmod), X' in dxs
+     * where S > 1; dw and db on the Hopper weight-gradient kernel (wgfn) over G (gst) and
+     * Xs (xst) where they are staged; gb_calls counts calls that took either */
+    ws_gpu_conv *dxp;
+    ws_gbwd_dx gx;
+    wscu_module gbmod, wgmod;
+    wscu_function gb_w, gb_u, gb_g, gb_x, gb_f, gb_b, gb_p, gb_t, wgfn;
+    wscu_devptr wxx, dxs, gst, xst, wt;
+    size_t wxx_bytes, dxs_bytes, gst_bytes, xst_bytes, wt_bytes;
+    unsigned long gb_calls;
     /* weights given per call (a->w): the plan's own w, b, wh above are 0 when it was made
      * without weights; the preparation module's cast and pack entries (ptx_wprep.h) write
      * the call's w into wcall (float32) and whcall (the tensor-core GEMM's) on the call's
@@ -112,7 +125,71 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
         cu->MemFree(c->whcall);
     if (c->hx)
         cu->MemFree(c->hx);
+    ws_gpu_conv_free(c->dxp);
+    cu->CtxSetCurrent(c->g->ctx);
+    wscu_devptr bufs[] = { c->wxx, c->dxs, c->gst, c->xst, c->wt };
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        if (bufs[i])
+            cu->MemFree(bufs[i]);
     free(c);
+}
+
+/* the dense backward's GEMM passes for a BWD plan (ptx_hbwd.h): their module, the plan of
+ * dx's conv, and on 9.0 the weight-gradient kernel. 0, or -1 with err */
+static int gbwd_load(ws_gpu_conv *c, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    ws_gpu *g = c->g;
+    ws_cu *cu = &g->cu;
+    if (d->op != WS_CONV_BWD || d->groups != 1 || d->pre != WS_ACT_NONE || !WS_GBWD)
+        return 0;
+    char name[WS_GBWD_NAME_MAX], en[WS_GBWD_NAME_MAX + 4];
+    ws_gbwd_name(d, name);
+    char *ptx = ws_gbwd_emit(d, g->emit_major, g->emit_minor, err);
+    if (!ptx)
+        return -1;
+    const int rc = ws_gpu_module(g, name, ptx, &c->gbmod, err);
+    free(ptx);
+    if (rc)
+        return -1;
+    struct { const char *suf; wscu_function *fn; } e[] = {
+        { "_g", &c->gb_g }, { "_x", &c->gb_x }, { "_f", &c->gb_f }, { "_b", &c->gb_b },
+        { "_w", &c->gb_w }, { "_t", &c->gb_t }, { "_u", &c->gb_u } };
+    const int has_dx = ws_gbwd_dx_of(d, &c->gx), has_dw = ws_gbwd_has_dw(d);
+    const int ne = !has_dx ? 4 : c->gx.phases > 1 ? 7 : 6;
+    for (int i = has_dw ? 0 : 4; i < ne; i++) {
+        snprintf(en, sizeof en, "%s%s", name, e[i].suf);
+        CU_TRY(cu, ModuleGetFunction(e[i].fn, c->gbmod, en), err);
+    }
+    if (has_dx && ws_gemm_mma(&c->gx.sub)) {
+        snprintf(en, sizeof en, "%s_p", name);
+        CU_TRY(cu, ModuleGetFunction(&c->gb_p, c->gbmod, en), err);
+    }
+    if (has_dx && !(c->dxp = ws_gpu_conv_new(g, &c->gx.sub, NULL, NULL, err)))
+        return -1;
+    if (c->dxp) { /* its weights come from this plan (launch_gb_dx): no buffers of its own */
+        if (c->dxp->wcall)
+            cu->MemFree(c->dxp->wcall);
+        if (c->dxp->whcall)
+            cu->MemFree(c->dxp->whcall);
+        c->dxp->wcall = c->dxp->whcall = 0;
+    }
+    if (cu->TensorMapEncodeTiled && ws_hgemm_wgrad_fits(d, g->emit_major, g->emit_minor)) {
+        char wname[WS_HGEMM_NAME_MAX];
+        ws_hgemm_wgrad_name(d, wname);
+        if (!(ptx = ws_hgemm_wgrad_emit(d, err)))
+            return -1;
+        const int r2 = ws_gpu_module(g, wname, ptx, &c->wgmod, err);
+        free(ptx);
+        if (r2)
+            return -1;
+        CU_TRY(cu, ModuleGetFunction(&c->wgfn, c->wgmod, wname), err);
+        CU_TRY(cu, FuncSetAttribute(c->wgfn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    WS_HGEMM_SMEM), err);
+    }
+    return 0;
+cleanup:
+    return -1;
 }
 
 /* the weight-preparation module of c (ptx_wprep.h), loaded once */
@@ -244,6 +321,8 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         CU_TRY(cu, ModuleGetFunction(&c->hpfn, c->hgmod, hname), err);
     }
     if (ws_dws_fits(d) && !(c->dws = ws_dws_load(g, d, err)))
+        goto fail;
+    if (gbwd_load(c, err))
         goto fail;
     if (!w) { /* weights per call: the preparation module and its buffers, now */
         if (prep_load(c, err) || prep_buffers(c, err))
@@ -392,22 +471,30 @@ static int fwd_bind(fwd_call *f, const ws_gpu_conv *c, const ws_conv_args *a, in
     return ws_kargs_check(k, "ws_gpu_conv_run", err);
 }
 
-/* BWD: gz, then dx, dw, db as asked, enqueued; grids and scratch settled before the first
- * launch */
-static int launch_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st,
-                      ws_err *err)
+static int check_call(const ws_gpu_conv *c, const ws_conv_args *a, const char *fn, int *t_out,
+                      ws_err *err);
+
+/* BWD on the direct kernels: gz (where want[WS_DIRECT_GZ]), then those of dx, dw, db that
+ * are asked and wanted, enqueued; grids and scratch settled before the first launch */
+static int launch_bwd(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const int want[WS_DIRECT_NPARTS],
+                      wscu_stream st, ws_err *err)
 {
     const ws_conv_desc *d = &c->d;
     const unsigned long long n = (unsigned long long)a->n, cg = (unsigned long long)(d->c_in / d->groups);
     const unsigned long long ny = n * (unsigned long long)d->c_out * (unsigned long long)t_out;
     unsigned blocks[WS_DIRECT_NPARTS] = { 0 };
-    if (grid_of(ny, "gz", &blocks[WS_DIRECT_GZ], err) ||
-        (a->dx && grid_of(n * (unsigned long long)d->c_in * (unsigned long long)a->t_in, "dx",
-                          &blocks[WS_DIRECT_DX], err)) ||
-        (a->dw && grid_of((unsigned long long)d->c_out * cg * (unsigned long long)d->k, "dw",
-                          &blocks[WS_DIRECT_DW], err)) ||
-        (a->db && grid_of((unsigned long long)d->c_out, "db", &blocks[WS_DIRECT_DB], err)))
+    if ((want[WS_DIRECT_GZ] && grid_of(ny, "gz", &blocks[WS_DIRECT_GZ], err)) ||
+        (a->dx && want[WS_DIRECT_DX] &&
+         grid_of(n * (unsigned long long)d->c_in * (unsigned long long)a->t_in, "dx",
+                 &blocks[WS_DIRECT_DX], err)) ||
+        (a->dw && want[WS_DIRECT_DW] &&
+         grid_of((unsigned long long)d->c_out * cg * (unsigned long long)d->k, "dw",
+                 &blocks[WS_DIRECT_DW], err)) ||
+        (a->db && want[WS_DIRECT_DB] &&
+         grid_of((unsigned long long)d->c_out, "db", &blocks[WS_DIRECT_DB], err)))
         return -1;
+    if (!want[WS_DIRECT_GZ])
+        return 0;
     ws_gpu *g = c->g;
     ws_cu *cu = &g->cu;
     if (scratch(c, &c->gz, &c->gz_bytes, (size_t)ny * sizeof(float), st, err))
@@ -725,6 +812,8 @@ void ws_gpu_conv_no_hgemm(ws_gpu_conv *c, int on)
 {
     if (c)
         c->no_hgemm = on;
+    if (c && c->dxp) /* dx's conv too */
+        c->dxp->no_hgemm = on;
 }
 
 int ws_gpu_conv_hgemm(const ws_gpu_conv *c, const ws_conv_args *a)
@@ -807,6 +896,250 @@ static int launch_states(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_
     return ws_dws_enqueue(c->dws, cu, d, a, t_out, pw, call_bias(c, a), sb ? c->gz : 0, st, err);
 }
 
+static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err);
+
+/* the gradient of a BWD call: dy where act is NONE, else the gz scratch (ptx_hbwd.h) */
+static uint64_t grad_of(const ws_gpu_conv *c, const ws_conv_args *a)
+{
+    return c->d.act == WS_ACT_NONE ? (uint64_t)(uintptr_t)a->dy : c->gz;
+}
+
+/* dx of call a as the forward plan c->dxp over the gradient: 1 when it fits its grids */
+static int gb_dx_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
+{
+    const ws_conv_desc *d = &c->d;
+    if (!c->dxp || c->force_direct || (c->gx.phases > 1 && a->n > 65535))
+        return 0;
+    const long long rows = ws_conv_out_len(&c->gx.sub, t_out), S = d->stride;
+    const long long nw = (long long)c->gx.sub.c_out * c->gx.sub.c_in * c->gx.sub.k;
+    if (nw > INT_MAX || rows < (a->t_in + S - 1) / S || rows * S > INT_MAX ||
+        ((long long)d->c_in * d->k + 31) / 32 > 65535 ||
+        (long long)a->t_in * d->c_in > INT_MAX)
+        return 0;
+    return 1;
+}
+
+/* dx of call a (gb_dx_fits): W' from the call's float32 w, the forward plan, then X' moved
+ * into dx where S > 1 and X' is not dx itself */
+static int launch_gb_dx(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    ws_cu *cu = &c->g->cu;
+    const ws_conv_desc *sd = &c->gx.sub;
+    const int S = d->stride, rows = ws_conv_out_len(sd, t_out);
+    const size_t nw = (size_t)sd->c_out * (size_t)sd->c_in * (size_t)sd->k;
+    const size_t xs = d->x_type == WS_F32 ? 4 : 2;
+    const int whole = S == 1 || (d->x_layout == WS_NLC && (long long)rows * S == a->t_in);
+    /* W' in the form the conv's kernel for this call reads: packed for the tensor-core GEMM,
+     * else float32; handed to the plan as its own weights for the call */
+    ws_conv_args probe = { .n = a->n, .t_in = t_out, .x = (const void *)(uintptr_t)grad_of(c, a),
+                           .w = (const void *)(uintptr_t)1,
+                           .y = whole ? a->dx : (void *)(uintptr_t)(c->dxs ? c->dxs : 16) };
+    const int packed = c->gb_p && ws_gpu_conv_kernel(c->dxp, &probe) == 2;
+    const size_t wes = packed ? (size_t)ws_gemm_mma_wbytes(sd) : sizeof(float);
+    wscu_devptr pw = 0;
+    const size_t nw0 = (size_t)d->c_out * (size_t)d->c_in * (size_t)d->k;
+    if (call_weights(c, a, W_F32, st, &pw, err) ||
+        scratch(c, &c->wt, &c->wt_bytes, nw0 * sizeof(float), st, err) ||
+        scratch(c, &c->wxx, &c->wxx_bytes, nw * wes, st, err) ||
+        (!whole && scratch(c, &c->dxs, &c->dxs_bytes,
+                           (size_t)a->n * (size_t)rows * (size_t)sd->c_out * xs, st, err)))
+        return -1;
+    uint64_t pwx = c->wxx, pdx = (uint64_t)(uintptr_t)a->dx, pdxs = c->dxs, pwt = c->wt;
+    uint32_t tco = (uint32_t)d->c_out;
+    ws_kargs kt; /* wT[c*K + k][o] = w[o][c][k]: emit_tile's transpose, w read as NLC over C_out times */
+    ws_kargs_init(&kt, WS_PARAMS_GBS);
+    WS_KARG(&kt, WS_GBS_SRC, pw), WS_KARG(&kt, WS_GBS_DST, pwt), WS_KARG(&kt, WS_GBS_T, tco);
+    WS_KARG(&kt, WS_GBS_PITCH, tco);
+    uint32_t n32 = (uint32_t)nw, tin = (uint32_t)a->t_in, rows32 = (uint32_t)rows * (uint32_t)S;
+    if (d->x_layout == WS_NCL) { /* emit_tile: the source's times, then dx's */
+        const uint32_t t = tin;
+        tin = rows32, rows32 = t;
+    }
+    ws_kargs kw, ku;
+    ws_kargs_init(&kw, WS_PARAMS_WPREP);
+    WS_KARG(&kw, WS_WPREP_W, pwt), WS_KARG(&kw, WS_WPREP_OUT, pwx), WS_KARG(&kw, WS_WPREP_N, n32);
+    ws_kargs_init(&ku, WS_PARAMS_GBS);
+    WS_KARG(&ku, WS_GBS_SRC, pdxs), WS_KARG(&ku, WS_GBS_DST, pdx), WS_KARG(&ku, WS_GBS_T, tin);
+    WS_KARG(&ku, WS_GBS_PITCH, rows32);
+    if (ws_kargs_check(&kw, "ws_gpu_conv_run", err) || ws_kargs_check(&ku, "ws_gpu_conv_run", err) ||
+        ws_kargs_check(&kt, "ws_gpu_conv_run", err))
+        return -1;
+    const ws_conv_args a2 = { .n = a->n, .t_in = t_out, .x = (const void *)(uintptr_t)grad_of(c, a),
+                              .y = whole ? a->dx : (void *)(uintptr_t)c->dxs };
+    int t2 = 0, rc;
+    ws_gpu_conv *x = c->dxp;
+    x->has_w = 1, x->w = packed ? 0 : c->wxx, x->wh = packed ? c->wxx : 0;
+    rc = check_call(x, &a2, "ws_gpu_conv_run", &t2, err);
+    if (!rc)
+        CU_TRY(cu, LaunchKernel(c->gb_t, (unsigned)((d->c_out + 31) / 32),
+                                (unsigned)(((size_t)d->c_in * (size_t)d->k + 31) / 32), 1, WS_GBWD_THREADS, 1, 1, 0,
+                                st, kt.v, NULL), err);
+    if (!rc)
+        CU_TRY(cu, LaunchKernel(packed ? c->gb_p : c->gb_w, (unsigned)((nw + WS_GBWD_THREADS - 1) / WS_GBWD_THREADS),
+                                1, 1, WS_GBWD_THREADS, 1, 1, 0, st, kw.v, NULL), err);
+    if (!rc)
+        rc = launch(x, &a2, t2, st, err);
+    x->has_w = 0, x->w = x->wh = 0;
+    if (rc)
+        return -1;
+    if (!whole && d->x_layout == WS_NCL) /* a transpose, tiles of 32 x 32 */
+        CU_TRY(cu, LaunchKernel(c->gb_u, (unsigned)((a->t_in + 31) / 32), (unsigned)((d->c_in + 31) / 32),
+                                (unsigned)a->n, WS_GBWD_THREADS, 1, 1, 0, st, ku.v, NULL), err);
+    else if (!whole)
+        CU_TRY(cu, LaunchKernel(c->gb_u,
+                                (unsigned)(((uint64_t)a->t_in * (uint64_t)d->c_in + WS_GBWD_THREADS - 1) /
+                                           WS_GBWD_THREADS),
+                                1, (unsigned)a->n, WS_GBWD_THREADS, 1, 1, 0, st, ku.v, NULL), err);
+    return 0;
+cleanup:
+    c->dxp->has_w = 0, c->dxp->w = c->dxp->wh = 0;
+    return -1;
+}
+
+/* a tensor map of rank r over addr (ranks 3 and 4 here): dims, strides (r - 1, bytes), box,
+ * element strides 1, the 128-byte swizzle, zeros out of range */
+static int tmapr(ws_cu *cu, wscu_tensor_map *m, int dtype, uint32_t r, uint64_t addr,
+                 const uint64_t *dim, const uint64_t *stride, const uint32_t *box, ws_err *err)
+{
+    const uint32_t es[5] = { 1, 1, 1, 1, 1 };
+    CU_TRY(cu, TensorMapEncodeTiled(m, dtype, r, (void *)(uintptr_t)addr, dim, stride, box, es,
+                                    WS_CU_TENSOR_MAP_INTERLEAVE_NONE, WS_CU_TENSOR_MAP_SWIZZLE_128B,
+                                    WS_CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                    WS_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+/* dw and db of call a on the weight-gradient kernel: 1 when its grids fit */
+static int gb_wg_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
+{
+    const ws_conv_desc *d = &c->d;
+    if (!c->wgfn || c->force_direct || c->no_hgemm || a->n > 65535)
+        return 0;
+    const long long bk = ws_hgemm_bkc(d), tch = (t_out + bk - 1) / bk;
+    if ((long long)a->n * tch > INT_MAX / 2 || (long long)a->n * t_out > INT_MAX ||
+        (long long)d->c_out * d->c_in * d->k > INT_MAX || a->t_in + (long long)d->pad_l + d->pad_r +
+        (long long)d->dilation * d->k > INT_MAX / 2)
+        return 0;
+    return 1;
+}
+
+static int launch_gb_wg(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    ws_gpu *g = c->g;
+    ws_cu *cu = &g->cu;
+    const ws_dtype mt = ws_gbwd_math_type(d);
+    const uint64_t es = mt == WS_F32 ? 4 : 2, al = 16 / es, BK = (uint64_t)ws_hgemm_bkc(d);
+    const uint64_t N = (uint64_t)a->n, Co = (uint64_t)d->c_out, Ci = (uint64_t)d->c_in, K = (uint64_t)d->k;
+    const uint64_t S = (uint64_t)d->stride, To = (uint64_t)t_out, Ti = (uint64_t)a->t_in;
+    const int exact = d->math != WS_MATH_TF32; /* TF32 operands are rounded by the staging */
+    uint64_t pg = grad_of(c, a), px = (uint64_t)(uintptr_t)a->x;
+    const int g_in = exact && d->act == WS_ACT_NONE && d->y_layout == WS_NCL && d->y_type == mt &&
+                     (To * es) % 16 == 0 && pg % 16 == 0;
+    ws_gbwd_cls cl; /* x is staged by class (ptx_hbwd.h): the copies start on 16 bytes */
+    ws_hgemm_wgrad_classes(d, &cl);
+    const uint64_t gp = g_in ? To : (To + al - 1) / al * al, ncls = (uint64_t)cl.n;
+    const uint64_t xp = ((Ti + S - 1) / S + al + al - 1) / al * al;
+    const uint64_t tch = (To + BK - 1) / BK, chunks = N * tch;
+    const uint64_t rows = (Co + WS_HGEMM_BM - 1) / WS_HGEMM_BM, jt = (Ci + WS_HGEMM_BN - 1) / WS_HGEMM_BN;
+    const uint64_t tiles = rows * jt * K, wbytes = K * Co * Ci * 4;
+    uint64_t splits = (2 * (uint64_t)(g->sms > 0 ? g->sms : 132) + tiles - 1) / tiles;
+    const uint64_t cap = (256ull << 20) > wbytes ? (256ull << 20) / wbytes : 1;
+    splits = splits > cap ? cap : splits;
+    splits = splits > chunks ? chunks : splits ? splits : 1;
+    const uint64_t kts = (chunks + splits - 1) / splits;
+    splits = (chunks + kts - 1) / kts;
+    if (tiles * splits > INT_MAX)
+        return ws_errf(err, "ws_gpu_conv_run: dw's grid of %llu blocks is over the limit",
+                       (unsigned long long)(tiles * splits));
+    if (a->dw && ((!g_in && scratch(c, &c->gst, &c->gst_bytes, (size_t)(N * Co * gp * es), st, err)) ||
+                  scratch(c, &c->xst, &c->xst_bytes, (size_t)(N * ncls * Ci * xp * es), st, err) ||
+                  scratch(c, &c->part, &c->part_bytes, (size_t)(splits * wbytes), st, err)))
+        return -1;
+    const uint64_t G = g_in ? pg : c->gst, X = c->xst;
+    const int dt = d->math == WS_MATH_BF16 ? WS_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                   : d->math == WS_MATH_F16 ? WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                            : WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    ws_kargs km, kg, kx, kf, kb;
+    wscu_tensor_map ta, tb;
+    uint64_t ppart = c->part, pdw = (uint64_t)(uintptr_t)a->dw, pdb = (uint64_t)(uintptr_t)a->db;
+    uint32_t n32 = (uint32_t)N, tch32 = (uint32_t)tch, kts32 = (uint32_t)kts, nsk = (uint32_t)(splits * K);
+    uint32_t to32 = (uint32_t)To, ti32 = (uint32_t)Ti, gp32 = (uint32_t)gp, xp32 = (uint32_t)xp;
+    uint32_t sp32 = (uint32_t)splits;
+    if (a->dw) {
+        const uint64_t dimA[3] = { To, Co, N }, strA[2] = { gp * es, Co * gp * es };
+        const uint32_t boxA[3] = { (uint32_t)BK, WS_HGEMM_BM, 1 };
+        const uint64_t dimB[3] = { xp, ncls * Ci, N }, strB[2] = { xp * es, ncls * Ci * xp * es };
+        const uint32_t boxB[3] = { (uint32_t)BK, WS_HGEMM_BN, 1 };
+        if (tmapr(cu, &ta, dt, 3, G, dimA, strA, boxA, err) || tmapr(cu, &tb, dt, 3, X, dimB, strB, boxB, err))
+            return -1;
+    }
+    ws_kargs_init(&km, WS_PARAMS_HWG);
+    WS_KARG(&km, WS_HW_TA, ta), WS_KARG(&km, WS_HW_TB, tb), WS_KARG(&km, WS_HW_Y, ppart);
+    WS_KARG(&km, WS_HW_N, n32), WS_KARG(&km, WS_HW_TCH, tch32), WS_KARG(&km, WS_HW_KTS, kts32);
+    WS_KARG(&km, WS_HW_NSK, nsk);
+    ws_kargs_init(&kg, WS_PARAMS_GBS);
+    WS_KARG(&kg, WS_GBS_SRC, pg), WS_KARG(&kg, WS_GBS_DST, c->gst), WS_KARG(&kg, WS_GBS_T, to32);
+    WS_KARG(&kg, WS_GBS_PITCH, gp32);
+    ws_kargs_init(&kx, WS_PARAMS_GBS);
+    WS_KARG(&kx, WS_GBS_SRC, px), WS_KARG(&kx, WS_GBS_DST, c->xst), WS_KARG(&kx, WS_GBS_T, ti32);
+    WS_KARG(&kx, WS_GBS_PITCH, xp32);
+    ws_kargs_init(&kf, WS_PARAMS_GBF);
+    WS_KARG(&kf, WS_GBF_PART, ppart), WS_KARG(&kf, WS_GBF_DW, pdw), WS_KARG(&kf, WS_GBF_SPLITS, sp32);
+    ws_kargs_init(&kb, WS_PARAMS_BWD_DB);
+    WS_KARG(&kb, WS_BDB_GZ, pg), WS_KARG(&kb, WS_BDB_DB, pdb), WS_KARG(&kb, WS_BDB_N, n32);
+    WS_KARG(&kb, WS_BDB_T_OUT, to32);
+    if ((a->dw && (ws_kargs_check(&km, "ws_gpu_conv_run", err) || ws_kargs_check(&kg, "ws_gpu_conv_run", err) ||
+                   ws_kargs_check(&kx, "ws_gpu_conv_run", err) || ws_kargs_check(&kf, "ws_gpu_conv_run", err))) ||
+        (a->db && ws_kargs_check(&kb, "ws_gpu_conv_run", err)))
+        return -1;
+    const unsigned T = WS_GBWD_THREADS;
+    if (a->dw) {
+        if (!g_in)
+            CU_TRY(cu, LaunchKernel(c->gb_g, (unsigned)((gp + 31) / 32), (unsigned)((Co + 31) / 32), (unsigned)N,
+                                    T, 1, 1, 0, st, kg.v, NULL), err);
+        CU_TRY(cu, LaunchKernel(c->gb_x, (unsigned)((xp + 31) / 32), (unsigned)((Ci + 31) / 32 * ncls), (unsigned)N,
+                                T, 1, 1, 0, st, kx.v, NULL), err);
+        CU_TRY(cu, LaunchKernel(c->wgfn, (unsigned)(tiles * splits), 1, 1, WS_HGEMM_THREADS, 1, 1, WS_HGEMM_SMEM,
+                                st, km.v, NULL), err);
+        CU_TRY(cu, LaunchKernel(c->gb_f, (unsigned)((Co * Ci + WS_GBWD_FIN_PAIRS - 1) / WS_GBWD_FIN_PAIRS), 1, 1, T,
+                                1, 1, 0, st, kf.v,
+                                NULL), err);
+    }
+    if (a->db)
+        CU_TRY(cu, LaunchKernel(c->gb_b, (unsigned)Co, 1, 1, T, 1, 1, 0, st, kb.v, NULL), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
+/* BWD: the GEMM passes where they take the call's parts, the direct kernels for the rest
+ * (gz first wherever the direct kernels run or act is not NONE) */
+static int launch_bwd_all(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
+{
+    const int gdx = a->dx && gb_dx_fits(c, a, t_out);
+    const int gwg = (a->dw || a->db) && gb_wg_fits(c, a, t_out);
+    int want[WS_DIRECT_NPARTS] = { 0, !gdx, !gwg, !gwg };
+    want[WS_DIRECT_GZ] = (a->dx && !gdx) || ((a->dw || a->db) && !gwg) ||
+                         ((gdx || gwg) && c->d.act != WS_ACT_NONE);
+    if (launch_bwd(c, a, t_out, want, st, err))
+        return -1;
+    if (gdx && launch_gb_dx(c, a, t_out, st, err))
+        return -1;
+    if (gwg && launch_gb_wg(c, a, t_out, st, err))
+        return -1;
+    c->gb_calls += gdx || gwg;
+    return 0;
+}
+
+unsigned long ws_gpu_conv_gbwd_calls(const ws_gpu_conv *c)
+{
+    return c ? c->gb_calls : 0;
+}
+
 /* enqueues a checked call on stream st; launch and the launch_* functions expect the plan's
  * context current (ws_gpu_conv_run, _enqueue and _bench make it so) */
 static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
@@ -825,7 +1158,7 @@ static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream 
     if (gemm_call_fits(c, a, t_out))
         return launch_gemm(c, a, t_out, st, err);
     if (d->op == WS_CONV_BWD)
-        return launch_bwd(c, a, t_out, st, err);
+        return launch_bwd_all(c, a, t_out, st, err);
     const unsigned long long total = (unsigned long long)a->n * (unsigned long long)d->c_out *
                                      (unsigned long long)t_out;
     unsigned blocks = 0;
@@ -994,6 +1327,28 @@ int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const ch
         ws_hgemm_name(d, hname);
         const int rc = write_ptx(dir, hname, hm, err);
         free(hm);
+        if (rc)
+            return -1;
+    }
+    if (d->op == WS_CONV_BWD && d->groups == 1 && WS_GBWD) { /* the GEMM passes, dx's conv */
+        char *gm = ws_gbwd_emit(d, cc_major, cc_minor, err);
+        char gname[WS_GBWD_NAME_MAX];
+        if (!gm)
+            return -1;
+        ws_gbwd_name(d, gname);
+        int rc = write_ptx(dir, gname, gm, err);
+        free(gm);
+        if (!rc && ws_hgemm_wgrad_fits(d, cc_major, cc_minor)) {
+            char *wm = ws_hgemm_wgrad_emit(d, err);
+            if (!wm)
+                return -1;
+            ws_hgemm_wgrad_name(d, gname);
+            rc = write_ptx(dir, gname, wm, err);
+            free(wm);
+        }
+        ws_gbwd_dx x;
+        if (!rc && ws_gbwd_dx_of(d, &x))
+            rc = ws_conv_dump_ptx(&x.sub, cc_major, cc_minor, dir, err);
         if (rc)
             return -1;
     }

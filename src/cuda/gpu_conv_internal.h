@@ -27,6 +27,8 @@ int ws_gpu_conv_hgemm(const ws_gpu_conv *c, const ws_conv_args *a);
 
 /* how many calls of c have launched the Hopper GEMM (what the tests hold the dispatch to) */
 unsigned long ws_gpu_conv_hgemm_calls(const ws_gpu_conv *c);
+/* BWD calls whose dx, dw or db took the GEMM passes (ptx_hbwd.h) */
+unsigned long ws_gpu_conv_gbwd_calls(const ws_gpu_conv *c);
 
 /* 1 when plans made on g now can take the Hopper GEMM: they emit for 9.0 and the driver
  * encodes tensor maps */

@@ -11,6 +11,7 @@
 #include "ptx_emit.h"
 #include "ptx_epi.h"
 #include "ptx_gemm.h"
+#include "ptx_hbwd.h"
 #include "ptx_hgemm.h"
 #include "ptx_params.h"
 
@@ -112,7 +113,7 @@ static void emit_desc(ptx_buf *b, preg desc, preg addr)
 
 /* the ring's next stage: s = (s + 1) % ST, u += (s wrapped), it += 1; back to top while
  * it < KT (the producer's and the consumers' loops step alike); wrap a scratch predicate */
-static void emit_ring_next(ptx_buf *b, preg wrap, preg s, preg u, preg it, int KT, plabel top)
+static void emit_ring_next(ptx_buf *b, preg wrap, preg s, preg u, preg it, const char *KT, plabel top)
 {
     preg more = ws_ptx_reg(b, PTX_PRED);
     I("add.u32 %s, %s, 1", s.n, s.n);
@@ -120,7 +121,7 @@ static void emit_ring_next(ptx_buf *b, preg wrap, preg s, preg u, preg it, int K
     I("@%s mov.u32 %s, 0", wrap.n, s.n);
     I("@%s add.u32 %s, %s, 1", wrap.n, u.n, u.n);
     I("add.u32 %s, %s, 1", it.n, it.n);
-    I("setp.lt.u32 %s, %s, %d", more.n, it.n, KT);
+    I("setp.lt.u32 %s, %s, %s", more.n, it.n, KT);
     I("@%s bra %s", more.n, top.n);
 }
 
@@ -175,7 +176,9 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg sbas
     I("@%s mov.u32 %s, 0", wrap.n, c0.n);
     I("@%s add.u32 %s, %s, 1", wrap.n, k.n, k.n);
     I("@%s add.s32 %s, %s, %d", wrap.n, tk.n, tk.n, d->dilation);
-    emit_ring_next(b, wrap, s, u, it, KT, top);
+    char kt[16];
+    snprintf(kt, sizeof kt, "%d", KT);
+    emit_ring_next(b, wrap, s, u, it, kt, top);
     ws_ptx_label(b, out);
     I("ret");
 }
@@ -222,13 +225,18 @@ static void emit_elem(ptx_buf *b, const ws_conv_desc *d, preg v, preg bias, preg
 
 #define EG 16 /* epilogue elements whose reads are issued together */
 
-/* the consumers: the ring into 64 accumulators, then the epilogue through shared memory */
+/* the consumers: the ring into 64 accumulators, then the epilogue through shared memory.
+ * wg_ed: the weight gradient's kernel (its epilogue's descriptor: rows C_out, positions
+ * C_in, float32 NCL, no bias, act or add; KT its p_kts), else NULL (the forward: d's
+ * epilogue, KT stages) */
 static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, preg sbase,
-                          preg bars, preg o0, preg t0, preg n0, preg lgtb, int KT)
+                          preg bars, preg o0, preg t0, preg n0, preg lgtb, int KT,
+                          const ws_conv_desc *wg_ed)
 {
-    const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
-    const int ys = d->y_type == WS_F32 ? 4 : 2;
+    const ws_params *pt = ws_params_of(wg_ed ? WS_PARAMS_HWG : WS_PARAMS_HGEMM);
     const char *mt = math_name(d);
+    char ktop[16];
+    snprintf(ktop, sizeof ktop, "%d", KT);
     ws_ptx_section(b, "consumers (warpgroups 1, 2): g = warpgroup - 1 owns rows 64g.., all BN positions");
     I("setmaxnreg.inc.sync.aligned.u32 232");
     preg g = ws_ptx_reg(b, PTX_B32), aoff = ws_ptx_reg(b, PTX_B32), one = ws_ptx_reg(b, PTX_PRED);
@@ -251,7 +259,14 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
     I("mov.u32 %s, 0", s.n);
     I("mov.u32 %s, 0", u.n);
     I("mov.u32 %s, %d", prev.n, ST - 1);
-    ws_ptx_comment(b, "%d stages: tap k, channels c0..c0+63", KT);
+    if (wg_ed) {
+        preg kts = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_ld_param(b, kts, pt, WS_HW_KTS);
+        snprintf(ktop, sizeof ktop, "%s", kts.n);
+        ws_ptx_comment(b, "p_kts stages: item n, times t0..t0+%d", ws_hgemm_bkc(d) - 1);
+    } else {
+        ws_ptx_comment(b, "%d stages: tap k, channels c0..c0+63", KT);
+    }
     plabel top = ws_ptx_label_new(b, "cstage"), norel = ws_ptx_label_new(b, "norelease");
     ws_ptx_label(b, top);
     {
@@ -290,21 +305,33 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
         ws_ptx_label(b, norel);
         preg wrap = ws_ptx_reg(b, PTX_PRED);
         I("mov.u32 %s, %s", prev.n, s.n);
-        emit_ring_next(b, wrap, s, u, it, KT, top);
+        emit_ring_next(b, wrap, s, u, it, ktop, top);
     }
     I("wgmma.wait_group.sync.aligned 0");
+    if (wg_ed)
+        d = wg_ed; /* the epilogue's descriptor from here on */
+    const int ys = d->y_type == WS_F32 ? 4 : 2;
 
     ws_ptx_section(b, "epilogue: acc[4ni + 2h + e] is row 64g + 16(warp%4) + 8h + lane/4, "
                       "position 8ni + 2(lane%4) + e; into Ys[128][BN + 1], b[o0..] into Bs[128]");
     preg pb = ws_ptx_reg(b, PTX_B64), pa = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64);
     preg abs = ws_ptx_reg(b, PTX_B64), hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
     preg n32 = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B32);
-    ws_ptx_ld_param(b, pb, pt, WS_HG_B);
-    ws_ptx_ld_param(b, pa, pt, WS_HG_ADD);
-    ws_ptx_ld_param(b, py, pt, WS_HG_Y);
-    ws_ptx_ld_param(b, abs, pt, WS_HG_ADD_BS);
-    ws_ptx_ld_param(b, n32, pt, WS_HG_N);
-    ws_ptx_ld_param(b, tout, pt, WS_HG_T_OUT);
+    if (wg_ed) { /* part[(s*K + k)][o][j]: items s*K + k (p_nsk), positions j < C_in */
+        I("mov.u64 %s, 0", pb.n);
+        I("mov.u64 %s, 0", pa.n);
+        I("mov.u64 %s, 0", abs.n);
+        ws_ptx_ld_param(b, py, pt, WS_HW_Y);
+        ws_ptx_ld_param(b, n32, pt, WS_HW_NSK);
+        I("mov.u32 %s, %d", tout.n, d->c_in);
+    } else {
+        ws_ptx_ld_param(b, pb, pt, WS_HG_B);
+        ws_ptx_ld_param(b, pa, pt, WS_HG_ADD);
+        ws_ptx_ld_param(b, py, pt, WS_HG_Y);
+        ws_ptx_ld_param(b, abs, pt, WS_HG_ADD_BS);
+        ws_ptx_ld_param(b, n32, pt, WS_HG_N);
+        ws_ptx_ld_param(b, tout, pt, WS_HG_T_OUT);
+    }
     I("setp.ne.u64 %s, %s, 0", hasb.n, pb.n);
     I("setp.ne.u64 %s, %s, 0", hasa.n, pa.n);
     I("cvta.to.global.u64 %s, %s", pb.n, pb.n);
@@ -517,9 +544,149 @@ static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name)
         I("@%s bra %s", cons.n, lc.n);
         emit_producer(b, d, tid, sbase, bars, o0, t0, n0, KT);
         ws_ptx_label(b, lc);
-        emit_consumer(b, d, tid, wg, sbase, bars, o0, t0, n0, lgtb, KT);
+        emit_consumer(b, d, tid, wg, sbase, bars, o0, t0, n0, lgtb, KT, NULL);
     }
     ws_ptx_kernel_end_params(&kb, mod, name, pt, WS_HGEMM_THREADS, 1, 168);
+}
+
+/* the weight gradient's producer: thread 0 of warpgroup 0 fills the ring with p_kts stages of
+ * the split's (n, t) range: A = G (T_out, C_out, N) box (BK, 128, 1) at (t, o0, n), B = Xs
+ * (Tq, S*C_in, N) box (BK, 256, 1) at (t + qk, rk*C_in + j0, n), D*k - P_L = S*qk + rk */
+static void emit_producer_wg(ptx_buf *b, const ws_conv_desc *d, preg tid, preg sbase, preg bars,
+                             preg o0, preg j0, preg k, preg split)
+{
+    const ws_params *pt = ws_params_of(WS_PARAMS_HWG);
+    const int BK = ws_hgemm_bkc(d);
+    plabel out = ws_ptx_label_new(b, "producer_done");
+    preg not0 = ws_ptx_reg(b, PTX_PRED);
+    ws_ptx_section(b, "producer (warpgroup 0): thread 0 issues every copy");
+    I("setmaxnreg.dec.sync.aligned.u32 40");
+    I("setp.ne.u32 %s, %s, 0", not0.n, tid.n);
+    I("@%s bra %s", not0.n, out.n);
+    preg ta = ws_ptx_reg(b, PTX_B64), tb = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_param_tmap(b, ta, pt, WS_HW_TA);
+    ws_ptx_param_tmap(b, tb, pt, WS_HW_TB);
+    preg kts = ws_ptx_reg(b, PTX_B32), tch = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_ld_param(b, kts, pt, WS_HW_KTS);
+    ws_ptx_ld_param(b, tch, pt, WS_HW_TCH);
+    preg it = ws_ptx_reg(b, PTX_B32), s = ws_ptx_reg(b, PTX_B32), u = ws_ptx_reg(b, PTX_B32);
+    preg n = ws_ptx_reg(b, PTX_B32), tc = ws_ptx_reg(b, PTX_B32), ta_t = ws_ptx_reg(b, PTX_B32);
+    preg tb_t = ws_ptx_reg(b, PTX_B32), qk = ws_ptx_reg(b, PTX_B32), rk = ws_ptx_reg(b, PTX_B32);
+    preg g0 = ws_ptx_reg(b, PTX_B32), neg = ws_ptx_reg(b, PTX_PRED);
+    I("mov.u32 %s, 0", it.n);
+    I("mov.u32 %s, 0", s.n);
+    I("mov.u32 %s, 0", u.n);
+    ws_gbwd_cls cl;
+    ws_hgemm_wgrad_classes(d, &cl);
+    ws_ptx_comment(b, "tap k reads class cls[k] of Xs at t + off[k] (%d classes; off a multiple of %d)", cl.n,
+                   cl.align);
+    I("mov.u32 %s, 0", rk.n);
+    I("mov.u32 %s, 0", qk.n);
+    for (int kk = 0; kk < d->k; kk++) {
+        I("setp.eq.u32 %s, %s, %d", neg.n, k.n, kk);
+        I("@%s mov.u32 %s, %d", neg.n, rk.n, cl.cls[kk]);
+        I("@%s mov.u32 %s, %d", neg.n, qk.n, cl.off[kk]);
+    }
+    ws_ptx_comment(b, "the split's first stage g0 = split * p_kts: item g0 / p_tch, chunk g0 %% p_tch");
+    I("mul.lo.u32 %s, %s, %s", g0.n, split.n, kts.n);
+    I("div.u32 %s, %s, %s", n.n, g0.n, tch.n);
+    I("rem.u32 %s, %s, %s", tc.n, g0.n, tch.n);
+    I("mul.lo.u32 %s, %s, %d", ta_t.n, tc.n, BK);
+    I("add.s32 %s, %s, %s", tb_t.n, ta_t.n, qk.n);
+    ws_ptx_comment(b, "Xs's row of (cls, j0): cls*C_in + j0");
+    I("mad.lo.u32 %s, %s, %d, %s", rk.n, rk.n, d->c_in, j0.n);
+    plabel top = ws_ptx_label_new(b, "pstage"), nowait = ws_ptx_label_new(b, "pfirst");
+    ws_ptx_label(b, top);
+    preg full = ws_ptx_reg(b, PTX_B32), empty = ws_ptx_reg(b, PTX_B32), first = ws_ptx_reg(b, PTX_PRED);
+    preg sa = ws_ptx_reg(b, PTX_B32), sbb = ws_ptx_reg(b, PTX_B32), par = ws_ptx_reg(b, PTX_B32);
+    I("mad.lo.u32 %s, %s, 8, %s", full.n, s.n, bars.n);
+    I("add.u32 %s, %s, %d", empty.n, full.n, 8 * ST);
+    I("setp.eq.u32 %s, %s, 0", first.n, u.n);
+    I("@%s bra %s", first.n, nowait.n);
+    ws_ptx_comment(b, "slot s free: its use u - 1 released by both consumers");
+    I("add.u32 %s, %s, 1", par.n, u.n);
+    I("and.b32 %s, %s, 1", par.n, par.n);
+    emit_wait(b, empty, par);
+    ws_ptx_label(b, nowait);
+    I("mad.lo.u32 %s, %s, %d, %s", sa.n, s.n, SB, sbase.n);
+    I("add.u32 %s, %s, %d", sbb.n, sa.n, A_BYTES);
+    I("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d", full.n, SB);
+    I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
+      sa.n, ta.n, ta_t.n, o0.n, n.n, full.n);
+    I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
+      sbb.n, tb.n, tb_t.n, rk.n, n.n, full.n);
+    ws_ptx_comment(b, "next: times t + %d, or the next item from time 0", BK);
+    preg wrap = ws_ptx_reg(b, PTX_PRED);
+    I("add.u32 %s, %s, 1", tc.n, tc.n);
+    I("add.u32 %s, %s, %d", ta_t.n, ta_t.n, BK);
+    I("add.s32 %s, %s, %d", tb_t.n, tb_t.n, BK);
+    I("setp.ge.u32 %s, %s, %s", wrap.n, tc.n, tch.n);
+    I("@%s mov.u32 %s, 0", wrap.n, tc.n);
+    I("@%s mov.u32 %s, 0", wrap.n, ta_t.n);
+    I("@%s mov.u32 %s, %s", wrap.n, tb_t.n, qk.n);
+    I("@%s add.u32 %s, %s, 1", wrap.n, n.n, n.n);
+    emit_ring_next(b, wrap, s, u, it, kts.n, top);
+    ws_ptx_label(b, out);
+    I("ret");
+}
+
+/* the weight gradient's kernel (ptx_hgemm.h): a block is (split, tap k, j0, o0), ctaid.x =
+ * ((split*K + k)*jt + j0/256)*rows + o0/128 */
+static void emit_main_wg(ptx_buf *mod, const ws_conv_desc *d, const char *name)
+{
+    ptx_buf kb;
+    ws_ptx_init(&kb);
+    ptx_buf *b = &kb;
+    const int rows = (d->c_out + WS_HGEMM_BM - 1) / WS_HGEMM_BM, jt = (d->c_in + BN - 1) / BN;
+    ws_conv_desc ed = *d; /* the epilogue: part[s*K + k][o][j], float32 */
+    ed.y_layout = WS_NCL, ed.y_type = WS_F32, ed.act = WS_ACT_NONE;
+    ws_ptx_comment(b, "part[s][k][o][j] = sum over split s's (n, t) of G[n][o][t] Xs[n][j][rk][t + qk]");
+    ws_ptx_comment(b, "C_in %d C_out %d K %d S %d D %d P_L %d; %s; tile 128x%d, %d stages of 128 bytes of times",
+                   d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l, math_name(d), BN, ST);
+    ws_ptx_section(b, "block: ctaid.x = ((split*K + k)*jt + j0/256)*rows + o0/128; the ring's base and mbarriers");
+    preg tid = ws_ptx_reg(b, PTX_B32), sbase = ws_ptx_reg(b, PTX_B32), bars = ws_ptx_reg(b, PTX_B32);
+    preg o0 = ws_ptx_reg(b, PTX_B32), j0 = ws_ptx_reg(b, PTX_B32), sk = ws_ptx_reg(b, PTX_B32);
+    preg k = ws_ptx_reg(b, PTX_B32), split = ws_ptx_reg(b, PTX_B32), cx = ws_ptx_reg(b, PTX_B32);
+    preg lgtb = ws_ptx_reg(b, PTX_B32), wg = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("mov.u32 %s, smem", sbase.n);
+    I("add.u32 %s, %s, 1023", sbase.n, sbase.n);
+    I("and.b32 %s, %s, -1024", sbase.n, sbase.n);
+    I("add.u32 %s, %s, %d", bars.n, sbase.n, ST * SB);
+    I("mov.u32 %s, %%ctaid.x", cx.n);
+    I("rem.u32 %s, %s, %d", o0.n, cx.n, rows);
+    I("shl.b32 %s, %s, 7", o0.n, o0.n);
+    I("div.u32 %s, %s, %d", cx.n, cx.n, rows);
+    I("rem.u32 %s, %s, %d", j0.n, cx.n, jt);
+    I("shl.b32 %s, %s, %d", j0.n, j0.n, WS_HGEMM_LGBN);
+    I("div.u32 %s, %s, %d", sk.n, cx.n, jt);
+    I("rem.u32 %s, %s, %d", k.n, sk.n, d->k);
+    I("div.u32 %s, %s, %d", split.n, sk.n, d->k);
+    I("mov.u32 %s, %d", lgtb.n, WS_HGEMM_LGBN);
+    {
+        preg not0 = ws_ptx_reg(b, PTX_PRED);
+        plabel skip = ws_ptx_label_new(b, "init_done");
+        I("setp.ne.u32 %s, %s, 0", not0.n, tid.n);
+        I("@%s bra %s", not0.n, skip.n);
+        for (int s = 0; s < ST; s++) {
+            I("mbarrier.init.shared::cta.b64 [%s+%d], 1", bars.n, 8 * s);
+            I("mbarrier.init.shared::cta.b64 [%s+%d], 256", bars.n, 8 * (ST + s));
+        }
+        I("fence.mbarrier_init.release.cluster");
+        ws_ptx_label(b, skip);
+    }
+    I("bar.sync 0");
+    I("shr.u32 %s, %s, 7", wg.n, tid.n);
+    {
+        preg cons = ws_ptx_reg(b, PTX_PRED);
+        plabel lc = ws_ptx_label_new(b, "consumer");
+        I("setp.ne.u32 %s, %s, 0", cons.n, wg.n);
+        I("@%s bra %s", cons.n, lc.n);
+        emit_producer_wg(b, d, tid, sbase, bars, o0, j0, k, split);
+        ws_ptx_label(b, lc);
+        emit_consumer(b, d, tid, wg, sbase, bars, o0, j0, sk, lgtb, 0, &ed);
+    }
+    ws_ptx_kernel_end_params(&kb, mod, name, ws_params_of(WS_PARAMS_HWG), WS_HGEMM_THREADS, 1, 168);
 }
 
 /* the staging kernel: X[n][t][j] = round(pre(x[n, j, t])) in the math type. A block: 32
@@ -684,5 +851,55 @@ char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err)
     char *text = ws_ptx_take(&mod, why, sizeof why);
     if (!text)
         ws_errf(err, "ws_hgemm_emit(%s): %s", name, why);
+    return text;
+}
+
+void ws_hgemm_wgrad_classes(const ws_conv_desc *d, ws_gbwd_cls *c)
+{
+    const int S = d->stride, a = 16 / ws_hgemm_xbytes(d);
+    c->n = 0, c->align = a;
+    for (int k = 0; k < d->k && k < WS_GBWD_KMAX; k++) {
+        const long long v = (long long)d->dilation * k - d->pad_l;
+        const int r = (int)(((v % S) + S) % S), q = (int)((v - r) / S), m = ((q % a) + a) % a;
+        int i = 0;
+        while (i < c->n && (c->r[i] != r || c->m[i] != m))
+            i++;
+        if (i == c->n)
+            c->r[i] = r, c->m[i] = m, c->n++;
+        c->cls[k] = i;
+        c->off[k] = q - m + a; /* Xs's q' = q + a: see ptx_hbwd.h */
+    }
+}
+
+int ws_hgemm_wgrad_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
+{
+    return WS_HGEMM && cc_major == 9 && cc_minor == 0 && ws_gbwd_has_dw(d);
+}
+
+void ws_hgemm_wgrad_name(const ws_conv_desc *d, char name[WS_HGEMM_NAME_MAX])
+{
+    snprintf(name, WS_HGEMM_NAME_MAX, "ws_hgemm_wg_%s_c%d_%d_k%d_s%d_d%d_p%d", math_name(d), d->c_in,
+             d->c_out, d->k, d->stride, d->dilation, d->pad_l);
+}
+
+char *ws_hgemm_wgrad_emit(const ws_conv_desc *d, ws_err *err)
+{
+    if (ws_conv_check(d, err))
+        return NULL;
+    char name[WS_HGEMM_NAME_MAX];
+    ws_hgemm_wgrad_name(d, name);
+    if (!ws_hgemm_wgrad_fits(d, 9, 0)) {
+        ws_errf(err, "ws_hgemm_wgrad_emit(%s): not a descriptor the Hopper GEMM takes", name);
+        return NULL;
+    }
+    ptx_buf mod;
+    ws_ptx_init(&mod);
+    ws_ptx_module_begin_sm90a(&mod, "whisper-stem conv engine: dense weight gradient on Hopper (TMA + wgmma)");
+    ws_ptx_raw(&mod, ".extern .shared .align 1024 .b8 smem[];\n");
+    emit_main_wg(&mod, d, name);
+    char why[160];
+    char *text = ws_ptx_take(&mod, why, sizeof why);
+    if (!text)
+        ws_errf(err, "ws_hgemm_wgrad_emit(%s): %s", name, why);
     return text;
 }

@@ -68,6 +68,7 @@
 #define WS_CUDA_PTX_HGEMM_H
 
 #include "common.h"
+#include "ptx_hbwd.h"
 #include "ws_conv.h"
 
 #define WS_HGEMM 1 /* 0: the Hopper GEMM is never chosen */
@@ -109,5 +110,25 @@ void ws_hgemm_name(const ws_conv_desc *d, char name[WS_HGEMM_NAME_MAX]);
 /* The module (the kernel and its staging entry) for a descriptor ws_hgemm_fits (9.0).
  * malloc'd text, or NULL with err. */
 char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err);
+
+/* THE WEIGHT GRADIENT (ptx_hbwd.h; a dense BWD descriptor, pre NONE, TF32 / BF16 / F16 math):
+ *   part[s][k][o][j] = sum over split s's stages of G[n][o][t] Xs[n][j][rk][t + qk] with
+ *   D*k - P_L = S*qk + rk: the forward's ring, threads and wgmma, the reduction along time.
+ *   A stage is (item n, times t .. t + BK - 1, BK = ws_hgemm_bkc): A 128 rows o of BK times
+ *   from the map p_ta over G (T_out, C_out, N), box (BK, 128, 1) at (t, o0, n); B 256 rows j
+ *   from the map p_tb over Xs (Q, classes*C_in, N), box (BK, 256, 1) at (t + off[k],
+ *   cls[k]*C_in + j0, n) (ws_hgemm_wgrad_classes; rows past C_in of a class are the next
+ *   class's: they feed only columns j >= C_in, which the epilogue drops); out-of-range
+ *   times, rows and items are zeros (split s's stages past the last item too). Every
+ *   copy's first time is a multiple of 16 bytes: the copy engine faults on others. Split s takes stages s*p_kts .. s*p_kts + p_kts - 1 of the p_n * p_tch (items x
+ *   time chunks), in order. The epilogue is the forward's for NCL float32 y without bias,
+ *   act or add over items s*K + k (p_nsk = splits * K) and positions j < C_in.
+ *   Block ctaid.x = ((s*K + k)*ceil(C_in / 256) + j0 / 256)*ceil(C_out / 128) + o0 / 128.
+ *   Parameters WS_PARAMS_HWG (.tmap p_ta, p_tb; .u64 p_y; .u32 p_n, p_tch, p_kts, p_nsk). */
+int ws_hgemm_wgrad_fits(const ws_conv_desc *d, int cc_major, int cc_minor);
+/* the classes of Xs a descriptor's taps read (ptx_hbwd.h) */
+void ws_hgemm_wgrad_classes(const ws_conv_desc *d, ws_gbwd_cls *c);
+void ws_hgemm_wgrad_name(const ws_conv_desc *d, char name[WS_HGEMM_NAME_MAX]);
+char *ws_hgemm_wgrad_emit(const ws_conv_desc *d, ws_err *err);
 
 #endif

@@ -149,6 +149,20 @@ static const ws_param HP[] = {
     [WS_HP_X] = { "p_x", U64 }, [WS_HP_XP] = { "p_xp", U64 },
     [WS_HP_N] = { "p_n", U32 }, [WS_HP_T_IN] = { "p_t_in", U32 },
 };
+static const ws_param HW[] = {
+    [WS_HW_TA] = { "p_ta", TMAP },  [WS_HW_TB] = { "p_tb", TMAP }, [WS_HW_Y] = { "p_y", U64 },
+    [WS_HW_N] = { "p_n", U32 },     [WS_HW_TCH] = { "p_tch", U32 }, [WS_HW_KTS] = { "p_kts", U32 },
+    [WS_HW_NSK] = { "p_nsk", U32 },
+};
+/* the dense backward's passes (ptx_hbwd.h) */
+static const ws_param GBS[] = {
+    [WS_GBS_SRC] = { "p_src", U64 }, [WS_GBS_DST] = { "p_dst", U64 },
+    [WS_GBS_T] = { "p_t", U32 },     [WS_GBS_PITCH] = { "p_pitch", U32 },
+};
+static const ws_param GBF[] = {
+    [WS_GBF_PART] = { "p_part", U64 }, [WS_GBF_DW] = { "p_dw", U64 },
+    [WS_GBF_SPLITS] = { "p_splits", U32 },
+};
 
 #undef U32
 #undef U64
@@ -183,6 +197,9 @@ _Static_assert(COUNT(MWR) == WS_MWR_NPARAMS, "MWR");
 _Static_assert(COUNT(MF16) == WS_MF16_NPARAMS, "MF16");
 _Static_assert(COUNT(HG) == WS_HG_NPARAMS && WS_HG_NPARAMS <= WS_PARAMS_MAX, "HG");
 _Static_assert(COUNT(HP) == WS_HP_NPARAMS, "HP");
+_Static_assert(COUNT(HW) == WS_HW_NPARAMS && WS_HW_NPARAMS <= WS_PARAMS_MAX, "HW");
+_Static_assert(COUNT(GBS) == WS_GBS_NPARAMS, "GBS");
+_Static_assert(COUNT(GBF) == WS_GBF_NPARAMS, "GBF");
 _Static_assert(WS_DWBWD_NPARAMS <= WS_PARAMS_MAX && WS_FWD_NPARAMS <= WS_PARAMS_MAX &&
                    WS_SCONV_NPARAMS <= WS_PARAMS_MAX && WS_MFR_NPARAMS <= WS_PARAMS_MAX,
                "WS_PARAMS_MAX");
@@ -213,6 +230,9 @@ static const ws_params TABLES[WS_PARAMS_COUNT] = {
     [WS_PARAMS_MEL_F16] = { "log-Mel f16", MF16, COUNT(MF16) },
     [WS_PARAMS_HGEMM] = { "Hopper GEMM forward", HG, COUNT(HG) },
     [WS_PARAMS_HPREP] = { "Hopper GEMM x staging", HP, COUNT(HP) },
+    [WS_PARAMS_HWG] = { "Hopper GEMM weight gradient", HW, COUNT(HW) },
+    [WS_PARAMS_GBS] = { "dense backward staging", GBS, COUNT(GBS) },
+    [WS_PARAMS_GBF] = { "dense backward dw finish", GBF, COUNT(GBF) },
 };
 
 const ws_params *ws_params_of(ws_params_id id)

@@ -1,0 +1,121 @@
+/* ptx_hbwd.h - the dense backward as GEMMs: dx as a forward conv of the engine over the
+ * gradient, dw and db on the Hopper GEMM's weight-gradient kernel (ptx_hgemm.h) and the
+ * passes around them, as PTX text.
+ *
+ * THE GRADIENT g: dy where act is NONE (y_layout, y_type), else the direct kernels' gz, float32
+ * NCL [N][C_out][T_out] (ptx_direct.h: gz = dy * act'(z)).
+ *
+ * dx IS A FORWARD CONV OVER g (u + P_L = S*t + D*k, u = S*q + r):
+ *   S = 1: dx[n, c, u] = sum_o sum_k' W'[c, o, k'] g[n, o, u - (D*(K-1) - P_L) + D*k'],
+ *          W'[c, o, k'] = w[o, c, K-1-k']: a conv C_out -> C_in, K taps, dilation D, padding
+ *          D*(K-1) - P_L / D*(K-1) - P_R (both >= 0), which writes dx in x_layout and x_type.
+ *   S > 1: the S phases r of dx are S*C_in output channels of one stride-1 conv over g:
+ *          X'[n, q, r*C_in + c] = dx[n, c, S*q + r] = sum_o sum_m W'[r*C_in + c, o, m - m0]
+ *          g[n, o, q + m], m0 <= m <= m1 over the (r, k) with D*k = r + P_L - S*m, and
+ *          W'[r*C_in + c, o, m - m0] = w[o, c, (r + P_L - S*m) / D] where that is a tap, else 0:
+ *          K' = m1 - m0 + 1 taps, padding -m0 left and enough right for ceil(T_in / S) rows,
+ *          written NLC in x_type into the plan's scratch, then moved into dx (x_layout) by
+ *          the "_u" entry (skipped where x is NLC and S divides T_in: X' is then dx itself).
+ *   The conv is an engine plan of its own (w float32 given per call, so it rounds and packs
+ *   W' as any plan does): the Hopper GEMM, the mma GEMM or FFMA by its descriptor, so dx
+ *   has the forward's speed and the math's rounding of g and w.
+ *
+ * dw AND db (ptx_hgemm.h's weight-gradient kernel; math TF32, BF16, F16 on 9.0):
+ *   dw[o, j, k] = sum_n sum_t g[n, o, t] x[n, j, S*t + D*k - P_L]: for each tap k a GEMM
+ *   C_out x C_in over the (n, t). Its operands time-major in rows of the math type:
+ *     G[n][o][pitch]        g rounded ("_g"; g itself where it is NCL in the math type and
+ *                           its rows are 16-byte multiples)
+ *     Xs[n][c][j][pitch]    x by class ("_x"): tap k has D*k - P_L = S*q + r (0 <= r < S)
+ *                           and q = A*e + m (A = 16 bytes of the math type, 0 <= m < A);
+ *                           its class c is its (r, m) (ws_gbwd_cls, in the order the taps
+ *                           first have them) and Xs[n, c, j, q'] = x[n, j, S*(q' - A + m) + r]
+ *                           rounded, zero outside [0, T_in), q' < pitch
+ *   so that tap k reads class c at q' = t + off[k], off[k] = q - m + A, a box of the tensor
+ *   copy engine whose first time is a multiple of 16 bytes (the engine faults on others;
+ *   the + A keeps q' >= 0 wherever x is). The (n, t) are cut into `splits` ranges; each writes its
+ *   float32 partial part[s][k][o][j], and "_f" adds them in order s = 0, 1, ...:
+ *   dw[o, j, k] = part[0][k][o][j] + part[1][k][o][j] + ... (the same bits every run).
+ *   db[o] = sum of g[n, o, t] in float32: "_b", a block per o, thread i summing the
+ *   elements e = i, i + 256, ... (e = n*T_out + t) of g as given (not rounded), then a tree
+ *   of fixed shape.
+ *
+ * MODULE "ws_gbwd_..." (any compute capability from 8.0), entries name + suffix:
+ *   _t  wT[c*K + k][o] = w[o][c][k] from the call's float32 w (WS_PARAMS_GBS: p_src w,
+ *       p_dst wT, p_t = p_pitch = C_out): the transposing tile below, w read as NLC over
+ *       C_out times, grid (ceil(C_out / 32), ceil(C_in*K / 32), 1)
+ *   _w  W' float32 [oc][o][m] from wT, _p W' packed as the tensor-core GEMM reads it
+ *       (ws_gemm_mma_weights: rounded to the math type, k-major or not as the conv's
+ *       descriptor says; only where that conv has tensor-core math) (WS_PARAMS_WPREP: p_w wT,
+ *       p_out, p_n = elements of W'), a thread an element, o fastest; the plan of the conv
+ *       is handed W' as its own weights for the call (packed where ws_gpu_conv_kernel says
+ *       the call takes a GEMM, else float32)
+ *   _u  dx from X' (S > 1; WS_PARAMS_GBS): NLC dx item by item (p_t T_in, p_pitch rows of X'
+ *       an item times S; grid (ceil(T_in*C_in / 256), 1, N)), NCL dx the transposing tile
+ *       over X' read as NLC (p_t rows*S, p_pitch T_in; grid (ceil(T_in / 32), ceil(C_in / 32),
+ *       N))
+ *   _g  G from g, _x Xs from x (WS_PARAMS_GBS: p_src, p_dst, p_t the source's T, p_pitch):
+ *       the transposing tile, a block 32 times x 32 rows of one class through shared memory,
+ *       reads along the source's contiguous axis and writes along time; grid (ceil(pitch /
+ *       32), ceil(rows / 32) * classes, N), the classes of one tile neighbours in launch order
+ *   _f  dw from the partials (WS_PARAMS_GBF: p_part, p_dw, p_splits): a block WS_GBWD_FIN_PAIRS
+ *       consecutive (o, j) and their K taps, summed along j into shared memory, then written
+ *       in dw's order
+ *   _b  db (WS_PARAMS_BWD_DB: p_gz = g, p_db, p_n, p_t_out), C_out blocks, 8 loads in flight
+ *       a thread
+ * Blocks of WS_GBWD_THREADS.
+ *
+ * SPEED (H100, bench-conv_gpu, bf16, us per call; PyTorch 2.11 + cuDNN 9.19 autograd in the
+ *   same session, bench/RESULTS-gpu.md): the dense backward of the dilated K3 D9 row 188 (235),
+ *   DAC's downsampler 962 (897), a wav2vec2 512 -> 512 K3 S2 layer 2051 (1554), NCL. The
+ *   time of the last two goes to the staging passes (x by class, X' to NCL dx, g to G: 40 %
+ *   of the wav2vec2 layer) and to dx's conv over zero taps (DAC: K' = 3 where each phase
+ *   has 2).
+ */
+#ifndef WS_CUDA_PTX_HBWD_H
+#define WS_CUDA_PTX_HBWD_H
+
+#include "common.h"
+#include "ws_conv.h"
+
+#define WS_GBWD 1 /* 0: the dense backward stays on the direct kernels */
+#define WS_GBWD_THREADS 256
+#define WS_GBWD_FIN_PAIRS 64 /* (o, j) pairs a block of _f finishes */
+#define WS_GBWD_NAME_MAX 160
+#define WS_GBWD_KMAX 64 /* the most taps the weight gradient takes */
+
+/* the classes of Xs: tap k reads class cls[k] at q' = t + off[k]; class i is phase r[i],
+ * shift m[i]; n classes; align = A, the elements of 16 bytes */
+typedef struct {
+    int n, align;
+    int cls[WS_GBWD_KMAX], off[WS_GBWD_KMAX], r[WS_GBWD_KMAX], m[WS_GBWD_KMAX];
+} ws_gbwd_cls;
+
+/* dx as a forward conv: the descriptor of the conv over g (sub), its phases S (sub->c_out =
+ * S * C_in) and m0; 1 when d (a dense BWD) has one: groups 1, for S = 1 pads at most
+ * D*(K-1), for S > 1 at most 4*ceil(K / S) + 2 taps; else 0 */
+typedef struct {
+    ws_conv_desc sub;
+    int phases, m0;
+} ws_gbwd_dx;
+int ws_gbwd_dx_of(const ws_conv_desc *d, ws_gbwd_dx *out);
+
+/* 1 when the module has dw's passes (_g, _x, _f, _b) for d: a dense BWD in TF32, BF16 or
+ * F16 math with K <= WS_GBWD_KMAX, C_in*K and C_out <= 65535 (the weight-gradient kernel
+ * runs them on 9.0) */
+int ws_gbwd_has_dw(const ws_conv_desc *d);
+
+/* rows of X' an item (T_out of the conv over g) for T_in; and ceil(T_in / S) */
+int ws_gbwd_dx_rows(const ws_gbwd_dx *x, int t_out, int t_in);
+
+/* the type G and Xs hold: the math type, TF32 kept in float32 */
+ws_dtype ws_gbwd_math_type(const ws_conv_desc *d);
+
+/* "ws_gbwd_" and the fields that shape the code */
+void ws_gbwd_name(const ws_conv_desc *d, char name[WS_GBWD_NAME_MAX]);
+
+/* The module above for a dense BWD descriptor, for compute capability cc; malloc'd text or
+ * NULL with err. dw's entries (_g, _x, _f, _b) are there where ws_gbwd_has_dw; the kernel
+ * that reads G and Xs runs on 9.0 only. */
+char *ws_gbwd_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err);
+
+#endif
