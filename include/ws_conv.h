@@ -169,8 +169,10 @@ WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-
  *   2e-3 for bf16). NLC x with C_in a multiple of 16 is read 16 bytes at a time on tensor
  *   cores: such a call needs x 16-byte aligned, else it goes direct. Calls over 2^31 - 129
  *   positions or 65535 channel tiles go direct.
- * - Dense backward (groups = 1) as GEMMs. dx is a forward conv of the engine over the
- *   gradient g (dy where act is NONE, else gz below): at stride 1 the transposed conv
+ * - Dense backward (groups = 1; act NONE, or float32 math: with an act, tensor-core math
+ *   would round gz = dy * act'(z) to the math type, so those plans stay direct) as GEMMs.
+ *   dx is a forward conv of the engine over the gradient g (dy where act is NONE, else gz
+ *   below): at stride 1 the transposed conv
  *   (taps flipped, channels swapped), at stride S > 1 the S phases of dx as S * C_in output
  *   channels of one stride-1 conv, moved into dx after; that conv is a plan of its own
  *   (the Hopper GEMM, the mma GEMM or FFMA by the math), so dx has the math's rounding of

@@ -141,7 +141,7 @@ static int gbwd_load(ws_gpu_conv *c, ws_err *err)
     const ws_conv_desc *d = &c->d;
     ws_gpu *g = c->g;
     ws_cu *cu = &g->cu;
-    if (d->op != WS_CONV_BWD || d->groups != 1 || d->pre != WS_ACT_NONE || !WS_GBWD)
+    if (!ws_gbwd_used(d))
         return 0;
     char name[WS_GBWD_NAME_MAX], en[WS_GBWD_NAME_MAX + 4];
     ws_gbwd_name(d, name);
@@ -1330,7 +1330,7 @@ int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const ch
         if (rc)
             return -1;
     }
-    if (d->op == WS_CONV_BWD && d->groups == 1 && WS_GBWD) { /* the GEMM passes, dx's conv */
+    if (ws_gbwd_used(d)) { /* the GEMM passes, dx's conv */
         char *gm = ws_gbwd_emit(d, cc_major, cc_minor, err);
         char gname[WS_GBWD_NAME_MAX];
         if (!gm)

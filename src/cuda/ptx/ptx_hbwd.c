@@ -89,6 +89,12 @@ int ws_gbwd_dx_of(const ws_conv_desc *d, ws_gbwd_dx *out)
     return 1;
 }
 
+int ws_gbwd_used(const ws_conv_desc *d)
+{
+    return WS_GBWD && d->op == WS_CONV_BWD && d->groups == 1 && d->pre == WS_ACT_NONE &&
+           (d->act == WS_ACT_NONE || d->math == WS_MATH_F32);
+}
+
 int ws_gbwd_has_dw(const ws_conv_desc *d)
 {
     return d->op == WS_CONV_BWD && d->groups == 1 && d->pre == WS_ACT_NONE && d->math != WS_MATH_F32 &&

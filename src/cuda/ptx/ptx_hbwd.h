@@ -3,7 +3,10 @@
  * passes around them, as PTX text.
  *
  * THE GRADIENT g: dy where act is NONE (y_layout, y_type), else the direct kernels' gz, float32
- * NCL [N][C_out][T_out] (ptx_direct.h: gz = dy * act'(z)).
+ * NCL [N][C_out][T_out] (ptx_direct.h: gz = dy * act'(z)). A plan uses these passes where
+ * ws_gbwd_used: with an act and tensor-core math the GEMMs would read gz rounded to the math
+ * type (2^-9 of each term in bf16, over whisper_stem.torch's bounds against float64 on
+ * dense GELU / ReLU / SiLU rows), so such plans keep the direct kernels.
  *
  * dx IS A FORWARD CONV OVER g (u + P_L = S*t + D*k, u = S*q + r):
  *   S = 1: dx[n, c, u] = sum_o sum_k' W'[c, o, k'] g[n, o, u - (D*(K-1) - P_L) + D*k'],
@@ -98,6 +101,12 @@ typedef struct {
     int phases, m0;
 } ws_gbwd_dx;
 int ws_gbwd_dx_of(const ws_conv_desc *d, ws_gbwd_dx *out);
+
+/* 1 when a plan of d uses the GEMM backward at all: a dense BWD (groups 1, pre NONE) whose
+ * act is NONE or whose math is float32. With an act and tensor-core math, gz = dy * act'(z)
+ * would be rounded to the math type before the GEMMs, where PyTorch's float32 reference (and
+ * whisper_stem.torch's bounds) keep it: such plans stay on the direct kernels */
+int ws_gbwd_used(const ws_conv_desc *d);
 
 /* 1 when the module has dw's passes (_g, _x, _f, _b) for d: a dense BWD in TF32, BF16 or
  * F16 math with K <= WS_GBWD_KMAX, C_in*K and C_out <= 65535 (the weight-gradient kernel
