@@ -712,19 +712,27 @@ static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_ou
     return 1;
 }
 
-/* a 3-D tensor map of 16-bit elements over addr: dims (d0, d1, d2), strides (s1, s2) bytes,
- * box (b0, b1, b2), element strides (1, e1, 1), the 128-byte swizzle, zeros out of range */
-static int tmap3(ws_cu *cu, wscu_tensor_map *m, int dtype, uint64_t addr, const uint64_t dim[3],
-                 const uint64_t stride[2], const uint32_t box[3], uint32_t e1, ws_err *err)
+/* a tensor map of rank r (3 here) over addr: dims, strides (r - 1 of them, bytes), box,
+ * element strides es, the 128-byte swizzle, zeros out of range */
+static int tmapr(ws_cu *cu, wscu_tensor_map *m, int dtype, uint32_t r, uint64_t addr, const uint64_t *dim,
+                 const uint64_t *stride, const uint32_t *box, const uint32_t *es, ws_err *err)
 {
-    const uint32_t es[3] = { 1, e1, 1 };
-    CU_TRY(cu, TensorMapEncodeTiled(m, dtype, 3, (void *)(uintptr_t)addr, dim, stride, box, es,
+    CU_TRY(cu, TensorMapEncodeTiled(m, dtype, r, (void *)(uintptr_t)addr, dim, stride, box, es,
                                     WS_CU_TENSOR_MAP_INTERLEAVE_NONE, WS_CU_TENSOR_MAP_SWIZZLE_128B,
                                     WS_CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                     WS_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), err);
     return 0;
 cleanup:
     return -1;
+}
+
+/* a 3-D tensor map over addr: dims (d0, d1, d2), strides (s1, s2) bytes, box (b0, b1, b2),
+ * element strides (1, e1, 1) */
+static int tmap3(ws_cu *cu, wscu_tensor_map *m, int dtype, uint64_t addr, const uint64_t dim[3],
+                 const uint64_t stride[2], const uint32_t box[3], uint32_t e1, ws_err *err)
+{
+    const uint32_t es[3] = { 1, e1, 1 };
+    return tmapr(cu, m, dtype, 3, addr, dim, stride, box, es, err);
 }
 
 /* the Hopper GEMM for a call hgemm_call_fits admits (with its staging kernel first where x
@@ -997,21 +1005,6 @@ cleanup:
     return -1;
 }
 
-/* a tensor map of rank r over addr (ranks 3 and 4 here): dims, strides (r - 1, bytes), box,
- * element strides 1, the 128-byte swizzle, zeros out of range */
-static int tmapr(ws_cu *cu, wscu_tensor_map *m, int dtype, uint32_t r, uint64_t addr,
-                 const uint64_t *dim, const uint64_t *stride, const uint32_t *box, ws_err *err)
-{
-    const uint32_t es[5] = { 1, 1, 1, 1, 1 };
-    CU_TRY(cu, TensorMapEncodeTiled(m, dtype, r, (void *)(uintptr_t)addr, dim, stride, box, es,
-                                    WS_CU_TENSOR_MAP_INTERLEAVE_NONE, WS_CU_TENSOR_MAP_SWIZZLE_128B,
-                                    WS_CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                                    WS_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), err);
-    return 0;
-cleanup:
-    return -1;
-}
-
 /* dw and db of call a on the weight-gradient kernel: 1 when its grids fit */
 static int gb_wg_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
 {
@@ -1074,7 +1067,7 @@ static int launch_gb_wg(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
         const uint32_t boxA[3] = { (uint32_t)BK, WS_HGEMM_BM, 1 };
         const uint64_t dimB[3] = { xp, ncls * Ci, N }, strB[2] = { xp * es, ncls * Ci * xp * es };
         const uint32_t boxB[3] = { (uint32_t)BK, WS_HGEMM_BN, 1 };
-        if (tmapr(cu, &ta, dt, 3, G, dimA, strA, boxA, err) || tmapr(cu, &tb, dt, 3, X, dimB, strB, boxB, err))
+        if (tmap3(cu, &ta, dt, G, dimA, strA, boxA, 1, err) || tmap3(cu, &tb, dt, X, dimB, strB, boxB, 1, err))
             return -1;
     }
     ws_kargs_init(&km, WS_PARAMS_HWG);

@@ -125,6 +125,29 @@ static void emit_ring_next(ptx_buf *b, preg wrap, preg s, preg u, preg it, const
     I("@%s bra %s", more.n, top.n);
 }
 
+/* the producer's slot s for its use u: waits until the consumers released its use u - 1
+ * (not on the first round), then arms full[s] with a stage's bytes; *full, *sa, *sbb: the
+ * barrier and the stage's A and B addresses */
+static void emit_slot(ptx_buf *b, preg s, preg u, preg bars, preg sbase, plabel nowait, preg *fullp,
+                      preg *sap, preg *sbbp)
+{
+    preg full = ws_ptx_reg(b, PTX_B32), empty = ws_ptx_reg(b, PTX_B32), first = ws_ptx_reg(b, PTX_PRED);
+    preg sa = ws_ptx_reg(b, PTX_B32), sbb = ws_ptx_reg(b, PTX_B32), par = ws_ptx_reg(b, PTX_B32);
+    I("mad.lo.u32 %s, %s, 8, %s", full.n, s.n, bars.n);
+    I("add.u32 %s, %s, %d", empty.n, full.n, 8 * ST);
+    I("setp.eq.u32 %s, %s, 0", first.n, u.n);
+    I("@%s bra %s", first.n, nowait.n);
+    ws_ptx_comment(b, "slot s free: its use u - 1 released by both consumers");
+    I("add.u32 %s, %s, 1", par.n, u.n);
+    I("and.b32 %s, %s, 1", par.n, par.n);
+    emit_wait(b, empty, par);
+    ws_ptx_label(b, nowait);
+    I("mad.lo.u32 %s, %s, %d, %s", sa.n, s.n, SB, sbase.n);
+    I("add.u32 %s, %s, %d", sbb.n, sa.n, A_BYTES);
+    I("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d", full.n, SB);
+    *fullp = full, *sap = sa, *sbbp = sbb;
+}
+
 /* the producer: thread 0 of warpgroup 0 fills the ring, KT stages */
 static void emit_producer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg sbase, preg bars,
                           preg o0, preg t0, preg n0, int KT)
@@ -151,20 +174,8 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg sbas
     I("sub.s32 %s, %s, %d", tk.n, tk.n, d->pad_l);
     plabel top = ws_ptx_label_new(b, "pstage"), nowait = ws_ptx_label_new(b, "pfirst");
     ws_ptx_label(b, top);
-    preg full = ws_ptx_reg(b, PTX_B32), empty = ws_ptx_reg(b, PTX_B32), first = ws_ptx_reg(b, PTX_PRED);
-    preg sa = ws_ptx_reg(b, PTX_B32), sbb = ws_ptx_reg(b, PTX_B32), par = ws_ptx_reg(b, PTX_B32);
-    I("mad.lo.u32 %s, %s, 8, %s", full.n, s.n, bars.n);
-    I("add.u32 %s, %s, %d", empty.n, full.n, 8 * ST);
-    I("setp.eq.u32 %s, %s, 0", first.n, u.n);
-    I("@%s bra %s", first.n, nowait.n);
-    ws_ptx_comment(b, "slot s free: its use u - 1 released by both consumers");
-    I("add.u32 %s, %s, 1", par.n, u.n);
-    I("and.b32 %s, %s, 1", par.n, par.n);
-    emit_wait(b, empty, par);
-    ws_ptx_label(b, nowait);
-    I("mad.lo.u32 %s, %s, %d, %s", sa.n, s.n, SB, sbase.n);
-    I("add.u32 %s, %s, %d", sbb.n, sa.n, A_BYTES);
-    I("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d", full.n, SB);
+    preg full, sa, sbb;
+    emit_slot(b, s, u, bars, sbase, nowait, &full, &sa, &sbb);
     I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
       sa.n, ta.n, c0.n, k.n, o0.n, full.n);
     I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
@@ -597,20 +608,8 @@ static void emit_producer_wg(ptx_buf *b, const ws_conv_desc *d, preg tid, preg s
     I("mad.lo.u32 %s, %s, %d, %s", rk.n, rk.n, d->c_in, j0.n);
     plabel top = ws_ptx_label_new(b, "pstage"), nowait = ws_ptx_label_new(b, "pfirst");
     ws_ptx_label(b, top);
-    preg full = ws_ptx_reg(b, PTX_B32), empty = ws_ptx_reg(b, PTX_B32), first = ws_ptx_reg(b, PTX_PRED);
-    preg sa = ws_ptx_reg(b, PTX_B32), sbb = ws_ptx_reg(b, PTX_B32), par = ws_ptx_reg(b, PTX_B32);
-    I("mad.lo.u32 %s, %s, 8, %s", full.n, s.n, bars.n);
-    I("add.u32 %s, %s, %d", empty.n, full.n, 8 * ST);
-    I("setp.eq.u32 %s, %s, 0", first.n, u.n);
-    I("@%s bra %s", first.n, nowait.n);
-    ws_ptx_comment(b, "slot s free: its use u - 1 released by both consumers");
-    I("add.u32 %s, %s, 1", par.n, u.n);
-    I("and.b32 %s, %s, 1", par.n, par.n);
-    emit_wait(b, empty, par);
-    ws_ptx_label(b, nowait);
-    I("mad.lo.u32 %s, %s, %d, %s", sa.n, s.n, SB, sbase.n);
-    I("add.u32 %s, %s, %d", sbb.n, sa.n, A_BYTES);
-    I("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d", full.n, SB);
+    preg full, sa, sbb;
+    emit_slot(b, s, u, bars, sbase, nowait, &full, &sa, &sbb);
     I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
       sa.n, ta.n, ta_t.n, o0.n, n.n, full.n);
     I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
