@@ -68,8 +68,9 @@
  * Blocks of WS_GBWD_THREADS.
  *
  * SPEED (H100, bench-conv_gpu, bf16, us per call; PyTorch 2.11 + cuDNN 9.19 autograd in the
- *   same session, bench/RESULTS-gpu.md): the dense backward of the dilated K3 D9 row 188 (235),
- *   DAC's downsampler 962 (897), a wav2vec2 512 -> 512 K3 S2 layer 2051 (1554), NCL. The
+ *   same session, bench/RESULTS-gpu.md): the dense backward of the dilated K3 D9 row 189.6
+ *   (254.9), DAC's downsampler 966.6 (929.5), a wav2vec2 512 -> 512 K3 S2 layer 2061 (1508), NCL;
+ *   NLC 231.7 (315.3), 1021.9 (1174.7), 2474 (3053). The
  *   time of the last two goes to the staging passes (x by class, X' to NCL dx, g to G: 40 %
  *   of the wav2vec2 layer) and to dx's conv over zero taps (DAC: K' = 3 where each phase
  *   has 2).
