@@ -125,6 +125,26 @@ static void emit_ring_next(ptx_buf *b, preg wrap, preg s, preg u, preg it, const
     I("@%s bra %s", more.n, top.n);
 }
 
+/* the ring's mbarriers initialised by thread 0, the block synchronised, wg = tid / 128 */
+static void emit_ring_init(ptx_buf *b, preg tid, preg bars, preg wg)
+{
+    {
+        preg not0 = ws_ptx_reg(b, PTX_PRED);
+        plabel skip = ws_ptx_label_new(b, "init_done");
+        I("setp.ne.u32 %s, %s, 0", not0.n, tid.n);
+        I("@%s bra %s", not0.n, skip.n);
+        ws_ptx_comment(b, "full[s]: one arrival (the producer's, with the stage's bytes); empty[s]: 256 (every consumer)");
+        for (int s = 0; s < ST; s++) {
+            I("mbarrier.init.shared::cta.b64 [%s+%d], 1", bars.n, 8 * s);
+            I("mbarrier.init.shared::cta.b64 [%s+%d], 256", bars.n, 8 * (ST + s));
+        }
+        I("fence.mbarrier_init.release.cluster");
+        ws_ptx_label(b, skip);
+    }
+    I("bar.sync 0");
+    I("shr.u32 %s, %s, 7", wg.n, tid.n);
+}
+
 /* the producer's slot s for its use u: waits until the consumers released its use u - 1
  * (not on the first round), then arms full[s] with a stage's bytes; *full, *sa, *sbb: the
  * barrier and the stage's A and B addresses */
@@ -533,21 +553,7 @@ static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     I("div.u32 %s, %s, %s", n0.n, cx.n, ntt.n);
     I("sub.u32 %s, %d, %s", lgnb.n, WS_HGEMM_LGBN, lgtb.n);
     I("shl.b32 %s, %s, %s", n0.n, n0.n, lgnb.n);
-    {
-        preg not0 = ws_ptx_reg(b, PTX_PRED);
-        plabel skip = ws_ptx_label_new(b, "init_done");
-        I("setp.ne.u32 %s, %s, 0", not0.n, tid.n);
-        I("@%s bra %s", not0.n, skip.n);
-        ws_ptx_comment(b, "full[s]: one arrival (the producer's, with the stage's bytes); empty[s]: 256 (every consumer)");
-        for (int s = 0; s < ST; s++) {
-            I("mbarrier.init.shared::cta.b64 [%s+%d], 1", bars.n, 8 * s);
-            I("mbarrier.init.shared::cta.b64 [%s+%d], 256", bars.n, 8 * (ST + s));
-        }
-        I("fence.mbarrier_init.release.cluster");
-        ws_ptx_label(b, skip);
-    }
-    I("bar.sync 0");
-    I("shr.u32 %s, %s, 7", wg.n, tid.n);
+    emit_ring_init(b, tid, bars, wg);
     {
         preg cons = ws_ptx_reg(b, PTX_PRED);
         plabel lc = ws_ptx_label_new(b, "consumer");
@@ -662,20 +668,7 @@ static void emit_main_wg(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     I("rem.u32 %s, %s, %d", k.n, sk.n, d->k);
     I("div.u32 %s, %s, %d", split.n, sk.n, d->k);
     I("mov.u32 %s, %d", lgtb.n, WS_HGEMM_LGBN);
-    {
-        preg not0 = ws_ptx_reg(b, PTX_PRED);
-        plabel skip = ws_ptx_label_new(b, "init_done");
-        I("setp.ne.u32 %s, %s, 0", not0.n, tid.n);
-        I("@%s bra %s", not0.n, skip.n);
-        for (int s = 0; s < ST; s++) {
-            I("mbarrier.init.shared::cta.b64 [%s+%d], 1", bars.n, 8 * s);
-            I("mbarrier.init.shared::cta.b64 [%s+%d], 256", bars.n, 8 * (ST + s));
-        }
-        I("fence.mbarrier_init.release.cluster");
-        ws_ptx_label(b, skip);
-    }
-    I("bar.sync 0");
-    I("shr.u32 %s, %s, 7", wg.n, tid.n);
+    emit_ring_init(b, tid, bars, wg);
     {
         preg cons = ws_ptx_reg(b, PTX_PRED);
         plabel lc = ws_ptx_label_new(b, "consumer");
