@@ -1468,7 +1468,7 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
     snprintf(sub, sizeof sub, "%s/hgemm", dir);
     cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
     const int cc[2] = {9, 0};
-    int n = 0, ncl = 0, staged = 0, partial = 0;
+    int n = 0, ncl = 0, staged = 0, partial = 0, small = 0;
     for (int m = 0; m < N_MMA_MATHS; m++)
         for (int i = 0; i < N_GCASES; i++) {
             ws_conv_desc d = desc_of(&gcases_gemm[i]);
@@ -1485,16 +1485,26 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
             char name[WS_HGEMM_NAME_MAX];
             ws_hgemm_name(&d, name);
             const int regs = dump_and_assemble(ptxas, sub, &d, cc, name, gcases_gemm[i].name, 2);
+            ws_hgemm_cfg q;
+            ws_hgemm_cfg_of(&d, &q);
+            const int kt = d.k * ((d.c_in + bkc - 1) / bkc);
+            cr_assert_eq(ws_hgemm_small(&d), kt <= WS_HGEMM_SMALL_KT, "%s", gcases_gemm[i].name);
+            cr_assert_eq(q.bn, ws_hgemm_small(&d) ? WS_HGEMM_BN_S : WS_HGEMM_BN);
+            /* two blocks of the small tile an SM: its registers within WS_HGEMM_MAXNREG_S */
+            cr_assert(regs <= q.maxnreg && q.minb * q.threads * q.maxnreg <= 65536, "%s: %d registers",
+                      gcases_gemm[i].name, regs);
+            small += ws_hgemm_small(&d);
             if (verbose())
-                fprintf(stderr, "gpu_conv_ptx hgemm %s %-36s: %d registers\n", mma_math_names[m],
-                        gcases_gemm[i].name, regs);
+                fprintf(stderr, "gpu_conv_ptx hgemm %s %-36s: %d registers, tile 128x%d\n", mma_math_names[m],
+                        gcases_gemm[i].name, regs, q.bn);
             n++;
             ncl += d.x_layout == WS_NCL;
             staged += ws_hgemm_staged(&d);
             partial += d.c_in % bkc != 0;
         }
-    cr_assert(WS_HGEMM == 0 || (n >= 15 && ncl >= 6 && staged >= 10 && partial >= 6),
-              "%d modules (%d NCL, %d staged, %d with a partial channel block)", n, ncl, staged, partial);
+    cr_assert(WS_HGEMM == 0 || (n >= 15 && ncl >= 6 && staged >= 10 && partial >= 6 && small >= 6 && n - small >= 2),
+              "%d modules (%d NCL, %d staged, %d with a partial channel block, %d on the small tile)", n, ncl,
+              staged, partial, small);
 }
 
 Test(gpu_conv_ptx, hopper_gemm_module_is_deterministic_and_has_no_atomics)
@@ -1507,14 +1517,19 @@ Test(gpu_conv_ptx, hopper_gemm_module_is_deterministic_and_has_no_atomics)
     cr_assert(a && b, "%s", e.msg);
     cr_assert_str_eq(a, b);
     char wins[80];
-    snprintf(wins, sizeof wins, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16", WS_HGEMM_BN);
+    ws_hgemm_cfg q;
+    ws_hgemm_cfg_of(&d, &q);
+    snprintf(wins, sizeof wins, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16", q.bn);
     cr_assert(strstr(a, ".target sm_90a") && strstr(a, "cp.async.bulk.tensor.3d") && strstr(a, wins) &&
-              strstr(a, "setmaxnreg.dec") && strstr(a, "_prep("), "the Hopper GEMM's instructions");
+              (strstr(a, "setmaxnreg.dec") == NULL) == ws_hgemm_small(&d) && strstr(a, "_prep("),
+              "the Hopper GEMM's instructions");
     cr_assert(!strstr(a, "atom."), "an atomic in the Hopper GEMM");
     free(a), free(b);
     d.math = WS_MATH_TF32;
     char *t = ws_hgemm_emit(&d, &e);
-    cr_assert(t && strstr(t, "m64n256k8.f32.tf32.tf32") && strstr(t, "cvt.rna.tf32.f32"), "%s", e.msg);
+    ws_hgemm_cfg_of(&d, &q);
+    snprintf(wins, sizeof wins, "m64n%dk8.f32.tf32.tf32", q.bn);
+    cr_assert(t && strstr(t, wins) && strstr(t, "cvt.rna.tf32.f32"), "%s", e.msg);
     free(t);
     d.math = WS_MATH_F32;
     cr_assert(!ws_hgemm_fits(&d, 9, 0) && !ws_hgemm_emit(&d, &e) && strstr(e.msg, "Hopper GEMM"), "%s", e.msg);

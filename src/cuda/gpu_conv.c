@@ -315,8 +315,9 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         if (ws_gpu_module(g, hname, ptx, &c->hgmod, err))
             goto fail;
         CU_TRY(cu, ModuleGetFunction(&c->hgfn, c->hgmod, hname), err);
-        CU_TRY(cu, FuncSetAttribute(c->hgfn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                    WS_HGEMM_SMEM), err);
+        ws_hgemm_cfg q;
+        ws_hgemm_cfg_of(d, &q);
+        CU_TRY(cu, FuncSetAttribute(c->hgfn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, q.smem), err);
         strcat(hname, "_prep");
         CU_TRY(cu, ModuleGetFunction(&c->hpfn, c->hgmod, hname), err);
     }
@@ -697,8 +698,10 @@ static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_ou
         (long long)t_out * d->stride > INT_MAX / 2)
         return 0;
     hg_call v;
+    ws_hgemm_cfg q;
+    ws_hgemm_cfg_of(d, &q);
     v.lgtb = ws_hgemm_lgtb(d, t_out);
-    const long long tb = 1LL << v.lgtb, nb = WS_HGEMM_BN / tb;
+    const long long tb = 1LL << v.lgtb, nb = q.bn / tb;
     const long long ntt = ((long long)t_out + tb - 1) / tb, nnt = ((long long)a->n + nb - 1) / nb;
     const long long gy = ((long long)d->c_out + WS_HGEMM_BM - 1) / WS_HGEMM_BM;
     if (ntt * nnt * gy > INT_MAX)
@@ -760,6 +763,8 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
                    : d->math == WS_MATH_F16 ? WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                             : WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
     const uint32_t tb = 1u << h->lgtb;
+    ws_hgemm_cfg q;
+    ws_hgemm_cfg_of(d, &q);
     wscu_tensor_map ta, tbm;
     {
         const uint64_t dim[3] = { C, (uint64_t)d->k, (uint64_t)d->c_out };
@@ -771,7 +776,7 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
     {
         const uint64_t dim[3] = { C, T, N };
         const uint64_t str[2] = { C * es, T * C * es };
-        const uint32_t box[3] = { bkc, tb * (uint32_t)d->stride, WS_HGEMM_BN / tb };
+        const uint32_t box[3] = { bkc, tb * (uint32_t)d->stride, (uint32_t)q.bn / tb };
         if (tmap3(cu, &tbm, dt, xb, dim, str, box, (uint32_t)d->stride, err))
             return -1;
     }
@@ -798,7 +803,7 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
         CU_TRY(cu, LaunchKernel(c->hpfn, (unsigned)((T + 31) / 32), (unsigned)((C + 63) / 64),
                                 (unsigned)N, WS_HPREP_THREADS, 1, 1, 0, st, p.v, NULL), err);
     }
-    CU_TRY(cu, LaunchKernel(c->hgfn, h->gx, 1, 1, WS_HGEMM_THREADS, 1, 1, WS_HGEMM_SMEM, st,
+    CU_TRY(cu, LaunchKernel(c->hgfn, h->gx, 1, 1, (unsigned)q.threads, 1, 1, (unsigned)q.smem, st,
                             k.v, NULL), err);
     c->hg_calls++;
     return 0;

@@ -16,22 +16,53 @@
 #include "ptx_params.h"
 
 #define I(...) ws_ptx_ins(b, __VA_ARGS__)
-#define ST WS_HGEMM_STAGES
-#define SB WS_HGEMM_STAGE_BYTES
+#define ST (q->st)
+#define SB (q->sb)
 #define A_BYTES (WS_HGEMM_BM * 128)
-#define BN WS_HGEMM_BN
-#define NACC (BN / 2) /* accumulators a consumer thread: 64 rows x BN / 128 threads */
+#define BN (q->bn)
+#define NACC_MAX (WS_HGEMM_BN / 2) /* accumulators a consumer thread: 64 rows x BN / 128 threads */
 #define YS_ROW (BN + 1) /* the epilogue's Ys row in floats: column reads and row reads hit 32 banks */
 #define PREP_TILE 32
 
-_Static_assert(A_BYTES + BN * 128 == SB && (1 << WS_HGEMM_LGBN) == BN && (BN == 128 || BN == 256),
+_Static_assert(A_BYTES + WS_HGEMM_BN * 128 == WS_HGEMM_STAGE_BYTES && (1 << WS_HGEMM_LGBN) == WS_HGEMM_BN &&
+               A_BYTES + WS_HGEMM_BN_S * 128 == WS_HGEMM_STAGE_BYTES_S && (1 << WS_HGEMM_LGBN_S) == WS_HGEMM_BN_S,
                "a stage is A then B, 128-byte rows");
-_Static_assert(WS_HGEMM_BM * YS_ROW * 4 + WS_HGEMM_BM * 4 <= ST * SB, "the epilogue's Ys and Bs fit in the stages");
+_Static_assert(WS_HGEMM_BM * (WS_HGEMM_BN + 1) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES * WS_HGEMM_STAGE_BYTES &&
+               WS_HGEMM_BM * (WS_HGEMM_BN_S + 1) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_S,
+               "the epilogue's Ys and Bs fit in the stages");
+_Static_assert(2 * WS_HGEMM_THREADS_S * WS_HGEMM_MAXNREG_S <= 65536 && 2 * (WS_HGEMM_SMEM_S + 1024) <= 228 * 1024,
+               "two blocks of the small tile fit an SM: the register file, shared memory");
+
+void ws_hgemm_cfg_large(ws_hgemm_cfg *q)
+{
+    *q = (ws_hgemm_cfg){ .bn = WS_HGEMM_BN, .lgbn = WS_HGEMM_LGBN, .st = WS_HGEMM_STAGES,
+                         .sb = WS_HGEMM_STAGE_BYTES, .smem = WS_HGEMM_SMEM, .minb = 1, .maxnreg = 168,
+                         .preg = 40, .creg = 232, .threads = WS_HGEMM_THREADS, .pwg = 0 };
+}
+
+int ws_hgemm_small(const ws_conv_desc *d)
+{
+    const int bk = ws_hgemm_bkc(d);
+    return (long long)d->k * ((d->c_in + bk - 1) / bk) <= WS_HGEMM_SMALL_KT;
+}
+
+void ws_hgemm_cfg_of(const ws_conv_desc *d, ws_hgemm_cfg *q)
+{
+    if (!ws_hgemm_small(d)) {
+        ws_hgemm_cfg_large(q);
+        return;
+    }
+    *q = (ws_hgemm_cfg){ .bn = WS_HGEMM_BN_S, .lgbn = WS_HGEMM_LGBN_S, .st = WS_HGEMM_STAGES_S,
+                         .sb = WS_HGEMM_STAGE_BYTES_S, .smem = WS_HGEMM_SMEM_S, .minb = 2,
+                         .maxnreg = WS_HGEMM_MAXNREG_S, .preg = 0, .creg = 0,
+                         .threads = WS_HGEMM_THREADS_S, .pwg = 2 };
+}
 
 int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
 {
     /* short sums and narrow outputs stay on the gemm kernel of ptx_gemm.h (H100, bf16:
-     * Jukebox's C64 K3, 3 stages of a half-empty tile, 240 us against its 165) */
+     * Jukebox's C64 K3, 3 stages of a half-empty tile: 240 us on the large tile, 188 on the
+     * small one, against its 165) */
     const long long kt = (long long)d->k * ((d->c_in + ws_hgemm_bkc(d) - 1) / ws_hgemm_bkc(d));
     /* ws_gemm_mma: the plan packs the tensor-core weights this kernel reads */
     return WS_HGEMM && cc_major == 9 && cc_minor == 0 && ws_gemm_mma(d) &&
@@ -70,7 +101,9 @@ int ws_hgemm_staged(const ws_conv_desc *d)
 
 int ws_hgemm_lgtb(const ws_conv_desc *d, int t_out)
 {
-    int lg = WS_HGEMM_LGBN;
+    ws_hgemm_cfg q;
+    ws_hgemm_cfg_of(d, &q);
+    int lg = q.lgbn;
     while (lg > 3 && (1 << (lg - 1)) >= t_out)
         lg--;
     while ((1 << lg) * d->stride > 256)
@@ -113,7 +146,8 @@ static void emit_desc(ptx_buf *b, preg desc, preg addr)
 
 /* the ring's next stage: s = (s + 1) % ST, u += (s wrapped), it += 1; back to top while
  * it < KT (the producer's and the consumers' loops step alike); wrap a scratch predicate */
-static void emit_ring_next(ptx_buf *b, preg wrap, preg s, preg u, preg it, const char *KT, plabel top)
+static void emit_ring_next(ptx_buf *b, const ws_hgemm_cfg *q, preg wrap, preg s, preg u, preg it, const char *KT,
+                           plabel top)
 {
     preg more = ws_ptx_reg(b, PTX_PRED);
     I("add.u32 %s, %s, 1", s.n, s.n);
@@ -126,12 +160,12 @@ static void emit_ring_next(ptx_buf *b, preg wrap, preg s, preg u, preg it, const
 }
 
 /* the ring's mbarriers initialised by thread 0, the block synchronised, wg = tid / 128 */
-static void emit_ring_init(ptx_buf *b, preg tid, preg bars, preg wg)
+static void emit_ring_init(ptx_buf *b, const ws_hgemm_cfg *q, preg tid, preg bars, preg wg)
 {
     {
         preg not0 = ws_ptx_reg(b, PTX_PRED);
         plabel skip = ws_ptx_label_new(b, "init_done");
-        I("setp.ne.u32 %s, %s, 0", not0.n, tid.n);
+        I("setp.ne.u32 %s, %s, %d", not0.n, tid.n, 128 * q->pwg);
         I("@%s bra %s", not0.n, skip.n);
         ws_ptx_comment(b, "full[s]: one arrival (the producer's, with the stage's bytes); empty[s]: 256 (every consumer)");
         for (int s = 0; s < ST; s++) {
@@ -148,7 +182,7 @@ static void emit_ring_init(ptx_buf *b, preg tid, preg bars, preg wg)
 /* the producer's slot s for its use u: waits until the consumers released its use u - 1
  * (not on the first round), then arms full[s] with a stage's bytes; *full, *sa, *sbb: the
  * barrier and the stage's A and B addresses */
-static void emit_slot(ptx_buf *b, preg s, preg u, preg bars, preg sbase, plabel nowait, preg *fullp,
+static void emit_slot(ptx_buf *b, const ws_hgemm_cfg *q, preg s, preg u, preg bars, preg sbase, plabel nowait, preg *fullp,
                       preg *sap, preg *sbbp)
 {
     preg full = ws_ptx_reg(b, PTX_B32), empty = ws_ptx_reg(b, PTX_B32), first = ws_ptx_reg(b, PTX_PRED);
@@ -169,15 +203,16 @@ static void emit_slot(ptx_buf *b, preg s, preg u, preg bars, preg sbase, plabel 
 }
 
 /* the producer: thread 0 of warpgroup 0 fills the ring, KT stages */
-static void emit_producer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg sbase, preg bars,
+static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase, preg bars,
                           preg o0, preg t0, preg n0, int KT)
 {
     const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
     plabel out = ws_ptx_label_new(b, "producer_done");
     preg not0 = ws_ptx_reg(b, PTX_PRED);
     ws_ptx_section(b, "producer (warpgroup 0): thread 0 issues every copy");
-    I("setmaxnreg.dec.sync.aligned.u32 40");
-    I("setp.ne.u32 %s, %s, 0", not0.n, tid.n);
+    if (q->preg)
+        I("setmaxnreg.dec.sync.aligned.u32 %d", q->preg);
+    I("setp.ne.u32 %s, %s, %d", not0.n, tid.n, 128 * q->pwg);
     I("@%s bra %s", not0.n, out.n);
     preg ta = ws_ptx_reg(b, PTX_B64), tb = ws_ptx_reg(b, PTX_B64);
     ws_ptx_param_tmap(b, ta, pt, WS_HG_TA);
@@ -195,7 +230,7 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg sbas
     plabel top = ws_ptx_label_new(b, "pstage"), nowait = ws_ptx_label_new(b, "pfirst");
     ws_ptx_label(b, top);
     preg full, sa, sbb;
-    emit_slot(b, s, u, bars, sbase, nowait, &full, &sa, &sbb);
+    emit_slot(b, q, s, u, bars, sbase, nowait, &full, &sa, &sbb);
     I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
       sa.n, ta.n, c0.n, k.n, o0.n, full.n);
     I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
@@ -209,7 +244,7 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg sbas
     I("@%s add.s32 %s, %s, %d", wrap.n, tk.n, tk.n, d->dilation);
     char kt[16];
     snprintf(kt, sizeof kt, "%d", KT);
-    emit_ring_next(b, wrap, s, u, it, kt, top);
+    emit_ring_next(b, q, wrap, s, u, it, kt, top);
     ws_ptx_label(b, out);
     I("ret");
 }
@@ -237,6 +272,13 @@ static void emit_elem(ptx_buf *b, const ws_conv_desc *d, preg v, preg bias, preg
                       preg off, preg ybase, int ys)
 {
     preg ya = ws_ptx_reg(b, PTX_B64), av = r;
+    if (!p.n[0]) { /* no add */
+        const ws_ptx_epi ep = {
+            .act = d->act, .y_type = d->y_type, .n = 1, .v = &v, .bias = &bias, .in = in,
+            .y = {.at = ya, .index = off, .base = ybase, .scale = ys}};
+        ws_ptx_epi_emit(b, &ep);
+        return;
+    }
     if (d->y_type == WS_F16) {
         av = ws_ptx_reg(b, PTX_F32);
         I("cvt.f32.f16 %s, %s", av.n, r.n);
@@ -254,13 +296,26 @@ static void emit_elem(ptx_buf *b, const ws_conv_desc *d, preg v, preg bias, preg
     ws_ptx_epi_emit(b, &ep);
 }
 
+/* the epilogue's two variants, with the add (va 1, first) and without: before the first,
+ * to the second unless the call has an add; before the second, the first's end */
+static void emit_add_variant(ptx_buf *b, int va, preg hasa, plabel noadd, plabel done)
+{
+    if (va) {
+        ws_ptx_comment(b, "without an add: the variant below, with no add reads");
+        I("@!%s bra %s", hasa.n, noadd.n);
+    } else {
+        I("bra %s", done.n);
+        ws_ptx_label(b, noadd);
+    }
+}
+
 #define EG 16 /* epilogue elements whose reads are issued together */
 
 /* the consumers: the ring into 64 accumulators, then the epilogue through shared memory.
  * wg_ed: the weight gradient's kernel (its epilogue's descriptor: rows C_out, positions
  * C_in, float32 NCL, no bias, act or add; KT its p_kts), else NULL (the forward: d's
  * epilogue, KT stages) */
-static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, preg sbase,
+static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg wg, preg sbase,
                           preg bars, preg o0, preg t0, preg n0, preg lgtb, int KT,
                           const ws_conv_desc *wg_ed)
 {
@@ -269,17 +324,19 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
     char ktop[16];
     snprintf(ktop, sizeof ktop, "%d", KT);
     ws_ptx_section(b, "consumers (warpgroups 1, 2): g = warpgroup - 1 owns rows 64g.., all BN positions");
-    I("setmaxnreg.inc.sync.aligned.u32 232");
+    if (q->creg)
+        I("setmaxnreg.inc.sync.aligned.u32 %d", q->creg);
     preg g = ws_ptx_reg(b, PTX_B32), aoff = ws_ptx_reg(b, PTX_B32), one = ws_ptx_reg(b, PTX_PRED);
-    I("sub.u32 %s, %s, 1", g.n, wg.n);
+    I("sub.u32 %s, %s, %d", g.n, wg.n, q->pwg ? 0 : 1);
     I("mad.lo.u32 %s, %s, %d, %s", aoff.n, g.n, 64 * 128, sbase.n);
     I("setp.eq.u32 %s, 1, 1", one.n);
-    preg acc[NACC];
+    const int NACC = BN / 2;
+    preg acc[NACC_MAX];
     for (int i = 0; i < NACC; i++) {
         acc[i] = ws_ptx_reg(b, PTX_F32);
         I("mov.f32 %s, 0f00000000", acc[i].n);
     }
-    char regs[NACC * 8 + 8];
+    char regs[NACC_MAX * 8 + 8];
     int o = 0;
     for (int i = 0; i < NACC; i++)
         o += snprintf(regs + o, sizeof regs - (size_t)o, "%s%s", i ? ", " : "", acc[i].n);
@@ -299,6 +356,15 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
         ws_ptx_comment(b, "%d stages: tap k, channels c0..c0+63", KT);
     }
     plabel top = ws_ptx_label_new(b, "cstage"), norel = ws_ptx_label_new(b, "norelease");
+    const int tail = d->c_out % 128, skip = !wg_ed && tail && tail <= 64; /* the last row tile's rows 64.. */
+    preg idle = {""};
+    if (skip) {
+        preg r0 = ws_ptx_reg(b, PTX_B32);
+        idle = ws_ptx_reg(b, PTX_PRED);
+        ws_ptx_comment(b, "idle: rows 64g.. of this tile are past C_out (the stages are still waited and released)");
+        I("mad.lo.u32 %s, %s, 64, %s", r0.n, g.n, o0.n);
+        I("setp.ge.u32 %s, %s, %d", idle.n, r0.n, d->c_out);
+    }
     ws_ptx_label(b, top);
     {
         preg full = ws_ptx_reg(b, PTX_B32), par = ws_ptx_reg(b, PTX_B32);
@@ -310,6 +376,11 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
         I("mad.lo.u32 %s, %s, %d, %s", sa.n, s.n, SB, aoff.n);
         I("mad.lo.u32 %s, %s, %d, %s", sbb.n, s.n, SB, sbase.n);
         I("add.u32 %s, %s, %d", sbb.n, sbb.n, A_BYTES);
+        plabel nomma = {""};
+        if (skip) {
+            nomma = ws_ptx_label_new(b, "nomma");
+            I("@%s bra %s", idle.n, nomma.n);
+        }
         I("wgmma.fence.sync.aligned");
         for (int ks = 0; ks < 4; ks++) {
             preg ak = ws_ptx_reg(b, PTX_B32), bk = ws_ptx_reg(b, PTX_B32);
@@ -325,6 +396,8 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
                   regs, da.n, db.n, one.n);
         }
         I("wgmma.commit_group.sync.aligned");
+        if (skip)
+            ws_ptx_label(b, nomma);
         ws_ptx_comment(b, "the group before is done: release its slot");
         I("wgmma.wait_group.sync.aligned 1");
         preg isfirst = ws_ptx_reg(b, PTX_PRED), empty = ws_ptx_reg(b, PTX_B32);
@@ -336,7 +409,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
         ws_ptx_label(b, norel);
         preg wrap = ws_ptx_reg(b, PTX_PRED);
         I("mov.u32 %s, %s", prev.n, s.n);
-        emit_ring_next(b, wrap, s, u, it, ktop, top);
+        emit_ring_next(b, q, wrap, s, u, it, ktop, top);
     }
     I("wgmma.wait_group.sync.aligned 0");
     if (wg_ed)
@@ -372,7 +445,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
     preg tmp = ws_ptx_reg(b, PTX_B32), wa = ws_ptx_reg(b, PTX_B32), c = ws_ptx_reg(b, PTX_B32);
     preg bs = ws_ptx_reg(b, PTX_B32);
     I("add.u32 %s, %s, %d", bs.n, sbase.n, WS_HGEMM_BM * YS_ROW * 4);
-    I("sub.u32 %s, %s, 128", c.n, tid.n);
+    I("sub.u32 %s, %s, %d", c.n, tid.n, q->pwg ? 0 : 128);
     I("bar.sync 1, 256");
     {
         ws_ptx_comment(b, "Bs[c] = b[o0 + c] (0 past C_out or without bias), c < 128");
@@ -412,13 +485,13 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
     I("sub.u32 %s, %s, 1", tbm.n, tbm.n);
     const int ncl = d->y_layout == WS_NCL, PSTEP = 256 / BN; /* NCL: a thread's rows step */
     if (ncl) { /* position col = c % BN, rows half + PSTEP*m */
-        I("shr.u32 %s, %s, %d", half.n, c.n, WS_HGEMM_LGBN);
+        I("shr.u32 %s, %s, %d", half.n, c.n, q->lgbn);
         I("and.b32 %s, %s, %d", col.n, c.n, BN - 1);
     } else {   /* row col = c % 128, positions half + 2m */
         I("shr.u32 %s, %s, 7", half.n, c.n);
         I("and.b32 %s, %s, 127", col.n, c.n);
     }
-    plabel done = ws_ptx_label_new(b, "epi_done");
+    plabel done = ws_ptx_label_new(b, "epi_done"), noadd = ws_ptx_label_new(b, "epi_noadd");
     if (ncl) {
         ws_ptx_comment(b, "NCL y: position i = c %% %d (n, t once), rows c/%d + %dm; no branch per element", BN, BN,
                        PSTEP);
@@ -447,6 +520,8 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
         I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sbase.n);
         I("mad.lo.u32 %s, %s, 4, %s", rb.n, half.n, bs.n);
         I("add.u32 %s, %s, %s", orow.n, o0.n, half.n);
+        for (int va = 1; va >= 0; va--) {
+        emit_add_variant(b, va, hasa, noadd, done);
         for (int m0 = 0; m0 < 128 / PSTEP; m0 += EG) {
             preg ook[EG], v[EG], bias[EG], off[EG], p[EG], r[EG];
             ws_ptx_comment(b, "rows c/%d + %d(%d..%d): reads first, then the outputs", BN, PSTEP, m0, m0 + EG - 1);
@@ -460,11 +535,16 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
                 I("ld.shared.f32 %s, [%s+%d]", v[m].n, ra.n, PSTEP * (m0 + m) * YS_ROW * 4);
                 I("ld.shared.f32 %s, [%s+%d]", bias[m].n, rb.n, PSTEP * (m0 + m) * 4);
                 I("mul.wide.u32 %s, %s, %s", off[m].n, oo.n, tout.n);
-                I("and.pred %s, %s, %s", p[m].n, ook[m].n, hasa.n);
-                emit_add_read(b, d, r[m], p[m], off[m], abase, ys);
+                if (va) {
+                    I("and.pred %s, %s, %s", p[m].n, ook[m].n, hasa.n);
+                    emit_add_read(b, d, r[m], p[m], off[m], abase, ys);
+                } else {
+                    p[m] = (preg){""};
+                }
             }
             for (int m = 0; m < EG; m++)
                 emit_elem(b, d, v[m], bias[m], p[m], r[m], ook[m], off[m], ybase, ys);
+        }
         }
     } else {
         ws_ptx_comment(b, "NLC y: row c %% 128 (o, b[o] once), positions c/128 + 2m; no branch per element");
@@ -478,6 +558,8 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
         I("cvt.u64.u32 %s, %s", off.n, oo.n);
         I("mad.lo.u32 %s, %s, %d, %s", ra.n, col.n, YS_ROW, half.n);
         I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sbase.n);
+        for (int va = 1; va >= 0; va--) {
+        emit_add_variant(b, va, hasa, noadd, done);
         for (int m0 = 0; m0 < BN / 2; m0 += EG) {
             preg ok[EG], v[EG], ybase[EG], p[EG], r[EG];
             ws_ptx_comment(b, "positions c/128 + 2(%d..%d): reads first, then the outputs", m0, m0 + EG - 1);
@@ -501,15 +583,20 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
                 I("mad.wide.u32 %s, %s, %s, %s", pos.n, n.n, tout.n, t64.n);
                 I("mul.lo.u64 %s, %s, %lld", ybase[m].n, pos.n, (long long)d->c_out * ys);
                 I("add.u64 %s, %s, %s", ybase[m].n, ybase[m].n, py.n);
-                I("and.pred %s, %s, %s", p[m].n, ok[m].n, hasa.n);
-                I("cvt.u64.u32 %s, %s", n64.n, n.n);
-                I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, abs.n);
-                I("mad.lo.u64 %s, %s, %d, %s", abase.n, t64.n, d->c_out, abase.n);
-                I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, ys, pa.n);
-                emit_add_read(b, d, r[m], p[m], off, abase, ys);
+                if (va) {
+                    I("and.pred %s, %s, %s", p[m].n, ok[m].n, hasa.n);
+                    I("cvt.u64.u32 %s, %s", n64.n, n.n);
+                    I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, abs.n);
+                    I("mad.lo.u64 %s, %s, %d, %s", abase.n, t64.n, d->c_out, abase.n);
+                    I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, ys, pa.n);
+                    emit_add_read(b, d, r[m], p[m], off, abase, ys);
+                } else {
+                    p[m] = (preg){""};
+                }
             }
             for (int m = 0; m < EG; m++)
                 emit_elem(b, d, v[m], bias, p[m], r[m], ok[m], off, ybase[m], ys);
+        }
         }
     }
     ws_ptx_label(b, done);
@@ -518,6 +605,9 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, preg tid, preg wg, 
 
 static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name)
 {
+    ws_hgemm_cfg qc;
+    ws_hgemm_cfg_of(d, &qc);
+    const ws_hgemm_cfg *q = &qc;
     ptx_buf kb;
     ws_ptx_init(&kb);
     ptx_buf *b = &kb;
@@ -551,25 +641,25 @@ static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     I("rem.u32 %s, %s, %s", t0.n, cx.n, ntt.n);
     I("shl.b32 %s, %s, %s", t0.n, t0.n, lgtb.n);
     I("div.u32 %s, %s, %s", n0.n, cx.n, ntt.n);
-    I("sub.u32 %s, %d, %s", lgnb.n, WS_HGEMM_LGBN, lgtb.n);
+    I("sub.u32 %s, %d, %s", lgnb.n, q->lgbn, lgtb.n);
     I("shl.b32 %s, %s, %s", n0.n, n0.n, lgnb.n);
-    emit_ring_init(b, tid, bars, wg);
+    emit_ring_init(b, q, tid, bars, wg);
     {
         preg cons = ws_ptx_reg(b, PTX_PRED);
         plabel lc = ws_ptx_label_new(b, "consumer");
-        I("setp.ne.u32 %s, %s, 0", cons.n, wg.n);
+        I("setp.ne.u32 %s, %s, %d", cons.n, wg.n, q->pwg);
         I("@%s bra %s", cons.n, lc.n);
-        emit_producer(b, d, tid, sbase, bars, o0, t0, n0, KT);
+        emit_producer(b, d, q, tid, sbase, bars, o0, t0, n0, KT);
         ws_ptx_label(b, lc);
-        emit_consumer(b, d, tid, wg, sbase, bars, o0, t0, n0, lgtb, KT, NULL);
+        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, t0, n0, lgtb, KT, NULL);
     }
-    ws_ptx_kernel_end_params(&kb, mod, name, pt, WS_HGEMM_THREADS, 1, 168);
+    ws_ptx_kernel_end_params(&kb, mod, name, pt, q->threads, q->minb, q->maxnreg);
 }
 
 /* the weight gradient's producer: thread 0 of warpgroup 0 fills the ring with p_kts stages of
  * the split's (n, t) range: A = G (T_out, C_out, N) box (BK, 128, 1) at (t, o0, n), B = Xs
  * (Tq, S*C_in, N) box (BK, 256, 1) at (t + qk, rk*C_in + j0, n), D*k - P_L = S*qk + rk */
-static void emit_producer_wg(ptx_buf *b, const ws_conv_desc *d, preg tid, preg sbase, preg bars,
+static void emit_producer_wg(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase, preg bars,
                              preg o0, preg j0, preg k, preg split)
 {
     const ws_params *pt = ws_params_of(WS_PARAMS_HWG);
@@ -577,8 +667,9 @@ static void emit_producer_wg(ptx_buf *b, const ws_conv_desc *d, preg tid, preg s
     plabel out = ws_ptx_label_new(b, "producer_done");
     preg not0 = ws_ptx_reg(b, PTX_PRED);
     ws_ptx_section(b, "producer (warpgroup 0): thread 0 issues every copy");
-    I("setmaxnreg.dec.sync.aligned.u32 40");
-    I("setp.ne.u32 %s, %s, 0", not0.n, tid.n);
+    if (q->preg)
+        I("setmaxnreg.dec.sync.aligned.u32 %d", q->preg);
+    I("setp.ne.u32 %s, %s, %d", not0.n, tid.n, 128 * q->pwg);
     I("@%s bra %s", not0.n, out.n);
     preg ta = ws_ptx_reg(b, PTX_B64), tb = ws_ptx_reg(b, PTX_B64);
     ws_ptx_param_tmap(b, ta, pt, WS_HW_TA);
@@ -615,7 +706,7 @@ static void emit_producer_wg(ptx_buf *b, const ws_conv_desc *d, preg tid, preg s
     plabel top = ws_ptx_label_new(b, "pstage"), nowait = ws_ptx_label_new(b, "pfirst");
     ws_ptx_label(b, top);
     preg full, sa, sbb;
-    emit_slot(b, s, u, bars, sbase, nowait, &full, &sa, &sbb);
+    emit_slot(b, q, s, u, bars, sbase, nowait, &full, &sa, &sbb);
     I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
       sa.n, ta.n, ta_t.n, o0.n, n.n, full.n);
     I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
@@ -630,7 +721,7 @@ static void emit_producer_wg(ptx_buf *b, const ws_conv_desc *d, preg tid, preg s
     I("@%s mov.u32 %s, 0", wrap.n, ta_t.n);
     I("@%s mov.u32 %s, %s", wrap.n, tb_t.n, qk.n);
     I("@%s add.u32 %s, %s, 1", wrap.n, n.n, n.n);
-    emit_ring_next(b, wrap, s, u, it, kts.n, top);
+    emit_ring_next(b, q, wrap, s, u, it, kts.n, top);
     ws_ptx_label(b, out);
     I("ret");
 }
@@ -639,6 +730,9 @@ static void emit_producer_wg(ptx_buf *b, const ws_conv_desc *d, preg tid, preg s
  * ((split*K + k)*jt + j0/256)*rows + o0/128 */
 static void emit_main_wg(ptx_buf *mod, const ws_conv_desc *d, const char *name)
 {
+    ws_hgemm_cfg qc;
+    ws_hgemm_cfg_large(&qc);
+    const ws_hgemm_cfg *q = &qc;
     ptx_buf kb;
     ws_ptx_init(&kb);
     ptx_buf *b = &kb;
@@ -668,17 +762,17 @@ static void emit_main_wg(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     I("rem.u32 %s, %s, %d", k.n, sk.n, d->k);
     I("div.u32 %s, %s, %d", split.n, sk.n, d->k);
     I("mov.u32 %s, %d", lgtb.n, WS_HGEMM_LGBN);
-    emit_ring_init(b, tid, bars, wg);
+    emit_ring_init(b, q, tid, bars, wg);
     {
         preg cons = ws_ptx_reg(b, PTX_PRED);
         plabel lc = ws_ptx_label_new(b, "consumer");
         I("setp.ne.u32 %s, %s, 0", cons.n, wg.n);
         I("@%s bra %s", cons.n, lc.n);
-        emit_producer_wg(b, d, tid, sbase, bars, o0, j0, k, split);
+        emit_producer_wg(b, d, q, tid, sbase, bars, o0, j0, k, split);
         ws_ptx_label(b, lc);
-        emit_consumer(b, d, tid, wg, sbase, bars, o0, j0, sk, lgtb, 0, &ed);
+        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, j0, sk, lgtb, 0, &ed);
     }
-    ws_ptx_kernel_end_params(&kb, mod, name, ws_params_of(WS_PARAMS_HWG), WS_HGEMM_THREADS, 1, 168);
+    ws_ptx_kernel_end_params(&kb, mod, name, ws_params_of(WS_PARAMS_HWG), q->threads, q->minb, q->maxnreg);
 }
 
 /* the staging kernel: X[n][t][j] = round(pre(x[n, j, t])) in the math type. A block: 32

@@ -13,9 +13,19 @@
  *   W is ws_gemm_mma_weights' k-major [C_out][K][C_in] (so C_in % 16 == 0 and
  *   ws_gemm_mma_kmajor hold), rounded to the math type.
  *
- * TILES: a block computes BM = 128 output channels o0.. x BN = 256 positions: NB = 256 / TB
- *   items n0.. times TB consecutive outputs t0.. (TB = 2^lgtb, 8..256, chosen per call by
- *   ws_hgemm_lgtb: the smallest power of two >= T_out, at most 256 and at most 256 / S).
+ * TILES: a block computes BM = 128 output channels o0.. x BN positions: NB = BN / TB items
+ *   n0.. times TB consecutive outputs t0.. (TB = 2^lgtb, 8..BN, chosen per call by
+ *   ws_hgemm_lgtb: the smallest power of two >= T_out, at most BN and at most 256 / S).
+ *   Two tiles (ws_hgemm_cfg_of), by the sum's stages KT below:
+ *     large (KT > WS_HGEMM_SMALL_KT): BN = 256, 4 stages of 48 KiB, one block an SM;
+ *     small (KT <= WS_HGEMM_SMALL_KT): BN = 128, 3 stages of 32 KiB, 288 threads, two blocks
+ *       an SM, so that one block's epilogue runs beside the other's products. H100, bf16, us
+ *       per call, small / large: the tiny stem's conv1 (KT 6, bias + exact GELU) 283 / 339,
+ *       its conv2 (KT 18) 326 / 347; large-v3's conv1 (KT 6) 857 / 1042; the ResConv1D
+ *       block's K1 conv (KT 8) 30.8 / 33.7; wav2vec2's K2 S2 convs (KT 16) 39.3 / 46.4 and
+ *       26.7 / 34.5; its K3 S2 convs and the dilated K3 D9 conv (KT 24) within 3 % either
+ *       way; large-v3's conv2 (KT 60) 2194 / 1862, the tiny stem's conv2 in TF32 (KT 36)
+ *       610 / 598, DAC's K16 (KT 128) 241 / 219: the large tile from 25 stages on.
  *   ctaid.x = ((n0 / NB) * ntt + t0 / TB) * rows + o0 / 128, ntt = ceil(T_out / TB), rows =
  *   ceil(C_out / 128): the row tiles of one position tile are neighbours in launch order, so
  *   they run together and its x comes from memory once (H100, wav2vec2's 512 -> 512 K3 S2
@@ -30,36 +40,44 @@
  *        (64, TB * S, NB), element strides (1, S, 1), at (c0, S*t0 + D*k - P_L, n0).
  *   Out-of-range elements (channels past C_in, times outside [0, T_in), items past N,
  *   rows past C_out) are filled with zeros by the copy engine.
- * THREADS (384): warpgroup 0 is the producer (setmaxnreg 40; thread 0 alone issues the
- *   copies): for stage use u of slot s it waits empty[s] (phase u - 1, after the first
+ * THREADS (large: 384; small: 288): warpgroup 0 is the producer (setmaxnreg 40; thread 0
+ *   alone issues the copies; small: warp 8, thread 256, and no setmaxnreg, 112 registers a
+ *   thread so that two blocks fit the register file): for stage use u of slot s it waits empty[s] (phase u - 1, after the first
  *   round), arms full[s] with the stage's 48 KiB (mbarrier.arrive.expect_tx) and issues
  *   the two copies, which complete on full[s]. Warpgroups 1 and 2 are consumers
- *   (setmaxnreg 232): g = warpgroup - 1 owns rows 64g.. of the tile and all 256 positions
- *   (128 float32 accumulators a thread); per stage it waits full[s], issues four
- *   wgmma.mma_async m64n256k16 (A and B from shared memory through K-major descriptors with
+ *   (setmaxnreg 232; small: warpgroups 0 and 1): g owns rows 64g.. of the tile and all BN
+ *   positions (BN / 2 float32 accumulators a thread); per stage it waits full[s], issues four
+ *   wgmma.mma_async m64nBNk16 (A and B from shared memory through K-major descriptors with
  *   the 128-byte swizzle, stride byte offset 1024, a k16 step 32 bytes further), commits,
  *   waits for the group before (wgmma.wait_group 1) and releases that group's slot:
- *   every consumer thread arrives on its empty[] (count 256).
+ *   every consumer thread arrives on its empty[] (count 256). A consumer whose 64 rows are
+ *   all past C_out (the last row tile where C_out % 128 <= 64) waits and releases the stages
+ *   but issues no products.
  * EPILOGUE (consumers, named barrier 1 of 256 threads): the accumulators go to shared
- *   memory as Ys[128][257] float32 and the bias as Bs[128] (the stages' memory: every copy
+ *   memory as Ys[128][BN + 1] float32 and the bias as Bs[128] (the stages' memory: every copy
  *   has been consumed), then NCL y: thread c = tid - 128 takes position i = c and rows m;
  *   NLC y: row c % 128 and positions c / 128 + 2m; each element + b[o], act, + add, stored
  *   in y_type (ptx_epi.h), without branches, in groups of 16 whose reads (Ys, Bs, add) are
  *   issued before any of their stores (a store may alias a later add read, so the reads of
  *   an element after a store wait for it: one element at a time, the K1 add of the ResConv1D
- *   block took 75 us, in groups 34 us). add[n, o, t] is read at add + n*add_bs + (o*T_out + t) (NCL y)
+ *   block took 75 us, in groups 34 us). The loops are emitted twice, with and without the
+ *   add, and a call without one branches once to the second (no add reads and no add
+ *   address arithmetic: 31 instructions an element of the tiny stem's conv1 instead of 41). add[n, o, t] is read at add + n*add_bs + (o*T_out + t) (NCL y)
  *   or (t*C_out + o) (NLC y), as every forward kernel reads it.
- * Dynamic shared memory WS_HGEMM_SMEM (1 KiB of alignment slack, the stages, 2 *
- *   WS_HGEMM_STAGES mbarriers); .maxnreg 168 (384 threads x 168 registers fit the file
- *   before the producer gives its registers to the consumers).
+ * Dynamic shared memory WS_HGEMM_SMEM, small WS_HGEMM_SMEM_S (1 KiB of alignment slack, the
+ *   stages, 2 * stages mbarriers); .maxnreg 168 (384 threads x 168 registers fit the file
+ *   before the producer gives its registers to the consumers), small 112 with .minnctapersm 2.
  * Parameters: WS_PARAMS_HGEMM (.tmap p_ta, p_tb; .u64 p_b, p_add, p_y; .u32 p_n, p_t_out,
  *   p_ntt, p_lgtb; .u64 p_add_bs); the staging kernel WS_PARAMS_HPREP (.u64 p_x, p_xp;
  *   .u32 p_n, p_t_in), grid (ceil(T_in / 32), ceil(C_in / 64), N), WS_HPREP_THREADS.
- * Speed (H100, bench-conv_gpu, us per call; the kernels of ptx_gemm.h before, same call): bf16
- *   NCL dilated K3 D9 N256 C512 T32 36.4 (67.1), the ResConv1D block's two calls 72.0
- *   (109.8), wav2vec2's 7 calls 1671 (3031), DAC C512->1024 K16 S8 218.9 (1163); tf32 59.9,
- *   109.4, 2646, 423 (114.8, 196.6, 5232, 2851). Tensor pipe (ncu): 59.6 % on the dilated row
- *   (one wave of 128 tiles: the prologue and epilogue are not hidden), 89 % on DAC's.
+ * Speed (H100, bench-conv_gpu, us per call, NCL / NLC, 2026-11-27): bf16 dilated K3 D9 N256
+ *   C512 T32 34.3 / 28.8, the ResConv1D block's two calls 68.2 / 60.2, wav2vec2's 7 calls
+ *   1580 / 1281, DAC C512->1024 K16 S8 218.2 / 179.6, the tiny stem's two convs over 64
+ *   windows 561.9 / 478.3, large-v3's 2590 / 2358; tf32 NCL 61.7, 107.4, 2597, 425.6 (the
+ *   kernels of ptx_gemm.h: bf16 67.1, 109.8, 3031, 1163). Tensor pipe (ncu): 62 % on the
+ *   dilated row NLC, 89 % on DAC's; 24-27 % on the tiny stem's conv1, whose sum is 6 stages
+ *   (80 channels: the second 64-channel block of each tap is 3/4 zeros) and whose exact GELU
+ *   epilogue is most of its instructions.
  * Tested by tests/test_ptx.c (ptxas sm_90a, parameter tables), tests/test_ptx_golden.c (the
  *   modules' hashes) and tests/test_gpu_conv.c (on an H100 against the CPU engine, every
  *   math, two runs the same bits, misaligned x staged, weights per call).
@@ -83,8 +101,35 @@
  * the Hopper GEMM takes them */
 #define WS_HGEMM_KMAJOR_NCL 1
 #define WS_HGEMM_MIN_STAGES 6 /* the fewest stages (K * ceil(C_in / 64)) it takes */
+/* THE SMALL TILE: BM = 128 x BN = 128 positions, 3 stages of 32 KiB, two blocks an SM (one's
+ * epilogue runs beside the other's products), for sums of at most WS_HGEMM_SMALL_KT stages */
+#define WS_HGEMM_BN_S 128
+#define WS_HGEMM_LGBN_S 7
+#define WS_HGEMM_STAGES_S 3
+#define WS_HGEMM_STAGE_BYTES_S (WS_HGEMM_BM * 128 + WS_HGEMM_BN_S * 128)
+#define WS_HGEMM_SMEM_S (1024 + WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_S + 2 * WS_HGEMM_STAGES_S * 8)
+/* 288 threads: warpgroups 0 and 1 consume, warp 8 produces (no setmaxnreg); 2 x 288 x 112
+ * registers fit the file */
+#define WS_HGEMM_THREADS_S 288
+#define WS_HGEMM_MAXNREG_S 112
+#ifndef WS_HGEMM_SMALL_KT
+#define WS_HGEMM_SMALL_KT 24
+#endif
 #define WS_HPREP_THREADS 256
 #define WS_HGEMM_NAME_MAX 160
+
+/* a kernel's tile: positions (bn = 2^lgbn), stages of sb bytes, dynamic shared memory, blocks
+ * an SM (minb), registers at launch (maxnreg) and after setmaxnreg (preg: the producer,
+ * creg: the consumers; 0: no setmaxnreg) */
+typedef struct {
+    int bn, lgbn, st, sb, smem, minb, maxnreg, preg, creg;
+    int threads, pwg; /* threads a block; the producer's warpgroup (the consumers' are the others) */
+} ws_hgemm_cfg;
+/* the forward's tile for d: the small one where ws_hgemm_small(d), else the large one (the
+ * weight gradient's always) */
+int ws_hgemm_small(const ws_conv_desc *d);
+void ws_hgemm_cfg_of(const ws_conv_desc *d, ws_hgemm_cfg *q);
+void ws_hgemm_cfg_large(ws_hgemm_cfg *q);
 
 /* 1 when the Hopper GEMM runs descriptor d on compute capability cc: 9.0, a dense FWD the
  * gemm kernel takes (ptx_gemm.h), BF16, F16 or TF32 math, C_in % 16 == 0 with k-major weights,
