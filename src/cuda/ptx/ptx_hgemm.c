@@ -159,7 +159,7 @@ static void emit_ring_next(ptx_buf *b, const ws_hgemm_cfg *q, preg wrap, preg s,
     I("@%s bra %s", more.n, top.n);
 }
 
-/* the ring's mbarriers initialised by thread 0, the block synchronised, wg = tid / 128 */
+/* the ring's mbarriers initialised by the producer's thread, the block synchronised, wg = tid / 128 */
 static void emit_ring_init(ptx_buf *b, const ws_hgemm_cfg *q, preg tid, preg bars, preg wg)
 {
     {
@@ -202,14 +202,16 @@ static void emit_slot(ptx_buf *b, const ws_hgemm_cfg *q, preg s, preg u, preg ba
     *fullp = full, *sap = sa, *sbbp = sbb;
 }
 
-/* the producer: thread 0 of warpgroup 0 fills the ring, KT stages */
+/* the producer: thread 128 * q->pwg (the first of its warpgroup) fills the ring, KT stages */
 static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase, preg bars,
                           preg o0, preg t0, preg n0, int KT)
 {
     const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
     plabel out = ws_ptx_label_new(b, "producer_done");
     preg not0 = ws_ptx_reg(b, PTX_PRED);
-    ws_ptx_section(b, "producer (warpgroup 0): thread 0 issues every copy");
+    char title[80];
+    snprintf(title, sizeof title, "producer (warpgroup %d): thread %d issues every copy", q->pwg, 128 * q->pwg);
+    ws_ptx_section(b, title);
     if (q->preg)
         I("setmaxnreg.dec.sync.aligned.u32 %d", q->preg);
     I("setp.ne.u32 %s, %s, %d", not0.n, tid.n, 128 * q->pwg);
@@ -323,7 +325,10 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     const char *mt = math_name(d);
     char ktop[16];
     snprintf(ktop, sizeof ktop, "%d", KT);
-    ws_ptx_section(b, "consumers (warpgroups 1, 2): g = warpgroup - 1 owns rows 64g.., all BN positions");
+    char title[96];
+    snprintf(title, sizeof title, "consumers (warpgroups %d, %d): g = warpgroup - %d owns rows 64g.., all %d positions",
+             q->pwg ? 0 : 1, q->pwg ? 1 : 2, q->pwg ? 0 : 1, BN);
+    ws_ptx_section(b, title);
     if (q->creg)
         I("setmaxnreg.inc.sync.aligned.u32 %d", q->creg);
     preg g = ws_ptx_reg(b, PTX_B32), aoff = ws_ptx_reg(b, PTX_B32), one = ws_ptx_reg(b, PTX_PRED);
@@ -353,7 +358,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         snprintf(ktop, sizeof ktop, "%s", kts.n);
         ws_ptx_comment(b, "p_kts stages: item n, times t0..t0+%d", ws_hgemm_bkc(d) - 1);
     } else {
-        ws_ptx_comment(b, "%d stages: tap k, channels c0..c0+63", KT);
+        ws_ptx_comment(b, "%d stages: tap k, channels c0..c0+%d", KT, ws_hgemm_bkc(d) - 1);
     }
     plabel top = ws_ptx_label_new(b, "cstage"), norel = ws_ptx_label_new(b, "norelease");
     const int tail = d->c_out % 128, skip = !wg_ed && tail && tail <= 64; /* the last row tile's rows 64.. */
@@ -520,8 +525,9 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sbase.n);
         I("mad.lo.u32 %s, %s, 4, %s", rb.n, half.n, bs.n);
         I("add.u32 %s, %s, %s", orow.n, o0.n, half.n);
-        for (int va = 1; va >= 0; va--) {
-        emit_add_variant(b, va, hasa, noadd, done);
+        for (int va = wg_ed ? 0 : 1; va >= 0; va--) { /* the weight gradient: no add */
+        if (!wg_ed)
+            emit_add_variant(b, va, hasa, noadd, done);
         for (int m0 = 0; m0 < 128 / PSTEP; m0 += EG) {
             preg ook[EG], v[EG], bias[EG], off[EG], p[EG], r[EG];
             ws_ptx_comment(b, "rows c/%d + %d(%d..%d): reads first, then the outputs", BN, PSTEP, m0, m0 + EG - 1);
@@ -558,8 +564,9 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         I("cvt.u64.u32 %s, %s", off.n, oo.n);
         I("mad.lo.u32 %s, %s, %d, %s", ra.n, col.n, YS_ROW, half.n);
         I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sbase.n);
-        for (int va = 1; va >= 0; va--) {
-        emit_add_variant(b, va, hasa, noadd, done);
+        for (int va = wg_ed ? 0 : 1; va >= 0; va--) { /* the weight gradient: no add */
+        if (!wg_ed)
+            emit_add_variant(b, va, hasa, noadd, done);
         for (int m0 = 0; m0 < BN / 2; m0 += EG) {
             preg ok[EG], v[EG], ybase[EG], p[EG], r[EG];
             ws_ptx_comment(b, "positions c/128 + 2(%d..%d): reads first, then the outputs", m0, m0 + EG - 1);
@@ -766,7 +773,7 @@ static void emit_main_wg(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     {
         preg cons = ws_ptx_reg(b, PTX_PRED);
         plabel lc = ws_ptx_label_new(b, "consumer");
-        I("setp.ne.u32 %s, %s, 0", cons.n, wg.n);
+        I("setp.ne.u32 %s, %s, %d", cons.n, wg.n, q->pwg);
         I("@%s bra %s", cons.n, lc.n);
         emit_producer_wg(b, d, q, tid, sbase, bars, o0, j0, k, split);
         ws_ptx_label(b, lc);

@@ -1,6 +1,6 @@
 /* ptx_hgemm.h - the conv engine's Hopper implicit GEMM (sm_90a) for dense forward
  * convolutions with 16-bit math: both operands brought into shared memory by the tensor
- * copy engine (cp.async.bulk.tensor), products on wgmma, a producer warpgroup feeding two
+ * copy engine (cp.async.bulk.tensor), products on wgmma, one producer thread feeding two
  * consumer warpgroups through a ring of stages guarded by mbarriers.
  *
  * THE GEMM VIEW (as ptx_gemm.h, r = k*C_in + j): y[o, (n, t)] = act(b[o] +
@@ -30,22 +30,24 @@
  *   ceil(C_out / 128): the row tiles of one position tile are neighbours in launch order, so
  *   they run together and its x comes from memory once (H100, wav2vec2's 512 -> 512 K3 S2
  *   over 8 x 31999, x 262 MB: 865 -> 645 us).
- *   r walks KT = K * ceil(C_in / 64) stages: tap k, channels c0 .. c0 + 63. Stage s of
- *   WS_HGEMM_STAGES holds, from the 1024-byte aligned base + s * 48 KiB:
- *     A  16 KiB: 128 rows (o) of 64 channels (128 bytes), the 128-byte swizzle (16-byte
+ *   r walks KT = K * ceil(C_in / BK) stages, BK = 64 channels (32 in TF32): tap k, channels
+ *   c0 .. c0 + BK - 1. Stage s holds, from the 1024-byte aligned base + s * (16 KiB + BN *
+ *   128 bytes) (large: 48 KiB, small: 32 KiB):
+ *     A  16 KiB: 128 rows (o) of BK channels (128 bytes), the 128-byte swizzle (16-byte
  *        chunk c of row r at chunk c ^ (r % 8)): the tensor map p_ta over W as
- *        (C_in, K, C_out), box (64, 1, 128) at (c0, k, o0);
- *     B  32 KiB: 256 rows (positions, row i = item n0 + i / TB, time t0 + i % TB) of 64
- *        channels, swizzled alike: the map p_tb over X as (C_in, T_in, N), box
- *        (64, TB * S, NB), element strides (1, S, 1), at (c0, S*t0 + D*k - P_L, n0).
+ *        (C_in, K, C_out), box (BK, 1, 128) at (c0, k, o0);
+ *     B  BN rows (positions, row i = item n0 + i / TB, time t0 + i % TB) of BK channels,
+ *        swizzled alike: the map p_tb over X as (C_in, T_in, N), box (BK, TB * S, NB),
+ *        element strides (1, S, 1), at (c0, S*t0 + D*k - P_L, n0).
  *   Out-of-range elements (channels past C_in, times outside [0, T_in), items past N,
  *   rows past C_out) are filled with zeros by the copy engine.
- * THREADS (large: 384; small: 288): warpgroup 0 is the producer (setmaxnreg 40; thread 0
- *   alone issues the copies; small: warp 8, thread 256, and no setmaxnreg, 112 registers a
- *   thread so that two blocks fit the register file): for stage use u of slot s it waits empty[s] (phase u - 1, after the first
- *   round), arms full[s] with the stage's 48 KiB (mbarrier.arrive.expect_tx) and issues
- *   the two copies, which complete on full[s]. Warpgroups 1 and 2 are consumers
- *   (setmaxnreg 232; small: warpgroups 0 and 1): g owns rows 64g.. of the tile and all BN
+ * THREADS (large: 384; small: 288): the producer is warpgroup 0 (large: setmaxnreg 40,
+ *   thread 0 alone issues the copies) or warp 8 (small: thread 256; no setmaxnreg, 112
+ *   registers a thread so that two blocks fit the register file); that thread initialises
+ *   the mbarriers, and for stage use u of slot s it waits empty[s] (phase u - 1, after the
+ *   first round), arms full[s] with the stage's bytes (mbarrier.arrive.expect_tx) and issues
+ *   the two copies, which complete on full[s]. The consumers are warpgroups 1 and 2 (large:
+ *   setmaxnreg 232) or 0 and 1 (small): consumer g owns rows 64g.. of the tile and all BN
  *   positions (BN / 2 float32 accumulators a thread); per stage it waits full[s], issues four
  *   wgmma.mma_async m64nBNk16 (A and B from shared memory through K-major descriptors with
  *   the 128-byte swizzle, stride byte offset 1024, a k16 step 32 bytes further), commits,
@@ -55,18 +57,20 @@
  *   but issues no products.
  * EPILOGUE (consumers, named barrier 1 of 256 threads): the accumulators go to shared
  *   memory as Ys[128][BN + 1] float32 and the bias as Bs[128] (the stages' memory: every copy
- *   has been consumed), then NCL y: thread c = tid - 128 takes position i = c and rows m;
- *   NLC y: row c % 128 and positions c / 128 + 2m; each element + b[o], act, + add, stored
+ *   has been consumed), then, c the thread's index among the 256 consumers, NCL y: position
+ *   c % BN and rows c / BN + (256 / BN) m; NLC y: row c % 128 and positions c / 128 + 2m; each element + b[o], act, + add, stored
  *   in y_type (ptx_epi.h), without branches, in groups of 16 whose reads (Ys, Bs, add) are
  *   issued before any of their stores (a store may alias a later add read, so the reads of
  *   an element after a store wait for it: one element at a time, the K1 add of the ResConv1D
  *   block took 75 us, in groups 34 us). The loops are emitted twice, with and without the
  *   add, and a call without one branches once to the second (no add reads and no add
- *   address arithmetic: 31 instructions an element of the tiny stem's conv1 instead of 41). add[n, o, t] is read at add + n*add_bs + (o*T_out + t) (NCL y)
- *   or (t*C_out + o) (NLC y), as every forward kernel reads it.
+ *   address arithmetic: 31 instructions an element of the tiny stem's conv1 instead of 41).
+ *   add[n, o, t] is read at add + n*add_bs + (o*T_out + t) (NCL y) or (t*C_out + o) (NLC y),
+ *   as every forward kernel reads it.
  * Dynamic shared memory WS_HGEMM_SMEM, small WS_HGEMM_SMEM_S (1 KiB of alignment slack, the
  *   stages, 2 * stages mbarriers); .maxnreg 168 (384 threads x 168 registers fit the file
- *   before the producer gives its registers to the consumers), small 112 with .minnctapersm 2.
+ *   before the producer gives its registers to the consumers), small 112 with .minnctapersm 2
+ *   and the largest shared-memory carveout (two blocks need 200 KiB).
  * Parameters: WS_PARAMS_HGEMM (.tmap p_ta, p_tb; .u64 p_b, p_add, p_y; .u32 p_n, p_t_out,
  *   p_ntt, p_lgtb; .u64 p_add_bs); the staging kernel WS_PARAMS_HPREP (.u64 p_x, p_xp;
  *   .u32 p_n, p_t_in), grid (ceil(T_in / 32), ceil(C_in / 64), N), WS_HPREP_THREADS.
