@@ -769,6 +769,7 @@ static unsigned long run_bwd_case_math(ws_gpu *g, const gcase *c, int expect_dw,
     void *dy = random_buf(ny, c->yt, &r);
     const size_t xbytes = nx * tsize(c->xt), ybytes = ny * tsize(c->yt);
     const size_t bytes[3] = {xbytes, nw * sizeof(float), nb * sizeof(float)};
+    unsigned long gb_extra = 0;
 
     /* host copies: [0] CPU, [1] GPU run 1, [2] GPU run 2, [3] GPU subset run; of dx, dw, db */
     void *h[4][3];
@@ -858,6 +859,30 @@ static unsigned long run_bwd_case_math(ws_gpu *g, const gcase *c, int expect_dw,
                       c->name, o);
         }
         ws_gpu_conv_free(pc);
+        const unsigned long gb0 = ws_gpu_conv_gbwd_calls(gc);
+        /* the plan with its own weights, given -w for one call, then its own again: dx
+         * exactly negated (act NONE), then the first run's bits (dx's weights, made from the plan's own
+         * w once and kept, are made again for a call's w and after it) */
+        void *wn = malloc(wbytes);
+        cr_assert_not_null(wn);
+        memcpy(wn, w, wbytes);
+        for (size_t q = 0; q < nw; q++)
+            c->wt == WS_F32 ? (void)(((uint32_t *)wn)[q] ^= 0x80000000u) : (void)(((uint16_t *)wn)[q] ^= 0x8000u);
+        cr_assert_eq(ws_gpu_upload(g, dwin, wn, wbytes, &e), 0, "%s", e.msg);
+        free(wn);
+        for (int v = 0; v < 2; v++) {
+            ws_conv_args an = all;
+            an.w = v ? NULL : as_ptr(dwin), an.b = v || !b ? NULL : (const float *)as_ptr(dbin);
+            cr_assert_eq(ws_gpu_conv_run(gc, &an, &e), 0, "%s: %s", c->name, e.msg);
+            cr_assert_eq(ws_gpu_download(g, h[3][0], dout[0], xbytes, &e), 0, "%s", e.msg);
+            for (size_t q = 0; q < nx && !v && c->act == WS_ACT_NONE; q++) /* an act's z depends on w */
+                cr_assert(get(h[3][0], c->xt, q) == -get(h[1][0], c->xt, q), "%s: dx[%zu] with -w %.9g, with w %.9g",
+                          c->name, q, get(h[3][0], c->xt, q), get(h[1][0], c->xt, q));
+            cr_assert(!v || !memcmp(h[3][0], h[1][0], xbytes), "%s: the plan's own w after a call's -w, other dx bits",
+                      c->name);
+        }
+        cr_assert_eq(ws_gpu_conv_gbwd_calls(gc) - gb0, gb0 ? 2ul : 0ul, "%s: the two calls' passes", c->name);
+        gb_extra = ws_gpu_conv_gbwd_calls(gc) - gb0;
         ws_gpu_release(g, dwin);
         ws_gpu_release(g, dbin);
         /* operands exact in the math type (x, w and g already of that type): the float32
@@ -904,7 +929,7 @@ static unsigned long run_bwd_case_math(ws_gpu *g, const gcase *c, int expect_dw,
         compare(c->name, "dw", h[1][1], h[0][1], WS_F32, nw);
         compare(c->name, "db", h[1][2], h[0][2], WS_F32, nb);
     }
-    const unsigned long gb = ws_gpu_conv_gbwd_calls(gc);
+    const unsigned long gb = ws_gpu_conv_gbwd_calls(gc) - gb_extra; /* the 5 runs' */
     ws_gpu_conv_free(gc);
     ws_gpu_release(g, dxin);
     ws_gpu_release(g, ddy);
@@ -1183,6 +1208,12 @@ static const gcase gcases_gemm[] = {
      WS_ACT_GELU, 1, ADD_INPUT},
     {"h_ncl_c160_o136_k3_s2_add", 2, 160, 136, 1, 3, 2, 1, 1, 1, 517, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_F32, 0,
      WS_ACT_NONE, 0, ADD_PER_ITEM},
+    /* sums over WS_HGEMM_SMALL_KT stages: the large tile, with an add, NLC and NCL y and a
+     * last row tile whose second consumer has no rows (C_out 192, 320) */
+    {"h_large_nlc_c256_o192_k7_add", 2, 256, 192, 1, 7, 1, 1, 3, 3, 150, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16,
+     0, WS_ACT_GELU, 1, ADD_PER_ITEM},
+    {"h_large_ncl_c192_o320_k9_s2_bcast", 3, 192, 320, 1, 9, 2, 1, 4, 4, 301, WS_NCL, WS_NCL, WS_F16, WS_F16, WS_F16,
+     0, WS_ACT_SILU, 0, ADD_BROADCAST},
 };
 #undef F32
 enum { N_GCASES = sizeof gcases_gemm / sizeof gcases_gemm[0] };
@@ -1490,9 +1521,12 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
             const int kt = d.k * ((d.c_in + bkc - 1) / bkc);
             cr_assert_eq(ws_hgemm_small(&d), kt <= WS_HGEMM_SMALL_KT, "%s", gcases_gemm[i].name);
             cr_assert_eq(q.bn, ws_hgemm_small(&d) ? WS_HGEMM_BN_S : WS_HGEMM_BN);
-            /* two blocks of the small tile an SM: its registers within WS_HGEMM_MAXNREG_S */
-            cr_assert(regs <= q.maxnreg && q.minb * q.threads * q.maxnreg <= 65536, "%s: %d registers",
-                      gcases_gemm[i].name, regs);
+            /* the tile's launch bounds (two blocks of the small tile an SM) */
+            char *text = ws_hgemm_emit(&d, &(ws_err){""}), want[64];
+            snprintf(want, sizeof want, ".maxntid %d, 1, 1\n.minnctapersm %d\n.maxnreg %d", q.threads, q.minb,
+                     q.maxnreg);
+            cr_assert(text && strstr(text, want), "%s: no \"%s\"", gcases_gemm[i].name, want);
+            free(text);
             small += ws_hgemm_small(&d);
             if (verbose())
                 fprintf(stderr, "gpu_conv_ptx hgemm %s %-36s: %d registers, tile 128x%d\n", mma_math_names[m],
@@ -1502,7 +1536,7 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
             staged += ws_hgemm_staged(&d);
             partial += d.c_in % bkc != 0;
         }
-    cr_assert(WS_HGEMM == 0 || (n >= 15 && ncl >= 6 && staged >= 10 && partial >= 6 && small >= 6 && n - small >= 2),
+    cr_assert(WS_HGEMM == 0 || (n >= 15 && ncl >= 6 && staged >= 10 && partial >= 6 && small >= 6 && n - small >= 8),
               "%d modules (%d NCL, %d staged, %d with a partial channel block, %d on the small tile)", n, ncl,
               staged, partial, small);
 }
@@ -1659,6 +1693,10 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off)
     cr_assert_eq(hg_ran, hg ? 2ul : 0ul, "%s: %lu of 2 runs on the Hopper GEMM, expected %d", c->name, hg_ran,
                  hg ? 2 : 0);
     mma_hgemm_calls += hg;
+    if (hg) { /* the small tile's two blocks an SM (its launch bounds and carveout), else one */
+        const int bps = ws_gpu_conv_hgemm_blocks_per_sm(gc);
+        cr_assert(bps < 0 || bps == (ws_hgemm_small(&d) ? 2 : 1), "%s: %d blocks an SM", c->name, bps);
+    }
     double se = 0, sr = 0;
     for (size_t i = 0; i < ny; i++) {
         const double gv = get(ygpu, c->yt, i), cv = get(ycpu, c->yt, i);

@@ -60,6 +60,7 @@ _Static_assert((int)WS_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN == 
 _Static_assert((int)WS_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES == (int)CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "local size");
 _Static_assert((int)WS_CU_FUNC_ATTRIBUTE_NUM_REGS == (int)CU_FUNC_ATTRIBUTE_NUM_REGS, "num regs");
 _Static_assert((int)WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES == (int)CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, "dyn smem");
+_Static_assert((int)WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT == (int)CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, "carveout");
 _Static_assert((int)WS_CU_STREAM_NON_BLOCKING == (int)CU_STREAM_NON_BLOCKING, "stream flag");
 _Static_assert((int)WS_CU_EVENT_DEFAULT == (int)CU_EVENT_DEFAULT, "event flag");
 _Static_assert(sizeof(CUdeviceptr) == sizeof(wscu_devptr), "CUdeviceptr is 64-bit");

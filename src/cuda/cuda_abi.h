@@ -53,6 +53,7 @@ enum {
     WS_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
     WS_CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
     WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+    WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9,
 
     /* cuTensorMapEncodeTiled's enums (CUtensorMapDataType, ...Interleave, ...Swizzle,
      * ...L2promotion, ...FloatOOBfill) */
@@ -104,6 +105,8 @@ typedef wscu_result (*PFN_cuModuleUnload)(wscu_module m);
 typedef wscu_result (*PFN_cuModuleGetFunction)(wscu_function *f, wscu_module m, const char *name);
 typedef wscu_result (*PFN_cuFuncGetAttribute)(int *v, wscu_func_attr a, wscu_function f);
 typedef wscu_result (*PFN_cuFuncSetAttribute)(wscu_function f, wscu_func_attr a, int v);
+typedef wscu_result (*PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, wscu_function f, int threads,
+                                                                       size_t dyn_smem);
 typedef wscu_result (*PFN_cuLaunchKernel)(wscu_function f, unsigned int gx, unsigned int gy,
                                        unsigned int gz, unsigned int bx, unsigned int by,
                                        unsigned int bz, unsigned int shared, wscu_stream s,

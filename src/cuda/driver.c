@@ -119,6 +119,8 @@ int ws_cu_open(ws_cu *cu, ws_err *err)
         }
     }
     cu->TensorMapEncodeTiled = (PFN_cuTensorMapEncodeTiled)sym2(cu->lib, "cuTensorMapEncodeTiled", NULL);
+    cu->OccupancyMaxActiveBlocksPerMultiprocessor = (PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor)sym2(
+        cu->lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL);
     CU_TRY(cu, Init(0), err);
     CU_TRY(cu, DriverGetVersion(&cu->version), err);
     return 0;

@@ -62,6 +62,8 @@ typedef struct {
     /* optional (CUDA 12 drivers on): NULL where the driver lacks it, and the kernels that
      * read tensor maps are then not used */
     PFN_cuTensorMapEncodeTiled TensorMapEncodeTiled;
+    /* optional: what the tests hold the Hopper GEMM's launch bounds to */
+    PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor OccupancyMaxActiveBlocksPerMultiprocessor;
 } ws_cu;
 
 /* dlopen("libcuda.so.1"), resolve every entry point, cuInit(0).

@@ -82,6 +82,8 @@ struct ws_gpu_conv {
     wscu_function gb_w, gb_u, gb_g, gb_x, gb_f, gb_b, gb_p, gb_t, wgfn;
     wscu_devptr wxx, dxs, gst, xst, wt;
     size_t wxx_bytes, dxs_bytes, gst_bytes, xst_bytes, wt_bytes;
+    int wxx_own; /* 1 + packed: wxx holds W' of the plan's own weights in that form (made by
+                  * an earlier call and kept: own weights never change); 0: made per call */
     unsigned long gb_calls;
     /* weights given per call (a->w): the plan's own w, b, wh above are 0 when it was made
      * without weights; the preparation module's cast and pack entries (ptx_wprep.h) write
@@ -318,6 +320,8 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         ws_hgemm_cfg q;
         ws_hgemm_cfg_of(d, &q);
         CU_TRY(cu, FuncSetAttribute(c->hgfn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, q.smem), err);
+        if (q.minb > 1) /* the small tile: two blocks' shared memory needs the largest carveout */
+            CU_TRY(cu, FuncSetAttribute(c->hgfn, WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100), err);
         strcat(hname, "_prep");
         CU_TRY(cu, ModuleGetFunction(&c->hpfn, c->hgmod, hname), err);
     }
@@ -816,6 +820,18 @@ unsigned long ws_gpu_conv_hgemm_calls(const ws_gpu_conv *c)
     return c ? c->hg_calls : 0;
 }
 
+int ws_gpu_conv_hgemm_blocks_per_sm(const ws_gpu_conv *c)
+{
+    if (!c || !c->hgfn || !c->g->cu.OccupancyMaxActiveBlocksPerMultiprocessor)
+        return -1;
+    ws_hgemm_cfg q;
+    ws_hgemm_cfg_of(&c->d, &q);
+    int blocks = -1;
+    if (c->g->cu.OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, c->hgfn, q.threads, (size_t)q.smem) != 0)
+        return -1;
+    return blocks;
+}
+
 int ws_gpu_hgemm_available(const ws_gpu *g)
 {
     return g && g->cu.TensorMapEncodeTiled && g->emit_major == 9 && g->emit_minor == 0 && WS_HGEMM;
@@ -950,6 +966,10 @@ static int launch_gb_dx(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
                            .y = whole ? a->dx : (void *)(uintptr_t)(c->dxs ? c->dxs : 16) };
     const int packed = c->gb_p && ws_gpu_conv_kernel(c->dxp, &probe) == 2;
     const size_t wes = packed ? (size_t)ws_gemm_mma_wbytes(sd) : sizeof(float);
+    /* a plan's own weights (a->w NULL) give the same W' every call: made by the first such
+     * call and kept (calls of one plan never overlap, so later calls, on any stream, are
+     * ordered after the one that wrote it) */
+    const int kept = !a->w && c->wxx_own == 1 + packed;
     wscu_devptr pw = 0;
     const size_t nw0 = (size_t)d->c_out * (size_t)d->c_in * (size_t)d->k;
     if (call_weights(c, a, W_F32, st, &pw, err) ||
@@ -984,13 +1004,15 @@ static int launch_gb_dx(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
     ws_gpu_conv *x = c->dxp;
     x->has_w = 1, x->w = packed ? 0 : c->wxx, x->wh = packed ? c->wxx : 0;
     rc = check_call(x, &a2, "ws_gpu_conv_run", &t2, err);
-    if (!rc)
+    if (!rc && !kept) {
+        c->wxx_own = 0;
         CU_TRY(cu, LaunchKernel(c->gb_t, (unsigned)((d->c_out + 31) / 32),
                                 (unsigned)(((size_t)d->c_in * (size_t)d->k + 31) / 32), 1, WS_GBWD_THREADS, 1, 1, 0,
                                 st, kt.v, NULL), err);
-    if (!rc)
         CU_TRY(cu, LaunchKernel(packed ? c->gb_p : c->gb_w, (unsigned)((nw + WS_GBWD_THREADS - 1) / WS_GBWD_THREADS),
                                 1, 1, WS_GBWD_THREADS, 1, 1, 0, st, kw.v, NULL), err);
+        c->wxx_own = a->w ? 0 : 1 + packed;
+    }
     if (!rc)
         rc = launch(x, &a2, t2, st, err);
     x->has_w = 0, x->w = x->wh = 0;

@@ -27,6 +27,9 @@ int ws_gpu_conv_hgemm(const ws_gpu_conv *c, const ws_conv_args *a);
 
 /* how many calls of c have launched the Hopper GEMM (what the tests hold the dispatch to) */
 unsigned long ws_gpu_conv_hgemm_calls(const ws_gpu_conv *c);
+/* how many blocks of c's Hopper GEMM kernel an SM holds at once (the driver's occupancy),
+ * or -1 without that kernel or that driver entry */
+int ws_gpu_conv_hgemm_blocks_per_sm(const ws_gpu_conv *c);
 /* BWD calls whose dx, dw or db took the GEMM passes (ptx_hbwd.h) */
 unsigned long ws_gpu_conv_gbwd_calls(const ws_gpu_conv *c);
 
