@@ -73,7 +73,8 @@ struct ws_gpu_conv {
     wscu_devptr part;      /* BWD: float32 partials of dw, db, grown as calls need */
     size_t part_bytes;
     /* the dense backward as GEMMs (ptx_hbwd.h): dx as a forward plan of its own (dxp) over
-     * the gradient with W' (wxx) made per call by the passes' module (gbmod), X' in dxs
+     * the gradient with W' (wxx) made by the passes' module (gbmod) per call, or once for
+     * the plan's own weights (wxx_own), X' in dxs
      * where S > 1; dw and db on the Hopper weight-gradient kernel (wgfn) over G (gst) and
      * Xs (xst) where they are staged; gb_calls counts calls that took either */
     ws_gpu_conv *dxp;
