@@ -159,6 +159,18 @@ static void emit_ring_next(ptx_buf *b, const ws_hgemm_cfg *q, preg wrap, preg s,
     I("@%s bra %s", more.n, top.n);
 }
 
+/* tid, the ring's base sbase (the dynamic shared memory aligned to 1024 bytes) and its
+ * mbarriers bars after the stages */
+static void emit_ring_base(ptx_buf *b, const ws_hgemm_cfg *q, preg *tid, preg *sbase, preg *bars)
+{
+    *tid = ws_ptx_reg(b, PTX_B32), *sbase = ws_ptx_reg(b, PTX_B32), *bars = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%tid.x", tid->n);
+    I("mov.u32 %s, smem", sbase->n);
+    I("add.u32 %s, %s, 1023", sbase->n, sbase->n);
+    I("and.b32 %s, %s, -1024", sbase->n, sbase->n);
+    I("add.u32 %s, %s, %d", bars->n, sbase->n, ST * SB);
+}
+
 /* the ring's mbarriers initialised by the producer's thread, the block synchronised, wg = tid / 128 */
 static void emit_ring_init(ptx_buf *b, const ws_hgemm_cfg *q, preg tid, preg bars, preg wg)
 {
@@ -627,15 +639,11 @@ static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name)
                    d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type),
                    ws_ptx_act_name(d->act), math_name(d), BN, ST, KT);
     ws_ptx_section(b, "block: ctaid.x = ((n0/NB)*ntt + t0/TB)*rows + o0/128; the ring's base and mbarriers");
-    preg tid = ws_ptx_reg(b, PTX_B32), sbase = ws_ptx_reg(b, PTX_B32), bars = ws_ptx_reg(b, PTX_B32);
+    preg tid, sbase, bars;
+    emit_ring_base(b, q, &tid, &sbase, &bars);
     preg o0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), n0 = ws_ptx_reg(b, PTX_B32);
     preg ntt = ws_ptx_reg(b, PTX_B32), lgtb = ws_ptx_reg(b, PTX_B32), cx = ws_ptx_reg(b, PTX_B32);
     preg lgnb = ws_ptx_reg(b, PTX_B32), wg = ws_ptx_reg(b, PTX_B32);
-    I("mov.u32 %s, %%tid.x", tid.n);
-    I("mov.u32 %s, smem", sbase.n);
-    I("add.u32 %s, %s, 1023", sbase.n, sbase.n);
-    I("and.b32 %s, %s, -1024", sbase.n, sbase.n);
-    I("add.u32 %s, %s, %d", bars.n, sbase.n, ST * SB);
     const int nrow = (d->c_out + WS_HGEMM_BM - 1) / WS_HGEMM_BM;
     ws_ptx_comment(b, "the %d row tiles of one position tile are consecutive blocks: they run together "
                       "and read its x once from memory", nrow);
@@ -750,15 +758,11 @@ static void emit_main_wg(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     ws_ptx_comment(b, "C_in %d C_out %d K %d S %d D %d P_L %d; %s; tile 128x%d, %d stages of 128 bytes of times",
                    d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l, math_name(d), BN, ST);
     ws_ptx_section(b, "block: ctaid.x = ((split*K + k)*jt + j0/256)*rows + o0/128; the ring's base and mbarriers");
-    preg tid = ws_ptx_reg(b, PTX_B32), sbase = ws_ptx_reg(b, PTX_B32), bars = ws_ptx_reg(b, PTX_B32);
+    preg tid, sbase, bars;
+    emit_ring_base(b, q, &tid, &sbase, &bars);
     preg o0 = ws_ptx_reg(b, PTX_B32), j0 = ws_ptx_reg(b, PTX_B32), sk = ws_ptx_reg(b, PTX_B32);
     preg k = ws_ptx_reg(b, PTX_B32), split = ws_ptx_reg(b, PTX_B32), cx = ws_ptx_reg(b, PTX_B32);
     preg lgtb = ws_ptx_reg(b, PTX_B32), wg = ws_ptx_reg(b, PTX_B32);
-    I("mov.u32 %s, %%tid.x", tid.n);
-    I("mov.u32 %s, smem", sbase.n);
-    I("add.u32 %s, %s, 1023", sbase.n, sbase.n);
-    I("and.b32 %s, %s, -1024", sbase.n, sbase.n);
-    I("add.u32 %s, %s, %d", bars.n, sbase.n, ST * SB);
     I("mov.u32 %s, %%ctaid.x", cx.n);
     I("rem.u32 %s, %s, %d", o0.n, cx.n, rows);
     I("shl.b32 %s, %s, 7", o0.n, o0.n);
