@@ -61,6 +61,9 @@ int ws_gemm_call_fits(const ws_conv_desc *d, int n, int t_out)
     const int bm = ws_gemm_bm(d);
     if (((long long)d->c_out + bm - 1) / bm > 65535) /* grid y */
         return 0;
+    /* the channel-lane gather's u = S*t - P_L + D*k in s32 */
+    if (ws_gemm_ffma_cl(d) && (long long)t_out * d->stride + (long long)d->dilation * d->k + d->pad_l > INT_MAX)
+        return 0;
     return 1;
 }
 
@@ -136,6 +139,12 @@ typedef struct {
     int bvec;         /* NLC, kmajor: a thread's nbm channels of one u are one run of memory,
                          loaded 16 bytes at a time into bx (ws_gemm_x_align) */
     ws_ptx_vec bx[4]; /* ... those vectors of 16 / xs elements: nbm * xs / 16 of them */
+    int cl;           /* FFMA, k-major, NLC f32 x: a stage's x by channel lanes (emit_gather_cl):
+                         thread (q = tid%4, pl = tid/4) loads channels 4q.. of positions pl and
+                         pl + 64, 16 bytes each (a warp: 8 positions x 64 bytes); Bs swizzled */
+    preg cpv[2], cub[2], cn[2]; /* cl: per position pl + 64e: p < P, S*t - P_L (s32: ws_gemm_call_fits), n */
+    int swap;         /* FFMA, NLC y: thread (tx, ty) = (tid/16, tid%16), so that a warp's
+                         16 lanes of one ty store 16 runs of 4 channels of one position */
     int wg;           /* wgmma (sm_90a): the stages in rows of 64 bytes with the 64-byte swizzle
                          (chunk c of row r at (c ^ (r/2 % 4)) * 16), read by the tensor cores */
 } gk;
@@ -145,8 +154,36 @@ static void alloc_raw(gk *s)
 {
     for (int e = 0; e < s->NA; e++)
         s->av[e] = ws_ptx_reg(s->b, PTX_F32);
-    for (int e = 0; e < s->NBV; e++)
-        s->bv[e] = ws_ptx_reg(s->b, s->d->x_type == WS_F32 ? PTX_F32 : s->d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
+    if (s->bvec)
+        for (int q = 0; q < s->NBV * s->xs / 16; q++)
+            s->bx[q] = ws_ptx_vec_new(s->b, s->d->x_type, 16 / s->xs);
+    else
+        for (int e = 0; e < s->NBV; e++)
+            s->bv[e] = ws_ptx_reg(s->b, s->d->x_type == WS_F32 ? PTX_F32 : s->d->x_type == WS_F16 ? PTX_B16 : PTX_B32);
+}
+
+/* float value of the raw x element bv[e], pre applied */
+static preg b_value(gk *s, int e)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    preg v;
+    if (s->bvec) { /* element e of the loaded vectors */
+        const int V = 16 / s->xs;
+        v = ws_ptx_vec_elem(b, &s->bx[e / V], e % V);
+    } else if (d->x_type == WS_F32) {
+        v = s->bv[e];
+    } else if (d->x_type == WS_F16) {
+        v = ws_ptx_reg(b, PTX_F32);
+        I("cvt.f32.f16 %s, %s", v.n, s->bv[e].n);
+    } else {
+        preg t = ws_ptx_reg(b, PTX_B32);
+        v = ws_ptx_reg(b, PTX_F32);
+        I("shl.b32 %s, %s, 16", t.n, s->bv[e].n);
+        I("mov.b32 %s, %s", v.n, t.n);
+    }
+    ws_ptx_act(b, v, d->pre); /* pre(0) = 0 for every act: the padding stays zero */
+    return v;
 }
 
 /* bv[e] = raw x of X[r0 + kb + rstep*e][p0 + tid%128] (zero where out of range) */
@@ -196,13 +233,133 @@ static void emit_gather_b(gk *s, preg r0, int e, int rstep)
     }
 }
 
+/* r = k*C_in + j (kmajor): bv[e] = raw x of X[r0 + kb + e][p0 + tid%128], e < nbm (kb the
+ * thread's first r of the stage, a multiple of nbm): one tap k and channels j .. j + nbm - 1,
+ * one u and one test for all; NLC with bvec: the words bx, 16 bytes at a time */
+static void emit_gather_kmajor(gk *s, preg r0)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    const long long R = s->R;
+    ws_ptx_comment(b, "B: x of X[r0 + (tid/128)*%d + e][p0 + tid%%128], r = k*C_in + j: one k, j .. j+%d, "
+                      "u = S*t - P_L + D*k", s->nbm, s->nbm - 1);
+    preg r = ws_ptx_reg(b, PTX_B32), j = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32);
+    preg ok = ws_ptx_reg(b, PTX_PRED), uok = ws_ptx_reg(b, PTX_PRED);
+    preg u = ws_ptx_reg(b, PTX_B64), off = ws_ptx_reg(b, PTX_B64), xa = ws_ptx_reg(b, PTX_B64);
+    I("add.u32 %s, %s, %s", r.n, r0.n, s->kb.n);
+    I("setp.lt.u32 %s, %s, %lld", ok.n, r.n, R);
+    I("and.pred %s, %s, %s", ok.n, ok.n, s->pv.n);
+    I("div.u32 %s, %s, %d", k.n, r.n, d->c_in);
+    I("mul.lo.u32 %s, %s, %d", j.n, k.n, d->c_in);
+    I("sub.u32 %s, %s, %s", j.n, r.n, j.n);
+    I("mul.wide.u32 %s, %s, %d", u.n, k.n, d->dilation);
+    I("add.s64 %s, %s, %s", u.n, u.n, s->ub.n);
+    I("setp.lt.u64 %s, %s, %s", uok.n, u.n, s->tin64.n);
+    I("and.pred %s, %s, %s", ok.n, ok.n, uok.n);
+    if (d->x_layout == WS_NCL) {
+        I("mul.wide.u32 %s, %s, %s", off.n, j.n, s->tin32.n); /* x[n][j][u] */
+        I("add.u64 %s, %s, %s", off.n, off.n, u.n);
+    } else {
+        preg j64 = ws_ptx_reg(b, PTX_B64);
+        I("cvt.u64.u32 %s, %s", j64.n, j.n);
+        I("mad.lo.u64 %s, %s, %d, %s", off.n, u.n, d->c_in, j64.n); /* x[n][u][j] */
+    }
+    I("mad.lo.u64 %s, %s, %d, %s", xa.n, off.n, s->xs, s->xn.n);
+    if (s->bvec) {
+        ws_ptx_comment(b, "NLC: the %d channels are %d bytes of one row, 16 at a time", s->nbm, s->nbm * s->xs);
+        for (int q = 0; q < s->nbm * s->xs / 16; q++) {
+            preg qa = xa;
+            if (q) {
+                qa = ws_ptx_reg(b, PTX_B64);
+                I("add.u64 %s, %s, %d", qa.n, xa.n, 16 * q);
+            }
+            ws_ptx_vec_load(b, &s->bx[q], qa, ok);
+        }
+        return;
+    }
+    for (int e = 0; e < s->nbm; e++) { /* NCL (NLC took the 16-byte loads above) */
+        const int imm = 0;
+        if (e)
+            I("add.u64 %s, %s, %s", xa.n, xa.n, s->sT.n);
+        if (d->x_type == WS_F32) {
+            I("mov.f32 %s, 0f00000000", s->bv[e].n);
+            I("@%s ld.global.nc.f32 %s, [%s+%d]", ok.n, s->bv[e].n, xa.n, imm);
+        } else if (d->x_type == WS_F16) {
+            I("mov.b16 %s, 0", s->bv[e].n);
+            I("@%s ld.global.nc.b16 %s, [%s+%d]", ok.n, s->bv[e].n, xa.n, imm);
+        } else {
+            I("mov.b32 %s, 0", s->bv[e].n);
+            I("@%s ld.global.nc.u16 %s, [%s+%d]", ok.n, s->bv[e].n, xa.n, imm);
+        }
+    }
+}
+
+/* cl (k-major, NLC f32 x): the stage's X rows r0 .. r0 + 15 (one tap k, channels j0 ..
+ * j0 + 15) for positions p0 + tid/4 + 64e, e < 2: bx[e] = x[n][u][j0 + 4(tid%4) .. + 3],
+ * u = S*t - P_L + D*k, zero where out of range; k and j0 given */
+static void emit_gather_cl(gk *s, preg k, preg j0)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    ws_ptx_comment(b, "B: x[n][u][j0 + 4q .. 4q+3], q = tid%%4, positions p0 + tid/4 + 64e: bytes 16 at a time");
+    preg du = ws_ptx_reg(b, PTX_B32), tq = ws_ptx_reg(b, PTX_B32), px = ws_ptx_reg(b, PTX_B64);
+    preg jq = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ld_param(b, px, ws_params_of(WS_PARAMS_FWD), WS_FWD_X);
+    I("cvta.to.global.u64 %s, %s", px.n, px.n);
+    I("mul.lo.u32 %s, %s, %d", du.n, k.n, d->dilation);
+    I("mov.u32 %s, %%tid.x", tq.n);
+    I("and.b32 %s, %s, 3", tq.n, tq.n);
+    I("mad.lo.u32 %s, %s, 4, %s", tq.n, tq.n, j0.n);
+    I("mul.wide.u32 %s, %s, 4", jq.n, tq.n);
+    I("add.u64 %s, %s, %s", jq.n, jq.n, px.n);
+    for (int e = 0; e < 2; e++) {
+        preg u = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), xa = ws_ptx_reg(b, PTX_B64);
+        preg u64 = ws_ptx_reg(b, PTX_B64);
+        ws_ptx_comment(b, "u = S*t - P_L + D*k (s32), valid when 0 <= u < T_in; x + ((n*T_in + u)*C_in + j)*4");
+        I("add.s32 %s, %s, %s", u.n, s->cub[e].n, du.n);
+        I("setp.lt.u32 %s, %s, %s", ok.n, u.n, s->tin32.n);
+        I("and.pred %s, %s, %s", ok.n, ok.n, s->cpv[e].n);
+        I("cvt.u64.u32 %s, %s", u64.n, u.n);
+        I("mad.wide.u32 %s, %s, %s, %s", xa.n, s->cn[e].n, s->tin32.n, u64.n);
+        I("mul.lo.u64 %s, %s, %lld", xa.n, xa.n, (long long)d->c_in * 4);
+        I("add.u64 %s, %s, %s", xa.n, xa.n, jq.n);
+        ws_ptx_vec_load(b, &s->bx[e], xa, ok);
+    }
+}
+
 /* av[e] = W[o0 + tid/BK + A_ROWS*e, r0 + tid%BK], bv[e] = raw x of X[r0 + tid/128 + 2e, p0 + tid%128]
  * (zero where out of range); no register is consumed here, so the loads are in flight
  * while the current stage is multiplied */
 static void emit_gload(gk *s, preg r0)
 {
     ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
     const long long R = s->R;
+    if (s->kmajor) {
+        /* a stage is one tap k and channels j0 .. j0 + BK - 1 (C_in % BK == 0, R % BK == 0):
+         * W[o][r0 + q] = w[o][j0 + q][k] at (j0 + q)*K + k of row o */
+        ws_ptx_comment(b, "A: W[o0 + tid/%d + %de][r0 + tid%%%d], r0 = k*C_in + j0: w[o][j0 + tid%%%d][k], e < %d",
+                       BK, A_ROWS, BK, BK, s->NA);
+        preg k = ws_ptx_reg(b, PTX_B32), q = ws_ptx_reg(b, PTX_B32), ga = ws_ptx_reg(b, PTX_B64);
+        preg j0 = ws_ptx_reg(b, PTX_B32);
+        I("div.u32 %s, %s, %d", k.n, r0.n, d->c_in);
+        I("mul.lo.u32 %s, %s, %d", j0.n, k.n, d->c_in);
+        I("sub.u32 %s, %s, %s", j0.n, r0.n, j0.n);
+        I("add.u32 %s, %s, %s", q.n, j0.n, s->ka.n);
+        I("mad.lo.u32 %s, %s, %d, %s", q.n, q.n, d->k, k.n);
+        I("mad.wide.u32 %s, %s, 4, %s", ga.n, q.n, s->wa.n);
+        for (int e = 0; e < s->NA; e++) {
+            if (e)
+                I("add.u64 %s, %s, %lld", ga.n, ga.n, (long long)A_ROWS * R * 4);
+            I("mov.f32 %s, 0f00000000", s->av[e].n);
+            I("@%s ld.global.nc.f32 %s, [%s]", s->aok[e].n, s->av[e].n, ga.n);
+        }
+        if (s->cl)
+            emit_gather_cl(s, k, j0);
+        else
+            emit_gather_kmajor(s, r0);
+        return;
+    }
     ws_ptx_comment(b, "A: W[o0 + tid/%d + %de][r0 + tid%%%d], e < %d", BK, A_ROWS, BK, s->NA);
     {
         preg r = ws_ptx_reg(b, PTX_B32), rok = ws_ptx_reg(b, PTX_PRED), ga = ws_ptx_reg(b, PTX_B64);
@@ -242,10 +399,39 @@ static void emit_sstore(gk *s, preg so)
     I("mad.lo.u32 %s, %s, 4, %s", a.n, a.n, sb.n);
     for (int e = 0; e < s->NA; e++)
         I("st.shared.f32 [%s+%d], %s", a.n, e * A_ROWS * 4, s->av[e].n);
-    ws_ptx_comment(b, "Bs[tid/128 + 2e][tid%%128] = pre(x)");
+    if (s->cl) {
+        ws_ptx_comment(b, "Bs[4q + c][(pl + 64e) ^ 8q] = x, q = tid%%4, pl = tid/4 (the swizzle: a warp's "
+                          "stores on 32 banks)");
+        preg q = ws_ptx_reg(b, PTX_B32), pl = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+        I("and.b32 %s, %s, 3", q.n, tid.n);
+        I("shr.u32 %s, %s, 2", pl.n, tid.n);
+        I("shl.b32 %s, %s, 3", t.n, q.n);
+        I("xor.b32 %s, %s, %s", pl.n, pl.n, t.n);
+        I("mul.lo.u32 %s, %s, %d", q.n, q.n, 4 * BN);
+        I("add.u32 %s, %s, %s", q.n, q.n, pl.n);
+        I("mad.lo.u32 %s, %s, 4, %s", q.n, q.n, sb.n);
+        for (int e = 0; e < 2; e++)
+            for (int ch = 0; ch < 4; ch++)
+                I("st.shared.f32 [%s+%d], %s", q.n, s->A_BYTES + (ch * BN + 64 * e) * 4, s->bx[e].r[ch].n);
+        return;
+    }
+    if (s->kmajor)
+        ws_ptx_comment(b, "Bs[(tid/128)*%d + e][tid%%128] = pre(x)", NB);
+    else
+        ws_ptx_comment(b, "Bs[tid/128 + 2e][tid%%128] = pre(x)");
     preg q = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_B32);
     I("shr.u32 %s, %s, 7", q.n, tid.n);
     I("and.b32 %s, %s, %d", p.n, tid.n, BN - 1);
+    if (s->kmajor) {
+        I("mul.lo.u32 %s, %s, %d", q.n, q.n, NB);
+        I("mad.lo.u32 %s, %s, %d, %s", q.n, q.n, BN, p.n);
+        I("mad.lo.u32 %s, %s, 4, %s", q.n, q.n, sb.n);
+        for (int e = 0; e < NB; e++) {
+            preg v = b_value(s, e);
+            I("st.shared.f32 [%s+%d], %s", q.n, s->A_BYTES + e * BN * 4, v.n);
+        }
+        return;
+    }
     I("mad.lo.u32 %s, %s, %d, %s", q.n, q.n, BN, p.n);
     I("mad.lo.u32 %s, %s, 4, %s", q.n, q.n, sb.n);
     for (int e = 0; e < NB; e++) {
@@ -360,6 +546,74 @@ static void emit_epi_store(gk *s, const epi *e, preg eo0, preg ep0, int TM, cons
     }
 }
 
+/* the FFMA kernel's epilogue (one of two copies: with_add, or none of the add's loads and
+ * address arithmetic): acc[i][j] is output (eo0 + ro[i], ep0 + po[j]) (o, p), i < TM,
+ * j < 8: + b[o], act, + add, stored in y_type and y_layout where o < C_out and p < P, each
+ * element's add read and store under that predicate, with no branch, so that the
+ * assembler schedules the elements of a position (and their GELUs) together */
+static void emit_ffma_epi(gk *s, const epi *e, preg eo0, preg ep0, int TM, const int *ro, const int *po,
+                          preg acc[8][16], int with_add)
+{
+    ptx_buf *b = s->b;
+    const ws_conv_desc *d = s->d;
+    ws_ptx_comment(b, "rows: o_i, o_i < C_out, b[o_i] (0 without bias)");
+    preg oi[8], ook[8], bias[8];
+    for (int i = 0; i < TM; i++) {
+        preg ba = ws_ptx_reg(b, PTX_B64), lb = ws_ptx_reg(b, PTX_PRED);
+        oi[i] = ws_ptx_reg(b, PTX_B32);
+        ook[i] = ws_ptx_reg(b, PTX_PRED);
+        bias[i] = ws_ptx_reg(b, PTX_F32);
+        I("add.u32 %s, %s, %d", oi[i].n, eo0.n, ro[i]);
+        I("setp.lt.u32 %s, %s, %d", ook[i].n, oi[i].n, d->c_out);
+        I("and.pred %s, %s, %s", lb.n, ook[i].n, e->hasb.n);
+        I("mul.wide.u32 %s, %s, 4", ba.n, oi[i].n);
+        I("add.u64 %s, %s, %s", ba.n, ba.n, e->pb.n);
+        I("mov.f32 %s, 0f00000000", bias[i].n);
+        I("@%s ld.global.nc.f32 %s, [%s]", lb.n, bias[i].n, ba.n);
+    }
+    for (int j = 0; j < 8; j++) {
+        ws_ptx_comment(b, "position p0 + %d + 4tx = n*T_out + t", po[j]);
+        preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+        preg pok = ws_ptx_reg(b, PTX_PRED), ybase = ws_ptx_reg(b, PTX_B64), abase = ws_ptx_reg(b, PTX_B64);
+        I("add.u32 %s, %s, %d", p.n, ep0.n, po[j]);
+        I("setp.lt.u32 %s, %s, %s", pok.n, p.n, s->npos.n);
+        I("div.u32 %s, %s, %s", n.n, p.n, s->tout32.n);
+        I("mul.lo.u32 %s, %s, %s", t.n, n.n, s->tout32.n);
+        I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
+        I("mul.wide.u32 %s, %s, %s", ybase.n, n.n, s->tout32.n);
+        I("mul.lo.u64 %s, %s, %lld", ybase.n, ybase.n, (long long)d->c_out * s->ys);
+        I("add.u64 %s, %s, %s", ybase.n, ybase.n, e->py.n);
+        if (with_add) {
+            preg n64 = ws_ptx_reg(b, PTX_B64);
+            I("cvt.u64.u32 %s, %s", n64.n, n.n);
+            I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, e->abs.n);
+            I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, s->ys, e->pa.n);
+        }
+        for (int i = 0; i < TM; i++) {
+            preg v = ws_ptx_reg(b, PTX_F32), off = ws_ptx_reg(b, PTX_B64), in = ws_ptx_reg(b, PTX_PRED);
+            I("and.pred %s, %s, %s", in.n, ook[i].n, pok.n);
+            if (d->y_layout == WS_NCL) {
+                preg t64 = ws_ptx_reg(b, PTX_B64);
+                I("cvt.u64.u32 %s, %s", t64.n, t.n);
+                I("mad.wide.u32 %s, %s, %s, %s", off.n, oi[i].n, s->tout32.n, t64.n);
+            } else {
+                preg o64 = ws_ptx_reg(b, PTX_B64);
+                I("cvt.u64.u32 %s, %s", o64.n, oi[i].n);
+                I("mad.wide.u32 %s, %s, %d, %s", off.n, t.n, d->c_out, o64.n);
+            }
+            ws_ptx_epi ep = {
+                .act = d->act, .y_type = d->y_type, .n = 1, .v = &v, .src = &acc[i][j],
+                .bias = &bias[i], .in = in,
+                .y = {.index = off, .base = ybase, .scale = s->ys}};
+            if (with_add) {
+                ep.add_if = e->hasa;
+                ep.add = (ws_ptx_addr){.index = off, .base = abase, .scale = s->ys};
+            }
+            ws_ptx_epi_emit(b, &ep);
+        }
+    }
+}
+
 /* this thread's B position p = p0 + tid%BN = n*T_out + t: s->pv (p < N*T_out), s->ub
  * (S*t - P_L), s->xn (x's item n), s->kb = tid / 128 */
 static void emit_b_position(gk *s, preg px, preg tid, preg p0)
@@ -432,7 +686,9 @@ static void emit_body(gk *s)
     const long long R = s->R, KT = (R + BK - 1) / BK;
     const int BM = s->BM, TM = s->TM, AS = s->AS, A_BYTES = s->A_BYTES, STAGE = s->STAGE;
 
-    ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", 2 * STAGE);
+    /* cl: 128-byte alignment, so that bits 5 and 6 of a B address are the column's alone
+     * (the swizzle flips them) */
+    ws_ptx_raw(b, "\t.shared .align %d .b8 smem[%d];\n", s->cl ? 128 : 16, 2 * STAGE);
     preg px, pw, tid, o0, p0;
     emit_prologue(s, "A rows of this thread", &px, &pw, &tid, &o0, &p0);
     {
@@ -452,8 +708,35 @@ static void emit_body(gk *s)
         I("cvt.u64.u32 %s, %s", oa64.n, oa.n);
         I("mad.lo.u64 %s, %s, %lld, %s", s->wa.n, oa64.n, R * 4, pw.n);
     }
-    ws_ptx_section(b, "B position of this thread: p = p0 + tid%128 = n*T_out + t");
-    emit_b_position(s, px, tid, p0);
+    if (s->cl) {
+        ws_ptx_section(b, "B positions of this thread: p = p0 + tid/4 + 64e = n*T_out + t, e < 2");
+        for (int e = 0; e < 2; e++) {
+            preg p = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+            s->cpv[e] = ws_ptx_reg(b, PTX_PRED);
+            s->cub[e] = ws_ptx_reg(b, PTX_B32);
+            s->cn[e] = ws_ptx_reg(b, PTX_B32);
+            I("shr.u32 %s, %s, 2", p.n, tid.n);
+            I("add.u32 %s, %s, %s", p.n, p.n, p0.n);
+            if (e)
+                I("add.u32 %s, %s, 64", p.n, p.n);
+            I("setp.lt.u32 %s, %s, %s", s->cpv[e].n, p.n, s->npos.n);
+            I("div.u32 %s, %s, %s", s->cn[e].n, p.n, s->tout32.n);
+            I("mul.lo.u32 %s, %s, %s", t.n, s->cn[e].n, s->tout32.n);
+            I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
+            I("mul.lo.u32 %s, %s, %d", s->cub[e].n, t.n, d->stride);
+            I("sub.s32 %s, %s, %d", s->cub[e].n, s->cub[e].n, d->pad_l);
+        }
+    } else {
+        ws_ptx_section(b, "B position of this thread: p = p0 + tid%128 = n*T_out + t");
+        emit_b_position(s, px, tid, p0);
+    }
+    if (s->kmajor && !s->cl) { /* the thread's B rows of a stage: (tid/128)*NB .. + NB - 1 */
+        I("shl.b32 %s, %s, %d", s->kb.n, s->kb.n, NB == 8 ? 3 : 2);
+        if (d->x_layout == WS_NCL) {
+            s->sT = ws_ptx_reg(b, PTX_B64);
+            I("mul.wide.u32 %s, %s, %d", s->sT.n, s->tin32.n, s->xs);
+        }
+    }
     alloc_raw(s);
     preg acc[8][16], fa[8], fb[8];
     for (int i = 0; i < TM; i++)
@@ -493,21 +776,29 @@ static void emit_body(gk *s)
     ws_ptx_comment(b, "multiply stage `cur`: %d steps of %d fma", BK, TM * 8);
     {
         preg ra = ws_ptx_reg(b, PTX_B32), rb = ws_ptx_reg(b, PTX_B32), ti = ws_ptx_reg(b, PTX_B32);
-        ws_ptx_comment(b, "As[kk][4*ty + 64g], Bs[kk][4*tx + 64h]: ty = tid/16, tx = tid%%16");
+        ws_ptx_comment(b, "As[kk][4*ty + 64g], Bs[kk][4*tx + 64h]: ty = tid/16, tx = tid%%16%s",
+                       s->swap ? " (NLC y: ty = tid%16, tx = tid/16, a warp's lanes along channels)" : "");
         I("mov.u32 %s, %%tid.x", ti.n);
-        I("shr.u32 %s, %s, 4", ra.n, ti.n);
-        I("and.b32 %s, %s, 15", rb.n, ti.n);
+        I("%s %s, %s, %s", s->swap ? "and.b32" : "shr.u32", ra.n, ti.n, s->swap ? "15" : "4");
+        I("%s %s, %s, %s", s->swap ? "shr.u32" : "and.b32", rb.n, ti.n, s->swap ? "4" : "15");
         I("mov.u32 %s, smem", ti.n);
         I("add.u32 %s, %s, %s", ti.n, ti.n, cur.n);
         I("mad.lo.u32 %s, %s, 16, %s", ra.n, ra.n, ti.n);
         I("mad.lo.u32 %s, %s, 16, %s", rb.n, rb.n, ti.n);
+        preg rbs = rb;
+        if (s->cl)
+            rbs = ws_ptx_reg(b, PTX_B32);
         for (int kk = 0; kk < BK; kk++) {
+            if (s->cl && kk % 4 == 0) { /* rows 4m .. 4m+3: columns ^ 8m, bytes ^ 32m */
+                ws_ptx_comment(b, "Bs rows %d..%d: column ^ %d", kk, kk + 3, 2 * kk);
+                I("xor.b32 %s, %s, %d", rbs.n, rb.n, 8 * kk);
+            }
             for (int g = 0; g < TM / 4; g++)
                 I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", fa[4 * g].n, fa[4 * g + 1].n,
                   fa[4 * g + 2].n, fa[4 * g + 3].n, ra.n, (kk * AS + g * 4 * TY) * 4);
             for (int h = 0; h < 2; h++)
                 I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", fb[4 * h].n, fb[4 * h + 1].n,
-                  fb[4 * h + 2].n, fb[4 * h + 3].n, rb.n, A_BYTES + (kk * BN + h * 4 * TX) * 4);
+                  fb[4 * h + 2].n, fb[4 * h + 3].n, rbs.n, A_BYTES + (kk * BN + h * 4 * TX) * 4);
             for (int i = 0; i < TM; i++)
                 for (int j = 0; j < 8; j++)
                     I("fma.rn.f32 %s, %s, %s, %s", acc[i][j].n, fa[i].n, fb[j].n, acc[i][j].n);
@@ -526,8 +817,8 @@ static void emit_body(gk *s)
     preg etid = ws_ptx_reg(b, PTX_B32), ety = ws_ptx_reg(b, PTX_B32), etx = ws_ptx_reg(b, PTX_B32);
     preg eo0 = ws_ptx_reg(b, PTX_B32), ep0 = ws_ptx_reg(b, PTX_B32);
     I("mov.u32 %s, %%tid.x", etid.n);
-    I("shr.u32 %s, %s, 4", ety.n, etid.n);
-    I("and.b32 %s, %s, 15", etx.n, etid.n);
+    I("%s %s, %s, %s", s->swap ? "and.b32" : "shr.u32", ety.n, etid.n, s->swap ? "15" : "4");
+    I("%s %s, %s, %s", s->swap ? "shr.u32" : "and.b32", etx.n, etid.n, s->swap ? "4" : "15");
     I("mov.u32 %s, %%ctaid.y", eo0.n);
     I("mad.lo.u32 %s, %s, %d, 0", eo0.n, eo0.n, BM);
     I("mad.lo.u32 %s, %s, 4, %s", eo0.n, ety.n, eo0.n);
@@ -539,35 +830,19 @@ static void emit_body(gk *s)
         ro[i] = (i / 4) * 4 * TY + i % 4;
     for (int j = 0; j < 8; j++)
         po[j] = (j / 4) * 4 * TX + j % 4;
-    emit_epi_store(s, &e, eo0, ep0, TM, ro, 8, po, "4tx", acc);
+    ws_ptx_comment(b, "two copies of the stores: without an add (no add loads), and with one");
+    {
+        plabel adds = ws_ptx_label_new(b, "with_add");
+        I("@%s bra.uni %s", e.hasa.n, adds.n);
+        emit_ffma_epi(s, &e, eo0, ep0, TM, ro, po, acc, 0);
+        I("ret");
+        ws_ptx_label(b, adds);
+        emit_ffma_epi(s, &e, eo0, ep0, TM, ro, po, acc, 1);
+    }
     I("ret");
 }
 
 /* ---- the tensor-core kernel (ptx_gemm.h, TENSOR CORES) ---- */
-
-/* float value of the raw x element bv[e], pre applied */
-static preg mma_b_value(gk *s, int e)
-{
-    ptx_buf *b = s->b;
-    const ws_conv_desc *d = s->d;
-    preg v;
-    if (s->bvec) { /* element e of the loaded vectors */
-        const int V = 16 / s->xs;
-        v = ws_ptx_vec_elem(b, &s->bx[e / V], e % V);
-    } else if (d->x_type == WS_F32) {
-        v = s->bv[e];
-    } else if (d->x_type == WS_F16) {
-        v = ws_ptx_reg(b, PTX_F32);
-        I("cvt.f32.f16 %s, %s", v.n, s->bv[e].n);
-    } else {
-        preg t = ws_ptx_reg(b, PTX_B32);
-        v = ws_ptx_reg(b, PTX_F32);
-        I("shl.b32 %s, %s, 16", t.n, s->bv[e].n);
-        I("mov.b32 %s, %s", v.n, t.n);
-    }
-    ws_ptx_act(b, v, d->pre); /* pre(0) = 0 for every act: the padding stays zero */
-    return v;
-}
 
 int ws_gemm_mma_kmajor(const ws_conv_desc *d)
 {
@@ -581,9 +856,22 @@ int ws_gemm_mma_kmajor(const ws_conv_desc *d)
     return d->c_in % 16 == 0 && (d->x_layout == WS_NLC || d->stride <= 2 || WS_HGEMM_KMAJOR_NCL);
 }
 
+int ws_gemm_ffma_kmajor(const ws_conv_desc *d)
+{
+    /* NCL at stride S > 2 as the mma kernel's (ws_gemm_mma_kmajor): r = j*K + k keeps a
+     * thread's taps on the sectors of one row */
+    return !ws_gemm_mma(d) && WS_GEMM_BK == 16 && d->c_in % WS_GEMM_BK == 0 && (d->x_layout == WS_NLC || d->stride <= 2);
+}
+
+int ws_gemm_ffma_cl(const ws_conv_desc *d)
+{
+    return ws_gemm_ffma_kmajor(d) && d->x_layout == WS_NLC && d->x_type == WS_F32 && d->pre == WS_ACT_NONE;
+}
+
 int ws_gemm_x_align(const ws_conv_desc *d)
 {
-    return ws_gemm_mma(d) && ws_gemm_mma_kmajor(d) && d->x_layout == WS_NLC ? 16 : 1;
+    const int km = ws_gemm_mma(d) ? ws_gemm_mma_kmajor(d) : ws_gemm_ffma_kmajor(d);
+    return km && d->x_layout == WS_NLC ? 16 : 1;
 }
 
 void ws_gemm_mma_weights(const ws_conv_desc *d, const float *w, void *out)
@@ -608,7 +896,6 @@ void ws_gemm_mma_weights(const ws_conv_desc *d, const float *w, void *out)
 static void emit_mma_gload(gk *s, preg r0)
 {
     ptx_buf *b = s->b;
-    const ws_conv_desc *d = s->d;
     const long long R = s->R;
     ws_ptx_comment(b, "A: W[o0 + tid/%d][r0 + (tid%%%d)*%d + e], e < %d, %s", s->tpr, s->tpr, s->NA, s->NA,
                    s->vecw ? "16 bytes at a time" : "one by one");
@@ -641,57 +928,7 @@ static void emit_mma_gload(gk *s, preg r0)
             emit_gather_b(s, r0, e, 1);
         return;
     }
-    ws_ptx_comment(b, "B: x of X[r0 + (tid/128)*%d + e][p0 + tid%%128], r = k*C_in + j: one k, j .. j+%d, "
-                      "u = S*t - P_L + D*k", s->nbm, s->nbm - 1);
-    preg r = ws_ptx_reg(b, PTX_B32), j = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32);
-    preg ok = ws_ptx_reg(b, PTX_PRED), uok = ws_ptx_reg(b, PTX_PRED);
-    preg u = ws_ptx_reg(b, PTX_B64), off = ws_ptx_reg(b, PTX_B64), xa = ws_ptx_reg(b, PTX_B64);
-    I("add.u32 %s, %s, %s", r.n, r0.n, s->kb.n);
-    I("setp.lt.u32 %s, %s, %lld", ok.n, r.n, R);
-    I("and.pred %s, %s, %s", ok.n, ok.n, s->pv.n);
-    I("div.u32 %s, %s, %d", k.n, r.n, d->c_in);
-    I("mul.lo.u32 %s, %s, %d", j.n, k.n, d->c_in);
-    I("sub.u32 %s, %s, %s", j.n, r.n, j.n);
-    I("mul.wide.u32 %s, %s, %d", u.n, k.n, d->dilation);
-    I("add.s64 %s, %s, %s", u.n, u.n, s->ub.n);
-    I("setp.lt.u64 %s, %s, %s", uok.n, u.n, s->tin64.n);
-    I("and.pred %s, %s, %s", ok.n, ok.n, uok.n);
-    if (d->x_layout == WS_NCL) {
-        I("mul.wide.u32 %s, %s, %s", off.n, j.n, s->tin32.n); /* x[n][j][u] */
-        I("add.u64 %s, %s, %s", off.n, off.n, u.n);
-    } else {
-        preg j64 = ws_ptx_reg(b, PTX_B64);
-        I("cvt.u64.u32 %s, %s", j64.n, j.n);
-        I("mad.lo.u64 %s, %s, %d, %s", off.n, u.n, d->c_in, j64.n); /* x[n][u][j] */
-    }
-    I("mad.lo.u64 %s, %s, %d, %s", xa.n, off.n, s->xs, s->xn.n);
-    if (s->bvec) {
-        ws_ptx_comment(b, "NLC: the %d channels are %d bytes of one row, 16 at a time", s->nbm, s->nbm * s->xs);
-        for (int q = 0; q < s->nbm * s->xs / 16; q++) {
-            preg qa = xa;
-            if (q) {
-                qa = ws_ptx_reg(b, PTX_B64);
-                I("add.u64 %s, %s, %d", qa.n, xa.n, 16 * q);
-            }
-            ws_ptx_vec_load(b, &s->bx[q], qa, ok);
-        }
-        return;
-    }
-    for (int e = 0; e < s->nbm; e++) { /* NCL (NLC took the 16-byte loads above) */
-        const int imm = 0;
-        if (e)
-            I("add.u64 %s, %s, %s", xa.n, xa.n, s->sT.n);
-        if (d->x_type == WS_F32) {
-            I("mov.f32 %s, 0f00000000", s->bv[e].n);
-            I("@%s ld.global.nc.f32 %s, [%s+%d]", ok.n, s->bv[e].n, xa.n, imm);
-        } else if (d->x_type == WS_F16) {
-            I("mov.b16 %s, 0", s->bv[e].n);
-            I("@%s ld.global.nc.b16 %s, [%s+%d]", ok.n, s->bv[e].n, xa.n, imm);
-        } else {
-            I("mov.b32 %s, 0", s->bv[e].n);
-            I("@%s ld.global.nc.u16 %s, [%s+%d]", ok.n, s->bv[e].n, xa.n, imm);
-        }
-    }
+    emit_gather_kmajor(s, r0);
 }
 
 /* swizzled stores: the n 16-byte chunks c0 + q of row `row` (regs v[4q..4q+3]) at
@@ -764,7 +1001,7 @@ static void emit_mma_sstore(gk *s, preg so)
     }
     for (int i = 0; i < MMA_N / 2; i++) {
         if (s->es == 4) {
-            preg v = mma_b_value(s, i);
+            preg v = b_value(s, i);
             I("cvt.rna.tf32.f32 %s, %s", pk[i].n, v.n);
         } else if (s->raw && s->bvec) { /* pair i: word i % 4 of vector i / 4 */
             I("mov.b32 %s, %s", pk[i].n, s->bx[i / 4].r[i % 4].n);
@@ -773,7 +1010,7 @@ static void emit_mma_sstore(gk *s, preg so)
         } else if (s->raw) {
             I("mov.b32 %s, {%s, %s}", pk[i].n, s->bv[2 * i].n, s->bv[2 * i + 1].n);
         } else {
-            preg lo = mma_b_value(s, 2 * i), hi = mma_b_value(s, 2 * i + 1);
+            preg lo = b_value(s, 2 * i), hi = b_value(s, 2 * i + 1);
             I("cvt.rn.%sx2.f32 %s, %s, %s", s->mt, pk[i].n, hi.n, lo.n);
         }
     }
@@ -1279,16 +1516,21 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
         s.TM = s.BM / TY;
         s.NA = s.BM * BK / NT;
         s.NBV = NB;
+        s.nbm = NB;
+        s.kmajor = ws_gemm_ffma_kmajor(d);
+        s.bvec = ws_gemm_x_align(d) == 16;
+        s.swap = d->y_layout == WS_NLC;
+        s.cl = ws_gemm_ffma_cl(d);
         s.AS = s.BM + 4;
         s.A_BYTES = BK * s.AS * 4;
         s.STAGE = s.A_BYTES + BK * BN * 4;
         ws_ptx_comment(&kb, "y[o, n*T_out + t] = act(b[o] + sum_r W[o, r] X[r, n*T_out + t]) + add; r = j*K + k");
         ws_ptx_comment(&kb, "C_in %d C_out %d K %d S %d D %d P_L %d; x %s %s, y %s %s; pre %s, act %s; "
-                         "tile %dx%d, BK %d, %dx8 per thread",
+                         "tile %dx%d, BK %d, %dx8 per thread%s",
                     d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
                     d->x_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->x_type),
                     d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre),
-                    ws_ptx_act_name(d->act), s.BM, BN, BK, s.TM);
+                    ws_ptx_act_name(d->act), s.BM, BN, BK, s.TM, s.kmajor ? ", r = k*C_in + j" : "");
         emit_body(&s);
     }
     ws_ptx_kernel_end_params(&kb, &mod, name, ws_params_of(WS_PARAMS_FWD), NT, 0, 0);

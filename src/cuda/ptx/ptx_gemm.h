@@ -15,28 +15,52 @@
  * (o0 = ctaid.y*BM, p0 = ctaid.x*BN), walking r in steps of BK through two shared-memory
  * stages (one barrier per step): the next step's A and B elements are loaded into
  * registers while this step's are multiplied, then stored to the other stage.
+ * The order of r: k-major (r = k*C_in + j, ws_gemm_ffma_kmajor: C_in % 16 == 0, NLC x or
+ * NCL at stride <= 2), so that a stage is one tap k and 16 channels j0 .., with one u and
+ * one test for all of a position's elements; else r = j*K + k.
  *   A (W) stage As[BK][BM+4]: element e < BM*BK/256 of thread tid is
- *     W[o0 + tid/BK + (256/BK)e, r0 + tid%BK] (a warp reads 32/BK rows x BK consecutive r),
- *     stored transposed at As[tid%BK][tid/BK + (256/BK)e].
- *   B (X) stage Bs[BK][BN]: element e < BK/2 of thread tid is X[r0 + tid/128 + 2e, p0 + tid%128]
- *     (a warp walks 32 consecutive positions: consecutive t of one row, coalesced in NCL
- *     at stride 1); each thread's position (n, t) and x row base are computed once per
- *     block; per element j = r / K, k = r - j*K (u32 by an immediate), u = S*t - P_L + D*k
- *     (64-bit), valid when r < R, p < P and u < T_in (unsigned), loaded raw by a predicated
- *     load and converted (+ pre) only when stored to shared memory, after the multiply.
- *   Multiply: thread (tx = tid%16, ty = tid/16) owns rows (i/4)*64 + 4ty + i%4 and
- *     positions (j/4)*64 + 4tx + j%4 (i < TM = BM/16, j < 8): TMx8 accumulators, 16-byte
- *     shared loads.
- *   Epilogue per owned (o, p) inside the tile (o < C_out, p < P): + b[o] (p_b != 0; b[o]
- *     loaded once per row of the thread, 0 without bias), act, + add (p_add != 0, read in
- *     y_type), stored in y_type and y_layout: ptx_epi.h's epilogue, one element at a time.
+ *     W[o0 + tid/BK + (256/BK)e, r0 + tid%BK] (a warp reads 32/BK rows x BK consecutive r;
+ *     k-major: w[o][j0 + tid%BK][k], the plan's weights as they are), stored transposed at
+ *     As[tid%BK][tid/BK + (256/BK)e].
+ *   B (X) stage Bs[BK][BN], the x of the stage's r at its positions:
+ *     j-major: element e < BK/2 of thread tid is X[r0 + tid/128 + 2e, p0 + tid%128] (a warp
+ *     walks 32 consecutive positions: consecutive t of one row, coalesced in NCL at stride
+ *     1); per element j = r / K, k = r - j*K (u32 by an immediate), u = S*t - P_L + D*k
+ *     (64-bit), valid when r < R, p < P and u < T_in (unsigned).
+ *     k-major: thread tid takes rows (tid/128)*8 + e of position p0 + tid%128: NCL a load
+ *     each, T_in apart; NLC (16-bit x) the 8 channels as one 16-byte load.
+ *     k-major NLC float32 x without pre (ws_gemm_ffma_cl, "channel lanes"): thread tid
+ *     loads channels j0 + 4(tid%4) .. + 3 of positions p0 + tid/4 and p0 + tid/4 + 64, 16
+ *     bytes each, so that a warp's load is 8 positions of 64 bytes (not 32 positions of
+ *     32); stored at Bs[4q + c][(p - p0) ^ 8q] (q = tid%4: the XOR spreads a warp's stores
+ *     over the 32 banks; the multiply reads rows 4m .. 4m+3 at its column ^ 8m, 16-byte
+ *     groups intact; smem 128-byte aligned so that the XOR of the byte address is the
+ *     column's). u = S*t - P_L + D*k is s32 there (ws_gemm_call_fits checks
+ *     S*T_out + D*K + P_L < 2^31).
+ *     Raw loads by predicated loads (zero out of range), converted (+ pre) when stored.
+ *   Multiply: thread (tx, ty) owns rows (i/4)*64 + 4ty + i%4 and positions
+ *     (j/4)*64 + 4tx + j%4 (i < TM = BM/16, j < 8): TMx8 accumulators, 16-byte shared loads;
+ *     tx = tid%16, ty = tid/16, and for NLC y the other way round (tx = tid/16, ty =
+ *     tid%16), so that a warp's store of one accumulator is 16 runs of 4 channels of 2
+ *     positions (NLC) or of 4 positions of 2 channels (NCL), not 16 positions.
+ *   Epilogue, emitted twice (a call without add branches once to the copy with no add
+ *     loads or add address arithmetic): per owned (o, p) inside the tile (o < C_out,
+ *     p < P): + b[o] (b[o] loaded once per row of the thread, 0 without bias), act, + add
+ *     (read in y_type), stored in y_type and y_layout (ptx_epi.h's epilogue), each
+ *     element's add read and store under that predicate with no branch, so that the
+ *     assembler schedules the elements of a position together.
  * Registers (ptxas, no .maxnreg): 128 on sm_90 for the 128-row tile (two blocks per
- * multiprocessor), 149 for K1 with add (one block), 80-90 for the 64-row tile; no spills.
- * Speed (H100, fp32 storage, bench/conv_gpu.c; the direct kernel before): dilated K3 D9
- * N256 C512 T32 350 us (3.3 ms), ResConv1D block 502 us, Jukebox N4 C64 T131072 D27
- * 471 us, wav2vec2's 7 convs N8 11.4 ms, DAC C512->1024 K16 S8 3.61 ms: 27-37 TFLOP/s of
- * FFMA. Not yet: x gathered along channels for NLC (each load is its own sector there),
- * stores grouped through shared memory, 16-byte W loads.
+ * multiprocessor; k-major and channel lanes included), 80-90 for the 64-row tile; no spills.
+ * Speed (H100, fp32 storage, bench/conv_gpu.c, ours / cuDNN 9.19 in the same run, 2026-11-27):
+ * dilated K3 D9 N256 C512 T32 319 / 360 us NCL, 312 / 404 NLC; ResConv1D block 450 / 506,
+ * 463 / 564; Jukebox 449 / 608, 370 / 1037; wav2vec2's 7 convs 10.5 / 10.3 ms NCL, 9.7 /
+ * 11.7 NLC; DAC 3.61 / 4.16 ms, 3.89 / 4.26; the Whisper tiny stem's two convs over 64
+ * windows 3.07 / 3.69 ms NCL, 3.02 / 4.14 NLC (the stem's own FFMA kernels: 2.80 ms).
+ * Before the k-major order, channel lanes, the NLC-y mapping and the branch-free epilogue:
+ * 351, 472; 504, 674; 471, 881; 11.4, 16.1 ms; 3.61, 4.75 ms; 3.36, 4.71 ms. Not yet:
+ * NCL y stores through shared memory (wav2vec2's first conv, C_in 1 into 512 channels of
+ * NCL y, takes 1.0 ms there against 0.38 NLC; a staged epilogue tried took the kernel to
+ * 147-153 registers, one block a multiprocessor), W by cp.async.
  * Parameters: the conv forward table (ptx_params.h, WS_PARAMS_FWD, as the direct forward
  * kernel): .u64 p_x, p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs.
  * Grid (ceil(P / BN), ceil(C_out / BM)), block WS_GEMM_THREADS; ws_gemm_call_fits says which
@@ -161,12 +185,20 @@ int ws_gemm_wgmma(const ws_conv_desc *d, int cc_major, int cc_minor);
  * a stage share one tap k; NLC, or NCL at stride <= 2), else r = j*K + k */
 int ws_gemm_mma_kmajor(const ws_conv_desc *d);
 
+/* 1 when d's FFMA kernel walks r = k*C_in + j (float32 math, C_in % 16 == 0: a stage is one
+ * tap k and 16 channels; NLC, or NCL at stride <= 2), else r = j*K + k */
+int ws_gemm_ffma_kmajor(const ws_conv_desc *d);
+
+/* 1 when d's FFMA kernel gathers x by channel lanes (k-major, NLC float32 x, pre NONE: a
+ * thread loads 4 channels of two positions, 16 bytes each) */
+int ws_gemm_ffma_cl(const ws_conv_desc *d);
+
 /* bytes per weight of the mma kernel: 2 (bf16, f16), 4 (tf32) */
 int ws_gemm_mma_wbytes(const ws_conv_desc *d);
 
 /* the alignment in bytes that d's gemm kernel needs of x (checked per call; a call with
- * an x off it runs the direct kernel): 16 where the mma kernel loads NLC x 16 bytes at a
- * time (kmajor), else 1 */
+ * an x off it runs the direct kernel): 16 where the mma or the FFMA kernel loads NLC x 16
+ * bytes at a time (k-major), else 1 */
 int ws_gemm_x_align(const ws_conv_desc *d);
 
 /* the mma kernel's weights (its p_w): w (float32 [C_out][C_in][K]) rounded to the math type
