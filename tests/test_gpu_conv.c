@@ -1305,6 +1305,7 @@ static void gemm_model_case(const gcase *c)
     const int GM_BM = ws_gemm_bm(&d), GM_AS = GM_BM + 4, TM = GM_BM / 16, km = ws_gemm_ffma_kmajor(&d);
     const int sw = c->yl == WS_NLC; /* the thread mapping of NLC y (ptx_gemm.h) */
     const int cl = ws_gemm_ffma_cl(&d); /* x by channel lanes */
+    float *wp = NULL; /* the packed weights the kernel reads where ws_gemm_ffma_wpack */
     cr_assert(GM_BM == (c->c_out <= WS_GEMM_BM_SMALL ? WS_GEMM_BM_SMALL : WS_GEMM_BM));
     const int t_out = ws_conv_out_len(&d, c->t_in);
     cr_assert(ws_gemm_call_fits(&d, c->n, t_out), "%s", c->name);
@@ -1313,6 +1314,12 @@ static void gemm_model_case(const gcase *c)
     const size_t nx = (size_t)c->n * c->c_in * c->t_in, ny = (size_t)P * c->c_out, nw = (size_t)(C_out * R);
     ws_rng rng = {0x6e6d0000u + (uint64_t)c->c_in * 7 + (uint64_t)c->k};
     float *x = random_buf(nx, WS_F32, &rng), *w = random_buf(nw, WS_F32, &rng);
+    if (ws_gemm_ffma_wpack(&d)) {
+        cr_assert(km && d.c_out % 4 == 0, "%s", c->name);
+        wp = malloc(nw * sizeof *wp);
+        cr_assert(wp);
+        ws_gemm_ffma_weights(&d, w, wp);
+    }
     float *b = c->bias ? random_buf((size_t)C_out, WS_F32, &rng) : NULL;
     float *y = malloc(ny * sizeof *y), *ycpu = malloc(ny * sizeof *ycpu);
     int *written = calloc(ny, sizeof *written);
@@ -1332,8 +1339,26 @@ static void gemm_model_case(const gcase *c)
                 const int st = (int)(kt & 1);
                 for (int tid = 0; tid < WS_GEMM_THREADS; tid++) {
                     const long long r0 = kt * GM_BK;
+                    /* A, packed W (ws_gemm_ffma_wpack): 16-byte chunk tid + 256e of the stage,
+                     * row kk = chunk / (BM/4), channels o0 + 4(chunk % (BM/4)) .. + 3, from
+                     * wp[(r0 + kk)*C_out + o], zeros past C_out */
+                    for (int e = 0; wp && e < GM_BM * GM_BK / 4 / 256; e++) {
+                        const int ch = tid + 256 * e, kk = ch / (GM_BM / 4), oc = 4 * (ch % (GM_BM / 4));
+                        for (int q = 0; q < 4; q++) {
+                            const long long o = o0 + oc + q, r = r0 + kk;
+                            float v = 0;
+                            if (o < C_out) {
+                                const long long k = r / C_in, j = r % C_in;
+                                cr_assert_eq(wp[r * C_out + o], w[(o * C_in + j) * K + k], "%s: packed w", c->name);
+                                v = wp[r * C_out + o];
+                            }
+                            const int cell = st * GM_BK * GM_AS + kk * GM_AS + oc + q;
+                            As[cell] = v;
+                            Ast[cell] = kt;
+                        }
+                    }
                     /* A: W[o0 + tid/8 + 32e][r0 + tid%8] -> As[tid%8][tid/8 + 32e] */
-                    for (int e = 0; e < GM_BM * GM_BK / 256; e++) {
+                    for (int e = 0; !wp && e < GM_BM * GM_BK / 256; e++) {
                         const long long o = o0 + tid / GM_BK + 256 / GM_BK * e, r = r0 + tid % GM_BK;
                         float v = 0;
                         if (o < C_out && r < R) {
@@ -1449,7 +1474,7 @@ static void gemm_model_case(const gcase *c)
     for (size_t i = 0; i < ny; i++)
         cr_assert(fabs(y[i] - ycpu[i]) <= 1e-5 * scale, "%s: y[%zu] model %.9g, CPU %.9g", c->name, i, y[i],
                   ycpu[i]);
-    free(x), free(w), free(b), free(y), free(ycpu), free(written);
+    free(x), free(w), free(wp), free(b), free(y), free(ycpu), free(written);
     free(As), free(Bs), free(Ast), free(Bst), free(acc);
 }
 
@@ -2261,7 +2286,7 @@ Test(gpu_conv_ptx, every_gemm_bwd_module_assembles_without_spills, .timeout = 30
             char name[WS_GBWD_NAME_MAX + 16];
             ws_gbwd_name(&d, name);
             const int ccs[2][2] = {{8, 0}, {9, 0}};
-            const int entries = (ws_gbwd_has_dw(&d) ? 4 : 0) + 2 + (x.phases > 1) + ws_gemm_mma(&x.sub);
+            const int entries = (ws_gbwd_has_dw(&d) ? 4 : 0) + 2 + (x.phases > 1) + ws_gemm_packs(&x.sub);
             cr_assert_eq(ws_gbwd_has_dw(&d), m >= 0, "%s math %d", gbcases[i].name, m);
             for (int c = 0; c < 2; c++)
                 dump_and_assemble(ptxas, sub, &d, ccs[c], name, gbcases[i].name, entries);

@@ -61,7 +61,8 @@ struct ws_gpu_conv {
      * every call that gemm_call_fits admits; the direct kernel takes the others */
     wscu_module gemmmod;
     wscu_function gemmfn;  /* 0: no gemm kernel */
-    wscu_devptr wh;        /* the tensor-core gemm kernel's weights (ws_gemm_mma_weights), or 0 */
+    wscu_devptr wh;        /* the gemm kernel's packed weights (ws_gemm_pack_weights: the mma
+                              kernel's, the FFMA kernel's where ws_gemm_ffma_wpack), or 0 */
     /* the Hopper GEMM (ptx_hgemm.h), where ws_hgemm_fits and the driver encodes tensor
      * maps: taken before the gemm kernel by every call hgemm_call_fits admits; it reads wh */
     wscu_module hgmod;
@@ -88,7 +89,7 @@ struct ws_gpu_conv {
     unsigned long gb_calls;
     /* weights given per call (a->w): the plan's own w, b, wh above are 0 when it was made
      * without weights; the preparation module's cast and pack entries (ptx_wprep.h) write
-     * the call's w into wcall (float32) and whcall (the tensor-core GEMM's) on the call's
+     * the call's w into wcall (float32) and whcall (the GEMM's packed weights) on the call's
      * stream. Plans made without weights allocate them at ws_gpu_conv_new, the others at
      * their first call with a->w. */
     int has_w;             /* made with weights */
@@ -164,7 +165,7 @@ static int gbwd_load(ws_gpu_conv *c, ws_err *err)
         snprintf(en, sizeof en, "%s%s", name, e[i].suf);
         CU_TRY(cu, ModuleGetFunction(e[i].fn, c->gbmod, en), err);
     }
-    if (has_dx && ws_gemm_mma(&c->gx.sub)) {
+    if (has_dx && ws_gemm_packs(&c->gx.sub)) {
         snprintf(en, sizeof en, "%s_p", name);
         CU_TRY(cu, ModuleGetFunction(&c->gb_p, c->gbmod, en), err);
     }
@@ -223,8 +224,8 @@ cleanup:
 }
 
 /* the buffers the call's weights are prepared into: float32 (wcall) where w_type is not
- * float32 (a float32 w is read where it is), the GEMM's (whcall) where it runs on tensor
- * cores */
+ * float32 (a float32 w is read where it is), the GEMM's packed ones (whcall) where its
+ * kernel packs (ws_gemm_packs) */
 static int prep_buffers(ws_gpu_conv *c, ws_err *err)
 {
     const ws_conv_desc *d = &c->d;
@@ -234,7 +235,7 @@ static int prep_buffers(ws_gpu_conv *c, ws_err *err)
     if (d->w_type != WS_F32 && !c->wcall)
         CU_TRY(cu, MemAlloc(&c->wcall, nw * sizeof(float)), err);
     if (c->packfn && !c->whcall)
-        CU_TRY(cu, MemAlloc(&c->whcall, nw * (size_t)ws_gemm_mma_wbytes(d)), err);
+        CU_TRY(cu, MemAlloc(&c->whcall, ws_gemm_packed_bytes(d)), err);
     return 0;
 cleanup:
     return -1;
@@ -344,14 +345,15 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     if (b && (ws_gpu_alloc(g, (size_t)d->c_out * sizeof *b, &c->b, err) ||
               ws_gpu_upload(g, c->b, b, (size_t)d->c_out * sizeof *b, err)))
         goto fail;
-    if ((c->gemmfn || c->hgfn) && ws_gemm_mma(d)) { /* W rounded to the math type, in the kernel's r order */
-        const size_t wb = nw * (size_t)ws_gemm_mma_wbytes(d);
+    if ((c->gemmfn || c->hgfn) && ws_gemm_packs(d)) { /* W as the gemm kernel reads it: rounded to the
+                                                         math type, in its order of r */
+        const size_t wb = ws_gemm_packed_bytes(d);
         void *wh = malloc(wb);
         if (!wh) {
             ws_errf(err, "ws_gpu_conv_new: out of memory (weights %zu bytes)", wb);
             goto fail;
         }
-        ws_gemm_mma_weights(d, wf, wh);
+        ws_gemm_pack_weights(d, wf, wh);
         const int rc = ws_gpu_alloc(g, wb, &c->wh, err) || ws_gpu_upload(g, c->wh, wh, wb, err);
         free(wh);
         if (rc)
@@ -410,9 +412,9 @@ typedef struct {
     ws_kargs args;
 } fwd_call;
 
-/* which weights a kernel reads: float32 [C_out][Cg][K] (direct, FFMA GEMM), the depthwise
- * kernels' (in dw_wt), the tensor-core GEMM's (ws_gemm_mma_weights) */
-typedef enum { W_F32 = 0, W_DW, W_MMA } w_want;
+/* which weights a kernel reads: float32 [C_out][Cg][K] (direct, FFMA GEMM where it does not
+ * pack), the depthwise kernels' (in dw_wt), the GEMM's packed ones (ws_gemm_pack_weights) */
+typedef enum { W_F32 = 0, W_DW, W_PACKED } w_want;
 
 /* *out = the weights a `want` kernel reads in call a: the plan's own (a->w NULL), a->w as it
  * is where the kernel reads that type, else a->w prepared into wcall / whcall by the
@@ -422,11 +424,11 @@ static int call_weights(ws_gpu_conv *c, const ws_conv_args *a, w_want want, wscu
 {
     const ws_conv_desc *d = &c->d;
     if (!a->w) {
-        *out = want == W_MMA ? c->wh : c->w;
+        *out = want == W_PACKED ? c->wh : c->w;
         return 0;
     }
     uint64_t pw = (uint64_t)(uintptr_t)a->w;
-    if ((want == W_DW && c->dw_wt == d->w_type) || (want != W_MMA && d->w_type == WS_F32)) {
+    if ((want == W_DW && c->dw_wt == d->w_type) || (want != W_PACKED && d->w_type == WS_F32)) {
         *out = pw;
         return 0;
     }
@@ -438,14 +440,14 @@ static int call_weights(ws_gpu_conv *c, const ws_conv_args *a, w_want want, wscu
     if (prep_load(c, err) || prep_buffers(c, err))
         return -1;
     ws_cu *cu = &c->g->cu;
-    uint64_t dst = want == W_MMA ? c->whcall : c->wcall;
+    uint64_t dst = want == W_PACKED ? c->whcall : c->wcall;
     uint32_t n = (uint32_t)nw;
     ws_kargs k;
     ws_kargs_init(&k, WS_PARAMS_WPREP);
     WS_KARG(&k, WS_WPREP_W, pw), WS_KARG(&k, WS_WPREP_OUT, dst), WS_KARG(&k, WS_WPREP_N, n);
     if (ws_kargs_check(&k, "ws_gpu_conv_run", err))
         return -1;
-    CU_TRY(cu, LaunchKernel(want == W_MMA ? c->packfn : c->castfn,
+    CU_TRY(cu, LaunchKernel(want == W_PACKED ? c->packfn : c->castfn,
                             (unsigned)((nw + WS_WPREP_THREADS - 1) / WS_WPREP_THREADS), 1, 1,
                             WS_WPREP_THREADS, 1, 1, 0, st, k.v, NULL), err);
     *out = dst;
@@ -679,7 +681,7 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_st
     const unsigned gy = (unsigned)(((unsigned long long)d->c_out + bm - 1) / bm);
     fwd_call f;
     wscu_devptr pw = 0;
-    if (call_weights(c, a, ws_gemm_mma(d) ? W_MMA : W_F32, st, &pw, err) ||
+    if (call_weights(c, a, ws_gemm_packs(d) ? W_PACKED : W_F32, st, &pw, err) ||
         fwd_bind(&f, c, a, t_out, pw, err))
         return -1;
     CU_TRY(cu, LaunchKernel(c->gemmfn, gx, gy, 1, WS_GEMM_THREADS, 1, 1, 0, st, f.args.v,
@@ -751,7 +753,7 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
     const ws_conv_desc *d = &c->d;
     ws_cu *cu = &c->g->cu;
     wscu_devptr pw = 0;
-    if (call_weights(c, a, W_MMA, st, &pw, err))
+    if (call_weights(c, a, W_PACKED, st, &pw, err))
         return -1;
     uint64_t xb = (uint64_t)(uintptr_t)a->x;
     const uint64_t C = (uint64_t)d->c_in, N = (uint64_t)a->n, T = (uint64_t)a->t_in;
@@ -966,7 +968,7 @@ static int launch_gb_dx(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
                            .w = (const void *)(uintptr_t)1,
                            .y = whole ? a->dx : (void *)(uintptr_t)(c->dxs ? c->dxs : 16) };
     const int packed = c->gb_p && ws_gpu_conv_kernel(c->dxp, &probe) == 2;
-    const size_t wes = packed ? (size_t)ws_gemm_mma_wbytes(sd) : sizeof(float);
+    const size_t wxb = packed ? ws_gemm_packed_bytes(sd) : nw * sizeof(float);
     /* a plan's own weights (a->w NULL) give the same W' every call: made by the first such
      * call and kept (calls of one plan never overlap, so later calls, on any stream, are
      * ordered after the one that wrote it) */
@@ -975,7 +977,7 @@ static int launch_gb_dx(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
     const size_t nw0 = (size_t)d->c_out * (size_t)d->c_in * (size_t)d->k;
     if (call_weights(c, a, W_F32, st, &pw, err) ||
         scratch(c, &c->wt, &c->wt_bytes, nw0 * sizeof(float), st, err) ||
-        scratch(c, &c->wxx, &c->wxx_bytes, nw * wes, st, err) ||
+        scratch(c, &c->wxx, &c->wxx_bytes, wxb, st, err) ||
         (!whole && scratch(c, &c->dxs, &c->dxs_bytes,
                            (size_t)a->n * (size_t)rows * (size_t)sd->c_out * xs, st, err)))
         return -1;

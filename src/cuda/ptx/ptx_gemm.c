@@ -143,6 +143,11 @@ typedef struct {
                          thread (q = tid%4, pl = tid/4) loads channels 4q.. of positions pl and
                          pl + 64, 16 bytes each (a warp: 8 positions x 64 bytes); Bs swizzled */
     preg cpv[2], cub[2], cn[2]; /* cl: per position pl + 64e: p < P, S*t - P_L (s32: ws_gemm_call_fits), n */
+    int wpack;        /* FFMA, ws_gemm_ffma_wpack: A by cp.async from W packed [R][C_out], NAC
+                         16-byte chunks a thread a stage (no registers, no stores) */
+    int NAC;
+    preg cga[2], cso[2], cok[2]; /* wpack: chunk e's &W[kk][o0 + 4oc] (r0 0), its As offset
+                                    (bytes), o0 + 4oc < C_out */
     int swap;         /* FFMA, NLC y: thread (tx, ty) = (tid/16, tid%16), so that a warp's
                          16 lanes of one ty store 16 runs of 4 channels of one position */
     int wg;           /* wgmma (sm_90a): the stages in rows of 64 bytes with the 64-byte swizzle
@@ -330,11 +335,29 @@ static void emit_gather_cl(gk *s, preg k, preg j0)
 /* av[e] = W[o0 + tid/BK + A_ROWS*e, r0 + tid%BK], bv[e] = raw x of X[r0 + tid/128 + 2e, p0 + tid%128]
  * (zero where out of range); no register is consumed here, so the loads are in flight
  * while the current stage is multiplied */
-static void emit_gload(gk *s, preg r0)
+static void emit_gload(gk *s, preg r0, preg so)
 {
     ptx_buf *b = s->b;
     const ws_conv_desc *d = s->d;
     const long long R = s->R;
+    if (s->wpack) {
+        ws_ptx_comment(b, "A: cp.async As[kk][4oc ..] <- W[r0 + kk][o0 + 4oc ..] (packed [R][C_out]), "
+                          "chunk tid + 256e, kk = chunk / %d, oc = chunk %% %d, zeros past C_out",
+                       s->BM / 4, s->BM / 4);
+        preg off = ws_ptx_reg(b, PTX_B64), sb = ws_ptx_reg(b, PTX_B32);
+        I("mul.wide.u32 %s, %s, %d", off.n, r0.n, d->c_out * 4);
+        I("mov.u32 %s, smem", sb.n);
+        I("add.u32 %s, %s, %s", sb.n, sb.n, so.n);
+        for (int e = 0; e < s->NAC; e++) {
+            preg ga = ws_ptx_reg(b, PTX_B64), sa = ws_ptx_reg(b, PTX_B32), sz = ws_ptx_reg(b, PTX_B32);
+            I("add.u64 %s, %s, %s", ga.n, s->cga[e].n, off.n);
+            I("selp.b64 %s, %s, %s, %s", ga.n, ga.n, s->cga[e].n, s->cok[e].n); /* in range either way */
+            I("selp.u32 %s, 16, 0, %s", sz.n, s->cok[e].n);
+            I("add.u32 %s, %s, %s", sa.n, sb.n, s->cso[e].n);
+            I("cp.async.cg.shared.global [%s], [%s], 16, %s", sa.n, ga.n, sz.n);
+        }
+        I("cp.async.commit_group");
+    }
     if (s->kmajor) {
         /* a stage is one tap k and channels j0 .. j0 + BK - 1 (C_in % BK == 0, R % BK == 0):
          * W[o][r0 + q] = w[o][j0 + q][k] at (j0 + q)*K + k of row o */
@@ -345,14 +368,16 @@ static void emit_gload(gk *s, preg r0)
         I("div.u32 %s, %s, %d", k.n, r0.n, d->c_in);
         I("mul.lo.u32 %s, %s, %d", j0.n, k.n, d->c_in);
         I("sub.u32 %s, %s, %s", j0.n, r0.n, j0.n);
-        I("add.u32 %s, %s, %s", q.n, j0.n, s->ka.n);
-        I("mad.lo.u32 %s, %s, %d, %s", q.n, q.n, d->k, k.n);
-        I("mad.wide.u32 %s, %s, 4, %s", ga.n, q.n, s->wa.n);
-        for (int e = 0; e < s->NA; e++) {
-            if (e)
-                I("add.u64 %s, %s, %lld", ga.n, ga.n, (long long)A_ROWS * R * 4);
-            I("mov.f32 %s, 0f00000000", s->av[e].n);
-            I("@%s ld.global.nc.f32 %s, [%s]", s->aok[e].n, s->av[e].n, ga.n);
+        if (!s->wpack) {
+            I("add.u32 %s, %s, %s", q.n, j0.n, s->ka.n);
+            I("mad.lo.u32 %s, %s, %d, %s", q.n, q.n, d->k, k.n);
+            I("mad.wide.u32 %s, %s, 4, %s", ga.n, q.n, s->wa.n);
+            for (int e = 0; e < s->NA; e++) {
+                if (e)
+                    I("add.u64 %s, %s, %lld", ga.n, ga.n, (long long)A_ROWS * R * 4);
+                I("mov.f32 %s, 0f00000000", s->av[e].n);
+                I("@%s ld.global.nc.f32 %s, [%s]", s->aok[e].n, s->av[e].n, ga.n);
+            }
         }
         if (s->cl)
             emit_gather_cl(s, k, j0);
@@ -392,13 +417,15 @@ static void emit_sstore(gk *s, preg so)
     I("mov.u32 %s, %%tid.x", tid.n);
     I("mov.u32 %s, smem", sb.n);
     I("add.u32 %s, %s, %s", sb.n, sb.n, so.n);
-    ws_ptx_comment(b, "As[tid%%%d][tid/%d + %de]", BK, BK, A_ROWS);
-    I("and.b32 %s, %s, %d", a.n, tid.n, BK - 1);
-    I("shr.u32 %s, %s, %d", c.n, tid.n, LOG2_BK);
-    I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, s->AS, c.n);
-    I("mad.lo.u32 %s, %s, 4, %s", a.n, a.n, sb.n);
-    for (int e = 0; e < s->NA; e++)
-        I("st.shared.f32 [%s+%d], %s", a.n, e * A_ROWS * 4, s->av[e].n);
+    if (!s->wpack) {
+        ws_ptx_comment(b, "As[tid%%%d][tid/%d + %de]", BK, BK, A_ROWS);
+        I("and.b32 %s, %s, %d", a.n, tid.n, BK - 1);
+        I("shr.u32 %s, %s, %d", c.n, tid.n, LOG2_BK);
+        I("mad.lo.u32 %s, %s, %d, %s", a.n, a.n, s->AS, c.n);
+        I("mad.lo.u32 %s, %s, 4, %s", a.n, a.n, sb.n);
+        for (int e = 0; e < s->NA; e++)
+            I("st.shared.f32 [%s+%d], %s", a.n, e * A_ROWS * 4, s->av[e].n);
+    }
     if (s->cl) {
         ws_ptx_comment(b, "Bs[4q + c][(pl + 64e) ^ 8q] = x, q = tid%%4, pl = tid/4 (the swizzle: a warp's "
                           "stores on 32 banks)");
@@ -691,7 +718,26 @@ static void emit_body(gk *s)
     ws_ptx_raw(b, "\t.shared .align %d .b8 smem[%d];\n", s->cl ? 128 : 16, 2 * STAGE);
     preg px, pw, tid, o0, p0;
     emit_prologue(s, "A rows of this thread", &px, &pw, &tid, &o0, &p0);
-    {
+    if (s->wpack) {
+        ws_ptx_comment(b, "A chunks e < %d: c = tid + 256e, kk = c / %d, oc = c %% %d: &W[kk][o0 + 4oc], "
+                          "As + (kk*%d + 4oc)*4, o0 + 4oc < C_out", s->NAC, BM / 4, BM / 4, AS);
+        for (int e = 0; e < s->NAC; e++) {
+            preg c = ws_ptx_reg(b, PTX_B32), kk = ws_ptx_reg(b, PTX_B32), oc = ws_ptx_reg(b, PTX_B32);
+            s->cga[e] = ws_ptx_reg(b, PTX_B64);
+            s->cso[e] = ws_ptx_reg(b, PTX_B32);
+            s->cok[e] = ws_ptx_reg(b, PTX_PRED);
+            I("add.u32 %s, %s, %d", c.n, tid.n, NT * e);
+            I("shr.u32 %s, %s, %d", kk.n, c.n, BM == 128 ? 5 : 4);
+            I("and.b32 %s, %s, %d", oc.n, c.n, BM / 4 - 1);
+            I("shl.b32 %s, %s, 2", oc.n, oc.n);                                   /* 4oc */
+            I("mad.lo.u32 %s, %s, %d, %s", s->cso[e].n, kk.n, AS, oc.n);          /* kk*AS + 4oc */
+            I("shl.b32 %s, %s, 2", s->cso[e].n, s->cso[e].n);
+            I("add.u32 %s, %s, %s", oc.n, oc.n, o0.n);                            /* o0 + 4oc */
+            I("setp.lt.u32 %s, %s, %d", s->cok[e].n, oc.n, d->c_out);
+            I("mad.lo.u32 %s, %s, %d, %s", kk.n, kk.n, d->c_out, oc.n);          /* kk*C_out + o */
+            I("mad.wide.u32 %s, %s, 4, %s", s->cga[e].n, kk.n, pw.n);
+        }
+    } else {
         preg oa = ws_ptx_reg(b, PTX_B32), oa64 = ws_ptx_reg(b, PTX_B64);
         s->ka = ws_ptx_reg(b, PTX_B32);
         s->wa = ws_ptx_reg(b, PTX_B64);
@@ -756,8 +802,10 @@ static void emit_body(gk *s)
     for (int i = 0; i < TM; i++)
         for (int j = 0; j < 8; j++)
             I("mov.f32 %s, 0f00000000", acc[i][j].n);
-    emit_gload(s, r0);
+    emit_gload(s, r0, cur);
     emit_sstore(s, cur);
+    if (s->wpack)
+        I("cp.async.wait_group 0");
     I("bar.sync 0");
 
     ws_ptx_section(b, "main loop over the stages of r");
@@ -770,8 +818,8 @@ static void emit_body(gk *s)
     I("sub.u32 %s, %d, %s", nxt.n, STAGE, cur.n);
     I("@!%s bra.uni %s", more.n, noload.n);
     I("add.u32 %s, %s, %d", r0.n, r0.n, BK);
-    ws_ptx_comment(b, "the next stage's elements into registers");
-    emit_gload(s, r0);
+    ws_ptx_comment(b, "the next stage's elements into registers%s", s->wpack ? " (W by cp.async into it)" : "");
+    emit_gload(s, r0, nxt);
     ws_ptx_label(b, noload);
     ws_ptx_comment(b, "multiply stage `cur`: %d steps of %d fma", BK, TM * 8);
     {
@@ -806,6 +854,8 @@ static void emit_body(gk *s)
     }
     I("@!%s bra.uni %s", more.n, nostore.n);
     emit_sstore(s, nxt);
+    if (s->wpack)
+        I("cp.async.wait_group 0");
     I("mov.u32 %s, %s", cur.n, nxt.n);
     ws_ptx_label(b, nostore);
     I("bar.sync 0");
@@ -861,6 +911,39 @@ int ws_gemm_ffma_kmajor(const ws_conv_desc *d)
     /* NCL at stride S > 2 as the mma kernel's (ws_gemm_mma_kmajor): r = j*K + k keeps a
      * thread's taps on the sectors of one row */
     return !ws_gemm_mma(d) && WS_GEMM_BK == 16 && d->c_in % WS_GEMM_BK == 0 && (d->x_layout == WS_NLC || d->stride <= 2);
+}
+
+int ws_gemm_ffma_wpack(const ws_conv_desc *d)
+{
+    return ws_gemm_fits(d) && ws_gemm_ffma_kmajor(d) && d->c_out % 4 == 0;
+}
+
+int ws_gemm_packs(const ws_conv_desc *d)
+{
+    return ws_gemm_fits(d) && (ws_gemm_mma(d) || ws_gemm_ffma_wpack(d));
+}
+
+size_t ws_gemm_packed_bytes(const ws_conv_desc *d)
+{
+    return (size_t)d->c_out * (size_t)d->c_in * (size_t)d->k *
+           (size_t)(ws_gemm_mma(d) ? ws_gemm_mma_wbytes(d) : 4);
+}
+
+void ws_gemm_ffma_weights(const ws_conv_desc *d, const float *w, float *out)
+{
+    const int K = d->k, C = d->c_in, O = d->c_out;
+    for (size_t o = 0; o < (size_t)O; o++)
+        for (int j = 0; j < C; j++)
+            for (int k = 0; k < K; k++)
+                out[((size_t)k * C + j) * O + o] = w[(o * C + j) * K + k];
+}
+
+void ws_gemm_pack_weights(const ws_conv_desc *d, const float *w, void *out)
+{
+    if (ws_gemm_mma(d))
+        ws_gemm_mma_weights(d, w, out);
+    else
+        ws_gemm_ffma_weights(d, w, out);
 }
 
 int ws_gemm_ffma_cl(const ws_conv_desc *d)
@@ -1521,6 +1604,8 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
         s.bvec = ws_gemm_x_align(d) == 16;
         s.swap = d->y_layout == WS_NLC;
         s.cl = ws_gemm_ffma_cl(d);
+        s.wpack = ws_gemm_ffma_wpack(d);
+        s.NAC = s.BM * BK / 4 / NT;
         s.AS = s.BM + 4;
         s.A_BYTES = BK * s.AS * 4;
         s.STAGE = s.A_BYTES + BK * BN * 4;

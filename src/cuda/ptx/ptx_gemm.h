@@ -193,6 +193,27 @@ int ws_gemm_ffma_kmajor(const ws_conv_desc *d);
  * thread loads 4 channels of two positions, 16 bytes each) */
 int ws_gemm_ffma_cl(const ws_conv_desc *d);
 
+/* 1 when d's FFMA kernel reads packed weights by cp.async (k-major and C_out % 4 == 0):
+ * ws_gemm_ffma_weights' [R][C_out] */
+int ws_gemm_ffma_wpack(const ws_conv_desc *d);
+
+/* 1 when d's gemm kernel reads weights packed for it (the plan's wh, ws_gemm_pack_weights):
+ * the mma kernel always, the FFMA kernel where ws_gemm_ffma_wpack; else it reads the plan's
+ * float32 [C_out][C_in][K] */
+int ws_gemm_packs(const ws_conv_desc *d);
+
+/* bytes of the packed weights where ws_gemm_packs: C_out * C_in * K elements of
+ * ws_gemm_mma_wbytes (mma) or 4 (FFMA) */
+size_t ws_gemm_packed_bytes(const ws_conv_desc *d);
+
+/* the FFMA kernel's packed weights: out[(k*C_in + j)*C_out + o] = w[o][j][k] (float32, the
+ * stage's rows of As are then runs of C_out, 16 bytes a copy) */
+void ws_gemm_ffma_weights(const ws_conv_desc *d, const float *w, float *out);
+
+/* the packed weights of d's gemm kernel (ws_gemm_packs): ws_gemm_mma_weights or
+ * ws_gemm_ffma_weights */
+void ws_gemm_pack_weights(const ws_conv_desc *d, const float *w, void *out);
+
 /* bytes per weight of the mma kernel: 2 (bf16, f16), 4 (tf32) */
 int ws_gemm_mma_wbytes(const ws_conv_desc *d);
 

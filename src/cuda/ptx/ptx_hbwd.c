@@ -293,8 +293,9 @@ static void emit_tile(ptx_buf *mod, const ws_conv_desc *d, const char *name, int
 }
 
 /* W'[oc][o][m] from float32 w[o][c][k] (ptx_hbwd.h), one thread an element of W' */
-/* packed: W' as the tensor-core GEMM reads it (ws_gemm_mma_weights: rounded to the math
- * type, r = m*C_out + o where k-major, else o*K' + m), else float32 [oc][o][m] */
+/* packed: W' as the conv's GEMM reads it (ws_gemm_pack_weights: for tensor-core math rounded
+ * to the math type, r = m*C_out + o where k-major, else o*K' + m; for the FFMA kernel float32
+ * [r][oc], r = m*C_out + o), else float32 [oc][o][m] */
 static void emit_wx(ptx_buf *mod, const ws_conv_desc *d, const ws_gbwd_dx *x, const char *name, int packed)
 {
     ptx_buf kb;
@@ -356,6 +357,12 @@ static void emit_wx(ptx_buf *mod, const ws_conv_desc *d, const ws_gbwd_dx *x, co
         ws_ptx_comment(b, "W'[(oc*C_out + o)*K' + m]");
         I("mad.lo.u32 %s, %s, %d, %s", tmp.n, oc.n, Co, o.n);
         I("mad.lo.u32 %s, %s, %d, %s", tmp.n, tmp.n, KK, m.n);
+        I("mad.wide.u32 %s, %s, 4, %s", a.n, tmp.n, po.n);
+        I("st.global.f32 [%s], %s", a.n, v.n);
+    } else if (!ws_gemm_mma(&x->sub)) { /* the FFMA kernel's: [r][oc], r = m*C_out + o */
+        ws_ptx_comment(b, "packed (FFMA): (m*C_out + o)*%d + oc", x->sub.c_out);
+        I("mad.lo.u32 %s, %s, %d, %s", tmp.n, m.n, Co, o.n);
+        I("mad.lo.u32 %s, %s, %d, %s", tmp.n, tmp.n, x->sub.c_out, oc.n);
         I("mad.wide.u32 %s, %s, 4, %s", a.n, tmp.n, po.n);
         I("st.global.f32 [%s], %s", a.n, v.n);
     } else {
@@ -626,7 +633,7 @@ char *ws_gbwd_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
         emit_tile(&mod, d, en, d->c_in * d->k, 1, WS_NLC, WS_F32, NULL, WS_F32, 0);
         snprintf(en, sizeof en, "%s_w", name);
         emit_wx(&mod, d, &x, en, 0);
-        if (ws_gemm_mma(&x.sub)) {
+        if (ws_gemm_packs(&x.sub)) {
             snprintf(en, sizeof en, "%s_p", name);
             emit_wx(&mod, d, &x, en, 1);
         }

@@ -46,9 +46,10 @@
  *   _t  wT[c*K + k][o] = w[o][c][k] from the call's float32 w (WS_PARAMS_GBS: p_src w,
  *       p_dst wT, p_t = p_pitch = C_out): the transposing tile below, w read as NLC over
  *       C_out times, grid (ceil(C_out / 32), ceil(C_in*K / 32), 1)
- *   _w  W' float32 [oc][o][m] from wT, _p W' packed as the tensor-core GEMM reads it
- *       (ws_gemm_mma_weights: rounded to the math type, k-major or not as the conv's
- *       descriptor says; only where that conv has tensor-core math) (WS_PARAMS_WPREP: p_w wT,
+ *   _w  W' float32 [oc][o][m] from wT, _p W' packed as the conv's GEMM reads it
+ *       (ws_gemm_pack_weights: rounded to the math type, k-major or not as the conv's
+ *       descriptor says; or the FFMA kernel's float32 [r][oc]; only where that conv's GEMM
+ *       packs, ws_gemm_packs) (WS_PARAMS_WPREP: p_w wT,
  *       p_out, p_n = elements of W'), a thread an element, o fastest; the plan of the conv
  *       is handed W' as its own weights for the call (packed where ws_gpu_conv_kernel says
  *       the call takes a GEMM, else float32)

@@ -11,7 +11,7 @@
 
 int ws_wprep_packs(const ws_conv_desc *d)
 {
-    return ws_gemm_fits(d) && ws_gemm_mma(d);
+    return ws_gemm_packs(d);
 }
 
 void ws_wprep_name(const ws_conv_desc *d, char name[WS_WPREP_NAME_MAX])
@@ -19,8 +19,9 @@ void ws_wprep_name(const ws_conv_desc *d, char name[WS_WPREP_NAME_MAX])
     snprintf(name, WS_WPREP_NAME_MAX, "ws_wprep_%s_c%d_%d_g%d_k%d_%s%s",
              ws_ptx_type_name(d->w_type), d->c_in, d->c_out, d->groups, d->k,
              !ws_wprep_packs(d) ? "cast"
-             : d->math == WS_MATH_BF16 ? "bf16" : d->math == WS_MATH_F16 ? "f16" : "tf32",
-             ws_wprep_packs(d) && ws_gemm_mma_kmajor(d) ? "_km" : "");
+             : d->math == WS_MATH_BF16 ? "bf16" : d->math == WS_MATH_F16 ? "f16"
+             : d->math == WS_MATH_TF32 ? "tf32" : "f32t",
+             ws_wprep_packs(d) && ws_gemm_mma(d) && ws_gemm_mma_kmajor(d) ? "_km" : "");
 }
 
 void ws_wprep_entry(const ws_conv_desc *d, int pack, char name[WS_WPREP_NAME_MAX])
@@ -76,9 +77,40 @@ static void emit_cast(ptx_buf *b, const ws_conv_desc *d)
     ws_ptx_ins(b, "ret");
 }
 
+/* pack, the FFMA kernel's (ws_gemm_ffma_weights): out[i] = w[o][j][k], i = (k*C + j)*C_out + o */
+static void emit_pack_f32(ptx_buf *b, const ws_conv_desc *d)
+{
+    const int C = d->c_in, K = d->k, O = d->c_out;
+    ws_ptx_comment(b, "out[(k*C + j)*C_out + o] = w[o][j][k]; C_in %d, C_out %d, K %d", C, O, K);
+    plabel done = ws_ptx_label_new(b, "done");
+    preg pw, pout;
+    preg i = prologue(b, done, &pw, &pout);
+    preg o = ws_ptx_reg(b, PTX_B64), r = ws_ptx_reg(b, PTX_B64), j = ws_ptx_reg(b, PTX_B64);
+    preg k = ws_ptx_reg(b, PTX_B64), src = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ins(b, "div.u64 %s, %s, %d", r.n, i.n, O);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", o.n, r.n, O);
+    ws_ptx_ins(b, "sub.u64 %s, %s, %s", o.n, i.n, o.n);
+    ws_ptx_ins(b, "div.u64 %s, %s, %d", k.n, r.n, C);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %d", j.n, k.n, C);
+    ws_ptx_ins(b, "sub.u64 %s, %s, %s", j.n, r.n, j.n);
+    ws_ptx_ins(b, "mul.lo.u64 %s, %s, %lld", src.n, o.n, (long long)C * K);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, %d, %s", src.n, j.n, K, src.n);
+    ws_ptx_ins(b, "add.u64 %s, %s, %s", src.n, src.n, k.n);
+    preg v = ws_ptx_reg(b, PTX_F32), a = ws_ptx_reg(b, PTX_B64);
+    load_w(b, v, pw, src, d->w_type);
+    ws_ptx_ins(b, "mad.lo.u64 %s, %s, 4, %s", a.n, i.n, pout.n);
+    ws_ptx_ins(b, "st.global.f32 [%s], %s", a.n, v.n);
+    ws_ptx_label(b, done);
+    ws_ptx_ins(b, "ret");
+}
+
 /* pack: out[i] = round(w[o][j][k]), i = o*R + (k-major ? k*C + j : j*K + k) */
 static void emit_pack(ptx_buf *b, const ws_conv_desc *d)
 {
+    if (!ws_gemm_mma(d)) {
+        emit_pack_f32(b, d);
+        return;
+    }
     const int C = d->c_in, K = d->k, km = ws_gemm_mma_kmajor(d);
     const long long R = (long long)C * K;
     const char *mt = d->math == WS_MATH_BF16 ? "bf16" : d->math == WS_MATH_F16 ? "f16" : "tf32";

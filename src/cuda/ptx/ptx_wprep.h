@@ -4,10 +4,12 @@
  *
  *   cast  out[i] = (float)w[i], i < p_n                 w in w_type, out float32 [C_out][Cg][K]
  *         (the direct kernels, the FFMA GEMM and the packed-sequence kernels read float32)
- *   pack  out[i] = round(w[src(i)]), i < p_n = C_out*R  the tensor-core GEMM's weights
- *         (ws_gemm_mma_weights): R = C_in*K, row o in the GEMM's r order (k-major: r = k*C_in
- *         + j, else j*K + k), rounded to the math type: tf32 to nearest with ties away
- *         (cvt.rna.tf32.f32, as ws_f32_to_tf32), bf16 and f16 to nearest even
+ *   pack  out[i] = round(w[src(i)]), i < p_n = C_out*R  the GEMM's packed weights
+ *         (ws_gemm_pack_weights): for tensor-core math (ws_gemm_mma_weights) R = C_in*K, row
+ *         o in the GEMM's r order (k-major: r = k*C_in + j, else j*K + k), rounded to the
+ *         math type: tf32 to nearest with ties away (cvt.rna.tf32.f32, as ws_f32_to_tf32),
+ *         bf16 and f16 to nearest even; for the FFMA kernel (ws_gemm_ffma_weights) float32
+ *         [R][C_out], r = k*C_in + j
  *
  * Both take the parameter table WS_PARAMS_WPREP (.u64 p_w, p_out; .u32 p_n) and one thread
  * per output element in blocks of WS_WPREP_THREADS. A 16-bit value converts to float32
@@ -28,8 +30,8 @@
 void ws_wprep_name(const ws_conv_desc *d, char name[WS_WPREP_NAME_MAX]);
 void ws_wprep_entry(const ws_conv_desc *d, int pack, char name[WS_WPREP_NAME_MAX]);
 
-/* 1 when d's plans have a pack entry (the GEMM on tensor cores: ws_gemm_fits and
- * ws_gemm_mma) */
+/* 1 when d's plans have a pack entry (ws_gemm_packs: the GEMM on tensor cores, or the FFMA
+ * GEMM where ws_gemm_ffma_wpack) */
 int ws_wprep_packs(const ws_conv_desc *d);
 
 /* The module for d (checked): the cast entry, and the pack entry where ws_wprep_packs.
