@@ -21,7 +21,12 @@
  *   A (W) stage As[BK][BM+4]: element e < BM*BK/256 of thread tid is
  *     W[o0 + tid/BK + (256/BK)e, r0 + tid%BK] (a warp reads 32/BK rows x BK consecutive r;
  *     k-major: w[o][j0 + tid%BK][k], the plan's weights as they are), stored transposed at
- *     As[tid%BK][tid/BK + (256/BK)e].
+ *     As[tid%BK][tid/BK + (256/BK)e]. Where k-major and C_out % 4 == 0 (ws_gemm_ffma_wpack)
+ *     the kernel reads W packed [R][C_out] instead (ws_gemm_ffma_weights: the plan's wh, or
+ *     the call's packed by the preparation module): 16-byte chunk tid + 256e (e < BM/64) of a
+ *     stage is row kk = chunk / (BM/4), channels o0 + 4(chunk % (BM/4)) .., copied by
+ *     cp.async (zeros past C_out) straight into As, no registers; the copies are waited for
+ *     before the stage's barrier.
  *   B (X) stage Bs[BK][BN], the x of the stage's r at its positions:
  *     j-major: element e < BK/2 of thread tid is X[r0 + tid/128 + 2e, p0 + tid%128] (a warp
  *     walks 32 consecutive positions: consecutive t of one row, coalesced in NCL at stride
@@ -51,16 +56,16 @@
  *     assembler schedules the elements of a position together.
  * Registers (ptxas, no .maxnreg): 128 on sm_90 for the 128-row tile (two blocks per
  * multiprocessor; k-major and channel lanes included), 80-90 for the 64-row tile; no spills.
- * Speed (H100, fp32 storage, bench/conv_gpu.c, ours / cuDNN 9.19 in the same run, 2026-11-27):
- * dilated K3 D9 N256 C512 T32 319 / 360 us NCL, 312 / 404 NLC; ResConv1D block 450 / 506,
- * 463 / 564; Jukebox 449 / 608, 370 / 1037; wav2vec2's 7 convs 10.5 / 10.3 ms NCL, 9.7 /
- * 11.7 NLC; DAC 3.61 / 4.16 ms, 3.89 / 4.26; the Whisper tiny stem's two convs over 64
- * windows 3.07 / 3.69 ms NCL, 3.02 / 4.14 NLC (the stem's own FFMA kernels: 2.80 ms).
- * Before the k-major order, channel lanes, the NLC-y mapping and the branch-free epilogue:
- * 351, 472; 504, 674; 471, 881; 11.4, 16.1 ms; 3.61, 4.75 ms; 3.36, 4.71 ms. Not yet:
- * NCL y stores through shared memory (wav2vec2's first conv, C_in 1 into 512 channels of
- * NCL y, takes 1.0 ms there against 0.38 NLC; a staged epilogue tried took the kernel to
- * 147-153 registers, one block a multiprocessor), W by cp.async.
+ * Speed (H100, fp32 storage, bench/conv_gpu.c, ours / cuDNN 9.19 in the same run, 2026-11-27
+ * 11:06 UTC): dilated K3 D9 N256 C512 T32 308 / 362 us NCL, 293 / 431 NLC; ResConv1D block
+ * 433 / 524, 444 / 591; Jukebox 429 / 593, 358 / 1049; wav2vec2's 7 convs 9.98 / 10.51 ms NCL,
+ * 9.05 / 11.82 NLC; DAC 3.61 / 4.28 ms, 2.95 / 4.30; the Whisper tiny stem's two convs over 64
+ * windows 2.93 / 3.82 ms NCL, 2.81 / 4.26 NLC (the stem's own FFMA kernels: 2.80 ms). Before
+ * the k-major order, channel lanes, the NLC-y mapping, the branch-free epilogue and packed W
+ * (07:32 UTC): 351, 472; 504, 674; 471, 881; 11.4, 16.1 ms; 3.61, 4.75 ms; 3.36, 4.71 ms.
+ * Not yet: NCL y stores through shared memory (wav2vec2's first conv, C_in 1 into 512
+ * channels of NCL y, takes 1.0 ms there against 0.38 NLC; a staged epilogue tried took the
+ * kernel to 147-153 registers, one block a multiprocessor).
  * Parameters: the conv forward table (ptx_params.h, WS_PARAMS_FWD, as the direct forward
  * kernel): .u64 p_x, p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs.
  * Grid (ceil(P / BN), ceil(C_out / BM)), block WS_GEMM_THREADS; ws_gemm_call_fits says which
