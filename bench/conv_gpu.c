@@ -1,7 +1,7 @@
 /* conv_gpu.c - the conv engine's GPU backend on every row of docs/conv-engine.md's speed table.
  *
  *   bench-conv_gpu [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] [--quick] [--list]
- *                  [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm]
+ *                  [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--n N]
  *
  * For each row, layout and type (fp32: f32 storage, WS_MATH_F32; tf32: f32 storage,
  * WS_MATH_TF32, dense forward rows only; bf16: bf16 storage, WS_MATH_BF16; b, dw, db are
@@ -59,7 +59,8 @@
  * ptx_gemm.h instead (the two compared in one device session).
  * --json FILE writes the same rows as a JSON array (bench/run-conv-gpu.sh joins it with
  * bench/conv_gpu_torch.py's). --list prints the rows' shapes, bytes and floors without a
- * GPU; --quick shrinks the shapes (N <= 2, T / 16 where T >= 512) for a smoke run.
+ * GPU; --quick shrinks the shapes (N <= 2, T / 16 where T >= 512) for a smoke run; --n N runs
+ * every selected row at batch N (the Whisper stem's rows at one window: --only stem_ --n 1).
  * Without a GPU it prints one line and exits 77 (skipped); 1 if a check fails or a call
  * errs, else 0.
  */
@@ -168,6 +169,7 @@ static const mode MODES[] = {
 typedef struct {
     const char *only, *json;
     int iters, warmup, check, quick, list, per_call, no_hgemm;
+    int n; /* --n: every row's batch N (0: the row's own) */
     int emit_major, emit_minor; /* --emit-cc: PTX for that capability (ws_gpu_emit_cc), e.g.
                                    8.0 on an H100 to time the mma.sync GEMM beside wgmma */
 } opts;
@@ -236,9 +238,11 @@ static double rel_l2(const void *a, const void *ref, ws_dtype t, size_t n)
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-static int row_n(const row *r, int quick)
+static int row_n(const row *r, const opts *o)
 {
-    return quick && r->n > 2 ? 2 : r->n;
+    if (o->n > 0)
+        return o->n;
+    return o->quick && r->n > 2 ? 2 : r->n;
 }
 
 static int row_t(const row *r, int quick)
@@ -533,7 +537,7 @@ static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, const mode *m
                    result *res, ws_err *err)
 {
     const ws_dtype dt = m->dt;
-    const int n = row_n(r, o->quick), t = row_t(r, o->quick);
+    const int n = row_n(r, o), t = row_t(r, o->quick);
     const size_t es = esize(dt);
     call_st cs[MAX_CALLS];
     ws_conv_args a[MAX_CALLS * MAX_SETS];
@@ -673,6 +677,8 @@ int main(int argc, char **argv)
             o.per_call = 1;
         else if (!strcmp(argv[i], "--no-hgemm"))
             o.no_hgemm = 1;
+        else if (!strcmp(argv[i], "--n") && i + 1 < argc)
+            o.n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--list"))
             o.list = 1;
         else if (!strcmp(argv[i], "--emit-cc") && i + 1 < argc &&
@@ -680,12 +686,16 @@ int main(int argc, char **argv)
             i++;
         else {
             fprintf(stderr, "usage: %s [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] "
-                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm]\n", argv[0]);
+                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--n N]\n", argv[0]);
             return 2;
         }
     }
     if (o.iters < 1) {
         fprintf(stderr, "bench-conv_gpu: --iters %d must be >= 1\n", o.iters);
+        return 2;
+    }
+    if (o.n < 0 || o.n > 4096) {
+        fprintf(stderr, "bench-conv_gpu: --n %d must be between 1 and 4096\n", o.n);
         return 2;
     }
     ws_err err = { "" };
@@ -724,7 +734,7 @@ int main(int argc, char **argv)
                 if (o.list) {
                     call_st cs[MAX_CALLS];
                     memset(cs, 0, sizeof cs);
-                    if (make_calls(r, lay, m, row_n(r, o.quick), row_t(r, o.quick), cs, &err)) {
+                    if (make_calls(r, lay, m, row_n(r, &o), row_t(r, o.quick), cs, &err)) {
                         fprintf(stderr, "bench-conv_gpu: %s: %s\n", r->name, err.msg);
                         rc = 1;
                         continue;
@@ -748,7 +758,7 @@ int main(int argc, char **argv)
                 if (res.checked && !res.check_ok)
                     rc = 1;
                 char nck[32] = "", ms[16] = "-", rs[16] = "-";
-                if (res.checked && res.checked_n != row_n(r, o.quick))
+                if (res.checked && res.checked_n != row_n(r, &o))
                     snprintf(nck, sizeof nck, " (n=%d)", res.checked_n);
                 if (must(r, m) > 0)
                     snprintf(ms, sizeof ms, "%.0f", must(r, m));
@@ -773,7 +783,7 @@ int main(int argc, char **argv)
                             "\"tflops\": %.4f, \"floor_us\": %.3f, \"bound\": \"%s\", "
                             "\"must_us\": %.0f, \"rel_l2\": %s, \"checked_n\": %d, "
                             "\"check\": \"%s\", \"pc_us\": %.3f, \"enq_us\": %.3f}",
-                            nrows ? "," : "", r->name, r->what, ls, ts, row_n(r, o.quick),
+                            nrows ? "," : "", r->name, r->what, ls, ts, row_n(r, &o),
                             row_t(r, o.quick), res.us, res.min_us, res.bytes, res.flops,
                             res.bytes / res.us / 1e3, res.flops / res.us / 1e6, res.floor_us,
                             res.bound, must(r, m), rel, res.checked_n, chk, res.pc_us, res.enq_us);
