@@ -575,6 +575,8 @@ static void *as_ptr(uint64_t p) { return (void *)(uintptr_t)p; }
 /* expect_dw: 1 the call must take the depthwise kernels, and give the direct kernels' values;
  * 2 the gemm kernel, and give the direct kernels' values within float32 rounding (1e-5 of
  * the largest |value|, f16 / bf16 plus 1 ulp); 0 neither; -1 any */
+static int gemm_split_cases; /* gemm rows whose FFMA sum run_case saw cut into parts */
+
 static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
 {
     const ws_conv_desc d = desc_of(c);
@@ -647,6 +649,21 @@ static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
             fprintf(stderr, "gpu_conv gemm %-36s %zu of %zu values differ from the direct kernel's\n",
                     c->name, differ, ny);
         ws_gpu_conv_force_direct(gc, 0);
+        if (ws_gpu_conv_split_calls(gc) > 0) { /* the FFMA sum in parts: the one-part sum agrees */
+            gemm_split_cases++;
+            ws_gpu_conv_no_split(gc, 1);
+            const unsigned long before = ws_gpu_conv_split_calls(gc);
+            cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+            cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s one part: %s", c->name, e.msg);
+            cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+            cr_assert_eq(ws_gpu_conv_split_calls(gc), before, "%s: split with no_split", c->name);
+            for (size_t i = 0; i < ny; i++) {
+                const double gv = get(ygpu, c->yt, i), sv = get(ygpu2, c->yt, i);
+                const double lim = 1e-5 * dscale + (c->yt == WS_F32 ? 0 : ulp_of(c->yt, fmax(fabs(gv), fabs(sv))));
+                cr_assert(fabs(gv - sv) <= lim, "%s: y[%zu] parts %.9g, one part %.9g", c->name, i, gv, sv);
+            }
+            ws_gpu_conv_no_split(gc, 0);
+        }
     }
     if (expect_dw == 1) { /* the direct kernels: the same sums in the same order */
         ws_gpu_conv_force_direct(gc, 1);
@@ -1487,8 +1504,11 @@ Test(gpu_conv_ptx, gemm_mapping_model_writes_every_output_once_from_the_right_el
 Test(gpu_conv, gemm_matches_the_cpu_engine_and_the_direct_kernel, .timeout = 300)
 {
     ws_gpu *g = gpu_or_skip();
+    gemm_split_cases = 0;
     for (int i = 0; i < N_GCASES; i++)
         run_case(g, &gcases_gemm[i], 2);
+    /* small calls leave multiprocessors idle: the FFMA kernel's sum in parts (_split, _fin) */
+    cr_assert_geq(gemm_split_cases, 5, "only %d gemm rows summed in parts", gemm_split_cases);
     ws_gpu_close(g);
 }
 

@@ -61,6 +61,9 @@ struct ws_gpu_conv {
      * every call that gemm_call_fits admits; the direct kernel takes the others */
     wscu_module gemmmod;
     wscu_function gemmfn;  /* 0: no gemm kernel */
+    wscu_function gsplitfn, gfinfn; /* the FFMA module's _split and _fin entries, or 0 */
+    int no_split;          /* ws_gpu_conv_no_split */
+    unsigned long split_calls; /* calls that took them (ws_gpu_conv_split_calls) */
     wscu_devptr wh;        /* the gemm kernel's packed weights (ws_gemm_pack_weights: the mma
                               kernel's, the FFMA kernel's where ws_gemm_ffma_wpack), or 0 */
     /* the Hopper GEMM (ptx_hgemm.h), where ws_hgemm_fits and the driver encodes tensor
@@ -309,6 +312,12 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         if (ws_gpu_module(g, gname, ptx, &c->gemmmod, err))
             goto fail;
         CU_TRY(cu, ModuleGetFunction(&c->gemmfn, c->gemmmod, gname), err);
+        if (!ws_gemm_mma(d)) {
+            ws_gemm_entry(d, 1, gname);
+            CU_TRY(cu, ModuleGetFunction(&c->gsplitfn, c->gemmmod, gname), err);
+            ws_gemm_entry(d, 2, gname);
+            CU_TRY(cu, ModuleGetFunction(&c->gfinfn, c->gemmmod, gname), err);
+        }
     }
     if (cu->TensorMapEncodeTiled && ws_hgemm_fits(d, g->emit_major, g->emit_minor)) {
         char hname[WS_HGEMM_NAME_MAX + 8];
@@ -668,6 +677,34 @@ static int gemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out
            (uintptr_t)a->x % (uintptr_t)ws_gemm_x_align(&c->d) == 0;
 }
 
+/* the parts the FFMA kernel's sum of a call is cut into: 1 (no split) unless the call's
+ * blocks fill at most half of the block slots (two a multiprocessor): then as many parts as
+ * keep them all in one wave, each part at least 8 stages of r (H100, one window of the
+ * Whisper stem in float32: tiny conv2 7 parts, 121.8 -> 68.6 us with 8 parts, which took two
+ * waves; tiny conv1, 15 stages, stays whole: in 3 parts of 5 stages it took 49.2 us, not
+ * 36.4) */
+static unsigned gemm_parts(const ws_gpu_conv *c, unsigned long long blocks, unsigned long long npos)
+{
+    const ws_conv_desc *d = &c->d;
+    if (!c->gsplitfn || c->no_split || blocks == 0)
+        return 1;
+    const unsigned long long slots = 2ULL * (unsigned long long)(c->g->sms > 0 ? c->g->sms : 1);
+    const long long kt = ((long long)d->c_in * d->k + WS_GEMM_BK - 1) / WS_GEMM_BK;
+    unsigned long long z = slots / blocks;
+    if (z > (unsigned long long)(kt / 8))
+        z = (unsigned long long)(kt / 8);
+    if (z < 2)
+        return 1;
+    if (z > 64)
+        z = 64;
+    /* the parts' scratch, N*C_out*T_out floats a part, within 256 MiB and the fin grid */
+    while (z > 1 && npos * (unsigned long long)d->c_out * z * sizeof(float) > (256ULL << 20))
+        z--;
+    if ((npos * (unsigned long long)d->c_out + WS_GEMM_FIN_THREADS - 1) / WS_GEMM_FIN_THREADS > INT_MAX)
+        return 1;
+    return (unsigned)z;
+}
+
 /* the gemm kernel for a call gemm_call_fits admits, enqueued: 0, or -1 err */
 static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st,
                        ws_err *err)
@@ -684,6 +721,26 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_st
     if (call_weights(c, a, ws_gemm_packs(d) ? W_PACKED : W_F32, st, &pw, err) ||
         fwd_bind(&f, c, a, t_out, pw, err))
         return -1;
+    const unsigned z = gemm_parts(c, (unsigned long long)gx * gy, npos);
+    if (z > 1) { /* the sum in z parts into the plan's scratch, then the ordered finish */
+        const unsigned long long total = npos * (unsigned long long)d->c_out;
+        const unsigned long long fb = (total + WS_GEMM_FIN_THREADS - 1) / WS_GEMM_FIN_THREADS;
+        if (scratch(c, &c->part, &c->part_bytes, (size_t)(total * z * sizeof(float)), st, err))
+            return -1;
+        /* the _split entry writes the parts where y was, the _fin entry reads them as x, their
+         * number as t_in (ws_gemm_entry) */
+        ws_conv_args as = *a, af = *a;
+        as.y = (void *)(uintptr_t)c->part;
+        af.x = (const void *)(uintptr_t)c->part, af.t_in = (int)z;
+        fwd_call fs, ff;
+        if (fwd_bind(&fs, c, &as, t_out, pw, err) || fwd_bind(&ff, c, &af, t_out, pw, err))
+            return -1;
+        CU_TRY(cu, LaunchKernel(c->gsplitfn, gx, gy, z, WS_GEMM_THREADS, 1, 1, 0, st, fs.args.v, NULL), err);
+        CU_TRY(cu, LaunchKernel(c->gfinfn, (unsigned)fb, 1, 1, WS_GEMM_FIN_THREADS, 1, 1, 0, st, ff.args.v,
+                                NULL), err);
+        c->split_calls++;
+        return 0;
+    }
     CU_TRY(cu, LaunchKernel(c->gemmfn, gx, gy, 1, WS_GEMM_THREADS, 1, 1, 0, st, f.args.v,
                             NULL), err);
     return 0;
@@ -838,6 +895,17 @@ int ws_gpu_conv_hgemm_blocks_per_sm(const ws_gpu_conv *c)
 int ws_gpu_hgemm_available(const ws_gpu *g)
 {
     return g && g->cu.TensorMapEncodeTiled && g->emit_major == 9 && g->emit_minor == 0 && WS_HGEMM;
+}
+
+void ws_gpu_conv_no_split(ws_gpu_conv *c, int on)
+{
+    if (c)
+        c->no_split = on;
+}
+
+unsigned long ws_gpu_conv_split_calls(const ws_gpu_conv *c)
+{
+    return c ? c->split_calls : 0;
 }
 
 void ws_gpu_conv_no_hgemm(ws_gpu_conv *c, int on)

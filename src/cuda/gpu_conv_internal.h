@@ -20,6 +20,9 @@ void ws_gpu_conv_force_direct(ws_gpu_conv *c, int on);
 /* on: calls of c that the Hopper GEMM (ptx_hgemm.h) would take go to the gemm kernel of
  * ptx_gemm.h instead (benchmarks compare the two in one run); off (the default) */
 void ws_gpu_conv_no_hgemm(ws_gpu_conv *c, int on);
+/* tests: 1 keeps the FFMA GEMM's sum in one part (no _split / _fin); the calls that split it */
+void ws_gpu_conv_no_split(ws_gpu_conv *c, int on);
+unsigned long ws_gpu_conv_split_calls(const ws_gpu_conv *c);
 
 /* 1 when a call of c runs the Hopper GEMM, 0 when not, -1 for a call ws_gpu_conv_run
  * would refuse */

@@ -148,6 +148,7 @@ typedef struct {
     int NAC;
     preg cga[2], cso[2], cok[2]; /* wpack: chunk e's &W[kk][o0 + 4oc] (r0 0), its As offset
                                     (bytes), o0 + 4oc < C_out */
+    int split;        /* FFMA: the _split entry (grid z = the parts of the sum, raw partials) */
     int swap;         /* FFMA, NLC y: thread (tx, ty) = (tid/16, tid%16), so that a warp's
                          16 lanes of one ty store 16 runs of 4 channels of one position */
     int wg;           /* wgmma (sm_90a): the stages in rows of 64 bytes with the 64-byte swizzle
@@ -582,7 +583,15 @@ static void emit_ffma_epi(gk *s, const epi *e, preg eo0, preg ep0, int TM, const
                           preg acc[8][16], int with_add)
 {
     ptx_buf *b = s->b;
-    const ws_conv_desc *d = s->d;
+    const ws_conv_desc *d0 = s->d;
+    /* the _split entry: raw float32 sums, no bias, act or add (the _fin entry applies them) */
+    ws_conv_desc draw = *d0;
+    if (s->split) {
+        draw.act = WS_ACT_NONE;
+        draw.y_type = WS_F32;
+    }
+    const ws_conv_desc *d = &draw;
+    const int ys = s->split ? 4 : s->ys;
     ws_ptx_comment(b, "rows: o_i, o_i < C_out, b[o_i] (0 without bias)");
     preg oi[8], ook[8], bias[8];
     for (int i = 0; i < TM; i++) {
@@ -592,6 +601,8 @@ static void emit_ffma_epi(gk *s, const epi *e, preg eo0, preg ep0, int TM, const
         bias[i] = ws_ptx_reg(b, PTX_F32);
         I("add.u32 %s, %s, %d", oi[i].n, eo0.n, ro[i]);
         I("setp.lt.u32 %s, %s, %d", ook[i].n, oi[i].n, d->c_out);
+        if (s->split)
+            continue;
         I("and.pred %s, %s, %s", lb.n, ook[i].n, e->hasb.n);
         I("mul.wide.u32 %s, %s, 4", ba.n, oi[i].n);
         I("add.u64 %s, %s, %s", ba.n, ba.n, e->pb.n);
@@ -608,13 +619,13 @@ static void emit_ffma_epi(gk *s, const epi *e, preg eo0, preg ep0, int TM, const
         I("mul.lo.u32 %s, %s, %s", t.n, n.n, s->tout32.n);
         I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
         I("mul.wide.u32 %s, %s, %s", ybase.n, n.n, s->tout32.n);
-        I("mul.lo.u64 %s, %s, %lld", ybase.n, ybase.n, (long long)d->c_out * s->ys);
+        I("mul.lo.u64 %s, %s, %lld", ybase.n, ybase.n, (long long)d->c_out * ys);
         I("add.u64 %s, %s, %s", ybase.n, ybase.n, e->py.n);
         if (with_add) {
             preg n64 = ws_ptx_reg(b, PTX_B64);
             I("cvt.u64.u32 %s, %s", n64.n, n.n);
             I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, e->abs.n);
-            I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, s->ys, e->pa.n);
+            I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, ys, e->pa.n);
         }
         for (int i = 0; i < TM; i++) {
             preg v = ws_ptx_reg(b, PTX_F32), off = ws_ptx_reg(b, PTX_B64), in = ws_ptx_reg(b, PTX_PRED);
@@ -630,11 +641,11 @@ static void emit_ffma_epi(gk *s, const epi *e, preg eo0, preg ep0, int TM, const
             }
             ws_ptx_epi ep = {
                 .act = d->act, .y_type = d->y_type, .n = 1, .v = &v, .src = &acc[i][j],
-                .bias = &bias[i], .in = in,
-                .y = {.index = off, .base = ybase, .scale = s->ys}};
+                .bias = s->split ? NULL : &bias[i], .in = in,
+                .y = {.index = off, .base = ybase, .scale = ys}};
             if (with_add) {
                 ep.add_if = e->hasa;
-                ep.add = (ws_ptx_addr){.index = off, .base = abase, .scale = s->ys};
+                ep.add = (ws_ptx_addr){.index = off, .base = abase, .scale = ys};
             }
             ws_ptx_epi_emit(b, &ep);
         }
@@ -793,12 +804,25 @@ static void emit_body(gk *s)
         fb[i] = ws_ptx_reg(b, PTX_F32);
     }
 
-    ws_ptx_section(b, "prologue: r in [0, BK) into stage 0");
+    ws_ptx_section(b, s->split ? "prologue: the part's first stage into stage 0" : "prologue: r in [0, BK) into stage 0");
     preg cur = ws_ptx_reg(b, PTX_B32), nxt = ws_ptx_reg(b, PTX_B32), r0 = ws_ptx_reg(b, PTX_B32);
-    preg kt = ws_ptx_reg(b, PTX_B32);
+    preg kt = ws_ptx_reg(b, PTX_B32), ke = ws_ptx_reg(b, PTX_B32);
     I("mov.u32 %s, 0", cur.n);
-    I("mov.u32 %s, 0", r0.n);
-    I("mov.u32 %s, 1", kt.n);
+    if (s->split) {
+        ws_ptx_comment(b, "part z = ctaid.z of Z = nctaid.z: stages [z*KT/Z, (z+1)*KT/Z), KT = %lld", KT);
+        preg z = ws_ptx_reg(b, PTX_B32), nz = ws_ptx_reg(b, PTX_B32);
+        I("mov.u32 %s, %%ctaid.z", z.n);
+        I("mov.u32 %s, %%nctaid.z", nz.n);
+        I("mul.lo.u32 %s, %s, %lld", kt.n, z.n, KT);
+        I("div.u32 %s, %s, %s", kt.n, kt.n, nz.n);
+        I("mad.lo.u32 %s, %s, %lld, %lld", ke.n, z.n, KT, KT);
+        I("div.u32 %s, %s, %s", ke.n, ke.n, nz.n);
+        I("mul.lo.u32 %s, %s, %d", r0.n, kt.n, BK);
+        I("add.u32 %s, %s, 1", kt.n, kt.n);
+    } else {
+        I("mov.u32 %s, 0", r0.n);
+        I("mov.u32 %s, 1", kt.n);
+    }
     for (int i = 0; i < TM; i++)
         for (int j = 0; j < 8; j++)
             I("mov.f32 %s, 0f00000000", acc[i][j].n);
@@ -814,7 +838,10 @@ static void emit_body(gk *s)
     plabel nostore = ws_ptx_label_new(b, "nostore");
     preg more = ws_ptx_reg(b, PTX_PRED);
     ws_ptx_label(b, top);
-    I("setp.lt.u32 %s, %s, %lld", more.n, kt.n, KT);
+    if (s->split)
+        I("setp.lt.u32 %s, %s, %s", more.n, kt.n, ke.n);
+    else
+        I("setp.lt.u32 %s, %s, %lld", more.n, kt.n, KT);
     I("sub.u32 %s, %d, %s", nxt.n, STAGE, cur.n);
     I("@!%s bra.uni %s", more.n, noload.n);
     I("add.u32 %s, %s, %d", r0.n, r0.n, BK);
@@ -880,6 +907,19 @@ static void emit_body(gk *s)
         ro[i] = (i / 4) * 4 * TY + i % 4;
     for (int j = 0; j < 8; j++)
         po[j] = (j / 4) * 4 * TX + j % 4;
+    if (s->split) {
+        ws_ptx_comment(b, "raw sums of part z into p_y + z*N*C_out*T_out floats, in y's layout");
+        preg z = ws_ptx_reg(b, PTX_B32), slab = ws_ptx_reg(b, PTX_B64);
+        I("mov.u32 %s, %%ctaid.z", z.n);
+        I("mul.wide.u32 %s, %s, %s", slab.n, s->npos.n, z.n);
+        I("mul.lo.u64 %s, %s, %d", slab.n, slab.n, d->c_out * 4);
+        epi ez = e;
+        ez.py = ws_ptx_reg(b, PTX_B64);
+        I("add.u64 %s, %s, %s", ez.py.n, e.py.n, slab.n);
+        emit_ffma_epi(s, &ez, eo0, ep0, TM, ro, po, acc, 0);
+        I("ret");
+        return;
+    }
     ws_ptx_comment(b, "two copies of the stores: without an add (no add loads), and with one");
     {
         plabel adds = ws_ptx_label_new(b, "with_add");
@@ -1542,6 +1582,96 @@ static void emit_wgmma_body(gk *s)
     I("ret");
 }
 
+/* the _fin entry (FFMA split sums): y[i] = act(b[o] + sum_{z < Z} part[z][i]) + add, i over y's
+ * N*C_out*T_out elements in y's layout, one thread each, the parts added in order z = 0, 1, ..
+ * (the same bits every run); the conv forward table with p_x the parts (float32, the _split
+ * entry's) and p_t_in their number Z */
+static void emit_fin(ptx_buf *b, const ws_conv_desc *d)
+{
+    const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
+    const int ys = d->y_type == WS_F32 ? 4 : 2;
+    ws_ptx_comment(b, "y[i] = act(b[o] + sum_z part[z*N*C_out*T_out + i]) + add; y %s %s, act %s",
+                   d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->act));
+    static const int pi[] = { WS_FWD_X, WS_FWD_B, WS_FWD_ADD, WS_FWD_Y };
+    preg p[4];
+    ws_ptx_param_ptrs(b, p, pt, pi, 4);
+    const preg pp = p[0], pb = p[1], pa = p[2], py = p[3];
+    preg n32 = ws_ptx_reg(b, PTX_B32), nz = ws_ptx_reg(b, PTX_B32), to = ws_ptx_reg(b, PTX_B32);
+    preg abs = ws_ptx_reg(b, PTX_B64), hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
+    preg pbr = ws_ptx_reg(b, PTX_B64), par = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ld_param(b, n32, pt, WS_FWD_N);
+    ws_ptx_ld_param(b, nz, pt, WS_FWD_T_IN);
+    ws_ptx_ld_param(b, to, pt, WS_FWD_T_OUT);
+    ws_ptx_ld_param(b, abs, pt, WS_FWD_ADD_BS);
+    ws_ptx_ld_param(b, pbr, pt, WS_FWD_B);
+    ws_ptx_ld_param(b, par, pt, WS_FWD_ADD);
+    I("setp.ne.u64 %s, %s, 0", hasb.n, pbr.n);
+    I("setp.ne.u64 %s, %s, 0", hasa.n, par.n);
+    preg i = ws_ptx_reg(b, PTX_B64), tot = ws_ptx_reg(b, PTX_B64), t32 = ws_ptx_reg(b, PTX_B32);
+    preg out = ws_ptx_reg(b, PTX_PRED), to64 = ws_ptx_reg(b, PTX_B64);
+    plabel done = ws_ptx_label_new(b, "done");
+    I("mov.u32 %s, %%ctaid.x", t32.n);
+    I("mul.wide.u32 %s, %s, %d", i.n, t32.n, WS_GEMM_FIN_THREADS);
+    I("mov.u32 %s, %%tid.x", t32.n);
+    I("cvt.u64.u32 %s, %s", tot.n, t32.n);
+    I("add.u64 %s, %s, %s", i.n, i.n, tot.n);
+    I("cvt.u64.u32 %s, %s", to64.n, to.n);
+    I("mul.wide.u32 %s, %s, %s", tot.n, n32.n, to.n);
+    I("mul.lo.u64 %s, %s, %d", tot.n, tot.n, d->c_out);
+    I("setp.ge.u64 %s, %s, %s", out.n, i.n, tot.n);
+    I("@%s bra %s", out.n, done.n);
+    ws_ptx_comment(b, "the parts, in order");
+    preg v = ws_ptx_reg(b, PTX_F32), pv = ws_ptx_reg(b, PTX_F32), a = ws_ptx_reg(b, PTX_B64);
+    preg z = ws_ptx_reg(b, PTX_B32), more = ws_ptx_reg(b, PTX_PRED), step = ws_ptx_reg(b, PTX_B64);
+    plabel top = ws_ptx_label_new(b, "part");
+    I("mov.f32 %s, 0f00000000", v.n);
+    I("mad.lo.u64 %s, %s, 4, %s", a.n, i.n, pp.n);
+    I("mul.lo.u64 %s, %s, 4", step.n, tot.n);
+    I("mov.u32 %s, 0", z.n);
+    ws_ptx_label(b, top);
+    I("ld.global.f32 %s, [%s]", pv.n, a.n);
+    I("add.f32 %s, %s, %s", v.n, v.n, pv.n);
+    I("add.u64 %s, %s, %s", a.n, a.n, step.n);
+    I("add.u32 %s, %s, 1", z.n, z.n);
+    I("setp.lt.u32 %s, %s, %s", more.n, z.n, nz.n);
+    I("@%s bra %s", more.n, top.n);
+    ws_ptx_comment(b, "(n, o, t) of i in y's layout; add at n*add_bs + the item's offset");
+    preg o = ws_ptx_reg(b, PTX_B64), q = ws_ptx_reg(b, PTX_B64), nn = ws_ptx_reg(b, PTX_B64);
+    preg t = ws_ptx_reg(b, PTX_B64), ao = ws_ptx_reg(b, PTX_B64);
+    if (d->y_layout == WS_NLC) {
+        I("rem.u64 %s, %s, %d", o.n, i.n, d->c_out);
+        I("div.u64 %s, %s, %d", q.n, i.n, d->c_out);
+        I("div.u64 %s, %s, %s", nn.n, q.n, to64.n);
+        I("mul.lo.u64 %s, %s, %s", t.n, nn.n, to64.n);
+        I("sub.u64 %s, %s, %s", t.n, q.n, t.n);
+        I("mad.lo.u64 %s, %s, %d, %s", ao.n, t.n, d->c_out, o.n);
+    } else {
+        I("rem.u64 %s, %s, %s", t.n, i.n, to64.n);
+        I("div.u64 %s, %s, %s", q.n, i.n, to64.n);
+        I("rem.u64 %s, %s, %d", o.n, q.n, d->c_out);
+        I("div.u64 %s, %s, %d", nn.n, q.n, d->c_out);
+        I("mad.lo.u64 %s, %s, %s, %s", ao.n, o.n, to64.n, t.n);
+    }
+    I("mad.lo.u64 %s, %s, %s, %s", ao.n, nn.n, abs.n, ao.n);
+    preg yv = ws_ptx_reg(b, PTX_F32);
+    const ws_ptx_epi ep = {
+        .act = d->act, .y_type = d->y_type, .n = 1, .v = &yv, .src = &v,
+        .bias_at = {.index = o, .base = pb, .scale = 4}, .bias_if = hasb,
+        .add_if = hasa, .add = {.index = ao, .base = pa, .scale = ys},
+        .y = {.index = i, .base = py, .scale = ys}};
+    ws_ptx_epi_emit(b, &ep);
+    ws_ptx_label(b, done);
+    I("ret");
+}
+
+void ws_gemm_entry(const ws_conv_desc *d, int which, char name[WS_GEMM_NAME_MAX])
+{
+    char base[WS_GEMM_NAME_MAX];
+    ws_gemm_name(d, base);
+    snprintf(name, WS_GEMM_NAME_MAX, "%.*s%s", WS_GEMM_NAME_MAX - 8, base,
+             which == 1 ? "_split" : which == 2 ? "_fin" : "");
+}
+
 char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
 {
     if (ws_conv_check(d, err))
@@ -1616,7 +1746,28 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
                     d->x_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->x_type),
                     d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre),
                     ws_ptx_act_name(d->act), s.BM, BN, BK, s.TM, s.kmajor ? ", r = k*C_in + j" : "");
+        gk s0 = s; /* the configuration, before emit_body allocates its registers */
         emit_body(&s);
+        ws_ptx_kernel_end_params(&kb, &mod, name, ws_params_of(WS_PARAMS_FWD), NT, 0, 0);
+        char en[WS_GEMM_NAME_MAX];
+        ptx_buf k2, k3;
+        ws_ptx_init(&k2);
+        ws_ptx_init(&k3);
+        gk s2 = s0;
+        s2.b = &k2;
+        s2.split = 1;
+        ws_ptx_comment(&k2, "the sum in parts (grid z): raw float32 sums of the part into p_y + z*N*C_out*T_out");
+        emit_body(&s2);
+        ws_gemm_entry(d, 1, en);
+        ws_ptx_kernel_end_params(&k2, &mod, en, ws_params_of(WS_PARAMS_FWD), NT, 0, 0);
+        emit_fin(&k3, d);
+        ws_gemm_entry(d, 2, en);
+        ws_ptx_kernel_end_params(&k3, &mod, en, ws_params_of(WS_PARAMS_FWD), WS_GEMM_FIN_THREADS, 0, 0);
+        char why[160];
+        char *text = ws_ptx_take(&mod, why, sizeof why);
+        if (!text)
+            ws_errf(err, "ws_gemm_emit(%s): %s", name, why);
+        return text;
     }
     ws_ptx_kernel_end_params(&kb, &mod, name, ws_params_of(WS_PARAMS_FWD), NT, 0, 0);
     char why[160];

@@ -219,6 +219,13 @@ void ws_gemm_ffma_weights(const ws_conv_desc *d, const float *w, float *out);
  * ws_gemm_ffma_weights */
 void ws_gemm_pack_weights(const ws_conv_desc *d, const float *w, void *out);
 
+/* the FFMA module's entries: which 0 the kernel (ws_gemm_name), 1 "_split" (the same GEMM
+ * over part ctaid.z of the sum's stages, raw float32 sums into p_y + z*N*C_out*T_out in y's
+ * layout), 2 "_fin" (adds the p_t_in parts at p_x in order, + bias, act, + add, y; blocks of
+ * WS_GEMM_FIN_THREADS, a thread an element) */
+#define WS_GEMM_FIN_THREADS 256
+void ws_gemm_entry(const ws_conv_desc *d, int which, char name[WS_GEMM_NAME_MAX]);
+
 /* bytes per weight of the mma kernel: 2 (bf16, f16), 4 (tf32) */
 int ws_gemm_mma_wbytes(const ws_conv_desc *d);
 
