@@ -66,6 +66,16 @@
  * Not yet: NCL y stores through shared memory (wav2vec2's first conv, C_in 1 into 512
  * channels of NCL y, takes 1.0 ms there against 0.38 NLC; a staged epilogue tried took the
  * kernel to 147-153 registers, one block a multiprocessor).
+ * SUM IN PARTS (FFMA): the module has two more entries (ws_gemm_entry). A call whose blocks fill
+ * at most half of the device's block slots (two a multiprocessor) is cut into Z parts along
+ * the stages of r (as many as keep one wave, each at least 8 stages; gpu_conv.c gemm_parts):
+ * "_split", grid (gx, gy, Z), sums stages [z*KT/Z, (z+1)*KT/Z) and stores them raw (float32,
+ * no bias, act or add) at p_y + z*N*C_out*T_out in y's layout, p_y being the plan's scratch;
+ * "_fin", a thread an element of y, adds the Z parts at p_x in order z = 0, 1, .. (p_t_in = Z),
+ * then + b, act, + add and stores y. The same call shape gives the same bits every run; a
+ * split call's bits differ from the whole sum's within float32 rounding (the GPU tests run
+ * each split row both ways). H100, one window of the Whisper tiny stem: conv2 (36 blocks,
+ * 72 stages) in 7 parts 57.1 us, whole 121.8.
  * Parameters: the conv forward table (ptx_params.h, WS_PARAMS_FWD, as the direct forward
  * kernel): .u64 p_x, p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs.
  * Grid (ceil(P / BN), ceil(C_out / BM)), block WS_GEMM_THREADS; ws_gemm_call_fits says which
