@@ -162,12 +162,14 @@ WS_API void ws_conv_free(ws_conv *c);                                   /* NULL-
  *   T_in and T_out are too (N and C <= 65535); any other call of the plan goes direct.
  * - Dense forward (groups = 1): an implicit GEMM, y[o, (n,t)] = sum over r = (j,k) of
  *   w[o, r] * x[n, j, S*t + D*k - P_L], in tiles of 128 (or 64) output channels x 128
- *   positions through shared memory. WS_MATH_F32: float32 fma per output in the order r,
- *   the direct kernel's sums in its order (the same values). WS_MATH_TF32, BF16 and F16:
+ *   positions through shared memory. WS_MATH_F32: float32 fma per output in an order of r
+ *   fixed by the descriptor (and, for a call too small to fill the GPU, a sum in parts added
+ *   in a fixed order): the direct kernel's values within float32 rounding, the same bits
+ *   every run. WS_MATH_TF32, BF16 and F16:
  *   tensor cores (mma.sync m16n8k8 / m16n8k16; on compute capability 9.0 wgmma) on w and x
  *   rounded to that type (tf32: to nearest, ties away), float32 accumulation (rel L2 against float32 about 3e-4 for tf32,
- *   2e-3 for bf16). NLC x with C_in a multiple of 16 is read 16 bytes at a time on tensor
- *   cores: such a call needs x 16-byte aligned, else it goes direct. Calls over 2^31 - 129
+ *   2e-3 for bf16). NLC x with C_in a multiple of 16 is read 16 bytes at a time (any math):
+ *   such a call needs x 16-byte aligned, else it goes direct. Calls over 2^31 - 129
  *   positions or 65535 channel tiles go direct.
  * - Dense backward (groups = 1; act NONE, or float32 math: with an act, tensor-core math
  *   would round gz = dy * act'(z) to the math type, so those plans stay direct) as GEMMs.

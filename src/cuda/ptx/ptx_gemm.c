@@ -150,7 +150,7 @@ typedef struct {
                                     (bytes), o0 + 4oc < C_out */
     int split;        /* FFMA: the _split entry (grid z = the parts of the sum, raw partials) */
     int swap;         /* FFMA, NLC y: thread (tx, ty) = (tid/16, tid%16), so that a warp's
-                         16 lanes of one ty store 16 runs of 4 channels of one position */
+                         16 lanes of one tx store 16 runs of 4 channels of one position */
     int wg;           /* wgmma (sm_90a): the stages in rows of 64 bytes with the 64-byte swizzle
                          (chunk c of row r at (c ^ (r/2 % 4)) * 16), read by the tensor cores */
 } gk;

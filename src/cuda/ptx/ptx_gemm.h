@@ -5,10 +5,11 @@
  *   y[o, p] = act( b[o] + sum_{r<R} W[o, r] * X[r, p] ) + add[n, o, t]
  *   W[o, r] = w[o, j, k] (the plan's float32 [C_out][C_in][K]: row o, r = j*K + k, contiguous)
  *   X[r, p] = pre(x[n, j, S*t + D*k - P_L]), zero outside [0, T_in)
- * Each output's sum runs over r = 0, 1, .. R-1 in that order, one fma each: the direct
- * kernel's products in its order (j then k); it skips the zero taps, and an fma with a zero
- * product leaves a nonzero sum as it is, so the two agree bit for bit but for the sign of a
- * zero sum (the tests allow float32 rounding all the same).
+ * Each output's sum runs over r = 0, 1, .. R-1 in the kernel's order of r, one fma each. With
+ * r = j*K + k that is the direct kernel's order (j then k); it skips the zero taps, and an fma
+ * with a zero product leaves a nonzero sum as it is, so the two agree bit for bit but for the
+ * sign of a zero sum. In the k-major order (below: k then j, the CPU engine's) and for a sum
+ * in parts they agree within float32 rounding, which is what the tests allow.
  *
  * TILING: a block of WS_GEMM_THREADS threads computes BM output channels x BN positions
  * (BM = WS_GEMM_BM, or WS_GEMM_BM_SMALL when C_out <= WS_GEMM_BM_SMALL: ws_gemm_bm)
@@ -33,7 +34,8 @@
  *     1); per element j = r / K, k = r - j*K (u32 by an immediate), u = S*t - P_L + D*k
  *     (64-bit), valid when r < R, p < P and u < T_in (unsigned).
  *     k-major: thread tid takes rows (tid/128)*8 + e of position p0 + tid%128: NCL a load
- *     each, T_in apart; NLC (16-bit x) the 8 channels as one 16-byte load.
+ *     each, T_in apart; NLC (16-bit x, or float32 x with a pre) the 8 channels as 16-byte
+ *     loads (one, or two for float32).
  *     k-major NLC float32 x without pre (ws_gemm_ffma_cl, "channel lanes"): thread tid
  *     loads channels j0 + 4(tid%4) .. + 3 of positions p0 + tid/4 and p0 + tid/4 + 64, 16
  *     bytes each, so that a warp's load is 8 positions of 64 bytes (not 32 positions of
@@ -56,6 +58,9 @@
  *     assembler schedules the elements of a position together.
  * Registers (ptxas, no .maxnreg): 128 on sm_90 for the 128-row tile (two blocks per
  * multiprocessor; k-major and channel lanes included), 80-90 for the 64-row tile; no spills.
+ * Not so for 16-bit NLC y with GELU (float32 math storing bf16 / f16): 139-144 registers, one
+ * block a multiprocessor (the branch-free epilogue schedules a position's GELUs and
+ * conversions together); not yet measured on a GPU.
  * Speed (H100, fp32 storage, bench/conv_gpu.c, ours / cuDNN 9.19 in the same run, 2026-11-27
  * 11:06 UTC): dilated K3 D9 N256 C512 T32 308 / 362 us NCL, 293 / 431 NLC; ResConv1D block
  * 433 / 524, 444 / 591; Jukebox 429 / 593, 358 / 1049; wav2vec2's 7 convs 9.98 / 10.51 ms NCL,
@@ -112,7 +117,7 @@
  *     BM/32 A fragments and 2 x4 B fragments by ldmatrix and issues (BM/32)*4 mma.
  *   Epilogue: accumulator c[2h + e] of fragment (mi, ni) is output channel
  *     o0 + wm*BM/2 + 16mi + 8h + lane/4, position p0 + 32wn + 8ni + 2(lane%4) + e. NLC y:
- *     stored from there (the FFMA kernel's epilogue). NCL y: through shared memory, 64 rows
+ *     stored from there (emit_epi_store, an element at a time). NCL y: through shared memory, 64 rows
  *     a pass, Ys[64][BN + 4] f32 (the stages' memory): then thread tid takes position
  *     p0 + tid%128 (n and t once) and rows tid/128 + 2i, so a warp's bias, act, add and
  *     store (ptx_epi.h's epilogue; b[o] loaded per element, 0 without bias) run over 32
@@ -154,7 +159,8 @@
  * Tested by tests/test_gpu_conv.c: ptxas sm_80 / sm_90 with no spills on every module of
  * its gemm table (and on every row's TF32, BF16 and F16 mma module); calls with NLC x off
  * 16-byte alignment go direct; a C model of the FFMA tile
- * and thread mapping (every output produced once, every gather address x's formula) on
+ * and thread mapping (every output produced once, every gather address x's formula; the
+ * channel-lane cells as the multiply reads them, the swizzle not modelled) on
  * every row; on a GPU each row against the CPU engine
  * and against the direct kernels; on a GPU every row with BF16, F16 and TF32 math against
  * the CPU engine (rel L2 <= 1e-2, TF32 <= 2e-3: 2e-3..3e-3 bf16, <= 8e-4 f16 seen on the
