@@ -39,6 +39,7 @@
  * Set WS_TEST_VERBOSE=1 to print ptxas's register counts and the errors seen.
  */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1304,6 +1305,18 @@ Test(gpu_conv_ptx, gemm_module_is_deterministic_and_refuses_what_it_does_not_tak
     cr_assert(!ws_gemm_call_fits(&d, 1 << 16, 1 << 15), "2^31 positions taken");
     d.c_out = 65536 * WS_GEMM_BM;
     cr_assert(!ws_gemm_call_fits(&d, 1, 10), "grid y over 65535 taken");
+    /* the channel-lane gather works u = S*t - P_L + D*k out in s32: calls where S*T_out +
+     * D*K + P_L passes INT_MAX are not its (they fit in positions: T_out under 2^31 - 128) */
+    d = desc_of(&gcases_gemm[0]);
+    d.x_layout = d.y_layout = WS_NLC, d.c_in = 32, d.stride = 2, d.pre = WS_ACT_NONE;
+    d.x_type = d.w_type = d.y_type = WS_F32, d.math = WS_MATH_F32;
+    cr_assert(ws_gemm_ffma_cl(&d));
+    const int big = INT_MAX / 2 + 100; /* 2*big > INT_MAX, big positions < 2^31 - BN */
+    cr_assert(ws_gemm_call_fits(&d, 1, 1000));
+    cr_assert(!ws_gemm_call_fits(&d, 1, big), "T_out %d at stride 2 taken by the channel lanes", big);
+    d.x_layout = WS_NCL; /* no channel lanes: only the positions' bound */
+    cr_assert(!ws_gemm_ffma_cl(&d));
+    cr_assert(ws_gemm_call_fits(&d, 1, big));
 }
 
 /* The gemm kernel's mapping (ptx_gemm.h), run in C: every block and thread as the PTX
