@@ -680,9 +680,9 @@ static int gemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out
 /* the parts the FFMA kernel's sum of a call is cut into: 1 (no split) unless the call's
  * blocks fill at most half of the block slots (two a multiprocessor): then as many parts as
  * keep them all in one wave, each part at least 8 stages of r (H100, one window of the
- * Whisper stem in float32: tiny conv2 7 parts, 121.8 -> 68.6 us with 8 parts, which took two
- * waves; tiny conv1, 15 stages, stays whole: in 3 parts of 5 stages it took 49.2 us, not
- * 36.4) */
+ * Whisper stem in float32: tiny conv2 in 7 parts 121.8 -> 57.1 us; in 8 parts, two waves,
+ * it took 68.6; tiny conv1, 15 stages, stays whole: in 3 parts of 5 stages it took 49.2 us,
+ * not 36.4) */
 static unsigned gemm_parts(const ws_gpu_conv *c, unsigned long long blocks, unsigned long long npos)
 {
     const ws_conv_desc *d = &c->d;
