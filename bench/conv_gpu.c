@@ -60,7 +60,8 @@
  * --json FILE writes the same rows as a JSON array (bench/run-conv-gpu.sh joins it with
  * bench/conv_gpu_torch.py's). --list prints the rows' shapes, bytes and floors without a
  * GPU; --quick shrinks the shapes (N <= 2, T / 16 where T >= 512) for a smoke run; --n N runs
- * every selected row at batch N (the Whisper stem's rows at one window: --only stem_ --n 1).
+ * every selected row at batch N (the Whisper stem's rows at one window: --only stem_ --n 1);
+ * --parts Z sums every float32 call's GEMM in Z parts (ws_gpu_conv_parts; 1: whole).
  * Without a GPU it prints one line and exits 77 (skipped); 1 if a check fails or a call
  * errs, else 0.
  */
@@ -170,6 +171,7 @@ typedef struct {
     const char *only, *json;
     int iters, warmup, check, quick, list, per_call, no_hgemm;
     int n; /* --n: every row's batch N (0: the row's own) */
+    int parts; /* --parts: the FFMA GEMM's sum in that many parts (ws_gpu_conv_parts) */
     int emit_major, emit_minor; /* --emit-cc: PTX for that capability (ws_gpu_emit_cc), e.g.
                                    8.0 on an H100 to time the mma.sync GEMM beside wgmma */
 } opts;
@@ -495,6 +497,7 @@ static int per_call_time(ws_gpu *g, const row *r, call_st *cs, ws_conv_args *a, 
             !(cs[j].gc = ws_gpu_conv_new(g, &cs[j].d, NULL, NULL, err)))
             goto done;
         ws_gpu_conv_no_hgemm(cs[j].gc, o->no_hgemm);
+        ws_gpu_conv_parts(cs[j].gc, o->parts);
         for (int s = 0; s < sets; s++) {
             a[j * sets + s].w = P(wd[j]);
             a[j * sets + s].b = (const float *)P(bd[j]);
@@ -605,6 +608,7 @@ static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, const mode *m
         if (!(cs[j].gc = ws_gpu_conv_new(g, &cs[j].d, cs[j].w, cs[j].b, err)))
             goto done;
         ws_gpu_conv_no_hgemm(cs[j].gc, o->no_hgemm);
+        ws_gpu_conv_parts(cs[j].gc, o->parts);
     }
     /* check */
     if (o->check) {
@@ -679,6 +683,8 @@ int main(int argc, char **argv)
             o.no_hgemm = 1;
         else if (!strcmp(argv[i], "--n") && i + 1 < argc)
             o.n = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--parts") && i + 1 < argc)
+            o.parts = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--list"))
             o.list = 1;
         else if (!strcmp(argv[i], "--emit-cc") && i + 1 < argc &&
@@ -686,7 +692,7 @@ int main(int argc, char **argv)
             i++;
         else {
             fprintf(stderr, "usage: %s [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] "
-                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--n N]\n", argv[0]);
+                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--n N] [--parts Z]\n", argv[0]);
             return 2;
         }
     }

@@ -1357,7 +1357,14 @@ static void gemm_model_case(const gcase *c)
     float *As = malloc(sizeof(float) * 2 * GM_BK * GM_AS), *Bs = malloc(sizeof(float) * 2 * GM_BK * GM_BN);
     long long *Ast = malloc(sizeof(long long) * 2 * GM_BK * GM_AS), *Bst = malloc(sizeof(long long) * 2 * GM_BK * GM_BN);
     float *acc = malloc(sizeof(float) * WS_GEMM_THREADS * 64);
-    cr_assert(y && ycpu && written && As && Bs && Ast && Bst && acc);
+    /* the _split entry's raw sums in the tile's order (ws_gemm_split_groups float4 groups a
+     * thread, a tile of floats a block), and what the _fin entry writes from them */
+    const int G = ws_gemm_split_groups(&d);
+    const long long gx0 = (P + GM_BN - 1) / GM_BN, gy0 = (C_out + GM_BM - 1) / GM_BM;
+    cr_assert_eq(G * WS_GEMM_THREADS * 4, GM_BM * GM_BN);
+    float *parts = malloc(sizeof(float) * (size_t)(gx0 * gy0) * GM_BM * GM_BN);
+    int *fin_written = calloc(ny, sizeof *fin_written);
+    cr_assert(y && ycpu && written && As && Bs && Ast && Bst && acc && parts && fin_written);
     memset(Ast, 0xff, sizeof(long long) * 2 * GM_BK * GM_AS); /* -1: never stored */
     memset(Bst, 0xff, sizeof(long long) * 2 * GM_BK * GM_BN);
     const long long gx = (P + GM_BN - 1) / GM_BN, gy = (C_out + GM_BM - 1) / GM_BM;
@@ -1462,6 +1469,14 @@ static void gemm_model_case(const gcase *c)
                             }
                 }
             }
+            /* the _split entry's store: group g of thread tid is 4 consecutive elements of
+             * y, NLC acc[4(g/8) + c][g%8], NCL acc[g/2][4(g%2) + c] */
+            for (int tid = 0; tid < WS_GEMM_THREADS; tid++)
+                for (int g = 0; g < G; g++)
+                    for (int q = 0; q < 4; q++) {
+                        const int ai = sw ? (4 * (g / 8) + q) * 8 + g % 8 : (g / 2) * 8 + 4 * (g % 2) + q;
+                        parts[(((by * gx + bx) * G + g) * WS_GEMM_THREADS + tid) * 4 + q] = acc[tid * 64 + ai];
+                    }
             /* the epilogue */
             for (int tid = 0; tid < WS_GEMM_THREADS; tid++) {
                 const int ty = sw ? tid % 16 : tid / 16, tx = sw ? tid / 16 : tid % 16;
@@ -1487,6 +1502,31 @@ static void gemm_model_case(const gcase *c)
         }
     for (size_t i = 0; i < ny; i++)
         cr_assert_eq(written[i], 1, "%s: y[%zu] written %d times", c->name, i, written[i]);
+    /* the _fin entry (one part): block f = tile*G + g, thread tid, its group's first (o, p) as
+     * the PTX works them out, then 4 channels (NLC) or 4 positions (NCL): each output once,
+     * the value the whole sum's epilogue wrote */
+    for (long long f = 0; f < gx0 * gy0 * G; f++)
+        for (int tid = 0; tid < WS_GEMM_THREADS; tid++) {
+            const long long tile = f / G, g = f % G, fy = tile / gx0, fx = tile % gx0;
+            const int ty = sw ? tid & 15 : tid >> 4, tx = sw ? tid >> 4 : tid & 15;
+            long long o = fy * GM_BM + 4 * ty + 64 * (g >> 3), q = fx * GM_BN + 4 * tx;
+            if (sw)
+                q += 16 * (g & 4) + (g & 3);
+            else
+                o += (g >> 1) & 3, q += 64 * (g & 1);
+            for (int e = 0; e < 4; e++) {
+                const long long oc = o + (sw ? e : 0), pc = q + (sw ? 0 : e);
+                if (oc >= C_out || pc >= P)
+                    continue;
+                const long long n = pc / t_out, t = pc - n * t_out;
+                const long long yi = c->yl == WS_NCL ? (n * C_out + oc) * t_out + t : (n * t_out + t) * C_out + oc;
+                const float v = parts[(f * WS_GEMM_THREADS + tid) * 4 + e] + (b ? b[oc] : 0.0f);
+                cr_assert_eq(v, y[yi], "%s: _fin's y[%lld] %.9g, the epilogue's %.9g", c->name, yi, v, y[yi]);
+                fin_written[yi]++;
+            }
+        }
+    for (size_t i = 0; i < ny; i++)
+        cr_assert_eq(fin_written[i], 1, "%s: _fin writes y[%zu] %d times", c->name, i, fin_written[i]);
     /* the sums: the CPU engine with act NONE and no add (the model's epilogue stops at + b) */
     ws_conv_desc dc = d;
     dc.x_type = dc.w_type = dc.y_type = WS_F32;
@@ -1505,7 +1545,7 @@ static void gemm_model_case(const gcase *c)
         cr_assert(fabs(y[i] - ycpu[i]) <= 1e-5 * scale, "%s: y[%zu] model %.9g, CPU %.9g", c->name, i, y[i],
                   ycpu[i]);
     free(x), free(w), free(wp), free(b), free(y), free(ycpu), free(written);
-    free(As), free(Bs), free(Ast), free(Bst), free(acc);
+    free(As), free(Bs), free(Ast), free(Bst), free(acc), free(parts), free(fin_written);
 }
 
 Test(gpu_conv_ptx, gemm_mapping_model_writes_every_output_once_from_the_right_elements, .timeout = 300)

@@ -63,6 +63,7 @@ struct ws_gpu_conv {
     wscu_function gemmfn;  /* 0: no gemm kernel */
     wscu_function gsplitfn, gfinfn; /* the FFMA module's _split and _fin entries, or 0 */
     int no_split;          /* ws_gpu_conv_no_split */
+    int parts;             /* ws_gpu_conv_parts: 0 automatic */
     unsigned long split_calls; /* calls that took them (ws_gpu_conv_split_calls) */
     wscu_devptr wh;        /* the gemm kernel's packed weights (ws_gemm_pack_weights: the mma
                               kernel's, the FFMA kernel's where ws_gemm_ffma_wpack), or 0 */
@@ -679,11 +680,11 @@ static int gemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out
 
 /* the parts the FFMA kernel's sum of a call is cut into: 1 (no split) unless the call's
  * blocks fill at most half of the block slots (two a multiprocessor): then as many parts as
- * keep them all in one wave, each part at least 8 stages of r (H100, one window of the
- * Whisper stem in float32: tiny conv2 in 7 parts 121.8 -> 57.1 us; in 8 parts, two waves,
- * it took 68.6; tiny conv1, 15 stages, stays whole: in 3 parts of 5 stages it took 49.2 us,
- * not 36.4) */
-static unsigned gemm_parts(const ws_gpu_conv *c, unsigned long long blocks, unsigned long long npos)
+ * keep them all in one wave, each part at least WS_GEMM_PART_STAGES stages of r (H100, one
+ * window of the Whisper stem in float32, NLC, per call: tiny conv2 in 7 parts 127.5 ->
+ * 55.8 us, in 4 parts 76.6; tiny conv1, 15 stages, in 3 parts 40.1 -> 36.7 us) */
+#define WS_GEMM_PART_STAGES 5
+static unsigned gemm_parts(const ws_gpu_conv *c, unsigned long long blocks)
 {
     const ws_conv_desc *d = &c->d;
     if (!c->gsplitfn || c->no_split || blocks == 0)
@@ -691,17 +692,20 @@ static unsigned gemm_parts(const ws_gpu_conv *c, unsigned long long blocks, unsi
     const unsigned long long slots = 2ULL * (unsigned long long)(c->g->sms > 0 ? c->g->sms : 1);
     const long long kt = ((long long)d->c_in * d->k + WS_GEMM_BK - 1) / WS_GEMM_BK;
     unsigned long long z = slots / blocks;
-    if (z > (unsigned long long)(kt / 8))
-        z = (unsigned long long)(kt / 8);
+    if (z > (unsigned long long)(kt / WS_GEMM_PART_STAGES))
+        z = (unsigned long long)(kt / WS_GEMM_PART_STAGES);
+    if (c->parts > 0) /* ws_gpu_conv_parts: at least a stage a part */
+        z = (unsigned long long)c->parts < (unsigned long long)kt ? (unsigned long long)c->parts
+                                                                  : (unsigned long long)kt;
     if (z < 2)
         return 1;
     if (z > 64)
         z = 64;
-    /* the parts' scratch, N*C_out*T_out floats a part, within 256 MiB and the fin grid */
-    while (z > 1 && npos * (unsigned long long)d->c_out * z * sizeof(float) > (256ULL << 20))
+    /* the parts' scratch, a tile of floats a block a part, within 256 MiB: the _fin entry's
+     * indices are 32-bit */
+    while (z > 1 && blocks * (unsigned long long)ws_gemm_bm(d) * WS_GEMM_BN * z * sizeof(float) >
+                        (256ULL << 20))
         z--;
-    if ((npos * (unsigned long long)d->c_out + WS_GEMM_FIN_THREADS - 1) / WS_GEMM_FIN_THREADS > INT_MAX)
-        return 1;
     return (unsigned)z;
 }
 
@@ -721,11 +725,11 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_st
     if (call_weights(c, a, ws_gemm_packs(d) ? W_PACKED : W_F32, st, &pw, err) ||
         fwd_bind(&f, c, a, t_out, pw, err))
         return -1;
-    const unsigned z = gemm_parts(c, (unsigned long long)gx * gy, npos);
+    const unsigned z = gemm_parts(c, (unsigned long long)gx * gy);
     if (z > 1) { /* the sum in z parts into the plan's scratch, then the ordered finish */
-        const unsigned long long total = npos * (unsigned long long)d->c_out;
-        const unsigned long long fb = (total + WS_GEMM_FIN_THREADS - 1) / WS_GEMM_FIN_THREADS;
-        if (scratch(c, &c->part, &c->part_bytes, (size_t)(total * z * sizeof(float)), st, err))
+        const unsigned long long tile = (unsigned long long)gx * gy * bm * WS_GEMM_BN;
+        const unsigned long long fb = (unsigned long long)gx * gy * ws_gemm_split_groups(d);
+        if (scratch(c, &c->part, &c->part_bytes, (size_t)(tile * z * sizeof(float)), st, err))
             return -1;
         /* the _split entry writes the parts where y was, the _fin entry reads them as x, their
          * number as t_in (ws_gemm_entry) */
@@ -901,6 +905,12 @@ void ws_gpu_conv_no_split(ws_gpu_conv *c, int on)
 {
     if (c)
         c->no_split = on;
+}
+
+void ws_gpu_conv_parts(ws_gpu_conv *c, int z)
+{
+    if (c)
+        c->parts = z < 0 ? 0 : z;
 }
 
 unsigned long ws_gpu_conv_split_calls(const ws_gpu_conv *c)

@@ -23,6 +23,10 @@ void ws_gpu_conv_no_hgemm(ws_gpu_conv *c, int on);
 /* tests: 1 keeps the FFMA GEMM's sum in one part (no _split / _fin); the calls that split it */
 void ws_gpu_conv_no_split(ws_gpu_conv *c, int on);
 unsigned long ws_gpu_conv_split_calls(const ws_gpu_conv *c);
+/* benchmarks: the FFMA GEMM's sum of every call of c in z parts, whatever the call's size
+ * (z 1: whole; at most one part a stage of r, within the parts' 256 MiB of scratch); 0 (the
+ * default): gemm_parts' choice */
+void ws_gpu_conv_parts(ws_gpu_conv *c, int z);
 
 /* 1 when a call of c runs the Hopper GEMM, 0 when not, -1 for a call ws_gpu_conv_run
  * would refuse */

@@ -652,6 +652,41 @@ static void emit_ffma_epi(gk *s, const epi *e, preg eo0, preg ep0, int TM, const
     }
 }
 
+/* the _split entry's raw sums in the tile's order (ws_gemm_split_groups): group g < 2*TM of
+ * thread tid, block blk = ctaid.y*nctaid.x + ctaid.x, part z = ctaid.z, is the float4 at
+ * p_y + 16*(((z*nblk + blk)*G + g)*256 + tid): NLC y acc[4(g/8) + c][g%8] (4 channels of a
+ * position), NCL y acc[g/2][4(g%2) + c] (4 positions of a channel), c < 4; a warp's store is
+ * 512 contiguous bytes, and _fin reads each group back as one 16-byte load */
+static void emit_split_store(gk *s, preg py, preg acc[8][16])
+{
+    ptx_buf *b = s->b;
+    const int TM = s->TM, G = 2 * TM;
+    ws_ptx_comment(b, "raw sums of part z, in the tile's order: %d float4 groups a thread", G);
+    preg blk = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32), a = ws_ptx_reg(b, PTX_B64);
+    I("mov.u32 %s, %%ctaid.z", blk.n);
+    I("mov.u32 %s, %%nctaid.y", t.n);
+    I("mul.lo.u32 %s, %s, %s", blk.n, blk.n, t.n);
+    I("mov.u32 %s, %%ctaid.y", t.n);
+    I("add.u32 %s, %s, %s", blk.n, blk.n, t.n);
+    I("mov.u32 %s, %%nctaid.x", t.n);
+    I("mul.lo.u32 %s, %s, %s", blk.n, blk.n, t.n);
+    I("mov.u32 %s, %%ctaid.x", t.n);
+    I("add.u32 %s, %s, %s", blk.n, blk.n, t.n);
+    I("mul.lo.u32 %s, %s, %d", blk.n, blk.n, G * WS_GEMM_THREADS);
+    I("mov.u32 %s, %%tid.x", t.n);
+    I("add.u32 %s, %s, %s", blk.n, blk.n, t.n);
+    I("mul.wide.u32 %s, %s, 16", a.n, blk.n);
+    I("add.u64 %s, %s, %s", a.n, a.n, py.n);
+    for (int g = 0; g < G; g++) {
+        preg v[4];
+        for (int c = 0; c < 4; c++)
+            v[c] = s->d->y_layout == WS_NLC ? acc[4 * (g / 8) + c][g % 8] : acc[g / 2][4 * (g % 2) + c];
+        I("st.global.v4.f32 [%s+%d], {%s, %s, %s, %s}", a.n, g * WS_GEMM_THREADS * 16, v[0].n, v[1].n,
+          v[2].n, v[3].n);
+    }
+    I("ret");
+}
+
 /* this thread's B position p = p0 + tid%BN = n*T_out + t: s->pv (p < N*T_out), s->ub
  * (S*t - P_L), s->xn (x's item n), s->kb = tid / 128 */
 static void emit_b_position(gk *s, preg px, preg tid, preg p0)
@@ -908,16 +943,7 @@ static void emit_body(gk *s)
     for (int j = 0; j < 8; j++)
         po[j] = (j / 4) * 4 * TX + j % 4;
     if (s->split) {
-        ws_ptx_comment(b, "raw sums of part z into p_y + z*N*C_out*T_out floats, in y's layout");
-        preg z = ws_ptx_reg(b, PTX_B32), slab = ws_ptx_reg(b, PTX_B64);
-        I("mov.u32 %s, %%ctaid.z", z.n);
-        I("mul.wide.u32 %s, %s, %s", slab.n, s->npos.n, z.n);
-        I("mul.lo.u64 %s, %s, %d", slab.n, slab.n, d->c_out * 4);
-        epi ez = e;
-        ez.py = ws_ptx_reg(b, PTX_B64);
-        I("add.u64 %s, %s, %s", ez.py.n, e.py.n, slab.n);
-        emit_ffma_epi(s, &ez, eo0, ep0, TM, ro, po, acc, 0);
-        I("ret");
+        emit_split_store(s, e.py, acc);
         return;
     }
     ws_ptx_comment(b, "two copies of the stores: without an add (no add loads), and with one");
@@ -1582,16 +1608,22 @@ static void emit_wgmma_body(gk *s)
     I("ret");
 }
 
-/* the _fin entry (FFMA split sums): y[i] = act(b[o] + sum_{z < Z} part[z][i]) + add, i over y's
- * N*C_out*T_out elements in y's layout, one thread each, the parts added in order z = 0, 1, ..
- * (the same bits every run); the conv forward table with p_x the parts (float32, the _split
- * entry's) and p_t_in their number Z */
+/* the _fin entry (FFMA split sums): a thread a float4 group of the parts' tile order
+ * (emit_split_store: blocks of WS_GEMM_THREADS threads, G = ws_gemm_split_groups blocks a
+ * tile, fin block f = tile*G + g, thread tid), its 4 elements of y
+ * y = act(b[o] + sum_{z < Z} part[z]) + add, the parts added in order z = 0, 1, .. (the same
+ * bits every run); the conv forward table with p_x the parts and p_t_in their number Z.
+ * The thread's (o, p) are the GEMM thread's: o0 + 64(i/4) + 4ty + i%4, p0 + 64(j/4) + 4tx +
+ * j%4 ((tx, ty) swapped for NLC y); each element is stored where o < C_out and p < P. Index
+ * arithmetic is 32-bit (gemm_parts keeps the parts within 2^28 floats). */
 static void emit_fin(ptx_buf *b, const ws_conv_desc *d)
 {
     const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
     const int ys = d->y_type == WS_F32 ? 4 : 2;
-    ws_ptx_comment(b, "y[i] = act(b[o] + sum_z part[z*N*C_out*T_out + i]) + add; y %s %s, act %s",
-                   d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->act));
+    const int BM = ws_gemm_bm(d), G = ws_gemm_split_groups(d), nlc = d->y_layout == WS_NLC;
+    ws_ptx_comment(b, "y = act(b[o] + sum_z part[z]) + add, 4 elements a thread; y %s %s, act %s; tile %dx%d, %d groups",
+                   nlc ? "NLC" : "NCL", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->act), BM,
+                   WS_GEMM_BN, G);
     static const int pi[] = { WS_FWD_X, WS_FWD_B, WS_FWD_ADD, WS_FWD_Y };
     preg p[4];
     ws_ptx_param_ptrs(b, p, pt, pi, 4);
@@ -1607,61 +1639,180 @@ static void emit_fin(ptx_buf *b, const ws_conv_desc *d)
     ws_ptx_ld_param(b, par, pt, WS_FWD_ADD);
     I("setp.ne.u64 %s, %s, 0", hasb.n, pbr.n);
     I("setp.ne.u64 %s, %s, 0", hasa.n, par.n);
-    preg i = ws_ptx_reg(b, PTX_B64), tot = ws_ptx_reg(b, PTX_B64), t32 = ws_ptx_reg(b, PTX_B32);
-    preg out = ws_ptx_reg(b, PTX_PRED), to64 = ws_ptx_reg(b, PTX_B64);
-    plabel done = ws_ptx_label_new(b, "done");
-    I("mov.u32 %s, %%ctaid.x", t32.n);
-    I("mul.wide.u32 %s, %s, %d", i.n, t32.n, WS_GEMM_FIN_THREADS);
-    I("mov.u32 %s, %%tid.x", t32.n);
-    I("cvt.u64.u32 %s, %s", tot.n, t32.n);
-    I("add.u64 %s, %s, %s", i.n, i.n, tot.n);
-    I("cvt.u64.u32 %s, %s", to64.n, to.n);
-    I("mul.wide.u32 %s, %s, %s", tot.n, n32.n, to.n);
-    I("mul.lo.u64 %s, %s, %d", tot.n, tot.n, d->c_out);
-    I("setp.ge.u64 %s, %s, %s", out.n, i.n, tot.n);
-    I("@%s bra %s", out.n, done.n);
-    ws_ptx_comment(b, "the parts, in order");
-    preg v = ws_ptx_reg(b, PTX_F32), pv = ws_ptx_reg(b, PTX_F32), a = ws_ptx_reg(b, PTX_B64);
-    preg z = ws_ptx_reg(b, PTX_B32), more = ws_ptx_reg(b, PTX_PRED), step = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_comment(b, "P = N*T_out; the tiles: gx = ceil(P / %d) along p, nblk = gx * ceil(C_out / %d)", WS_GEMM_BN, BM);
+    preg np = ws_ptx_reg(b, PTX_B32), gx = ws_ptx_reg(b, PTX_B32), nblk = ws_ptx_reg(b, PTX_B32);
+    preg f = ws_ptx_reg(b, PTX_B32), tid = ws_ptx_reg(b, PTX_B32), tile = ws_ptx_reg(b, PTX_B32);
+    preg g = ws_ptx_reg(b, PTX_B32), bx = ws_ptx_reg(b, PTX_B32), by = ws_ptx_reg(b, PTX_B32);
+    I("mul.lo.u32 %s, %s, %s", np.n, n32.n, to.n);
+    I("add.u32 %s, %s, %d", gx.n, np.n, WS_GEMM_BN - 1);
+    I("div.u32 %s, %s, %d", gx.n, gx.n, WS_GEMM_BN);
+    I("mul.lo.u32 %s, %s, %d", nblk.n, gx.n, (d->c_out + BM - 1) / BM);
+    I("mov.u32 %s, %%ctaid.x", f.n);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("div.u32 %s, %s, %d", tile.n, f.n, G);
+    I("mul.lo.u32 %s, %s, %d", g.n, tile.n, G);
+    I("sub.u32 %s, %s, %s", g.n, f.n, g.n);
+    I("div.u32 %s, %s, %s", by.n, tile.n, gx.n);
+    I("mul.lo.u32 %s, %s, %s", bx.n, by.n, gx.n);
+    I("sub.u32 %s, %s, %s", bx.n, tile.n, bx.n);
+    ws_ptx_comment(b, "the parts, in order, four 16-byte loads in flight");
+    preg a = ws_ptx_reg(b, PTX_B64), step = ws_ptx_reg(b, PTX_B64), t32 = ws_ptx_reg(b, PTX_B32);
+    preg z = ws_ptx_reg(b, PTX_B32), zk = ws_ptx_reg(b, PTX_B32), more = ws_ptx_reg(b, PTX_PRED);
+    preg v[4], pv[4][4], pk[4];
+    for (int c = 0; c < 4; c++)
+        v[c] = ws_ptx_reg(b, PTX_F32);
+    for (int k = 0; k < 4; k++) {
+        pk[k] = ws_ptx_reg(b, PTX_PRED);
+        for (int c = 0; c < 4; c++)
+            pv[k][c] = ws_ptx_reg(b, PTX_F32);
+    }
     plabel top = ws_ptx_label_new(b, "part");
-    I("mov.f32 %s, 0f00000000", v.n);
-    I("mad.lo.u64 %s, %s, 4, %s", a.n, i.n, pp.n);
-    I("mul.lo.u64 %s, %s, 4", step.n, tot.n);
+    for (int c = 0; c < 4; c++)
+        I("mov.f32 %s, 0f00000000", v[c].n);
+    I("mad.lo.u32 %s, %s, %d, %s", t32.n, f.n, WS_GEMM_THREADS, tid.n);
+    I("mul.wide.u32 %s, %s, 16", a.n, t32.n);
+    I("add.u64 %s, %s, %s", a.n, a.n, pp.n);
+    I("mul.lo.u32 %s, %s, %d", t32.n, nblk.n, G * WS_GEMM_THREADS);
+    I("mul.wide.u32 %s, %s, 16", step.n, t32.n);
     I("mov.u32 %s, 0", z.n);
     ws_ptx_label(b, top);
-    I("ld.global.f32 %s, [%s]", pv.n, a.n);
-    I("add.f32 %s, %s, %s", v.n, v.n, pv.n);
-    I("add.u64 %s, %s, %s", a.n, a.n, step.n);
-    I("add.u32 %s, %s, 1", z.n, z.n);
+    for (int k = 0; k < 4; k++) {
+        I("add.u32 %s, %s, %d", zk.n, z.n, k);
+        I("setp.lt.u32 %s, %s, %s", pk[k].n, zk.n, nz.n);
+        I("@%s ld.global.v4.f32 {%s, %s, %s, %s}, [%s]", pk[k].n, pv[k][0].n, pv[k][1].n, pv[k][2].n,
+          pv[k][3].n, a.n);
+        I("add.u64 %s, %s, %s", a.n, a.n, step.n);
+    }
+    for (int k = 0; k < 4; k++)
+        for (int c = 0; c < 4; c++)
+            I("@%s add.f32 %s, %s, %s", pk[k].n, v[c].n, v[c].n, pv[k][c].n);
+    I("add.u32 %s, %s, 4", z.n, z.n);
     I("setp.lt.u32 %s, %s, %s", more.n, z.n, nz.n);
     I("@%s bra %s", more.n, top.n);
-    ws_ptx_comment(b, "(n, o, t) of i in y's layout; add at n*add_bs + the item's offset");
-    preg o = ws_ptx_reg(b, PTX_B64), q = ws_ptx_reg(b, PTX_B64), nn = ws_ptx_reg(b, PTX_B64);
-    preg t = ws_ptx_reg(b, PTX_B64), ao = ws_ptx_reg(b, PTX_B64);
-    if (d->y_layout == WS_NLC) {
-        I("rem.u64 %s, %s, %d", o.n, i.n, d->c_out);
-        I("div.u64 %s, %s, %d", q.n, i.n, d->c_out);
-        I("div.u64 %s, %s, %s", nn.n, q.n, to64.n);
-        I("mul.lo.u64 %s, %s, %s", t.n, nn.n, to64.n);
-        I("sub.u64 %s, %s, %s", t.n, q.n, t.n);
-        I("mad.lo.u64 %s, %s, %d, %s", ao.n, t.n, d->c_out, o.n);
-    } else {
-        I("rem.u64 %s, %s, %s", t.n, i.n, to64.n);
-        I("div.u64 %s, %s, %s", q.n, i.n, to64.n);
-        I("rem.u64 %s, %s, %d", o.n, q.n, d->c_out);
-        I("div.u64 %s, %s, %d", nn.n, q.n, d->c_out);
-        I("mad.lo.u64 %s, %s, %s, %s", ao.n, o.n, to64.n, t.n);
+    ws_ptx_comment(b, "the group's first (o, p): %s",
+                   nlc ? "NLC: ty = tid%16, tx = tid/16; o = o0 + 64(g/8) + 4ty + c, p = p0 + 64(g%8/4) + 4tx + g%4"
+                       : "NCL: ty = tid/16, tx = tid%16; o = o0 + 64(g/8) + 4ty + g/2%4, p = p0 + 64(g%2) + 4tx + c");
+    preg tx = ws_ptx_reg(b, PTX_B32), ty = ws_ptx_reg(b, PTX_B32);
+    preg o = ws_ptx_reg(b, PTX_B32), q = ws_ptx_reg(b, PTX_B32), h = ws_ptx_reg(b, PTX_B32);
+    I("%s %s, %s, %s", nlc ? "and.b32" : "shr.u32", ty.n, tid.n, nlc ? "15" : "4");
+    I("%s %s, %s, %s", nlc ? "shr.u32" : "and.b32", tx.n, tid.n, nlc ? "4" : "15");
+    I("mul.lo.u32 %s, %s, %d", o.n, by.n, BM);
+    I("mad.lo.u32 %s, %s, 4, %s", o.n, ty.n, o.n);
+    I("mul.lo.u32 %s, %s, %d", q.n, bx.n, WS_GEMM_BN);
+    I("mad.lo.u32 %s, %s, 4, %s", q.n, tx.n, q.n);
+    if (nlc) { /* g = 8*i4 + j: rows 4*i4 .. +3, column j */
+        I("shr.u32 %s, %s, 3", h.n, g.n);
+        I("mad.lo.u32 %s, %s, 64, %s", o.n, h.n, o.n);
+        I("and.b32 %s, %s, 4", h.n, g.n);
+        I("mad.lo.u32 %s, %s, 16, %s", q.n, h.n, q.n);
+        I("and.b32 %s, %s, 3", h.n, g.n);
+        I("add.u32 %s, %s, %s", q.n, q.n, h.n);
+    } else { /* g = 2*i + j4: row i, columns 4*j4 .. +3 */
+        I("shr.u32 %s, %s, 3", h.n, g.n);
+        I("mad.lo.u32 %s, %s, 64, %s", o.n, h.n, o.n);
+        I("shr.u32 %s, %s, 1", h.n, g.n);
+        I("and.b32 %s, %s, 3", h.n, h.n);
+        I("add.u32 %s, %s, %s", o.n, o.n, h.n);
+        I("and.b32 %s, %s, 1", h.n, g.n);
+        I("mad.lo.u32 %s, %s, 64, %s", q.n, h.n, q.n);
     }
-    I("mad.lo.u64 %s, %s, %s, %s", ao.n, nn.n, abs.n, ao.n);
-    preg yv = ws_ptx_reg(b, PTX_F32);
-    const ws_ptx_epi ep = {
-        .act = d->act, .y_type = d->y_type, .n = 1, .v = &yv, .src = &v,
-        .bias_at = {.index = o, .base = pb, .scale = 4}, .bias_if = hasb,
-        .add_if = hasa, .add = {.index = ao, .base = pa, .scale = ys},
-        .y = {.index = i, .base = py, .scale = ys}};
-    ws_ptx_epi_emit(b, &ep);
-    ws_ptx_label(b, done);
+    ws_ptx_comment(b, "the 4 elements are one aligned run of y (and of add) when all are in range, "
+                      "in one item, and the addresses are %d-byte aligned: one vector access", 4 * ys);
+    preg vin = ws_ptx_reg(b, PTX_PRED), pl = ws_ptx_reg(b, PTX_PRED), e0 = ws_ptx_reg(b, PTX_B32);
+    preg n0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), off0 = ws_ptx_reg(b, PTX_B32);
+    preg ya0 = ws_ptx_reg(b, PTX_B64), aa0 = ws_ptx_reg(b, PTX_B64), al = ws_ptx_reg(b, PTX_B64);
+    preg w64 = ws_ptx_reg(b, PTX_B64), w32 = ws_ptx_reg(b, PTX_B32);
+    I("setp.lt.u32 %s, %s, %s", vin.n, q.n, np.n);
+    I("div.u32 %s, %s, %s", n0.n, q.n, to.n);
+    I("mul.lo.u32 %s, %s, %s", t0.n, n0.n, to.n);
+    I("sub.u32 %s, %s, %s", t0.n, q.n, t0.n);
+    if (nlc) {
+        I("add.u32 %s, %s, 3", e0.n, o.n);
+        I("setp.lt.u32 %s, %s, %d", pl.n, e0.n, d->c_out);
+        I("mad.lo.u32 %s, %s, %d, %s", off0.n, t0.n, d->c_out, o.n);
+    } else {
+        I("setp.lt.u32 %s, %s, %d", pl.n, o.n, d->c_out);
+        I("and.pred %s, %s, %s", vin.n, vin.n, pl.n);
+        I("add.u32 %s, %s, 3", e0.n, t0.n);
+        I("setp.lt.u32 %s, %s, %s", pl.n, e0.n, to.n);
+        I("mad.lo.u32 %s, %s, %s, %s", off0.n, o.n, to.n, t0.n);
+    }
+    I("and.pred %s, %s, %s", vin.n, vin.n, pl.n);
+    I("mul.lo.u32 %s, %s, %s", w32.n, n0.n, to.n);
+    I("mul.wide.u32 %s, %s, %d", ya0.n, w32.n, d->c_out);
+    I("cvt.u64.u32 %s, %s", w64.n, off0.n);
+    I("add.u64 %s, %s, %s", ya0.n, ya0.n, w64.n);
+    I("mad.lo.u64 %s, %s, %d, %s", ya0.n, ya0.n, ys, py.n);
+    I("cvt.u64.u32 %s, %s", aa0.n, n0.n);
+    I("mad.lo.u64 %s, %s, %s, %s", aa0.n, aa0.n, abs.n, w64.n);
+    I("mad.lo.u64 %s, %s, %d, %s", aa0.n, aa0.n, ys, pa.n);
+    I("and.b64 %s, %s, %d", al.n, ya0.n, 4 * ys - 1);
+    I("setp.eq.u64 %s, %s, 0", pl.n, al.n);
+    I("and.pred %s, %s, %s", vin.n, vin.n, pl.n);
+    I("and.b64 %s, %s, %d", al.n, aa0.n, 4 * ys - 1);
+    I("setp.eq.or.u64 %s, %s, 0, !%s", pl.n, al.n, hasa.n);
+    I("and.pred %s, %s, %s", vin.n, vin.n, pl.n);
+    plabel vec = ws_ptx_label_new(b, "vec");
+    I("@%s bra %s", vin.n, vec.n);
+    ws_ptx_comment(b, "else element by element");
+    for (int c = 0; c < 4; c++) {
+        ws_ptx_comment(b, "element %d: (o%s, p%s) = n*T_out + t", c, nlc ? " + c" : "", nlc ? "" : " + c");
+        preg oc = ws_ptx_reg(b, PTX_B32), pc = ws_ptx_reg(b, PTX_B32), in = ws_ptx_reg(b, PTX_PRED);
+        preg pin = ws_ptx_reg(b, PTX_PRED), nn = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+        preg off = ws_ptx_reg(b, PTX_B32), o64 = ws_ptx_reg(b, PTX_B64), off64 = ws_ptx_reg(b, PTX_B64);
+        preg ao = ws_ptx_reg(b, PTX_B64), nn64 = ws_ptx_reg(b, PTX_B64), yv = ws_ptx_reg(b, PTX_F32);
+        I("add.u32 %s, %s, %d", oc.n, o.n, nlc ? c : 0);
+        I("add.u32 %s, %s, %d", pc.n, q.n, nlc ? 0 : c);
+        I("setp.lt.u32 %s, %s, %d", in.n, oc.n, d->c_out);
+        I("setp.lt.u32 %s, %s, %s", pin.n, pc.n, np.n);
+        I("and.pred %s, %s, %s", in.n, in.n, pin.n);
+        I("div.u32 %s, %s, %s", nn.n, pc.n, to.n);
+        I("mul.lo.u32 %s, %s, %s", t.n, nn.n, to.n);
+        I("sub.u32 %s, %s, %s", t.n, pc.n, t.n);
+        if (nlc)
+            I("mad.lo.u32 %s, %s, %d, %s", off.n, t.n, d->c_out, oc.n);
+        else
+            I("mad.lo.u32 %s, %s, %s, %s", off.n, oc.n, to.n, t.n);
+        ws_ptx_comment(b, "y at n*C_out*T_out + off, add at n*add_bs + off");
+        I("cvt.u64.u32 %s, %s", o64.n, oc.n);
+        I("cvt.u64.u32 %s, %s", nn64.n, nn.n);
+        I("cvt.u64.u32 %s, %s", off64.n, off.n);
+        I("mad.lo.u64 %s, %s, %s, %s", ao.n, nn64.n, abs.n, off64.n);
+        I("mul.lo.u32 %s, %s, %s", nn.n, nn.n, to.n);
+        I("mul.wide.u32 %s, %s, %d", nn64.n, nn.n, d->c_out);
+        I("add.u64 %s, %s, %s", off64.n, off64.n, nn64.n);
+        const ws_ptx_epi ep = {
+            .act = d->act, .y_type = d->y_type, .n = 1, .v = &yv, .src = &v[c],
+            .bias_at = {.index = o64, .base = pb, .scale = 4}, .bias_if = hasb,
+            .add_if = hasa, .add = {.index = ao, .base = pa, .scale = ys},
+            .y = {.index = off64, .base = py, .scale = ys}, .in = in};
+        ws_ptx_epi_emit(b, &ep);
+    }
     I("ret");
+    ws_ptx_label(b, vec);
+    ws_ptx_comment(b, "one vector: bias %s", nlc ? "b[o .. o+3]" : "b[o] for all 4");
+    preg bv[4], yv[4], ba = ws_ptx_reg(b, PTX_B64);
+    for (int c = 0; c < 4; c++) {
+        bv[c] = ws_ptx_reg(b, PTX_F32);
+        yv[c] = ws_ptx_reg(b, PTX_F32);
+        I("mov.f32 %s, %s", yv[c].n, v[c].n);
+    }
+    I("mul.wide.u32 %s, %s, 4", ba.n, o.n);
+    I("add.u64 %s, %s, %s", ba.n, ba.n, pb.n);
+    for (int c = 0; c < (nlc ? 4 : 1); c++) {
+        I("mov.f32 %s, 0f00000000", bv[c].n);
+        I("@%s ld.global.nc.f32 %s, [%s+%d]", hasb.n, bv[c].n, ba.n, 4 * c);
+    }
+    const ws_ptx_epi ev = {
+        .act = d->act, .y_type = d->y_type, .n = 4, .v = yv, .bias = bv, .bias_stride = nlc ? 1 : 0,
+        .bias_if = hasb, .add_if = hasa, .add = {.at = aa0}, .y = {.at = ya0}, .in = vin};
+    ws_ptx_epi_emit(b, &ev);
+    I("ret");
+}
+
+int ws_gemm_split_groups(const ws_conv_desc *d)
+{
+    return ws_gemm_bm(d) / 8;
 }
 
 void ws_gemm_entry(const ws_conv_desc *d, int which, char name[WS_GEMM_NAME_MAX])
@@ -1756,10 +1907,13 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
         gk s2 = s0;
         s2.b = &k2;
         s2.split = 1;
-        ws_ptx_comment(&k2, "the sum in parts (grid z): raw float32 sums of the part into p_y + z*N*C_out*T_out");
+        ws_ptx_comment(&k2, "the sum in parts (grid z): raw float32 sums of part z into p_y, in the tile's order");
         emit_body(&s2);
         ws_gemm_entry(d, 1, en);
-        ws_ptx_kernel_end_params(&k2, &mod, en, ws_params_of(WS_PARAMS_FWD), NT, 0, 0);
+        /* the 64-row tile: two blocks a multiprocessor, as gemm_parts sizes the parts
+         * (without it ptxas aims that tile's split at three on sm_80, and spills) */
+        ws_ptx_kernel_end_params(&k2, &mod, en, ws_params_of(WS_PARAMS_FWD), NT,
+                                 s0.BM == WS_GEMM_BM_SMALL ? 2 : 0, 0);
         emit_fin(&k3, d);
         ws_gemm_entry(d, 2, en);
         ws_ptx_kernel_end_params(&k3, &mod, en, ws_params_of(WS_PARAMS_FWD), WS_GEMM_FIN_THREADS, 0, 0);

@@ -73,14 +73,24 @@
  * kernel to 147-153 registers, one block a multiprocessor).
  * SUM IN PARTS (FFMA): the module has two more entries (ws_gemm_entry). A call whose blocks fill
  * at most half of the device's block slots (two a multiprocessor) is cut into Z parts along
- * the stages of r (as many as keep one wave, each at least 8 stages; gpu_conv.c gemm_parts):
+ * the stages of r (as many as keep one wave, each at least 5 stages; gpu_conv.c gemm_parts):
  * "_split", grid (gx, gy, Z), sums stages [z*KT/Z, (z+1)*KT/Z) and stores them raw (float32,
- * no bias, act or add) at p_y + z*N*C_out*T_out in y's layout, p_y being the plan's scratch;
- * "_fin", a thread an element of y, adds the Z parts at p_x in order z = 0, 1, .. (p_t_in = Z),
- * then + b, act, + add and stores y. The same call shape gives the same bits every run; a
- * split call's bits differ from the whole sum's within float32 rounding (the GPU tests run
- * each split row both ways). H100, one window of the Whisper tiny stem: conv2 (36 blocks,
- * 72 stages) in 7 parts 57.1 us, whole 121.8.
+ * no bias, act or add) in the plan's scratch in the tile's order: a thread's accumulators as
+ * 2*TM float4 groups of 4 consecutive elements of y (NLC: 4 channels of a position, NCL: 4
+ * positions of a channel), group g of thread tid in block blk of part z at float4
+ * ((z*nblk + blk)*2TM + g)*256 + tid, so that a warp's store is 512 contiguous bytes;
+ * "_fin", a block of 256 threads per (tile, group), reads a thread's group of each part as
+ * one 16-byte load (four parts' loads in flight), adds them in order z = 0, 1, .. (p_t_in =
+ * Z), then + b, act, + add and stores the 4 elements: one vector store (and one vector add
+ * load) where they are in range, in one item and aligned, else one by one. The same call
+ * shape gives the same bits every run; a split call's bits differ from the whole sum's within
+ * float32 rounding (the GPU tests run each split row both ways; the C model checks that _fin
+ * writes every element once with the value the whole sum's epilogue would). H100, one window
+ * of the Whisper tiny stem, NLC, per call: conv2 (36 blocks, 72 stages) in 7 parts 55.8 us,
+ * whole 127.5; conv1 (72 blocks, 15 stages) in 3 parts 36.7, whole 40.1. ncu, conv1 in 3
+ * parts: _split 22.1 us, _fin 8.9 (29.9 MB through L2); before the tile order (parts stored
+ * element by element in y's layout, _fin a thread an element): 24.7 and 10.2 (64.8 and 29.4
+ * MB). The stem's own kernels in the same run: 19.9 and 9.4.
  * Parameters: the conv forward table (ptx_params.h, WS_PARAMS_FWD, as the direct forward
  * kernel): .u64 p_x, p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs.
  * Grid (ceil(P / BN), ceil(C_out / BM)), block WS_GEMM_THREADS; ws_gemm_call_fits says which
@@ -236,11 +246,15 @@ void ws_gemm_ffma_weights(const ws_conv_desc *d, const float *w, float *out);
 void ws_gemm_pack_weights(const ws_conv_desc *d, const float *w, void *out);
 
 /* the FFMA module's entries: which 0 the kernel (ws_gemm_name), 1 "_split" (the same GEMM
- * over part ctaid.z of the sum's stages, raw float32 sums into p_y + z*N*C_out*T_out in y's
- * layout), 2 "_fin" (adds the p_t_in parts at p_x in order, + bias, act, + add, y; blocks of
- * WS_GEMM_FIN_THREADS, a thread an element) */
-#define WS_GEMM_FIN_THREADS 256
+ * over part ctaid.z of the sum's stages, raw float32 sums into p_y in the tile's order: a
+ * thread's accumulators as ws_gemm_split_groups float4 groups, a part of nblk tiles taking
+ * nblk*BM*BN floats), 2 "_fin" (adds the p_t_in parts at p_x in order, + bias, act, + add,
+ * y; ws_gemm_split_groups blocks of WS_GEMM_FIN_THREADS threads a tile, a thread a group of
+ * 4 elements) */
+#define WS_GEMM_FIN_THREADS WS_GEMM_THREADS
 void ws_gemm_entry(const ws_conv_desc *d, int which, char name[WS_GEMM_NAME_MAX]);
+/* float4 groups of a thread's accumulators in the _split entry's order: 2 * BM / 16 */
+int ws_gemm_split_groups(const ws_conv_desc *d);
 
 /* bytes per weight of the mma kernel: 2 (bf16, f16), 4 (tf32) */
 int ws_gemm_mma_wbytes(const ws_conv_desc *d);
