@@ -40,7 +40,8 @@
  *                          K3 P1 then K3 S2 P1, + bias + GELU) over 64 windows of 3000
  *                          frames, both in the row's layout and type and without the
  *                          positional table: the engine on the stem's shapes (the command's
- *                          stem still runs its own kernels: bench-gpu_stem)
+ *                          stem runs the same descriptors as engine plans, in its layouts:
+ *                          bench-gpu_stem)
  * The Whisper stem row is bench-gpu_stem's (bench/run-conv-gpu.sh runs it beside this).
  *
  * Columns: median and min us per call (a row's calls summed); GB/s of the fewest bytes

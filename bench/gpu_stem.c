@@ -1,16 +1,18 @@
-/* gpu_stem.c - kernel-only time of the GPU stem (mel transpose + conv1 +
- * conv2, GELU and positional add fused), per shape, precision and windows
- * per launch.
+/* gpu_stem.c - kernel-only time of the GPU stem (conv1 + conv2, the stem's two plans of the
+ * conv engine, GELU and positional add fused in their epilogues), per shape, precision and
+ * windows per launch.
  *
  * Inputs live on the device (several buffers of random log-Mel, rotated),
  * timing is between CUDA events around each launch sequence, the median of
  * many runs after warm-up (ws_gpu_bench). 3000 frames per window (30 s).
  * FLOPs: 2 * (3000 * d * 3*n_mels + 1500 * d * 3*d) per window (tiny 1.88 G).
  *
- *   bench-gpu_stem [--iters N] [--only SHAPE] [--prec P] [--win N] [--tile large|small]
- *   (SHAPE: tiny | large-v3; P: fp32 | tf32 | bf16 | fp16; N: windows a launch)
+ *   bench-gpu_stem [--iters N] [--only SHAPE] [--prec P] [--win N] [--fixed]
+ *   (SHAPE: tiny | large-v3; P: fp32 | tf32 | bf16 | fp16; N: windows a launch;
+ *   --fixed: every float32 sum whole, as the batches run it (ws_gpu_set_fixed), not in
+ *   parts where the engine would cut it)
  * Prints one table row per case (median us per launch and per window, the
- * rate, and the medians of the three stages from separately marked runs) and
+ * rate, and the medians of the two convs from separately marked runs) and
  * the kernels' resource report.
  */
 #include <stdio.h>
@@ -31,7 +33,7 @@ int main(int argc, char **argv)
 {
     int iters = 50;
     const char *only = NULL, *only_prec = NULL;
-    int only_win = 0, tile = -1;
+    int only_win = 0, fixed = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
             iters = atoi(argv[++i]);
@@ -41,10 +43,10 @@ int main(int argc, char **argv)
             only_prec = argv[++i];
         else if (!strcmp(argv[i], "--win") && i + 1 < argc)
             only_win = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--tile") && i + 1 < argc)
-            tile = !strcmp(argv[++i], "small");
+        else if (!strcmp(argv[i], "--fixed"))
+            fixed = 1;
         else {
-            fprintf(stderr, "usage: %s [--iters N] [--only tiny|large-v3] [--prec P] [--win N] [--tile large|small]\n",
+            fprintf(stderr, "usage: %s [--iters N] [--only tiny|large-v3] [--prec P] [--win N] [--fixed]\n",
                     argv[0]);
             return 2;
         }
@@ -53,8 +55,8 @@ int main(int argc, char **argv)
     const ws_precision precs[] = { WS_PREC_FP32, WS_PREC_TF32, WS_PREC_BF16, WS_PREC_FP16 };
     const int T = 3000;
     int printed_dev = 0, rc = 0;
-    printf("%-9s %-5s %4s %12s %12s %10s %9s %9s %9s\n", "shape", "prec", "win", "us/launch",
-           "us/window", "TFLOP/s", "mel_t", "conv1", "conv2");
+    printf("%-9s %-5s %4s %12s %12s %10s %9s %9s\n", "shape", "prec", "win", "us/launch",
+           "us/window", "TFLOP/s", "conv1", "conv2");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const shape *sh = &shapes[s];
         if (only && strcmp(only, sh->name))
@@ -82,7 +84,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             free(pos);
-            ws_gpu_force_tile(g, tile);
+            ws_gpu_set_fixed(g, fixed);
             if (!printed_dev++)
                 printf("# device: %s\n", ws_gpu_device_name(g));
             for (int w = 0; w < 3 && sh->windows[w]; w++) {
@@ -96,9 +98,9 @@ int main(int argc, char **argv)
                     rc = 1;
                     continue;
                 }
-                printf("%-9s %-5s %4d %12.1f %12.2f %10.1f %9.1f %9.1f %9.1f\n", sh->name,
+                printf("%-9s %-5s %4d %12.1f %12.2f %10.1f %9.1f %9.1f\n", sh->name,
                        ws_precision_name(precs[p]), nw, med, med / nw,
-                       flop * nw / (med * 1e-6) / 1e12, st[0], st[1], st[2]);
+                       flop * nw / (med * 1e-6) / 1e12, st[1], st[2]);
                 fflush(stdout);
             }
             fprintf(stderr, "%s", ws_gpu_kernel_report(g));

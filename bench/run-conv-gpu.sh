@@ -124,7 +124,7 @@ if so or st:
     today = {"fp32": 43.7, "bf16": 9.43}
     mr = "; ".join(f"{p} <= {today[p]}" + ("" if p not in so else " met" if so[p] <= today[p] else f" missed by {100 * (so[p] / today[p] - 1):.0f} %") for p in today)
     ra = "; ".join(f"{p} {st[p] / so[p]:.2f}x" for p in today if p in so and p in st) or "-"
-    print(f"| Whisper tiny stem, N64 windows, us per window (bench-gpu_stem, not yet through the engine) | {f(so, 'fp32')} | {f(st, 'fp32')} "
+    print(f"| Whisper tiny stem, N64 windows, us per window (bench-gpu_stem: the stem's two engine plans) | {f(so, 'fp32')} | {f(st, 'fp32')} "
           f"| - | - | {f(so, 'bf16')} | {f(st, 'bf16')} | {mr} | {ra} | - (the suite's gpu_* tests) |")
 print()
 print("us per call, kernel-only medians (CUDA events); a row of several calls: ours = the median of per-iteration sums of its calls' times "

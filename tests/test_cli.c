@@ -538,8 +538,11 @@ Test(cli, dump_ptx_writes_the_kernels_without_a_gpu)
     snprintf(cmd, sizeof cmd, "WHISPER_STEM_LIBCUDA=/nonexistent %s -m %s --dump-ptx %s --precision bf16",
              ws_bin(), model, out);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
-    const char *names[] = {"ws_conv1_bf16", "ws_conv2_bf16"};
-    for (int i = 0; i < 2; i++) {
+    /* the modules of the stem's two engine plans: conv1 (80 -> 384) and conv2 (384 -> 384,
+     * stride 2), each its direct module and its GEMM's */
+    const char *names[] = {"ws_direct_fwd_c80_384_", "ws_direct_fwd_c384_384_",
+                           "ws_gemm_mma_bf16_c80_384_", "ws_gemm_mma_bf16_c384_384_"};
+    for (int i = 0; i < 4; i++) {
         int found = 0;
         DIR *d = opendir(out);
         struct dirent *e;

@@ -1,6 +1,8 @@
-/* test_gpu.c - the GPU stem against the float64 oracle (tests/oracle.c) and
- * against the CPU stem, for every precision, on the tiny (80 -> 384) and
- * large-v3 (128 -> 1280) shapes, odd lengths and 1 to 64 windows a launch.
+/* test_gpu.c - the GPU stem (src/cuda/gpu_stem.c: the stem's two convs as plans of the conv
+ * engine) against the float64 oracle (tests/oracle.c) and against the CPU stem, for every
+ * precision, on the tiny (80 -> 384) and large-v3 (128 -> 1280) shapes, odd lengths and 1
+ * to 64 windows a launch; the float32 sums whole and in parts; a window's bits in any launch
+ * with the sums whole (ws_gpu_set_fixed, what the batches run).
  *
  * Bounds (docs/spec.md, "Accuracy"): fp32 rel L2 <= 1e-5 and max |err| <= 1e-4;
  * tf32 rel L2 <= 2e-3; bf16 / fp16 rel L2 <= 1e-2 (inputs and weights
@@ -18,6 +20,7 @@
 #include "whisper/stem.h"
 #include "cuda/driver.h"
 #include "cuda/ptx/gelu_ptx.h"
+#include "cuda/gpu_conv_internal.h"
 #include "cuda/gpu_internal.h"
 #include "cuda/gpu_runtime.h"
 #include "helpers.h"
@@ -153,9 +156,10 @@ Test(gpu_stem, large_v3_three_frames_with_pos, .timeout = 120) { run_case(128, 1
 Test(gpu_stem, large_v3_64_windows_of_65_frames, .timeout = 300) { run_case(128, 1280, 64, 65, 0, 1); }
 Test(gpu_stem, large_v3_1001_frames_two_windows, .timeout = 600) { run_case(128, 1280, 2, 1001, 1, 0); }
 
-/* The small-tile kernels are picked only for few windows; force them on a
- * batch (and the large ones on a single window) so that both are checked. */
-Test(gpu_stem, both_tile_variants_agree, .timeout = 300)
+/* The engine sums a float32 call too small to fill the GPU in parts (the FFMA GEMM's _split
+ * and _fin entries); fixed keeps every sum whole. Both against the oracle, in every precision
+ * (fixed changes nothing but float32's sums): with fixed no call may take the parts. */
+Test(gpu_stem, whole_sums_and_sums_in_parts_agree, .timeout = 300)
 {
     ws_model m;
     ws_err e;
@@ -167,18 +171,56 @@ Test(gpu_stem, both_tile_variants_agree, .timeout = 300)
                                384, NULL, &t2);
     float *out = nan_buffer((size_t)n_win * T2 * 384);
     for (int p = 0; p < 4; p++)
-        for (int small = 0; small < 2; small++) {
+        for (int fixed = 0; fixed < 2; fixed++) {
             ws_stem *g = gpu_or_skip(&m, (ws_precision)p);
-            ws_gpu_force_tile(ws_stem_gpu(g), small);
+            ws_gpu_pair *gp = ws_stem_gpu(g);
+            ws_gpu_set_fixed(gp, fixed);
             cr_assert_eq(ws_stem_run(g, mel, n_win, T, 0, out, &e), 0, "%s", e.msg);
             const float *got = out + (size_t)3 * T2 * 384;
             double rl2 = rel_l2(got, want, (size_t)T2 * 384);
-            cr_assert(rl2 <= REL_L2_BOUND[p], "%s %s tile: rel L2 %.3g",
-                      ws_precision_name((ws_precision)p), small ? "small" : "large", rl2);
+            const unsigned long parts = ws_gpu_conv_split_calls(ws_gpu_pair_plan(gp, 0, 0)) +
+                                        ws_gpu_conv_split_calls(ws_gpu_pair_plan(gp, 0, 1));
+            cr_assert(rl2 <= REL_L2_BOUND[p], "%s, sums %s: rel L2 %.3g",
+                      ws_precision_name((ws_precision)p), fixed ? "whole" : "in parts", rl2);
+            if (p == WS_PREC_FP32)
+                assert_close("fp32 stem", got, want, (size_t)T2 * 384, FP32_MAX_ABS, 0);
+            cr_assert(!fixed || parts == 0, "%s: %lu calls summed in parts with fixed on",
+                      ws_precision_name((ws_precision)p), parts);
+            cr_log_info("%s, fixed %d: %lu calls summed in parts", ws_precision_name((ws_precision)p),
+                        fixed, parts);
             ws_stem_free(g);
         }
     free(want);
     free(out);
+    free(mel);
+    ws_model_free(&m);
+}
+
+/* With fixed on, a window gets the same bits alone and in a launch of five (the batches of
+ * gpu_batch.h group inputs as they come); the windows hold distinct data. */
+Test(gpu_stem, fixed_gives_a_window_the_same_bits_in_any_launch, .timeout = 300)
+{
+    ws_model m;
+    ws_err e;
+    cr_assert_eq(ws_model_init_random(&m, 80, 384, 9, 0, &e), 0, "%s", e.msg);
+    const int n_win = 5, T = 3000, T2 = ws_stem_out_len(T);
+    const size_t per_in = (size_t)80 * T, per_out = (size_t)T2 * 384;
+    float *mel = random_mel(n_win, 80, T, 21);
+    float *all = nan_buffer(per_out * n_win), *one = nan_buffer(per_out);
+    for (int p = 0; p < 4; p++) {
+        ws_stem *g = gpu_or_skip(&m, (ws_precision)p);
+        ws_gpu_set_fixed(ws_stem_gpu(g), 1);
+        cr_assert_eq(ws_stem_run(g, mel, n_win, T, 1, all, &e), 0, "%s", e.msg);
+        for (int w = 0; w < n_win; w += 2) {
+            cr_assert_eq(ws_stem_run(g, mel + w * per_in, 1, T, 1, one, &e), 0, "%s", e.msg);
+            cr_assert_eq(memcmp(one, all + w * per_out, per_out * sizeof *one), 0,
+                         "%s: window %d alone differs from window %d of %d",
+                         ws_precision_name((ws_precision)p), w, w, n_win);
+        }
+        ws_stem_free(g);
+    }
+    free(all);
+    free(one);
     free(mel);
     ws_model_free(&m);
 }
@@ -266,16 +308,33 @@ Test(gpu_driver, reports_device_and_kernels)
     cr_assert_eq(ws_model_init_random(&m, 80, 384, 1, 0, &e), 0, "%s", e.msg);
     ws_stem *g = gpu_or_skip(&m, WS_PREC_BF16);
     cr_assert(strstr(ws_gpu_device_name(ws_stem_gpu(g)), "sm_"), "%s", ws_gpu_device_name(ws_stem_gpu(g)));
+    /* both plans' kernels, a direct and a GEMM module each, none with local memory (spills) */
     const char *rep = ws_gpu_kernel_report(ws_stem_gpu(g));
-    cr_assert(strstr(rep, "ws_conv2_bf16_l"), "%s", rep);
-    cr_assert(strstr(rep, "   0 local bytes") != NULL, "%s", rep);
+    cr_assert(strstr(rep, "conv1 (80 -> 384, stride 1):") && strstr(rep, "conv2 (384 -> 384, stride 2):"),
+              "%s", rep);
+    int kernels = 0, no_local = 0, gemm = 0;
+    for (const char *l = rep; *l;) {
+        const char *nl = strchr(l, '\n');
+        const size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), l);
+        if (strstr(line, " local bytes")) {
+            kernels++;
+            no_local += strstr(line, "regs    0 local bytes") != NULL;
+            gemm += strstr(line, "gemm") != NULL;
+        }
+        l += len + (nl != NULL);
+    }
+    cr_assert_geq(kernels, 4, "%s", rep);
+    cr_assert_geq(gemm, 2, "no GEMM kernel:\n%s", rep);
+    cr_assert_eq(no_local, kernels, "a kernel uses local memory:\n%s", rep);
     ws_stem_free(g);
     ws_model_free(&m);
 }
 
-/* One window leaves most multiprocessors idle, so the fp32 kernels split K
- * and ws_splitk_finish adds the parts in a fixed order: repeated runs give
- * the same bits. */
+/* One window leaves most multiprocessors idle, so the engine sums fp32 calls in parts and
+ * adds the parts in a fixed order (gemm_parts in gpu_conv.c): repeated runs give the same
+ * bits. */
 Test(gpu_stem, split_k_fp32_is_bitwise_repeatable, .timeout = 120)
 {
     ws_model m;

@@ -7,7 +7,8 @@
  * the driver opened once while anything holds it (cuInit once) and again after the last
  * close; one primary-context retain per device whatever opens it (the engine's ws_gpu, the
  * Whisper stem, the GPU log-Mel, the batches; from many threads at once) and its release
- * after the last; each module loaded once per device for its name and text, and unloaded
+ * after the last; each module loaded once per device for its name and text (two stems of
+ * one shape, and a batch's lane of the stem's plans, load none again), and unloaded
  * before the context is released; every stream, event, device and pinned block given back;
  * no object created on a thread without a current context. Also: the messages for no
  * driver, a device number past the last and a capability below 8.0, as before.
@@ -25,9 +26,9 @@
 
 #include "cuda/gpu.h"
 #include "cuda/gpu_batch.h"
+#include "cuda/gpu_conv_internal.h"
 #include "cuda/gpu_internal.h"
 #include "cuda/gpu_runtime.h"
-#include "cuda/ptx/kernels.h"
 #include "helpers.h"
 #include "mel/mel.h"
 #include "stub/stub_cuda.h"
@@ -181,15 +182,35 @@ Test(runtime, the_stem_the_log_mel_the_batches_and_a_plan_share_one_context)
     ws_stem_descs(nm, d, WS_PREC_BF16, pair);
     float *w1 = rnd((size_t)d * nm * 3, 1), *b1 = rnd((size_t)d, 2);
     float *w2 = rnd((size_t)d * d * 3, 3), *b2 = rnd((size_t)d, 4);
-    /* two pairs of one shape: one driver, one context, the kernels loaded once */
+    /* two pairs of one shape: one driver, one context, the modules loaded once. A pair is
+     * two engine plans, each with its direct module and its GEMM's (the stand-in driver
+     * encodes no tensor maps: no Hopper GEMM); the second pair's plans find them cached */
+    enum { PAIR_MODULES = 4 };
     ws_gpu_pair *p1 = ws_gpu_new(0, pair, w1, b1, w2, b2, &e);
     cr_assert_not_null(p1, "%s", e.msg);
+    cr_assert_eq(S->loads, PAIR_MODULES, "%d loads for a pair of %d modules", S->loads,
+                 PAIR_MODULES);
     ws_gpu_pair *p2 = ws_gpu_new(0, pair, w1, b1, w2, b2, &e);
     cr_assert_not_null(p2, "%s", e.msg);
     cr_assert_eq(S->inits, 1);
     cr_assert_eq(S->retains, 1);
-    cr_assert_eq(S->loads, WS_K_COUNT, "%d loads for two pairs of %d kernels", S->loads,
-                 WS_K_COUNT);
+    cr_assert_eq(S->loads, PAIR_MODULES, "%d loads for two pairs of %d modules", S->loads,
+                 PAIR_MODULES);
+    for (int k = 0; k < 2; k++) { /* each conv takes its GEMM; lanes 1.. are not made yet */
+        const ws_conv_args a = {.n = 2, .t_in = 100, .x = (void *)(uintptr_t)4096,
+                                .y = (void *)(uintptr_t)8192};
+        cr_assert_eq(ws_gpu_conv_kernel(ws_gpu_pair_plan(p1, 0, k), &a), 2, "conv%d", k + 1);
+        cr_assert_null(ws_gpu_pair_plan(p1, 1, k));
+    }
+    /* the kernel report: each plan's direct and GEMM kernels, the driver's (stand-in) counts */
+    const char *rep = ws_gpu_kernel_report(p1);
+    cr_assert(strstr(rep, "conv1 (80 -> 384, stride 1):\n") && strstr(rep, "conv2 (384 -> 384, stride 2):\n"),
+              "%s", rep);
+    int lines = 0;
+    for (const char *l = strstr(rep, "regs    0 local bytes\n"); l;
+         l = strstr(l + 1, "regs    0 local bytes\n"))
+        lines++;
+    cr_assert_eq(lines, PAIR_MODULES, "%s", rep);
     cr_assert(strstr(ws_gpu_device_name(p1), "Stand-in GPU, sm_90, 132 SMs, driver 12.8"), "%s",
               ws_gpu_device_name(p1));
     /* the stem through the staging buffer */
@@ -213,8 +234,8 @@ Test(runtime, the_stem_the_log_mel_the_batches_and_a_plan_share_one_context)
     cr_assert(strstr(ws_gpu_batcher_device(bm), "Stand-in GPU, sm_90, driver 12.8"), "%s",
               ws_gpu_batcher_device(bm));
     cr_assert_eq(S->retains, 1, "the batches retained the context again");
-    cr_assert_eq(S->loads, WS_K_COUNT + 1, "the log-Mel's module loaded %d times",
-                 S->loads - WS_K_COUNT);
+    cr_assert_eq(S->loads, PAIR_MODULES + 1, "the log-Mel's module loaded %d times",
+                 S->loads - PAIR_MODULES);
     const size_t n = 16000;
     float *x = rnd(n, 6);
     int k = 0;
@@ -237,17 +258,34 @@ Test(runtime, the_stem_the_log_mel_the_batches_and_a_plan_share_one_context)
         cr_assert_not_null(ws_gpu_batch_output(bb, 0, 1, &bytes));
         cr_assert_gt(bytes, 0);
     }
-    /* an fp32 pair: its split-K finish and GELU kernels are the bf16 pair's text (loaded
-     * once), the others its own; one window splits K (FFMA conv, then the finish) */
+    /* the stem batch ran on slot 0's own lane of p1's plans: new plans, the same modules */
+    cr_assert_not_null(ws_gpu_pair_plan(p1, 1, 0));
+    cr_assert_not_null(ws_gpu_pair_plan(p1, 1, 1));
+    cr_assert_null(ws_gpu_pair_plan(p1, 2, 0));
+    cr_assert_eq(S->loads, PAIR_MODULES + 1, "a lane's plans loaded %d modules again",
+                 S->loads - PAIR_MODULES - 1);
+    cr_assert_eq(ws_gpu_enqueue_fixed(p1, 0, NULL, 0, 0, 0, 1, 100, 0, &e), -1, "lane 0 taken");
+    cr_assert_eq(ws_gpu_enqueue_fixed(p1, WS_GPU_LANES, NULL, 0, 0, 0, 1, 100, 0, &e), -1);
+    cr_assert(strstr(e.msg, "lane 64"), "%s", e.msg);
+    /* an fp32 pair: its plans' modules are its own (other descriptors: float32 storage and
+     * the FFMA GEMM); one window of 100 frames on 132 SMs leaves conv2's GEMM short of
+     * blocks, so it sums in parts (its _split and _fin entries); conv1's 15 stages of K stay
+     * whole (a part takes 8 at least) */
     ws_conv_desc pair32[2];
     ws_stem_descs(nm, d, WS_PREC_FP32, pair32);
     ws_gpu_pair *p3 = ws_gpu_new(0, pair32, w1, b1, w2, b2, &e);
     cr_assert_not_null(p3, "%s", e.msg);
-    cr_assert_eq(S->loads, WS_K_COUNT + 1 + WS_K_COUNT - 2, "%d loads", S->loads);
+    cr_assert_eq(S->loads, 2 * PAIR_MODULES + 1, "%d loads", S->loads);
     const int launches = S->launches;
     cr_assert_eq(ws_gpu_stem(p3, mel, 1, T, 0, out, &e), 0, "%s", e.msg);
-    cr_assert_eq(S->launches - launches, 4, "conv1, its finish, conv2, its finish: %d launches",
+    cr_assert_eq(S->launches - launches, 3, "conv1, conv2 in parts, their finish: %d launches",
                  S->launches - launches);
+    cr_assert_eq(ws_gpu_conv_split_calls(ws_gpu_pair_plan(p3, 0, 0)), 0);
+    cr_assert_eq(ws_gpu_conv_split_calls(ws_gpu_pair_plan(p3, 0, 1)), 1);
+    ws_gpu_set_fixed(p3, 1); /* whole sums: one launch a conv */
+    cr_assert_eq(ws_gpu_stem(p3, mel, 1, T, 0, out, &e), 0, "%s", e.msg);
+    cr_assert_eq(S->launches - launches, 5, "%d launches", S->launches - launches);
+    cr_assert_eq(ws_gpu_conv_split_calls(ws_gpu_pair_plan(p3, 0, 1)), 1);
     float gx[300], gy[300];
     for (int i = 0; i < 300; i++)
         gx[i] = (float)i / 30.0f - 5.0f;

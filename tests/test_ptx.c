@@ -256,25 +256,38 @@ Test(ptx_emit, lowering_refuses_other_descriptors_naming_the_field)
     cr_assert(strstr(e.msg, "conv 1 with y_type f16"), "%s", e.msg);
 }
 
-Test(ptx_emit, dump_ptx_writes_every_kernel)
+/* --dump-ptx (ws_gpu_dump_ptx): the modules of the stem's two plans for sm_90, named as
+ * the engine names them: each conv's direct module, and its GEMM's (the Hopper GEMM's where
+ * it takes the descriptor, else ptx_gemm.c's) */
+Test(ptx_emit, stem_dump_ptx_writes_both_plans_modules)
 {
     const char *dir = test_tmpdir();
-    ws_err e;
+    ws_err e = { "" };
     ws_conv_desc pair[2];
     ws_stem_descs(80, 384, WS_PREC_BF16, pair);
     cr_assert_eq(ws_gpu_dump_ptx(pair, dir, &e), 0, "%s", e.msg);
-    const char *names[] = { "ws_mel_t_bf16", "ws_conv1_bf16_l", "ws_conv1_bf16_s",
-                            "ws_conv2_bf16_l", "ws_conv2_bf16_s", "ws_splitk_finish",
-                            "ws_gelu_grid" };
-    for (int i = 0; i < 7; i++) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s.ptx", dir, names[i]);
-        size_t len = 0;
-        char *t = read_file(path, &len);
-        cr_assert_not_null(t, "%s missing", path);
-        cr_assert(strstr(t, ".entry"), "%s has no entry", path);
-        free(t);
+    for (int k = 0; k < 2; k++) {
+        char names[2][WS_DIRECT_NAME_MAX + WS_HGEMM_NAME_MAX];
+        ws_direct_name(&pair[k], names[0]);
+        cr_assert(ws_gemm_fits(&pair[k]), "conv%d: no GEMM", k + 1);
+        if (ws_hgemm_fits(&pair[k], 9, 0))
+            ws_hgemm_name(&pair[k], names[1]);
+        else
+            ws_gemm_name(&pair[k], names[1]);
+        for (int i = 0; i < 2; i++) {
+            char path[2048];
+            snprintf(path, sizeof path, "%s/%s.ptx", dir, names[i]);
+            size_t len = 0;
+            char *t = read_file(path, &len);
+            cr_assert_not_null(t, "conv%d: %s missing", k + 1, path);
+            cr_assert(strstr(t, ".entry") && strstr(t, ".target sm_90"), "%s", path);
+            free(t);
+        }
     }
+    /* a pair the GPU stem does not take writes nothing */
+    pair[1].stride = 1;
+    cr_assert_eq(ws_gpu_dump_ptx(pair, dir, &e), -1);
+    cr_assert(strstr(e.msg, "conv 2 with stride 1"), "%s", e.msg);
 }
 
 /* Assembles every kernel of precision p for both shapes and both targets;

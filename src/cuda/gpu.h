@@ -1,9 +1,9 @@
-/* gpu.h - the conv engine's GPU backend through the CUDA driver API: today the pair of
- * convolutions of Whisper's stem (lower.c says which descriptors it lowers).
+/* gpu.h - Whisper's stem on the GPU: its pair of convolutions (ws_stem_descs) as two plans
+ * of the conv engine's GPU backend (include/ws_conv.h, gpu_conv.c), gpu_stem.c.
  *
  * libcuda.so.1 is opened at run time, so a binary built anywhere runs on a
  * machine with no driver (ws_gpu_new then fails with a clear message and the
- * caller falls back to the CPU). Kernels are PTX emitted by whisper-stem for
+ * caller falls back to the CPU). Kernels are the engine's PTX, emitted for
  * the descriptors and the device found.
  *
  * Data layouts (the pair c1 -> c2; C = c1's c_in, D = its c_out):
@@ -30,11 +30,12 @@ int ws_gpu_probe(int ordinal, char *name, size_t cap, ws_err *err);
 int ws_gpu_driver_present(void);
 
 /* Opens device number `ordinal` on the device runtime (gpu.c: the driver, the device's
- * primary context, a stream), lowers the pair (lower.c)
- * for that device and loads its kernels, and uploads the weights w1 [D][C][3], b1 [D],
- * w2 [D][D][3], b2 [D] (float32, packed for the pair's math; all four required). Returns NULL with err set
- * when there is no driver, no device, the pair is not lowered, or a call fails (err names
- * the call and the driver's error string). */
+ * primary context, a stream), checks the pair (the stem's two descriptors as ws_stem_descs
+ * writes them, one math; anything else is refused naming the field) and makes an engine plan
+ * of each on that device (ws_gpu_conv_new: its kernels emitted and loaded, the weights
+ * uploaded) from w1 [D][C][3], b1 [D], w2 [D][D][3], b2 [D] (float32, all four required;
+ * copied). Returns NULL with err set when there is no driver, no device, the pair is
+ * refused, or a call fails (err names the call and the driver's error string). */
 ws_gpu_pair *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1, const float *b1,
                    const float *w2, const float *b2, ws_err *err);
 
@@ -49,21 +50,24 @@ int ws_gpu_add_rows(const ws_gpu_pair *g);
 int ws_gpu_stem(ws_gpu_pair *g, const float *x, int n_win, int n_frames, int with_add, float *out,
                 ws_err *err);
 
-/* on: every launch takes the large tile and no split of K, whatever the number of windows,
- * so that a window gets the same bits in any launch (the batches of gpu_batch.h do so);
- * off (default): the fastest choice for the number of windows. */
+/* on: every float32 sum is computed whole (the engine's FFMA GEMM cuts the sums of a call
+ * too small to fill the GPU into parts, a choice that depends on the number of windows), so
+ * that a window gets the same bits in any launch (the batches of gpu_batch.h do so);
+ * off (default): the engine's choice for the call. Nothing else the engine picks depends
+ * on the number of windows. */
 void ws_gpu_set_fixed(ws_gpu_pair *g, int on);
 
 /* One line naming the device (e.g. "NVIDIA H100 80GB HBM3, sm_90"). */
 const char *ws_gpu_device_name(const ws_gpu_pair *g);
 
-/* Frees device memory and events and closes the pair's ws_gpu (its stream and its
- * reference to the context; the kernels' modules stay in the runtime's cache while the
+/* Frees the plans, device memory and events and closes the pair's ws_gpu (its stream and
+ * its reference to the context; the kernels' modules stay in the runtime's cache while the
  * device is open). NULL-safe. */
 void ws_gpu_free(ws_gpu_pair *g);
 
-/* Writes every kernel lowered for the pair (for sm_90) into dir as .ptx files;
- * needs no GPU. Returns 0 or -1. */
+/* Writes the modules the pair's two plans load on a device of compute capability 9.0 into
+ * dir as .ptx files (ws_conv_dump_ptx of each descriptor); needs no GPU. Returns 0 or -1
+ * (the pair refused as ws_gpu_new refuses it, or a file not written). */
 int ws_gpu_dump_ptx(const ws_conv_desc pair[2], const char *dir, ws_err *err);
 
 #endif

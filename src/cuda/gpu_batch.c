@@ -4,7 +4,8 @@
  *   upload   the items table; each input from its staged slabs (DMA) or from the
  *            slot's pinned input buffer (copied there by the submitting thread)
  *   log-Mel  samples -> windows [W][n_mels][T] f32 (gpu_mel.h), with mel_on_gpu
- *   stem     windows -> [W][T2][d] f32 (ws_gpu_enqueue_fixed), with stem
+ *   stem     windows -> [W][T2][d] f32 (ws_gpu_enqueue_fixed on the slot's own lane of
+ *            the pair's plans: slot s is lane s + 1), with stem
  *   f16      the result converted (cvt.rn.f16.f32), with out_f16
  *   download the result into the slot's pinned result buffer, one copy
  *   event    recorded last: done/wait look at it
@@ -50,7 +51,7 @@ typedef struct {
     slot_item *items;
     int n, cap_items;
     int windows, win_frames;
-    dbuf in, tab, scratch, mel, xt, h1, out, out16;
+    dbuf in, tab, scratch, mel, h1, out, out16;
     void *h_in, *h_res;
     ws_gpu_mel_item *h_tab;
     size_t h_in_cap, h_res_cap, h_tab_cap;
@@ -194,7 +195,7 @@ static void free_dbuf(ws_cu *cu, dbuf *d)
 
 static void free_slot_device(ws_gpu_batcher *b, slot *s)
 {
-    dbuf *all[] = { &s->in, &s->tab, &s->scratch, &s->mel, &s->xt, &s->h1, &s->out, &s->out16 };
+    dbuf *all[] = { &s->in, &s->tab, &s->scratch, &s->mel, &s->h1, &s->out, &s->out16 };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         free_dbuf(b->cu, all[i]);
 }
@@ -240,6 +241,9 @@ ws_gpu_batcher *ws_gpu_batcher_new(ws_gpu_pair *g, int ordinal, const ws_gpu_bat
     if (o->slots < 1 || o->max_windows < 1 || (o->stem && !g) ||
         ((o->mel_on_gpu || o->out_f16) && !o->filters) || (o->n_mels != 80 && o->n_mels != 128))
         return ws_errf(err, "ws_gpu_batcher_new: bad options"), NULL;
+    if (o->stem && o->slots > WS_GPU_LANES - 1) /* a lane of the pair's plans a slot */
+        return ws_errf(err, "ws_gpu_batcher_new: %d slots, the stem has lanes for %d", o->slots,
+                       WS_GPU_LANES - 1), NULL;
     ws_gpu_batcher *b = calloc(1, sizeof *b);
     if (!b)
         return ws_errf(err, "out of memory"), NULL;
@@ -405,18 +409,18 @@ int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err
         frames += it->in.n_frames;
     }
     const size_t mel_bytes = (size_t)W * nm * T * 4;
-    size_t xt = 0, h1 = 0, out = 0;
+    size_t h1 = 0, out = 0;
     if (b->o.stem)
-        ws_gpu_stem_bytes(b->g, W, T, &xt, &h1, &out);
+        ws_gpu_stem_bytes(b->g, W, T, &h1, &out);
     /* A batch of two windows or more sizes the slot for a full one at once: growing step
      * by step costs a device synchronisation and a re-pinning per step. Bounds of a full
      * slot of Wc windows of 3000 frames: samples < 480160 a window, frames <= 2 x 3000
      * a window + 1 an input (--pad mel0 computes 3000 frames past the audio). */
     const size_t Wc = (size_t)ws_gpu_batch_max_windows(b), F = MAX_WIN_FRAMES;
     int full = W >= 2;
-    size_t xt_f = 0, h1_f = 0, out_f = 0;
+    size_t h1_f = 0, out_f = 0;
     if (b->o.stem && full)
-        ws_gpu_stem_bytes(b->g, (int)Wc, (int)F, &xt_f, &h1_f, &out_f);
+        ws_gpu_stem_bytes(b->g, (int)Wc, (int)F, &h1_f, &out_f);
 #define WANT(need, whole) (full && (whole) > (need) ? (whole) : (need))
     const size_t in_f = b->o.mel_on_gpu ? Wc * (CHUNK_SAMPLES + HOP) * 4 : Wc * nm * F * 4;
     const size_t res_f = result_bytes(b, (int)Wc, (int)F);
@@ -435,10 +439,7 @@ again:
             oom = grow(b, &sl->mel, WANT(mel_bytes, Wc * nm * F * 4), err);
     }
     if (!oom && b->o.stem) {
-        if (xt)
-            oom = grow(b, &sl->xt, WANT(xt, xt_f), err);
-        if (!oom)
-            oom = grow(b, &sl->h1, WANT(h1, h1_f), err);
+        oom = grow(b, &sl->h1, WANT(h1, h1_f), err);
         if (!oom)
             oom = grow(b, &sl->out, WANT(out, out_f), err);
     }
@@ -499,7 +500,9 @@ again:
     }
     res = melp;
     if (b->o.stem) {
-        if (ws_gpu_enqueue_fixed(b->g, sl->st, melp, sl->xt.p, sl->h1.p, sl->out.p, W, T,
+        /* the slot's own lane: a plan's scratch is its own, and the slots' streams run at
+         * once */
+        if (ws_gpu_enqueue_fixed(b->g, s + 1, sl->st, melp, sl->h1.p, sl->out.p, W, T,
                                  b->o.add_pos, err))
             goto cleanup;
         res = sl->out.p;

@@ -18,8 +18,9 @@
  * otherwise the submitting thread copies it into the slot's pinned buffer first.
  *
  * Numbers: every window's bits are independent of the batch it is in (the log-Mel
- * frames are computed alone and the floor is a max; the stem runs with a fixed tile and
- * no split of K), so a run gives the same bytes however its inputs were grouped.
+ * frames are computed alone and the floor is a max; the stem's plans sum every output
+ * whole, in an order the descriptor alone sets: ws_gpu_enqueue_fixed), so a run gives the
+ * same bytes however its inputs were grouped.
  * Memory: pinned host memory stays under opts.pinned_bytes (slots' result and input
  * buffers, sized to the largest batch so far) plus opts.stage_bytes (slabs). A device
  * allocation that fails shrinks the capacity (ws_gpu_batch_submit returns

@@ -1462,3 +1462,90 @@ int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const ch
     free(ptx);
     return rc;
 }
+/* one line of ws_gpu_conv_report for the loaded function f (0: none, no line): its entry's
+ * name, the threads a block of it is launched with (0: not fixed by the plan, "-"), its
+ * registers and local (stack, spill) bytes as the driver reports them (-1: not reported) */
+static int report_line(const ws_gpu_conv *c, wscu_function f, const char *name, int threads,
+                       char *buf, size_t cap, size_t *off)
+{
+    if (!f || *off + 1 >= cap)
+        return 0;
+    ws_cu *cu = &c->g->cu;
+    int regs = -1, local = -1;
+    if (cu->FuncGetAttribute) {
+        cu->FuncGetAttribute(&regs, WS_CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+        cu->FuncGetAttribute(&local, WS_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
+    }
+    char th[16] = "   -";
+    if (threads > 0)
+        snprintf(th, sizeof th, "%4d", threads);
+    const int w = snprintf(buf + *off, cap - *off, "%-60s %s threads %4d regs %4d local bytes\n",
+                           name, th, regs, local);
+    if (w > 0)
+        *off += (size_t)w < cap - *off ? (size_t)w : cap - *off - 1;
+    return 1;
+}
+
+int ws_gpu_conv_report(const ws_gpu_conv *c, char *buf, size_t cap)
+{
+    if (!buf || cap == 0)
+        return 0;
+    buf[0] = '\0';
+    if (!c || !c->g)
+        return 0;
+    const ws_conv_desc *d = &c->d;
+    size_t off = 0;
+    int n = 0;
+    char name[WS_DIRECT_NAME_MAX + 8];
+    if (d->op == WS_CONV_BWD) {
+        for (int p = 0; p < WS_DIRECT_NPARTS; p++) {
+            ws_direct_bwd_entry(d, (ws_direct_part)p, name);
+            n += report_line(c, c->bwd[p], name, WS_DIRECT_THREADS, buf, cap, &off);
+        }
+    } else {
+        n += report_line(c, c->fn, c->name, WS_DIRECT_THREADS, buf, cap, &off);
+    }
+    for (int e = 0; e < 2; e++) {
+        if (d->op == WS_CONV_BWD)
+            ws_dw_entry_w(d, c->dw_wt, e, name);
+        else
+            ws_dw_name_w(d, c->dw_wt, name);
+        n += report_line(c, c->dwfn[e], name, WS_DW_THREADS, buf, cap, &off);
+    }
+    ws_gemm_name(d, name);
+    n += report_line(c, c->gemmfn, name, WS_GEMM_THREADS, buf, cap, &off);
+    ws_gemm_entry(d, 1, name);
+    n += report_line(c, c->gsplitfn, name, WS_GEMM_THREADS, buf, cap, &off);
+    ws_gemm_entry(d, 2, name);
+    n += report_line(c, c->gfinfn, name, WS_GEMM_FIN_THREADS, buf, cap, &off);
+    if (c->hgfn) {
+        ws_hgemm_cfg q;
+        ws_hgemm_cfg_of(d, &q);
+        ws_hgemm_name(d, name);
+        n += report_line(c, c->hgfn, name, q.threads, buf, cap, &off);
+        strcat(name, "_prep");
+        n += report_line(c, c->hpfn, name, WS_HPREP_THREADS, buf, cap, &off);
+    }
+    ws_wprep_entry(d, 0, name);
+    n += report_line(c, c->castfn, name, WS_WPREP_THREADS, buf, cap, &off);
+    ws_wprep_entry(d, 1, name);
+    n += report_line(c, c->packfn, name, WS_WPREP_THREADS, buf, cap, &off);
+    if (c->gbmod) {
+        static const char *const suf[] = { "_g", "_x", "_f", "_b", "_w", "_t", "_u", "_p" };
+        const wscu_function gf[] = { c->gb_g, c->gb_x, c->gb_f, c->gb_b,
+                                     c->gb_w, c->gb_t, c->gb_u, c->gb_p };
+        char gname[WS_GBWD_NAME_MAX];
+        ws_gbwd_name(d, gname);
+        for (int i = 0; i < 8; i++) {
+            snprintf(name, sizeof name, "%s%s", gname, suf[i]);
+            n += report_line(c, gf[i], name, 0, buf, cap, &off);
+        }
+    }
+    if (c->wgfn) {
+        ws_hgemm_wgrad_name(d, name);
+        n += report_line(c, c->wgfn, name, 0, buf, cap, &off);
+    }
+    if (c->dxp && off + 1 < cap)
+        n += ws_gpu_conv_report(c->dxp, buf + off, cap - off);
+    return n;
+}

@@ -1,65 +1,81 @@
-/* gpu_stem.c - the GPU backend's pair of convs (Whisper's stem): ws_gpu_* of gpu.h.
+/* gpu_stem.c - Whisper's stem on the GPU as two plans of the conv engine: ws_gpu_* of gpu.h.
  *
  * Per call (n_win windows of T = n_frames, T2 = (T-1)/2 + 1):
  *   upload   mel [n_win][C][T] f32  (host -> pinned staging -> device)
- *   mel_t    xt  [n_win][T][C]  elem          (kernels_misc.c; not for fp32,
- *                                             whose conv1 reads mel as it is)
- *   conv1    h1  [n_win][T][D]  elem          gelu(conv1(xt))
- *   conv2    out [n_win][T2][D] f32           gelu(conv2(h1)) (+ pos)
+ *   conv1    h1  [n_win][T][D]  elem    gelu(conv1(mel)): the engine reads the channel-major
+ *                                       log-Mel as it is (staging it where its kernel needs)
+ *   conv2    out [n_win][T2][D] f32     gelu(conv2(h1)) (+ pos: conv2's add, batch stride 0)
  *   download out (device -> pinned staging -> host)
- * elem is f32 for fp32 and tf32 (tf32 values rounded by cvt.rna), bf16 or
- * f16 otherwise. The kernels are lower.c's for the pair of descriptors; weights are
- * packed once in ws_gpu_new (ws_pack_weights); the add (pos) table is the caller's,
- * uploaded by ws_gpu_set_add.
- * The tile variant is picked per launch: the large tile when it fills every
- * multiprocessor at least once, else the small one. Every launch's arguments are filled
- * by the index enum of its kernel's parameter table (ptx_params.h, the table the emitter
- * declared the .entry from) and checked against it before the launch (ws_kargs_check).
+ * elem is conv1's y_type: f32 for fp32 and tf32, bf16 or f16 otherwise (ws_stem_descs).
+ * conv1 and conv2 are engine plans (ws_gpu_conv_new, gpu_conv.c) of the pair's two
+ * descriptors, enqueued with ws_gpu_conv_enqueue on the stream of the run; the engine picks
+ * the kernels per call (the Hopper GEMM, the mma.sync or FFMA GEMM, or the direct kernel)
+ * and fills and checks their arguments.
+ *
+ * Lanes: a plan's scratch is its own, so calls of one plan on two streams at once would
+ * race. The pair holds up to WS_GPU_LANES lanes, each a pair of plans {conv1, conv2} made
+ * from the pair's host copy of the weights: lane 0 is the pair's own (ws_gpu_stem,
+ * ws_gpu_bench), made in ws_gpu_new on the pair's stream; lanes 1.. are made at their first
+ * ws_gpu_enqueue_fixed (the batches of gpu_batch.c give each slot, a stream, its own lane).
+ *
+ * Fixed: the only choice of the engine that depends on the call's number of windows is the
+ * float32 FFMA GEMM's sum in parts (a call too small to fill the GPU sums its K in parts
+ * added in a fixed order: gemm_parts in gpu_conv.c). ws_gpu_conv_no_split turns it off; the
+ * lanes of ws_gpu_enqueue_fixed always have it off, lane 0 when ws_gpu_set_fixed says so.
+ * Then every output's sum is whole, in the descriptor's order, and a window's bits do not
+ * depend on the other windows of the launch. Tiles, kernels and orders otherwise depend on
+ * the descriptor alone.
+ *
  * Runs on a ws_gpu of the device runtime (gpu.c: the driver, the device's primary context,
- * the stream, the pinned staging, the module cache, which loads each kernel once per
- * process). Owns: that ws_gpu, events, device buffers (grown on demand).
- * Tested by tests/test_gpu.c against the float64 oracle.
+ * the stream, the pinned staging, the module cache, which loads each module once per
+ * process however many plans use it). Owns: that ws_gpu, the lanes' plans, ws_gpu_gelu's
+ * plan, events, the host copies of the weights, device buffers (grown on demand) and the
+ * add table.
+ * Tested by tests/test_gpu.c against the float64 oracle and the CPU stem, by
+ * tests/test_gpu_runtime.c against a stand-in driver (modules loaded once, launches).
  */
-#include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trace.h"
 #include "driver.h"
+#include "gpu_conv_internal.h"
 #include "gpu_internal.h"
 #include "gpu_runtime.h"
-#include "ptx/kernels.h"
-#include "ptx/ptx_params.h"
+#include "ptx/kernels.h" /* ws_gpu_check_pair */
+
+typedef struct {
+    ws_gpu_conv *c[2];            /* conv1, conv2 */
+} stem_lane;
 
 struct ws_gpu_pair {
     ws_gpu *gpu;                  /* the device runtime's: its driver, context and stream */
     ws_cu *cu;                    /* &gpu->cu */
     wscu_context ctx;             /* gpu->ctx */
     wscu_stream stream;           /* gpu->stream */
-    wscu_event ev0, ev1, ev_mel, ev_c1;  /* bench: start, end, after mel_t, after conv1 */
-    wscu_module mod[WS_K_COUNT];  /* the runtime's module cache holds them */
-    wscu_function fn[WS_K_COUNT];
-    ws_kernel_src k[WS_K_COUNT];  /* ptx freed after loading */
+    wscu_event ev0, ev1, ev_c1;   /* bench: start, end, after conv1 */
     ws_conv_desc c[2];            /* the pair: conv1, conv2 */
-    int n_mels, d, sms, cc_major, cc_minor;
+    int n_mels, d;
     ws_precision prec;
-    wscu_devptr w1, b1, w2, b2;
-    wscu_devptr mel, xt, h1, out, pos;
-    wscu_devptr ws;               /* split-K partial sums (fp32, few windows) */
-    size_t mel_cap, xt_cap, h1_cap, out_cap, ws_cap;
+    float *w1, *b1, *w2, *b2;     /* host copies, float32, for the lanes made later */
+    stem_lane lane[WS_GPU_LANES]; /* [0] the pair's own; the others ws_gpu_enqueue_fixed's */
+    pthread_mutex_t mu;           /* lanes 1.. are made under it */
+    ws_gpu_conv *gelu;            /* ws_gpu_gelu's plan, or NULL before its first call */
+    wscu_devptr mel, h1, out, pos;
+    size_t mel_cap, h1_cap, out_cap;
     int pos_rows;                 /* rows of the device add (pos) table */
-    int poison, force_tile;
+    int poison;
     int fixed;                    /* ws_gpu_set_fixed */
     char name[200];
-    char report[1024];
+    char report[8192];
 };
 
 const char *ws_gpu_device_name(const ws_gpu_pair *g)
 {
     return g ? g->name : "";
 }
-
 
 void ws_gpu_set_poison(ws_gpu_pair *g, int on)
 {
@@ -69,11 +85,26 @@ void ws_gpu_set_poison(ws_gpu_pair *g, int on)
 void ws_gpu_set_fixed(ws_gpu_pair *g, int on)
 {
     g->fixed = on;
+    for (int k = 0; k < 2; k++)
+        ws_gpu_conv_no_split(g->lane[0].c[k], on);
 }
 
-void ws_gpu_force_tile(ws_gpu_pair *g, int small)
+ws_gpu_conv *ws_gpu_pair_plan(ws_gpu_pair *g, int lane, int k)
 {
-    g->force_tile = small;
+    if (!g || lane < 0 || lane >= WS_GPU_LANES || k < 0 || k > 1)
+        return NULL;
+    pthread_mutex_lock(&g->mu);
+    ws_gpu_conv *c = g->lane[lane].c[k];
+    pthread_mutex_unlock(&g->mu);
+    return c;
+}
+
+static void lane_free(stem_lane *l)
+{
+    for (int k = 0; k < 2; k++) {
+        ws_gpu_conv_free(l->c[k]);
+        l->c[k] = NULL;
+    }
 }
 
 void ws_gpu_free(ws_gpu_pair *g)
@@ -84,19 +115,24 @@ void ws_gpu_free(ws_gpu_pair *g)
         ws_cu *cu = &g->gpu->cu;
         cu->CtxSetCurrent(g->gpu->ctx);
         cu->StreamSynchronize(g->gpu->stream);
-        wscu_devptr bufs[] = { g->w1, g->b1, g->w2, g->b2, g->mel, g->xt, g->h1, g->out, g->pos,
-                               g->ws };
+        for (int i = 0; i < WS_GPU_LANES; i++) /* plans go before their ws_gpu */
+            lane_free(&g->lane[i]);
+        ws_gpu_conv_free(g->gelu);
+        cu->CtxSetCurrent(g->gpu->ctx);
+        wscu_devptr bufs[] = { g->mel, g->h1, g->out, g->pos };
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i])
                 cu->MemFree(bufs[i]);
         ws_gpu_event_free(g->gpu, g->ev0);
         ws_gpu_event_free(g->gpu, g->ev1);
-        ws_gpu_event_free(g->gpu, g->ev_mel);
         ws_gpu_event_free(g->gpu, g->ev_c1);
         ws_gpu_close(g->gpu); /* the stream, the staging, the context's reference */
     }
-    for (int i = 0; i < WS_K_COUNT; i++)
-        free(g->k[i].ptx);
+    free(g->w1);
+    free(g->b1);
+    free(g->w2);
+    free(g->b2);
+    pthread_mutex_destroy(&g->mu);
     free(g);
 }
 
@@ -112,27 +148,43 @@ cleanup:
     return -1;
 }
 
-static int pack_upload(ws_gpu_pair *g, wscu_devptr *dst, const float *w, int cin, int cout,
-                       ws_err *err)
-{
-    size_t n = (size_t)3 * cin * cout * ws_prec_elem_bytes(g->prec);
-    void *tmp = malloc(n);
-    if (!tmp)
-        return ws_errf(err, "out of memory packing weights");
-    ws_pack_weights(w, cin, cout, g->prec, tmp);
-    int rc = upload(g, dst, tmp, n, err);
-    free(tmp);
-    return rc;
-}
-
 /* T2 for T frames */
 static int out_len(const ws_gpu_pair *g, int n_frames)
 {
     return ws_conv_out_len(&g->c[1], n_frames);
 }
 
+/* bytes of one element of the intermediate h1 (conv1's y) */
+static size_t h1_elem(const ws_gpu_pair *g)
+{
+    return g->c[0].y_type == WS_F32 ? 4 : 2;
+}
+
+/* a malloc'd copy of n floats, or NULL */
+static float *copy_of(const float *p, size_t n)
+{
+    float *q = malloc(n * sizeof *q);
+    if (q)
+        memcpy(q, p, n * sizeof *q);
+    return q;
+}
+
+/* the lane's two plans from the pair's weights; fixed: their float32 sums whole (the file's
+ * header). 0, or -1 with err and nothing made. */
+static int lane_make(ws_gpu_pair *g, stem_lane *l, int fixed, ws_err *err)
+{
+    if (!(l->c[0] = ws_gpu_conv_new(g->gpu, &g->c[0], g->w1, g->b1, err)) ||
+        !(l->c[1] = ws_gpu_conv_new(g->gpu, &g->c[1], g->w2, g->b2, err))) {
+        lane_free(l);
+        return -1;
+    }
+    for (int k = 0; k < 2; k++)
+        ws_gpu_conv_no_split(l->c[k], fixed);
+    return 0;
+}
+
 ws_gpu_pair *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1, const float *b1,
-                   const float *w2, const float *b2, ws_err *err)
+                        const float *w2, const float *b2, ws_err *err)
 {
     ws_precision p;
     if (ws_gpu_check_pair(pair, &p, err))
@@ -142,48 +194,34 @@ ws_gpu_pair *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1
     ws_gpu_pair *g = calloc(1, sizeof *g);
     if (!g)
         return ws_errf(err, "out of memory"), NULL;
+    pthread_mutex_init(&g->mu, NULL);
     g->c[0] = pair[0];
     g->c[1] = pair[1];
     g->n_mels = pair[0].c_in;
     g->d = pair[0].c_out;
     g->prec = p;
-    g->force_tile = -1;
     /* the driver, device `ordinal`, its primary context and a stream */
     if (!(g->gpu = ws_gpu_open(ordinal, err)))
         goto cleanup;
+    const size_t d = (size_t)g->d;
+    g->w1 = copy_of(w1, d * (size_t)g->n_mels * 3);
+    g->b1 = copy_of(b1, d);
+    g->w2 = copy_of(w2, d * d * 3);
+    g->b2 = copy_of(b2, d);
+    if (!g->w1 || !g->b1 || !g->w2 || !g->b2) {
+        ws_errf(err, "out of memory (the stem's weights)");
+        goto cleanup;
+    }
     ws_cu *cu = g->cu = &g->gpu->cu;
     g->ctx = g->gpu->ctx;
     g->stream = g->gpu->stream;
-    g->cc_major = g->gpu->cc_major;
-    g->cc_minor = g->gpu->cc_minor;
-    g->sms = g->gpu->sms;
     snprintf(g->name, sizeof g->name, "%s, sm_%d%d, %d SMs, driver %d.%d", g->gpu->name,
-             g->cc_major, g->cc_minor, g->sms, cu->version / 1000, cu->version % 1000 / 10);
+             g->gpu->cc_major, g->gpu->cc_minor, g->gpu->sms, cu->version / 1000,
+             cu->version % 1000 / 10);
     if (ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev0, err) ||
         ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev1, err) ||
-        ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev_mel, err) ||
-        ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev_c1, err))
-        goto cleanup;
-
-    ws_kernel_src *ks = NULL;
-    if (ws_gpu_lower(g->c, g->cc_major, g->cc_minor, &ks, err))
-        goto cleanup;
-    memcpy(g->k, ks, sizeof g->k);
-    free(ks);
-    for (int i = 0; i < WS_K_COUNT; i++) {
-        if (ws_gpu_module(g->gpu, g->k[i].name, g->k[i].ptx, &g->mod[i], err))
-            goto cleanup;
-        free(g->k[i].ptx);
-        g->k[i].ptx = NULL;
-        CU_TRY(cu, ModuleGetFunction(&g->fn[i], g->mod[i], g->k[i].name), err);
-        if (g->k[i].smem > 48 * 1024)
-            CU_TRY(cu, FuncSetAttribute(g->fn[i], WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                        g->k[i].smem), err);
-    }
-    if (pack_upload(g, &g->w1, w1, g->n_mels, g->d, err) ||
-        upload(g, &g->b1, b1, (size_t)g->d * 4, err) ||
-        pack_upload(g, &g->w2, w2, g->d, g->d, err) ||
-        upload(g, &g->b2, b2, (size_t)g->d * 4, err))
+        ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev_c1, err) ||
+        lane_make(g, &g->lane[0], 0, err))
         goto cleanup;
     return g;
 cleanup:
@@ -243,167 +281,58 @@ static int check_add(const ws_gpu_pair *g, int with_add, int t_out, ws_err *err)
     return 0;
 }
 
-/* Where one run of the stem goes: its stream and intermediates. fixed: the large tile and
- * no split of K whatever the number of windows, so that a window's result does not depend
- * on what else is in the launch (batches of many inputs). */
-typedef struct {
-    wscu_stream s;
-    wscu_devptr xt, h1;
-    int fixed;
-} stem_run;
-
-/* kernel `slot` with the arguments a (checked against its table) on stream s */
-static int launch_on(ws_gpu_pair *g, wscu_stream s, int slot, unsigned gx, unsigned gy,
-                     unsigned gz, ws_kargs *a, ws_err *err)
+/* a device pointer as ws_conv_args takes it */
+static void *dp(wscu_devptr p)
 {
-    ws_cu *cu = g->cu;
-    if (ws_kargs_check(a, g->k[slot].name, err))
-        return -1;
-    CU_TRY(cu, LaunchKernel(g->fn[slot], gx, gy, gz, (unsigned)g->k[slot].threads, 1, 1,
-                            (unsigned)g->k[slot].smem, s, a->v, NULL), err);
-    return 0;
-cleanup:
-    return -1;
+    return (void *)(uintptr_t)p;
 }
 
-static int launch(ws_gpu_pair *g, int slot, unsigned gx, unsigned gy, unsigned gz, ws_kargs *a,
-                  ws_err *err)
+/* Enqueues conv1 and conv2 of lane l on stream s: mel (device) -> h1 -> out (device), + pos
+ * where pos is not 0. marks: record ev_c1 between the convs (benchmarks). */
+static int enqueue_lane(ws_gpu_pair *g, stem_lane *l, wscu_stream s, wscu_devptr mel,
+                        wscu_devptr h1, wscu_devptr out, int n_win, int n_frames, wscu_devptr pos,
+                        int marks, ws_err *err)
 {
-    return launch_on(g, g->stream, slot, gx, gy, gz, a, err);
-}
-
-static int pick_small(const ws_gpu_pair *g, int large_slot, int t_out, int n_win, int fixed)
-{
-    if (g->force_tile >= 0)
-        return g->force_tile;
-    if (fixed)
-        return 0;
-    if (g->prec == WS_PREC_FP32)
-        return 0;   /* the FFMA kernels split K instead (conv_launch) */
-    const ws_kernel_src *k = &g->k[large_slot];
-    long blocks = (long)((t_out + k->bm - 1) / k->bm) * (g->d / k->bn) * n_win;
-    return blocks < g->sms;
-}
-
-/* Split-K parts for an FFMA conv: when the output tiles fill fewer than the
- * 2 * SMs block slots (two 256-thread blocks fit on a multiprocessor), K is
- * cut into parts so that the grid fills them; at least 4 K tiles a part. ws_splitk_finish then adds the parts, in order, and applies the
- * bias, GELU and pos. */
-static int pick_splits(const ws_gpu_pair *g, int slot, int cin, int t_out, int n_win, int fixed)
-{
-    if (g->prec != WS_PREC_FP32 || fixed)
-        return 1;
-    const ws_kernel_src *k = &g->k[slot];
-    long blocks = (long)((t_out + k->bm - 1) / k->bm) * (g->d / k->bn) * n_win;
-    long slots = 2L * g->sms, kt = 3L * cin / (k->bk > 0 ? k->bk : 8);
-    if (blocks >= slots)
-        return 1;
-    long s = slots / blocks;
-    if (s > kt / 4)
-        s = kt / 4;
-    return s < 1 ? 1 : (int)s;
-}
-
-/* Launches one conv: x [n_win][t_in][cin] -> y [n_win][t_out][d]. */
-static int conv_launch(ws_gpu_pair *g, const stem_run *st, int slot, int cin, wscu_devptr x,
-                       wscu_devptr w, wscu_devptr bias, wscu_devptr pos, wscu_devptr y,
-                       unsigned t_in, unsigned t_out, int n_win, ws_err *err)
-{
-    const ws_kernel_src *k = &g->k[slot];
-    const unsigned gx = (unsigned)(g->d / k->bn), gy = (t_out + (unsigned)k->bm - 1) / (unsigned)k->bm;
-    ws_kargs a;
-    if (g->prec != WS_PREC_FP32) {
-        ws_kargs_init(&a, WS_PARAMS_STEM_CONV_MMA);
-        WS_KARG(&a, WS_SCONV_X, x), WS_KARG(&a, WS_SCONV_W, w), WS_KARG(&a, WS_SCONV_BIAS, bias);
-        WS_KARG(&a, WS_SCONV_POS, pos), WS_KARG(&a, WS_SCONV_Y, y);
-        WS_KARG(&a, WS_SCONV_T_IN, t_in), WS_KARG(&a, WS_SCONV_T_OUT, t_out);
-        return launch_on(g, st->s, slot, gx, gy, (unsigned)n_win, &a, err);
-    }
-    unsigned splits = (unsigned)pick_splits(g, slot, cin, (int)t_out, n_win, st->fixed);
-    if (splits > 1) {
-        size_t wsb = (size_t)splits * n_win * t_out * g->d * 4;
-        if (ensure(g, &g->ws, &g->ws_cap, wsb, err))
-            return -1;
-    }
-    ws_kargs_init(&a, WS_PARAMS_STEM_CONV_FFMA);
-    WS_KARG(&a, WS_SCONV_X, x), WS_KARG(&a, WS_SCONV_W, w), WS_KARG(&a, WS_SCONV_BIAS, bias);
-    WS_KARG(&a, WS_SCONV_POS, pos), WS_KARG(&a, WS_SCONV_Y, y);
-    WS_KARG(&a, WS_SCONV_T_IN, t_in), WS_KARG(&a, WS_SCONV_T_OUT, t_out);
-    WS_KARG(&a, WS_SCONV_WS, g->ws), WS_KARG(&a, WS_SCONV_SPLITS, splits);
-    if (launch_on(g, st->s, slot, gx, gy, (unsigned)n_win * splits, &a, err))
-        return -1;
-    if (splits == 1)
-        return 0;
-    unsigned rows = t_out * (unsigned)n_win;
-    unsigned quads = rows * (unsigned)g->d / 4;
-    ws_kargs af;
-    ws_kargs_init(&af, WS_PARAMS_STEM_FINISH);
-    WS_KARG(&af, WS_SFIN_WS, g->ws), WS_KARG(&af, WS_SFIN_BIAS, bias);
-    WS_KARG(&af, WS_SFIN_POS, pos), WS_KARG(&af, WS_SFIN_Y, y);
-    WS_KARG(&af, WS_SFIN_T_OUT, t_out), WS_KARG(&af, WS_SFIN_ROWS, rows);
-    WS_KARG(&af, WS_SFIN_SPLITS, splits);
-    return launch_on(g, st->s, WS_K_FINISH, (quads + 255) / 256, 1, 1, &af, err);
-}
-
-/* Enqueues mel_t, conv1, conv2 on the stream: mel (device) -> out (device).
- * marks: record ev_mel and ev_c1 between the stages (benchmarks). */
-static int enqueue_run(ws_gpu_pair *g, const stem_run *st, wscu_devptr mel, int n_win,
-                       int n_frames, wscu_devptr pos, wscu_devptr out, int marks, ws_err *err)
-{
-    unsigned T = (unsigned)n_frames, T2 = (unsigned)out_len(g, n_frames);
-    wscu_devptr xt = st->xt;
-    ws_kargs a0;
-    ws_kargs_init(&a0, WS_PARAMS_STEM_MEL_T);
-    WS_KARG(&a0, WS_SMELT_MEL, mel), WS_KARG(&a0, WS_SMELT_XT, xt), WS_KARG(&a0, WS_SMELT_T, T);
-    const int fp32 = g->prec == WS_PREC_FP32;  /* conv1 reads the channel-major mel itself */
-    if (!fp32 && launch_on(g, st->s, WS_K_MEL_T, (T + 31) / 32, (unsigned)(g->n_mels + 31) / 32,
-                           (unsigned)n_win, &a0, err))
-        return -1;
-    if (marks && g->cu->EventRecord(g->ev_mel, st->s) != WS_CUDA_SUCCESS)
-        return ws_errf(err, "cuEventRecord failed");
+    const uint64_t st = (uint64_t)(uintptr_t)s; /* a CUstream as ws_gpu_conv_enqueue takes it */
+    const ws_conv_args a1 = { .n = n_win, .t_in = n_frames, .x = dp(mel), .y = dp(h1) };
+    const ws_conv_args a2 = { .n = n_win, .t_in = n_frames, .x = dp(h1), .y = dp(out),
+                              .add = pos ? dp(pos) : NULL, .add_batch_stride = 0 };
     WS_RANGE_PUSH("conv1");
-    int s1 = pick_small(g, WS_K_CONV1_L, n_frames, n_win, st->fixed) ? WS_K_CONV1_S : WS_K_CONV1_L;
-    int rc = conv_launch(g, st, s1, g->n_mels, fp32 ? mel : st->xt, g->w1, g->b1, 0, st->h1, T, T,
-                         n_win, err);
+    int rc = ws_gpu_conv_enqueue(l->c[0], &a1, st, err);
     WS_RANGE_POP();
     if (rc)
         return -1;
-    if (marks && g->cu->EventRecord(g->ev_c1, st->s) != WS_CUDA_SUCCESS)
+    if (marks && g->cu->EventRecord(g->ev_c1, s) != WS_CUDA_SUCCESS)
         return ws_errf(err, "cuEventRecord failed");
     WS_RANGE_PUSH("conv2");
-    int s2 = pick_small(g, WS_K_CONV2_L, (int)T2, n_win, st->fixed) ? WS_K_CONV2_S : WS_K_CONV2_L;
-    rc = conv_launch(g, st, s2, g->d, st->h1, g->w2, g->b2, pos, out, T, T2, n_win, err);
+    rc = ws_gpu_conv_enqueue(l->c[1], &a2, st, err);
     WS_RANGE_POP();
     return rc;
 }
 
-/* The pair's own stream and intermediates, the tile and split chosen for n_win. */
-static int enqueue_stem(ws_gpu_pair *g, wscu_devptr mel, int n_win, int n_frames, wscu_devptr pos,
-                        wscu_devptr out, int marks, ws_err *err)
-{
-    const stem_run st = { g->stream, g->xt, g->h1, g->fixed };
-    return enqueue_run(g, &st, mel, n_win, n_frames, pos, out, marks, err);
-}
-
-int ws_gpu_enqueue_fixed(ws_gpu_pair *g, wscu_stream s, wscu_devptr mel, wscu_devptr xt,
-                         wscu_devptr h1, wscu_devptr out, int n_win, int n_frames, int add_pos,
-                         ws_err *err)
+int ws_gpu_enqueue_fixed(ws_gpu_pair *g, int lane, wscu_stream s, wscu_devptr mel, wscu_devptr h1,
+                         wscu_devptr out, int n_win, int n_frames, int add_pos, ws_err *err)
 {
     if (n_win < 1 || n_frames < 1)
         return ws_errf(err, "ws_gpu_enqueue_fixed: %d windows of %d frames", n_win, n_frames);
+    if (lane < 1 || lane >= WS_GPU_LANES)
+        return ws_errf(err, "ws_gpu_enqueue_fixed: lane %d is not in 1 .. %d", lane,
+                       WS_GPU_LANES - 1);
     if (check_add(g, add_pos, out_len(g, n_frames), err))
         return -1;
-    const stem_run st = { s, xt, h1, 1 };
-    return enqueue_run(g, &st, mel, n_win, n_frames, add_pos ? g->pos : 0, out, 0, err);
+    pthread_mutex_lock(&g->mu);
+    stem_lane *l = &g->lane[lane];
+    const int rc = l->c[0] ? 0 : lane_make(g, l, 1, err);
+    pthread_mutex_unlock(&g->mu);
+    if (rc)
+        return -1;
+    return enqueue_lane(g, l, s, mel, h1, out, n_win, n_frames, add_pos ? g->pos : 0, 0, err);
 }
 
-void ws_gpu_stem_bytes(const ws_gpu_pair *g, int n_win, int n_frames, size_t *xt, size_t *h1,
-                       size_t *out)
+void ws_gpu_stem_bytes(const ws_gpu_pair *g, int n_win, int n_frames, size_t *h1, size_t *out)
 {
-    const size_t es = (size_t)ws_prec_elem_bytes(g->prec);
     const size_t nw = (size_t)n_win, T = (size_t)n_frames, T2 = (size_t)out_len(g, n_frames);
-    *xt = g->prec == WS_PREC_FP32 ? 0 : nw * T * g->n_mels * es;
-    *h1 = nw * T * g->d * es;
+    *h1 = nw * T * g->d * h1_elem(g);
     *out = nw * T2 * g->d * 4;
 }
 
@@ -418,15 +347,13 @@ int ws_gpu_pair_dims(const ws_gpu_pair *g, int *d)
     return g->n_mels;
 }
 
-/* Device buffers for n_win x n_frames (mel and out included). */
+/* Device buffers for n_win x n_frames (mel, h1 and out). */
 static int ensure_buffers(ws_gpu_pair *g, int n_win, int n_frames, ws_err *err)
 {
-    const size_t es = (size_t)ws_prec_elem_bytes(g->prec);
-    const size_t nw = (size_t)n_win, T = (size_t)n_frames, T2 = (size_t)out_len(g, n_frames);
-    return ensure(g, &g->mel, &g->mel_cap, nw * g->n_mels * T * 4, err) ||
-           (g->prec != WS_PREC_FP32 && ensure(g, &g->xt, &g->xt_cap, nw * T * g->n_mels * es, err)) ||
-           ensure(g, &g->h1, &g->h1_cap, nw * T * g->d * es, err) ||
-           ensure(g, &g->out, &g->out_cap, nw * T2 * g->d * 4, err);
+    size_t h1 = 0, out = 0;
+    ws_gpu_stem_bytes(g, n_win, n_frames, &h1, &out);
+    return ensure(g, &g->mel, &g->mel_cap, (size_t)n_win * g->n_mels * n_frames * 4, err) ||
+           ensure(g, &g->h1, &g->h1_cap, h1, err) || ensure(g, &g->out, &g->out_cap, out, err);
 }
 
 int ws_gpu_stem(ws_gpu_pair *g, const float *mel, int n_win, int n_frames, int add_pos, float *out,
@@ -458,7 +385,8 @@ int ws_gpu_stem(ws_gpu_pair *g, const float *mel, int n_win, int n_frames, int a
     WS_RANGE_POP();
     if (r != WS_CUDA_SUCCESS)
         return ws_cu_fail(cu, r, "cuMemcpyHtoDAsync(mel)", __FILE__, __LINE__, err);
-    if (enqueue_stem(g, g->mel, n_win, n_frames, add_pos ? g->pos : 0, g->out, 0, err))
+    if (enqueue_lane(g, &g->lane[0], g->stream, g->mel, g->h1, g->out, n_win, n_frames,
+                     add_pos ? g->pos : 0, 0, err))
         return -1;
     WS_RANGE_PUSH("download");
     r = cu->MemcpyDtoHAsync(pinned, g->out, out_bytes, g->stream);
@@ -477,28 +405,32 @@ cleanup:
 
 int ws_gpu_gelu(ws_gpu_pair *g, const float *x, float *y, int n, ws_err *err)
 {
-    ws_cu *cu = g->cu;
-    wscu_devptr dx = 0, dy = 0;
+    static const float one = 1.0f;
+    static const ws_conv_desc unit = {
+        .op = WS_CONV_FWD, .c_in = 1, .c_out = 1, .groups = 1, .k = 1, .stride = 1,
+        .dilation = 1, .pad_l = 0, .pad_r = 0, .x_layout = WS_NCL, .y_layout = WS_NCL,
+        .x_type = WS_F32, .w_type = WS_F32, .y_type = WS_F32, .math = WS_MATH_F32,
+        .pre = WS_ACT_NONE, .act = WS_ACT_GELU,
+    };
+    if (n < 1)
+        return ws_errf(err, "ws_gpu_gelu: n %d must be >= 1", n);
+    if (!g->gelu && !(g->gelu = ws_gpu_conv_new(g->gpu, &unit, &one, NULL, err)))
+        return -1;
+    uint64_t dx = 0, dy = 0;
+    const size_t bytes = (size_t)n * sizeof(float);
+    ws_conv_args a = { .n = 1, .t_in = n }; /* each output's sum: the one product 1 * x, exact */
     int rc = -1;
-    size_t bytes = (size_t)n * 4;
-    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    CU_TRY(cu, MemAlloc(&dx, bytes), err);
-    CU_TRY(cu, MemAlloc(&dy, bytes), err);
-    CU_TRY(cu, MemcpyHtoDAsync(dx, x, bytes, g->stream), err);
-    unsigned un = (unsigned)n;
-    ws_kargs args;
-    ws_kargs_init(&args, WS_PARAMS_STEM_GELU);
-    WS_KARG(&args, WS_SGELU_X, dx), WS_KARG(&args, WS_SGELU_Y, dy), WS_KARG(&args, WS_SGELU_N, un);
-    if (launch(g, WS_K_GELU, (un + 255) / 256, 1, 1, &args, err))
-        goto cleanup;
-    CU_TRY(cu, MemcpyDtoHAsync(y, dy, bytes, g->stream), err);
-    CU_TRY(cu, StreamSynchronize(g->stream), err);
+    if (ws_gpu_alloc(g->gpu, bytes, &dx, err) || ws_gpu_alloc(g->gpu, bytes, &dy, err) ||
+        ws_gpu_upload(g->gpu, dx, x, bytes, err))
+        goto done;
+    a.x = dp(dx);
+    a.y = dp(dy);
+    if (ws_gpu_conv_run(g->gelu, &a, err) || ws_gpu_download(g->gpu, y, dy, bytes, err))
+        goto done;
     rc = 0;
-cleanup:
-    if (dx)
-        cu->MemFree(dx);
-    if (dy)
-        cu->MemFree(dy);
+done:
+    ws_gpu_release(g->gpu, dx);
+    ws_gpu_release(g->gpu, dy);
     return rc;
 }
 
@@ -513,10 +445,10 @@ int ws_gpu_bench(ws_gpu_pair *g, int n_win, int n_frames, int add_pos, int n_buf
 {
     ws_cu *cu = g->cu;
     wscu_devptr in[16] = { 0 };
-    double *ts = NULL, *st[3] = { NULL, NULL, NULL };
+    double *ts = NULL, *st[2] = { NULL, NULL };
     float *h = NULL;
     int rc = -1;
-    if (n_bufs < 1 || n_bufs > 16 || iters < 1)
+    if (n_bufs < 1 || n_bufs > 16 || iters < 1 || warmup < 0 || n_win < 1 || n_frames < 1)
         return ws_errf(err, "ws_gpu_bench: bad arguments");
     const size_t n = (size_t)n_win * g->n_mels * n_frames;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
@@ -526,9 +458,9 @@ int ws_gpu_bench(ws_gpu_pair *g, int n_win, int n_frames, int add_pos, int n_buf
         return -1;
     h = malloc(n * sizeof *h);
     ts = malloc((size_t)iters * sizeof *ts);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 2; k++)
         st[k] = malloc((size_t)iters * sizeof *st[k]);
-    if (!h || !ts || !st[0] || !st[1] || !st[2]) {
+    if (!h || !ts || !st[0] || !st[1]) {
         ws_errf(err, "out of memory");
         goto cleanup;
     }
@@ -540,27 +472,28 @@ int ws_gpu_bench(ws_gpu_pair *g, int n_win, int n_frames, int add_pos, int n_buf
         CU_TRY(cu, MemcpyHtoDAsync(in[bi], h, n * 4, g->stream), err);
         CU_TRY(cu, StreamSynchronize(g->stream), err);
     }
-    wscu_devptr pos = add_pos ? g->pos : 0;
+    const wscu_devptr pos = add_pos ? g->pos : 0;
+    stem_lane *l = &g->lane[0];
     for (int i = 0; i < warmup; i++)
-        if (enqueue_stem(g, in[i % n_bufs], n_win, n_frames, pos, g->out, 0, err))
+        if (enqueue_lane(g, l, g->stream, in[i % n_bufs], g->h1, g->out, n_win, n_frames, pos, 0,
+                         err))
             goto cleanup;
     int nt = 0, ns = 0;
     for (int i = 0; i < iters; i++) {
-        /* with stage_us, odd runs carry stage marks and even runs time the launch alone */
-        int marks = stage_us && (i & 1);
+        /* with stage_us, odd runs carry the stage mark and even runs time the launch alone */
+        const int marks = stage_us && (i & 1);
         CU_TRY(cu, EventRecord(g->ev0, g->stream), err);
-        if (enqueue_stem(g, in[i % n_bufs], n_win, n_frames, pos, g->out, marks, err))
+        if (enqueue_lane(g, l, g->stream, in[i % n_bufs], g->h1, g->out, n_win, n_frames, pos,
+                         marks, err))
             goto cleanup;
         CU_TRY(cu, EventRecord(g->ev1, g->stream), err);
         CU_TRY(cu, EventSynchronize(g->ev1), err);
-        float ms = 0, a = 0, b = 0, c = 0;
+        float ms = 0, a = 0, b = 0;
         if (marks) {
-            CU_TRY(cu, EventElapsedTime(&a, g->ev0, g->ev_mel), err);
-            CU_TRY(cu, EventElapsedTime(&b, g->ev_mel, g->ev_c1), err);
-            CU_TRY(cu, EventElapsedTime(&c, g->ev_c1, g->ev1), err);
+            CU_TRY(cu, EventElapsedTime(&a, g->ev0, g->ev_c1), err);
+            CU_TRY(cu, EventElapsedTime(&b, g->ev_c1, g->ev1), err);
             st[0][ns] = a * 1000.0;
             st[1][ns] = b * 1000.0;
-            st[2][ns] = c * 1000.0;
             ns++;
         } else {
             CU_TRY(cu, EventElapsedTime(&ms, g->ev0, g->ev1), err);
@@ -570,11 +503,13 @@ int ws_gpu_bench(ws_gpu_pair *g, int n_win, int n_frames, int add_pos, int n_buf
     qsort(ts, (size_t)nt, sizeof *ts, cmp_double);
     *median_us = ts[nt / 2];
     *min_us = ts[0];
-    if (stage_us)
-        for (int k = 0; k < 3; k++) {
+    if (stage_us) {
+        stage_us[0] = 0; /* no stage before conv1: it reads the log-Mel as it is */
+        for (int k = 0; k < 2; k++) {
             qsort(st[k], (size_t)ns, sizeof *st[k], cmp_double);
-            stage_us[k] = ns ? st[k][ns / 2] : 0;
+            stage_us[k + 1] = ns ? st[k][ns / 2] : 0;
         }
+    }
     rc = 0;
 cleanup:
     for (int bi = 0; bi < n_bufs; bi++)
@@ -582,7 +517,7 @@ cleanup:
             cu->MemFree(in[bi]);
     free(h);
     free(ts);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 2; k++)
         free(st[k]);
     return rc;
 }
@@ -591,37 +526,27 @@ const char *ws_gpu_kernel_report(ws_gpu_pair *g)
 {
     size_t off = 0;
     g->report[0] = '\0';
-    for (int i = 0; i < WS_K_COUNT && off < sizeof g->report; i++) {
-        int regs = -1, local = -1;
-        g->cu->FuncGetAttribute(&regs, WS_CU_FUNC_ATTRIBUTE_NUM_REGS, g->fn[i]);
-        g->cu->FuncGetAttribute(&local, WS_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, g->fn[i]);
-        int w = snprintf(g->report + off, sizeof g->report - off,
-                         "%-22s %4d threads %4d regs %4d local bytes %6d dyn smem\n", g->k[i].name,
-                         g->k[i].threads, regs, local, g->k[i].smem);
-        if (w < 0)
+    for (int k = 0; k < 2 && off + 1 < sizeof g->report; k++) {
+        const ws_conv_desc *c = &g->c[k];
+        int w = snprintf(g->report + off, sizeof g->report - off, "conv%d (%d -> %d, stride %d):\n",
+                         k + 1, c->c_in, c->c_out, c->stride);
+        if (w < 0 || (size_t)w >= sizeof g->report - off)
             break;
         off += (size_t)w;
+        ws_gpu_conv_report(g->lane[0].c[k], g->report + off, sizeof g->report - off);
+        off += strlen(g->report + off);
     }
     return g->report;
 }
 
 int ws_gpu_dump_ptx(const ws_conv_desc pair[2], const char *dir, ws_err *err)
 {
-    ws_kernel_src *ks = NULL;
-    /* sm_90 PTX (the H100's); the runtime emits for the device it finds */
-    if (ws_gpu_lower(pair, 9, 0, &ks, err))
+    ws_precision p;
+    if (ws_gpu_check_pair(pair, &p, err))
         return -1;
-    int rc = 0;
-    for (int i = 0; i < WS_K_COUNT && !rc; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s.ptx", dir, ks[i].name);
-        FILE *f = fopen(path, "w");
-        if (!f || fputs(ks[i].ptx, f) < 0) {
-            rc = ws_errf(err, "cannot write %s", path);
-        }
-        if (f && fclose(f) && !rc)
-            rc = ws_errf(err, "cannot write %s", path);
-    }
-    ws_gpu_kernels_free(ks);
-    return rc;
+    /* sm_90 PTX (the H100's); a plan emits for the device it finds */
+    for (int k = 0; k < 2; k++)
+        if (ws_conv_dump_ptx(&pair[k], 9, 0, dir, err))
+            return -1;
+    return 0;
 }

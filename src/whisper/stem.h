@@ -5,8 +5,8 @@
  *   out [n_win][t_out][d]          time-major (x.permute(0, 2, 1)),
  *                                  t_out = (n_frames - 1) / 2 + 1   (1500 for 3000)
  * The two convolutions are written once, as engine descriptors (ws_stem_descs); the CPU
- * runs them as engine plans (src/conv/), the GPU as the kernels the GPU backend lowers
- * them to (src/cuda/ptx/lower.c). Both take all windows of an input in one call.
+ * runs them as engine plans (src/conv/), the GPU as plans of the engine's GPU backend
+ * (src/cuda/gpu_stem.c). Both take all windows of an input in one call.
  * Validated by tests/test_conv.c (CPU) and tests/test_gpu.c (GPU) against the
  * double-precision oracle.
  */
