@@ -3,7 +3,7 @@
 #   cli -> whisper -> {conv, cuda, mel, audio, gguf};  cuda -> conv;  convert -> {gguf, whisper}
 #   api (include/whisper_stem.h) -> {whisper, conv, cuda, mel, audio, gguf}; nothing includes api
 # and the shared base (src/*.h: common, output, signals, strmap, trace) includes no layer;
-# the PTX emitters (cuda/ptx/: ptx_*, kernels*, lower.c, gelu_ptx.*, precision.h) include
+# the PTX emitters (cuda/ptx/: ptx_*, gelu_ptx.*) include
 # only one another, common.h and ws_conv.h.
 # Prints each include that points the wrong way; exit 1 if there is one. Run by `make test`.
 set -eu

@@ -9,7 +9,8 @@
  * rounded to the type, products exact, float32 accumulation). Outputs are
  * poisoned with NaN on the host and on the device before each run, so an
  * element no kernel writes fails. Windows hold distinct data, so a mix-up of
- * windows fails too. Without a driver or device every test skips, saying why.
+ * windows fails too. Without a driver or device every test that needs one skips, saying
+ * why (the check of which descriptor pairs the GPU stem takes needs none).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -223,6 +224,66 @@ Test(gpu_stem, fixed_gives_a_window_the_same_bits_in_any_launch, .timeout = 300)
     free(one);
     free(mel);
     ws_model_free(&m);
+}
+
+/* Which pairs the GPU stem takes: the stem's own descriptors, every other is refused naming
+ * the conv and the field (no GPU needed). */
+Test(gpu_stem, other_descriptor_pairs_are_refused_naming_the_field)
+{
+    static const struct {
+        int which;      /* 0: conv 1, 1: conv 2 */
+        const char *field;
+        int value;
+        const char *want;
+    } cases[] = {
+        { 0, "k", 5, "conv 1 with k 5" },          { 1, "stride", 1, "conv 2 with stride 1" },
+        { 0, "dilation", 2, "conv 1 with dilation 2" }, { 1, "pad_l", 2, "conv 2 with pad_l 2" },
+        { 0, "act", WS_ACT_RELU, "conv 1 with act RELU" }, { 1, "pre", WS_ACT_RELU, "conv 2 with pre RELU" },
+        { 0, "op", WS_CONV_BWD, "conv 1 with op BWD" }, { 0, "x_layout", WS_NLC, "conv 1 with x_layout NLC" },
+        { 1, "y_type", WS_BF16, "conv 2 with y_type bf16" },
+    };
+    ws_precision p;
+    ws_err e = { "" };
+    for (int q = 0; q < 4; q++) {
+        ws_conv_desc pair[2];
+        ws_stem_descs(80, 384, (ws_precision)q, pair);
+        cr_assert_eq(ws_gpu_check_pair(pair, &p, &e), 0, "%s", e.msg);
+        cr_assert_eq((int)p, q);
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ws_conv_desc pair[2];
+        ws_stem_descs(80, 384, WS_PREC_FP32, pair);
+        ws_conv_desc *c = &pair[cases[i].which];
+        const char *f = cases[i].field;
+        int v = cases[i].value;
+        if (!strcmp(f, "k")) { c->k = v; c->pad_l = c->pad_r = 2; } /* still a valid descriptor */
+        else if (!strcmp(f, "stride")) c->stride = v;
+        else if (!strcmp(f, "dilation")) c->dilation = v;
+        else if (!strcmp(f, "pad_l")) c->pad_l = v;
+        else if (!strcmp(f, "act")) c->act = (ws_act)v;
+        else if (!strcmp(f, "pre")) c->pre = (ws_act)v;
+        else if (!strcmp(f, "op")) c->op = (ws_conv_op)v;
+        else if (!strcmp(f, "x_layout")) c->x_layout = (ws_layout)v;
+        else if (!strcmp(f, "y_type")) c->y_type = (ws_dtype)v;
+        e.msg[0] = '\0';
+        cr_assert_eq(ws_gpu_check_pair(pair, &p, &e), -1, "%s %d was taken", f, v);
+        cr_assert(strstr(e.msg, cases[i].want), "%s %d: \"%s\" does not say \"%s\"", f, v, e.msg,
+                  cases[i].want);
+        /* ws_gpu_new refuses it before it opens a device */
+        cr_assert_null(ws_gpu_new(0, pair, NULL, NULL, NULL, NULL, &e));
+        cr_assert(strstr(e.msg, cases[i].want), "ws_gpu_new: %s", e.msg);
+    }
+    /* conv 2 must read conv 1's output */
+    ws_conv_desc pair[2];
+    ws_stem_descs(80, 384, WS_PREC_BF16, pair);
+    pair[1].c_in = 128;
+    cr_assert_eq(ws_gpu_check_pair(pair, &p, &e), -1);
+    cr_assert(strstr(e.msg, "c_in 128"), "%s", e.msg);
+    /* an intermediate stored in another type than the math's */
+    ws_stem_descs(80, 384, WS_PREC_BF16, pair);
+    pair[0].y_type = pair[1].x_type = WS_F16;
+    cr_assert_eq(ws_gpu_check_pair(pair, &p, &e), -1);
+    cr_assert(strstr(e.msg, "conv 1 with y_type f16"), "%s", e.msg);
 }
 
 Test(gpu_gelu, gelu_ptx_matches_double)

@@ -3,11 +3,11 @@
  *
  * Kernels are assembled with ptxas (WS_PTXAS, set by `make test`) for sm_90
  * and sm_80; a kernel that spills or uses a stack frame fails. Without ptxas
- * those tests skip, saying so.
+ * those tests skip, saying so. Here: the modules of the Whisper stem's two engine plans
+ * (both shapes, every precision) and the stem's --dump-ptx.
  * Parameter tables (cuda/ptx/ptx_params.h): each table is held to at least one
  * emitted entry (direct, depthwise, gemm, weight preparation and depthwise causal
- * modules, FWD and BWD; the stem's five kernels for every precision and both
- * targets; the log-Mel's three entries for 80 and 128 bands) by parsing the
+ * modules, FWD and BWD; the log-Mel's three entries for 80 and 128 bands) by parsing the
  * entry's .param list and every ld.param in its body; the runtime's argument check
  * refuses a missing value, a wrong size and an index outside the table.
  * The depthwise causal kernels with sequences and states (cuda/ptx/ptx_dws.h,
@@ -18,6 +18,7 @@
  * unique and emission repeatable; only depthwise causal descriptors fit.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@
 
 #include "cuda/cuda_abi.h"
 #include "cuda/ptx/gelu_ptx.h"
-#include "cuda/ptx/kernels.h"
+#include "cuda/gpu.h"
 #include "cuda/ptx/ptx_direct.h"
 #include "cuda/gpu_dws.h"
 #include "cuda/ptx/ptx_dw.h"
@@ -165,96 +166,7 @@ Test(ptx_emit, emitter_error_is_sticky)
     cr_assert_null(ws_ptx_take(&mod, why, sizeof why));
 }
 
-static const ws_precision ALL_PREC[] = { WS_PREC_FP32, WS_PREC_TF32, WS_PREC_BF16, WS_PREC_FP16 };
-
-/* The kernels the GPU lowers Whisper's stem descriptors to, for (n_mels, d, p). */
-static int lower_stem(int n_mels, int d, ws_precision p, int cc_major, int cc_minor,
-                      ws_kernel_src **k, ws_err *e)
-{
-    ws_conv_desc pair[2];
-    ws_stem_descs(n_mels, d, p, pair);
-    return ws_gpu_lower(pair, cc_major, cc_minor, k, e);
-}
 static const int SHAPES[][2] = { { 80, 384 }, { 128, 1280 } };
-
-Test(ptx_emit, emitter_is_deterministic)
-{
-    for (int p = 0; p < 4; p++) {
-        ws_kernel_src *a = NULL, *b = NULL;
-        ws_err e;
-        cr_assert_eq(lower_stem(80, 384, ALL_PREC[p], 9, 0, &a, &e), 0, "%s", e.msg);
-        cr_assert_eq(lower_stem(80, 384, ALL_PREC[p], 9, 0, &b, &e), 0, "%s", e.msg);
-        for (int i = 0; i < WS_K_COUNT; i++) {
-            cr_assert_str_eq(a[i].name, b[i].name);
-            cr_assert_str_eq(a[i].ptx, b[i].ptx, "kernel %s differs between two emissions", a[i].name);
-            cr_assert(strstr(a[i].ptx, "// ----") || i == WS_K_GELU,
-                      "%s has no section comments", a[i].name);
-        }
-        ws_gpu_kernels_free(a);
-        ws_gpu_kernels_free(b);
-    }
-}
-
-Test(ptx_emit, rejects_unsupported_widths)
-{
-    ws_kernel_src *k = NULL;
-    ws_err e = { "" };
-    cr_assert_eq(lower_stem(80, 100, WS_PREC_FP32, 9, 0, &k, &e), -1);
-    cr_assert(strstr(e.msg, "unsupported shape"), "%s", e.msg);
-    cr_assert_null(k);
-}
-
-/* The GPU lowers the stem's pair only: any other descriptor is refused with the field. */
-Test(ptx_emit, lowering_refuses_other_descriptors_naming_the_field)
-{
-    static const struct {
-        int which;      /* 0: conv 1, 1: conv 2 */
-        const char *field;
-        int value;
-        const char *want;
-    } cases[] = {
-        { 0, "k", 5, "conv 1 with k 5" },          { 1, "stride", 1, "conv 2 with stride 1" },
-        { 0, "dilation", 2, "conv 1 with dilation 2" }, { 1, "pad_l", 2, "conv 2 with pad_l 2" },
-        { 0, "act", WS_ACT_RELU, "conv 1 with act RELU" }, { 1, "pre", WS_ACT_RELU, "conv 2 with pre RELU" },
-        { 0, "op", WS_CONV_BWD, "conv 1 with op BWD" }, { 0, "x_layout", WS_NLC, "conv 1 with x_layout NLC" },
-        { 1, "y_type", WS_BF16, "conv 2 with y_type bf16" },
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        ws_conv_desc pair[2];
-        ws_stem_descs(80, 384, WS_PREC_FP32, pair);
-        ws_conv_desc *c = &pair[cases[i].which];
-        const char *f = cases[i].field;
-        int v = cases[i].value;
-        if (!strcmp(f, "k")) { c->k = v; c->pad_l = c->pad_r = 2; } /* still a valid descriptor */
-        else if (!strcmp(f, "stride")) c->stride = v;
-        else if (!strcmp(f, "dilation")) c->dilation = v;
-        else if (!strcmp(f, "pad_l")) c->pad_l = v;
-        else if (!strcmp(f, "act")) c->act = (ws_act)v;
-        else if (!strcmp(f, "pre")) c->pre = (ws_act)v;
-        else if (!strcmp(f, "op")) c->op = (ws_conv_op)v;
-        else if (!strcmp(f, "x_layout")) c->x_layout = (ws_layout)v;
-        else if (!strcmp(f, "y_type")) c->y_type = (ws_dtype)v;
-        ws_kernel_src *k = NULL;
-        ws_err e = { "" };
-        cr_assert_eq(ws_gpu_lower(pair, 9, 0, &k, &e), -1, "%s %d was lowered", f, v);
-        cr_assert_null(k);
-        cr_assert(strstr(e.msg, cases[i].want), "%s %d: \"%s\" does not say \"%s\"", f, v, e.msg,
-                  cases[i].want);
-    }
-    /* conv 2 must read conv 1's output */
-    ws_conv_desc pair[2];
-    ws_stem_descs(80, 384, WS_PREC_BF16, pair);
-    pair[1].c_in = 128;
-    ws_kernel_src *k = NULL;
-    ws_err e = { "" };
-    cr_assert_eq(ws_gpu_lower(pair, 9, 0, &k, &e), -1);
-    cr_assert(strstr(e.msg, "c_in 128"), "%s", e.msg);
-    /* an intermediate stored in another type than the math's */
-    ws_stem_descs(80, 384, WS_PREC_BF16, pair);
-    pair[0].y_type = pair[1].x_type = WS_F16;
-    cr_assert_eq(ws_gpu_lower(pair, 9, 0, &k, &e), -1);
-    cr_assert(strstr(e.msg, "conv 1 with y_type f16"), "%s", e.msg);
-}
 
 /* --dump-ptx (ws_gpu_dump_ptx): the modules of the stem's two plans for sm_90, named as
  * the engine names them: each conv's direct module, and its GEMM's (the Hopper GEMM's where
@@ -290,8 +202,55 @@ Test(ptx_emit, stem_dump_ptx_writes_both_plans_modules)
     cr_assert(strstr(e.msg, "conv 2 with stride 1"), "%s", e.msg);
 }
 
-/* Assembles every kernel of precision p for both shapes and both targets;
- * fails on an assembler error, a stack frame or a spill. */
+/* ptxas -v on every .ptx file in dir for sm_<cc> (sm_<cc>a for a module that targets it):
+ * each assembles, and no entry has a stack frame or spills; returns the modules seen */
+static int assemble_dir(const char *ptxas, const char *dir, int cc, const char *what)
+{
+    DIR *dd = opendir(dir);
+    cr_assert_not_null(dd, "%s", dir);
+    int modules = 0;
+    struct dirent *de;
+    while ((de = readdir(dd))) {
+        const size_t nl = strlen(de->d_name);
+        if (nl < 5 || strcmp(de->d_name + nl - 4, ".ptx"))
+            continue;
+        char path[2048], cmd[4096], log[16384];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        size_t len = 0;
+        char *t = read_file(path, &len);
+        cr_assert_not_null(t, "%s", path);
+        const char *arch = strstr(t, ".target sm_90a") ? "a" : "";
+        free(t);
+        snprintf(cmd, sizeof cmd, "'%s' -arch=sm_%d%s -v '%s' -o /dev/null 2>&1", ptxas, cc, arch,
+                 path);
+        FILE *pp = popen(cmd, "r");
+        cr_assert_not_null(pp);
+        size_t n = fread(log, 1, sizeof log - 1, pp);
+        log[n] = '\0';
+        const int st = pclose(pp);
+        cr_assert_eq(st, 0, "ptxas failed on %s (%s, sm_%d):\n%s", de->d_name, what, cc, log);
+        int entries = 0;
+        for (const char *sf = strstr(log, "bytes stack frame"); sf;
+             sf = strstr(sf + 1, "bytes stack frame"), entries++) {
+            const char *line = sf;
+            while (line > log && line[-1] != '\n')
+                line--;
+            int stack = -1, sst = -1, sld = -1;
+            cr_assert_eq(sscanf(line, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
+                                &stack, &sst, &sld), 3, "%s", line);
+            cr_assert(stack == 0 && sst == 0 && sld == 0, "%s (%s, sm_%d) uses stack %d, spills %d/%d:\n%s",
+                      de->d_name, what, cc, stack, sst, sld, log);
+        }
+        cr_assert_gt(entries, 0, "no resource report for %s:\n%s", de->d_name, log);
+        modules++;
+    }
+    closedir(dd);
+    return modules;
+}
+
+/* The modules of the stem's two plans (ws_conv_dump_ptx of both descriptors, for tiny and
+ * large-v3 and the targets sm_90 and sm_80) in precision p: every one assembles, without a
+ * stack frame or spills in any entry. */
 static void assemble_all(ws_precision p)
 {
     const char *ptxas = getenv("WS_PTXAS");
@@ -301,46 +260,26 @@ static void assemble_all(ws_precision p)
     const int ccs[][2] = { { 9, 0 }, { 8, 0 } };
     for (int s = 0; s < 2; s++)
         for (int c = 0; c < 2; c++) {
-            ws_kernel_src *k = NULL;
-            ws_err e;
-            cr_assert_eq(lower_stem(SHAPES[s][0], SHAPES[s][1], p, ccs[c][0], ccs[c][1], &k, &e),
-                         0, "%s", e.msg);
-            for (int i = 0; i < WS_K_COUNT; i++) {
-                char path[1024], cmd[4096], log[8192];
-                snprintf(path, sizeof path, "%s/%s_%d.ptx", dir, k[i].name, ccs[c][0]);
-                FILE *f = fopen(path, "w");
-                cr_assert_not_null(f);
-                fputs(k[i].ptx, f);
-                fclose(f);
-                snprintf(cmd, sizeof cmd, "'%s' -arch=sm_%d%d -v '%s' -o /dev/null 2>&1", ptxas,
-                         ccs[c][0], ccs[c][1], path);
-                FILE *pp = popen(cmd, "r");
-                cr_assert_not_null(pp);
-                size_t n = fread(log, 1, sizeof log - 1, pp);
-                log[n] = '\0';
-                int st = pclose(pp);
-                cr_assert_eq(st, 0, "ptxas failed on %s (%d->%d, sm_%d%d):\n%s", k[i].name,
-                             SHAPES[s][0], SHAPES[s][1], ccs[c][0], ccs[c][1], log);
-                const char *sf = strstr(log, "bytes stack frame");
-                cr_assert_not_null(sf, "no resource report for %s:\n%s", k[i].name, log);
-                int stack = -1, sst = -1, sld = -1;
-                const char *line = sf;
-                while (line > log && line[-1] != '\n')
-                    line--;
-                cr_assert_eq(sscanf(line, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
-                                    &stack, &sst, &sld), 3, "%s", line);
-                cr_assert(stack == 0 && sst == 0 && sld == 0,
-                          "%s (%d->%d, sm_%d%d) uses stack %d, spills %d/%d:\n%s", k[i].name,
-                          SHAPES[s][0], SHAPES[s][1], ccs[c][0], ccs[c][1], stack, sst, sld, log);
-            }
-            ws_gpu_kernels_free(k);
+            char sub[1024], what[96];
+            snprintf(sub, sizeof sub, "%s/%d_sm%d%d", dir, SHAPES[s][1], ccs[c][0], ccs[c][1]);
+            cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
+            snprintf(what, sizeof what, "%s %d->%d", ws_precision_name(p), SHAPES[s][0], SHAPES[s][1]);
+            ws_conv_desc pair[2];
+            ws_stem_descs(SHAPES[s][0], SHAPES[s][1], p, pair);
+            ws_err e = { "" };
+            for (int k = 0; k < 2; k++)
+                cr_assert_eq(ws_conv_dump_ptx(&pair[k], ccs[c][0], ccs[c][1], sub, &e), 0, "%s: %s",
+                             what, e.msg);
+            const int n = assemble_dir(ptxas, sub, ccs[c][0] * 10 + ccs[c][1], what);
+            cr_assert_geq(n, 4, "%s sm_%d%d: %d modules (a direct and a GEMM module a conv)", what,
+                          ccs[c][0], ccs[c][1], n);
         }
 }
 
-Test(ptx_kernels, fp32_kernels_assemble_without_spills, .timeout = 300) { assemble_all(WS_PREC_FP32); }
-Test(ptx_kernels, tf32_kernels_assemble_without_spills, .timeout = 300) { assemble_all(WS_PREC_TF32); }
-Test(ptx_kernels, bf16_kernels_assemble_without_spills, .timeout = 300) { assemble_all(WS_PREC_BF16); }
-Test(ptx_kernels, fp16_kernels_assemble_without_spills, .timeout = 300) { assemble_all(WS_PREC_FP16); }
+Test(ptx_kernels, fp32_stem_modules_assemble_without_spills, .timeout = 300) { assemble_all(WS_PREC_FP32); }
+Test(ptx_kernels, tf32_stem_modules_assemble_without_spills, .timeout = 300) { assemble_all(WS_PREC_TF32); }
+Test(ptx_kernels, bf16_stem_modules_assemble_without_spills, .timeout = 300) { assemble_all(WS_PREC_BF16); }
+Test(ptx_kernels, fp16_stem_modules_assemble_without_spills, .timeout = 300) { assemble_all(WS_PREC_FP16); }
 
 /* The GELU sequence as float arithmetic, against erf in double on a dense
  * grid over [-10, 10] and on the wider float range. */
@@ -372,33 +311,6 @@ Test(ptx_gelu, gelu_model_error_within_bound)
                   "gelu(%g) = %.9g, want %.9g", (double)wide[i], got, want);
     }
     cr_assert(isnan(ws_gelu_model(NAN)));
-}
-
-Test(ptx_pack, weights_pack_as_the_kernels_read_them)
-{
-    const int cin = 8, cout = 4;
-    float w[3 * 8 * 4];
-    for (int i = 0; i < 3 * cin * cout; i++)
-        w[i] = (float)i + 0.25f;
-    float f32[3 * 8 * 4];
-    ws_pack_weights(w, cin, cout, WS_PREC_FP32, f32);
-    uint16_t bf[3 * 8 * 4];
-    ws_pack_weights(w, cin, cout, WS_PREC_BF16, bf);
-    for (int o = 0; o < cout; o++)
-        for (int i = 0; i < cin; i++)
-            for (int k = 0; k < 3; k++) {
-                float v = w[(o * cin + i) * 3 + k];
-                cr_assert_eq(f32[(k * cin + i) * cout + o], v);
-                cr_assert_eq(ws_bf16_to_f32(bf[o * 3 * cin + k * cin + i]),
-                             ws_bf16_to_f32(ws_f32_to_bf16(v)));
-            }
-    /* tf32: round to nearest, ties away, 10 mantissa bits */
-    float one[3] = { 1.0f + 0x1p-11f, 1.0f + 0x1p-12f, -(1.0f + 3 * 0x1p-11f) };
-    float t[3];
-    ws_pack_weights(one, 1, 1, WS_PREC_TF32, t);
-    cr_assert_eq(t[0], 1.0f + 0x1p-10f, "tie rounds away: %a", (double)t[0]);
-    cr_assert_eq(t[1], 1.0f, "%a", (double)t[1]);
-    cr_assert_eq(t[2], -(1.0f + 2 * 0x1p-10f), "%a", (double)t[2]);
 }
 
 /* --- the conv engine's kernel parameter tables (cuda/ptx/ptx_params.h) ------------------- */
@@ -611,47 +523,16 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         covered[c->table]++;
         free(text);
     }
-    for (int id = 0; id < WS_PARAMS_STEM_MEL_T; id++) /* the others: the test below */
+    for (int id = 0; id < WS_PARAMS_MEL_FRAMES; id++) /* the others: the test below */
         cr_assert(covered[id], "table %d (%s) is held to no emitted entry", id, ws_params_of(id)->kernel);
     cr_assert_null(ws_params_of(WS_PARAMS_COUNT));
 }
 
-/* check_entry, and every parameter of t loaded somewhere in the module text */
-static void check_entry_loads_all(const char *text, const char *entry, const ws_params *t,
-                                  const char *what)
-{
-    cr_assert_gt(check_entry(text, entry, t, what), 0, "%s: no ld.param seen", what);
-    for (int i = 0; i < t->n; i++) {
-        char ld[80];
-        snprintf(ld, sizeof ld, ", [%s];", t->p[i].name);
-        cr_assert(strstr(text, ld), "%s: %s: parameter %s is never loaded", what, entry, t->p[i].name);
-    }
-}
-
-/* the stem's kernels (ws_gpu_lower, every precision, both targets) and the log-Mel's module
- * (80 and 128 bands, both targets): each entry against its table */
-Test(ptx_params, stem_and_log_mel_entries_declare_and_load_their_tables_parameters)
+/* the log-Mel's module (80 and 128 bands, both targets): each entry against its table */
+Test(ptx_params, log_mel_entries_declare_and_load_their_tables_parameters)
 {
     int covered[WS_PARAMS_COUNT] = {0};
     const int ccs[][2] = {{9, 0}, {8, 0}};
-    for (int p = 0; p < 4; p++)
-        for (int c = 0; c < 2; c++) {
-            ws_kernel_src *k = NULL;
-            ws_err e = {""};
-            cr_assert_eq(lower_stem(80, 384, ALL_PREC[p], ccs[c][0], ccs[c][1], &k, &e), 0, "%s", e.msg);
-            for (int i = 0; i < WS_K_COUNT; i++) {
-                const ws_params_id id = i == WS_K_MEL_T    ? WS_PARAMS_STEM_MEL_T
-                                        : i == WS_K_FINISH ? WS_PARAMS_STEM_FINISH
-                                        : i == WS_K_GELU   ? WS_PARAMS_STEM_GELU
-                                        : ALL_PREC[p] == WS_PREC_FP32 ? WS_PARAMS_STEM_CONV_FFMA
-                                                                      : WS_PARAMS_STEM_CONV_MMA;
-                char what[96];
-                snprintf(what, sizeof what, "%s sm_%d%d", k[i].name, ccs[c][0], ccs[c][1]);
-                check_entry_loads_all(k[i].ptx, k[i].name, ws_params_of(id), what);
-                covered[id]++;
-            }
-            ws_gpu_kernels_free(k);
-        }
     for (int nm = 80; nm <= 128; nm += 48)
         for (int c = 0; c < 2; c++) {
             ws_err e = {""};
@@ -670,14 +551,8 @@ Test(ptx_params, stem_and_log_mel_entries_declare_and_load_their_tables_paramete
             }
             free(text);
         }
-    for (int id = WS_PARAMS_STEM_MEL_T; id < WS_PARAMS_COUNT; id++)
+    for (int id = WS_PARAMS_MEL_FRAMES; id < WS_PARAMS_COUNT; id++)
         cr_assert(covered[id], "table %d (%s) is held to no emitted entry", id, ws_params_of(id)->kernel);
-    /* the mma conv's table is the FFMA conv's without the split of K */
-    const ws_params *ffma = ws_params_of(WS_PARAMS_STEM_CONV_FFMA), *mma = ws_params_of(WS_PARAMS_STEM_CONV_MMA);
-    cr_assert_eq(mma->n, WS_SCONV_MMA_NPARAMS);
-    cr_assert_eq(ffma->n, WS_SCONV_NPARAMS);
-    for (int i = 0; i < mma->n; i++)
-        cr_assert(!strcmp(mma->p[i].name, ffma->p[i].name) && mma->p[i].type == ffma->p[i].type);
 }
 
 Test(ptx_params, tables_have_distinct_names_and_fit_the_argument_array)
@@ -720,16 +595,7 @@ Test(ptx_params, launch_arguments_are_checked_against_the_table)
     WS_KARG(&f, WS_DWFIN_NPARAMS, n);
     cr_assert_eq(ws_kargs_check(&f, "launch", &e), -1);
     cr_assert(strstr(e.msg, "outside"), "%s", e.msg);
-    /* the stem's and the log-Mel's tables */
-    ws_kargs m;
-    ws_kargs_init(&m, WS_PARAMS_STEM_CONV_MMA);
-    WS_KARG(&m, WS_SCONV_X, px), WS_KARG(&m, WS_SCONV_W, pw), WS_KARG(&m, WS_SCONV_BIAS, pb);
-    WS_KARG(&m, WS_SCONV_POS, pa), WS_KARG(&m, WS_SCONV_Y, py);
-    WS_KARG(&m, WS_SCONV_T_IN, t_in), WS_KARG(&m, WS_SCONV_T_OUT, t_out);
-    cr_assert_eq(ws_kargs_check(&m, "ws_conv1_bf16_l", &e), 0, "%s", e.msg);
-    WS_KARG(&m, WS_SCONV_SPLITS, n); /* the FFMA conv's, not the mma conv's */
-    cr_assert_eq(ws_kargs_check(&m, "ws_conv1_bf16_l", &e), -1);
-    cr_assert(strstr(e.msg, "stem conv (mma) arguments: an index outside its 7 parameters"), "%s", e.msg);
+    /* the log-Mel's tables */
     ws_kargs h;
     uint32_t count32 = 7;
     ws_kargs_init(&h, WS_PARAMS_MEL_F16);

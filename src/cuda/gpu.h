@@ -15,7 +15,7 @@
 #define WS_CUDA_GPU_H
 
 #include "common.h"
-#include "ptx/precision.h"
+#include "precision.h"
 #include "ws_conv.h"
 
 typedef struct ws_gpu_pair ws_gpu_pair;

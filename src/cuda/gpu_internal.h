@@ -5,6 +5,12 @@
 
 #include "gpu.h"
 
+/* 0 when pair is what the GPU stem takes (the stem's two descriptors as ws_stem_descs
+ * writes them: FWD, dense, K 3, pad 1, GELU, conv1 NCL float32 x, conv2 stride 2 reading
+ * conv1's NLC y in the math's storage type, float32 y, w float32, one math) and *prec its
+ * precision; else -1 with a line naming the conv and the field. */
+int ws_gpu_check_pair(const ws_conv_desc pair[2], ws_precision *prec, ws_err *err);
+
 /* Poisons the device intermediate and output with NaN before every
  * ws_gpu_stem, so that an element no kernel writes shows up (tests). */
 void ws_gpu_set_poison(ws_gpu_pair *g, int on);

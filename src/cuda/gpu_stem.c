@@ -44,7 +44,6 @@
 #include "gpu_conv_internal.h"
 #include "gpu_internal.h"
 #include "gpu_runtime.h"
-#include "ptx/kernels.h" /* ws_gpu_check_pair */
 
 typedef struct {
     ws_gpu_conv *c[2];            /* conv1, conv2 */
@@ -180,6 +179,93 @@ static int lane_make(ws_gpu_pair *g, stem_lane *l, int fixed, ws_err *err)
     }
     for (int k = 0; k < 2; k++)
         ws_gpu_conv_no_split(l->c[k], fixed);
+    return 0;
+}
+
+/* --- which pairs the GPU stem takes ------------------------------------------------- */
+
+static const char *dtype_name(ws_dtype t)
+{
+    return t == WS_F32 ? "f32" : t == WS_F16 ? "f16" : t == WS_BF16 ? "bf16" : "?";
+}
+
+static const char *act_name(int a)
+{
+    static const char *const n[] = {"NONE", "RELU", "GELU", "SILU"};
+    return a >= 0 && a < 4 ? n[a] : "?";
+}
+
+/* one field against the value the stem takes: 0, or -1 with the message */
+static int want(int got, int need, int which, const char *field, ws_err *err)
+{
+    if (got == need)
+        return 0;
+    return ws_errf(err, "the GPU stem does not take conv %d with %s %d (it takes %d)", which + 1,
+                   field, got, need);
+}
+
+/* the same for a field with names (op, layout, act) */
+static int want_named(int got, int need, const char *got_name, const char *need_name, int which,
+                      const char *field, ws_err *err)
+{
+    if (got == need)
+        return 0;
+    return ws_errf(err, "the GPU stem does not take conv %d with %s %s (it takes %s)", which + 1,
+                   field, got_name, need_name);
+}
+
+static int want_type(ws_dtype got, ws_dtype need, int which, const char *field, ws_err *err)
+{
+    if (got == need)
+        return 0;
+    return ws_errf(err, "the GPU stem does not take conv %d with %s %s (it takes %s here)",
+                   which + 1, field, dtype_name(got), dtype_name(need));
+}
+
+int ws_gpu_check_pair(const ws_conv_desc pair[2], ws_precision *prec, ws_err *err)
+{
+    for (int i = 0; i < 2; i++)
+        if (ws_conv_check(&pair[i], err))
+            return -1;
+    const ws_conv_desc *c1 = &pair[0], *c2 = &pair[1];
+    if (c1->math != c2->math)
+        return ws_errf(err, "the GPU stem takes a pair of one math only (conv 1 math %d, conv 2 "
+                            "math %d)", (int)c1->math, (int)c2->math);
+    switch (c1->math) {
+    case WS_MATH_F32: *prec = WS_PREC_FP32; break;
+    case WS_MATH_TF32: *prec = WS_PREC_TF32; break;
+    case WS_MATH_BF16: *prec = WS_PREC_BF16; break;
+    case WS_MATH_F16: *prec = WS_PREC_FP16; break;
+    default: return ws_errf(err, "unknown math %d", (int)c1->math);
+    }
+    /* the intermediate is stored in the math's type: float32 for F32 and TF32 */
+    const ws_dtype elem = *prec == WS_PREC_FP16 ? WS_F16 : *prec == WS_PREC_BF16 ? WS_BF16 : WS_F32;
+    for (int i = 0; i < 2; i++) {
+        const ws_conv_desc *c = &pair[i];
+        if (want_named((int)c->op, WS_CONV_FWD, c->op == WS_CONV_FWD ? "FWD" : "BWD", "FWD", i,
+                       "op", err) ||
+            want(c->groups, 1, i, "groups", err) || want(c->k, 3, i, "k", err) ||
+            want(c->dilation, 1, i, "dilation", err) || want(c->pad_l, 1, i, "pad_l", err) ||
+            want(c->pad_r, 1, i, "pad_r", err) || want(c->stride, i ? 2 : 1, i, "stride", err) ||
+            want_named((int)c->pre, WS_ACT_NONE, act_name((int)c->pre), "NONE", i, "pre", err) ||
+            want_named((int)c->act, WS_ACT_GELU, act_name((int)c->act), "GELU", i, "act", err) ||
+            want_named((int)c->y_layout, WS_NLC, c->y_layout == WS_NCL ? "NCL" : "NLC", "NLC", i,
+                       "y_layout", err) ||
+            want_type(c->w_type, WS_F32, i, "w_type", err))
+            return -1;
+    }
+    if (want_named((int)c1->x_layout, WS_NCL, c1->x_layout == WS_NCL ? "NCL" : "NLC", "NCL", 0,
+                   "x_layout", err) ||
+        want_named((int)c2->x_layout, WS_NLC, c2->x_layout == WS_NCL ? "NCL" : "NLC", "NLC", 1,
+                   "x_layout", err) ||
+        want_type(c1->x_type, WS_F32, 0, "x_type", err) ||
+        want_type(c1->y_type, elem, 0, "y_type", err) ||
+        want_type(c2->x_type, elem, 1, "x_type", err) ||
+        want_type(c2->y_type, WS_F32, 1, "y_type", err))
+        return -1;
+    if (c2->c_in != c1->c_out || c2->c_out != c1->c_out)
+        return ws_errf(err, "the GPU stem's conv 2 reads conv 1's output: c_in %d and c_out %d "
+                            "must be conv 1's c_out %d", c2->c_in, c2->c_out, c1->c_out);
     return 0;
 }
 

@@ -100,12 +100,12 @@
  * TENSOR CORES (math WS_MATH_BF16 / WS_MATH_F16 / WS_MATH_TF32, ws_gemm_mma; WS_MATH_F32 runs
  * the FFMA kernel above): the same grid, block, tile (BM x BN), parameters and epilogue,
  * products on mma.sync.m16n8k16 (bf16, f16) or m16n8k8 (tf32), f32 accumulation, on inputs
- * rounded to the math type (cvt.rn.bf16x2 / f16x2, cvt.rna.tf32 as the stem's tf32 kernels).
+ * rounded to the math type (cvt.rn.bf16x2 / f16x2, cvt.rna.tf32).
  * Element widths in the text below are for the 16-bit types; tf32 keeps every byte offset
  * (a stage row is 64 bytes of r either way: 32 halves or 16 tf32, each k step 32 bytes) and
  * halves the counts: 16 r per stage, NA = BM/16 W elements and 8 x elements per thread.
- * ldmatrix's 8x8 b16 matrices of 4-byte elements are exactly m16n8k8's tf32 fragments (as in
- * kernels_mma.c), so the fragment loads are the same instructions.
+ * ldmatrix's 8x8 b16 matrices of 4-byte elements are exactly m16n8k8's tf32 fragments, so
+ * the fragment loads are the same instructions.
  * p_w is then the plan's W rounded to the math type (ws_gemm_mma_weights, at plan time),
  * [C_out][R] in the kernel's order of r: r = k*C_in + j when C_in % 16 == 0, NLC or
  * stride <= 2 (ws_gemm_mma_kmajor: a thread's 16 consecutive r of a stage are one tap k and 16

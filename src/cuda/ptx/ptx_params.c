@@ -98,27 +98,6 @@ static const ws_param DSDB[] = {
     [WS_DSDB_N] = { "p_n", U32 },      [WS_DSDB_T] = { "p_t", U32 },
 };
 
-/* the Whisper stem's kernels (kernels.h): names as their .entry has always declared them */
-static const ws_param SMELT[] = {
-    [WS_SMELT_MEL] = { "p_mel", U64 }, [WS_SMELT_XT] = { "p_xt", U64 },
-    [WS_SMELT_T] = { "p_t", U32 },
-};
-static const ws_param SCONV[] = {
-    [WS_SCONV_X] = { "p_x", U64 },       [WS_SCONV_W] = { "p_w", U64 },
-    [WS_SCONV_BIAS] = { "p_bias", U64 }, [WS_SCONV_POS] = { "p_pos", U64 },
-    [WS_SCONV_Y] = { "p_y", U64 },       [WS_SCONV_T_IN] = { "p_tin", U32 },
-    [WS_SCONV_T_OUT] = { "p_tout", U32 }, [WS_SCONV_WS] = { "p_ws", U64 },
-    [WS_SCONV_SPLITS] = { "p_splits", U32 },
-};
-static const ws_param SFIN[] = {
-    [WS_SFIN_WS] = { "p_ws", U64 },       [WS_SFIN_BIAS] = { "p_bias", U64 },
-    [WS_SFIN_POS] = { "p_pos", U64 },     [WS_SFIN_Y] = { "p_y", U64 },
-    [WS_SFIN_T_OUT] = { "p_tout", U32 },  [WS_SFIN_ROWS] = { "p_rows", U32 },
-    [WS_SFIN_SPLITS] = { "p_splits", U32 },
-};
-static const ws_param SGELU[] = {
-    [WS_SGELU_X] = { "p_x", U64 }, [WS_SGELU_Y] = { "p_y", U64 }, [WS_SGELU_N] = { "p_n", U32 },
-};
 /* the log-Mel's kernels (ptx_mel.h) */
 static const ws_param MFR[] = {
     [WS_MFR_X] = { "p_x", U64 },         [WS_MFR_ITEMS] = { "p_items", U64 },
@@ -188,10 +167,6 @@ _Static_assert(COUNT(DSDW) == WS_DSDW_NPARAMS, "DSDW");
 _Static_assert(COUNT(DSDB) == WS_DSDB_NPARAMS, "DSDB");
 _Static_assert(WS_DWBWD_NPARAMS <= WS_PARAMS_MAX && WS_FWD_NPARAMS <= WS_PARAMS_MAX &&
                WS_DSFWD_NPARAMS <= WS_PARAMS_MAX && WS_DSGZ_NPARAMS <= WS_PARAMS_MAX, "WS_PARAMS_MAX");
-_Static_assert(COUNT(SMELT) == WS_SMELT_NPARAMS, "SMELT");
-_Static_assert(COUNT(SCONV) == WS_SCONV_NPARAMS, "SCONV");
-_Static_assert(COUNT(SFIN) == WS_SFIN_NPARAMS, "SFIN");
-_Static_assert(COUNT(SGELU) == WS_SGELU_NPARAMS, "SGELU");
 _Static_assert(COUNT(MFR) == WS_MFR_NPARAMS, "MFR");
 _Static_assert(COUNT(MWR) == WS_MWR_NPARAMS, "MWR");
 _Static_assert(COUNT(MF16) == WS_MF16_NPARAMS, "MF16");
@@ -201,7 +176,7 @@ _Static_assert(COUNT(HW) == WS_HW_NPARAMS && WS_HW_NPARAMS <= WS_PARAMS_MAX, "HW
 _Static_assert(COUNT(GBS) == WS_GBS_NPARAMS, "GBS");
 _Static_assert(COUNT(GBF) == WS_GBF_NPARAMS, "GBF");
 _Static_assert(WS_DWBWD_NPARAMS <= WS_PARAMS_MAX && WS_FWD_NPARAMS <= WS_PARAMS_MAX &&
-                   WS_SCONV_NPARAMS <= WS_PARAMS_MAX && WS_MFR_NPARAMS <= WS_PARAMS_MAX,
+                   WS_MFR_NPARAMS <= WS_PARAMS_MAX,
                "WS_PARAMS_MAX");
 
 static const ws_params TABLES[WS_PARAMS_COUNT] = {
@@ -220,11 +195,6 @@ static const ws_params TABLES[WS_PARAMS_COUNT] = {
     [WS_PARAMS_DWS_DINIT] = { "depthwise causal backward dinitial_states", DSDI, COUNT(DSDI) },
     [WS_PARAMS_DWS_DW] = { "depthwise causal backward dw", DSDW, COUNT(DSDW) },
     [WS_PARAMS_DWS_DB] = { "depthwise causal backward db", DSDB, COUNT(DSDB) },
-    [WS_PARAMS_STEM_MEL_T] = { "stem log-Mel transpose", SMELT, COUNT(SMELT) },
-    [WS_PARAMS_STEM_CONV_FFMA] = { "stem conv (FFMA)", SCONV, COUNT(SCONV) },
-    [WS_PARAMS_STEM_CONV_MMA] = { "stem conv (mma)", SCONV, WS_SCONV_MMA_NPARAMS },
-    [WS_PARAMS_STEM_FINISH] = { "stem split-K finish", SFIN, COUNT(SFIN) },
-    [WS_PARAMS_STEM_GELU] = { "stem GELU grid", SGELU, COUNT(SGELU) },
     [WS_PARAMS_MEL_FRAMES] = { "log-Mel frames", MFR, COUNT(MFR) },
     [WS_PARAMS_MEL_WRITE] = { "log-Mel write", MWR, COUNT(MWR) },
     [WS_PARAMS_MEL_F16] = { "log-Mel f16", MF16, COUNT(MF16) },

@@ -1,6 +1,6 @@
-/* ptx_params.h - the kernel parameter tables (the conv engine's, the Whisper stem's and the
- * log-Mel's): for each kernel kind the order, names and PTX types (.u32 / .u64) of its
- * parameters, written once and read by both sides of a launch:
+/* ptx_params.h - the kernel parameter tables (the conv engine's and the log-Mel's): for each
+ * kernel kind the order, names and PTX types (.u32 / .u64) of its parameters, written once
+ * and read by both sides of a launch:
  *   the emitters  the ".param" list of the entry (ws_ptx_kernel_end_params) and every
  *                 ld.param (ws_ptx_ld_param, ws_ptx_param_u32, ws_ptx_param_ptrs), named
  *                 by the table's index enum, never by a literal;
@@ -31,14 +31,6 @@
  *   WS_PARAMS_DWS_DW     "_dw"     .u64 p_x, p_gz, p_seq, p_init, p_dw; .u32 p_n, p_t
  *   WS_PARAMS_DWS_DB     "_db"     .u64 p_gz, p_db; .u32 p_n, p_t
  * BWD_GZ .. BWD_DB are in ws_direct_part's order: part p's table is WS_PARAMS_BWD_GZ + p.
- * The Whisper stem's kernels (kernels.h; gpu_stem.c launches them):
- *   WS_PARAMS_STEM_MEL_T      ws_mel_t_*          .u64 p_mel, p_xt; .u32 p_t
- *   WS_PARAMS_STEM_CONV_FFMA  the FFMA convs      .u64 p_x, p_w, p_bias, p_pos, p_y;
- *                                                 .u32 p_tin, p_tout; .u64 p_ws; .u32 p_splits
- *   WS_PARAMS_STEM_CONV_MMA   the mma.sync convs  the FFMA table's first seven (no split of K)
- *   WS_PARAMS_STEM_FINISH     ws_splitk_finish    .u64 p_ws, p_bias, p_pos, p_y;
- *                                                 .u32 p_tout, p_rows, p_splits
- *   WS_PARAMS_STEM_GELU       ws_gelu_grid        .u64 p_x, p_y; .u32 p_n
  * The log-Mel's (ptx_mel.h; gpu_mel.c launches them):
  *   WS_PARAMS_MEL_FRAMES      ws_mel_frames       .u64 p_x, p_items; .u32 p_n_items;
  *                                                 .u64 p_total, p_tw, p_hann, p_band, p_wts,
@@ -58,8 +50,8 @@
  *   WS_PARAMS_GBF     dw's finish    .u64 p_part, p_dw; .u32 p_splits
  * Index enums: WS_FWD_*, WS_BGZ_*, WS_BDX_*, WS_BDW_*, WS_BDB_*, WS_DWBWD_*, WS_DWFIN_*,
  * WS_WPREP_*, WS_DSFWD_*, WS_DSFIN_*, WS_DSGZ_*, WS_DSDX_*, WS_DSDI_*, WS_DSDW_*, WS_DSDB_*,
- * WS_SMELT_*, WS_SCONV_* (both stem conv tables), WS_SFIN_*, WS_SGELU_*, WS_MFR_*, WS_MWR_*,
- * WS_MF16_*, WS_HG_*, WS_HP_*, WS_HW_*, WS_GBS_*, WS_GBF_* (e.g. WS_FWD_ADD_BS, WS_DWFIN_NP, WS_DSFWD_SEQ), each ending in a *_NPARAMS count.
+ * WS_MFR_*, WS_MWR_*, WS_MF16_*, WS_HG_*, WS_HP_*, WS_HW_*, WS_GBS_*, WS_GBF_* (e.g.
+ * WS_FWD_ADD_BS, WS_DWFIN_NP, WS_DSFWD_SEQ), each ending in a *_NPARAMS count.
  *
  * Usage, emitter:
  *   const ws_params *t = ws_params_of(WS_PARAMS_FWD);
@@ -76,7 +68,7 @@
  * Tested by tests/test_ptx.c (ptx_params/...): one module of each kernel family and table
  * (direct forward and backward parts, depthwise forward and backward, GEMM FFMA and mma, the
  * weight preparation, the seven entries of the depthwise causal kernels with sequences and
- * states; the stem's five kernels, FFMA and mma convs; the log-Mel's three entries):
+ * states; the log-Mel's three entries):
  * its .entry parameter list is parsed and held to its table, and every ld.param in it names a parameter of its table
  * with the table's type; the runtime's size check refuses a wrong size and a missing value.
  */
@@ -112,8 +104,6 @@ typedef enum {
     WS_PARAMS_DWS_FWD, WS_PARAMS_DWS_FINAL, WS_PARAMS_DWS_GZ, WS_PARAMS_DWS_DX, /* ws_dws_part's order */
     WS_PARAMS_DWS_DINIT, WS_PARAMS_DWS_DW, WS_PARAMS_DWS_DB,
     WS_PARAMS_HGEMM, WS_PARAMS_HPREP, WS_PARAMS_HWG, WS_PARAMS_GBS, WS_PARAMS_GBF,
-    WS_PARAMS_STEM_MEL_T, WS_PARAMS_STEM_CONV_FFMA, WS_PARAMS_STEM_CONV_MMA, WS_PARAMS_STEM_FINISH,
-    WS_PARAMS_STEM_GELU,
     WS_PARAMS_MEL_FRAMES, WS_PARAMS_MEL_WRITE, WS_PARAMS_MEL_F16,
     WS_PARAMS_COUNT
 } ws_params_id;
@@ -140,14 +130,6 @@ enum { WS_DSDI_W, WS_DSDI_GZ, WS_DSDI_DINIT, WS_DSDI_N, WS_DSDI_T, WS_DSDI_NPARA
 enum { WS_DSDW_X, WS_DSDW_GZ, WS_DSDW_SEQ, WS_DSDW_INIT, WS_DSDW_DW, WS_DSDW_N, WS_DSDW_T,
        WS_DSDW_NPARAMS };
 enum { WS_DSDB_GZ, WS_DSDB_DB, WS_DSDB_N, WS_DSDB_T, WS_DSDB_NPARAMS };
-enum { WS_SMELT_MEL, WS_SMELT_XT, WS_SMELT_T, WS_SMELT_NPARAMS };
-/* the stem's convs: the mma table is the FFMA table's first WS_SCONV_MMA_NPARAMS */
-enum { WS_SCONV_X, WS_SCONV_W, WS_SCONV_BIAS, WS_SCONV_POS, WS_SCONV_Y, WS_SCONV_T_IN,
-       WS_SCONV_T_OUT, WS_SCONV_MMA_NPARAMS, WS_SCONV_WS = WS_SCONV_MMA_NPARAMS, WS_SCONV_SPLITS,
-       WS_SCONV_NPARAMS };
-enum { WS_SFIN_WS, WS_SFIN_BIAS, WS_SFIN_POS, WS_SFIN_Y, WS_SFIN_T_OUT, WS_SFIN_ROWS,
-       WS_SFIN_SPLITS, WS_SFIN_NPARAMS };
-enum { WS_SGELU_X, WS_SGELU_Y, WS_SGELU_N, WS_SGELU_NPARAMS };
 enum { WS_MFR_X, WS_MFR_ITEMS, WS_MFR_N_ITEMS, WS_MFR_TOTAL, WS_MFR_TW, WS_MFR_HANN, WS_MFR_BAND,
        WS_MFR_WTS, WS_MFR_L, WS_MFR_KEYS, WS_MFR_NPARAMS };
 enum { WS_MWR_ITEMS, WS_MWR_N_ITEMS, WS_MWR_TOTAL, WS_MWR_L, WS_MWR_KEYS, WS_MWR_OUT,
