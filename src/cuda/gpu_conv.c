@@ -104,6 +104,7 @@ struct ws_gpu_conv {
     /* depthwise causal descriptors (ptx_dws.h): the kernels of calls with seq_idx or states,
      * loaded at ws_gpu_conv_new; their BWD scratch is gz above */
     ws_dws *dws;
+    int borrowed;          /* ws_gpu_conv_clone: w, b and wh are the source plan's */
 };
 
 void ws_gpu_conv_free(ws_gpu_conv *c)
@@ -116,15 +117,15 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
     }
     ws_cu *cu = &c->g->cu;
     cu->CtxSetCurrent(c->g->ctx);
-    if (c->w)
+    if (c->w && !c->borrowed)
         cu->MemFree(c->w);
-    if (c->b)
+    if (c->b && !c->borrowed)
         cu->MemFree(c->b);
     if (c->gz)
         cu->MemFree(c->gz);
     if (c->part)
         cu->MemFree(c->part);
-    if (c->wh)
+    if (c->wh && !c->borrowed)
         cu->MemFree(c->wh);
     ws_dws_free(c->dws);
     if (c->wcall)
@@ -1548,4 +1549,22 @@ int ws_gpu_conv_report(const ws_gpu_conv *c, char *buf, size_t cap)
     if (c->dxp && off + 1 < cap)
         n += ws_gpu_conv_report(c->dxp, buf + off, cap - off);
     return n;
+}
+
+ws_gpu_conv *ws_gpu_conv_clone(const ws_gpu_conv *src, ws_err *err)
+{
+    if (!src || src->d.op != WS_CONV_FWD || !src->has_w || src->dws || src->dxp)
+        return ws_errf(err, "ws_gpu_conv_clone: a forward plan made with its weights only"), NULL;
+    ws_gpu_conv *c = malloc(sizeof *c);
+    if (!c)
+        return ws_errf(err, "out of memory"), NULL;
+    *c = *src; /* the modules and functions (the runtime's cache holds them), the weights */
+    c->borrowed = 1;
+    c->gz = c->part = c->hx = c->wcall = c->whcall = 0;
+    c->gz_bytes = c->part_bytes = c->hx_bytes = 0;
+    c->wxx = c->dxs = c->gst = c->xst = c->wt = 0;
+    c->wxx_bytes = c->dxs_bytes = c->gst_bytes = c->xst_bytes = c->wt_bytes = 0;
+    c->wxx_own = 0;
+    c->split_calls = c->hg_calls = c->gb_calls = 0;
+    return c;
 }

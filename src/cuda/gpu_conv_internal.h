@@ -28,6 +28,12 @@ unsigned long ws_gpu_conv_split_calls(const ws_gpu_conv *c);
  * default): gemm_parts' choice */
 void ws_gpu_conv_parts(ws_gpu_conv *c, int z);
 
+/* A plan of the same descriptor, kernels and weights as src, with scratch of its own (so
+ * that the two can run on two streams at once), made without emitting, loading or uploading
+ * anything: the weights stay src's (read only), so src must outlive it. Forward plans made
+ * with weights (not depthwise causal ones). NULL with err. */
+ws_gpu_conv *ws_gpu_conv_clone(const ws_gpu_conv *src, ws_err *err);
+
 /* 1 when a call of c runs the Hopper GEMM, 0 when not, -1 for a call ws_gpu_conv_run
  * would refuse */
 int ws_gpu_conv_hgemm(const ws_gpu_conv *c, const ws_conv_args *a);

@@ -13,10 +13,11 @@
  * and fills and checks their arguments.
  *
  * Lanes: a plan's scratch is its own, so calls of one plan on two streams at once would
- * race. The pair holds up to WS_GPU_LANES lanes, each a pair of plans {conv1, conv2} made
- * from the pair's host copy of the weights: lane 0 is the pair's own (ws_gpu_stem,
- * ws_gpu_bench), made in ws_gpu_new on the pair's stream; lanes 1.. are made at their first
- * ws_gpu_enqueue_fixed (the batches of gpu_batch.c give each slot, a stream, its own lane).
+ * race. The pair holds up to WS_GPU_LANES lanes, each a pair of plans {conv1, conv2}: lane
+ * 0 is the pair's own (ws_gpu_stem, ws_gpu_bench), made in ws_gpu_new from the weights;
+ * lanes 1.. are clones of lane 0's plans (ws_gpu_conv_clone: the same kernels and device
+ * weights, scratch of their own), made at their first ws_gpu_enqueue_fixed (the batches of
+ * gpu_batch.c give each slot, a stream, its own lane).
  *
  * Fixed: the only choice of the engine that depends on the call's number of windows is the
  * float32 FFMA GEMM's sum in parts (a call too small to fill the GPU sums its K in parts
@@ -29,8 +30,7 @@
  * Runs on a ws_gpu of the device runtime (gpu.c: the driver, the device's primary context,
  * the stream, the pinned staging, the module cache, which loads each module once per
  * process however many plans use it). Owns: that ws_gpu, the lanes' plans, ws_gpu_gelu's
- * plan, events, the host copies of the weights, device buffers (grown on demand) and the
- * add table.
+ * plan, events, device buffers (grown on demand) and the add table.
  * Tested by tests/test_gpu.c against the float64 oracle and the CPU stem, by
  * tests/test_gpu_runtime.c against a stand-in driver (modules loaded once, launches).
  */
@@ -58,7 +58,6 @@ struct ws_gpu_pair {
     ws_conv_desc c[2];            /* the pair: conv1, conv2 */
     int n_mels, d;
     ws_precision prec;
-    float *w1, *b1, *w2, *b2;     /* host copies, float32, for the lanes made later */
     stem_lane lane[WS_GPU_LANES]; /* [0] the pair's own; the others ws_gpu_enqueue_fixed's */
     pthread_mutex_t mu;           /* lanes 1.. are made under it */
     ws_gpu_conv *gelu;            /* ws_gpu_gelu's plan, or NULL before its first call */
@@ -127,10 +126,6 @@ void ws_gpu_free(ws_gpu_pair *g)
         ws_gpu_event_free(g->gpu, g->ev_c1);
         ws_gpu_close(g->gpu); /* the stream, the staging, the context's reference */
     }
-    free(g->w1);
-    free(g->b1);
-    free(g->w2);
-    free(g->b2);
     pthread_mutex_destroy(&g->mu);
     free(g);
 }
@@ -159,21 +154,13 @@ static size_t h1_elem(const ws_gpu_pair *g)
     return g->c[0].y_type == WS_F32 ? 4 : 2;
 }
 
-/* a malloc'd copy of n floats, or NULL */
-static float *copy_of(const float *p, size_t n)
+/* lane l's two plans as clones of lane 0's (ws_gpu_conv_clone: its kernels and weights,
+ * scratch of their own: nothing emitted, loaded or uploaded); fixed: their float32 sums
+ * whole (the file's header). 0, or -1 with err and nothing made. */
+static int lane_clone(ws_gpu_pair *g, stem_lane *l, int fixed, ws_err *err)
 {
-    float *q = malloc(n * sizeof *q);
-    if (q)
-        memcpy(q, p, n * sizeof *q);
-    return q;
-}
-
-/* the lane's two plans from the pair's weights; fixed: their float32 sums whole (the file's
- * header). 0, or -1 with err and nothing made. */
-static int lane_make(ws_gpu_pair *g, stem_lane *l, int fixed, ws_err *err)
-{
-    if (!(l->c[0] = ws_gpu_conv_new(g->gpu, &g->c[0], g->w1, g->b1, err)) ||
-        !(l->c[1] = ws_gpu_conv_new(g->gpu, &g->c[1], g->w2, g->b2, err))) {
+    if (!(l->c[0] = ws_gpu_conv_clone(g->lane[0].c[0], err)) ||
+        !(l->c[1] = ws_gpu_conv_clone(g->lane[0].c[1], err))) {
         lane_free(l);
         return -1;
     }
@@ -289,15 +276,6 @@ ws_gpu_pair *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1
     /* the driver, device `ordinal`, its primary context and a stream */
     if (!(g->gpu = ws_gpu_open(ordinal, err)))
         goto cleanup;
-    const size_t d = (size_t)g->d;
-    g->w1 = copy_of(w1, d * (size_t)g->n_mels * 3);
-    g->b1 = copy_of(b1, d);
-    g->w2 = copy_of(w2, d * d * 3);
-    g->b2 = copy_of(b2, d);
-    if (!g->w1 || !g->b1 || !g->w2 || !g->b2) {
-        ws_errf(err, "out of memory (the stem's weights)");
-        goto cleanup;
-    }
     ws_cu *cu = g->cu = &g->gpu->cu;
     g->ctx = g->gpu->ctx;
     g->stream = g->gpu->stream;
@@ -307,7 +285,8 @@ ws_gpu_pair *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1
     if (ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev0, err) ||
         ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev1, err) ||
         ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev_c1, err) ||
-        lane_make(g, &g->lane[0], 0, err))
+        !(g->lane[0].c[0] = ws_gpu_conv_new(g->gpu, &g->c[0], w1, b1, err)) ||
+        !(g->lane[0].c[1] = ws_gpu_conv_new(g->gpu, &g->c[1], w2, b2, err)))
         goto cleanup;
     return g;
 cleanup:
@@ -408,7 +387,7 @@ int ws_gpu_enqueue_fixed(ws_gpu_pair *g, int lane, wscu_stream s, wscu_devptr me
         return -1;
     pthread_mutex_lock(&g->mu);
     stem_lane *l = &g->lane[lane];
-    const int rc = l->c[0] ? 0 : lane_make(g, l, 1, err);
+    const int rc = l->c[0] ? 0 : lane_clone(g, l, 1, err);
     pthread_mutex_unlock(&g->mu);
     if (rc)
         return -1;
