@@ -1781,16 +1781,22 @@ static void emit_fin(ptx_buf *b, const ws_conv_desc *d)
         I("mul.lo.u32 %s, %s, %s", nn.n, nn.n, to.n);
         I("mul.wide.u32 %s, %s, %d", nn64.n, nn.n, d->c_out);
         I("add.u64 %s, %s, %s", off64.n, off64.n, nn64.n);
+        ws_ptx_comment(b, "b[o] read only for an element in range (0 without bias)");
+        preg bv = ws_ptx_reg(b, PTX_F32), lb = ws_ptx_reg(b, PTX_PRED), ba = ws_ptx_reg(b, PTX_B64);
+        I("and.pred %s, %s, %s", lb.n, in.n, hasb.n);
+        I("mad.lo.u64 %s, %s, 4, %s", ba.n, o64.n, pb.n);
+        I("mov.f32 %s, 0f00000000", bv.n);
+        I("@%s ld.global.nc.f32 %s, [%s]", lb.n, bv.n, ba.n);
+        I("mov.f32 %s, %s", yv.n, v[c].n);
         const ws_ptx_epi ep = {
-            .act = d->act, .y_type = d->y_type, .n = 1, .v = &yv, .src = &v[c],
-            .bias_at = {.index = o64, .base = pb, .scale = 4}, .bias_if = hasb,
+            .act = d->act, .y_type = d->y_type, .n = 1, .v = &yv, .bias = &bv,
             .add_if = hasa, .add = {.index = ao, .base = pa, .scale = ys},
             .y = {.index = off64, .base = py, .scale = ys}, .in = in};
         ws_ptx_epi_emit(b, &ep);
     }
     I("ret");
     ws_ptx_label(b, vec);
-    ws_ptx_comment(b, "one vector: bias %s", nlc ? "b[o .. o+3]" : "b[o] for all 4");
+    ws_ptx_comment(b, "one vector: bias %s (0 without bias)", nlc ? "b[o .. o+3]" : "b[o] for all 4");
     preg bv[4], yv[4], ba = ws_ptx_reg(b, PTX_B64);
     for (int c = 0; c < 4; c++) {
         bv[c] = ws_ptx_reg(b, PTX_F32);
@@ -1805,7 +1811,7 @@ static void emit_fin(ptx_buf *b, const ws_conv_desc *d)
     }
     const ws_ptx_epi ev = {
         .act = d->act, .y_type = d->y_type, .n = 4, .v = yv, .bias = bv, .bias_stride = nlc ? 1 : 0,
-        .bias_if = hasb, .add_if = hasa, .add = {.at = aa0}, .y = {.at = ya0}, .in = vin};
+        .add_if = hasa, .add = {.at = aa0}, .y = {.at = ya0}, .in = vin};
     ws_ptx_epi_emit(b, &ev);
     I("ret");
 }
