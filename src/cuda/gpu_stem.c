@@ -13,11 +13,12 @@
  * and fills and checks their arguments.
  *
  * Lanes: a plan's scratch is its own, so calls of one plan on two streams at once would
- * race. The pair holds up to WS_GPU_LANES lanes, each a pair of plans {conv1, conv2}: lane
- * 0 is the pair's own (ws_gpu_stem, ws_gpu_bench), made in ws_gpu_new from the weights;
- * lanes 1.. are clones of lane 0's plans (ws_gpu_conv_clone: the same kernels and device
- * weights, scratch of their own), made at their first ws_gpu_enqueue_fixed (the batches of
- * gpu_batch.c give each slot, a stream, its own lane).
+ * race. ws_gpu_new makes the two plans from the weights (the proto plans, never run); the
+ * pair holds up to WS_GPU_LANES lanes, each a pair of clones of them {conv1, conv2}
+ * (ws_gpu_conv_clone: the same kernels and device weights, scratch of their own): lane 0 is
+ * the pair's own (ws_gpu_stem, ws_gpu_bench), made in ws_gpu_new; lanes 1.. are made at
+ * their first ws_gpu_enqueue_fixed (the batches of gpu_batch.c give each slot, a stream, its
+ * own lane).
  *
  * Fixed: the only choice of the engine that depends on the call's number of windows is the
  * float32 FFMA GEMM's sum in parts (a call too small to fill the GPU sums its K in parts
@@ -58,6 +59,9 @@ struct ws_gpu_pair {
     ws_conv_desc c[2];            /* the pair: conv1, conv2 */
     int n_mels, d;
     ws_precision prec;
+    stem_lane proto;              /* the plans made from the weights, never run: the lanes
+                                   * are their clones (read only, so cloning needs no lock
+                                   * against a lane that runs) */
     stem_lane lane[WS_GPU_LANES]; /* [0] the pair's own; the others ws_gpu_enqueue_fixed's */
     pthread_mutex_t mu;           /* lanes 1.. are made under it */
     ws_gpu_conv *gelu;            /* ws_gpu_gelu's plan, or NULL before its first call */
@@ -113,8 +117,9 @@ void ws_gpu_free(ws_gpu_pair *g)
         ws_cu *cu = &g->gpu->cu;
         cu->CtxSetCurrent(g->gpu->ctx);
         cu->StreamSynchronize(g->gpu->stream);
-        for (int i = 0; i < WS_GPU_LANES; i++) /* plans go before their ws_gpu */
-            lane_free(&g->lane[i]);
+        for (int i = 0; i < WS_GPU_LANES; i++) /* plans go before their ws_gpu, clones */
+            lane_free(&g->lane[i]);               /* before the plans they borrow from */
+        lane_free(&g->proto);
         ws_gpu_conv_free(g->gelu);
         cu->CtxSetCurrent(g->gpu->ctx);
         wscu_devptr bufs[] = { g->mel, g->h1, g->out, g->pos };
@@ -154,13 +159,13 @@ static size_t h1_elem(const ws_gpu_pair *g)
     return g->c[0].y_type == WS_F32 ? 4 : 2;
 }
 
-/* lane l's two plans as clones of lane 0's (ws_gpu_conv_clone: its kernels and weights,
- * scratch of their own: nothing emitted, loaded or uploaded); fixed: their float32 sums
- * whole (the file's header). 0, or -1 with err and nothing made. */
+/* lane l's two plans as clones of the pair's proto plans (ws_gpu_conv_clone: their kernels
+ * and weights, scratch of their own: nothing emitted, loaded or uploaded); fixed: their
+ * float32 sums whole (the file's header). 0, or -1 with err and nothing made. */
 static int lane_clone(ws_gpu_pair *g, stem_lane *l, int fixed, ws_err *err)
 {
-    if (!(l->c[0] = ws_gpu_conv_clone(g->lane[0].c[0], err)) ||
-        !(l->c[1] = ws_gpu_conv_clone(g->lane[0].c[1], err))) {
+    if (!(l->c[0] = ws_gpu_conv_clone(g->proto.c[0], err)) ||
+        !(l->c[1] = ws_gpu_conv_clone(g->proto.c[1], err))) {
         lane_free(l);
         return -1;
     }
@@ -285,8 +290,9 @@ ws_gpu_pair *ws_gpu_new(int ordinal, const ws_conv_desc pair[2], const float *w1
     if (ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev0, err) ||
         ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev1, err) ||
         ws_gpu_event_new(g->gpu, WS_CU_EVENT_DEFAULT, &g->ev_c1, err) ||
-        !(g->lane[0].c[0] = ws_gpu_conv_new(g->gpu, &g->c[0], w1, b1, err)) ||
-        !(g->lane[0].c[1] = ws_gpu_conv_new(g->gpu, &g->c[1], w2, b2, err)))
+        !(g->proto.c[0] = ws_gpu_conv_new(g->gpu, &g->c[0], w1, b1, err)) ||
+        !(g->proto.c[1] = ws_gpu_conv_new(g->gpu, &g->c[1], w2, b2, err)) ||
+        lane_clone(g, &g->lane[0], 0, err))
         goto cleanup;
     return g;
 cleanup:
