@@ -2,6 +2,7 @@
 #include "helpers.h"
 
 #include <criterion/criterion.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +66,29 @@ double max_abs_err(const float *got, const double *want, size_t n)
     return m;
 }
 
+/* the directories test_tmpdir made in this process, removed with their contents when it
+ * exits (a child it forks that exits does not remove them) */
+#define TMPDIRS_MAX 64
+static char tmpdirs[TMPDIRS_MAX][512];
+static int n_tmpdirs;
+static pid_t tmpdirs_pid;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_tmpdirs(void)
+{
+    if (getpid() != tmpdirs_pid || getenv("WS_KEEP_TEST_TMP"))
+        return;
+    for (int i = 0; i < n_tmpdirs; i++)
+        nftw(tmpdirs[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    n_tmpdirs = 0;
+}
+
 const char *test_tmpdir(void)
 {
     static char path[512];
@@ -72,6 +96,13 @@ const char *test_tmpdir(void)
     snprintf(path, sizeof path, "%s/ws-test-XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(path))
         cr_assert_fail("mkdtemp failed");
+    if (tmpdirs_pid != getpid()) { /* the first in this process (a test's own, under fork) */
+        tmpdirs_pid = getpid();
+        n_tmpdirs = 0;
+        atexit(remove_tmpdirs);
+    }
+    if (n_tmpdirs < TMPDIRS_MAX)
+        snprintf(tmpdirs[n_tmpdirs++], sizeof tmpdirs[0], "%s", path);
     return path;
 }
 

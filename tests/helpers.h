@@ -19,7 +19,8 @@ double rel_l2(const float *got, const double *want, size_t n);
 double max_abs_err(const float *got, const double *want, size_t n);
 
 /* A fresh directory under $TMPDIR for this test; the path is static storage
- * valid until the next call. */
+ * valid until the next call. The directories a test process made are removed with their
+ * contents when it exits (kept when WS_KEEP_TEST_TMP is set). */
 const char *test_tmpdir(void);
 
 /* Path of a test resource: $WS_TESTDATA/name (tests/data). Static storage. */
