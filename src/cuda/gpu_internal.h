@@ -48,10 +48,13 @@ ws_gpu_conv *ws_gpu_pair_plan(ws_gpu_pair *g, int lane, int k);
 
 /* Enqueues the pair on stream s: mel [n_win][n_mels][n_frames] f32 (device) -> out
  * [n_win][T2][d] f32 through the intermediate h1 (sizes: ws_gpu_stem_bytes), on the plans
- * of lane `lane` (1 .. WS_GPU_LANES - 1; made from the pair's weights at its first use).
+ * of lane `lane` (1 .. WS_GPU_LANES - 1; clones of the pair's plans, made at its first use).
  * A plan's scratch is its own and calls of one plan on two streams would race: a caller
  * with several streams at once gives each its own lane (gpu_batch.c: slot + 1), and the
- * calls of one lane must be ordered (one stream, or waited for). Lanes compute every sum
+ * calls of one lane must be ordered (one stream, or waited for); so one batcher at a time
+ * a pair (the command and the library make one). The lanes' scratch (conv1's staged
+ * log-Mel on the Hopper GEMM, the parts of a sum) grows inside the call and is not counted
+ * in the batcher's memory bounds: running out there fails the batch. Lanes compute every sum
  * whole (ws_gpu_set_fixed), so that each window's bits do not depend on the other windows
  * of the launch. add_pos: + the table of ws_gpu_set_add. 0, or -1 with err. */
 int ws_gpu_enqueue_fixed(ws_gpu_pair *g, int lane, wscu_stream s, wscu_devptr mel, wscu_devptr h1,
