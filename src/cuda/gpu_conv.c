@@ -348,8 +348,11 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         free(ptx);
         return c;
     }
-    for (size_t i = 0; i < nw; i++)
-        wf[i] = ws_ld(w, d->w_type, i);
+    if (d->w_type == WS_F32)
+        memcpy(wf, w, nw * sizeof *wf);
+    else
+        for (size_t i = 0; i < nw; i++)
+            wf[i] = ws_ld(w, d->w_type, i);
     if (ws_gpu_alloc(g, nw * sizeof *wf, &c->w, err) ||
         ws_gpu_upload(g, c->w, wf, nw * sizeof *wf, err))
         goto fail;
