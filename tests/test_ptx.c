@@ -202,8 +202,40 @@ Test(ptx_emit, stem_dump_ptx_writes_both_plans_modules)
     cr_assert(strstr(e.msg, "conv 2 with stride 1"), "%s", e.msg);
 }
 
-/* ptxas -v on every .ptx file in dir for sm_<cc> (sm_<cc>a for a module that targets it):
- * each assembles, and no entry has a stack frame or spills; returns the modules seen */
+/* ptxas -v on the module at path for sm_<cc> (sm_<cc>a for a module that targets it): it
+ * assembles, and no entry has a stack frame or spills; returns the entries reported */
+static int ptxas_check(const char *ptxas, const char *path, int cc, const char *what)
+{
+    char cmd[4096], log[16384];
+    size_t len = 0;
+    char *t = read_file(path, &len);
+    cr_assert_not_null(t, "%s", path);
+    const char *arch = strstr(t, ".target sm_90a") ? "a" : "";
+    free(t);
+    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_%d%s -v '%s' -o /dev/null 2>&1", ptxas, cc, arch, path);
+    FILE *pp = popen(cmd, "r");
+    cr_assert_not_null(pp);
+    size_t n = fread(log, 1, sizeof log - 1, pp);
+    log[n] = '\0';
+    const int st = pclose(pp);
+    cr_assert_eq(st, 0, "ptxas failed on %s (%s, sm_%d):\n%s", path, what, cc, log);
+    int entries = 0;
+    for (const char *sf = strstr(log, "bytes stack frame"); sf;
+         sf = strstr(sf + 1, "bytes stack frame"), entries++) {
+        const char *line = sf;
+        while (line > log && line[-1] != '\n')
+            line--;
+        int stack = -1, sst = -1, sld = -1;
+        cr_assert_eq(sscanf(line, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
+                            &stack, &sst, &sld), 3, "%s", line);
+        cr_assert(stack == 0 && sst == 0 && sld == 0, "%s (%s, sm_%d) uses stack %d, spills %d/%d:\n%s",
+                  path, what, cc, stack, sst, sld, log);
+    }
+    return entries;
+}
+
+/* ptxas_check on every .ptx file in dir, each with at least one entry; returns the modules
+ * seen */
 static int assemble_dir(const char *ptxas, const char *dir, int cc, const char *what)
 {
     DIR *dd = opendir(dir);
@@ -214,34 +246,9 @@ static int assemble_dir(const char *ptxas, const char *dir, int cc, const char *
         const size_t nl = strlen(de->d_name);
         if (nl < 5 || strcmp(de->d_name + nl - 4, ".ptx"))
             continue;
-        char path[2048], cmd[4096], log[16384];
+        char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        size_t len = 0;
-        char *t = read_file(path, &len);
-        cr_assert_not_null(t, "%s", path);
-        const char *arch = strstr(t, ".target sm_90a") ? "a" : "";
-        free(t);
-        snprintf(cmd, sizeof cmd, "'%s' -arch=sm_%d%s -v '%s' -o /dev/null 2>&1", ptxas, cc, arch,
-                 path);
-        FILE *pp = popen(cmd, "r");
-        cr_assert_not_null(pp);
-        size_t n = fread(log, 1, sizeof log - 1, pp);
-        log[n] = '\0';
-        const int st = pclose(pp);
-        cr_assert_eq(st, 0, "ptxas failed on %s (%s, sm_%d):\n%s", de->d_name, what, cc, log);
-        int entries = 0;
-        for (const char *sf = strstr(log, "bytes stack frame"); sf;
-             sf = strstr(sf + 1, "bytes stack frame"), entries++) {
-            const char *line = sf;
-            while (line > log && line[-1] != '\n')
-                line--;
-            int stack = -1, sst = -1, sld = -1;
-            cr_assert_eq(sscanf(line, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
-                                &stack, &sst, &sld), 3, "%s", line);
-            cr_assert(stack == 0 && sst == 0 && sld == 0, "%s (%s, sm_%d) uses stack %d, spills %d/%d:\n%s",
-                      de->d_name, what, cc, stack, sst, sld, log);
-        }
-        cr_assert_gt(entries, 0, "no resource report for %s:\n%s", de->d_name, log);
+        cr_assert_gt(ptxas_check(ptxas, path, cc, what), 0, "no resource report for %s", path);
         modules++;
     }
     closedir(dd);
@@ -675,33 +682,15 @@ static int dws_set(ws_conv_desc *out, ws_conv_op op)
 static void dws_assemble(const char *ptxas, const char *dir, const char *name, const char *text,
                          int cc, int entries)
 {
-    char path[1024], cmd[4096], log[16384];
+    char path[1024];
     snprintf(path, sizeof path, "%s/%s_%d.ptx", dir, name, cc);
     FILE *f = fopen(path, "w");
     cr_assert_not_null(f, "%s", path);
     fputs(text, f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_%d -v '%s' -o /dev/null 2>&1", ptxas, cc, path);
-    FILE *pp = popen(cmd, "r");
-    cr_assert_not_null(pp);
-    size_t n = fread(log, 1, sizeof log - 1, pp);
-    log[n] = '\0';
-    const int st = pclose(pp);
-    cr_assert_eq(st, 0, "ptxas failed on %s (sm_%d):\n%s", name, cc, log);
-    int seen = 0;
-    for (const char *sf = strstr(log, "bytes stack frame"); sf; sf = strstr(sf + 1, "bytes stack frame")) {
-        const char *line = sf;
-        while (line > log && line[-1] != '\n')
-            line--;
-        int stack = -1, sst = -1, sld = -1;
-        cr_assert_eq(sscanf(line, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
-                            &stack, &sst, &sld), 3, "%s", line);
-        cr_assert(stack == 0 && sst == 0 && sld == 0, "%s (sm_%d) uses stack %d, spills %d/%d:\n%s", name,
-                  cc, stack, sst, sld, log);
-        seen++;
-    }
-    cr_assert_eq(seen, entries, "%s (sm_%d): %d resource reports for %d entries:\n%s", name, cc, seen,
-                 entries, log);
+    const int seen = ptxas_check(ptxas, path, cc, name);
+    cr_assert_eq(seen, entries, "%s (sm_%d): %d resource reports for %d entries", name, cc, seen,
+                 entries);
 }
 
 Test(ptx_dws, every_entry_assembles_for_sm80_and_sm90_without_spills, .timeout = 300)
