@@ -2285,7 +2285,8 @@ Test(gpu_conv, packed_sequences_and_states_match_the_cpu_engine, .timeout = 300)
  * itself), DAC's K16 S8 P4 with a partial row tile, a stride-2 dilation-2 row whose phase 0
  * has no taps (mixed types; NLC x, X' copied item by item), K1 over two column tiles, a long
  * T that the weight gradient cuts into many splits, a 512 x 512 row whose splits cross items
- * and wrap the ring, and an odd K7 S2 D3 row */
+ * and wrap the ring, an odd K7 S2 D3 row, and a float32 NLC row whose dy and x the float32
+ * weight gradient reads in place (C_out 260, C_in 132: partial tiles both ways; S3 K4) */
 static const gcase gbcases[] = {
     {"gb_dil_k3_d9_t32_in_place", 3, 128, 80, 1, 3, 1, 9, 9, 9, 32, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_NONE, 1, 0},
@@ -2302,6 +2303,8 @@ static const gcase gbcases[] = {
     {"gb_c512_t3000_n3_ring", 3, 512, 512, 1, 3, 1, 1, 1, 1, 3000, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_NONE, 1, 0},
     {"gb_c80_o200_k7_s2_d3_t4001", 4, 80, 200, 1, 7, 2, 3, 5, 4, 4001, WS_NLC, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_NONE, 1, 0},
+    {"gb_nlc_f32_in_place_s3_k4", 3, 132, 260, 1, 4, 3, 1, 2, 1, 517, WS_NLC, WS_NLC, WS_F32, WS_F32, WS_F32, 0,
      WS_ACT_NONE, 1, 0},
 };
 #define N_GBCASES ((int)(sizeof gbcases / sizeof gbcases[0]))
@@ -2359,10 +2362,16 @@ Test(gpu_conv_ptx, every_gemm_bwd_module_assembles_without_spills, .timeout = 30
             char name[WS_GBWD_NAME_MAX + 16];
             ws_gbwd_name(&d, name);
             const int ccs[2][2] = {{8, 0}, {9, 0}};
-            const int entries = (ws_gbwd_has_dw(&d) ? 4 : 0) + 2 + (x.phases > 1) + ws_gemm_packs(&x.sub);
-            cr_assert_eq(ws_gbwd_has_dw(&d), m >= 0, "%s math %d", gbcases[i].name, m);
-            for (int c = 0; c < 2; c++)
-                dump_and_assemble(ptxas, sub, &d, ccs[c], name, gbcases[i].name, entries);
+            /* dw's passes in every math; float32's own FFMA kernel (_m) beside them */
+            cr_assert(ws_gbwd_has_dw(&d), "%s math %d: no dw passes", gbcases[i].name, m);
+            cr_assert_eq(ws_gbwd_ffma_dw(&d), m < 0, "%s math %d", gbcases[i].name, m);
+            const int entries = 4 + (m < 0) + 2 + (x.phases > 1) + ws_gemm_packs(&x.sub);
+            for (int c = 0; c < 2; c++) {
+                const int regs = dump_and_assemble(ptxas, sub, &d, ccs[c], name, gbcases[i].name, entries);
+                if (m < 0 && verbose())
+                    fprintf(stderr, "gpu_conv_ptx gbwd f32 %-30s sm_%d0: at most %d registers an entry\n",
+                            gbcases[i].name, ccs[c][0], regs);
+            }
             const int wg = ws_hgemm_wgrad_fits(&d, 9, 0);
             cr_assert_eq(wg, m >= 0, "%s math %d", gbcases[i].name, m);
             if (!wg)
@@ -2405,8 +2414,11 @@ Test(gpu_conv, gemm_bwd_matches_the_cpu_engine_in_every_math, .timeout = 600)
             cr_assert_eq(gb, want, "%s: %lu of 5 calls took the GEMM passes, expected %lu", gbcases[i].name, gb,
                          want);
         }
-    /* float32 math: dx on the forward conv's FFMA kernels, dw and db direct */
-    for (int i = 0; i < N_GBCASES; i++)
-        run_bwd_case_math(g, &gbcases[i], -1, WS_MATH_F32, 0);
+    /* float32 math: dx on the forward conv's FFMA kernels, dw on the passes' FFMA kernel, db
+     * on theirs: every call takes the GEMM passes, on any GPU */
+    for (int i = 0; i < N_GBCASES; i++) {
+        const unsigned long gb = run_bwd_case_math(g, &gbcases[i], -1, WS_MATH_F32, 0);
+        cr_assert_eq(gb, 5ul, "%s float32: %lu of 5 calls took the GEMM passes", gbcases[i].name, gb);
+    }
     ws_gpu_close(g);
 }

@@ -349,7 +349,7 @@ static char *emit_family(const ws_conv_desc *d, int family, ws_err *e)
                          : ws_dws_emit(d, 9, 0, e);
 }
 
-static const char *const GB_SUFFIX[] = {"_w", "_u", "_g", "_x", "_f", "_b", "_p", "_t"};
+static const char *const GB_SUFFIX[] = {"_w", "_u", "_g", "_x", "_f", "_b", "_p", "_t", "_m"};
 
 static void entry_name(const param_case *c, char *name)
 {
@@ -477,6 +477,9 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
     ws_conv_desc gb = dense_hg; /* a dense BWD at stride 2: every pass of ptx_hbwd.h */
     gb.op = WS_CONV_BWD, gb.stride = 2, gb.pad_l = gb.pad_r = 0;
     cr_assert(ws_hgemm_wgrad_fits(&gb, 9, 0), "no weight-gradient descriptor");
+    ws_conv_desc gb32 = gb; /* float32 math: dw's FFMA kernel and its rows staging */
+    gb32.math = WS_MATH_F32;
+    cr_assert(ws_gbwd_ffma_dw(&gb32), "no float32 weight-gradient descriptor");
     const param_case cases[] = {
         {"direct fwd", &dense, 0, 0, WS_PARAMS_FWD},
         {"depthwise fwd nlc", &dw_nlc, 1, 0, WS_PARAMS_FWD},
@@ -514,6 +517,9 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         {"dense backward W' packed", &gb, 7, 6, WS_PARAMS_WPREP},
         {"dense backward w transposed", &gb, 7, 7, WS_PARAMS_GBS},
         {"Hopper weight gradient", &gb, 8, 0, WS_PARAMS_HWG},
+        {"dense backward float32 dw", &gb32, 7, 8, WS_PARAMS_FWG},
+        {"dense backward float32 g rows", &gb32, 7, 2, WS_PARAMS_GBS},
+        {"dense backward float32 x rows", &gb32, 7, 3, WS_PARAMS_GBS},
     };
     int covered[WS_PARAMS_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

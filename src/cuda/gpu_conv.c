@@ -81,11 +81,13 @@ struct ws_gpu_conv {
      * the gradient with W' (wxx) made by the passes' module (gbmod) per call, or once for
      * the plan's own weights (wxx_own), X' in dxs
      * where S > 1; dw and db on the Hopper weight-gradient kernel (wgfn) over G (gst) and
-     * Xs (xst) where they are staged; gb_calls counts calls that took either */
+     * Xs (xst) where they are staged (in float32 math on gb_m, over rows of channels:
+     * ptx_hbwd.h); gb_calls counts calls that took either */
     ws_gpu_conv *dxp;
     ws_gbwd_dx gx;
     wscu_module gbmod, wgmod;
     wscu_function gb_w, gb_u, gb_g, gb_x, gb_f, gb_b, gb_p, gb_t, wgfn;
+    wscu_function gb_m; /* float32 math: dw's FFMA kernel of the passes' module, or 0 */
     wscu_devptr wxx, dxs, gst, xst, wt;
     size_t wxx_bytes, dxs_bytes, gst_bytes, xst_bytes, wt_bytes;
     int wxx_own; /* 1 + packed: wxx holds W' of the plan's own weights in that form (made by
@@ -173,6 +175,10 @@ static int gbwd_load(ws_gpu_conv *c, ws_err *err)
     if (has_dx && ws_gemm_packs(&c->gx.sub)) {
         snprintf(en, sizeof en, "%s_p", name);
         CU_TRY(cu, ModuleGetFunction(&c->gb_p, c->gbmod, en), err);
+    }
+    if (ws_gbwd_ffma_dw(d)) {
+        snprintf(en, sizeof en, "%s_m", name);
+        CU_TRY(cu, ModuleGetFunction(&c->gb_m, c->gbmod, en), err);
     }
     if (has_dx && !(c->dxp = ws_gpu_conv_new(g, &c->gx.sub, NULL, NULL, err)))
         return -1;
@@ -1121,9 +1127,10 @@ cleanup:
 static int gb_wg_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
 {
     const ws_conv_desc *d = &c->d;
-    if (!c->wgfn || c->force_direct || c->no_hgemm || a->n > 65535)
+    const int ffma = ws_gbwd_ffma_dw(d);
+    if ((ffma ? !c->gb_m : !c->wgfn || c->no_hgemm) || c->force_direct || a->n > 65535)
         return 0;
-    const long long bk = ws_hgemm_bkc(d), tch = (t_out + bk - 1) / bk;
+    const long long bk = ffma ? WS_GBWD_FWG_BK : ws_hgemm_bkc(d), tch = (t_out + bk - 1) / bk;
     if ((long long)a->n * tch > INT_MAX / 2 || (long long)a->n * t_out > INT_MAX ||
         (long long)d->c_out * d->c_in * d->k > INT_MAX || a->t_in + (long long)d->pad_l + d->pad_r +
         (long long)d->dilation * d->k > INT_MAX / 2)
@@ -1131,8 +1138,85 @@ static int gb_wg_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
     return 1;
 }
 
+/* dw and db of call a in float32 math: A and B (ptx_hbwd.h) in place or staged, the FFMA
+ * kernel's partials, their finish; db as the tensor-core maths' */
+static int launch_gb_fwg(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    ws_gpu *g = c->g;
+    ws_cu *cu = &g->cu;
+    const uint64_t N = (uint64_t)a->n, Co = (uint64_t)d->c_out, Ci = (uint64_t)d->c_in, K = (uint64_t)d->k;
+    const uint64_t To = (uint64_t)t_out, Ti = (uint64_t)a->t_in;
+    uint64_t pg = grad_of(c, a), px = (uint64_t)(uintptr_t)a->x;
+    const int a_in = d->act == WS_ACT_NONE && d->y_layout == WS_NLC && d->y_type == WS_F32 && Co % 4 == 0 &&
+                     pg % 16 == 0;
+    const int b_in = d->x_layout == WS_NLC && d->x_type == WS_F32 && Ci % 4 == 0 && px % 16 == 0;
+    const uint64_t ap = (Co + 3) / 4 * 4, bp = (Ci + 3) / 4 * 4, BK = WS_GBWD_FWG_BK;
+    const uint64_t chunks = N * ((To + BK - 1) / BK);
+    const uint64_t tiles = (Co + WS_GBWD_FWG_BM - 1) / WS_GBWD_FWG_BM * ((Ci + WS_GBWD_FWG_BN - 1) / WS_GBWD_FWG_BN) * K;
+    const uint64_t wbytes = K * Co * Ci * 4, slots = 2 * (uint64_t)(g->sms > 0 ? g->sms : 132);
+    /* as many splits as fill the block slots (two blocks an SM) without a second wave */
+    uint64_t splits = tiles >= slots ? 1 : slots / tiles;
+    const uint64_t cap = (256ull << 20) > wbytes ? (256ull << 20) / wbytes : 1;
+    splits = splits > cap ? cap : splits;
+    splits = splits > 65535 ? 65535 : splits;
+    splits = splits > chunks ? chunks : splits ? splits : 1;
+    const uint64_t kts = (chunks + splits - 1) / splits;
+    splits = (chunks + kts - 1) / kts;
+    if (tiles > INT_MAX)
+        return ws_errf(err, "ws_gpu_conv_run: dw's grid of %llu blocks is over the limit", (unsigned long long)tiles);
+    if (a->dw && ((!a_in && scratch(c, &c->gst, &c->gst_bytes, (size_t)(N * To * ap * 4), st, err)) ||
+                  (!b_in && scratch(c, &c->xst, &c->xst_bytes, (size_t)(N * Ti * bp * 4), st, err)) ||
+                  scratch(c, &c->part, &c->part_bytes, (size_t)(splits * wbytes), st, err)))
+        return -1;
+    uint64_t A = a_in ? pg : c->gst, B = b_in ? px : c->xst;
+    uint64_t ppart = c->part, pdw = (uint64_t)(uintptr_t)a->dw, pdb = (uint64_t)(uintptr_t)a->db;
+    uint32_t n32 = (uint32_t)N, to32 = (uint32_t)To, ti32 = (uint32_t)Ti, ap32 = (uint32_t)ap, bp32 = (uint32_t)bp;
+    uint32_t kts32 = (uint32_t)kts, sp32 = (uint32_t)splits;
+    ws_kargs km, kg, kx, kf, kb;
+    ws_kargs_init(&km, WS_PARAMS_FWG);
+    WS_KARG(&km, WS_FWG_A, A), WS_KARG(&km, WS_FWG_B, B), WS_KARG(&km, WS_FWG_PART, ppart);
+    WS_KARG(&km, WS_FWG_N, n32), WS_KARG(&km, WS_FWG_T_OUT, to32), WS_KARG(&km, WS_FWG_T_IN, ti32);
+    WS_KARG(&km, WS_FWG_AP, ap32), WS_KARG(&km, WS_FWG_BP, bp32), WS_KARG(&km, WS_FWG_KTS, kts32);
+    ws_kargs_init(&kg, WS_PARAMS_GBS);
+    WS_KARG(&kg, WS_GBS_SRC, pg), WS_KARG(&kg, WS_GBS_DST, c->gst), WS_KARG(&kg, WS_GBS_T, to32);
+    WS_KARG(&kg, WS_GBS_PITCH, ap32);
+    ws_kargs_init(&kx, WS_PARAMS_GBS);
+    WS_KARG(&kx, WS_GBS_SRC, px), WS_KARG(&kx, WS_GBS_DST, c->xst), WS_KARG(&kx, WS_GBS_T, ti32);
+    WS_KARG(&kx, WS_GBS_PITCH, bp32);
+    ws_kargs_init(&kf, WS_PARAMS_GBF);
+    WS_KARG(&kf, WS_GBF_PART, ppart), WS_KARG(&kf, WS_GBF_DW, pdw), WS_KARG(&kf, WS_GBF_SPLITS, sp32);
+    ws_kargs_init(&kb, WS_PARAMS_BWD_DB);
+    WS_KARG(&kb, WS_BDB_GZ, pg), WS_KARG(&kb, WS_BDB_DB, pdb), WS_KARG(&kb, WS_BDB_N, n32);
+    WS_KARG(&kb, WS_BDB_T_OUT, to32);
+    if ((a->dw && (ws_kargs_check(&km, "ws_gpu_conv_run", err) || ws_kargs_check(&kg, "ws_gpu_conv_run", err) ||
+                   ws_kargs_check(&kx, "ws_gpu_conv_run", err) || ws_kargs_check(&kf, "ws_gpu_conv_run", err))) ||
+        (a->db && ws_kargs_check(&kb, "ws_gpu_conv_run", err)))
+        return -1;
+    const unsigned T = WS_GBWD_THREADS;
+    if (a->dw) {
+        if (!a_in)
+            CU_TRY(cu, LaunchKernel(c->gb_g, (unsigned)((To + 31) / 32), (unsigned)((ap + 31) / 32), (unsigned)N,
+                                    T, 1, 1, 0, st, kg.v, NULL), err);
+        if (!b_in)
+            CU_TRY(cu, LaunchKernel(c->gb_x, (unsigned)((Ti + 31) / 32), (unsigned)((bp + 31) / 32), (unsigned)N,
+                                    T, 1, 1, 0, st, kx.v, NULL), err);
+        CU_TRY(cu, LaunchKernel(c->gb_m, (unsigned)tiles, (unsigned)splits, 1, WS_GBWD_THREADS, 1, 1, 0, st, km.v,
+                                NULL), err);
+        CU_TRY(cu, LaunchKernel(c->gb_f, (unsigned)((Co * Ci + WS_GBWD_FIN_PAIRS - 1) / WS_GBWD_FIN_PAIRS), 1, 1, T,
+                                1, 1, 0, st, kf.v, NULL), err);
+    }
+    if (a->db)
+        CU_TRY(cu, LaunchKernel(c->gb_b, (unsigned)Co, 1, 1, T, 1, 1, 0, st, kb.v, NULL), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
 static int launch_gb_wg(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
 {
+    if (ws_gbwd_ffma_dw(&c->d))
+        return launch_gb_fwg(c, a, t_out, st, err);
     const ws_conv_desc *d = &c->d;
     ws_gpu *g = c->g;
     ws_cu *cu = &g->cu;
@@ -1535,12 +1619,12 @@ int ws_gpu_conv_report(const ws_gpu_conv *c, char *buf, size_t cap)
     ws_wprep_entry(d, 1, name);
     n += report_line(c, c->packfn, name, WS_WPREP_THREADS, buf, cap, &off);
     if (c->gbmod) {
-        static const char *const suf[] = { "_g", "_x", "_f", "_b", "_w", "_t", "_u", "_p" };
+        static const char *const suf[] = { "_g", "_x", "_f", "_b", "_w", "_t", "_u", "_p", "_m" };
         const wscu_function gf[] = { c->gb_g, c->gb_x, c->gb_f, c->gb_b,
-                                     c->gb_w, c->gb_t, c->gb_u, c->gb_p };
+                                     c->gb_w, c->gb_t, c->gb_u, c->gb_p, c->gb_m };
         char gname[WS_GBWD_NAME_MAX];
         ws_gbwd_name(d, gname);
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < 9; i++) {
             snprintf(name, sizeof name, "%s%s", gname, suf[i]);
             n += report_line(c, gf[i], name, 0, buf, cap, &off);
         }

@@ -97,8 +97,13 @@ int ws_gbwd_used(const ws_conv_desc *d)
 
 int ws_gbwd_has_dw(const ws_conv_desc *d)
 {
-    return d->op == WS_CONV_BWD && d->groups == 1 && d->pre == WS_ACT_NONE && d->math != WS_MATH_F32 &&
-           d->k <= WS_GBWD_KMAX && (long long)d->c_in * d->k <= 65535 && d->c_out <= 65535;
+    return d->op == WS_CONV_BWD && d->groups == 1 && d->pre == WS_ACT_NONE && d->k <= WS_GBWD_KMAX &&
+           (long long)d->c_in * d->k <= 65535 && d->c_out <= 65535;
+}
+
+int ws_gbwd_ffma_dw(const ws_conv_desc *d)
+{
+    return ws_gbwd_has_dw(d) && d->math == WS_MATH_F32;
 }
 
 int ws_gbwd_dx_rows(const ws_gbwd_dx *x, int t_out, int t_in)
@@ -442,6 +447,365 @@ static void emit_unstage(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     ws_ptx_kernel_end_params(&kb, mod, name, pt, TH, 0, 0);
 }
 
+/* the float32 weight gradient's operands (ptx_hbwd.h): dst[n][t][c] (row pitch P, a
+ * multiple of 4) = src[n, c, t] (layout L, type t, p_t times, C channels) as float32, zero
+ * for c in [C, P). A block a tile of 32 times x 32 channels through shared memory, read
+ * along the source's contiguous axis, written along c. Grid (ceil(T / 32), ceil(P / 32), N) */
+static void emit_rows(ptx_buf *mod, const char *name, int C, ws_layout L, ws_dtype t)
+{
+    ptx_buf kb;
+    ws_ptx_init(&kb);
+    ptx_buf *b = &kb;
+    const ws_params *pt = ws_params_of(WS_PARAMS_GBS);
+    const int ncl = L == WS_NCL;
+    ws_ptx_comment(b, "dst[n][t][c] (pitch p_pitch) = src[n, c, t] (%s %s, C %d) as f32, zero past C; a block "
+                      "32 t x 32 c", ncl ? "NCL" : "NLC", ws_ptx_type_name(t), C);
+    ws_ptx_raw(b, "\t.shared .align 4 .b8 tile[%d];\n", 32 * 33 * 4);
+    preg ps = ws_ptx_reg(b, PTX_B64), pd = ws_ptx_reg(b, PTX_B64), T = ws_ptx_reg(b, PTX_B32);
+    preg P = ws_ptx_reg(b, PTX_B32), tid = ws_ptx_reg(b, PTX_B32), tx = ws_ptx_reg(b, PTX_B32);
+    preg ty = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), c0 = ws_ptx_reg(b, PTX_B32);
+    preg n = ws_ptx_reg(b, PTX_B32), sb = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_ld_param(b, ps, pt, WS_GBS_SRC);
+    ws_ptx_ld_param(b, pd, pt, WS_GBS_DST);
+    ws_ptx_ld_param(b, T, pt, WS_GBS_T);
+    ws_ptx_ld_param(b, P, pt, WS_GBS_PITCH);
+    I("cvta.to.global.u64 %s, %s", ps.n, ps.n);
+    I("cvta.to.global.u64 %s, %s", pd.n, pd.n);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("and.b32 %s, %s, 31", tx.n, tid.n);
+    I("shr.u32 %s, %s, 5", ty.n, tid.n);
+    I("mov.u32 %s, %%ctaid.x", t0.n);
+    I("shl.b32 %s, %s, 5", t0.n, t0.n);
+    I("mov.u32 %s, %%ctaid.y", c0.n);
+    I("shl.b32 %s, %s, 5", c0.n, c0.n);
+    I("mov.u32 %s, %%ctaid.z", n.n);
+    I("mov.u32 %s, tile", sb.n);
+    ws_ptx_section(b, ncl ? "read: tile[tx][cc] = src[n, c0 + cc, t0 + tx], cc = ty + 8i"
+                          : "read: tile[tt][tx] = src[n, t0 + tt, c0 + tx], tt = ty + 8i");
+    for (int i = 0; i < 4; i++) {
+        preg c = ws_ptx_reg(b, PTX_B32), tt = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED);
+        preg ok2 = ws_ptx_reg(b, PTX_PRED), e = ws_ptx_reg(b, PTX_B64), w = ws_ptx_reg(b, PTX_B64);
+        preg a = ws_ptx_reg(b, PTX_B64), v = ws_ptx_reg(b, PTX_F32), sa = ws_ptx_reg(b, PTX_B32);
+        if (ncl) {
+            I("add.u32 %s, %s, %d", c.n, ty.n, 8 * i);
+            I("add.u32 %s, %s, %s", c.n, c.n, c0.n);
+            I("add.u32 %s, %s, %s", tt.n, t0.n, tx.n);
+        } else {
+            I("add.u32 %s, %s, %s", c.n, c0.n, tx.n);
+            I("add.u32 %s, %s, %d", tt.n, ty.n, 8 * i);
+            I("add.u32 %s, %s, %s", tt.n, tt.n, t0.n);
+        }
+        I("setp.lt.u32 %s, %s, %s", ok.n, tt.n, T.n);
+        I("setp.lt.u32 %s, %s, %d", ok2.n, c.n, C);
+        I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
+        if (ncl) { /* (n*C + c)*T + t */
+            I("mad.wide.u32 %s, %s, %d, 0", e.n, n.n, C);
+            I("cvt.u64.u32 %s, %s", w.n, c.n);
+            I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+            I("cvt.u64.u32 %s, %s", w.n, T.n);
+            I("mul.lo.u64 %s, %s, %s", e.n, e.n, w.n);
+            I("cvt.u64.u32 %s, %s", w.n, tt.n);
+            I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+        } else { /* (n*T + t)*C + c */
+            I("mul.wide.u32 %s, %s, %s", e.n, n.n, T.n);
+            I("cvt.u64.u32 %s, %s", w.n, tt.n);
+            I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+            I("mul.lo.u64 %s, %s, %d", e.n, e.n, C);
+            I("cvt.u64.u32 %s, %s", w.n, c.n);
+            I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+        }
+        I("mad.lo.u64 %s, %s, %d, %s", a.n, e.n, t == WS_F32 ? 4 : 2, ps.n);
+        ld_as_f32(b, v, a, ok, t);
+        /* tile[t_local][c_local] */
+        if (ncl)
+            I("mad.lo.u32 %s, %s, 33, %s", sa.n, tx.n, ty.n), I("add.u32 %s, %s, %d", sa.n, sa.n, 8 * i);
+        else
+            I("add.u32 %s, %s, %d", sa.n, ty.n, 8 * i), I("mad.lo.u32 %s, %s, 33, %s", sa.n, sa.n, tx.n);
+        I("mad.lo.u32 %s, %s, 4, %s", sa.n, sa.n, sb.n);
+        I("st.shared.f32 [%s], %s", sa.n, v.n);
+    }
+    I("bar.sync 0");
+    ws_ptx_section(b, "write: dst[(n*T + t0 + tt)*P + c0 + tx] = tile[tt][tx], tt = ty + 8i, c < P");
+    for (int i = 0; i < 4; i++) {
+        preg c = ws_ptx_reg(b, PTX_B32), tt = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED);
+        preg ok2 = ws_ptx_reg(b, PTX_PRED), e = ws_ptx_reg(b, PTX_B64), w = ws_ptx_reg(b, PTX_B64);
+        preg a = ws_ptx_reg(b, PTX_B64), v = ws_ptx_reg(b, PTX_F32), sa = ws_ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %d", tt.n, ty.n, 8 * i);
+        I("mad.lo.u32 %s, %s, 33, %s", sa.n, tt.n, tx.n);
+        I("mad.lo.u32 %s, %s, 4, %s", sa.n, sa.n, sb.n);
+        I("ld.shared.f32 %s, [%s]", v.n, sa.n);
+        I("add.u32 %s, %s, %s", tt.n, tt.n, t0.n);
+        I("add.u32 %s, %s, %s", c.n, c0.n, tx.n);
+        I("setp.lt.u32 %s, %s, %s", ok.n, tt.n, T.n);
+        I("setp.lt.u32 %s, %s, %s", ok2.n, c.n, P.n);
+        I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
+        I("mul.wide.u32 %s, %s, %s", e.n, n.n, T.n);
+        I("cvt.u64.u32 %s, %s", w.n, tt.n);
+        I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+        I("cvt.u64.u32 %s, %s", w.n, P.n);
+        I("mul.lo.u64 %s, %s, %s", e.n, e.n, w.n);
+        I("cvt.u64.u32 %s, %s", w.n, c.n);
+        I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+        I("mad.lo.u64 %s, %s, 4, %s", a.n, e.n, pd.n);
+        I("@%s st.global.f32 [%s], %s", ok.n, a.n, v.n);
+    }
+    I("ret");
+    ws_ptx_kernel_end_params(&kb, mod, name, pt, TH, 0, 0);
+}
+
+#define FM WS_GBWD_FWG_BM     /* o of a tile */
+#define FN WS_GBWD_FWG_BN     /* j of a tile */
+#define FK WS_GBWD_FWG_BK     /* times a stage */
+#define FS WS_GBWD_FWG_STAGES /* stages in the ring */
+#define FSTAGE ((FM + FN) * FK * 4) /* bytes of a stage: A [FK][FM], then B [FK][FN] */
+_Static_assert(FM == FN && FM == 128 && FK == 16 && FS >= 2 && FS * FSTAGE <= 49152,
+               "the float32 weight gradient: one copy offset for both operands, 8 x 8 a thread");
+
+/* one stage's cp.async copies (the caller commits): chunk tid + 256h (h < 2) of each operand is
+ * row kk = lr + 8h (time t0 + kk), 4 elements from column 4*lc; A[kk][..] = G[n][t][o0 + ..],
+ * B[kk][..] = X[n][S*t + sh][j0 + ..]; zero where t >= T_out, the row of x is outside
+ * [0, T_in) or the column is past the pitch */
+typedef struct {
+    preg ga, gb, pa, pb;   /* the first element of the thread's column (u64), the bases */
+    preg oka, okb;         /* its column is inside the pitches */
+    preg To, Ti, ap, bp;   /* u32 */
+    preg sh;               /* D*k - P_L (s32) */
+    preg so;               /* the thread's offset in a stage, lr*4*FM + lc*16 */
+    int S;
+} fwg;
+
+static void fwg_load(ptx_buf *b, const fwg *f, preg n, preg t0, preg sbuf)
+{
+    for (int h = 0; h < 2; h++) {
+        preg t = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), q = ws_ptx_reg(b, PTX_PRED);
+        preg e = ws_ptx_reg(b, PTX_B64), w = ws_ptx_reg(b, PTX_B64), a = ws_ptx_reg(b, PTX_B64);
+        preg sz = ws_ptx_reg(b, PTX_B32), sa = ws_ptx_reg(b, PTX_B32), u = ws_ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %d", t.n, t0.n, 8 * h);
+        I("setp.lt.u32 %s, %s, %s", ok.n, t.n, f->To.n);
+        ws_ptx_comment(b, "A: G + ((n*T_out + t)*ap)*4 + column");
+        I("mul.wide.u32 %s, %s, %s", e.n, n.n, f->To.n);
+        I("cvt.u64.u32 %s, %s", w.n, t.n);
+        I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+        I("cvt.u64.u32 %s, %s", w.n, f->ap.n);
+        I("mul.lo.u64 %s, %s, %s", e.n, e.n, w.n);
+        I("mad.lo.u64 %s, %s, 4, %s", a.n, e.n, f->ga.n);
+        I("and.pred %s, %s, %s", q.n, ok.n, f->oka.n);
+        I("selp.b64 %s, %s, %s, %s", a.n, a.n, f->pa.n, q.n);
+        I("selp.u32 %s, 16, 0, %s", sz.n, q.n);
+        I("add.u32 %s, %s, %d", sa.n, sbuf.n, 8 * h * FM * 4);
+        I("cp.async.cg.shared.global [%s], [%s], 16, %s", sa.n, a.n, sz.n);
+        ws_ptx_comment(b, "B: X + ((n*T_in + u)*bp)*4 + column, u = %d*t + sh in [0, T_in)", f->S);
+        I("mad.lo.s32 %s, %s, %d, %s", u.n, t.n, f->S, f->sh.n);
+        I("and.pred %s, %s, %s", q.n, ok.n, f->okb.n);
+        I("setp.lt.u32 %s, %s, %s", ok.n, u.n, f->Ti.n); /* unsigned: a negative u is out too */
+        I("and.pred %s, %s, %s", q.n, q.n, ok.n);
+        I("mul.wide.u32 %s, %s, %s", e.n, n.n, f->Ti.n);
+        I("cvt.u64.u32 %s, %s", w.n, u.n);
+        I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+        I("cvt.u64.u32 %s, %s", w.n, f->bp.n);
+        I("mul.lo.u64 %s, %s, %s", e.n, e.n, w.n);
+        I("mad.lo.u64 %s, %s, 4, %s", a.n, e.n, f->gb.n);
+        I("selp.b64 %s, %s, %s, %s", a.n, a.n, f->pb.n, q.n);
+        I("selp.u32 %s, 16, 0, %s", sz.n, q.n);
+        I("add.u32 %s, %s, %d", sa.n, sbuf.n, FK * FM * 4 + 8 * h * FN * 4);
+        I("cp.async.cg.shared.global [%s], [%s], 16, %s", sa.n, a.n, sz.n);
+    }
+}
+
+/* the float32 weight gradient (ptx_hbwd.h, "_m") */
+static void emit_fwg(ptx_buf *mod, const ws_conv_desc *d, const char *name)
+{
+    ptx_buf kb;
+    ws_ptx_init(&kb);
+    ptx_buf *b = &kb;
+    const ws_params *pt = ws_params_of(WS_PARAMS_FWG);
+    const int Co = d->c_out, Ci = d->c_in, K = d->k;
+    const int ot = (Co + FM - 1) / FM, jt = (Ci + FN - 1) / FN;
+    fwg f = { .S = d->stride };
+    ws_ptx_comment(b, "part[s][k][o][j] = sum over split s's (n, t) of G[n][t][o] X[n][%d*t + %d*k - %d][j]; tile "
+                      "%d o x %d j, %d times a stage, %d stages, a thread 8 x 8", d->stride, d->dilation, d->pad_l,
+                   FM, FN, FK, FS);
+    ws_ptx_raw(b, "\t.shared .align 16 .b8 smem[%d];\n", FS * FSTAGE);
+    preg ppart = ws_ptx_reg(b, PTX_B64), nn = ws_ptx_reg(b, PTX_B32), kts = ws_ptx_reg(b, PTX_B32);
+    preg tid = ws_ptx_reg(b, PTX_B32), tx = ws_ptx_reg(b, PTX_B32), ty = ws_ptx_reg(b, PTX_B32);
+    preg bx = ws_ptx_reg(b, PTX_B32), o0 = ws_ptx_reg(b, PTX_B32), j0 = ws_ptx_reg(b, PTX_B32);
+    preg k = ws_ptx_reg(b, PTX_B32), s = ws_ptx_reg(b, PTX_B32), tmp = ws_ptx_reg(b, PTX_B32);
+    preg tch = ws_ptx_reg(b, PTX_B32), e0 = ws_ptx_reg(b, PTX_B32), e1 = ws_ptx_reg(b, PTX_B32);
+    preg lc = ws_ptx_reg(b, PTX_B32), lr = ws_ptx_reg(b, PTX_B32), w64 = ws_ptx_reg(b, PTX_B64);
+    preg sm = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_PRED), i = ws_ptx_reg(b, PTX_B32);
+    preg rb = ws_ptx_reg(b, PTX_B32), wb = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32);
+    preg t0 = ws_ptx_reg(b, PTX_B32), sbuf = ws_ptx_reg(b, PTX_B32), e = ws_ptx_reg(b, PTX_B32);
+    f.ga = ws_ptx_reg(b, PTX_B64), f.gb = ws_ptx_reg(b, PTX_B64), f.pa = ws_ptx_reg(b, PTX_B64);
+    f.pb = ws_ptx_reg(b, PTX_B64), f.oka = ws_ptx_reg(b, PTX_PRED), f.okb = ws_ptx_reg(b, PTX_PRED);
+    f.To = ws_ptx_reg(b, PTX_B32), f.Ti = ws_ptx_reg(b, PTX_B32), f.ap = ws_ptx_reg(b, PTX_B32);
+    f.bp = ws_ptx_reg(b, PTX_B32), f.sh = ws_ptx_reg(b, PTX_B32), f.so = ws_ptx_reg(b, PTX_B32);
+    preg acc[8][8];
+    for (int r = 0; r < 8; r++)
+        for (int c = 0; c < 8; c++)
+            acc[r][c] = ws_ptx_reg(b, PTX_F32);
+    plabel top = ws_ptx_label_new(b, "stage"), done = ws_ptx_label_new(b, "sums_done");
+    ws_ptx_ld_param(b, f.pa, pt, WS_FWG_A);
+    ws_ptx_ld_param(b, f.pb, pt, WS_FWG_B);
+    ws_ptx_ld_param(b, ppart, pt, WS_FWG_PART);
+    ws_ptx_ld_param(b, nn, pt, WS_FWG_N);
+    ws_ptx_ld_param(b, f.To, pt, WS_FWG_T_OUT);
+    ws_ptx_ld_param(b, f.Ti, pt, WS_FWG_T_IN);
+    ws_ptx_ld_param(b, f.ap, pt, WS_FWG_AP);
+    ws_ptx_ld_param(b, f.bp, pt, WS_FWG_BP);
+    ws_ptx_ld_param(b, kts, pt, WS_FWG_KTS);
+    I("cvta.to.global.u64 %s, %s", f.pa.n, f.pa.n);
+    I("cvta.to.global.u64 %s, %s", f.pb.n, f.pb.n);
+    I("cvta.to.global.u64 %s, %s", ppart.n, ppart.n);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("and.b32 %s, %s, 15", tx.n, tid.n);
+    I("shr.u32 %s, %s, 4", ty.n, tid.n);
+    ws_ptx_comment(b, "block: ctaid.x = (k*%d + j0/%d)*%d + o0/%d, ctaid.y = s", jt, FN, ot, FM);
+    I("mov.u32 %s, %%ctaid.x", bx.n);
+    I("rem.u32 %s, %s, %d", o0.n, bx.n, ot);
+    I("mul.lo.u32 %s, %s, %d", o0.n, o0.n, FM);
+    I("div.u32 %s, %s, %d", bx.n, bx.n, ot);
+    I("rem.u32 %s, %s, %d", j0.n, bx.n, jt);
+    I("mul.lo.u32 %s, %s, %d", j0.n, j0.n, FN);
+    I("div.u32 %s, %s, %d", k.n, bx.n, jt);
+    I("mov.u32 %s, %%ctaid.y", s.n);
+    I("mad.lo.s32 %s, %s, %d, %d", f.sh.n, k.n, d->dilation, -d->pad_l);
+    ws_ptx_comment(b, "the split's stages e0 .. e1 - 1 of N * ceil(T_out / %d), e = n*tch + t0/%d", FK, FK);
+    I("add.u32 %s, %s, %d", tch.n, f.To.n, FK - 1);
+    I("shr.u32 %s, %s, %d", tch.n, tch.n, 4);
+    I("mul.lo.u32 %s, %s, %s", tmp.n, nn.n, tch.n);
+    I("mul.lo.u32 %s, %s, %s", e0.n, s.n, kts.n);
+    I("add.u32 %s, %s, %s", e1.n, e0.n, kts.n);
+    I("min.u32 %s, %s, %s", e1.n, e1.n, tmp.n);
+    ws_ptx_comment(b, "copies: lr = tid / 32 (rows lr, lr + 8), lc = tid %% 32 (4 elements at 4*lc)");
+    I("shr.u32 %s, %s, 5", lr.n, tid.n);
+    I("and.b32 %s, %s, 31", lc.n, tid.n);
+    I("shl.b32 %s, %s, 2", tmp.n, lc.n);
+    I("add.u32 %s, %s, %s", tmp.n, tmp.n, o0.n);
+    I("setp.lt.u32 %s, %s, %s", f.oka.n, tmp.n, f.ap.n);
+    I("mad.wide.u32 %s, %s, 4, %s", f.ga.n, tmp.n, f.pa.n);
+    I("shl.b32 %s, %s, 2", tmp.n, lc.n);
+    I("add.u32 %s, %s, %s", tmp.n, tmp.n, j0.n);
+    I("setp.lt.u32 %s, %s, %s", f.okb.n, tmp.n, f.bp.n);
+    I("mad.wide.u32 %s, %s, 4, %s", f.gb.n, tmp.n, f.pb.n);
+    I("mul.lo.u32 %s, %s, %d", f.so.n, lr.n, 4 * FM);
+    I("mad.lo.u32 %s, %s, 16, %s", f.so.n, lc.n, f.so.n);
+    I("mov.u32 %s, smem", sm.n);
+    for (int r = 0; r < 8; r++)
+        for (int c = 0; c < 8; c++)
+            I("mov.f32 %s, 0f00000000", acc[r][c].n);
+    ws_ptx_section(b, "prologue: stages e0, e0 + 1 into buffers 0, 1 (a group each, empty past e1)");
+    for (int st = 0; st < FS - 1; st++) {
+        plabel skip = ws_ptx_label_new(b, "pro_skip");
+        I("add.u32 %s, %s, %d", e.n, e0.n, st);
+        I("setp.ge.u32 %s, %s, %s", p.n, e.n, e1.n);
+        I("@%s bra %s", p.n, skip.n);
+        I("div.u32 %s, %s, %s", n.n, e.n, tch.n);
+        I("mul.lo.u32 %s, %s, %s", t0.n, n.n, tch.n);
+        I("sub.u32 %s, %s, %s", t0.n, e.n, t0.n);
+        I("shl.b32 %s, %s, %d", t0.n, t0.n, 4);
+        I("add.u32 %s, %s, %s", t0.n, t0.n, lr.n);
+        I("add.u32 %s, %s, %d", sbuf.n, sm.n, st * FSTAGE);
+        I("add.u32 %s, %s, %s", sbuf.n, sbuf.n, f.so.n);
+        fwg_load(b, &f, n, t0, sbuf);
+        ws_ptx_label(b, skip);
+        I("cp.async.commit_group");
+    }
+    I("mov.u32 %s, %s", i.n, e0.n);
+    I("mov.u32 %s, 0", rb.n);
+    I("mov.u32 %s, %d", wb.n, FS - 1);
+    ws_ptx_section(b, "stage i: wait for it, start stage i + 2, multiply stage i");
+    ws_ptx_label(b, top);
+    I("setp.ge.u32 %s, %s, %s", p.n, i.n, e1.n);
+    I("@%s bra %s", p.n, done.n);
+    I("cp.async.wait_group %d", FS - 2);
+    I("bar.sync 0");
+    {
+        plabel skip = ws_ptx_label_new(b, "ld_skip");
+        I("add.u32 %s, %s, %d", e.n, i.n, FS - 1);
+        I("setp.ge.u32 %s, %s, %s", p.n, e.n, e1.n);
+        I("@%s bra %s", p.n, skip.n);
+        I("div.u32 %s, %s, %s", n.n, e.n, tch.n);
+        I("mul.lo.u32 %s, %s, %s", t0.n, n.n, tch.n);
+        I("sub.u32 %s, %s, %s", t0.n, e.n, t0.n);
+        I("shl.b32 %s, %s, %d", t0.n, t0.n, 4);
+        I("add.u32 %s, %s, %s", t0.n, t0.n, lr.n);
+        I("mad.lo.u32 %s, %s, %d, %s", sbuf.n, wb.n, FSTAGE, sm.n);
+        I("add.u32 %s, %s, %s", sbuf.n, sbuf.n, f.so.n);
+        fwg_load(b, &f, n, t0, sbuf);
+        ws_ptx_label(b, skip);
+        I("cp.async.commit_group");
+    }
+    ws_ptx_comment(b, "acc[r][c] += A[kk][o_r] * B[kk][j_c]: o_r = 4ty + r (r < 4), 64 + 4ty + r - 4; j_c the same "
+                      "with tx");
+    {
+        preg as = ws_ptx_reg(b, PTX_B32), bs = ws_ptx_reg(b, PTX_B32);
+        I("mad.lo.u32 %s, %s, %d, %s", as.n, rb.n, FSTAGE, sm.n);
+        I("mad.lo.u32 %s, %s, 16, %s", bs.n, tx.n, as.n);
+        I("add.u32 %s, %s, %d", bs.n, bs.n, FK * FM * 4);
+        I("mad.lo.u32 %s, %s, 16, %s", as.n, ty.n, as.n);
+        preg av[8], bv[8];
+        for (int q = 0; q < 8; q++)
+            av[q] = ws_ptx_reg(b, PTX_F32), bv[q] = ws_ptx_reg(b, PTX_F32);
+        for (int kk = 0; kk < FK; kk++) {
+            I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", av[0].n, av[1].n, av[2].n, av[3].n, as.n, kk * FM * 4);
+            I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", av[4].n, av[5].n, av[6].n, av[7].n, as.n,
+              kk * FM * 4 + FM * 2);
+            I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", bv[0].n, bv[1].n, bv[2].n, bv[3].n, bs.n, kk * FN * 4);
+            I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", bv[4].n, bv[5].n, bv[6].n, bv[7].n, bs.n,
+              kk * FN * 4 + FN * 2);
+            for (int r = 0; r < 8; r++)
+                for (int c = 0; c < 8; c++)
+                    I("fma.rn.f32 %s, %s, %s, %s", acc[r][c].n, av[r].n, bv[c].n, acc[r][c].n);
+        }
+    }
+    I("add.u32 %s, %s, 1", i.n, i.n);
+    I("add.u32 %s, %s, 1", rb.n, rb.n);
+    I("setp.eq.u32 %s, %s, %d", p.n, rb.n, FS);
+    I("@%s mov.u32 %s, 0", p.n, rb.n);
+    I("add.u32 %s, %s, 1", wb.n, wb.n);
+    I("setp.eq.u32 %s, %s, %d", p.n, wb.n, FS);
+    I("@%s mov.u32 %s, 0", p.n, wb.n);
+    I("bra %s", top.n);
+    ws_ptx_label(b, done);
+    I("cp.async.wait_group 0");
+    ws_ptx_section(b, "out: part[((s*K + k)*C_out + o)*C_in + j], o < C_out, j < C_in");
+    {
+        preg base = ws_ptx_reg(b, PTX_B32), o = ws_ptx_reg(b, PTX_B32), j = ws_ptx_reg(b, PTX_B32);
+        preg po = ws_ptx_reg(b, PTX_PRED), pj = ws_ptx_reg(b, PTX_PRED), q = ws_ptx_reg(b, PTX_PRED);
+        preg a = ws_ptx_reg(b, PTX_B64), ix = ws_ptx_reg(b, PTX_B64);
+        I("mad.lo.u32 %s, %s, %d, %s", base.n, s.n, K, k.n);
+        for (int r = 0; r < 8; r++) {
+            I("mad.lo.u32 %s, %s, 4, %s", o.n, ty.n, o0.n);
+            I("add.u32 %s, %s, %d", o.n, o.n, (r < 4 ? r : FM / 2 + r - 4));
+            I("setp.lt.u32 %s, %s, %d", po.n, o.n, Co);
+            I("mad.lo.u32 %s, %s, %d, %s", tmp.n, base.n, Co, o.n); /* (s*K + k)*C_out + o */
+            for (int h = 0; h < 2; h++) {
+                I("mad.lo.u32 %s, %s, 4, %s", j.n, tx.n, j0.n);
+                if (h)
+                    I("add.u32 %s, %s, %d", j.n, j.n, FN / 2);
+                I("mul.wide.u32 %s, %s, %d", ix.n, tmp.n, Ci);
+                I("cvt.u64.u32 %s, %s", w64.n, j.n);
+                I("add.u64 %s, %s, %s", ix.n, ix.n, w64.n);
+                I("mad.lo.u64 %s, %s, 4, %s", a.n, ix.n, ppart.n);
+                if (Ci % 4 == 0) {
+                    I("setp.lt.u32 %s, %s, %d", pj.n, j.n, Ci);
+                    I("and.pred %s, %s, %s", q.n, po.n, pj.n);
+                    I("@%s st.global.v4.f32 [%s], {%s, %s, %s, %s}", q.n, a.n, acc[r][4 * h].n, acc[r][4 * h + 1].n,
+                      acc[r][4 * h + 2].n, acc[r][4 * h + 3].n);
+                } else {
+                    for (int c = 0; c < 4 && c < Ci; c++) { /* j + c < C_in: j < C_in - c > 0 */
+                        I("setp.lt.u32 %s, %s, %d", pj.n, j.n, Ci - c);
+                        I("and.pred %s, %s, %s", q.n, po.n, pj.n);
+                        I("@%s st.global.f32 [%s+%d], %s", q.n, a.n, 4 * c, acc[r][4 * h + c].n);
+                    }
+                }
+            }
+        }
+    }
+    I("ret");
+    ws_ptx_kernel_end_params(&kb, mod, name, pt, TH, 2, 0);
+}
+
 #define FIN_PAIRS WS_GBWD_FIN_PAIRS
 
 /* dw[o][j][k] = sum over s < p_splits, in order, of part[s][k][o][j]. A block: FIN_PAIRS
@@ -645,11 +1009,19 @@ char *ws_gbwd_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
     if (!ws_gbwd_has_dw(d))
         goto done;
     snprintf(en, sizeof en, "%s_g", name);
-    emit_tile(&mod, d, en, d->c_out, 1, g_layout(d), g_type(d), NULL, ws_gbwd_math_type(d), 1);
-    snprintf(en, sizeof en, "%s_x", name);
-    ws_gbwd_cls cl;
-    ws_hgemm_wgrad_classes(d, &cl);
-    emit_tile(&mod, d, en, d->c_in, d->stride, d->x_layout, d->x_type, &cl, ws_gbwd_math_type(d), 1);
+    if (ws_gbwd_ffma_dw(d)) {
+        emit_rows(&mod, en, d->c_out, g_layout(d), g_type(d));
+        snprintf(en, sizeof en, "%s_x", name);
+        emit_rows(&mod, en, d->c_in, d->x_layout, d->x_type);
+        snprintf(en, sizeof en, "%s_m", name);
+        emit_fwg(&mod, d, en);
+    } else {
+        emit_tile(&mod, d, en, d->c_out, 1, g_layout(d), g_type(d), NULL, ws_gbwd_math_type(d), 1);
+        snprintf(en, sizeof en, "%s_x", name);
+        ws_gbwd_cls cl;
+        ws_hgemm_wgrad_classes(d, &cl);
+        emit_tile(&mod, d, en, d->c_in, d->stride, d->x_layout, d->x_type, &cl, ws_gbwd_math_type(d), 1);
+    }
     snprintf(en, sizeof en, "%s_f", name);
     emit_finish(&mod, d, en);
     snprintf(en, sizeof en, "%s_b", name);

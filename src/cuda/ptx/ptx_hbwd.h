@@ -1,6 +1,7 @@
 /* ptx_hbwd.h - the dense backward as GEMMs: dx as a forward conv of the engine over the
- * gradient, dw and db on the Hopper GEMM's weight-gradient kernel (ptx_hgemm.h) and the
- * passes around them, as PTX text.
+ * gradient, dw and db on the Hopper GEMM's weight-gradient kernel (ptx_hgemm.h; tensor-core
+ * math) or the module's own FFMA kernel (float32 math), and the passes around them, as PTX
+ * text.
  *
  * THE GRADIENT g: dy where act is NONE (y_layout, y_type), else the direct kernels' gz, float32
  * NCL [N][C_out][T_out] (ptx_direct.h: gz = dy * act'(z)). A plan uses these passes where
@@ -38,6 +39,19 @@
  *   the + A keeps q' >= 0 wherever x is). The (n, t) are cut into `splits` ranges; each writes its
  *   float32 partial part[s][k][o][j], and "_f" adds them in order s = 0, 1, ...:
  *   dw[o, j, k] = part[0][k][o][j] + part[1][k][o][j] + ... (the same bits every run).
+ *   FLOAT32 MATH (ws_gbwd_ffma_dw; any compute capability from 8.0): dw on the FFMA kernel
+ *   "_m" over time-major operands of another form, rows of channels:
+ *     A[n][t][o]  (pitch ap)  dy itself where act is NONE, y is NLC float32, C_out % 4 == 0
+ *                             and dy is 16-byte aligned; else g staged by "_g" (ap =
+ *                             C_out rounded up to 4, zeros past C_out)
+ *     B[n][u][j]  (pitch bp)  x itself where x is NLC float32, C_in % 4 == 0 and 16-byte
+ *                             aligned; else x staged by "_x" (bp = C_in rounded up to 4)
+ *   so that tap k reads row u = S*t + D*k - P_L of B for row t of A, with no classes: a
+ *   block is a tile of WS_GBWD_FWG_BM o x WS_GBWD_FWG_BN j of one tap, a stage WS_GBWD_FWG_BK
+ *   times of both (cp.async, 16 bytes a copy; a copy whose time is >= T_out, whose u is
+ *   outside [0, T_in) or whose column is past the pitch is zeros), WS_GBWD_FWG_STAGES stages
+ *   in a ring, a thread 8 o x 8 j in float32 FMAs in the order of (n, t). Its splits
+ *   and their partials are the ones above: part[s][k][o][j], "_f" adds them in order.
  *   db[o] = sum of g[n, o, t] in float32: "_b", a block per o, thread i summing the
  *   elements e = i, i + 256, ... (e = n*T_out + t) of g as given (not rounded), then a tree
  *   of fixed shape.
@@ -57,7 +71,13 @@
  *       an item times S; grid (ceil(T_in*C_in / 256), 1, N)), NCL dx the transposing tile
  *       over X' read as NLC (p_t rows*S, p_pitch T_in; grid (ceil(T_in / 32), ceil(C_in / 32),
  *       N))
- *   _g  G from g, _x Xs from x (WS_PARAMS_GBS: p_src, p_dst, p_t the source's T, p_pitch):
+ *   _g  G from g, _x Xs from x (WS_PARAMS_GBS: p_src, p_dst, p_t the source's T, p_pitch);
+ *       in float32 math A from g and B from x, dst[n][t][c] (row pitch p_pitch) = src[n, c,
+ *       t] through 32 x 32 tiles, grid (ceil(T / 32), ceil(pitch / 32), N)
+ *   _m  float32 math: dw's partials (WS_PARAMS_FWG: p_a A, p_b B, p_part; p_n, p_t_out,
+ *       p_t_in, p_ap, p_bp, p_kts stages a split), grid (ceil(C_out / BM) * ceil(C_in / BN)
+ *       * K, splits): ctaid.x = (k*ceil(C_in / BN) + j0 / BN)*ceil(C_out / BM) + o0 / BM
+ *   tensor-core math, _g and _x:
  *       the transposing tile, a block 32 times x 32 rows of one class through shared memory,
  *       reads along the source's contiguous axis and writes along time; grid (ceil(pitch /
  *       32), ceil(rows / 32) * classes, N), the classes of one tile neighbours in launch order
@@ -71,8 +91,9 @@
  * SPEED (H100, bench-conv_gpu, bf16, us per call; PyTorch 2.11 + cuDNN 9.19 autograd in the
  *   same session, bench/RESULTS-gpu.md): the dense backward of the dilated K3 D9 row 189.6
  *   (254.9), DAC's downsampler 966.6 (929.5), a wav2vec2 512 -> 512 K3 S2 layer 2061 (1508), NCL;
- *   NLC 231.7 (315.3), 1021.9 (1174.7), 2474 (3053). The
- *   time of the last two goes to the staging passes (x by class, X' to NCL dx, g to G: 40 %
+ *   NLC 231.7 (315.3), 1021.9 (1174.7), 2474 (3053); float32 (dw on _m, cuDNN without TF32)
+ *   NCL 664.8 (941.6), 6768 (7055), 11832 (13287). In bf16 the
+ *   time of DAC's and wav2vec2's goes to the staging passes (x by class, X' to NCL dx, g to G: 40 %
  *   of the wav2vec2 layer) and to dx's conv over zero taps (DAC: K' = 3 where each phase
  *   has 2).
  */
@@ -87,6 +108,11 @@
 #define WS_GBWD_FIN_PAIRS 64 /* (o, j) pairs a block of _f finishes */
 #define WS_GBWD_NAME_MAX 160
 #define WS_GBWD_KMAX 64 /* the most taps the weight gradient takes */
+/* the float32 weight gradient's tile: o, j, times a stage, stages (48 KiB of shared memory) */
+#define WS_GBWD_FWG_BM 128
+#define WS_GBWD_FWG_BN 128
+#define WS_GBWD_FWG_BK 16
+#define WS_GBWD_FWG_STAGES 3
 
 /* the classes of Xs: tap k reads class cls[k] at q' = t + off[k]; class i is phase r[i],
  * shift m[i]; n classes; align = A, the elements of 16 bytes */
@@ -110,10 +136,13 @@ int ws_gbwd_dx_of(const ws_conv_desc *d, ws_gbwd_dx *out);
  * whisper_stem.torch's bounds) keep it: such plans stay on the direct kernels */
 int ws_gbwd_used(const ws_conv_desc *d);
 
-/* 1 when the module has dw's passes (_g, _x, _f, _b) for d: a dense BWD in TF32, BF16 or
- * F16 math with K <= WS_GBWD_KMAX, C_in*K and C_out <= 65535 (the weight-gradient kernel
- * runs them on 9.0) */
+/* 1 when the module has dw's passes (_g, _x, _f, _b; and _m in float32 math) for d: a dense
+ * BWD with K <= WS_GBWD_KMAX, C_in*K and C_out <= 65535 (in TF32, BF16 and F16 math the
+ * Hopper weight-gradient kernel runs them, on 9.0) */
 int ws_gbwd_has_dw(const ws_conv_desc *d);
+
+/* 1 when dw runs on the module's own FFMA kernel (_m): ws_gbwd_has_dw in float32 math */
+int ws_gbwd_ffma_dw(const ws_conv_desc *d);
 
 /* rows of X' an item (T_out of the conv over g) for T_in; and ceil(T_in / S) */
 int ws_gbwd_dx_rows(const ws_gbwd_dx *x, int t_out, int t_in);

@@ -970,7 +970,7 @@ void ws_hgemm_wgrad_classes(const ws_conv_desc *d, ws_gbwd_cls *c)
 
 int ws_hgemm_wgrad_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
 {
-    return WS_HGEMM && cc_major == 9 && cc_minor == 0 && ws_gbwd_has_dw(d);
+    return WS_HGEMM && cc_major == 9 && cc_minor == 0 && ws_gbwd_has_dw(d) && d->math != WS_MATH_F32;
 }
 
 void ws_hgemm_wgrad_name(const ws_conv_desc *d, char name[WS_HGEMM_NAME_MAX])

@@ -142,6 +142,11 @@ static const ws_param GBF[] = {
     [WS_GBF_PART] = { "p_part", U64 }, [WS_GBF_DW] = { "p_dw", U64 },
     [WS_GBF_SPLITS] = { "p_splits", U32 },
 };
+static const ws_param FWG[] = {
+    [WS_FWG_A] = { "p_a", U64 },         [WS_FWG_B] = { "p_b", U64 },       [WS_FWG_PART] = { "p_part", U64 },
+    [WS_FWG_N] = { "p_n", U32 },         [WS_FWG_T_OUT] = { "p_t_out", U32 }, [WS_FWG_T_IN] = { "p_t_in", U32 },
+    [WS_FWG_AP] = { "p_ap", U32 },       [WS_FWG_BP] = { "p_bp", U32 },     [WS_FWG_KTS] = { "p_kts", U32 },
+};
 
 #undef U32
 #undef U64
@@ -175,6 +180,7 @@ _Static_assert(COUNT(HP) == WS_HP_NPARAMS, "HP");
 _Static_assert(COUNT(HW) == WS_HW_NPARAMS && WS_HW_NPARAMS <= WS_PARAMS_MAX, "HW");
 _Static_assert(COUNT(GBS) == WS_GBS_NPARAMS, "GBS");
 _Static_assert(COUNT(GBF) == WS_GBF_NPARAMS, "GBF");
+_Static_assert(COUNT(FWG) == WS_FWG_NPARAMS && WS_FWG_NPARAMS <= WS_PARAMS_MAX, "FWG");
 _Static_assert(WS_DWBWD_NPARAMS <= WS_PARAMS_MAX && WS_FWD_NPARAMS <= WS_PARAMS_MAX &&
                    WS_MFR_NPARAMS <= WS_PARAMS_MAX,
                "WS_PARAMS_MAX");
@@ -203,6 +209,7 @@ static const ws_params TABLES[WS_PARAMS_COUNT] = {
     [WS_PARAMS_HWG] = { "Hopper GEMM weight gradient", HW, COUNT(HW) },
     [WS_PARAMS_GBS] = { "dense backward staging", GBS, COUNT(GBS) },
     [WS_PARAMS_GBF] = { "dense backward dw finish", GBF, COUNT(GBF) },
+    [WS_PARAMS_FWG] = { "float32 weight gradient", FWG, COUNT(FWG) },
 };
 
 const ws_params *ws_params_of(ws_params_id id)

@@ -48,9 +48,11 @@
  * WS_PARAMS_WPREP, its _b entry WS_PARAMS_BWD_DB):
  *   WS_PARAMS_GBS     staging        .u64 p_src, p_dst; .u32 p_t, p_pitch
  *   WS_PARAMS_GBF     dw's finish    .u64 p_part, p_dw; .u32 p_splits
+ *   WS_PARAMS_FWG     the float32 weight gradient (FFMA)  .u64 p_a, p_b, p_part;
+ *                                    .u32 p_n, p_t_out, p_t_in, p_ap, p_bp, p_kts
  * Index enums: WS_FWD_*, WS_BGZ_*, WS_BDX_*, WS_BDW_*, WS_BDB_*, WS_DWBWD_*, WS_DWFIN_*,
  * WS_WPREP_*, WS_DSFWD_*, WS_DSFIN_*, WS_DSGZ_*, WS_DSDX_*, WS_DSDI_*, WS_DSDW_*, WS_DSDB_*,
- * WS_MFR_*, WS_MWR_*, WS_MF16_*, WS_HG_*, WS_HP_*, WS_HW_*, WS_GBS_*, WS_GBF_* (e.g.
+ * WS_MFR_*, WS_MWR_*, WS_MF16_*, WS_HG_*, WS_HP_*, WS_HW_*, WS_GBS_*, WS_GBF_*, WS_FWG_* (e.g.
  * WS_FWD_ADD_BS, WS_DWFIN_NP, WS_DSFWD_SEQ), each ending in a *_NPARAMS count.
  *
  * Usage, emitter:
@@ -103,7 +105,7 @@ typedef enum {
     WS_PARAMS_WPREP,
     WS_PARAMS_DWS_FWD, WS_PARAMS_DWS_FINAL, WS_PARAMS_DWS_GZ, WS_PARAMS_DWS_DX, /* ws_dws_part's order */
     WS_PARAMS_DWS_DINIT, WS_PARAMS_DWS_DW, WS_PARAMS_DWS_DB,
-    WS_PARAMS_HGEMM, WS_PARAMS_HPREP, WS_PARAMS_HWG, WS_PARAMS_GBS, WS_PARAMS_GBF,
+    WS_PARAMS_HGEMM, WS_PARAMS_HPREP, WS_PARAMS_HWG, WS_PARAMS_GBS, WS_PARAMS_GBF, WS_PARAMS_FWG,
     WS_PARAMS_MEL_FRAMES, WS_PARAMS_MEL_WRITE, WS_PARAMS_MEL_F16,
     WS_PARAMS_COUNT
 } ws_params_id;
@@ -141,6 +143,8 @@ enum { WS_HP_X, WS_HP_XP, WS_HP_N, WS_HP_T_IN, WS_HP_NPARAMS };
 enum { WS_HW_TA, WS_HW_TB, WS_HW_Y, WS_HW_N, WS_HW_TCH, WS_HW_KTS, WS_HW_NSK, WS_HW_NPARAMS };
 enum { WS_GBS_SRC, WS_GBS_DST, WS_GBS_T, WS_GBS_PITCH, WS_GBS_NPARAMS };
 enum { WS_GBF_PART, WS_GBF_DW, WS_GBF_SPLITS, WS_GBF_NPARAMS };
+enum { WS_FWG_A, WS_FWG_B, WS_FWG_PART, WS_FWG_N, WS_FWG_T_OUT, WS_FWG_T_IN, WS_FWG_AP, WS_FWG_BP,
+       WS_FWG_KTS, WS_FWG_NPARAMS };
 
 /* the most parameters of any table (the depthwise backward's and ws_mel_frames' 10) */
 #define WS_PARAMS_MAX 10
