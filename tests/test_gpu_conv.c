@@ -2285,8 +2285,9 @@ Test(gpu_conv, packed_sequences_and_states_match_the_cpu_engine, .timeout = 300)
  * itself), DAC's K16 S8 P4 with a partial row tile, a stride-2 dilation-2 row whose phase 0
  * has no taps (mixed types; NLC x, X' copied item by item), K1 over two column tiles, a long
  * T that the weight gradient cuts into many splits, a 512 x 512 row whose splits cross items
- * and wrap the ring, an odd K7 S2 D3 row, and a float32 NLC row whose dy and x the float32
- * weight gradient reads in place (C_out 260, C_in 132: partial tiles both ways; S3 K4) */
+ * and wrap the ring, an odd K7 S2 D3 row, a float32 NLC row whose dy and x the float32
+ * weight gradient reads in place (C_out 260, C_in 132: partial tiles both ways; S3 K4), and
+ * an NCL row at stride 2 with odd T_in whose x and dy are staged by row gathers */
 static const gcase gbcases[] = {
     {"gb_dil_k3_d9_t32_in_place", 3, 128, 80, 1, 3, 1, 9, 9, 9, 32, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_NONE, 1, 0},
@@ -2305,6 +2306,8 @@ static const gcase gbcases[] = {
     {"gb_c80_o200_k7_s2_d3_t4001", 4, 80, 200, 1, 7, 2, 3, 5, 4, 4001, WS_NLC, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_NONE, 1, 0},
     {"gb_nlc_f32_in_place_s3_k4", 3, 132, 260, 1, 4, 3, 1, 2, 1, 517, WS_NLC, WS_NLC, WS_F32, WS_F32, WS_F32, 0,
+     WS_ACT_NONE, 1, 0},
+    {"gb_ncl_s2_k3_rows_t203", 2, 64, 96, 1, 3, 2, 1, 1, 1, 203, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_NONE, 1, 0},
 };
 #define N_GBCASES ((int)(sizeof gbcases / sizeof gbcases[0]))

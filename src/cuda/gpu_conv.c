@@ -1131,6 +1131,12 @@ static int gb_wg_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
     if ((ffma ? !c->gb_m : !c->wgfn || c->no_hgemm) || c->force_direct || a->n > 65535)
         return 0;
     const long long bk = ffma ? WS_GBWD_FWG_BK : ws_hgemm_bkc(d), tch = (t_out + bk - 1) / bk;
+    /* the row gathers' threads an item (launch_gb_wg's pitches; at most K classes) */
+    const long long al = 16 / ws_hgemm_xbytes(d), S = d->stride;
+    const long long xv = ((a->t_in + S - 1) / S + 2 * al - 1) / al, gv = (t_out + al - 1) / al;
+    if (!ffma && ((long long)d->k * d->c_in * xv > (long long)UINT_MAX - WS_GBWD_THREADS ||
+                  (long long)d->c_out * gv > (long long)UINT_MAX - WS_GBWD_THREADS))
+        return 0;
     if ((long long)a->n * tch > INT_MAX / 2 || (long long)a->n * t_out > INT_MAX ||
         (long long)d->c_out * d->c_in * d->k > INT_MAX || a->t_in + (long long)d->pad_l + d->pad_r +
         (long long)d->dilation * d->k > INT_MAX / 2)
@@ -1286,12 +1292,19 @@ static int launch_gb_wg(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
         (a->db && ws_kargs_check(&kb, "ws_gpu_conv_run", err)))
         return -1;
     const unsigned T = WS_GBWD_THREADS;
-    if (a->dw) {
-        if (!g_in)
+    if (a->dw) { /* NCL sources gathered by rows (al elements a thread), else tiles of 32 x 32 */
+        if (!g_in && ws_gbwd_g_rows(d))
+            CU_TRY(cu, LaunchKernel(c->gb_g, (unsigned)((Co * (gp / al) + T - 1) / T), 1, (unsigned)N, T, 1, 1, 0,
+                                    st, kg.v, NULL), err);
+        else if (!g_in)
             CU_TRY(cu, LaunchKernel(c->gb_g, (unsigned)((gp + 31) / 32), (unsigned)((Co + 31) / 32), (unsigned)N,
                                     T, 1, 1, 0, st, kg.v, NULL), err);
-        CU_TRY(cu, LaunchKernel(c->gb_x, (unsigned)((xp + 31) / 32), (unsigned)((Ci + 31) / 32 * ncls), (unsigned)N,
-                                T, 1, 1, 0, st, kx.v, NULL), err);
+        if (ws_gbwd_x_rows(d))
+            CU_TRY(cu, LaunchKernel(c->gb_x, (unsigned)((Ci * ncls * (xp / al) + T - 1) / T), 1, (unsigned)N, T, 1, 1,
+                                    0, st, kx.v, NULL), err);
+        else
+            CU_TRY(cu, LaunchKernel(c->gb_x, (unsigned)((xp + 31) / 32), (unsigned)((Ci + 31) / 32 * ncls),
+                                    (unsigned)N, T, 1, 1, 0, st, kx.v, NULL), err);
         CU_TRY(cu, LaunchKernel(c->wgfn, (unsigned)(tiles * splits), 1, 1, WS_HGEMM_THREADS, 1, 1, WS_HGEMM_SMEM,
                                 st, km.v, NULL), err);
         CU_TRY(cu, LaunchKernel(c->gb_f, (unsigned)((Co * Ci + WS_GBWD_FIN_PAIRS - 1) / WS_GBWD_FIN_PAIRS), 1, 1, T,

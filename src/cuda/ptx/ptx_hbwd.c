@@ -101,6 +101,16 @@ int ws_gbwd_has_dw(const ws_conv_desc *d)
            (long long)d->c_in * d->k <= 65535 && d->c_out <= 65535;
 }
 
+int ws_gbwd_g_rows(const ws_conv_desc *d)
+{
+    return !ws_gbwd_ffma_dw(d) && g_layout(d) == WS_NCL;
+}
+
+int ws_gbwd_x_rows(const ws_conv_desc *d)
+{
+    return !ws_gbwd_ffma_dw(d) && d->x_layout == WS_NCL && d->stride <= 2;
+}
+
 int ws_gbwd_ffma_dw(const ws_conv_desc *d)
 {
     return ws_gbwd_has_dw(d) && d->math == WS_MATH_F32;
@@ -293,6 +303,103 @@ static void emit_tile(ptx_buf *mod, const ws_conv_desc *d, const char *name, int
         st_math(b, a, v, dt, round ? d : NULL);
         ws_ptx_label(b, skip);
     }
+    I("ret");
+    ws_ptx_kernel_end_params(&kb, mod, name, pt, TH, 0, 0);
+}
+
+/* the staging of a time-major operand from a time-major (NCL) source, no transpose:
+ * dst[n][c][j][q] (classes ncls, rows C, p_pitch times, a multiple of the V elements of 16
+ * bytes of dt) = src[n, j, S*(q + sh[c]) + r[c]] (NCL, type t, p_t times; zero outside [0,
+ * p_t)), stored as dt (TF32 math: rounded, kept in float32). A thread V consecutive q of one
+ * row: V loads, one 16-byte store; thread i = ctaid.x*TH + tid of item ctaid.z takes row
+ * i / nv (= j*ncls + c, so a row's classes are neighbours: their reads meet in L2), vector
+ * i % nv, nv = pitch / V. Grid (ceil(C * ncls * nv / TH), 1, N) */
+static void emit_rowgather(ptx_buf *mod, const ws_conv_desc *d, const char *name, int C, int S, ws_dtype t,
+                           const ws_gbwd_cls *cl, ws_dtype dt)
+{
+    ptx_buf kb;
+    ws_ptx_init(&kb);
+    ptx_buf *b = &kb;
+    const ws_params *pt = ws_params_of(WS_PARAMS_GBS);
+    const int ncls = cl ? cl->n : 1, es = dt == WS_F32 ? 4 : 2, V = 16 / es;
+    const int tf32 = d->math == WS_MATH_TF32 && dt == WS_F32;
+    ws_ptx_comment(b, "dst[n][c][j][q] = src[n, j, %d*(q + sh[c]) + r[c]] (NCL %s) as %s%s, zero outside [0, T); "
+                      "C %d, %d classes; a thread %d q", S, ws_ptx_type_name(t), ws_ptx_type_name(dt),
+                   tf32 ? " (tf32)" : "", C, ncls, V);
+    preg ps = ws_ptx_reg(b, PTX_B64), pd = ws_ptx_reg(b, PTX_B64), T = ws_ptx_reg(b, PTX_B32);
+    preg pitch = ws_ptx_reg(b, PTX_B32), q0 = ws_ptx_reg(b, PTX_B32), tmp = ws_ptx_reg(b, PTX_B32);
+    preg y = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), cls = ws_ptx_reg(b, PTX_B32);
+    preg j = ws_ptx_reg(b, PTX_B32), r = ws_ptx_reg(b, PTX_B32), sh = ws_ptx_reg(b, PTX_B32);
+    preg p = ws_ptx_reg(b, PTX_PRED), e = ws_ptx_reg(b, PTX_B64), w = ws_ptx_reg(b, PTX_B64);
+    preg src = ws_ptx_reg(b, PTX_B64), a = ws_ptx_reg(b, PTX_B64), u0 = ws_ptx_reg(b, PTX_B32);
+    plabel done = ws_ptx_label_new(b, "done");
+    ws_ptx_ld_param(b, ps, pt, WS_GBS_SRC);
+    ws_ptx_ld_param(b, pd, pt, WS_GBS_DST);
+    ws_ptx_ld_param(b, T, pt, WS_GBS_T);
+    ws_ptx_ld_param(b, pitch, pt, WS_GBS_PITCH);
+    I("cvta.to.global.u64 %s, %s", ps.n, ps.n);
+    I("cvta.to.global.u64 %s, %s", pd.n, pd.n);
+    preg nv = ws_ptx_reg(b, PTX_B32), gi = ws_ptx_reg(b, PTX_B32);
+    I("shr.u32 %s, %s, %d", nv.n, pitch.n, V == 8 ? 3 : 2);
+    I("mov.u32 %s, %%ctaid.x", gi.n);
+    I("mov.u32 %s, %%tid.x", tmp.n);
+    I("mad.lo.u32 %s, %s, %d, %s", gi.n, gi.n, TH, tmp.n);
+    I("mul.lo.u32 %s, %s, %d", tmp.n, nv.n, C * ncls);
+    I("setp.ge.u32 %s, %s, %s", p.n, gi.n, tmp.n);
+    I("@%s bra %s", p.n, done.n);
+    I("div.u32 %s, %s, %s", y.n, gi.n, nv.n);
+    I("mul.lo.u32 %s, %s, %s", q0.n, y.n, nv.n);
+    I("sub.u32 %s, %s, %s", q0.n, gi.n, q0.n);
+    I("mul.lo.u32 %s, %s, %d", q0.n, q0.n, V);
+    I("mov.u32 %s, %%ctaid.z", n.n);
+    I("rem.u32 %s, %s, %d", cls.n, y.n, ncls);
+    I("div.u32 %s, %s, %d", j.n, y.n, ncls);
+    I("mov.u32 %s, 0", r.n);
+    I("mov.u32 %s, 0", sh.n);
+    for (int i = 0; cl && i < cl->n; i++) {
+        I("setp.eq.u32 %s, %s, %d", p.n, cls.n, i);
+        I("@%s mov.u32 %s, %d", p.n, r.n, cl->r[i]);
+        I("@%s mov.u32 %s, %d", p.n, sh.n, cl->m[i] - cl->align);
+    }
+    ws_ptx_comment(b, "src + ((n*C + j)*T)*es; u = S*(q0 + sh) + r");
+    I("mad.wide.u32 %s, %s, %d, 0", e.n, n.n, C);
+    I("cvt.u64.u32 %s, %s", w.n, j.n);
+    I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+    I("cvt.u64.u32 %s, %s", w.n, T.n);
+    I("mul.lo.u64 %s, %s, %s", e.n, e.n, w.n);
+    I("mad.lo.u64 %s, %s, %d, %s", src.n, e.n, t == WS_F32 ? 4 : 2, ps.n);
+    I("add.s32 %s, %s, %s", u0.n, q0.n, sh.n);
+    I("mad.lo.s32 %s, %s, %d, %s", u0.n, u0.n, S, r.n);
+    preg v[8], bits[8];
+    for (int i = 0; i < V; i++) {
+        preg u = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), ua = ws_ptx_reg(b, PTX_B64);
+        v[i] = ws_ptx_reg(b, PTX_F32);
+        I("add.s32 %s, %s, %d", u.n, u0.n, S * i);
+        I("setp.lt.u32 %s, %s, %s", ok.n, u.n, T.n); /* unsigned: a negative u is out too */
+        I("max.s32 %s, %s, 0", u.n, u.n);
+        I("mad.wide.u32 %s, %s, %d, %s", ua.n, u.n, t == WS_F32 ? 4 : 2, src.n);
+        ld_as_f32(b, v[i], ua, ok, t);
+    }
+    ws_ptx_comment(b, "dst + (((n*ncls + c)*C + j)*pitch + q0)*es: one 16-byte store");
+    for (int i = 0; i < 4; i++) {
+        bits[i] = ws_ptx_reg(b, PTX_B32);
+        if (es == 4) {
+            if (tf32)
+                I("cvt.rna.tf32.f32 %s, %s", bits[i].n, v[i].n);
+            else
+                I("mov.b32 %s, %s", bits[i].n, v[i].n);
+        } else { /* element 2i in the low half */
+            I("cvt.rn.%sx2.f32 %s, %s, %s", dt == WS_BF16 ? "bf16" : "f16", bits[i].n, v[2 * i + 1].n, v[2 * i].n);
+        }
+    }
+    I("mad.lo.u32 %s, %s, %d, %s", tmp.n, n.n, ncls, cls.n);
+    I("mad.lo.u32 %s, %s, %d, %s", tmp.n, tmp.n, C, j.n);
+    I("mul.wide.u32 %s, %s, %s", e.n, tmp.n, pitch.n);
+    I("cvt.u64.u32 %s, %s", w.n, q0.n);
+    I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+    I("mad.lo.u64 %s, %s, %d, %s", a.n, e.n, es, pd.n);
+    I("st.global.v4.b32 [%s], {%s, %s, %s, %s}", a.n, bits[0].n, bits[1].n, bits[2].n, bits[3].n);
+    ws_ptx_label(b, done);
     I("ret");
     ws_ptx_kernel_end_params(&kb, mod, name, pt, TH, 0, 0);
 }
@@ -1016,11 +1123,17 @@ char *ws_gbwd_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
         snprintf(en, sizeof en, "%s_m", name);
         emit_fwg(&mod, d, en);
     } else {
-        emit_tile(&mod, d, en, d->c_out, 1, g_layout(d), g_type(d), NULL, ws_gbwd_math_type(d), 1);
+        if (ws_gbwd_g_rows(d)) /* time-major already: rows gathered, no transpose */
+            emit_rowgather(&mod, d, en, d->c_out, 1, g_type(d), NULL, ws_gbwd_math_type(d));
+        else
+            emit_tile(&mod, d, en, d->c_out, 1, g_layout(d), g_type(d), NULL, ws_gbwd_math_type(d), 1);
         snprintf(en, sizeof en, "%s_x", name);
         ws_gbwd_cls cl;
         ws_hgemm_wgrad_classes(d, &cl);
-        emit_tile(&mod, d, en, d->c_in, d->stride, d->x_layout, d->x_type, &cl, ws_gbwd_math_type(d), 1);
+        if (ws_gbwd_x_rows(d))
+            emit_rowgather(&mod, d, en, d->c_in, d->stride, d->x_type, &cl, ws_gbwd_math_type(d));
+        else
+            emit_tile(&mod, d, en, d->c_in, d->stride, d->x_layout, d->x_type, &cl, ws_gbwd_math_type(d), 1);
     }
     snprintf(en, sizeof en, "%s_f", name);
     emit_finish(&mod, d, en);

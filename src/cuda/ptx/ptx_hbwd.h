@@ -77,10 +77,16 @@
  *   _m  float32 math: dw's partials (WS_PARAMS_FWG: p_a A, p_b B, p_part; p_n, p_t_out,
  *       p_t_in, p_ap, p_bp, p_kts stages a split), grid (ceil(C_out / BM) * ceil(C_in / BN)
  *       * K, splits): ctaid.x = (k*ceil(C_in / BN) + j0 / BN)*ceil(C_out / BM) + o0 / BM
- *   tensor-core math, _g and _x:
- *       the transposing tile, a block 32 times x 32 rows of one class through shared memory,
- *       reads along the source's contiguous axis and writes along time; grid (ceil(pitch /
- *       32), ceil(rows / 32) * classes, N), the classes of one tile neighbours in launch order
+ *   tensor-core math, _g and _x: from an NCL source (time-major already; for x at stride
+ *       <= 2: ws_gbwd_g_rows, ws_gbwd_x_rows) a row gather, a thread the 16 bytes of dst's
+ *       consecutive q (V = 8 of 16-bit, 4 of TF32), V loads and one vector store, thread i of
+ *       item ctaid.z taking row i / nv (= j*classes + c) and vector i % nv, nv = pitch / V,
+ *       grid (ceil(rows * classes * nv / 256), 1, N); else the transposing tile, a block 32
+ *       times x 32 rows of one class through shared memory, reads along the source's
+ *       contiguous axis and writes along time; grid (ceil(pitch / 32), ceil(rows / 32) *
+ *       classes, N). Either way the classes of one row are neighbours in launch order.
+ *       (H100, bf16, us: wav2vec2's x 394 -> 251 and dy 122 -> 89 by rows; DAC's x at stride
+ *       8 142 by tiles, 232 by rows)
  *   _f  dw from the partials (WS_PARAMS_GBF: p_part, p_dw, p_splits): a block WS_GBWD_FIN_PAIRS
  *       consecutive (o, j) and their K taps, summed along j into shared memory, then written
  *       in dw's order
@@ -143,6 +149,11 @@ int ws_gbwd_has_dw(const ws_conv_desc *d);
 
 /* 1 when dw runs on the module's own FFMA kernel (_m): ws_gbwd_has_dw in float32 math */
 int ws_gbwd_ffma_dw(const ws_conv_desc *d);
+
+/* tensor-core math: 1 when _g (g NCL) / _x (x NCL at stride <= 2) is the row gather, else
+ * the transposing tile (ptx_hbwd.h) */
+int ws_gbwd_g_rows(const ws_conv_desc *d);
+int ws_gbwd_x_rows(const ws_conv_desc *d);
 
 /* rows of X' an item (T_out of the conv over g) for T_in; and ceil(T_in / S) */
 int ws_gbwd_dx_rows(const ws_gbwd_dx *x, int t_out, int t_in);
