@@ -999,9 +999,12 @@ static void emit_finish(ptx_buf *mod, const ws_conv_desc *d, const char *name)
 }
 
 #define DB_ILP 8 /* loads a db thread has in flight */
+#define DB_ROW_T 2048 /* NCL g with rows of at least this many times: summed row by row */
 
 /* db[o] = the sum of g[n, o, t] over e = n*T_out + t: thread i the e = i, i + TH, ... (DB_ILP
- * loads issued, then added in order), then a tree of fixed shape in shared memory; block o */
+ * loads issued, then added in order), then a tree of fixed shape in shared memory; block o.
+ * NCL g with T_out >= DB_ROW_T: thread i the t = i, i + TH, ... of row n = 0, 1, ... in turn,
+ * so that no element costs a division (the order fixed by the shape all the same) */
 static void emit_db(ptx_buf *mod, const ws_conv_desc *d, const char *name)
 {
     ptx_buf kb;
@@ -1032,6 +1035,48 @@ static void emit_db(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     I("mov.u32 %s, %s", e0.n, tid.n);
     I("setp.ge.u32 %s, %s, %s", p.n, e0.n, tot.n);
     I("@%s bra %s", p.n, sum.n);
+    if (L == WS_NCL) {
+        /* rows of at least DB_ROW_T times: row by row, thread i the t = i, i + TH, ... of each
+         * row n in turn (no division an element; the order is still fixed by the shape) */
+        plabel flat = ws_ptx_label_new(b, "flat"), rown = ws_ptx_label_new(b, "row");
+        plabel rowt = ws_ptx_label_new(b, "row_t"), rowe = ws_ptx_label_new(b, "row_done");
+        preg n = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), rb = ws_ptx_reg(b, PTX_B64);
+        preg w = ws_ptx_reg(b, PTX_B64);
+        I("setp.lt.u32 %s, %s, %d", p.n, T.n, DB_ROW_T);
+        I("@%s bra %s", p.n, flat.n);
+        I("mov.u32 %s, 0", n.n);
+        ws_ptx_label(b, rown);
+        ws_ptx_comment(b, "row base g + ((n*C_out + o)*T)*es");
+        I("mad.wide.u32 %s, %s, %d, 0", rb.n, n.n, Co);
+        I("cvt.u64.u32 %s, %s", w.n, o.n);
+        I("add.u64 %s, %s, %s", rb.n, rb.n, w.n);
+        I("cvt.u64.u32 %s, %s", w.n, T.n);
+        I("mul.lo.u64 %s, %s, %s", rb.n, rb.n, w.n);
+        I("mad.lo.u64 %s, %s, %d, %s", rb.n, rb.n, t == WS_F32 ? 4 : 2, pg.n);
+        I("mov.u32 %s, %s", t0.n, tid.n);
+        ws_ptx_label(b, rowt);
+        I("setp.ge.u32 %s, %s, %s", p.n, t0.n, T.n);
+        I("@%s bra %s", p.n, rowe.n);
+        preg rv[DB_ILP];
+        for (int u = 0; u < DB_ILP; u++) {
+            preg tt = ws_ptx_reg(b, PTX_B32), in = ws_ptx_reg(b, PTX_PRED), ra = ws_ptx_reg(b, PTX_B64);
+            rv[u] = ws_ptx_reg(b, PTX_F32);
+            I("add.u32 %s, %s, %d", tt.n, t0.n, TH * u);
+            I("setp.lt.u32 %s, %s, %s", in.n, tt.n, T.n);
+            I("mad.wide.u32 %s, %s, %d, %s", ra.n, tt.n, t == WS_F32 ? 4 : 2, rb.n);
+            ld_as_f32(b, rv[u], ra, in, t);
+        }
+        for (int u = 0; u < DB_ILP; u++)
+            I("add.rn.f32 %s, %s, %s", acc.n, acc.n, rv[u].n);
+        I("add.u32 %s, %s, %d", t0.n, t0.n, TH * DB_ILP);
+        I("bra %s", rowt.n);
+        ws_ptx_label(b, rowe);
+        I("add.u32 %s, %s, 1", n.n, n.n);
+        I("setp.lt.u32 %s, %s, %s", p.n, n.n, nn.n);
+        I("@%s bra %s", p.n, rown.n);
+        I("bra %s", sum.n);
+        ws_ptx_label(b, flat);
+    }
     ws_ptx_label(b, top);
     preg v[DB_ILP];
     for (int u = 0; u < DB_ILP; u++) {
