@@ -1144,6 +1144,36 @@ static int gb_wg_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
     return 1;
 }
 
+/* the arguments of the passes around dw's kernel (ptx_hbwd.h), for a call asking for dw and
+ * db as a says: _g (g -> c->gst at pitch *gp), _x (x -> c->xst at pitch *xp), _f (the
+ * partials -> dw), _b (g -> db). The values are the caller's (the launches read them); 0, or
+ * -1 with err */
+typedef struct {
+    uint64_t pg, px, part, dw, db;
+    uint32_t n, to, ti, gp, xp, splits;
+} gb_vals;
+
+static int gb_pass_args(ws_gpu_conv *c, const ws_conv_args *a, gb_vals *v, ws_kargs *kg, ws_kargs *kx,
+                        ws_kargs *kf, ws_kargs *kb, ws_err *err)
+{
+    ws_kargs_init(kg, WS_PARAMS_GBS);
+    WS_KARG(kg, WS_GBS_SRC, v->pg), WS_KARG(kg, WS_GBS_DST, c->gst), WS_KARG(kg, WS_GBS_T, v->to);
+    WS_KARG(kg, WS_GBS_PITCH, v->gp);
+    ws_kargs_init(kx, WS_PARAMS_GBS);
+    WS_KARG(kx, WS_GBS_SRC, v->px), WS_KARG(kx, WS_GBS_DST, c->xst), WS_KARG(kx, WS_GBS_T, v->ti);
+    WS_KARG(kx, WS_GBS_PITCH, v->xp);
+    ws_kargs_init(kf, WS_PARAMS_GBF);
+    WS_KARG(kf, WS_GBF_PART, v->part), WS_KARG(kf, WS_GBF_DW, v->dw), WS_KARG(kf, WS_GBF_SPLITS, v->splits);
+    ws_kargs_init(kb, WS_PARAMS_BWD_DB);
+    WS_KARG(kb, WS_BDB_GZ, v->pg), WS_KARG(kb, WS_BDB_DB, v->db), WS_KARG(kb, WS_BDB_N, v->n);
+    WS_KARG(kb, WS_BDB_T_OUT, v->to);
+    if ((a->dw && (ws_kargs_check(kg, "ws_gpu_conv_run", err) || ws_kargs_check(kx, "ws_gpu_conv_run", err) ||
+                   ws_kargs_check(kf, "ws_gpu_conv_run", err))) ||
+        (a->db && ws_kargs_check(kb, "ws_gpu_conv_run", err)))
+        return -1;
+    return 0;
+}
+
 /* dw and db of call a in float32 math: A and B (ptx_hbwd.h) in place or staged, the FFMA
  * kernel's partials, their finish; db as the tensor-core maths' */
 static int launch_gb_fwg(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
@@ -1176,28 +1206,16 @@ static int launch_gb_fwg(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_
                   scratch(c, &c->part, &c->part_bytes, (size_t)(splits * wbytes), st, err)))
         return -1;
     uint64_t A = a_in ? pg : c->gst, B = b_in ? px : c->xst;
-    uint64_t ppart = c->part, pdw = (uint64_t)(uintptr_t)a->dw, pdb = (uint64_t)(uintptr_t)a->db;
-    uint32_t n32 = (uint32_t)N, to32 = (uint32_t)To, ti32 = (uint32_t)Ti, ap32 = (uint32_t)ap, bp32 = (uint32_t)bp;
-    uint32_t kts32 = (uint32_t)kts, sp32 = (uint32_t)splits;
+    gb_vals v = { .pg = pg, .px = px, .part = c->part, .dw = (uint64_t)(uintptr_t)a->dw,
+                  .db = (uint64_t)(uintptr_t)a->db, .n = (uint32_t)N, .to = (uint32_t)To, .ti = (uint32_t)Ti,
+                  .gp = (uint32_t)ap, .xp = (uint32_t)bp, .splits = (uint32_t)splits };
+    uint32_t kts32 = (uint32_t)kts;
     ws_kargs km, kg, kx, kf, kb;
     ws_kargs_init(&km, WS_PARAMS_FWG);
-    WS_KARG(&km, WS_FWG_A, A), WS_KARG(&km, WS_FWG_B, B), WS_KARG(&km, WS_FWG_PART, ppart);
-    WS_KARG(&km, WS_FWG_N, n32), WS_KARG(&km, WS_FWG_T_OUT, to32), WS_KARG(&km, WS_FWG_T_IN, ti32);
-    WS_KARG(&km, WS_FWG_AP, ap32), WS_KARG(&km, WS_FWG_BP, bp32), WS_KARG(&km, WS_FWG_KTS, kts32);
-    ws_kargs_init(&kg, WS_PARAMS_GBS);
-    WS_KARG(&kg, WS_GBS_SRC, pg), WS_KARG(&kg, WS_GBS_DST, c->gst), WS_KARG(&kg, WS_GBS_T, to32);
-    WS_KARG(&kg, WS_GBS_PITCH, ap32);
-    ws_kargs_init(&kx, WS_PARAMS_GBS);
-    WS_KARG(&kx, WS_GBS_SRC, px), WS_KARG(&kx, WS_GBS_DST, c->xst), WS_KARG(&kx, WS_GBS_T, ti32);
-    WS_KARG(&kx, WS_GBS_PITCH, bp32);
-    ws_kargs_init(&kf, WS_PARAMS_GBF);
-    WS_KARG(&kf, WS_GBF_PART, ppart), WS_KARG(&kf, WS_GBF_DW, pdw), WS_KARG(&kf, WS_GBF_SPLITS, sp32);
-    ws_kargs_init(&kb, WS_PARAMS_BWD_DB);
-    WS_KARG(&kb, WS_BDB_GZ, pg), WS_KARG(&kb, WS_BDB_DB, pdb), WS_KARG(&kb, WS_BDB_N, n32);
-    WS_KARG(&kb, WS_BDB_T_OUT, to32);
-    if ((a->dw && (ws_kargs_check(&km, "ws_gpu_conv_run", err) || ws_kargs_check(&kg, "ws_gpu_conv_run", err) ||
-                   ws_kargs_check(&kx, "ws_gpu_conv_run", err) || ws_kargs_check(&kf, "ws_gpu_conv_run", err))) ||
-        (a->db && ws_kargs_check(&kb, "ws_gpu_conv_run", err)))
+    WS_KARG(&km, WS_FWG_A, A), WS_KARG(&km, WS_FWG_B, B), WS_KARG(&km, WS_FWG_PART, v.part);
+    WS_KARG(&km, WS_FWG_N, v.n), WS_KARG(&km, WS_FWG_T_OUT, v.to), WS_KARG(&km, WS_FWG_T_IN, v.ti);
+    WS_KARG(&km, WS_FWG_AP, v.gp), WS_KARG(&km, WS_FWG_BP, v.xp), WS_KARG(&km, WS_FWG_KTS, kts32);
+    if (gb_pass_args(c, a, &v, &kg, &kx, &kf, &kb, err) || (a->dw && ws_kargs_check(&km, "ws_gpu_conv_run", err)))
         return -1;
     const unsigned T = WS_GBWD_THREADS;
     if (a->dw) {
@@ -1260,10 +1278,10 @@ static int launch_gb_wg(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
                                             : WS_CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
     ws_kargs km, kg, kx, kf, kb;
     wscu_tensor_map ta, tb;
-    uint64_t ppart = c->part, pdw = (uint64_t)(uintptr_t)a->dw, pdb = (uint64_t)(uintptr_t)a->db;
-    uint32_t n32 = (uint32_t)N, tch32 = (uint32_t)tch, kts32 = (uint32_t)kts, nsk = (uint32_t)(splits * K);
-    uint32_t to32 = (uint32_t)To, ti32 = (uint32_t)Ti, gp32 = (uint32_t)gp, xp32 = (uint32_t)xp;
-    uint32_t sp32 = (uint32_t)splits;
+    gb_vals v = { .pg = pg, .px = px, .part = c->part, .dw = (uint64_t)(uintptr_t)a->dw,
+                  .db = (uint64_t)(uintptr_t)a->db, .n = (uint32_t)N, .to = (uint32_t)To, .ti = (uint32_t)Ti,
+                  .gp = (uint32_t)gp, .xp = (uint32_t)xp, .splits = (uint32_t)splits };
+    uint32_t tch32 = (uint32_t)tch, kts32 = (uint32_t)kts, nsk = (uint32_t)(splits * K);
     if (a->dw) {
         const uint64_t dimA[3] = { To, Co, N }, strA[2] = { gp * es, Co * gp * es };
         const uint32_t boxA[3] = { (uint32_t)BK, WS_HGEMM_BM, 1 };
@@ -1273,23 +1291,10 @@ static int launch_gb_wg(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
             return -1;
     }
     ws_kargs_init(&km, WS_PARAMS_HWG);
-    WS_KARG(&km, WS_HW_TA, ta), WS_KARG(&km, WS_HW_TB, tb), WS_KARG(&km, WS_HW_Y, ppart);
-    WS_KARG(&km, WS_HW_N, n32), WS_KARG(&km, WS_HW_TCH, tch32), WS_KARG(&km, WS_HW_KTS, kts32);
+    WS_KARG(&km, WS_HW_TA, ta), WS_KARG(&km, WS_HW_TB, tb), WS_KARG(&km, WS_HW_Y, v.part);
+    WS_KARG(&km, WS_HW_N, v.n), WS_KARG(&km, WS_HW_TCH, tch32), WS_KARG(&km, WS_HW_KTS, kts32);
     WS_KARG(&km, WS_HW_NSK, nsk);
-    ws_kargs_init(&kg, WS_PARAMS_GBS);
-    WS_KARG(&kg, WS_GBS_SRC, pg), WS_KARG(&kg, WS_GBS_DST, c->gst), WS_KARG(&kg, WS_GBS_T, to32);
-    WS_KARG(&kg, WS_GBS_PITCH, gp32);
-    ws_kargs_init(&kx, WS_PARAMS_GBS);
-    WS_KARG(&kx, WS_GBS_SRC, px), WS_KARG(&kx, WS_GBS_DST, c->xst), WS_KARG(&kx, WS_GBS_T, ti32);
-    WS_KARG(&kx, WS_GBS_PITCH, xp32);
-    ws_kargs_init(&kf, WS_PARAMS_GBF);
-    WS_KARG(&kf, WS_GBF_PART, ppart), WS_KARG(&kf, WS_GBF_DW, pdw), WS_KARG(&kf, WS_GBF_SPLITS, sp32);
-    ws_kargs_init(&kb, WS_PARAMS_BWD_DB);
-    WS_KARG(&kb, WS_BDB_GZ, pg), WS_KARG(&kb, WS_BDB_DB, pdb), WS_KARG(&kb, WS_BDB_N, n32);
-    WS_KARG(&kb, WS_BDB_T_OUT, to32);
-    if ((a->dw && (ws_kargs_check(&km, "ws_gpu_conv_run", err) || ws_kargs_check(&kg, "ws_gpu_conv_run", err) ||
-                   ws_kargs_check(&kx, "ws_gpu_conv_run", err) || ws_kargs_check(&kf, "ws_gpu_conv_run", err))) ||
-        (a->db && ws_kargs_check(&kb, "ws_gpu_conv_run", err)))
+    if (gb_pass_args(c, a, &v, &kg, &kx, &kf, &kb, err) || (a->dw && ws_kargs_check(&km, "ws_gpu_conv_run", err)))
         return -1;
     const unsigned T = WS_GBWD_THREADS;
     if (a->dw) { /* NCL sources gathered by rows (al elements a thread), else tiles of 32 x 32 */

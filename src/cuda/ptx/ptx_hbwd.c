@@ -172,6 +172,28 @@ static void st_math(ptx_buf *b, preg a, preg v, ws_dtype mt, const ws_conv_desc 
     }
 }
 
+/* e = the element index of row j, time u of item n in a source of C rows and T times (b32
+ * registers; w a b64 scratch): NCL (n*C + j)*T + u, NLC (n*T + u)*C + j */
+static void src_index(ptx_buf *b, preg e, preg w, preg n, preg j, preg u, preg T, int C, int ncl)
+{
+    if (ncl) {
+        I("mad.wide.u32 %s, %s, %d, 0", e.n, n.n, C);
+        I("cvt.u64.u32 %s, %s", w.n, j.n);
+        I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+        I("cvt.u64.u32 %s, %s", w.n, T.n);
+        I("mul.lo.u64 %s, %s, %s", e.n, e.n, w.n);
+        I("cvt.u64.u32 %s, %s", w.n, u.n);
+        I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+    } else {
+        I("mul.wide.u32 %s, %s, %s", e.n, n.n, T.n);
+        I("cvt.u64.u32 %s, %s", w.n, u.n);
+        I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+        I("mul.lo.u64 %s, %s, %d", e.n, e.n, C);
+        I("cvt.u64.u32 %s, %s", w.n, j.n);
+        I("add.u64 %s, %s, %s", e.n, e.n, w.n);
+    }
+}
+
 /* the staging of a time-major operand through shared memory, a block a tile of 32 times q x
  * 32 rows j of one class c: dst[n][c][j][q] (classes ncls, rows C, p_pitch times) =
  * src[n, j, S*(q + sh[c]) + r[c]] (layout L, type t, p_t times; zero outside [0, p_t) and
@@ -245,22 +267,7 @@ static void emit_tile(ptx_buf *mod, const ws_conv_desc *d, const char *name, int
         I("setp.lt.u32 %s, %s, %d", ok2.n, j.n, C);
         I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
         I("max.s32 %s, %s, 0", u.n, u.n);
-        if (ncl) { /* (n*C + j)*T + u */
-            I("mad.wide.u32 %s, %s, %d, 0", e.n, n.n, C);
-            I("cvt.u64.u32 %s, %s", w.n, j.n);
-            I("add.u64 %s, %s, %s", e.n, e.n, w.n);
-            I("cvt.u64.u32 %s, %s", w.n, T.n);
-            I("mul.lo.u64 %s, %s, %s", e.n, e.n, w.n);
-            I("cvt.u64.u32 %s, %s", w.n, u.n);
-            I("add.u64 %s, %s, %s", e.n, e.n, w.n);
-        } else { /* (n*T + u)*C + j */
-            I("mul.wide.u32 %s, %s, %s", e.n, n.n, T.n);
-            I("cvt.u64.u32 %s, %s", w.n, u.n);
-            I("add.u64 %s, %s, %s", e.n, e.n, w.n);
-            I("mul.lo.u64 %s, %s, %d", e.n, e.n, C);
-            I("cvt.u64.u32 %s, %s", w.n, j.n);
-            I("add.u64 %s, %s, %s", e.n, e.n, w.n);
-        }
+        src_index(b, e, w, n, j, u, T, C, ncl);
         I("mad.lo.u64 %s, %s, %d, %s", a.n, e.n, t == WS_F32 ? 4 : 2, ps.n);
         ld_as_f32(b, v, a, ok, t);
         if (ncl) { /* tile[ty + 8i][tx] */
@@ -605,22 +612,7 @@ static void emit_rows(ptx_buf *mod, const char *name, int C, ws_layout L, ws_dty
         I("setp.lt.u32 %s, %s, %s", ok.n, tt.n, T.n);
         I("setp.lt.u32 %s, %s, %d", ok2.n, c.n, C);
         I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
-        if (ncl) { /* (n*C + c)*T + t */
-            I("mad.wide.u32 %s, %s, %d, 0", e.n, n.n, C);
-            I("cvt.u64.u32 %s, %s", w.n, c.n);
-            I("add.u64 %s, %s, %s", e.n, e.n, w.n);
-            I("cvt.u64.u32 %s, %s", w.n, T.n);
-            I("mul.lo.u64 %s, %s, %s", e.n, e.n, w.n);
-            I("cvt.u64.u32 %s, %s", w.n, tt.n);
-            I("add.u64 %s, %s, %s", e.n, e.n, w.n);
-        } else { /* (n*T + t)*C + c */
-            I("mul.wide.u32 %s, %s, %s", e.n, n.n, T.n);
-            I("cvt.u64.u32 %s, %s", w.n, tt.n);
-            I("add.u64 %s, %s, %s", e.n, e.n, w.n);
-            I("mul.lo.u64 %s, %s, %d", e.n, e.n, C);
-            I("cvt.u64.u32 %s, %s", w.n, c.n);
-            I("add.u64 %s, %s, %s", e.n, e.n, w.n);
-        }
+        src_index(b, e, w, n, c, tt, T, C, ncl);
         I("mad.lo.u64 %s, %s, %d, %s", a.n, e.n, t == WS_F32 ? 4 : 2, ps.n);
         ld_as_f32(b, v, a, ok, t);
         /* tile[t_local][c_local] */

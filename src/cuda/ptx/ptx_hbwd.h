@@ -94,14 +94,14 @@
  *       a thread
  * Blocks of WS_GBWD_THREADS.
  *
- * SPEED (H100, bench-conv_gpu, bf16, us per call; PyTorch 2.11 + cuDNN 9.19 autograd in the
- *   same session, bench/RESULTS-gpu.md): the dense backward of the dilated K3 D9 row 189.6
- *   (254.9), DAC's downsampler 966.6 (929.5), a wav2vec2 512 -> 512 K3 S2 layer 2061 (1508), NCL;
- *   NLC 231.7 (315.3), 1021.9 (1174.7), 2474 (3053); float32 (dw on _m, cuDNN without TF32)
- *   NCL 664.8 (941.6), 6768 (7055), 11832 (13287). In bf16 the
- *   time of DAC's and wav2vec2's goes to the staging passes (x by class, X' to NCL dx, g to G: 40 %
- *   of the wav2vec2 layer) and to dx's conv over zero taps (DAC: K' = 3 where each phase
- *   has 2).
+ * SPEED (H100, bench-conv_gpu, us per call; PyTorch 2.11 + cuDNN 9.19 autograd in the same
+ *   call, 2026-11-27 17:30 UTC, bench/RESULTS-gpu.md): bf16 NCL, the dilated K3 D9 row 146
+ *   (228-439 between calls), DAC's downsampler 848 (868), a wav2vec2 512 -> 512 K3 S2 layer
+ *   1622 (1515-1628); NLC 210 (320), 906 (1223), 2261 (3163); float32 (dw on _m, cuDNN
+ *   without TF32) NCL 665 (995), 6802 (7119), 11835 (13175). In bf16 NCL the time of
+ *   wav2vec2's and DAC's goes to dx's conv over zero taps (DAC: K' = 3 where each phase has 2),
+ *   to moving X' into NCL dx (_u, 260 us of wav2vec2's) and to the staging passes (x by
+ *   class 250, dy to G 89, dy to NLC for dx's conv 94).
  */
 #ifndef WS_CUDA_PTX_HBWD_H
 #define WS_CUDA_PTX_HBWD_H
