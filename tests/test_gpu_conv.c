@@ -2365,11 +2365,15 @@ Test(gpu_conv_ptx, every_gemm_bwd_module_assembles_without_spills, .timeout = 30
             char name[WS_GBWD_NAME_MAX + 16];
             ws_gbwd_name(&d, name);
             const int ccs[2][2] = {{8, 0}, {9, 0}};
-            /* dw's passes in every math; float32's own FFMA kernel (_m) beside them */
+            /* dw's passes in every math; the FFMA weight gradient (_m) beside them in float32
+             * math, and in every math on PTX for 8.0 (no Hopper weight gradient there) */
             cr_assert(ws_gbwd_has_dw(&d), "%s math %d: no dw passes", gbcases[i].name, m);
             cr_assert_eq(ws_gbwd_ffma_dw(&d), m < 0, "%s math %d", gbcases[i].name, m);
-            const int entries = 4 + (m < 0) + 2 + (x.phases > 1) + ws_gemm_packs(&x.sub);
+            cr_assert_eq(ws_gbwd_ffma_dw_cc(&d, 9, 0), m < 0, "%s math %d", gbcases[i].name, m);
+            cr_assert(ws_gbwd_ffma_dw_cc(&d, 8, 0), "%s math %d: 8.0 without the FFMA dw", gbcases[i].name, m);
             for (int c = 0; c < 2; c++) {
+                const int entries = 4 + ws_gbwd_ffma_dw_cc(&d, ccs[c][0], ccs[c][1]) + 2 + (x.phases > 1) +
+                                    ws_gemm_packs(&x.sub);
                 const int regs = dump_and_assemble(ptxas, sub, &d, ccs[c], name, gbcases[i].name, entries);
                 if (m < 0 && verbose())
                     fprintf(stderr, "gpu_conv_ptx gbwd f32 %-30s sm_%d0: at most %d registers an entry\n",
@@ -2423,5 +2427,17 @@ Test(gpu_conv, gemm_bwd_matches_the_cpu_engine_in_every_math, .timeout = 600)
         const unsigned long gb = run_bwd_case_math(g, &gbcases[i], -1, WS_MATH_F32, 0);
         cr_assert_eq(gb, 5ul, "%s float32: %lu of 5 calls took the GEMM passes", gbcases[i].name, gb);
     }
+    /* on PTX for 8.0 (a device above it) the tensor-core maths' dw is the FFMA kernel's: every
+     * call takes the GEMM passes there too, within the math's bounds */
+    if (!ws_gpu_emit_cc(g, 8, 0))
+        for (int m = 0; m < N_MMA_MATHS; m++)
+            for (int i = 0; i < N_GBCASES; i++) {
+                ws_conv_desc d = bdesc_of(&gbcases[i]);
+                d.math = mma_maths[m];
+                const unsigned long gb = run_bwd_case_math(g, &gbcases[i], -1, mma_maths[m], mma_bounds[m]);
+                const unsigned long want = ws_gbwd_used(&d) ? 5ul : 0ul;
+                cr_assert_eq(gb, want, "%s on PTX for 8.0: %lu of 5 calls took the GEMM passes, expected %lu",
+                             gbcases[i].name, gb, want);
+            }
     ws_gpu_close(g);
 }

@@ -176,7 +176,7 @@ static int gbwd_load(ws_gpu_conv *c, ws_err *err)
         snprintf(en, sizeof en, "%s_p", name);
         CU_TRY(cu, ModuleGetFunction(&c->gb_p, c->gbmod, en), err);
     }
-    if (ws_gbwd_ffma_dw(d)) {
+    if (ws_gbwd_ffma_dw_cc(d, g->emit_major, g->emit_minor)) {
         snprintf(en, sizeof en, "%s_m", name);
         CU_TRY(cu, ModuleGetFunction(&c->gb_m, c->gbmod, en), err);
     }
@@ -1127,8 +1127,8 @@ cleanup:
 static int gb_wg_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
 {
     const ws_conv_desc *d = &c->d;
-    const int ffma = ws_gbwd_ffma_dw(d);
-    if ((ffma ? !c->gb_m : !c->wgfn || c->no_hgemm) || c->force_direct || a->n > 65535)
+    const int ffma = c->gb_m != 0; /* the module's FFMA weight gradient (ws_gbwd_ffma_dw_cc) */
+    if ((ffma ? 0 : !c->wgfn || c->no_hgemm) || c->force_direct || a->n > 65535)
         return 0;
     const long long bk = ffma ? WS_GBWD_FWG_BK : ws_hgemm_bkc(d), tch = (t_out + bk - 1) / bk;
     /* the row gathers' threads an item (launch_gb_wg's pitches; at most K classes) */
@@ -1239,7 +1239,7 @@ cleanup:
 
 static int launch_gb_wg(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
 {
-    if (ws_gbwd_ffma_dw(&c->d))
+    if (c->gb_m)
         return launch_gb_fwg(c, a, t_out, st, err);
     const ws_conv_desc *d = &c->d;
     ws_gpu *g = c->g;

@@ -116,6 +116,11 @@ int ws_gbwd_ffma_dw(const ws_conv_desc *d)
     return ws_gbwd_has_dw(d) && d->math == WS_MATH_F32;
 }
 
+int ws_gbwd_ffma_dw_cc(const ws_conv_desc *d, int cc_major, int cc_minor)
+{
+    return ws_gbwd_has_dw(d) && (d->math == WS_MATH_F32 || !ws_hgemm_wgrad_fits(d, cc_major, cc_minor));
+}
+
 int ws_gbwd_dx_rows(const ws_gbwd_dx *x, int t_out, int t_in)
 {
     (void)t_in;
@@ -1153,7 +1158,7 @@ char *ws_gbwd_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
     if (!ws_gbwd_has_dw(d))
         goto done;
     snprintf(en, sizeof en, "%s_g", name);
-    if (ws_gbwd_ffma_dw(d)) {
+    if (ws_gbwd_ffma_dw_cc(d, cc_major, cc_minor)) {
         emit_rows(&mod, en, d->c_out, g_layout(d), g_type(d));
         snprintf(en, sizeof en, "%s_x", name);
         emit_rows(&mod, en, d->c_in, d->x_layout, d->x_type);

@@ -39,7 +39,7 @@
  *   the + A keeps q' >= 0 wherever x is). The (n, t) are cut into `splits` ranges; each writes its
  *   float32 partial part[s][k][o][j], and "_f" adds them in order s = 0, 1, ...:
  *   dw[o, j, k] = part[0][k][o][j] + part[1][k][o][j] + ... (the same bits every run).
- *   FLOAT32 MATH (ws_gbwd_ffma_dw; any compute capability from 8.0): dw on the FFMA kernel
+ *   FLOAT32 MATH, AND TENSOR-CORE MATH BELOW 9.0 (ws_gbwd_ffma_dw_cc): dw on the FFMA kernel
  *   "_m" over time-major operands of another form, rows of channels:
  *     A[n][t][o]  (pitch ap)  dy itself where act is NONE, y is NLC float32, C_out % 4 == 0
  *                             and dy is 16-byte aligned; else g staged by "_g" (ap =
@@ -149,6 +149,11 @@ int ws_gbwd_has_dw(const ws_conv_desc *d);
 
 /* 1 when dw runs on the module's own FFMA kernel (_m): ws_gbwd_has_dw in float32 math */
 int ws_gbwd_ffma_dw(const ws_conv_desc *d);
+
+/* the same for a module emitted for compute capability cc: also tensor-core math where the
+ * Hopper weight gradient does not run (below 9.0), whose dw is then the FFMA kernel's over the
+ * operands as given (float32 products, no rounding to the math type: within its bounds) */
+int ws_gbwd_ffma_dw_cc(const ws_conv_desc *d, int cc_major, int cc_minor);
 
 /* tensor-core math: 1 when _g (g NCL) / _x (x NCL at stride <= 2) is the row gather, else
  * the transposing tile (ptx_hbwd.h) */
