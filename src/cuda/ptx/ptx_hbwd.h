@@ -142,9 +142,8 @@ int ws_gbwd_dx_of(const ws_conv_desc *d, ws_gbwd_dx *out);
  * whisper_stem.torch's bounds) keep it: such plans stay on the direct kernels */
 int ws_gbwd_used(const ws_conv_desc *d);
 
-/* 1 when the module has dw's passes (_g, _x, _f, _b; and _m in float32 math) for d: a dense
- * BWD with K <= WS_GBWD_KMAX, C_in*K and C_out <= 65535 (in TF32, BF16 and F16 math the
- * Hopper weight-gradient kernel runs them, on 9.0) */
+/* 1 when the module has dw's passes (_g, _x, _f, _b; and _m, ws_gbwd_ffma_dw_cc) for d: a
+ * dense BWD with K <= WS_GBWD_KMAX, C_in*K and C_out <= 65535 */
 int ws_gbwd_has_dw(const ws_conv_desc *d);
 
 /* 1 when dw runs on the module's own FFMA kernel (_m): ws_gbwd_has_dw in float32 math */
@@ -170,8 +169,9 @@ ws_dtype ws_gbwd_math_type(const ws_conv_desc *d);
 void ws_gbwd_name(const ws_conv_desc *d, char name[WS_GBWD_NAME_MAX]);
 
 /* The module above for a dense BWD descriptor, for compute capability cc; malloc'd text or
- * NULL with err. dw's entries (_g, _x, _f, _b) are there where ws_gbwd_has_dw; the kernel
- * that reads G and Xs runs on 9.0 only. */
+ * NULL with err. dw's entries (_g, _x, _f, _b) are there where ws_gbwd_has_dw, with _m where
+ * ws_gbwd_ffma_dw_cc (float32 math, or below 9.0); else the Hopper weight gradient (9.0)
+ * reads G and Xs. */
 char *ws_gbwd_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err);
 
 #endif
