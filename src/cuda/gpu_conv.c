@@ -1144,6 +1144,18 @@ static int gb_wg_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
     return 1;
 }
 
+/* the splits of dw's sum over `chunks` stages (ptx_hbwd.h): `want`, but at most 256 MiB of
+ * partials (wbytes each), at most one a stage and at least one; *kts stages a split, the last
+ * split's possibly fewer */
+static uint64_t gb_splits(uint64_t want, uint64_t chunks, uint64_t wbytes, uint64_t *kts)
+{
+    const uint64_t cap = (256ull << 20) > wbytes ? (256ull << 20) / wbytes : 1;
+    uint64_t splits = want > cap ? cap : want;
+    splits = splits > chunks ? chunks : splits ? splits : 1;
+    *kts = (chunks + splits - 1) / splits;
+    return (chunks + *kts - 1) / *kts;
+}
+
 /* the arguments of the passes around dw's kernel (ptx_hbwd.h), for a call asking for dw and
  * db as a says: _g (g -> c->gst at pitch *gp), _x (x -> c->xst at pitch *xp), _f (the
  * partials -> dw), _b (g -> db). The values are the caller's (the launches read them); 0, or
@@ -1191,14 +1203,11 @@ static int launch_gb_fwg(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_
     const uint64_t chunks = N * ((To + BK - 1) / BK);
     const uint64_t tiles = (Co + WS_GBWD_FWG_BM - 1) / WS_GBWD_FWG_BM * ((Ci + WS_GBWD_FWG_BN - 1) / WS_GBWD_FWG_BN) * K;
     const uint64_t wbytes = K * Co * Ci * 4, slots = 2 * (uint64_t)(g->sms > 0 ? g->sms : 132);
-    /* as many splits as fill the block slots (two blocks an SM) without a second wave */
-    uint64_t splits = tiles >= slots ? 1 : slots / tiles;
-    const uint64_t cap = (256ull << 20) > wbytes ? (256ull << 20) / wbytes : 1;
-    splits = splits > cap ? cap : splits;
-    splits = splits > 65535 ? 65535 : splits;
-    splits = splits > chunks ? chunks : splits ? splits : 1;
-    const uint64_t kts = (chunks + splits - 1) / splits;
-    splits = (chunks + kts - 1) / kts;
+    /* as many splits as fill the block slots (two blocks an SM) without a second wave, at
+     * most 65535 (the grid's y) */
+    uint64_t kts;
+    const uint64_t want = tiles >= slots ? 1 : slots / tiles;
+    const uint64_t splits = gb_splits(want > 65535 ? 65535 : want, chunks, wbytes, &kts);
     if (tiles > INT_MAX)
         return ws_errf(err, "ws_gpu_conv_run: dw's grid of %llu blocks is over the limit", (unsigned long long)tiles);
     if (a->dw && ((!a_in && scratch(c, &c->gst, &c->gst_bytes, (size_t)(N * To * ap * 4), st, err)) ||
@@ -1259,12 +1268,9 @@ static int launch_gb_wg(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
     const uint64_t tch = (To + BK - 1) / BK, chunks = N * tch;
     const uint64_t rows = (Co + WS_HGEMM_BM - 1) / WS_HGEMM_BM, jt = (Ci + WS_HGEMM_BN - 1) / WS_HGEMM_BN;
     const uint64_t tiles = rows * jt * K, wbytes = K * Co * Ci * 4;
-    uint64_t splits = (2 * (uint64_t)(g->sms > 0 ? g->sms : 132) + tiles - 1) / tiles;
-    const uint64_t cap = (256ull << 20) > wbytes ? (256ull << 20) / wbytes : 1;
-    splits = splits > cap ? cap : splits;
-    splits = splits > chunks ? chunks : splits ? splits : 1;
-    const uint64_t kts = (chunks + splits - 1) / splits;
-    splits = (chunks + kts - 1) / kts;
+    uint64_t kts;
+    const uint64_t splits = gb_splits((2 * (uint64_t)(g->sms > 0 ? g->sms : 132) + tiles - 1) / tiles, chunks,
+                                      wbytes, &kts);
     if (tiles * splits > INT_MAX)
         return ws_errf(err, "ws_gpu_conv_run: dw's grid of %llu blocks is over the limit",
                        (unsigned long long)(tiles * splits));

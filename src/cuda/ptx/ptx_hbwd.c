@@ -177,6 +177,18 @@ static void st_math(ptx_buf *b, preg a, preg v, ws_dtype mt, const ws_conv_desc 
     }
 }
 
+/* the staging entries' parameters (WS_PARAMS_GBS): src and dst as global addresses, T, pitch */
+static void gbs_params(ptx_buf *b, preg src, preg dst, preg T, preg pitch)
+{
+    const ws_params *pt = ws_params_of(WS_PARAMS_GBS);
+    ws_ptx_ld_param(b, src, pt, WS_GBS_SRC);
+    ws_ptx_ld_param(b, dst, pt, WS_GBS_DST);
+    ws_ptx_ld_param(b, T, pt, WS_GBS_T);
+    ws_ptx_ld_param(b, pitch, pt, WS_GBS_PITCH);
+    I("cvta.to.global.u64 %s, %s", src.n, src.n);
+    I("cvta.to.global.u64 %s, %s", dst.n, dst.n);
+}
+
 /* e = the element index of row j, time u of item n in a source of C rows and T times (b32
  * registers; w a b64 scratch): NCL (n*C + j)*T + u, NLC (n*T + u)*C + j */
 static void src_index(ptx_buf *b, preg e, preg w, preg n, preg j, preg u, preg T, int C, int ncl)
@@ -224,12 +236,7 @@ static void emit_tile(ptx_buf *mod, const ws_conv_desc *d, const char *name, int
     preg n = ws_ptx_reg(b, PTX_B32), cls = ws_ptx_reg(b, PTX_B32), j0 = ws_ptx_reg(b, PTX_B32);
     preg r = ws_ptx_reg(b, PTX_B32), sh = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_PRED);
     preg sb = ws_ptx_reg(b, PTX_B32);
-    ws_ptx_ld_param(b, ps, pt, WS_GBS_SRC);
-    ws_ptx_ld_param(b, pd, pt, WS_GBS_DST);
-    ws_ptx_ld_param(b, T, pt, WS_GBS_T);
-    ws_ptx_ld_param(b, pitch, pt, WS_GBS_PITCH);
-    I("cvta.to.global.u64 %s, %s", ps.n, ps.n);
-    I("cvta.to.global.u64 %s, %s", pd.n, pd.n);
+    gbs_params(b, ps, pd, T, pitch);
     I("mov.u32 %s, %%tid.x", tid.n);
     I("and.b32 %s, %s, 31", tx.n, tid.n);
     I("shr.u32 %s, %s, 5", ty.n, tid.n);
@@ -345,12 +352,7 @@ static void emit_rowgather(ptx_buf *mod, const ws_conv_desc *d, const char *name
     preg p = ws_ptx_reg(b, PTX_PRED), e = ws_ptx_reg(b, PTX_B64), w = ws_ptx_reg(b, PTX_B64);
     preg src = ws_ptx_reg(b, PTX_B64), a = ws_ptx_reg(b, PTX_B64), u0 = ws_ptx_reg(b, PTX_B32);
     plabel done = ws_ptx_label_new(b, "done");
-    ws_ptx_ld_param(b, ps, pt, WS_GBS_SRC);
-    ws_ptx_ld_param(b, pd, pt, WS_GBS_DST);
-    ws_ptx_ld_param(b, T, pt, WS_GBS_T);
-    ws_ptx_ld_param(b, pitch, pt, WS_GBS_PITCH);
-    I("cvta.to.global.u64 %s, %s", ps.n, ps.n);
-    I("cvta.to.global.u64 %s, %s", pd.n, pd.n);
+    gbs_params(b, ps, pd, T, pitch);
     preg nv = ws_ptx_reg(b, PTX_B32), gi = ws_ptx_reg(b, PTX_B32);
     I("shr.u32 %s, %s, %d", nv.n, pitch.n, V == 8 ? 3 : 2);
     I("mov.u32 %s, %%ctaid.x", gi.n);
@@ -531,12 +533,7 @@ static void emit_unstage(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     preg n = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_PRED), lim = ws_ptx_reg(b, PTX_B32);
     preg e = ws_ptx_reg(b, PTX_B64), w = ws_ptx_reg(b, PTX_B64), a = ws_ptx_reg(b, PTX_B64);
     plabel done = ws_ptx_label_new(b, "done");
-    ws_ptx_ld_param(b, ps, pt, WS_GBS_SRC);
-    ws_ptx_ld_param(b, pd, pt, WS_GBS_DST);
-    ws_ptx_ld_param(b, T, pt, WS_GBS_T);
-    ws_ptx_ld_param(b, rows, pt, WS_GBS_PITCH);
-    I("cvta.to.global.u64 %s, %s", ps.n, ps.n);
-    I("cvta.to.global.u64 %s, %s", pd.n, pd.n);
+    gbs_params(b, ps, pd, T, rows);
     I("mov.u32 %s, %%ctaid.x", i.n);
     I("mov.u32 %s, %%tid.x", tmp.n);
     I("mad.lo.u32 %s, %s, %d, %s", i.n, i.n, TH, tmp.n);
@@ -584,12 +581,7 @@ static void emit_rows(ptx_buf *mod, const char *name, int C, ws_layout L, ws_dty
     preg P = ws_ptx_reg(b, PTX_B32), tid = ws_ptx_reg(b, PTX_B32), tx = ws_ptx_reg(b, PTX_B32);
     preg ty = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), c0 = ws_ptx_reg(b, PTX_B32);
     preg n = ws_ptx_reg(b, PTX_B32), sb = ws_ptx_reg(b, PTX_B32);
-    ws_ptx_ld_param(b, ps, pt, WS_GBS_SRC);
-    ws_ptx_ld_param(b, pd, pt, WS_GBS_DST);
-    ws_ptx_ld_param(b, T, pt, WS_GBS_T);
-    ws_ptx_ld_param(b, P, pt, WS_GBS_PITCH);
-    I("cvta.to.global.u64 %s, %s", ps.n, ps.n);
-    I("cvta.to.global.u64 %s, %s", pd.n, pd.n);
+    gbs_params(b, ps, pd, T, P);
     I("mov.u32 %s, %%tid.x", tid.n);
     I("and.b32 %s, %s, 31", tx.n, tid.n);
     I("shr.u32 %s, %s, 5", ty.n, tid.n);
