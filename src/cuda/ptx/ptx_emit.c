@@ -181,6 +181,12 @@ void ws_ptx_kernel_end(ptx_buf *k, ptx_buf *mod, const char *name, const char *p
 void ws_ptx_kernel_end_regs(ptx_buf *k, ptx_buf *mod, const char *name, const char *params,
                          int maxntid, int min_blocks, int max_regs)
 {
+    ws_ptx_kernel_end_cl(k, mod, name, params, maxntid, min_blocks, max_regs, 1);
+}
+
+void ws_ptx_kernel_end_cl(ptx_buf *k, ptx_buf *mod, const char *name, const char *params, int maxntid,
+                          int min_blocks, int max_regs, int cluster)
+{
     if (k->err) {
         ws_ptx_fail(mod, k->why);
         ws_ptx_free(k);
@@ -191,6 +197,8 @@ void ws_ptx_kernel_end_regs(ptx_buf *k, ptx_buf *mod, const char *name, const ch
         append(mod, ".minnctapersm %d\n", min_blocks);
     if (max_regs > 0)
         append(mod, ".maxnreg %d\n", max_regs);
+    if (cluster > 1)
+        append(mod, ".reqnctapercluster %d, 1, 1\n", cluster);
     append(mod, "{\n");
     for (int c = 0; c < PTX_NCLASS; c++)
         if (k->nreg[c])

@@ -85,6 +85,10 @@ void ws_ptx_kernel_end(ptx_buf *k, ptx_buf *mod, const char *name, const char *p
  * more blocks resident, and spills a kernel that streams through a ring of registers. */
 void ws_ptx_kernel_end_regs(ptx_buf *k, ptx_buf *mod, const char *name, const char *params,
                          int maxntid, int min_blocks, int max_regs);
+/* The same with ".reqnctapercluster cluster, 1, 1" (cluster > 1): blocks launched in clusters
+ * of that many, without a launch attribute */
+void ws_ptx_kernel_end_cl(ptx_buf *k, ptx_buf *mod, const char *name, const char *params, int maxntid,
+                          int min_blocks, int max_regs, int cluster);
 
 /* Hands the text over (caller frees) and resets b; NULL with why on error. */
 char *ws_ptx_take(ptx_buf *b, char *why, size_t why_len);

@@ -263,11 +263,9 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("ret");
 }
 
-/* one output element: v + bias, act, + add, stored (ptx_epi.h) at index off of ybase /
- * abase in y_type, where `in` holds (no branch) */
 /* the add's raw element for one output: *(y_type *)(abase + off*ys) into r where p holds
  * (zero elsewhere), read early so that a group's reads are in flight together */
-static void emit_add_read(ptx_buf *b, const ws_conv_desc *d, preg r, preg p, preg off, preg abase, int ys)
+void ws_hgemm_add_read(ptx_buf *b, const ws_conv_desc *d, preg r, preg p, preg off, preg abase, int ys)
 {
     preg aa = ws_ptx_reg(b, PTX_B64);
     I("mad.lo.u64 %s, %s, %d, %s", aa.n, off.n, ys, abase.n);
@@ -280,10 +278,10 @@ static void emit_add_read(ptx_buf *b, const ws_conv_desc *d, preg r, preg p, pre
     }
 }
 
-/* one output element: v + bias, act, + the add read by emit_add_read (raw r, where p holds),
+/* one output element: v + bias, act, + the add read by ws_hgemm_add_read (raw r, where p holds),
  * stored (ptx_epi.h) at index off of ybase in y_type, where `in` holds (no branch) */
-static void emit_elem(ptx_buf *b, const ws_conv_desc *d, preg v, preg bias, preg p, preg r, preg in,
-                      preg off, preg ybase, int ys)
+void ws_hgemm_elem(ptx_buf *b, const ws_conv_desc *d, preg v, preg bias, preg p, preg r, preg in,
+                   preg off, preg ybase, int ys)
 {
     preg ya = ws_ptx_reg(b, PTX_B64), av = r;
     if (!p.n[0]) { /* no add */
@@ -555,13 +553,13 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
                 I("mul.wide.u32 %s, %s, %s", off[m].n, oo.n, tout.n);
                 if (va) {
                     I("and.pred %s, %s, %s", p[m].n, ook[m].n, hasa.n);
-                    emit_add_read(b, d, r[m], p[m], off[m], abase, ys);
+                    ws_hgemm_add_read(b, d, r[m], p[m], off[m], abase, ys);
                 } else {
                     p[m] = (preg){""};
                 }
             }
             for (int m = 0; m < EG; m++)
-                emit_elem(b, d, v[m], bias[m], p[m], r[m], ook[m], off[m], ybase, ys);
+                ws_hgemm_elem(b, d, v[m], bias[m], p[m], r[m], ook[m], off[m], ybase, ys);
         }
         }
     } else {
@@ -608,13 +606,13 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
                     I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, abs.n);
                     I("mad.lo.u64 %s, %s, %d, %s", abase.n, t64.n, d->c_out, abase.n);
                     I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, ys, pa.n);
-                    emit_add_read(b, d, r[m], p[m], off, abase, ys);
+                    ws_hgemm_add_read(b, d, r[m], p[m], off, abase, ys);
                 } else {
                     p[m] = (preg){""};
                 }
             }
             for (int m = 0; m < EG; m++)
-                emit_elem(b, d, v[m], bias, p[m], r[m], ok[m], off, ybase[m], ys);
+                ws_hgemm_elem(b, d, v[m], bias, p[m], r[m], ok[m], off, ybase[m], ys);
         }
         }
     }

@@ -90,6 +90,7 @@
 #define WS_CUDA_PTX_HGEMM_H
 
 #include "common.h"
+#include "ptx_emit.h"
 #include "ptx_hbwd.h"
 #include "ws_conv.h"
 
@@ -134,6 +135,14 @@ typedef struct {
 int ws_hgemm_small(const ws_conv_desc *d);
 void ws_hgemm_cfg_of(const ws_conv_desc *d, ws_hgemm_cfg *q);
 void ws_hgemm_cfg_large(ws_hgemm_cfg *q);
+
+/* the forward epilogue's element helpers (ptx_hpair.c shares them): the add's raw element,
+ * *(y_type *)(abase + off*ys) into r where p holds (zero elsewhere); one output element, v +
+ * bias, act, + that add (raw r, where p holds; p unnamed: no add), stored at ybase + off*ys
+ * in y_type where `in` holds, without a branch */
+void ws_hgemm_add_read(ptx_buf *b, const ws_conv_desc *d, preg r, preg p, preg off, preg abase, int ys);
+void ws_hgemm_elem(ptx_buf *b, const ws_conv_desc *d, preg v, preg bias, preg p, preg r, preg in,
+                   preg off, preg ybase, int ys);
 
 /* 1 when the Hopper GEMM runs descriptor d on compute capability cc: 9.0, a dense FWD the
  * gemm kernel takes (ptx_gemm.h), BF16, F16 or TF32 math, C_in % 16 == 0 with k-major weights,
