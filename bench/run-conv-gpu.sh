@@ -2,7 +2,9 @@
 # docs/conv-engine.md's speed table on a GPU machine, in one call: bench-conv_gpu (the conv
 # engine's GPU backend, each row checked against the CPU engine) and bench/conv_gpu_torch.py
 # (PyTorch + cuDNN) on the same rows, then bench-gpu_stem and bench/gpu_torch.py for the
-# Whisper tiny stem row (64 windows a launch), joined into one markdown table, printed last.
+# Whisper tiny stem row (64 windows a launch), joined into one markdown table, printed last;
+# then bench-conv_pair_gpu (the ResConv1D block as one kernel against its two calls; beside
+# BIN, when ONLY is unset or names resblock/jukebox), its table as it prints it.
 #   bench/run-conv-gpu.sh [ITERS]        (default 50 timed runs per case)
 # Environment:
 #   BIN       bench-conv_gpu (default ${BUILD:-build}/bench-conv_gpu)
@@ -55,6 +57,14 @@ if [ -z "${ONLY:-}" ] && [ "$DEVICE" = cuda ] && [ -x "$STEM_BIN" ]; then
     "$STEM_BIN" --iters "$ITERS" --only tiny --win 64 >"$OUT/stem-ours.txt" 2>"$OUT/stem-ours.err" || status=1
     PYTHONUNBUFFERED=1 "$PY" bench/gpu_torch.py --iters "$ITERS" --only tiny >"$OUT/stem-torch.txt" 2>&1 || status=1
 fi
+PAIR_BIN=$(dirname "$BIN")/bench-conv_pair_gpu
+case "${ONLY:-resblock}" in
+*resblock* | *jukebox*)
+    if [ "$DEVICE" = cuda ] && [ -x "$PAIR_BIN" ]; then
+        "$PAIR_BIN" --iters "$ITERS" ${ONLY:+--only "$ONLY"} >"$OUT/pair-ours.txt" 2>"$OUT/pair-ours.err" || status=1
+    fi
+    ;;
+esac
 
 echo
 echo "date: $(date -u '+%F %H:%M') UTC  device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)  iters: $ITERS"
@@ -134,4 +144,9 @@ if fails:
     print("CHECK FAILED: " + ", ".join(fails))
     raise SystemExit(1)
 EOF
+if [ -s "$OUT/pair-ours.txt" ]; then
+    echo
+    echo "The ResConv1D block as one kernel (bench-conv_pair_gpu, us per call):"
+    cat "$OUT/pair-ours.txt"
+fi
 exit $status

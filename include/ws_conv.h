@@ -261,6 +261,64 @@ WS_API int ws_gpu_conv_enqueue(ws_gpu_conv *c, const ws_conv_args *a, uint64_t s
                                ws_err *err);
 WS_API void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
 
+/* A pair of forward convs as one block: h = conv1(x) (d1), y = conv2(h) + add (d2), h never
+ * handed to the caller. The ResConv1D block of VQ-VAE decoders (Jukebox, DAC, EnCodec),
+ * y = x + conv_k1(relu(conv_k3_dil(relu(x)))), is d1 = K3 with dilation, pre and act RELU,
+ * d2 = K1 with no activation, and add = x:
+ *
+ *   ws_conv_desc d1 = {.op = WS_CONV_FWD, .c_in = C, .c_out = C, .groups = 1, .k = 3,
+ *                      .stride = 1, .dilation = 9, .pad_l = 9, .pad_r = 9, .pre = WS_ACT_RELU,
+ *                      .act = WS_ACT_RELU, ...};
+ *   ws_conv_desc d2 = d1; d2.k = 1; d2.dilation = 1; d2.pad_l = d2.pad_r = 0;
+ *   d2.pre = d2.act = WS_ACT_NONE;
+ *   ws_gpu_conv_pair *p = ws_gpu_conv_pair_new(g, &d1, w1, b1, &d2, w2, b2, &err);
+ *   ws_conv_pair_args a = {.n = N, .t_in = T, .x = x, .add = x, .y = y};
+ *   ws_gpu_conv_pair_run(p, &a, &err);
+ *
+ * The pair (ws_conv_pair_check): both FWD and valid, d2.c_in = d1.c_out, d2.x_layout =
+ * d1.y_layout and d2.x_type = d1.y_type (h is stored, where it is stored, in d1's y_type and
+ * layout). The values are the two calls' (conv1 into h, conv2 over h with add): on the CPU
+ * exactly those calls; on the GPU, where the pair fits one kernel (compute capability 9.0,
+ * BF16 or F16 math in both, d1 dense at stride 1 with C_in % 16 == 0, d1.c_out a multiple
+ * of 64 up to 512, d2 dense K 1 S 1 D 1 without padding, d2.c_out a multiple of 16 up to 512,
+ * d1.y_type float32 or the math type), h stays in shared memory, rounded to the math type
+ * as the second call would round it: the same values but for the order of the float32 sums.
+ * Other pairs and calls run as the two calls over a device buffer of the plan's.
+ * The arguments: x (d1's layout and type), add and y (d2's), w1 / w2 and b1 / b2 per call as
+ * ws_conv_args's w and b for each conv (NULL: the plan's; a conv made without weights needs
+ * them every call), add NULL for none. */
+typedef struct {
+    int n, t_in;
+    const void *x;
+    const void *w1, *w2;
+    const float *b1, *b2;
+    const void *add;
+    long long add_batch_stride;
+    void *y;
+} ws_conv_pair_args;
+
+/* 0 when d1 then d2 make a pair (above), or -1 naming the field */
+WS_API int ws_conv_pair_check(const ws_conv_desc *d1, const ws_conv_desc *d2, ws_err *err);
+
+/* The CPU pair: the two plans (ws_conv_new with n_threads) and a buffer for h per call */
+typedef struct ws_conv_pair ws_conv_pair;
+WS_API ws_conv_pair *ws_conv_pair_new(const ws_conv_desc *d1, const void *w1, const float *b1,
+                                      const ws_conv_desc *d2, const void *w2, const float *b2,
+                                      int n_threads, ws_err *err);
+WS_API int ws_conv_pair_run(ws_conv_pair *p, const ws_conv_pair_args *a, ws_err *err);
+WS_API void ws_conv_pair_free(ws_conv_pair *p); /* NULL-safe */
+
+/* The GPU pair: run waits for the result, enqueue takes the caller's stream (as
+ * ws_gpu_conv_run / ws_gpu_conv_enqueue). 0, or -1 with err (nothing launched). */
+typedef struct ws_gpu_conv_pair ws_gpu_conv_pair;
+WS_API ws_gpu_conv_pair *ws_gpu_conv_pair_new(ws_gpu *g, const ws_conv_desc *d1, const void *w1,
+                                              const float *b1, const ws_conv_desc *d2,
+                                              const void *w2, const float *b2, ws_err *err);
+WS_API int ws_gpu_conv_pair_run(ws_gpu_conv_pair *p, const ws_conv_pair_args *a, ws_err *err);
+WS_API int ws_gpu_conv_pair_enqueue(ws_gpu_conv_pair *p, const ws_conv_pair_args *a,
+                                    uint64_t stream, ws_err *err);
+WS_API void ws_gpu_conv_pair_free(ws_gpu_conv_pair *p); /* NULL-safe */
+
 /* Writes the PTX that a plan of d would load on a device of compute capability
  * cc_major.cc_minor to dir/<module name>.ptx: the direct module (FWD: the kernel's name;
  * BWD: one module holding the four backward entries) and, where d has them, the depthwise

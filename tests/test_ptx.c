@@ -39,6 +39,7 @@
 #include "cuda/ptx/ptx_params.h"
 #include "cuda/ptx/ptx_hbwd.h"
 #include "cuda/ptx/ptx_hgemm.h"
+#include "cuda/ptx/ptx_hpair.h"
 #include "whisper/stem.h"
 #include "helpers.h"
 #include "oracle.h"
@@ -336,8 +337,21 @@ typedef struct {
     ws_params_id table;
 } param_case;
 
+/* the fused pair's second conv for d1 (family 9): pointwise, reading what d1 writes */
+static ws_conv_desc pair_second(const ws_conv_desc *d1)
+{
+    ws_conv_desc d2 = *d1;
+    d2.c_in = d1->c_out, d2.k = 1, d2.stride = 1, d2.dilation = 1, d2.pad_l = d2.pad_r = 0;
+    d2.x_layout = d1->y_layout, d2.x_type = d1->y_type, d2.pre = WS_ACT_NONE;
+    return d2;
+}
+
 static char *emit_family(const ws_conv_desc *d, int family, ws_err *e)
 {
+    if (family == 9) {
+        const ws_conv_desc d2 = pair_second(d);
+        return ws_hpair_emit(d, &d2, WS_HPAIR_CL, WS_HPAIR_BK, e);
+    }
     return family == 0   ? ws_direct_emit(d, 9, 0, e)
            : family == 1 ? ws_dw_emit(d, 9, 0, e)
            : family == 2 ? ws_gemm_emit(d, 9, 0, e)
@@ -380,6 +394,9 @@ static void entry_name(const param_case *c, char *name)
     } else if (c->family == 7) {
         ws_gbwd_name(c->d, name);
         strcat(name, GB_SUFFIX[c->entry]);
+    } else if (c->family == 9) {
+        const ws_conv_desc d2 = pair_second(c->d);
+        ws_hpair_name(c->d, &d2, WS_HPAIR_CL, WS_HPAIR_BK, name);
     } else if (c->family == 8) {
         ws_hgemm_wgrad_name(c->d, name);
     } else {
@@ -477,6 +494,12 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
     ws_conv_desc gb = dense_hg; /* a dense BWD at stride 2: every pass of ptx_hbwd.h */
     gb.op = WS_CONV_BWD, gb.stride = 2, gb.pad_l = gb.pad_r = 0;
     cr_assert(ws_hgemm_wgrad_fits(&gb, 9, 0), "no weight-gradient descriptor");
+    ws_conv_desc pair1 = dense_hg; /* the fused pair's first conv (ptx_hpair.h) */
+    pair1.c_out = 128;
+    {
+        const ws_conv_desc p2 = pair_second(&pair1);
+        cr_assert(ws_hpair_fits(&pair1, &p2, 9, 0), "no fused pair");
+    }
     ws_conv_desc gb32 = gb; /* float32 math: dw's FFMA kernel and its rows staging */
     gb32.math = WS_MATH_F32;
     cr_assert(ws_gbwd_ffma_dw(&gb32), "no float32 weight-gradient descriptor");
@@ -520,6 +543,7 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         {"dense backward float32 dw", &gb32, 7, 8, WS_PARAMS_FWG},
         {"dense backward float32 g rows", &gb32, 7, 2, WS_PARAMS_GBS},
         {"dense backward float32 x rows", &gb32, 7, 3, WS_PARAMS_GBS},
+        {"fused pair", &pair1, 9, 0, WS_PARAMS_HPAIR},
     };
     int covered[WS_PARAMS_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

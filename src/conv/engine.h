@@ -31,6 +31,13 @@ long long ws_conv_out_len_ll(const ws_conv_desc *d, long long t_in);
 int ws_conv_check_args(const ws_conv_desc *d, const ws_conv_args *a, int has_w, int *t_out,
                        ws_err *err);
 
+/* pair.c: a pair call a split into its two calls (ws_conv_pair_args): a1 (x into h) and a2
+ * (h into y), both checked (has_w1 / has_w2: the plans hold weights), h a placeholder the
+ * caller replaces; *t_mid, *t_out. 0, or -1 with err "<fn>: conv N: ..." */
+int ws_conv_pair_split(const ws_conv_desc *d1, const ws_conv_desc *d2, int has_w1, int has_w2,
+                       const ws_conv_pair_args *a, void *h, ws_conv_args *a1, ws_conv_args *a2,
+                       int *t_mid, int *t_out, const char *fn, ws_err *err);
+
 /* act.c: v[i] = f(v[i] + *bias) (bias NULL: none). */
 void ws_act_row(float *v, int n, const float *bias, ws_act act);
 

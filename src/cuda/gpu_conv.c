@@ -795,16 +795,22 @@ static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_ou
 
 /* a tensor map of rank r (3 here) over addr: dims, strides (r - 1 of them, bytes), box,
  * element strides es, the 128-byte swizzle, zeros out of range */
-static int tmapr(ws_cu *cu, wscu_tensor_map *m, int dtype, uint32_t r, uint64_t addr, const uint64_t *dim,
-                 const uint64_t *stride, const uint32_t *box, const uint32_t *es, ws_err *err)
+static int tmaps(ws_cu *cu, wscu_tensor_map *m, int dtype, uint32_t r, uint64_t addr, const uint64_t *dim,
+                 const uint64_t *stride, const uint32_t *box, const uint32_t *es, int swizzle, ws_err *err)
 {
     CU_TRY(cu, TensorMapEncodeTiled(m, dtype, r, (void *)(uintptr_t)addr, dim, stride, box, es,
-                                    WS_CU_TENSOR_MAP_INTERLEAVE_NONE, WS_CU_TENSOR_MAP_SWIZZLE_128B,
+                                    WS_CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                     WS_CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                     WS_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), err);
     return 0;
 cleanup:
     return -1;
+}
+
+static int tmapr(ws_cu *cu, wscu_tensor_map *m, int dtype, uint32_t r, uint64_t addr, const uint64_t *dim,
+                 const uint64_t *stride, const uint32_t *box, const uint32_t *es, ws_err *err)
+{
+    return tmaps(cu, m, dtype, r, addr, dim, stride, box, es, WS_CU_TENSOR_MAP_SWIZZLE_128B, err);
 }
 
 /* a 3-D tensor map over addr: dims (d0, d1, d2), strides (s1, s2) bytes, box (b0, b1, b2),
@@ -887,6 +893,27 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
     return 0;
 cleanup:
     return -1;
+}
+
+int ws_gpu_conv_packed(ws_gpu_conv *c, const void *w, const float *b, uint64_t stream, uint64_t *pw,
+                       uint64_t *pb, ws_err *err)
+{
+    const ws_conv_args a = { .w = w, .b = b };
+    wscu_devptr d = 0;
+    if (!c->wh && !w)
+        return ws_errf(err, "ws_gpu_conv_packed: the plan has no packed weights");
+    if (call_weights(c, &a, W_PACKED, stream ? (wscu_stream)(uintptr_t)stream : c->g->stream, &d, err))
+        return -1;
+    *pw = d, *pb = call_bias(c, &a);
+    return 0;
+}
+
+int ws_gpu_tmap3(ws_gpu *g, void *map, int dtype, uint64_t addr, const uint64_t dim[3],
+                 const uint64_t stride[2], const uint32_t box[3], int swizzle, ws_err *err)
+{
+    const uint32_t es[3] = { 1, 1, 1 };
+    return tmaps(&g->cu, (wscu_tensor_map *)map, dtype, 3, addr, dim, stride, box, es,
+                 swizzle == 64 ? WS_CU_TENSOR_MAP_SWIZZLE_64B : WS_CU_TENSOR_MAP_SWIZZLE_128B, err);
 }
 
 unsigned long ws_gpu_conv_hgemm_calls(const ws_gpu_conv *c)
@@ -1430,33 +1457,29 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int ws_gpu_conv_bench(ws_gpu_conv *c, const ws_conv_args *a, int warmup, int iters,
-                      double *median_us, double *min_us, ws_err *err)
+int ws_gpu_time_calls(ws_gpu *g, int (*enq)(void *ctx, uint64_t stream, ws_err *err), void *ctx,
+                      int warmup, int iters, double *median_us, double *min_us, ws_err *err)
 {
-    int t_out = 0;
-    if (check_call(c, a, "ws_gpu_conv_bench", &t_out, err))
-        return -1;
     if (iters < 1 || warmup < 0)
-        return ws_errf(err, "ws_gpu_conv_bench: iters %d must be >= 1, warmup %d >= 0", iters,
-                       warmup);
-    ws_gpu *g = c->g;
+        return ws_errf(err, "ws_gpu_time_calls: iters %d must be >= 1, warmup %d >= 0", iters, warmup);
     ws_cu *cu = &g->cu;
     wscu_event e0 = NULL, e1 = NULL;
+    const uint64_t st = (uint64_t)(uintptr_t)g->stream;
     double *us = malloc((size_t)iters * sizeof *us);
     int rc = -1;
     if (!us)
-        return ws_errf(err, "ws_gpu_conv_bench: out of memory");
+        return ws_errf(err, "ws_gpu_time_calls: out of memory");
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
     CU_TRY(cu, EventCreate(&e0, 0), err);
     CU_TRY(cu, EventCreate(&e1, 0), err);
     for (int i = 0; i < warmup; i++)
-        if (launch(c, a, t_out, c->g->stream, err))
+        if (enq(ctx, st, err))
             goto cleanup;
     CU_TRY(cu, StreamSynchronize(g->stream), err);
     for (int i = 0; i < iters; i++) {
         float ms = 0;
         CU_TRY(cu, EventRecord(e0, g->stream), err);
-        if (launch(c, a, t_out, c->g->stream, err))
+        if (enq(ctx, st, err))
             goto cleanup;
         CU_TRY(cu, EventRecord(e1, g->stream), err);
         CU_TRY(cu, EventSynchronize(e1), err);
@@ -1474,6 +1497,28 @@ cleanup:
         cu->EventDestroy(e1);
     free(us);
     return rc;
+}
+
+typedef struct {
+    ws_gpu_conv *c;
+    const ws_conv_args *a;
+    int t_out;
+} bench_call;
+
+static int bench_launch(void *ctx, uint64_t stream, ws_err *err)
+{
+    const bench_call *b = ctx;
+    return launch(b->c, b->a, b->t_out, (wscu_stream)(uintptr_t)stream, err);
+}
+
+int ws_gpu_conv_bench(ws_gpu_conv *c, const ws_conv_args *a, int warmup, int iters,
+                      double *median_us, double *min_us, ws_err *err)
+{
+    int t_out = 0;
+    if (check_call(c, a, "ws_gpu_conv_bench", &t_out, err))
+        return -1;
+    bench_call b = { c, a, t_out };
+    return ws_gpu_time_calls(c->g, bench_launch, &b, warmup, iters, median_us, min_us, err);
 }
 
 /* dir/name.ptx = text, written whole or not at all */

@@ -11,6 +11,11 @@
  * microseconds per call. 0, or -1 with err. */
 int ws_gpu_conv_bench(ws_gpu_conv *c, const ws_conv_args *a, int warmup, int iters,
                       double *median_us, double *min_us, ws_err *err);
+/* The same timing for any call: enq(ctx, stream, err) enqueues one call on `stream` (g's
+ * own), warmup times untimed, then iters times between two CUDA events; median and minimum,
+ * microseconds. 0, or -1 with err. */
+int ws_gpu_time_calls(ws_gpu *g, int (*enq)(void *ctx, uint64_t stream, ws_err *err), void *ctx,
+                      int warmup, int iters, double *median_us, double *min_us, ws_err *err);
 
 /* on: every call of c goes to the direct kernels (ptx_direct.h), also those the depthwise
  * kernels (ptx_dw.h) or the gemm kernel (ptx_gemm.h) would take; off (the default): they
@@ -75,5 +80,26 @@ void ws_gpu_user_stream_free(ws_gpu *g, uint64_t stream);
  * (gpu_dws.c) are not listed. Writes at most cap bytes into buf (NUL-terminated, cut short
  * when full); returns the number of lines. */
 int ws_gpu_conv_report(const ws_gpu_conv *c, char *buf, size_t cap);
+
+/* For the fused pair (gpu_pair.c): the packed weights (ws_gemm_pack_weights) a call of c with
+ * w and b would read (w NULL: the plan's; else w prepared on `stream`, 0 for g's own), and
+ * its bias (0: none). 0, or -1 with err. */
+int ws_gpu_conv_packed(ws_gpu_conv *c, const void *w, const float *b, uint64_t stream, uint64_t *pw,
+                       uint64_t *pb, ws_err *err);
+/* a 3-D tensor map (128 bytes at map) over addr of the driver's dtype: dims, byte strides of
+ * dims 1 and 2, box, the 64- or 128-byte swizzle (swizzle 64 or 128), zeros out of range.
+ * 0, or -1 with err */
+int ws_gpu_tmap3(ws_gpu *g, void *map, int dtype, uint64_t addr, const uint64_t dim[3],
+                 const uint64_t stride[2], const uint32_t box[3], int swizzle, ws_err *err);
+
+/* The fused pair's hooks: which calls run fused (mode 0, the default: those the fused kernel
+ * fits where C_mid >= WS_HPAIR_MIN_MID, where it was measured to pay; 1: every call it fits;
+ * -1: none, the two calls); how many calls ran fused; its kernel's variant (cluster 1 or 2, weight stages of 32 or 64
+ * channels; reloads the module; 0, or -1 with err); kernel-only time as ws_gpu_conv_bench */
+void ws_gpu_conv_pair_fuse(ws_gpu_conv_pair *p, int mode);
+unsigned long ws_gpu_conv_pair_fused_calls(const ws_gpu_conv_pair *p);
+int ws_gpu_conv_pair_variant(ws_gpu_conv_pair *p, int cl, int bk, ws_err *err);
+int ws_gpu_conv_pair_bench(ws_gpu_conv_pair *p, const ws_conv_pair_args *a, int warmup, int iters,
+                           double *median_us, double *min_us, ws_err *err);
 
 #endif

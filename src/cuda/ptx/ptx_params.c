@@ -147,6 +147,14 @@ static const ws_param FWG[] = {
     [WS_FWG_N] = { "p_n", U32 },         [WS_FWG_T_OUT] = { "p_t_out", U32 }, [WS_FWG_T_IN] = { "p_t_in", U32 },
     [WS_FWG_AP] = { "p_ap", U32 },       [WS_FWG_BP] = { "p_bp", U32 },     [WS_FWG_KTS] = { "p_kts", U32 },
 };
+/* the fused pair (ptx_hpair.h) */
+static const ws_param PR[] = {
+    [WS_PR_T1] = { "p_t1", TMAP },      [WS_PR_T2] = { "p_t2", TMAP },     [WS_PR_X] = { "p_x", U64 },
+    [WS_PR_B1] = { "p_b1", U64 },       [WS_PR_B2] = { "p_b2", U64 },      [WS_PR_ADD] = { "p_add", U64 },
+    [WS_PR_Y] = { "p_y", U64 },         [WS_PR_N] = { "p_n", U32 },        [WS_PR_T_IN] = { "p_t_in", U32 },
+    [WS_PR_T_OUT] = { "p_t_out", U32 }, [WS_PR_NTT] = { "p_ntt", U32 },    [WS_PR_LGTB] = { "p_lgtb", U32 },
+    [WS_PR_ADD_BS] = { "p_add_bs", U64 },
+};
 
 #undef U32
 #undef U64
@@ -181,6 +189,7 @@ _Static_assert(COUNT(HW) == WS_HW_NPARAMS && WS_HW_NPARAMS <= WS_PARAMS_MAX, "HW
 _Static_assert(COUNT(GBS) == WS_GBS_NPARAMS, "GBS");
 _Static_assert(COUNT(GBF) == WS_GBF_NPARAMS, "GBF");
 _Static_assert(COUNT(FWG) == WS_FWG_NPARAMS && WS_FWG_NPARAMS <= WS_PARAMS_MAX, "FWG");
+_Static_assert(COUNT(PR) == WS_PR_NPARAMS && WS_PR_NPARAMS <= WS_PARAMS_MAX, "PR");
 _Static_assert(WS_DWBWD_NPARAMS <= WS_PARAMS_MAX && WS_FWD_NPARAMS <= WS_PARAMS_MAX &&
                    WS_MFR_NPARAMS <= WS_PARAMS_MAX,
                "WS_PARAMS_MAX");
@@ -210,6 +219,7 @@ static const ws_params TABLES[WS_PARAMS_COUNT] = {
     [WS_PARAMS_GBS] = { "dense backward staging", GBS, COUNT(GBS) },
     [WS_PARAMS_GBF] = { "dense backward dw finish", GBF, COUNT(GBF) },
     [WS_PARAMS_FWG] = { "float32 weight gradient", FWG, COUNT(FWG) },
+    [WS_PARAMS_HPAIR] = { "fused pair", PR, COUNT(PR) },
 };
 
 const ws_params *ws_params_of(ws_params_id id)
@@ -232,6 +242,12 @@ size_t ws_ptype_bytes(ws_ptype t)
 void ws_ptx_kernel_end_params(ptx_buf *k, ptx_buf *mod, const char *name, const ws_params *t,
                               int maxntid, int min_blocks, int max_regs)
 {
+    ws_ptx_kernel_end_params_cl(k, mod, name, t, maxntid, min_blocks, max_regs, 1);
+}
+
+void ws_ptx_kernel_end_params_cl(ptx_buf *k, ptx_buf *mod, const char *name, const ws_params *t,
+                                 int maxntid, int min_blocks, int max_regs, int cluster)
+{
     ptx_buf decl;
     ws_ptx_init(&decl);
     for (int i = 0; i < t->n; i++) {
@@ -245,10 +261,10 @@ void ws_ptx_kernel_end_params(ptx_buf *k, ptx_buf *mod, const char *name, const 
     char *text = ws_ptx_take(&decl, why, sizeof why);
     if (!text) {
         ws_ptx_fail(k, why);
-        ws_ptx_kernel_end_regs(k, mod, name, "", maxntid, min_blocks, max_regs);
+        ws_ptx_kernel_end_cl(k, mod, name, "", maxntid, min_blocks, max_regs, cluster);
         return;
     }
-    ws_ptx_kernel_end_regs(k, mod, name, text, maxntid, min_blocks, max_regs);
+    ws_ptx_kernel_end_cl(k, mod, name, text, maxntid, min_blocks, max_regs, cluster);
     free(text);
 }
 

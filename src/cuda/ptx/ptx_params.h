@@ -50,9 +50,12 @@
  *   WS_PARAMS_GBF     dw's finish    .u64 p_part, p_dw; .u32 p_splits
  *   WS_PARAMS_FWG     the float32 weight gradient (FFMA)  .u64 p_a, p_b, p_part;
  *                                    .u32 p_n, p_t_out, p_t_in, p_ap, p_bp, p_kts
+ * The fused pair's (ptx_hpair.h; gpu_pair.c launches it):
+ *   WS_PARAMS_HPAIR   .tmap p_t1, p_t2; .u64 p_x, p_b1, p_b2, p_add, p_y; .u32 p_n, p_t_in,
+ *                     p_t_out, p_ntt, p_lgtb; .u64 p_add_bs
  * Index enums: WS_FWD_*, WS_BGZ_*, WS_BDX_*, WS_BDW_*, WS_BDB_*, WS_DWBWD_*, WS_DWFIN_*,
  * WS_WPREP_*, WS_DSFWD_*, WS_DSFIN_*, WS_DSGZ_*, WS_DSDX_*, WS_DSDI_*, WS_DSDW_*, WS_DSDB_*,
- * WS_MFR_*, WS_MWR_*, WS_MF16_*, WS_HG_*, WS_HP_*, WS_HW_*, WS_GBS_*, WS_GBF_*, WS_FWG_* (e.g.
+ * WS_MFR_*, WS_MWR_*, WS_MF16_*, WS_HG_*, WS_HP_*, WS_HW_*, WS_GBS_*, WS_GBF_*, WS_FWG_*, WS_PR_* (e.g.
  * WS_FWD_ADD_BS, WS_DWFIN_NP, WS_DSFWD_SEQ), each ending in a *_NPARAMS count.
  *
  * Usage, emitter:
@@ -106,6 +109,7 @@ typedef enum {
     WS_PARAMS_DWS_FWD, WS_PARAMS_DWS_FINAL, WS_PARAMS_DWS_GZ, WS_PARAMS_DWS_DX, /* ws_dws_part's order */
     WS_PARAMS_DWS_DINIT, WS_PARAMS_DWS_DW, WS_PARAMS_DWS_DB,
     WS_PARAMS_HGEMM, WS_PARAMS_HPREP, WS_PARAMS_HWG, WS_PARAMS_GBS, WS_PARAMS_GBF, WS_PARAMS_FWG,
+    WS_PARAMS_HPAIR,
     WS_PARAMS_MEL_FRAMES, WS_PARAMS_MEL_WRITE, WS_PARAMS_MEL_F16,
     WS_PARAMS_COUNT
 } ws_params_id;
@@ -145,9 +149,11 @@ enum { WS_GBS_SRC, WS_GBS_DST, WS_GBS_T, WS_GBS_PITCH, WS_GBS_NPARAMS };
 enum { WS_GBF_PART, WS_GBF_DW, WS_GBF_SPLITS, WS_GBF_NPARAMS };
 enum { WS_FWG_A, WS_FWG_B, WS_FWG_PART, WS_FWG_N, WS_FWG_T_OUT, WS_FWG_T_IN, WS_FWG_AP, WS_FWG_BP,
        WS_FWG_KTS, WS_FWG_NPARAMS };
+enum { WS_PR_T1, WS_PR_T2, WS_PR_X, WS_PR_B1, WS_PR_B2, WS_PR_ADD, WS_PR_Y, WS_PR_N, WS_PR_T_IN,
+       WS_PR_T_OUT, WS_PR_NTT, WS_PR_LGTB, WS_PR_ADD_BS, WS_PR_NPARAMS };
 
-/* the most parameters of any table (the depthwise backward's and ws_mel_frames' 10) */
-#define WS_PARAMS_MAX 10
+/* the most parameters of any table (the fused pair's 13) */
+#define WS_PARAMS_MAX 13
 
 /* The table of kind id; NULL for an id out of range. */
 const ws_params *ws_params_of(ws_params_id id);
@@ -162,6 +168,9 @@ size_t ws_ptype_bytes(ws_ptype t);
  * entry, joined by ",\n". max_regs 0: no .maxnreg. */
 void ws_ptx_kernel_end_params(ptx_buf *k, ptx_buf *mod, const char *name, const ws_params *t,
                               int maxntid, int min_blocks, int max_regs);
+/* the same with ".reqnctapercluster cluster, 1, 1" where cluster > 1 */
+void ws_ptx_kernel_end_params_cl(ptx_buf *k, ptx_buf *mod, const char *name, const ws_params *t,
+                                 int maxntid, int min_blocks, int max_regs, int cluster);
 
 /* ld.param.<type> r, [<name>]  of t's parameter i; r must be of the type's class (.u64 a
  * %rd register, .u32 a %r one), else b fails */
