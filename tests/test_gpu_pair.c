@@ -179,8 +179,8 @@ Test(conv_pair, bad_pairs_and_calls_are_refused)
     ws_conv_pair_args a = { .n = 1, .t_in = 32, .x = x, .y = y };
     cr_assert_eq(ws_conv_pair_run(p, &a, &e), -1);
     cr_assert(strstr(e.msg, "conv 1") && strstr(e.msg, "w is NULL"), "%s", e.msg);
-    float w1[512 * 512 * 3], w2[512 * 512];
-    memset(w1, 0, sizeof w1), memset(w2, 0, sizeof w2);
+    float *w1 = calloc(512 * 512 * 3, sizeof *w1), *w2 = calloc(512 * 512, sizeof *w2);
+    cr_assert(w1 && w2);
     a.w1 = w1;
     cr_assert_eq(ws_conv_pair_run(p, &a, &e), -1);
     cr_assert(strstr(e.msg, "conv 2") && strstr(e.msg, "w is NULL"), "%s", e.msg);
@@ -194,8 +194,17 @@ Test(conv_pair, bad_pairs_and_calls_are_refused)
     memset(x, 0, sizeof x);
     cr_assert_eq(ws_conv_pair_run(p, &a, &e), 0, "%s", e.msg);
     cr_assert_eq(ws_conv_pair_run(NULL, &a, &e), -1);
+    cr_assert_eq(ws_conv_pair_run(p, NULL, &e), -1);
+    cr_assert(strstr(e.msg, "args is NULL"), "%s", e.msg);
     ws_conv_pair_free(p);
     ws_conv_pair_free(NULL);
+    free(w1), free(w2);
+    /* the GPU pair refuses the same without a device */
+    cr_assert_null(ws_gpu_conv_pair_new(NULL, &d1, NULL, NULL, &d2, NULL, NULL, &e));
+    cr_assert(strstr(e.msg, "g is NULL"), "%s", e.msg);
+    cr_assert_eq(ws_gpu_conv_pair_run(NULL, &a, &e), -1);
+    cr_assert_eq(ws_gpu_conv_pair_enqueue(NULL, &a, 0, &e), -1);
+    ws_gpu_conv_pair_free(NULL);
 }
 
 /* ---- which pairs the fused kernel takes, and its PTX ---- */
