@@ -4,7 +4,7 @@
  *   bench-conv_pair_gpu [--only SUBSTRING] [--iters N]
  *
  * Rows (bf16 storage and math, NCL and NLC; b1, b2 uniform in +-0.1, w in +-1/sqrt(C*K), x
- * uniform in [-1, 1]):
+ * uniform in [-1, 1]; add = x item by item, add_batch_stride C*T):
  *   resblock   the ResConv1D block, N256 C512 T32: relu, K3 D9 P9/9 + bias, relu, K1 + bias,
  *              + x (bench-conv_gpu's resblock row, there as two calls)
  *   jukebox    the same block at Jukebox's width and reach: N4 C64 T131072, K3 D27 P27/27
@@ -157,7 +157,9 @@ int main(int argc, char **argv)
                     return 1;
                 }
                 a[s] = (ws_conv_pair_args){ .n = n, .t_in = r->t, .x = (void *)(uintptr_t)dx[s],
-                                            .add = (void *)(uintptr_t)dx[s], .y = (void *)(uintptr_t)dy[s] };
+                                            .add = (void *)(uintptr_t)dx[s],
+                                            .add_batch_stride = (long long)r->c * r->t,
+                                            .y = (void *)(uintptr_t)dy[s] };
             }
             const double flop = 2.0 * n * r->t * (double)r->c * r->c * (r->k + 1);
             const double floor_b = (2.0 * bytes + 2.0 * r->c * r->c * (r->k + 1)) / BW * 1e6, floor_f = flop / RATE * 1e6;
@@ -175,7 +177,8 @@ int main(int argc, char **argv)
                 ws_conv_pair *cp = ws_conv_pair_new(&d1, w1, b1, &d2, w2, b2, 0, &e);
                 const size_t n0 = (size_t)r->c * r->t;
                 uint16_t *y0 = malloc(n0 * 2);
-                ws_conv_pair_args ca = { .n = 1, .t_in = r->t, .x = x, .add = x, .y = y0 };
+                ws_conv_pair_args ca = { .n = 1, .t_in = r->t, .x = x, .add = x,
+                                         .add_batch_stride = (long long)r->c * r->t, .y = y0 };
                 if (cp && y0 && !ws_conv_pair_run(cp, &ca, &e))
                     r0 = rel(yc, y0, n0);
                 ws_conv_pair_free(cp);

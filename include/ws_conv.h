@@ -272,7 +272,7 @@ WS_API void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
  *   ws_conv_desc d2 = d1; d2.k = 1; d2.dilation = 1; d2.pad_l = d2.pad_r = 0;
  *   d2.pre = d2.act = WS_ACT_NONE;
  *   ws_gpu_conv_pair *p = ws_gpu_conv_pair_new(g, &d1, w1, b1, &d2, w2, b2, &err);
- *   ws_conv_pair_args a = {.n = N, .t_in = T, .x = x, .add = x, .y = y};
+ *   ws_conv_pair_args a = {.n = N, .t_in = T, .x = x, .add = x, .add_batch_stride = C * T, .y = y};
  *   ws_gpu_conv_pair_run(p, &a, &err);
  *
  * The pair (ws_conv_pair_check): both FWD and valid, d2.c_in = d1.c_out, d2.x_layout =
@@ -280,10 +280,11 @@ WS_API void ws_gpu_conv_free(ws_gpu_conv *c); /* NULL-safe */
  * layout). The values are the two calls' (conv1 into h, conv2 over h with add): on the CPU
  * exactly those calls; on the GPU, where the pair fits one kernel (compute capability 9.0,
  * BF16 or F16 math in both, d1 dense at stride 1 with C_in % 16 == 0, d1.c_out a multiple
- * of 64 up to 512, d2 dense K 1 S 1 D 1 without padding, d2.c_out a multiple of 16 up to 512,
- * d1.y_type float32 or the math type), h stays in shared memory, rounded to the math type
- * as the second call would round it: the same values but for the order of the float32 sums.
- * Other pairs and calls run as the two calls over a device buffer of the plan's.
+ * of 64 up to 512, d2 dense K 1 S 1 D 1 without padding, d2.c_out a multiple of 16 from 32 to
+ * 512, d1.y_type float32 or the math type), h stays in shared memory, rounded to the math type
+ * where the two calls round it: the same values but for the order of the float32 sums.
+ * Other pairs, and calls whose y overlaps x or whose NLC x is not 16-byte aligned, run as the
+ * two calls over a device buffer of the plan's.
  * The arguments: x (d1's layout and type), add and y (d2's), w1 / w2 and b1 / b2 per call as
  * ws_conv_args's w and b for each conv (NULL: the plan's; a conv made without weights needs
  * them every call), add NULL for none. */

@@ -54,6 +54,9 @@ static const pcase pcases[] = {
     /* float32 x read 8 times at a time (T_in % 8 == 0), GELU */
     { "ncl_f32_t64", 3, 64, 64, 128, 64, 3, 2, 2, 2, WS_NCL, WS_F32, WS_F32, WS_F32, WS_MATH_BF16, WS_ACT_NONE,
       WS_ACT_GELU, WS_ACT_NONE, WS_ACT_NONE, 1, 1 },
+    /* GELU on a bf16 h: rounded before and after, as the two calls do */
+    { "ncl_pre2_gelu", 2, 40, 64, 128, 96, 3, 1, 1, 1, WS_NCL, BF, BF, BF, WS_MATH_BF16, WS_ACT_NONE,
+      WS_ACT_NONE, WS_ACT_GELU, WS_ACT_RELU, 1, 0 },
     /* f16 math, causal K2 D3 */
     { "nlc_f16_causal", 5, 17, 64, 128, 128, 2, 3, 3, 0, WS_NLC, WS_F16, WS_F16, WS_F16, WS_MATH_F16, WS_ACT_NONE,
       WS_ACT_RELU, WS_ACT_NONE, WS_ACT_NONE, 1, 0 },
@@ -137,10 +140,13 @@ Test(conv_pair, cpu_pair_is_the_two_calls_bit_for_bit)
         ws_conv_pair *p = ws_conv_pair_new(&d1, w1, b1, &d2, w2, b2, 2, &e);
         cr_assert(c1 && c2 && p, "%s: %s", c->name, e.msg);
         ws_conv_args a1 = { .n = c->n, .t_in = c->t, .x = x, .y = h };
-        ws_conv_args a2 = { .n = c->n, .t_in = c->t, .x = h, .y = y1, .add = c->add ? x : NULL };
+        const long long abs = (long long)c->c_out * c->t; /* the residual item by item */
+        ws_conv_args a2 = { .n = c->n, .t_in = c->t, .x = h, .y = y1, .add = c->add ? x : NULL,
+                            .add_batch_stride = c->add ? abs : 0 };
         cr_assert_eq(ws_conv_run(c1, &a1, &e), 0, "%s", e.msg);
         cr_assert_eq(ws_conv_run(c2, &a2, &e), 0, "%s", e.msg);
-        ws_conv_pair_args pa = { .n = c->n, .t_in = c->t, .x = x, .add = c->add ? x : NULL, .y = y2 };
+        ws_conv_pair_args pa = { .n = c->n, .t_in = c->t, .x = x, .add = c->add ? x : NULL,
+                                 .add_batch_stride = c->add ? abs : 0, .y = y2 };
         cr_assert_eq(ws_conv_pair_run(p, &pa, &e), 0, "%s: %s", c->name, e.msg);
         cr_assert_eq(memcmp(y1, y2, ny * tsize(c->yt)), 0, "%s: the pair differs from its two calls", c->name);
         ws_conv_free(c1), ws_conv_free(c2), ws_conv_pair_free(p);
@@ -353,13 +359,16 @@ Test(gpu_pair, fused_matches_the_cpu_pair_and_the_two_calls, .timeout = 600)
         void *ycpu = malloc(yb), *yf = malloc(yb), *yf2 = malloc(yb), *yc = malloc(yb), *yp = malloc(yb);
         ws_conv_pair *cp = ws_conv_pair_new(&r1, w1r, b1, &r2, w2r, b2, 0, &e);
         cr_assert_not_null(cp, "%s: %s", c->name, e.msg);
-        ws_conv_pair_args ca = { .n = c->n, .t_in = c->t, .x = x, .add = c->add ? x : NULL, .y = ycpu };
+        const long long abs = (long long)c->c_out * c->t; /* the residual item by item */
+        ws_conv_pair_args ca = { .n = c->n, .t_in = c->t, .x = x, .add = c->add ? x : NULL,
+                                 .add_batch_stride = c->add ? abs : 0, .y = ycpu };
         cr_assert_eq(ws_conv_pair_run(cp, &ca, &e), 0, "%s: %s", c->name, e.msg);
 
         const uint64_t dx = up(g, x, nx * tsize(c->xt)), dy = up(g, NULL, yb);
         ws_gpu_conv_pair *p = ws_gpu_conv_pair_new(g, &d1, w1, b1, &d2, w2, b2, &e);
         cr_assert_not_null(p, "%s: %s", c->name, e.msg);
-        ws_conv_pair_args a = { .n = c->n, .t_in = c->t, .x = P(dx), .add = c->add ? P(dx) : NULL, .y = P(dy) };
+        ws_conv_pair_args a = { .n = c->n, .t_in = c->t, .x = P(dx), .add = c->add ? P(dx) : NULL,
+                                .add_batch_stride = c->add ? abs : 0, .y = P(dy) };
         /* by default fused where h has at least WS_HPAIR_MIN_MID channels; then always */
         cr_assert_eq(ws_gpu_conv_pair_run(p, &a, &e), 0, "%s: %s", c->name, e.msg);
         cr_assert_eq(ws_gpu_conv_pair_fused_calls(p), c->c_mid >= WS_HPAIR_MIN_MID, "%s", c->name);
@@ -411,7 +420,13 @@ Test(gpu_pair, fused_matches_the_cpu_pair_and_the_two_calls, .timeout = 600)
 
         /* weights per call on the caller's stream: the plan's bits */
         if (i == 0) {
-            const uint64_t pw1 = up(g, w1, (size_t)c->c_mid * c->c_in * c->k * 4), pb1 = up(g, b1, (size_t)c->c_mid * 4);
+            const uint64_t pw1 = up(g, w1, (size_t)c->c_mid * c->c_in * c->k * 4);
+            /* b1 given 4 bytes into a buffer: a per-call bias need not be 8-byte aligned */
+            float *b1s = calloc((size_t)c->c_mid + 1, sizeof *b1s);
+            cr_assert_not_null(b1s);
+            memcpy(b1s + 1, b1, (size_t)c->c_mid * 4);
+            const uint64_t pb1a = up(g, b1s, ((size_t)c->c_mid + 1) * 4), pb1 = pb1a + 4;
+            free(b1s);
             const uint64_t pw2 = up(g, w2, (size_t)c->c_out * c->c_mid * 4), pb2 = up(g, b2, (size_t)c->c_out * 4);
             ws_gpu_conv_pair *q = ws_gpu_conv_pair_new(g, &d1, NULL, NULL, &d2, NULL, NULL, &e);
             cr_assert_not_null(q, "%s", e.msg);
@@ -427,7 +442,20 @@ Test(gpu_pair, fused_matches_the_cpu_pair_and_the_two_calls, .timeout = 600)
             cr_assert_eq(ws_gpu_download(g, yp, dy, yb, &e), 0, "%s", e.msg);
             cr_assert_eq(memcmp(yp, yf, yb), 0, "%s: weights per call differ from the plan's", c->name);
             ws_gpu_conv_pair_free(q);
-            ws_gpu_release(g, pw1), ws_gpu_release(g, pb1), ws_gpu_release(g, pw2), ws_gpu_release(g, pb2);
+            ws_gpu_release(g, pw1), ws_gpu_release(g, pb1a), ws_gpu_release(g, pw2), ws_gpu_release(g, pb2);
+        }
+        /* y over x (in place, where the shapes allow): the two calls, the same values */
+        if (c->add && c->xt == c->yt && c->c_in == c->c_out) {
+            const uint64_t dxy = up(g, x, nx * tsize(c->xt));
+            ws_conv_pair_args ia = a;
+            ia.x = ia.add = ia.y = P(dxy);
+            ws_gpu_conv_pair_fuse(p, 1);
+            const unsigned long f = ws_gpu_conv_pair_fused_calls(p);
+            cr_assert_eq(ws_gpu_conv_pair_run(p, &ia, &e), 0, "%s (in place): %s", c->name, e.msg);
+            cr_assert_eq(ws_gpu_conv_pair_fused_calls(p), f, "%s: fused in place", c->name);
+            cr_assert_eq(ws_gpu_download(g, yp, dxy, yb, &e), 0, "%s", e.msg);
+            cr_assert_eq(memcmp(yp, yc, yb), 0, "%s: in place differs from the two calls", c->name);
+            ws_gpu_release(g, dxy);
         }
         ws_gpu_conv_pair_free(p);
         ws_conv_pair_free(cp);

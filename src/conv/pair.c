@@ -1,7 +1,7 @@
 /* pair.c - a pair of forward convs on the CPU (include/ws_conv.h, ws_conv_pair_*): the two
  * plans, h in a buffer of the call's. The check is shared with the GPU pair (gpu_pair.c).
- * Tested by tests/test_engine.c (against the two plans' calls, refusals) and
- * tests/test_gpu_conv.c (the GPU pair against it).
+ * Tested by tests/test_gpu_pair.c (against the two plans' calls, refusals; the GPU pair
+ * against it).
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* gpu_pair.c - the fused pair on the GPU (include/ws_conv.h, ws_gpu_conv_pair_*): two plans
  * (gpu_conv.c), which give the packed weights and run the calls the fused kernel does not
  * take, and the fused kernel (ptx_hpair.h) where ws_hpair_fits admits the pair.
- * Tested by tests/test_gpu_conv.c against the CPU pair.
+ * Tested by tests/test_gpu_pair.c against the CPU pair and the two calls.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -126,6 +126,16 @@ static int launch_fused(ws_gpu_conv_pair *p, const ws_conv_pair_args *a, int t_o
         return 1;
     if (d1->x_layout == WS_NLC && (uintptr_t)a->x % 16)
         return 1;
+    {   /* y over x (an in-place residual): blocks read their neighbours' x while others write
+         * y; the two calls read x whole before writing y */
+        const uintptr_t x0 = (uintptr_t)a->x, y0 = (uintptr_t)a->y;
+        const uintptr_t xe = x0 + (uintptr_t)a->n * (uintptr_t)d1->c_in * (uintptr_t)a->t_in *
+                                      (uintptr_t)(d1->x_type == WS_F32 ? 4 : 2);
+        const uintptr_t ye = y0 + (uintptr_t)a->n * (uintptr_t)p->d2.c_out * (uintptr_t)t_out *
+                                      (uintptr_t)(p->d2.y_type == WS_F32 ? 4 : 2);
+        if (x0 < ye && y0 < xe)
+            return 1;
+    }
     if ((long long)t_out + d1->pad_l + q->halo + 64 > INT_MAX / 2 || (long long)a->t_in > INT_MAX / 2)
         return 1;
     const int lgtb = ws_hpair_lgtb(q, t_out), nb = WS_HPAIR_P >> lgtb;

@@ -1,6 +1,7 @@
 /* ptx_hpair.c - the fused pair's emitter (ptx_hpair.h: tiles, threads, the rings). Emission is
  * a pure function of the two descriptors and the cluster size. Tested by tests/test_ptx.c
- * (ptxas) and tests/test_gpu_conv.c (on an H100 against the CPU engine's two calls).
+ * (ptxas, the parameter table) and tests/test_gpu_pair.c (ptxas; on an H100 against the CPU
+ * pair and the GPU's two calls).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -882,6 +883,9 @@ static void emit_consumers(ptx_buf *b, const hp *h)
     }
 
     ws_ptx_section(b, "epilogue 1: h[p][ch] = pre2(act1(acc + b1)) in the math type, into h's tiles");
+    /* h stored in the math type by the two calls and pre2 not RELU (which commutes with the
+     * rounding): rounded before pre2 as well, as the second call reads it */
+    const int round_twice = d1->y_type != WS_F32 && d2->pre != WS_ACT_NONE && d2->pre != WS_ACT_RELU;
     ws_ptx_comment(b, "h's region held GEMM 1's last weight slots: both consumers past their products first");
     I("bar.sync 1, 256");
     {
@@ -914,7 +918,9 @@ static void emit_consumers(ptx_buf *b, const hp *h)
                     bl0[j] = ws_ptx_reg(b, PTX_F32), bl1[j] = ws_ptx_reg(b, PTX_F32);
                     I("mov.f32 %s, 0f00000000", bl0[j].n);
                     I("mov.f32 %s, 0f00000000", bl1[j].n);
-                    I("@%s ld.global.nc.v2.f32 {%s, %s}, [%s+%d]", hasb.n, bl0[j].n, bl1[j].n, ba.n, 32 * (i + j));
+                    /* two scalar loads: a bias given per call need not be 8-byte aligned */
+                    I("@%s ld.global.nc.f32 %s, [%s+%d]", hasb.n, bl0[j].n, ba.n, 32 * (i + j));
+                    I("@%s ld.global.nc.f32 %s, [%s+%d]", hasb.n, bl1[j].n, ba.n, 32 * (i + j) + 4);
                 }
             }
             preg bb0 = bl0[i % 8], bb1 = bl1[i % 8];
@@ -934,6 +940,10 @@ static void emit_consumers(ptx_buf *b, const hp *h)
                 I("add.f32 %s, %s, %s", v1.n, cs->acc[4 * i + 2 * hh + 1].n, bb1.n);
                 ws_ptx_act(b, v0, d1->act);
                 ws_ptx_act(b, v1, d1->act);
+                if (round_twice) { /* the two calls store h in the math type, then apply pre2 */
+                    emit_pack(b, d1, w, v0, v1);
+                    emit_unpack(b, mtype(d1), w, v0, v1);
+                }
                 ws_ptx_act(b, v0, d2->pre);
                 ws_ptx_act(b, v1, d2->pre);
                 emit_pack(b, d1, w, v0, v1);
