@@ -49,9 +49,9 @@
  *   drained), then each element + b2, act2, + add, stored in y_type (ptx_epi.h): NCL by
  *   position (a thread a position, channels c/64 + 4m, up to 32 add reads in flight), NLC by
  *   channel (and by quarter or half of the positions where C_out <= 128).
- * Speed (H100, bf16, the ResConv1D block N256 C512 T32, us per call, 2026-11-27): NCL
- *   53.4-55.5, NLC 51.1-52.2, against 56.0-57.7 / 53.7-55.6 as two calls and 135-137 /
- *   189-279 for PyTorch + cuDNN; tensor pipe 38 %. Each block's chain of 32 weight stages (2
+ * Speed (H100, bf16, the ResConv1D block N256 C512 T32 with its residual, us per call,
+ *   2026-11-27 20:46 UTC): NCL 54.0-54.6, NLC 52.7-53.3, against 62.4-62.8 / 57.5-59.3 as
+ *   two calls and 139 / 192 at best for PyTorch + cuDNN; tensor pipe 38 %. Each block's chain of 32 weight stages (2
  *   MB) bounds it: at half the batch it takes the same time.
  * A call where x is not 16-byte aligned (NLC) or the grid or the coordinates do not fit runs
  * as the two-call chain. Parameters WS_PARAMS_HPAIR. Tested by tests/test_gpu_pair.c.
@@ -64,9 +64,8 @@
 
 #define WS_HPAIR_P 64 /* positions a block */
 /* the fewest channels of h for which a call runs fused by default: H100, bf16, the ResConv1D
- * block at C 512 fused 53.4-55.5 / 51.1-52.2 us NCL / NLC against 56.0-57.7 / 53.7-55.6 as two
- * calls; at Jukebox's C 64 (wgmma n32, 4 stages a block) 384-385 / 504-506 against 446-448 /
- * 313 */
+ * block at C 512 fused 54.0-54.6 / 52.7-53.3 us NCL / NLC against 62.4-62.8 / 57.5-59.3 as two
+ * calls; at Jukebox's C 64 (wgmma n32, 4 stages a block) 368.5 / 482.4 against 452.1 / 312.2 */
 #define WS_HPAIR_MIN_MID 256
 #define WS_HPAIR_CL 1 /* the default cluster (bench/RESULTS-gpu.md: 2 was slower) */
 #define WS_HPAIR_BK 64 /* the default channels of a weight stage (32: 4 slots; 64: 2 slots) */
