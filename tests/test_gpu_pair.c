@@ -6,7 +6,7 @@
  *   2) through ptxas for sm_90a without spills (WS_PTXAS; skipped without it).
  * gpu_pair/...: on a GPU of compute capability 9.0: fused by default where h has at least
  *   WS_HPAIR_MIN_MID channels; each case, fused (forced), against the CPU pair
- *   (rel L2 within the math's bound) and against the GPU's own two calls (tighter: the same
+ *   (rel L2 within the math's bound) and against the GPU's own two calls (the same
  *   roundings, the sums in another order), over y poisoned with NaN; two runs the same bits;
  *   clusters of 1 and 2; weights per call on a stream of the caller's the same bits as the
  *   plan's. Skipped without a GPU or below 9.0 (the pair runs as two calls there, which
@@ -66,6 +66,11 @@ static const pcase pcases[] = {
     /* NLC at C_out 64: the stores split over positions too */
     { "nlc_d27_c64", 2, 300, 64, 64, 64, 3, 27, 27, 27, WS_NLC, BF, BF, BF, WS_MATH_BF16, WS_ACT_RELU, WS_ACT_RELU,
       WS_ACT_NONE, WS_ACT_NONE, 1, 1 },
+    /* no padding (T_out = T_in - 4), C_in 16: a chunk three quarters zeros */
+    { "nlc_valid_cin16", 3, 50, 16, 64, 32, 3, 2, 0, 0, WS_NLC, BF, BF, BF, WS_MATH_BF16, WS_ACT_NONE, WS_ACT_RELU,
+      WS_ACT_NONE, WS_ACT_NONE, 1, 0 },
+    { "ncl_valid_cin16", 3, 50, 16, 64, 32, 3, 2, 0, 0, WS_NCL, WS_F32, WS_F32, WS_F32, WS_MATH_BF16, WS_ACT_NONE,
+      WS_ACT_RELU, WS_ACT_NONE, WS_ACT_NONE, 1, 0 },
 };
 #define NP ((int)(sizeof pcases / sizeof pcases[0]))
 
@@ -125,10 +130,10 @@ Test(conv_pair, cpu_pair_is_the_two_calls_bit_for_bit)
         ws_conv_desc d1, d2;
         descs(c, &d1, &d2);
         ws_rng r = { 1234u + (unsigned)i };
-        const size_t nx = (size_t)c->n * c->c_in * c->t, nh = (size_t)c->n * c->c_mid * c->t;
-        const size_t ny = (size_t)c->n * c->c_out * c->t;
         const int t_mid = ws_conv_out_len(&d1, c->t);
-        cr_assert_eq(t_mid, c->t, "%s", c->name);
+        cr_assert_eq(t_mid, c->t + c->pad_l + c->pad_r - c->dil * (c->k - 1), "%s", c->name);
+        const size_t nx = (size_t)c->n * c->c_in * c->t, nh = (size_t)c->n * c->c_mid * t_mid;
+        const size_t ny = (size_t)c->n * c->c_out * t_mid;
         void *x = random_buf(nx, c->xt, 1.0, &r);
         float *w1 = random_buf((size_t)c->c_mid * c->c_in * c->k, WS_F32, 1.0 / sqrt(c->c_in * c->k), &r);
         float *b1 = random_buf((size_t)c->c_mid, WS_F32, 0.1, &r);
@@ -141,7 +146,7 @@ Test(conv_pair, cpu_pair_is_the_two_calls_bit_for_bit)
         cr_assert(c1 && c2 && p, "%s: %s", c->name, e.msg);
         ws_conv_args a1 = { .n = c->n, .t_in = c->t, .x = x, .y = h };
         const long long abs = (long long)c->c_out * c->t; /* the residual item by item */
-        ws_conv_args a2 = { .n = c->n, .t_in = c->t, .x = h, .y = y1, .add = c->add ? x : NULL,
+        ws_conv_args a2 = { .n = c->n, .t_in = t_mid, .x = h, .y = y1, .add = c->add ? x : NULL,
                             .add_batch_stride = c->add ? abs : 0 };
         cr_assert_eq(ws_conv_run(c1, &a1, &e), 0, "%s", e.msg);
         cr_assert_eq(ws_conv_run(c2, &a2, &e), 0, "%s", e.msg);
@@ -341,7 +346,8 @@ Test(gpu_pair, fused_matches_the_cpu_pair_and_the_two_calls, .timeout = 600)
         ws_conv_desc d1, d2;
         descs(c, &d1, &d2);
         ws_rng r = { 777u + (unsigned)i };
-        const size_t nx = (size_t)c->n * c->c_in * c->t, ny = (size_t)c->n * c->c_out * c->t;
+        const int t_out = ws_conv_out_len(&d1, c->t);
+        const size_t nx = (size_t)c->n * c->c_in * c->t, ny = (size_t)c->n * c->c_out * t_out;
         const size_t yb = ny * tsize(c->yt);
         void *x = random_buf(nx, c->xt, 1.0, &r);
         float *w1 = random_buf((size_t)c->c_mid * c->c_in * c->k, WS_F32, 1.0 / sqrt(c->c_in * c->k), &r);
@@ -369,6 +375,14 @@ Test(gpu_pair, fused_matches_the_cpu_pair_and_the_two_calls, .timeout = 600)
         cr_assert_not_null(p, "%s: %s", c->name, e.msg);
         ws_conv_pair_args a = { .n = c->n, .t_in = c->t, .x = P(dx), .add = c->add ? P(dx) : NULL,
                                 .add_batch_stride = c->add ? abs : 0, .y = P(dy) };
+        /* the two calls' h buffer made for one item, then grown by the calls below */
+        {
+            ws_conv_pair_args one = a;
+            one.n = 1;
+            ws_gpu_conv_pair_fuse(p, -1);
+            cr_assert_eq(ws_gpu_conv_pair_run(p, &one, &e), 0, "%s (one item): %s", c->name, e.msg);
+            ws_gpu_conv_pair_fuse(p, 0);
+        }
         /* by default fused where h has at least WS_HPAIR_MIN_MID channels; then always */
         cr_assert_eq(ws_gpu_conv_pair_run(p, &a, &e), 0, "%s: %s", c->name, e.msg);
         cr_assert_eq(ws_gpu_conv_pair_fused_calls(p), c->c_mid >= WS_HPAIR_MIN_MID, "%s", c->name);
@@ -443,6 +457,30 @@ Test(gpu_pair, fused_matches_the_cpu_pair_and_the_two_calls, .timeout = 600)
             cr_assert_eq(memcmp(yp, yf, yb), 0, "%s: weights per call differ from the plan's", c->name);
             ws_gpu_conv_pair_free(q);
             ws_gpu_release(g, pw1), ws_gpu_release(g, pb1a), ws_gpu_release(g, pw2), ws_gpu_release(g, pb2);
+        }
+        /* NLC x 2 bytes off 16-byte alignment: the two calls (the fused kernel reads x 16 bytes
+         * at a time), on whatever kernel each conv takes for it (the direct one where the GEMM
+         * needs aligned x: float32 products of w as given), within the math's bound of the CPU */
+        if (c->lay == WS_NLC && c->xt != WS_F32) {
+            const size_t xb = nx * tsize(c->xt);
+            uint8_t *xo = malloc(xb + 2);
+            cr_assert_not_null(xo);
+            memset(xo, 0, 2);
+            memcpy(xo + 2, x, xb);
+            const uint64_t dxo = up(g, xo, xb + 2);
+            free(xo);
+            ws_conv_pair_args ma = a;
+            ma.x = P(dxo + 2);
+            if (c->add)
+                ma.add = ma.x;
+            const unsigned long f = ws_gpu_conv_pair_fused_calls(p);
+            ws_gpu_conv_pair_fuse(p, 1);
+            cr_assert_eq(ws_gpu_conv_pair_run(p, &ma, &e), 0, "%s (misaligned x): %s", c->name, e.msg);
+            cr_assert_eq(ws_gpu_conv_pair_fused_calls(p), f, "%s: a misaligned NLC x fused", c->name);
+            cr_assert_eq(ws_gpu_download(g, yp, dy, yb, &e), 0, "%s", e.msg);
+            const double rm = pair_rel_l2(c->name, yp, ycpu, c->yt, ny);
+            cr_assert_leq(rm, 4e-3, "%s: misaligned x, rel L2 %.3g against the CPU", c->name, rm);
+            ws_gpu_release(g, dxo);
         }
         /* y over x (in place, where the shapes allow): the two calls, the same values */
         if (c->add && c->xt == c->yt && c->c_in == c->c_out) {
