@@ -393,12 +393,12 @@ fail:
 /* a scratch buffer of the plan (*buf of *cap bytes) grown to at least `bytes`, the context
  * current: the only device allocation of a call, and the only wait (calls of the plan are
  * ordered on st, and the last one may still read the old buffer). 0, or -1 with err. */
-static int scratch(ws_gpu_conv *c, wscu_devptr *buf, size_t *cap, size_t bytes, wscu_stream st,
-                   ws_err *err)
+int ws_gpu_scratch(ws_gpu *g, uint64_t *buf, size_t *cap, size_t bytes, uint64_t stream, ws_err *err)
 {
     if (bytes <= *cap)
         return 0;
-    ws_cu *cu = &c->g->cu;
+    ws_cu *cu = &g->cu;
+    const wscu_stream st = (wscu_stream)(uintptr_t)stream;
     if (*buf) {
         CU_TRY(cu, StreamSynchronize(st), err);
         cu->MemFree(*buf);
@@ -410,6 +410,12 @@ static int scratch(ws_gpu_conv *c, wscu_devptr *buf, size_t *cap, size_t bytes, 
     return 0;
 cleanup:
     return -1;
+}
+
+static int scratch(ws_gpu_conv *c, wscu_devptr *buf, size_t *cap, size_t bytes, wscu_stream st,
+                   ws_err *err)
+{
+    return ws_gpu_scratch(c->g, buf, cap, bytes, (uint64_t)(uintptr_t)st, err);
 }
 
 /* ceil(elements / WS_DIRECT_THREADS) into *blocks; -1 with err over the grid limit */

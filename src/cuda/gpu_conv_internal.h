@@ -86,6 +86,9 @@ int ws_gpu_conv_report(const ws_gpu_conv *c, char *buf, size_t cap);
  * its bias (0: none). 0, or -1 with err. */
 int ws_gpu_conv_packed(ws_gpu_conv *c, const void *w, const float *b, uint64_t stream, uint64_t *pw,
                        uint64_t *pb, ws_err *err);
+/* A device buffer (*buf of *cap bytes) grown to at least `bytes`, g's context current: the
+ * old one freed after `stream` (a CUstream) has finished with it. 0, or -1 with err. */
+int ws_gpu_scratch(ws_gpu *g, uint64_t *buf, size_t *cap, size_t bytes, uint64_t stream, ws_err *err);
 /* a 3-D tensor map (128 bytes at map) over addr of the driver's dtype: dims, byte strides of
  * dims 1 and 2, box, the 64- or 128-byte swizzle (swizzle 64 or 128), zeros out of range.
  * 0, or -1 with err */

@@ -205,23 +205,13 @@ static int launch(ws_gpu_conv_pair *p, const ws_conv_pair_args *a, wscu_stream s
         return rc;
     const size_t es = p->d1.y_type == WS_F32 ? 4 : 2;
     const size_t bytes = (size_t)a->n * (size_t)p->d1.c_out * (size_t)t_mid * es;
-    ws_cu *cu = &p->g->cu;
-    if (bytes > p->h_bytes) {
-        if (p->h) {
-            CU_TRY(cu, StreamSynchronize(st), err);
-            cu->MemFree(p->h);
-            p->h = 0, p->h_bytes = 0;
-        }
-        CU_TRY(cu, MemAlloc(&p->h, bytes), err);
-        p->h_bytes = bytes;
-    }
+    if (ws_gpu_scratch(p->g, &p->h, &p->h_bytes, bytes, (uint64_t)(uintptr_t)st, err))
+        return -1;
     a1.y = (void *)(uintptr_t)p->h, a2.x = (const void *)(uintptr_t)p->h;
     if (ws_gpu_conv_enqueue(p->c1, &a1, (uint64_t)(uintptr_t)st, err) ||
         ws_gpu_conv_enqueue(p->c2, &a2, (uint64_t)(uintptr_t)st, err))
         return -1;
     return 0;
-cleanup:
-    return -1;
 }
 
 int ws_gpu_conv_pair_run(ws_gpu_conv_pair *p, const ws_conv_pair_args *a, ws_err *err)

@@ -120,28 +120,35 @@ void ws_hgemm_name(const ws_conv_desc *d, char name[WS_HGEMM_NAME_MAX])
              ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->pre), ws_ptx_act_name(d->act));
 }
 
-/* while (!mbarrier.try_wait.parity(bar, parity)) ; */
-static void emit_wait(ptx_buf *b, preg bar, preg parity)
+void ws_hgemm_wait(ptx_buf *b, preg bar, preg parity, int cluster)
 {
     preg done = ws_ptx_reg(b, PTX_PRED);
     plabel l = ws_ptx_label_new(b, "wait");
     ws_ptx_label(b, l);
-    I("mbarrier.try_wait.parity.shared::cta.b64 %s, [%s], %s", done.n, bar.n, parity.n);
+    I("mbarrier.try_wait.parity%s.shared::cta.b64 %s, [%s], %s", cluster ? ".acquire.cluster" : "", done.n, bar.n,
+      parity.n);
     I("@!%s bra %s", done.n, l.n);
 }
 
-/* desc = the K-major descriptor of the 128-byte swizzled tile at shared address addr:
- * start >> 4 (bits 0-13), leading byte offset 1 (unused with a swizzle, bits 16-29), stride
- * byte offset 1024 >> 4 (8 rows of 128 bytes, bits 32-45), layout 1: 128-byte swizzle
- * (bits 62-63) */
-static void emit_desc(ptx_buf *b, preg desc, preg addr)
+static void emit_wait(ptx_buf *b, preg bar, preg parity)
+{
+    ws_hgemm_wait(b, bar, parity, 0);
+}
+
+void ws_hgemm_desc(ptx_buf *b, preg desc, preg addr, int row_bytes)
 {
     preg lo = ws_ptx_reg(b, PTX_B32), hi = ws_ptx_reg(b, PTX_B32);
+    const unsigned sbo = 8u * (unsigned)row_bytes, layout = row_bytes == 128 ? 1u : 2u;
     I("shr.u32 %s, %s, 4", lo.n, addr.n);
     I("and.b32 %s, %s, 16383", lo.n, lo.n);
     I("or.b32 %s, %s, %d", lo.n, lo.n, 1 << 16);
-    I("mov.u32 %s, %u", hi.n, (1024u >> 4) | (1u << 30));
+    I("mov.u32 %s, %u", hi.n, (sbo >> 4) | (layout << 30));
     I("mov.b64 %s, {%s, %s}", desc.n, lo.n, hi.n);
+}
+
+static void emit_desc(ptx_buf *b, preg desc, preg addr)
+{
+    ws_hgemm_desc(b, desc, addr, 128);
 }
 
 /* the ring's next stage: s = (s + 1) % ST, u += (s wrapped), it += 1; back to top while

@@ -136,6 +136,15 @@ int ws_hgemm_small(const ws_conv_desc *d);
 void ws_hgemm_cfg_of(const ws_conv_desc *d, ws_hgemm_cfg *q);
 void ws_hgemm_cfg_large(ws_hgemm_cfg *q);
 
+/* emission helpers ptx_hpair.c shares:
+ * - ws_hgemm_wait: while (!mbarrier.try_wait.parity(bar, parity)) ; with acquire at cluster
+ *   scope where cluster (a peer's release is waited for);
+ * - ws_hgemm_desc: desc = the K-major descriptor of the swizzled tile at shared address addr,
+ *   rows of row_bytes (128: the 128-byte swizzle, layout 1; 64: the 64-byte swizzle, layout 2):
+ *   start >> 4 (bits 0-13), leading byte offset 1 (unused with a swizzle, bits 16-29), stride
+ *   byte offset of 8 rows >> 4 (bits 32-45), the layout (bits 62-63). */
+void ws_hgemm_wait(ptx_buf *b, preg bar, preg parity, int cluster);
+void ws_hgemm_desc(ptx_buf *b, preg desc, preg addr, int row_bytes);
 /* the forward epilogue's element helpers (ptx_hpair.c shares them): the add's raw element,
  * *(y_type *)(abase + off*ys) into r where p holds (zero elsewhere); one output element, v +
  * bias, act, + that add (raw r, where p holds; p unnamed: no add), stored at ybase + off*ys

@@ -111,39 +111,12 @@ void ws_hpair_name(const ws_conv_desc *d1, const ws_conv_desc *d2, int cl, int b
              ws_ptx_act_name(d1->act), ws_ptx_act_name(d2->pre), ws_ptx_act_name(d2->act), cl, bk);
 }
 
-/* while (!mbarrier.try_wait.parity(bar, parity)) ; acquire at cluster scope where a peer's
- * release is waited for */
-static void emit_wait(ptx_buf *b, preg bar, preg parity, int cluster)
-{
-    preg done = ws_ptx_reg(b, PTX_PRED);
-    plabel l = ws_ptx_label_new(b, "wait");
-    ws_ptx_label(b, l);
-    I("mbarrier.try_wait.parity%s.shared::cta.b64 %s, [%s], %s", cluster ? ".acquire.cluster" : "", done.n, bar.n,
-      parity.n);
-    I("@!%s bra %s", done.n, l.n);
-}
-
 /* waits for use u of a barrier (u's parity) */
 static void emit_wait_use(ptx_buf *b, preg bar, preg u, int cluster)
 {
     preg par = ws_ptx_reg(b, PTX_B32);
     I("and.b32 %s, %s, 1", par.n, u.n);
-    emit_wait(b, bar, par, cluster);
-}
-
-/* the K-major descriptor of the swizzled weight rows at shared address addr: start >> 4 (bits
- * 0-13), leading byte offset 1 (unused with a swizzle), stride byte offset of 8 rows (bits
- * 32-45), the layout (bits 62-63): bk 64, rows of 128 bytes, the 128-byte swizzle (1); bk 32,
- * rows of 64 bytes, the 64-byte swizzle (2) */
-static void emit_desc(ptx_buf *b, preg desc, preg addr, int bk)
-{
-    preg lo = ws_ptx_reg(b, PTX_B32), hi = ws_ptx_reg(b, PTX_B32);
-    const unsigned sbo = 8u * (unsigned)bk * 2u, layout = bk == 64 ? 1u : 2u;
-    I("shr.u32 %s, %s, 4", lo.n, addr.n);
-    I("and.b32 %s, %s, 16383", lo.n, lo.n);
-    I("or.b32 %s, %s, %d", lo.n, lo.n, 1 << 16);
-    I("mov.u32 %s, %u", hi.n, (sbo >> 4) | (layout << 30));
-    I("mov.b64 %s, {%s, %s}", desc.n, lo.n, hi.n);
+    ws_hgemm_wait(b, bar, par, cluster);
 }
 
 /* two float32 values of a 16-bit pair (lo, hi) of type t */
@@ -757,7 +730,7 @@ static void emit_stage(ptx_buf *b, const hp *h, cons *cs, int gm, int ab)
     for (int ks = 0; ks < NKS; ks++) {
         preg bk = ws_ptx_reg(b, PTX_B32), db = ws_ptx_reg(b, PTX_B64);
         I("add.u32 %s, %s, %d", bk.n, wb.n, 32 * ks);
-        emit_desc(b, db, bk, q->bk);
+        ws_hgemm_desc(b, db, bk, 2 * q->bk);
         I("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, {%s, %s, %s, %s}, %s, %s, 1, 1, 0", N, mt, mt,
           cs->regs, cs->a[ab][ks][0].n, cs->a[ab][ks][1].n, cs->a[ab][ks][2].n, cs->a[ab][ks][3].n, db.n,
           cs->one.n);
