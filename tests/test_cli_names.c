@@ -415,6 +415,7 @@ Test(cli, fallback_note_needs_a_driver_or_verbose)
         "cuEventCreate", "cuEventDestroy_v2", "cuEventRecord", "cuEventSynchronize",
         "cuEventQuery", "cuEventElapsedTime_v2", "cuMemAlloc_v2", "cuMemFree_v2",
         "cuMemAllocHost_v2", "cuMemFreeHost", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2",
+        "cuMemcpyDtoDAsync_v2",
         "cuMemsetD32Async", "cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunction",
         "cuFuncGetAttribute", "cuFuncSetAttribute", "cuLaunchKernel", "cuCtxGetCurrent"};
     FILE *f = fopen(src, "w");

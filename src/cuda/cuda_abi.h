@@ -99,6 +99,7 @@ typedef wscu_result (*PFN_cuMemAllocHost)(void **p, size_t bytes);
 typedef wscu_result (*PFN_cuMemFreeHost)(void *p);
 typedef wscu_result (*PFN_cuMemcpyHtoDAsync)(wscu_devptr dst, const void *src, size_t bytes, wscu_stream s);
 typedef wscu_result (*PFN_cuMemcpyDtoHAsync)(void *dst, wscu_devptr src, size_t bytes, wscu_stream s);
+typedef wscu_result (*PFN_cuMemcpyDtoDAsync)(wscu_devptr dst, wscu_devptr src, size_t bytes, wscu_stream s);
 typedef wscu_result (*PFN_cuMemsetD32Async)(wscu_devptr dst, unsigned int v, size_t n, wscu_stream s);
 typedef wscu_result (*PFN_cuModuleLoadDataEx)(wscu_module *m, const void *image, unsigned int n_opt,
                                            wscu_jit_option *opt, void **values);

@@ -101,6 +101,7 @@ int ws_cu_open(ws_cu *cu, ws_err *err)
         E(MemFreeHost, "cuMemFreeHost", NULL),
         E(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", NULL),
         E(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", NULL),
+        E(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", NULL),
         E(MemsetD32Async, "cuMemsetD32Async", NULL),
         E(ModuleLoadDataEx, "cuModuleLoadDataEx", NULL),
         E(ModuleUnload, "cuModuleUnload", NULL),

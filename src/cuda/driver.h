@@ -52,6 +52,7 @@ typedef struct {
     PFN_cuMemFreeHost MemFreeHost;
     PFN_cuMemcpyHtoDAsync MemcpyHtoDAsync;
     PFN_cuMemcpyDtoHAsync MemcpyDtoHAsync;
+    PFN_cuMemcpyDtoDAsync MemcpyDtoDAsync;
     PFN_cuMemsetD32Async MemsetD32Async;
     PFN_cuModuleLoadDataEx ModuleLoadDataEx;
     PFN_cuModuleUnload ModuleUnload;

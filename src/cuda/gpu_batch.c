@@ -28,6 +28,7 @@
 #include "trace.h"
 
 #define SLAB_BYTES ((size_t)2 << 20)
+#define UPLOAD_PIECE ((size_t)512 << 10)
 #define SLABS_PER_CHUNK 16
 #define MAX_WIN_FRAMES 3000 /* a window of 30 s; --no-pad inputs longer go alone */
 #define HOP 160
@@ -56,6 +57,7 @@ typedef struct {
     ws_gpu_mel_item *h_tab;
     size_t h_in_cap, h_res_cap, h_tab_cap;
     double ms;
+    int used; /* a batch was enqueued: ev1 follows its last work */
 } slot;
 
 struct ws_gpu_batcher {
@@ -68,7 +70,12 @@ struct ws_gpu_batcher {
     int d;
     ws_gpu_mel *mel;
     slot *slots;
-    wscu_stream solo;   /* ws_gpu_mel_alone */
+    wscu_stream solo;   /* ws_gpu_mel_alone's own stream */
+    /* one input alone (ws_gpu_mel_alone, ws_gpu_embed_alone): buffers kept from call to
+     * call (a cuMemFree waits for the whole device), and the event after the last use */
+    dbuf a_x, a_tab, a_scratch, a_mel, a_h1, a_out;
+    wscu_event a_ev;
+    int a_used;
     double alloc_ms, copy_ms, enqueue_ms; /* ws_gpu_batch_times */
     pthread_mutex_t mu; /* the slabs */
     void **free_slabs;
@@ -210,8 +217,8 @@ void ws_gpu_batcher_free(ws_gpu_batcher *b)
         cu->CtxSetCurrent(g->ctx);
         for (int i = 0; b->slots && i < b->o.slots; i++) {
             slot *s = &b->slots[i];
-            if (s->st)
-                cu->StreamSynchronize(s->st);
+            if (s->used) /* its last batch may be on a caller's stream */
+                cu->EventSynchronize(s->ev1);
             free_slot_device(b, s);
             ws_gpu_pinned_free(g, s->h_in);
             ws_gpu_pinned_free(g, s->h_res);
@@ -221,6 +228,12 @@ void ws_gpu_batcher_free(ws_gpu_batcher *b)
             ws_gpu_stream_free(g, s->st);
             free(s->items);
         }
+        if (b->a_used)
+            cu->EventSynchronize(b->a_ev);
+        dbuf *alone[] = {&b->a_x, &b->a_tab, &b->a_scratch, &b->a_mel, &b->a_h1, &b->a_out};
+        for (size_t i = 0; i < sizeof alone / sizeof alone[0]; i++)
+            free_dbuf(cu, alone[i]);
+        ws_gpu_event_free(g, b->a_ev);
         ws_gpu_stream_free(g, b->solo);
         for (int i = 0; i < b->n_chunks; i++)
             ws_gpu_pinned_free(g, b->chunks[i]);
@@ -287,7 +300,8 @@ ws_gpu_batcher *ws_gpu_batcher_new(ws_gpu_pair *g, int ordinal, const ws_gpu_bat
             ws_gpu_event_new(b->gpu, WS_CU_EVENT_BLOCKING_SYNC, &s->ev1, err))
             goto fail;
     }
-    if (ws_gpu_stream_new(b->gpu, &b->solo, err))
+    if (ws_gpu_stream_new(b->gpu, &b->solo, err) ||
+        ws_gpu_event_new(b->gpu, WS_CU_EVENT_BLOCKING_SYNC, &b->a_ev, err))
         goto fail;
     return b;
 cleanup:
@@ -364,8 +378,8 @@ static int grow_host(ws_gpu_batcher *b, void **p, size_t *cap, size_t n, ws_err 
 }
 
 /* Input [k*SLAB, ...) of a staged input to dst on stream st. */
-static int upload_input(ws_gpu_batcher *b, slot *sl, const slot_item *it, wscu_devptr dst,
-                        size_t *h_off, ws_err *err)
+static int upload_input(ws_gpu_batcher *b, slot *sl, wscu_stream st, const slot_item *it,
+                        wscu_devptr dst, size_t *h_off, ws_err *err)
 {
     ws_cu *cu = b->cu;
     const size_t bytes = it->in_bytes;
@@ -374,15 +388,21 @@ static int upload_input(ws_gpu_batcher *b, slot *sl, const slot_item *it, wscu_d
     if (it->in.slabs) {
         for (size_t off = 0, i = 0; off < bytes; off += SLAB_BYTES, i++) {
             size_t k = bytes - off < SLAB_BYTES ? bytes - off : SLAB_BYTES;
-            CU_TRY(cu, MemcpyHtoDAsync(dst + off, it->in.slabs[i], k, sl->st), err);
+            CU_TRY(cu, MemcpyHtoDAsync(dst + off, it->in.slabs[i], k, st), err);
         }
         return 0;
     }
     const void *src = b->o.mel_on_gpu ? (const void *)it->in.x : (const void *)it->in.mel;
     double t0 = ws_now();
-    memcpy((char *)sl->h_in + *h_off, src, bytes);
+    /* into the pinned buffer a piece at a time, each piece's DMA started as soon as it is
+     * there: the copy engine moves one piece while this thread copies the next */
+    for (size_t off = 0; off < bytes; off += UPLOAD_PIECE) {
+        const size_t k = bytes - off < UPLOAD_PIECE ? bytes - off : UPLOAD_PIECE;
+        char *h = (char *)sl->h_in + *h_off + off;
+        memcpy(h, (const char *)src + off, k);
+        CU_TRY(cu, MemcpyHtoDAsync(dst + off, h, k, st), err);
+    }
     b->copy_ms += 1e3 * (ws_now() - t0);
-    CU_TRY(cu, MemcpyHtoDAsync(dst, (char *)sl->h_in + *h_off, bytes, sl->st), err);
     *h_off += bytes;
     return 0;
 cleanup:
@@ -391,8 +411,15 @@ cleanup:
 
 int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err)
 {
+    return ws_gpu_batch_submit_to(b, s, label, NULL, NULL, NULL, err);
+}
+
+int ws_gpu_batch_submit_to(ws_gpu_batcher *b, int s, const char *label, wscu_stream stream,
+                           const wscu_devptr *dst, void *const *host, ws_err *err)
+{
     ws_cu *cu = b->cu;
     slot *sl = &b->slots[s];
+    const wscu_stream st = stream ? stream : sl->st;
     if (sl->n < 1)
         return ws_errf(err, "ws_gpu_batch_submit: an empty batch");
     WS_RANGE_PUSH(label ? label : "batch");
@@ -464,7 +491,7 @@ again:
         goto cleanup;
     }
     if (grow_host(b, &sl->h_in, &sl->h_in_cap, copy_bytes, err) ||
-        grow_host(b, &sl->h_res, &sl->h_res_cap, WANT(res_bytes, res_f), err) ||
+        (!dst && !host && grow_host(b, &sl->h_res, &sl->h_res_cap, WANT(res_bytes, res_f), err)) ||
         (b->o.mel_on_gpu && grow_host(b, (void **)&sl->h_tab, &sl->h_tab_cap,
                                       WANT((size_t)sl->n, Wc) * sizeof(ws_gpu_mel_item), err)))
         goto cleanup;
@@ -472,7 +499,7 @@ again:
     double t1 = ws_now();
     b->alloc_ms += 1e3 * (t1 - t0);
 
-    CU_TRY(cu, EventRecord(sl->ev0, sl->st), err);
+    CU_TRY(cu, EventRecord(sl->ev0, st), err);
     size_t off = 0, h_off = 0, win = 0;
     frames = 0;
     for (int i = 0; i < sl->n; i++) {
@@ -483,7 +510,7 @@ again:
                 .frame_off = frames, .out_off = win * nm * T, .n_frames = (uint32_t)it->in.n_frames,
                 .content = (uint32_t)it->in.content, .n_win = (uint32_t)it->in.n_win,
                 .win_frames = (uint32_t)T};
-        if (upload_input(b, sl, it, sl->in.p + off, &h_off, err))
+        if (upload_input(b, sl, st, it, sl->in.p + off, &h_off, err))
             goto cleanup;
         off += it->in_bytes;
         frames += it->in.n_frames;
@@ -492,8 +519,8 @@ again:
     wscu_devptr melp = sl->in.p, res;
     if (b->o.mel_on_gpu) {
         CU_TRY(cu, MemcpyHtoDAsync(sl->tab.p, sl->h_tab, (size_t)sl->n * sizeof(ws_gpu_mel_item),
-                                   sl->st), err);
-        if (ws_gpu_mel_enqueue(b->mel, sl->st, sl->in.p, sl->tab.p, sl->n, frames, sl->scratch.p,
+                                   st), err);
+        if (ws_gpu_mel_enqueue(b->mel, st, sl->in.p, sl->tab.p, sl->n, frames, sl->scratch.p,
                                sl->mel.p, err))
             goto cleanup;
         melp = sl->mel.p;
@@ -502,18 +529,30 @@ again:
     if (b->o.stem) {
         /* the slot's own lane: a plan's scratch is its own, and the slots' streams run at
          * once */
-        if (ws_gpu_enqueue_fixed(b->g, s + 1, sl->st, melp, sl->h1.p, sl->out.p, W, T,
+        if (ws_gpu_enqueue_fixed(b->g, s + 1, st, melp, sl->h1.p, sl->out.p, W, T,
                                  b->o.add_pos, err))
             goto cleanup;
         res = sl->out.p;
     }
     if (b->o.out_f16) {
-        if (ws_gpu_mel_to_f16(b->mel, sl->st, res, sl->out16.p, res_bytes / 2, err))
+        if (ws_gpu_mel_to_f16(b->mel, st, res, sl->out16.p, res_bytes / 2, err))
             goto cleanup;
         res = sl->out16.p;
     }
-    CU_TRY(cu, MemcpyDtoHAsync(sl->h_res, res, res_bytes, sl->st), err);
-    CU_TRY(cu, EventRecord(sl->ev1, sl->st), err);
+    if (dst) /* each input's result into the caller's device buffer */
+        for (int i = 0; i < sl->n; i++)
+            CU_TRY(cu, MemcpyDtoDAsync(dst[i], res + sl->items[i].res_off, sl->items[i].res_bytes, st),
+                   err);
+    else if (host) /* or host memory of the caller's: the driver copies through its own
+                    * staging in pieces, the DMA and the copy overlapped; into pageable
+                    * memory this returns when the copy is done */
+        for (int i = 0; i < sl->n; i++)
+            CU_TRY(cu, MemcpyDtoHAsync(host[i], res + sl->items[i].res_off, sl->items[i].res_bytes, st),
+                   err);
+    else
+        CU_TRY(cu, MemcpyDtoHAsync(sl->h_res, res, res_bytes, st), err);
+    CU_TRY(cu, EventRecord(sl->ev1, st), err);
+    sl->used = 1;
     b->enqueue_ms += 1e3 * (ws_now() - t1);
     rc = 0;
 cleanup:
@@ -568,46 +607,123 @@ double ws_gpu_batch_ms(const ws_gpu_batcher *b, int s)
     return b->slots[s].ms;
 }
 
-int ws_gpu_mel_alone(ws_gpu_batcher *b, const ws_gpu_input *in, float *mel, ws_err *err)
+/* The log-Mel of one input into b->a_mel on stream st (the kept buffers, grown as needed),
+ * after the last call's work on them. 0, or -1 with err. */
+static int mel_alone_enqueue(ws_gpu_batcher *b, const ws_gpu_input *in, wscu_stream st, ws_err *err)
 {
     ws_cu *cu = b->cu;
     const int nm = b->o.n_mels;
-    dbuf x = {0, 0}, tab = {0, 0}, scratch = {0, 0}, out = {0, 0};
-    int rc = -1;
-    if (!b->mel || !in->x)
-        return ws_errf(err, "ws_gpu_mel_alone: no log-Mel on the GPU or no samples");
+    if (!b->mel || (!in->x && in->n))
+        return ws_errf(err, "the log-Mel on the GPU: no log-Mel kernels or no samples");
     const size_t out_bytes = (size_t)in->n_win * nm * in->win_frames * sizeof(float);
     ws_gpu_mel_item it = {.x_off = 0, .n = in->n, .n_total = in->n_total, .frame_off = 0,
                           .out_off = 0, .n_frames = (uint32_t)in->n_frames,
                           .content = (uint32_t)in->content, .n_win = (uint32_t)in->n_win,
                           .win_frames = (uint32_t)in->win_frames};
     CU_TRY(cu, CtxSetCurrent(b->ctx), err);
-    int oom = grow(b, &x, (size_t)in->n * sizeof(float), err);
+    if (b->a_used)
+        CU_TRY(cu, EventSynchronize(b->a_ev), err);
+    int oom = grow(b, &b->a_x, (size_t)in->n * sizeof(float), err);
     if (!oom)
-        oom = grow(b, &tab, sizeof it, err);
+        oom = grow(b, &b->a_tab, sizeof it, err);
     if (!oom)
-        oom = grow(b, &scratch, ws_gpu_mel_scratch_bytes(nm, in->n_frames, 1), err);
+        oom = grow(b, &b->a_scratch, ws_gpu_mel_scratch_bytes(nm, in->n_frames, 1), err);
     if (!oom)
-        oom = grow(b, &out, out_bytes, err);
+        oom = grow(b, &b->a_mel, out_bytes, err);
     if (oom) {
         if (oom > 0)
             ws_errf(err, "out of GPU memory for the log-Mel of %llu samples",
                     (unsigned long long)in->n);
-        goto cleanup;
+        return -1;
     }
+    /* from pageable memory: the driver has taken the bytes when the call returns (CUDA's
+     * "API synchronization behavior"), so the samples and `it` may go */
     if (in->n)
-        CU_TRY(cu, MemcpyHtoDAsync(x.p, in->x, (size_t)in->n * sizeof(float), b->solo), err);
-    CU_TRY(cu, MemcpyHtoDAsync(tab.p, &it, sizeof it, b->solo), err);
-    if (ws_gpu_mel_enqueue(b->mel, b->solo, x.p, tab.p, 1, in->n_frames, scratch.p, out.p, err))
-        goto cleanup;
-    CU_TRY(cu, MemcpyDtoHAsync(mel, out.p, out_bytes, b->solo), err);
-    CU_TRY(cu, StreamSynchronize(b->solo), err);
-    rc = 0;
+        CU_TRY(cu, MemcpyHtoDAsync(b->a_x.p, in->x, (size_t)in->n * sizeof(float), st), err);
+    CU_TRY(cu, MemcpyHtoDAsync(b->a_tab.p, &it, sizeof it, st), err);
+    if (ws_gpu_mel_enqueue(b->mel, st, b->a_x.p, b->a_tab.p, 1, in->n_frames, b->a_scratch.p,
+                           b->a_mel.p, err))
+        return -1;
+    return 0;
+cleanup:
+    return -1;
+}
+
+int ws_gpu_mel_alone(ws_gpu_batcher *b, const ws_gpu_input *in, float *mel, ws_err *err)
+{
+    ws_cu *cu = b->cu;
+    const size_t out_bytes = (size_t)in->n_win * b->o.n_mels * in->win_frames * sizeof(float);
+    int rc = mel_alone_enqueue(b, in, b->solo, err);
+    if (!rc) {
+        CU_TRY(cu, MemcpyDtoHAsync(mel, b->a_mel.p, out_bytes, b->solo), err);
+        CU_TRY(cu, StreamSynchronize(b->solo), err);
+    }
+    cu->StreamSynchronize(b->solo);
+    return rc;
 cleanup:
     cu->StreamSynchronize(b->solo);
-    free_dbuf(cu, &x);
-    free_dbuf(cu, &tab);
-    free_dbuf(cu, &scratch);
-    free_dbuf(cu, &out);
-    return rc;
+    return -1;
+}
+
+int ws_gpu_embed_alone(ws_gpu_batcher *b, const ws_gpu_input *in, wscu_stream stream, float *host,
+                       wscu_devptr dev, ws_err *err)
+{
+    ws_cu *cu = b->cu;
+    const wscu_stream st = stream ? stream : b->solo;
+    const int T = in->win_frames, nm = b->o.n_mels;
+    if (!b->o.stem)
+        return ws_errf(err, "ws_gpu_embed_alone: a batcher without the stem");
+    if (mel_alone_enqueue(b, in, st, err))
+        goto fail;
+    /* the stem a chunk of windows at a time, on a lane of its own (the slots use 1 .. S) */
+    const int C = ws_gpu_batch_max_windows(b);
+    size_t h1 = 0, out = 0;
+    ws_gpu_stem_bytes(b->g, C, T, &h1, &out);
+    int oom = grow(b, &b->a_h1, h1, err);
+    if (!oom)
+        oom = grow(b, &b->a_out, out, err);
+    if (oom) {
+        if (oom > 0)
+            ws_errf(err, "out of GPU memory for the stem of %d windows", C);
+        goto fail;
+    }
+    const size_t per = result_bytes(b, 1, T);
+    for (int w0 = 0; w0 < in->n_win; w0 += C) {
+        const int nw = in->n_win - w0 < C ? in->n_win - w0 : C;
+        const wscu_devptr mel = b->a_mel.p + (size_t)w0 * nm * T * sizeof(float);
+        if (ws_gpu_enqueue_fixed(b->g, b->o.slots + 1, st, mel, b->a_h1.p, b->a_out.p, nw, T,
+                                 b->o.add_pos, err))
+            goto fail;
+        if (b->o.out_f16) {
+            if (ws_gpu_mel_to_f16(b->mel, st, b->a_out.p, b->a_h1.p, (size_t)nw * per / 2, err))
+                goto fail;
+        }
+        const wscu_devptr res = b->o.out_f16 ? b->a_h1.p : b->a_out.p;
+        if (host)
+            CU_TRY(cu, MemcpyDtoHAsync((char *)host + (size_t)w0 * per, res, (size_t)nw * per, st), err);
+        else
+            CU_TRY(cu, MemcpyDtoDAsync(dev + (size_t)w0 * per, res, (size_t)nw * per, st), err);
+    }
+    CU_TRY(cu, EventRecord(b->a_ev, st), err);
+    b->a_used = 1;
+    if (host)
+        CU_TRY(cu, EventSynchronize(b->a_ev), err);
+    return 0;
+cleanup:
+fail:
+    cu->StreamSynchronize(st);
+    return -1;
+}
+
+int ws_gpu_copy_up(ws_gpu_batcher *b, wscu_stream stream, wscu_devptr dst, const void *src,
+                   size_t bytes, ws_err *err)
+{
+    ws_cu *cu = b->cu;
+    CU_TRY(cu, CtxSetCurrent(b->ctx), err);
+    CU_TRY(cu, MemcpyHtoDAsync(dst, src, bytes, stream ? stream : b->solo), err);
+    if (!stream)
+        CU_TRY(cu, StreamSynchronize(b->solo), err);
+    return 0;
+cleanup:
+    return -1;
 }

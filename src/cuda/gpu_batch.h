@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "cuda_abi.h"
 #include "gpu.h"
 
 typedef struct {
@@ -92,6 +93,12 @@ int ws_gpu_batch_count(const ws_gpu_batcher *b, int s, int *windows);
  * smaller now; the slot is emptied, nothing ran), or -1 with err. label names the batch
  * in profiles. */
 int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err);
+/* The same, on `stream` (NULL: the slot's own), and with dst input i's result copied into
+ * the device buffer dst[i], or with host into the host memory host[i] (pageable: the call
+ * then returns once the results are there), instead of the slot's pinned buffer. The
+ * slot's earlier batch must have completed (ws_gpu_batch_wait) before it is filled again. */
+int ws_gpu_batch_submit_to(ws_gpu_batcher *b, int s, const char *label, wscu_stream stream,
+                           const wscu_devptr *dst, void *const *host, ws_err *err);
 /* 1 when slot s's batch has completed, 0 not yet, -1 with err. */
 int ws_gpu_batch_done(ws_gpu_batcher *b, int s, ws_err *err);
 /* Waits (yielding the CPU) for slot s's batch; 0 or -1 with err. */
@@ -107,7 +114,20 @@ void ws_gpu_batch_times(const ws_gpu_batcher *b, double *alloc_ms, double *copy_
 double ws_gpu_batch_ms(const ws_gpu_batcher *b, int s);
 
 /* The log-Mel of one input that fits no batch, on the GPU, synchronously, into mel
- * [n_win][n_mels][win_frames] float32 (host). 0 or -1 with err. */
+ * [n_win][n_mels][win_frames] float32 (host). 0 or -1 with err. Its device buffers are
+ * kept for the next such call (one at a time: the caller's lock). */
 int ws_gpu_mel_alone(ws_gpu_batcher *b, const ws_gpu_input *in, float *mel, ws_err *err);
+
+/* The stem's result of one input of any length (samples: mel_on_gpu), its log-Mel whole on
+ * the GPU, then the stem a slot's windows at a time on a lane of its own, into host (then
+ * synchronously) or, with host NULL, into the device buffer dev, on `stream` (NULL: the
+ * batcher's own). One call at a time; a call waits for the last one's work. 0 or -1. */
+int ws_gpu_embed_alone(ws_gpu_batcher *b, const ws_gpu_input *in, wscu_stream stream, float *host,
+                       wscu_devptr dev, ws_err *err);
+
+/* bytes of host memory src (any: the driver has them when the call returns) to the device
+ * at dst, on stream (NULL: the batcher's own, and then synchronously). 0 or -1 with err. */
+int ws_gpu_copy_up(ws_gpu_batcher *b, wscu_stream stream, wscu_devptr dst, const void *src,
+                   size_t bytes, ws_err *err);
 
 #endif

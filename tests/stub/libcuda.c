@@ -267,6 +267,13 @@ int cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t bytes, void *s)
     return OK;
 }
 
+int cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t bytes, void *s)
+{
+    (void)s;
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
+    return OK;
+}
+
 int cuMemsetD32Async(uint64_t dst, unsigned v, size_t n, void *s)
 {
     (void)s;
