@@ -110,6 +110,17 @@ int ws_resample(const float *in, size_t n, double in_rate, double out_rate, floa
 int ws_audio_from_pcm(ws_audio *a, const float *pcm, size_t frames, int rate, int channels,
                       const char *name, ws_err *err);
 
+/* round(n * out / in), halves up: the length soxr's flushed output has (the 16 kHz length
+ * of n samples at in Hz). */
+double ws_audio_out_len(double n, double in_rate, double out_rate);
+
+/* PCM that needs no conversion (16 kHz, one channel, at least one frame) as *a without a
+ * copy: a->x is pcm itself, to be read only and never freed (not ws_audio_free). 1 when
+ * so (the samples checked finite, as ws_audio_from_pcm checks them), 0 when the PCM needs
+ * ws_audio_from_pcm, -1 with err on a non-finite sample or too many. */
+int ws_audio_pcm_view(ws_audio *a, const float *pcm, size_t frames, int rate, int channels,
+                      const char *name, ws_err *err);
+
 /* Frees a->x and zeroes *a. NULL-safe. */
 void ws_audio_free(ws_audio *a);
 

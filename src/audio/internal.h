@@ -133,8 +133,6 @@ int ws_audio_rs_finish(resampler *r, outbuf *b, size_t want, const char *name, w
 /* Frees soxr's state; a zeroed or closed resampler is a no-op. */
 void ws_audio_rs_close(resampler *r);
 
-/* round(n * out / in), halves up: the length soxr's flushed output has. */
-double ws_audio_out_len(double n, double in_rate, double out_rate);
 
 /* --- channels ------------------------------------------------------------- */
 

@@ -8,8 +8,51 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The index of the first non-finite value of x[0, n), or n: blocks scanned branch-free
+ * (vectorised: a 30-minute input takes milliseconds), a block with one searched again. */
+#if defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+__attribute__((optimize("tree-vectorize"))) static size_t first_nonfinite(const float *x, size_t n)
+{
+    enum { BLK = 4096 };
+    for (size_t i0 = 0; i0 < n; i0 += BLK) {
+        const size_t e = n - i0 < BLK ? n : i0 + BLK;
+        uint32_t bad = 0;
+        for (size_t i = i0; i < e; i++) {
+            uint32_t u;
+            memcpy(&u, x + i, sizeof u);
+            bad |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+        if (bad)
+            for (size_t i = i0; i < e; i++)
+                if (!isfinite(x[i]))
+                    return i;
+    }
+    return n;
+}
+
+int ws_audio_pcm_view(ws_audio *a, const float *pcm, size_t frames, int rate, int channels,
+                      const char *name, ws_err *err)
+{
+    memset(a, 0, sizeof *a);
+    if (rate != WS_SAMPLE_RATE || channels != 1 || !pcm || !frames)
+        return 0;
+    if (frames > WS_AUDIO_MAX_SAMPLES)
+        return ws_errf(err, "%s: %zu samples, over the limit of %zu", name, frames, WS_AUDIO_MAX_SAMPLES);
+    const size_t bad = first_nonfinite(pcm, frames);
+    if (bad < frames)
+        return ws_errf(err, "%s: frame %zu is not a finite number (%g)", name, bad, (double)pcm[bad]);
+    a->x = (float *)pcm; /* borrowed: read only, never freed */
+    a->n = frames;
+    a->src_rate = rate;
+    a->src_channels = 1;
+    return 1;
+}
 
 int ws_audio_from_pcm(ws_audio *a, const float *pcm, size_t frames, int rate, int channels,
                       const char *name, ws_err *err)
@@ -29,7 +72,15 @@ int ws_audio_from_pcm(ws_audio *a, const float *pcm, size_t frames, int rate, in
     float *mono = frames ? malloc(frames * sizeof *mono) : NULL;
     if (frames && !mono)
         return ws_errf(err, "%s: out of memory for %zu samples", name, frames);
-    for (size_t t = 0; t < frames; t++) {
+    if (channels == 1 && frames) { /* mono: checked in blocks, copied whole */
+        const size_t bad = first_nonfinite(pcm, frames);
+        if (bad < frames) {
+            free(mono);
+            return ws_errf(err, "%s: frame %zu is not a finite number (%g)", name, bad, (double)pcm[bad]);
+        }
+        memcpy(mono, pcm, frames * sizeof *mono);
+    }
+    for (size_t t = 0; channels > 1 && t < frames; t++) {
         const float v = ws_audio_downmix(pcm + t * (size_t)channels, channels);
         if (!isfinite(v)) {
             free(mono);
