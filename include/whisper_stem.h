@@ -42,7 +42,7 @@
  *   WHISPER_STEM_PAD_AUDIO  (default) openai's: the samples are zero-padded to a whole
  *                           number of 30 s windows (at least one), the log-Mel of all of
  *                           it is taken (one global maximum), then cut into 3000-frame
- *                           windows. n_win = n_samples / 480000 + 1.
+ *                           windows. n_win = ceil((n_samples / 160) / 3000), at least 1.
  *   WHISPER_STEM_PAD_MEL0   log-Mel of the samples followed by 30 s of zeros; its
  *                           n_samples / 160 frames in 3000-frame windows, the last filled
  *                           with 0.0 (--pad mel0).
@@ -175,6 +175,17 @@ WS_API int whisper_stem_log_mel(whisper_stem *ctx, const float *pcm, size_t n_sa
                                 int sample_rate, int channels, whisper_stem_array *out,
                                 whisper_stem_error *err);
 
+/* The log-Mels of many clips of one window each (at most 30 s; the context's pad AUDIO or
+ * MEL0) into out, [count][n_mels][3000] float32 (the caller's): item i is pcm[i],
+ * n_samples[i] frames at sample_rate with `channels` interleaved channels, and its log-Mel
+ * is whisper_stem_log_mel's for it. Items run side by side: several to a GPU launch where
+ * the log-Mel is on the GPU (uploads and copies spread over the context's threads), one
+ * per thread on the CPU. An item that is not one window, or not finite, fails the call
+ * naming it ("pcm[3]: ..."). */
+WS_API int whisper_stem_log_mel_batch(whisper_stem *ctx, const float *const *pcm,
+                                      const size_t *n_samples, size_t count, int sample_rate,
+                                      int channels, float *out, whisper_stem_error *err);
+
 /* The embeddings of PCM: [1500][d] for one window, [n_win][1500][d] for more; exactly
  * what `whisper-stem -o out.npy` writes for the same samples (a file holding them). */
 WS_API int whisper_stem_embed_pcm(whisper_stem *ctx, const float *pcm, size_t n_samples,
@@ -197,6 +208,62 @@ WS_API int whisper_stem_embed_file(whisper_stem *ctx, const char *path, whisper_
 /* Frees a->data and zeroes *a. NULL-safe; a zeroed array is a no-op. */
 WS_API void whisper_stem_array_free(whisper_stem_array *a);
 
+/* Where the log-Mel runs when the stem is on a GPU, as the command's --mel-device:
+ *   "auto" or "cuda" (the default): on the GPU, inputs of up to 16 windows (6 for
+ *           large) several to a launch, as the command runs them; its values are within
+ *           1e-4 of the CPU's (README, "Precision"), and bit for bit the command's with
+ *           its default --mel-device.
+ *   "cpu":  the CPU's (the bits of the CPU log-Mel; the stem still on the GPU): the
+ *           command's --mel-device cpu.
+ * A context whose stem is on the CPU keeps the CPU's whatever this says ("cuda" is then
+ * an error); a context without a model made with device "cuda" computes its log-Mel on
+ * the GPU by default. Call it before other calls on ctx are in flight. 0 or -1 with err. */
+WS_API int whisper_stem_set_mel_device(whisper_stem *ctx, const char *mel_device,
+                                       whisper_stem_error *err);
+/* "cpu" or "cuda:N": where the context's log-Mel runs now. */
+WS_API const char *whisper_stem_mel_device(const whisper_stem *ctx);
+
+/* --- results left on the GPU ---------------------------------------------------------
+ *
+ * The embeddings of PCM into GPU memory the caller provides, ordered on the caller's
+ * CUDA stream: the work is enqueued on `stream` (a CUstream of the context's device, in
+ * its primary context, as PyTorch's streams are; NULL is the legacy default stream),
+ * after whatever the caller enqueued there before, and the call returns without waiting
+ * for the GPU. Work the caller enqueues on `stream` afterwards sees the result.
+ *
+ * alloc(user, bytes) is called once, on the calling thread, with the result's size in
+ * bytes (float32, the shape of embed_pcm's result, set in out->shape before the call):
+ * it returns a device pointer to at least that many bytes, 16-byte aligned, usable on
+ * `stream` (e.g. a torch.empty on the current stream), or NULL to fail the call. The
+ * values are those of whisper_stem_embed_pcm on the same context, bit for bit.
+ * Needs the stem on a GPU (an error on the CPU). out->data is the pointer alloc gave. */
+typedef struct {
+    void *data;       /* device pointer (the caller's, from alloc) */
+    int ndim;         /* 2 or 3 */
+    int64_t shape[3];
+} whisper_stem_device_array;
+typedef void *(*whisper_stem_device_alloc)(void *user, size_t bytes);
+WS_API int whisper_stem_embed_pcm_device(whisper_stem *ctx, const float *pcm, size_t n_samples,
+                                         int sample_rate, int channels, void *stream,
+                                         whisper_stem_device_alloc alloc, void *user,
+                                         whisper_stem_device_array *out, whisper_stem_error *err);
+
+/* What is known of an input beside its embeddings (the command's manifest fields). */
+typedef struct {
+    int windows;        /* 30 s windows */
+    int content_frames; /* log-Mel frames of audio in the last window (the rest padding) */
+    int valid_ctx;      /* output rows of the last window that see audio: (content + 1) / 2 */
+    double duration_s;  /* 16 kHz samples / 16000 */
+    int src_rate;       /* the source's sample rate and channels */
+    int src_channels;
+} whisper_stem_info;
+
+/* The info of n_samples frames of PCM at sample_rate with `channels` channels under the
+ * context's pad (what embed_pcm's result covers): the 16 kHz length is
+ * floor(n_samples * 16000 / sample_rate + 0.5), as the resampler makes it. 0 or -1. */
+WS_API int whisper_stem_pcm_info(const whisper_stem *ctx, size_t n_samples, int sample_rate,
+                                 int channels, whisper_stem_info *info, whisper_stem_error *err);
+
 /* Many files, overlapped as the command runs them: worker threads decode and compute
  * the log-Mel of the inputs ahead while the calling thread runs the stem in
  * whisper_stem_batch_next. Results come in input order, one per call, pull-style.
@@ -218,6 +285,10 @@ WS_API whisper_stem_batch *whisper_stem_batch_open(whisper_stem *ctx, const char
  * the input after it. index may be NULL. */
 WS_API int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size_t *index,
                                    whisper_stem_error *err);
+
+/* The info of the input the last whisper_stem_batch_next returned (1 or -1; zeroed after
+ * a failure before the input was decoded). 0, or -1 when nothing was returned yet. */
+WS_API int whisper_stem_batch_info(const whisper_stem_batch *b, whisper_stem_info *info);
 
 /* Stops the workers (each finishes the input it is decoding), joins them, frees what was
  * not returned. NULL-safe. */

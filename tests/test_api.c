@@ -22,6 +22,7 @@
 #include "whisper_stem.h"
 
 #include "common.h"
+#include "cuda/driver.h"
 #include "helpers.h"
 
 typedef struct {
@@ -608,6 +609,64 @@ Test(api, batch_gives_embed_files_bytes_in_order_and_a_bad_input_fails_alone, .t
     whisper_stem_free(ws);
 }
 
+/* Many clips' log-Mels in one call: each item the bytes of log_mel for it; an item of
+ * more than one window, or with a NaN, fails the call naming it. */
+static void check_mel_batch(whisper_stem *ws, int rate, int ch, const char *what)
+{
+    enum { N = 5 };
+    const size_t lens[N] = {(size_t)rate * 11, (size_t)rate * 30, (size_t)rate / 2, 0, (size_t)rate * 29};
+    float *x[N];
+    const float *px[N];
+    for (int i = 0; i < N; i++)
+        px[i] = x[i] = tones(lens[i] ? lens[i] : 1, rate, ch, 90 + (uint64_t)i);
+    const size_t per = 80 * 3000;
+    float *out = malloc(N * per * sizeof(float));
+    whisper_stem_error err = {""};
+    cr_assert_eq(whisper_stem_log_mel_batch(ws, px, lens, N, rate, ch, out, &err), 0, "%s: %s", what, err.msg);
+    for (int i = 0; i < N; i++) {
+        whisper_stem_array one = {0};
+        cr_assert_eq(whisper_stem_log_mel(ws, x[i], lens[i], rate, ch, &one, &err), 0, "%s", err.msg);
+        cr_assert_eq(one.shape[1], 3000);
+        cr_assert(memcmp(one.data, out + i * per, per * sizeof(float)) == 0, "%s: item %d is log_mel's bytes",
+                  what, i);
+        whisper_stem_array_free(&one);
+    }
+    cr_assert_eq(whisper_stem_log_mel_batch(ws, px, lens, 0, rate, ch, NULL, &err), 0, "no items: nothing");
+    const size_t too_long[2] = {lens[0], (size_t)rate * 31};
+    float *big = tones(too_long[1], rate, ch, 99);
+    const float *pb[2] = {x[0], big};
+    cr_assert_eq(whisper_stem_log_mel_batch(ws, pb, too_long, 2, rate, ch, out, &err), -1);
+    cr_assert(strstr(err.msg, "pcm[1]") && strstr(err.msg, "2 windows"), "%s: %s", what, err.msg);
+    x[2][7] = NAN;
+    cr_assert_eq(whisper_stem_log_mel_batch(ws, px, lens, N, rate, ch, out, &err), -1);
+    cr_assert(strstr(err.msg, "pcm[2]") && strstr(err.msg, "finite"), "%s: %s", what, err.msg);
+    free(big);
+    free(out);
+    for (int i = 0; i < N; i++)
+        free(x[i]);
+}
+
+Test(api, log_mel_batch_gives_each_clips_log_mel_bytes, .timeout = 120)
+{
+    whisper_stem_params p = whisper_stem_default_params();
+    p.device = "cpu";
+    p.threads = 3;
+    whisper_stem_error err = {""};
+    whisper_stem *ws = whisper_stem_new(&p, &err);
+    cr_assert(ws, "%s", err.msg);
+    check_mel_batch(ws, 16000, 1, "CPU, 16 kHz mono");
+    check_mel_batch(ws, 44100, 2, "CPU, 44.1 kHz stereo");
+    whisper_stem_free(ws);
+    p.pad = WHISPER_STEM_PAD_NONE;
+    ws = whisper_stem_new(&p, &err);
+    const float *one[1] = {NULL};
+    const size_t n1[1] = {0};
+    float o;
+    cr_assert_eq(whisper_stem_log_mel_batch(ws, one, n1, 1, 16000, 1, &o, &err), -1);
+    cr_assert(strstr(err.msg, "pad is NONE"), "%s", err.msg);
+    whisper_stem_free(ws);
+}
+
 /* --- threads ------------------------------------------------------------------ */
 
 typedef struct {
@@ -680,6 +739,9 @@ Test(api, gpu_embeddings_are_the_commands_and_the_same_from_threads, .timeout = 
     whisper_stem *ws = whisper_stem_new(&p, &err);
     cr_assert(ws, "%s", err.msg);
     cr_assert_str_eq(whisper_stem_device(ws), "cuda:0");
+    cr_assert_str_eq(whisper_stem_mel_device(ws), "cuda:0", "the GPU's log-Mel by default");
+    cr_assert_eq(whisper_stem_set_mel_device(ws, "cpu", &err), 0, "%s", err.msg);
+    cr_assert_str_eq(whisper_stem_mel_device(ws), "cpu");
     snprintf(out, sizeof out, "%s/gpu.npy", dir);
     snprintf(cmd, sizeof cmd, "%s -q --device cuda:0 --mel-device cpu --precision bf16 --pos -m '%s' '%s' -o '%s'",
              ws_bin(), model, wav, out);
@@ -728,5 +790,215 @@ Test(api, gpu_embeddings_are_the_commands_and_the_same_from_threads, .timeout = 
         whisper_stem_array_free(&jobs[i].emb);
         free(x[i]);
     }
+    whisper_stem_free(ws);
+}
+
+/* Device memory for whisper_stem_embed_pcm_device, from the driver the library uses. */
+typedef struct {
+    ws_cu cu;
+    wscu_devptr p[8];
+    int n;
+} dev_allocs;
+
+static void *dev_alloc(void *user, size_t bytes)
+{
+    dev_allocs *d = user;
+    wscu_context c;
+    wscu_device dev;
+    if (d->n >= 8 || d->cu.DeviceGet(&dev, 0) || d->cu.DevicePrimaryCtxRetain(&c, dev) ||
+        d->cu.CtxSetCurrent(c))
+        return NULL;
+    d->cu.DevicePrimaryCtxRelease(dev); /* the library holds it */
+    return d->cu.MemAlloc(&d->p[d->n], bytes) ? NULL : (void *)(uintptr_t)d->p[d->n++];
+}
+
+/* The GPU's log-Mel (the default there): single calls, batches of files with a failing
+ * one, a long input and info, and results left in device memory, each against the
+ * command's bytes on the same GPU or the host call's. */
+Test(api, gpu_log_mel_batches_and_device_results_are_the_commands_bytes, .timeout = 300)
+{
+    whisper_stem_params p = whisper_stem_default_params();
+    whisper_stem_error err = {""};
+    p.device = "cuda";
+    whisper_stem *probe = whisper_stem_new(&p, &err);
+    if (!probe)
+        cr_skip_test("no CUDA driver/device: %s", err.msg);
+    whisper_stem_free(probe);
+
+    const char *dir = test_tmpdir(), *jfk = test_sample("jfk.wav");
+    char model[1024], cmd[8192], cerr[1024], longwav[1024], st44[1024], bad[1024];
+    mkmodel(dir, "--size tiny", model, sizeof model);
+    /* 17 windows: longer than a slot (16), so it goes alone */
+    const size_t nl = (size_t)16000 * 30 * 16 + 16000 * 7;
+    float *xl = tones(nl, 16000, 1, 71);
+    snprintf(longwav, sizeof longwav, "%s/long.wav", dir);
+    write_wav(longwav, xl, nl, 16000, 1, SF_FORMAT_WAV | SF_FORMAT_FLOAT);
+    const size_t n44 = 44100 * 12;
+    float *x44 = tones(n44, 44100, 2, 72);
+    snprintf(st44, sizeof st44, "%s/st44.wav", dir);
+    write_wav(st44, x44, n44, 44100, 2, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+    snprintf(bad, sizeof bad, "%s/missing.wav", dir);
+    const char *files[] = {jfk, st44, longwav, jfk};
+    const char *paths[] = {jfk, st44, bad, longwav, jfk, st44, jfk};
+    const size_t np = sizeof paths / sizeof *paths;
+
+    /* the command, GPU log-Mel (its default), bf16, --pos: each file's bytes */
+    npy want[4];
+    for (int i = 0; i < 3; i++) {
+        char out[1100];
+        snprintf(out, sizeof out, "%s/want%d.npy", dir, i);
+        snprintf(cmd, sizeof cmd, "%s -q --device cuda:0 --precision bf16 --pos -m '%s' '%s' -o '%s'",
+                 ws_bin(), model, files[i], out);
+        cr_assert_eq(run_cmd(cmd, cerr, sizeof cerr), 0, "%s: %s", cmd, cerr);
+        want[i] = load_npy(out);
+    }
+    p.model = model;
+    p.device = "cuda:0";
+    p.precision = "bf16";
+    p.pos = 1;
+    whisper_stem *ws = whisper_stem_new(&p, &err);
+    cr_assert(ws, "%s", err.msg);
+    cr_assert_str_eq(whisper_stem_mel_device(ws), "cuda:0");
+    whisper_stem_array got = {0};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(whisper_stem_embed_file(ws, files[i], &got, &err), 0, "%s", err.msg);
+        assert_same(files[i], &got, &want[i]);
+        whisper_stem_array_free(&got);
+    }
+    cr_assert_eq(want[2].ndim, 3);
+    cr_assert_eq(want[2].shape[0], 17, "the long file: 17 windows");
+
+    /* a batch: in order, the bad file alone fails, every result the command's */
+    whisper_stem_batch *b = whisper_stem_batch_open(ws, paths, np, &err);
+    cr_assert(b, "%s", err.msg);
+    for (size_t k = 0; k < np; k++) {
+        size_t index = 999;
+        int r = whisper_stem_batch_next(b, &got, &index, &err);
+        cr_assert_eq(index, k);
+        whisper_stem_info info;
+        cr_assert_eq(whisper_stem_batch_info(b, &info), 0);
+        if (paths[k] == bad) {
+            cr_assert_eq(r, -1);
+            cr_assert(strstr(err.msg, "missing.wav"), "%s", err.msg);
+            continue;
+        }
+        cr_assert_eq(r, 1, "input %zu: %s", k, err.msg);
+        const int w = paths[k] == jfk ? 0 : paths[k] == st44 ? 1 : 2;
+        assert_same(paths[k], &got, &want[w]);
+        whisper_stem_array_free(&got);
+        if (paths[k] == jfk) { /* 11.0 s: 1100 frames, 550 rows */
+            cr_assert_eq(info.windows, 1);
+            cr_assert_eq(info.content_frames, 1100);
+            cr_assert_eq(info.valid_ctx, 550);
+            cr_assert_float_eq(info.duration_s, 11.0, 1e-9);
+        } else if (paths[k] == st44) {
+            cr_assert_eq(info.src_rate, 44100);
+            cr_assert_eq(info.src_channels, 2);
+            cr_assert_float_eq(info.duration_s, 12.0, 1e-3);
+        } else {
+            cr_assert_eq(info.windows, 17);
+            cr_assert_eq(info.content_frames, 700);
+        }
+    }
+    cr_assert_eq(whisper_stem_batch_next(b, &got, NULL, &err), 0);
+    whisper_stem_batch_close(b);
+    /* closed with batches in flight */
+    b = whisper_stem_batch_open(ws, paths, np, &err);
+    cr_assert_eq(whisper_stem_batch_next(b, &got, NULL, &err), 1, "%s", err.msg);
+    whisper_stem_array_free(&got);
+    whisper_stem_batch_close(b);
+
+    /* results on the device: the host call's bytes, one window and the long input */
+    dev_allocs d = {0};
+    ws_err ce;
+    cr_assert_eq(ws_cu_open(&d.cu, &ce), 0, "%s", ce.msg);
+    const float *pcms[2] = {xl, xl};
+    const size_t ns[2] = {16000 * 20, nl};
+    for (int i = 0; i < 2; i++) {
+        whisper_stem_array host = {0};
+        whisper_stem_device_array dv;
+        cr_assert_eq(whisper_stem_embed_pcm(ws, pcms[i], ns[i], 16000, 1, &host, &err), 0, "%s", err.msg);
+        cr_assert_eq(whisper_stem_embed_pcm_device(ws, pcms[i], ns[i], 16000, 1, NULL, dev_alloc, &d,
+                                                   &dv, &err), 0, "%s", err.msg);
+        cr_assert_eq(dv.ndim, host.ndim);
+        size_t bytes = sizeof(float);
+        for (int k = 0; k < dv.ndim; k++) {
+            cr_assert_eq(dv.shape[k], host.shape[k]);
+            bytes *= (size_t)dv.shape[k];
+        }
+        float *back = malloc(bytes);
+        cr_assert_eq(d.cu.MemcpyDtoHAsync(back, (wscu_devptr)(uintptr_t)dv.data, bytes, (wscu_stream)(uintptr_t)1), 0);
+        cr_assert_eq(d.cu.StreamSynchronize((wscu_stream)(uintptr_t)1), 0);
+        cr_assert(memcmp(back, host.data, bytes) == 0, "device result %d: the host call's bytes", i);
+        free(back);
+        whisper_stem_array_free(&host);
+    }
+    /* with the CPU's log-Mel too */
+    cr_assert_eq(whisper_stem_set_mel_device(ws, "cpu", &err), 0, "%s", err.msg);
+    {
+        whisper_stem_array host = {0};
+        whisper_stem_device_array dv;
+        cr_assert_eq(whisper_stem_embed_pcm(ws, xl, 16000 * 20, 16000, 1, &host, &err), 0, "%s", err.msg);
+        cr_assert_eq(whisper_stem_embed_pcm_device(ws, xl, 16000 * 20, 16000, 1, NULL, dev_alloc, &d, &dv,
+                                                   &err), 0, "%s", err.msg);
+        const size_t bytes = (size_t)1500 * 384 * sizeof(float);
+        float *back = malloc(bytes);
+        cr_assert_eq(d.cu.MemcpyDtoHAsync(back, (wscu_devptr)(uintptr_t)dv.data, bytes, (wscu_stream)(uintptr_t)1), 0);
+        cr_assert_eq(d.cu.StreamSynchronize((wscu_stream)(uintptr_t)1), 0);
+        cr_assert(memcmp(back, host.data, bytes) == 0, "CPU log-Mel, device result: the host call's bytes");
+        free(back);
+        whisper_stem_array_free(&host);
+    }
+    /* a context without a model on the GPU: log_mel there, and many clips a launch */
+    {
+        whisper_stem_params mp = whisper_stem_default_params();
+        mp.device = "cuda:0";
+        mp.threads = 4;
+        whisper_stem *mws = whisper_stem_new(&mp, &err);
+        cr_assert(mws, "%s", err.msg);
+        cr_assert_str_eq(whisper_stem_mel_device(mws), "cuda:0");
+        check_mel_batch(mws, 16000, 1, "GPU, 16 kHz mono");
+        check_mel_batch(mws, 44100, 2, "GPU, 44.1 kHz stereo");
+        /* 40 clips: three launches of up to 16, in flight together */
+        enum { M = 40 };
+        float *cx[M];
+        const float *pc[M];
+        size_t cn[M];
+        float *all = malloc((size_t)M * 80 * 3000 * sizeof(float));
+        for (int i = 0; i < M; i++) {
+            cn[i] = (size_t)16000 * (1 + i % 30);
+            pc[i] = cx[i] = tones(cn[i], 16000, 1, 200 + (uint64_t)i);
+        }
+        cr_assert_eq(whisper_stem_log_mel_batch(mws, pc, cn, M, 16000, 1, all, &err), 0, "%s", err.msg);
+        whisper_stem_params cp = mp;
+        cp.device = "cpu";
+        whisper_stem *cws = whisper_stem_new(&cp, &err);
+        double worst = 0;
+        for (int i = 0; i < M; i++) {
+            whisper_stem_array g = {0}, c = {0};
+            cr_assert_eq(whisper_stem_log_mel(mws, cx[i], cn[i], 16000, 1, &g, &err), 0, "%s", err.msg);
+            cr_assert(memcmp(g.data, all + (size_t)i * 80 * 3000, 80 * 3000 * sizeof(float)) == 0,
+                      "batched clip %d: log_mel's bytes", i);
+            cr_assert_eq(whisper_stem_log_mel(cws, cx[i], cn[i], 16000, 1, &c, &err), 0, "%s", err.msg);
+            for (size_t k = 0; k < (size_t)80 * 3000; k++) {
+                const double dd = fabs((double)g.data[k] - c.data[k]);
+                worst = dd > worst ? dd : worst;
+            }
+            whisper_stem_array_free(&g);
+            whisper_stem_array_free(&c);
+            free(cx[i]);
+        }
+        cr_assert_leq(worst, 1e-4, "GPU log-Mel within 1e-4 of the CPU's: %g", worst);
+        free(all);
+        whisper_stem_free(cws);
+        whisper_stem_free(mws);
+    }
+    for (int i = 0; i < d.n; i++)
+        d.cu.MemFree(d.p[i]);
+    ws_cu_close(&d.cu);
+    for (int i = 0; i < 3; i++)
+        free(want[i].data);
+    free(xl);
+    free(x44);
     whisper_stem_free(ws);
 }

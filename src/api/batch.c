@@ -19,13 +19,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { EMPTY, BUSY, READY };
+enum { EMPTY, BUSY, READY, SUBMITTED, COPY, COPYING, DONE };
 
 typedef struct {
     int state;
-    ws_mel_out mel; /* READY and no error */
+    ws_mel_out mel; /* READY and no error (the CPU's log-Mel) */
     char *error;    /* READY: the input failed ("path: problem"), or NULL */
+    whisper_stem_info info;
+    /* the GPU path: the samples (or their staged copy) until the batch that takes them is
+     * done; then (DONE) the result */
+    ws_audio audio;
+    ws_gpu_input in;
+    void **slabs;
+    int n_slabs;
+    int gslot, gidx;  /* SUBMITTED .. COPYING: its GPU slot and place there */
+    whisper_stem_array res;
 } slot;
+
+enum { MAX_FLIGHT = 2 };
+
+typedef struct {
+    int gpu_slot;
+    int left;     /* its inputs not yet copied out */
+    int gpu_done; /* its inputs are COPY (or past) */
+} flight;
 
 struct whisper_stem_batch {
     whisper_stem *ctx;
@@ -40,15 +57,51 @@ struct whisper_stem_batch {
     int stop;
     pthread_t *tid;
     int n_workers;    /* started; 0: batch_next prepares each input itself */
+    int gpu;          /* the GPU path (see the top) */
+    size_t next_sub;  /* GPU: the first input not yet given to a GPU slot */
+    flight fl[MAX_FLIGHT];
+    int n_fl;
+    whisper_stem_info last; /* of the input batch_next returned last */
+    int have_last;
 };
 
-/* Decodes path and computes its log-Mel into s (error or mel). */
-static void prepare(whisper_stem *ctx, const char *path, slot *s)
+static void release_input(whisper_stem_batch *b, slot *s)
+{
+    if (s->slabs)
+        ws_gpu_unstage(b->ctx->batcher, s->slabs, s->n_slabs);
+    s->slabs = NULL;
+    s->n_slabs = 0;
+    ws_audio_free(&s->audio);
+}
+
+/* Decodes path and computes its log-Mel into s (error or mel); on the GPU path keeps the
+ * samples, staged into pinned slabs when some are free. */
+static void prepare(whisper_stem_batch *b, whisper_stem *ctx, const char *path, slot *s)
 {
     ws_audio a;
     ws_err e = {{0}};
     int rc = ws_audio_load(&a, path, &e);
-    if (!rc) {
+    if (!rc)
+        ws_api_info(ctx, &a, &s->info);
+    if (!rc && b->gpu) {
+        ws_mel_geom g;
+        ws_err ge = {{0}};
+        if (ws_api_gpu_input(ctx, &a, &s->in, &g, &ge)) {
+            ws_errf(&e, "%s: %s", path, ge.msg);
+            ws_audio_free(&a);
+            rc = -1;
+        } else {
+            s->audio = a;
+            const size_t bytes = a.n * sizeof(float);
+            if (bytes && ws_gpu_batch_fits(ctx->batcher, &s->in) &&
+                (s->slabs = ws_gpu_stage(ctx->batcher, bytes, &s->n_slabs))) {
+                ws_gpu_stage_copy(ctx->batcher, s->slabs, a.x, bytes);
+                ws_audio_free(&s->audio);
+                s->in.slabs = s->slabs;
+                s->in.x = NULL;
+            }
+        }
+    } else if (!rc) {
         rc = ws_api_mel(ctx, &a, 1, path, &s->mel, &e);
         ws_audio_free(&a);
     }
@@ -56,23 +109,49 @@ static void prepare(whisper_stem *ctx, const char *path, slot *s)
         s->mel.n_windows = -1; /* batch_next reports it as out of memory */
 }
 
+static void copy_one(whisper_stem_batch *b, slot *s);
+static void copied(whisper_stem_batch *b, slot *s);
+
+/* COPY inputs of the GPU path, oldest first: one claimed (COPYING), or NULL. */
+static slot *claim_copy(whisper_stem_batch *b)
+{
+    for (size_t i = b->next_out; b->gpu && i < b->next_sub; i++) {
+        slot *s = &b->slots[i % b->n_slots];
+        if (s->state == COPY) {
+            s->state = COPYING;
+            return s;
+        }
+    }
+    return NULL;
+}
+
 static void *worker(void *arg)
 {
     whisper_stem_batch *b = arg;
     pthread_mutex_lock(&b->mu);
-    while (!b->stop && b->next_take < b->n) {
-        if (b->next_take >= b->next_out + b->n_slots) {
-            pthread_cond_wait(&b->cv, &b->mu);
+    while (!b->stop) {
+        slot *c = claim_copy(b); /* results first: they free pinned memory and a GPU slot */
+        if (c) {
+            pthread_mutex_unlock(&b->mu);
+            copy_one(b, c);
+            pthread_mutex_lock(&b->mu);
+            copied(b, c);
             continue;
         }
-        size_t i = b->next_take++;
-        slot *s = &b->slots[i % b->n_slots];
-        s->state = BUSY;
-        pthread_mutex_unlock(&b->mu);
-        prepare(b->ctx, b->paths[i], s);
-        pthread_mutex_lock(&b->mu);
-        s->state = READY;
-        pthread_cond_broadcast(&b->cv);
+        if (b->next_take < b->n && b->next_take < b->next_out + b->n_slots) {
+            size_t i = b->next_take++;
+            slot *s = &b->slots[i % b->n_slots];
+            s->state = BUSY;
+            pthread_mutex_unlock(&b->mu);
+            prepare(b, b->ctx, b->paths[i], s);
+            pthread_mutex_lock(&b->mu);
+            s->state = READY;
+            pthread_cond_broadcast(&b->cv);
+            continue;
+        }
+        if (b->next_take >= b->n && (!b->gpu || b->next_out >= b->n))
+            break;
+        pthread_cond_wait(&b->cv, &b->mu);
     }
     pthread_mutex_unlock(&b->mu);
     return NULL;
@@ -88,9 +167,24 @@ void whisper_stem_batch_close(whisper_stem_batch *b)
     pthread_mutex_unlock(&b->mu);
     for (int i = 0; i < b->n_workers; i++)
         pthread_join(b->tid[i], NULL);
+    if (b->n_fl) { /* batches in flight read the inputs' slabs: wait, give the slots back */
+        whisper_stem *ctx = b->ctx;
+        for (int f = 0; f < b->n_fl; f++) {
+            ws_err e;
+            ws_gpu_batch_wait(ctx->batcher, b->fl[f].gpu_slot, &e);
+        }
+        pthread_mutex_lock(&ctx->stem_mu);
+        for (int f = 0; f < b->n_fl; f++)
+            ws_api_slot_give(ctx, b->fl[f].gpu_slot);
+        pthread_mutex_unlock(&ctx->stem_mu);
+        b->n_fl = 0;
+    }
     for (size_t i = 0; b->slots && i < b->n_slots; i++) {
         ws_mel_out_free(&b->slots[i].mel);
         free(b->slots[i].error);
+        if (b->gpu)
+            release_input(b, &b->slots[i]);
+        whisper_stem_array_free(&b->slots[i].res);
     }
     for (size_t i = 0; b->paths && i < b->n; i++)
         free(b->paths[i]);
@@ -133,6 +227,12 @@ whisper_stem_batch *whisper_stem_batch_open(whisper_stem *ctx, const char *const
     if ((size_t)w > n_paths)
         w = (int)n_paths;
     b->n_slots = 2 * (size_t)(w > 0 ? w : 1) + 2;
+    b->gpu = ctx->on_gpu && ctx->mel_gpu && ctx->batcher;
+    if (b->gpu) { /* room for two slots in flight, and the workers ahead of them */
+        const size_t fl = (size_t)(MAX_FLIGHT + 1) * (size_t)ws_gpu_batch_max_windows(ctx->batcher);
+        if (b->n_slots < fl + (size_t)w)
+            b->n_slots = fl + (size_t)w;
+    }
     int oom = !(b->paths = calloc(n_paths ? n_paths : 1, sizeof *b->paths)) ||
               !(b->slots = calloc(b->n_slots, sizeof *b->slots)) ||
               !(b->tid = calloc((size_t)(w > 0 ? w : 1), sizeof *b->tid));
@@ -149,6 +249,291 @@ whisper_stem_batch *whisper_stem_batch_open(whisper_stem *ctx, const char *const
     return b;
 }
 
+/* --- the GPU path ------------------------------------------------------------------ */
+
+/* s's result out of its GPU slot's pinned buffer into its array (without b->mu). */
+static void copy_one(whisper_stem_batch *b, slot *s)
+{
+    size_t bytes = 0;
+    const void *r = ws_gpu_batch_output(b->ctx->batcher, s->gslot, s->gidx, &bytes);
+    ws_err e = {{0}};
+    if (!r)
+        ws_errf(&e, "no result in GPU slot %d", s->gslot);
+    else if (!ws_api_emb_array(b->ctx, s->in.n_win, s->in.win_frames, &s->res, &e))
+        memcpy(s->res.data, r, bytes);
+    if (e.msg[0] && !(s->error = strdup(e.msg)))
+        s->mel.n_windows = -1;
+    release_input(b, s);
+}
+
+/* With b->mu: s is copied (DONE); the last of its GPU slot's inputs gives the slot back. */
+static void copied(whisper_stem_batch *b, slot *s)
+{
+    s->state = DONE;
+    for (int f = 0; f < b->n_fl; f++) {
+        if (b->fl[f].gpu_slot != s->gslot || !b->fl[f].gpu_done)
+            continue;
+        if (--b->fl[f].left == 0) {
+            whisper_stem *ctx = b->ctx;
+            pthread_mutex_lock(&ctx->stem_mu);
+            ws_api_slot_give(ctx, b->fl[f].gpu_slot);
+            pthread_mutex_unlock(&ctx->stem_mu);
+            memmove(&b->fl[f], &b->fl[f + 1], (size_t)(b->n_fl - f - 1) * sizeof b->fl[0]);
+            b->n_fl--;
+        }
+        break;
+    }
+    pthread_cond_broadcast(&b->cv);
+}
+
+/* With b->mu: the batch of GPU slot g is done (rc 0) or failed (rc -1, e): its inputs go
+ * COPY, or fail with e; a slot with nothing left to copy goes back. */
+static void gpu_finished(whisper_stem_batch *b, int g, int rc, const ws_err *e)
+{
+    int f = 0;
+    while (f < b->n_fl && b->fl[f].gpu_slot != g)
+        f++;
+    if (f == b->n_fl)
+        return;
+    b->fl[f].gpu_done = 1;
+    for (size_t i = b->next_out; i < b->next_sub; i++) {
+        slot *s = &b->slots[i % b->n_slots];
+        if (s->state != SUBMITTED || s->gslot != g)
+            continue;
+        if (!rc) {
+            s->state = COPY;
+            continue;
+        }
+        ws_err ie;
+        ws_errf(&ie, "%s: %s", b->paths[i], e->msg);
+        if (!(s->error = strdup(ie.msg)))
+            s->mel.n_windows = -1;
+        release_input(b, s);
+        s->state = DONE;
+        b->fl[f].left--;
+    }
+    if (b->fl[f].left == 0) {
+        whisper_stem *ctx = b->ctx;
+        pthread_mutex_lock(&ctx->stem_mu);
+        ws_api_slot_give(ctx, g);
+        pthread_mutex_unlock(&ctx->stem_mu);
+        memmove(&b->fl[f], &b->fl[f + 1], (size_t)(b->n_fl - f - 1) * sizeof b->fl[0]);
+        b->n_fl--;
+    }
+    pthread_cond_broadcast(&b->cv);
+}
+
+/* One input longer than a slot, alone and synchronously (b->mu not held). */
+static void run_alone(whisper_stem_batch *b, size_t i)
+{
+    whisper_stem *ctx = b->ctx;
+    slot *s = &b->slots[i % b->n_slots];
+    ws_err e = {{0}};
+    int rc = ws_api_emb_array(ctx, s->in.n_win, s->in.win_frames, &s->res, &e);
+    if (!rc) {
+        pthread_mutex_lock(&ctx->stem_mu);
+        rc = ws_gpu_embed_alone(ctx->batcher, &s->in, NULL, s->res.data, 0, &e);
+        pthread_mutex_unlock(&ctx->stem_mu);
+    }
+    if (rc) {
+        whisper_stem_array_free(&s->res);
+        ws_err pe = e;
+        ws_errf(&e, "%s: %s", b->paths[i], pe.msg);
+        if (!(s->error = strdup(e.msg)))
+            s->mel.n_windows = -1;
+    }
+    release_input(b, s);
+}
+
+/* Inputs from next_sub on that are READY, in order, into one GPU slot, submitted: called
+ * with b->mu held (released around the GPU work). 1 when something was submitted or run,
+ * 0 when nothing could be (the next input not ready, or two slots in flight already). */
+static int submit_ready(whisper_stem_batch *b)
+{
+    whisper_stem *ctx = b->ctx;
+    size_t j = b->next_sub;
+    while (j < b->n && j < b->next_out + b->n_slots) { /* failed inputs need no GPU */
+        slot *s = &b->slots[j % b->n_slots];
+        if (s->state != READY || !(s->error || s->mel.n_windows < 0))
+            break;
+        j++;
+    }
+    b->next_sub = j;
+    if (j >= b->n || b->slots[j % b->n_slots].state != READY)
+        return 0;
+    slot *s0 = &b->slots[j % b->n_slots];
+    if (!ws_gpu_batch_fits(ctx->batcher, &s0->in)) { /* alone, now */
+        b->next_sub = j + 1;
+        s0->state = SUBMITTED;
+        pthread_mutex_unlock(&b->mu);
+        run_alone(b, j);
+        pthread_mutex_lock(&b->mu);
+        s0->state = DONE;
+        pthread_cond_broadcast(&b->cv);
+        return 1;
+    }
+    if (b->n_fl >= MAX_FLIGHT)
+        return 0;
+    /* the group: READY inputs that fit a slot beside each other, failed ones passed over */
+    size_t end = j, count = 0;
+    int windows = 0, T = s0->in.win_frames;
+    const int cap = ws_gpu_batch_max_windows(ctx->batcher);
+    while (end < b->n && end < b->next_out + b->n_slots) {
+        slot *s = &b->slots[end % b->n_slots];
+        if (s->state != READY)
+            break;
+        if (!(s->error || s->mel.n_windows < 0)) {
+            if (!ws_gpu_batch_fits(ctx->batcher, &s->in) || s->in.win_frames != T ||
+                windows + s->in.n_win > cap)
+                break;
+            windows += s->in.n_win;
+            count++;
+        }
+        end++;
+    }
+    for (size_t i = j; i < end; i++) {
+        slot *s = &b->slots[i % b->n_slots];
+        if (!(s->error || s->mel.n_windows < 0))
+            s->state = SUBMITTED;
+    }
+    b->next_sub = end;
+    pthread_mutex_unlock(&b->mu);
+
+    ws_err e = {{0}};
+    pthread_mutex_lock(&ctx->stem_mu);
+    int g = ws_api_slot_take(ctx, &e), rc = g < 0 ? -1 : 0, k = 0;
+    for (size_t i = j; !rc && i < end; i++) {
+        slot *s = &b->slots[i % b->n_slots];
+        if (s->state != SUBMITTED)
+            continue;
+        if (!ws_gpu_batch_add(ctx->batcher, g, &s->in))
+            rc = ws_errf(&e, "a GPU batch did not take an input");
+        s->gslot = g;
+        s->gidx = k++;
+    }
+    if (!rc) {
+        rc = ws_gpu_batch_submit(ctx->batcher, g, "batch", &e);
+        if (rc == WS_BATCH_SHRUNK) /* out of device memory: the inputs one by one, alone */
+            rc = 2;
+        else if (!rc)
+            ctx->slot_used[g] = 1;
+    }
+    if (rc && g >= 0)
+        ws_api_slot_give(ctx, g);
+    pthread_mutex_unlock(&ctx->stem_mu);
+    if (rc == 2) {
+        for (size_t i = j; i < end; i++) {
+            slot *s = &b->slots[i % b->n_slots];
+            if (s->state == SUBMITTED)
+                run_alone(b, i);
+        }
+    } else if (rc) {
+        for (size_t i = j; i < end; i++) {
+            slot *s = &b->slots[i % b->n_slots];
+            if (s->state != SUBMITTED)
+                continue;
+            ws_err ie;
+            ws_errf(&ie, "%s: %s", b->paths[i], e.msg);
+            if (!(s->error = strdup(ie.msg)))
+                s->mel.n_windows = -1;
+            release_input(b, s);
+        }
+    }
+    pthread_mutex_lock(&b->mu);
+    if (rc) {
+        for (size_t i = j; i < end; i++)
+            if (b->slots[i % b->n_slots].state == SUBMITTED)
+                b->slots[i % b->n_slots].state = DONE;
+        pthread_cond_broadcast(&b->cv);
+    } else {
+        b->fl[b->n_fl++] = (flight){g, (int)count, 0};
+    }
+    return 1;
+}
+
+static int next_gpu(whisper_stem_batch *b, whisper_stem_array *out, size_t *index,
+                    whisper_stem_error *err)
+{
+    ws_err e = {{0}};
+    pthread_mutex_lock(&b->mu);
+    if (b->next_out >= b->n) {
+        pthread_mutex_unlock(&b->mu);
+        return 0;
+    }
+    const size_t i = b->next_out;
+    slot *s = &b->slots[i % b->n_slots];
+    for (;;) {
+        if (b->n_workers == 0 && s->state == EMPTY) { /* no threads could start: here */
+            b->next_take = i + 1;
+            s->state = BUSY;
+            pthread_mutex_unlock(&b->mu);
+            prepare(b, b->ctx, b->paths[i], s);
+            pthread_mutex_lock(&b->mu);
+            s->state = READY;
+        }
+        /* keep the GPU fed: what is ready goes in (two slots at most in flight) */
+        if (b->n_fl < MAX_FLIGHT && submit_ready(b))
+            continue;
+        if (s->state == DONE || (s->state == READY && (s->error || s->mel.n_windows < 0)))
+            break;
+        if (s->state == COPY) { /* its result, here rather than wait for a worker */
+            s->state = COPYING;
+            pthread_mutex_unlock(&b->mu);
+            copy_one(b, s);
+            pthread_mutex_lock(&b->mu);
+            copied(b, s);
+            continue;
+        }
+        int f = 0; /* the oldest batch still on the GPU: wait for it, the lock let go */
+        while (f < b->n_fl && b->fl[f].gpu_done)
+            f++;
+        if (f < b->n_fl) {
+            const int g = b->fl[f].gpu_slot;
+            pthread_mutex_unlock(&b->mu);
+            ws_err we = {{0}};
+            const int wrc = ws_gpu_batch_wait(b->ctx->batcher, g, &we);
+            pthread_mutex_lock(&b->mu);
+            gpu_finished(b, g, wrc, &we);
+            continue;
+        }
+        pthread_cond_wait(&b->cv, &b->mu);
+    }
+    slot got = *s;
+    memset(s, 0, sizeof *s); /* EMPTY */
+    b->next_out++;
+    if (b->next_sub < b->next_out)
+        b->next_sub = b->next_out;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    if (index)
+        *index = i;
+    b->last = got.info;
+    b->have_last = 1;
+    int rc = 1;
+    if (got.error)
+        rc = ws_errf(&e, "%s", got.error);
+    else if (got.mel.n_windows < 0)
+        rc = ws_errf(&e, "%s: out of memory for the error message", b->paths[i]);
+    else
+        *out = got.res;
+    free(got.error);
+    if (rc < 0) {
+        whisper_stem_array_free(&got.res);
+        return ws_api_fail(err, &e);
+    }
+    return 1;
+}
+
+int whisper_stem_batch_info(const whisper_stem_batch *b, whisper_stem_info *info)
+{
+    if (info)
+        memset(info, 0, sizeof *info);
+    if (!b || !info || !b->have_last)
+        return -1;
+    *info = b->last;
+    return 0;
+}
+
 int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size_t *index,
                             whisper_stem_error *err)
 {
@@ -159,6 +544,8 @@ int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size
         return ws_errf(&e, "whisper_stem_batch_next: batch is NULL"), ws_api_fail(err, &e);
     if (!out)
         return ws_errf(&e, "whisper_stem_batch_next: out is NULL"), ws_api_fail(err, &e);
+    if (b->gpu)
+        return next_gpu(b, out, index, err);
     pthread_mutex_lock(&b->mu);
     if (b->next_out >= b->n) {
         pthread_mutex_unlock(&b->mu);
@@ -170,7 +557,7 @@ int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size
         b->next_take = i + 1;
         s->state = BUSY;
         pthread_mutex_unlock(&b->mu);
-        prepare(b->ctx, b->paths[i], s);
+        prepare(b, b->ctx, b->paths[i], s);
         pthread_mutex_lock(&b->mu);
         s->state = READY;
     }
@@ -184,6 +571,8 @@ int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size
 
     if (index)
         *index = i;
+    b->last = got.info;
+    b->have_last = 1;
     int rc;
     if (got.error) {
         rc = ws_errf(&e, "%s", got.error);

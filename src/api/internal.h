@@ -12,6 +12,7 @@
 #include "whisper_stem.h"
 
 #include "audio/audio.h"
+#include "cuda/gpu_batch.h"
 #include "common.h"
 #include "mel/mel.h"
 #include "whisper/model.h"
@@ -27,7 +28,41 @@ struct whisper_stem {
     ws_pad pad;
     pthread_mutex_t stem_mu; /* one stem call at a time */
     char device[16];  /* "cpu" or "cuda:N" */
+    /* On a GPU (cuda/gpu_batch.h): inputs of up to a slot's windows go through the
+     * batcher's slots, longer ones through its one-input path. Everything of it is used
+     * under stem_mu; a slot is taken (ws_api_slot_take) by a call or a batch for as long
+     * as it needs the slot's results, and given back after. */
+    ws_gpu_batcher *batcher;
+    int mel_gpu;        /* the log-Mel on the GPU (the batcher's samples path) */
+    int ordinal;
+    int *slot_owner;    /* per slot: 0 free, else taken */
+    int *slot_used;     /* per slot: a batch was submitted (wait for it before refilling) */
+    pthread_cond_t slot_cv;
 };
+
+/* A free slot of the batcher, taken; waits (stem_mu held, released while waiting) for one.
+ * The slot's earlier batch has completed when it returns. The slot, or -1 with e. */
+int ws_api_slot_take(whisper_stem *ctx, ws_err *e);
+void ws_api_slot_give(whisper_stem *ctx, int s);
+
+/* Samples to what a GPU batch takes of them (the log-Mel's geometry by ctx's pad). */
+int ws_api_gpu_input(const whisper_stem *ctx, const ws_audio *a, ws_gpu_input *in,
+                     ws_mel_geom *g, ws_err *e);
+
+/* The info of samples a (their windows, content, valid rows; the source's rate). */
+void ws_api_info(const whisper_stem *ctx, const ws_audio *a, whisper_stem_info *info);
+
+/* A block of at least bytes for a result, a kept one when one fits (whisper_stem_array_free
+ * keeps a few); a malloc block either way. NULL when out of memory. */
+void *ws_api_buf_get(size_t bytes);
+
+/* The shape of embed's result for n_win windows of n_frames (data NULL); its bytes, or 0
+ * on overflow. */
+size_t ws_api_emb_shape(const whisper_stem *ctx, int n_win, int n_frames, whisper_stem_array *out);
+
+/* The same, allocated. 0, or -1 with e. */
+int ws_api_emb_array(const whisper_stem *ctx, int n_win, int n_frames, whisper_stem_array *out,
+                     ws_err *e);
 
 /* Fills err (when not NULL) with e's message and returns -1. */
 int ws_api_fail(whisper_stem_error *err, const ws_err *e);
