@@ -351,7 +351,24 @@ class EmbedTest(Fixture):
             with self.assertRaises(ws.Error) as cm:
                 next(it)
             self.assertIn("not-audio.wav", str(cm.exception))
-            self.assertEqual(list(it), [], "the iterator ends after raising")
+            assert_same_bits(self, "raise: the iterator goes on", next(it), want_long)
+            with self.assertRaises(ws.Error) as cm:
+                next(it)
+            self.assertIn("missing.flac", str(cm.exception))
+            assert_same_bits(self, "raise: and on", next(it), want_jfk)
+            self.assertEqual(list(it), [], "then it ends")
+
+            # info=True: (array, info) with the manifest's fields; None for a file not decoded
+            got = list(fe.embed_files(paths, errors="return", info=True))
+            self.assertEqual(len(got), 5)
+            arr, inf = got[0]
+            assert_same_bits(self, "info: item 0", arr, want_jfk)
+            self.assertEqual((inf["windows"], inf["content_frames"], inf["valid_ctx"]), (1, 1100, 550))
+            self.assertAlmostEqual(inf["duration_s"], 11.0)
+            self.assertEqual((inf["src_rate"], inf["src_channels"]), (16000, 1))
+            self.assertIsInstance(got[1][0], ws.Error)
+            self.assertIsNone(got[1][1])
+            self.assertEqual(got[2][1]["windows"], want_long.shape[0])
 
             it = fe.embed_files([JFK] * 6)
             next(it)
@@ -361,6 +378,41 @@ class EmbedTest(Fixture):
             next(open_it)
         # closing the Frontend closed the iterator left open
         self.assertEqual(list(open_it), [])
+
+    def test_embed_batch_stacks_items_with_their_info(self):
+        with ws.Frontend(self.model, device="cpu") as fe:
+            want = fe.embed(self.jfk)
+            x44 = np.repeat(self.jfk[:, None], 2, axis=1)  # [n, 2] stereo
+            emb, info = fe.embed_batch([self.jfk, JFK, x44])
+            self.assertEqual(emb.shape, (3, 1, 1500, fe.d_model))
+            assert_same_bits(self, "array item", emb[0, 0], want)
+            assert_same_bits(self, "path item", emb[1, 0], fe.embed_file(JFK))
+            assert_same_bits(self, "stereo item", emb[2, 0], fe.embed(x44))
+            self.assertEqual([i["windows"] for i in info], [1, 1, 1])
+            self.assertEqual(info[0]["content_frames"], len(self.jfk) // 160)
+            self.assertEqual(info[0]["valid_ctx"], (len(self.jfk) // 160 + 1) // 2)
+            self.assertEqual(info[2]["src_channels"], 2)
+            self.assertEqual(info[1], fe.pcm_info(self.jfk) | {"src_rate": 16000, "src_channels": 1})
+            # different window counts: a list; a failing item raises, or takes its place
+            emb, info = fe.embed_batch([self.jfk, self.long_wav])
+            self.assertIsInstance(emb, list)
+            self.assertEqual(emb[1].shape[0], info[1]["windows"])
+            with self.assertRaises(ws.Error):
+                fe.embed_batch([self.jfk, os.path.join(self.tmp, "missing.wav")])
+            emb, info = fe.embed_batch([self.jfk, os.path.join(self.tmp, "missing.wav")], errors="return")
+            self.assertIsInstance(emb[1], ws.Error)
+            self.assertIsNone(info[1])
+            emb, info = fe.embed_batch([])
+            self.assertEqual((emb, info), ([], []))
+            with self.assertRaises(ValueError):
+                fe.embed_batch([self.jfk], errors="skip")
+            with self.assertRaises(ValueError):
+                ws.Frontend(self.model, device="cpu", output="torch")
+            with self.assertRaises(ValueError):
+                ws.Frontend(self.model, device="cpu", output="jax")
+            with self.assertRaises(ws.Error):
+                ws.Frontend(self.model, device="cpu", mel_device="cuda")
+            self.assertEqual(ws.Frontend(self.model, device="cpu", mel_device="cpu").mel_device, "cpu")
 
     def test_errors_carry_the_librarys_message(self):
         with self.assertRaises(ws.Error) as cm:

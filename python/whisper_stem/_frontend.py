@@ -15,7 +15,7 @@ class Frontend:
     """Whisper's frontend with a model: log-Mel and the encoder's conv stem.
 
     Frontend(model=None, device="auto", precision="fp32", threads=None, n_mels=None,
-    pad="audio", pos=False)
+    pad="audio", pos=False, mel_device="auto", output="numpy")
 
     - model: path of a GGUF file with the stem's weights (any Whisper size; see the
       README's "Weights"); None: log-Mel only (embed raises Error).
@@ -29,6 +29,16 @@ class Frontend:
       window of n // 160 frames); see whisper_stem.log_mel.
     - pos: add Whisper's positional embedding (the output is then what the first
       transformer block receives).
+    - mel_device: where the log-Mel runs when the stem is on a GPU, as the command's
+      --mel-device: "auto" (the GPU's, as the command's default: within 1e-4 of the CPU's,
+      and the command's bytes) or "cpu" (the CPU's log-Mel, bit for bit; the stem still on
+      the GPU). Without a model and with device="cuda", log_mel runs on the GPU by default.
+    - output: "numpy" (default) or "torch": with the stem on a GPU, embed, embed_audio and
+      embed_file return CUDA tensors (torch.float32 on this Frontend's GPU) computed into
+      memory PyTorch allocates, on torch.cuda.current_stream(), without a host round trip
+      (the call returns without waiting for the GPU; later work on that stream sees the
+      result). embed_mel, embed_files and embed_batch give CUDA tensors too, uploaded from
+      the host result. ValueError when the stem is on the CPU.
 
     Raises Error with the library's message when the model cannot be loaded or the device
     cannot be opened; ValueError for a path or string holding a NUL byte, OverflowError for
@@ -45,11 +55,16 @@ class Frontend:
     forked workers as they are.
     """
 
-    def __init__(self, model=None, device="auto", precision="fp32", threads=None, n_mels=None, pad="audio", pos=False):
+    def __init__(self, model=None, device="auto", precision="fp32", threads=None, n_mels=None, pad="audio", pos=False,
+                 mel_device="auto", output="numpy"):
         from . import _pad_mode
 
         if threads is not None and _lib.c_int(threads, "threads") < 1:
             raise ValueError("threads must be None or >= 1, got %r" % (threads,))
+        if output not in ("numpy", "torch"):
+            raise ValueError("output must be 'numpy' or 'torch', got %r" % (output,))
+        if mel_device not in ("auto", "cpu", "cuda"):
+            raise ValueError("mel_device must be 'auto', 'cpu' or 'cuda', got %r" % (mel_device,))
         self._ctx = _lib.Context(
             model=model,
             device=device,
@@ -60,6 +75,22 @@ class Frontend:
             pos=pos,
         )
         self.model = model
+        self.output = output
+        self._torch_device = None
+        if mel_device != "auto":
+            err = _lib.new_error()
+            if _lib.set_mel_device(self._ctx.handle, mel_device.encode(), ctypes.byref(err)) != 0:
+                self._ctx.close()
+                _lib.raise_error(err, "mel_device %r failed" % (mel_device,))
+        if output == "torch":
+            dev = self.device
+            if not dev.startswith("cuda"):
+                self._ctx.close()
+                raise ValueError("output='torch' needs the stem on a GPU (device='cuda'); this Frontend's is on %s"
+                                 % dev)
+            import torch
+
+            self._torch_device = torch.device("cuda", int(dev.split(":")[1]))
 
     # -- lifetime ---------------------------------------------------------------
     def close(self):
@@ -119,6 +150,51 @@ class Frontend:
         """Where the stem runs: "cpu" or "cuda:N" (what "auto" resolved to)."""
         return _lib.device(self._handle()).decode()
 
+    @property
+    def mel_device(self):
+        """Where the log-Mel runs: "cpu" or "cuda:N"."""
+        return _lib.mel_device(self._handle()).decode()
+
+    def _out(self, arr):
+        """A result as this Frontend's output type (a host array uploaded for torch)."""
+        if self.output != "torch" or isinstance(arr, Error):
+            return arr
+        import torch
+
+        return torch.from_numpy(arr).to(self._torch_device, non_blocking=False)
+
+    def _embed_device(self, audio, sample_rate):
+        """embed_audio into a CUDA tensor PyTorch allocates, on its current stream."""
+        import torch
+
+        from . import _as_pcm, _rate
+
+        pcm, channels = _as_pcm(audio)
+        rate = _rate(sample_rate)
+        dev = self._torch_device
+        stream = torch.cuda.current_stream(dev).cuda_stream
+        keep = []
+
+        def alloc(user, nbytes):
+            t = torch.empty(nbytes // 4, dtype=torch.float32, device=dev)
+            keep.append(t)
+            return t.data_ptr()
+
+        cb = _lib.DEVICE_ALLOC(alloc)
+        out = _lib._CDeviceArray()
+        err = _lib.new_error()
+        h = self._ctx.acquire()
+        try:
+            with torch.cuda.device(dev):
+                r = _lib.embed_pcm_device(h, pcm.ctypes.data, pcm.shape[0], rate, channels, stream or None, cb, None,
+                                          ctypes.byref(out), ctypes.byref(err))
+        finally:
+            self._ctx.release()
+        if r != 0:
+            _lib.raise_error(err, "embed failed")
+        shape = tuple(int(out.shape[i]) for i in range(out.ndim))
+        return keep[0].view(shape)
+
     def __repr__(self):
         if self._ctx.handle is None:
             return "<whisper_stem.Frontend closed>"
@@ -146,6 +222,8 @@ class Frontend:
         """
         from . import _call_pcm
 
+        if self.output == "torch":
+            return self._embed_device(audio, sample_rate)
         return _call_pcm(_lib.embed_pcm, self._ctx, audio, sample_rate, "embed")
 
     def embed_mel(self, mel):
@@ -162,7 +240,7 @@ class Frontend:
         if m.ndim != 2:
             raise ValueError("mel must be [n_mels, n_frames] or [n_win, n_mels, 3000], got shape %s" % (m.shape,))
         m = np.ascontiguousarray(m)
-        return self._call(_lib.embed_mel, m.ctypes.data, _lib.c_int(m.shape[0], "mel's n_mels"), m.shape[1])
+        return self._out(self._call(_lib.embed_mel, m.ctypes.data, _lib.c_int(m.shape[0], "mel's n_mels"), m.shape[1]))
 
     def embed(self, audio_or_mel, sample_rate=16000):
         """Embeddings of audio or of a log-Mel, told apart by shape.
@@ -199,21 +277,32 @@ class Frontend:
 
         Releases the GIL. Raises Error with the library's message (naming the path).
         """
+        if self.output == "torch":
+            from . import load_audio
+
+            return self._embed_device(load_audio(path), 16000)
         return self._call(_lib.embed_file, _lib.fspath(path, "path"))
 
-    def embed_files(self, paths, errors="raise"):
+    def embed_files(self, paths, errors="raise", info=False):
         """Embeddings of many files through the library's pipeline: an iterator of arrays, in the order of `paths`.
 
         The library decodes, computes log-Mels and runs the stem of several files at once
-        (as the command does over a list); results are yielded in input order, each the
-        array embed_file would return, so ``zip(paths, fe.embed_files(paths))`` pairs them.
+        (as the command does over a list; on a GPU several inputs to a launch); results
+        are yielded in input order, each the array embed_file would return, so
+        ``zip(paths, fe.embed_files(paths))`` pairs them.
+
+        info=True: each item is ``(array, info)``, info a dict of what the command's
+        manifest says of the input: windows, valid_ctx (output rows of the last window
+        that see audio), content_frames, duration_s, src_rate, src_channels (None for a
+        file that could not be decoded).
 
         A file that fails:
+        - errors="return" (what a corpus run wants): the Error instance is yielded in the
+          array's place (``isinstance(x, whisper_stem.Error)``) and the others go on.
         - errors="raise" (default): Error (the library's message, naming the file) is
-          raised at that file's turn, after every earlier file was yielded; the iterator
-          is then finished (a Python iterator cannot go on after raising).
-        - errors="return": the Error instance is yielded in the array's place and the
-          others go on, as a corpus run wants (``isinstance(x, whisper_stem.Error)``).
+          raised at that file's turn, after every earlier file was yielded. The iterator
+          goes on: the next next() gives the file after it (a for loop ends at the
+          exception; catch it around next() to go on).
 
         The iterator holds the batch until exhausted or closed: use it in a for loop, or
         call .close() (or a ``with`` block) when stopping early; Frontend.close() closes it
@@ -222,10 +311,75 @@ class Frontend:
         thread during a step raises ValueError). close() and Frontend.close() may come from
         any thread: a step in flight finishes first, its result is dropped and the iterator
         ends. paths: str, bytes or os.PathLike (ValueError for one holding a NUL byte).
+        With output="torch" the arrays are CUDA tensors (uploaded from the host result).
         """
         if errors not in ("raise", "return"):
             raise ValueError("errors must be 'raise' or 'return', got %r" % (errors,))
-        return _BatchIter(self, list(paths), errors == "raise")
+        return _BatchIter(self, list(paths), errors == "raise", bool(info))
+
+    def pcm_info(self, audio, sample_rate=16000):
+        """What embed_audio's result covers, as embed_files(info=True) gives it for a file:
+        a dict of windows, valid_ctx, content_frames, duration_s, src_rate, src_channels."""
+        from . import _as_pcm, _rate
+
+        pcm, channels = _as_pcm(audio)
+        info = _lib._CInfo()
+        err = _lib.new_error()
+        if _lib.pcm_info(self._handle(), pcm.shape[0], _rate(sample_rate), channels, ctypes.byref(info),
+                         ctypes.byref(err)) != 0:
+            _lib.raise_error(err, "pcm_info failed")
+        return info.as_dict()
+
+    def embed_batch(self, items, sample_rate=16000, errors="raise"):
+        """Embeddings of a batch: audio arrays (at sample_rate) and file paths, mixed.
+
+        Returns ``(embeddings, info)``:
+        - embeddings: one array (a tensor with output="torch") [B, n_win, 1500, d] when
+          every item has the same number of windows, else a list of the items' results
+          ([1500, d] or [n_win, 1500, d], as embed gives them);
+        - info: a list of B dicts (see embed_files(info=True)): windows, valid_ctx,
+          content_frames, duration_s, src_rate, src_channels.
+
+        Files go through embed_files (the library's pipeline, several to a GPU launch),
+        arrays through embed_audio. errors="raise" (default): the first item that fails
+        raises its Error (after all were tried); errors="return": its Error takes its
+        place in the list (embeddings is then always a list) and its info is None.
+        """
+        import os as _os
+
+        if errors not in ("raise", "return"):
+            raise ValueError("errors must be 'raise' or 'return', got %r" % (errors,))
+        items = list(items)
+        out = [None] * len(items)
+        infos = [None] * len(items)
+        files = [i for i, x in enumerate(items) if isinstance(x, (str, bytes, _os.PathLike))]
+        if files:
+            it = self.embed_files([items[i] for i in files], errors="return", info=True)
+            for i, (r, inf) in zip(files, it):
+                out[i], infos[i] = r, inf
+        for i, x in enumerate(items):
+            if i in files:
+                continue
+            try:
+                infos[i] = self.pcm_info(x, sample_rate)
+                out[i] = self.embed_audio(x, sample_rate)
+            except Error as e:
+                out[i], infos[i] = e, None
+        bad = [r for r in out if isinstance(r, Error)]
+        if bad and errors == "raise":
+            raise bad[0]
+        if bad or not out:
+            return out, infos
+        shapes = {tuple(r.shape[-2:]) for r in out}
+        wins = {inf["windows"] for inf in infos}
+        if len(shapes) != 1 or len(wins) != 1 or self._ctx.pad == _lib.PAD_NONE:
+            return out, infos
+        full = [r if r.ndim == 3 else r[None] for r in out]
+        if self.output == "torch":
+            import torch
+
+            return torch.stack(full), infos
+        return np.stack(full), infos
 
 
 class _BatchIter:
@@ -243,8 +397,9 @@ class _BatchIter:
     checked all the same (a result for another position waits in _pending).
     """
 
-    def __init__(self, fe, paths, raise_errors):
+    def __init__(self, fe, paths, raise_errors, info=False):
         self._fe = fe
+        self._info = info
         self._ctx = fe._ctx
         self.paths = paths
         self._raise = raise_errors
@@ -281,11 +436,16 @@ class _BatchIter:
         err = _lib.new_error()
         r = _lib.batch_next(self._b, ctypes.byref(out), ctypes.byref(idx), ctypes.byref(err))
         i = idx.value
+        inf = None
+        if self._info and r in (1, -1):
+            ci = _lib._CInfo()
+            if _lib.batch_info(self._b, ctypes.byref(ci)) == 0 and ci.windows > 0:
+                inf = ci.as_dict()
         if r == 1 and i < len(self.paths):
-            self._pending[i] = _lib.take(out)
+            self._pending[i] = (self._fe._out(_lib.take(out)), inf)
         elif r == -1 and i < len(self.paths):
             msg = err.msg.decode("utf-8", "replace")
-            self._pending[i] = Error(msg or "%s: failed" % (self.paths[i],))
+            self._pending[i] = (Error(msg or "%s: failed" % (self.paths[i],)), None)
         else:
             self.close()
             raise Error("embed_files: the library's batch ended after %d of %d inputs%s" % (
@@ -300,14 +460,13 @@ class _BatchIter:
             self._pull()
             if self._closed:  # closed by another thread during the call
                 raise StopIteration
-        item = self._pending.pop(self._next)
+        item, inf = self._pending.pop(self._next)
         self._next += 1
         if self._next >= len(self.paths):
             self.close()
         if isinstance(item, Error) and self._raise:
-            self.close()
-            raise item
-        return item
+            raise item  # the iterator goes on: the next call gives the next file
+        return (item, inf) if self._info else item
 
     def __next__(self):
         with self._mu:

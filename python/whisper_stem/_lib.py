@@ -56,6 +56,39 @@ class _CArray(ctypes.Structure):
     ]
 
 
+class _CDeviceArray(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("ndim", ctypes.c_int),
+        ("shape", ctypes.c_int64 * 3),
+    ]
+
+
+class _CInfo(ctypes.Structure):
+    _fields_ = [
+        ("windows", ctypes.c_int),
+        ("content_frames", ctypes.c_int),
+        ("valid_ctx", ctypes.c_int),
+        ("duration_s", ctypes.c_double),
+        ("src_rate", ctypes.c_int),
+        ("src_channels", ctypes.c_int),
+    ]
+
+    def as_dict(self):
+        return {
+            "windows": self.windows,
+            "valid_ctx": self.valid_ctx,
+            "content_frames": self.content_frames,
+            "duration_s": self.duration_s,
+            "src_rate": self.src_rate,
+            "src_channels": self.src_channels,
+        }
+
+
+#: whisper_stem_device_alloc: (user, bytes) -> device pointer
+DEVICE_ALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+
+
 def _candidates():
     """(description, path or name) in the order they are tried."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -105,6 +138,7 @@ _P = ctypes.c_void_p
 _ARR = ctypes.POINTER(_CArray)
 _ERR = ctypes.POINTER(_CError)
 _SIZE = ctypes.c_size_t
+_SIZE_P = ctypes.POINTER(ctypes.c_size_t)
 
 
 def _proto(name, restype, *argtypes):
@@ -130,6 +164,15 @@ array_free = _proto("whisper_stem_array_free", None, _ARR)
 batch_open = _proto("whisper_stem_batch_open", _P, _P, ctypes.POINTER(ctypes.c_char_p), _SIZE, _ERR)
 batch_next = _proto("whisper_stem_batch_next", ctypes.c_int, _P, _ARR, ctypes.POINTER(_SIZE), _ERR)
 batch_close = _proto("whisper_stem_batch_close", None, _P)
+batch_info = _proto("whisper_stem_batch_info", ctypes.c_int, _P, ctypes.POINTER(_CInfo))
+pcm_info = _proto("whisper_stem_pcm_info", ctypes.c_int, _P, _SIZE, ctypes.c_int, ctypes.c_int,
+                  ctypes.POINTER(_CInfo), _ERR)
+log_mel_batch = _proto("whisper_stem_log_mel_batch", ctypes.c_int, _P, ctypes.POINTER(ctypes.c_void_p), _SIZE_P,
+                       _SIZE, ctypes.c_int, ctypes.c_int, _P, _ERR)
+set_mel_device = _proto("whisper_stem_set_mel_device", ctypes.c_int, _P, ctypes.c_char_p, _ERR)
+mel_device = _proto("whisper_stem_mel_device", ctypes.c_char_p, _P)
+embed_pcm_device = _proto("whisper_stem_embed_pcm_device", ctypes.c_int, _P, _P, _SIZE, ctypes.c_int,
+                          ctypes.c_int, _P, DEVICE_ALLOC, _P, ctypes.POINTER(_CDeviceArray), _ERR)
 
 
 def new_error():
