@@ -263,7 +263,7 @@ test-isa: $(BUILD)/test_runner
 	  WS_CPU_ISA=$$isa $(TEST_ENV) $(BUILD)/test_runner --filter='@(sgemm|conv|stem|engine|engine_states)/*' || exit 1; \
 	done
 
-check: test test-isa asan tsan interop fuzz-replay fuzz-smoke corpus test-python
+check: test test-isa asan tsan interop fuzz-replay fuzz-smoke corpus test-python test-wheel
 
 # Corpus runs (tests/corpus/): 200 WAV files and 6 bad inputs through
 # scripts/parallel-shards.sh (3 shards under GNU parallel) and scripts/slurm-array.sh

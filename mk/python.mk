@@ -18,11 +18,26 @@ PY_LIBDIR    = $(or $(LIBDIR),$(PREFIX)/lib)
 PYTHON_SITE ?= $(shell $(WS_PYTHON) python/site-dir.py $(PREFIX))
 PY_FILES    := $(wildcard python/whisper_stem/*.py)
 
-.PHONY: test-python install-python uninstall-python
+.PHONY: test-python install-python uninstall-python wheel test-wheel
 
 test-python: $(PY_LIB) $(BUILD)/whisper-stem $(BUILD)/ws-mkmodel
 	WHISPER_STEM_LIB=$(abspath $(PY_LIB)) WS_BUILD=$(abspath $(BUILD)) PYTHONPATH=$(abspath python) \
 	    PYTHONDONTWRITEBYTECODE=1 $(WS_PYTHON) -m unittest discover -s python/tests -t python -v
+
+# make wheel: $(BUILD)/dist/whisper_stem-VERSION-py3-none-linux_ARCH.whl, the package with
+# libwhisper-stem.so.0 and every non-glibc library it needs inside (scripts/bundle.sh on
+# the library alone, then scripts/wheel.py); pip install it offline into any Python >= 3.9
+# with numpy. make test-wheel installs it into a fresh venv made from the python3 on PATH
+# and runs the Python tests against that installed copy (scripts/test-wheel.sh).
+wheel: $(PY_LIB)
+	rm -rf $(BUILD)/wheel-src $(BUILD)/dist
+	mkdir -p $(BUILD)/wheel-src
+	cp -L $(PY_LIB) $(BUILD)/wheel-src/
+	scripts/bundle.sh $(BUILD)/wheel-src $(BUILD)/wheel-bundle
+	$(WS_PYTHON) scripts/wheel.py $(BUILD)/wheel-bundle $(BUILD)/dist
+
+test-wheel: wheel $(BUILD)/whisper-stem $(BUILD)/ws-mkmodel
+	scripts/test-wheel.sh $(BUILD)
 
 install-python:
 	install -d $(DESTDIR)$(PYTHON_SITE)/whisper_stem

@@ -21,6 +21,9 @@ if [ "${1:-}" = "--test" ]; then
     # --no-build-isolation): python3-venv makes it, python3-wheel lets setuptools 66
     # build the wheel pip installs
     PKGS="$PKGS python3-venv python3-wheel"
+    # make wheel (make test-wheel in make check): scripts/bundle.sh sets the RUNPATH of
+    # the libraries the wheel carries with patchelf
+    PKGS="$PKGS patchelf xz-utils"
     # tests/test_audio.c runs both to make the files they write to a pipe; sox pulls
     # in libsox-fmt-base (w64, flac) and reads and writes WAV and AIFF itself
     PKGS="$PKGS ffmpeg sox"

@@ -17,7 +17,9 @@ N_SAMPLES = 480000
 LOG_FLOOR = 1e-10  # log10 floor, audio.py's clamp(min=1e-10)
 DYN_RANGE = 8.0    # max - 8: 80 dB below the peak (audio.py)
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# the repository (samples/, tests/data/); WS_ROOT when the tests run from a copy of python/tests
+# against an installed package (scripts/test-wheel.sh)
+ROOT = os.environ.get("WS_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def mel_filters(n_mels):

@@ -498,6 +498,23 @@ class PackageTest(unittest.TestCase):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def test_installed_copy_loads_its_own_library(self):
+        # scripts/test-wheel.sh: the suite runs against the wheel installed in a venv
+        venv = os.environ.get("WS_EXPECT_INSTALLED")
+        if not venv:
+            self.skipTest("not run from an installed wheel (make test-wheel)")
+        pkg = os.path.dirname(os.path.realpath(ws.__file__))
+        self.assertTrue(pkg.startswith(os.path.realpath(venv)), "imported from %s" % pkg)
+        self.assertEqual(os.path.realpath(ws.library_path()), os.path.join(pkg, "libwhisper-stem.so.0"))
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+        for name in ("libsndfile.so", "libfftw3f.so", "libsoxr.so"):
+            paths = {l.split()[-1] for l in maps.splitlines() if name in l}
+            self.assertTrue(paths, "%s is loaded" % name)
+            for p in paths:
+                self.assertTrue(p.startswith(os.path.join(pkg, "lib")), "%s from the wheel's lib/, not %s" % (name, p))
+        self.assertEqual(ws.log_mel(np.zeros(16000, np.float32)).shape, (80, 3000))
+
     def test_offline_pip_install_in_a_venv(self):
         # The README's install command, with no network: a venv seeing Debian's numpy,
         # setuptools from the system, nothing fetched.

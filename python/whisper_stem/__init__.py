@@ -123,8 +123,10 @@ def _as_pcm(audio):
     if a.ndim == 2 and a.shape[1] > a.shape[0] > 0:
         # more channels than frames: a [channels, n] array (torchaudio's, librosa's layout)
         raise ValueError(
-            "audio of shape %s looks like [channels, n]: expected mono 1-D samples [n] (or [n, channels], "
-            "one row per frame); average the channels (x.mean(axis=0))" % (a.shape,))
+            "audio of shape %s looks like [channels, n] (torchaudio's, librosa's layout) or a batch of clips: "
+            "expected mono samples [n] or [n, channels], one row per frame; pass x.T for [n, channels], "
+            "x.mean(axis=0) for mono, or for a batch call features(x) (log-Mels) or Frontend.embed_batch(list(x))"
+            % (a.shape,))
     if a.dtype != np.float32:
         if a.dtype.kind == "f":
             a = a.astype(np.float32)
