@@ -64,9 +64,9 @@
  * openai's sinusoids when the file has none): then they are what openai's encoder feeds
  * its first transformer block. On the CPU the numbers are the command's bit for bit
  * (same threads or not: the CPU's sums have a fixed order); on a GPU they are within the
- * precision's bounds (README, "Precision"), and bit for bit what the command writes with
- * --mel-device cpu (this library's log-Mel is the CPU's; the command's default on a GPU
- * computes it there, within 1e-4 of it).
+ * precision's bounds (README, "Precision"), and bit for bit what the command writes on that
+ * GPU: its default there computes the log-Mel on the GPU (within 1e-4 of the CPU's), as this
+ * library does by default; whisper_stem_set_mel_device(ctx, "cpu") gives --mel-device cpu's.
  *
  * Errors. Every function that can fail returns -1 (or NULL) and writes one line, without
  * a newline, to err->msg naming the file, field or value at fault ("clip.wav: not audio
@@ -75,9 +75,9 @@
  * success only and zeroed on failure. Nothing prints, nothing exits.
  *
  * Threads. Any call may be made from any thread, and one context may be used from
- * several threads at once: log-Mels run concurrently (each call on params.threads
- * threads), while the stem runs one call at a time per context (a lock; it already uses
- * every thread or the GPU). whisper_stem_new and whisper_stem_free take a process-wide
+ * several threads at once: log-Mels on the CPU run concurrently (each call on
+ * params.threads threads), while the stem, and the log-Mel on a GPU, run one call at a
+ * time per context (a lock; they already use every thread or the GPU). whisper_stem_new and whisper_stem_free take a process-wide
  * lock around FFTW's planner. A batch is used from one thread at a time; its workers
  * share the context, which must outlive it.
  *
@@ -178,9 +178,9 @@ WS_API int whisper_stem_log_mel(whisper_stem *ctx, const float *pcm, size_t n_sa
 /* The log-Mels of many clips of one window each (at most 30 s; the context's pad AUDIO or
  * MEL0) into out, [count][n_mels][3000] float32 (the caller's): item i is pcm[i],
  * n_samples[i] frames at sample_rate with `channels` interleaved channels, and its log-Mel
- * is whisper_stem_log_mel's for it. Items run side by side: several to a GPU launch where
- * the log-Mel is on the GPU (uploads and copies spread over the context's threads), one
- * per thread on the CPU. An item that is not one window, or not finite, fails the call
+ * is whisper_stem_log_mel's for it. Items run side by side: up to 16 to a GPU launch on a
+ * GPU context without a model (uploads and copies spread over the context's threads), one
+ * clip at a time on a GPU context with a model, one per thread on the CPU. An item that is not one window, or not finite, fails the call
  * naming it ("pcm[3]: ..."). */
 WS_API int whisper_stem_log_mel_batch(whisper_stem *ctx, const float *const *pcm,
                                       const size_t *n_samples, size_t count, int sample_rate,
@@ -236,7 +236,11 @@ WS_API const char *whisper_stem_mel_device(const whisper_stem *ctx);
  * it returns a device pointer to at least that many bytes, 16-byte aligned, usable on
  * `stream` (e.g. a torch.empty on the current stream), or NULL to fail the call. The
  * values are those of whisper_stem_embed_pcm on the same context, bit for bit.
- * Needs the stem on a GPU (an error on the CPU). out->data is the pointer alloc gave. */
+ * Needs the stem on a GPU (an error on the CPU). out->data is the pointer alloc gave,
+ * the caller's also when the call fails after alloc (NULL before).
+ * pcm: pageable memory (malloc, NumPy) has been read when the call returns; page-locked
+ * memory (cudaHostAlloc) of an input of more than 16 windows may be read later, in the
+ * order of `stream`, so keep it unchanged until the stream has passed the call's work. */
 typedef struct {
     void *data;       /* device pointer (the caller's, from alloc) */
     int ndim;         /* 2 or 3 */
@@ -273,6 +277,11 @@ WS_API int whisper_stem_pcm_info(const whisper_stem *ctx, size_t n_samples, int 
  * least 2 and at most n_paths), each holding its 16 kHz samples while its log-Mel is
  * made, then the log-Mel (n_mels x 3000 x 4 bytes a window: 0.96 MB at 80 bands); a
  * worker waits rather than take more. The arrays returned are the caller's.
+ * On a GPU with its log-Mel there (the default), as the command runs a list: the workers
+ * decode and stage the samples in pinned memory, the calling thread puts ready inputs
+ * several to a GPU launch (two launches in flight), and the workers copy the results out;
+ * then at most max(2 x W + 2, 3 x 16 + W) inputs are held (16: a launch's windows, 6 for
+ * large). Each result is whisper_stem_embed_file's bytes for the path.
  *
  * paths are copied. Needs a model (NULL with err without one). */
 typedef struct whisper_stem_batch whisper_stem_batch;

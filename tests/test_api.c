@@ -902,6 +902,34 @@ Test(api, gpu_log_mel_batches_and_device_results_are_the_commands_bytes, .timeou
     }
     cr_assert_eq(whisper_stem_batch_next(b, &got, NULL, &err), 0);
     whisper_stem_batch_close(b);
+    /* two batches stepped in turn and a call between: a batch's GPU slots come back while
+     * its caller is away (3 slots; each batch keeps up to 2 launches in flight) */
+    {
+        const char *many[12];
+        for (int k = 0; k < 12; k++)
+            many[k] = k % 3 == 1 ? st44 : jfk;
+        whisper_stem_batch *x = whisper_stem_batch_open(ws, many, 12, &err);
+        cr_assert_eq(whisper_stem_batch_next(x, &got, NULL, &err), 1, "%s", err.msg);
+        whisper_stem_array_free(&got);
+        whisper_stem_batch *y = whisper_stem_batch_open(ws, many, 12, &err);
+        for (int k = 0; k < 12; k++) {
+            cr_assert_eq(whisper_stem_batch_next(y, &got, NULL, &err), 1, "y %d: %s", k, err.msg);
+            assert_same("interleaved batch", &got, &want[k % 3 == 1 ? 1 : 0]);
+            whisper_stem_array_free(&got);
+            if (k == 5) { /* a single call while both batches hold results */
+                cr_assert_eq(whisper_stem_embed_file(ws, jfk, &got, &err), 0, "%s", err.msg);
+                assert_same("a call between batches", &got, &want[0]);
+                whisper_stem_array_free(&got);
+            }
+        }
+        for (int k = 1; k < 12; k++) {
+            cr_assert_eq(whisper_stem_batch_next(x, &got, NULL, &err), 1, "x %d: %s", k, err.msg);
+            assert_same("the first batch, resumed", &got, &want[k % 3 == 1 ? 1 : 0]);
+            whisper_stem_array_free(&got);
+        }
+        whisper_stem_batch_close(y);
+        whisper_stem_batch_close(x);
+    }
     /* closed with batches in flight */
     b = whisper_stem_batch_open(ws, paths, np, &err);
     cr_assert_eq(whisper_stem_batch_next(b, &got, NULL, &err), 1, "%s", err.msg);
@@ -948,6 +976,33 @@ Test(api, gpu_log_mel_batches_and_device_results_are_the_commands_bytes, .timeou
         cr_assert(memcmp(back, host.data, bytes) == 0, "CPU log-Mel, device result: the host call's bytes");
         free(back);
         whisper_stem_array_free(&host);
+    }
+    /* --no-pad: an input of more than 30 s is one window of its own length, alone, in a
+     * batch as in embed_file */
+    {
+        whisper_stem_params np_ = p;
+        np_.pad = WHISPER_STEM_PAD_NONE;
+        np_.pos = 0;
+        whisper_stem *nws = whisper_stem_new(&np_, &err);
+        cr_assert(nws, "%s", err.msg);
+        char w200[1100];
+        snprintf(w200, sizeof w200, "%s/w200.wav", dir);
+        write_wav(w200, xl, 16000 * 200, 16000, 1, SF_FORMAT_WAV | SF_FORMAT_FLOAT);
+        const char *np_paths[] = {jfk, w200, jfk};
+        whisper_stem_array one[2] = {{0}};
+        cr_assert_eq(whisper_stem_embed_file(nws, jfk, &one[0], &err), 0, "%s", err.msg);
+        cr_assert_eq(whisper_stem_embed_file(nws, w200, &one[1], &err), 0, "%s", err.msg);
+        cr_assert_eq(one[1].shape[0], 10000, "200 s, no pad: 20000 frames, 10000 rows");
+        whisper_stem_batch *nb = whisper_stem_batch_open(nws, np_paths, 3, &err);
+        for (int k = 0; k < 3; k++) {
+            cr_assert_eq(whisper_stem_batch_next(nb, &got, NULL, &err), 1, "%s", err.msg);
+            assert_arrays_equal("no pad, batch vs embed_file", &got, &one[k == 1]);
+            whisper_stem_array_free(&got);
+        }
+        whisper_stem_batch_close(nb);
+        whisper_stem_array_free(&one[0]);
+        whisper_stem_array_free(&one[1]);
+        whisper_stem_free(nws);
     }
     /* a context without a model on the GPU: log_mel there, and many clips a launch */
     {

@@ -88,6 +88,20 @@ class FrontendGpuTest(unittest.TestCase):
         assert_same_bits(self, "side stream", got.cpu().numpy(), want)
         assert_same_bits(self, "used on the stream", twice.cpu().numpy(), want * 2)
 
+    def test_an_allocator_failure_is_raised_not_written_through(self):
+        real = torch.empty
+
+        def failing(*a, **k):
+            raise torch.cuda.OutOfMemoryError("no memory (test)")
+
+        torch.empty = failing
+        try:
+            with self.assertRaises(torch.cuda.OutOfMemoryError):
+                self.fe_t.embed(self.jfk)
+        finally:
+            torch.empty = real
+        assert_same_bits(self, "after it", self.fe_t.embed(self.jfk).cpu().numpy(), self.fe_np.embed(self.jfk))
+
     def test_cpu_log_mel_with_torch_output(self):
         fe = ws.Frontend(self.model, device="cuda", precision="bf16", pos=True, mel_device="cpu", output="torch")
         fe_np = ws.Frontend(self.model, device="cuda", precision="bf16", pos=True, mel_device="cpu")

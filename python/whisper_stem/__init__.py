@@ -231,7 +231,8 @@ def log_mel(audio, sample_rate=16000, n_mels=80, pad="audio", device="cpu"):
     on first use and kept; the GIL is released during the computation, and calls from
     several Python threads run in parallel.
     device: "cpu" (default), or "cuda" / "cuda:N": the GPU's log-Mel (the command's default
-    there), within 1e-4 of the CPU's; the samples are resampled on the CPU first.
+    there), within 1e-4 of the CPU's; the samples are resampled on the CPU first. On a GPU
+    the calls of several threads take turns.
     Raises Error with the library's message on failure.
     """
     ctx = _mel_context(n_mels, _pad_mode(pad), device=_mel_device(device))
@@ -283,8 +284,8 @@ def features(raw_speech, sampling_rate=16000, n_mels=80, device="cpu"):
     (os.sched_getaffinity), each example on one library thread, the GIL released; one
     example uses the library's threads instead. The bytes are the same either way.
 
-    device="cuda" (or "cuda:N"): the log-Mels on the GPU, one example after another (within
-    1e-4 of the CPU's); the result is still a NumPy array.
+    device="cuda" (or "cuda:N"): the log-Mels on the GPU, up to 16 examples to a launch
+    (within 1e-4 of the CPU's); the result is still a NumPy array.
     """
     if sampling_rate is not None and sampling_rate != SAMPLE_RATE:
         raise ValueError(

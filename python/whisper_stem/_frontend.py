@@ -173,12 +173,17 @@ class Frontend:
         rate = _rate(sample_rate)
         dev = self._torch_device
         stream = torch.cuda.current_stream(dev).cuda_stream
-        keep = []
+        keep, failed = [], []
 
         def alloc(user, nbytes):
-            t = torch.empty(nbytes // 4, dtype=torch.float32, device=dev)
-            keep.append(t)
-            return t.data_ptr()
+            # an exception must not escape: ctypes would hand C an arbitrary pointer
+            try:
+                t = torch.empty(nbytes // 4, dtype=torch.float32, device=dev)
+                keep.append(t)
+                return t.data_ptr()
+            except BaseException as e:  # noqa: BLE001 (re-raised after the call)
+                failed.append(e)
+                return None
 
         cb = _lib.DEVICE_ALLOC(alloc)
         out = _lib._CDeviceArray()
@@ -190,6 +195,8 @@ class Frontend:
                                           ctypes.byref(out), ctypes.byref(err))
         finally:
             self._ctx.release()
+        if failed:
+            raise failed[0]
         if r != 0:
             _lib.raise_error(err, "embed failed")
         shape = tuple(int(out.shape[i]) for i in range(out.ndim))
@@ -294,7 +301,7 @@ class Frontend:
         info=True: each item is ``(array, info)``, info a dict of what the command's
         manifest says of the input: windows, valid_ctx (output rows of the last window
         that see audio), content_frames, duration_s, src_rate, src_channels (None for a
-        file that could not be decoded).
+        file that failed).
 
         A file that fails:
         - errors="return" (what a corpus run wants): the Error instance is yielded in the

@@ -15,6 +15,7 @@
 #include "internal.h"
 
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,6 +40,9 @@ _Static_assert(sizeof(((whisper_stem_error *)0)->msg) == WS_ERR_LEN,
 /* FFTW's planner and destroyer are not thread-safe: contexts are made and freed one at
  * a time in a process. */
 static pthread_mutex_t g_plan_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_contexts; /* contexts alive, under g_plan_mu: the last one out empties the kept
+                        * result buffers (whisper_stem_array_free) */
+static void bufs_drain(void);
 
 const char *whisper_stem_version(void)
 {
@@ -112,6 +116,7 @@ static int make_batcher(whisper_stem *ctx, int ordinal, ws_err *e)
         !(ctx->slot_used = calloc((size_t)S, sizeof(int))))
         return ws_errf(e, "out of memory");
     ctx->mel_gpu = 1;
+    snprintf(ctx->mel_name, sizeof ctx->mel_name, "cuda:%d", ordinal);
     if (!ctx->on_gpu)
         snprintf(ctx->device, sizeof ctx->device, "cpu");
     return 0;
@@ -176,8 +181,17 @@ static int build(whisper_stem *ctx, const whisper_stem_params *p, ws_err *e)
     if (!(ctx->mel = ws_mel_new(ctx->n_mels, ctx->threads, e)))
         return -1;
     ctx->ordinal = ordinal;
-    if (ctx->on_gpu || (!p->model && kind == WS_DEVICE_CUDA))
-        return make_batcher(ctx, ordinal, e);
+    if (ctx->on_gpu || (!p->model && kind == WS_DEVICE_CUDA)) {
+        ws_err be = {{0}};
+        if (make_batcher(ctx, ordinal, &be) == 0)
+            return 0;
+        if (kind == WS_DEVICE_CUDA)
+            return *e = be, -1;
+        /* "auto" with the stem on the GPU: the log-Mel on the CPU then, as before batches */
+        ws_gpu_batcher_free(ctx->batcher);
+        ctx->batcher = NULL;
+        ctx->mel_gpu = 0;
+    }
     return 0;
 }
 
@@ -206,6 +220,8 @@ whisper_stem *whisper_stem_new(const whisper_stem_params *p, whisper_stem_error 
     int rc = build(ctx, p, &e);
     if (rc)
         destroy(ctx);
+    else
+        g_contexts++;
     pthread_mutex_unlock(&g_plan_mu);
     if (rc) {
         free(ctx);
@@ -222,7 +238,10 @@ void whisper_stem_free(whisper_stem *ctx)
         return;
     pthread_mutex_lock(&g_plan_mu);
     destroy(ctx);
+    const int last = --g_contexts == 0;
     pthread_mutex_unlock(&g_plan_mu);
+    if (last)
+        bufs_drain();
     pthread_mutex_destroy(&ctx->stem_mu);
     pthread_cond_destroy(&ctx->slot_cv);
     free(ctx);
@@ -253,17 +272,17 @@ int whisper_stem_set_mel_device(whisper_stem *ctx, const char *mel_device, whisp
 
 const char *whisper_stem_mel_device(const whisper_stem *ctx)
 {
-    static const char cpu[] = "cpu";
-    if (!ctx || !ctx->mel_gpu)
-        return cpu;
-    static __thread char name[16];
-    snprintf(name, sizeof name, "cuda:%d", ctx->ordinal);
-    return name;
+    return ctx && ctx->mel_gpu ? ctx->mel_name : "cpu";
 }
 
 /* --- the GPU path ---------------------------------------------------------------- */
 
 int ws_api_slot_take(whisper_stem *ctx, ws_err *e)
+{
+    return ws_api_slot_get(ctx, 1, e);
+}
+
+int ws_api_slot_get(whisper_stem *ctx, int wait, ws_err *e)
 {
     const int S = ws_gpu_batch_slots(ctx->batcher);
     for (;;) {
@@ -272,12 +291,15 @@ int ws_api_slot_take(whisper_stem *ctx, ws_err *e)
                 ctx->slot_owner[s] = 1;
                 if (ctx->slot_used[s] && ws_gpu_batch_wait(ctx->batcher, s, e)) {
                     ctx->slot_owner[s] = 0;
+                    pthread_cond_broadcast(&ctx->slot_cv);
                     return -1;
                 }
                 ctx->slot_used[s] = 0;
                 ws_gpu_batch_clear(ctx->batcher, s);
                 return s;
             }
+        if (!wait)
+            return -2;
         pthread_cond_wait(&ctx->slot_cv, &ctx->stem_mu);
     }
 }
@@ -411,7 +433,7 @@ static int gpu_embed(whisper_stem *ctx, const ws_audio *a, whisper_stem_array *o
         } else {
             if (!ws_gpu_batch_add(ctx->batcher, s, &in))
                 rc = ws_errf(e, "a GPU batch did not take the input");
-            int sr;
+            int sr = 0, alone = 0;
             void *host = shape.data;
             while (!rc && (sr = ws_gpu_batch_submit_to(ctx->batcher, s, "embed", dev ? dev->stream : NULL,
                                                        dev ? &dst : NULL, dev ? NULL : &host, e)) ==
@@ -419,6 +441,7 @@ static int gpu_embed(whisper_stem *ctx, const ws_audio *a, whisper_stem_array *o
                 if (!ws_gpu_batch_fits(ctx->batcher, &in)) { /* the slots shrank below it */
                     rc = ws_gpu_embed_alone(ctx->batcher, &in, dev ? dev->stream : NULL,
                                             dev ? NULL : shape.data, dst, e);
+                    alone = 1;
                     sr = 0;
                     break;
                 }
@@ -426,9 +449,9 @@ static int gpu_embed(whisper_stem *ctx, const ws_audio *a, whisper_stem_array *o
             }
             if (!rc && sr < 0)
                 rc = -1;
-            if (!rc && ws_gpu_batch_count(ctx->batcher, s, NULL))
+            if (!alone) /* even after a failed submission: work of it may be queued */
                 ctx->slot_used[s] = 1;
-            if (!rc && !dev) { /* the result is in shape.data already */
+            if (!rc && !dev && !alone) { /* the result is in shape.data already */
                 size_t got = 0;
                 rc = ws_gpu_batch_wait(ctx->batcher, s, e);
                 if (!rc && (ws_gpu_batch_output(ctx->batcher, s, 0, &got), got != bytes))
@@ -445,6 +468,11 @@ static int gpu_embed(whisper_stem *ctx, const ws_audio *a, whisper_stem_array *o
     if (!dev)
         *out = shape;
     return 0;
+}
+
+int ws_api_gpu_embed(whisper_stem *ctx, const ws_audio *a, whisper_stem_array *out, ws_err *e)
+{
+    return gpu_embed(ctx, a, out, NULL, e);
 }
 
 /* The log-Mel of 16 kHz samples on the GPU into mo ([n_win][n_mels][F], host). */
@@ -551,14 +579,23 @@ static void buf_put(void *p, size_t bytes)
     free(p);
 }
 
+/* The kept buffers back to the allocator (the last context is freed). */
+static void bufs_drain(void)
+{
+    pthread_mutex_lock(&g_bufs.mu);
+    for (int i = 0; i < g_bufs.n; i++)
+        free(g_bufs.p[i]);
+    g_bufs.n = 0;
+    g_bufs.bytes = 0;
+    pthread_mutex_unlock(&g_bufs.mu);
+}
+
 void whisper_stem_array_free(whisper_stem_array *a)
 {
     if (!a)
         return;
-    size_t bytes = a->data && a->ndim > 0 ? sizeof(float) : 0;
-    for (int i = 0; i < a->ndim && i < 3; i++)
-        bytes *= a->shape[i] > 0 ? (size_t)a->shape[i] : 0;
-    buf_put(a->data, bytes); /* its size as its shape says (a block may be larger) */
+    buf_put(a->data, a->data ? malloc_usable_size(a->data) : 0); /* the block's own size, not
+                                                                  * the (caller-writable) shape */
     memset(a, 0, sizeof *a);
 }
 
@@ -907,9 +944,8 @@ int whisper_stem_embed_pcm_device(whisper_stem *ctx, const float *pcm, size_t n_
         whisper_stem_array_free(&h);
     }
     pcm_done(&a, pcm);
-    if (rc)
-        memset(out, 0, sizeof *out);
-    return rc ? ws_api_fail(err, &e) : 0;
+    return rc ? ws_api_fail(err, &e) : 0; /* on failure out->data is still the block alloc
+                                           * gave (or NULL): the caller's to free */
 }
 
 int whisper_stem_pcm_info(const whisper_stem *ctx, size_t n_samples, int sample_rate, int channels,
@@ -921,10 +957,13 @@ int whisper_stem_pcm_info(const whisper_stem *ctx, size_t n_samples, int sample_
         return failf(err, "whisper_stem_pcm_info: %s is NULL", ctx ? "info" : "ctx");
     if (sample_rate < 1 || sample_rate > 1536000)
         return failf(err, "sample_rate %d: must be 1 .. 1536000", sample_rate);
-    if (channels < 1)
-        return failf(err, "channels %d: must be >= 1", channels);
-    ws_audio a = {.x = NULL, .n = (size_t)ws_audio_out_len((double)n_samples, sample_rate, 16000),
-                  .src_rate = sample_rate, .src_channels = channels};
+    if (channels < 1 || channels > WS_AUDIO_MAX_CHANNELS)
+        return failf(err, "channels %d: must be 1 .. %d", channels, WS_AUDIO_MAX_CHANNELS);
+    const double n16 = ws_audio_out_len((double)n_samples, sample_rate, 16000);
+    if (!(n16 <= (double)WS_AUDIO_MAX_SAMPLES))
+        return failf(err, "%zu samples at %d Hz give %.0f at 16 kHz, over the limit of %zu", n_samples,
+                     sample_rate, n16, WS_AUDIO_MAX_SAMPLES);
+    ws_audio a = {.x = NULL, .n = (size_t)n16, .src_rate = sample_rate, .src_channels = channels};
     ws_mel_geom g;
     ws_err e = {{0}};
     if (ws_mel_geometry(a.n, ctx->pad, &g, &e))
@@ -1058,6 +1097,7 @@ static int mel_many_gpu(mel_many *c, ws_err *e)
                 continue; /* the same items again, in smaller groups */
             }
             if (sr) {
+                ctx->slot_used[s] = 1; /* it may have queued work */
                 ws_api_slot_give(ctx, s);
                 rc = -1;
                 break;

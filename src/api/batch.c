@@ -42,6 +42,7 @@ typedef struct {
     int gpu_slot;
     int left;     /* its inputs not yet copied out */
     int gpu_done; /* its inputs are COPY (or past) */
+    int waiting;  /* a thread waits for it on the GPU (one at a time) */
 } flight;
 
 struct whisper_stem_batch {
@@ -111,6 +112,28 @@ static void prepare(whisper_stem_batch *b, whisper_stem *ctx, const char *path, 
 
 static void copy_one(whisper_stem_batch *b, slot *s);
 static void copied(whisper_stem_batch *b, slot *s);
+static void gpu_finished(whisper_stem_batch *b, int g, int rc, const ws_err *e);
+
+/* With b->mu: waits (the lock let go) for the oldest launch no one waits for yet, and marks
+ * it finished; 1, or 0 when there is none. The workers call it when idle, so that a batch's
+ * slots come back even while its caller does not call batch_next (another batch or call
+ * of the context may be waiting for one). */
+static int wait_flight(whisper_stem_batch *b)
+{
+    int f = 0;
+    while (f < b->n_fl && (b->fl[f].gpu_done || b->fl[f].waiting))
+        f++;
+    if (f == b->n_fl)
+        return 0;
+    b->fl[f].waiting = 1;
+    const int g = b->fl[f].gpu_slot;
+    pthread_mutex_unlock(&b->mu);
+    ws_err we = {{0}};
+    const int wrc = ws_gpu_batch_wait(b->ctx->batcher, g, &we);
+    pthread_mutex_lock(&b->mu);
+    gpu_finished(b, g, wrc, &we);
+    return 1;
+}
 
 /* COPY inputs of the GPU path, oldest first: one claimed (COPYING), or NULL. */
 static slot *claim_copy(whisper_stem_batch *b)
@@ -149,6 +172,8 @@ static void *worker(void *arg)
             pthread_cond_broadcast(&b->cv);
             continue;
         }
+        if (b->gpu && wait_flight(b))
+            continue;
         if (b->next_take >= b->n && (!b->gpu || b->next_out >= b->n))
             break;
         pthread_cond_wait(&b->cv, &b->mu);
@@ -293,9 +318,10 @@ static void gpu_finished(whisper_stem_batch *b, int g, int rc, const ws_err *e)
     int f = 0;
     while (f < b->n_fl && b->fl[f].gpu_slot != g)
         f++;
-    if (f == b->n_fl)
+    if (f == b->n_fl || b->fl[f].gpu_done)
         return;
     b->fl[f].gpu_done = 1;
+    b->fl[f].waiting = 0;
     for (size_t i = b->next_out; i < b->next_sub; i++) {
         slot *s = &b->slots[i % b->n_slots];
         if (s->state != SUBMITTED || s->gslot != g)
@@ -329,12 +355,19 @@ static void run_alone(whisper_stem_batch *b, size_t i)
     whisper_stem *ctx = b->ctx;
     slot *s = &b->slots[i % b->n_slots];
     ws_err e = {{0}};
-    int rc = ws_api_emb_array(ctx, s->in.n_win, s->in.win_frames, &s->res, &e);
-    if (!rc) {
-        pthread_mutex_lock(&ctx->stem_mu);
-        rc = ws_gpu_embed_alone(ctx->batcher, &s->in, NULL, s->res.data, 0, &e);
-        pthread_mutex_unlock(&ctx->stem_mu);
+    int rc = 0;
+    if (s->slabs) { /* staged: the samples back out of the slabs (they were freed) */
+        const size_t bytes = s->in.n * sizeof(float);
+        if (!(s->audio.x = malloc(bytes ? bytes : 4))) {
+            rc = ws_errf(&e, "out of memory for %llu samples", (unsigned long long)s->in.n);
+        } else {
+            ws_gpu_stage_read(ctx->batcher, s->slabs, s->audio.x, bytes);
+            s->audio.n = s->in.n;
+        }
     }
+    /* as whisper_stem_embed_file runs it: the same path, so the same bytes */
+    if (!rc)
+        rc = ws_api_gpu_embed(ctx, &s->audio, &s->res, &e);
     if (rc) {
         whisper_stem_array_free(&s->res);
         ws_err pe = e;
@@ -397,11 +430,24 @@ static int submit_ready(whisper_stem_batch *b)
             s->state = SUBMITTED;
     }
     b->next_sub = end;
+    const int have_flights = b->n_fl > 0;
     pthread_mutex_unlock(&b->mu);
 
     ws_err e = {{0}};
     pthread_mutex_lock(&ctx->stem_mu);
-    int g = ws_api_slot_take(ctx, &e), rc = g < 0 ? -1 : 0, k = 0;
+    /* with launches of its own in flight the batch does not wait for a slot (those come
+     * back by themselves); without, it may: the other holders give theirs back unasked */
+    int g = ws_api_slot_get(ctx, !have_flights, &e);
+    if (g == -2) {
+        pthread_mutex_unlock(&ctx->stem_mu);
+        pthread_mutex_lock(&b->mu);
+        for (size_t i = j; i < end; i++)
+            if (b->slots[i % b->n_slots].state == SUBMITTED)
+                b->slots[i % b->n_slots].state = READY;
+        b->next_sub = j;
+        return 0;
+    }
+    int rc = g < 0 ? -1 : 0, k = 0;
     for (size_t i = j; !rc && i < end; i++) {
         slot *s = &b->slots[i % b->n_slots];
         if (s->state != SUBMITTED)
@@ -415,7 +461,7 @@ static int submit_ready(whisper_stem_batch *b)
         rc = ws_gpu_batch_submit(ctx->batcher, g, "batch", &e);
         if (rc == WS_BATCH_SHRUNK) /* out of device memory: the inputs one by one, alone */
             rc = 2;
-        else if (!rc)
+        else /* failed part-way or not: what it queued must be done before the slot's reuse */
             ctx->slot_used[g] = 1;
     }
     if (rc && g >= 0)
@@ -446,7 +492,7 @@ static int submit_ready(whisper_stem_batch *b)
                 b->slots[i % b->n_slots].state = DONE;
         pthread_cond_broadcast(&b->cv);
     } else {
-        b->fl[b->n_fl++] = (flight){g, (int)count, 0};
+        b->fl[b->n_fl++] = (flight){g, (int)count, 0, 0};
     }
     return 1;
 }
@@ -484,18 +530,8 @@ static int next_gpu(whisper_stem_batch *b, whisper_stem_array *out, size_t *inde
             copied(b, s);
             continue;
         }
-        int f = 0; /* the oldest batch still on the GPU: wait for it, the lock let go */
-        while (f < b->n_fl && b->fl[f].gpu_done)
-            f++;
-        if (f < b->n_fl) {
-            const int g = b->fl[f].gpu_slot;
-            pthread_mutex_unlock(&b->mu);
-            ws_err we = {{0}};
-            const int wrc = ws_gpu_batch_wait(b->ctx->batcher, g, &we);
-            pthread_mutex_lock(&b->mu);
-            gpu_finished(b, g, wrc, &we);
+        if (wait_flight(b)) /* the oldest launch still on the GPU */
             continue;
-        }
         pthread_cond_wait(&b->cv, &b->mu);
     }
     slot got = *s;

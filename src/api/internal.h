@@ -34,6 +34,7 @@ struct whisper_stem {
      * as it needs the slot's results, and given back after. */
     ws_gpu_batcher *batcher;
     int mel_gpu;        /* the log-Mel on the GPU (the batcher's samples path) */
+    char mel_name[16];  /* "cuda:N", whisper_stem_mel_device's answer then */
     int ordinal;
     int *slot_owner;    /* per slot: 0 free, else taken */
     int *slot_used;     /* per slot: a batch was submitted (wait for it before refilling) */
@@ -43,7 +44,13 @@ struct whisper_stem {
 /* A free slot of the batcher, taken; waits (stem_mu held, released while waiting) for one.
  * The slot's earlier batch has completed when it returns. The slot, or -1 with e. */
 int ws_api_slot_take(whisper_stem *ctx, ws_err *e);
+/* The same; with wait 0, -2 at once when every slot is taken. */
+int ws_api_slot_get(whisper_stem *ctx, int wait, ws_err *e);
 void ws_api_slot_give(whisper_stem *ctx, int s);
+
+/* The embeddings of 16 kHz samples with the log-Mel on the GPU (any length) into out, a
+ * host array; the context's lock taken inside. 0, or -1 with e. */
+int ws_api_gpu_embed(whisper_stem *ctx, const ws_audio *a, whisper_stem_array *out, ws_err *e);
 
 /* Samples to what a GPU batch takes of them (the log-Mel's geometry by ctx's pad). */
 int ws_api_gpu_input(const whisper_stem *ctx, const ws_audio *a, ws_gpu_input *in,

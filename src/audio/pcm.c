@@ -17,7 +17,10 @@
 #if defined(__x86_64__)
 __attribute__((target_clones("avx2", "default")))
 #endif
-__attribute__((optimize("tree-vectorize"))) static size_t first_nonfinite(const float *x, size_t n)
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("tree-vectorize")))
+#endif
+static size_t first_nonfinite(const float *x, size_t n)
 {
     enum { BLK = 4096 };
     for (size_t i0 = 0; i0 < n; i0 += BLK) {

@@ -217,6 +217,8 @@ void ws_gpu_batcher_free(ws_gpu_batcher *b)
         cu->CtxSetCurrent(g->ctx);
         for (int i = 0; b->slots && i < b->o.slots; i++) {
             slot *s = &b->slots[i];
+            if (s->st) /* a submission that failed part-way left work here */
+                cu->StreamSynchronize(s->st);
             if (s->used) /* its last batch may be on a caller's stream */
                 cu->EventSynchronize(s->ev1);
             free_slot_device(b, s);
@@ -254,9 +256,10 @@ ws_gpu_batcher *ws_gpu_batcher_new(ws_gpu_pair *g, int ordinal, const ws_gpu_bat
     if (o->slots < 1 || o->max_windows < 1 || (o->stem && !g) ||
         ((o->mel_on_gpu || o->out_f16) && !o->filters) || (o->n_mels != 80 && o->n_mels != 128))
         return ws_errf(err, "ws_gpu_batcher_new: bad options"), NULL;
-    if (o->stem && o->slots > WS_GPU_LANES - 1) /* a lane of the pair's plans a slot */
+    if (o->stem && o->slots > WS_GPU_LANES - 2) /* a lane of the pair's plans a slot, and one
+                                                 * for ws_gpu_embed_alone */
         return ws_errf(err, "ws_gpu_batcher_new: %d slots, the stem has lanes for %d", o->slots,
-                       WS_GPU_LANES - 1), NULL;
+                       WS_GPU_LANES - 2), NULL;
     ws_gpu_batcher *b = calloc(1, sizeof *b);
     if (!b)
         return ws_errf(err, "out of memory"), NULL;
@@ -577,8 +580,8 @@ int ws_gpu_batch_wait(ws_gpu_batcher *b, int s, ws_err *err)
     float ms = 0;
     CU_TRY(cu, CtxSetCurrent(b->ctx), err);
     CU_TRY(cu, EventSynchronize(sl->ev1), err);
-    CU_TRY(cu, EventElapsedTime(&ms, sl->ev0, sl->ev1), err);
-    sl->ms = ms;
+    /* after a submission that failed before its events were recorded there is no time */
+    sl->ms = cu->EventElapsedTime(&ms, sl->ev0, sl->ev1) == WS_CUDA_SUCCESS ? ms : 0;
     return 0;
 cleanup:
     return -1;
@@ -649,6 +652,24 @@ cleanup:
     return -1;
 }
 
+/* After a synchronous one-input call: buffers past ALONE_KEEP bytes go back to the device
+ * (an hour-long --no-pad input would otherwise hold gigabytes the slots then lack). */
+#define ALONE_KEEP ((size_t)1 << 30)
+static void alone_trim(ws_gpu_batcher *b)
+{
+    dbuf *all[] = {&b->a_x, &b->a_tab, &b->a_scratch, &b->a_mel, &b->a_h1, &b->a_out};
+    size_t held = 0;
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        held += all[i]->cap;
+    if (held <= ALONE_KEEP)
+        return;
+    if (b->a_used)
+        b->cu->EventSynchronize(b->a_ev);
+    b->cu->StreamSynchronize(b->solo);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        free_dbuf(b->cu, all[i]);
+}
+
 int ws_gpu_mel_alone(ws_gpu_batcher *b, const ws_gpu_input *in, float *mel, ws_err *err)
 {
     ws_cu *cu = b->cu;
@@ -659,9 +680,11 @@ int ws_gpu_mel_alone(ws_gpu_batcher *b, const ws_gpu_input *in, float *mel, ws_e
         CU_TRY(cu, StreamSynchronize(b->solo), err);
     }
     cu->StreamSynchronize(b->solo);
+    alone_trim(b);
     return rc;
 cleanup:
     cu->StreamSynchronize(b->solo);
+    alone_trim(b);
     return -1;
 }
 
@@ -676,7 +699,7 @@ int ws_gpu_embed_alone(ws_gpu_batcher *b, const ws_gpu_input *in, wscu_stream st
     if (mel_alone_enqueue(b, in, st, err))
         goto fail;
     /* the stem a chunk of windows at a time, on a lane of its own (the slots use 1 .. S) */
-    const int C = ws_gpu_batch_max_windows(b);
+    const int Cmax = ws_gpu_batch_max_windows(b), C = in->n_win < Cmax ? in->n_win : Cmax;
     size_t h1 = 0, out = 0;
     ws_gpu_stem_bytes(b->g, C, T, &h1, &out);
     int oom = grow(b, &b->a_h1, h1, err);
@@ -706,8 +729,10 @@ int ws_gpu_embed_alone(ws_gpu_batcher *b, const ws_gpu_input *in, wscu_stream st
     }
     CU_TRY(cu, EventRecord(b->a_ev, st), err);
     b->a_used = 1;
-    if (host)
+    if (host) {
         CU_TRY(cu, EventSynchronize(b->a_ev), err);
+        alone_trim(b);
+    }
     return 0;
 cleanup:
 fail:
