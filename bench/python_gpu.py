@@ -44,20 +44,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python", "tests"))
 import whisper_stem as ws  # noqa: E402
 
 import reference as ref  # noqa: E402
-
-N_SAMPLES = 480000
-
-
-def clips(n, seed):
-    rng = np.random.default_rng(seed)
-    t = np.arange(N_SAMPLES) / 16000.0
-    out = []
-    for _ in range(n):
-        f = rng.uniform(100, 3000, size=4)
-        x = sum(0.1 * np.sin(2 * np.pi * fi * t + rng.uniform(0, 6.28)) for fi in f)
-        x = x * (0.5 + 0.5 * np.sin(2 * np.pi * 0.7 * t)) + 0.02 * rng.standard_normal(N_SAMPLES)
-        out.append(x.astype(np.float32))
-    return out
+from python_lib import N_SAMPLES, clips  # noqa: E402  (the same test audio)
 
 
 def write_wav16(path, x):

@@ -719,6 +719,19 @@ Test(api, one_context_from_several_threads_gives_the_same_bytes, .timeout = 120)
 
 /* --- on a GPU (skipped without one) ------------------------------------------- */
 
+/* A context of model on cuda:0, bf16, --pos (p's other fields as they are; p keeps them). */
+static whisper_stem *gpu_bf16_pos(whisper_stem_params *p, const char *model)
+{
+    whisper_stem_error err = {""};
+    p->model = model;
+    p->device = "cuda:0";
+    p->precision = "bf16";
+    p->pos = 1;
+    whisper_stem *ws = whisper_stem_new(p, &err);
+    cr_assert(ws, "%s", err.msg);
+    return ws;
+}
+
 Test(api, gpu_embeddings_are_the_commands_and_the_same_from_threads, .timeout = 300)
 {
     whisper_stem_params p = whisper_stem_default_params();
@@ -732,12 +745,7 @@ Test(api, gpu_embeddings_are_the_commands_and_the_same_from_threads, .timeout = 
     const char *dir = test_tmpdir(), *wav = test_sample("jfk.wav");
     char model[1024], out[1024], cmd[4096], cerr[1024];
     mkmodel(dir, "--size tiny", model, sizeof model);
-    p.model = model;
-    p.device = "cuda:0";
-    p.precision = "bf16";
-    p.pos = 1;
-    whisper_stem *ws = whisper_stem_new(&p, &err);
-    cr_assert(ws, "%s", err.msg);
+    whisper_stem *ws = gpu_bf16_pos(&p, model);
     cr_assert_str_eq(whisper_stem_device(ws), "cuda:0");
     cr_assert_str_eq(whisper_stem_mel_device(ws), "cuda:0", "the GPU's log-Mel by default");
     cr_assert_eq(whisper_stem_set_mel_device(ws, "cpu", &err), 0, "%s", err.msg);
@@ -852,12 +860,7 @@ Test(api, gpu_log_mel_batches_and_device_results_are_the_commands_bytes, .timeou
         cr_assert_eq(run_cmd(cmd, cerr, sizeof cerr), 0, "%s: %s", cmd, cerr);
         want[i] = load_npy(out);
     }
-    p.model = model;
-    p.device = "cuda:0";
-    p.precision = "bf16";
-    p.pos = 1;
-    whisper_stem *ws = whisper_stem_new(&p, &err);
-    cr_assert(ws, "%s", err.msg);
+    whisper_stem *ws = gpu_bf16_pos(&p, model);
     cr_assert_str_eq(whisper_stem_mel_device(ws), "cuda:0");
     whisper_stem_array got = {0};
     for (int i = 0; i < 3; i++) {

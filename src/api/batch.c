@@ -497,17 +497,11 @@ static int submit_ready(whisper_stem_batch *b)
     return 1;
 }
 
+/* batch_next on the GPU path, from input i (slot s), with b->mu held. */
 static int next_gpu(whisper_stem_batch *b, whisper_stem_array *out, size_t *index,
-                    whisper_stem_error *err)
+                    whisper_stem_error *err, const size_t i, slot *s)
 {
     ws_err e = {{0}};
-    pthread_mutex_lock(&b->mu);
-    if (b->next_out >= b->n) {
-        pthread_mutex_unlock(&b->mu);
-        return 0;
-    }
-    const size_t i = b->next_out;
-    slot *s = &b->slots[i % b->n_slots];
     for (;;) {
         if (b->n_workers == 0 && s->state == EMPTY) { /* no threads could start: here */
             b->next_take = i + 1;
@@ -580,8 +574,6 @@ int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size
         return ws_errf(&e, "whisper_stem_batch_next: batch is NULL"), ws_api_fail(err, &e);
     if (!out)
         return ws_errf(&e, "whisper_stem_batch_next: out is NULL"), ws_api_fail(err, &e);
-    if (b->gpu)
-        return next_gpu(b, out, index, err);
     pthread_mutex_lock(&b->mu);
     if (b->next_out >= b->n) {
         pthread_mutex_unlock(&b->mu);
@@ -589,6 +581,8 @@ int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size
     }
     const size_t i = b->next_out;
     slot *s = &b->slots[i % b->n_slots];
+    if (b->gpu)
+        return next_gpu(b, out, index, err, i, s);
     if (b->n_workers == 0 && s->state == EMPTY) { /* no threads could start: here, in turn */
         b->next_take = i + 1;
         s->state = BUSY;
