@@ -11,6 +11,7 @@
  * tones written here.
  */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <sndfile.h>
@@ -24,6 +25,7 @@
 #include "common.h"
 #include "cuda/driver.h"
 #include "helpers.h"
+#include "stub/stub_cuda.h"
 
 typedef struct {
     float *data;
@@ -1059,4 +1061,160 @@ Test(api, gpu_log_mel_batches_and_device_results_are_the_commands_bytes, .timeou
     free(xl);
     free(x44);
     whisper_stem_free(ws);
+}
+
+/* --- the GPU paths on a stand-in driver (no GPU needed) ------------------------------- */
+
+typedef struct {
+    whisper_stem *ws;
+    const float *x;
+    size_t n;
+    int rc, calls;
+} hammer;
+
+static void *hammer_run(void *arg)
+{
+    hammer *h = arg;
+    for (int k = 0; k < h->calls && !h->rc; k++) {
+        whisper_stem_array e = {0};
+        h->rc = whisper_stem_embed_pcm(h->ws, h->x, h->n, 16000, 1, &e, NULL);
+        h->rc |= !(e.ndim == 2 && e.shape[0] == 1500 && e.shape[1] == 384);
+        whisper_stem_array_free(&e);
+    }
+    return NULL;
+}
+
+static void *host_alloc(void *user, size_t bytes)
+{
+    (void)user;
+    return aligned_alloc(64, (bytes + 63) / 64 * 64); /* the stand-in's device memory is host memory */
+}
+
+/* tests/stub/libcuda.c stands in for the driver: its device memory is host memory and its
+ * kernels do nothing, so no value is checked here, only what the GPU paths do around them:
+ * results in input order with their shapes, a bad file failing alone, two batches stepped in
+ * turn while other threads make calls (the slots come back; nothing waits forever), long
+ * inputs alone, many log-Mels, results into memory of the caller's, and every stream,
+ * event, device and pinned block given back when the context is freed. Under
+ * ThreadSanitizer too (make tsan runs api/batch_*). */
+Test(api, batch_gpu_paths_on_a_stand_in_driver_keep_order_threads_and_memory, .timeout = 300)
+{
+    const char *src = test_data("../stub/libcuda.c"), *dir = test_tmpdir(), *jfk = test_sample("jfk.wav");
+    char so[1100], cmd[4096], cerr[2048], model[1024], forty[1100], bad[1100];
+    snprintf(so, sizeof so, "%s/libcuda.so.1", dir);
+    snprintf(cmd, sizeof cmd, "${CC:-cc} -std=gnu11 -O1 -shared -fPIC -o '%s' '%s'", so, src);
+    if (run_cmd(cmd, cerr, sizeof cerr) != 0)
+        cr_skip_test("no C compiler to build the stand-in driver: %s", cerr);
+    cr_assert_eq(setenv("WHISPER_STEM_LIBCUDA", so, 1), 0);
+    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(h, "%s", dlerror());
+    const stub_cuda_counts *S = dlsym(h, "stub_cuda_state");
+    cr_assert_not_null(S);
+
+    mkmodel(dir, "--size tiny", model, sizeof model);
+    const size_t n40 = 16000 * 40, nl = (size_t)16000 * 30 * 17;
+    float *x40 = tones(n40, 16000, 1, 301), *xl = tones(nl, 16000, 1, 302);
+    snprintf(forty, sizeof forty, "%s/forty.wav", dir);
+    write_wav(forty, x40, n40, 16000, 1, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+    snprintf(bad, sizeof bad, "%s/missing.wav", dir);
+
+    whisper_stem_params p = whisper_stem_default_params();
+    p.model = model;
+    p.device = "cuda";
+    p.threads = 4;
+    whisper_stem_error err = {""};
+    whisper_stem *ws = whisper_stem_new(&p, &err);
+    cr_assert(ws, "the stand-in GPU: %s", err.msg);
+    cr_assert_str_eq(whisper_stem_device(ws), "cuda:0");
+    cr_assert_str_eq(whisper_stem_mel_device(ws), "cuda:0");
+
+    enum { NP = 14 };
+    const char *paths[NP];
+    for (int k = 0; k < NP; k++)
+        paths[k] = k == 5 ? bad : k % 4 == 1 ? forty : jfk;
+    whisper_stem_batch *x = whisper_stem_batch_open(ws, paths, NP, &err);
+    whisper_stem_array got = {0};
+    cr_assert_eq(whisper_stem_batch_next(x, &got, NULL, &err), 1, "%s", err.msg);
+    whisper_stem_array_free(&got);
+    hammer hm[2] = {{ws, x40, 16000 * 20, 0, 6}, {ws, x40, 16000 * 25, 0, 6}};
+    pthread_t tid[2];
+    for (int t = 0; t < 2; t++)
+        cr_assert_eq(pthread_create(&tid[t], NULL, hammer_run, &hm[t]), 0);
+    whisper_stem_batch *y = whisper_stem_batch_open(ws, paths, NP, &err);
+    for (int pass = 0; pass < 2; pass++) {
+        whisper_stem_batch *b = pass ? x : y;
+        for (int k = pass; k < NP; k++) {
+            size_t index = 999;
+            const int r = whisper_stem_batch_next(b, &got, &index, &err);
+            cr_assert_eq(index, (size_t)k, "pass %d: in input order", pass);
+            whisper_stem_info info;
+            cr_assert_eq(whisper_stem_batch_info(b, &info), 0);
+            if (paths[k] == bad) {
+                cr_assert_eq(r, -1);
+                cr_assert(strstr(err.msg, "missing.wav"), "%s", err.msg);
+                continue;
+            }
+            cr_assert_eq(r, 1, "pass %d input %d: %s", pass, k, err.msg);
+            const int two = paths[k] == forty;
+            cr_assert_eq(got.ndim, two ? 3 : 2);
+            cr_assert_eq(got.shape[got.ndim - 2], 1500);
+            cr_assert_eq(got.shape[got.ndim - 1], 384);
+            cr_assert_eq(info.windows, two ? 2 : 1);
+            whisper_stem_array_free(&got);
+        }
+        cr_assert_eq(whisper_stem_batch_next(b, &got, NULL, &err), 0);
+    }
+    for (int t = 0; t < 2; t++) {
+        pthread_join(tid[t], NULL);
+        cr_assert_eq(hm[t].rc, 0, "the calls beside the batches");
+    }
+    whisper_stem_batch_close(y);
+    whisper_stem_batch_close(x);
+    /* closed at once, launches in flight */
+    x = whisper_stem_batch_open(ws, paths, NP, &err);
+    cr_assert_eq(whisper_stem_batch_next(x, &got, NULL, &err), 1, "%s", err.msg);
+    whisper_stem_array_free(&got);
+    whisper_stem_batch_close(x);
+
+    /* a long input alone, host and caller's memory */
+    cr_assert_eq(whisper_stem_embed_pcm(ws, xl, nl, 16000, 1, &got, &err), 0, "%s", err.msg);
+    cr_assert_eq(got.ndim, 3);
+    cr_assert_eq(got.shape[0], 17);
+    whisper_stem_device_array dv;
+    cr_assert_eq(whisper_stem_embed_pcm_device(ws, xl, nl, 16000, 1, NULL, host_alloc, NULL, &dv, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(dv.ndim, 3);
+    cr_assert_eq(dv.shape[0], 17);
+    free(dv.data);
+    cr_assert_eq(whisper_stem_embed_pcm_device(ws, x40, 16000 * 9, 16000, 1, NULL, host_alloc, NULL, &dv, &err),
+                 0, "%s", err.msg);
+    cr_assert_eq(dv.ndim, 2);
+    free(dv.data);
+    whisper_stem_array_free(&got);
+    whisper_stem_free(ws);
+
+    /* a log-Mel context: many clips a launch */
+    whisper_stem_params mp = whisper_stem_default_params();
+    mp.device = "cuda";
+    mp.threads = 3;
+    whisper_stem *mws = whisper_stem_new(&mp, &err);
+    cr_assert(mws, "%s", err.msg);
+    enum { M = 37 };
+    const float *pc[M];
+    size_t cn[M];
+    for (int i = 0; i < M; i++)
+        pc[i] = x40, cn[i] = (size_t)16000 * (1 + i % 30);
+    float *all = malloc((size_t)M * 80 * 3000 * sizeof(float));
+    cr_assert_eq(whisper_stem_log_mel_batch(mws, pc, cn, M, 16000, 1, all, &err), 0, "%s", err.msg);
+    free(all);
+    whisper_stem_free(mws);
+
+    cr_assert_eq(S->streams, 0, "streams left: %d", S->streams);
+    cr_assert_eq(S->events, 0, "events left: %d", S->events);
+    cr_assert_eq(S->dev_allocs, 0, "device blocks left: %d", S->dev_allocs);
+    cr_assert_eq(S->host_allocs, 0, "pinned blocks left: %d", S->host_allocs);
+    cr_assert_gt(S->launches, 0);
+    free(x40);
+    free(xl);
+    unsetenv("WHISPER_STEM_LIBCUDA");
 }

@@ -426,8 +426,10 @@ static int submit_ready(whisper_stem_batch *b)
     }
     for (size_t i = j; i < end; i++) {
         slot *s = &b->slots[i % b->n_slots];
-        if (!(s->error || s->mel.n_windows < 0))
+        if (!(s->error || s->mel.n_windows < 0)) {
             s->state = SUBMITTED;
+            s->gslot = -1; /* its GPU slot is set under b->mu once the launch is registered */
+        }
     }
     b->next_sub = end;
     const int have_flights = b->n_fl > 0;
@@ -454,8 +456,7 @@ static int submit_ready(whisper_stem_batch *b)
             continue;
         if (!ws_gpu_batch_add(ctx->batcher, g, &s->in))
             rc = ws_errf(&e, "a GPU batch did not take an input");
-        s->gslot = g;
-        s->gidx = k++;
+        s->gidx = k++; /* read only once the input is COPY */
     }
     if (!rc) {
         rc = ws_gpu_batch_submit(ctx->batcher, g, "batch", &e);
@@ -492,6 +493,9 @@ static int submit_ready(whisper_stem_batch *b)
                 b->slots[i % b->n_slots].state = DONE;
         pthread_cond_broadcast(&b->cv);
     } else {
+        for (size_t i = j; i < end; i++)
+            if (b->slots[i % b->n_slots].state == SUBMITTED)
+                b->slots[i % b->n_slots].gslot = g;
         b->fl[b->n_fl++] = (flight){g, (int)count, 0, 0};
     }
     return 1;
