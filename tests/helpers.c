@@ -2,6 +2,7 @@
 #include "helpers.h"
 
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdint.h>
@@ -298,4 +299,21 @@ double ref_get(const void *buf, ws_dtype t, size_t i)
 size_t ref_at(ws_layout l, int n, int c, int t, int C, int T)
 {
     return l == WS_NLC ? ((size_t)n * T + t) * C + c : ((size_t)n * C + c) * T + t;
+}
+
+void *test_stub_driver(void)
+{
+    const char *src = test_data("../stub/libcuda.c");
+    struct stat st;
+    if (stat(src, &st))
+        cr_skip_test("the stand-in driver's source %s is not here", src);
+    char so[1100], cmd[4096], err[2048];
+    snprintf(so, sizeof so, "%s/libcuda.so.1", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "${CC:-cc} -std=gnu11 -O1 -shared -fPIC -o '%s' '%s'", so, src);
+    if (run_cmd(cmd, err, sizeof err) != 0)
+        cr_skip_test("no C compiler to build the stand-in driver: %s", err);
+    cr_assert_eq(setenv("WHISPER_STEM_LIBCUDA", so, 1), 0);
+    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(h, "%s", dlerror());
+    return h;
 }

@@ -33,6 +33,12 @@ const char *test_sample(const char *name);
  * truncated to err_len) and returning the exit status (or -1). */
 int run_cmd(const char *cmdline, char *err_out, size_t err_len);
 
+/* Builds the stand-in driver (tests/stub/libcuda.c) into a fresh directory, points the
+ * library at it ($WHISPER_STEM_LIBCUDA) and opens it here too, so that its counters
+ * (dlsym "stub_cuda_state", tests/stub/stub_cuda.h) outlive the library's dlclose; the
+ * handle. Skips the test without the source or a C compiler. */
+void *test_stub_driver(void);
+
 /* The CLI under test ($WS_BIN), the model generator ($WS_MKMODEL) and the
  * checkpoint converter ($WS_CONVERT, default build/ws-convert). */
 const char *ws_bin(void);

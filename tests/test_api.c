@@ -1099,15 +1099,9 @@ static void *host_alloc(void *user, size_t bytes)
  * ThreadSanitizer too (make tsan runs api/batch_*). */
 Test(api, batch_gpu_paths_on_a_stand_in_driver_keep_order_threads_and_memory, .timeout = 300)
 {
-    const char *src = test_data("../stub/libcuda.c"), *dir = test_tmpdir(), *jfk = test_sample("jfk.wav");
-    char so[1100], cmd[4096], cerr[2048], model[1024], forty[1100], bad[1100];
-    snprintf(so, sizeof so, "%s/libcuda.so.1", dir);
-    snprintf(cmd, sizeof cmd, "${CC:-cc} -std=gnu11 -O1 -shared -fPIC -o '%s' '%s'", so, src);
-    if (run_cmd(cmd, cerr, sizeof cerr) != 0)
-        cr_skip_test("no C compiler to build the stand-in driver: %s", cerr);
-    cr_assert_eq(setenv("WHISPER_STEM_LIBCUDA", so, 1), 0);
-    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    cr_assert_not_null(h, "%s", dlerror());
+    void *h = test_stub_driver();
+    const char *dir = test_tmpdir(), *jfk = test_sample("jfk.wav");
+    char model[1024], forty[1100], bad[1100];
     const stub_cuda_counts *S = dlsym(h, "stub_cuda_state");
     cr_assert_not_null(S);
 

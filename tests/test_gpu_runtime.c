@@ -37,23 +37,10 @@
 static stub_cuda_counts *S; /* the stand-in's counters */
 static int (*stub_set_current)(void *), (*stub_get_current)(void **); /* its cuCtx*Current */
 
-/* Builds the stand-in driver into a fresh directory, points the runtime at it and opens it
- * here too (so that its counters outlive the runtime's dlclose); skips without a compiler */
+/* The stand-in driver (test_stub_driver), its counters and its cuCtx*Current */
 static void use_stub(void)
 {
-    const char *src = test_data("../stub/libcuda.c");
-    struct stat st;
-    if (stat(src, &st))
-        cr_skip_test("the stand-in driver's source %s is not here", src);
-    char dir[1024], so[1100], cmd[4096], err[2048];
-    snprintf(dir, sizeof dir, "%s", test_tmpdir());
-    snprintf(so, sizeof so, "%s/libcuda.so.1", dir);
-    snprintf(cmd, sizeof cmd, "${CC:-cc} -std=gnu11 -O1 -shared -fPIC -o '%s' '%s'", so, src);
-    if (run_cmd(cmd, err, sizeof err) != 0)
-        cr_skip_test("no C compiler to build the stand-in driver: %s", err);
-    cr_assert_eq(setenv("WHISPER_STEM_LIBCUDA", so, 1), 0);
-    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    cr_assert_not_null(h, "%s", dlerror());
+    void *h = test_stub_driver();
     S = dlsym(h, "stub_cuda_state");
     cr_assert_not_null(S);
     *(void **)&stub_set_current = dlsym(h, "cuCtxSetCurrent");

@@ -507,14 +507,6 @@ static int next_gpu(whisper_stem_batch *b, whisper_stem_array *out, size_t *inde
 {
     ws_err e = {{0}};
     for (;;) {
-        if (b->n_workers == 0 && s->state == EMPTY) { /* no threads could start: here */
-            b->next_take = i + 1;
-            s->state = BUSY;
-            pthread_mutex_unlock(&b->mu);
-            prepare(b, b->ctx, b->paths[i], s);
-            pthread_mutex_lock(&b->mu);
-            s->state = READY;
-        }
         /* keep the GPU fed: what is ready goes in (two slots at most in flight) */
         if (b->n_fl < MAX_FLIGHT && submit_ready(b))
             continue;
@@ -585,8 +577,6 @@ int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size
     }
     const size_t i = b->next_out;
     slot *s = &b->slots[i % b->n_slots];
-    if (b->gpu)
-        return next_gpu(b, out, index, err, i, s);
     if (b->n_workers == 0 && s->state == EMPTY) { /* no threads could start: here, in turn */
         b->next_take = i + 1;
         s->state = BUSY;
@@ -595,6 +585,8 @@ int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size
         pthread_mutex_lock(&b->mu);
         s->state = READY;
     }
+    if (b->gpu)
+        return next_gpu(b, out, index, err, i, s);
     while (s->state != READY)
         pthread_cond_wait(&b->cv, &b->mu);
     slot got = *s;
