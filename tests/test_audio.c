@@ -586,6 +586,51 @@ Test(audio, jfk_passes_through_bit_exact)
     free(s);
 }
 
+/* 16-bit PCM is read as libsndfile's shorts and made float here: the same floats as
+ * libsndfile's normalised float read, in every byte order and container, through the
+ * channel mean and the resampler alike. */
+Test(audio, pcm16_decodes_as_libsndfiles_floats)
+{
+    const struct { const char *name; int format, rate, channels; } kinds[] = {
+        {"p16_le_mono.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1},
+        {"p16_be_mono.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16 | SF_ENDIAN_BIG, 16000, 1},
+        {"p16_stereo.aiff", SF_FORMAT_AIFF | SF_FORMAT_PCM_16, 16000, 2},
+        {"p16_44k.w64", SF_FORMAT_W64 | SF_FORMAT_PCM_16, 44100, 2},
+        {"p16_8k_3ch.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16, 8000, 3},
+    };
+    const sf_count_t frames = 100003; /* over a read chunk, and odd */
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        const int ch = kinds[k].channels;
+        short *x = random_shorts((size_t)frames * (size_t)ch, 40 + (unsigned)k);
+        x[0] = -32768; /* both extremes */
+        x[1] = 32767;
+        const char *path = tmp_path(kinds[k].name);
+        write_short(path, kinds[k].format, kinds[k].rate, ch, x, frames);
+        /* libsndfile's floats, then the in-memory path (pcm.c: the file's bits) */
+        SF_INFO info = {0};
+        SNDFILE *f = sf_open(path, SFM_READ, &info);
+        cr_assert_not_null(f, "%s: %s", path, sf_strerror(NULL));
+        sf_command(f, SFC_SET_NORM_FLOAT, NULL, SF_TRUE);
+        float *want = malloc((size_t)frames * (size_t)ch * sizeof *want);
+        cr_assert_not_null(want);
+        cr_assert_eq(sf_readf_float(f, want, frames), frames);
+        sf_close(f);
+        ws_audio a, b;
+        ws_err err = {{0}};
+        load_ok(&a, path);
+        cr_assert_eq(ws_audio_from_pcm(&b, want, (size_t)frames, kinds[k].rate, ch, path, &err), 0,
+                     "%s", err.msg);
+        cr_assert_eq(a.n, b.n, "%s: %zu samples, %zu from libsndfile's floats", path, a.n, b.n);
+        for (size_t i = 0; i < a.n; i++)
+            cr_assert_eq(a.x[i], b.x[i], "%s [%zu]: %.9g, libsndfile's floats give %.9g", path, i,
+                         (double)a.x[i], (double)b.x[i]);
+        ws_audio_free(&a);
+        ws_audio_free(&b);
+        free(want);
+        free(x);
+    }
+}
+
 Test(audio, stdin_pipe_decodes_like_the_file)
 {
     size_t len;
@@ -1228,6 +1273,70 @@ Test(audio, file_truncated_after_open_is_an_error_not_sigbus, .timeout = 10)
     g_shrink_path = path;
     g_shrink_to = 4096;
     assert_load_fails(path, "the file changed while being read");
+}
+
+/* A seam on pread, as on sf_open_virtual above: counts the loader's reads of a file
+ * and can cut the file short between two of them. */
+static int g_count_preads;          /* count while set */
+static int g_preads;
+static off_t g_cut_from;            /* at the first read from here on, truncate g_cut_path */
+static const char *g_cut_path;
+static off_t g_cut_to;
+static ssize_t (*g_real_pread)(int, void *, size_t, off_t);
+
+ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+    if (!g_real_pread)
+        *(void **)&g_real_pread = dlsym(RTLD_NEXT, "pread");
+    if (__atomic_load_n(&g_count_preads, __ATOMIC_RELAXED)) {
+        __atomic_add_fetch(&g_preads, 1, __ATOMIC_RELAXED);
+        if (g_cut_path && off >= g_cut_from) {
+            cr_assert_eq(truncate(g_cut_path, g_cut_to), 0);
+            g_cut_path = NULL;
+        }
+    }
+    return g_real_pread(fd, buf, n, off);
+}
+
+/* A 30 s WAV is read in a few large preads (the read-ahead window), not in the
+ * decoder's 8 KiB pieces, and its samples are the file's. */
+Test(audio, regular_file_is_read_in_large_pieces)
+{
+    const sf_count_t frames = 480000;
+    short *x = random_shorts((size_t)frames, 5);
+    const char *path = tmp_path("pieces.wav");
+    write_short(path, SF_FORMAT_WAV | SF_FORMAT_PCM_16, WS_SAMPLE_RATE, 1, x, frames);
+    ws_audio a;
+    __atomic_store_n(&g_preads, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_count_preads, 1, __ATOMIC_RELAXED);
+    load_ok(&a, path);
+    __atomic_store_n(&g_count_preads, 0, __ATOMIC_RELAXED);
+    const int reads = __atomic_load_n(&g_preads, __ATOMIC_RELAXED);
+    /* 960 KB of samples: 4 windows of 256 KiB, and the header's few reads */
+    cr_assert(reads >= 4 && reads <= 16, "%d preads for a 960 KB file", reads);
+    cr_assert_eq(a.n, (size_t)frames);
+    for (sf_count_t i = 0; i < frames; i++)
+        cr_assert_eq(a.x[i], x[i] / 32768.0f, "sample %ld", (long)i);
+    ws_audio_free(&a);
+    free(x);
+}
+
+/* Cut short after the first window was read: an error for this input, not the old
+ * window's bytes taken for the rest of the file. */
+Test(audio, file_cut_between_readahead_windows_is_an_error, .timeout = 10)
+{
+    const char *path = long_wav("cut_between.wav", 480000);
+    g_cut_to = 300000;  /* in the second window */
+    g_cut_from = 200000; /* the read of the second window: the first is in hand */
+    g_cut_path = path;
+    __atomic_store_n(&g_count_preads, 1, __ATOMIC_RELAXED);
+    ws_audio a;
+    ws_err err = {{0}};
+    int rc = ws_audio_load(&a, path, &err);
+    __atomic_store_n(&g_count_preads, 0, __ATOMIC_RELAXED);
+    g_cut_path = NULL;
+    cr_assert_neq(rc, 0, "a file cut while read decoded (%zu samples)", rc ? 0 : a.n);
+    cr_assert(strstr(err.msg, "cut_between.wav"), "%s", err.msg);
 }
 
 /* --- FIFOs: the wait is in poll(), not in open() --------------------------- */

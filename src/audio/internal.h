@@ -51,7 +51,18 @@ typedef struct {
     uint64_t patch_off;       /* patch_len bytes shown instead of the file's there */
     size_t patch_len;
     unsigned char patch[8];
+    /* read-ahead of a file read in order: [ra_off, ra_off + ra_len) of the file (base
+     * included), ra NULL until a read follows the one before it (ws_audio_src_release) */
+    unsigned char *ra;
+    uint64_t ra_off, next;
+    size_t ra_len;
 } source;
+
+/* Bytes of a source's read-ahead window (part of a decoder's memory) */
+#define WS_SRC_READAHEAD ((size_t)256 << 10)
+
+/* Frees s's read-ahead window. source.c */
+void ws_audio_src_release(source *s);
 
 /* Reads up to n bytes at off; returns how many (short only at len, or when the
  * file shrank or a read failed, which the source records). source.c */
@@ -151,25 +162,12 @@ static inline float ws_audio_downmix(const float *fr, int ch)
 
 /* --- finiteness ----------------------------------------------------------- */
 
-/* The index of the first NaN or infinity in x[0..n), or n: blocks of 64 tested without a
- * branch per sample (an exponent of all ones), the one that has one scanned again. */
-static inline size_t ws_audio_first_nonfinite(const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i += 64) {
-        const size_t m = n - i < 64 ? n - i : 64;
-        uint32_t any = 0;
-        for (size_t k = 0; k < m; k++) {
-            uint32_t u;
-            memcpy(&u, x + i + k, sizeof u);
-            any |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
-        }
-        if (any)
-            for (size_t k = 0; k < m; k++)
-                if (!isfinite(x[i + k]))
-                    return i + k;
-    }
-    return n;
-}
+/* The index of the first NaN or infinity in x[0..n), or n: blocks tested without a
+ * branch per sample (vectorised), the one that has one scanned again. pcm.c */
+size_t ws_audio_first_nonfinite(const float *x, size_t n);
+
+/* y[i] = x[i] / 32768, exactly libsndfile's normalised float of 16-bit PCM. pcm.c */
+void ws_audio_s16_to_float(const short *x, float *y, size_t n);
 
 /* --- decoding (decode.c) -------------------------------------------------- */
 

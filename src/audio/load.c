@@ -163,6 +163,7 @@ static int load_regular(ws_audio *a, int fd, const struct stat *st, load_opts *o
 {
     source s = {.fd = fd, .len = (uint64_t)st->st_size};
     int rc = ws_audio_load_source(a, &s, o, 0, err);
+    ws_audio_src_release(&s);
     struct stat now;
     if (!rc && (fstat(fd, &now) || now.st_size != st->st_size ||
                 now.st_mtim.tv_sec != st->st_mtim.tv_sec ||

@@ -20,7 +20,7 @@ __attribute__((target_clones("avx2", "default")))
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("tree-vectorize")))
 #endif
-static size_t first_nonfinite(const float *x, size_t n)
+size_t ws_audio_first_nonfinite(const float *x, size_t n)
 {
     enum { BLK = 4096 };
     for (size_t i0 = 0; i0 < n; i0 += BLK) {
@@ -39,6 +39,18 @@ static size_t first_nonfinite(const float *x, size_t n)
     return n;
 }
 
+#if defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("tree-vectorize")))
+#endif
+void ws_audio_s16_to_float(const short *restrict x, float *restrict y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = (float)x[i] * (1.0f / 32768.0f); /* 2^-15: exact */
+}
+
 int ws_audio_pcm_view(ws_audio *a, const float *pcm, size_t frames, int rate, int channels,
                       const char *name, ws_err *err)
 {
@@ -47,7 +59,7 @@ int ws_audio_pcm_view(ws_audio *a, const float *pcm, size_t frames, int rate, in
         return 0;
     if (frames > WS_AUDIO_MAX_SAMPLES)
         return ws_errf(err, "%s: %zu samples, over the limit of %zu", name, frames, WS_AUDIO_MAX_SAMPLES);
-    const size_t bad = first_nonfinite(pcm, frames);
+    const size_t bad = ws_audio_first_nonfinite(pcm, frames);
     if (bad < frames)
         return ws_errf(err, "%s: frame %zu is not a finite number (%g)", name, bad, (double)pcm[bad]);
     a->x = (float *)pcm; /* borrowed: read only, never freed */
@@ -76,7 +88,7 @@ int ws_audio_from_pcm(ws_audio *a, const float *pcm, size_t frames, int rate, in
     if (frames && !mono)
         return ws_errf(err, "%s: out of memory for %zu samples", name, frames);
     if (channels == 1 && frames) { /* mono: checked in blocks, copied whole */
-        const size_t bad = first_nonfinite(pcm, frames);
+        const size_t bad = ws_audio_first_nonfinite(pcm, frames);
         if (bad < frames) {
             free(mono);
             return ws_errf(err, "%s: frame %zu is not a finite number (%g)", name, bad, (double)pcm[bad]);

@@ -42,6 +42,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -52,8 +53,41 @@
 
 /* --- byte sources: memory, or a regular file read with pread ------------- */
 
+/* pread of n bytes at the file's offset at; how many came (short: recorded in s) */
+static size_t pread_all(source *s, uint64_t at, unsigned char *d, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(s->fd, d + got, n - got, (off_t)(at + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            if (!s->read_errno)
+                s->read_errno = errno;
+            break;
+        }
+        if (r == 0) {
+            s->shrunk = 1;
+            break;
+        }
+        got += (size_t)r;
+    }
+    return got;
+}
+
+void ws_audio_src_release(source *s)
+{
+    free(s->ra);
+    s->ra = NULL;
+    s->ra_len = 0;
+}
+
 /* Reads up to n bytes at off; returns how many (short only at len, or when the
- * file shrank or a read failed, which the source records). */
+ * file shrank or a read failed, which the source records). A decoder reads a file in
+ * small pieces, one after the other (libsndfile: 8 KiB); once a read starts where the
+ * one before ended, the file is read WS_SRC_READAHEAD bytes at a time into a window
+ * the pieces are copied from: a 30 s WAV takes 4 preads, not 120. Reads that jump (a
+ * container's chunk walk) read what they ask for. */
 size_t ws_audio_src_read(source *s, uint64_t off, void *dst, size_t n)
 {
     unsigned char *d = dst;
@@ -66,21 +100,31 @@ size_t ws_audio_src_read(source *s, uint64_t off, void *dst, size_t n)
         memcpy(d, s->mem + s->base + off, n);
         got = n;
     } else {
-        while (got < n) {
-            ssize_t r = pread(s->fd, d + got, n - got, (off_t)(s->base + off + got));
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0) {
-                if (!s->read_errno)
-                    s->read_errno = errno;
-                break;
+        const uint64_t at = s->base + off;
+        const int in_order = at == s->next && n < WS_SRC_READAHEAD;
+        s->next = at + n;
+        if (in_order && !s->ra)
+            s->ra = malloc(WS_SRC_READAHEAD); /* none: plain preads */
+        while (got < n && s->ra && (in_order || (at >= s->ra_off && at < s->ra_off + s->ra_len))) {
+            const uint64_t p = at + got;
+            if (p < s->ra_off || p >= s->ra_off + s->ra_len) { /* refill from p */
+                if (s->shrunk || s->read_errno)
+                    break;
+                const uint64_t left = s->base + s->len - p;
+                s->ra_off = p;
+                s->ra_len = pread_all(s, p, s->ra, left < WS_SRC_READAHEAD ? (size_t)left
+                                                                             : WS_SRC_READAHEAD);
+                if (s->ra_len == 0)
+                    break;
             }
-            if (r == 0) {
-                s->shrunk = 1;
-                break;
-            }
-            got += (size_t)r;
+            size_t k = (size_t)(s->ra_off + s->ra_len - p);
+            if (k > n - got)
+                k = n - got;
+            memcpy(d + got, s->ra + (p - s->ra_off), k);
+            got += k;
         }
+        if (got < n && !s->shrunk && !s->read_errno)
+            got += pread_all(s, at + got, d + got, n - got);
     }
     if (s->patch_len && got && off < s->patch_off + s->patch_len && s->patch_off < off + got) {
         uint64_t a = off > s->patch_off ? off : s->patch_off;
