@@ -17,6 +17,7 @@
 #include <malloc.h>
 #endif
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,35 @@ static void batch_size(ws_gpu_batch_opts *bo, int d, size_t max_memory, int thre
     bo->stage_bytes = slabs < max_memory / 4 ? slabs : max_memory / 4;
 }
 
+/* The GPU's start (the driver's cuInit, the device's primary context: 0.2-0.3 s) on a
+ * thread of its own, while this one lists the inputs, names the outputs and loads the
+ * model. The stem's own open then finds both made (gpu.c counts references); the
+ * thread's handle is let go once the stem and the batcher hold theirs. A failure here
+ * is left for the stem's open to report. */
+typedef struct {
+    pthread_t t;
+    int started, ordinal;
+    ws_gpu *gpu;
+} gpu_early;
+
+static void *gpu_early_main(void *arg)
+{
+    gpu_early *ge = arg;
+    ws_err e = {{0}};
+    ge->gpu = ws_gpu_open(ge->ordinal, &e);
+    return NULL;
+}
+
+static void gpu_early_end(gpu_early *ge)
+{
+    if (!ge->started)
+        return;
+    pthread_join(ge->t, NULL);
+    ge->started = 0;
+    ws_gpu_close(ge->gpu);
+    ge->gpu = NULL;
+}
+
 int main(int argc, char **argv)
 {
 #ifdef __GLIBC__
@@ -79,6 +109,10 @@ int main(int argc, char **argv)
     if (st >= 0)
         return st;
     ws_err err = {{0}};
+    gpu_early early = {.ordinal = o.gpu_ordinal};
+    if (o.device != WS_DEVICE_CPU && !o.check && !o.dump_ptx &&
+        !(o.mel_only && o.mel_device == WS_DEVICE_CPU))
+        early.started = pthread_create(&early.t, NULL, gpu_early_main, &early) == 0;
     ws_model model = {0};
     int have_model = 0, status = 0, probe_n_mels = 0, probe_d = 0;
     ws_run_ctx r = {0};
@@ -228,6 +262,7 @@ int main(int argc, char **argv)
         status = 1;
         goto out;
     }
+    gpu_early_end(&early);
     const char *device_name = r.batcher ? ws_gpu_batcher_device(r.batcher) : "cpu";
     const double init_ms = 1e3 * (ws_now() - t0);
     if (o.verbose)
@@ -310,6 +345,7 @@ int main(int argc, char **argv)
             status = 1;
     }
 out:
+    gpu_early_end(&early);
     cJSON_Delete(root);
     cJSON_Delete(provenance);
     ws_shards_free(r.shards, o.n_inputs, o.tar_size ? o.tar_size : 1);
