@@ -10,7 +10,11 @@
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <sched.h>
+#include <signal.h>
 #include <sndfile.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -918,4 +922,135 @@ Test(cli, help_shows_the_defaults)
     stdout_line(cmd, line, sizeof line, &rc);
     cr_assert_eq(rc, 0);
     cr_assert(strstr(line, "usage: whisper-stem-convert"), "%s", line);
+}
+
+/* --- a GPU run's two processes (detach.c), forced on the CPU ------------------------ */
+
+/* The detached run writes what the plain run writes and exits with its status; an
+ * input that fails still says so on stderr. */
+Test(cli, detached_run_gives_the_same_outputs_and_status, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char cmd[4096], err[4096], in[1100], a[1100], b[1100];
+    snprintf(in, sizeof in, "%s/in.wav", dir);
+    float *x = tone(48000, 440, 3);
+    write_wav(in, x, 48000, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+    snprintf(cmd, sizeof cmd, "%s --device cpu --mel -q -O %s/plain %s", ws_bin(), dir, in);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd,
+             "{ WHISPER_STEM_DETACH=1 %s --device cpu --mel -q -O %s/two %s %s/missing.wav; "
+             "echo \"status $?\" >&2; }",
+             ws_bin(), dir, in, dir);
+    run_cmd(cmd, err, sizeof err);
+    cr_assert(strstr(err, "missing.wav: cannot open"), "%s", err);
+    cr_assert(strstr(err, "status 1"), "the missing input's status was not given: %s", err);
+    snprintf(a, sizeof a, "%s/plain/in.npy", dir);
+    snprintf(b, sizeof b, "%s/two/in.npy", dir);
+    size_t na, nb;
+    char *pa = read_file(a, &na), *pb = read_file(b, &nb);
+    cr_assert(pa && pb && na == nb && !memcmp(pa, pb, na), "the detached run wrote other bytes");
+    /* through a pipe: the reader gets the whole .npy and its end */
+    snprintf(cmd, sizeof cmd,
+             "%s --device cpu --mel -o - %s > %s/plain.raw && "
+             "WHISPER_STEM_DETACH=1 %s --device cpu --mel -o - %s | cmp - %s/plain.raw",
+             ws_bin(), in, dir, ws_bin(), in, dir);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    free(pa);
+    free(pb);
+    free(x);
+}
+
+/* Starts a detached run on a FIFO; returns once the run has it open (a writer's
+ * non-blocking open succeeds only then), with *wfd that writer, held open and silent so
+ * that the run waits for samples. *errfd: the run's stderr. */
+static pid_t start_blocked_run(const char *dir, int *errfd, int *wfd, char *fifo, size_t cap)
+{
+    snprintf(fifo, cap, "%s/wait.wav", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    int e[2];
+    cr_assert_eq(pipe(e), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        dup2(e[1], STDERR_FILENO);
+        close(e[0]);
+        close(e[1]);
+        setenv("WHISPER_STEM_DETACH", "1", 1);
+        char out[1100];
+        snprintf(out, sizeof out, "%s/out.npy", dir);
+        execl(ws_bin(), ws_bin(), "--device", "cpu", "--mel", "-o", out, fifo, (char *)NULL);
+        _exit(127);
+    }
+    close(e[1]);
+    *errfd = e[0];
+    for (;;) { /* bounded by the test's timeout */
+        int w = open(fifo, O_WRONLY | O_NONBLOCK);
+        if (w >= 0) {
+            *wfd = w;
+            break;
+        }
+        cr_assert_eq(errno, ENXIO, "open %s: %s", fifo, strerror(errno));
+        sched_yield();
+    }
+    return pid;
+}
+
+/* Everything written to fd until every holder closed it: the run's processes ended. */
+static char *read_to_end(int fd)
+{
+    size_t n = 0, cap = 4096;
+    char *s = malloc(cap);
+    cr_assert_not_null(s);
+    for (;;) {
+        ssize_t r = read(fd, s + n, cap - n - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (cap - n < 2) {
+            s = realloc(s, cap *= 2);
+            cr_assert_not_null(s);
+        }
+    }
+    s[n] = 0;
+    close(fd);
+    return s;
+}
+
+/* A signal to the process the caller started reaches the run, which ends as it would
+ * alone (one line, no output); the caller gets 128 + the signal. */
+Test(cli, detached_run_is_interrupted_through_the_process_started, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char fifo[1100], out[1100];
+    int errfd, wfd, st;
+    pid_t pid = start_blocked_run(dir, &errfd, &wfd, fifo, sizeof fifo);
+    cr_assert_eq(kill(pid, SIGTERM), 0);
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM, "status %#x", st);
+    char *e = read_to_end(errfd); /* both processes are gone once it ends */
+    close(wfd);
+    cr_assert(strstr(e, "interrupted by SIGTERM") && strstr(e, "no partial output left"), "%s", e);
+    snprintf(out, sizeof out, "%s/out.npy", dir);
+    cr_assert(!file_exists(out));
+    free(e);
+}
+
+/* The process the caller started is killed: the run ends too, leaving nothing. */
+Test(cli, detached_run_ends_when_the_process_started_is_killed, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char fifo[1100], out[1100];
+    int errfd, wfd, st;
+    pid_t pid = start_blocked_run(dir, &errfd, &wfd, fifo, sizeof fifo);
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    char *e = read_to_end(errfd); /* ends when the run has ended (its stderr closed) */
+    close(wfd);
+    cr_assert(strstr(e, "interrupted by SIGTERM"), "the run did not end with its caller: %s", e);
+    snprintf(out, sizeof out, "%s/out.npy", dir);
+    cr_assert(!file_exists(out));
+    free(e);
 }

@@ -40,6 +40,16 @@ typedef struct {
     int keep_ext;         /* --keep-ext: x.wav -> x.wav.npy */
 } options;
 
+/* A run that may use the GPU goes on in a second process, while the first only waits for
+ * its status: the second hands it over once every output is in place, so the caller
+ * does not wait for the driver's teardown at exit (detach.c). Called before any thread
+ * exists; returns in the process that runs. */
+void ws_cli_detach(const options *o);
+
+/* The run's outputs are in place: standard streams let go, the status sent to the
+ * waiting process (nothing when not detached). */
+void ws_cli_detach_done(int status);
+
 /* Parses argv into o (options.c). Returns -1 to go on, else the exit status (--help and
  * --version: 0; a usage error: 2, said on stderr). */
 int ws_cli_parse_args(int argc, char **argv, options *o);

@@ -102,12 +102,13 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 64 << 20);
 #endif
-    ws_signals_init(PROG);
     const double t_start = ws_now();
     options o;
     int st = ws_cli_parse_args(argc, argv, &o);
     if (st >= 0)
         return st;
+    ws_cli_detach(&o); /* before any thread: a GPU run's end does not wait for the driver */
+    ws_signals_init(PROG);
     ws_err err = {{0}};
     gpu_early early = {.ordinal = o.gpu_ordinal};
     if (o.device != WS_DEVICE_CPU && !o.check && !o.dump_ptx &&
@@ -364,6 +365,7 @@ out:
          * reclaims all of it when the process ends, so end it here (-v keeps the orderly
          * teardown and reports its time). */
         fflush(NULL);
+        ws_cli_detach_done(status);
         _exit(status);
     }
     const double t_free = ws_now();
@@ -375,5 +377,7 @@ out:
                    1e3 * (ws_now() - t_free), 1e3 * (t_stem - t_free), 1e3 * (ws_now() - t_stem));
     if (have_model)
         ws_model_free(&model);
+    fflush(NULL);
+    ws_cli_detach_done(status);
     return status;
 }
