@@ -305,6 +305,31 @@ Test(api, null_arguments_are_errors_not_crashes)
     whisper_stem_free(ws);
 }
 
+/* A long input is checked in parts on several threads: the first non-finite sample is
+ * named, whichever part it is in, and one at the very end is found too. */
+Test(api, long_pcm_names_its_first_non_finite_sample, .timeout = 60)
+{
+    whisper_stem *ws = whisper_stem_new(NULL, NULL);
+    whisper_stem_error err = {""};
+    whisper_stem_array a = {0};
+    const size_t n = (size_t)9 << 20; /* 4 parts */
+    float *x = calloc(n, sizeof *x);
+    cr_assert_not_null(x);
+    const size_t firsts[] = {7500000, (size_t)4 << 20, n - 1};
+    for (size_t k = 0; k < sizeof firsts / sizeof *firsts; k++) {
+        x[firsts[k]] = k == 1 ? -INFINITY : NAN;
+        if (k == 0)
+            x[n - 2] = INFINITY; /* a later one, in another part */
+        char want[64];
+        snprintf(want, sizeof want, "pcm: frame %zu is not a finite number", firsts[k]);
+        cr_assert_eq(whisper_stem_log_mel(ws, x, n, 16000, 1, &a, &err), -1);
+        cr_assert(strstr(err.msg, want), "want '%s': %s", want, err.msg);
+        memset(x, 0, n * sizeof *x);
+    }
+    free(x);
+    whisper_stem_free(ws);
+}
+
 Test(api, bad_pcm_fails_with_what_is_wrong)
 {
     whisper_stem *ws = whisper_stem_new(NULL, NULL);
