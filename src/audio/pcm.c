@@ -20,7 +20,7 @@ __attribute__((target_clones("avx2", "default")))
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("tree-vectorize")))
 #endif
-size_t ws_audio_first_nonfinite(const float *x, size_t n)
+static size_t first_nonfinite(const float *x, size_t n)
 {
     enum { BLK = 4096 };
     for (size_t i0 = 0; i0 < n; i0 += BLK) {
@@ -45,10 +45,22 @@ __attribute__((target_clones("avx2", "default")))
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("tree-vectorize")))
 #endif
-void ws_audio_s16_to_float(const short *restrict x, float *restrict y, size_t n)
+static void s16_to_float(const short *restrict x, float *restrict y, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         y[i] = (float)x[i] * (1.0f / 32768.0f); /* 2^-15: exact */
+}
+
+/* The clones stay static: GCC exports a non-static target_clones function's dispatcher
+ * whatever the visibility (src/conv/gelu.c says the same). */
+size_t ws_audio_first_nonfinite(const float *x, size_t n)
+{
+    return first_nonfinite(x, n);
+}
+
+void ws_audio_s16_to_float(const short *x, float *y, size_t n)
+{
+    s16_to_float(x, y, n);
 }
 
 /* Long inputs are checked on several threads (memory-bound: one core reads 123 MB, 32
