@@ -299,6 +299,26 @@ WS_API int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *ou
  * a failure before the input was decoded). 0, or -1 when nothing was returned yet. */
 WS_API int whisper_stem_batch_info(const whisper_stem_batch *b, whisper_stem_info *info);
 
+/* Results left on the GPU (needs the stem and the log-Mel there: a model on device cuda,
+ * mel device auto or cuda). Called once, before the batch's first result: from then on
+ * whisper_stem_batch_next_device gives each input's embeddings in device memory from
+ * alloc (as whisper_stem_embed_pcm_device's: 16-byte aligned, usable on `stream`), and
+ * whisper_stem_batch_next refuses. The GPU's work is ordered on `stream` (NULL: the legacy
+ * default stream) and a result is there for work enqueued on `stream` after the call that
+ * returns it. alloc is called on the thread that calls batch_next_device, for inputs of
+ * launches being filled: blocks of inputs the batch fails or never returns (closed early)
+ * are the caller's to free. The values are whisper_stem_batch_next's, bit for bit.
+ * 0, or -1 (not on a GPU; called too late). */
+WS_API int whisper_stem_batch_to_device(whisper_stem_batch *b, void *stream,
+                                        whisper_stem_device_alloc alloc, void *user,
+                                        whisper_stem_error *err);
+
+/* whisper_stem_batch_next with the result in device memory: 1 (*out its block from alloc
+ * and its shape), 0 (no more), -1 (that input failed: err says why; out->data is the
+ * block alloc gave for it, or NULL). */
+WS_API int whisper_stem_batch_next_device(whisper_stem_batch *b, whisper_stem_device_array *out,
+                                          size_t *index, whisper_stem_error *err);
+
 /* Stops the workers (each finishes the input it is decoding), joins them, frees what was
  * not returned. NULL-safe. */
 WS_API void whisper_stem_batch_close(whisper_stem_batch *b);

@@ -831,7 +831,7 @@ Test(api, gpu_embeddings_are_the_commands_and_the_same_from_threads, .timeout = 
 /* Device memory for whisper_stem_embed_pcm_device, from the driver the library uses. */
 typedef struct {
     ws_cu cu;
-    wscu_devptr p[8];
+    wscu_devptr p[16];
     int n;
 } dev_allocs;
 
@@ -840,7 +840,7 @@ static void *dev_alloc(void *user, size_t bytes)
     dev_allocs *d = user;
     wscu_context c;
     wscu_device dev;
-    if (d->n >= 8 || d->cu.DeviceGet(&dev, 0) || d->cu.DevicePrimaryCtxRetain(&c, dev) ||
+    if (d->n >= 16 || d->cu.DeviceGet(&dev, 0) || d->cu.DevicePrimaryCtxRetain(&c, dev) ||
         d->cu.CtxSetCurrent(c))
         return NULL;
     d->cu.DevicePrimaryCtxRelease(dev); /* the library holds it */
@@ -991,6 +991,40 @@ Test(api, gpu_log_mel_batches_and_device_results_are_the_commands_bytes, .timeou
         free(back);
         whisper_stem_array_free(&host);
     }
+    /* a batch's results on the device: in order, the bad file alone failing, each the
+     * command's bytes (the long file alone, the others several to a launch) */
+    b = whisper_stem_batch_open(ws, paths, np, &err);
+    cr_assert_eq(whisper_stem_batch_to_device(b, NULL, dev_alloc, &d, &err), 0, "%s", err.msg);
+    for (size_t k = 0; k < np; k++) {
+        size_t index = 999;
+        whisper_stem_device_array dv;
+        int r = whisper_stem_batch_next_device(b, &dv, &index, &err);
+        cr_assert_eq(index, k);
+        if (paths[k] == bad) {
+            cr_assert_eq(r, -1);
+            cr_assert(strstr(err.msg, "missing.wav"), "%s", err.msg);
+            cr_assert_null(dv.data, "no block for a file that did not decode");
+            continue;
+        }
+        cr_assert_eq(r, 1, "device batch input %zu: %s", k, err.msg);
+        whisper_stem_array back = {.ndim = dv.ndim};
+        size_t bytes = sizeof(float);
+        for (int i = 0; i < dv.ndim; i++)
+            bytes *= (size_t)(back.shape[i] = dv.shape[i]);
+        back.data = malloc(bytes);
+        cr_assert_eq(d.cu.MemcpyDtoHAsync(back.data, (wscu_devptr)(uintptr_t)dv.data, bytes,
+                                          (wscu_stream)(uintptr_t)1), 0);
+        cr_assert_eq(d.cu.StreamSynchronize((wscu_stream)(uintptr_t)1), 0);
+        const int w = paths[k] == jfk ? 0 : paths[k] == st44 ? 1 : 2;
+        assert_same("a device batch's result", &back, &want[w]);
+        free(back.data);
+    }
+    {
+        whisper_stem_device_array dv;
+        cr_assert_eq(whisper_stem_batch_next_device(b, &dv, NULL, &err), 0);
+    }
+    whisper_stem_batch_close(b);
+
     /* with the CPU's log-Mel too */
     cr_assert_eq(whisper_stem_set_mel_device(ws, "cpu", &err), 0, "%s", err.msg);
     {
@@ -1194,6 +1228,63 @@ Test(api, batch_gpu_paths_on_a_stand_in_driver_keep_order_threads_and_memory, .t
     cr_assert_eq(whisper_stem_batch_next(x, &got, NULL, &err), 1, "%s", err.msg);
     whisper_stem_array_free(&got);
     whisper_stem_batch_close(x);
+
+    /* results on the device: in order, shapes, the failed file without a block; the host
+     * call refused on such a batch, and the switch refused once results came */
+    x = whisper_stem_batch_open(ws, paths, NP, &err);
+    cr_assert_eq(whisper_stem_batch_to_device(x, NULL, host_alloc, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(whisper_stem_batch_next(x, &got, NULL, &err), -1);
+    cr_assert(strstr(err.msg, "whisper_stem_batch_next_device"), "%s", err.msg);
+    for (int k = 0; k < NP; k++) {
+        whisper_stem_device_array dv;
+        size_t index = 999;
+        const int r = whisper_stem_batch_next_device(x, &dv, &index, &err);
+        cr_assert_eq(index, (size_t)k, "device results in input order");
+        if (paths[k] == bad) {
+            cr_assert_eq(r, -1);
+            cr_assert_null(dv.data);
+            continue;
+        }
+        cr_assert_eq(r, 1, "device input %d: %s", k, err.msg);
+        const int two = paths[k] == forty;
+        cr_assert_eq(dv.ndim, two ? 3 : 2);
+        cr_assert_eq(dv.shape[dv.ndim - 2], 1500);
+        cr_assert_eq(dv.shape[dv.ndim - 1], 384);
+        free(dv.data);
+        if (k == 0)
+            cr_assert_eq(whisper_stem_batch_to_device(x, NULL, host_alloc, NULL, &err), -1);
+    }
+    whisper_stem_batch_close(x);
+    { /* an input longer than a launch, alone, between two that share one */
+        char lw[1100];
+        snprintf(lw, sizeof lw, "%s/long17.wav", dir);
+        write_wav(lw, xl, nl, 16000, 1, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+        const char *three[] = {jfk, lw, jfk};
+        x = whisper_stem_batch_open(ws, three, 3, &err);
+        cr_assert_eq(whisper_stem_batch_to_device(x, NULL, host_alloc, NULL, &err), 0, "%s", err.msg);
+        for (int k = 0; k < 3; k++) {
+            whisper_stem_device_array dv;
+            cr_assert_eq(whisper_stem_batch_next_device(x, &dv, NULL, &err), 1, "%d: %s", k, err.msg);
+            cr_assert_eq(dv.ndim, k == 1 ? 3 : 2);
+            if (k == 1)
+                cr_assert_eq(dv.shape[0], 17);
+            free(dv.data);
+        }
+        whisper_stem_batch_close(x);
+    }
+    /* a model on the CPU: no device results */
+    {
+        whisper_stem_params cp = whisper_stem_default_params();
+        cp.model = model;
+        cp.device = "cpu";
+        whisper_stem *cws = whisper_stem_new(&cp, &err);
+        cr_assert(cws, "%s", err.msg);
+        whisper_stem_batch *c = whisper_stem_batch_open(cws, paths, 2, &err);
+        cr_assert_eq(whisper_stem_batch_to_device(c, NULL, host_alloc, NULL, &err), -1);
+        cr_assert(strstr(err.msg, "on a GPU"), "%s", err.msg);
+        whisper_stem_batch_close(c);
+        whisper_stem_free(cws);
+    }
 
     /* a long input alone, host and caller's memory */
     cr_assert_eq(whisper_stem_embed_pcm(ws, xl, nl, 16000, 1, &got, &err), 0, "%s", err.msg);

@@ -903,6 +903,20 @@ static int upload_result(whisper_stem *ctx, const whisper_stem_array *h, const d
     return rc;
 }
 
+wscu_stream ws_api_stream(void *stream)
+{
+    /* NULL is the legacy default stream, which the driver calls CU_STREAM_LEGACY (0x1) */
+    return stream ? (wscu_stream)stream : (wscu_stream)(uintptr_t)1;
+}
+
+int ws_api_gpu_embed_device(whisper_stem *ctx, const ws_audio *a, void *stream,
+                            whisper_stem_device_alloc alloc, void *user,
+                            whisper_stem_device_array *out, ws_err *e)
+{
+    dev_target t = {ws_api_stream(stream), alloc, user, out};
+    return gpu_embed(ctx, a, NULL, &t, e);
+}
+
 int whisper_stem_embed_pcm_device(whisper_stem *ctx, const float *pcm, size_t n_samples,
                                   int sample_rate, int channels, void *stream,
                                   whisper_stem_device_alloc alloc, void *user,
@@ -928,8 +942,7 @@ int whisper_stem_embed_pcm_device(whisper_stem *ctx, const float *pcm, size_t n_
     whisper_stem_array dummy;
     if (pcm_in(fn, ctx, pcm, n_samples, sample_rate, channels, &dummy, &a, &e))
         return ws_api_fail(err, &e);
-    /* NULL is the legacy default stream, which the driver calls CU_STREAM_LEGACY (0x1) */
-    dev_target t = {stream ? (wscu_stream)stream : (wscu_stream)(uintptr_t)1, alloc, user, out};
+    dev_target t = {ws_api_stream(stream), alloc, user, out};
     int rc;
     if (ctx->mel_gpu) {
         rc = gpu_embed(ctx, &a, NULL, &t, &e);

@@ -34,9 +34,10 @@ typedef struct {
     int n_slabs;
     int gslot, gidx;  /* SUBMITTED .. COPYING: its GPU slot and place there */
     whisper_stem_array res;
+    whisper_stem_device_array dres; /* results on the device: the caller's block for it */
 } slot;
 
-enum { MAX_FLIGHT = 2 };
+enum { MAX_FLIGHT = 2, GROUP_MAX = 64 /* inputs in a launch: at most its windows (16) */ };
 
 typedef struct {
     int gpu_slot;
@@ -64,6 +65,12 @@ struct whisper_stem_batch {
     int n_fl;
     whisper_stem_info last; /* of the input batch_next returned last */
     int have_last;
+    /* results on the device (whisper_stem_batch_to_device) */
+    int dev;
+    void *dev_stream;
+    whisper_stem_device_alloc dev_alloc;
+    void *dev_user;
+    int started; /* a batch_next was called */
 };
 
 static void release_input(whisper_stem_batch *b, slot *s)
@@ -279,6 +286,10 @@ whisper_stem_batch *whisper_stem_batch_open(whisper_stem *ctx, const char *const
 /* s's result out of its GPU slot's pinned buffer into its array (without b->mu). */
 static void copy_one(whisper_stem_batch *b, slot *s)
 {
+    if (b->dev) { /* the result is in the caller's device memory already */
+        release_input(b, s);
+        return;
+    }
     size_t bytes = 0;
     const void *r = ws_gpu_batch_output(b->ctx->batcher, s->gslot, s->gidx, &bytes);
     ws_err e = {{0}};
@@ -349,6 +360,33 @@ static void gpu_finished(whisper_stem_batch *b, int g, int rc, const ws_err *e)
     pthread_cond_broadcast(&b->cv);
 }
 
+/* An allocator that gives the block the caller gave already (user: its device array). */
+static void *given_block(void *user, size_t bytes)
+{
+    (void)bytes; /* the same input, the same size */
+    return ((whisper_stem_device_array *)user)->data;
+}
+
+/* The caller's device memory for s's result (dres; kept when a launch is put off). */
+static int dev_block(whisper_stem_batch *b, slot *s, ws_err *e)
+{
+    if (s->dres.data)
+        return 0;
+    whisper_stem_array shape = {0};
+    const size_t bytes = ws_api_emb_shape(b->ctx, s->in.n_win, s->in.win_frames, &shape);
+    if (!bytes)
+        return ws_errf(e, "%d windows: the embeddings would overflow", s->in.n_win);
+    void *p = b->dev_alloc(b->dev_user, bytes);
+    if (!p)
+        return ws_errf(e, "the device allocator gave no memory for %zu bytes", bytes);
+    s->dres.data = p;
+    s->dres.ndim = shape.ndim;
+    memcpy(s->dres.shape, shape.shape, sizeof s->dres.shape);
+    if ((uintptr_t)p % 16)
+        return ws_errf(e, "the device allocator's pointer %p is not 16-byte aligned", p);
+    return 0;
+}
+
 /* One input longer than a slot, alone and synchronously (b->mu not held). */
 static void run_alone(whisper_stem_batch *b, size_t i)
 {
@@ -365,8 +403,13 @@ static void run_alone(whisper_stem_batch *b, size_t i)
             s->audio.n = s->in.n;
         }
     }
-    /* as whisper_stem_embed_file runs it: the same path, so the same bytes */
-    if (!rc)
+    /* as whisper_stem_embed_file runs it: the same path, so the same bytes; on the device
+     * into the block the caller gave for it already, if any (a launch that shrank) */
+    if (!rc && b->dev)
+        rc = ws_api_gpu_embed_device(ctx, &s->audio, b->dev_stream,
+                                     s->dres.data ? given_block : b->dev_alloc,
+                                     s->dres.data ? (void *)&s->dres : b->dev_user, &s->dres, &e);
+    else if (!rc)
         rc = ws_api_gpu_embed(ctx, &s->audio, &s->res, &e);
     if (rc) {
         whisper_stem_array_free(&s->res);
@@ -436,10 +479,23 @@ static int submit_ready(whisper_stem_batch *b)
     pthread_mutex_unlock(&b->mu);
 
     ws_err e = {{0}};
+    /* results on the device: the caller's blocks first (its allocator may call back into
+     * Python: never under the context's lock), kept if the launch is put off */
+    wscu_devptr dst[GROUP_MAX];
+    int arc = 0, k = 0;
+    for (size_t i = j; b->dev && !arc && i < end; i++) {
+        slot *s = &b->slots[i % b->n_slots];
+        if (s->state != SUBMITTED)
+            continue;
+        if (k >= GROUP_MAX)
+            arc = ws_errf(&e, "more than %d inputs in a launch", GROUP_MAX);
+        else if (!(arc = dev_block(b, s, &e)))
+            dst[k++] = (wscu_devptr)(uintptr_t)s->dres.data;
+    }
     pthread_mutex_lock(&ctx->stem_mu);
     /* with launches of its own in flight the batch does not wait for a slot (those come
      * back by themselves); without, it may: the other holders give theirs back unasked */
-    int g = ws_api_slot_get(ctx, !have_flights, &e);
+    int g = arc ? -1 : ws_api_slot_get(ctx, !have_flights, &e);
     if (g == -2) {
         pthread_mutex_unlock(&ctx->stem_mu);
         pthread_mutex_lock(&b->mu);
@@ -449,7 +505,8 @@ static int submit_ready(whisper_stem_batch *b)
         b->next_sub = j;
         return 0;
     }
-    int rc = g < 0 ? -1 : 0, k = 0;
+    int rc = g < 0 ? -1 : 0;
+    k = 0;
     for (size_t i = j; !rc && i < end; i++) {
         slot *s = &b->slots[i % b->n_slots];
         if (s->state != SUBMITTED)
@@ -459,7 +516,9 @@ static int submit_ready(whisper_stem_batch *b)
         s->gidx = k++; /* read only once the input is COPY */
     }
     if (!rc) {
-        rc = ws_gpu_batch_submit(ctx->batcher, g, "batch", &e);
+        rc = b->dev ? ws_gpu_batch_submit_to(ctx->batcher, g, "batch", ws_api_stream(b->dev_stream),
+                                             dst, NULL, &e)
+                    : ws_gpu_batch_submit(ctx->batcher, g, "batch", &e);
         if (rc == WS_BATCH_SHRUNK) /* out of device memory: the inputs one by one, alone */
             rc = 2;
         else /* failed part-way or not: what it queued must be done before the slot's reuse */
@@ -502,8 +561,9 @@ static int submit_ready(whisper_stem_batch *b)
 }
 
 /* batch_next on the GPU path, from input i (slot s), with b->mu held. */
-static int next_gpu(whisper_stem_batch *b, whisper_stem_array *out, size_t *index,
-                    whisper_stem_error *err, const size_t i, slot *s)
+static int next_gpu(whisper_stem_batch *b, whisper_stem_array *out,
+                    whisper_stem_device_array *dout, size_t *index, whisper_stem_error *err,
+                    const size_t i, slot *s)
 {
     ws_err e = {{0}};
     for (;;) {
@@ -540,8 +600,10 @@ static int next_gpu(whisper_stem_batch *b, whisper_stem_array *out, size_t *inde
         rc = ws_errf(&e, "%s", got.error);
     else if (got.mel.n_windows < 0)
         rc = ws_errf(&e, "%s: out of memory for the error message", b->paths[i]);
-    else
+    else if (!b->dev)
         *out = got.res;
+    if (b->dev) /* on failure too: the block is the caller's to free */
+        *dout = got.dres;
     free(got.error);
     if (rc < 0) {
         whisper_stem_array_free(&got.res);
@@ -560,17 +622,55 @@ int whisper_stem_batch_info(const whisper_stem_batch *b, whisper_stem_info *info
     return 0;
 }
 
-int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size_t *index,
-                            whisper_stem_error *err)
+int whisper_stem_batch_to_device(whisper_stem_batch *b, void *stream,
+                                 whisper_stem_device_alloc alloc, void *user,
+                                 whisper_stem_error *err)
+{
+    static const char fn[] = "whisper_stem_batch_to_device";
+    ws_err e = {{0}};
+    if (!b || !alloc)
+        return ws_errf(&e, "%s: %s is NULL", fn, b ? "alloc" : "batch"), ws_api_fail(err, &e);
+    if (!b->gpu)
+        return ws_errf(&e, "%s: results on the device need the stem and the log-Mel on a GPU "
+                           "(device cuda, mel device auto or cuda)", fn),
+               ws_api_fail(err, &e);
+    pthread_mutex_lock(&b->mu);
+    const int started = b->started;
+    if (!started) {
+        b->dev = 1;
+        b->dev_stream = stream;
+        b->dev_alloc = alloc;
+        b->dev_user = user;
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (started)
+        return ws_errf(&e, "%s: called after the batch's first result", fn), ws_api_fail(err, &e);
+    return 0;
+}
+
+static int batch_next(whisper_stem_batch *b, whisper_stem_array *out,
+                      whisper_stem_device_array *dout, size_t *index, whisper_stem_error *err)
 {
     ws_err e = {{0}};
+    const char *fn = dout ? "whisper_stem_batch_next_device" : "whisper_stem_batch_next";
     if (out)
         memset(out, 0, sizeof *out);
+    if (dout)
+        memset(dout, 0, sizeof *dout);
     if (!b)
-        return ws_errf(&e, "whisper_stem_batch_next: batch is NULL"), ws_api_fail(err, &e);
+        return ws_errf(&e, "%s: batch is NULL", fn), ws_api_fail(err, &e);
+    if (!out && !dout)
+        return ws_errf(&e, "%s: out is NULL", fn), ws_api_fail(err, &e);
+    if (!b->dev != !dout)
+        return ws_errf(&e, "%s: the batch gives its results %s", fn,
+                       b->dev ? "on the device: whisper_stem_batch_next_device"
+                              : "in host memory: whisper_stem_batch_next"),
+               ws_api_fail(err, &e);
+    whisper_stem_array none;
     if (!out)
-        return ws_errf(&e, "whisper_stem_batch_next: out is NULL"), ws_api_fail(err, &e);
+        out = &none;
     pthread_mutex_lock(&b->mu);
+    b->started = 1;
     if (b->next_out >= b->n) {
         pthread_mutex_unlock(&b->mu);
         return 0;
@@ -586,7 +686,7 @@ int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size
         s->state = READY;
     }
     if (b->gpu)
-        return next_gpu(b, out, index, err, i, s);
+        return next_gpu(b, out, dout, index, err, i, s);
     while (s->state != READY)
         pthread_cond_wait(&b->cv, &b->mu);
     slot got = *s;
@@ -614,4 +714,24 @@ int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size
     free(got.error);
     ws_mel_out_free(&got.mel);
     return rc < 0 ? ws_api_fail(err, &e) : 1;
+}
+
+int whisper_stem_batch_next(whisper_stem_batch *b, whisper_stem_array *out, size_t *index,
+                            whisper_stem_error *err)
+{
+    if (!out) { /* not the device's either */
+        ws_err e = {{0}};
+        return ws_errf(&e, "whisper_stem_batch_next: out is NULL"), ws_api_fail(err, &e);
+    }
+    return batch_next(b, out, NULL, index, err);
+}
+
+int whisper_stem_batch_next_device(whisper_stem_batch *b, whisper_stem_device_array *out,
+                                   size_t *index, whisper_stem_error *err)
+{
+    if (!out) {
+        ws_err e = {{0}};
+        return ws_errf(&e, "whisper_stem_batch_next_device: out is NULL"), ws_api_fail(err, &e);
+    }
+    return batch_next(b, NULL, out, index, err);
 }

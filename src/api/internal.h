@@ -51,6 +51,13 @@ void ws_api_slot_give(whisper_stem *ctx, int s);
 /* The embeddings of 16 kHz samples with the log-Mel on the GPU (any length) into out, a
  * host array; the context's lock taken inside. 0, or -1 with e. */
 int ws_api_gpu_embed(whisper_stem *ctx, const ws_audio *a, whisper_stem_array *out, ws_err *e);
+/* The same into the caller's device memory (alloc) on its stream, as
+ * whisper_stem_embed_pcm_device; ctx->mel_gpu. out->data: alloc's block, also on failure */
+int ws_api_gpu_embed_device(whisper_stem *ctx, const ws_audio *a, void *stream,
+                            whisper_stem_device_alloc alloc, void *user,
+                            whisper_stem_device_array *out, ws_err *e);
+/* A caller's stream for the driver: NULL is the legacy default stream */
+wscu_stream ws_api_stream(void *stream);
 
 /* Samples to what a GPU batch takes of them (the log-Mel's geometry by ctx's pad). */
 int ws_api_gpu_input(const whisper_stem *ctx, const ws_audio *a, ws_gpu_input *in,
