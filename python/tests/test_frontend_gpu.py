@@ -1,6 +1,7 @@
 """Frontend on a GPU: output="torch" (CUDA tensors computed into PyTorch's memory on its
 current stream) against output="numpy" bit for bit, the GPU's log-Mel against the command,
-a non-default stream, a long input, embed_batch and embed_files' info.
+a non-default stream, a long input, embed_batch and embed_files' info, embed_files into CUDA
+tensors without a device-to-host copy.
 
 Skipped unless torch.cuda.is_available() and the library opens the GPU. CI has no GPU: run
 it on a machine with one, e.g.
@@ -129,6 +130,31 @@ class FrontendGpuTest(unittest.TestCase):
         self.assertIsInstance(got[2][0], ws.Error)
         for k in (0, 3, 22):
             assert_same_bits(self, "files: jfk %d" % k, got[k][0], self.fe_np.embed_file(JFK))
+        # torch output: computed into tensors on the GPU (no host copy), the numpy bits
+        dev = list(self.fe_t.embed_files(paths, errors="return", info=True))
+        for k in (0, 1, 3, 22):
+            self.assertTrue(dev[k][0].is_cuda)
+            assert_same_bits(self, "torch files %d" % k, dev[k][0].cpu().numpy(), got[k][0])
+            self.assertEqual(dev[k][1], got[k][1])
+        self.assertIsInstance(dev[2][0], ws.Error)
+        it = self.fe_t.embed_files(paths)  # closed early with launches in flight
+        next(it)
+        it.close()
+
+    def test_torch_output_files_make_no_device_to_host_copy(self):
+        from torch.profiler import ProfilerActivity, profile
+
+        paths = [JFK] * 12
+        list(self.fe_t.embed_files(paths))  # warm
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            out = list(self.fe_t.embed_files(paths))
+            torch.cuda.synchronize()
+        names = [e.name for e in prof.events()]
+        if not any(n.startswith("ws_") for n in names):
+            self.skipTest("the CUDA profiler saw none of the library's kernels here")
+        dtoh = [n for n in names if "DtoH" in n or "Device -> Pageable" in n or "Device -> Pinned" in n]
+        self.assertEqual(dtoh, [], "embed_files with torch output copied to the host")
+        assert_same_bits(self, "profiled", out[5].cpu().numpy(), self.fe_np.embed_file(JFK))
 
     def test_features_and_log_mel_on_the_gpu(self):
         cpu = ws.features([self.jfk, self.long16[:480000]])

@@ -318,7 +318,10 @@ class Frontend:
         thread during a step raises ValueError). close() and Frontend.close() may come from
         any thread: a step in flight finishes first, its result is dropped and the iterator
         ends. paths: str, bytes or os.PathLike (ValueError for one holding a NUL byte).
-        With output="torch" the arrays are CUDA tensors (uploaded from the host result).
+        With output="torch" the arrays are CUDA tensors computed into memory PyTorch
+        allocates (on the current stream when the iterator was made), without a trip
+        through the host when the log-Mel runs on the GPU (mel_device "auto" or "cuda");
+        with mel_device="cpu" the host results are uploaded.
         """
         if errors not in ("raise", "return"):
             raise ValueError("errors must be 'raise' or 'return', got %r" % (errors,))
@@ -429,6 +432,34 @@ class _BatchIter:
             _lib.raise_error(err, "embed_files: whisper_stem_batch_open failed")
         self._b = b
         self._ctx.batches.add(self)
+        self._dev = None
+        if fe.output == "torch":
+            self._to_device(fe)
+
+    def _to_device(self, fe):
+        """Results into CUDA tensors allocated on the current stream (when the library's
+        batch runs on the GPU; else the host results are uploaded, _fe._out)."""
+        import torch
+
+        dev = fe._torch_device
+        blocks = {}  # data_ptr -> tensor, until its input's turn (or the batch's end)
+        failed = []
+
+        def alloc(user, nbytes):
+            # an exception must not escape: ctypes would hand C an arbitrary pointer
+            try:
+                t = torch.empty(nbytes // 4, dtype=torch.float32, device=dev)
+                blocks[t.data_ptr()] = t
+                return t.data_ptr()
+            except BaseException as e:  # noqa: BLE001 (raised by the step)
+                failed.append(e)
+                return None
+
+        cb = _lib.DEVICE_ALLOC(alloc)
+        stream = torch.cuda.current_stream(dev).cuda_stream
+        err = _lib.new_error()
+        if _lib.batch_to_device(self._b, stream or None, cb, None, ctypes.byref(err)) == 0:
+            self._dev = (cb, blocks, failed, dev)
 
     def __iter__(self):
         return self
@@ -438,17 +469,32 @@ class _BatchIter:
 
     def _pull(self):
         """One result from the library into _pending."""
-        out = _lib._CArray()
         idx = ctypes.c_size_t(_SIZE_MAX)
         err = _lib.new_error()
-        r = _lib.batch_next(self._b, ctypes.byref(out), ctypes.byref(idx), ctypes.byref(err))
+        if self._dev:
+            import torch
+
+            _, blocks, failed, dev = self._dev
+            out = _lib._CDeviceArray()
+            with torch.cuda.device(dev):
+                r = _lib.batch_next_device(self._b, ctypes.byref(out), ctypes.byref(idx), ctypes.byref(err))
+            t = blocks.pop(out.data, None) if out.data else None
+            if failed:
+                e = failed.pop(0)
+                self.close()
+                raise e
+        else:
+            out = _lib._CArray()
+            r = _lib.batch_next(self._b, ctypes.byref(out), ctypes.byref(idx), ctypes.byref(err))
         i = idx.value
         inf = None
         if self._info and r in (1, -1):
             ci = _lib._CInfo()
             if _lib.batch_info(self._b, ctypes.byref(ci)) == 0 and ci.windows > 0:
                 inf = ci.as_dict()
-        if r == 1 and i < len(self.paths):
+        if r == 1 and i < len(self.paths) and self._dev:
+            self._pending[i] = (t.view(tuple(int(out.shape[k]) for k in range(out.ndim))), inf)
+        elif r == 1 and i < len(self.paths):
             self._pending[i] = (self._fe._out(_lib.take(out)), inf)
         elif r == -1 and i < len(self.paths):
             msg = err.msg.decode("utf-8", "replace")
@@ -494,6 +540,8 @@ class _BatchIter:
 
     def _free(self, b):
         self._pending.clear()
+        if self._dev:
+            self._dev[1].clear()  # blocks of inputs never returned
         self._next = len(self.paths)
         _lib.batch_close(b)
         self._ctx.batches.discard(self)

@@ -165,6 +165,9 @@ batch_open = _proto("whisper_stem_batch_open", _P, _P, ctypes.POINTER(ctypes.c_c
 batch_next = _proto("whisper_stem_batch_next", ctypes.c_int, _P, _ARR, ctypes.POINTER(_SIZE), _ERR)
 batch_close = _proto("whisper_stem_batch_close", None, _P)
 batch_info = _proto("whisper_stem_batch_info", ctypes.c_int, _P, ctypes.POINTER(_CInfo))
+batch_to_device = _proto("whisper_stem_batch_to_device", ctypes.c_int, _P, _P, DEVICE_ALLOC, _P, _ERR)
+batch_next_device = _proto("whisper_stem_batch_next_device", ctypes.c_int, _P, ctypes.POINTER(_CDeviceArray),
+                           ctypes.POINTER(_SIZE), _ERR)
 pcm_info = _proto("whisper_stem_pcm_info", ctypes.c_int, _P, _SIZE, ctypes.c_int, ctypes.c_int,
                   ctypes.POINTER(_CInfo), _ERR)
 log_mel_batch = _proto("whisper_stem_log_mel_batch", ctypes.c_int, _P, ctypes.POINTER(ctypes.c_void_p), _SIZE_P,
