@@ -58,7 +58,8 @@ static void wait_for_run(int rfd)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = forward;
-    sa.sa_flags = SA_RESTART;
+    sa.sa_flags = 0; /* the read below returns EINTR and goes again (a sanitizer's runtime
+                      * acts on a signal only then) */
     sigfillset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof FORWARDED / sizeof *FORWARDED; i++) {
         struct sigaction old;
