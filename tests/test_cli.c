@@ -1054,3 +1054,41 @@ Test(cli, detached_run_ends_when_the_process_started_is_killed, .timeout = 60)
     cr_assert(!file_exists(out));
     free(e);
 }
+
+/* A GPU run of many inputs on the repository's stand-in driver (tests/stub/libcuda.c:
+ * allocations, copies and events behave, kernels compute nothing): the GPU opened while
+ * the inputs are named, the slots' buffers made on a thread while the first inputs
+ * decode, batches, and the two processes: every output written, status 0 as soon as
+ * they are, the same again with the run in one process. */
+Test(cli, gpu_run_on_a_stand_in_driver_writes_every_output, .timeout = 120)
+{
+    test_stub_driver();
+    const char *dir = test_tmpdir();
+    char model[1024], cmd[8192], err[4096], p[1100];
+    mkmodel(dir, "tiny.gguf", "--size tiny", model, sizeof model);
+    float *x = tone(16000 * 30, 220, 9);
+    snprintf(p, sizeof p, "%s/a.wav", dir);
+    write_wav(p, x, 16000 * 30, 16000, SF_FORMAT_WAV | SF_FORMAT_PCM_16);
+    snprintf(cmd, sizeof cmd, "%s/list.txt", dir);
+    FILE *f = fopen(cmd, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 40; i++)
+        fprintf(f, "%s/l%02d.wav\n", dir, i);
+    fclose(f);
+    for (int i = 0; i < 40; i++) {
+        char q[1100];
+        snprintf(q, sizeof q, "%s/l%02d.wav", dir, i);
+        cr_assert_eq(symlink(p, q), 0);
+    }
+    for (int detach = 1; detach >= 0; detach--) {
+        snprintf(cmd, sizeof cmd, "%s%s -q --device cuda -m %s --list %s/list.txt -O %s/out%d",
+                 detach ? "" : "WHISPER_STEM_NO_DETACH=1 ", ws_bin(), model, dir, dir, detach);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s: %s", cmd, err);
+        cr_assert_eq(err[0], 0, "-q: nothing on stderr: %s", err);
+        char out[1100];
+        snprintf(out, sizeof out, "%s/out%d", dir, detach);
+        cr_assert_eq(count_files(out), 80, "40 outputs and their sidecars");
+    }
+    free(x);
+    unsetenv("WHISPER_STEM_LIBCUDA");
+}
