@@ -1057,9 +1057,8 @@ Test(cli, detached_run_ends_when_the_process_started_is_killed, .timeout = 60)
 
 /* A GPU run of many inputs on the repository's stand-in driver (tests/stub/libcuda.c:
  * allocations, copies and events behave, kernels compute nothing): the GPU opened while
- * the inputs are named, the slots' buffers made on a thread while the first inputs
- * decode, batches, and the two processes: every output written, status 0 as soon as
- * they are, the same again with the run in one process. */
+ * the inputs are named, batches, and the two processes: every output written, status 0
+ * as soon as they are, the same again with the run in one process. */
 Test(cli, gpu_run_on_a_stand_in_driver_writes_every_output, .timeout = 120)
 {
     test_stub_driver();

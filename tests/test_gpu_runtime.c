@@ -214,7 +214,6 @@ Test(runtime, the_stem_the_log_mel_the_batches_and_a_plan_share_one_context)
                            .stage_bytes = (size_t)32 << 20};
     ws_gpu_batcher *b = ws_gpu_batcher_new(p1, 0, &o, &e);
     cr_assert_not_null(b, "%s", e.msg);
-    ws_gpu_batch_reserve(b, 8); /* both slots sized on a thread; slot 0's submission waits */
     ws_gpu_batch_opts om = o;
     om.stem = 0;
     ws_gpu_batcher *bm = ws_gpu_batcher_new(NULL, 0, &om, &e);

@@ -249,8 +249,6 @@ int main(int argc, char **argv)
                                        &err);
         if (r.on_gpu) /* inputs too long for a batch get the bits they would get in one */
             ws_gpu_set_fixed(ws_stem_gpu(r.stem), 1);
-        if (r.batcher) /* the slots' buffers made while the first inputs decode */
-            ws_gpu_batch_reserve(r.batcher, o.n_inputs);
         if (!r.batcher && (r.on_gpu || o.device == WS_DEVICE_CUDA || o.mel_device == WS_DEVICE_CUDA)) {
             ws_eprintf(PROG ": --device cuda: %s", err.msg);
             status = 1;
@@ -335,7 +333,6 @@ int main(int argc, char **argv)
     ws_progress_total(o.n_inputs);
     ws_progress_start(o.n_inputs, o.progress_s, o.quiet);
     const int failed = ws_run(&r, jobs, o.n_inputs);
-    ws_gpu_batch_reserve_end(r.batcher); /* a run of fewer batches than slots ends first */
     ws_progress_stop();
     int manifest_bad = ws_run_manifest_lost() > 0;
     if (r.manifest_fd >= 0 && fsync(r.manifest_fd) != 0 && errno != EINVAL && errno != EROFS) {

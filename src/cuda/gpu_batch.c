@@ -83,11 +83,6 @@ struct ws_gpu_batcher {
     void **chunks;
     int n_chunks;
     char name[200];
-    /* ws_gpu_batch_reserve: a thread sizing the slots for full batches; slots below
-     * reserved_upto are done (mu and reserve_cv guard it) */
-    pthread_t reserver;
-    int reserving, reserved_upto, to_reserve;
-    pthread_cond_t reserve_cv;
 };
 
 static int elem_bytes(const ws_gpu_batcher *b)
@@ -212,19 +207,10 @@ static void free_slot_device(ws_gpu_batcher *b, slot *s)
         free_dbuf(b->cu, all[i]);
 }
 
-static void reserve_join(ws_gpu_batcher *b)
-{
-    if (b->reserving) {
-        pthread_join(b->reserver, NULL);
-        b->reserving = 0;
-    }
-}
-
 void ws_gpu_batcher_free(ws_gpu_batcher *b)
 {
     if (!b)
         return;
-    reserve_join(b);
     if (b->gpu) {
         ws_gpu *g = b->gpu;
         ws_cu *cu = &g->cu;
@@ -260,7 +246,6 @@ void ws_gpu_batcher_free(ws_gpu_batcher *b)
     free(b->slots);
     free(b->chunks);
     free(b->free_slabs);
-    pthread_cond_destroy(&b->reserve_cv);
     pthread_mutex_destroy(&b->mu);
     free(b);
 }
@@ -279,7 +264,6 @@ ws_gpu_batcher *ws_gpu_batcher_new(ws_gpu_pair *g, int ordinal, const ws_gpu_bat
     if (!b)
         return ws_errf(err, "out of memory"), NULL;
     pthread_mutex_init(&b->mu, NULL);
-    pthread_cond_init(&b->reserve_cv, NULL);
     b->o = *o;
     b->g = g;
     if (g) {
@@ -428,67 +412,6 @@ cleanup:
     return -1;
 }
 
-/* Slot sl sized for a full batch of the command (max_windows windows of 30 s, results in
- * its pinned buffer), as its first such submission would size it. A buffer the device has
- * no memory for is left to the submission (which then shrinks the batches). */
-static void reserve_slot(ws_gpu_batcher *b, slot *sl)
-{
-    ws_err e = {{0}};
-    const size_t Wc = (size_t)ws_gpu_batch_max_windows(b), F = MAX_WIN_FRAMES, nm = (size_t)b->o.n_mels;
-    size_t h1_f = 0, out_f = 0;
-    if (b->o.stem)
-        ws_gpu_stem_bytes(b->g, (int)Wc, (int)F, &h1_f, &out_f);
-    const size_t res_f = result_bytes(b, (int)Wc, (int)F);
-    int oom = grow(b, &sl->in, b->o.mel_on_gpu ? Wc * (CHUNK_SAMPLES + HOP) * 4 : Wc * nm * F * 4, &e);
-    if (!oom && b->o.mel_on_gpu)
-        oom = grow(b, &sl->tab, Wc * sizeof(ws_gpu_mel_item), &e) ||
-              grow(b, &sl->scratch, ws_gpu_mel_scratch_bytes((int)nm, 2 * Wc * F + Wc, (int)Wc), &e) ||
-              grow(b, &sl->mel, Wc * nm * F * 4, &e);
-    if (!oom && b->o.stem)
-        oom = grow(b, &sl->h1, h1_f, &e) || grow(b, &sl->out, out_f, &e);
-    if (!oom && b->o.out_f16)
-        oom = grow(b, &sl->out16, res_f, &e);
-    if (!oom)
-        oom = grow_host(b, &sl->h_res, &sl->h_res_cap, res_f, &e) ||
-              (b->o.mel_on_gpu &&
-               grow_host(b, (void **)&sl->h_tab, &sl->h_tab_cap, Wc * sizeof(ws_gpu_mel_item), &e));
-}
-
-static void *reserve_main(void *arg)
-{
-    ws_gpu_batcher *b = arg;
-    if (b->cu->CtxSetCurrent(b->ctx) == WS_CUDA_SUCCESS)
-        for (int s = 0; s < b->to_reserve; s++) {
-            reserve_slot(b, &b->slots[s]);
-            pthread_mutex_lock(&b->mu);
-            b->reserved_upto = s + 1;
-            pthread_cond_broadcast(&b->reserve_cv);
-            pthread_mutex_unlock(&b->mu);
-        }
-    pthread_mutex_lock(&b->mu);
-    b->reserved_upto = b->o.slots;
-    pthread_cond_broadcast(&b->reserve_cv);
-    pthread_mutex_unlock(&b->mu);
-    return NULL;
-}
-
-void ws_gpu_batch_reserve_end(ws_gpu_batcher *b)
-{
-    if (b)
-        reserve_join(b);
-}
-
-void ws_gpu_batch_reserve(ws_gpu_batcher *b, int n_inputs)
-{
-    const int W = ws_gpu_batch_max_windows(b);
-    if (b->reserving || b->reserved_upto || n_inputs < 2)
-        return;
-    /* the slots the inputs fill (a 30 s input: a window each) */
-    b->to_reserve = (n_inputs + W - 1) / W < b->o.slots ? (n_inputs + W - 1) / W : b->o.slots;
-    if (pthread_create(&b->reserver, NULL, reserve_main, b) == 0)
-        b->reserving = 1;
-}
-
 int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err)
 {
     return ws_gpu_batch_submit_to(b, s, label, NULL, NULL, NULL, err);
@@ -502,17 +425,6 @@ int ws_gpu_batch_submit_to(ws_gpu_batcher *b, int s, const char *label, wscu_str
     const wscu_stream st = stream ? stream : sl->st;
     if (sl->n < 1)
         return ws_errf(err, "ws_gpu_batch_submit: an empty batch");
-    if (b->reserving) { /* the slot's buffers are being made: wait for them */
-        double t0 = ws_now();
-        pthread_mutex_lock(&b->mu);
-        while (b->reserved_upto <= s)
-            pthread_cond_wait(&b->reserve_cv, &b->mu);
-        const int all = b->reserved_upto >= b->o.slots;
-        pthread_mutex_unlock(&b->mu);
-        if (all) /* the thread has ended, or is about to */
-            reserve_join(b);
-        b->alloc_ms += 1e3 * (ws_now() - t0);
-    }
     WS_RANGE_PUSH(label ? label : "batch");
     int rc = -1;
     const int W = sl->windows, T = sl->win_frames, nm = b->o.n_mels;

@@ -99,14 +99,6 @@ int ws_gpu_batch_submit(ws_gpu_batcher *b, int s, const char *label, ws_err *err
  * slot's earlier batch must have completed (ws_gpu_batch_wait) before it is filled again. */
 int ws_gpu_batch_submit_to(ws_gpu_batcher *b, int s, const char *label, wscu_stream stream,
                            const wscu_devptr *dst, void *const *host, ws_err *err);
-/* Sizes the slots n_inputs of 30 s would fill for full batches (results in their pinned
- * buffers) on a thread of its own, slot 0 first, while the caller goes on (the inputs are
- * decoded meanwhile): a submission to a slot waits for that slot's buffers only. Once,
- * before the first submission; nothing for fewer than 2 inputs; without a thread, the
- * submissions size the slots as before. */
-void ws_gpu_batch_reserve(ws_gpu_batcher *b, int n_inputs);
-/* Waits for that thread, if any (the run's end; ws_gpu_batcher_free does too). */
-void ws_gpu_batch_reserve_end(ws_gpu_batcher *b);
 /* 1 when slot s's batch has completed, 0 not yet, -1 with err. */
 int ws_gpu_batch_done(ws_gpu_batcher *b, int s, ws_err *err);
 /* Waits (yielding the CPU) for slot s's batch; 0 or -1 with err. */
