@@ -47,8 +47,9 @@ typedef struct {
 void ws_cli_detach(const options *o);
 
 /* The run's outputs are in place: standard streams let go, the status sent to the
- * waiting process (nothing when not detached). */
-void ws_cli_detach_done(int status);
+ * waiting process (nothing when not detached, or when gpu_shared is 0: a GPU in an
+ * exclusive compute mode, which the first then waits to see released). */
+void ws_cli_detach_done(int status, int gpu_shared);
 
 /* Parses argv into o (options.c). Returns -1 to go on, else the exit status (--help and
  * --version: 0; a usage error: 2, said on stderr). */

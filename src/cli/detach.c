@@ -16,6 +16,12 @@
  * - Signals the first receives (HUP, INT, QUIT, TERM, USR1, USR2, ALRM, XCPU, VTALRM:
  *   signals.c's) go to the second, which ends its run as it would alone (no partial
  *   output, one line on stderr); the first then exits as the second did, 128 + signal.
+ *   They are blocked across the fork: one that comes before the first is ready to pass it
+ *   on waits for it, and in the second for its signal thread (signals.c).
+ * - Only where other processes may open the GPU while this context goes away: in an
+ *   exclusive compute mode the next command's context would fail (or, with --device
+ *   auto, fall back to the CPU) during the teardown, so there the second process ends
+ *   whole before the first does.
  * - The second gets SIGTERM if the first dies (PR_SET_PDEATHSIG): a killed command
  *   leaves no run behind.
  * - Without the status byte (the second crashed, or was interrupted), the first waits
@@ -24,6 +30,8 @@
  *   --device cpu, without a CUDA driver, under a CUDA profiler or checker (nsys, ncu,
  *   compute-sanitizer inject themselves through CUDA_INJECTION64_PATH and follow the
  *   process they started), or with WHISPER_STEM_NO_DETACH set.
+ * - Descriptors other than the standard streams that the caller passed (a --list on
+ *   /dev/fd/N) stay open in the second process until its teardown ends.
  *   WHISPER_STEM_DETACH=1 detaches any run, also on the CPU (tests).
  * Tests: tests/test_cli.c (cli.detached_*).
  */
@@ -33,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,8 +61,9 @@ static void forward(int sig)
     errno = e;
 }
 
-/* The first process: waits, then ends as the second said or did. Never returns. */
-static void wait_for_run(int rfd)
+/* The first process: waits, then ends as the second said or did. Never returns. The
+ * forwarded signals are blocked on entry (prev: the mask before). */
+static void wait_for_run(int rfd, const sigset_t *prev)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -68,6 +78,7 @@ static void wait_for_run(int rfd)
         sigaction(FORWARDED[i], &sa, NULL);
     }
     signal(SIGPIPE, SIG_IGN);
+    sigprocmask(SIG_SETMASK, prev, NULL); /* those that came meanwhile go on now */
     unsigned char st;
     ssize_t r;
     do
@@ -84,6 +95,8 @@ static void wait_for_run(int rfd)
         _exit(WEXITSTATUS(ws));
     if (w == g_child && WIFSIGNALED(ws)) {
         const int sig = WTERMSIG(ws);
+        const struct rlimit none = {0, 0}; /* its core, if any, is the second's */
+        setrlimit(RLIMIT_CORE, &none);
         signal(sig, SIG_DFL);
         sigset_t one;
         sigemptyset(&one);
@@ -106,9 +119,16 @@ void ws_cli_detach(const options *o)
     int p[2];
     if (pipe2(p, O_CLOEXEC))
         return; /* one process, as without a GPU */
+    sigset_t fwd, prev;
+    sigemptyset(&fwd);
+    for (size_t i = 0; i < sizeof FORWARDED / sizeof *FORWARDED; i++)
+        sigaddset(&fwd, FORWARDED[i]);
+    sigprocmask(SIG_BLOCK, &fwd, &prev);
+    signal(SIGCHLD, SIG_DFL); /* inherited SIG_IGN would reap the second unseen */
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) {
+        sigprocmask(SIG_SETMASK, &prev, NULL);
         close(p[0]);
         close(p[1]);
         return;
@@ -116,8 +136,9 @@ void ws_cli_detach(const options *o)
     if (pid > 0) {
         close(p[1]);
         g_child = pid;
-        wait_for_run(p[0]);
+        wait_for_run(p[0], &prev);
     }
+    /* the second keeps them blocked: ws_signals_init's thread takes what is pending */
     close(p[0]);
     g_done_fd = p[1];
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -125,10 +146,11 @@ void ws_cli_detach(const options *o)
         _exit(128 + SIGTERM);
 }
 
-void ws_cli_detach_done(int status)
+void ws_cli_detach_done(int status, int gpu_shared)
 {
-    if (g_done_fd < 0)
-        return;
+    if (g_done_fd < 0 || !gpu_shared)
+        return; /* not detached; or the first waits for this process's whole end */
+    prctl(PR_SET_PDEATHSIG, 0); /* the first goes now: that is no reason to stop */
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null >= 0) {
         dup2(null, STDIN_FILENO);

@@ -365,7 +365,7 @@ out:
          * reclaims all of it when the process ends, so end it here (-v keeps the orderly
          * teardown and reports its time). */
         fflush(NULL);
-        ws_cli_detach_done(status);
+        ws_cli_detach_done(status, ws_gpu_device_shared(o.gpu_ordinal));
         _exit(status);
     }
     const double t_free = ws_now();
@@ -378,6 +378,6 @@ out:
     if (have_model)
         ws_model_free(&model);
     fflush(NULL);
-    ws_cli_detach_done(status);
+    ws_cli_detach_done(status, 1); /* the GPU (if any) let go above */
     return status;
 }

@@ -71,6 +71,21 @@ int ws_gpu_driver_present(void)
     return ws_cu_driver_present();
 }
 
+int ws_gpu_device_shared(int ordinal)
+{
+    int shared = 0;
+    pthread_mutex_lock(&R.mu);
+    for (struct ws_gpu_device *d = R.devices; d; d = d->next) {
+        int mode = -1;
+        if (d->ordinal == ordinal &&
+            R.cu.DeviceGetAttribute(&mode, WS_CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, d->dev) ==
+                WS_CUDA_SUCCESS)
+            shared = mode == 0;
+    }
+    pthread_mutex_unlock(&R.mu);
+    return shared;
+}
+
 int ws_gpu_probe(int ordinal, char *name, size_t cap, ws_err *err)
 {
     wscu_device dev = 0;

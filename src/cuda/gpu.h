@@ -29,6 +29,11 @@ int ws_gpu_probe(int ordinal, char *name, size_t cap, ws_err *err);
  * a device works: tells "no driver installed" from "a driver, but no usable GPU" (gpu.c). */
 int ws_gpu_driver_present(void);
 
+/* 1 when device `ordinal` is open in this process and in the default compute mode (other
+ * processes may make contexts on it while this one holds its own); 0 otherwise
+ * (exclusive or prohibited modes, or not open). */
+int ws_gpu_device_shared(int ordinal);
+
 /* Opens device number `ordinal` on the device runtime (gpu.c: the driver, the device's
  * primary context, a stream), checks the pair (the stem's two descriptors as ws_stem_descs
  * writes them, one math; anything else is refused naming the field) and makes an engine plan

@@ -108,6 +108,7 @@ int cuDeviceGetAttribute(int *v, int attr, int d)
     case 75: *v = cc / 10; return OK;  /* capability major */
     case 76: *v = cc % 10; return OK;
     case 97: *v = 232448; return OK;   /* shared memory per block, opt-in */
+    case 20: *v = env_int("STUB_CUDA_COMPUTE_MODE", 0); return OK; /* 0 default, 3 exclusive */
     }
     *v = 0;
     return OK;
