@@ -416,9 +416,9 @@ static int gpu_embed(whisper_stem *ctx, const ws_audio *a, whisper_stem_array *o
         void *p = dev->alloc(dev->user, bytes);
         if (!p)
             return ws_errf(e, "the device allocator gave no memory for %zu bytes", bytes);
+        dev->out->data = p; /* the caller's to free, also when refused below */
         if ((uintptr_t)p % 16)
             return ws_errf(e, "the device allocator's pointer %p is not 16-byte aligned", p);
-        dev->out->data = p;
         dst = (wscu_devptr)(uintptr_t)p;
     }
     int rc = 0;
@@ -639,7 +639,7 @@ static int pcm_in(const char *fn, whisper_stem *ctx, const float *pcm, size_t n,
         return ws_errf(e, "%s: out is NULL", fn);
     if (n && !pcm)
         return ws_errf(e, "%s: pcm is NULL with n_samples %zu", fn, n);
-    const int v = ws_audio_pcm_view(a, pcm, n, rate, channels, "pcm", e);
+    const int v = ws_audio_pcm_view(a, pcm, n, rate, channels, ctx->threads, "pcm", e);
     if (v)
         return v < 0 ? -1 : 0;
     return ws_audio_from_pcm(a, pcm, n, rate, channels, "pcm", e);
