@@ -117,9 +117,10 @@ double ws_audio_out_len(double n, double in_rate, double out_rate);
 /* PCM that needs no conversion (16 kHz, one channel, at least one frame) as *a without a
  * copy: a->x is pcm itself, to be read only and never freed (not ws_audio_free). 1 when
  * so (the samples checked finite, as ws_audio_from_pcm checks them), 0 when the PCM needs
- * ws_audio_from_pcm, -1 with err on a non-finite sample or too many. */
+ * ws_audio_from_pcm, -1 with err on a non-finite sample or too many. A long input is
+ * checked on up to `threads` threads of the process's pool (ws_parallel). */
 int ws_audio_pcm_view(ws_audio *a, const float *pcm, size_t frames, int rate, int channels,
-                      const char *name, ws_err *err);
+                      int threads, const char *name, ws_err *err);
 
 /* Frees a->x and zeroes *a. NULL-safe. */
 void ws_audio_free(ws_audio *a);

@@ -64,8 +64,8 @@ void ws_audio_s16_to_float(const short *x, float *y, size_t n)
 }
 
 /* Long inputs are checked on several threads (memory-bound: one core reads 123 MB, 32
- * minutes, in about 10 ms): parts of at least 2 Mi samples, at most 8, the first
- * non-finite of the lowest part that has one. */
+ * minutes, in about 10 ms): parts of at least 2 Mi samples, at most 8 and at most the
+ * caller's threads, the first non-finite of the lowest part that has one. */
 #define NF_PART ((size_t)2 << 20)
 #define NF_PARTS 8
 
@@ -83,9 +83,11 @@ static void nf_part(void *ctx, int i, int n)
     j->first[i] = k < b - a ? a + k : j->n;
 }
 
-static size_t first_nonfinite_long(const float *x, size_t n)
+static size_t first_nonfinite_long(const float *x, size_t n, int threads)
 {
     size_t parts = n / NF_PART;
+    if (threads >= 1 && parts > (size_t)threads)
+        parts = (size_t)threads;
     if (parts < 2)
         return ws_audio_first_nonfinite(x, n);
     nf_job j = {.x = x, .n = n};
@@ -99,14 +101,14 @@ static size_t first_nonfinite_long(const float *x, size_t n)
 }
 
 int ws_audio_pcm_view(ws_audio *a, const float *pcm, size_t frames, int rate, int channels,
-                      const char *name, ws_err *err)
+                      int threads, const char *name, ws_err *err)
 {
     memset(a, 0, sizeof *a);
     if (rate != WS_SAMPLE_RATE || channels != 1 || !pcm || !frames)
         return 0;
     if (frames > WS_AUDIO_MAX_SAMPLES)
         return ws_errf(err, "%s: %zu samples, over the limit of %zu", name, frames, WS_AUDIO_MAX_SAMPLES);
-    const size_t bad = first_nonfinite_long(pcm, frames);
+    const size_t bad = first_nonfinite_long(pcm, frames, threads);
     if (bad < frames)
         return ws_errf(err, "%s: frame %zu is not a finite number (%g)", name, bad, (double)pcm[bad]);
     a->x = (float *)pcm; /* borrowed: read only, never freed */
@@ -135,7 +137,7 @@ int ws_audio_from_pcm(ws_audio *a, const float *pcm, size_t frames, int rate, in
     if (frames && !mono)
         return ws_errf(err, "%s: out of memory for %zu samples", name, frames);
     if (channels == 1 && frames) { /* mono: checked in blocks, copied whole */
-        const size_t bad = first_nonfinite_long(pcm, frames);
+        const size_t bad = ws_audio_first_nonfinite(pcm, frames);
         if (bad < frames) {
             free(mono);
             return ws_errf(err, "%s: frame %zu is not a finite number (%g)", name, bad, (double)pcm[bad]);

@@ -53,8 +53,10 @@
 
 /* --- byte sources: memory, or a regular file read with pread ------------- */
 
-/* pread of n bytes at the file's offset at; how many came (short: recorded in s) */
-static size_t pread_all(source *s, uint64_t at, unsigned char *d, size_t n)
+/* pread of n bytes at the file's offset at; how many came. With record, a short read
+ * is recorded in s (an error, or the file shorter than at open); without (a read-ahead
+ * past what was asked for), the plain read of what was asked for records it. */
+static size_t pread_all(source *s, uint64_t at, unsigned char *d, size_t n, int record)
 {
     size_t got = 0;
     while (got < n) {
@@ -62,12 +64,13 @@ static size_t pread_all(source *s, uint64_t at, unsigned char *d, size_t n)
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            if (!s->read_errno)
+            if (record && !s->read_errno)
                 s->read_errno = errno;
             break;
         }
         if (r == 0) {
-            s->shrunk = 1;
+            if (record)
+                s->shrunk = 1;
             break;
         }
         got += (size_t)r;
@@ -108,14 +111,14 @@ size_t ws_audio_src_read(source *s, uint64_t off, void *dst, size_t n)
         while (got < n && s->ra && (in_order || (at >= s->ra_off && at < s->ra_off + s->ra_len))) {
             const uint64_t p = at + got;
             if (p < s->ra_off || p >= s->ra_off + s->ra_len) { /* refill from p */
-                if (s->shrunk || s->read_errno)
-                    break;
                 const uint64_t left = s->base + s->len - p;
+                const size_t want = left < WS_SRC_READAHEAD ? (size_t)left : WS_SRC_READAHEAD;
                 s->ra_off = p;
-                s->ra_len = pread_all(s, p, s->ra, left < WS_SRC_READAHEAD ? (size_t)left
-                                                                             : WS_SRC_READAHEAD);
-                if (s->ra_len == 0)
+                s->ra_len = pread_all(s, p, s->ra, want, 0);
+                if (s->ra_len < want) { /* an error or the end: the plain read says which */
+                    s->ra_len = 0;
                     break;
+                }
             }
             size_t k = (size_t)(s->ra_off + s->ra_len - p);
             if (k > n - got)
@@ -123,8 +126,8 @@ size_t ws_audio_src_read(source *s, uint64_t off, void *dst, size_t n)
             memcpy(d + got, s->ra + (p - s->ra_off), k);
             got += k;
         }
-        if (got < n && !s->shrunk && !s->read_errno)
-            got += pread_all(s, at + got, d + got, n - got);
+        if (got < n)
+            got += pread_all(s, at + got, d + got, n - got, 1);
     }
     if (s->patch_len && got && off < s->patch_off + s->patch_len && s->patch_off < off + got) {
         uint64_t a = off > s->patch_off ? off : s->patch_off;
