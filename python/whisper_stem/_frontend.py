@@ -444,19 +444,24 @@ class _BatchIter:
         dev = fe._torch_device
         blocks = {}  # data_ptr -> tensor, until its input's turn (or the batch's end)
         failed = []
+        # the library's work goes on this stream: the blocks are allocated on it too,
+        # whatever stream is current at a later step, so PyTorch reuses a dropped block
+        # only after the work queued there
+        cur = torch.cuda.current_stream(dev)
 
         def alloc(user, nbytes):
             # an exception must not escape: ctypes would hand C an arbitrary pointer
             try:
-                t = torch.empty(nbytes // 4, dtype=torch.float32, device=dev)
+                with torch.cuda.stream(cur):
+                    t = torch.empty(nbytes // 4, dtype=torch.float32, device=dev)
                 blocks[t.data_ptr()] = t
                 return t.data_ptr()
-            except BaseException as e:  # noqa: BLE001 (raised by the step)
+            except BaseException as e:  # noqa: BLE001 (the cause of the inputs' errors)
                 failed.append(e)
                 return None
 
         cb = _lib.DEVICE_ALLOC(alloc)
-        stream = torch.cuda.current_stream(dev).cuda_stream
+        stream = cur.cuda_stream
         err = _lib.new_error()
         if _lib.batch_to_device(self._b, stream or None, cb, None, ctypes.byref(err)) == 0:
             self._dev = (cb, blocks, failed, dev)
@@ -479,10 +484,6 @@ class _BatchIter:
             with torch.cuda.device(dev):
                 r = _lib.batch_next_device(self._b, ctypes.byref(out), ctypes.byref(idx), ctypes.byref(err))
             t = blocks.pop(out.data, None) if out.data else None
-            if failed:
-                e = failed.pop(0)
-                self.close()
-                raise e
         else:
             out = _lib._CArray()
             r = _lib.batch_next(self._b, ctypes.byref(out), ctypes.byref(idx), ctypes.byref(err))
@@ -498,7 +499,10 @@ class _BatchIter:
             self._pending[i] = (self._fe._out(_lib.take(out)), inf)
         elif r == -1 and i < len(self.paths):
             msg = err.msg.decode("utf-8", "replace")
-            self._pending[i] = (Error(msg or "%s: failed" % (self.paths[i],)), None)
+            e = Error(msg or "%s: failed" % (self.paths[i],))
+            if self._dev and self._dev[2] and "device allocator" in msg:
+                e.__cause__ = self._dev[2][-1]  # what PyTorch raised (its launch's inputs fail)
+            self._pending[i] = (e, None)
         else:
             self.close()
             raise Error("embed_files: the library's batch ended after %d of %d inputs%s" % (
@@ -540,10 +544,10 @@ class _BatchIter:
 
     def _free(self, b):
         self._pending.clear()
-        if self._dev:
-            self._dev[1].clear()  # blocks of inputs never returned
         self._next = len(self.paths)
         _lib.batch_close(b)
+        if self._dev:
+            self._dev[1].clear()  # blocks of inputs never returned (their work is done)
         self._ctx.batches.discard(self)
         self._ctx.release()
 
