@@ -1018,40 +1018,42 @@ static char *read_to_end(int fd)
     return s;
 }
 
+/* A blocked detached run, sig sent to the process started: its wait status, and what the
+ * run wrote on stderr until both processes were gone (its end closes the pipe); no output
+ * was left. */
+static char *signalled_run(int sig, int *st)
+{
+    const char *dir = test_tmpdir();
+    char fifo[1100], out[1100];
+    int errfd, wfd;
+    pid_t pid = start_blocked_run(dir, &errfd, &wfd, fifo, sizeof fifo);
+    cr_assert_eq(kill(pid, sig), 0);
+    cr_assert_eq(waitpid(pid, st, 0), pid);
+    char *e = read_to_end(errfd);
+    close(wfd);
+    snprintf(out, sizeof out, "%s/out.npy", dir);
+    cr_assert(!file_exists(out));
+    return e;
+}
+
 /* A signal to the process the caller started reaches the run, which ends as it would
  * alone (one line, no output); the caller gets 128 + the signal. */
 Test(cli, detached_run_is_interrupted_through_the_process_started, .timeout = 60)
 {
-    const char *dir = test_tmpdir();
-    char fifo[1100], out[1100];
-    int errfd, wfd, st;
-    pid_t pid = start_blocked_run(dir, &errfd, &wfd, fifo, sizeof fifo);
-    cr_assert_eq(kill(pid, SIGTERM), 0);
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    int st;
+    char *e = signalled_run(SIGTERM, &st);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM, "status %#x", st);
-    char *e = read_to_end(errfd); /* both processes are gone once it ends */
-    close(wfd);
     cr_assert(strstr(e, "interrupted by SIGTERM") && strstr(e, "no partial output left"), "%s", e);
-    snprintf(out, sizeof out, "%s/out.npy", dir);
-    cr_assert(!file_exists(out));
     free(e);
 }
 
 /* The process the caller started is killed: the run ends too, leaving nothing. */
 Test(cli, detached_run_ends_when_the_process_started_is_killed, .timeout = 60)
 {
-    const char *dir = test_tmpdir();
-    char fifo[1100], out[1100];
-    int errfd, wfd, st;
-    pid_t pid = start_blocked_run(dir, &errfd, &wfd, fifo, sizeof fifo);
-    cr_assert_eq(kill(pid, SIGKILL), 0);
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    int st;
+    char *e = signalled_run(SIGKILL, &st);
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-    char *e = read_to_end(errfd); /* ends when the run has ended (its stderr closed) */
-    close(wfd);
     cr_assert(strstr(e, "interrupted by SIGTERM"), "the run did not end with its caller: %s", e);
-    snprintf(out, sizeof out, "%s/out.npy", dir);
-    cr_assert(!file_exists(out));
     free(e);
 }
 
