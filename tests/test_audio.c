@@ -1283,11 +1283,16 @@ static off_t g_cut_from;            /* at the first read from here on, truncate 
 static const char *g_cut_path;
 static off_t g_cut_to;
 static ssize_t (*g_real_pread)(int, void *, size_t, off_t);
+static pthread_once_t g_real_pread_once = PTHREAD_ONCE_INIT; /* loaders on many threads */
+
+static void find_real_pread(void)
+{
+    *(void **)&g_real_pread = dlsym(RTLD_NEXT, "pread");
+}
 
 ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-    if (!g_real_pread)
-        *(void **)&g_real_pread = dlsym(RTLD_NEXT, "pread");
+    pthread_once(&g_real_pread_once, find_real_pread);
     if (__atomic_load_n(&g_count_preads, __ATOMIC_RELAXED)) {
         __atomic_add_fetch(&g_preads, 1, __ATOMIC_RELAXED);
         if (g_cut_path && off >= g_cut_from) {
