@@ -183,7 +183,8 @@ typedef struct {
     const char *promise; /* who promised, for messages */
     int unknown_bad;  /* an unknown length means a damaged stream (Ogg) */
     int empty_reads;
-    short *s16;       /* 16-bit PCM: read as libsndfile's shorts, made float here */
+    int pcm16;        /* 16-bit PCM: read as libsndfile's shorts into s16, made float here */
+    short *s16;
     size_t s16_cap;   /* its samples */
 } decoder;
 
@@ -294,7 +295,7 @@ static int dec_open(decoder *d, source *s, int mpeg, uint64_t first_frame, const
      * same float (test: audio.pcm16_decodes_as_libsndfiles_floats). */
     if ((info.format & SF_FORMAT_SUBMASK) == SF_FORMAT_PCM_16 && info.channels > 0 &&
         info.channels <= WS_AUDIO_MAX_CHANNELS)
-        d->s16_cap = 1; /* allocated at the first read */
+        d->pcm16 = 1;
     return 0;
 }
 
@@ -302,9 +303,9 @@ static int dec_open(decoder *d, source *s, int mpeg, uint64_t first_frame, const
 static sf_count_t dec_read(decoder *d, float *buf, sf_count_t frames, const char *name,
                            size_t have, ws_err *err)
 {
-    if (d->sf && d->s16_cap) {
+    if (d->sf && d->pcm16) {
         const size_t need = (size_t)frames * (size_t)d->channels; /* <= a read chunk */
-        if (need > d->s16_cap || !d->s16) {
+        if (need > d->s16_cap) {
             free(d->s16);
             d->s16_cap = 0;
             if (!(d->s16 = malloc(need * sizeof *d->s16)))
@@ -388,7 +389,7 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
     int rc = -1;
 
     b.overhead = ((size_t)chunk * (size_t)ch + (size_t)chunk) * sizeof(float) +
-                 (d->s16_cap ? (size_t)chunk * (size_t)ch * sizeof(short) : 0) +
+                 (d->pcm16 ? (size_t)chunk * (size_t)ch * sizeof(short) : 0) +
                  (pass ? 0 : SOXR_BYTES);
     if (d->frames >= 0) {
         if (d->exact && (double)d->frames > max_in)
