@@ -11,6 +11,7 @@
  * memory or a module with no context current (on the calling thread) fails, as it does with
  * the driver, and is counted.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,13 @@ stub_cuda_counts stub_cuda_state;
 static char contexts[MAX_DEV];      /* a context's handle: &contexts[device] */
 static int ctx_refs[MAX_DEV];
 static int dev_modules[MAX_DEV];    /* modules loaded in each device's context */
-static __thread void *current;      /* the calling thread's current context */
+/* the calling thread's current context: a pthread key, not __thread (LeakSanitizer
+ * misreads the dynamic TLS of a dlopen'd library in threads that outlive its use) */
+static pthread_key_t current_key;
+static pthread_once_t current_once = PTHREAD_ONCE_INIT;
+static void current_init(void) { pthread_key_create(&current_key, NULL); }
+static void *get_current(void) { pthread_once(&current_once, current_init); return pthread_getspecific(current_key); }
+static void set_current(void *c) { pthread_once(&current_once, current_init); pthread_setspecific(current_key, c); }
 
 enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, INVALID_CONTEXT = 201, NOT_FOUND = 500 };
 
@@ -38,6 +45,7 @@ static int env_int(const char *name, int def)
 /* 0 when a context is current and retained, else counted and INVALID_CONTEXT */
 static int need_context(void)
 {
+    void *current = get_current();
     if (current) {
         const int d = (int)((char *)current - contexts);
         if (__atomic_load_n(&ctx_refs[d], __ATOMIC_SEQ_CST) > 0)
@@ -139,13 +147,13 @@ int cuDevicePrimaryCtxRelease_v2(int d)
 
 int cuCtxSetCurrent(void *ctx)
 {
-    current = ctx;
+    set_current(ctx);
     return OK;
 }
 
 int cuCtxGetCurrent(void **ctx)
 {
-    *ctx = current;
+    *ctx = get_current();
     return OK;
 }
 
@@ -293,7 +301,7 @@ int cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *opt, void *
     if (!strstr((const char *)image, ".version") || !strstr((const char *)image, ".entry"))
         return 218; /* CUDA_ERROR_INVALID_PTX */
     int *dm = malloc(sizeof *dm); /* the module: its device */
-    *dm = (int)((char *)current - contexts);
+    *dm = (int)((char *)get_current() - contexts);
     *m = dm;
     __atomic_add_fetch(&dev_modules[*dm], 1, __ATOMIC_SEQ_CST);
     ADD(loads, 1);
