@@ -12,6 +12,10 @@
 set -eu
 
 PKGS="gcc make pkg-config libsndfile1-dev libfftw3-dev libsoxr-dev libcjson-dev"
+# FFmpeg's headers: src/audio/libav.c is built with them and opens the libraries at run
+# time (AAC/MP4, WebM, WMA, ... and --decode openai); without them the build still works
+# and such inputs fail with a line that says why
+PKGS="$PKGS libavformat-dev libavcodec-dev libavutil-dev libswresample-dev"
 if [ "${1:-}" = "--test" ]; then
     # python3-torch: the .pt converter check (tests/interop/pt.sh), bench/run-cpu.sh and
     # make test-python (openai's log_mel_spectrogram in torch, beside the module's);

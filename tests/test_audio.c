@@ -1165,7 +1165,7 @@ typedef struct {
     char first_wrong[1200 + 32 + WS_ERR_LEN];
 } race_job;
 
-static const char *const RACE_REASON[2] = {"(libsndfile: Format not recognised.)",
+static const char *const RACE_REASON[2] = {"(libsndfile: Format not recognised.;",
                                            "(libsndfile: Channel count is zero.)"};
 
 static char race_dir[600]; /* one directory for all of them */

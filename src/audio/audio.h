@@ -67,7 +67,28 @@ typedef struct {
      * inputs); it runs on the thread that called the loader. */
     int (*reserve)(void *ctx, size_t decoder_bytes, size_t samples_16k, ws_err *err);
     void *reserve_ctx;
+    /* Which samples (ws_audio_decode): WS_DECODE_DEFAULT (0) or WS_DECODE_OPENAI. */
+    int decode;
+    /* A segment: the audio from start_s seconds, duration_s seconds long (0: to the end).
+     * Cut at the file's own rate (frames round(start_s * rate) on, round(duration_s *
+     * rate) of them), then averaged and resampled as a whole file of those frames is
+     * (with WS_DECODE_OPENAI: cut from ffmpeg's 16 kHz samples). A segment that starts
+     * past the end fails; one that ends past it by at most WS_SEGMENT_SLACK_S is cut at
+     * the end, by more fails. Where the format allows, the decoder seeks to the start. */
+    double start_s, duration_s;
 } ws_audio_opts;
+
+/* ws_audio_opts.decode:
+ *   WS_DECODE_DEFAULT  libsndfile (then libmpg123, then FFmpeg's libraries for what
+ *                      libsndfile cannot read: AAC/MP4, WebM, ...), samples as decoded,
+ *                      channels averaged, libsoxr to 16 kHz
+ *   WS_DECODE_OPENAI   openai-whisper's load_audio bit for bit: what
+ *                      `ffmpeg -nostdin -threads 0 -i FILE -f s16le -ac 1 -acodec pcm_s16le
+ *                      -ar 16000 -` writes, / 32768, through FFmpeg's libraries */
+enum ws_audio_decode { WS_DECODE_DEFAULT = 0, WS_DECODE_OPENAI = 1 };
+
+/* How far past the end a segment may reach and be cut there (lhotse's tolerance). */
+#define WS_SEGMENT_SLACK_S 0.025
 
 /* Decodes path ("-" reads standard input, pipes included) to 16 kHz mono.
  * Returns 0, or -1 with err naming the path ("<stdin>" for "-") and the problem,

@@ -64,6 +64,7 @@
 #define READ_CHUNK_SAMPLES 65536         /* interleaved samples per decoder read */
 #define SOXR_BYTES ((size_t)2 << 20)     /* soxr's own state at VHQ: 0.8 to 1.6 MB measured */
 #define MPEG_MAX_EMPTY_READS 4096        /* libmpg123 reads giving nothing, in a row */
+#define LIBAV_BYTES ((size_t)8 << 20)    /* FFmpeg's probe buffer (5 MB), packets, frames */
 
 /* --- the source through libsndfile's virtual I/O ------------------------- */
 
@@ -118,6 +119,7 @@ static struct {
     int (*format)(mpg123_handle *, long, int, int);
     int (*read)(mpg123_handle *, void *, size_t, size_t *);
     off_t (*length)(mpg123_handle *);
+    off_t (*seek)(mpg123_handle *, off_t, int);
     const char *(*strerror)(mpg123_handle *);
     const char *(*plain_strerror)(int);
     int (*close)(mpg123_handle *);
@@ -148,6 +150,7 @@ static void mp_load(void)
     *(void **)&mp.format = mp_sym(lib, MP_NAME(mpg123_format), &miss);
     *(void **)&mp.read = mp_sym(lib, MP_NAME(mpg123_read), &miss);
     *(void **)&mp.length = mp_sym(lib, MP_NAME(mpg123_length), &miss);
+    *(void **)&mp.seek = mp_sym(lib, MP_NAME(mpg123_seek), &miss);
     *(void **)&mp.strerror = mp_sym(lib, MP_NAME(mpg123_strerror), &miss);
     *(void **)&mp.plain_strerror = mp_sym(lib, MP_NAME(mpg123_plain_strerror), &miss);
     *(void **)&mp.close = mp_sym(lib, MP_NAME(mpg123_close), &miss);
@@ -176,8 +179,13 @@ typedef struct {
 #ifdef WS_HAVE_MPG123
     mpg123_handle *mh;
 #endif
-    const char *lib;  /* "libsndfile" or "mpg123", for messages */
-    int rate, channels;
+#ifdef WS_HAVE_LIBAV
+    ws_av *av;
+#endif
+    const char *lib;  /* "libsndfile", "mpg123" or "ffmpeg", for messages */
+    int rate, channels;   /* of the frames read */
+    int src_rate, src_channels; /* the file's (other than the above with --decode openai) */
+    int seekable;     /* dec_seek can go to a frame */
     int64_t frames;   /* the header's frame count; -1 when it does not say */
     int exact;        /* frames is a promise: fewer decoded means truncated */
     const char *promise; /* who promised, for messages */
@@ -191,6 +199,9 @@ typedef struct {
 static void dec_close(decoder *d)
 {
     free(d->s16);
+#ifdef WS_HAVE_LIBAV
+    ws_av_close(d->av);
+#endif
     if (d->sf)
         sf_close(d->sf);
 #ifdef WS_HAVE_MPG123
@@ -228,13 +239,38 @@ static int mpeg_open(decoder *d, source *s, uint64_t first_frame, const char *na
         return ws_errf(err, "%s: the MPEG decoder cannot give float samples (mpg123: %s)", name,
                        mp.strerror(d->mh));
     off_t n = mp.length(d->mh);
-    d->rate = rate > 0 && rate < INT32_MAX ? (int)rate : 0;
-    d->channels = ch;
+    d->rate = d->src_rate = rate > 0 && rate < INT32_MAX ? (int)rate : 0;
+    d->channels = d->src_channels = ch;
     d->frames = n > 0 ? (int64_t)n : -1;
     /* Only a Xing/Info frame count makes fewer frames a damaged file; otherwise
      * the length is libmpg123's estimate and the stream is read to its end. */
     d->exact = n > 0 && ws_audio_mpeg_xing_frames(s, first_frame) > 0;
     d->promise = "the Xing/Info header";
+    d->seekable = 1;
+    return 0;
+}
+#endif
+
+#ifdef WS_HAVE_LIBAV
+/* FFmpeg's libraries: --decode openai, or what libsndfile could not open (sf_why: its
+ * reason, NULL with openai). */
+static int av_open(decoder *d, source *s, int openai, const char *sf_why, const char *name,
+                   ws_err *err)
+{
+    int known = 0;
+    d->lib = "ffmpeg";
+    if (ws_av_open(&d->av, s, openai, &known, name, err)) {
+        if (known)
+            return -1;
+        char av_why[sizeof err->msg];
+        snprintf(av_why, sizeof av_why, "%s", err->msg);
+        if (sf_why) /* neither knows it: both reasons */
+            return ws_errf(err, "%s: not a recognised audio file (libsndfile: %s; %s)", name,
+                           sf_why, av_why);
+        return ws_errf(err, "%s: not a recognised audio file (%s)", name, av_why);
+    }
+    ws_av_info(d->av, &d->rate, &d->channels, &d->src_rate, &d->src_channels);
+    d->frames = -1; /* read to the end of the stream */
     return 0;
 }
 #endif
@@ -250,11 +286,20 @@ static int mpeg_open(decoder *d, source *s, uint64_t first_frame, const char *na
 static pthread_mutex_t sf_open_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* mpeg: ws_audio_is_mpeg's answer, with the offset of the first frame. */
-static int dec_open(decoder *d, source *s, int mpeg, uint64_t first_frame, const char *name,
-                    ws_err *err)
+static int dec_open(decoder *d, source *s, int mpeg, uint64_t first_frame, int decode,
+                    const char *name, ws_err *err)
 {
     memset(d, 0, sizeof *d);
     d->frames = -1;
+    if (decode == WS_DECODE_OPENAI) {
+        const char *no = ws_av_unavailable();
+        if (no)
+            return ws_errf(err, "%s: decoding as openai-whisper does needs FFmpeg's libraries: %s",
+                           name, no);
+#ifdef WS_HAVE_LIBAV
+        return av_open(d, s, 1, NULL, name, err);
+#endif
+    }
 #ifdef WS_HAVE_MPG123
     if (mpeg) {
         pthread_once(&mp_once, mp_load);
@@ -277,13 +322,23 @@ static int dec_open(decoder *d, source *s, int mpeg, uint64_t first_frame, const
     if (!d->sf) {
         if (s->len == 0)
             return ws_errf(err, "%s: empty file (0 bytes; libsndfile: %s)", name, why);
-        return ws_errf(err, "%s: not a recognised audio file (libsndfile: %s)", name, why);
+        /* A WAV, AIFF, FLAC, ... libsndfile refuses is damaged, not a format for FFmpeg,
+         * which would decode what it can of it. */
+        if (ws_audio_is_sndfile_container(s))
+            return ws_errf(err, "%s: not a recognised audio file (libsndfile: %s)", name, why);
+#ifdef WS_HAVE_LIBAV
+        if (!ws_av_unavailable())
+            return av_open(d, s, 0, why, name, err);
+#endif
+        return ws_errf(err, "%s: not a recognised audio file (libsndfile: %s; %s)", name, why,
+                       ws_av_unavailable());
     }
     sf_command(d->sf, SFC_SET_NORM_FLOAT, NULL, SF_TRUE); /* int PCM -> x / 2^(bits-1) */
     int type = info.format & SF_FORMAT_TYPEMASK;
     int known = info.frames >= 0 && info.frames != SF_COUNT_MAX;
-    d->rate = info.samplerate;
-    d->channels = info.channels;
+    d->rate = d->src_rate = info.samplerate;
+    d->channels = d->src_channels = info.channels;
+    d->seekable = info.seekable;
     d->frames = known ? (int64_t)info.frames : -1;
     d->exact = known && type != SF_FORMAT_MPEG;
     /* FLAC's STREAMINFO says 0 samples when the encoder could not seek back to
@@ -303,6 +358,10 @@ static int dec_open(decoder *d, source *s, int mpeg, uint64_t first_frame, const
 static sf_count_t dec_read(decoder *d, float *buf, sf_count_t frames, const char *name,
                            size_t have, ws_err *err)
 {
+#ifdef WS_HAVE_LIBAV
+    if (d->av)
+        return (sf_count_t)ws_av_read(d->av, buf, (long)frames, have, name, err);
+#endif
     if (d->sf && d->pcm16) {
         const size_t need = (size_t)frames * (size_t)d->channels; /* <= a read chunk */
         if (need > d->s16_cap) {
@@ -373,7 +432,39 @@ static int too_long(const load_opts *o, double frames, int rate, ws_err *err)
                    (double)o->max_samples / WS_SAMPLE_RATE / 3600.0);
 }
 
-/* Reads every frame of d, averaging the channels and resampling as it goes. */
+/* Goes to frame `at` of d: 1 when there, 0 when d cannot seek (the frames before are
+ * decoded and dropped instead), -1 with err. */
+static int dec_seek(decoder *d, int64_t at, const char *name, ws_err *err)
+{
+    if (!d->seekable || at <= 0)
+        return 0;
+    if (d->sf) {
+        if (sf_seek(d->sf, (sf_count_t)at, SEEK_SET) == (sf_count_t)at)
+            return 1;
+        return ws_errf(err, "%s: cannot seek to frame %lld (libsndfile: %s)", name,
+                       (long long)at, sf_strerror(d->sf));
+    }
+#ifdef WS_HAVE_MPG123
+    if (d->mh) {
+        if (mp.seek(d->mh, (off_t)at, SEEK_SET) == (off_t)at)
+            return 1;
+        return ws_errf(err, "%s: cannot seek to frame %lld (mpg123: %s)", name, (long long)at,
+                       mp.strerror(d->mh));
+    }
+#endif
+    return 0;
+}
+
+/* The segment [s0, s1) of d's frames asked for (s1 INT64_MAX: to the end), from the
+ * options in seconds at d's rate. */
+static void segment_frames(const decoder *d, const load_opts *o, int64_t *s0, int64_t *s1)
+{
+    *s0 = o->start_s > 0 ? (int64_t)llround(o->start_s * d->rate) : 0;
+    *s1 = o->duration_s > 0 ? *s0 + (int64_t)llround(o->duration_s * d->rate) : INT64_MAX;
+}
+
+/* Reads the frames of d (those of the segment, with one), averaging the channels and
+ * resampling as it goes. */
 static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *err)
 {
     const char *name = o->name;
@@ -382,19 +473,35 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
     /* the largest input frame count whose output stays within the cap */
     const double max_in = floor((double)o->max_samples * rate / WS_SAMPLE_RATE);
     const sf_count_t chunk = READ_CHUNK_SAMPLES / ch > 0 ? READ_CHUNK_SAMPLES / ch : 1;
+    const int seg = o->start_s > 0 || o->duration_s > 0;
+    const int64_t slack = (int64_t)llround(WS_SEGMENT_SLACK_S * rate);
+    int64_t s0, s1;
+    segment_frames(d, o, &s0, &s1);
     outbuf b = {.o = o, .held = held};
     resampler r = {0};
     float *buf = NULL, *mono = NULL;
-    size_t have = 0, bytes;
+    size_t have = 0, kept = 0, bytes;
     int rc = -1;
 
     b.overhead = ((size_t)chunk * (size_t)ch + (size_t)chunk) * sizeof(float) +
                  (d->pcm16 ? (size_t)chunk * (size_t)ch * sizeof(short) : 0) +
-                 (pass ? 0 : SOXR_BYTES);
+                 (pass ? 0 : SOXR_BYTES) + (d->lib && !strcmp(d->lib, "ffmpeg") ? LIBAV_BYTES : 0);
     if (d->frames >= 0) {
-        if (d->exact && (double)d->frames > max_in)
-            return too_long(o, (double)d->frames, rate, err);
-        double w = ws_audio_out_len((double)d->frames, rate, WS_SAMPLE_RATE);
+        int64_t n = d->frames;
+        if (seg && d->exact) {
+            if (s0 > d->frames)
+                return ws_errf(err, "%s: the segment starts at %.3f s, after the end of the "
+                               "audio (%.3f s)", name, o->start_s, (double)d->frames / rate);
+            if (s1 != INT64_MAX && s1 - d->frames > slack)
+                return ws_errf(err, "%s: the segment ends at %.3f s, after the end of the "
+                               "audio (%.3f s)", name, (double)s1 / rate,
+                               (double)d->frames / rate);
+        }
+        if (seg)
+            n = (s1 < n ? s1 : n) - (s0 < n ? s0 : n);
+        if (d->exact && (double)n > max_in)
+            return too_long(o, (double)n, rate, err);
+        double w = ws_audio_out_len((double)n, rate, WS_SAMPLE_RATE);
         b.sized = 1;
         b.exact = d->exact;
         b.want = w < (double)o->max_samples ? (size_t)w : o->max_samples;
@@ -409,9 +516,16 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
     }
     if (!pass && ws_audio_rs_open(&r, rate, WS_SAMPLE_RATE, name, err))
         goto done;
+    if (seg) {
+        int sk = dec_seek(d, s0, name, err);
+        if (sk < 0)
+            goto done;
+        if (sk)
+            have = (size_t)s0;
+    }
 
     /* 16 kHz mono of a known length: decoded straight into the output, no copy */
-    const int direct = pass && ch == 1 && b.sized;
+    const int direct = pass && ch == 1 && b.sized && !seg;
     for (;;) {
         float *in = buf;
         sf_count_t ask = chunk;
@@ -427,57 +541,84 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
             goto done;
         if (got == 0)
             break;
-        if ((double)have + (double)got > max_in) {
-            too_long(o, (double)have + (double)got, rate, err);
+        /* the frames of the segment among these: [lo, hi) */
+        size_t lo = 0, hi = (size_t)got;
+        if (seg) {
+            const int64_t h0 = (int64_t)have, h1 = (int64_t)have + (int64_t)got;
+            lo = s0 > h0 ? (size_t)((s0 < h1 ? s0 : h1) - h0) : 0;
+            hi = s1 < h1 ? (s1 > h0 ? (size_t)(s1 - h0) : 0) : (size_t)got;
+            if (hi < lo)
+                hi = lo;
+        }
+        const size_t k = hi - lo;
+        if ((double)kept + (double)k > max_in) {
+            too_long(o, (double)kept + (double)k, rate, err);
             goto done;
         }
-        const float *src = in; /* one channel: used as it is */
-        size_t bad = ch == 1 ? ws_audio_first_nonfinite(in, (size_t)got) : (size_t)got;
+        float *at = in + lo * (size_t)ch;
+        const float *src = at; /* one channel: used as it is */
+        size_t bad = ch == 1 ? ws_audio_first_nonfinite(at, k) : k;
         if (ch > 1) {
-            for (sf_count_t t = 0; t < got; t++) {
-                const float v = ws_audio_downmix(buf + (size_t)t * (size_t)ch, ch);
+            for (size_t t = 0; t < k; t++) {
+                const float v = ws_audio_downmix(at + t * (size_t)ch, ch);
                 if (!isfinite(v)) {
-                    bad = (size_t)t;
+                    bad = t;
                     break;
                 }
                 mono[t] = v;
             }
             src = mono;
         }
-        if (bad < (size_t)got) {
-            ws_errf(err, "%s: frame %zu is not a finite number (%g)", name, have + bad,
-                    (double)ws_audio_downmix(in + bad * (size_t)ch, ch));
+        if (bad < k) {
+            ws_errf(err, "%s: frame %zu is not a finite number (%g)", name, have + lo + bad,
+                    (double)ws_audio_downmix(at + bad * (size_t)ch, ch));
             goto done;
         }
         if (in != buf) {
-            b.n += (size_t)got;
+            b.n += k;
+        } else if (!k) {
+            /* before the segment */
         } else if (pass) {
-            if (ws_audio_out_grow(&b, b.n + (size_t)got, err))
+            if (ws_audio_out_grow(&b, b.n + k, err))
                 goto done;
-            memcpy(b.y + b.n, src, (size_t)got * sizeof *src);
-            b.n += (size_t)got;
-        } else if (ws_audio_rs_feed(&r, &b, src, (size_t)got, name, err)) {
+            memcpy(b.y + b.n, src, k * sizeof *src);
+            b.n += k;
+        } else if (ws_audio_rs_feed(&r, &b, src, k, name, err)) {
             goto done;
         }
         have += (size_t)got;
+        kept += k;
+        if (seg && (int64_t)have >= s1)
+            break; /* the segment is whole */
     }
 
-    if (d->frames < 0 && d->unknown_bad) {
+    const int cut = seg && (int64_t)have >= s1; /* stopped at the segment's end */
+    if (!cut && d->frames < 0 && d->unknown_bad) {
         ws_errf(err,
                 "%s: truncated or damaged: %s cannot tell the stream's length "
                 "(no end-of-stream marker); %zu frames decoded",
                 name, d->lib, have);
         goto done;
     }
-    if (d->exact && (int64_t)have < d->frames) {
+    if (!cut && d->exact && (int64_t)have < d->frames) {
         ws_errf(err, "%s: truncated%s: %s promises %lld frames, only %zu could be decoded", name,
                 d->sf ? "" : " or damaged", d->promise, (long long)d->frames, have);
         goto done;
     }
-    if (!pass && have) {
-        double w = ws_audio_out_len((double)have, rate, WS_SAMPLE_RATE);
+    if (seg && (int64_t)have < s0) {
+        ws_errf(err, "%s: the segment starts at %.3f s, after the end of the audio (%.3f s)",
+                name, o->start_s, (double)have / rate);
+        goto done;
+    }
+    if (seg && !cut && s1 != INT64_MAX && s1 - (int64_t)have > slack) {
+        ws_errf(err, "%s: the segment ends at %.3f s, after the end of the audio (%.3f s)", name,
+                (double)s1 / rate, (double)have / rate);
+        goto done;
+    }
+    if (!pass && kept) {
+        double w = ws_audio_out_len((double)kept, rate, WS_SAMPLE_RATE);
         if (!(w <= (double)o->max_samples)) {
-            too_long(o, (double)have, rate, err);
+            too_long(o, (double)kept, rate, err);
             goto done;
         }
         if (ws_audio_rs_finish(&r, &b, (size_t)w, name, err))
@@ -493,8 +634,8 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
     }
     a->x = b.y;
     a->n = b.n;
-    a->src_rate = rate;
-    a->src_channels = ch;
+    a->src_rate = d->src_rate;
+    a->src_channels = d->src_channels;
     b.y = NULL;
     rc = 0;
 done:
@@ -510,19 +651,38 @@ int ws_audio_load_source(ws_audio *a, source *s, load_opts *o, size_t held, ws_e
 {
     decoder d;
     memset(a, 0, sizeof *a);
-    uint64_t at = 0;
-    int mpeg = ws_audio_is_mpeg(s, &at);
-    if (!mpeg && at) {
-        /* ID3v2 tags before a WAV, FLAC, ...: libsndfile skips them itself but then
-         * misplaces a WAV's data over virtual I/O (an ID3-tagged WAV of 64 frames
-         * decoded as 49 shifted ones); decoders and checks see what follows. */
-        s->base = at;
-        s->len -= at;
+    memset(&d, 0, sizeof d);
+    if (!(o->start_s >= 0 && o->start_s < 1e9) || !(o->duration_s >= 0 && o->duration_s < 1e9))
+        return ws_errf(err, "%s: a segment needs a start and a duration of 0 or more seconds "
+                       "(start %g, duration %g)", o->name, o->start_s, o->duration_s);
+    int rc;
+    if (o->decode == WS_DECODE_OPENAI) {
+        /* ffmpeg sees the file's own bytes (it skips ID3v2 tags, reads MP3 in a WAV, ...);
+         * a recording cut short is still refused, checked on a view of its own. */
+        source view = *s;
+        rc = ws_audio_container_check(&view, o->name, err);
+        ws_audio_src_release(&view);
+        s->read_errno = view.read_errno;
+        s->shrunk = view.shrunk;
+        if (!rc && (s->read_errno || s->shrunk))
+            rc = -1; /* said below */
+        else if (!rc)
+            rc = dec_open(&d, s, 0, 0, o->decode, o->name, err);
+    } else {
+        uint64_t at = 0;
+        int mpeg = ws_audio_is_mpeg(s, &at);
+        if (!mpeg && at) {
+            /* ID3v2 tags before a WAV, FLAC, ...: libsndfile skips them itself but then
+             * misplaces a WAV's data over virtual I/O (an ID3-tagged WAV of 64 frames
+             * decoded as 49 shifted ones); decoders and checks see what follows. */
+            s->base = at;
+            s->len -= at;
+        }
+        if (ws_audio_container_check(s, o->name, err))
+            return -1;
+        rc = s->mpeg_data ? dec_open(&d, s, 1, 0, o->decode, o->name, err)
+                          : dec_open(&d, s, mpeg, at, o->decode, o->name, err);
     }
-    if (ws_audio_container_check(s, o->name, err))
-        return -1;
-    int rc = s->mpeg_data ? dec_open(&d, s, 1, 0, o->name, err)
-                          : dec_open(&d, s, mpeg, at, o->name, err);
     if (!rc && d.channels < 1)
         rc = ws_errf(err, "%s: %d channels in the header", o->name, d.channels);
     if (!rc && (d.rate < WS_AUDIO_MIN_RATE || d.rate > WS_AUDIO_MAX_RATE))

@@ -35,6 +35,13 @@
 #endif
 #endif
 
+/* FFmpeg's libraries (libav.c) with their headers; opened at run time. */
+#if defined(__has_include)
+#if __has_include(<libavformat/avformat.h>) && __has_include(<libswresample/swresample.h>)
+#define WS_HAVE_LIBAV 1
+#endif
+#endif
+
 #define GROW_BYTES ((size_t)4 << 20)     /* buffers grow by at least this much */
 
 /* --- byte sources: memory, or a regular file read with pread ------------- */
@@ -84,6 +91,10 @@ int ws_audio_container_check(source *s, const char *name, ws_err *err);
  * past any ID3v2 tags (the first frame, for MPEG). source.c */
 int ws_audio_is_mpeg(source *s, uint64_t *at);
 
+/* 1 when s starts with the magic number of a container libsndfile reads whole (WAV,
+ * AIFF, FLAC, ...): its refusal stands, FFmpeg's libraries are not asked. source.c */
+int ws_audio_is_sndfile_container(source *s);
+
 #ifdef WS_HAVE_MPG123
 /* The frame count of a Xing or Info tag in the Layer III frame at off, or 0.
  * source.c */
@@ -97,6 +108,8 @@ typedef struct {
     size_t max_samples, max_stream_bytes;
     int (*reserve)(void *ctx, size_t decoder_bytes, size_t samples_16k, ws_err *err);
     void *reserve_ctx;
+    int decode;              /* ws_audio_decode */
+    double start_s, duration_s; /* a segment (ws_audio_opts) */
     int reserve_failed; /* err holds the callback's message: report it as is */
 } load_opts;
 
@@ -168,6 +181,30 @@ size_t ws_audio_first_nonfinite(const float *x, size_t n);
 
 /* y[i] = x[i] / 32768, exactly libsndfile's normalised float of 16-bit PCM. pcm.c */
 void ws_audio_s16_to_float(const short *x, float *y, size_t n);
+
+/* --- FFmpeg's libraries (libav.c) ---------------------------------------- */
+
+typedef struct ws_av ws_av;
+
+/* NULL when FFmpeg's libraries are loaded (the first call loads them), else why not. */
+const char *ws_av_unavailable(void);
+
+#ifdef WS_HAVE_LIBAV
+/* Opens s with libavformat: openai gives ffmpeg's 16 kHz int16 mono (as float / 32768),
+ * else the first audio stream's frames in its own rate and channels. 0, or -1 with err
+ * naming name. *known says whether libavformat recognised the format; when it did not,
+ * err holds only "ffmpeg: REASON", for the caller's line. */
+int ws_av_open(ws_av **h, source *s, int openai, int *known, const char *name, ws_err *err);
+
+/* The rate and channels read gives, and the file's. */
+void ws_av_info(const ws_av *h, int *rate, int *channels, int *src_rate, int *src_channels);
+
+/* Up to frames interleaved float frames into buf: the count, 0 at the end, -1 with err
+ * (have: frames read before, for messages). */
+long ws_av_read(ws_av *h, float *buf, long frames, size_t have, const char *name, ws_err *err);
+
+void ws_av_close(ws_av *h);
+#endif
 
 /* --- decoding (decode.c) -------------------------------------------------- */
 

@@ -46,6 +46,9 @@ static load_opts resolve(const ws_audio_opts *o, const char *name)
     if (o) {
         r.reserve = o->reserve;
         r.reserve_ctx = o->reserve_ctx;
+        r.decode = o->decode;
+        r.start_s = o->start_s;
+        r.duration_s = o->duration_s;
     }
     return r;
 }

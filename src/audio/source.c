@@ -375,6 +375,20 @@ int ws_audio_is_mpeg(source *s, uint64_t *at)
     return tagged;
 }
 
+/* 1 when s starts with the magic number of a container libsndfile reads whole (WAV,
+ * AIFF, FLAC, ...), whose refusal by libsndfile stands; 0 for Ogg and CAF, which may hold
+ * codecs libsndfile lacks (Speex, AAC), and everything else. */
+int ws_audio_is_sndfile_container(source *s)
+{
+    unsigned char b[4];
+    if (ws_audio_src_read(s, 0, b, 4) != 4 || !memcmp(b, "OggS", 4) || !memcmp(b, "caff", 4))
+        return 0;
+    for (size_t i = 0; i < sizeof SNDFILE_MAGIC / sizeof *SNDFILE_MAGIC; i++)
+        if (!memcmp(b, SNDFILE_MAGIC[i], 4))
+            return 1;
+    return 0;
+}
+
 #ifdef WS_HAVE_MPG123
 /* The frame count of a Xing or Info tag in the Layer III frame at off, or 0.
  * Encoders write it after encoding (LAME, ffmpeg when it can seek back); with it

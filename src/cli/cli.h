@@ -38,6 +38,7 @@ typedef struct {
     int n_inputs;
     int n_listed;         /* the inputs of the whole list, before --shard selects */
     int keep_ext;         /* --keep-ext: x.wav -> x.wav.npy */
+    int decode;           /* --decode: ws_audio_decode */
 } options;
 
 /* A run that may use the GPU goes on in a second process, while the first only waits for

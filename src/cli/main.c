@@ -303,11 +303,12 @@ int main(int argc, char **argv)
     r.n_mels = n_mels;
     r.out_dtype = o.out_dtype;
     r.skip_existing = o.skip_existing;
+    r.decode = o.decode;
     r.sidecars = o.outdir && !o.tar_size;
     ws_provenance_info pi = {.model = o.mel_only ? NULL : &model, .n_mels = n_mels, .pos = o.pos,
                              .pad = o.pad, .precision = r.on_gpu ? ws_precision_name(o.precision) : "fp32",
                              .device = device_used, .mel_device = r.mel_on_gpu ? "cuda" : "cpu",
-                             .out_dtype = o.out_dtype};
+                             .out_dtype = o.out_dtype, .decode = o.decode};
     if (!(provenance = ws_provenance_new(&pi))) {
         ws_eprintf(PROG ": out of memory");
         status = 1;

@@ -278,7 +278,8 @@ cJSON *ws_provenance_new(const ws_provenance_info *in)
     cJSON_AddStringToObject(p, "device", in->device);
     cJSON_AddStringToObject(p, "mel_device", in->mel_device);
     cJSON_AddStringToObject(p, "out_dtype", in->out_dtype == WS_OUT_F16 ? "float16" : "float32");
-    if (!cJSON_GetObjectItem(p, "out_dtype")) { /* out of memory somewhere */
+    cJSON_AddStringToObject(p, "decode", in->decode == WS_DECODE_OPENAI ? "openai" : "default");
+    if (!cJSON_GetObjectItem(p, "decode")) { /* out of memory somewhere */
         cJSON_Delete(p);
         return NULL;
     }
@@ -287,7 +288,7 @@ cJSON *ws_provenance_new(const ws_provenance_info *in)
 
 const char *const ws_redo_reasons[WS_REDO_N] = {
     "no record", "output", "model name", "model sha256", "n_mels", "pad", "pos", "precision",
-    "device", "mel_device", "out_dtype", "version"};
+    "device", "mel_device", "out_dtype", "decode", "version"};
 
 unsigned ws_provenance_diff(const cJSON *ours, const cJSON *rec)
 {
@@ -310,6 +311,9 @@ unsigned ws_provenance_diff(const cJSON *ours, const cJSON *rec)
             a = cJSON_GetObjectItem(ours, name);
             b = cJSON_GetObjectItem(rec, name);
         }
+        /* records from before --decode existed were made with the default */
+        if (!b && !strcmp(name, "decode") && cJSON_IsString(a) && !strcmp(a->valuestring, "default"))
+            continue;
         if (!a || !b || !cJSON_Compare(a, b, 1))
             d |= 1u << k;
     }

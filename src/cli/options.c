@@ -16,7 +16,7 @@ enum {
     OPT_MEL = 256, OPT_N_MELS, OPT_PAD, OPT_NO_PAD, OPT_POS, OPT_DEVICE, OPT_PRECISION,
     OPT_THREADS, OPT_MAX_MEMORY, OPT_JSON, OPT_DUMP_PTX, OPT_CHECK, OPT_VERSION, OPT_LIST,
     OPT_ROOT, OPT_SHARD, OPT_SKIP_EXISTING, OPT_MANIFEST, OPT_OUT_DTYPE, OPT_PROGRESS,
-    OPT_TAR_SIZE, OPT_MEL_DEVICE, OPT_KEEP_EXT
+    OPT_TAR_SIZE, OPT_MEL_DEVICE, OPT_KEEP_EXT, OPT_DECODE
 };
 
 typedef struct {
@@ -48,6 +48,10 @@ static const opt_def OPTS[] = {
     {"out-dtype", OPT_OUT_DTYPE, 1, "f32|f16", "element type of the outputs (default f32)"},
     {"tar-size", OPT_TAR_SIZE, 1, "N", "with -O: WebDataset tar shards of N inputs (DIR/shard-NNNNNN.tar, each with "
      "its index DIR/shard-NNNNNN.jsonl; default: none)"},
+    {"decode", OPT_DECODE, 1, "default|openai",
+     "how audio becomes 16 kHz samples: default (libsndfile, libmpg123, FFmpeg's libraries "
+     "for AAC/MP4, WebM, ...; libsoxr) or openai (openai-whisper's load_audio bit for bit: "
+     "ffmpeg's decoding and resampling to int16)"},
     {"mel", OPT_MEL, 0, NULL, "write the log-Mel instead of embeddings (needs no model)"},
     {"n-mels", OPT_N_MELS, 1, "80|128", "mel bands for --mel without a model (default 80)"},
     {"pad", OPT_PAD, 1, "audio|mel0", "30 s windowing: pad the audio (default) or the log-Mel"},
@@ -237,6 +241,14 @@ int ws_cli_parse_args(int argc, char **argv, options *o)
         case OPT_DEVICE:
             if (ws_device_parse(optarg, &o->device, &o->gpu_ordinal))
                 return ws_cli_usage_error("--device must be auto, cpu, cuda or cuda:N, not '%s'", optarg);
+            break;
+        case OPT_DECODE:
+            if (strcmp(optarg, "default") == 0)
+                o->decode = WS_DECODE_DEFAULT;
+            else if (strcmp(optarg, "openai") == 0)
+                o->decode = WS_DECODE_OPENAI;
+            else
+                return ws_cli_usage_error("--decode must be default or openai, not '%s'", optarg);
             break;
         case OPT_MEL_DEVICE:
             if (strcmp(optarg, "cpu") == 0)

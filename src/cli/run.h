@@ -114,6 +114,7 @@ typedef struct {
     size_t max_memory;     /* bound on the bytes of inputs in flight (see below) */
     ws_out_dtype out_dtype; /* float32, or float16 converted once before the write */
     int skip_existing;     /* an input whose output is a regular file already is skipped */
+    int decode;            /* --decode: ws_audio_decode */
     const char *root;      /* --root, for the message of an input outside it; or NULL */
     int manifest_fd;       /* JSON Lines, one line per finished input; -1: none */
     const char *manifest;  /* its path, for messages */
@@ -171,13 +172,14 @@ typedef struct {
     ws_pad pad;
     const char *precision, *device, *mel_device;
     ws_out_dtype out_dtype;
+    int decode;            /* ws_audio_decode */
 } ws_provenance_info;
 struct cJSON *ws_provenance_new(const ws_provenance_info *p);
 void ws_model_sha256(const ws_model *m, char hex[65]);
 
 /* Why --skip-existing redoes an output: bit k of ws_provenance_diff names
  * ws_redo_reasons[k] ("no record", then each field that differs; "version" never counts). */
-enum { WS_REDO_NO_RECORD = 0, WS_REDO_N = 12 };
+enum { WS_REDO_NO_RECORD = 0, WS_REDO_N = 13 };
 extern const char *const ws_redo_reasons[WS_REDO_N];
 unsigned ws_provenance_diff(const struct cJSON *ours, const struct cJSON *recorded);
 

@@ -217,7 +217,7 @@ int ws_run_prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
         return decided;
     reserve_ctx rc_ = {c, mem, j};
     ws_audio_opts ao = {.max_stream_bytes = mem->budget, .reserve = reserve_for_audio,
-                        .reserve_ctx = &rc_};
+                        .reserve_ctx = &rc_, .decode = c->decode};
     WS_RANGE_PUSH("decode");
     int rc = ws_audio_load_opts(&j->audio, j->input, &ao, &e);
     WS_RANGE_POP();
