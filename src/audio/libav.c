@@ -114,7 +114,7 @@ static struct {
 } av;
 
 static pthread_once_t av_once = PTHREAD_ONCE_INIT;
-static pthread_key_t av_msg_key; /* the calling thread's decoder's message buffer */
+static pthread_key_t av_msg_key; /* the decoder running on the calling thread */
 
 static void *sym(void *lib, const char *name, int *missing)
 {
@@ -124,27 +124,7 @@ static void *sym(void *lib, const char *name, int *missing)
     return p;
 }
 
-/* libav's log: on a thread decoding for us, kept (the last error) and never printed;
- * elsewhere, libav's default. */
-static void av_log_cb(void *avcl, int level, const char *fmt, va_list vl)
-{
-    char *msg = pthread_getspecific(av_msg_key);
-    if (!msg) {
-        av.log_default_callback(avcl, level, fmt, vl);
-        return;
-    }
-    if (level > AV_LOG_ERROR)
-        return;
-    char line[MSG_BYTES];
-    vsnprintf(line, sizeof line, fmt, vl);
-    size_t n = strcspn(line, "\r\n");
-    while (n && line[n - 1] == ' ')
-        n--;
-    if (!n)
-        return;
-    line[n] = 0;
-    memcpy(msg, line, n + 1);
-}
+static void av_log_cb(void *avcl, int level, const char *fmt, va_list vl);
 
 static void av_load(void)
 {
@@ -250,6 +230,8 @@ static int io_open_refused(AVFormatContext *f, AVIOContext **pb, const char *url
 
 struct ws_av {
     char msg[MSG_BYTES]; /* libav's last error message on this thread */
+    char damage[MSG_BYTES]; /* the demuxer's last warning or error while reading packets */
+    int reading;         /* packets are being read (the header is done) */
     AVFormatContext *fmt;
     AVIOContext *io;
     AVCodecContext *cc;
@@ -271,6 +253,31 @@ struct ws_av {
     int pos, n;
 };
 
+/* libav's log: on a thread decoding for us, kept (the last error; the demuxer's warnings
+ * while packets are read, which is how it says a file ended early) and never printed;
+ * elsewhere, libav's default. */
+static void av_log_cb(void *avcl, int level, const char *fmt, va_list vl)
+{
+    ws_av *h = pthread_getspecific(av_msg_key);
+    if (!h) {
+        av.log_default_callback(avcl, level, fmt, vl);
+        return;
+    }
+    const int demux = h->reading && h->fmt && avcl == h->fmt;
+    if (level > (demux ? AV_LOG_WARNING : AV_LOG_ERROR))
+        return;
+    char *msg = demux ? h->damage : h->msg;
+    char line[MSG_BYTES];
+    vsnprintf(line, sizeof line, fmt, vl);
+    size_t n = strcspn(line, "\r\n");
+    while (n && line[n - 1] == ' ')
+        n--;
+    if (!n)
+        return;
+    line[n] = 0;
+    memcpy(msg, line, n + 1);
+}
+
 static const char *av_reason(ws_av *h, int rc, char *buf, size_t cap)
 {
     if (h->msg[0])
@@ -284,7 +291,7 @@ void ws_av_close(ws_av *h)
 {
     if (!h)
         return;
-    pthread_setspecific(av_msg_key, h->msg);
+    pthread_setspecific(av_msg_key, h);
     av.swr_free_(&h->swr);
     av.layout_uninit(&h->swr_layout);
     free(h->s16);
@@ -340,7 +347,7 @@ int ws_av_open(ws_av **out, source *s, int openai, int *known, const char *name,
     if (!h)
         return ws_errf(err, "%s: out of memory", name);
     h->openai = openai;
-    pthread_setspecific(av_msg_key, h->msg);
+    pthread_setspecific(av_msg_key, h);
     char eb[128];
     int rc;
     unsigned char *buf = av.malloc_(IO_BUF_BYTES);
@@ -450,7 +457,11 @@ static int next_frame(ws_av *h, const char *name, size_t have, ws_err *err)
         if (h->eof_sent)
             return 0;
         for (;;) { /* the next packet of our stream */
+            h->reading = 1;
             rc = av.read_frame(h->fmt, h->pkt);
+            if (rc == AVERROR_EOF && h->damage[0])
+                return ws_errf(err, "%s: truncated or damaged after %zu frames (ffmpeg: %s)",
+                               name, have, h->damage);
             if (rc == AVERROR_EOF) {
                 h->eof_sent = 1;
                 rc = av.send_packet(h->cc, NULL); /* drain */
@@ -599,7 +610,7 @@ static int take_frame(ws_av *h, const char *name, size_t have, ws_err *err)
 
 long ws_av_read(ws_av *h, float *buf, long frames, size_t have, const char *name, ws_err *err)
 {
-    pthread_setspecific(av_msg_key, h->msg);
+    pthread_setspecific(av_msg_key, h);
     long got = 0;
     int rc = 0;
     while (got < frames) {

@@ -1,0 +1,415 @@
+/* test_audio_av.c - src/audio/libav.c and segments: FFmpeg's libraries as the decoder of
+ * what libsndfile cannot read, --decode openai against the ffmpeg command openai-whisper
+ * runs, and segments (start, duration) of files.
+ *
+ * Every file is made here by Debian's ffmpeg from samples/jfk.wav (its first 4 s), in
+ * the formats and rates corpora keep: PCM WAV of four sample types, FLAC, MP3, Vorbis,
+ * Opus in WebM, AAC in MP4 and ADTS, ALAC, WMA, 5.1 AC-3, and a video file with sound.
+ * The references are what ffmpeg itself writes: `ffmpeg -nostdin -threads 0 -i FILE -f
+ * s16le -ac 1 -acodec pcm_s16le -ar 16000 -` (openai-whisper's load_audio), or the file's
+ * own rate and channels as float32 (the default decoder, then averaged and resampled as
+ * ws_audio_from_pcm does). Without ffmpeg the tests skip and say so.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audio/audio.h"
+#include "helpers.h"
+
+static int have_ffmpeg(void)
+{
+    return system("command -v ffmpeg >/dev/null 2>&1") == 0;
+}
+
+static const char *tmp(const char *dir, const char *name)
+{
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return path;
+}
+
+/* Runs a command, failing the test with its stderr when it fails. */
+static void must_run(const char *cmd)
+{
+    char err[4096] = "";
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s: %s", cmd, err);
+}
+
+/* Reads a whole file; *n bytes. */
+static unsigned char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(len > 0 ? (size_t)len : 1);
+    cr_assert_not_null(b);
+    cr_assert_eq(fread(b, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
+/* A file made by ffmpeg from the first 4 s of jfk.wav: `ffmpeg -i jfk -t 4 ARGS out`. */
+static void make(const char *dir, const char *name, const char *args)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -loglevel error -y -i %s -t 4 %s %s",
+             test_sample("jfk.wav"), args, tmp(dir, name));
+    must_run(cmd);
+}
+
+/* openai-whisper's samples of path: its ffmpeg command's int16 / 32768. */
+static float *openai_samples(const char *dir, const char *path, size_t *n)
+{
+    char out[1024], cmd[4096];
+    snprintf(out, sizeof out, "%s", tmp(dir, "ref.s16"));
+    snprintf(cmd, sizeof cmd,
+             "ffmpeg -nostdin -threads 0 -i %s -f s16le -ac 1 -acodec pcm_s16le -ar 16000 - "
+             "2>/dev/null > %s", path, out);
+    must_run(cmd);
+    size_t bytes;
+    unsigned char *b = slurp(out, &bytes);
+    *n = bytes / 2;
+    float *x = malloc((*n ? *n : 1) * sizeof *x);
+    for (size_t i = 0; i < *n; i++)
+        x[i] = (float)(int16_t)(b[2 * i] | b[2 * i + 1] << 8) / 32768.0f;
+    free(b);
+    return x;
+}
+
+static int load(ws_audio *a, const char *path, int decode, double start, double dur, ws_err *e)
+{
+    ws_audio_opts o = {.decode = decode, .start_s = start, .duration_s = dur};
+    memset(e, 0, sizeof *e);
+    return ws_audio_load_opts(a, path, &o, e);
+}
+
+static void assert_same(const float *got, size_t n, const float *want, size_t m, const char *what)
+{
+    cr_assert_eq(n, m, "%s: %zu samples, want %zu", what, n, m);
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], sizeof *got))
+            cr_assert_fail("%s: sample %zu is %.9g, want %.9g", what, i, (double)got[i],
+                           (double)want[i]);
+}
+
+/* name, ffmpeg's encoding arguments */
+static const char *const CORPUS[][2] = {
+    {"s16-16k.wav", "-ar 16000 -c:a pcm_s16le"},
+    {"s16-44k-stereo.wav", "-ar 44100 -ac 2 -c:a pcm_s16le"},
+    {"u8-8k.wav", "-ar 8000 -c:a pcm_u8"},
+    {"f32-48k.wav", "-ar 48000 -c:a pcm_f32le"},
+    {"s32-96k.wav", "-ar 96000 -c:a pcm_s32le"},
+    {"flac-22k-stereo.flac", "-ar 22050 -ac 2"},
+    {"mp3-44k.mp3", "-ar 44100 -c:a libmp3lame"},
+    {"mp3-8k.mp3", "-ar 8000 -c:a libmp3lame"},
+    {"vorbis-48k.ogg", "-ar 48000 -c:a libvorbis"},
+    {"opus.webm", "-c:a libopus"},
+    {"aac-44k-stereo.m4a", "-ar 44100 -ac 2 -c:a aac"},
+    {"aac-22k.aac", "-ar 22050 -c:a aac -f adts"},
+    {"alac.m4a", "-c:a alac"},
+    {"wma-22k.wma", "-ar 22050 -c:a wmav2"},
+    {"ac3-48k-5.1.ac3", "-ar 48000 -ac 6 -c:a ac3"},
+};
+#define N_CORPUS (sizeof CORPUS / sizeof *CORPUS)
+
+/* --decode openai: every format and rate, bit for bit what openai-whisper's ffmpeg
+ * command gives. */
+Test(audio_av, decode_openai_equals_ffmpeg_over_formats_and_rates, .timeout = 300)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed: --decode openai was not compared with it");
+    const char *dir = test_tmpdir();
+    for (size_t k = 0; k < N_CORPUS; k++) {
+        make(dir, CORPUS[k][0], CORPUS[k][1]);
+        char path[1024];
+        snprintf(path, sizeof path, "%s", tmp(dir, CORPUS[k][0]));
+        size_t m;
+        float *want = openai_samples(dir, path, &m);
+        ws_audio a;
+        ws_err e;
+        cr_assert_eq(load(&a, path, WS_DECODE_OPENAI, 0, 0, &e), 0, "%s", e.msg);
+        cr_assert_gt(m, 16000 * 3, "%s: ffmpeg gave %zu samples", CORPUS[k][0], m);
+        assert_same(a.x, a.n, want, m, CORPUS[k][0]);
+        ws_audio_free(&a);
+        free(want);
+    }
+}
+
+/* A video file: the sound of its audio stream, as ffmpeg takes it. */
+Test(audio_av, decode_openai_equals_ffmpeg_on_a_video_file, .timeout = 120)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    char cmd[4096], path[1024];
+    snprintf(path, sizeof path, "%s", tmp(dir, "video.mp4"));
+    snprintf(cmd, sizeof cmd,
+             "ffmpeg -nostdin -loglevel error -y -f lavfi -i testsrc=size=64x48:rate=10 -i %s "
+             "-t 4 -c:v mpeg4 -c:a aac -ar 44100 %s", test_sample("jfk.wav"), path);
+    must_run(cmd);
+    size_t m;
+    float *want = openai_samples(dir, path, &m);
+    ws_audio a;
+    ws_err e;
+    cr_assert_eq(load(&a, path, WS_DECODE_OPENAI, 0, 0, &e), 0, "%s", e.msg);
+    assert_same(a.x, a.n, want, m, "video.mp4");
+    ws_audio_free(&a);
+    free(want);
+    /* the default decoder takes the same stream */
+    cr_assert_eq(load(&a, path, WS_DECODE_DEFAULT, 0, 0, &e), 0, "%s", e.msg);
+    cr_assert_eq(a.src_rate, 44100);
+    cr_assert_gt(a.n, 16000 * 3);
+    ws_audio_free(&a);
+    free(want = NULL);
+}
+
+/* The default decoder on what libsndfile cannot read: FFmpeg's frames at the file's own
+ * rate and channels, averaged and resampled as any PCM is (ws_audio_from_pcm). The
+ * reference frames are ffmpeg's float32 output of the same decode. */
+Test(audio_av, aac_opus_alac_wma_ac3_decode_as_ffmpegs_frames, .timeout = 300)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    static const char *const names[] = {"opus.webm", "aac-44k-stereo.m4a", "aac-22k.aac",
+                                        "alac.m4a", "wma-22k.wma", "ac3-48k-5.1.ac3"};
+    static const int rates[] = {48000, 44100, 22050, 16000, 22050, 48000};
+    static const int channels[] = {1, 2, 1, 1, 1, 6};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        size_t k = 0;
+        while (strcmp(CORPUS[k][0], names[i]))
+            k++;
+        make(dir, CORPUS[k][0], CORPUS[k][1]);
+        char path[1024], out[1024], cmd[4096];
+        snprintf(path, sizeof path, "%s", tmp(dir, names[i]));
+        snprintf(out, sizeof out, "%s", tmp(dir, "ref.f32"));
+        snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -v error -i %s -f f32le -acodec pcm_f32le - > %s",
+                 path, out);
+        must_run(cmd);
+        size_t bytes;
+        float *pcm = (float *)slurp(out, &bytes);
+        const size_t frames = bytes / sizeof(float) / (size_t)channels[i];
+        ws_audio want, a;
+        ws_err e = {{0}};
+        cr_assert_eq(ws_audio_from_pcm(&want, pcm, frames, rates[i], channels[i], "ref", &e), 0,
+                     "%s", e.msg);
+        cr_assert_eq(load(&a, path, WS_DECODE_DEFAULT, 0, 0, &e), 0, "%s", e.msg);
+        cr_assert_eq(a.src_rate, rates[i], "%s: %d Hz", names[i], a.src_rate);
+        cr_assert_eq(a.src_channels, channels[i], "%s: %d channels", names[i], a.src_channels);
+        assert_same(a.x, a.n, want.x, want.n, names[i]);
+        ws_audio_free(&a);
+        ws_audio_free(&want);
+        free(pcm);
+    }
+}
+
+static void assert_fails(const char *path, int decode, const char *want)
+{
+    ws_audio a;
+    ws_err e;
+    cr_assert_eq(load(&a, path, decode, 0, 0, &e), -1, "%s: loaded", path);
+    cr_assert_null(a.x);
+    cr_assert_eq(strncmp(e.msg, path, strlen(path)), 0, "not named: %s", e.msg);
+    cr_assert_not_null(strstr(e.msg, want), "lacks \"%s\": %s", want, e.msg);
+    cr_assert_null(strchr(e.msg, '\n'), "not one line: %s", e.msg);
+}
+
+static void cut_file(const char *from, const char *to, double keep)
+{
+    size_t n;
+    unsigned char *b = slurp(from, &n);
+    FILE *f = fopen(to, "wb");
+    cr_assert_not_null(f);
+    fwrite(b, 1, (size_t)(n * keep), f);
+    fclose(f);
+    free(b);
+}
+
+/* Files cut short, video without sound and bytes that are no audio fail with one line,
+ * in both modes; a WAV libsndfile refuses is not handed to FFmpeg. */
+Test(audio_av, damaged_files_fail_with_one_line, .timeout = 120)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    char p[1024], q[1024], cmd[4096];
+    make(dir, "opus.webm", "-c:a libopus");
+    make(dir, "fs.m4a", "-c:a aac -movflags +faststart");
+    snprintf(p, sizeof p, "%s", tmp(dir, "opus.webm"));
+    snprintf(q, sizeof q, "%s", tmp(dir, "cut.webm"));
+    cut_file(p, q, 0.66);
+    assert_fails(q, WS_DECODE_DEFAULT, "truncated or damaged");
+    assert_fails(q, WS_DECODE_OPENAI, "truncated or damaged");
+    snprintf(p, sizeof p, "%s", tmp(dir, "fs.m4a"));
+    snprintf(q, sizeof q, "%s", tmp(dir, "cut.m4a"));
+    cut_file(p, q, 0.66);
+    assert_fails(q, WS_DECODE_DEFAULT, "truncated or damaged");
+    assert_fails(q, WS_DECODE_OPENAI, "truncated or damaged");
+
+    snprintf(p, sizeof p, "%s", tmp(dir, "silent-video.mp4"));
+    snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -loglevel error -y -f lavfi -i "
+             "testsrc=size=64x48:rate=10 -t 1 -c:v mpeg4 %s", p);
+    must_run(cmd);
+    assert_fails(p, WS_DECODE_DEFAULT, "no audio stream");
+    assert_fails(p, WS_DECODE_OPENAI, "no audio stream");
+
+    snprintf(p, sizeof p, "%s", tmp(dir, "noise.m4a"));
+    FILE *f = fopen(p, "wb");
+    for (int i = 0; i < 4096; i++)
+        fputc((i * 7919 + 13) % 251, f);
+    fclose(f);
+    assert_fails(p, WS_DECODE_DEFAULT, "not a recognised audio file (libsndfile: ");
+    assert_fails(p, WS_DECODE_DEFAULT, "; ffmpeg: ");
+    assert_fails(p, WS_DECODE_OPENAI, "not a recognised audio file (ffmpeg: ");
+
+    /* a WAV whose data chunk claims more than the file holds: refused by our check in
+     * both modes (ffmpeg would decode what is there) */
+    make(dir, "s16.wav", "-ar 16000 -c:a pcm_s16le");
+    snprintf(p, sizeof p, "%s", tmp(dir, "s16.wav"));
+    snprintf(q, sizeof q, "%s", tmp(dir, "cut.wav"));
+    cut_file(p, q, 0.5);
+    assert_fails(q, WS_DECODE_DEFAULT, "truncated");
+    assert_fails(q, WS_DECODE_OPENAI, "truncated");
+}
+
+/* --- segments ------------------------------------------------------------- */
+
+/* A 44.1 kHz stereo WAV of the first 4 s of jfk and its frames as float. */
+static float *wav_44k(const char *dir, char *path, size_t cap, size_t *frames)
+{
+    snprintf(path, cap, "%s", tmp(dir, "s16-44k-stereo.wav"));
+    char out[1024], cmd[4096];
+    snprintf(out, sizeof out, "%s", tmp(dir, "ref.f32"));
+    make(dir, "s16-44k-stereo.wav", "-ar 44100 -ac 2 -c:a pcm_s16le");
+    snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -v error -i %s -f f32le -acodec pcm_f32le - > %s",
+             path, out);
+    must_run(cmd);
+    size_t bytes;
+    float *x = (float *)slurp(out, &bytes);
+    *frames = bytes / 8;
+    return x;
+}
+
+/* A segment is its frames cut at the file's rate, then averaged and resampled as a file
+ * of those frames alone; read by seeking (WAV, FLAC) or not, the same samples. */
+Test(audio_av, segments_are_their_frames_cut_at_the_files_rate, .timeout = 120)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    char wav[1024], flac[1024], cmd[4096];
+    size_t frames;
+    float *pcm = wav_44k(dir, wav, sizeof wav, &frames);
+    snprintf(flac, sizeof flac, "%s", tmp(dir, "same.flac"));
+    snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -loglevel error -y -i %s %s", wav, flac);
+    must_run(cmd);
+    static const double seg[][2] = {{0, 1}, {1.25, 0.5}, {2.0, 0}, {3.5, 0.49}, {0.0001, 2}};
+    for (size_t i = 0; i < sizeof seg / sizeof *seg; i++) {
+        const size_t s0 = (size_t)llround(seg[i][0] * 44100);
+        const size_t n = seg[i][1] > 0 ? (size_t)llround(seg[i][1] * 44100) : frames - s0;
+        ws_audio want, a, b;
+        ws_err e = {{0}};
+        cr_assert_eq(ws_audio_from_pcm(&want, pcm + 2 * s0, n, 44100, 2, "ref", &e), 0);
+        cr_assert_eq(load(&a, wav, WS_DECODE_DEFAULT, seg[i][0], seg[i][1], &e), 0, "%s", e.msg);
+        assert_same(a.x, a.n, want.x, want.n, "WAV segment");
+        cr_assert_eq(load(&b, flac, WS_DECODE_DEFAULT, seg[i][0], seg[i][1], &e), 0, "%s", e.msg);
+        assert_same(b.x, b.n, want.x, want.n, "FLAC segment");
+        ws_audio_free(&a);
+        ws_audio_free(&b);
+        ws_audio_free(&want);
+    }
+    free(pcm);
+}
+
+/* With --decode openai a segment is cut from ffmpeg's 16 kHz samples. */
+Test(audio_av, openai_segments_are_cut_from_ffmpegs_samples, .timeout = 120)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    make(dir, "aac.m4a", "-ar 44100 -c:a aac");
+    char path[1024];
+    snprintf(path, sizeof path, "%s", tmp(dir, "aac.m4a"));
+    size_t m;
+    float *all = openai_samples(dir, path, &m);
+    ws_audio a;
+    ws_err e;
+    cr_assert_eq(load(&a, path, WS_DECODE_OPENAI, 1.5, 1.25, &e), 0, "%s", e.msg);
+    assert_same(a.x, a.n, all + 24000, 20000, "openai segment");
+    ws_audio_free(&a);
+    free(all);
+}
+
+/* Lossy files and FFmpeg's formats: the segment is the same audio as the matching part of
+ * the whole file's decode (the resampler's edges aside). */
+Test(audio_av, lossy_segments_match_the_whole_decode, .timeout = 180)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    static const char *const names[] = {"mp3-44k.mp3", "opus.webm", "aac-44k-stereo.m4a",
+                                        "vorbis-48k.ogg"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        size_t k = 0;
+        while (strcmp(CORPUS[k][0], names[i]))
+            k++;
+        make(dir, CORPUS[k][0], CORPUS[k][1]);
+        char path[1024];
+        snprintf(path, sizeof path, "%s", tmp(dir, names[i]));
+        ws_audio whole, seg;
+        ws_err e;
+        cr_assert_eq(load(&whole, path, WS_DECODE_DEFAULT, 0, 0, &e), 0, "%s", e.msg);
+        cr_assert_eq(load(&seg, path, WS_DECODE_DEFAULT, 2.0, 1.5, &e), 0, "%s", e.msg);
+        cr_assert_eq(seg.n, 24000, "%s: %zu samples", names[i], seg.n);
+        double worst = 0, energy = 0;
+        for (size_t t = 400; t < seg.n - 400; t++) { /* away from the resampler's edges */
+            double d = fabs((double)seg.x[t] - whole.x[32000 + t]);
+            worst = d > worst ? d : worst;
+            energy += (double)seg.x[t] * seg.x[t];
+        }
+        cr_assert_gt(energy, 1.0, "%s: a silent segment", names[i]);
+        cr_assert_lt(worst, 2e-3, "%s: the segment differs from the whole by %g", names[i],
+                     worst);
+        ws_audio_free(&whole);
+        ws_audio_free(&seg);
+    }
+}
+
+/* Starts past the end fail; an end past it by up to 25 ms is cut there, by more fails;
+ * negative or non-finite values fail. */
+Test(audio_av, segments_past_the_end, .timeout = 60)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    make(dir, "s16.wav", "-ar 16000 -c:a pcm_s16le");
+    make(dir, "opus.webm", "-c:a libopus");
+    const char *names[] = {"s16.wav", "opus.webm"};
+    for (int i = 0; i < 2; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s", tmp(dir, names[i]));
+        ws_audio a;
+        ws_err e;
+        cr_assert_eq(load(&a, path, WS_DECODE_DEFAULT, 4.5, 1, &e), -1);
+        cr_assert_not_null(strstr(e.msg, "the segment starts at 4.500 s, after the end"), "%s",
+                           e.msg);
+        cr_assert_eq(load(&a, path, WS_DECODE_DEFAULT, 3.5, 0.6, &e), -1);
+        cr_assert_not_null(strstr(e.msg, "the segment ends at 4.100 s, after the end"), "%s",
+                           e.msg);
+        cr_assert_eq(load(&a, path, WS_DECODE_DEFAULT, 3.5, 0.52, &e), 0, "%s", e.msg);
+        cr_assert_eq(a.n, 8000, "%s: %zu samples", names[i], a.n);
+        ws_audio_free(&a);
+        cr_assert_eq(load(&a, path, WS_DECODE_DEFAULT, -1, 1, &e), -1);
+        cr_assert_not_null(strstr(e.msg, "a segment needs"), "%s", e.msg);
+        cr_assert_eq(load(&a, path, WS_DECODE_DEFAULT, 1, NAN, &e), -1);
+    }
+}
