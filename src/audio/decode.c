@@ -432,22 +432,26 @@ static int too_long(const load_opts *o, double frames, int rate, ws_err *err)
                    (double)o->max_samples / WS_SAMPLE_RATE / 3600.0);
 }
 
-/* Goes to frame `at` of d: 1 when there, 0 when d cannot seek (the frames before are
- * decoded and dropped instead), -1 with err. */
-static int dec_seek(decoder *d, int64_t at, const char *name, ws_err *err)
+/* Goes to frame `at` of d, or to a frame before it: the frame reached (> 0), 0 when d
+ * did not seek (the frames before are decoded and dropped instead), -1 with err. */
+static int64_t dec_seek(decoder *d, int64_t at, const char *name, ws_err *err)
 {
+#ifdef WS_HAVE_LIBAV
+    if (d->av && at > 0)
+        return ws_av_seek(d->av, at, name, err);
+#endif
     if (!d->seekable || at <= 0)
         return 0;
     if (d->sf) {
         if (sf_seek(d->sf, (sf_count_t)at, SEEK_SET) == (sf_count_t)at)
-            return 1;
+            return at;
         return ws_errf(err, "%s: cannot seek to frame %lld (libsndfile: %s)", name,
                        (long long)at, sf_strerror(d->sf));
     }
 #ifdef WS_HAVE_MPG123
     if (d->mh) {
         if (mp.seek(d->mh, (off_t)at, SEEK_SET) == (off_t)at)
-            return 1;
+            return at;
         return ws_errf(err, "%s: cannot seek to frame %lld (mpg123: %s)", name, (long long)at,
                        mp.strerror(d->mh));
     }
@@ -517,11 +521,10 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
     if (!pass && ws_audio_rs_open(&r, rate, WS_SAMPLE_RATE, name, err))
         goto done;
     if (seg) {
-        int sk = dec_seek(d, s0, name, err);
+        int64_t sk = dec_seek(d, s0, name, err);
         if (sk < 0)
             goto done;
-        if (sk)
-            have = (size_t)s0;
+        have = (size_t)sk;
     }
 
     /* 16 kHz mono of a known length: decoded straight into the output, no copy */

@@ -203,6 +203,12 @@ void ws_av_info(const ws_av *h, int *rate, int *channels, int *src_rate, int *sr
  * (have: frames read before, for messages). */
 long ws_av_read(ws_av *h, float *buf, long frames, size_t have, const char *name, ws_err *err);
 
+/* Goes to frame `at` (default mode; formats whose timestamps count frames): the frame the
+ * next read starts at (<= at, a second or so before it so that the decoder's state is
+ * right at `at`), 0 when it did not seek (the frames are read from where they are), or
+ * -1 with err. */
+int64_t ws_av_seek(ws_av *h, int64_t at, const char *name, ws_err *err);
+
 void ws_av_close(ws_av *h);
 #endif
 

@@ -60,6 +60,7 @@
 
 #define IO_BUF_BYTES 65536
 #define MSG_BYTES 200
+#define SEEK_PREROLL_S 1.0 /* decoded before a segment's start after a seek (codec state) */
 
 /* --- the libraries' entry points ------------------------------------------- */
 
@@ -92,6 +93,7 @@ static struct {
     AVPacket *(*packet_alloc)(void);
     void (*packet_free)(AVPacket **);
     void (*packet_unref)(AVPacket *);
+    void (*flush_buffers)(AVCodecContext *);
     /* libavformat */
     AVFormatContext *(*format_alloc)(void);
     void (*format_free)(AVFormatContext *);
@@ -99,6 +101,7 @@ static struct {
     void (*close_input)(AVFormatContext **);
     int (*find_stream_info)(AVFormatContext *, AVDictionary **);
     int (*read_frame)(AVFormatContext *, AVPacket *);
+    int (*seek_frame)(AVFormatContext *, int, int64_t, int);
     AVIOContext *(*avio_alloc)(unsigned char *, int, int, void *,
                                int (*)(void *, uint8_t *, int),
                                int (*)(void *, uint8_t *, int),
@@ -173,6 +176,8 @@ static void av_load(void)
     *(void **)&av.find_stream_info = sym(h[2], "avformat_find_stream_info", &m);
     *(void **)&av.read_frame = sym(h[2], "av_read_frame", &m);
     *(void **)&av.avio_alloc = sym(h[2], "avio_alloc_context", &m);
+    *(void **)&av.seek_frame = sym(h[2], "av_seek_frame", &m);
+    *(void **)&av.flush_buffers = sym(h[1], "avcodec_flush_buffers", &m);
     *(void **)&av.avio_free = sym(h[2], "avio_context_free", &m);
     *(void **)&av.swr_alloc_opts2 = sym(h[3], "swr_alloc_set_opts2", &m);
     *(void **)&av.swr_init_ = sym(h[3], "swr_init", &m);
@@ -606,6 +611,73 @@ static int take_frame(ws_av *h, const char *name, size_t have, ws_err *err)
     h->pos = 0;
     h->n = f->nb_samples;
     return 0;
+}
+
+/* Timestamps that count the stream's frames (MP4, Ogg: a time base of 1 / rate) name a
+ * frame exactly after a seek; coarser ones (Matroska's and ASF's milliseconds) are rounded
+ * and do not, so those formats are decoded from the start instead. */
+static int counts_frames(const ws_av *h)
+{
+    const AVStream *st = h->fmt->streams[h->stream];
+    return st->time_base.num == 1 && st->time_base.den == h->rate;
+}
+
+/* The first sample of h->frame as a frame index of the stream from its start, or -1. */
+static int64_t frame_index(const ws_av *h)
+{
+    const AVStream *st = h->fmt->streams[h->stream];
+    int64_t ts = h->frame->best_effort_timestamp;
+    if (ts == AV_NOPTS_VALUE || !counts_frames(h))
+        return -1;
+    if (st->start_time != AV_NOPTS_VALUE)
+        ts -= st->start_time;
+    return ts;
+}
+
+/* After a seek: back to the stream's start, as if never seeked. 0, or -1 with err. */
+static int rewind_stream(ws_av *h, const char *name, ws_err *err)
+{
+    const AVStream *st = h->fmt->streams[h->stream];
+    const int64_t ts = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+    h->msg[0] = h->damage[0] = 0;
+    if (av.seek_frame(h->fmt, h->stream, ts, AVSEEK_FLAG_BACKWARD) < 0)
+        return ws_errf(err, "%s: cannot go back to the start after a seek (ffmpeg: %s)", name,
+                       h->fmt->iformat->name);
+    av.flush_buffers(h->cc);
+    h->pos = h->n = 0;
+    h->eof_sent = h->done = 0;
+    return 0;
+}
+
+int64_t ws_av_seek(ws_av *h, int64_t at, const char *name, ws_err *err)
+{
+    const AVStream *st = h->fmt->streams[h->stream];
+    const int64_t to = at - (int64_t)(SEEK_PREROLL_S * h->rate);
+    if (h->openai || to <= 0 || !counts_frames(h))
+        return 0; /* decoded from the start, the frames before dropped */
+    pthread_setspecific(av_msg_key, h);
+    const int64_t ts = to + (st->start_time != AV_NOPTS_VALUE ? st->start_time : 0);
+    int64_t got = 0;
+    if (av.seek_frame(h->fmt, h->stream, ts, AVSEEK_FLAG_BACKWARD) < 0) {
+        h->msg[0] = 0; /* not an error: the frames are decoded from here and dropped */
+        pthread_setspecific(av_msg_key, NULL);
+        return 0;
+    }
+    av.flush_buffers(h->cc);
+    h->pos = h->n = 0;
+    h->eof_sent = h->done = 0;
+    int r = next_frame(h, name, 0, err);
+    if (r > 0 && take_frame(h, name, 0, err))
+        r = -1;
+    got = r > 0 ? frame_index(h) : -1;
+    /* Nothing after the seek point, or a place the timestamps cannot name exactly: from
+     * the start after all. */
+    if (r >= 0 && (got < 0 || got > at)) {
+        r = rewind_stream(h, name, err);
+        got = 0;
+    }
+    pthread_setspecific(av_msg_key, NULL);
+    return r < 0 ? -1 : got;
 }
 
 long ws_av_read(ws_av *h, float *buf, long frames, size_t have, const char *name, ws_err *err)
