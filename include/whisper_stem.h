@@ -161,10 +161,35 @@ WS_API int whisper_stem_d_model(const whisper_stem *ctx); /* d; 0 without a mode
 WS_API const char *whisper_stem_device(const whisper_stem *ctx); /* "cpu" or "cuda:N", where
                                                                     the stem runs */
 
-/* A file (anything libsndfile or libmpg123 decodes; "-" is standard input) to 16 kHz
- * mono: out [n] float32. An empty file gives ndim 1, shape {0}, data NULL. */
+/* A file (anything libsndfile, libmpg123 or FFmpeg's libraries decode; "-" is standard
+ * input) to 16 kHz mono: out [n] float32. An empty file gives ndim 1, shape {0}, data
+ * NULL. */
 WS_API int whisper_stem_load_audio(const char *path, whisper_stem_array *out,
                                    whisper_stem_error *err);
+
+/* Which audio of a file or buffer, and how it becomes 16 kHz samples. Zeroed: the whole
+ * file, the context's decoder (the default one unless whisper_stem_set_decode said). */
+typedef struct {
+    const char *decode; /* NULL: the context's ("default" for whisper_stem_load_audio_*);
+                           "default": libsndfile, libmpg123, FFmpeg's libraries for what
+                           libsndfile cannot read (AAC/MP4, WebM, WMA, ...), libsoxr;
+                           "openai": openai-whisper's load_audio bit for bit (what its
+                           ffmpeg command writes, int16 / 32768): the command's --decode */
+    double start;       /* a segment: from `start` seconds (>= 0), */
+    double duration;    /* `duration` seconds long (0: to the end); cut at the file's own
+                           rate, then averaged and resampled as a file of those frames
+                           (docs/corpus.md, "Segments") */
+} whisper_stem_audio_opts;
+
+/* whisper_stem_load_audio with options (o NULL: as whisper_stem_load_audio). */
+WS_API int whisper_stem_load_audio_opts(const char *path, const whisper_stem_audio_opts *o,
+                                        whisper_stem_array *out, whisper_stem_error *err);
+
+/* The same from the bytes of a file in memory (data[0 .. size), the caller's; not kept);
+ * name (NULL: "(memory)") is what messages call it. */
+WS_API int whisper_stem_load_audio_memory(const void *data, size_t size, const char *name,
+                                          const whisper_stem_audio_opts *o,
+                                          whisper_stem_array *out, whisper_stem_error *err);
 
 /* pcm: n_samples frames of `channels` interleaved float32 samples at sample_rate Hz
  * (1 .. 1536000; 16000 and 1 channel pass through untouched). Non-finite samples are
@@ -203,6 +228,23 @@ WS_API int whisper_stem_embed_mel(whisper_stem *ctx, const float *mel, int n_mel
 
 /* load_audio then embed_pcm, in one call; errors name the path. */
 WS_API int whisper_stem_embed_file(whisper_stem *ctx, const char *path, whisper_stem_array *out,
+                                   whisper_stem_error *err);
+
+/* The same with options: a segment, a decoder (o NULL: as whisper_stem_embed_file). */
+WS_API int whisper_stem_embed_file_opts(whisper_stem *ctx, const char *path,
+                                        const whisper_stem_audio_opts *o,
+                                        whisper_stem_array *out, whisper_stem_error *err);
+
+/* The same from the bytes of a file in memory (the caller's; not kept); name (NULL:
+ * "(memory)") is what messages call it. */
+WS_API int whisper_stem_embed_memory(whisper_stem *ctx, const void *data, size_t size,
+                                     const char *name, const whisper_stem_audio_opts *o,
+                                     whisper_stem_array *out, whisper_stem_error *err);
+
+/* The decoder of the context's file calls (embed_file, batches, and _opts calls whose
+ * decode is NULL): "default" (as made) or "openai", as the command's --decode. 0, or -1
+ * with err for another name. Not while a batch of the context is open. */
+WS_API int whisper_stem_set_decode(whisper_stem *ctx, const char *decode,
                                    whisper_stem_error *err);
 
 /* Frees a->data and zeroes *a. NULL-safe; a zeroed array is a no-op. */

@@ -386,6 +386,84 @@ Test(api, load_audio_gives_16k_mono_and_names_a_bad_file)
     cr_assert(strstr(err.msg, "/nonexistent.flac"), "%s", err.msg);
 }
 
+/* Bytes in memory, segments and the decoder: the path's samples and embeddings. */
+Test(api, memory_segments_and_decode_are_the_paths_results, .timeout = 120)
+{
+    const char *dir = test_tmpdir(), *wav = test_sample("jfk.wav");
+    char model[1024];
+    mkmodel(dir, "--size tiny", model, sizeof model);
+    size_t len;
+    uint8_t *bytes = read_file(wav, &len);
+    cr_assert(bytes);
+    whisper_stem_error err = {""};
+    whisper_stem_array whole = {0}, mem = {0}, seg = {0}, mseg = {0};
+    cr_assert_eq(whisper_stem_load_audio(wav, &whole, &err), 0, "%s", err.msg);
+    cr_assert_eq(whisper_stem_load_audio_memory(bytes, len, "jfk", NULL, &mem, &err), 0, "%s",
+                 err.msg);
+    assert_arrays_equal("load_audio_memory vs load_audio", &mem, &whole);
+    whisper_stem_audio_opts o = {.start = 2.5, .duration = 3.25};
+    cr_assert_eq(whisper_stem_load_audio_opts(wav, &o, &seg, &err), 0, "%s", err.msg);
+    cr_assert_eq(seg.shape[0], 52000);
+    cr_assert(memcmp(seg.data, whole.data + 40000, 52000 * 4) == 0,
+              "a 16 kHz segment is the samples it covers");
+    cr_assert_eq(whisper_stem_load_audio_memory(bytes, len, NULL, &o, &mseg, &err), 0, "%s",
+                 err.msg);
+    assert_arrays_equal("memory segment vs path segment", &mseg, &seg);
+
+    /* embeddings: of the bytes = of the path; of a segment = of its samples */
+    whisper_stem *ws = new_ctx(model, WHISPER_STEM_PAD_AUDIO, 0);
+    whisper_stem_array ef = {0}, em = {0}, es = {0}, ep = {0};
+    cr_assert_eq(whisper_stem_embed_file(ws, wav, &ef, &err), 0, "%s", err.msg);
+    cr_assert_eq(whisper_stem_embed_memory(ws, bytes, len, "jfk", NULL, &em, &err), 0, "%s",
+                 err.msg);
+    assert_arrays_equal("embed_memory vs embed_file", &em, &ef);
+    cr_assert_eq(whisper_stem_embed_file_opts(ws, wav, &o, &es, &err), 0, "%s", err.msg);
+    cr_assert_eq(whisper_stem_embed_pcm(ws, seg.data, 52000, 16000, 1, &ep, &err), 0, "%s",
+                 err.msg);
+    assert_arrays_equal("embed_file_opts(segment) vs embed_pcm(its samples)", &es, &ep);
+
+    /* what fails, naming the call or the input */
+    whisper_stem_array x = {0};
+    whisper_stem_audio_opts bad = {.decode = "sox"};
+    cr_assert_eq(whisper_stem_load_audio_opts(wav, &bad, &x, &err), -1);
+    cr_assert(strstr(err.msg, "decode 'sox': must be default or openai"), "%s", err.msg);
+    cr_assert_eq(whisper_stem_set_decode(ws, "sox", &err), -1);
+    cr_assert(strstr(err.msg, "decode 'sox'"), "%s", err.msg);
+    whisper_stem_audio_opts neg = {.start = -1};
+    cr_assert_eq(whisper_stem_embed_file_opts(ws, wav, &neg, &x, &err), -1);
+    cr_assert(strstr(err.msg, "a segment needs a start and a duration of 0 or more"), "%s",
+              err.msg);
+    whisper_stem_audio_opts late = {.start = 20, .duration = 1};
+    cr_assert_eq(whisper_stem_embed_memory(ws, bytes, len, "clip-7", &late, &x, &err), -1);
+    cr_assert(strncmp(err.msg, "clip-7: the segment starts at 20.000 s", 38) == 0, "%s",
+              err.msg);
+    cr_assert_eq(whisper_stem_load_audio_memory(NULL, 10, NULL, NULL, &x, &err), -1);
+    cr_assert(strstr(err.msg, "data is NULL"), "%s", err.msg);
+    cr_assert_eq(whisper_stem_load_audio_memory(bytes, 40, NULL, NULL, &x, &err), -1);
+    cr_assert(strncmp(err.msg, "(memory): ", 10) == 0, "%s", err.msg);
+    cr_assert_eq(x.ndim, 0);
+
+    /* the decoder: openai's samples of a 16 kHz 16-bit mono WAV are its own */
+    whisper_stem_array oa = {0};
+    whisper_stem_audio_opts openai = {.decode = "openai"};
+    if (whisper_stem_load_audio_opts(wav, &openai, &oa, &err) == 0) {
+        assert_arrays_equal("--decode openai of 16 kHz int16 mono", &oa, &whole);
+        whisper_stem_array eo = {0};
+        cr_assert_eq(whisper_stem_set_decode(ws, "openai", &err), 0, "%s", err.msg);
+        cr_assert_eq(whisper_stem_embed_file(ws, wav, &eo, &err), 0, "%s", err.msg);
+        assert_arrays_equal("embed_file with decode openai", &eo, &ef);
+        whisper_stem_array_free(&eo);
+        whisper_stem_array_free(&oa);
+    } else {
+        cr_assert(strstr(err.msg, "needs FFmpeg's libraries"), "%s", err.msg);
+    }
+    whisper_stem_array *all[] = {&whole, &mem, &seg, &mseg, &ef, &em, &es, &ep};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        whisper_stem_array_free(all[i]);
+    whisper_stem_free(ws);
+    free(bytes);
+}
+
 /* --- against the command ----------------------------------------------------- */
 
 Test(api, log_mel_is_the_commands_mel_bit_for_bit, .timeout = 60)

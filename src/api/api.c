@@ -270,6 +270,29 @@ int whisper_stem_set_mel_device(whisper_stem *ctx, const char *mel_device, whisp
     return 0;
 }
 
+/* "default" or "openai" as ws_audio_decode; -1 for another name. */
+static int decode_parse(const char *name)
+{
+    if (!strcmp(name, "default"))
+        return WS_DECODE_DEFAULT;
+    if (!strcmp(name, "openai"))
+        return WS_DECODE_OPENAI;
+    return -1;
+}
+
+int whisper_stem_set_decode(whisper_stem *ctx, const char *decode, whisper_stem_error *err)
+{
+    if (!ctx)
+        return failf(err, "whisper_stem_set_decode: ctx is NULL");
+    if (!decode)
+        return failf(err, "whisper_stem_set_decode: decode is NULL");
+    int d = decode_parse(decode);
+    if (d < 0)
+        return failf(err, "decode '%s': must be default or openai", decode);
+    ctx->decode = d;
+    return 0;
+}
+
 const char *whisper_stem_mel_device(const whisper_stem *ctx)
 {
     return ctx && ctx->mel_gpu ? ctx->mel_name : "cpu";
@@ -599,21 +622,80 @@ void whisper_stem_array_free(whisper_stem_array *a)
     memset(a, 0, sizeof *a);
 }
 
-int whisper_stem_load_audio(const char *path, whisper_stem_array *out, whisper_stem_error *err)
+/* o as the loader's options (decode: o's, else fallback): 0, or -1 with e. */
+static int audio_opts(const char *fn, const whisper_stem_audio_opts *o, int fallback,
+                      ws_audio_opts *ao, ws_err *e)
+{
+    memset(ao, 0, sizeof *ao);
+    ao->decode = fallback;
+    if (!o)
+        return 0;
+    if (o->decode && (ao->decode = decode_parse(o->decode)) < 0)
+        return ws_errf(e, "%s: decode '%s': must be default or openai", fn, o->decode);
+    if (!(o->start >= 0 && o->start < 1e9) || !(o->duration >= 0 && o->duration < 1e9))
+        return ws_errf(e, "%s: a segment needs a start and a duration of 0 or more seconds "
+                       "(start %g, duration %g)", fn, o->start, o->duration);
+    ao->start_s = o->start;
+    ao->duration_s = o->duration;
+    return 0;
+}
+
+/* A path, or data[0 .. size) named name, decoded with ao. */
+static int load_any(const char *path, const void *data, size_t size, const char *name,
+                    const ws_audio_opts *ao, ws_audio *a, ws_err *e)
+{
+    if (path)
+        return ws_audio_load_opts(a, path, ao, e);
+    return ws_audio_load_memory_opts(a, data, size, name ? name : "(memory)", ao, e);
+}
+
+/* The loaders' common part: path, or (path NULL) the bytes data[0 .. size). */
+static int load_audio_into(const char *fn, const char *path, const void *data, size_t size,
+                           const char *name, const whisper_stem_audio_opts *o,
+                           whisper_stem_array *out, whisper_stem_error *err)
 {
     zero_array(out);
     if (!out)
-        return failf(err, "whisper_stem_load_audio: out is NULL");
-    if (!path)
-        return failf(err, "whisper_stem_load_audio: path is NULL");
+        return failf(err, "%s: out is NULL", fn);
     ws_audio a;
+    ws_audio_opts ao;
     ws_err e = {{0}};
-    if (ws_audio_load(&a, path, &e))
+    if (audio_opts(fn, o, WS_DECODE_DEFAULT, &ao, &e) ||
+        load_any(path, data, size, name, &ao, &a, &e))
         return ws_api_fail(err, &e);
     out->data = a.x;
     out->ndim = 1;
     out->shape[0] = (int64_t)a.n;
     return 0;
+}
+
+int whisper_stem_load_audio(const char *path, whisper_stem_array *out, whisper_stem_error *err)
+{
+    zero_array(out);
+    if (!path)
+        return failf(err, "whisper_stem_load_audio: path is NULL");
+    return load_audio_into("whisper_stem_load_audio", path, NULL, 0, NULL, NULL, out, err);
+}
+
+int whisper_stem_load_audio_opts(const char *path, const whisper_stem_audio_opts *o,
+                                 whisper_stem_array *out, whisper_stem_error *err)
+{
+    zero_array(out);
+    if (!path)
+        return failf(err, "whisper_stem_load_audio_opts: path is NULL");
+    return load_audio_into("whisper_stem_load_audio_opts", path, NULL, 0, NULL, o, out, err);
+}
+
+int whisper_stem_load_audio_memory(const void *data, size_t size, const char *name,
+                                   const whisper_stem_audio_opts *o, whisper_stem_array *out,
+                                   whisper_stem_error *err)
+{
+    static const unsigned char none[1]; /* an empty buffer may come as NULL */
+    zero_array(out);
+    if (!data && size)
+        return failf(err, "whisper_stem_load_audio_memory: data is NULL");
+    return load_audio_into("whisper_stem_load_audio_memory", NULL, data ? data : none, size,
+                           name, o, out, err);
 }
 
 int ws_api_mel(const whisper_stem *ctx, const ws_audio *a, int n_threads, const char *name,
@@ -846,43 +928,73 @@ int whisper_stem_embed_mel(whisper_stem *ctx, const float *mel, int n_mels, int6
     return rc ? ws_api_fail(err, &e) : 0;
 }
 
-int whisper_stem_embed_file(whisper_stem *ctx, const char *path, whisper_stem_array *out,
-                            whisper_stem_error *err)
+/* The embeddings of a file (path) or of a file's bytes (data, size), decoded with o (its
+ * decode NULL: the context's). Errors name the path or name. */
+static int embed_source(const char *fn, whisper_stem *ctx, const char *path, const void *data,
+                        size_t size, const char *name, const whisper_stem_audio_opts *o,
+                        whisper_stem_array *out, whisper_stem_error *err)
 {
-    static const char fn[] = "whisper_stem_embed_file";
     zero_array(out);
     if (!ctx)
         return failf(err, "%s: ctx is NULL", fn);
     if (!out)
         return failf(err, "%s: out is NULL", fn);
-    if (!path)
-        return failf(err, "%s: path is NULL", fn);
     if (!ctx->have_model)
         return failf(err, "%s: no model: the context was made with params.model NULL "
                           "(log-Mel only)", fn);
+    const char *who = path ? path : name ? name : "(memory)";
     ws_audio a;
+    ws_audio_opts ao;
     ws_mel_out mo = {0};
     ws_err e = {{0}};
-    if (ws_audio_load(&a, path, &e))
+    if (audio_opts(fn, o, ctx->decode, &ao, &e) || load_any(path, data, size, who, &ao, &a, &e))
         return ws_api_fail(err, &e);
     if (ctx->on_gpu && ctx->mel_gpu) {
         int rc = gpu_embed(ctx, &a, out, NULL, &e);
         ws_audio_free(&a);
         if (rc) {
             ws_err pe = e;
-            ws_errf(&e, "%s: %s", path, pe.msg);
+            ws_errf(&e, "%s: %s", who, pe.msg);
         }
         return rc ? ws_api_fail(err, &e) : 0;
     }
-    int rc = ws_api_mel(ctx, &a, ctx->threads, path, &mo, &e);
+    int rc = ws_api_mel(ctx, &a, ctx->threads, who, &mo, &e);
     ws_audio_free(&a);
     if (!rc && ws_api_embed_windows(ctx, mo.data, mo.n_windows, mo.n_frames, out, &e)) {
         ws_err pe = e;
-        ws_errf(&e, "%s: %s", path, pe.msg);
+        ws_errf(&e, "%s: %s", who, pe.msg);
         rc = -1;
     }
     ws_mel_out_free(&mo);
     return rc ? ws_api_fail(err, &e) : 0;
+}
+
+int whisper_stem_embed_file(whisper_stem *ctx, const char *path, whisper_stem_array *out,
+                            whisper_stem_error *err)
+{
+    return whisper_stem_embed_file_opts(ctx, path, NULL, out, err);
+}
+
+int whisper_stem_embed_file_opts(whisper_stem *ctx, const char *path,
+                                 const whisper_stem_audio_opts *o, whisper_stem_array *out,
+                                 whisper_stem_error *err)
+{
+    zero_array(out);
+    if (ctx && out && !path)
+        return failf(err, "whisper_stem_embed_file: path is NULL");
+    return embed_source("whisper_stem_embed_file", ctx, path, NULL, 0, NULL, o, out, err);
+}
+
+int whisper_stem_embed_memory(whisper_stem *ctx, const void *data, size_t size, const char *name,
+                              const whisper_stem_audio_opts *o, whisper_stem_array *out,
+                              whisper_stem_error *err)
+{
+    static const unsigned char none[1];
+    zero_array(out);
+    if (ctx && out && !data && size)
+        return failf(err, "whisper_stem_embed_memory: data is NULL");
+    return embed_source("whisper_stem_embed_memory", ctx, NULL, data ? data : none, size, name, o,
+                        out, err);
 }
 
 /* A host result h up to the device memory t->alloc gives, on t->stream. */

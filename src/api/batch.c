@@ -88,7 +88,8 @@ static void prepare(whisper_stem_batch *b, whisper_stem *ctx, const char *path, 
 {
     ws_audio a;
     ws_err e = {{0}};
-    int rc = ws_audio_load(&a, path, &e);
+    ws_audio_opts ao = {.decode = ctx->decode};
+    int rc = ws_audio_load_opts(&a, path, &ao, &e);
     if (!rc)
         ws_api_info(ctx, &a, &s->info);
     if (!rc && b->gpu) {

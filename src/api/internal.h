@@ -25,6 +25,7 @@ struct whisper_stem {
     int on_gpu;
     ws_mel *mel;
     int n_mels, threads, pos;
+    int decode;       /* ws_audio_decode of its file calls (whisper_stem_set_decode) */
     ws_pad pad;
     pthread_mutex_t stem_mu; /* one stem call at a time */
     char device[16];  /* "cpu" or "cuda:N" */
