@@ -456,6 +456,89 @@ class EmbedTest(Fixture):
             fe.log_mel(self.jfk)
 
 
+class AudioSourcesTest(Fixture):
+    """load_audio and embed_file take paths, a file's bytes and file objects, segments and
+    the decoder: each the path's samples and embeddings."""
+
+    def test_bytes_and_file_objects_give_the_paths_samples(self):
+        import io
+
+        with open(JFK, "rb") as f:
+            data = f.read()
+        for src in (data, bytearray(data), memoryview(data), io.BytesIO(data)):
+            assert_same_bits(self, type(src).__name__, ws.load_audio(src), self.jfk)
+        with open(JFK, "rb") as f:
+            assert_same_bits(self, "open file", ws.load_audio(f), self.jfk)
+        with self.assertRaises(ws.Error) as cm:
+            ws.load_audio(b"not audio at all, a few bytes of text")
+        self.assertTrue(str(cm.exception).startswith("(memory): "), str(cm.exception))
+        bad = os.path.join(self.tmp, "bad.wav")
+        with open(bad, "wb") as f:
+            f.write(b"RIFF\x00\x00\x00\x00WAVE nothing else")
+        with open(bad, "rb") as f, self.assertRaises(ws.Error) as cm:
+            ws.load_audio(f)
+        self.assertTrue(str(cm.exception).startswith(bad + ": "), str(cm.exception))
+        with open(JFK, "r", errors="replace") as f, self.assertRaises(TypeError):
+            ws.load_audio(f)
+        with self.assertRaises(TypeError):
+            ws.load_audio(12)
+
+    def test_segments_and_decode(self):
+        seg = ws.load_audio(JFK, start=2.5, duration=3.25)
+        assert_same_bits(self, "a 16 kHz segment", seg, self.jfk[40000:92000])
+        assert_same_bits(self, "to the end", ws.load_audio(JFK, start=10), self.jfk[160000:])
+        with open(JFK, "rb") as f:
+            assert_same_bits(self, "a segment of bytes", ws.load_audio(f.read(), 2.5, 3.25), seg)
+        for bad in (dict(start=-1), dict(duration=float("nan")), dict(decode="sox")):
+            with self.assertRaises(ValueError):
+                ws.load_audio(JFK, **bad)
+        with self.assertRaises(ws.Error) as cm:
+            ws.load_audio(JFK, start=20, duration=1)
+        self.assertIn("the segment starts at 20.000 s, after the end", str(cm.exception))
+        try:
+            openai = ws.load_audio(JFK, decode="openai")
+        except ws.Error as e:
+            self.assertIn("needs FFmpeg's libraries", str(e))
+            return
+        # a 16 kHz int16 mono WAV: openai's samples are its own
+        assert_same_bits(self, "decode openai of 16 kHz int16", openai, self.jfk)
+
+    @unittest.skipIf(shutil.which("ffmpeg") is None, "ffmpeg is not installed")
+    def test_decode_openai_is_openai_whispers_ffmpeg_samples(self):
+        m4a = os.path.join(self.tmp, "jfk44.m4a")
+        subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i", JFK, "-ar", "44100", "-ac", "2",
+                        "-c:a", "aac", m4a], check=True)
+        # whisper.audio.load_audio's command and conversion
+        out = subprocess.run(["ffmpeg", "-nostdin", "-threads", "0", "-i", m4a, "-f", "s16le", "-ac", "1",
+                              "-acodec", "pcm_s16le", "-ar", "16000", "-"], capture_output=True, check=True).stdout
+        want = np.frombuffer(out, np.int16).flatten().astype(np.float32) / 32768.0
+        assert_same_bits(self, "decode openai of AAC 44.1 kHz stereo", ws.load_audio(m4a, decode="openai"), want)
+        with open(m4a, "rb") as f:
+            assert_same_bits(self, "the same from a file object", ws.load_audio(f, decode="openai"), want)
+        with ws.Frontend(self.model, device="cpu", decode="openai") as fe:
+            assert_same_bits(self, "Frontend(decode='openai').embed_file", fe.embed_file(m4a), fe.embed_audio(want))
+        default = ws.load_audio(m4a)
+        self.assertEqual(default.shape, want.shape)
+        self.assertFalse(np.array_equal(default, want), "the default decoder resamples in float")
+
+    def test_embed_file_and_embed_take_bytes_and_segments(self):
+        with open(JFK, "rb") as f:
+            data = f.read()
+        with ws.Frontend(self.model, device="cpu") as fe:
+            whole = fe.embed_file(JFK)
+            assert_same_bits(self, "embed_file(bytes)", fe.embed_file(data), whole)
+            assert_same_bits(self, "embed(bytes)", fe.embed(data), whole)
+            with open(JFK, "rb") as f:
+                assert_same_bits(self, "embed(file object)", fe.embed(f), whole)
+            assert_same_bits(self, "embed_file(path, segment)", fe.embed_file(JFK, start=2.5, duration=3.25),
+                             fe.embed_audio(self.jfk[40000:92000]))
+            with self.assertRaises(ws.Error) as cm:
+                fe.embed_file(b"\x00" * 100)
+            self.assertTrue(str(cm.exception).startswith("(memory): "), str(cm.exception))
+        with self.assertRaises(ValueError):
+            ws.Frontend(self.model, device="cpu", decode="sox")
+
+
 class PackageTest(unittest.TestCase):
     def test_versions(self):
         self.assertEqual(ws.library_version(), ws.__version__)

@@ -161,17 +161,37 @@ def _call_pcm(fn, ctx, audio, sample_rate, what):
     return _lib.take(out)
 
 
-def load_audio(path):
-    """Decode an audio file to float32 [n] samples at 16 kHz, mono.
+def load_audio(source, start=None, duration=None, decode="default"):
+    """Decode audio to float32 [n] samples at 16 kHz, mono.
 
-    Any format libsndfile reads (WAV, FLAC, Ogg, Opus, MP3, ...), any rate (resampled with
-    libsoxr), any channel count (averaged); integer PCM becomes x / 2^(bits-1). The same
-    samples the ``whisper-stem`` command computes from. Raises Error with the library's
-    message (naming the path) when the file cannot be read. Releases the GIL.
+    source: a path (str, os.PathLike), the contents of a file (bytes, bytearray,
+    memoryview: read in place), or a binary file object (read to its end).
+
+    Any format libsndfile reads (WAV, FLAC, Ogg, Opus, MP3, ...), and through FFmpeg's
+    libraries what it cannot (AAC/M4A/MP4, WebM, WMA, ALAC, a video file's sound); any rate
+    (resampled with libsoxr), any channel count (averaged); integer PCM becomes
+    x / 2^(bits-1). The same samples the ``whisper-stem`` command computes from.
+
+    start, duration: a segment, in seconds (duration None or 0: to the end), cut at the
+    file's own rate and then resampled, as the command's segment lists (docs/corpus.md).
+    decode="openai": the samples openai-whisper's ``whisper.load_audio`` returns, bit for
+    bit (its ffmpeg command's int16 / 32768), as the command's ``--decode openai``.
+
+    Raises Error with the library's message (naming the path, or "(memory)" or the file
+    object's name) when the audio cannot be read. Releases the GIL.
     """
+    opts = _lib.audio_opts(start, duration, decode)
+    kind, src, name = _lib.audio_source(source)
     out = _lib._CArray()
     err = _lib.new_error()
-    if _lib.load_audio(_lib.fspath(path, "path"), ctypes.byref(out), ctypes.byref(err)) != 0:
+    if kind == "path":
+        r = _lib.load_audio_opts(src, ctypes.byref(opts), ctypes.byref(out), ctypes.byref(err))
+    else:
+        p, n, keep = _lib.memory_view(src)
+        r = _lib.load_audio_memory(p, n, name.encode("utf-8", "replace"), ctypes.byref(opts),
+                                   ctypes.byref(out), ctypes.byref(err))
+        del keep
+    if r != 0:
         _lib.raise_error(err, "load_audio failed")
     return _lib.take(out)
 

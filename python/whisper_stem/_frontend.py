@@ -56,7 +56,7 @@ class Frontend:
     """
 
     def __init__(self, model=None, device="auto", precision="fp32", threads=None, n_mels=None, pad="audio", pos=False,
-                 mel_device="auto", output="numpy"):
+                 mel_device="auto", output="numpy", decode="default"):
         from . import _pad_mode
 
         if threads is not None and _lib.c_int(threads, "threads") < 1:
@@ -65,6 +65,8 @@ class Frontend:
             raise ValueError("output must be 'numpy' or 'torch', got %r" % (output,))
         if mel_device not in ("auto", "cpu", "cuda"):
             raise ValueError("mel_device must be 'auto', 'cpu' or 'cuda', got %r" % (mel_device,))
+        if decode not in _lib.DECODES:
+            raise ValueError("decode must be 'default' or 'openai', got %r" % (decode,))
         self._ctx = _lib.Context(
             model=model,
             device=device,
@@ -76,6 +78,12 @@ class Frontend:
         )
         self.model = model
         self.output = output
+        self.decode = decode
+        if decode != "default":
+            err = _lib.new_error()
+            if _lib.set_decode(self._ctx.handle, decode.encode(), ctypes.byref(err)) != 0:
+                self._ctx.close()
+                _lib.raise_error(err, "decode %r failed" % (decode,))
         self._torch_device = None
         if mel_device != "auto":
             err = _lib.new_error()
@@ -259,12 +267,16 @@ class Frontend:
         - 2-D [n_mels, n_frames] with more frames than bands otherwise: ValueError (a
           log-Mel of a length this pad mode cannot take, or audio laid out [channels, n]:
           call embed_mel or embed_audio to say which);
-        - anything else: audio, 1-D [n] or 2-D [n, channels] (embed_audio, at sample_rate).
+        - anything else: audio, 1-D [n] or 2-D [n, channels] (embed_audio, at sample_rate);
+        - the contents of a file (bytes, bytearray, memoryview) or a binary file object:
+          decoded as embed_file decodes it.
 
         Returns float32 [1500, d] for one window, [n_win, 1500, d] for more: the conv
         stem's output (plus the positional embedding with pos=True), bit-identical to the
         ``whisper-stem`` command on the CPU. Releases the GIL. Raises Error.
         """
+        if isinstance(audio_or_mel, (bytes, bytearray, memoryview)) or hasattr(audio_or_mel, "read"):
+            return self.embed_file(audio_or_mel)
         a = np.asarray(audio_or_mel)
         nm = self.n_mels
         if a.ndim == 3 and a.shape[1:] == (nm, 3000):
@@ -279,16 +291,29 @@ class Frontend:
                     "embed_audio with [n, channels]" % (a.shape[0], a.shape[1], a.shape[1]))
         return self.embed_audio(a, sample_rate)
 
-    def embed_file(self, path):
-        """Embeddings of an audio file (decoded, 16 kHz mono, log-Mel, stem), as the command writes them.
+    def embed_file(self, source, start=None, duration=None):
+        """Embeddings of audio in a file (decoded, 16 kHz mono, log-Mel, stem), as the command writes them.
+
+        source: a path (str, os.PathLike), the contents of a file (bytes, bytearray,
+        memoryview), or a binary file object (read to its end). start, duration: a segment
+        in seconds (duration None or 0: to the end), as load_audio takes them. Decoded
+        with this Frontend's decode ("default" or "openai").
 
         Releases the GIL. Raises Error with the library's message (naming the path).
         """
+        opts = _lib.audio_opts(start, duration, None)
         if self.output == "torch":
             from . import load_audio
 
-            return self._embed_device(load_audio(path), 16000)
-        return self._call(_lib.embed_file, _lib.fspath(path, "path"))
+            return self._embed_device(load_audio(source, start, duration, self.decode), 16000)
+        kind, src, name = _lib.audio_source(source)
+        if kind == "path":
+            return self._call(_lib.embed_file_opts, src, ctypes.byref(opts))
+        p, n, keep = _lib.memory_view(src)
+        try:
+            return self._call(_lib.embed_memory, p, n, name.encode("utf-8", "replace"), ctypes.byref(opts))
+        finally:
+            del keep
 
     def embed_files(self, paths, errors="raise", info=False):
         """Embeddings of many files through the library's pipeline: an iterator of arrays, in the order of `paths`.

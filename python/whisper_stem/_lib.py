@@ -48,6 +48,14 @@ class _CParams(ctypes.Structure):
     ]
 
 
+class _CAudioOpts(ctypes.Structure):
+    _fields_ = [
+        ("decode", ctypes.c_char_p),
+        ("start", ctypes.c_double),
+        ("duration", ctypes.c_double),
+    ]
+
+
 class _CArray(ctypes.Structure):
     _fields_ = [
         ("data", ctypes.c_void_p),
@@ -160,6 +168,14 @@ log_mel = _proto("whisper_stem_log_mel", ctypes.c_int, _P, _P, _SIZE, ctypes.c_i
 embed_pcm = _proto("whisper_stem_embed_pcm", ctypes.c_int, _P, _P, _SIZE, ctypes.c_int, ctypes.c_int, _ARR, _ERR)
 embed_mel = _proto("whisper_stem_embed_mel", ctypes.c_int, _P, _P, ctypes.c_int, ctypes.c_int64, _ARR, _ERR)
 embed_file = _proto("whisper_stem_embed_file", ctypes.c_int, _P, ctypes.c_char_p, _ARR, _ERR)
+_OPTS = ctypes.POINTER(_CAudioOpts)
+load_audio_opts = _proto("whisper_stem_load_audio_opts", ctypes.c_int, ctypes.c_char_p, _OPTS, _ARR, _ERR)
+load_audio_memory = _proto("whisper_stem_load_audio_memory", ctypes.c_int, _P, _SIZE, ctypes.c_char_p, _OPTS,
+                           _ARR, _ERR)
+embed_file_opts = _proto("whisper_stem_embed_file_opts", ctypes.c_int, _P, ctypes.c_char_p, _OPTS, _ARR, _ERR)
+embed_memory = _proto("whisper_stem_embed_memory", ctypes.c_int, _P, _P, _SIZE, ctypes.c_char_p, _OPTS, _ARR,
+                      _ERR)
+set_decode = _proto("whisper_stem_set_decode", ctypes.c_int, _P, ctypes.c_char_p, _ERR)
 array_free = _proto("whisper_stem_array_free", None, _ARR)
 batch_open = _proto("whisper_stem_batch_open", _P, _P, ctypes.POINTER(ctypes.c_char_p), _SIZE, _ERR)
 batch_next = _proto("whisper_stem_batch_next", ctypes.c_int, _P, _ARR, ctypes.POINTER(_SIZE), _ERR)
@@ -198,6 +214,67 @@ def fspath(path, what="path"):
     if b"\0" in b:
         raise ValueError("%s %r holds a NUL byte (no file name can)" % (what, path))
     return b
+
+
+DECODES = ("default", "openai")
+
+
+def audio_opts(start, duration, decode):
+    """The library's whisper_stem_audio_opts for a segment and a decoder (decode None: the
+    context's). ValueError naming the argument for a bad one."""
+    o = _CAudioOpts()
+    if decode is not None:
+        if decode not in DECODES:
+            raise ValueError("decode must be 'default' or 'openai', got %r" % (decode,))
+        o.decode = decode.encode()
+    for name, v in (("start", start), ("duration", duration)):
+        if v is None:
+            continue
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise TypeError("%s must be a number of seconds, got %r" % (name, v)) from None
+        if not (f >= 0 and f < 1e9):
+            raise ValueError("%s must be 0 or more seconds, got %r" % (name, v))
+        setattr(o, name, f)
+    return o
+
+
+def audio_source(source, what="source"):
+    """What load_audio and embed_file take, as ("path", the path's bytes, None) or
+    ("memory", a bytes-like object, its name for messages):
+    - a path: str or os.PathLike;
+    - the contents of a file: bytes, bytearray or memoryview (read in place, not copied);
+    - a binary file-like object: anything with read(), read to its end."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return "memory", source, "(memory)"
+    if hasattr(source, "read"):
+        data = source.read()
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError("%s: read() gave %s, not bytes (open the file in binary mode)"
+                            % (what, type(data).__name__))
+        name = getattr(source, "name", None)
+        return "memory", data, name if isinstance(name, str) else "(file object)"
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError("%s must be a path, the bytes of a file or a binary file object, got %s"
+                        % (what, type(source).__name__))
+    return "path", fspath(source, what), None
+
+
+def memory_view(data):
+    """(pointer, size, keepalive) of a bytes-like object for the library to read in place
+    (C-contiguous; a copy otherwise)."""
+    mv = memoryview(data)
+    if not mv.c_contiguous:
+        mv = memoryview(mv.tobytes())
+    mv = mv.cast("B")
+    if mv.nbytes == 0:
+        return None, 0, mv
+    if mv.readonly:  # bytes, or a read-only buffer: ctypes reads it through a char array view
+        obj = mv.obj if isinstance(mv.obj, bytes) and len(mv.obj) == mv.nbytes else mv.tobytes()
+        return ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p), mv.nbytes, obj
+    buf = (ctypes.c_char * mv.nbytes).from_buffer(mv)
+    return ctypes.cast(buf, ctypes.c_void_p), mv.nbytes, (buf, mv)
 
 
 def c_str(s, what):
