@@ -258,7 +258,7 @@ def audio_source(source, what="source"):
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError("%s must be a path, the bytes of a file or a binary file object, got %s"
                         % (what, type(source).__name__))
-    return "path", fspath(source, what), None
+    return "path", fspath(source, "path"), None
 
 
 def memory_view(data):
