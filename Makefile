@@ -43,7 +43,7 @@ SHELL   := /bin/bash
 .DEFAULT_GOAL := all
 -include $(wildcard mk/*.mk)
 
-PKGS      := sndfile fftw3f soxr libcjson
+PKGS      := sndfile fftw3f soxr libcjson zlib
 TEST_PKGS := criterion
 
 # The version is the public header's (WHISPER_STEM_VERSION_*); the soname carries the major.

@@ -12,6 +12,8 @@
 set -eu
 
 PKGS="gcc make pkg-config libsndfile1-dev libfftw3-dev libsoxr-dev libcjson-dev"
+# zlib: --list reads gzip-compressed lists (lhotse cut sets, .jsonl.gz)
+PKGS="$PKGS zlib1g-dev"
 # FFmpeg's headers: src/audio/libav.c is built with them and opens the libraries at run
 # time (AAC/MP4, WebM, WMA, ... and --decode openai); without them the build still works
 # and such inputs fail with a line that says why

@@ -9,6 +9,7 @@
 #include "cuda/gpu.h"
 #include "mel/mel.h"
 #include "output.h"
+#include "run.h"
 #include "whisper/frontend.h"
 #include "whisper/model.h"
 
@@ -35,6 +36,9 @@ typedef struct {
     int n_args;
     char **inputs;        /* positional, then --list, duplicates dropped; after
                            * ws_cli_output_names, only --shard's part (malloc'd strings) */
+    ws_segment **segs;    /* [n_inputs] beside inputs: a list line's segment, or a line that
+                           * names no input (->bad; its input is "LIST:LINE"); NULL for a
+                           * whole file, and NULL itself when the list has neither */
     int n_inputs;
     int n_listed;         /* the inputs of the whole list, before --shard selects */
     int keep_ext;         /* --keep-ext: x.wav -> x.wav.npy */
@@ -59,9 +63,11 @@ int ws_cli_parse_args(int argc, char **argv, options *o);
 /* "PROG: <fmt with a> (see --help)" on stderr; returns 2. */
 int ws_cli_usage_error(const char *fmt, const char *a);
 
-/* o->inputs: the positional inputs, then --list's lines; --shard keeps its part
- * (names.c). 0, or the exit status. */
+/* o->inputs: the positional inputs, then --list's lines (paths, segments: docs/corpus.md
+ * "Segment lists"); --shard keeps its part (names.c). 0, or the exit status. */
 int ws_cli_gather_inputs(options *o);
+/* Frees o->inputs and o->segs. */
+void ws_cli_inputs_free(options *o);
 
 /* Each input's output: its path (or its tar shard's), the member key in tar mode, or why
  * it has none (that input then fails alone). */

@@ -293,6 +293,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.n_inputs; i++) {
         jobs[i].member = nm.members ? nm.members[i] : NULL;
         jobs[i].why = nm.whys[i];
+        if (o.segs && o.segs[i] && !o.segs[i]->bad)
+            jobs[i].seg = o.segs[i];
     }
     r.mel = mel;
     r.pad = o.pad;
@@ -353,9 +355,7 @@ out:
     ws_shards_free(r.shards, o.n_inputs, o.tar_size ? o.tar_size : 1);
     ws_jobs_free(jobs, o.n_inputs);
     ws_cli_names_free(&o, &nm);
-    for (int i = 0; i < o.n_inputs; i++)
-        free(o.inputs[i]);
-    free(o.inputs);
+    ws_cli_inputs_free(&o);
     if (r.manifest_fd >= 0)
         close(r.manifest_fd);
     ws_mel_free(mel);

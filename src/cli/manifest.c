@@ -288,14 +288,14 @@ cJSON *ws_provenance_new(const ws_provenance_info *in)
 
 const char *const ws_redo_reasons[WS_REDO_N] = {
     "no record", "output", "model name", "model sha256", "n_mels", "pad", "pos", "precision",
-    "device", "mel_device", "out_dtype", "decode", "version"};
+    "device", "mel_device", "out_dtype", "decode", "segment", "version"};
 
 unsigned ws_provenance_diff(const cJSON *ours, const cJSON *rec)
 {
     if (!cJSON_IsObject(rec))
         return 1u << WS_REDO_NO_RECORD;
     unsigned d = 0;
-    for (int k = 1; k < WS_REDO_N - 1; k++) {
+    for (int k = 1; k < WS_REDO_SEGMENT; k++) {
         const char *name = ws_redo_reasons[k];
         const cJSON *a, *b;
         if (!strncmp(name, "model ", 6)) {
@@ -318,6 +318,50 @@ unsigned ws_provenance_diff(const cJSON *ours, const cJSON *rec)
             d |= 1u << k;
     }
     return d;
+}
+
+/* --- segments ----------------------------------------------------------------------- */
+
+/* A segment's duration as recorded: null when it runs to the end. */
+static cJSON *seg_json(const ws_segment *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddNumberToObject(o, "start", s->start_s);
+    if (s->duration_s > 0)
+        cJSON_AddNumberToObject(o, "duration", s->duration_s);
+    else
+        cJSON_AddNullToObject(o, "duration");
+    add_str(o, "id", s->id);
+    return o;
+}
+
+unsigned ws_segment_diff(const ws_segment *ours, const cJSON *line)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(line, "segment");
+    if (!ours) /* a whole file: its record has no segment */
+        return r && !cJSON_IsNull(r) ? 1u << WS_REDO_SEGMENT : 0;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(r, "start"),
+                *du = cJSON_GetObjectItemCaseSensitive(r, "duration");
+    /* the numbers are written so that they read back exactly (cJSON: %.17g when %.15g
+     * would not) */
+    const int same = cJSON_IsNumber(st) && st->valuedouble == ours->start_s &&
+                     (ours->duration_s > 0 ? cJSON_IsNumber(du) && du->valuedouble == ours->duration_s
+                                           : (!du || cJSON_IsNull(du)));
+    return same ? 0 : 1u << WS_REDO_SEGMENT;
+}
+
+int ws_record_is_of(const cJSON *line, const ws_job *j)
+{
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(line, "input");
+    if (!cJSON_IsString(in) || strcmp(in->valuestring, j->input))
+        return 0;
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(line, "segment");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(s, "id");
+    if (!j->seg)
+        return !s || cJSON_IsNull(s);
+    return cJSON_IsString(id) && !strcmp(id->valuestring, j->seg->id);
 }
 
 /* --- the line ----------------------------------------------------------------------- */
@@ -384,6 +428,11 @@ cJSON *ws_job_json(const ws_run_ctx *c, const ws_job *j)
     if (!o)
         return NULL;
     add_str(o, "input", j->input);
+    if (j->seg) {
+        cJSON *sg = seg_json(j->seg);
+        if (sg)
+            cJSON_AddItemToObject(o, "segment", sg);
+    }
     if (j->output)
         add_str(o, "output", j->output);
     else

@@ -1,9 +1,11 @@
 /* names.c - the inputs (positional, --list, --shard) and their outputs' names: -O's
  * flat names, --root's tree, tar shards and member keys, and the checks that run before
  * anything is read (no two inputs write one file, no output is an input). Tested by
- * tests/test_cli.c. */
+ * tests/test_cli.c, tests/test_cli_names.c and tests/test_segments.c. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "cli.h"
 #include "strmap.h"
@@ -20,58 +23,122 @@
 /* A line of --list holds at most this many bytes (a path, PATH_MAX is 4096): a longer one
  * means the file is no list (a binary file, /dev/zero), said at once. */
 #define LIST_LINE_MAX 65536
+/* A line of a JSON Lines list (a lhotse cut may carry its supervisions and alignments). */
+#define JSON_LINE_MAX (1 << 20)
 /* The paths of the whole list are held at most to this many bytes, or --max-memory's
  * when larger. */
 #define LIST_BYTES_MAX ((size_t)4 << 30)
 
 typedef struct {
     options *o;
-    ws_strmap *seen; /* every path kept: exact duplicates are dropped */
+    ws_strmap *seen; /* every path (or segment) kept: exact duplicates are dropped */
     size_t cap, bytes, max_bytes;
     long long dups;
 } gather;
 
-/* Appends path (copied) to o->inputs unless it is there already. 0, or the exit status. */
-static int add_input(gather *g, const char *path, size_t len)
+static void segment_free(ws_segment *s)
+{
+    if (s) {
+        free(s->id);
+        free(s->bad);
+        free(s);
+    }
+}
+
+/* Appends path (copied) to o->inputs, with seg (taken: a segment, a bad line's message, or
+ * NULL for the whole file), unless it is there already: the same path, or the same path,
+ * start, duration and id (a bad line is never dropped). 0, or the exit status. */
+static int add_input(gather *g, const char *path, size_t len, ws_segment *seg)
 {
     options *o = g->o;
-    int r = ws_strmap_put(g->seen, path, len, 0, NULL);
+    int r = 0;
+    size_t extra = 0;
+    if (seg && !seg->bad) {
+        /* the key: the path, then NUL-separated start, duration and id (no path holds a
+         * NUL, so no key of a whole file is one of a segment) */
+        size_t il = strlen(seg->id), kl = len + il + 64;
+        char *k = malloc(kl);
+        if (!k) {
+            segment_free(seg);
+            return ws_eprintf(PROG ": out of memory for the input list"), 1;
+        }
+        memcpy(k, path, len);
+        int n = snprintf(k + len, kl - len, "%c%.17g%c%.17g%c", 0, seg->start_s, 0,
+                         seg->duration_s, 0);
+        memcpy(k + len + n, seg->id, il);
+        r = ws_strmap_put(g->seen, k, len + (size_t)n + il, 0, NULL);
+        free(k);
+        extra = sizeof *seg + il + 1;
+    } else if (seg) {
+        extra = sizeof *seg + strlen(seg->bad) + 1;
+    } else {
+        r = ws_strmap_put(g->seen, path, len, 0, NULL);
+    }
+    if (r < 0 || r == 1)
+        segment_free(seg);
     if (r < 0)
         return ws_eprintf(PROG ": out of memory for the input list"), 1;
     if (r == 1) {
         g->dups++;
         return 0;
     }
-    if (o->n_inputs == INT_MAX - 1)
+    if (o->n_inputs == INT_MAX - 1) {
+        segment_free(seg);
         return ws_eprintf(PROG ": more than %d inputs", INT_MAX - 1), 2;
-    g->bytes += len + 1 + sizeof(char *);
-    if (g->bytes > g->max_bytes)
+    }
+    g->bytes += len + 1 + sizeof(char *) + extra + (o->segs ? sizeof(ws_segment *) : 0);
+    if (g->bytes > g->max_bytes) {
+        segment_free(seg);
         return ws_eprintf(PROG ": the input list holds more than %zu MiB of paths (the bound: "
                           "4 GiB, or --max-memory when larger)", g->max_bytes >> 20), 2;
+    }
     if ((size_t)o->n_inputs == g->cap) {
         size_t nc = g->cap ? g->cap * 2 : 64;
         char **t = realloc(o->inputs, nc * sizeof *t);
-        if (!t)
+        ws_segment **ts = t && o->segs ? realloc(o->segs, nc * sizeof *ts) : NULL;
+        if (t)
+            o->inputs = t;
+        if (ts)
+            o->segs = ts;
+        if (!t || (o->segs && !ts)) {
+            segment_free(seg);
             return ws_eprintf(PROG ": out of memory for the input list"), 1;
-        o->inputs = t;
+        }
         g->cap = nc;
     }
+    if (seg && !o->segs) { /* the first segment: the array beside the paths */
+        if (!(o->segs = calloc(g->cap, sizeof *o->segs))) {
+            segment_free(seg);
+            return ws_eprintf(PROG ": out of memory for the input list"), 1;
+        }
+        g->bytes += g->cap * sizeof *o->segs;
+    }
     char *s = malloc(len + 1);
-    if (!s)
+    if (!s) {
+        segment_free(seg);
         return ws_eprintf(PROG ": out of memory for the input list"), 1;
+    }
     memcpy(s, path, len);
     s[len] = 0;
+    if (o->segs)
+        o->segs[o->n_inputs] = seg;
     o->inputs[o->n_inputs++] = s;
     return 0;
 }
 
-/* One line of f into buf (cap bytes) with its newline: its length, 0 at the end, or
+/* The list's bytes: a file, standard input, or a gzip file (name ending ".gz"). */
+typedef struct {
+    FILE *f;
+    gzFile z;
+} list_in;
+
+/* One line of in into buf (cap bytes) with its newline: its length, 0 at the end, or
  * cap + 1 when no newline comes within cap bytes (the rest is not read). */
-static size_t read_line(FILE *f, char *buf, size_t cap)
+static size_t read_line(list_in *in, char *buf, size_t cap)
 {
     size_t n = 0;
     int c;
-    while ((c = getc_unlocked(f)) != EOF) {
+    while ((c = in->z ? gzgetc(in->z) : getc_unlocked(in->f)) != EOF) {
         if (n == cap)
             return cap + 1;
         buf[n++] = (char)c;
@@ -81,59 +148,352 @@ static size_t read_line(FILE *f, char *buf, size_t cap)
     return n;
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* --- segment lines -------------------------------------------------------------------- */
+
+/* Where a list line is and what is wrong with it: a bad line becomes an input of its own,
+ * "LIST:LINE", that fails with the message (one stderr line at its turn, status 1). */
+typedef struct {
+    gather *g;
+    const char *list; /* as named in messages: the path, or "stdin" */
+    long long lineno;
+} list_pos;
+
+static int bad_line(const list_pos *p, const char *fmt, const char *a)
+{
+    char where[4200], msg[1024];
+    snprintf(where, sizeof where, "%s:%lld", p->list, p->lineno);
+    snprintf(msg, sizeof msg, fmt, a);
+    ws_segment *s = calloc(1, sizeof *s);
+    if (!s || !(s->bad = strdup(msg))) {
+        free(s);
+        return ws_eprintf(PROG ": out of memory for the input list"), 1;
+    }
+    return add_input(p->g, where, strlen(where), s);
+}
+
+/* s (whole, n bytes) as a finite number >= 0: 0; -1 when it is none */
+static int parse_seconds(const char *s, size_t n, double *v)
+{
+    char buf[64], *end;
+    if (n == 0 || n >= sizeof buf)
+        return -1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    errno = 0;
+    *v = strtod(buf, &end);
+    return *end == 0 && isfinite(*v) && *v >= 0 ? 0 : -1;
+}
+
+/* An id names a file (-O DIR/ID.npy) and a tar member: not empty, ".", "..", nor with '/'
+ * (a NUL cannot reach one: a list line holding one, or \u0000, is refused). */
+static int id_ok(const char *id)
+{
+    return *id && strcmp(id, ".") && strcmp(id, "..") && !strchr(id, '/');
+}
+
+/* The name of a segment given no id: the file's name without its extension (with it under
+ * --keep-ext), '_' and the start in seconds with 3 decimals: clip_12.500. */
+static char *default_id(const char *path, double start, int keep_ext)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = keep_ext ? NULL : strrchr(base, '.');
+    int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
+    size_t cap = (size_t)len + 48;
+    char *id = malloc(cap);
+    if (id)
+        snprintf(id, cap, "%.*s_%.3f", len, base, start);
+    return id;
+}
+
+/* Adds the segment of path from start, duration long (0: to the end), named id (NULL: the
+ * default name); a bad id is a bad line. 0, or the exit status. */
+static int add_segment(const list_pos *p, const char *path, size_t len, double start,
+                       double duration, const char *id)
+{
+    if (id && !id_ok(id))
+        return bad_line(p, "the id '%s' cannot name an output (empty, '.', '..' or holding "
+                           "'/')", id);
+    ws_segment *s = calloc(1, sizeof *s);
+    char *pz = s ? strndup(path, len) : NULL;
+    if (s && pz)
+        s->id = id ? strdup(id) : default_id(pz, start, p->g->o->keep_ext);
+    free(pz);
+    if (!s || !s->id) {
+        segment_free(s);
+        return ws_eprintf(PROG ": out of memory for the input list"), 1;
+    }
+    s->start_s = start;
+    s->duration_s = duration;
+    if (!id && !id_ok(s->id)) { /* a path ending in '/' */
+        int rc = bad_line(p, "the segment's name '%s' cannot name an output", s->id);
+        segment_free(s);
+        return rc;
+    }
+    return add_input(p->g, path, len, s);
+}
+
+/* A line of a list of paths: PATH<TAB>START<TAB>DURATION[<TAB>ID] is a segment when it
+ * has 2 or 3 tabs and START and DURATION are whole numbers >= 0 (strtod); anything else
+ * is a path, as it always was. 0, or the exit status. */
+static int path_line(const list_pos *p, char *line, size_t len)
+{
+    const char *tab[4];
+    int tabs = 0;
+    for (const char *q = line; tabs < 4 && (q = memchr(q, '\t', len - (size_t)(q - line)));
+         q++)
+        tab[tabs++] = q;
+    double start, duration;
+    if (tabs == 2 || tabs == 3) {
+        const char *f2 = tab[0] + 1, *f3 = tab[1] + 1, *end = line + len;
+        if (!parse_seconds(f2, (size_t)(tab[1] - f2), &start) &&
+            !parse_seconds(f3, (size_t)((tabs == 3 ? tab[2] : end) - f3), &duration)) {
+            if (tab[0] == line)
+                return bad_line(p, "a segment line with no path before its first tab%s", "");
+            char *id = NULL;
+            if (tabs == 3 && tab[2] + 1 < end && !(id = strndup(tab[2] + 1, (size_t)(end - tab[2] - 1))))
+                return ws_eprintf(PROG ": out of memory for the input list"), 1;
+            int rc = add_segment(p, line, (size_t)(tab[0] - line), start, duration, id);
+            free(id);
+            return rc;
+        }
+    }
+    return add_input(p->g, line, len, NULL);
+}
+
+/* o[key] as seconds: 0 and *v set; 1 absent (or null, where null_ok); -1 with *why set. */
+static int json_seconds(const cJSON *o, const char *key, int null_ok, double *v, char *why,
+                        size_t cap)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!x || (null_ok && cJSON_IsNull(x)))
+        return 1;
+    if (!cJSON_IsNumber(x))
+        return snprintf(why, cap, "'%s' is not a number", key), -1;
+    if (!isfinite(x->valuedouble) || x->valuedouble < 0)
+        return snprintf(why, cap, "'%s' is %g: a segment needs seconds >= 0", key,
+                        x->valuedouble), -1;
+    *v = x->valuedouble;
+    return 0;
+}
+
+/* A NeMo manifest line: audio_filepath (relative: to the manifest's directory), offset
+ * (default 0), duration (absent or null: to the end). */
+static int nemo_line(const list_pos *p, const cJSON *o, const char *list_dir)
+{
+    char why[256];
+    const cJSON *af = cJSON_GetObjectItemCaseSensitive(o, "audio_filepath");
+    double start = 0, duration = 0;
+    if (!cJSON_IsString(af) || !af->valuestring[0])
+        return bad_line(p, "'audio_filepath' is not a path (a string)%s", "");
+    if (json_seconds(o, "offset", 1, &start, why, sizeof why) < 0 ||
+        json_seconds(o, "duration", 1, &duration, why, sizeof why) < 0)
+        return bad_line(p, "%s", why);
+    const char *path = af->valuestring;
+    if (path[0] == '/' || !list_dir)
+        return add_segment(p, path, strlen(path), start, duration, NULL);
+    size_t cap = strlen(list_dir) + strlen(path) + 2;
+    char *full = malloc(cap);
+    if (!full)
+        return ws_eprintf(PROG ": out of memory for the input list"), 1;
+    snprintf(full, cap, "%s/%s", list_dir, path);
+    int rc = add_segment(p, full, strlen(full), start, duration, NULL);
+    free(full);
+    return rc;
+}
+
+/* A lhotse cut (MonoCut): id, start, duration, channel, and its recording's source of that
+ * channel, of type "file" (relative: to the working directory, as lhotse reads it). */
+static int lhotse_line(const list_pos *p, const cJSON *o)
+{
+    char why[256];
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(o, "type"),
+                *id = cJSON_GetObjectItemCaseSensitive(o, "id"),
+                *rec = cJSON_GetObjectItemCaseSensitive(o, "recording"),
+                *ch = cJSON_GetObjectItemCaseSensitive(o, "channel");
+    double start = 0, duration = 0;
+    if (type && !(cJSON_IsString(type) && !strcmp(type->valuestring, "MonoCut")))
+        return bad_line(p, "a cut of type '%s' (only MonoCut is supported)",
+                        cJSON_IsString(type) ? type->valuestring : "?");
+    if (!cJSON_IsString(id))
+        return bad_line(p, "the cut has no 'id' string%s", "");
+    int r = json_seconds(o, "start", 0, &start, why, sizeof why);
+    if (r == 0)
+        r = json_seconds(o, "duration", 0, &duration, why, sizeof why);
+    if (r > 0)
+        snprintf(why, sizeof why, "the cut has no 'start' or no 'duration'");
+    if (r)
+        return bad_line(p, "%s", why);
+    if (ch && !cJSON_IsNumber(ch))
+        return bad_line(p, "the cut's 'channel' is not one number (only MonoCut is supported)%s",
+                        "");
+    const int c = ch ? (int)ch->valuedouble : 0;
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(rec, "transforms");
+    if (cJSON_GetArraySize(tr) > 0)
+        return bad_line(p, "the recording has transforms (speed, volume, resampling), which are "
+                           "not supported%s", "");
+    /* the source of the cut's channel */
+    const cJSON *src = NULL, *s;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(rec, "sources"))
+    {
+        const cJSON *chs = cJSON_GetObjectItemCaseSensitive(s, "channels"), *x;
+        int has = !chs;
+        cJSON_ArrayForEach(x, chs) has |= cJSON_IsNumber(x) && (int)x->valuedouble == c;
+        if (has) {
+            src = s;
+            break;
+        }
+    }
+    if (!src)
+        return bad_line(p, "the recording has no source of the cut's channel%s", "");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(src, "type"),
+                *path = cJSON_GetObjectItemCaseSensitive(src, "source");
+    if (!cJSON_IsString(st) || strcmp(st->valuestring, "file"))
+        return bad_line(p, "recording source type '%s' is not supported (only 'file')",
+                        cJSON_IsString(st) ? st->valuestring : "?");
+    if (!cJSON_IsString(path) || !path->valuestring[0])
+        return bad_line(p, "the recording's source has no 'source' path%s", "");
+    /* the loader averages a file's channels; lhotse would take the cut's channel alone */
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(src, "channels")) > 1)
+        return bad_line(p, "the source '%s' holds several channels: a cut of one of them is not "
+                           "supported (they would be averaged)", path->valuestring);
+    return add_segment(p, path->valuestring, strlen(path->valuestring), start, duration,
+                       id->valuestring);
+}
+
+/* A line of a JSON Lines list: a NeMo manifest line or a lhotse cut. 0, or the exit
+ * status (a bad line is an input that fails). */
+static int json_line(const list_pos *p, const char *line, size_t len, const char *list_dir)
+{
+    /* a NUL in a string would cut a path or an id short unseen */
+    for (const char *q = line; (q = memmem(q, len - (size_t)(q - line), "\\u0000", 6)); q++)
+        if (q == line || q[-1] != '\\')
+            return bad_line(p, "a string holds \\u0000 (a NUL byte)%s", "");
+    cJSON *o = ws_json_parse(line, len);
+    int rc;
+    if (!cJSON_IsObject(o))
+        rc = bad_line(p, "not a JSON object (a JSON Lines list holds one a line)%s", "");
+    else if (cJSON_GetObjectItemCaseSensitive(o, "audio_filepath"))
+        rc = nemo_line(p, o, list_dir);
+    else if (cJSON_GetObjectItemCaseSensitive(o, "recording"))
+        rc = lhotse_line(p, o);
+    else if (cJSON_GetObjectItemCaseSensitive(o, "start"))
+        rc = bad_line(p, "a lhotse cut with no 'recording'%s", "");
+    else if (cJSON_GetObjectItemCaseSensitive(o, "offset") ||
+             cJSON_GetObjectItemCaseSensitive(o, "duration") ||
+             cJSON_GetObjectItemCaseSensitive(o, "text"))
+        rc = bad_line(p, "a NeMo manifest line with no 'audio_filepath'%s", "");
+    else
+        rc = bad_line(p, "neither a NeMo manifest line ('audio_filepath') nor a lhotse cut "
+                         "('recording')%s", "");
+    cJSON_Delete(o);
+    return rc;
+}
+
 static int read_list(gather *g)
 {
     options *o = g->o;
-    FILE *f = strcmp(o->list, "-") ? fopen(o->list, "r") : stdin;
-    if (!f) {
-        ws_eprintf(PROG ": --list %s: %s", o->list, strerror(errno));
+    const int is_stdin = !strcmp(o->list, "-"), gz = !is_stdin && ends_with(o->list, ".gz");
+    list_in in = {NULL, NULL};
+    errno = 0;
+    if (gz)
+        in.z = gzopen(o->list, "rb");
+    else
+        in.f = is_stdin ? stdin : fopen(o->list, "r");
+    if (!in.f && !in.z) {
+        ws_eprintf(PROG ": --list %s: %s", o->list, errno ? strerror(errno) : "out of memory");
         return 1;
     }
-    const size_t cap = LIST_LINE_MAX + 2; /* the path, CR, LF */
+    /* JSON Lines by its name, else by its first line that is not blank (nor a comment) */
+    int json = ends_with(o->list, ".jsonl") || ends_with(o->list, ".jsonl.gz") ||
+               ends_with(o->list, ".json"), decided = json;
+    /* NeMo's relative paths are relative to the manifest's directory */
+    char list_dir[4096];
+    const char *ldir = NULL;
+    if (!is_stdin) {
+        ws_dirname(o->list, list_dir, sizeof list_dir);
+        ldir = strcmp(list_dir, ".") ? list_dir : NULL;
+    }
+    const size_t cap = JSON_LINE_MAX + 2; /* the line, CR, LF */
     char *line = malloc(cap);
-    long long lineno = 0;
+    list_pos pos = {g, is_stdin ? "stdin" : o->list, 0};
     size_t n;
     int rc = line ? 0 : (ws_eprintf(PROG ": out of memory for the input list"), 1);
-    while (!rc && (n = read_line(f, line, cap)) > 0) {
-        lineno++;
+    while (!rc && (n = read_line(&in, line, cap)) > 0) {
+        pos.lineno++;
         size_t len = n;
         if (len <= cap && line[len - 1] == '\n')
             len--;
         if (len <= cap && len && line[len - 1] == '\r')
             len--;
-        if (len > LIST_LINE_MAX) {
-            ws_eprintf(PROG ": --list %s: line %lld is longer than %d bytes (a list holds one "
-                       "path a line)", o->list, lineno, LIST_LINE_MAX);
+        if (!decided && len && line[0] != '#') {
+            size_t k = 0;
+            while (k < len && (line[k] == ' ' || line[k] == '\t'))
+                k++;
+            json = k < len && line[k] == '{';
+            decided = 1;
+        }
+        const size_t max = json ? JSON_LINE_MAX : LIST_LINE_MAX;
+        if (len > max) {
+            ws_eprintf(PROG ": --list %s: line %lld is longer than %zu bytes (a list holds one "
+                       "%s a line)", o->list, pos.lineno, max, json ? "JSON object" : "path");
             rc = 2;
             break;
         }
         if (len == 0 || line[0] == '#')
             continue;
         if (memchr(line, 0, len)) {
-            ws_eprintf(PROG ": --list %s: line %lld holds a NUL byte", o->list, lineno);
+            ws_eprintf(PROG ": --list %s: line %lld holds a NUL byte", o->list, pos.lineno);
             rc = 2;
             break;
         }
-        if (f == stdin && len == 1 && line[0] == '-') {
+        if (is_stdin && len == 1 && line[0] == '-') {
             ws_eprintf(PROG ": --list -: line %lld is '-', but standard input is the list",
-                       lineno);
+                       pos.lineno);
             rc = 2;
             break;
         }
-        rc = add_input(g, line, len);
+        if (json) {
+            size_t k = 0;
+            while (k < len && (line[k] == ' ' || line[k] == '\t'))
+                k++;
+            if (k < len) /* a line of blanks is a blank line */
+                rc = json_line(&pos, line, len, ldir);
+        } else {
+            rc = path_line(&pos, line, len);
+        }
     }
-    if (!rc && ferror(f)) {
+    if (!rc && in.z) {
+        int ze = Z_OK;
+        const char *zm = gzerror(in.z, &ze);
+        if (ze != Z_OK && ze != Z_BUF_ERROR) {
+            ws_eprintf(PROG ": --list %s: %s", o->list, ze == Z_ERRNO ? strerror(errno) : zm);
+            rc = 1;
+        } else if (ze == Z_BUF_ERROR) {
+            ws_eprintf(PROG ": --list %s: the gzip data ends early (a truncated file)", o->list);
+            rc = 1;
+        }
+    } else if (!rc && ferror(in.f)) {
         ws_eprintf(PROG ": --list %s: %s", o->list, strerror(errno));
         rc = 1;
     }
     free(line);
-    if (f != stdin)
-        fclose(f);
+    if (in.z)
+        gzclose(in.z);
+    else if (!is_stdin)
+        fclose(in.f);
     return rc;
 }
 
 /* The inputs: the positional ones, then --list's lines (blank lines and lines starting
- * with '#' skipped, a trailing CR dropped), exact duplicates dropped (one warning), the
+ * with '#' skipped, a trailing CR dropped; paths, segments, NeMo manifest lines or lhotse
+ * cuts: docs/corpus.md "Segment lists"), exact duplicates dropped (one warning), the
  * whole list: --shard selects later (ws_cli_output_names), once every name is checked.
  * 0, or the exit status. */
 int ws_cli_gather_inputs(options *o)
@@ -145,7 +505,7 @@ int ws_cli_gather_inputs(options *o)
         return ws_eprintf(PROG ": out of memory for the input list"), 1;
     int rc = 0;
     for (int i = 0; !rc && i < o->n_args; i++)
-        rc = add_input(&g, o->args[i], strlen(o->args[i]));
+        rc = add_input(&g, o->args[i], strlen(o->args[i]), NULL);
     if (!rc && o->list)
         rc = read_list(&g);
     ws_strmap_free(g.seen);
@@ -154,6 +514,20 @@ int ws_cli_gather_inputs(options *o)
                    g.dups == 1 ? "" : "s");
     o->n_listed = o->n_inputs;
     return rc; /* an empty list (or shard) is a run with nothing to do */
+}
+
+void ws_cli_inputs_free(options *o)
+{
+    for (int i = 0; i < o->n_inputs; i++) {
+        free(o->inputs[i]);
+        if (o->segs)
+            segment_free(o->segs[i]);
+    }
+    free(o->inputs);
+    free(o->segs);
+    o->inputs = NULL;
+    o->segs = NULL;
+    o->n_inputs = 0;
 }
 
 /* path made absolute (the working directory in front) and normalised as text: "." and
@@ -314,6 +688,18 @@ static char *tree_path(const char *outdir, const char *root_norm, const char *ro
     return out;
 }
 
+/* --root: a segment's output is named by its id in its file's directory of the tree:
+ * OUT/<dir>/<name>.npy becomes OUT/<dir>/<id>.npy (out freed; NULL when out of memory). */
+static char *segment_in_tree(char *out, const char *id)
+{
+    const size_t dl = (size_t)(strrchr(out, '/') - out), cap = dl + strlen(id) + 8;
+    char *p = malloc(cap);
+    if (p)
+        snprintf(p, cap, "%.*s/%s.npy", (int)dl, out, id);
+    free(out);
+    return p;
+}
+
 /* "DIR/<basename without extension>.npy" (with it: keep_ext); "-" is named "stdin". */
 static void outdir_path(const char *dir, const char *input, int keep_ext, char *buf, size_t cap)
 {
@@ -439,6 +825,22 @@ done:
     return rc;
 }
 
+/* Input i's segment, or NULL (a whole file, or a bad line). */
+static const ws_segment *seg_of(const options *o, size_t i)
+{
+    return o->segs && o->segs[i] && !o->segs[i]->bad ? o->segs[i] : NULL;
+}
+
+/* " (segment ID from S s)" for a segment, "" for a whole file. */
+static const char *seg_desc(const options *o, size_t i, char *buf, size_t cap)
+{
+    const ws_segment *s = seg_of(o, i);
+    if (!s)
+        return "";
+    snprintf(buf, cap, " (segment %.60s from %.3f s)", s->id, s->start_s);
+    return buf;
+}
+
 /* -O: no two inputs of the whole list write one file (-O flattens directories; without
  * --keep-ext, x.wav and x.flac are both x.npy). Every clash is found in one pass and the
  * first MAX_CLASHES shown. -1 to go on, else the exit status. */
@@ -448,7 +850,7 @@ static int report_clashes(const options *o, char *const *outs)
     ws_strmap *names = ws_strmap_new();
     if (!names)
         return ws_eprintf(PROG ": out of memory"), 1;
-    long long clashes = 0;
+    long long clashes = 0, seg_clashes = 0;
     for (int i = 0; i < o->n_inputs; i++) {
         size_t prev;
         int r = outs[i] ? ws_strmap_put(names, outs[i], strlen(outs[i]), (size_t)i, &prev) : 0;
@@ -456,15 +858,21 @@ static int report_clashes(const options *o, char *const *outs)
             ws_strmap_free(names);
             return ws_eprintf(PROG ": out of memory"), 1;
         }
-        if (r == 1 && ++clashes <= MAX_CLASHES)
-            ws_eprintf(PROG ": inputs '%s' and '%s' would both write %s", o->inputs[prev],
-                       o->inputs[i], outs[i]);
+        if (r == 1 && (seg_of(o, prev) || seg_of(o, i)))
+            seg_clashes++;
+        if (r == 1 && ++clashes <= MAX_CLASHES) {
+            char a[128], b[128];
+            ws_eprintf(PROG ": inputs '%s'%s and '%s'%s would both write %s", o->inputs[prev],
+                       seg_desc(o, prev, a, sizeof a), o->inputs[i], seg_desc(o, i, b, sizeof b),
+                       outs[i]);
+        }
     }
     ws_strmap_free(names);
     if (!clashes)
         return -1;
     ws_eprintf(PROG ": %lld clash%s in all; %s", clashes, clashes == 1 ? "" : "es",
-               !o->keep_ext ? "--keep-ext names outputs with their extensions"
+               seg_clashes  ? "a segment's output is named by its id: give each its own"
+               : !o->keep_ext ? "--keep-ext names outputs with their extensions"
                : !o->root   ? "--root DIR keeps the inputs' directories under -O"
                             : "two list lines name one file");
     return 2;
@@ -477,11 +885,15 @@ static void select_shard(options *o, char **outs, const char **whys)
     for (int i = 0; i < o->n_inputs; i++) {
         if (i % o->shard_n == o->shard_i) {
             o->inputs[k] = o->inputs[i];
+            if (o->segs)
+                o->segs[k] = o->segs[i];
             outs[k] = outs[i];
             whys[k] = whys[i];
             k++;
         } else {
             free(o->inputs[i]);
+            if (o->segs)
+                segment_free(o->segs[i]);
             free(outs[i]);
         }
     }
@@ -540,11 +952,27 @@ int ws_cli_output_names(options *o, ws_cli_names *nm)
     }
     int oom = !outs || !whys || (o->root && !nm->not_under);
     for (int i = 0; !oom && i < o->n_inputs; i++) {
+        const ws_segment *sg = o->segs ? o->segs[i] : NULL;
+        if (sg && sg->bad) { /* a list line that names no input: it fails */
+            whys[i] = sg->bad;
+            continue;
+        }
         if (o->root) { /* NULL: not under the root, that input fails */
             outs[i] = tree_path(o->outdir, root_norm, root_ok ? root_real : NULL, o->inputs[i],
                                 o->keep_ext, &oom, &whys[i]);
             if (!outs[i] && !whys[i])
                 whys[i] = nm->not_under;
+            if (outs[i] && sg && !(outs[i] = segment_in_tree(outs[i], sg->id)))
+                oom = 1;
+            continue;
+        }
+        if (sg) { /* named by its id */
+            size_t cap = strlen(o->outdir) + strlen(sg->id) + 8;
+            if (!(outs[i] = malloc(cap))) {
+                oom = 1;
+                break;
+            }
+            snprintf(outs[i], cap, "%s/%s.npy", o->outdir, sg->id);
             continue;
         }
         size_t cap = (o->outdir ? strlen(o->outdir) : 0) + strlen(o->inputs[i]) + 16;

@@ -35,7 +35,9 @@ static const opt_def OPTS[] = {
     {"keep-ext", OPT_KEEP_EXT, 0, NULL, "with -O: name outputs with their input's extension (x.wav -> x.wav.npy)"},
     {"list", OPT_LIST, 1, "FILE",
      "input paths from FILE, one a line of at most 64 KiB (- : stdin; blank and # lines skipped; "
-     "a repeated line is done once)"},
+     "a repeated line is done once); or segments, each written to DIR/<id>.npy: "
+     "PATH<TAB>START<TAB>DURATION[<TAB>ID] lines (seconds), NeMo manifests or lhotse cut sets "
+     "(.jsonl, .jsonl.gz); a bad line fails alone (docs/corpus.md, Segment lists)"},
     {"root", OPT_ROOT, 1, "DIR",
      "with -O OUT: OUT/<path under DIR, without extension>.npy (a tree; an input is under DIR "
      "as written, else when a leading directory's real path is DIR's)"},

@@ -250,9 +250,11 @@ int ws_run_decide(const ws_run_ctx *c, ws_job *j)
         cJSON *rec = sp ? ws_read_record(sp, WS_RECORD_MAX) : NULL;
         free(sp);
         const cJSON *st_ = rec ? cJSON_GetObjectItem(rec, "status") : NULL;
+        /* a segment's output is of its start and duration too: another one is redone */
         const unsigned diff =
             cJSON_IsString(st_) && !strcmp(st_->valuestring, "ok")
-                ? ws_provenance_diff(c->provenance, cJSON_GetObjectItem(rec, "provenance"))
+                ? ws_provenance_diff(c->provenance, cJSON_GetObjectItem(rec, "provenance")) |
+                      ws_segment_diff(j->seg, rec)
                 : 1u << WS_REDO_NO_RECORD;
         if (!diff) {
             j->rec = rec;

@@ -51,8 +51,17 @@ typedef struct {
     double stage; /* copying the GPU's input into pinned slabs */
 } ws_stage_ms;
 
+/* A segment of an input (a --list line, names.c): the audio from start_s seconds on,
+ * duration_s seconds long (0: to the end), its output named by id. */
+typedef struct {
+    double start_s, duration_s;
+    char *id;
+    char *bad;           /* a list line that names no input: its message (the job fails) */
+} ws_segment;
+
 typedef struct {
     const char *input;
+    const ws_segment *seg; /* NULL: the whole input */
     const char *output;  /* NULL: the input has no output name (outside --root): it fails */
     const char *member;  /* --tar-size: its key in the shard (members KEY.npy, KEY.json) */
     const char *why;     /* with output NULL: why there is none (the job fails with it) */
@@ -141,7 +150,8 @@ struct ws_shard *ws_shards_new(const ws_shard_names *names, ws_job *jobs, int n_
 void ws_shards_free(struct ws_shard *s, int n_jobs, int per_shard);
 
 /* The manifest line of a finished job (and the --json report's per-input object, the
- * sidecar, the tar member KEY.json, the shard index's line): input, output, member and
+ * sidecar, the tar member KEY.json, the shard index's line): input, segment ({start,
+ * duration (null: to the end), id}, for a segment only), output, member and
  * shard (tar), status, error, shape, dtype, f16_clamped (f16), sample_rate, channels,
  * samples, duration_s, windows, content_frames, valid_ctx, provenance, time (docs/spec.md
  * "Manifest"). A skipped job's line is its recorded one with status "skipped" and this
@@ -178,10 +188,16 @@ struct cJSON *ws_provenance_new(const ws_provenance_info *p);
 void ws_model_sha256(const ws_model *m, char hex[65]);
 
 /* Why --skip-existing redoes an output: bit k of ws_provenance_diff names
- * ws_redo_reasons[k] ("no record", then each field that differs; "version" never counts). */
-enum { WS_REDO_NO_RECORD = 0, WS_REDO_N = 13 };
+ * ws_redo_reasons[k] ("no record", then each field that differs; "version" never counts);
+ * ws_segment_diff's bit is WS_REDO_SEGMENT (the recorded segment's start or duration is
+ * another). */
+enum { WS_REDO_NO_RECORD = 0, WS_REDO_SEGMENT = 12, WS_REDO_N = 14 };
 extern const char *const ws_redo_reasons[WS_REDO_N];
 unsigned ws_provenance_diff(const struct cJSON *ours, const struct cJSON *recorded);
+unsigned ws_segment_diff(const ws_segment *ours, const struct cJSON *recorded_line);
+/* Whether the recorded line is of j: the same input and, for a segment, the same id (a
+ * file has one record per segment). */
+int ws_record_is_of(const struct cJSON *line, const ws_job *j);
 
 /* Memory: every input reserves the bytes it will hold at its peak before it
  * allocates them (the decoder's buffers, the 16 kHz samples with the log-Mel

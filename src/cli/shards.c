@@ -176,6 +176,27 @@ static const char *line_input(const cJSON *o)
     return cJSON_GetObjectItem(o, "input")->valuestring;
 }
 
+/* The key the records of an input go by: its path, and for a segment a NUL and its id
+ * (segments of one file are inputs of their own). malloc'd (*len its bytes), or NULL. */
+static char *rec_key(const char *input, const char *id, size_t *len)
+{
+    const size_t a = strlen(input), b = id ? strlen(id) + 1 : 0;
+    char *k = malloc(a + b + 1);
+    if (!k)
+        return NULL;
+    memcpy(k, input, a + 1);
+    if (id)
+        memcpy(k + a + 1, id, b);
+    *len = a + b;
+    return k;
+}
+
+static char *line_key(const cJSON *o, size_t *len)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "segment"), "id");
+    return rec_key(line_input(o), cJSON_IsString(id) ? id->valuestring : NULL, len);
+}
+
 static int line_ok(const cJSON *o)
 {
     const cJSON *s = cJSON_GetObjectItem(o, "status");
@@ -241,7 +262,7 @@ static at_shard look_at(const struct ws_shard *sh, long long m, ws_job *const *s
     if (a.has_index) {
         int same = a.idx.n == n;
         for (int i = 0; same && i < n; i++)
-            same = !strcmp(line_input(a.idx.line[i]), set[i]->input);
+            same = ws_record_is_of(a.idx.line[i], set[i]);
         a.what = same ? AT_SAME : AT_OTHER;
         if (!same)
             index_free(&a.idx);
@@ -318,9 +339,11 @@ static void records_read(records *r, const char *outdir)
         strcpy(path + strlen(path) - 6, ".tar");
         const int has_tar = tar_at(path) == 1; /* "ok" lines hold only with their tar */
         for (int i = 0; i < x.n; i++) {
-            const char *in = line_input(x.line[i]);
-            size_t v;
-            if (!ws_strmap_get(r->inputs, in, strlen(in), &v) || (line_ok(x.line[i]) && !has_tar))
+            size_t v, kl;
+            char *key = line_key(x.line[i], &kl);
+            const int mine = key && ws_strmap_get(r->inputs, key, kl, &v);
+            free(key);
+            if (!mine || (line_ok(x.line[i]) && !has_tar))
                 continue;
             const double t = line_time(x.line[i]);
             if (r->best[v] && t < r->best_t[v])
@@ -371,13 +394,14 @@ static void decide_by_record(ws_job *j, cJSON *rec, const char *tar)
 /* Whether the shard at a (AT_SAME, for the whole slice) is complete and made with this
  * run's settings. (The outputs it holds otherwise are counted as redone where each input's
  * redo is decided, in ws_shards_plan.) */
-static int complete(const ws_run_ctx *c, const at_shard *a)
+static int complete(const ws_run_ctx *c, const at_shard *a, ws_job *const *set)
 {
     if (!a->has_tar || !a->has_index)
         return 0;
     for (int i = 0; i < a->idx.n; i++)
         if (line_ok(a->idx.line[i]) &&
-            ws_provenance_diff(c->provenance, cJSON_GetObjectItem(a->idx.line[i], "provenance")))
+            (ws_provenance_diff(c->provenance, cJSON_GetObjectItem(a->idx.line[i], "provenance")) ||
+             ws_segment_diff(set[i]->seg, a->idx.line[i])))
             return 0;
     return 1;
 }
@@ -406,7 +430,7 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
         at_shard a = {AT_FREE, 0, 0, {NULL, 0}, 0};
         long long m = c->skip_existing ? probe(sh, set, sh->n, &a) : -1;
         if (m >= 0 && a.what == AT_SAME) {
-            char *tar = complete(c, &a) ? shard_path(sh, m, "tar") : NULL;
+            char *tar = complete(c, &a, set) ? shard_path(sh, m, "tar") : NULL;
             if (tar) {
                 for (int i = 0; i < sh->n; i++) {
                     decide_by_record(&sh->jobs[i], a.idx.line[i], tar);
@@ -421,9 +445,14 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
                 no_record[(size_t)(sh->jobs - jobs) + (size_t)i] = 1u << WS_REDO_NO_RECORD;
         }
         index_free(&a.idx);
-        for (int i = 0; r.inputs && i < sh->n; i++)
-            ws_strmap_put(r.inputs, sh->jobs[i].input, strlen(sh->jobs[i].input),
-                          (size_t)(sh->jobs - jobs) + (size_t)i, NULL);
+        for (int i = 0; r.inputs && i < sh->n; i++) {
+            const ws_job *j = &sh->jobs[i];
+            size_t kl;
+            char *key = rec_key(j->input, j->seg ? j->seg->id : NULL, &kl);
+            if (key)
+                ws_strmap_put(r.inputs, key, kl, (size_t)(j - jobs), NULL);
+            free(key);
+        }
     }
     if (r.inputs && r.best && r.best_t && r.best_tar)
         records_read(&r, shs[0].outdir);
@@ -438,7 +467,8 @@ int ws_shards_plan(const ws_run_ctx *c, ws_job *jobs, int n)
             /* its newest record decides: skipped, or redone (counted here, once an input) */
             if (r.best && r.best[v] && line_ok(r.best[v])) {
                 unsigned diff = ws_provenance_diff(c->provenance,
-                                                   cJSON_GetObjectItem(r.best[v], "provenance"));
+                                                   cJSON_GetObjectItem(r.best[v], "provenance")) |
+                                ws_segment_diff(j->seg, r.best[v]);
                 if (!diff) {
                     decide_by_record(j, r.best[v], r.best_tar[v]);
                     r.best[v] = NULL;

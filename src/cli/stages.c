@@ -217,11 +217,15 @@ int ws_run_prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
         return decided;
     reserve_ctx rc_ = {c, mem, j};
     ws_audio_opts ao = {.max_stream_bytes = mem->budget, .reserve = reserve_for_audio,
-                        .reserve_ctx = &rc_, .decode = c->decode};
+                        .reserve_ctx = &rc_, .decode = c->decode,
+                        .start_s = j->seg ? j->seg->start_s : 0,
+                        .duration_s = j->seg ? j->seg->duration_s : 0};
     WS_RANGE_PUSH("decode");
     int rc = ws_audio_load_opts(&j->audio, j->input, &ao, &e);
     WS_RANGE_POP();
     j->ms.decode = 1e3 * (ws_now() - t0);
+    if (rc && j->seg) /* several segments of one file: which one */
+        return ws_run_fail(j, "segment %s: %s", j->seg->id, e.msg);
     if (rc)
         return ws_run_fail(j, "%s%s", e.msg, "");
     j->decoded = 1;
