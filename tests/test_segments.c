@@ -335,3 +335,49 @@ Test(segments, ids_that_clash_or_name_no_file_and_shards_of_segments, .timeout =
     snprintf(cmd, sizeof cmd, "%s/tree/c.npy", dir);
     cr_assert(file_exists(cmd));
 }
+
+/* The command on FFmpeg's formats and with --decode openai: an AAC file and its WebM
+ * sibling are inputs like any; --decode openai's log-Mel is that of openai-whisper's
+ * samples (its ffmpeg command's output written as a 16 kHz WAV); the decoder is part of
+ * what --skip-existing compares, and a record without one counts as the default. */
+Test(segments, ffmpeg_formats_and_decode_openai_through_the_command, .timeout = 120)
+{
+    if (system("command -v ffmpeg >/dev/null 2>&1"))
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    char cmd[8192], err[4096], m4a[1024], ref[1024], a[1024], b[1024];
+    snprintf(m4a, sizeof m4a, "%s/clip.m4a", dir);
+    snprintf(ref, sizeof ref, "%s/ref.wav", dir);
+    snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -loglevel error -y -i %s -t 5 -ar 44100 -ac 2 "
+             "-c:a aac %s && ffmpeg -nostdin -threads 0 -i %s -f s16le -ac 1 -acodec pcm_s16le "
+             "-ar 16000 - 2>/dev/null | ffmpeg -nostdin -loglevel error -y -f s16le -ar 16000 "
+             "-ac 1 -i - %s", test_sample("jfk.wav"), m4a, m4a, ref);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(a, sizeof a, "%s/openai.npy", dir);
+    snprintf(b, sizeof b, "%s/ref.npy", dir);
+    snprintf(cmd, sizeof cmd, "%s --mel --device cpu --decode openai %s -o %s && %s --mel "
+             "--device cpu %s -o %s", ws_bin(), m4a, a, ws_bin(), ref, b);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    assert_same_file(a, b);
+    snprintf(cmd, sizeof cmd, "%s --mel --device cpu %s -o %s", ws_bin(), m4a, a);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "the default decoder takes AAC: %s", err);
+
+    /* --skip-existing: the decoder is a setting */
+    snprintf(cmd, sizeof cmd, "%s --mel --device cpu -O %s/o %s && %s --mel --device cpu -O "
+             "%s/o --skip-existing --decode openai %s", ws_bin(), dir, m4a, ws_bin(), dir, m4a);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "made with other settings (decode) redone"), "%s", err);
+    snprintf(cmd, sizeof cmd, "%s --mel --device cpu -O %s/o --skip-existing --decode openai %s",
+             ws_bin(), dir, m4a);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert_null(strstr(err, "redone"), "%s", err);
+    /* a sidecar from before --decode existed: made with the default, so not redone */
+    snprintf(cmd, sizeof cmd, "%s --mel --device cpu -O %s/p %s && sed -i "
+             "'s/,\"decode\":\"default\"//' %s/p/clip.json && ! grep -q decode %s/p/clip.json && "
+             "%s --mel --device cpu -O %s/p --skip-existing %s", ws_bin(), dir, m4a, dir, dir,
+             ws_bin(), dir, m4a);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert_null(strstr(err, "redone"), "%s", err);
+    snprintf(cmd, sizeof cmd, "%s --decode sox %s -o %s", ws_bin(), m4a, a);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "a bad --decode is a usage error: %s", err);
+}
