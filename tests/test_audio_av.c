@@ -413,3 +413,64 @@ Test(audio_av, segments_past_the_end, .timeout = 60)
         cr_assert_eq(load(&a, path, WS_DECODE_DEFAULT, 1, NAN, &e), -1);
     }
 }
+
+/* --- a file's bytes inside another (a member of a tar shard) --------------- */
+
+/* Writes junk, then path's bytes, then junk into `into`; the offset of path's bytes. */
+static uint64_t embed_bytes(const char *path, const char *into, size_t *len)
+{
+    unsigned char *b = slurp(path, len);
+    FILE *f = fopen(into, "wb");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 1536; i++)
+        fputc(i * 31 % 256, f);
+    fwrite(b, 1, *len, f);
+    for (int i = 0; i < 700; i++)
+        fputc(i * 17 % 256, f);
+    fclose(f);
+    free(b);
+    return 1536;
+}
+
+/* A range of a file decodes as the file those bytes were: WAV, FLAC, an ID3-tagged MP3,
+ * AAC in MP4 (FFmpeg), in both modes and with a segment; a range past the end fails. */
+Test(audio_av, a_range_of_a_file_decodes_as_that_file, .timeout = 120)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    static const char *const names[][2] = {
+        {"a.wav", "-ar 22050 -ac 2 -c:a pcm_s16le"},
+        {"a.flac", "-ar 16000"},
+        {"a.mp3", "-ar 44100 -c:a libmp3lame -id3v2_version 3 -metadata title=x"},
+        {"a.m4a", "-c:a aac"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        make(dir, names[i][0], names[i][1]);
+        char path[1024], shard[1024];
+        snprintf(path, sizeof path, "%s", tmp(dir, names[i][0]));
+        snprintf(shard, sizeof shard, "%s", tmp(dir, "shard.bin"));
+        size_t len;
+        uint64_t off = embed_bytes(path, shard, &len);
+        for (int mode = 0; mode < 2; mode++) {
+            for (int seg = 0; seg < 2; seg++) {
+                ws_audio_opts o = {.decode = mode, .start_s = seg ? 1.0 : 0,
+                                   .duration_s = seg ? 2.0 : 0};
+                ws_audio want, got;
+                ws_err e = {{0}};
+                cr_assert_eq(ws_audio_load_opts(&want, path, &o, &e), 0, "%s", e.msg);
+                cr_assert_eq(ws_audio_load_range(&got, shard, off, len, "shard:a", &o, &e), 0,
+                             "%s: %s", names[i][0], e.msg);
+                assert_same(got.x, got.n, want.x, want.n, names[i][0]);
+                cr_assert_eq(got.src_rate, want.src_rate);
+                ws_audio_free(&want);
+                ws_audio_free(&got);
+            }
+        }
+        ws_audio a;
+        ws_err e = {{0}};
+        cr_assert_eq(ws_audio_load_range(&a, shard, off, len + 5000, "shard:a", NULL, &e), -1);
+        cr_assert_not_null(strstr(e.msg, "shard:a: bytes 1536.."), "%s", e.msg);
+        cr_assert_not_null(strstr(e.msg, "lie past the end"), "%s", e.msg);
+    }
+}

@@ -19,6 +19,7 @@
 #define WS_AUDIO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common.h"
 
@@ -111,6 +112,13 @@ int ws_audio_load_opts(ws_audio *a, const char *path, const ws_audio_opts *o, ws
 int ws_audio_load_memory(ws_audio *a, const void *data, size_t len, const char *name, ws_err *err);
 int ws_audio_load_memory_opts(ws_audio *a, const void *data, size_t len, const char *name,
                               const ws_audio_opts *o, ws_err *err);
+
+/* The bytes [off, off + len) of the regular file at path as one audio file (a member of
+ * an uncompressed tar shard, read in place with pread); name is what messages call it
+ * ("shard.tar:key.flac"). The file must hold those bytes and not change while they are
+ * read. 0, or -1 with err naming name. */
+int ws_audio_load_range(ws_audio *a, const char *path, uint64_t off, uint64_t len,
+                        const char *name, const ws_audio_opts *o, ws_err *err);
 
 /* Resamples mono float32 from in_rate to out_rate (high quality); *out is
  * malloc'd, *n_out set. in_rate == out_rate copies. Returns 0 or -1.

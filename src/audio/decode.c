@@ -678,7 +678,7 @@ int ws_audio_load_source(ws_audio *a, source *s, load_opts *o, size_t held, ws_e
             /* ID3v2 tags before a WAV, FLAC, ...: libsndfile skips them itself but then
              * misplaces a WAV's data over virtual I/O (an ID3-tagged WAV of 64 frames
              * decoded as 49 shifted ones); decoders and checks see what follows. */
-            s->base = at;
+            s->base += at;
             s->len -= at;
         }
         if (ws_audio_container_check(s, o->name, err))

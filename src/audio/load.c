@@ -228,6 +228,42 @@ int ws_audio_load_opts(ws_audio *a, const char *path, const ws_audio_opts *opts,
     return rc;
 }
 
+int ws_audio_load_range(ws_audio *a, const char *path, uint64_t off, uint64_t len,
+                        const char *name, const ws_audio_opts *opts, ws_err *err)
+{
+    memset(a, 0, sizeof *a);
+    load_opts o = resolve(opts, name ? name : path);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return ws_errf(err, "%s: cannot open %s: %s", o.name, path, strerror(errno));
+    struct stat st;
+    int rc;
+    if (fstat(fd, &st))
+        rc = ws_errf(err, "%s: cannot stat %s: %s", o.name, path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = ws_errf(err, "%s: %s is not a regular file", o.name, path);
+    else if (off > (uint64_t)st.st_size || len > (uint64_t)st.st_size - off)
+        rc = ws_errf(err, "%s: bytes %llu..%llu lie past the end of %s (%llu bytes)", o.name,
+                     (unsigned long long)off, (unsigned long long)(off + len), path,
+                     (unsigned long long)st.st_size);
+    else if (len == 0)
+        rc = ws_errf(err, "%s: empty file (0 bytes)", o.name);
+    else {
+        source s = {.fd = fd, .base = off, .len = len};
+        rc = ws_audio_load_source(a, &s, &o, 0, err);
+        ws_audio_src_release(&s);
+        struct stat now;
+        if (!rc && (fstat(fd, &now) || now.st_size != st.st_size ||
+                    now.st_mtim.tv_sec != st.st_mtim.tv_sec ||
+                    now.st_mtim.tv_nsec != st.st_mtim.tv_nsec)) {
+            ws_audio_free(a);
+            rc = ws_errf(err, "%s: %s changed while being read", o.name, path);
+        }
+    }
+    close(fd);
+    return rc;
+}
+
 int ws_audio_load(ws_audio *a, const char *path, ws_err *err)
 {
     return ws_audio_load_opts(a, path, NULL, err);
