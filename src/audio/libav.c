@@ -548,8 +548,14 @@ static int convert_s16(ws_av *h, const AVFrame *f, const char *name, size_t have
             av.layout_default(&in, f->ch_layout.nb_channels); /* ffmpeg's guess too */
         else if (av.layout_copy(&in, &f->ch_layout) < 0)
             return ws_errf(err, "%s: out of memory", name);
-        if (in.nb_channels < 1)
-            return ws_errf(err, "%s: a frame with no channels after %zu frames", name, have);
+        if (in.nb_channels < 1 || in.nb_channels > WS_AUDIO_MAX_CHANNELS ||
+            f->sample_rate < WS_AUDIO_MIN_RATE || f->sample_rate > WS_AUDIO_MAX_RATE) {
+            av.layout_uninit(&in);
+            return ws_errf(err, "%s: a frame of %d Hz, %d channels after %zu frames (the "
+                           "supported: %d..%d Hz, 1..%d channels)", name, f->sample_rate,
+                           in.nb_channels, have, WS_AUDIO_MIN_RATE, WS_AUDIO_MAX_RATE,
+                           WS_AUDIO_MAX_CHANNELS);
+        }
     }
     if (f && (!h->swr || h->swr_fmt != f->format || h->swr_rate != f->sample_rate ||
               av.layout_compare(&h->swr_layout, &in))) {
