@@ -527,11 +527,14 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
         have = (size_t)sk;
     }
 
-    /* 16 kHz mono of a known length: decoded straight into the output, no copy */
-    const int direct = pass && ch == 1 && b.sized && !seg;
+    /* 16 kHz mono of a known length (or a segment of it the decoder went to): decoded
+     * straight into the output, no copy */
+    const int direct = pass && ch == 1 && b.sized && (!seg || (int64_t)have == s0);
     for (;;) {
         float *in = buf;
         sf_count_t ask = chunk;
+        if (seg && s1 != INT64_MAX && (int64_t)have < s1 && s1 - (int64_t)have < ask)
+            ask = (sf_count_t)(s1 - (int64_t)have); /* not past the segment's end */
         if (direct && b.n < b.want + 1) { /* the spare slot: a file with more than it says */
             if ((size_t)ask > b.want + 1 - b.n)
                 ask = (sf_count_t)(b.want + 1 - b.n);
