@@ -243,7 +243,7 @@ WS_API int whisper_stem_embed_memory(whisper_stem *ctx, const void *data, size_t
 
 /* The decoder of the context's file calls (embed_file, batches, and _opts calls whose
  * decode is NULL): "default" (as made) or "openai", as the command's --decode. 0, or -1
- * with err for another name. Not while a batch of the context is open. */
+ * with err for another name. A batch keeps the decoder it was opened with. */
 WS_API int whisper_stem_set_decode(whisper_stem *ctx, const char *decode,
                                    whisper_stem_error *err);
 

@@ -384,6 +384,56 @@ Test(audio_av, lossy_segments_match_the_whole_decode, .timeout = 180)
     }
 }
 
+/* Noise through AAC's perceptual noise substitution: a segment is still the whole decode's
+ * audio (AAC is not reached by seeking: its noise generator's state cannot be restored). */
+Test(audio_av, aac_noise_segments_match_the_whole_decode, .timeout = 120)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    char path[1024], cmd[4096];
+    snprintf(path, sizeof path, "%s", tmp(dir, "noise.m4a"));
+    snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -loglevel error -y -filter_complex "
+             "\"anoisesrc=d=8:a=0.3:seed=7[n];sine=f=440:d=8[s];[n][s]amix=inputs=2\" "
+             "-ar 44100 -ac 2 -c:a aac %s", path);
+    must_run(cmd);
+    ws_audio whole, seg;
+    ws_err e;
+    cr_assert_eq(load(&whole, path, WS_DECODE_DEFAULT, 0, 0, &e), 0, "%s", e.msg);
+    for (double st = 2.0; st <= 6.0; st += 2.0) {
+        cr_assert_eq(load(&seg, path, WS_DECODE_DEFAULT, st, 1.5, &e), 0, "%s", e.msg);
+        double worst = 0;
+        const size_t at = (size_t)(st * 16000);
+        for (size_t t = 400; t < seg.n - 400; t++) {
+            double d = fabs((double)seg.x[t] - whole.x[at + t]);
+            worst = d > worst ? d : worst;
+        }
+        cr_assert_lt(worst, 1e-5, "AAC noise from %.1f s: %g from the whole decode", st, worst);
+        ws_audio_free(&seg);
+    }
+    ws_audio_free(&whole);
+}
+
+/* An MP3 with no frame count: a start past its end fails, as for any file. */
+Test(audio_av, mp3_without_a_frame_count_refuses_a_start_past_the_end, .timeout = 60)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    make(dir, "nox.mp3", "-ar 44100 -c:a libmp3lame -write_xing 0");
+    char path[1024];
+    snprintf(path, sizeof path, "%s", tmp(dir, "nox.mp3"));
+    ws_audio a;
+    ws_err e;
+    cr_assert_eq(load(&a, path, WS_DECODE_DEFAULT, 25, 0, &e), -1, "loaded %zu samples", a.n);
+    cr_assert_not_null(strstr(e.msg, "the segment starts at 25.000 s, after the end"), "%s",
+                       e.msg);
+    cr_assert_eq(load(&a, path, WS_DECODE_DEFAULT, 1000, 1, &e), -1);
+    cr_assert_eq(load(&a, path, WS_DECODE_DEFAULT, 1, 2, &e), 0, "%s", e.msg);
+    cr_assert_eq(a.n, 32000);
+    ws_audio_free(&a);
+}
+
 /* Starts past the end fail; an end past it by up to 25 ms is cut there, by more fails;
  * negative or non-finite values fail. */
 Test(audio_av, segments_past_the_end, .timeout = 60)

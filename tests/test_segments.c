@@ -381,3 +381,52 @@ Test(segments, ffmpeg_formats_and_decode_openai_through_the_command, .timeout = 
     snprintf(cmd, sizeof cmd, "%s --decode sox %s -o %s", ws_bin(), m4a, a);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "a bad --decode is a usage error: %s", err);
 }
+
+/* A segment id whose output is there, now naming another file's audio, is redone, not
+ * skipped; a NUL hidden behind an escaped backslash in a JSON line is refused; a list whose
+ * first line is all blanks and too long is one error, read within its buffer. */
+Test(segments, an_id_moved_to_another_file_and_hostile_lines, .timeout = 60)
+{
+    const char *dir = test_tmpdir();
+    char a[1024], b[1024], list[1024], cmd[8192], err[4096];
+    short *x = pcm(16000 * 3, 5), *y = pcm(16000 * 3, 6);
+    snprintf(a, sizeof a, "%s/a.wav", dir);
+    snprintf(b, sizeof b, "%s/b.wav", dir);
+    write_pcm(a, x, 16000 * 3);
+    write_pcm(b, y, 16000 * 3);
+    free(x);
+    free(y);
+    snprintf(list, sizeof list, "%s/l.tsv", dir);
+    for (int run = 0; run < 2; run++) {
+        FILE *f = fopen(list, "w");
+        fprintf(f, "%s\t1\t1\tu\n", run ? b : a);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "%s --mel --no-pad --device cpu -O %s/out --skip-existing --list %s",
+                 ws_bin(), dir, list);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    }
+    cr_assert(strstr(err, "redone"), "the segment now of b.wav was skipped: %s", err);
+    snprintf(cmd, sizeof cmd, "%s/out/u.json", dir);
+    size_t n;
+    char *rec = read_file(cmd, &n);
+    cr_assert(rec && strstr(rec, "b.wav"), "%s", rec ? rec : "(none)");
+    free(rec);
+
+    snprintf(list, sizeof list, "%s/n.jsonl", dir);
+    FILE *f = fopen(list, "w");
+    fprintf(f, "{\"audio_filepath\": \"%s\\\\\\u0000evil\", \"duration\": 1}\n", a);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s --mel --device cpu -O %s/o2 --list %s", ws_bin(), dir, list);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    cr_assert(strstr(err, "(a NUL byte)"), "%s", err);
+
+    snprintf(list, sizeof list, "%s/blank.txt", dir);
+    f = fopen(list, "w");
+    for (int i = 0; i < (1 << 20) + 3; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s --mel --device cpu -O %s/o3 --list %s", ws_bin(), dir, list);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "%s", err);
+    cr_assert(strstr(err, "is longer than"), "%s", err);
+}

@@ -980,9 +980,10 @@ int whisper_stem_embed_file_opts(whisper_stem *ctx, const char *path,
                                  whisper_stem_error *err)
 {
     zero_array(out);
+    const char *fn = o ? "whisper_stem_embed_file_opts" : "whisper_stem_embed_file";
     if (ctx && out && !path)
-        return failf(err, "whisper_stem_embed_file: path is NULL");
-    return embed_source("whisper_stem_embed_file", ctx, path, NULL, 0, NULL, o, out, err);
+        return failf(err, "%s: path is NULL", fn);
+    return embed_source(fn, ctx, path, NULL, 0, NULL, o, out, err);
 }
 
 int whisper_stem_embed_memory(whisper_stem *ctx, const void *data, size_t size, const char *name,

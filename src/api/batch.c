@@ -48,6 +48,7 @@ typedef struct {
 
 struct whisper_stem_batch {
     whisper_stem *ctx;
+    int decode;        /* the context's decoder when the batch was opened */
     char **paths;
     size_t n;
     pthread_mutex_t mu;
@@ -88,7 +89,7 @@ static void prepare(whisper_stem_batch *b, whisper_stem *ctx, const char *path, 
 {
     ws_audio a;
     ws_err e = {{0}};
-    ws_audio_opts ao = {.decode = ctx->decode};
+    ws_audio_opts ao = {.decode = b->decode};
     int rc = ws_audio_load_opts(&a, path, &ao, &e);
     if (!rc)
         ws_api_info(ctx, &a, &s->info);
@@ -252,6 +253,7 @@ whisper_stem_batch *whisper_stem_batch_open(whisper_stem *ctx, const char *const
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
     b->ctx = ctx;
+    b->decode = ctx->decode;
     b->n = n_paths;
     /* the command's split: the CPU stem keeps every thread busy on its own */
     int w = ctx->on_gpu ? ctx->threads : (ctx->threads + 1) / 2;

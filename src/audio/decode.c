@@ -485,7 +485,7 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
     resampler r = {0};
     float *buf = NULL, *mono = NULL;
     size_t have = 0, kept = 0, bytes;
-    int rc = -1;
+    int rc = -1, seeked_to_start = 0;
 
     b.overhead = ((size_t)chunk * (size_t)ch + (size_t)chunk) * sizeof(float) +
                  (d->pcm16 ? (size_t)chunk * (size_t)ch * sizeof(short) : 0) +
@@ -525,6 +525,7 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
         if (sk < 0)
             goto done;
         have = (size_t)sk;
+        seeked_to_start = sk == s0;
     }
 
     /* 16 kHz mono of a known length (or a segment of it the decoder went to): decoded
@@ -611,7 +612,9 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
                 d->sf ? "" : " or damaged", d->promise, (long long)d->frames, have);
         goto done;
     }
-    if (seg && (int64_t)have < s0) {
+    /* libmpg123 (a stream without a frame count) seeks past the end without a word:
+     * nothing after the start is a start at or past the end */
+    if (seg && ((int64_t)have < s0 || (seeked_to_start && have == (size_t)s0 && s0 > 0))) {
         ws_errf(err, "%s: the segment starts at %.3f s, after the end of the audio (%.3f s)",
                 name, o->start_s, (double)have / rate);
         goto done;

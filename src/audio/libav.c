@@ -352,6 +352,9 @@ int ws_av_open(ws_av **out, source *s, int openai, int *known, const char *name,
     if (!h)
         return ws_errf(err, "%s: out of memory", name);
     h->openai = openai;
+    /* again at every open: a host that set its own callback meanwhile (the process's
+     * other users of these libraries) would otherwise hide a demuxer's warnings from us */
+    av.log_set_callback(av_log_cb);
     pthread_setspecific(av_msg_key, h);
     char eb[128];
     int rc;
@@ -628,6 +631,19 @@ static int counts_frames(const ws_av *h)
     return st->time_base.num == 1 && st->time_base.den == h->rate;
 }
 
+/* Codecs whose decoder state a pre-roll restores exactly, so that a segment reached by
+ * seeking is the samples of the whole decode: lossless ones, Opus and Vorbis (tested bit
+ * for bit). Not AAC: its perceptual noise substitution draws from a generator whose state
+ * depends on everything decoded before (a seeked AAC segment differed by 2.5e-2), so AAC is
+ * decoded from the start. */
+static int preroll_restores(const ws_av *h)
+{
+    const enum AVCodecID id = h->fmt->streams[h->stream]->codecpar->codec_id;
+    return id == AV_CODEC_ID_OPUS || id == AV_CODEC_ID_VORBIS || id == AV_CODEC_ID_FLAC ||
+           id == AV_CODEC_ID_ALAC || id == AV_CODEC_ID_WAVPACK || id == AV_CODEC_ID_TTA ||
+           (id >= AV_CODEC_ID_FIRST_AUDIO && id < AV_CODEC_ID_ADPCM_IMA_QT); /* PCM */
+}
+
 /* The first sample of h->frame as a frame index of the stream from its start, or -1. */
 static int64_t frame_index(const ws_av *h)
 {
@@ -659,7 +675,7 @@ int64_t ws_av_seek(ws_av *h, int64_t at, const char *name, ws_err *err)
 {
     const AVStream *st = h->fmt->streams[h->stream];
     const int64_t to = at - (int64_t)(SEEK_PREROLL_S * h->rate);
-    if (h->openai || to <= 0 || !counts_frames(h))
+    if (h->openai || to <= 0 || !counts_frames(h) || !preroll_restores(h))
         return 0; /* decoded from the start, the frames before dropped */
     pthread_setspecific(av_msg_key, h);
     const int64_t ts = to + (st->start_time != AV_NOPTS_VALUE ? st->start_time : 0);
@@ -689,6 +705,7 @@ int64_t ws_av_seek(ws_av *h, int64_t at, const char *name, ws_err *err)
 long ws_av_read(ws_av *h, float *buf, long frames, size_t have, const char *name, ws_err *err)
 {
     pthread_setspecific(av_msg_key, h);
+    h->msg[0] = 0; /* an earlier, recovered message is not this read's reason */
     long got = 0;
     int rc = 0;
     while (got < frames) {

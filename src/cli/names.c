@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -330,7 +331,7 @@ static int lhotse_line(const list_pos *p, const cJSON *o)
         snprintf(why, sizeof why, "the cut has no 'start' or no 'duration'");
     if (r)
         return bad_line(p, "%s", why);
-    if (ch && !cJSON_IsNumber(ch))
+    if (ch && (!cJSON_IsNumber(ch) || !(ch->valuedouble >= 0 && ch->valuedouble < 65536)))
         return bad_line(p, "the cut's 'channel' is not one number (only MonoCut is supported)%s",
                         "");
     const int c = ch ? (int)ch->valuedouble : 0;
@@ -344,7 +345,7 @@ static int lhotse_line(const list_pos *p, const cJSON *o)
     {
         const cJSON *chs = cJSON_GetObjectItemCaseSensitive(s, "channels"), *x;
         int has = !chs;
-        cJSON_ArrayForEach(x, chs) has |= cJSON_IsNumber(x) && (int)x->valuedouble == c;
+        cJSON_ArrayForEach(x, chs) has |= cJSON_IsNumber(x) && x->valuedouble == (double)c;
         if (has) {
             src = s;
             break;
@@ -372,9 +373,13 @@ static int lhotse_line(const list_pos *p, const cJSON *o)
 static int json_line(const list_pos *p, const char *line, size_t len, const char *list_dir)
 {
     /* a NUL in a string would cut a path or an id short unseen */
-    for (const char *q = line; (q = memmem(q, len - (size_t)(q - line), "\\u0000", 6)); q++)
-        if (q == line || q[-1] != '\\')
+    for (const char *q = line; (q = memmem(q, len - (size_t)(q - line), "\\u0000", 6)); q++) {
+        size_t bs = 0; /* backslashes before it: an odd count escapes this one's backslash */
+        while (q - bs > line && q[-(ptrdiff_t)bs - 1] == '\\')
+            bs++;
+        if (bs % 2 == 0)
             return bad_line(p, "a string holds \\u0000 (a NUL byte)%s", "");
+    }
     cJSON *o = ws_json_parse(line, len);
     int rc;
     if (!cJSON_IsObject(o))
@@ -434,9 +439,9 @@ static int read_list(gather *g)
             len--;
         if (!decided && len && line[0] != '#') {
             size_t k = 0;
-            while (k < len && (line[k] == ' ' || line[k] == '\t'))
+            while (k < len && k < cap && (line[k] == ' ' || line[k] == '\t'))
                 k++;
-            json = k < len && line[k] == '{';
+            json = k < len && k < cap && line[k] == '{';
             decided = 1;
         }
         const size_t max = json ? JSON_LINE_MAX : LIST_LINE_MAX;

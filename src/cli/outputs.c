@@ -250,9 +250,12 @@ int ws_run_decide(const ws_run_ctx *c, ws_job *j)
         cJSON *rec = sp ? ws_read_record(sp, WS_RECORD_MAX) : NULL;
         free(sp);
         const cJSON *st_ = rec ? cJSON_GetObjectItem(rec, "status") : NULL;
-        /* a segment's output is of its start and duration too: another one is redone */
+        /* a segment's output is of its start and duration too: another one is redone; and
+         * of its input (a segment id now naming another file's audio; a whole file's output
+         * is named by its input already) */
         const unsigned diff =
-            cJSON_IsString(st_) && !strcmp(st_->valuestring, "ok")
+            cJSON_IsString(st_) && !strcmp(st_->valuestring, "ok") &&
+                    (!j->seg || ws_record_is_of(rec, j))
                 ? ws_provenance_diff(c->provenance, cJSON_GetObjectItem(rec, "provenance")) |
                       ws_segment_diff(j->seg, rec)
                 : 1u << WS_REDO_NO_RECORD;
