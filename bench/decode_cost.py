@@ -13,9 +13,11 @@
    position in a long file adds (1.0: nothing; decoding from the start would be ~minutes).
 
 Run:  WHISPER_STEM_LIB=build/libwhisper-stem.so.0 PYTHONPATH=python python3 bench/decode_cost.py
+      (or --make DIR here, then --from DIR on a machine without ffmpeg)
 """
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -50,40 +52,78 @@ def timed(fn, runs):
     return statistics.median(ts)
 
 
+def make(d, minutes, seg, formats):
+    """The files of the run in d (index.json says what they are): the long recording in each
+    format and 20 segments of it as files of their own."""
+    os.makedirs(d, exist_ok=True)
+    src = os.path.join(d, "source.wav")
+    secs = minutes * 60
+    ffmpeg("-stream_loop", "-1", "-i", os.path.join(ROOT, "samples", "jfk.wav"), "-t", str(secs), "-ar", "16000",
+           src)
+    index = {"seconds": secs, "seg": seg, "formats": []}
+    for i, (label, ext, args) in enumerate(formats):
+        path = "long%d.%s" % (i, ext)
+        ffmpeg("-i", src, *args.split(), os.path.join(d, path))
+        segs = []
+        for k in range(20):
+            start = round((secs - seg - 1) * (k + 0.5) / 20, 3)
+            own = "own%d-%d.%s" % (i, k, ext)
+            ffmpeg("-ss", "%.3f" % start, "-t", "%.3f" % seg, "-i", src, *args.split(), os.path.join(d, own))
+            segs.append({"start": start, "file": own})
+        index["formats"].append({"label": label, "file": path, "segments": segs})
+    os.remove(src)
+    with open(os.path.join(d, "index.json"), "w") as f:
+        json.dump(index, f)
+
+
+def run(d, runs):
+    with open(os.path.join(d, "index.json")) as f:
+        index = json.load(f)
+    secs, seg = index["seconds"], index["seg"]
+    print("# %g min of speech; median of %d runs; seconds per hour of audio (x realtime)" % (secs / 60, runs))
+    print("| format | default | --decode openai | segment / own audio (%g s, default) |" % seg)
+    print("|---|---|---|---|")
+    for fm in index["formats"]:
+        path = os.path.join(d, fm["file"])
+        try:
+            d_s = timed(lambda: ws.load_audio(path), runs)
+        except ws.Error as e:  # FFmpeg's libraries missing on this machine
+            print("| %s | %s | | |" % (fm["label"], e), flush=True)
+            continue
+        try:
+            o = "%.2f s (%.0fx)" % (timed(lambda: ws.load_audio(path, decode="openai"), runs) * 3600 / secs,
+                                    secs / timed(lambda: ws.load_audio(path, decode="openai"), 1))
+        except ws.Error:
+            o = "(no FFmpeg libraries)"
+        ratios = []
+        for sg in fm["segments"]:
+            own = os.path.join(d, sg["file"])
+            t_seg = timed(lambda: ws.load_audio(path, start=sg["start"], duration=seg), runs)
+            t_own = timed(lambda: ws.load_audio(own), runs)
+            ratios.append(t_seg / t_own)
+        print("| %s | %.2f s (%.0fx) | %s | %.2f (%.2f .. %.2f) |" % (
+            fm["label"], d_s * 3600 / secs, secs / d_s, o, statistics.median(ratios), min(ratios), max(ratios)),
+            flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--seg", type=float, default=5.0)
+    ap.add_argument("--make", metavar="DIR", help="only write the files (needs ffmpeg) into DIR")
+    ap.add_argument("--from", dest="src", metavar="DIR", help="time the files --make wrote (no ffmpeg needed)")
+    ap.add_argument("--formats", default="", help="comma-separated labels' first words to keep (e.g. FLAC,WAV)")
     a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ws-cost-")
-    src = os.path.join(tmp, "source.wav")
-    secs = a.minutes * 60
-    ffmpeg("-stream_loop", "-1", "-i", os.path.join(ROOT, "samples", "jfk.wav"), "-t", str(secs), "-ar", "16000",
-           src)
+    formats = [f for f in FORMATS if not a.formats or f[0].split()[0] in a.formats.split(",")]
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    print("# %s of speech; median of %d runs; seconds per hour of audio (x realtime)" % (
-        "%g min" % a.minutes, a.runs))
-    print("| format | default | --decode openai | segment / own audio (%g s, default) |" % a.seg)
-    print("|---|---|---|---|")
-    for label, ext, args in FORMATS:
-        path = os.path.join(tmp, "long." + ext)
-        ffmpeg("-i", src, *args.split(), path)
-        d = timed(lambda: ws.load_audio(path), a.runs)
-        o = timed(lambda: ws.load_audio(path, decode="openai"), a.runs)
-        per_h = 3600.0 / secs
-        # segments, each against a file of its own audio
-        ratios = []
-        for k in range(20):
-            start = (secs - a.seg - 1) * (k + 0.5) / 20
-            own = os.path.join(tmp, "own%d.%s" % (k, ext))
-            ffmpeg("-ss", "%.3f" % start, "-t", "%.3f" % a.seg, "-i", src, *args.split(), own)
-            t_seg = timed(lambda: ws.load_audio(path, start=start, duration=a.seg), a.runs)
-            t_own = timed(lambda: ws.load_audio(own), a.runs)
-            ratios.append(t_seg / t_own)
-        print("| %s | %.2f s (%.0fx) | %.2f s (%.0fx) | %.2f (%.2f .. %.2f) |" % (
-            label, d * per_h, secs / d, o * per_h, secs / o, statistics.median(ratios), min(ratios),
-            max(ratios)), flush=True)
+    if a.make:
+        make(a.make, a.minutes, a.seg, formats)
+        return
+    d = a.src or tempfile.mkdtemp(prefix="ws-cost-")
+    if not a.src:
+        make(d, a.minutes, a.seg, formats)
+    run(d, a.runs)
 
 
 if __name__ == "__main__":
