@@ -39,6 +39,12 @@ typedef struct {
     ws_segment **segs;    /* [n_inputs] beside inputs: a list line's segment, or a line that
                            * names no input (->bad; its input is "LIST:LINE"); NULL for a
                            * whole file, and NULL itself when the list has neither */
+    ws_tar_src **srcs;    /* [n_inputs] beside inputs: a tar shard's member, or NULL; NULL
+                           * itself when no input is one */
+    char **tar_in;        /* --tar-in's shards, in order */
+    int n_tar_in;
+    struct tar_shard_in *shards_in; /* the shards listed (their paths, gzip readers) */
+    int n_shards_in;
     int n_inputs;
     int n_listed;         /* the inputs of the whole list, before --shard selects */
     int keep_ext;         /* --keep-ext: x.wav -> x.wav.npy */

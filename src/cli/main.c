@@ -295,6 +295,8 @@ int main(int argc, char **argv)
         jobs[i].why = nm.whys[i];
         if (o.segs && o.segs[i] && !o.segs[i]->bad)
             jobs[i].seg = o.segs[i];
+        if (o.srcs)
+            jobs[i].src = o.srcs[i];
     }
     r.mel = mel;
     r.pad = o.pad;

@@ -428,6 +428,10 @@ cJSON *ws_job_json(const ws_run_ctx *c, const ws_job *j)
     if (!o)
         return NULL;
     add_str(o, "input", j->input);
+    if (j->src) { /* "input" is "SHARD:MEMBER": each part on its own, as they are */
+        add_str(o, "input_shard", j->src->shard);
+        add_str(o, "input_member", j->src->name);
+    }
     if (j->seg) {
         cJSON *sg = seg_json(j->seg);
         if (sg)

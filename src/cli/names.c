@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "strmap.h"
 #include "tar.h"
+#include "tarin.h"
 
 /* A line of --list holds at most this many bytes (a path, PATH_MAX is 4096): a longer one
  * means the file is no list (a binary file, /dev/zero), said at once. */
@@ -34,6 +35,7 @@ typedef struct {
     options *o;
     ws_strmap *seen; /* every path (or segment) kept: exact duplicates are dropped */
     size_t cap, bytes, max_bytes;
+    size_t bytes_segs, bytes_srcs; /* counted once, when the arrays are made */
     long long dups;
 } gather;
 
@@ -46,14 +48,22 @@ static void segment_free(ws_segment *s)
     }
 }
 
+/* A shard given as an input: its path, and its gzip reader (NULL: plain). */
+struct tar_shard_in {
+    char *path;
+    struct ws_tarin_gz *gz;
+};
+
 /* Appends path (copied) to o->inputs, with seg (taken: a segment, a bad line's message, or
- * NULL for the whole file), unless it is there already: the same path, or the same path,
- * start, duration and id (a bad line is never dropped). 0, or the exit status. */
-static int add_input(gather *g, const char *path, size_t len, ws_segment *seg)
+ * NULL for the whole file) and src (taken: a tar shard's member "SHARD:MEMBER", or NULL),
+ * unless it is there already: the same path, or the same path, start, duration and id (a
+ * bad line is never dropped). 0, or the exit status. */
+static int add_input_src(gather *g, const char *path, size_t len, ws_segment *seg,
+                         ws_tar_src *src)
 {
     options *o = g->o;
     int r = 0;
-    size_t extra = 0;
+    size_t extra = src ? sizeof *src + strlen(src->name) + strlen(src->key) + 2 : 0;
     if (seg && !seg->bad) {
         /* the key: the path, then NUL-separated start, duration and id (no path holds a
          * NUL, so no key of a whole file is one of a segment) */
@@ -75,8 +85,10 @@ static int add_input(gather *g, const char *path, size_t len, ws_segment *seg)
     } else {
         r = ws_strmap_put(g->seen, path, len, 0, NULL);
     }
-    if (r < 0 || r == 1)
+    if (r < 0 || r == 1) {
         segment_free(seg);
+        free(src);
+    }
     if (r < 0)
         return ws_eprintf(PROG ": out of memory for the input list"), 1;
     if (r == 1) {
@@ -85,10 +97,13 @@ static int add_input(gather *g, const char *path, size_t len, ws_segment *seg)
     }
     if (o->n_inputs == INT_MAX - 1) {
         segment_free(seg);
+        free(src);
         return ws_eprintf(PROG ": more than %d inputs", INT_MAX - 1), 2;
     }
-    g->bytes += len + 1 + sizeof(char *) + extra + (o->segs ? sizeof(ws_segment *) : 0);
+    g->bytes += len + 1 + sizeof(char *) + extra + (o->segs ? sizeof(ws_segment *) : 0) +
+                (o->srcs ? sizeof(ws_tar_src *) : 0);
     if (g->bytes > g->max_bytes) {
+        free(src);
         segment_free(seg);
         return ws_eprintf(PROG ": the input list holds more than %zu MiB of paths (the bound: "
                           "4 GiB, or --max-memory when larger)", g->max_bytes >> 20), 2;
@@ -101,30 +116,145 @@ static int add_input(gather *g, const char *path, size_t len, ws_segment *seg)
             o->inputs = t;
         if (ts)
             o->segs = ts;
-        if (!t || (o->segs && !ts)) {
+        ws_tar_src **tr = t && (!o->segs || ts) && o->srcs ? realloc(o->srcs, nc * sizeof *tr)
+                                                           : NULL;
+        if (tr)
+            o->srcs = tr;
+        if (!t || (o->segs && !ts) || (o->srcs && !tr)) {
             segment_free(seg);
+            free(src);
             return ws_eprintf(PROG ": out of memory for the input list"), 1;
         }
         g->cap = nc;
     }
-    if (seg && !o->segs) { /* the first segment: the array beside the paths */
-        if (!(o->segs = calloc(g->cap, sizeof *o->segs))) {
-            segment_free(seg);
-            return ws_eprintf(PROG ": out of memory for the input list"), 1;
-        }
-        g->bytes += g->cap * sizeof *o->segs;
+    if ((seg && !o->segs && !(o->segs = calloc(g->cap, sizeof *o->segs))) ||
+        (src && !o->srcs && !(o->srcs = calloc(g->cap, sizeof *o->srcs)))) {
+        segment_free(seg);
+        free(src);
+        return ws_eprintf(PROG ": out of memory for the input list"), 1;
     }
+    if (seg && g->bytes_segs == 0) /* the first segment: the array beside the paths */
+        g->bytes += (g->bytes_segs = g->cap * sizeof *o->segs);
+    if (src && g->bytes_srcs == 0)
+        g->bytes += (g->bytes_srcs = g->cap * sizeof *o->srcs);
     char *s = malloc(len + 1);
     if (!s) {
         segment_free(seg);
+        free(src);
         return ws_eprintf(PROG ": out of memory for the input list"), 1;
     }
     memcpy(s, path, len);
     s[len] = 0;
     if (o->segs)
         o->segs[o->n_inputs] = seg;
+    if (o->srcs)
+        o->srcs[o->n_inputs] = src;
     o->inputs[o->n_inputs++] = s;
     return 0;
+}
+
+static int add_input(gather *g, const char *path, size_t len, ws_segment *seg)
+{
+    return add_input_src(g, path, len, seg, NULL);
+}
+
+/* --- tar shards ------------------------------------------------------------------------ */
+
+/* An input or list line that names a tar shard (by its name; --tar-in names one whatever
+ * its name): its members are the inputs. */
+static int is_shard_name(const char *p, size_t len)
+{
+    static const char *const suf[] = {".tar", ".tar.gz", ".tgz"};
+    for (int i = 0; i < 3; i++) {
+        const size_t k = strlen(suf[i]);
+        if (len > k && !strncasecmp(p + len - k, suf[i], k))
+            return 1;
+    }
+    return 0;
+}
+
+/* An input that fails with msg (a bad member, a shard that cannot be read). */
+static int bad_input(gather *g, const char *where, const char *msg)
+{
+    ws_segment *s = calloc(1, sizeof *s);
+    if (!s || !(s->bad = strdup(msg))) {
+        free(s);
+        return ws_eprintf(PROG ": out of memory for the input list"), 1;
+    }
+    return add_input(g, where, strlen(where), s);
+}
+
+typedef struct {
+    gather *g;
+    const char *shard;
+} shard_walk;
+
+/* "SHARD:NAME" (malloc'd), or NULL */
+static char *member_input(const char *shard, const char *name)
+{
+    size_t cap = strlen(shard) + strlen(name) + 2;
+    char *w = malloc(cap);
+    if (w)
+        snprintf(w, cap, "%s:%s", shard, name);
+    return w;
+}
+
+/* A member of the shard (ws_tarin_fn): an input "SHARD:MEMBER", or one that fails. */
+static int member_found(void *ctx, const char *name, uint64_t off, uint64_t size,
+                        const char *bad)
+{
+    shard_walk *w = ctx;
+    char *where = name ? member_input(w->shard, name) : strdup(w->shard);
+    if (!where)
+        return ws_eprintf(PROG ": out of memory for the input list"), 1;
+    int rc;
+    const size_t nl = name ? strlen(name) : 0, cap = nl + 1;
+    ws_tar_src *src = bad ? NULL : malloc(sizeof *src + 2 * cap);
+    if (bad) {
+        rc = bad_input(w->g, where, bad);
+    } else if (!src) {
+        rc = (ws_eprintf(PROG ": out of memory for the input list"), 1);
+    } else {
+        char *nm = (char *)(src + 1), *key = nm + cap;
+        memcpy(nm, name, cap);
+        if (ws_tarin_key(name, w->g->o->keep_ext, key, cap)) {
+            free(src);
+            rc = bad_input(w->g, where, "its key cannot name an output (it starts with '/', or "
+                                        "has an empty, '.' or '..' part)");
+        } else {
+            *src = (ws_tar_src){.shard = w->shard, .name = nm, .key = key, .off = off,
+                                .size = size, .turn = -1};
+            rc = add_input_src(w->g, where, strlen(where), NULL, src);
+        }
+    }
+    free(where);
+    return rc;
+}
+
+/* The audio members of the shard at path, in shard order (docs/corpus.md "Tar shards as
+ * inputs"); a shard that cannot be read is an input that fails. 0, or the exit status. */
+static int add_shard(gather *g, const char *path, size_t len)
+{
+    options *o = g->o;
+    struct tar_shard_in *t = realloc(o->shards_in, ((size_t)o->n_shards_in + 1) * sizeof *t);
+    if (!t)
+        return ws_eprintf(PROG ": out of memory for the input list"), 1;
+    o->shards_in = t;
+    t = &o->shards_in[o->n_shards_in];
+    if (!(t->path = strndup(path, len)))
+        return ws_eprintf(PROG ": out of memory for the input list"), 1;
+    t->gz = NULL;
+    o->n_shards_in++;
+    shard_walk w = {g, t->path};
+    const int first = o->n_inputs;
+    ws_err e = {{0}};
+    int rc = ws_tarin_list(t->path, member_found, &w, &t->gz, &e);
+    if (rc < 0)
+        return bad_input(g, t->path, e.msg);
+    for (int i = first; !rc && t->gz && i < o->n_inputs; i++)
+        if (o->srcs && o->srcs[i])
+            o->srcs[i]->gz = t->gz;
+    return rc;
 }
 
 /* The list's bytes: a file, standard input, or a gzip file (name ending ".gz"). */
@@ -265,6 +395,8 @@ static int path_line(const list_pos *p, char *line, size_t len)
             return rc;
         }
     }
+    if (is_shard_name(line, len))
+        return add_shard(p->g, line, len);
     return add_input(p->g, line, len, NULL);
 }
 
@@ -509,8 +641,13 @@ int ws_cli_gather_inputs(options *o)
     if (!g.seen)
         return ws_eprintf(PROG ": out of memory for the input list"), 1;
     int rc = 0;
-    for (int i = 0; !rc && i < o->n_args; i++)
-        rc = add_input(&g, o->args[i], strlen(o->args[i]), NULL);
+    for (int i = 0; !rc && i < o->n_args; i++) {
+        const size_t len = strlen(o->args[i]);
+        rc = is_shard_name(o->args[i], len) ? add_shard(&g, o->args[i], len)
+                                            : add_input(&g, o->args[i], len, NULL);
+    }
+    for (int i = 0; !rc && i < o->n_tar_in; i++)
+        rc = add_shard(&g, o->tar_in[i], strlen(o->tar_in[i]));
     if (!rc && o->list)
         rc = read_list(&g);
     ws_strmap_free(g.seen);
@@ -518,6 +655,9 @@ int ws_cli_gather_inputs(options *o)
         ws_eprintf(PROG ": %lld duplicate input%s dropped (each input is done once)", g.dups,
                    g.dups == 1 ? "" : "s");
     o->n_listed = o->n_inputs;
+    if (!rc && o->output && o->n_inputs > 1) /* -o x.npy shard.tar: which member? */
+        return ws_cli_usage_error("-o takes one input, but the shards hold several members; "
+                                  "use -O DIR%s", "");
     return rc; /* an empty list (or shard) is a run with nothing to do */
 }
 
@@ -528,10 +668,23 @@ void ws_cli_inputs_free(options *o)
         if (o->segs)
             segment_free(o->segs[i]);
     }
+    for (int i = 0; o->srcs && i < o->n_inputs; i++)
+        free(o->srcs[i]);
+    for (int i = 0; i < o->n_shards_in; i++) {
+        free(o->shards_in[i].path);
+        ws_tarin_gz_free(o->shards_in[i].gz);
+    }
+    free(o->shards_in);
+    free(o->tar_in);
     free(o->inputs);
     free(o->segs);
+    free(o->srcs);
     o->inputs = NULL;
     o->segs = NULL;
+    o->srcs = NULL;
+    o->shards_in = NULL;
+    o->tar_in = NULL;
+    o->n_shards_in = o->n_tar_in = 0;
     o->n_inputs = 0;
 }
 
@@ -777,6 +930,13 @@ static int check_outputs(const options *o, char *const *outs, int records)
             if (ws_strmap_put(ins, key, strlen(key), (size_t)i, NULL) < 0)
                 rc = 1;
         }
+        /* a member's shard is read too (once per shard: its members come together) */
+        const ws_tar_src *src = o->srcs ? o->srcs[i] : NULL;
+        if (src && (i == 0 || !o->srcs[i - 1] || o->srcs[i - 1]->shard != src->shard)) {
+            file_key(src->shard, key, sizeof key);
+            if (ws_strmap_put(ins, key, strlen(key), (size_t)i, NULL) < 0)
+                rc = 1;
+        }
     }
     for (int i = 0; i < o->n_inputs && rc < 0; i++) {
         size_t at;
@@ -892,6 +1052,8 @@ static void select_shard(options *o, char **outs, const char **whys)
             o->inputs[k] = o->inputs[i];
             if (o->segs)
                 o->segs[k] = o->segs[i];
+            if (o->srcs)
+                o->srcs[k] = o->srcs[i];
             outs[k] = outs[i];
             whys[k] = whys[i];
             k++;
@@ -899,6 +1061,8 @@ static void select_shard(options *o, char **outs, const char **whys)
             free(o->inputs[i]);
             if (o->segs)
                 segment_free(o->segs[i]);
+            if (o->srcs)
+                free(o->srcs[i]);
             free(outs[i]);
         }
     }
@@ -962,6 +1126,16 @@ int ws_cli_output_names(options *o, ws_cli_names *nm)
             whys[i] = sg->bad;
             continue;
         }
+        const ws_tar_src *src = o->srcs ? o->srcs[i] : NULL;
+        if (src && o->outdir) { /* named by its key (--root or not) */
+            size_t cap = strlen(o->outdir) + strlen(src->key) + 8;
+            if (!(outs[i] = malloc(cap))) {
+                oom = 1;
+                break;
+            }
+            snprintf(outs[i], cap, "%s/%s.npy", o->outdir, src->key);
+            continue;
+        }
         if (o->root) { /* NULL: not under the root, that input fails */
             outs[i] = tree_path(o->outdir, root_norm, root_ok ? root_real : NULL, o->inputs[i],
                                 o->keep_ext, &oom, &whys[i]);
@@ -998,6 +1172,15 @@ int ws_cli_output_names(options *o, ws_cli_names *nm)
         return st;
     if (o->shard_n)
         select_shard(o, outs, whys);
+    /* a gzip shard's members take turns at its reader in the order of this run's part */
+    for (int i = 0; o->srcs && i < o->n_inputs; i++)
+        if (o->srcs[i] && o->srcs[i]->gz)
+            o->srcs[i]->turn = ws_tarin_gz_add_turn(o->srcs[i]->gz);
+    for (int k = 0; k < o->n_shards_in; k++)
+        if (o->shards_in[k].gz && ws_tarin_gz_ready(o->shards_in[k].gz)) {
+            ws_eprintf(PROG ": out of memory");
+            return 1;
+        }
     if (o->n_inputs == 0) /* an empty shard: nothing to do */
         return 0;
     if ((st = check_outputs(o, outs, o->outdir && !o->tar_size ? REC_SIDECAR : REC_NONE)) >= 0)

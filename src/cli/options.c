@@ -16,7 +16,7 @@ enum {
     OPT_MEL = 256, OPT_N_MELS, OPT_PAD, OPT_NO_PAD, OPT_POS, OPT_DEVICE, OPT_PRECISION,
     OPT_THREADS, OPT_MAX_MEMORY, OPT_JSON, OPT_DUMP_PTX, OPT_CHECK, OPT_VERSION, OPT_LIST,
     OPT_ROOT, OPT_SHARD, OPT_SKIP_EXISTING, OPT_MANIFEST, OPT_OUT_DTYPE, OPT_PROGRESS,
-    OPT_TAR_SIZE, OPT_MEL_DEVICE, OPT_KEEP_EXT, OPT_DECODE
+    OPT_TAR_SIZE, OPT_MEL_DEVICE, OPT_KEEP_EXT, OPT_DECODE, OPT_TAR_IN
 };
 
 typedef struct {
@@ -38,6 +38,11 @@ static const opt_def OPTS[] = {
      "a repeated line is done once); or segments, each written to DIR/<id>.npy: "
      "PATH<TAB>START<TAB>DURATION[<TAB>ID] lines (seconds), NeMo manifests or lhotse cut sets "
      "(.jsonl, .jsonl.gz); a bad line fails alone (docs/corpus.md, Segment lists)"},
+    {"tar-in", OPT_TAR_IN, 1, "SHARD",
+     "the audio members of a tar shard (plain or gzip; repeatable; an input or list line "
+     "ending in .tar, .tar.gz or .tgz is one too), in shard order, each written to "
+     "DIR/<key>.npy (key: its path up to the first '.' of its name); other members (.json, "
+     ".txt, ...) are ignored (docs/corpus.md, Tar shards as inputs)"},
     {"root", OPT_ROOT, 1, "DIR",
      "with -O OUT: OUT/<path under DIR, without extension>.npy (a tree; an input is under DIR "
      "as written, else when a leading directory's real path is DIR's)"},
@@ -146,7 +151,7 @@ static int parse_size(const char *s, size_t *out)
 }
 
 /* Returns -1 to go on, else the exit status. */
-int ws_cli_parse_args(int argc, char **argv, options *o)
+static int parse_args(int argc, char **argv, options *o)
 {
     struct option lopts[N_OPTS + 1];
     char shorts[64];
@@ -177,6 +182,14 @@ int ws_cli_parse_args(int argc, char **argv, options *o)
         case 'v': o->verbose = 1; break;
         case 'q': o->quiet = 1; break;
         case OPT_LIST: o->list = optarg; break;
+        case OPT_TAR_IN: {
+            char **t = realloc(o->tar_in, ((size_t)o->n_tar_in + 1) * sizeof *t);
+            if (!t)
+                return ws_eprintf(PROG ": out of memory"), 1;
+            o->tar_in = t;
+            o->tar_in[o->n_tar_in++] = optarg;
+            break;
+        }
         case OPT_ROOT: o->root = optarg; break;
         case OPT_MANIFEST: o->manifest = optarg; break;
         case OPT_SKIP_EXISTING: o->skip_existing = 1; break;
@@ -296,12 +309,12 @@ int ws_cli_parse_args(int argc, char **argv, options *o)
             o->model_path = env;
     }
     if (o->check || o->dump_ptx) {
-        if (o->n_args || o->list)
+        if (o->n_args || o->list || o->n_tar_in)
             return ws_cli_usage_error("--check and --dump-ptx take no inputs (got '%s')",
-                               o->n_args ? o->args[0] : o->list);
+                               o->n_args ? o->args[0] : o->list ? o->list : o->tar_in[0]);
         return -1;
     }
-    if (o->n_args == 0 && !o->list)
+    if (o->n_args == 0 && !o->list && !o->n_tar_in)
         return ws_cli_usage_error("no input files%s", "");
     if (!o->output && !o->outdir)
         return ws_cli_usage_error("say where outputs go: -o FILE (one input) or -O DIR%s", "");
@@ -313,7 +326,7 @@ int ws_cli_parse_args(int argc, char **argv, options *o)
         return ws_cli_usage_error("--keep-ext names the outputs of -O DIR%s", "");
     if (o->tar_size && !o->outdir)
         return ws_cli_usage_error("--tar-size needs -O DIR (the shards are written there)%s", "");
-    if (o->output && (o->n_args > 1 || o->list))
+    if (o->output && (o->n_args + o->n_tar_in > 1 || o->list))
         return ws_cli_usage_error("-o takes one input; use -O DIR for several%s", "");
     if (o->list && !strcmp(o->list, "-"))
         for (int i = 0; i < o->n_args; i++)
@@ -323,4 +336,15 @@ int ws_cli_parse_args(int argc, char **argv, options *o)
     if (!o->mel_only && !o->model_path)
         return ws_cli_usage_error("no model: pass -m FILE or set WHISPER_STEM_MODEL (or use --mel)%s", "");
     return -1;
+}
+
+int ws_cli_parse_args(int argc, char **argv, options *o)
+{
+    const int st = parse_args(argc, argv, o);
+    if (st >= 0) { /* no run: nothing else frees it */
+        free(o->tar_in);
+        o->tar_in = NULL;
+        o->n_tar_in = 0;
+    }
+    return st;
 }

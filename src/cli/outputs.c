@@ -299,7 +299,9 @@ int ws_run_write_out(const ws_run_ctx *c, ws_job *j)
         for (int i = 0; i < j->ndim; i++)
             count *= (size_t)j->shape[i];
         ws_run_to_f16(c, j, count);
-        rc = (c->root && ws_mkdir_parents(j->output, &e)) ||
+        /* a tree under -O: --root's, or a member's key with directories */
+        rc = ((c->root || (j->src && strchr(j->src->key, '/'))) &&
+              ws_mkdir_parents(j->output, &e)) ||
              ws_write_array_dtype(j->output, j->result, c->out_dtype, j->shape, j->ndim, &e);
     }
     if (!rc && c->sidecars && j->shard < 0 && !j->special)

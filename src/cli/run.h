@@ -59,9 +59,21 @@ typedef struct {
     char *bad;           /* a list line that names no input: its message (the job fails) */
 } ws_segment;
 
+/* An input that is a member of a tar shard (tarin.h; docs/corpus.md "Tar shards as
+ * inputs"): its input is named "SHARD:MEMBER". */
+typedef struct {
+    const char *shard;   /* the shard's path */
+    const char *name;    /* the member's path in the shard */
+    const char *key;     /* its WebDataset key: its outputs are KEY.npy, KEY.json */
+    uint64_t off, size;  /* its bytes: in the file (plain), in the decompressed stream (gzip) */
+    struct ws_tarin_gz *gz; /* gzip: the shard's reader, shared; NULL: plain, read in place */
+    int turn;            /* gzip: its turn at the reader */
+} ws_tar_src;
+
 typedef struct {
     const char *input;
     const ws_segment *seg; /* NULL: the whole input */
+    const ws_tar_src *src; /* a tar shard's member, or NULL */
     const char *output;  /* NULL: the input has no output name (outside --root): it fails */
     const char *member;  /* --tar-size: its key in the shard (members KEY.npy, KEY.json) */
     const char *why;     /* with output NULL: why there is none (the job fails with it) */
@@ -94,6 +106,7 @@ typedef struct {
     int slot;          /* the GPU batch slot holding result, or -1 */
     void **slabs;      /* its input staged in pinned slabs (gpu_batch.h), or NULL */
     int n_slabs;
+    int gz_passed;     /* its turn at a gzip shard's reader is over */
 } ws_job;
 
 /* What the GPU batches did (the --json report). */

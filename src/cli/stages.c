@@ -15,6 +15,7 @@
 #include "signals.h"
 #include "strmap.h"
 #include "tar.h"
+#include "tarin.h"
 #include "trace.h"
 
 #define STREAM_BYTES ((size_t)64 << 20)
@@ -154,12 +155,55 @@ typedef struct {
     const ws_run_ctx *c;
     mem_acct *mem;
     ws_job *j;
+    size_t held; /* bytes the job holds beside the decoder's (a gzip shard's member) */
 } reserve_ctx;
 
 static int reserve_for_audio(void *ctx, size_t decoder_bytes, size_t samples_16k, ws_err *err)
 {
     reserve_ctx *r = ctx;
-    return reserve(r->mem, r->j, job_need(r->c, r->j, decoder_bytes, samples_16k), samples_16k, err);
+    const size_t d = decoder_bytes > SIZE_MAX - r->held ? SIZE_MAX : decoder_bytes + r->held;
+    return reserve(r->mem, r->j, job_need(r->c, r->j, d, samples_16k), samples_16k, err);
+}
+
+/* A member of a tar shard to 16 kHz: a plain shard's decoded in place; a gzip shard's
+ * bytes read into memory at its turn (tarin.h), counted against the memory bound like
+ * the decoder's own buffers, then decoded from there. 0, or -1 with e. */
+static int load_member(reserve_ctx *rc_, ws_job *j, const ws_audio_opts *ao, ws_err *e)
+{
+    const ws_tar_src *s = j->src;
+    if (s->size == 0)
+        return ws_errf(e, "%s: an empty member (no bytes, no audio)", j->input);
+    if (!s->gz)
+        return ws_audio_load_range(&j->audio, s->shard, s->off, s->size, j->input, ao, e);
+    mem_acct *mem = rc_->mem;
+    if (s->size > mem->budget || s->size > SIZE_MAX) {
+        char a[32], b[32];
+        fmt_mib(a, sizeof a, (size_t)(s->size > SIZE_MAX ? SIZE_MAX : s->size));
+        fmt_mib(b, sizeof b, mem->budget);
+        return ws_errf(e, "%s: the member is %s, over the memory bound of %s (--max-memory): a "
+                          "gzip shard's member is held in memory to be decoded", j->input, a, b);
+    }
+    /* the turn first, then the memory: a member waiting for its turn holds none, so the
+     * member before it can always get what the others will free */
+    ws_tarin_gz_wait(s->gz, s->turn);
+    char *buf = NULL;
+    int rc = reserve(mem, j, (size_t)s->size, 0, e);
+    if (!rc && !(buf = malloc((size_t)s->size)))
+        rc = ws_errf(e, "%s: out of memory for the member's bytes", j->input);
+    if (!rc && ws_tarin_gz_read(s->gz, s->off, buf, s->size, e)) {
+        char why[WS_ERR_LEN];
+        snprintf(why, sizeof why, "%s", e->msg);
+        rc = ws_errf(e, "%s: %s", j->input, why);
+    }
+    ws_tarin_gz_pass(s->gz, s->turn);
+    j->gz_passed = 1;
+    if (!rc) {
+        rc_->held = (size_t)s->size;
+        rc = ws_audio_load_memory_opts(&j->audio, buf, (size_t)s->size, j->input, ao, e);
+        rc_->held = 0;
+    }
+    free(buf);
+    return rc;
 }
 
 /* --- stages ---------------------------------------------------------------- */
@@ -205,8 +249,22 @@ void ws_run_unstage(const ws_run_ctx *c, ws_job *j)
     j->n_slabs = 0;
 }
 
+static int prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads);
+
 /* decode + log-Mel on mel_threads threads */
 int ws_run_prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
+{
+    const int rc = prep(c, mem, j, mel_threads);
+    /* a gzip shard's member whose bytes were not read (skipped, failed before): its turn
+     * passes all the same, or the members after it would wait for it forever */
+    if (j->src && j->src->gz && !j->gz_passed) {
+        ws_tarin_gz_pass(j->src->gz, j->src->turn);
+        j->gz_passed = 1;
+    }
+    return rc;
+}
+
+static int prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
 {
     ws_err e = {{0}};
     double t0 = ws_now();
@@ -215,13 +273,13 @@ int ws_run_prep(const ws_run_ctx *c, mem_acct *mem, ws_job *j, int mel_threads)
     const int decided = ws_run_decide(c, j); /* skipped or failed already, or to be made */
     if (decided)
         return decided;
-    reserve_ctx rc_ = {c, mem, j};
+    reserve_ctx rc_ = {c, mem, j, 0};
     ws_audio_opts ao = {.max_stream_bytes = mem->budget, .reserve = reserve_for_audio,
                         .reserve_ctx = &rc_, .decode = c->decode,
                         .start_s = j->seg ? j->seg->start_s : 0,
                         .duration_s = j->seg ? j->seg->duration_s : 0};
     WS_RANGE_PUSH("decode");
-    int rc = ws_audio_load_opts(&j->audio, j->input, &ao, &e);
+    int rc = j->src ? load_member(&rc_, j, &ao, &e) : ws_audio_load_opts(&j->audio, j->input, &ao, &e);
     WS_RANGE_POP();
     j->ms.decode = 1e3 * (ws_now() - t0);
     if (rc && j->seg) /* several segments of one file: which one */
@@ -326,7 +384,8 @@ int ws_run_stem(const ws_run_ctx *c, ws_job *j)
     /* A long input: its output file is written as the windows come, and
      * named only when complete (ws_out_commit in the write stage). */
     double t_write = 0;
-    if ((c->root && ws_mkdir_parents(j->output, &e)) || !(j->out = ws_out_open(j->output, &e)))
+    if (((c->root || (j->src && strchr(j->src->key, '/'))) && ws_mkdir_parents(j->output, &e)) ||
+        !(j->out = ws_out_open(j->output, &e)))
         return ws_run_fail(j, "%s: %s", j->input, e.msg);
     const size_t esz = c->out_dtype == WS_OUT_F16 ? 2 : sizeof(float);
     if (ws_path_is_npy(j->output)) {
