@@ -38,6 +38,7 @@ def main():
     ap.add_argument("--dir", default=None)
     a = ap.parse_args()
     d = a.dir or tempfile.mkdtemp(prefix="ws-tarin-")
+    os.makedirs(d, exist_ok=True)
     model = os.path.join(d, "tiny.gguf")
     subprocess.run([a.mkmodel, "--size", "tiny", "-o", model], check=True, stdout=subprocess.DEVNULL)
     loose = os.path.join(d, "loose")
