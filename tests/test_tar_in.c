@@ -435,3 +435,38 @@ Test(tar_in, gnu_tar_shards_with_long_names, .timeout = 120)
              dir, deep, dir, ws_bin());
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 2, "%s", err);
 }
+
+/* Several gzip shards given with --tar-in are taken in turn, a member of each, so that their
+ * streams are read side by side: positions alternate between the shards (--shard 0/3 of
+ * A = a0 a1 a2 and B = b0 b1 takes a0 and b1, the order a0 b0 a1 b1 a2), each shard's
+ * members still in its order; every output is there over the three tasks. */
+Test(tar_in, gzip_shards_of_tar_in_are_taken_in_turn, .timeout = 120)
+{
+    const char *dir = test_tmpdir();
+    char cmd[4096], err[4096], p[700];
+    const char *names[] = {"a0", "a1", "a2", "b0", "b1"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(p, sizeof p, "%s/%s.flac", dir, names[i]);
+        write_flac(p, 4000, 16000, 20 + i);
+    }
+    snprintf(cmd, sizeof cmd, "cd %s && tar czf A.tar.gz a0.flac a1.flac a2.flac && "
+             "tar czf B.tar.gz b0.flac b1.flac", dir);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && %s --mel --device cpu -q -O out --shard 0/3 "
+             "--tar-in A.tar.gz --tar-in B.tar.gz", dir, ws_bin());
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    const int want[5] = {1, 0, 0, 0, 1}; /* a0, b1 */
+    for (int i = 0; i < 5; i++) {
+        snprintf(p, sizeof p, "%s/out/%s.npy", dir, names[i]);
+        cr_assert_eq(file_exists(p), want[i], "%s", names[i]);
+    }
+    for (int t = 1; t < 3; t++) {
+        snprintf(cmd, sizeof cmd, "cd %s && %s --mel --device cpu -q -O out --shard %d/3 "
+                 "--tar-in A.tar.gz --tar-in B.tar.gz", dir, ws_bin(), t);
+        cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
+    }
+    for (int i = 0; i < 5; i++) {
+        snprintf(p, sizeof p, "%s/out/%s.npy", dir, names[i]);
+        cr_assert(file_exists(p), "%s", names[i]);
+    }
+}

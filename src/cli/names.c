@@ -633,6 +633,64 @@ static int read_list(gather *g)
  * cuts: docs/corpus.md "Segment lists"), exact duplicates dropped (one warning), the
  * whole list: --shard selects later (ws_cli_output_names), once every name is checked.
  * 0, or the exit status. */
+/* The inputs [first, n_inputs) (those of --tar-in) taken in turn from each shard, each
+ * shard's members still in shard order: a gzip shard is read by one member at a time, so
+ * with its members side by side in the run, the workers would wait on one stream while
+ * the other shards' streams idle. Done when two or more of them are gzip shards. A shard
+ * that failed as a whole (no member) is a run of its own. Linear in the inputs. 0, or -1
+ * out of memory. */
+static int interleave_shards(options *o, int first)
+{
+    const int n = o->n_inputs - first;
+    int gz = 0;
+    for (int k = 0; k < o->n_shards_in; k++)
+        gz += o->shards_in[k].gz != NULL;
+    if (n < 2 || gz < 2 || !o->srcs)
+        return 0;
+    /* each shard's members were added together: runs of one shard, [beg[k], end[k]) */
+    int *beg = malloc(sizeof *beg * (size_t)n), *cur = malloc(sizeof *cur * (size_t)n);
+    char **in = malloc(sizeof *in * (size_t)n);
+    ws_tar_src **src = malloc(sizeof *src * (size_t)n);
+    ws_segment **seg = o->segs ? malloc(sizeof *seg * (size_t)n) : NULL;
+    int rc = -1, runs = 0;
+    if (!beg || !cur || !in || !src || (o->segs && !seg))
+        goto out;
+    for (int i = 0; i < n; i++) {
+        const ws_tar_src *s = o->srcs[first + i], *p = i ? o->srcs[first + i - 1] : NULL;
+        if (!i || !s || !p || s->shard != p->shard)
+            beg[runs++] = i;
+    }
+    for (int k = 0; k < runs; k++)
+        cur[k] = beg[k];
+    /* round after round, the next member of each run */
+    for (int placed = 0; placed < n;)
+        for (int k = 0; k < runs; k++) {
+            const int end = k + 1 < runs ? beg[k + 1] : n;
+            if (cur[k] == end)
+                continue;
+            const int i = first + cur[k]++;
+            in[placed] = o->inputs[i];
+            src[placed] = o->srcs[i];
+            if (seg)
+                seg[placed] = o->segs[i];
+            placed++;
+        }
+    for (int i = 0; i < n; i++) {
+        o->inputs[first + i] = in[i];
+        o->srcs[first + i] = src[i];
+        if (seg)
+            o->segs[first + i] = seg[i];
+    }
+    rc = 0;
+out:
+    free(beg);
+    free(cur);
+    free(in);
+    free(src);
+    free(seg);
+    return rc;
+}
+
 int ws_cli_gather_inputs(options *o)
 {
     gather g = {.o = o, .seen = ws_strmap_new(), .max_bytes = LIST_BYTES_MAX};
@@ -646,8 +704,11 @@ int ws_cli_gather_inputs(options *o)
         rc = is_shard_name(o->args[i], len) ? add_shard(&g, o->args[i], len)
                                             : add_input(&g, o->args[i], len, NULL);
     }
+    const int first_tar_in = o->n_inputs;
     for (int i = 0; !rc && i < o->n_tar_in; i++)
         rc = add_shard(&g, o->tar_in[i], strlen(o->tar_in[i]));
+    if (!rc && interleave_shards(o, first_tar_in))
+        rc = (ws_eprintf(PROG ": out of memory for the input list"), 1);
     if (!rc && o->list)
         rc = read_list(&g);
     ws_strmap_free(g.seen);
