@@ -231,9 +231,73 @@ static int member_found(void *ctx, const char *name, uint64_t off, uint64_t size
     return rc;
 }
 
+/* A shard's listing made ahead of the inputs it gives (ws_tarin_list's calls kept), so
+ * that several shards are listed side by side: a gzip shard is listed by decompressing it
+ * whole, one thread a shard. */
+typedef struct {
+    char *name, *bad;
+    uint64_t off, size;
+} listed_member;
+
+typedef struct {
+    const char *path;
+    listed_member *m;
+    size_t n, cap;
+    int rc, oom;
+    ws_err err;
+    struct ws_tarin_gz *gz;
+} shard_listing;
+
+static int keep_member(void *ctx, const char *name, uint64_t off, uint64_t size, const char *bad)
+{
+    shard_listing *l = ctx;
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 64;
+        listed_member *t = realloc(l->m, nc * sizeof *t);
+        if (!t)
+            return l->oom = 1;
+        l->m = t;
+        l->cap = nc;
+    }
+    listed_member *m = &l->m[l->n];
+    *m = (listed_member){.off = off, .size = size};
+    if ((name && !(m->name = strdup(name))) || (bad && !(m->bad = strdup(bad)))) {
+        free(m->name);
+        return l->oom = 1;
+    }
+    l->n++;
+    return 0;
+}
+
+static void listing_free(shard_listing *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->m[i].name);
+        free(l->m[i].bad);
+    }
+    free(l->m);
+    ws_tarin_gz_free(l->gz);
+    memset(l, 0, sizeof *l);
+}
+
+typedef struct {
+    shard_listing *l;
+    int n;
+} listings;
+
+static void list_some(void *ctx, int i, int n)
+{
+    listings *ls = ctx;
+    for (int k = i; k < ls->n; k += n) {
+        shard_listing *l = &ls->l[k];
+        l->rc = ws_tarin_list(l->path, keep_member, l, &l->gz, &l->err);
+    }
+}
+
 /* The audio members of the shard at path, in shard order (docs/corpus.md "Tar shards as
- * inputs"); a shard that cannot be read is an input that fails. 0, or the exit status. */
-static int add_shard(gather *g, const char *path, size_t len)
+ * inputs"), from its listing l (made here when NULL); a shard that cannot be read is an
+ * input that fails. 0, or the exit status. */
+static int add_shard(gather *g, const char *path, size_t len, shard_listing *l)
 {
     options *o = g->o;
     struct tar_shard_in *t = realloc(o->shards_in, ((size_t)o->n_shards_in + 1) * sizeof *t);
@@ -248,12 +312,55 @@ static int add_shard(gather *g, const char *path, size_t len)
     shard_walk w = {g, t->path};
     const int first = o->n_inputs;
     ws_err e = {{0}};
-    int rc = ws_tarin_list(t->path, member_found, &w, &t->gz, &e);
+    int rc;
+    if (l) {
+        if (l->oom)
+            return ws_eprintf(PROG ": out of memory for the input list"), 1;
+        t->gz = l->gz;
+        l->gz = NULL;
+        rc = 0;
+        for (size_t i = 0; !rc && i < l->n; i++)
+            rc = member_found(&w, l->m[i].name, l->m[i].off, l->m[i].size, l->m[i].bad);
+        if (!rc && l->rc < 0)
+            rc = l->rc, e = l->err;
+    } else {
+        rc = ws_tarin_list(t->path, member_found, &w, &t->gz, &e);
+    }
     if (rc < 0)
         return bad_input(g, t->path, e.msg);
     for (int i = first; !rc && t->gz && i < o->n_inputs; i++)
         if (o->srcs && o->srcs[i])
             o->srcs[i]->gz = t->gz;
+    return rc;
+}
+
+/* The shards of --tar-in, listed side by side on up to --threads threads, then taken as
+ * inputs in their order. 0, or the exit status. */
+static int add_tar_in(gather *g)
+{
+    options *o = g->o;
+    const int n = o->n_tar_in;
+    if (n < 2) {
+        for (int i = 0; i < n; i++) {
+            int rc = add_shard(g, o->tar_in[i], strlen(o->tar_in[i]), NULL);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    }
+    listings ls = {calloc((size_t)n, sizeof *ls.l), n};
+    if (!ls.l)
+        return ws_eprintf(PROG ": out of memory for the input list"), 1;
+    for (int i = 0; i < n; i++)
+        ls.l[i].path = o->tar_in[i];
+    int threads = o->threads > 0 ? o->threads : 1;
+    ws_parallel(threads < n ? threads : n, list_some, &ls);
+    int rc = 0;
+    for (int i = 0; !rc && i < n; i++)
+        rc = add_shard(g, o->tar_in[i], strlen(o->tar_in[i]), &ls.l[i]);
+    for (int i = 0; i < n; i++)
+        listing_free(&ls.l[i]);
+    free(ls.l);
     return rc;
 }
 
@@ -396,7 +503,7 @@ static int path_line(const list_pos *p, char *line, size_t len)
         }
     }
     if (is_shard_name(line, len))
-        return add_shard(p->g, line, len);
+        return add_shard(p->g, line, len, NULL);
     return add_input(p->g, line, len, NULL);
 }
 
@@ -701,12 +808,12 @@ int ws_cli_gather_inputs(options *o)
     int rc = 0;
     for (int i = 0; !rc && i < o->n_args; i++) {
         const size_t len = strlen(o->args[i]);
-        rc = is_shard_name(o->args[i], len) ? add_shard(&g, o->args[i], len)
+        rc = is_shard_name(o->args[i], len) ? add_shard(&g, o->args[i], len, NULL)
                                             : add_input(&g, o->args[i], len, NULL);
     }
     const int first_tar_in = o->n_inputs;
-    for (int i = 0; !rc && i < o->n_tar_in; i++)
-        rc = add_shard(&g, o->tar_in[i], strlen(o->tar_in[i]));
+    if (!rc)
+        rc = add_tar_in(&g);
     if (!rc && interleave_shards(o, first_tar_in))
         rc = (ws_eprintf(PROG ": out of memory for the input list"), 1);
     if (!rc && o->list)
