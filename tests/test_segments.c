@@ -196,7 +196,7 @@ Test(segments, nemo_manifest_and_lhotse_cuts_with_bad_lines, .timeout = 60)
     cr_assert_eq(npy_frames(path), 100);
     snprintf(path, sizeof path, "%s/nemo/b_0.250.npy", dir);
     cr_assert_eq(npy_frames(path), 175); /* to the end: 1.75 s */
-    snprintf(cmd, sizeof cmd, "ls %s/nemo | wc -l | grep -qx 4", dir); /* 2 outputs, 2 sidecars */
+    snprintf(cmd, sizeof cmd, "LC_ALL=C ls %s/nemo | wc -l | grep -qx 4", dir); /* 2 outputs, 2 sidecars */
     cr_assert_eq(system(cmd), 0);
 
     /* lhotse, run from dir (its relative source) */
@@ -319,7 +319,7 @@ Test(segments, ids_that_clash_or_name_no_file_and_shards_of_segments, .timeout =
     cr_assert(strstr(err, "1 duplicate input dropped"), "%s", err);
     cr_assert(strstr(err, "-1.5") && strstr(err, "cannot open"), "%s", err);
     cr_assert_eq(count(err, "\n"), 4, "three lines and the summary: %s", err);
-    snprintf(cmd, sizeof cmd, "ls %s/out2 | tr '\\n' ' ' | grep -qx 'y.json y.npy y_0.000.json y_0.000.npy '", dir);
+    snprintf(cmd, sizeof cmd, "LC_ALL=C ls %s/out2 | tr '\\n' ' ' | grep -qx 'y.json y.npy y_0.000.json y_0.000.npy '", dir);
     cr_assert_eq(system(cmd), 0);
     /* --shard counts segments as list positions */
     f = fopen(list, "w");
@@ -327,7 +327,7 @@ Test(segments, ids_that_clash_or_name_no_file_and_shards_of_segments, .timeout =
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s --mel --device cpu -q -O %s/out3 --shard 1/2 --list %s", ws_bin(), dir, list);
     cr_assert_eq(run_cmd(cmd, err, sizeof err), 0, "%s", err);
-    snprintf(cmd, sizeof cmd, "ls %s/out3 | tr '\\n' ' ' | grep -qx 'b.json b.npy '", dir);
+    snprintf(cmd, sizeof cmd, "LC_ALL=C ls %s/out3 | tr '\\n' ' ' | grep -qx 'b.json b.npy '", dir);
     cr_assert_eq(system(cmd), 0);
     /* --root: the id in the tree of the file's directory */
     snprintf(cmd, sizeof cmd, "%s --mel --device cpu -q -O %s/tree --root %s --list %s", ws_bin(), dir, dir, list);
