@@ -134,6 +134,14 @@ jobs=${jobs:-$ncpu}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || usage_error "-j must be a positive integer, not '$jobs'"
 [[ $list != - ]] || usage_error "-l -: every shard reads the list; give a file"
 [[ -f $list && -r $list ]] || usage_error "$list: not a readable file"
+# The merge (failed.txt, summary.txt) keys every input by its list line, a path: a list of
+# segments (TSV lines, NeMo or lhotse manifests) or of tar shards would be merged wrong, so it
+# is refused here; run whisper-stem --shard I/N with --manifest directly for those
+# (docs/corpus.md).
+if [[ $list == *.jsonl || $list == *.json || $list == *.gz ]] ||
+    LC_ALL=C grep -qE $'\t|^[[:space:]]*\\{|\\.([tT][aA][rR]|[tT][aA][rR]\\.[gG][zZ]|[tT][gG][zZ])$' "$list"; then
+    usage_error "$list: a list of segments or tar shards; this recipe's merge keys inputs by path (run whisper-stem --shard I/N --manifest ... directly)"
+fi
 [[ -d $root ]] || usage_error "$root: not a directory"
 [[ -f $model ]] || usage_error "$model: no such model file"
 command -v parallel >/dev/null 2>&1 || { echo "$prog: GNU parallel not found (Debian: apt-get install parallel)" >&2; exit 1; }

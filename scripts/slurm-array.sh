@@ -528,6 +528,14 @@ submit() {
         usage_error "-c must be a positive integer, not '$threads_from'"
     [[ $list != - ]] || usage_error "-l -: the tasks read the list later, on other nodes; give a file"
     [[ -f $list && -r $list ]] || usage_error "$list: not a readable file"
+    # The merge (failed.txt, summary.txt) keys every input by its list line, a path: a list of
+    # segments (TSV lines, NeMo or lhotse manifests) or of tar shards would be merged wrong, so it
+    # is refused here; run whisper-stem --shard I/N with --manifest directly for those
+    # (docs/corpus.md).
+    if [[ $list == *.jsonl || $list == *.json || $list == *.gz ]] ||
+        LC_ALL=C grep -qE $'\t|^[[:space:]]*\\{|\\.([tT][aA][rR]|[tT][aA][rR]\\.[gG][zZ]|[tT][gG][zZ])$' "$list"; then
+        usage_error "$list: a list of segments or tar shards; this recipe's merge keys inputs by path (run whisper-stem --shard I/N --manifest ... directly)"
+    fi
     [[ -d $root ]] || usage_error "$root: not a directory"
     [[ -f $model ]] || usage_error "$model: no such model file"
     [[ $out != *\\* ]] || usage_error "$out: a backslash in OUT would stop sbatch from naming the logs (%A, %a, %j)"

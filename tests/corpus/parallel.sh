@@ -133,5 +133,10 @@ fi
 corpus_expect_status $? 0 "parallel-shards.sh --help"
 "$repo/scripts/parallel-shards.sh" -o "$out" -r "$c/audio" -m "$model" > /dev/null 2>&1
 corpus_expect_status $? 2 "parallel-shards.sh without -l"
+# a list of segments or tar shards: the merge keys inputs by path, so the recipe refuses it
+printf '%s\t0\t1\n' "$c/audio/spk01/001.wav" > "$work/segments.tsv"
+"$repo/scripts/parallel-shards.sh" -l "$work/segments.tsv" -o "$work/seg-out" -r "$c/audio" \
+    -m "$model" > /dev/null 2> "$work/segments.err"
+corpus_expect_status $? 2 "parallel-shards.sh with a list of segments"
 
 corpus_done
