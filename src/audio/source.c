@@ -241,7 +241,10 @@ static int w64_check(source *s, const char *name, ws_err *err)
         /* Another chunk: it must lie inside the file for the walk to go on (a
          * size of 2^64 - 1 would wrap the 8-byte rounding to a step of 0). */
         if (size < W64_CHUNK_HEADER || size - W64_CHUNK_HEADER > avail)
-            return 0; /* malformed: libsndfile's call */
+            return ws_errf(err, "%s: malformed or truncated Wave64: a chunk at byte %llu claims "
+                           "%llu bytes, outside the file (%llu bytes), before the data chunk",
+                           name, (unsigned long long)off, (unsigned long long)size,
+                           (unsigned long long)(s->base + s->len));
         uint64_t step = size + (-size & 7); /* size <= len < 2^63: no wrap */
         if (step > len - off)
             return 0; /* the pad runs past the end: nothing follows */
@@ -318,8 +321,17 @@ int ws_audio_container_check(source *s, const char *name, ws_err *err)
             return 0;
         }
         uint64_t next = off + 8 + size + (size & 1); /* 2-byte aligned; < 2^34 added: no wrap */
+        /* A chunk before the audio that runs past the end: no audio chunk can follow, and
+         * libsndfile 1.2.0 can loop forever in such a LIST chunk (a fuzzed WAV of 177
+         * bytes), so the file is refused here. A missing pad byte at the end is no harm. */
+        if (off + 8 + size > len)
+            return ws_errf(err,
+                           "%s: malformed or truncated: a chunk at byte %llu claims %u bytes, "
+                           "past the end of the file (%llu bytes), before any %s chunk",
+                           name, (unsigned long long)off, (unsigned)size,
+                           (unsigned long long)(s->base + s->len), data_id);
         if (next > len)
-            return 0; /* a broken chunk before the audio: libsndfile's call */
+            return 0; /* only its pad byte is missing: nothing follows */
         off = next;
     }
     return 0; /* too many chunks to walk: libsndfile's call */
