@@ -64,7 +64,8 @@
 #define READ_CHUNK_SAMPLES 65536         /* interleaved samples per decoder read */
 #define SOXR_BYTES ((size_t)2 << 20)     /* soxr's own state at VHQ: 0.8 to 1.6 MB measured */
 #define MPEG_MAX_EMPTY_READS 4096        /* libmpg123 reads giving nothing, in a row */
-#define LIBAV_BYTES ((size_t)8 << 20)    /* FFmpeg's probe buffer (5 MB), packets, frames */
+#define LIBAV_BYTES ((size_t)8 << 20)
+static const char LIB_FFMPEG[] = "ffmpeg"; /* decoder.lib of FFmpeg's libraries */    /* FFmpeg's probe buffer (5 MB), packets, frames */
 
 /* --- the source through libsndfile's virtual I/O ------------------------- */
 
@@ -258,7 +259,7 @@ static int av_open(decoder *d, source *s, int openai, const char *sf_why, const 
                    ws_err *err)
 {
     int known = 0;
-    d->lib = "ffmpeg";
+    d->lib = LIB_FFMPEG;
     if (ws_av_open(&d->av, s, openai, &known, name, err)) {
         if (known)
             return -1;
@@ -489,7 +490,7 @@ static int decode(decoder *d, load_opts *o, size_t held, ws_audio *a, ws_err *er
 
     b.overhead = ((size_t)chunk * (size_t)ch + (size_t)chunk) * sizeof(float) +
                  (d->pcm16 ? (size_t)chunk * (size_t)ch * sizeof(short) : 0) +
-                 (pass ? 0 : SOXR_BYTES) + (d->lib && !strcmp(d->lib, "ffmpeg") ? LIBAV_BYTES : 0);
+                 (pass ? 0 : SOXR_BYTES) + (d->lib == LIB_FFMPEG ? LIBAV_BYTES : 0);
     if (d->frames >= 0) {
         int64_t n = d->frames;
         if (seg && d->exact) {

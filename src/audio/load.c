@@ -161,10 +161,12 @@ static int load_stream(ws_audio *a, int fd, load_opts *o, ws_err *err)
     return rc;
 }
 
-/* A regular file of st->st_size bytes, read in place; it must not change meanwhile. */
-static int load_regular(ws_audio *a, int fd, const struct stat *st, load_opts *o, ws_err *err)
+/* The bytes [off, off + len) of a regular file (st its stat at open), read in place; the
+ * file must not change meanwhile. */
+static int load_regular(ws_audio *a, int fd, const struct stat *st, uint64_t off, uint64_t len,
+                        load_opts *o, ws_err *err)
 {
-    source s = {.fd = fd, .len = (uint64_t)st->st_size};
+    source s = {.fd = fd, .base = off, .len = len};
     int rc = ws_audio_load_source(a, &s, o, 0, err);
     ws_audio_src_release(&s);
     struct stat now;
@@ -186,7 +188,7 @@ int ws_audio_load_opts(ws_audio *a, const char *path, const ws_audio_opts *opts,
         /* `< file.wav`: a regular file at offset 0 is read in place, as by path. */
         if (!fstat(STDIN_FILENO, &st) && S_ISREG(st.st_mode) && st.st_size > 0 &&
             lseek(STDIN_FILENO, 0, SEEK_CUR) == 0) {
-            return load_regular(a, STDIN_FILENO, &st, &o, err);
+            return load_regular(a, STDIN_FILENO, &st, 0, (uint64_t)st.st_size, &o, err);
         }
         return load_stream(a, STDIN_FILENO, &o, err);
     }
@@ -208,7 +210,7 @@ int ws_audio_load_opts(ws_audio *a, const char *path, const ws_audio_opts *opts,
     }
     int rc;
     if (S_ISREG(st.st_mode) && st.st_size > 0) {
-        rc = load_regular(a, fd, &st, &o, err);
+        rc = load_regular(a, fd, &st, 0, (uint64_t)st.st_size, &o, err);
         close(fd);
         return rc;
     }
@@ -248,18 +250,8 @@ int ws_audio_load_range(ws_audio *a, const char *path, uint64_t off, uint64_t le
                      (unsigned long long)st.st_size);
     else if (len == 0)
         rc = ws_errf(err, "%s: empty file (0 bytes)", o.name);
-    else {
-        source s = {.fd = fd, .base = off, .len = len};
-        rc = ws_audio_load_source(a, &s, &o, 0, err);
-        ws_audio_src_release(&s);
-        struct stat now;
-        if (!rc && (fstat(fd, &now) || now.st_size != st.st_size ||
-                    now.st_mtim.tv_sec != st.st_mtim.tv_sec ||
-                    now.st_mtim.tv_nsec != st.st_mtim.tv_nsec)) {
-            ws_audio_free(a);
-            rc = ws_errf(err, "%s: %s changed while being read", o.name, path);
-        }
-    }
+    else
+        rc = load_regular(a, fd, &st, off, len, &o, err);
     close(fd);
     return rc;
 }
