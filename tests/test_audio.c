@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "audio/audio.h"
+#include "audio/internal.h"
 #include "helpers.h"
 
 /* --- helpers ------------------------------------------------------------- */
@@ -212,6 +213,63 @@ static void check_pcm16(const char *name, int format)
     cr_assert_eq(a.x[0], -1.0f);
     ws_audio_free(&a);
     free(s);
+}
+
+/* The read-ahead window: every pattern a decoder reads with (small pieces in order, large
+ * reads, jumps, re-reads inside the window, a view that starts past byte 0) gives the
+ * file's bytes, and a run in order starts with a small window that grows. */
+Test(audio, source_reads_give_the_files_bytes_through_the_window)
+{
+    const size_t size = 3u << 20, base = 1000;
+    unsigned char *file = malloc(size), *got = malloc(size);
+    cr_assert(file && got);
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    for (size_t i = 0; i < size; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        file[i] = (unsigned char)x;
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s", tmp_path("src_window.bin"));
+    FILE *f = fopen(path, "wb");
+    cr_assert(f && fwrite(file, 1, size, f) == size && fclose(f) == 0);
+    int fd = open(path, O_RDONLY);
+    cr_assert(fd >= 0);
+    source s = {.fd = fd, .base = base, .len = size - base, .next = base};
+
+    /* a header's few bytes: the window is the smallest */
+    cr_assert_eq(ws_audio_src_read(&s, 0, got, 12), 12);
+    cr_assert_eq(memcmp(got, file + base, 12), 0);
+    cr_assert_eq(s.ra_len, WS_SRC_READAHEAD_MIN);
+    cr_assert_lt(s.ra_len, WS_SRC_READAHEAD);
+    /* pieces in order grow it up to the largest */
+    uint64_t off = 12;
+    for (int i = 0; i < 400; i++) {
+        size_t n = 1 + (size_t)(x % 4000);
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        cr_assert_eq(ws_audio_src_read(&s, off, got, n), n);
+        cr_assert_eq(memcmp(got, file + base + off, n), 0, "in order at %llu", (unsigned long long)off);
+        off += n;
+    }
+    cr_assert_eq(s.ra_size, WS_SRC_READAHEAD);
+    /* random reads: jumps, re-reads, large reads, reads past the end */
+    for (int i = 0; i < 3000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        const int kind = (int)(x % 4);
+        const size_t n = kind == 0 ? (size_t)(x >> 8) % 300000 : 1 + (size_t)(x >> 8) % 9000;
+        if (kind == 1)
+            off = (x >> 24) % (size - base + 100); /* a jump, sometimes past the end */
+        else if (kind == 2 && off > 5000)
+            off -= (x >> 24) % 5000; /* back into the window */
+        const size_t want = off >= size - base ? 0 : (n < size - base - off ? n : size - base - off);
+        cr_assert_eq(ws_audio_src_read(&s, off, got, n), want, "read %zu at %llu", n, (unsigned long long)off);
+        cr_assert_eq(memcmp(got, file + base + off, want), 0, "read %zu at %llu", n, (unsigned long long)off);
+        off += want;
+    }
+    cr_assert(!s.read_errno && !s.shrunk);
+    ws_audio_src_release(&s);
+    close(fd);
+    free(file);
+    free(got);
 }
 
 Test(audio, wav_pcm16_decodes_to_int_over_32768_exactly)

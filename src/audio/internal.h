@@ -59,13 +59,17 @@ typedef struct {
     size_t patch_len;
     unsigned char patch[8];
     /* read-ahead of a file read in order: [ra_off, ra_off + ra_len) of the file (base
-     * included), ra NULL until a read follows the one before it (ws_audio_src_release) */
+     * included), ra NULL until a read follows the one before it (ws_audio_src_release);
+     * ra_size the next refill's bytes (0: WS_SRC_READAHEAD_MIN) */
     unsigned char *ra;
     uint64_t ra_off, next;
-    size_t ra_len;
+    size_t ra_len, ra_size;
 } source;
 
-/* Bytes of a source's read-ahead window (part of a decoder's memory) */
+/* Bytes of a source's read-ahead window: it starts small (a header, or a segment's few
+ * bytes past its end) and doubles while the file is read in order, up to the largest
+ * (part of a decoder's memory). */
+#define WS_SRC_READAHEAD_MIN ((size_t)16 << 10)
 #define WS_SRC_READAHEAD ((size_t)256 << 10)
 
 /* Frees s's read-ahead window. source.c */

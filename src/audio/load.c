@@ -166,7 +166,7 @@ static int load_stream(ws_audio *a, int fd, load_opts *o, ws_err *err)
 static int load_regular(ws_audio *a, int fd, const struct stat *st, uint64_t off, uint64_t len,
                         load_opts *o, ws_err *err)
 {
-    source s = {.fd = fd, .base = off, .len = len};
+    source s = {.fd = fd, .base = off, .len = len, .next = off};
     int rc = ws_audio_load_source(a, &s, o, 0, err);
     ws_audio_src_release(&s);
     struct stat now;

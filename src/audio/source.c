@@ -87,10 +87,12 @@ void ws_audio_src_release(source *s)
 
 /* Reads up to n bytes at off; returns how many (short only at len, or when the
  * file shrank or a read failed, which the source records). A decoder reads a file in
- * small pieces, one after the other (libsndfile: 8 KiB); once a read starts where the
- * one before ended, the file is read WS_SRC_READAHEAD bytes at a time into a window
- * the pieces are copied from: a 30 s WAV takes 4 preads, not 120. Reads that jump (a
- * container's chunk walk) read what they ask for. */
+ * small pieces, one after the other (libsndfile: 8 KiB, libmpg123: a frame); once a
+ * read starts where the one before ended, the file is read into a window the pieces are
+ * copied from, WS_SRC_READAHEAD_MIN bytes at first and twice as many at each refill up to
+ * WS_SRC_READAHEAD: a 30 s WAV takes a few preads, not 120, and a header or a segment of
+ * a long file reads little more than it needs. Reads of half the window or more, and
+ * reads that jump (a container's chunk walk, a seek), read what they ask for. */
 size_t ws_audio_src_read(source *s, uint64_t off, void *dst, size_t n)
 {
     unsigned char *d = dst;
@@ -104,27 +106,37 @@ size_t ws_audio_src_read(source *s, uint64_t off, void *dst, size_t n)
         got = n;
     } else {
         const uint64_t at = s->base + off;
-        const int in_order = at == s->next && n < WS_SRC_READAHEAD;
+        const int in_order = at == s->next;
+        const int in_window = s->ra && at >= s->ra_off && at < s->ra_off + s->ra_len;
         s->next = at + n;
-        if (in_order && !s->ra)
-            s->ra = malloc(WS_SRC_READAHEAD); /* none: plain preads */
-        while (got < n && s->ra && (in_order || (at >= s->ra_off && at < s->ra_off + s->ra_len))) {
+        if (!in_order && !in_window)
+            s->ra_size = 0; /* a jump: the next run in order starts small again */
+        if (s->ra_size == 0)
+            s->ra_size = WS_SRC_READAHEAD_MIN;
+        if (in_window) {
+            size_t k = (size_t)(s->ra_off + s->ra_len - at);
+            if (k > n)
+                k = n;
+            memcpy(d, s->ra + (at - s->ra_off), k);
+            got = k;
+        }
+        if (got < n && (in_order || in_window) && n - got < s->ra_size / 2) {
+            if (!s->ra)
+                s->ra = malloc(WS_SRC_READAHEAD); /* none: plain preads */
             const uint64_t p = at + got;
-            if (p < s->ra_off || p >= s->ra_off + s->ra_len) { /* refill from p */
-                const uint64_t left = s->base + s->len - p;
-                const size_t want = left < WS_SRC_READAHEAD ? (size_t)left : WS_SRC_READAHEAD;
+            const uint64_t left = s->base + s->len - p;
+            const size_t want = left < s->ra_size ? (size_t)left : s->ra_size;
+            if (s->ra) {
                 s->ra_off = p;
                 s->ra_len = pread_all(s, p, s->ra, want, 0);
-                if (s->ra_len < want) { /* an error or the end: the plain read says which */
+                if (s->ra_len < want) /* an error or the end: the plain read says which */
                     s->ra_len = 0;
-                    break;
-                }
+                if (s->ra_size < WS_SRC_READAHEAD)
+                    s->ra_size *= 2;
+                size_t k = s->ra_len < n - got ? s->ra_len : n - got;
+                memcpy(d + got, s->ra, k);
+                got += k;
             }
-            size_t k = (size_t)(s->ra_off + s->ra_len - p);
-            if (k > n - got)
-                k = n - got;
-            memcpy(d + got, s->ra + (p - s->ra_off), k);
-            got += k;
         }
         if (got < n)
             got += pread_all(s, at + got, d + got, n - got, 1);
