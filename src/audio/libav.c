@@ -60,7 +60,6 @@
 
 #define IO_BUF_BYTES 65536
 #define MSG_BYTES 200
-#define SEEK_PREROLL_S 1.0 /* decoded before a segment's start after a seek (codec state) */
 
 /* --- the libraries' entry points ------------------------------------------- */
 
@@ -631,17 +630,39 @@ static int counts_frames(const ws_av *h)
     return st->time_base.num == 1 && st->time_base.den == h->rate;
 }
 
-/* Codecs whose decoder state a pre-roll restores exactly, so that a segment reached by
- * seeking is the samples of the whole decode: lossless ones, Opus and Vorbis (tested bit
- * for bit). Not AAC: its perceptual noise substitution draws from a generator whose state
- * depends on everything decoded before (a seeked AAC segment differed by 2.5e-2), so AAC is
- * decoded from the start. */
-static int preroll_restores(const ws_av *h)
+/* Frames decoded before a segment's start after a seek, for codecs whose decoder state
+ * such a pre-roll restores, so that a segment reached by seeking is the samples of the
+ * whole decode; 0 for the others, which are decoded from the start.
+ * - Lossless codecs and PCM: no state across packets.
+ * - Vorbis: the overlap of two blocks (8192 frames at most each).
+ * - Opus: one second (its predictors settle within Matroska's SeekPreRoll of 80 ms to
+ *   nothing audible; tested bit for bit after one second).
+ * - AAC-LC: the overlap of one frame (1024), but for the bands its encoder filled with
+ *   noise (perceptual noise substitution): their noise is drawn from a generator that
+ *   starts afresh at the seek point, the same for the same segment every time and of the
+ *   same energy in each band (tested bit for bit without noise substitution and bounded
+ *   with it; docs/design.md gives its size).
+ * - Not HE-AAC (its SBR state) or AAC Main (its predictors): from the start. */
+static int64_t seek_preroll(const ws_av *h)
 {
-    const enum AVCodecID id = h->fmt->streams[h->stream]->codecpar->codec_id;
-    return id == AV_CODEC_ID_OPUS || id == AV_CODEC_ID_VORBIS || id == AV_CODEC_ID_FLAC ||
-           id == AV_CODEC_ID_ALAC || id == AV_CODEC_ID_WAVPACK || id == AV_CODEC_ID_TTA ||
-           (id >= AV_CODEC_ID_FIRST_AUDIO && id < AV_CODEC_ID_ADPCM_IMA_QT); /* PCM */
+    const AVCodecParameters *cp = h->fmt->streams[h->stream]->codecpar;
+    switch (cp->codec_id) {
+    case AV_CODEC_ID_FLAC:
+    case AV_CODEC_ID_ALAC:
+    case AV_CODEC_ID_WAVPACK:
+    case AV_CODEC_ID_TTA:
+        return 1;
+    case AV_CODEC_ID_VORBIS:
+        return 2 * 8192;
+    case AV_CODEC_ID_OPUS:
+        return h->rate;
+    case AV_CODEC_ID_AAC:
+        return cp->profile == FF_PROFILE_AAC_LOW ? 4 * 1024 : 0;
+    default:
+        return cp->codec_id >= AV_CODEC_ID_FIRST_AUDIO && cp->codec_id < AV_CODEC_ID_ADPCM_IMA_QT
+                   ? 1 /* PCM */
+                   : 0;
+    }
 }
 
 /* The first sample of h->frame as a frame index of the stream from its start, or -1. */
@@ -674,8 +695,9 @@ static int rewind_stream(ws_av *h, const char *name, ws_err *err)
 int64_t ws_av_seek(ws_av *h, int64_t at, const char *name, ws_err *err)
 {
     const AVStream *st = h->fmt->streams[h->stream];
-    const int64_t to = at - (int64_t)(SEEK_PREROLL_S * h->rate);
-    if (h->openai || to <= 0 || !counts_frames(h) || !preroll_restores(h))
+    const int64_t preroll = seek_preroll(h);
+    const int64_t to = at - preroll;
+    if (h->openai || preroll == 0 || to <= 0 || !counts_frames(h))
         return 0; /* decoded from the start, the frames before dropped */
     pthread_setspecific(av_msg_key, h);
     const int64_t ts = to + (st->start_time != AV_NOPTS_VALUE ? st->start_time : 0);
