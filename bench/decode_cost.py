@@ -8,7 +8,9 @@
    decode="openai" beside it.
 2. Segments: 20 segments of --seg seconds spread over the same 10-minute file, each read
    with load_audio(path, start, duration), against the same audio as a file of its own
-   (ffmpeg cut it out, same format): the cost of a segment over the cost of its own audio.
+   (lossy formats: the long file's packets from there, copied by `ffmpeg -i LONG -ss START
+   -t SEG -c copy`, the same encoded bits and so the same decoding work; WAV and FLAC: the
+   same samples encoded again): the cost of a segment over the cost of its own audio.
    Both include opening the file and the resampler's start, so the ratio says what the
    position in a long file adds (1.0: nothing; decoding from the start would be ~minutes).
 
@@ -68,7 +70,11 @@ def make(d, minutes, seg, formats):
         for k in range(20):
             start = round((secs - seg - 1) * (k + 0.5) / 20, 3)
             own = "own%d-%d.%s" % (i, k, ext)
-            ffmpeg("-ss", "%.3f" % start, "-t", "%.3f" % seg, "-i", src, *args.split(), os.path.join(d, own))
+            if ext in ("wav", "flac"):  # lossless: the same samples encoded again
+                ffmpeg("-ss", "%.3f" % start, "-t", "%.3f" % seg, "-i", src, *args.split(), os.path.join(d, own))
+            else:  # lossy: the long file's own packets, copied (the same bits to decode)
+                ffmpeg("-i", os.path.join(d, path), "-ss", "%.3f" % start, "-t", "%.3f" % seg, "-c", "copy",
+                       os.path.join(d, own))
             segs.append({"start": start, "file": own})
         index["formats"].append({"label": label, "file": path, "segments": segs})
     os.remove(src)

@@ -474,6 +474,63 @@ Test(audio_av, aac_noise_substitution_segments_are_repeatable_and_of_the_same_en
     ws_audio_free(&whole);
 }
 
+/* The largest |difference| of seg's samples from whole's at `at`, away from the
+ * resampler's edges. */
+static double interior_diff(const ws_audio *seg, const ws_audio *whole, size_t at)
+{
+    cr_assert_leq(at + seg->n, whole->n);
+    double worst = 0;
+    for (size_t t = 300; t + 300 < seg->n; t++) {
+        const double d = fabs((double)seg->x[t] - whole->x[at + t]);
+        worst = d > worst ? d : worst;
+    }
+    return worst;
+}
+
+/* Opus in WebM (millisecond timestamps) is reached by seeking: every Opus packet starts on
+ * a 2.5 ms grid, which a timestamp names exactly. The decoder's state after half a second
+ * is the whole decode's to within half a 16-bit step; a segment after damaged clusters
+ * decodes, one over them fails, and the whole file fails. */
+Test(audio_av, opus_in_webm_segments_are_reached_by_seeking, .timeout = 180)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    char path[1024], bad[1024], cmd[4096];
+    snprintf(path, sizeof path, "%s", tmp(dir, "speech.webm"));
+    snprintf(bad, sizeof bad, "%s", tmp(dir, "bad.webm"));
+    snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -loglevel error -y -stream_loop 3 -i %s -t 40 "
+             "-c:a libopus -b:a 32k %s", test_sample("jfk.wav"), path);
+    must_run(cmd);
+    ws_audio whole, seg;
+    ws_err e;
+    cr_assert_eq(load(&whole, path, WS_DECODE_DEFAULT, 0, 0, &e), 0, "%s", e.msg);
+    static const double starts[] = {1.0, 3.0, 7.77, 15.2, 24.01, 36.5};
+    for (size_t i = 0; i < sizeof starts / sizeof *starts; i++) {
+        cr_assert_eq(load(&seg, path, WS_DECODE_DEFAULT, starts[i], 2.0, &e), 0, "%s", e.msg);
+        cr_assert_eq(seg.n, 32000);
+        const double d = interior_diff(&seg, &whole, (size_t)llround(starts[i] * 16000));
+        cr_assert_lt(d, 1e-4, "Opus segment from %.2f s: %g from the whole decode", starts[i], d);
+        ws_audio_free(&seg);
+    }
+    /* bytes a tenth of the way in overwritten: the demuxer skips what it cannot parse */
+    size_t n;
+    unsigned char *b = slurp(path, &n);
+    for (size_t k = n / 10; k < n / 10 + 1500; k++)
+        b[k] = (unsigned char)(k * 131 + 7);
+    FILE *f = fopen(bad, "wb");
+    cr_assert(f && fwrite(b, 1, n, f) == n && fclose(f) == 0);
+    free(b);
+    cr_assert_neq(load(&seg, bad, WS_DECODE_DEFAULT, 0, 0, &e), 0, "the damaged file decoded");
+    cr_assert_neq(load(&seg, bad, WS_DECODE_DEFAULT, 2.0, 6.0, &e), 0, "a segment over damage");
+    cr_assert(strstr(e.msg, "damaged"), "%s", e.msg);
+    cr_assert_eq(load(&seg, bad, WS_DECODE_DEFAULT, 30.0, 2.0, &e), 0, "%s", e.msg);
+    const double d = interior_diff(&seg, &whole, 30 * 16000);
+    cr_assert_lt(d, 1e-4, "the segment after the damage: %g from the whole decode", d);
+    ws_audio_free(&seg);
+    ws_audio_free(&whole);
+}
+
 /* An MP3 with no frame count: a start past its end fails, as for any file. */
 Test(audio_av, mp3_without_a_frame_count_refuses_a_start_past_the_end, .timeout = 60)
 {
