@@ -551,6 +551,61 @@ Test(audio_av, mp3_without_a_frame_count_refuses_a_start_past_the_end, .timeout 
     ws_audio_free(&a);
 }
 
+/* An MP3 of jfk.wav looped to 60 s at 16 kHz and `kbps`, in path. */
+static void make_mp3_60s(const char *path, int kbps)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -loglevel error -y -stream_loop 5 -i %s -t 60 "
+             "-ar 16000 -c:a libmp3lame -b:a %dk %s", test_sample("jfk.wav"), kbps, path);
+    must_run(cmd);
+}
+
+/* MP3 segments: the frame index libmpg123 builds while seeking is kept for the file and
+ * given to the next segment's handle. A segment read with it is the one read without it
+ * bit for bit, and the whole decode's within a rounding step; a file replaced at the same
+ * path (other frames) does not get the old index. */
+Test(audio_av, mp3_segments_reuse_the_files_frame_index, .timeout = 120)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    char path[1024], other[1024];
+    snprintf(path, sizeof path, "%s", tmp(dir, "long.mp3"));
+    snprintf(other, sizeof other, "%s", tmp(dir, "other.mp3"));
+    make_mp3_60s(path, 32);
+    ws_audio whole, first, seg, again;
+    ws_err e;
+    cr_assert_eq(load(&whole, path, WS_DECODE_DEFAULT, 0, 0, &e), 0, "%s", e.msg);
+    cr_assert_eq(load(&first, path, WS_DECODE_DEFAULT, 41.0, 2.0, &e), 0, "%s", e.msg);
+    static const double starts[] = {58.0, 20.5, 41.0, 3.25};
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert_eq(load(&seg, path, WS_DECODE_DEFAULT, starts[i], 2.0, &e), 0, "%s", e.msg);
+        const size_t at = (size_t)llround(starts[i] * 16000);
+        cr_assert_eq(seg.n, 32000);
+        cr_assert_leq(at + seg.n, whole.n);
+        for (size_t t = 0; t < seg.n; t++)
+            cr_assert_leq(fabs((double)seg.x[t] - whole.x[at + t]), 1e-6,
+                          "from %.2f s, sample %zu: %g, whole %g", starts[i], t, (double)seg.x[t],
+                          (double)whole.x[at + t]);
+        if (starts[i] == 41.0)
+            assert_same(seg.x, seg.n, first.x, first.n, "the segment read again");
+        ws_audio_free(&seg);
+    }
+    /* the same path, other frames (another bit rate), put in place by a rename */
+    make_mp3_60s(other, 64);
+    cr_assert_eq(load(&again, other, WS_DECODE_DEFAULT, 0, 0, &e), 0, "%s", e.msg);
+    cr_assert_eq(rename(other, path), 0);
+    cr_assert_eq(load(&seg, path, WS_DECODE_DEFAULT, 41.0, 2.0, &e), 0, "%s", e.msg);
+    for (size_t t = 0; t < seg.n; t++)
+        cr_assert_leq(fabs((double)seg.x[t] - again.x[656000 + t]), 1e-6,
+                      "the replaced file, sample %zu: %g, whole %g", t, (double)seg.x[t],
+                      (double)again.x[656000 + t]);
+    ws_audio_free(&seg);
+    ws_audio_free(&again);
+    ws_audio_free(&first);
+    ws_audio_free(&whole);
+}
+
 /* Starts past the end fail; an end past it by up to 25 ms is cut there, by more fails;
  * negative or non-finite values fail. */
 Test(audio_av, segments_past_the_end, .timeout = 60)

@@ -54,6 +54,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <sndfile.h>
 
@@ -121,6 +122,8 @@ static struct {
     int (*read)(mpg123_handle *, void *, size_t, size_t *);
     off_t (*length)(mpg123_handle *);
     off_t (*seek)(mpg123_handle *, off_t, int);
+    int (*index)(mpg123_handle *, off_t **, off_t *, size_t *);
+    int (*set_index)(mpg123_handle *, off_t *, off_t, size_t);
     const char *(*strerror)(mpg123_handle *);
     const char *(*plain_strerror)(int);
     int (*close)(mpg123_handle *);
@@ -152,6 +155,8 @@ static void mp_load(void)
     *(void **)&mp.read = mp_sym(lib, MP_NAME(mpg123_read), &miss);
     *(void **)&mp.length = mp_sym(lib, MP_NAME(mpg123_length), &miss);
     *(void **)&mp.seek = mp_sym(lib, MP_NAME(mpg123_seek), &miss);
+    *(void **)&mp.index = mp_sym(lib, MP_NAME(mpg123_index), &miss);
+    *(void **)&mp.set_index = mp_sym(lib, MP_NAME(mpg123_set_index), &miss);
     *(void **)&mp.strerror = mp_sym(lib, MP_NAME(mpg123_strerror), &miss);
     *(void **)&mp.plain_strerror = mp_sym(lib, MP_NAME(mpg123_plain_strerror), &miss);
     *(void **)&mp.close = mp_sym(lib, MP_NAME(mpg123_close), &miss);
@@ -171,6 +176,89 @@ static off_t mp_io_seek(void *u, off_t off, int whence)
 {
     return (off_t)ws_audio_src_seek(u, off, whence);
 }
+
+/* MPEG frames carry no time: to seek exactly, libmpg123 reads the header of every frame
+ * before the place (a read through the file, not a decode: about 3.5 us per second of
+ * 128 kb/s audio), keeping a frame index as it goes. The process keeps the index of the
+ * last MP_INDEX_FILES files seeked in, keyed by the file (device, inode, size, change
+ * time and the view's place in it) and given to the next handle on the same file, so
+ * that the later segments of a long file cost their own audio only. */
+#define MP_INDEX_FILES 16
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    uint64_t base, len;
+    off_t step;
+    size_t fill;
+    off_t *offsets; /* NULL: an empty slot */
+    unsigned long long used;
+} mp_index;
+static mp_index mp_idx[MP_INDEX_FILES];
+static unsigned long long mp_idx_clock;
+static pthread_mutex_t mp_idx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The slot of s's file (st: its stat), or NULL. */
+static mp_index *mp_index_find(const source *s, const struct stat *st)
+{
+    for (int i = 0; i < MP_INDEX_FILES; i++) {
+        mp_index *e = &mp_idx[i];
+        if (e->offsets && e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
+            e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+            e->base == s->base && e->len == s->len)
+            return e;
+    }
+    return NULL;
+}
+
+/* Gives mh the index kept for s's file, if any. */
+static void mp_index_restore(mpg123_handle *mh, const source *s)
+{
+    struct stat st;
+    if (s->mem || fstat(s->fd, &st)) /* bytes in memory: nothing kept */
+        return;
+    pthread_mutex_lock(&mp_idx_lock);
+    mp_index *e = mp_index_find(s, &st);
+    if (e) {
+        e->used = ++mp_idx_clock;
+        mp.set_index(mh, e->offsets, e->step, e->fill); /* copied by libmpg123 */
+    }
+    pthread_mutex_unlock(&mp_idx_lock);
+}
+
+/* Keeps mh's index for s's file when it reaches further than the one kept. */
+static void mp_index_save(mpg123_handle *mh, const source *s)
+{
+    off_t *offsets = NULL, step = 0;
+    size_t fill = 0;
+    if (mp.index(mh, &offsets, &step, &fill) != MPG123_OK || !offsets || fill < 2 || step < 1)
+        return;
+    struct stat st;
+    if (s->mem || fstat(s->fd, &st))
+        return;
+    pthread_mutex_lock(&mp_idx_lock);
+    mp_index *e = mp_index_find(s, &st);
+    if (!e) { /* an empty slot, or the least recently used */
+        e = &mp_idx[0];
+        for (int i = 1; i < MP_INDEX_FILES && e->offsets; i++)
+            if (!mp_idx[i].offsets || mp_idx[i].used < e->used)
+                e = &mp_idx[i];
+        free(e->offsets);
+        memset(e, 0, sizeof *e);
+    }
+    if (e && (off_t)fill * step > (off_t)e->fill * e->step) {
+        off_t *copy = malloc(fill * sizeof *copy);
+        if (copy) {
+            memcpy(copy, offsets, fill * sizeof *copy);
+            free(e->offsets);
+            *e = (mp_index){.dev = st.st_dev, .ino = st.st_ino, .size = st.st_size,
+                            .mtime = st.st_mtim, .base = s->base, .len = s->len, .step = step,
+                            .fill = fill, .offsets = copy, .used = ++mp_idx_clock};
+        }
+    }
+    pthread_mutex_unlock(&mp_idx_lock);
+}
 #endif
 
 /* --- decoders ------------------------------------------------------------ */
@@ -179,6 +267,7 @@ typedef struct {
     SNDFILE *sf;
 #ifdef WS_HAVE_MPG123
     mpg123_handle *mh;
+    source *src; /* mh's bytes */
 #endif
 #ifdef WS_HAVE_LIBAV
     ws_av *av;
@@ -221,6 +310,7 @@ static int mpeg_open(decoder *d, source *s, uint64_t first_frame, const char *na
     long rate = 0;
     int ch = 0, enc = 0;
     d->lib = "mpg123";
+    d->src = s;
     d->mh = mp.new_handle(NULL, &e);
     if (!d->mh)
         return ws_errf(err, "%s: cannot start the MPEG decoder (mpg123: %s)", name,
@@ -451,8 +541,11 @@ static int64_t dec_seek(decoder *d, int64_t at, const char *name, ws_err *err)
     }
 #ifdef WS_HAVE_MPG123
     if (d->mh) {
-        if (mp.seek(d->mh, (off_t)at, SEEK_SET) == (off_t)at)
+        mp_index_restore(d->mh, d->src);
+        if (mp.seek(d->mh, (off_t)at, SEEK_SET) == (off_t)at) {
+            mp_index_save(d->mh, d->src);
             return at;
+        }
         return ws_errf(err, "%s: cannot seek to frame %lld (mpg123: %s)", name, (long long)at,
                        mp.strerror(d->mh));
     }
