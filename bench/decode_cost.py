@@ -13,6 +13,12 @@
    same samples encoded again): the cost of a segment over the cost of its own audio.
    Both include opening the file and the resampler's start, so the ratio says what the
    position in a long file adds (1.0: nothing; decoding from the start would be ~minutes).
+   The two are timed in turn, --runs times each, and the medians compared; the table gives
+   the median ratio over the 20 segments and its range. Repeated reads of a file find what
+   the process kept of it (MP3's frame index), so the last column is the first read of
+   the last segment (570 s in), before anything else of that file was read (but after
+   another file of the format, so that the decoder's libraries are loaded), over its own
+   audio: one timing, what a lone segment near the end of a long file costs.
 
 Run:  WHISPER_STEM_LIB=build/libwhisper-stem.so.0 PYTHONPATH=python python3 bench/decode_cost.py
       (or --make DIR here, then --from DIR on a machine without ffmpeg)
@@ -82,20 +88,41 @@ def make(d, minutes, seg, formats):
         json.dump(index, f)
 
 
-def run(d, runs):
+def paired(fa, fb, runs):
+    """Medians of fa's and fb's times, taken in turn (so that a drift of the machine's speed
+    reaches both alike)."""
+    ta, tb = [], []
+    for _ in range(runs):
+        for fn, ts in ((fa, ta), (fb, tb)):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+    return statistics.median(ta), statistics.median(tb)
+
+
+def run(d, runs, keep):
     with open(os.path.join(d, "index.json")) as f:
         index = json.load(f)
     secs, seg = index["seconds"], index["seg"]
     print("# %g min of speech; median of %d runs; seconds per hour of audio (x realtime)" % (secs / 60, runs))
-    print("| format | default | --decode openai | segment / own audio (%g s, default) |" % seg)
-    print("|---|---|---|---|")
+    print("| format | default | --decode openai | segment / own audio (%g s, default) | last segment, first read |"
+          % seg)
+    print("|---|---|---|---|---|")
     for fm in index["formats"]:
-        path = os.path.join(d, fm["file"])
-        try:
-            d_s = timed(lambda: ws.load_audio(path), runs)
-        except ws.Error as e:  # FFmpeg's libraries missing on this machine
-            print("| %s | %s | | |" % (fm["label"], e), flush=True)
+        if keep and fm["label"].split()[0] not in keep:
             continue
+        path = os.path.join(d, fm["file"])
+        last = fm["segments"][-1]
+        try:  # before anything else reads this file: what a first segment near its end costs
+            ws.load_audio(os.path.join(d, fm["segments"][0]["file"]))  # the decoder's libraries loaded
+            t0 = time.perf_counter()
+            ws.load_audio(path, start=last["start"], duration=seg)
+            t_cold = time.perf_counter() - t0
+        except ws.Error as e:  # FFmpeg's libraries missing on this machine
+            print("| %s | %s | | | |" % (fm["label"], e), flush=True)
+            continue
+        cold = t_cold / timed(lambda: ws.load_audio(os.path.join(d, last["file"])), runs)
+        d_s = timed(lambda: ws.load_audio(path), runs)
         try:
             o = "%.2f s (%.0fx)" % (timed(lambda: ws.load_audio(path, decode="openai"), runs) * 3600 / secs,
                                     secs / timed(lambda: ws.load_audio(path, decode="openai"), 1))
@@ -104,12 +131,12 @@ def run(d, runs):
         ratios = []
         for sg in fm["segments"]:
             own = os.path.join(d, sg["file"])
-            t_seg = timed(lambda: ws.load_audio(path, start=sg["start"], duration=seg), runs)
-            t_own = timed(lambda: ws.load_audio(own), runs)
+            t_seg, t_own = paired(lambda: ws.load_audio(path, start=sg["start"], duration=seg),
+                                  lambda: ws.load_audio(own), runs)
             ratios.append(t_seg / t_own)
-        print("| %s | %.2f s (%.0fx) | %s | %.2f (%.2f .. %.2f) |" % (
-            fm["label"], d_s * 3600 / secs, secs / d_s, o, statistics.median(ratios), min(ratios), max(ratios)),
-            flush=True)
+        print("| %s | %.2f s (%.0fx) | %s | %.2f (%.2f .. %.2f) | %.2f |" % (
+            fm["label"], d_s * 3600 / secs, secs / d_s, o, statistics.median(ratios), min(ratios), max(ratios),
+            cold), flush=True)
 
 
 def main():
@@ -119,7 +146,7 @@ def main():
     ap.add_argument("--seg", type=float, default=5.0)
     ap.add_argument("--make", metavar="DIR", help="only write the files (needs ffmpeg) into DIR")
     ap.add_argument("--from", dest="src", metavar="DIR", help="time the files --make wrote (no ffmpeg needed)")
-    ap.add_argument("--formats", default="", help="comma-separated labels' first words to keep (e.g. FLAC,WAV)")
+    ap.add_argument("--formats", default="", help="comma-separated labels' first words to make or time (e.g. FLAC,WAV)")
     a = ap.parse_args()
     formats = [f for f in FORMATS if not a.formats or f[0].split()[0] in a.formats.split(",")]
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -129,7 +156,7 @@ def main():
     d = a.src or tempfile.mkdtemp(prefix="ws-cost-")
     if not a.src:
         make(d, a.minutes, a.seg, formats)
-    run(d, a.runs)
+    run(d, a.runs, [f[0].split()[0] for f in formats] if a.formats else None)
 
 
 if __name__ == "__main__":

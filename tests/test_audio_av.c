@@ -12,6 +12,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -604,6 +605,67 @@ Test(audio_av, mp3_segments_reuse_the_files_frame_index, .timeout = 120)
     ws_audio_free(&again);
     ws_audio_free(&first);
     ws_audio_free(&whole);
+}
+
+typedef struct {
+    const char *path;
+    int first; /* the segment this thread starts at */
+    int failed;
+    float *out[8]; /* 8 segments of 1 s at 7 s steps, in order */
+} mp3_job;
+
+static void *mp3_segments_job(void *u)
+{
+    mp3_job *j = u;
+    for (int k = 0; k < 8; k++) {
+        const int i = (j->first + k * 3) % 8;
+        ws_audio a;
+        ws_err e;
+        if (load(&a, j->path, WS_DECODE_DEFAULT, 1.5 + 7.0 * i, 1.0, &e) || a.n != 16000) {
+            j->failed = 1;
+            return NULL;
+        }
+        j->out[i] = a.x;
+    }
+    return NULL;
+}
+
+/* MP3 segments of several files read on several threads at once (the frame indexes kept
+ * for the files are shared): the same samples as one thread's, each read alone. */
+Test(audio_av, mp3_segments_on_several_threads_match_one_threads, .timeout = 180)
+{
+    if (!have_ffmpeg())
+        cr_skip_test("ffmpeg is not installed");
+    const char *dir = test_tmpdir();
+    char paths[2][1024];
+    for (int f = 0; f < 2; f++) {
+        snprintf(paths[f], sizeof paths[f], "%s/t%d.mp3", dir, f);
+        make_mp3_60s(paths[f], 32 + 16 * f);
+    }
+    mp3_job one[2] = {{.path = paths[0]}, {.path = paths[1]}};
+    for (int f = 0; f < 2; f++) { /* alone: each segment in a fresh order, one thread */
+        mp3_segments_job(&one[f]);
+        cr_assert(!one[f].failed);
+    }
+    mp3_job jobs[8];
+    pthread_t th[8];
+    for (int t = 0; t < 8; t++) {
+        jobs[t] = (mp3_job){.path = paths[t % 2], .first = t};
+        cr_assert_eq(pthread_create(&th[t], NULL, mp3_segments_job, &jobs[t]), 0);
+    }
+    for (int t = 0; t < 8; t++)
+        pthread_join(th[t], NULL);
+    for (int t = 0; t < 8; t++) {
+        cr_assert(!jobs[t].failed, "thread %d failed", t);
+        for (int i = 0; i < 8; i++) {
+            cr_assert_eq(memcmp(jobs[t].out[i], one[t % 2].out[i], 16000 * sizeof(float)), 0,
+                         "thread %d, segment %d", t, i);
+            free(jobs[t].out[i]);
+        }
+    }
+    for (int f = 0; f < 2; f++)
+        for (int i = 0; i < 8; i++)
+            free(one[f].out[i]);
 }
 
 /* Starts past the end fail; an end past it by up to 25 ms is cut there, by more fails;
