@@ -231,7 +231,7 @@ TSAN_TESTS := api/batch_* api/one_context_from_several_threads_* mel/thread_coun
   conv/matches_oracle_stride1_and_stride2_any_threads cli/many_inputs_give_the_same_bytes_* \
   cli/the_same_bytes_for_any_thread_count tar/shards_written_on_several_threads_* \
   audio/failed_opens_on_many_threads_* audio/fifo_with_a_late_writer_* \
-  audio_av/mp3_segments_on_several_threads_* \
+  audio_av/mp3_segments_on_several_threads_* audio_av/opus_segments_on_several_threads_* \
   runtime/many_ws_gpu_on_many_threads_* cli/gpu_run_on_a_stand_in_driver_* cli/detached_* \
   tar_in/shard_members_are_the_loose_files_* tar_in/gzip_shards_of_tar_in_*
 tsan_space := $() $()

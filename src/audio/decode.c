@@ -180,15 +180,16 @@ static off_t mp_io_seek(void *u, off_t off, int whence)
 /* MPEG frames carry no time: to seek exactly, libmpg123 reads the header of every frame
  * before the place (a read through the file, not a decode: about 3.5 us per second of
  * 128 kb/s audio), keeping a frame index as it goes. The process keeps the index of the
- * last MP_INDEX_FILES files seeked in, keyed by the file (device, inode, size, change
- * time and the view's place in it) and given to the next handle on the same file, so
- * that the later segments of a long file cost their own audio only. */
+ * last MP_INDEX_FILES files seeked in, keyed by the file (device, inode, size, the inode's
+ * change time, which a copy that keeps times cannot set back, and the view's place in it)
+ * and given to the next handle on the same file, so that the later segments of a long
+ * file cost their own audio only. */
 #define MP_INDEX_FILES 16
 typedef struct {
     dev_t dev;
     ino_t ino;
     off_t size;
-    struct timespec mtime;
+    struct timespec ctime; /* the inode's change time: no tool sets it back */
     uint64_t base, len;
     off_t step;
     size_t fill;
@@ -205,7 +206,7 @@ static mp_index *mp_index_find(const source *s, const struct stat *st)
     for (int i = 0; i < MP_INDEX_FILES; i++) {
         mp_index *e = &mp_idx[i];
         if (e->offsets && e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
-            e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+            e->ctime.tv_sec == st->st_ctim.tv_sec && e->ctime.tv_nsec == st->st_ctim.tv_nsec &&
             e->base == s->base && e->len == s->len)
             return e;
     }
@@ -253,7 +254,7 @@ static void mp_index_save(mpg123_handle *mh, const source *s)
             memcpy(copy, offsets, fill * sizeof *copy);
             free(e->offsets);
             *e = (mp_index){.dev = st.st_dev, .ino = st.st_ino, .size = st.st_size,
-                            .mtime = st.st_mtim, .base = s->base, .len = s->len, .step = step,
+                            .ctime = st.st_ctim, .base = s->base, .len = s->len, .step = step,
                             .fill = fill, .offsets = copy, .used = ++mp_idx_clock};
         }
     }

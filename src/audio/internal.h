@@ -213,6 +213,9 @@ long ws_av_read(ws_av *h, float *buf, long frames, size_t have, const char *name
  * -1 with err. */
 int64_t ws_av_seek(ws_av *h, int64_t at, const char *name, ws_err *err);
 
+/* Packets sent to the decoder so far (for tests: a seek decodes only what is near it). */
+long ws_av_packets(const ws_av *h);
+
 void ws_av_close(ws_av *h);
 #endif
 

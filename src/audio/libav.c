@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -244,10 +245,13 @@ struct ws_av {
     int stream;
     int openai;
     int eof_sent, done;
-    /* after a seek: packets that end by skip_ts are dropped undecoded (a seek in Matroska
-     * lands at the start of a cluster, seconds before the place asked for) */
-    int skipping;
+    source *src;         /* the bytes */
+    /* after a seek to a kept place (Opus in Matroska): packets before the one at skip_ts
+     * are dropped undecoded (a seek in Matroska lands at the start of a cluster, seconds
+     * before the place asked for); skip_missed when a later packet came first */
+    int skipping, skip_missed;
     int64_t skip_ts;
+    long packets;        /* packets sent to the decoder */
     /* the stream as decode.c reads it */
     int rate, channels;
     int src_rate, src_channels;
@@ -344,6 +348,28 @@ static int pick_stream(const AVFormatContext *f, int openai)
 static int next_frame(ws_av *h, const char *name, size_t have, ws_err *err);
 static int take_frame(ws_av *h, const char *name, size_t have, ws_err *err);
 
+/* h->cc: the stream's decoder, opened afresh (a flush does not bring back what only an
+ * open sets, such as Opus's pre-skip). 0, or -1 with err. */
+static int open_codec(ws_av *h, const char *name, ws_err *err)
+{
+    const AVStream *st = h->fmt->streams[h->stream];
+    const AVCodec *codec = av.find_decoder(st->codecpar->codec_id);
+    char eb[128];
+    int rc;
+    av.codec_free(&h->cc);
+    if (!codec)
+        return ws_errf(err, "%s: no decoder for its audio (ffmpeg: %s, codec id %d)", name,
+                       h->fmt->iformat->name, (int)st->codecpar->codec_id);
+    if (!(h->cc = av.codec_alloc(codec)) || av.params_to_context(h->cc, st->codecpar) < 0)
+        return ws_errf(err, "%s: out of memory", name);
+    h->cc->thread_count = 1;
+    h->cc->pkt_timebase = st->time_base;
+    if ((rc = av.codec_open(h->cc, codec, NULL)) < 0)
+        return ws_errf(err, "%s: cannot open the %s decoder (ffmpeg: %s)", name, codec->name,
+                       av_reason(h, rc, eb, sizeof eb));
+    return 0;
+}
+
 int ws_av_open(ws_av **out, source *s, int openai, int *known, const char *name, ws_err *err)
 {
     *out = NULL;
@@ -400,26 +426,14 @@ int ws_av_open(ws_av **out, source *s, int openai, int *known, const char *name,
         ws_av_close(h);
         return -1;
     }
-    AVStream *st = h->fmt->streams[h->stream];
     for (unsigned i = 0; i < h->fmt->nb_streams; i++)
         h->fmt->streams[i]->discard = (int)i == h->stream ? AVDISCARD_DEFAULT : AVDISCARD_ALL;
-    const AVCodec *codec = av.find_decoder(st->codecpar->codec_id);
-    if (!codec) {
-        ws_errf(err, "%s: no decoder for its audio (ffmpeg: %s, codec id %d)", name,
-                h->fmt->iformat->name, (int)st->codecpar->codec_id);
-        ws_av_close(h);
-        return -1;
-    }
-    if (!(h->cc = av.codec_alloc(codec)) || av.params_to_context(h->cc, st->codecpar) < 0 ||
-        !(h->pkt = av.packet_alloc()) || !(h->frame = av.frame_alloc())) {
+    h->src = s;
+    if (!(h->pkt = av.packet_alloc()) || !(h->frame = av.frame_alloc())) {
         ws_av_close(h);
         return ws_errf(err, "%s: out of memory", name);
     }
-    h->cc->thread_count = 1;
-    h->cc->pkt_timebase = st->time_base;
-    if ((rc = av.codec_open(h->cc, codec, NULL)) < 0) {
-        ws_errf(err, "%s: cannot open the %s decoder (ffmpeg: %s)", name, codec->name,
-                av_reason(h, rc, eb, sizeof eb));
+    if (open_codec(h, name, err)) {
         ws_av_close(h);
         return -1;
     }
@@ -481,9 +495,7 @@ static int next_frame(ws_av *h, const char *name, size_t have, ws_err *err)
             if (rc < 0)
                 return ws_errf(err, "%s: truncated or damaged after %zu frames (ffmpeg: %s)",
                                name, have, av_reason(h, rc, eb, sizeof eb));
-            if (h->damage[0] && h->skipping) {
-                h->damage[0] = 0; /* before the packets decoded after a seek: not theirs */
-            } else if (h->damage[0]) { /* the demuxer lost data and went on: frames are missing */
+            if (h->damage[0]) { /* the demuxer lost data and went on: frames are missing */
                 av.packet_unref(h->pkt);
                 return ws_errf(err, "%s: truncated or damaged after %zu frames (ffmpeg: %s)",
                                name, have, h->damage);
@@ -493,11 +505,12 @@ static int next_frame(ws_av *h, const char *name, size_t have, ws_err *err)
                 continue;
             }
             if (h->skipping) {
-                const AVPacket *p = h->pkt;
-                if (p->pts != AV_NOPTS_VALUE && p->duration > 0 && p->pts <= h->skip_ts - p->duration) {
+                const int64_t pts = h->pkt->pts;
+                if (pts == AV_NOPTS_VALUE || pts < h->skip_ts) {
                     av.packet_unref(h->pkt);
                     continue;
                 }
+                h->skip_missed = pts != h->skip_ts;
                 h->skipping = 0; /* decoded from here on */
             }
             if (h->pkt->flags & AV_PKT_FLAG_CORRUPT) {
@@ -507,6 +520,7 @@ static int next_frame(ws_av *h, const char *name, size_t have, ws_err *err)
             }
             rc = av.send_packet(h->cc, h->pkt);
             av.packet_unref(h->pkt);
+            h->packets++;
             break;
         }
         if (rc < 0 && rc != AVERROR(EAGAIN) && rc != AVERROR_EOF)
@@ -641,51 +655,262 @@ static int take_frame(ws_av *h, const char *name, size_t have, ws_err *err)
 }
 
 /* Timestamps that count the stream's frames (MP4, Ogg: a time base of 1 / rate) name a
- * frame exactly after a seek. */
+ * frame exactly after a seek. Not Opus's: whether a container's timestamps count its
+ * pre-skip varies (MP4's edit list does, NUT does not). */
 static int counts_frames(const ws_av *h)
 {
     const AVStream *st = h->fmt->streams[h->stream];
-    return st->time_base.num == 1 && st->time_base.den == h->rate;
+    return st->time_base.num == 1 && st->time_base.den == h->rate &&
+           st->codecpar->codec_id != AV_CODEC_ID_OPUS;
 }
 
-/* Opus at 48 kHz in a container with coarser timestamps (Matroska and WebM: milliseconds):
- * every Opus packet lasts a multiple of 2.5 ms (OPUS_GRID frames), so a packet starts on
- * that grid of the encoded stream, whose frame 0 is the stream's start time and whose
- * first pre-skip frames the decoder drops. A timestamp rounded to one tick of fewer than
- * half the grid names one grid point, and so the frame exactly. The pre-skip is the
- * OpusHead's (RFC 7845) in the codec's extradata; -1 when this does not hold. */
-#define OPUS_GRID 120
+/* --- Opus in Matroska and WebM: places kept per file ----------------------
+
+   Matroska's timestamps are milliseconds and may jump (a recording that left out its
+   silences), while a segment's frames are counted in the decoded samples. So the frame a
+   packet starts at is learnt by walking the packets from the start, demuxed but not
+   decoded, adding up the samples each one holds (its TOC byte, RFC 6716 3.1): about a
+   microsecond a packet. The walk keeps a place every OPUS_MARK_EVERY frames (the packet's
+   timestamp and the frame it starts at, of the encoded stream, pre-skip included) for the
+   last OPUS_INDEX_FILES files, keyed like MP3's frame index (decode.c), so that later
+   segments of the file seek straight to a kept place, and a walk goes on from the last
+   place kept. Timestamps must rise from packet to packet, else the file is decoded from
+   its start. */
+#define OPUS_MARK_EVERY 12000 /* a quarter of a second at 48 kHz */
+#define OPUS_INDEX_FILES 16
+typedef struct {
+    int64_t pts, e;
+} opus_mark;
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec ctime;
+    uint64_t base, len;
+    int stream;
+    opus_mark *marks; /* marks[0]: the first packet, at frame 0; NULL: an empty slot */
+    size_t n, cap;
+    int64_t end_e; /* frames walked: the frame after the last packet walked */
+    int done;      /* walked to the end */
+    unsigned long long used;
+} opus_index;
+static opus_index opus_idx[OPUS_INDEX_FILES];
+static unsigned long long opus_idx_clock;
+static pthread_mutex_t opus_idx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The OpusHead's pre-skip (RFC 7845 5.1) of Opus at 48 kHz in Matroska or WebM, else -1. */
 static int64_t opus_preskip(const ws_av *h)
 {
-    const AVStream *st = h->fmt->streams[h->stream];
-    const AVCodecParameters *cp = st->codecpar;
-    if (cp->codec_id != AV_CODEC_ID_OPUS || h->rate != 48000 || st->time_base.num <= 0 ||
-        st->time_base.den <= 0 || st->start_time == AV_NOPTS_VALUE || cp->extradata_size < 19 ||
-        memcmp(cp->extradata, "OpusHead", 8))
-        return -1;
-    /* a tick and a half-frame's rounding under half the grid (Matroska's millisecond: 48) */
-    if ((int64_t)st->time_base.num * 48000 * 2 + st->time_base.den >=
-        (int64_t)st->time_base.den * OPUS_GRID)
+    const AVCodecParameters *cp = h->fmt->streams[h->stream]->codecpar;
+    if (cp->codec_id != AV_CODEC_ID_OPUS || h->rate != 48000 || cp->extradata_size < 19 ||
+        memcmp(cp->extradata, "OpusHead", 8) || strncmp(h->fmt->iformat->name, "matroska", 8))
         return -1;
     return cp->extradata[10] | cp->extradata[11] << 8;
 }
 
-/* Whether a seek can tell the frame it lands on. */
-static int names_frames(const ws_av *h)
+/* The frames (48 kHz) of an Opus packet from its TOC byte, or -1 (RFC 6716 3.1, 3.2.5). */
+static int opus_packet_frames(const uint8_t *d, int n)
 {
-    return counts_frames(h) || opus_preskip(h) >= 0;
+    if (n < 1)
+        return -1;
+    const int config = d[0] >> 3;
+    int per; /* frames of one Opus frame at 48 kHz */
+    if (config < 12)
+        per = 480 << (config & 3); /* SILK: 10, 20, 40, 60 ms */
+    else if (config < 16)
+        per = 480 << (config & 1); /* hybrid: 10, 20 ms */
+    else
+        per = 120 << (config & 3); /* CELT: 2.5, 5, 10, 20 ms */
+    int count;
+    switch (d[0] & 3) {
+    case 0: count = 1; break;
+    case 1:
+    case 2: count = 2; break;
+    default:
+        if (n < 2)
+            return -1;
+        count = d[1] & 0x3F;
+    }
+    const int frames = per * count;
+    return count > 0 && frames <= 5760 ? frames : -1; /* at most 120 ms */
 }
 
-/* A stream timestamp at or before frame `at` (counted from the stream's start). */
-static int64_t frame_ts(const ws_av *h, int64_t at)
+/* The slot of h's file (st its stat), or NULL; under opus_idx_lock. */
+static opus_index *opus_index_find(const ws_av *h, const struct stat *st)
 {
-    const AVStream *st = h->fmt->streams[h->stream];
-    const int64_t start = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
-    if (counts_frames(h))
-        return start + at;
-    /* frames of the encoded stream to ticks, rounded down */
-    const int64_t e = at + opus_preskip(h);
-    return start + e * st->time_base.den / ((int64_t)st->time_base.num * 48000);
+    for (int i = 0; i < OPUS_INDEX_FILES; i++) {
+        opus_index *e = &opus_idx[i];
+        if (e->marks && e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
+            e->ctime.tv_sec == st->st_ctim.tv_sec && e->ctime.tv_nsec == st->st_ctim.tv_nsec &&
+            e->base == h->src->base && e->len == h->src->len && e->stream == h->stream)
+            return e;
+    }
+    return NULL;
+}
+
+/* A copy of the places kept for h's file into *x (x->marks NULL: none). 0, or -1 when h's
+ * bytes are not a file the process can key. */
+static int opus_index_get(const ws_av *h, opus_index *x, struct stat *st)
+{
+    memset(x, 0, sizeof *x);
+    if (h->src->mem || fstat(h->src->fd, st))
+        return -1;
+    pthread_mutex_lock(&opus_idx_lock);
+    opus_index *e = opus_index_find(h, st);
+    if (e && (x->marks = malloc(e->cap * sizeof *x->marks))) {
+        memcpy(x->marks, e->marks, e->n * sizeof *x->marks);
+        x->n = e->n, x->cap = e->cap, x->end_e = e->end_e, x->done = e->done;
+        e->used = ++opus_idx_clock;
+    }
+    pthread_mutex_unlock(&opus_idx_lock);
+    return 0;
+}
+
+/* Keeps x (taken over) for h's file when it reaches further than what is kept. */
+static void opus_index_put(const ws_av *h, opus_index *x, const struct stat *st)
+{
+    pthread_mutex_lock(&opus_idx_lock);
+    opus_index *e = opus_index_find(h, st);
+    if (!e) { /* an empty slot, or the least recently used */
+        e = &opus_idx[0];
+        for (int i = 1; i < OPUS_INDEX_FILES && e->marks; i++)
+            if (!opus_idx[i].marks || opus_idx[i].used < e->used)
+                e = &opus_idx[i];
+        free(e->marks);
+        memset(e, 0, sizeof *e);
+    }
+    if (!e->marks || x->end_e > e->end_e || (x->done && !e->done)) {
+        free(e->marks);
+        *e = *x;
+        e->dev = st->st_dev, e->ino = st->st_ino, e->size = st->st_size;
+        e->ctime = st->st_ctim, e->base = h->src->base, e->len = h->src->len;
+        e->stream = h->stream;
+        e->used = ++opus_idx_clock;
+        x->marks = NULL;
+    }
+    pthread_mutex_unlock(&opus_idx_lock);
+    free(x->marks);
+    x->marks = NULL;
+}
+
+static int opus_mark_add(opus_index *x, int64_t pts, int64_t e)
+{
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 256;
+        opus_mark *m = realloc(x->marks, cap * sizeof *m);
+        if (!m)
+            return -1;
+        x->marks = m, x->cap = cap;
+    }
+    x->marks[x->n++] = (opus_mark){pts, e};
+    return 0;
+}
+
+/* Demuxer at the packet of mark m: seeks to it and leaves the next packet to be read the
+ * one at m.pts (skipping those before). 0, or -1 when the packet is not found there. */
+static int opus_go_to(ws_av *h, opus_mark m)
+{
+    if (av.seek_frame(h->fmt, h->stream, m.pts, AVSEEK_FLAG_BACKWARD) < 0)
+        return -1;
+    h->skipping = 1, h->skip_missed = 0, h->skip_ts = m.pts;
+    return 0;
+}
+
+/* Walks x on from its last place (or the start) until a frame past `upto` is known or
+ * the stream ends. 0, or -1 when the packets cannot be counted (no timestamp, one not
+ * after the one before, a TOC byte that is no Opus, damage); the demuxer is left
+ * anywhere. */
+static int opus_walk(ws_av *h, opus_index *x, int64_t upto)
+{
+    int64_t e = 0, last = INT64_MIN;
+    if (x->n) {
+        if (opus_go_to(h, x->marks[x->n - 1]))
+            return -1;
+        e = x->marks[x->n - 1].e;
+    } else {
+        const AVStream *st = h->fmt->streams[h->stream];
+        if (av.seek_frame(h->fmt, h->stream, st->start_time != AV_NOPTS_VALUE ? st->start_time : 0,
+                          AVSEEK_FLAG_BACKWARD) < 0)
+            return -1;
+        h->skipping = 0;
+    }
+    h->damage[0] = 0;
+    for (;;) {
+        h->reading = 1;
+        int rc = av.read_frame(h->fmt, h->pkt);
+        if (rc == AVERROR_EOF && !h->damage[0]) {
+            x->done = 1;
+            x->end_e = e;
+            return 0;
+        }
+        if (rc < 0 || h->damage[0])
+            return -1;
+        const AVPacket *p = h->pkt;
+        if (p->stream_index != h->stream) {
+            av.packet_unref(h->pkt);
+            continue;
+        }
+        if (h->skipping) { /* to the last place kept: its packet must come, and be first */
+            if (p->pts != AV_NOPTS_VALUE && p->pts < h->skip_ts) {
+                av.packet_unref(h->pkt);
+                continue;
+            }
+            h->skipping = 0;
+            if (p->pts != h->skip_ts) {
+                av.packet_unref(h->pkt);
+                return -1;
+            }
+        }
+        const int k = opus_packet_frames(p->data, p->size);
+        const int64_t pts = p->pts;
+        av.packet_unref(h->pkt);
+        if (k < 0 || pts == AV_NOPTS_VALUE || pts <= last)
+            return -1;
+        if (x->n == 0 || (pts != x->marks[x->n - 1].pts && e - x->marks[x->n - 1].e >= OPUS_MARK_EVERY))
+            if (opus_mark_add(x, pts, e))
+                return -1;
+        last = pts;
+        e += k;
+        x->end_e = e;
+        if (e > upto)
+            return 0;
+    }
+}
+
+/* Places the demuxer and decoder at a kept place at or before encoded frame `to_e`, the
+ * places walked as far as needed: the frame of the decoded stream the next read starts at
+ * (> 0), 0 when it did not (the caller then reads from the start), -1 with err. */
+static int64_t opus_seek(ws_av *h, int64_t to_e, int64_t preskip, const char *name, ws_err *err)
+{
+    opus_index x;
+    struct stat st;
+    if (opus_index_get(h, &x, &st))
+        return 0;
+    if (!x.done && x.end_e <= to_e) {
+        if (opus_walk(h, &x, to_e)) {
+            free(x.marks);
+            return 0;
+        }
+    }
+    size_t i = x.n;
+    while (i > 0 && x.marks[i - 1].e > to_e)
+        i--;
+    const opus_mark m = i > 0 ? x.marks[i - 1] : (opus_mark){0, 0};
+    opus_index_put(h, &x, &st);
+    if (m.e <= preskip || opus_go_to(h, m))
+        return 0;
+    av.flush_buffers(h->cc);
+    h->pos = h->n = 0;
+    h->eof_sent = h->done = 0;
+    int r = next_frame(h, name, 0, err);
+    if (r > 0 && take_frame(h, name, 0, err))
+        r = -1;
+    if (r < 0)
+        return -1;
+    /* the kept place's packet, decoded whole */
+    if (r == 0 || h->skip_missed || h->frame->best_effort_timestamp != m.pts)
+        return 0;
+    return m.e - preskip;
 }
 
 /* Frames decoded before a segment's start after a seek, for codecs whose decoder state
@@ -729,27 +954,14 @@ static int64_t seek_preroll(const ws_av *h)
 static int64_t frame_index(const ws_av *h)
 {
     const AVStream *st = h->fmt->streams[h->stream];
-    int64_t ts = h->frame->best_effort_timestamp;
-    if (ts == AV_NOPTS_VALUE)
+    const int64_t ts = h->frame->best_effort_timestamp;
+    if (ts == AV_NOPTS_VALUE || !counts_frames(h))
         return -1;
-    if (counts_frames(h))
-        return st->start_time != AV_NOPTS_VALUE ? ts - st->start_time : ts;
-    const int64_t preskip = opus_preskip(h);
-    if (preskip < 0)
-        return -1;
-    /* the encoded stream's frame the timestamp rounds, to the grid point within a tick */
-    const int64_t num = (int64_t)st->time_base.num * 48000, den = st->time_base.den;
-    const int64_t ticks = ts - st->start_time;
-    if (ticks < 0 || ticks > INT64_MAX / num)
-        return -1;
-    const int64_t e = (ticks * num + den / 2) / den;
-    const int64_t g = (e + OPUS_GRID / 2) / OPUS_GRID * OPUS_GRID;
-    if (llabs(g - e) * den > num || g < preskip) /* more than a tick away, or in the pre-skip */
-        return -1;
-    return g - preskip;
+    return st->start_time != AV_NOPTS_VALUE ? ts - st->start_time : ts;
 }
 
-/* After a seek: back to the stream's start, as if never seeked. 0, or -1 with err. */
+/* Back to the stream's start, as if never seeked: the demuxer at its first packet and the
+ * decoder opened afresh. 0, or -1 with err. */
 static int rewind_stream(ws_av *h, const char *name, ws_err *err)
 {
     const AVStream *st = h->fmt->streams[h->stream];
@@ -758,9 +970,10 @@ static int rewind_stream(ws_av *h, const char *name, ws_err *err)
     if (av.seek_frame(h->fmt, h->stream, ts, AVSEEK_FLAG_BACKWARD) < 0)
         return ws_errf(err, "%s: cannot go back to the start after a seek (ffmpeg: %s)", name,
                        h->fmt->iformat->name);
-    av.flush_buffers(h->cc);
+    if (open_codec(h, name, err))
+        return -1;
     h->pos = h->n = 0;
-    h->eof_sent = h->done = h->skipping = 0;
+    h->eof_sent = h->done = h->skipping = h->skip_missed = 0;
     return 0;
 }
 
@@ -768,33 +981,43 @@ int64_t ws_av_seek(ws_av *h, int64_t at, const char *name, ws_err *err)
 {
     const int64_t preroll = seek_preroll(h);
     const int64_t to = at - preroll;
-    if (h->openai || preroll == 0 || to <= 0 || !names_frames(h))
+    const int64_t preskip = opus_preskip(h);
+    if (h->openai || preroll == 0 || to <= 0 || (!counts_frames(h) && preskip < 0))
         return 0; /* decoded from the start, the frames before dropped */
     pthread_setspecific(av_msg_key, h);
-    const int64_t ts = frame_ts(h, to);
     int64_t got = 0;
-    if (av.seek_frame(h->fmt, h->stream, ts, AVSEEK_FLAG_BACKWARD) < 0) {
-        h->msg[0] = 0; /* not an error: the frames are decoded from here and dropped */
-        pthread_setspecific(av_msg_key, NULL);
-        return 0;
+    int r;
+    if (preskip >= 0) {
+        got = opus_seek(h, to + preskip, preskip, name, err);
+        r = got < 0 ? -1 : 1;
+    } else {
+        const AVStream *st = h->fmt->streams[h->stream];
+        const int64_t ts = to + (st->start_time != AV_NOPTS_VALUE ? st->start_time : 0);
+        r = -2;
+        if (av.seek_frame(h->fmt, h->stream, ts, AVSEEK_FLAG_BACKWARD) >= 0) {
+            av.flush_buffers(h->cc);
+            h->pos = h->n = 0;
+            h->eof_sent = h->done = 0;
+            r = next_frame(h, name, 0, err);
+            if (r > 0 && take_frame(h, name, 0, err))
+                r = -1;
+        }
+        got = r > 0 ? frame_index(h) : 0;
     }
-    av.flush_buffers(h->cc);
-    h->pos = h->n = 0;
-    h->eof_sent = h->done = 0;
-    h->skipping = 1;
-    h->skip_ts = ts;
-    int r = next_frame(h, name, 0, err);
-    if (r > 0 && take_frame(h, name, 0, err))
-        r = -1;
-    got = r > 0 ? frame_index(h) : -1;
-    /* Nothing after the seek point, or a place the timestamps cannot name exactly: from
-     * the start after all. */
-    if (r >= 0 && (got < 0 || got > at)) {
+    /* The seek failed, found nothing, or a place that does not name its frame or lies
+     * after `at`: from the start after all. */
+    if (r != -1 && (got <= 0 || got > at)) {
         r = rewind_stream(h, name, err);
         got = 0;
     }
     pthread_setspecific(av_msg_key, NULL);
     return r < 0 ? -1 : got;
+}
+
+/* Packets sent to the decoder so far (for tests: a seek decodes what is near its place). */
+long ws_av_packets(const ws_av *h)
+{
+    return h->packets;
 }
 
 long ws_av_read(ws_av *h, float *buf, long frames, size_t have, const char *name, ws_err *err)
