@@ -674,8 +674,8 @@ static int counts_frames(const ws_av *h)
    timestamp and the frame it starts at, of the encoded stream, pre-skip included) for the
    last OPUS_INDEX_FILES files, keyed like MP3's frame index (decode.c), so that later
    segments of the file seek straight to a kept place, and a walk goes on from the last
-   place kept. Timestamps must rise from packet to packet, else the file is decoded from
-   its start. */
+   place kept; bytes in memory are walked afresh each time. Timestamps must rise from
+   packet to packet, else the file is decoded from its start. */
 #define OPUS_MARK_EVERY 12000 /* a quarter of a second at 48 kHz */
 #define OPUS_INDEX_FILES 16
 typedef struct {
@@ -748,13 +748,13 @@ static opus_index *opus_index_find(const ws_av *h, const struct stat *st)
     return NULL;
 }
 
-/* A copy of the places kept for h's file into *x (x->marks NULL: none). 0, or -1 when h's
- * bytes are not a file the process can key. */
+/* A copy of the places kept for h's file into *x (x->marks NULL: none): 1, or 0 when h's
+ * bytes are not a file the process can key (bytes in memory), which are walked afresh. */
 static int opus_index_get(const ws_av *h, opus_index *x, struct stat *st)
 {
     memset(x, 0, sizeof *x);
     if (h->src->mem || fstat(h->src->fd, st))
-        return -1;
+        return 0;
     pthread_mutex_lock(&opus_idx_lock);
     opus_index *e = opus_index_find(h, st);
     if (e && (x->marks = malloc(e->cap * sizeof *x->marks))) {
@@ -763,7 +763,7 @@ static int opus_index_get(const ws_av *h, opus_index *x, struct stat *st)
         e->used = ++opus_idx_clock;
     }
     pthread_mutex_unlock(&opus_idx_lock);
-    return 0;
+    return 1;
 }
 
 /* Keeps x (taken over) for h's file when it reaches further than what is kept. */
@@ -884,8 +884,7 @@ static int64_t opus_seek(ws_av *h, int64_t to_e, int64_t preskip, const char *na
 {
     opus_index x;
     struct stat st;
-    if (opus_index_get(h, &x, &st))
-        return 0;
+    const int keyed = opus_index_get(h, &x, &st);
     if (!x.done && x.end_e <= to_e) {
         if (opus_walk(h, &x, to_e)) {
             free(x.marks);
@@ -896,7 +895,10 @@ static int64_t opus_seek(ws_av *h, int64_t to_e, int64_t preskip, const char *na
     while (i > 0 && x.marks[i - 1].e > to_e)
         i--;
     const opus_mark m = i > 0 ? x.marks[i - 1] : (opus_mark){0, 0};
-    opus_index_put(h, &x, &st);
+    if (keyed)
+        opus_index_put(h, &x, &st);
+    else
+        free(x.marks);
     if (m.e <= preskip || opus_go_to(h, m))
         return 0;
     av.flush_buffers(h->cc);
