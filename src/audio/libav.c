@@ -843,8 +843,12 @@ static int opus_walk(ws_av *h, opus_index *x, int64_t upto)
             x->end_e = e;
             return 0;
         }
-        if (rc < 0 || h->damage[0])
+        if (rc < 0)
             return -1;
+        if (h->damage[0]) {
+            av.packet_unref(h->pkt);
+            return -1;
+        }
         const AVPacket *p = h->pkt;
         if (p->stream_index != h->stream) {
             av.packet_unref(h->pkt);
