@@ -538,7 +538,7 @@ Test(audio_av, opus_in_webm_segments_are_reached_by_seeking, .timeout = 180)
     if (!have_ffmpeg())
         cr_skip_test("ffmpeg is not installed");
     const char *dir = test_tmpdir();
-    char path[1024], gap[1024], bad[1024], cmd[4096];
+    char path[1024], gap[1024], bad[1024], cmd[8192];
     snprintf(path, sizeof path, "%s", tmp(dir, "speech.webm"));
     snprintf(gap, sizeof gap, "%s", tmp(dir, "gap.webm"));
     snprintf(bad, sizeof bad, "%s", tmp(dir, "bad.webm"));
@@ -549,21 +549,45 @@ Test(audio_av, opus_in_webm_segments_are_reached_by_seeking, .timeout = 180)
     snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -loglevel error -y -i %s -c copy -bsf:a "
              "\"setts=ts=TS+if(gte(TS\\,10000)\\,137\\,0)\" %s", path, gap);
     must_run(cmd);
+    /* SILK's 60 ms packets (low-rate voice) */
+    char silk[1024], half[1024], joined[1024], list[1024];
+    snprintf(silk, sizeof silk, "%s", tmp(dir, "silk60.webm"));
+    snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -loglevel error -y -stream_loop 3 -i %s -t 40 "
+             "-c:a libopus -b:a 12k -application voip -frame_duration 60 %s",
+             test_sample("jfk.wav"), silk);
+    must_run(cmd);
+    /* two files joined by stream copy: the first one's last packet keeps its discard padding,
+     * now in the middle */
+    snprintf(half, sizeof half, "%s", tmp(dir, "half.webm"));
+    snprintf(joined, sizeof joined, "%s", tmp(dir, "joined.webm"));
+    snprintf(list, sizeof list, "%s", tmp(dir, "join.txt"));
+    snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -loglevel error -y -i %s -t 17.3 -c:a libopus %s && "
+             "printf \"file '%%s'\\nfile '%%s'\\n\" %s %s > %s && ffmpeg -nostdin -loglevel error "
+             "-y -f concat -safe 0 -i %s -c copy %s", path, half, half, path, list, list, joined);
+    must_run(cmd);
     ws_audio whole, seg;
     ws_err e;
-    cr_assert_eq(load(&whole, path, WS_DECODE_DEFAULT, 0, 0, &e), 0, "%s", e.msg);
-    const char *files[] = {path, gap};
+    const char *files[] = {path, gap, silk, joined};
     static const double starts[] = {0.505, 1.0, 3.0, 7.77, 9.9, 12.3, 24.01, 36.5};
-    for (int f = 0; f < 2; f++) {
+    for (int f = 0; f < 4; f++) {
+        ws_audio w;
+        cr_assert_eq(load(&w, files[f], WS_DECODE_DEFAULT, 0, 0, &e), 0, "%s", e.msg);
         for (size_t i = 0; i < sizeof starts / sizeof *starts; i++) {
             cr_assert_eq(load(&seg, files[f], WS_DECODE_DEFAULT, starts[i], 2.0, &e), 0, "%s",
                          e.msg);
             cr_assert_eq(seg.n, 32000);
-            const double d = interior_diff(&seg, &whole, (size_t)llround(starts[i] * 16000));
+            const double d = interior_diff(&seg, &w, (size_t)llround(starts[i] * 16000));
             cr_assert_lt(d, 1e-4, "%s from %.3f s: %g from the whole decode", files[f],
                          starts[i], d);
             ws_audio_free(&seg);
         }
+        if (f == 1) { /* the jump moves timestamps, not samples */
+            assert_same(w.x, w.n, whole.x, whole.n, "the file with a timestamp jump");
+        }
+        if (f == 0)
+            whole = w;
+        else
+            ws_audio_free(&w);
     }
 #ifdef WS_HAVE_LIBAV
     /* at the decoder: the frames after a seek, against the whole decode's, and the packets

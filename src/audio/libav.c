@@ -93,6 +93,7 @@ static struct {
     AVPacket *(*packet_alloc)(void);
     void (*packet_free)(AVPacket **);
     void (*packet_unref)(AVPacket *);
+    uint8_t *(*packet_side_data)(const AVPacket *, enum AVPacketSideDataType, size_t *);
     void (*flush_buffers)(AVCodecContext *);
     /* libavformat */
     AVFormatContext *(*format_alloc)(void);
@@ -169,6 +170,7 @@ static void av_load(void)
     *(void **)&av.packet_alloc = sym(h[1], "av_packet_alloc", &m);
     *(void **)&av.packet_free = sym(h[1], "av_packet_free", &m);
     *(void **)&av.packet_unref = sym(h[1], "av_packet_unref", &m);
+    *(void **)&av.packet_side_data = sym(h[1], "av_packet_get_side_data", &m);
     *(void **)&av.format_alloc = sym(h[2], "avformat_alloc_context", &m);
     *(void **)&av.format_free = sym(h[2], "avformat_free_context", &m);
     *(void **)&av.open_input = sym(h[2], "avformat_open_input", &m);
@@ -715,8 +717,9 @@ static int opus_packet_frames(const uint8_t *d, int n)
         return -1;
     const int config = d[0] >> 3;
     int per; /* frames of one Opus frame at 48 kHz */
+    static const int silk[4] = {480, 960, 1920, 2880}; /* SILK: 10, 20, 40, 60 ms */
     if (config < 12)
-        per = 480 << (config & 3); /* SILK: 10, 20, 40, 60 ms */
+        per = silk[config & 3];
     else if (config < 16)
         per = 480 << (config & 1); /* hybrid: 10, 20 ms */
     else
@@ -769,6 +772,11 @@ static int opus_index_get(const ws_av *h, opus_index *x, struct stat *st)
 /* Keeps x (taken over) for h's file when it reaches further than what is kept. */
 static void opus_index_put(const ws_av *h, opus_index *x, const struct stat *st)
 {
+    if (x->n == 0) { /* nothing learnt */
+        free(x->marks);
+        x->marks = NULL;
+        return;
+    }
     pthread_mutex_lock(&opus_idx_lock);
     opus_index *e = opus_index_find(h, st);
     if (!e) { /* an empty slot, or the least recently used */
@@ -806,11 +814,16 @@ static int opus_mark_add(opus_index *x, int64_t pts, int64_t e)
     return 0;
 }
 
-/* Demuxer at the packet of mark m: seeks to it and leaves the next packet to be read the
- * one at m.pts (skipping those before). 0, or -1 when the packet is not found there. */
+/* Demuxer at the packet of mark m: seeks a second before it and leaves the next packet to
+ * be read the one at m.pts (skipping those before). A second early because Matroska's index
+ * and its packets' timestamps differ by the codec delay, and a seek drops the whole laced
+ * block (mkvmerge: 8 packets) that starts before the place asked for. 0, or -1. */
 static int opus_go_to(ws_av *h, opus_mark m)
 {
-    if (av.seek_frame(h->fmt, h->stream, m.pts, AVSEEK_FLAG_BACKWARD) < 0)
+    const AVStream *st = h->fmt->streams[h->stream];
+    const int64_t second = st->time_base.den / st->time_base.num;
+    if (av.seek_frame(h->fmt, h->stream, m.pts > INT64_MIN + second ? m.pts - second : m.pts,
+                      AVSEEK_FLAG_BACKWARD) < 0)
         return -1;
     h->skipping = 1, h->skip_missed = 0, h->skip_ts = m.pts;
     return 0;
@@ -838,7 +851,7 @@ static int opus_walk(ws_av *h, opus_index *x, int64_t upto)
     for (;;) {
         h->reading = 1;
         int rc = av.read_frame(h->fmt, h->pkt);
-        if (rc == AVERROR_EOF && !h->damage[0]) {
+        if (rc == AVERROR_EOF && !h->damage[0] && !h->skipping) {
             x->done = 1;
             x->end_e = e;
             return 0;
@@ -865,14 +878,25 @@ static int opus_walk(ws_av *h, opus_index *x, int64_t upto)
                 return -1;
             }
         }
-        const int k = opus_packet_frames(p->data, p->size);
+        int k = opus_packet_frames(p->data, p->size);
         const int64_t pts = p->pts;
+        /* samples the decoder drops from this packet (Matroska's DiscardPadding, which a
+         * join of two files leaves in the middle): not counted, and no place kept here.
+         * The first packet's pre-skip is the OpusHead's, counted in e. */
+        size_t sz = 0;
+        const uint8_t *sd = av.packet_side_data(p, AV_PKT_DATA_SKIP_SAMPLES, &sz);
+        int64_t drop = 0;
+        if (sd && sz >= 8 && x->n > 0)
+            drop = (int64_t)(sd[0] | sd[1] << 8 | sd[2] << 16 | (uint32_t)sd[3] << 24) +
+                   (int64_t)(sd[4] | sd[5] << 8 | sd[6] << 16 | (uint32_t)sd[7] << 24);
         av.packet_unref(h->pkt);
-        if (k < 0 || pts == AV_NOPTS_VALUE || pts <= last)
+        if (k < 0 || pts == AV_NOPTS_VALUE || pts <= last || drop > k)
             return -1;
-        if (x->n == 0 || (pts != x->marks[x->n - 1].pts && e - x->marks[x->n - 1].e >= OPUS_MARK_EVERY))
+        if (x->n == 0 || (drop == 0 && pts != x->marks[x->n - 1].pts &&
+                          e - x->marks[x->n - 1].e >= OPUS_MARK_EVERY))
             if (opus_mark_add(x, pts, e))
                 return -1;
+        k -= (int)drop;
         last = pts;
         e += k;
         x->end_e = e;
