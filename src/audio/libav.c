@@ -666,6 +666,19 @@ static int counts_frames(const ws_av *h)
            st->codecpar->codec_id != AV_CODEC_ID_OPUS;
 }
 
+/* After the demuxer was moved: the decoder flushed and the first frame from there in
+ * h->frame. 1, 0 at the end, -1 with err. */
+static int decode_after_seek(ws_av *h, const char *name, ws_err *err)
+{
+    av.flush_buffers(h->cc);
+    h->pos = h->n = 0;
+    h->eof_sent = h->done = 0;
+    int r = next_frame(h, name, 0, err);
+    if (r > 0 && take_frame(h, name, 0, err))
+        r = -1;
+    return r;
+}
+
 /* --- Opus in Matroska and WebM: places kept per file ----------------------
 
    Matroska's timestamps are milliseconds and may jump (a recording that left out its
@@ -751,22 +764,45 @@ static opus_index *opus_index_find(const ws_av *h, const struct stat *st)
     return NULL;
 }
 
-/* A copy of the places kept for h's file into *x (x->marks NULL: none): 1, or 0 when h's
- * bytes are not a file the process can key (bytes in memory), which are walked afresh. */
-static int opus_index_get(const ws_av *h, opus_index *x, struct stat *st)
+/* The last place of x at or before encoded frame to_e (marks[0] is frame 0). */
+static opus_mark opus_place(const opus_index *x, int64_t to_e)
+{
+    size_t lo = 0, hi = x->n; /* the first mark after to_e is in [lo, hi] */
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (x->marks[mid].e <= to_e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 ? x->marks[lo - 1] : (opus_mark){0, 0};
+}
+
+/* The place for encoded frame to_e from what is kept for h's file: 1 and *m when what is
+ * kept reaches past to_e; else 0 with a copy of it in *x (x->marks NULL: none) to walk on
+ * from, or -1 with *x empty when h's bytes are not a file the process can key (bytes in
+ * memory, walked afresh). */
+static int opus_index_get(const ws_av *h, int64_t to_e, opus_mark *m, opus_index *x,
+                          struct stat *st)
 {
     memset(x, 0, sizeof *x);
     if (h->src->mem || fstat(h->src->fd, st))
-        return 0;
+        return -1;
+    int found = 0;
     pthread_mutex_lock(&opus_idx_lock);
     opus_index *e = opus_index_find(h, st);
-    if (e && (x->marks = malloc(e->cap * sizeof *x->marks))) {
-        memcpy(x->marks, e->marks, e->n * sizeof *x->marks);
-        x->n = e->n, x->cap = e->cap, x->end_e = e->end_e, x->done = e->done;
+    if (e) {
         e->used = ++opus_idx_clock;
+        if (e->done || e->end_e > to_e) {
+            *m = opus_place(e, to_e);
+            found = 1;
+        } else if ((x->marks = malloc(e->cap * sizeof *x->marks))) {
+            memcpy(x->marks, e->marks, e->n * sizeof *x->marks);
+            x->n = e->n, x->cap = e->cap, x->end_e = e->end_e;
+        }
     }
     pthread_mutex_unlock(&opus_idx_lock);
-    return 1;
+    return found;
 }
 
 /* Keeps x (taken over) for h's file when it reaches further than what is kept. */
@@ -912,29 +948,22 @@ static int64_t opus_seek(ws_av *h, int64_t to_e, int64_t preskip, const char *na
 {
     opus_index x;
     struct stat st;
-    const int keyed = opus_index_get(h, &x, &st);
-    if (!x.done && x.end_e <= to_e) {
+    opus_mark m;
+    const int kept = opus_index_get(h, to_e, &m, &x, &st);
+    if (kept != 1) { /* walk on to past to_e */
         if (opus_walk(h, &x, to_e)) {
             free(x.marks);
             return 0;
         }
+        m = opus_place(&x, to_e);
+        if (kept == 0)
+            opus_index_put(h, &x, &st);
+        else
+            free(x.marks);
     }
-    size_t i = x.n;
-    while (i > 0 && x.marks[i - 1].e > to_e)
-        i--;
-    const opus_mark m = i > 0 ? x.marks[i - 1] : (opus_mark){0, 0};
-    if (keyed)
-        opus_index_put(h, &x, &st);
-    else
-        free(x.marks);
     if (m.e <= preskip || opus_go_to(h, m))
         return 0;
-    av.flush_buffers(h->cc);
-    h->pos = h->n = 0;
-    h->eof_sent = h->done = 0;
-    int r = next_frame(h, name, 0, err);
-    if (r > 0 && take_frame(h, name, 0, err))
-        r = -1;
+    const int r = decode_after_seek(h, name, err);
     if (r < 0)
         return -1;
     /* the kept place's packet, decoded whole */
@@ -1023,15 +1052,9 @@ int64_t ws_av_seek(ws_av *h, int64_t at, const char *name, ws_err *err)
     } else {
         const AVStream *st = h->fmt->streams[h->stream];
         const int64_t ts = to + (st->start_time != AV_NOPTS_VALUE ? st->start_time : 0);
-        r = -2;
-        if (av.seek_frame(h->fmt, h->stream, ts, AVSEEK_FLAG_BACKWARD) >= 0) {
-            av.flush_buffers(h->cc);
-            h->pos = h->n = 0;
-            h->eof_sent = h->done = 0;
-            r = next_frame(h, name, 0, err);
-            if (r > 0 && take_frame(h, name, 0, err))
-                r = -1;
-        }
+        r = av.seek_frame(h->fmt, h->stream, ts, AVSEEK_FLAG_BACKWARD) < 0
+                ? -2
+                : decode_after_seek(h, name, err);
         got = r > 0 ? frame_index(h) : 0;
     }
     /* The seek failed, found nothing, or a place that does not name its frame or lies
