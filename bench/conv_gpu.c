@@ -1,7 +1,7 @@
 /* conv_gpu.c - the conv engine's GPU backend on every row of docs/conv-engine.md's speed table.
  *
  *   bench-conv_gpu [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] [--quick] [--list]
- *                  [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--n N]
+ *                  [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--no-phased] [--n N]
  *
  * For each row, layout and type (fp32: f32 storage, WS_MATH_F32; tf32: f32 storage,
  * WS_MATH_TF32, dense forward rows only; bf16: bf16 storage, WS_MATH_BF16; b, dw, db are
@@ -58,6 +58,8 @@
  * for room in the launch queue; rows of one call).
  * --no-hgemm: calls the Hopper GEMM (ptx_hgemm.h) would take run the gemm kernel of
  * ptx_gemm.h instead (the two compared in one device session).
+ * --no-phased: a dense backward's NCL dx at stride > 1 goes through X' and the "_u" pass even
+ * where the Hopper GEMM's phased form would write it (ws_gpu_conv_no_phased).
  * --json FILE writes the same rows as a JSON array (bench/run-conv-gpu.sh joins it with
  * bench/conv_gpu_torch.py's). --list prints the rows' shapes, bytes and floors without a
  * GPU; --quick shrinks the shapes (N <= 2, T / 16 where T >= 512) for a smoke run; --n N runs
@@ -170,7 +172,7 @@ static const mode MODES[] = {
 
 typedef struct {
     const char *only, *json;
-    int iters, warmup, check, quick, list, per_call, no_hgemm;
+    int iters, warmup, check, quick, list, per_call, no_hgemm, no_phased;
     int n; /* --n: every row's batch N (0: the row's own) */
     int parts; /* --parts: the FFMA GEMM's sum in that many parts (ws_gpu_conv_parts) */
     int emit_major, emit_minor; /* --emit-cc: PTX for that capability (ws_gpu_emit_cc), e.g.
@@ -498,6 +500,7 @@ static int per_call_time(ws_gpu *g, const row *r, call_st *cs, ws_conv_args *a, 
             !(cs[j].gc = ws_gpu_conv_new(g, &cs[j].d, NULL, NULL, err)))
             goto done;
         ws_gpu_conv_no_hgemm(cs[j].gc, o->no_hgemm);
+        ws_gpu_conv_no_phased(cs[j].gc, o->no_phased);
         ws_gpu_conv_parts(cs[j].gc, o->parts);
         for (int s = 0; s < sets; s++) {
             a[j * sets + s].w = P(wd[j]);
@@ -609,6 +612,7 @@ static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, const mode *m
         if (!(cs[j].gc = ws_gpu_conv_new(g, &cs[j].d, cs[j].w, cs[j].b, err)))
             goto done;
         ws_gpu_conv_no_hgemm(cs[j].gc, o->no_hgemm);
+        ws_gpu_conv_no_phased(cs[j].gc, o->no_phased);
         ws_gpu_conv_parts(cs[j].gc, o->parts);
     }
     /* check */
@@ -682,6 +686,8 @@ int main(int argc, char **argv)
             o.per_call = 1;
         else if (!strcmp(argv[i], "--no-hgemm"))
             o.no_hgemm = 1;
+        else if (!strcmp(argv[i], "--no-phased"))
+            o.no_phased = 1;
         else if (!strcmp(argv[i], "--n") && i + 1 < argc)
             o.n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--parts") && i + 1 < argc)
@@ -693,7 +699,7 @@ int main(int argc, char **argv)
             i++;
         else {
             fprintf(stderr, "usage: %s [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] "
-                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--n N] [--parts Z]\n", argv[0]);
+                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--no-phased] [--n N] [--parts Z]\n", argv[0]);
             return 2;
         }
     }

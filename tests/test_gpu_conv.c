@@ -775,6 +775,8 @@ static void compare_rel(const char *name, const char *what, const void *gpu, con
 /* a BWD row on the GPU against the CPU engine, in math m: bound 0, the float32 bounds of
  * compare(); else rel L2 <= bound for each of dx, dw, db. Returns the calls of the plan that
  * took the GEMM passes (ws_gpu_conv_gbwd_calls) */
+static unsigned long last_phased; /* the last run_bwd_case_math's calls with dx in the phased form */
+
 static unsigned long run_bwd_case_math(ws_gpu *g, const gcase *c, int expect_dw, ws_math m, double bound)
 {
     ws_conv_desc d = bdesc_of(c);
@@ -950,6 +952,7 @@ static unsigned long run_bwd_case_math(ws_gpu *g, const gcase *c, int expect_dw,
         compare(c->name, "db", h[1][2], h[0][2], WS_F32, nb);
     }
     const unsigned long gb = ws_gpu_conv_gbwd_calls(gc) - gb_extra; /* the 5 runs' */
+    last_phased = ws_gpu_conv_phased_calls(gc);
     ws_gpu_conv_free(gc);
     ws_gpu_release(g, dxin);
     ws_gpu_release(g, ddy);
@@ -2309,6 +2312,13 @@ static const gcase gbcases[] = {
      WS_ACT_NONE, 1, 0},
     {"gb_ncl_s2_k3_rows_t203", 2, 64, 96, 1, 3, 2, 1, 1, 1, 203, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_NONE, 1, 0},
+    /* NCL at stride > 1 where dx's conv takes the Hopper GEMM: its phased form writes dx
+     * (odd T: the last row's phase 1 is dropped; S 4 over C_in 48: tiles of mixed phases, and
+     * 192 rows, so the last tile's second consumer is idle) */
+    {"gb_ncl_s2_k3_o192_t1001_phased", 3, 64, 192, 1, 3, 2, 1, 1, 1, 1001, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
+     WS_BF16, 0, WS_ACT_NONE, 1, 0},
+    {"gb_ncl_s4_k8_c48_o256_t777_phased", 2, 48, 256, 1, 8, 4, 1, 2, 2, 777, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
+     WS_BF16, 0, WS_ACT_NONE, 1, 0},
 };
 #define N_GBCASES ((int)(sizeof gbcases / sizeof gbcases[0]))
 
@@ -2350,7 +2360,7 @@ Test(gpu_conv_ptx, every_gemm_bwd_module_assembles_without_spills, .timeout = 30
     char sub[1024];
     snprintf(sub, sizeof sub, "%s/gbwd", dir);
     cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
-    int nwg = 0, nwant = 0;
+    int nwg = 0, nwant = 0, nph = 0;
     for (int i = 0; i < N_GBCASES; i++)
         for (int m = -1; m < N_MMA_MATHS; m++) {
             ws_conv_desc d = bdesc_of(&gbcases[i]);
@@ -2379,6 +2389,15 @@ Test(gpu_conv_ptx, every_gemm_bwd_module_assembles_without_spills, .timeout = 30
                     fprintf(stderr, "gpu_conv_ptx gbwd f32 %-30s sm_%d0: at most %d registers an entry\n",
                             gbcases[i].name, ccs[c][0], regs);
             }
+            if (d.x_layout == WS_NCL && m >= 0 && ws_hgemm_fits(&x.sub, 9, 0) &&
+                ws_hgemm_phased_fits(&x.sub, x.phases)) { /* dx's conv in its phased form */
+                ws_hgemm_phased_name(&x.sub, x.phases, name);
+                const int regs = dump_and_assemble(ptxas, sub, &d, ccs[1], name, gbcases[i].name, 1);
+                if (verbose())
+                    fprintf(stderr, "gpu_conv_ptx phased %-4s %-30s: %d registers\n", mma_math_names[m],
+                            gbcases[i].name, regs);
+                nph++;
+            }
             const int wg = ws_hgemm_wgrad_fits(&d, 9, 0);
             cr_assert_eq(wg, m >= 0, "%s math %d", gbcases[i].name, m);
             if (!wg)
@@ -2391,6 +2410,7 @@ Test(gpu_conv_ptx, every_gemm_bwd_module_assembles_without_spills, .timeout = 30
             nwg++;
         }
     cr_assert(nwg == nwant && nwg >= 12, "%d weight-gradient modules, %d expected", nwg, nwant);
+    cr_assert_geq(nph, 6, "%d phased dx modules", nph); /* two rows in three maths */
     ws_conv_desc d = bdesc_of(&gbcases[3]);
     d.math = WS_MATH_BF16;
     ws_err e = {""};
@@ -2420,6 +2440,17 @@ Test(gpu_conv, gemm_bwd_matches_the_cpu_engine_in_every_math, .timeout = 600)
             const unsigned long want = !ws_gbwd_used(&d) ? 0ul : ws_gpu_hgemm_available(g) ? 5ul : 3ul;
             cr_assert_eq(gb, want, "%s: %lu of 5 calls took the GEMM passes, expected %lu", gbcases[i].name, gb,
                          want);
+            /* dx straight into NCL dx where its conv is on the Hopper GEMM at stride > 1: the
+             * plan's 5 calls with dx (3 of the 5 runs, then the -w call and the own-w call) */
+            ws_gbwd_dx x;
+            const int ph = ws_gpu_hgemm_available(g) && ws_gbwd_used(&d) && ws_gbwd_dx_of(&d, &x) &&
+                           d.x_layout == WS_NCL && ws_hgemm_fits(&x.sub, 9, 0) &&
+                           ws_hgemm_phased_fits(&x.sub, x.phases);
+            if (verbose())
+                fprintf(stderr, "gpu_conv gbwd %-36s math %d: %lu calls with dx in the phased form\n",
+                        gbcases[i].name, m, last_phased);
+            cr_assert_eq(last_phased, ph ? 5ul : 0ul, "%s math %d: %lu calls with dx in the phased form",
+                         gbcases[i].name, m, last_phased);
         }
     /* float32 math: dx on the forward conv's FFMA kernels, dw on the passes' FFMA kernel, db
      * on theirs: every call takes the GEMM passes, on any GPU */

@@ -74,6 +74,15 @@ struct ws_gpu_conv {
     wscu_devptr hx;           /* staged x, [N][T_in][C_in] in the math type, grown as calls need */
     size_t hx_bytes;
     int no_hgemm;             /* ws_gpu_conv_no_hgemm */
+    /* dx's conv of an NCL BWD plan at stride > 1 (this plan is its dxp): the Hopper GEMM in
+     * the phased form (ws_hgemm_emit_phased), which writes dx itself; ph_t: dx's T for the
+     * call launch_gb_dx makes (0: the plain kernel) */
+    wscu_module hphmod;
+    wscu_function hphfn;
+    uint32_t ph_t;
+    int ph_s;                 /* its phases S */
+    int no_phased;            /* ws_gpu_conv_no_phased (on the BWD plan) */
+    unsigned long ph_calls;   /* calls launched on it */
     unsigned long hg_calls;   /* calls launched on it (ws_gpu_conv_hgemm_calls) */
     wscu_devptr part;      /* BWD: float32 partials of dw, db, grown as calls need */
     size_t part_bytes;
@@ -188,6 +197,24 @@ static int gbwd_load(ws_gpu_conv *c, ws_err *err)
         if (c->dxp->whcall)
             cu->MemFree(c->dxp->whcall);
         c->dxp->wcall = c->dxp->whcall = 0;
+    }
+    if (c->dxp && c->dxp->hgfn && d->x_layout == WS_NCL && ws_hgemm_phased_fits(&c->gx.sub, c->gx.phases)) {
+        char pname[WS_HGEMM_NAME_MAX];
+        ws_hgemm_phased_name(&c->gx.sub, c->gx.phases, pname);
+        if (!(ptx = ws_hgemm_emit_phased(&c->gx.sub, c->gx.phases, err)))
+            return -1;
+        const int r3 = ws_gpu_module(g, pname, ptx, &c->dxp->hphmod, err);
+        free(ptx);
+        if (r3)
+            return -1;
+        ws_hgemm_cfg q;
+        ws_hgemm_cfg_of(&c->gx.sub, &q);
+        CU_TRY(cu, ModuleGetFunction(&c->dxp->hphfn, c->dxp->hphmod, pname), err);
+        c->dxp->ph_s = c->gx.phases;
+        CU_TRY(cu, FuncSetAttribute(c->dxp->hphfn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, q.smem), err);
+        if (q.minb > 1)
+            CU_TRY(cu, FuncSetAttribute(c->dxp->hphfn, WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100),
+                   err);
     }
     if (cu->TensorMapEncodeTiled && ws_hgemm_wgrad_fits(d, g->emit_major, g->emit_minor)) {
         char wname[WS_HGEMM_NAME_MAX];
@@ -872,6 +899,8 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
     }
     uint64_t pb = call_bias(c, a), padd = (uint64_t)(uintptr_t)a->add, py = (uint64_t)(uintptr_t)a->y;
     uint64_t abs = a->add ? (uint64_t)a->add_batch_stride : 0;
+    if (c->ph_t) /* the phased form: no add; p_add_bs is dx's T */
+        padd = 0, abs = c->ph_t;
     uint32_t n32 = (uint32_t)N, tout = (uint32_t)t_out, ntt = h->ntt, lg = (uint32_t)h->lgtb;
     ws_kargs k;
     ws_kargs_init(&k, WS_PARAMS_HGEMM);
@@ -893,9 +922,10 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
         CU_TRY(cu, LaunchKernel(c->hpfn, (unsigned)((T + 31) / 32), (unsigned)((C + 63) / 64),
                                 (unsigned)N, WS_HPREP_THREADS, 1, 1, 0, st, p.v, NULL), err);
     }
-    CU_TRY(cu, LaunchKernel(c->hgfn, h->gx, 1, 1, (unsigned)q.threads, 1, 1, (unsigned)q.smem, st,
-                            k.v, NULL), err);
+    CU_TRY(cu, LaunchKernel(c->ph_t ? c->hphfn : c->hgfn, h->gx, 1, 1, (unsigned)q.threads, 1, 1,
+                            (unsigned)q.smem, st, k.v, NULL), err);
     c->hg_calls++;
+    c->ph_calls += c->ph_t != 0;
     return 0;
 cleanup:
     return -1;
@@ -967,6 +997,12 @@ void ws_gpu_conv_no_hgemm(ws_gpu_conv *c, int on)
         c->no_hgemm = on;
     if (c && c->dxp) /* dx's conv too */
         c->dxp->no_hgemm = on;
+}
+
+void ws_gpu_conv_no_phased(ws_gpu_conv *c, int on)
+{
+    if (c)
+        c->no_phased = on;
 }
 
 int ws_gpu_conv_hgemm(const ws_gpu_conv *c, const ws_conv_args *a)
@@ -1082,12 +1118,15 @@ static int launch_gb_dx(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
     const int S = d->stride, rows = ws_conv_out_len(sd, t_out);
     const size_t nw = (size_t)sd->c_out * (size_t)sd->c_in * (size_t)sd->k;
     const size_t xs = d->x_type == WS_F32 ? 4 : 2;
-    const int whole = S == 1 || (d->x_layout == WS_NLC && (long long)rows * S == a->t_in);
+    /* NCL dx at S > 1 on the Hopper GEMM: its phased form writes dx itself (no X', no _u) */
+    ws_conv_args probe = { .n = a->n, .t_in = t_out, .x = (const void *)(uintptr_t)grad_of(c, a),
+                           .w = (const void *)(uintptr_t)1, .y = a->dx };
+    const int phased = S > 1 && d->x_layout == WS_NCL && !c->no_phased && c->dxp->hphfn &&
+                       hgemm_call_fits(c->dxp, &probe, rows, NULL);
+    const int whole = S == 1 || phased || (d->x_layout == WS_NLC && (long long)rows * S == a->t_in);
     /* W' in the form the conv's kernel for this call reads: packed for the tensor-core GEMM,
      * else float32; handed to the plan as its own weights for the call */
-    ws_conv_args probe = { .n = a->n, .t_in = t_out, .x = (const void *)(uintptr_t)grad_of(c, a),
-                           .w = (const void *)(uintptr_t)1,
-                           .y = whole ? a->dx : (void *)(uintptr_t)(c->dxs ? c->dxs : 16) };
+    probe.y = whole ? a->dx : (void *)(uintptr_t)(c->dxs ? c->dxs : 16);
     const int packed = c->gb_p && ws_gpu_conv_kernel(c->dxp, &probe) == 2;
     const size_t wxb = packed ? ws_gemm_packed_bytes(sd) : nw * sizeof(float);
     /* a plan's own weights (a->w NULL) give the same W' every call: made by the first such
@@ -1127,6 +1166,7 @@ static int launch_gb_dx(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
     int t2 = 0, rc;
     ws_gpu_conv *x = c->dxp;
     x->has_w = 1, x->w = packed ? 0 : c->wxx, x->wh = packed ? c->wxx : 0;
+    x->ph_t = phased ? (uint32_t)a->t_in : 0;
     rc = check_call(x, &a2, "ws_gpu_conv_run", &t2, err);
     if (!rc && !kept) {
         c->wxx_own = 0;
@@ -1139,9 +1179,9 @@ static int launch_gb_dx(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
     }
     if (!rc)
         rc = launch(x, &a2, t2, st, err);
-    x->has_w = 0, x->w = x->wh = 0;
-    if (rc)
-        return -1;
+    x->has_w = 0, x->w = x->wh = 0, x->ph_t = 0;
+    if (rc || phased)
+        return rc ? -1 : 0;
     if (!whole && d->x_layout == WS_NCL) /* a transpose, tiles of 32 x 32 */
         CU_TRY(cu, LaunchKernel(c->gb_u, (unsigned)((a->t_in + 31) / 32), (unsigned)((d->c_in + 31) / 32),
                                 (unsigned)a->n, WS_GBWD_THREADS, 1, 1, 0, st, ku.v, NULL), err);
@@ -1152,7 +1192,7 @@ static int launch_gb_dx(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_s
                                 1, (unsigned)a->n, WS_GBWD_THREADS, 1, 1, 0, st, ku.v, NULL), err);
     return 0;
 cleanup:
-    c->dxp->has_w = 0, c->dxp->w = c->dxp->wh = 0;
+    c->dxp->has_w = 0, c->dxp->w = c->dxp->wh = 0, c->dxp->ph_t = 0;
     return -1;
 }
 
@@ -1386,6 +1426,11 @@ unsigned long ws_gpu_conv_gbwd_calls(const ws_gpu_conv *c)
     return c ? c->gb_calls : 0;
 }
 
+unsigned long ws_gpu_conv_phased_calls(const ws_gpu_conv *c)
+{
+    return c && c->dxp ? c->dxp->ph_calls : 0;
+}
+
 /* enqueues a checked call on stream st; launch and the launch_* functions expect the plan's
  * context current (ws_gpu_conv_run, _enqueue and _bench make it so) */
 static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
@@ -1611,8 +1656,18 @@ int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const ch
             free(wm);
         }
         ws_gbwd_dx x;
-        if (!rc && ws_gbwd_dx_of(d, &x))
+        const int has_dx = !rc && ws_gbwd_dx_of(d, &x);
+        if (has_dx)
             rc = ws_conv_dump_ptx(&x.sub, cc_major, cc_minor, dir, err);
+        if (!rc && has_dx && d->x_layout == WS_NCL && ws_hgemm_fits(&x.sub, cc_major, cc_minor) &&
+            ws_hgemm_phased_fits(&x.sub, x.phases)) { /* dx's conv in its phased form */
+            char *pm = ws_hgemm_emit_phased(&x.sub, x.phases, err);
+            if (!pm)
+                return -1;
+            ws_hgemm_phased_name(&x.sub, x.phases, gname);
+            rc = write_ptx(dir, gname, pm, err);
+            free(pm);
+        }
         if (rc)
             return -1;
     }
@@ -1688,6 +1743,10 @@ int ws_gpu_conv_report(const ws_gpu_conv *c, char *buf, size_t cap)
         n += report_line(c, c->hgfn, name, q.threads, buf, cap, &off);
         strcat(name, "_prep");
         n += report_line(c, c->hpfn, name, WS_HPREP_THREADS, buf, cap, &off);
+        if (c->hphfn) {
+            ws_hgemm_phased_name(d, c->ph_s, name);
+            n += report_line(c, c->hphfn, name, q.threads, buf, cap, &off);
+        }
     }
     ws_wprep_entry(d, 0, name);
     n += report_line(c, c->castfn, name, WS_WPREP_THREADS, buf, cap, &off);

@@ -50,6 +50,12 @@ unsigned long ws_gpu_conv_hgemm_calls(const ws_gpu_conv *c);
 int ws_gpu_conv_hgemm_blocks_per_sm(const ws_gpu_conv *c);
 /* BWD calls whose dx, dw or db took the GEMM passes (ptx_hbwd.h) */
 unsigned long ws_gpu_conv_gbwd_calls(const ws_gpu_conv *c);
+/* BWD calls whose dx went straight into NCL dx by the phased Hopper GEMM
+ * (ws_hgemm_emit_phased: stride > 1, no X' and no "_u" pass) */
+unsigned long ws_gpu_conv_phased_calls(const ws_gpu_conv *c);
+/* on: a BWD plan's dx at stride > 1 goes through X' and "_u" even where the phased form
+ * would take it (benchmarks compare the two in one run); off (the default) */
+void ws_gpu_conv_no_phased(ws_gpu_conv *c, int on);
 
 /* 1 when plans made on g now can take the Hopper GEMM: they emit for 9.0 and the driver
  * encodes tensor maps */

@@ -336,7 +336,7 @@ static void emit_add_variant(ptx_buf *b, int va, preg hasa, plabel noadd, plabel
  * epilogue, KT stages) */
 static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg wg, preg sbase,
                           preg bars, preg o0, preg t0, preg n0, preg lgtb, int KT,
-                          const ws_conv_desc *wg_ed)
+                          const ws_conv_desc *wg_ed, int phase)
 {
     const ws_params *pt = ws_params_of(wg_ed ? WS_PARAMS_HWG : WS_PARAMS_HGEMM);
     const char *mt = math_name(d);
@@ -530,8 +530,24 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
         I("@!%s bra %s", ok.n, done.n);
         I("cvt.u64.u32 %s, %s", t64.n, t.n);
-        I("mul.wide.u32 %s, %s, %s", ybase.n, n.n, tout.n);
-        I("mul.lo.u64 %s, %s, %d", ybase.n, ybase.n, d->c_out);
+        preg tdx = {""}, st = {""};
+        const int cph = phase ? d->c_out / phase : 0; /* dx's channels */
+        if (phase) {
+            preg tdx64 = ws_ptx_reg(b, PTX_B64);
+            tdx = ws_ptx_reg(b, PTX_B32), st = ws_ptx_reg(b, PTX_B32);
+            ws_ptx_comment(b, "phases: row o = r*%d + c is dx[n, c, %d*t + r], dx [N][%d][T] with T = p_add_bs; "
+                              "dx + (n*%d*T + %d*t)*%d",
+                           cph, phase, cph, cph, phase, ys);
+            I("cvt.u32.u64 %s, %s", tdx.n, abs.n);
+            I("mov.u64 %s, %s", tdx64.n, abs.n);
+            I("mul.lo.u32 %s, %s, %d", st.n, t.n, phase);
+            I("mul.wide.u32 %s, %s, %d", ybase.n, n.n, cph);
+            I("mul.lo.u64 %s, %s, %s", ybase.n, ybase.n, tdx64.n);
+            I("cvt.u64.u32 %s, %s", t64.n, st.n);
+        } else {
+            I("mul.wide.u32 %s, %s, %s", ybase.n, n.n, tout.n);
+            I("mul.lo.u64 %s, %s, %d", ybase.n, ybase.n, d->c_out);
+        }
         I("add.u64 %s, %s, %s", ybase.n, ybase.n, t64.n);
         I("mad.lo.u64 %s, %s, %d, %s", ybase.n, ybase.n, ys, py.n);
         I("cvt.u64.u32 %s, %s", n64.n, n.n);
@@ -542,8 +558,8 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sbase.n);
         I("mad.lo.u32 %s, %s, 4, %s", rb.n, half.n, bs.n);
         I("add.u32 %s, %s, %s", orow.n, o0.n, half.n);
-        for (int va = wg_ed ? 0 : 1; va >= 0; va--) { /* the weight gradient: no add */
-        if (!wg_ed)
+        for (int va = wg_ed || phase ? 0 : 1; va >= 0; va--) { /* the weight gradient, phases: no add */
+        if (!wg_ed && !phase)
             emit_add_variant(b, va, hasa, noadd, done);
         for (int m0 = 0; m0 < 128 / PSTEP; m0 += EG) {
             preg ook[EG], v[EG], bias[EG], off[EG], p[EG], r[EG];
@@ -557,7 +573,20 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
                 I("setp.lt.u32 %s, %s, %d", ook[m].n, oo.n, d->c_out);
                 I("ld.shared.f32 %s, [%s+%d]", v[m].n, ra.n, PSTEP * (m0 + m) * YS_ROW * 4);
                 I("ld.shared.f32 %s, [%s+%d]", bias[m].n, rb.n, PSTEP * (m0 + m) * 4);
-                I("mul.wide.u32 %s, %s, %s", off[m].n, oo.n, tout.n);
+                if (phase) { /* r = o / C, c = o - r*C: off = c*T + r, in range where P*t + r < T */
+                    preg ph = ws_ptx_reg(b, PTX_B32), ch = ws_ptx_reg(b, PTX_B32), in = ws_ptx_reg(b, PTX_PRED);
+                    preg ph64 = ws_ptx_reg(b, PTX_B64);
+                    I("div.u32 %s, %s, %d", ph.n, oo.n, cph);
+                    I("mul.lo.u32 %s, %s, %d", ch.n, ph.n, cph);
+                    I("sub.u32 %s, %s, %s", ch.n, oo.n, ch.n);
+                    I("add.u32 %s, %s, %s", tmp.n, st.n, ph.n);
+                    I("setp.lt.u32 %s, %s, %s", in.n, tmp.n, tdx.n);
+                    I("and.pred %s, %s, %s", ook[m].n, ook[m].n, in.n);
+                    I("cvt.u64.u32 %s, %s", ph64.n, ph.n);
+                    I("mad.wide.u32 %s, %s, %s, %s", off[m].n, ch.n, tdx.n, ph64.n);
+                } else {
+                    I("mul.wide.u32 %s, %s, %s", off[m].n, oo.n, tout.n);
+                }
                 if (va) {
                     I("and.pred %s, %s, %s", p[m].n, ook[m].n, hasa.n);
                     ws_hgemm_add_read(b, d, r[m], p[m], off[m], abase, ys);
@@ -627,7 +656,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("ret");
 }
 
-static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name)
+static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name, int phase)
 {
     ws_hgemm_cfg qc;
     ws_hgemm_cfg_of(d, &qc);
@@ -671,7 +700,7 @@ static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name)
         I("@%s bra %s", cons.n, lc.n);
         emit_producer(b, d, q, tid, sbase, bars, o0, t0, n0, KT);
         ws_ptx_label(b, lc);
-        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, t0, n0, lgtb, KT, NULL);
+        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, t0, n0, lgtb, KT, NULL, phase);
     }
     ws_ptx_kernel_end_params(&kb, mod, name, pt, q->threads, q->minb, q->maxnreg);
 }
@@ -786,7 +815,7 @@ static void emit_main_wg(ptx_buf *mod, const ws_conv_desc *d, const char *name)
         I("@%s bra %s", cons.n, lc.n);
         emit_producer_wg(b, d, q, tid, sbase, bars, o0, j0, k, split);
         ws_ptx_label(b, lc);
-        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, j0, sk, lgtb, 0, &ed);
+        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, j0, sk, lgtb, 0, &ed, 0);
     }
     ws_ptx_kernel_end_params(&kb, mod, name, ws_params_of(WS_PARAMS_HWG), q->threads, q->minb, q->maxnreg);
 }
@@ -947,12 +976,50 @@ char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err)
     ws_ptx_init(&mod);
     ws_ptx_module_begin_sm90a(&mod, "whisper-stem conv engine: dense forward on Hopper (TMA + wgmma)");
     ws_ptx_raw(&mod, ".extern .shared .align 1024 .b8 smem[];\n");
-    emit_main(&mod, d, name);
+    emit_main(&mod, d, name, 0);
     emit_prep(&mod, d, pname);
     char why[160];
     char *text = ws_ptx_take(&mod, why, sizeof why);
     if (!text)
         ws_errf(err, "ws_hgemm_emit(%s): %s", name, why);
+    return text;
+}
+
+int ws_hgemm_phased_fits(const ws_conv_desc *d, int phases)
+{
+    return phases > 1 && d->y_layout == WS_NLC && d->c_out % phases == 0 && d->act == WS_ACT_NONE &&
+           ws_hgemm_fits(d, 9, 0);
+}
+
+void ws_hgemm_phased_name(const ws_conv_desc *d, int phases, char name[WS_HGEMM_NAME_MAX])
+{
+    char base[WS_HGEMM_NAME_MAX];
+    ws_hgemm_name(d, base);
+    snprintf(name, WS_HGEMM_NAME_MAX, "%.140s_ph%d", base, phases);
+}
+
+char *ws_hgemm_emit_phased(const ws_conv_desc *d, int phases, ws_err *err)
+{
+    if (ws_conv_check(d, err))
+        return NULL;
+    char name[WS_HGEMM_NAME_MAX];
+    ws_hgemm_phased_name(d, phases, name);
+    if (!ws_hgemm_phased_fits(d, phases)) {
+        ws_errf(err, "ws_hgemm_emit_phased(%s): not a descriptor the phased Hopper GEMM takes", name);
+        return NULL;
+    }
+    ws_conv_desc e = *d;
+    e.y_layout = WS_NCL; /* the epilogue's rows along time, each to its phase's times */
+    ptx_buf mod;
+    ws_ptx_init(&mod);
+    ws_ptx_module_begin_sm90a(&mod, "whisper-stem conv engine: dense backward dx on Hopper (TMA + wgmma), "
+                                    "phases into NCL dx");
+    ws_ptx_raw(&mod, ".extern .shared .align 1024 .b8 smem[];\n");
+    emit_main(&mod, &e, name, phases);
+    char why[160];
+    char *text = ws_ptx_take(&mod, why, sizeof why);
+    if (!text)
+        ws_errf(err, "ws_hgemm_emit_phased(%s): %s", name, why);
     return text;
 }
 

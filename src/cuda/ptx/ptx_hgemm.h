@@ -178,6 +178,17 @@ void ws_hgemm_name(const ws_conv_desc *d, char name[WS_HGEMM_NAME_MAX]);
  * malloc'd text, or NULL with err. */
 char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err);
 
+/* THE PHASED FORM (the dense backward's dx at stride S > 1 into NCL dx, ptx_hbwd.h): d is
+ * dx's conv over g (ws_gbwd_dx's sub: y NLC, C_out = S*C_in, no act), and the kernel is d's
+ * but for the epilogue, which writes row o = r*C_in + c (phase r, channel c) of position t
+ * straight into dx[n, c, S*t + r], dx [N][C_in][T] with T = p_add_bs (no add), dropping
+ * S*t + r >= T: the NCL epilogue's loops, a store every S elements of a row, the other phases'
+ * stores filling the gaps in L2. So X' and the "_u" pass are skipped. Same parameters, tile
+ * and staging entry (the plain module's _prep) as d's kernel; entry ws_hgemm_phased_name. */
+int ws_hgemm_phased_fits(const ws_conv_desc *d, int phases);
+void ws_hgemm_phased_name(const ws_conv_desc *d, int phases, char name[WS_HGEMM_NAME_MAX]);
+char *ws_hgemm_emit_phased(const ws_conv_desc *d, int phases, ws_err *err);
+
 /* THE WEIGHT GRADIENT (ptx_hbwd.h; a dense BWD descriptor, pre NONE, TF32 / BF16 / F16 math):
  *   part[s][k][o][j] = sum over split s's stages of G[n][o][t] Xs[n][j][rk][t + qk] with
  *   D*k - P_L = S*qk + rk: the forward's ring, threads and wgmma, the reduction along time.
