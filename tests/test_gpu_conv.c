@@ -2319,6 +2319,12 @@ static const gcase gbcases[] = {
      WS_BF16, 0, WS_ACT_NONE, 1, 0},
     {"gb_ncl_s4_k8_c48_o256_t777_phased", 2, 48, 256, 1, 8, 4, 1, 2, 2, 777, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
      WS_BF16, 0, WS_ACT_NONE, 1, 0},
+    /* C_in 128: every row tile of dx's conv is one phase, which runs only its own taps
+     * (phase 0 one tap of two; at S 4, taps 0..1 and 1..2 of three) */
+    {"gb_ncl_s2_k3_c128_o192_t999_taps", 2, 128, 192, 1, 3, 2, 1, 1, 1, 999, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
+     WS_BF16, 0, WS_ACT_NONE, 1, 0},
+    {"gb_ncl_s4_k8_c128_o128_t777_taps", 2, 128, 128, 1, 8, 4, 1, 2, 2, 777, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
+     WS_BF16, 0, WS_ACT_NONE, 1, 0},
 };
 #define N_GBCASES ((int)(sizeof gbcases / sizeof gbcases[0]))
 
@@ -2337,6 +2343,27 @@ Test(gpu_conv_ptx, gemm_bwd_dx_is_the_conv_the_header_describes)
               x.sub.pad_l == 1 && x.sub.y_layout == WS_NLC && x.sub.stride == 1 && x.sub.dilation == 1);
     for (int t = 100; t < 140; t++) /* rows of X' cover ceil(T_in / 8) for any T_in */
         cr_assert_geq(ws_gbwd_dx_rows(&x, ws_conv_out_len(&d, t), t), (t + 7) / 8, "T_in %d", t);
+    {
+        int lo[8], hi[8];
+        ws_conv_desc t = bdesc_of(&gbcases[N_GBCASES - 2]); /* K3 S2 P1: m in 0..1 */
+        cr_assert(ws_gbwd_dx_of(&t, &x) && x.phases == 2 && x.m0 == 0 && x.sub.k == 2);
+        ws_gbwd_dx_taps(&t, &x, lo, hi);
+        cr_assert(lo[0] == 0 && hi[0] == 0 && lo[1] == 0 && hi[1] == 1, "taps %d..%d, %d..%d", lo[0], hi[0], lo[1],
+                  hi[1]);
+        t = bdesc_of(&gbcases[N_GBCASES - 1]); /* K8 S4 P2: m in -1..1 */
+        cr_assert(ws_gbwd_dx_of(&t, &x) && x.phases == 4 && x.m0 == -1 && x.sub.k == 3);
+        ws_gbwd_dx_taps(&t, &x, lo, hi);
+        cr_assert(lo[0] == 0 && hi[0] == 1 && lo[1] == 0 && hi[1] == 1 && lo[2] == 1 && hi[2] == 2 && lo[3] == 1 &&
+                  hi[3] == 2);
+        char name[WS_HGEMM_NAME_MAX];
+        ws_hgemm_phased_name(&x.sub, x.phases, lo, hi, name);
+        cr_assert(strstr(name, "_ph4_t0_1_0_1_1_2_1_2_"), "%s", name);
+        t = bdesc_of(&gbcases[N_GBCASES - 3]); /* C_in 48: tiles of mixed phases, every tap */
+        cr_assert(ws_gbwd_dx_of(&t, &x));
+        ws_gbwd_dx_taps(&t, &x, lo, hi);
+        ws_hgemm_phased_name(&x.sub, x.phases, lo, hi, name);
+        cr_assert(strstr(name, "_ph4") && !strstr(name, "_ph4_t"), "%s", name);
+    }
     d = bdesc_of(&gbcases[2]); /* act GELU: the conv reads gz, float32 NCL */
     cr_assert(ws_gbwd_dx_of(&d, &x) && x.sub.x_layout == WS_NCL && x.sub.x_type == WS_F32 && x.phases == 2 &&
               x.sub.k == 2 && x.m0 == -1);
@@ -2391,7 +2418,10 @@ Test(gpu_conv_ptx, every_gemm_bwd_module_assembles_without_spills, .timeout = 30
             }
             if (d.x_layout == WS_NCL && m >= 0 && ws_hgemm_fits(&x.sub, 9, 0) &&
                 ws_hgemm_phased_fits(&x.sub, x.phases)) { /* dx's conv in its phased form */
-                ws_hgemm_phased_name(&x.sub, x.phases, name);
+                int lo[WS_HGEMM_PHASES_MAX], hi[WS_HGEMM_PHASES_MAX];
+                cr_assert_leq(x.phases, WS_HGEMM_PHASES_MAX);
+                ws_gbwd_dx_taps(&d, &x, lo, hi);
+                ws_hgemm_phased_name(&x.sub, x.phases, lo, hi, name);
                 const int regs = dump_and_assemble(ptxas, sub, &d, ccs[1], name, gbcases[i].name, 1);
                 if (verbose())
                     fprintf(stderr, "gpu_conv_ptx phased %-4s %-30s: %d registers\n", mma_math_names[m],

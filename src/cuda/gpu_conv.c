@@ -81,6 +81,7 @@ struct ws_gpu_conv {
     wscu_function hphfn;
     uint32_t ph_t;
     int ph_s;                 /* its phases S */
+    int ph_lo[WS_HGEMM_PHASES_MAX], ph_hi[WS_HGEMM_PHASES_MAX]; /* their taps (ws_gbwd_dx_taps) */
     int no_phased;            /* ws_gpu_conv_no_phased (on the BWD plan) */
     unsigned long ph_calls;   /* calls launched on it */
     unsigned long hg_calls;   /* calls launched on it (ws_gpu_conv_hgemm_calls) */
@@ -200,8 +201,12 @@ static int gbwd_load(ws_gpu_conv *c, ws_err *err)
     }
     if (c->dxp && c->dxp->hgfn && d->x_layout == WS_NCL && ws_hgemm_phased_fits(&c->gx.sub, c->gx.phases)) {
         char pname[WS_HGEMM_NAME_MAX];
-        ws_hgemm_phased_name(&c->gx.sub, c->gx.phases, pname);
-        if (!(ptx = ws_hgemm_emit_phased(&c->gx.sub, c->gx.phases, err)))
+        int *lo = c->dxp->ph_lo, *hi = c->dxp->ph_hi;
+        const int tp = c->gx.phases <= WS_HGEMM_PHASES_MAX;
+        if (tp)
+            ws_gbwd_dx_taps(d, &c->gx, lo, hi);
+        ws_hgemm_phased_name(&c->gx.sub, c->gx.phases, tp ? lo : NULL, tp ? hi : NULL, pname);
+        if (!(ptx = ws_hgemm_emit_phased(&c->gx.sub, c->gx.phases, tp ? lo : NULL, tp ? hi : NULL, err)))
             return -1;
         const int r3 = ws_gpu_module(g, pname, ptx, &c->dxp->hphmod, err);
         free(ptx);
@@ -1661,10 +1666,14 @@ int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const ch
             rc = ws_conv_dump_ptx(&x.sub, cc_major, cc_minor, dir, err);
         if (!rc && has_dx && d->x_layout == WS_NCL && ws_hgemm_fits(&x.sub, cc_major, cc_minor) &&
             ws_hgemm_phased_fits(&x.sub, x.phases)) { /* dx's conv in its phased form */
-            char *pm = ws_hgemm_emit_phased(&x.sub, x.phases, err);
+            int lo[WS_HGEMM_PHASES_MAX], hi[WS_HGEMM_PHASES_MAX];
+            const int tp = x.phases <= WS_HGEMM_PHASES_MAX;
+            if (tp)
+                ws_gbwd_dx_taps(d, &x, lo, hi);
+            char *pm = ws_hgemm_emit_phased(&x.sub, x.phases, tp ? lo : NULL, tp ? hi : NULL, err);
             if (!pm)
                 return -1;
-            ws_hgemm_phased_name(&x.sub, x.phases, gname);
+            ws_hgemm_phased_name(&x.sub, x.phases, tp ? lo : NULL, tp ? hi : NULL, gname);
             rc = write_ptx(dir, gname, pm, err);
             free(pm);
         }
@@ -1744,7 +1753,8 @@ int ws_gpu_conv_report(const ws_gpu_conv *c, char *buf, size_t cap)
         strcat(name, "_prep");
         n += report_line(c, c->hpfn, name, WS_HPREP_THREADS, buf, cap, &off);
         if (c->hphfn) {
-            ws_hgemm_phased_name(d, c->ph_s, name);
+            const int tp = c->ph_s <= WS_HGEMM_PHASES_MAX;
+            ws_hgemm_phased_name(d, c->ph_s, tp ? c->ph_lo : NULL, tp ? c->ph_hi : NULL, name);
             n += report_line(c, c->hphfn, name, q.threads, buf, cap, &off);
         }
     }

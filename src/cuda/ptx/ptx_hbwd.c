@@ -37,6 +37,24 @@ static int fdiv(int a, int b) /* floor(a / b), b > 0 */
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
+void ws_gbwd_dx_taps(const ws_conv_desc *d, const ws_gbwd_dx *x, int *lo, int *hi)
+{
+    const int S = d->stride, D = d->dilation;
+    for (int r = 0; r < x->phases; r++) {
+        lo[r] = INT_MAX, hi[r] = -1;
+        for (int k = 0; k < d->k; k++) {
+            const long long num = (long long)r + d->pad_l - (long long)D * k;
+            if (((num % S) + S) % S)
+                continue;
+            const int i = (int)((num >= 0 ? num / S : -((-num) / S)) - x->m0);
+            lo[r] = i < lo[r] ? i : lo[r];
+            hi[r] = i > hi[r] ? i : hi[r];
+        }
+        if (hi[r] < 0)
+            lo[r] = hi[r] = 0;
+    }
+}
+
 int ws_gbwd_dx_of(const ws_conv_desc *d, ws_gbwd_dx *out)
 {
     if (d->op != WS_CONV_BWD || d->groups != 1 || d->pre != WS_ACT_NONE)

@@ -135,6 +135,10 @@ typedef struct {
     int phases, m0;
 } ws_gbwd_dx;
 int ws_gbwd_dx_of(const ws_conv_desc *d, ws_gbwd_dx *out);
+/* the taps of dx's conv each phase r reads (x from ws_gbwd_dx_of(d), phases > 1): lo[r]..hi[r]
+ * over the sub's K' taps, W'[r*C_in + c, o, i] = 0 for i outside (a phase with no tap gets
+ * 0..0: its rows are zeros); lo and hi hold x->phases entries */
+void ws_gbwd_dx_taps(const ws_conv_desc *d, const ws_gbwd_dx *x, int *lo, int *hi);
 
 /* 1 when a plan of d uses the GEMM backward at all: a dense BWD (groups 1, pre NONE) whose
  * act is NONE or whose math is float32. With an act and tensor-core math, gz = dy * act'(z)

@@ -223,7 +223,7 @@ static void emit_slot(ptx_buf *b, const ws_hgemm_cfg *q, preg s, preg u, preg ba
 
 /* the producer: thread 128 * q->pwg (the first of its warpgroup) fills the ring, KT stages */
 static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase, preg bars,
-                          preg o0, preg t0, preg n0, int KT)
+                          preg o0, preg t0, preg n0, int KT, preg klo, preg kts)
 {
     const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
     plabel out = ws_ptx_label_new(b, "producer_done");
@@ -244,10 +244,15 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("mov.u32 %s, 0", s.n);
     I("mov.u32 %s, 0", u.n);
     I("mov.u32 %s, 0", c0.n);
-    I("mov.u32 %s, 0", k.n);
+    if (klo.n[0])
+        I("mov.u32 %s, %s", k.n, klo.n);
+    else
+        I("mov.u32 %s, 0", k.n);
     ws_ptx_comment(b, "tk = S*t0 - P_L + D*k: the first input time of tap k");
     I("mul.lo.s32 %s, %s, %d", tk.n, t0.n, d->stride);
     I("sub.s32 %s, %s, %d", tk.n, tk.n, d->pad_l);
+    if (klo.n[0])
+        I("mad.lo.s32 %s, %s, %d, %s", tk.n, k.n, d->dilation, tk.n);
     plabel top = ws_ptx_label_new(b, "pstage"), nowait = ws_ptx_label_new(b, "pfirst");
     ws_ptx_label(b, top);
     preg full, sa, sbb;
@@ -264,7 +269,9 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("@%s add.u32 %s, %s, 1", wrap.n, k.n, k.n);
     I("@%s add.s32 %s, %s, %d", wrap.n, tk.n, tk.n, d->dilation);
     char kt[16];
-    snprintf(kt, sizeof kt, "%d", KT);
+    snprintf(kt, sizeof kt, "%s", kts.n[0] ? kts.n : "");
+    if (!kts.n[0])
+        snprintf(kt, sizeof kt, "%d", KT);
     emit_ring_next(b, q, wrap, s, u, it, kt, top);
     ws_ptx_label(b, out);
     I("ret");
@@ -336,7 +343,7 @@ static void emit_add_variant(ptx_buf *b, int va, preg hasa, plabel noadd, plabel
  * epilogue, KT stages) */
 static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg wg, preg sbase,
                           preg bars, preg o0, preg t0, preg n0, preg lgtb, int KT,
-                          const ws_conv_desc *wg_ed, int phase)
+                          const ws_conv_desc *wg_ed, int phase, preg kts)
 {
     const ws_params *pt = ws_params_of(wg_ed ? WS_PARAMS_HWG : WS_PARAMS_HGEMM);
     const char *mt = math_name(d);
@@ -370,10 +377,13 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("mov.u32 %s, 0", u.n);
     I("mov.u32 %s, %d", prev.n, ST - 1);
     if (wg_ed) {
-        preg kts = ws_ptx_reg(b, PTX_B32);
-        ws_ptx_ld_param(b, kts, pt, WS_HW_KTS);
-        snprintf(ktop, sizeof ktop, "%s", kts.n);
+        preg kw = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_ld_param(b, kw, pt, WS_HW_KTS);
+        snprintf(ktop, sizeof ktop, "%s", kw.n);
         ws_ptx_comment(b, "p_kts stages: item n, times t0..t0+%d", ws_hgemm_bkc(d) - 1);
+    } else if (kts.n[0]) {
+        snprintf(ktop, sizeof ktop, "%s", kts.n);
+        ws_ptx_comment(b, "%s stages (this row tile's taps): tap k, channels c0..c0+%d", kts.n, ws_hgemm_bkc(d) - 1);
     } else {
         ws_ptx_comment(b, "%d stages: tap k, channels c0..c0+%d", KT, ws_hgemm_bkc(d) - 1);
     }
@@ -656,7 +666,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("ret");
 }
 
-static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name, int phase)
+static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name, int phase, const int *lo, const int *hi)
 {
     ws_hgemm_cfg qc;
     ws_hgemm_cfg_of(d, &qc);
@@ -694,13 +704,29 @@ static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name, int
     I("shl.b32 %s, %s, %s", n0.n, n0.n, lgnb.n);
     emit_ring_init(b, q, tid, bars, wg);
     {
+        preg klo = {""}, kts = {""};
+        if (lo) { /* each row tile is one phase: only the taps its rows of W' have */
+            const int C = d->c_out / phase, cb = (d->c_in + ws_hgemm_bkc(d) - 1) / ws_hgemm_bkc(d);
+            preg r = ws_ptx_reg(b, PTX_B32), pp = ws_ptx_reg(b, PTX_PRED);
+            klo = ws_ptx_reg(b, PTX_B32), kts = ws_ptx_reg(b, PTX_B32);
+            ws_ptx_comment(b, "phase r = o0 / %d: taps lo_r..hi_r of W' (the others are zero for its rows), "
+                              "%d stages a tap", C, cb);
+            I("div.u32 %s, %s, %d", r.n, o0.n, C);
+            I("mov.u32 %s, %d", klo.n, lo[0]);
+            I("mov.u32 %s, %d", kts.n, (hi[0] - lo[0] + 1) * cb);
+            for (int p = 1; p < phase; p++) {
+                I("setp.eq.u32 %s, %s, %d", pp.n, r.n, p);
+                I("@%s mov.u32 %s, %d", pp.n, klo.n, lo[p]);
+                I("@%s mov.u32 %s, %d", pp.n, kts.n, (hi[p] - lo[p] + 1) * cb);
+            }
+        }
         preg cons = ws_ptx_reg(b, PTX_PRED);
         plabel lc = ws_ptx_label_new(b, "consumer");
         I("setp.ne.u32 %s, %s, %d", cons.n, wg.n, q->pwg);
         I("@%s bra %s", cons.n, lc.n);
-        emit_producer(b, d, q, tid, sbase, bars, o0, t0, n0, KT);
+        emit_producer(b, d, q, tid, sbase, bars, o0, t0, n0, KT, klo, kts);
         ws_ptx_label(b, lc);
-        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, t0, n0, lgtb, KT, NULL, phase);
+        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, t0, n0, lgtb, KT, NULL, phase, kts);
     }
     ws_ptx_kernel_end_params(&kb, mod, name, pt, q->threads, q->minb, q->maxnreg);
 }
@@ -815,7 +841,7 @@ static void emit_main_wg(ptx_buf *mod, const ws_conv_desc *d, const char *name)
         I("@%s bra %s", cons.n, lc.n);
         emit_producer_wg(b, d, q, tid, sbase, bars, o0, j0, k, split);
         ws_ptx_label(b, lc);
-        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, j0, sk, lgtb, 0, &ed, 0);
+        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, j0, sk, lgtb, 0, &ed, 0, (preg){""});
     }
     ws_ptx_kernel_end_params(&kb, mod, name, ws_params_of(WS_PARAMS_HWG), q->threads, q->minb, q->maxnreg);
 }
@@ -976,7 +1002,7 @@ char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err)
     ws_ptx_init(&mod);
     ws_ptx_module_begin_sm90a(&mod, "whisper-stem conv engine: dense forward on Hopper (TMA + wgmma)");
     ws_ptx_raw(&mod, ".extern .shared .align 1024 .b8 smem[];\n");
-    emit_main(&mod, d, name, 0);
+    emit_main(&mod, d, name, 0, NULL, NULL);
     emit_prep(&mod, d, pname);
     char why[160];
     char *text = ws_ptx_take(&mod, why, sizeof why);
@@ -991,19 +1017,37 @@ int ws_hgemm_phased_fits(const ws_conv_desc *d, int phases)
            ws_hgemm_fits(d, 9, 0);
 }
 
-void ws_hgemm_phased_name(const ws_conv_desc *d, int phases, char name[WS_HGEMM_NAME_MAX])
+/* the taps a row tile of phase p runs, lo[p]..hi[p], where the tiles are phase-pure (C_in a
+ * multiple of 128) and the caller gave them; else none (every tap) */
+static int phase_taps(const ws_conv_desc *d, int phases, const int *lo, const int *hi)
 {
-    char base[WS_HGEMM_NAME_MAX];
-    ws_hgemm_name(d, base);
-    snprintf(name, WS_HGEMM_NAME_MAX, "%.140s_ph%d", base, phases);
+    if (!lo || !hi || phases > WS_HGEMM_PHASES_MAX || (d->c_out / phases) % WS_HGEMM_BM)
+        return 0;
+    for (int p = 0; p < phases; p++)
+        if (lo[p] < 0 || hi[p] < lo[p] || hi[p] >= d->k || hi[p] > 99)
+            return 0;
+    return 1;
 }
 
-char *ws_hgemm_emit_phased(const ws_conv_desc *d, int phases, ws_err *err)
+void ws_hgemm_phased_name(const ws_conv_desc *d, int phases, const int *lo, const int *hi,
+                          char name[WS_HGEMM_NAME_MAX])
+{
+    char base[WS_HGEMM_NAME_MAX], taps[WS_HGEMM_PHASES_MAX * 12 + 4] = "";
+    ws_hgemm_name(d, base);
+    if (phase_taps(d, phases, lo, hi)) { /* _t, then lo_hi_ of each phase */
+        int o = snprintf(taps, sizeof taps, "_t");
+        for (int p = 0; p < phases; p++)
+            o += snprintf(taps + o, sizeof taps - (size_t)o, "%d_%d_", lo[p], hi[p]);
+    }
+    snprintf(name, WS_HGEMM_NAME_MAX, "%.100s_ph%d%s", base, phases, taps);
+}
+
+char *ws_hgemm_emit_phased(const ws_conv_desc *d, int phases, const int *lo, const int *hi, ws_err *err)
 {
     if (ws_conv_check(d, err))
         return NULL;
     char name[WS_HGEMM_NAME_MAX];
-    ws_hgemm_phased_name(d, phases, name);
+    ws_hgemm_phased_name(d, phases, lo, hi, name);
     if (!ws_hgemm_phased_fits(d, phases)) {
         ws_errf(err, "ws_hgemm_emit_phased(%s): not a descriptor the phased Hopper GEMM takes", name);
         return NULL;
@@ -1015,7 +1059,8 @@ char *ws_hgemm_emit_phased(const ws_conv_desc *d, int phases, ws_err *err)
     ws_ptx_module_begin_sm90a(&mod, "whisper-stem conv engine: dense backward dx on Hopper (TMA + wgmma), "
                                     "phases into NCL dx");
     ws_ptx_raw(&mod, ".extern .shared .align 1024 .b8 smem[];\n");
-    emit_main(&mod, &e, name, phases);
+    const int tp = phase_taps(d, phases, lo, hi);
+    emit_main(&mod, &e, name, phases, tp ? lo : NULL, tp ? hi : NULL);
     char why[160];
     char *text = ws_ptx_take(&mod, why, sizeof why);
     if (!text)

@@ -184,10 +184,17 @@ char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err);
  * straight into dx[n, c, S*t + r], dx [N][C_in][T] with T = p_add_bs (no add), dropping
  * S*t + r >= T: the NCL epilogue's loops, a store every S elements of a row, the other phases'
  * stores filling the gaps in L2. So X' and the "_u" pass are skipped. Same parameters, tile
- * and staging entry (the plain module's _prep) as d's kernel; entry ws_hgemm_phased_name. */
+ * and staging entry (the plain module's _prep) as d's kernel; entry ws_hgemm_phased_name.
+ * TAPS: where lo and hi are given (ws_gbwd_dx_taps) and every row tile is one phase (C_in a
+ * multiple of 128, at most WS_HGEMM_PHASES_MAX phases), a tile of phase r = o0 / C_in runs only
+ * the taps lo[r]..hi[r] of W' (its rows are zero at the others: at stride 2 and K 3, phase 1
+ * has one tap of two): ceil(C_in' / BK) stages a tap. The name then ends in _t and the
+ * ranges. */
+#define WS_HGEMM_PHASES_MAX 8
 int ws_hgemm_phased_fits(const ws_conv_desc *d, int phases);
-void ws_hgemm_phased_name(const ws_conv_desc *d, int phases, char name[WS_HGEMM_NAME_MAX]);
-char *ws_hgemm_emit_phased(const ws_conv_desc *d, int phases, ws_err *err);
+void ws_hgemm_phased_name(const ws_conv_desc *d, int phases, const int *lo, const int *hi,
+                          char name[WS_HGEMM_NAME_MAX]);
+char *ws_hgemm_emit_phased(const ws_conv_desc *d, int phases, const int *lo, const int *hi, ws_err *err);
 
 /* THE WEIGHT GRADIENT (ptx_hbwd.h; a dense BWD descriptor, pre NONE, TF32 / BF16 / F16 math):
  *   part[s][k][o][j] = sum over split s's stages of G[n][o][t] Xs[n][j][rk][t + qk] with
