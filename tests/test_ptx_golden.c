@@ -45,6 +45,10 @@
  *   BF16, F16 and TF32 math, 0 where ws_hgemm_fits refuses; the table is
  *   tests/ptx_golden_hopper.inc.
  *
+ * - the phased dx (ptx_golden/phased_dx_modules_emit_the_recorded_bytes): the Hopper GEMM's
+ *   phased form (ws_hgemm_emit_phased, with each phase's taps) of dx's conv for the GPU
+ *   suite's strided NCL backward rows; the table is golden_phased, at the end of this file.
+ *
  * A deliberate kernel change re-runs the GPU suite on an H100 (scripts/gpu-node.sh) and
  * updates the table it changes, which each test prints itself, in C syntax, when
  * WS_GOLDEN_PRINT=1 (and then skips the comparison):
@@ -52,8 +56,10 @@
  *   WS_GOLDEN_PRINT=1 build/test_runner --filter ptx_golden/engine_modules_emit_the_recorded_bytes
  *   WS_GOLDEN_PRINT=1 build/test_runner --filter ptx_golden/mel_modules_emit_the_recorded_bytes
  *   WS_GOLDEN_PRINT=1 build/test_runner --filter ptx_golden/hopper_gemm_modules_emit_the_recorded_bytes
+ *   WS_GOLDEN_PRINT=1 build/test_runner --filter ptx_golden/phased_dx_modules_emit_the_recorded_bytes
  *
- * and paste the printed table over the old one (golden_eng, golden_mel, or the .inc file).
+ * and paste the printed table over the old one (golden_eng, golden_mel, golden_phased, or the
+ * .inc file).
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -67,6 +73,7 @@
 #include "cuda/ptx/ptx_dw.h"
 #include "cuda/ptx/ptx_dws.h"
 #include "cuda/ptx/ptx_gemm.h"
+#include "cuda/ptx/ptx_hbwd.h"
 #include "cuda/ptx/ptx_hgemm.h"
 #include "cuda/ptx/ptx_wprep.h"
 #include "cuda/ptx/ptx_mel.h"
@@ -1806,4 +1813,84 @@ Test(ptx_golden, hopper_gemm_modules_emit_the_recorded_bytes, .timeout = 600)
         cr_assert_gt(per_math[m], 0, "no %s module in the table", hg_math_name[m]);
     cr_assert(ncl > 0 && staged > 0 && staged < per_math[0] + per_math[1] + per_math[2],
               "the table's modules: %d NCL, %d staged", ncl, staged);
+}
+
+/* - the phased dx (ptx_golden/phased_dx_modules_emit_the_recorded_bytes): for the dense
+ *   backward rows whose dx runs in the Hopper GEMM's phased form (NCL x, stride > 1),
+ *   ws_hgemm_emit_phased's module with the rows' tap ranges, for BF16, F16 and TF32 math (0
+ *   where the phased form does not take the row in that math): the GPU suite's strided NCL
+ *   rows (tests/test_gpu_conv.c gbcases), each run there in every math. */
+typedef struct {
+    const char *name;
+    int c_in, c_out, k, s, d, pl, pr;
+} phased_shape;
+static const phased_shape shapes_phased[] = {
+    { "gb_ncl_s2_k3_o192_t1001", 64, 192, 3, 2, 1, 1, 1 },
+    { "gb_ncl_s4_k8_c48_o256_t777", 48, 256, 8, 4, 1, 2, 2 },
+    { "gb_ncl_s2_k3_c128_o192_t999_taps", 128, 192, 3, 2, 1, 1, 1 },
+    { "gb_ncl_s4_k8_c128_o128_t777_taps", 128, 128, 8, 4, 1, 2, 2 },
+};
+#define N_SHAPES_PHASED ((int)(sizeof shapes_phased / sizeof shapes_phased[0]))
+/* clang-format off */
+static const golden_hopper_row golden_phased[] = {
+    { "gb_ncl_s2_k3_o192_t1001", { 0x4ba8747d369ad00fULL, 0x3a3840316e0e339dULL, 0xf525ebb10e206773ULL } },
+    { "gb_ncl_s4_k8_c48_o256_t777", { 0x7c084c70b4a8a6baULL, 0x24201f1b15779c3aULL, 0xe7c2b5ac5856ed5aULL } },
+    { "gb_ncl_s2_k3_c128_o192_t999_taps", { 0xe7b0d51f4421330dULL, 0xb2924f9b83282881ULL, 0x4ac5a5778a6feb19ULL } },
+    { "gb_ncl_s4_k8_c128_o128_t777_taps", { 0x40743bc2b6b3ffe6ULL, 0xeec929f9dd2a49e0ULL, 0x0728ec74431c2f01ULL } },
+};
+/* clang-format on */
+#define N_GOLDEN_PHASED ((int)(sizeof golden_phased / sizeof golden_phased[0]))
+
+Test(ptx_golden, phased_dx_modules_emit_the_recorded_bytes)
+{
+    static const char *update = "the emitted PTX changed: if deliberate, re-run the GPU suite on a Hopper GPU "
+                                "(scripts/gpu-node.sh) and update golden_phased (WS_GOLDEN_PRINT=1 prints it)";
+    const char *pr = getenv("WS_GOLDEN_PRINT");
+    const int print = pr && *pr && strcmp(pr, "0") != 0;
+    int taken = 0, ranged = 0;
+    for (int i = 0; i < N_SHAPES_PHASED; i++) {
+        const phased_shape *s = &shapes_phased[i];
+        uint64_t h[HG_NMATH] = { 0 };
+        for (int m = 0; m < HG_NMATH; m++) {
+            const ws_conv_desc d = { .op = WS_CONV_BWD, .c_in = s->c_in, .c_out = s->c_out, .groups = 1, .k = s->k,
+                                     .stride = s->s, .dilation = s->d, .pad_l = s->pl, .pad_r = s->pr,
+                                     .x_layout = WS_NCL, .y_layout = WS_NCL, .x_type = WS_BF16,
+                                     .w_type = WS_BF16, .y_type = WS_BF16, .math = hg_math[m] };
+            ws_gbwd_dx x;
+            if (!ws_gbwd_dx_of(&d, &x) || !ws_hgemm_fits(&x.sub, 9, 0) || !ws_hgemm_phased_fits(&x.sub, x.phases))
+                continue;
+            int lo[WS_HGEMM_PHASES_MAX], hi[WS_HGEMM_PHASES_MAX];
+            cr_assert_leq(x.phases, WS_HGEMM_PHASES_MAX, "%s", s->name);
+            ws_gbwd_dx_taps(&d, &x, lo, hi);
+            ws_err err = { "" };
+            char *text = ws_hgemm_emit_phased(&x.sub, x.phases, lo, hi, &err);
+            cr_assert_not_null(text, "%s %s: %s", s->name, hg_math_name[m], err.msg);
+            h[m] = fnv1a64(text);
+            ranged += strstr(text, "taps lo_r..hi_r") != NULL;
+            free(text);
+            taken++;
+        }
+        if (print) {
+            printf("    { \"%s\", {", s->name);
+            for (int m = 0; m < HG_NMATH; m++) {
+                if (h[m])
+                    printf(" 0x%016" PRIx64 "ULL", h[m]);
+                else
+                    printf(" 0");
+                printf("%s", m + 1 < HG_NMATH ? "," : "");
+            }
+            printf(" } },\n");
+            continue;
+        }
+        cr_assert_lt(i, N_GOLDEN_PHASED, "row %d (%s) is not in the table: %s", i, s->name, update);
+        cr_assert_str_eq(golden_phased[i].shape, s->name, "row %d: %s", i, update);
+        for (int m = 0; m < HG_NMATH; m++)
+            cr_assert_eq(h[m], golden_phased[i].hash[m], "%s %s: hash %016" PRIx64 ", recorded %016" PRIx64 ": %s",
+                         s->name, hg_math_name[m], h[m], golden_phased[i].hash[m], update);
+    }
+    if (print)
+        cr_skip_test("WS_GOLDEN_PRINT set: table printed, not compared");
+    cr_assert_eq(N_SHAPES_PHASED, N_GOLDEN_PHASED, "the table has %d rows, the shapes %d: %s", N_GOLDEN_PHASED,
+                 N_SHAPES_PHASED, update);
+    cr_assert(taken >= 12 && ranged >= 6, "%d phased modules, %d with tap ranges", taken, ranged);
 }

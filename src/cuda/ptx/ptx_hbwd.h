@@ -19,7 +19,10 @@
  *          W'[r*C_in + c, o, m - m0] = w[o, c, (r + P_L - S*m) / D] where that is a tap, else 0:
  *          K' = m1 - m0 + 1 taps, padding -m0 left and enough right for ceil(T_in / S) rows,
  *          written NLC in x_type into the plan's scratch, then moved into dx (x_layout) by
- *          the "_u" entry (skipped where x is NLC and S divides T_in: X' is then dx itself).
+ *          the "_u" entry (skipped where x is NLC and S divides T_in: X' is then dx itself;
+ *          and where x is NCL and the conv takes the Hopper GEMM: its phased form,
+ *          ptx_hgemm.h, writes X' straight into NCL dx, with only each phase's taps
+ *          (ws_gbwd_dx_taps) where C_in % 128 == 0).
  *   The conv is an engine plan of its own (w float32 given per call, so it rounds and packs
  *   W' as any plan does): the Hopper GEMM, the mma GEMM or FFMA by its descriptor, so dx
  *   has the forward's speed and the math's rounding of g and w.
