@@ -1,7 +1,7 @@
 /* conv_gpu.c - the conv engine's GPU backend on every row of docs/conv-engine.md's speed table.
  *
  *   bench-conv_gpu [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] [--quick] [--list]
- *                  [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--no-phased] [--n N]
+ *                  [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--no-phased] [--direct] [--n N]
  *
  * For each row, layout and type (fp32: f32 storage, WS_MATH_F32; tf32: f32 storage,
  * WS_MATH_TF32, dense forward rows only; bf16: bf16 storage, WS_MATH_BF16; b, dw, db are
@@ -60,6 +60,7 @@
  * ptx_gemm.h instead (the two compared in one device session).
  * --no-phased: a dense backward's NCL dx at stride > 1 goes through X' and the "_u" pass even
  * where the Hopper GEMM's phased form would write it (ws_gpu_conv_no_phased).
+ * --direct: every call on the direct kernels (ws_gpu_conv_force_direct), for comparison.
  * --json FILE writes the same rows as a JSON array (bench/run-conv-gpu.sh joins it with
  * bench/conv_gpu_torch.py's). --list prints the rows' shapes, bytes and floors without a
  * GPU; --quick shrinks the shapes (N <= 2, T / 16 where T >= 512) for a smoke run; --n N runs
@@ -172,7 +173,7 @@ static const mode MODES[] = {
 
 typedef struct {
     const char *only, *json;
-    int iters, warmup, check, quick, list, per_call, no_hgemm, no_phased;
+    int iters, warmup, check, quick, list, per_call, no_hgemm, no_phased, direct;
     int n; /* --n: every row's batch N (0: the row's own) */
     int parts; /* --parts: the FFMA GEMM's sum in that many parts (ws_gpu_conv_parts) */
     int emit_major, emit_minor; /* --emit-cc: PTX for that capability (ws_gpu_emit_cc), e.g.
@@ -501,6 +502,7 @@ static int per_call_time(ws_gpu *g, const row *r, call_st *cs, ws_conv_args *a, 
             goto done;
         ws_gpu_conv_no_hgemm(cs[j].gc, o->no_hgemm);
         ws_gpu_conv_no_phased(cs[j].gc, o->no_phased);
+        ws_gpu_conv_force_direct(cs[j].gc, o->direct);
         ws_gpu_conv_parts(cs[j].gc, o->parts);
         for (int s = 0; s < sets; s++) {
             a[j * sets + s].w = P(wd[j]);
@@ -613,6 +615,7 @@ static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, const mode *m
             goto done;
         ws_gpu_conv_no_hgemm(cs[j].gc, o->no_hgemm);
         ws_gpu_conv_no_phased(cs[j].gc, o->no_phased);
+        ws_gpu_conv_force_direct(cs[j].gc, o->direct);
         ws_gpu_conv_parts(cs[j].gc, o->parts);
     }
     /* check */
@@ -688,6 +691,8 @@ int main(int argc, char **argv)
             o.no_hgemm = 1;
         else if (!strcmp(argv[i], "--no-phased"))
             o.no_phased = 1;
+        else if (!strcmp(argv[i], "--direct"))
+            o.direct = 1;
         else if (!strcmp(argv[i], "--n") && i + 1 < argc)
             o.n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--parts") && i + 1 < argc)
@@ -699,7 +704,7 @@ int main(int argc, char **argv)
             i++;
         else {
             fprintf(stderr, "usage: %s [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] "
-                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--no-phased] [--n N] [--parts Z]\n", argv[0]);
+                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--no-phased] [--direct] [--n N] [--parts Z]\n", argv[0]);
             return 2;
         }
     }

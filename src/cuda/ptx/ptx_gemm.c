@@ -609,6 +609,70 @@ static void emit_ffma_epi(gk *s, const epi *e, preg eo0, preg ep0, int TM, const
         I("mov.f32 %s, 0f00000000", bias[i].n);
         I("@%s ld.global.nc.f32 %s, [%s]", lb.n, bias[i].n, ba.n);
     }
+    if (d->y_layout == WS_NCL && !s->split) {
+        /* NCL y: a thread's positions 4tx + 64g .. + 3 are consecutive times of one item
+         * where T_out % 4 == 0 (p0 + 4tx is a multiple of 4), so each row's four are one
+         * vector store (and add load) where y (and add, add_bs) are aligned to it */
+        const int vb = 4 * ys;
+        preg vec = ws_ptx_reg(b, PTX_PRED), q = ws_ptx_reg(b, PTX_PRED), r = ws_ptx_reg(b, PTX_B32);
+        preg r64 = ws_ptx_reg(b, PTX_B64);
+        plabel scalar = ws_ptx_label_new(b, "epi_scalar");
+        ws_ptx_comment(b, "vectors of 4 times where T_out %% 4 == 0 and y%s is aligned to %d bytes",
+                       with_add ? ", add and add_bs" : "", vb);
+        I("and.b32 %s, %s, 3", r.n, s->tout32.n);
+        I("setp.eq.u32 %s, %s, 0", vec.n, r.n);
+        I("and.b64 %s, %s, %d", r64.n, e->py.n, vb - 1);
+        I("setp.eq.u64 %s, %s, 0", q.n, r64.n);
+        I("and.pred %s, %s, %s", vec.n, vec.n, q.n);
+        if (with_add) {
+            I("and.b64 %s, %s, %d", r64.n, e->pa.n, vb - 1);
+            I("setp.eq.u64 %s, %s, 0", q.n, r64.n);
+            I("and.pred %s, %s, %s", vec.n, vec.n, q.n);
+            I("and.b64 %s, %s, 3", r64.n, e->abs.n);
+            I("setp.eq.u64 %s, %s, 0", q.n, r64.n);
+            I("and.pred %s, %s, %s", vec.n, vec.n, q.n);
+        }
+        I("@!%s bra %s", vec.n, scalar.n);
+        for (int g = 0; g < 2; g++) {
+            ws_ptx_comment(b, "times p0 + %d + 4tx .. + 3 = n*T_out + t ..", po[4 * g]);
+            preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+            preg pok = ws_ptx_reg(b, PTX_PRED), ybase = ws_ptx_reg(b, PTX_B64), abase = ws_ptx_reg(b, PTX_B64);
+            preg t64 = ws_ptx_reg(b, PTX_B64);
+            I("add.u32 %s, %s, %d", p.n, ep0.n, po[4 * g]);
+            I("setp.lt.u32 %s, %s, %s", pok.n, p.n, s->npos.n);
+            I("div.u32 %s, %s, %s", n.n, p.n, s->tout32.n);
+            I("mul.lo.u32 %s, %s, %s", t.n, n.n, s->tout32.n);
+            I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
+            I("cvt.u64.u32 %s, %s", t64.n, t.n);
+            I("mul.wide.u32 %s, %s, %s", ybase.n, n.n, s->tout32.n);
+            I("mul.lo.u64 %s, %s, %lld", ybase.n, ybase.n, (long long)d->c_out * ys);
+            I("add.u64 %s, %s, %s", ybase.n, ybase.n, e->py.n);
+            if (with_add) {
+                preg n64 = ws_ptx_reg(b, PTX_B64);
+                I("cvt.u64.u32 %s, %s", n64.n, n.n);
+                I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, e->abs.n);
+                I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, ys, e->pa.n);
+            }
+            for (int i = 0; i < TM; i++) {
+                preg v[4], off = ws_ptx_reg(b, PTX_B64), in = ws_ptx_reg(b, PTX_PRED);
+                for (int c = 0; c < 4; c++)
+                    v[c] = ws_ptx_reg(b, PTX_F32);
+                I("and.pred %s, %s, %s", in.n, ook[i].n, pok.n);
+                I("mad.wide.u32 %s, %s, %s, %s", off.n, oi[i].n, s->tout32.n, t64.n);
+                ws_ptx_epi ep = {
+                    .act = d->act, .y_type = d->y_type, .n = 4, .v = v, .src = &acc[i][4 * g],
+                    .bias = &bias[i], .bias_stride = 0, .in = in,
+                    .y = {.index = off, .base = ybase, .scale = ys}};
+                if (with_add) {
+                    ep.add_if = e->hasa;
+                    ep.add = (ws_ptx_addr){.index = off, .base = abase, .scale = ys};
+                }
+                ws_ptx_epi_emit(b, &ep);
+            }
+        }
+        I("ret");
+        ws_ptx_label(b, scalar);
+    }
     for (int j = 0; j < 8; j++) {
         ws_ptx_comment(b, "position p0 + %d + 4tx = n*T_out + t", po[j]);
         preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);

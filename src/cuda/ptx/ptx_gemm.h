@@ -55,7 +55,12 @@
  *     p < P): + b[o] (b[o] loaded once per row of the thread, 0 without bias), act, + add
  *     (read in y_type), stored in y_type and y_layout (ptx_epi.h's epilogue), each
  *     element's add read and store under that predicate with no branch, so that the
- *     assembler schedules the elements of a position together.
+ *     assembler schedules the elements of a position together. FFMA, NCL y: a thread's
+ *     positions 64g + 4tx .. + 3 are one item's consecutive times where T_out % 4 == 0, so
+ *     where also y (and add, add_bs) are aligned to 4 elements a call takes a third form,
+ *     each row's four values one vector store (and add load): H200, float32 NCL, Jukebox
+ *     425.3 -> 370.2 us, the dilated K3 D9 conv 308.2 -> 291.2, the ResConv1D block's two
+ *     calls 425.9 -> 410.4; wav2vec2's first conv (T_out 31999) keeps the scalar stores.
  * Registers (ptxas, no .maxnreg): 128 on sm_90 for the 128-row tile (two blocks per
  * multiprocessor; k-major and channel lanes included), 80-90 for the 64-row tile; no spills.
  * Not so for 16-bit NLC y with GELU (float32 math storing bf16 / f16): 139-144 registers, one
