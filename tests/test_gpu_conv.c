@@ -2325,6 +2325,12 @@ static const gcase gbcases[] = {
      WS_BF16, 0, WS_ACT_NONE, 1, 0},
     {"gb_ncl_s4_k8_c128_o128_t777_taps", 2, 128, 128, 1, 8, 4, 1, 2, 2, 777, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
      WS_BF16, 0, WS_ACT_NONE, 1, 0},
+    /* the large tile (dx's conv sums 3 taps x 640 channels: 30 stages), with taps; dilation 2
+     * at S 2, where phase 1 has no tap at all (its rows of dx are zeros) */
+    {"gb_ncl_s4_k8_c128_o640_t777_large", 2, 128, 640, 1, 8, 4, 1, 2, 2, 777, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
+     WS_BF16, 0, WS_ACT_NONE, 1, 0},
+    {"gb_ncl_s2_k3_d2_c128_o192_t999_notap", 2, 128, 192, 1, 3, 2, 2, 2, 2, 999, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
+     WS_BF16, 0, WS_ACT_NONE, 1, 0},
 };
 #define N_GBCASES ((int)(sizeof gbcases / sizeof gbcases[0]))
 
@@ -2345,12 +2351,12 @@ Test(gpu_conv_ptx, gemm_bwd_dx_is_the_conv_the_header_describes)
         cr_assert_geq(ws_gbwd_dx_rows(&x, ws_conv_out_len(&d, t), t), (t + 7) / 8, "T_in %d", t);
     {
         int lo[8], hi[8];
-        ws_conv_desc t = bdesc_of(&gbcases[N_GBCASES - 2]); /* K3 S2 P1: m in 0..1 */
+        ws_conv_desc t = bdesc_of(&gbcases[N_GBCASES - 4]); /* K3 S2 P1: m in 0..1 */
         cr_assert(ws_gbwd_dx_of(&t, &x) && x.phases == 2 && x.m0 == 0 && x.sub.k == 2);
         ws_gbwd_dx_taps(&t, &x, lo, hi);
         cr_assert(lo[0] == 0 && hi[0] == 0 && lo[1] == 0 && hi[1] == 1, "taps %d..%d, %d..%d", lo[0], hi[0], lo[1],
                   hi[1]);
-        t = bdesc_of(&gbcases[N_GBCASES - 1]); /* K8 S4 P2: m in -1..1 */
+        t = bdesc_of(&gbcases[N_GBCASES - 3]); /* K8 S4 P2: m in -1..1 */
         cr_assert(ws_gbwd_dx_of(&t, &x) && x.phases == 4 && x.m0 == -1 && x.sub.k == 3);
         ws_gbwd_dx_taps(&t, &x, lo, hi);
         cr_assert(lo[0] == 0 && hi[0] == 1 && lo[1] == 0 && hi[1] == 1 && lo[2] == 1 && hi[2] == 2 && lo[3] == 1 &&
@@ -2358,7 +2364,14 @@ Test(gpu_conv_ptx, gemm_bwd_dx_is_the_conv_the_header_describes)
         char name[WS_HGEMM_NAME_MAX];
         ws_hgemm_phased_name(&x.sub, x.phases, lo, hi, name);
         cr_assert(strstr(name, "_ph4_t0_1_0_1_1_2_1_2_"), "%s", name);
-        t = bdesc_of(&gbcases[N_GBCASES - 3]); /* C_in 48: tiles of mixed phases, every tap */
+        t = bdesc_of(&gbcases[N_GBCASES - 1]); /* D2 S2: phase 1 has no tap, 0..0 */
+        cr_assert(ws_gbwd_dx_of(&t, &x) && x.phases == 2 && x.sub.k == 3);
+        ws_gbwd_dx_taps(&t, &x, lo, hi);
+        cr_assert(lo[0] == 0 && hi[0] == 2 && lo[1] == 0 && hi[1] == 0, "taps %d..%d, %d..%d", lo[0], hi[0], lo[1],
+                  hi[1]);
+        t = bdesc_of(&gbcases[N_GBCASES - 2]); /* the large tile */
+        cr_assert(ws_gbwd_dx_of(&t, &x) && !ws_hgemm_small(&x.sub));
+        t = bdesc_of(&gbcases[N_GBCASES - 5]); /* C_in 48: tiles of mixed phases, every tap */
         cr_assert(ws_gbwd_dx_of(&t, &x));
         ws_gbwd_dx_taps(&t, &x, lo, hi);
         ws_hgemm_phased_name(&x.sub, x.phases, lo, hi, name);

@@ -1829,6 +1829,8 @@ static const phased_shape shapes_phased[] = {
     { "gb_ncl_s4_k8_c48_o256_t777", 48, 256, 8, 4, 1, 2, 2 },
     { "gb_ncl_s2_k3_c128_o192_t999_taps", 128, 192, 3, 2, 1, 1, 1 },
     { "gb_ncl_s4_k8_c128_o128_t777_taps", 128, 128, 8, 4, 1, 2, 2 },
+    { "gb_ncl_s4_k8_c128_o640_t777_large", 128, 640, 8, 4, 1, 2, 2 },
+    { "gb_ncl_s2_k3_d2_c128_o192_t999_notap", 128, 192, 3, 2, 2, 2, 2 },
 };
 #define N_SHAPES_PHASED ((int)(sizeof shapes_phased / sizeof shapes_phased[0]))
 /* clang-format off */
@@ -1837,6 +1839,8 @@ static const golden_hopper_row golden_phased[] = {
     { "gb_ncl_s4_k8_c48_o256_t777", { 0x7c084c70b4a8a6baULL, 0x24201f1b15779c3aULL, 0xe7c2b5ac5856ed5aULL } },
     { "gb_ncl_s2_k3_c128_o192_t999_taps", { 0xe7b0d51f4421330dULL, 0xb2924f9b83282881ULL, 0x4ac5a5778a6feb19ULL } },
     { "gb_ncl_s4_k8_c128_o128_t777_taps", { 0x40743bc2b6b3ffe6ULL, 0xeec929f9dd2a49e0ULL, 0x0728ec74431c2f01ULL } },
+    { "gb_ncl_s4_k8_c128_o640_t777_large", { 0xaa30623064a36de2ULL, 0x055d222414970c5cULL, 0x14dbbda51a956f88ULL } },
+    { "gb_ncl_s2_k3_d2_c128_o192_t999_notap", { 0xf63e95435b59eea3ULL, 0x1823da6471689591ULL, 0x7d88ac4495812a51ULL } },
 };
 /* clang-format on */
 #define N_GOLDEN_PHASED ((int)(sizeof golden_phased / sizeof golden_phased[0]))
@@ -1892,5 +1896,5 @@ Test(ptx_golden, phased_dx_modules_emit_the_recorded_bytes)
         cr_skip_test("WS_GOLDEN_PRINT set: table printed, not compared");
     cr_assert_eq(N_SHAPES_PHASED, N_GOLDEN_PHASED, "the table has %d rows, the shapes %d: %s", N_GOLDEN_PHASED,
                  N_SHAPES_PHASED, update);
-    cr_assert(taken >= 12 && ranged >= 6, "%d phased modules, %d with tap ranges", taken, ranged);
+    cr_assert(taken >= 18 && ranged >= 12, "%d phased modules, %d with tap ranges", taken, ranged);
 }

@@ -187,9 +187,9 @@ char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err);
  * and staging entry (the plain module's _prep) as d's kernel; entry ws_hgemm_phased_name.
  * TAPS: where lo and hi are given (ws_gbwd_dx_taps) and every row tile is one phase (C_in a
  * multiple of 128, at most WS_HGEMM_PHASES_MAX phases), a tile of phase r = o0 / C_in runs only
- * the taps lo[r]..hi[r] of W' (its rows are zero at the others: at stride 2 and K 3, phase 1
- * has one tap of two): ceil(C_in' / BK) stages a tap. The name then ends in _t and the
- * ranges. */
+ * the taps lo[r]..hi[r] of W' (its rows are zero at the others: at K 3, stride 2 and no
+ * padding, phase 1 has one tap of two): ceil(C_in' / BK) stages a tap. The name then ends
+ * in _t and the ranges. */
 #define WS_HGEMM_PHASES_MAX 8
 int ws_hgemm_phased_fits(const ws_conv_desc *d, int phases);
 void ws_hgemm_phased_name(const ws_conv_desc *d, int phases, const int *lo, const int *hi,
