@@ -1761,6 +1761,20 @@ static const golden_hopper_row golden_hopper[] = {
 
 #define N_GOLDEN_HOPPER ((int)(sizeof golden_hopper / sizeof golden_hopper[0]))
 
+/* one row of a golden_hopper_row table as C, for WS_GOLDEN_PRINT */
+static void print_hopper_row(const char *indent, const char *name, const uint64_t h[HG_NMATH])
+{
+    printf("%s{ \"%s\", {", indent, name);
+    for (int m = 0; m < HG_NMATH; m++) {
+        if (h[m])
+            printf(" 0x%016" PRIx64 "ULL", h[m]);
+        else
+            printf(" 0");
+        printf("%s", m + 1 < HG_NMATH ? "," : "");
+    }
+    printf(" } },\n");
+}
+
 Test(ptx_golden, hopper_gemm_modules_emit_the_recorded_bytes, .timeout = 600)
 {
     static const char *update =
@@ -1786,15 +1800,7 @@ Test(ptx_golden, hopper_gemm_modules_emit_the_recorded_bytes, .timeout = 600)
             staged += ws_hgemm_staged(&d);
         }
         if (print) {
-            printf("{ \"%s\", {", s->name);
-            for (int m = 0; m < HG_NMATH; m++) {
-                if (h[m])
-                    printf(" 0x%016" PRIx64 "ULL", h[m]);
-                else
-                    printf(" 0");
-                printf("%s", m + 1 < HG_NMATH ? "," : "");
-            }
-            printf(" } },\n");
+            print_hopper_row("", s->name, h);
             continue;
         }
         cr_assert_lt(i, N_GOLDEN_HOPPER, "row %d (%s) is not in the table: %s", i, s->name, update);
@@ -1875,15 +1881,7 @@ Test(ptx_golden, phased_dx_modules_emit_the_recorded_bytes)
             taken++;
         }
         if (print) {
-            printf("    { \"%s\", {", s->name);
-            for (int m = 0; m < HG_NMATH; m++) {
-                if (h[m])
-                    printf(" 0x%016" PRIx64 "ULL", h[m]);
-                else
-                    printf(" 0");
-                printf("%s", m + 1 < HG_NMATH ? "," : "");
-            }
-            printf(" } },\n");
+            print_hopper_row("    ", s->name, h);
             continue;
         }
         cr_assert_lt(i, N_GOLDEN_PHASED, "row %d (%s) is not in the table: %s", i, s->name, update);
