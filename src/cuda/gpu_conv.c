@@ -155,6 +155,19 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
     free(c);
 }
 
+/* the phased form of dx's conv x->sub for BWD descriptor d (ptx_hgemm.h): its tap ranges
+ * into lo, hi (where x->phases <= WS_HGEMM_PHASES_MAX, else none), its entry's name, its
+ * module text (malloc'd), or NULL with err */
+static char *phased_ptx(const ws_conv_desc *d, const ws_gbwd_dx *x, int *lo, int *hi,
+                        char name[WS_HGEMM_NAME_MAX], ws_err *err)
+{
+    const int tp = x->phases <= WS_HGEMM_PHASES_MAX;
+    if (tp)
+        ws_gbwd_dx_taps(d, x, lo, hi);
+    ws_hgemm_phased_name(&x->sub, x->phases, tp ? lo : NULL, tp ? hi : NULL, name);
+    return ws_hgemm_emit_phased(&x->sub, x->phases, tp ? lo : NULL, tp ? hi : NULL, err);
+}
+
 /* the dense backward's GEMM passes for a BWD plan (ptx_hbwd.h): their module, the plan of
  * dx's conv, and on 9.0 the weight-gradient kernel. 0, or -1 with err */
 static int gbwd_load(ws_gpu_conv *c, ws_err *err)
@@ -201,12 +214,7 @@ static int gbwd_load(ws_gpu_conv *c, ws_err *err)
     }
     if (c->dxp && c->dxp->hgfn && d->x_layout == WS_NCL && ws_hgemm_phased_fits(&c->gx.sub, c->gx.phases)) {
         char pname[WS_HGEMM_NAME_MAX];
-        int *lo = c->dxp->ph_lo, *hi = c->dxp->ph_hi;
-        const int tp = c->gx.phases <= WS_HGEMM_PHASES_MAX;
-        if (tp)
-            ws_gbwd_dx_taps(d, &c->gx, lo, hi);
-        ws_hgemm_phased_name(&c->gx.sub, c->gx.phases, tp ? lo : NULL, tp ? hi : NULL, pname);
-        if (!(ptx = ws_hgemm_emit_phased(&c->gx.sub, c->gx.phases, tp ? lo : NULL, tp ? hi : NULL, err)))
+        if (!(ptx = phased_ptx(d, &c->gx, c->dxp->ph_lo, c->dxp->ph_hi, pname, err)))
             return -1;
         const int r3 = ws_gpu_module(g, pname, ptx, &c->dxp->hphmod, err);
         free(ptx);
@@ -1667,13 +1675,9 @@ int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const ch
         if (!rc && has_dx && d->x_layout == WS_NCL && ws_hgemm_fits(&x.sub, cc_major, cc_minor) &&
             ws_hgemm_phased_fits(&x.sub, x.phases)) { /* dx's conv in its phased form */
             int lo[WS_HGEMM_PHASES_MAX], hi[WS_HGEMM_PHASES_MAX];
-            const int tp = x.phases <= WS_HGEMM_PHASES_MAX;
-            if (tp)
-                ws_gbwd_dx_taps(d, &x, lo, hi);
-            char *pm = ws_hgemm_emit_phased(&x.sub, x.phases, tp ? lo : NULL, tp ? hi : NULL, err);
+            char *pm = phased_ptx(d, &x, lo, hi, gname, err);
             if (!pm)
                 return -1;
-            ws_hgemm_phased_name(&x.sub, x.phases, tp ? lo : NULL, tp ? hi : NULL, gname);
             rc = write_ptx(dir, gname, pm, err);
             free(pm);
         }

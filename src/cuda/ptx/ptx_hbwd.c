@@ -37,16 +37,26 @@ static int fdiv(int a, int b) /* floor(a / b), b > 0 */
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
+/* 1 when tap k of d feeds phase r of dx (D*k = r + P_L - S*m for an integer m), with that m */
+static int phase_tap(const ws_conv_desc *d, int r, int k, int *m)
+{
+    const int S = d->stride;
+    const long long num = (long long)r + d->pad_l - (long long)d->dilation * k;
+    if (((num % S) + S) % S)
+        return 0;
+    *m = (int)(num >= 0 ? num / S : -((-num) / S));
+    return 1;
+}
+
 void ws_gbwd_dx_taps(const ws_conv_desc *d, const ws_gbwd_dx *x, int *lo, int *hi)
 {
-    const int S = d->stride, D = d->dilation;
     for (int r = 0; r < x->phases; r++) {
         lo[r] = INT_MAX, hi[r] = -1;
         for (int k = 0; k < d->k; k++) {
-            const long long num = (long long)r + d->pad_l - (long long)D * k;
-            if (((num % S) + S) % S)
+            int m;
+            if (!phase_tap(d, r, k, &m))
                 continue;
-            const int i = (int)((num >= 0 ? num / S : -((-num) / S)) - x->m0);
+            const int i = m - x->m0;
             lo[r] = i < lo[r] ? i : lo[r];
             hi[r] = i > hi[r] ? i : hi[r];
         }
@@ -77,10 +87,9 @@ int ws_gbwd_dx_of(const ws_conv_desc *d, ws_gbwd_dx *out)
         int m0 = INT_MAX, m1 = INT_MIN;
         for (int r = 0; r < S; r++)
             for (int k = 0; k < K; k++) {
-                const long long num = (long long)r + d->pad_l - (long long)D * k;
-                if (((num % S) + S) % S)
+                int m;
+                if (!phase_tap(d, r, k, &m))
                     continue;
-                const int m = (int)(num >= 0 ? num / S : -((-num) / S));
                 m0 = m < m0 ? m : m0;
                 m1 = m > m1 ? m : m1;
             }
