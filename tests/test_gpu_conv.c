@@ -1759,7 +1759,7 @@ static int mma_hgemm_calls; /* calls run_mma_case saw go to the Hopper GEMM */
  * the hardest), two runs the same bits, the gemm kernel taken; with x_off, x starts that
  * many elements into its buffer, and a kernel that needs x aligned (ws_gemm_x_align) must
  * leave the call to the direct kernel */
-static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off)
+static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off, int y_off)
 {
     ws_conv_desc d = desc_of(c);
     d.math = mma_maths[m];
@@ -1788,14 +1788,16 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off)
     cr_assert_eq(ws_conv_run(cpu, &ac, &e), 0, "%s: %s", c->name, e.msg);
     ws_conv_free(cpu);
 
-    const uint64_t dxbuf = dev_alloc(g, (nx + (size_t)x_off) * tsize(c->xt)), dy = dev_alloc(g, ybytes);
-    const uint64_t dx = dxbuf + (uint64_t)x_off * tsize(c->xt);
-    uint64_t dadd = 0;
+    const uint64_t dxbuf = dev_alloc(g, (nx + (size_t)x_off) * tsize(c->xt));
+    const uint64_t dybuf = dev_alloc(g, ybytes + (size_t)y_off * tsize(c->yt));
+    const uint64_t dx = dxbuf + (uint64_t)x_off * tsize(c->xt), dy = dybuf + (uint64_t)y_off * tsize(c->yt);
+    uint64_t dadd = 0, daddbuf = 0;
     cr_assert_eq(ws_gpu_upload(g, dx, x, nx * tsize(c->xt), &e), 0, "%s", e.msg);
     if (c->add == ADD_INPUT) {
         dadd = dx;
-    } else if (add) {
-        dadd = dev_alloc(g, nadd * tsize(c->yt));
+    } else if (add) { /* y_off elements into its buffer, as y */
+        daddbuf = dev_alloc(g, (nadd + (size_t)y_off) * tsize(c->yt));
+        dadd = daddbuf + (uint64_t)y_off * tsize(c->yt);
         cr_assert_eq(ws_gpu_upload(g, dadd, add, nadd * tsize(c->yt), &e), 0, "%s", e.msg);
     }
     ws_gpu_conv *gc = ws_gpu_conv_new(g, &d, w, b, &e);
@@ -1838,9 +1840,9 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off)
 
     ws_gpu_conv_free(gc);
     ws_gpu_release(g, dxbuf);
-    ws_gpu_release(g, dy);
-    if (dadd && dadd != dx)
-        ws_gpu_release(g, dadd);
+    ws_gpu_release(g, dybuf);
+    if (daddbuf)
+        ws_gpu_release(g, daddbuf);
     if (add != x)
         free(add);
     free(x), free(w), free(b), free(ycpu), free(ygpu), free(ygpu2), free(poison);
@@ -1859,7 +1861,7 @@ Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_the_math_types_rounding, .
         double most[N_MMA_MATHS] = {0, 0, 0};
         for (int m = 0; m < N_MMA_MATHS; m++)
             for (int i = 0; i < N_GCASES; i++) {
-                const double rl2 = run_mma_case(g, &gcases_gemm[i], m, 0);
+                const double rl2 = run_mma_case(g, &gcases_gemm[i], m, 0, 0);
                 most[m] = rl2 > most[m] ? rl2 : most[m];
             }
         if (verbose())
@@ -1897,12 +1899,39 @@ Test(gpu_conv, mma_gemm_gives_a_misaligned_nlc_x_to_the_direct_kernel_or_stages_
             ws_conv_desc d = desc_of(&gcases_gemm[i]);
             d.math = mma_maths[m];
             if (ws_gemm_x_align(&d) == 16 && gcases_gemm[i].add != ADD_INPUT) {
-                run_mma_case(g, &gcases_gemm[i], m, 1);
-                run_mma_case(g, &gcases_gemm[i], m, (int)(16 / tsize(gcases_gemm[i].xt)));
+                run_mma_case(g, &gcases_gemm[i], m, 1, 0);
+                run_mma_case(g, &gcases_gemm[i], m, (int)(16 / tsize(gcases_gemm[i].xt)), 0);
                 rows++;
             }
         }
     cr_assert_geq(rows, 9, "only %d rows with 16-byte NLC loads", rows);
+    ws_gpu_close(g);
+}
+
+/* The Hopper GEMM's NLC epilogue stores 4 channels at a time where C_out % 4 == 0 and y and
+ * the add are aligned to 4 elements (ptx_hgemm.h): its rows with NLC y, with y (and the add)
+ * one element into their buffers, take the element-by-element form within the same bounds,
+ * over NaN-poisoned y */
+Test(gpu_conv, hopper_gemm_writes_a_misaligned_nlc_y_element_by_element, .timeout = 300)
+{
+    ws_gpu *g = gpu_or_skip();
+    if (!ws_gpu_hgemm_available(g)) {
+        ws_gpu_close(g);
+        cr_skip_test("no Hopper GEMM on this device");
+    }
+    int rows = 0, vec = 0;
+    for (int m = 0; m < N_MMA_MATHS; m++)
+        for (int i = 0; i < N_GCASES; i++) {
+            ws_conv_desc d = desc_of(&gcases_gemm[i]);
+            d.math = mma_maths[m];
+            if (d.y_layout == WS_NLC && ws_hgemm_fits(&d, 9, 0) && gcases_gemm[i].add != ADD_INPUT) {
+                run_mma_case(g, &gcases_gemm[i], m, 0, 1);
+                rows++;
+                vec += d.c_out % 4 == 0;
+            }
+        }
+    cr_assert_geq(rows, 9, "only %d Hopper rows with NLC y", rows);
+    cr_assert_geq(vec, 6, "only %d of them with C_out %% 4 == 0", vec);
     ws_gpu_close(g);
 }
 

@@ -1841,12 +1841,12 @@ static const phased_shape shapes_phased[] = {
 #define N_SHAPES_PHASED ((int)(sizeof shapes_phased / sizeof shapes_phased[0]))
 /* clang-format off */
 static const golden_hopper_row golden_phased[] = {
-    { "gb_ncl_s2_k3_o192_t1001", { 0x4ba8747d369ad00fULL, 0x3a3840316e0e339dULL, 0xf525ebb10e206773ULL } },
-    { "gb_ncl_s4_k8_c48_o256_t777", { 0x7c084c70b4a8a6baULL, 0x24201f1b15779c3aULL, 0xe7c2b5ac5856ed5aULL } },
-    { "gb_ncl_s2_k3_c128_o192_t999_taps", { 0xe7b0d51f4421330dULL, 0xb2924f9b83282881ULL, 0x4ac5a5778a6feb19ULL } },
-    { "gb_ncl_s4_k8_c128_o128_t777_taps", { 0x40743bc2b6b3ffe6ULL, 0xeec929f9dd2a49e0ULL, 0x0728ec74431c2f01ULL } },
-    { "gb_ncl_s4_k8_c128_o640_t777_large", { 0xaa30623064a36de2ULL, 0x055d222414970c5cULL, 0x14dbbda51a956f88ULL } },
-    { "gb_ncl_s2_k3_d2_c128_o192_t999_notap", { 0xf63e95435b59eea3ULL, 0x1823da6471689591ULL, 0x7d88ac4495812a51ULL } },
+    { "gb_ncl_s2_k3_o192_t1001", { 0x8918ddac985b46d1ULL, 0x6fdb8099726301ebULL, 0x3a570f824ecaad15ULL } },
+    { "gb_ncl_s4_k8_c48_o256_t777", { 0x86d2e1210a94fb38ULL, 0xb662269ccf6c60b8ULL, 0xf3fc161872737a18ULL } },
+    { "gb_ncl_s2_k3_c128_o192_t999_taps", { 0x8a017ca27ebf0893ULL, 0x4035596d95d64e17ULL, 0x32d889691c3f6a0fULL } },
+    { "gb_ncl_s4_k8_c128_o128_t777_taps", { 0x1b92c4d478b5dfacULL, 0x5e76640d4aac9d6aULL, 0xab2744f7deea02f3ULL } },
+    { "gb_ncl_s4_k8_c128_o640_t777_large", { 0xb5ad964e54963cc4ULL, 0xdad8a4876aa99782ULL, 0xbeee5e72264b621eULL } },
+    { "gb_ncl_s2_k3_d2_c128_o192_t999_notap", { 0xbd1ca2f8fe6f885dULL, 0x85886824cee91ec7ULL, 0x2aad08e6a8463407ULL } },
 };
 /* clang-format on */
 #define N_GOLDEN_PHASED ((int)(sizeof golden_phased / sizeof golden_phased[0]))

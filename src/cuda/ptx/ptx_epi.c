@@ -100,7 +100,10 @@ void ws_ptx_epi_emit(ptx_buf *b, const ws_ptx_epi *e)
         }
         return;
     }
-    if (named(e->add_if)) {
+    if (named(e->add_if) && e->add_v) { /* n > 1, the add already read: no branch */
+        for (int i = 0; i < e->n; i++)
+            ws_ptx_ins(b, "@%s add.f32 %s, %s, %s", e->add_if.n, e->v[i].n, e->v[i].n, e->add_v[i].n);
+    } else if (named(e->add_if)) {
         plabel noadd = ws_ptx_label_new(b, "noadd");
         ws_ptx_ins(b, "@!%s bra %s", e->add_if.n, noadd.n);
         const preg aa = addr_at(b, &e->add);

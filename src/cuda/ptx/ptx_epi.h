@@ -51,8 +51,8 @@ typedef struct {
                           * read and added under a branch on bias_if (which it needs) */
     preg bias_if;       /* named: the bias added only where it holds */
     preg add_if;        /* named: add given */
-    const preg *add_v;  /* n 1 with in: the add's value already read (float32), added where
-                         * add_if holds; NULL: read at add */
+    const preg *add_v;  /* the add's n values already read (float32), added where add_if holds
+                         * (no branch; n 1 with in); NULL: read at add */
     ws_ptx_addr add, y;
     preg in;            /* n > 1: the vector's add load and y store under it; n 1: the
                          * element's, with no branch */

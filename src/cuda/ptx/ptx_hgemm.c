@@ -22,6 +22,9 @@
 #define BN (q->bn)
 #define NACC_MAX (WS_HGEMM_BN / 2) /* accumulators a consumer thread: 64 rows x BN / 128 threads */
 #define YS_ROW (BN + 1) /* the epilogue's Ys row in floats: column reads and row reads hit 32 banks */
+/* NLC y: Ys[BN][YS_NLC], a position's 128 rows (+ 4: the accumulators' stores hit 32 banks, a
+ * row's 16-byte groups stay aligned) */
+#define YS_NLC (WS_HGEMM_BM + 4)
 #define PREP_TILE 32
 
 _Static_assert(A_BYTES + WS_HGEMM_BN * 128 == WS_HGEMM_STAGE_BYTES && (1 << WS_HGEMM_LGBN) == WS_HGEMM_BN &&
@@ -30,6 +33,9 @@ _Static_assert(A_BYTES + WS_HGEMM_BN * 128 == WS_HGEMM_STAGE_BYTES && (1 << WS_H
 _Static_assert(WS_HGEMM_BM * (WS_HGEMM_BN + 1) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES * WS_HGEMM_STAGE_BYTES &&
                WS_HGEMM_BM * (WS_HGEMM_BN_S + 1) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_S,
                "the epilogue's Ys and Bs fit in the stages");
+_Static_assert(WS_HGEMM_BN * (WS_HGEMM_BM + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES * WS_HGEMM_STAGE_BYTES &&
+               WS_HGEMM_BN_S * (WS_HGEMM_BM + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_S,
+               "the NLC epilogue's Ys and Bs fit in the stages");
 _Static_assert(2 * WS_HGEMM_THREADS_S * WS_HGEMM_MAXNREG_S <= 65536 && 2 * (WS_HGEMM_SMEM_S + 1024) <= 228 * 1024,
                "two blocks of the small tile fit an SM: the register file, shared memory");
 
@@ -337,6 +343,111 @@ static void emit_add_variant(ptx_buf *b, int va, preg hasa, plabel noadd, plabel
 
 #define EG 16 /* epilogue elements whose reads are issued together */
 
+#define EGV 4 /* the vector epilogue's vectors whose reads are issued together */
+
+/* The NLC epilogue in vectors of 4 channels (C_out % 4 == 0; the forward): where y, and the
+ * add with add_bs, are aligned to 4 elements (else on to the element form after it), thread c
+ * takes rows 4(c % 32) .. + 3 (b[o] once, one 16-byte read of Bs) at positions c/32 + 8m:
+ * one 16-byte read of Ys[position], one vector add read and one vector store a position, a
+ * warp's 32 of them one run of 128 channels. Ends at done. */
+static void emit_epi_nlc4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg c, preg sbase, preg bs,
+                          preg o0, preg t0, preg n0, preg lgtb, preg tbm, preg pa, preg py, preg abs, preg hasa,
+                          preg n32, preg tout, plabel done)
+{
+    const int ys = d->y_type == WS_F32 ? 4 : 2;
+    ws_ptx_comment(b, "NLC y in vectors: rows 4(c %% 32).. (b once), positions c/32 + 8m, where y and the add "
+                      "are aligned to 4 elements");
+    plabel scalar = ws_ptx_label_new(b, "epi_scalar"), noadd = ws_ptx_label_new(b, "epi4_noadd");
+    {
+        preg al = ws_ptx_reg(b, PTX_B64), aal = ws_ptx_reg(b, PTX_B64), bal = ws_ptx_reg(b, PTX_B64);
+        preg vec = ws_ptx_reg(b, PTX_PRED), aok = ws_ptx_reg(b, PTX_PRED);
+        I("and.b64 %s, %s, %d", al.n, py.n, 4 * ys - 1);
+        I("setp.eq.u64 %s, %s, 0", vec.n, al.n);
+        I("and.b64 %s, %s, %d", aal.n, pa.n, 4 * ys - 1);
+        I("and.b64 %s, %s, 3", bal.n, abs.n);
+        I("or.b64 %s, %s, %s", aal.n, aal.n, bal.n);
+        I("setp.eq.u64 %s, %s, 0", aok.n, aal.n);
+        I("or.pred %s, %s, !%s", aok.n, aok.n, hasa.n);
+        I("and.pred %s, %s, %s", vec.n, vec.n, aok.n);
+        I("@!%s bra %s", vec.n, scalar.n);
+    }
+    preg cg = ws_ptx_reg(b, PTX_B32), prow = ws_ptx_reg(b, PTX_B32), ov = ws_ptx_reg(b, PTX_B32);
+    preg ook = ws_ptx_reg(b, PTX_PRED), ra = ws_ptx_reg(b, PTX_B32), ba = ws_ptx_reg(b, PTX_B32);
+    preg ov64 = ws_ptx_reg(b, PTX_B64), yb0 = ws_ptx_reg(b, PTX_B64), ab0 = ws_ptx_reg(b, PTX_B64);
+    preg absb = ws_ptx_reg(b, PTX_B64);
+    preg bias[4];
+    I("and.b32 %s, %s, 31", cg.n, c.n);
+    I("shr.u32 %s, %s, 5", prow.n, c.n);
+    I("mad.lo.u32 %s, %s, 4, %s", ov.n, cg.n, o0.n);
+    I("setp.lt.u32 %s, %s, %d", ook.n, ov.n, d->c_out);
+    I("@!%s bra %s", ook.n, done.n);
+    I("mad.lo.u32 %s, %s, 16, %s", ba.n, cg.n, bs.n);
+    for (int j = 0; j < 4; j++)
+        bias[j] = ws_ptx_reg(b, PTX_F32);
+    I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s]", bias[0].n, bias[1].n, bias[2].n, bias[3].n, ba.n);
+    I("mad.lo.u32 %s, %s, %d, %s", ra.n, prow.n, YS_NLC, ov.n);
+    I("sub.u32 %s, %s, %s", ra.n, ra.n, o0.n);
+    I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sbase.n);
+    I("cvt.u64.u32 %s, %s", ov64.n, ov.n);
+    I("mad.lo.u64 %s, %s, %d, %s", yb0.n, ov64.n, ys, py.n);
+    I("mad.lo.u64 %s, %s, %d, %s", ab0.n, ov64.n, ys, pa.n);
+    I("mul.lo.u64 %s, %s, %d", absb.n, abs.n, ys);
+    for (int va = 1; va >= 0; va--) {
+        emit_add_variant(b, va, hasa, noadd, done);
+        for (int m0 = 0; m0 < BN / 8; m0 += EGV) {
+            preg v[EGV][4], ok[EGV], ya[EGV], af[EGV][4];
+            ws_ptx_comment(b, "positions c/32 + 8(%d..%d): reads first, then the outputs", m0, m0 + EGV - 1);
+            for (int m = 0; m < EGV; m++) {
+                preg i = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+                preg ok2 = ws_ptx_reg(b, PTX_PRED), pos = ws_ptx_reg(b, PTX_B64), t64 = ws_ptx_reg(b, PTX_B64);
+                ok[m] = ws_ptx_reg(b, PTX_PRED), ya[m] = ws_ptx_reg(b, PTX_B64);
+                for (int j = 0; j < 4; j++)
+                    v[m][j] = ws_ptx_reg(b, PTX_F32);
+                I("add.u32 %s, %s, %d", i.n, prow.n, 8 * (m0 + m));
+                I("shr.u32 %s, %s, %s", n.n, i.n, lgtb.n);
+                I("add.u32 %s, %s, %s", n.n, n.n, n0.n);
+                I("and.b32 %s, %s, %s", t.n, i.n, tbm.n);
+                I("add.u32 %s, %s, %s", t.n, t.n, t0.n);
+                I("setp.lt.u32 %s, %s, %s", ok[m].n, n.n, n32.n);
+                I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tout.n);
+                I("and.pred %s, %s, %s", ok[m].n, ok[m].n, ok2.n);
+                I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", v[m][0].n, v[m][1].n, v[m][2].n, v[m][3].n, ra.n,
+                  8 * (m0 + m) * YS_NLC * 4);
+                ws_ptx_comment(b, "y + ((n*T_out + t)*C_out + o)*%d, add + (n*add_bs + t*C_out + o)*%d", ys, ys);
+                I("cvt.u64.u32 %s, %s", t64.n, t.n);
+                I("mad.wide.u32 %s, %s, %s, %s", pos.n, n.n, tout.n, t64.n);
+                I("mad.lo.u64 %s, %s, %lld, %s", ya[m].n, pos.n, (long long)d->c_out * ys, yb0.n);
+                if (va) {
+                    preg aa = ws_ptx_reg(b, PTX_B64), n64 = ws_ptx_reg(b, PTX_B64);
+                    ws_ptx_vec a = ws_ptx_vec_new(b, d->y_type, 4);
+                    char list[160];
+                    I("cvt.u64.u32 %s, %s", n64.n, n.n);
+                    I("mad.lo.u64 %s, %s, %lld, %s", aa.n, t64.n, (long long)d->c_out * ys, ab0.n);
+                    I("mad.lo.u64 %s, %s, %s, %s", aa.n, n64.n, absb.n, aa.n);
+                    for (int j = 0; j < a.nr; j++)
+                        I("mov.b32 %s, 0", a.r[j].n);
+                    ws_ptx_vec_list(&a, list, sizeof list);
+                    if (a.nr == 4)
+                        I("@%s ld.global.v4.f32 %s, [%s]", ok[m].n, list, aa.n);
+                    else
+                        I("@%s ld.global.v2.b32 %s, [%s]", ok[m].n, list, aa.n);
+                    for (int j = 0; j < 4; j++)
+                        af[m][j] = ws_ptx_vec_elem(b, &a, j);
+                }
+            }
+            for (int m = 0; m < EGV; m++) {
+                const ws_ptx_epi ep = {
+                    .act = d->act, .y_type = d->y_type, .n = 4, .v = v[m], .bias = bias, .bias_stride = 1,
+                    .add_if = va ? ok[m] : (preg){""}, .add_v = va ? af[m] : NULL, .in = ok[m],
+                    .y = {.at = ya[m]}};
+                ws_ptx_epi_emit(b, &ep);
+            }
+        }
+    }
+    I("bra %s", done.n);
+    ws_ptx_label(b, scalar);
+}
+
 /* the consumers: the ring into 64 accumulators, then the epilogue through shared memory.
  * wg_ed: the weight gradient's kernel (its epilogue's descriptor: rows C_out, positions
  * C_in, float32 NCL, no bias, act or add; KT its p_kts), else NULL (the forward: d's
@@ -448,8 +559,10 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         d = wg_ed; /* the epilogue's descriptor from here on */
     const int ys = d->y_type == WS_F32 ? 4 : 2;
 
+    const int ncl = d->y_layout == WS_NCL, PSTEP = 256 / BN; /* NCL: a thread's rows step */
     ws_ptx_section(b, "epilogue: acc[4ni + 2h + e] is row 64g + 16(warp%4) + 8h + lane/4, "
-                      "position 8ni + 2(lane%4) + e; into Ys[128][BN + 1], b[o0..] into Bs[128]");
+                      "position 8ni + 2(lane%4) + e; into Ys[128][BN + 1] (NCL y) or Ys[BN][132] (NLC y), "
+                      "b[o0..] into Bs[128] after it");
     preg pb = ws_ptx_reg(b, PTX_B64), pa = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64);
     preg abs = ws_ptx_reg(b, PTX_B64), hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
     preg n32 = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B32);
@@ -476,7 +589,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     preg lane = ws_ptx_reg(b, PTX_B32), wq = ws_ptx_reg(b, PTX_B32), row = ws_ptx_reg(b, PTX_B32);
     preg tmp = ws_ptx_reg(b, PTX_B32), wa = ws_ptx_reg(b, PTX_B32), c = ws_ptx_reg(b, PTX_B32);
     preg bs = ws_ptx_reg(b, PTX_B32);
-    I("add.u32 %s, %s, %d", bs.n, sbase.n, WS_HGEMM_BM * YS_ROW * 4);
+    I("add.u32 %s, %s, %d", bs.n, sbase.n, ncl ? WS_HGEMM_BM * YS_ROW * 4 : BN * YS_NLC * 4);
     I("sub.u32 %s, %s, %d", c.n, tid.n, q->pwg ? 0 : 128);
     I("bar.sync 1, 256");
     {
@@ -503,19 +616,29 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("mad.lo.u32 %s, %s, 64, %s", row.n, g.n, row.n);
     I("and.b32 %s, %s, 3", tmp.n, lane.n);
     I("shl.b32 %s, %s, 1", tmp.n, tmp.n);
-    I("mad.lo.u32 %s, %s, %d, %s", wa.n, row.n, YS_ROW, tmp.n);
-    I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, sbase.n);
-    for (int ni = 0; ni < BN / 8; ni++)
-        for (int h = 0; h < 2; h++)
-            for (int e = 0; e < 2; e++)
-                I("st.shared.f32 [%s+%d], %s", wa.n, ((8 * h) * YS_ROW + 8 * ni + e) * 4, acc[4 * ni + 2 * h + e].n);
+    if (ncl) { /* Ys[row][position] */
+        I("mad.lo.u32 %s, %s, %d, %s", wa.n, row.n, YS_ROW, tmp.n);
+        I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, sbase.n);
+        for (int ni = 0; ni < BN / 8; ni++)
+            for (int h = 0; h < 2; h++)
+                for (int e = 0; e < 2; e++)
+                    I("st.shared.f32 [%s+%d], %s", wa.n, ((8 * h) * YS_ROW + 8 * ni + e) * 4,
+                      acc[4 * ni + 2 * h + e].n);
+    } else { /* Ys[position][row]: a warp's store is 8 rows x 4 positions on 32 banks */
+        I("mad.lo.u32 %s, %s, %d, %s", wa.n, tmp.n, YS_NLC, row.n);
+        I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, sbase.n);
+        for (int ni = 0; ni < BN / 8; ni++)
+            for (int h = 0; h < 2; h++)
+                for (int e = 0; e < 2; e++)
+                    I("st.shared.f32 [%s+%d], %s", wa.n, ((8 * ni + e) * YS_NLC + 8 * h) * 4,
+                      acc[4 * ni + 2 * h + e].n);
+    }
     I("bar.sync 1, 256");
 
     preg tbm = ws_ptx_reg(b, PTX_B32), half = ws_ptx_reg(b, PTX_B32);
     preg col = ws_ptx_reg(b, PTX_B32), ra = ws_ptx_reg(b, PTX_B32);
     I("shl.b32 %s, 1, %s", tbm.n, lgtb.n);
     I("sub.u32 %s, %s, 1", tbm.n, tbm.n);
-    const int ncl = d->y_layout == WS_NCL, PSTEP = 256 / BN; /* NCL: a thread's rows step */
     if (ncl) { /* position col = c % BN, rows half + PSTEP*m */
         I("shr.u32 %s, %s, %d", half.n, c.n, q->lgbn);
         I("and.b32 %s, %s, %d", col.n, c.n, BN - 1);
@@ -609,6 +732,8 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         }
         }
     } else {
+        if (!wg_ed && d->c_out % 4 == 0)
+            emit_epi_nlc4(b, d, q, c, sbase, bs, o0, t0, n0, lgtb, tbm, pa, py, abs, hasa, n32, tout, done);
         ws_ptx_comment(b, "NLC y: row c %% 128 (o, b[o] once), positions c/128 + 2m; no branch per element");
         preg oo = ws_ptx_reg(b, PTX_B32), ook = ws_ptx_reg(b, PTX_PRED), bias = ws_ptx_reg(b, PTX_F32);
         preg off = ws_ptx_reg(b, PTX_B64), sa = ws_ptx_reg(b, PTX_B32);
@@ -618,7 +743,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         I("mad.lo.u32 %s, %s, 4, %s", sa.n, col.n, bs.n);
         I("ld.shared.f32 %s, [%s]", bias.n, sa.n);
         I("cvt.u64.u32 %s, %s", off.n, oo.n);
-        I("mad.lo.u32 %s, %s, %d, %s", ra.n, col.n, YS_ROW, half.n);
+        I("mad.lo.u32 %s, %s, %d, %s", ra.n, half.n, YS_NLC, col.n);
         I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sbase.n);
         for (int va = wg_ed ? 0 : 1; va >= 0; va--) { /* the weight gradient: no add */
         if (!wg_ed)
@@ -640,7 +765,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
                 I("setp.lt.u32 %s, %s, %s", ok[m].n, n.n, n32.n);
                 I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tout.n);
                 I("and.pred %s, %s, %s", ok[m].n, ok[m].n, ok2.n);
-                I("ld.shared.f32 %s, [%s+%d]", v[m].n, ra.n, 2 * (m0 + m) * 4);
+                I("ld.shared.f32 %s, [%s+%d]", v[m].n, ra.n, 2 * (m0 + m) * YS_NLC * 4);
                 ws_ptx_comment(b, "y + ((n*T_out + t)*C_out)*%d, add + (n*add_bs + t*C_out)*%d", ys, ys);
                 I("cvt.u64.u32 %s, %s", t64.n, t.n);
                 I("mad.wide.u32 %s, %s, %s, %s", pos.n, n.n, tout.n, t64.n);

@@ -56,9 +56,20 @@
  *   all past C_out (the last row tile where C_out % 128 <= 64) waits and releases the stages
  *   but issues no products.
  * EPILOGUE (consumers, named barrier 1 of 256 threads): the accumulators go to shared
- *   memory as Ys[128][BN + 1] float32 and the bias as Bs[128] (the stages' memory: every copy
- *   has been consumed), then, c the thread's index among the 256 consumers, NCL y: position
- *   c % BN and rows c / BN + (256 / BN) m; NLC y: row c % 128 and positions c / 128 + 2m; each element + b[o], act, + add, stored
+ *   memory (the stages' memory: every copy has been consumed) as Ys[128][BN + 1] float32 for
+ *   NCL y, Ys[BN][132] (position-major: a warp's stores of one accumulator, 8 rows x 4
+ *   positions, hit 32 banks) for NLC y, and the bias as Bs[128] after it; then, c the
+ *   thread's index among the 256 consumers:
+ *   NLC y in vectors, where C_out % 4 == 0 and, per call, y and the add (and add_bs) are
+ *   aligned to 4 elements: rows 4(c % 32) .. + 3 (their b[o] one 16-byte read of Bs) at
+ *   positions c / 32 + 8m; a position's four values are one 16-byte read of Ys, one vector
+ *   add read and one vector store (a warp's 32 stores one run of 128 channels), in groups of
+ *   4 vectors whose reads come first. H200, bf16, us per call, before / after (2026-11-28,
+ *   same call): the tiny stem's conv1 (exact GELU, no add) 258 / 187 (ncu: 120 / 85 million
+ *   warp instructions), its conv2 (f32 y, the positional add) 241 / 174; wav2vec2's 7 NLC
+ *   convs 1243-1258 / 1135-1142; large-v3's two convs 2189-2192 / 1983-2011; DAC 179 / 170.
+ *   Otherwise (the element form), NCL y: position c % BN and rows c / BN + (256 / BN) m; NLC
+ *   y: row c % 128 and positions c / 128 + 2m; each element + b[o], act, + add, stored
  *   in y_type (ptx_epi.h), without branches, in groups of 16 whose reads (Ys, Bs, add) are
  *   issued before any of their stores (a store may alias a later add read, so the reads of
  *   an element after a store wait for it: one element at a time, the K1 add of the ResConv1D
