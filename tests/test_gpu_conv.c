@@ -1243,6 +1243,12 @@ static const gcase gcases_gemm[] = {
      0, WS_ACT_GELU, 1, ADD_PER_ITEM},
     {"h_large_ncl_c192_o320_k9_s2_bcast", 3, 192, 320, 1, 9, 2, 1, 4, 4, 301, WS_NCL, WS_NCL, WS_F16, WS_F16, WS_F16,
      0, WS_ACT_SILU, 0, ADD_BROADCAST},
+    /* NCL y with T_out % 4 == 0: the epilogue's vector stores, a partial last row tile (C_out
+     * 200), the small tile with an add per item and the large one with float32 y */
+    {"h_ncl_c128_o200_k3_t256_vec", 3, 128, 200, 1, 3, 1, 1, 1, 1, 256, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_GELU, 1, ADD_PER_ITEM},
+    {"h_large_ncl_c256_o136_k7_t400_vec", 2, 256, 136, 1, 7, 1, 1, 3, 3, 400, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_F32,
+     0, WS_ACT_SILU, 1, ADD_BROADCAST},
 };
 #undef F32
 enum { N_GCASES = sizeof gcases_gemm / sizeof gcases_gemm[0] };
@@ -1908,11 +1914,11 @@ Test(gpu_conv, mma_gemm_gives_a_misaligned_nlc_x_to_the_direct_kernel_or_stages_
     ws_gpu_close(g);
 }
 
-/* The Hopper GEMM's NLC epilogue stores 4 channels at a time where C_out % 4 == 0 and y and
- * the add are aligned to 4 elements (ptx_hgemm.h): its rows with NLC y, with y (and the add)
- * one element into their buffers, take the element-by-element form within the same bounds,
- * over NaN-poisoned y */
-Test(gpu_conv, hopper_gemm_writes_a_misaligned_nlc_y_element_by_element, .timeout = 300)
+/* The Hopper GEMM's epilogue stores 4 channels (NLC y, C_out % 4 == 0) or 4 positions (NCL
+ * y, T_out % 4 == 0) at a time where y and the add are aligned to 4 elements (ptx_hgemm.h): its
+ * rows, with y (and the add) one element into their buffers, take the element-by-element form
+ * within the same bounds, over NaN-poisoned y */
+Test(gpu_conv, hopper_gemm_writes_a_misaligned_y_element_by_element, .timeout = 300)
 {
     ws_gpu *g = gpu_or_skip();
     if (!ws_gpu_hgemm_available(g)) {
@@ -1922,16 +1928,17 @@ Test(gpu_conv, hopper_gemm_writes_a_misaligned_nlc_y_element_by_element, .timeou
     int rows = 0, vec = 0;
     for (int m = 0; m < N_MMA_MATHS; m++)
         for (int i = 0; i < N_GCASES; i++) {
-            ws_conv_desc d = desc_of(&gcases_gemm[i]);
+            const gcase *c = &gcases_gemm[i];
+            ws_conv_desc d = desc_of(c);
             d.math = mma_maths[m];
-            if (d.y_layout == WS_NLC && ws_hgemm_fits(&d, 9, 0) && gcases_gemm[i].add != ADD_INPUT) {
-                run_mma_case(g, &gcases_gemm[i], m, 0, 1);
+            if (ws_hgemm_fits(&d, 9, 0) && c->add != ADD_INPUT) {
+                run_mma_case(g, c, m, 0, 1);
                 rows++;
-                vec += d.c_out % 4 == 0;
+                vec += d.y_layout == WS_NLC ? d.c_out % 4 == 0 : ws_conv_out_len(&d, c->t_in) % 4 == 0;
             }
         }
-    cr_assert_geq(rows, 9, "only %d Hopper rows with NLC y", rows);
-    cr_assert_geq(vec, 6, "only %d of them with C_out %% 4 == 0", vec);
+    cr_assert_geq(rows, 16, "only %d Hopper rows", rows);
+    cr_assert_geq(vec, 8, "only %d of them with vector stores when aligned", vec);
     ws_gpu_close(g);
 }
 

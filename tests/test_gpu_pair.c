@@ -71,6 +71,9 @@ static const pcase pcases[] = {
       WS_ACT_NONE, WS_ACT_NONE, 1, 0 },
     { "ncl_valid_cin16", 3, 50, 16, 64, 32, 3, 2, 0, 0, WS_NCL, WS_F32, WS_F32, WS_F32, WS_MATH_BF16, WS_ACT_NONE,
       WS_ACT_RELU, WS_ACT_NONE, WS_ACT_NONE, 1, 0 },
+    /* NCL y at C_out 64 (the vector stores' channels) but T_out % 4 != 0: the element stores */
+    { "ncl_t45_c64_elements", 2, 45, 64, 128, 64, 3, 1, 1, 1, WS_NCL, BF, BF, BF, WS_MATH_BF16, WS_ACT_NONE,
+      WS_ACT_RELU, WS_ACT_NONE, WS_ACT_NONE, 1, 1 },
 };
 #define NP ((int)(sizeof pcases / sizeof pcases[0]))
 

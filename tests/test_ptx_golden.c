@@ -1841,12 +1841,12 @@ static const phased_shape shapes_phased[] = {
 #define N_SHAPES_PHASED ((int)(sizeof shapes_phased / sizeof shapes_phased[0]))
 /* clang-format off */
 static const golden_hopper_row golden_phased[] = {
-    { "gb_ncl_s2_k3_o192_t1001", { 0x8918ddac985b46d1ULL, 0x6fdb8099726301ebULL, 0x3a570f824ecaad15ULL } },
-    { "gb_ncl_s4_k8_c48_o256_t777", { 0x86d2e1210a94fb38ULL, 0xb662269ccf6c60b8ULL, 0xf3fc161872737a18ULL } },
-    { "gb_ncl_s2_k3_c128_o192_t999_taps", { 0x8a017ca27ebf0893ULL, 0x4035596d95d64e17ULL, 0x32d889691c3f6a0fULL } },
-    { "gb_ncl_s4_k8_c128_o128_t777_taps", { 0x1b92c4d478b5dfacULL, 0x5e76640d4aac9d6aULL, 0xab2744f7deea02f3ULL } },
-    { "gb_ncl_s4_k8_c128_o640_t777_large", { 0xb5ad964e54963cc4ULL, 0xdad8a4876aa99782ULL, 0xbeee5e72264b621eULL } },
-    { "gb_ncl_s2_k3_d2_c128_o192_t999_notap", { 0xbd1ca2f8fe6f885dULL, 0x85886824cee91ec7ULL, 0x2aad08e6a8463407ULL } },
+    { "gb_ncl_s2_k3_o192_t1001", { 0xc88a0d33aa6fee17ULL, 0x238186ed8a1da889ULL, 0xb80e69544c4a79bbULL } },
+    { "gb_ncl_s4_k8_c48_o256_t777", { 0xb1379d9b37d6157aULL, 0xe0c6e316fcad7afaULL, 0x96ad8f2830e97bdaULL } },
+    { "gb_ncl_s2_k3_c128_o192_t999_taps", { 0x42cd4a0832c18491ULL, 0x5620d93af3bfb565ULL, 0x24bd8fd8a298d52dULL } },
+    { "gb_ncl_s4_k8_c128_o128_t777_taps", { 0xe1f39edd1fdceb6eULL, 0xd629c306bbe4696cULL, 0x200e75896b0e0aa1ULL } },
+    { "gb_ncl_s4_k8_c128_o640_t777_large", { 0x38c9ec5268669f89ULL, 0x8e1dd29d90c506a7ULL, 0xf86efe97d2ff7b63ULL } },
+    { "gb_ncl_s2_k3_d2_c128_o192_t999_notap", { 0xa1b2c60a0ee51543ULL, 0x1b07b3c85240b8d5ULL, 0xc621756a0ce94c15ULL } },
 };
 /* clang-format on */
 #define N_GOLDEN_PHASED ((int)(sizeof golden_phased / sizeof golden_phased[0]))

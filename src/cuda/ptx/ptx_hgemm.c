@@ -21,7 +21,7 @@
 #define A_BYTES (WS_HGEMM_BM * 128)
 #define BN (q->bn)
 #define NACC_MAX (WS_HGEMM_BN / 2) /* accumulators a consumer thread: 64 rows x BN / 128 threads */
-#define YS_ROW (BN + 1) /* the epilogue's Ys row in floats: column reads and row reads hit 32 banks */
+#define YS_ROW (BN + 4) /* NCL y: the epilogue's Ys row in floats, 16-byte aligned (the vector reads) */
 /* NLC y: Ys[BN][YS_NLC], a position's 128 rows (+ 4: the accumulators' stores hit 32 banks, a
  * row's 16-byte groups stay aligned) */
 #define YS_NLC (WS_HGEMM_BM + 4)
@@ -30,8 +30,8 @@
 _Static_assert(A_BYTES + WS_HGEMM_BN * 128 == WS_HGEMM_STAGE_BYTES && (1 << WS_HGEMM_LGBN) == WS_HGEMM_BN &&
                A_BYTES + WS_HGEMM_BN_S * 128 == WS_HGEMM_STAGE_BYTES_S && (1 << WS_HGEMM_LGBN_S) == WS_HGEMM_BN_S,
                "a stage is A then B, 128-byte rows");
-_Static_assert(WS_HGEMM_BM * (WS_HGEMM_BN + 1) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES * WS_HGEMM_STAGE_BYTES &&
-               WS_HGEMM_BM * (WS_HGEMM_BN_S + 1) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_S,
+_Static_assert(WS_HGEMM_BM * (WS_HGEMM_BN + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES * WS_HGEMM_STAGE_BYTES &&
+               WS_HGEMM_BM * (WS_HGEMM_BN_S + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_S,
                "the epilogue's Ys and Bs fit in the stages");
 _Static_assert(WS_HGEMM_BN * (WS_HGEMM_BM + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES * WS_HGEMM_STAGE_BYTES &&
                WS_HGEMM_BN_S * (WS_HGEMM_BM + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_S,
@@ -448,6 +448,114 @@ static void emit_epi_nlc4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     ws_ptx_label(b, scalar);
 }
 
+/* The NCL epilogue in vectors of 4 positions (the forward), where T_out % 4 == 0 and y and the
+ * add (with add_bs) are aligned to 4 elements (else on to the element form after it): thread c
+ * takes positions 4(c % (BN/4)) .. + 3 (n, t and their range once: TB >= 8 keeps the four in
+ * one item) of rows c/(BN/4) + (1024/BN)m, each one 16-byte read of Ys[row], one vector add
+ * read and one vector store. Ends at done. */
+static void emit_epi_ncl4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg c, preg sbase, preg bs,
+                          preg o0, preg t0, preg n0, preg lgtb, preg tbm, preg pa, preg py, preg abs, preg hasa,
+                          preg n32, preg tout, plabel done)
+{
+    /* vectors whose reads come first: 2 on the small tile (112 registers a thread) */
+    const int ys = d->y_type == WS_F32 ? 4 : 2, NV = BN / 4, RS = 256 / NV, GV = q->minb > 1 ? 2 : EGV;
+    ws_ptx_comment(b, "NCL y in vectors: positions 4(c %% %d).. (n, t once), rows c/%d + %dm, where T_out %% 4 == 0 "
+                      "and y and the add are aligned to 4 elements", NV, NV, RS);
+    plabel scalar = ws_ptx_label_new(b, "epi_scalar"), noadd = ws_ptx_label_new(b, "epi4_noadd");
+    {
+        preg al = ws_ptx_reg(b, PTX_B64), aal = ws_ptx_reg(b, PTX_B64), bal = ws_ptx_reg(b, PTX_B64);
+        preg vec = ws_ptx_reg(b, PTX_PRED), aok = ws_ptx_reg(b, PTX_PRED), t4 = ws_ptx_reg(b, PTX_B32);
+        I("and.b64 %s, %s, %d", al.n, py.n, 4 * ys - 1);
+        I("setp.eq.u64 %s, %s, 0", vec.n, al.n);
+        I("and.b32 %s, %s, 3", t4.n, tout.n);
+        I("setp.eq.and.u32 %s, %s, 0, %s", vec.n, t4.n, vec.n);
+        I("and.b64 %s, %s, %d", aal.n, pa.n, 4 * ys - 1);
+        I("and.b64 %s, %s, 3", bal.n, abs.n);
+        I("or.b64 %s, %s, %s", aal.n, aal.n, bal.n);
+        I("setp.eq.u64 %s, %s, 0", aok.n, aal.n);
+        I("or.pred %s, %s, !%s", aok.n, aok.n, hasa.n);
+        I("and.pred %s, %s, %s", vec.n, vec.n, aok.n);
+        I("@!%s bra %s", vec.n, scalar.n);
+    }
+    preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+    preg ok = ws_ptx_reg(b, PTX_PRED), ok2 = ws_ptx_reg(b, PTX_PRED), orow = ws_ptx_reg(b, PTX_B32);
+    preg row = ws_ptx_reg(b, PTX_B32), t64 = ws_ptx_reg(b, PTX_B64), n64 = ws_ptx_reg(b, PTX_B64);
+    preg ya = ws_ptx_reg(b, PTX_B64), aa = ws_ptx_reg(b, PTX_B64), rstep = ws_ptx_reg(b, PTX_B64);
+    preg ra = ws_ptx_reg(b, PTX_B32), rb = ws_ptx_reg(b, PTX_B32), o64 = ws_ptx_reg(b, PTX_B64);
+    preg tt = ws_ptx_reg(b, PTX_B64);
+    I("and.b32 %s, %s, %d", p.n, c.n, NV - 1);
+    I("shl.b32 %s, %s, 2", p.n, p.n);
+    I("shr.u32 %s, %s, %d", row.n, c.n, q->lgbn - 2);
+    I("shr.u32 %s, %s, %s", n.n, p.n, lgtb.n);
+    I("add.u32 %s, %s, %s", n.n, n.n, n0.n);
+    I("and.b32 %s, %s, %s", t.n, p.n, tbm.n);
+    I("add.u32 %s, %s, %s", t.n, t.n, t0.n);
+    I("setp.lt.u32 %s, %s, %s", ok.n, n.n, n32.n);
+    I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tout.n);
+    I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
+    I("@!%s bra %s", ok.n, done.n);
+    ws_ptx_comment(b, "y + ((n*C_out + o)*T_out + t)*%d, add + (n*add_bs + o*T_out + t)*%d; rows %d apart", ys, ys, RS);
+    I("add.u32 %s, %s, %s", orow.n, o0.n, row.n);
+    I("cvt.u64.u32 %s, %s", t64.n, t.n);
+    I("cvt.u64.u32 %s, %s", o64.n, orow.n);
+    I("cvt.u64.u32 %s, %s", tt.n, tout.n);
+    I("mul.wide.u32 %s, %s, %d", ya.n, n.n, d->c_out);
+    I("add.u64 %s, %s, %s", ya.n, ya.n, o64.n);
+    I("mul.lo.u64 %s, %s, %s", ya.n, ya.n, tt.n);
+    I("add.u64 %s, %s, %s", ya.n, ya.n, t64.n);
+    I("mad.lo.u64 %s, %s, %d, %s", ya.n, ya.n, ys, py.n);
+    I("cvt.u64.u32 %s, %s", n64.n, n.n);
+    I("mul.lo.u64 %s, %s, %s", aa.n, n64.n, abs.n);
+    I("mad.lo.u64 %s, %s, %s, %s", o64.n, o64.n, tt.n, t64.n);
+    I("add.u64 %s, %s, %s", aa.n, aa.n, o64.n);
+    I("mad.lo.u64 %s, %s, %d, %s", aa.n, aa.n, ys, pa.n);
+    I("mul.lo.u64 %s, %s, %d", rstep.n, tt.n, RS * ys);
+    I("mad.lo.u32 %s, %s, %d, %s", ra.n, row.n, YS_ROW, p.n);
+    I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sbase.n);
+    I("mad.lo.u32 %s, %s, 4, %s", rb.n, row.n, bs.n);
+    for (int va = 1; va >= 0; va--) {
+        emit_add_variant(b, va, hasa, noadd, done);
+        for (int m0 = 0; m0 < 128 / RS; m0 += GV) {
+            preg v[EGV][4], bias[EGV], in[EGV], yv[EGV], af[EGV][4];
+            ws_ptx_comment(b, "rows c/%d + %d(%d..%d): reads first, then the outputs", NV, RS, m0, m0 + GV - 1);
+            for (int m = 0; m < GV; m++) {
+                preg oo = ws_ptx_reg(b, PTX_B32);
+                for (int j = 0; j < 4; j++)
+                    v[m][j] = ws_ptx_reg(b, PTX_F32);
+                bias[m] = ws_ptx_reg(b, PTX_F32), in[m] = ws_ptx_reg(b, PTX_PRED), yv[m] = ws_ptx_reg(b, PTX_B64);
+                I("add.u32 %s, %s, %d", oo.n, orow.n, RS * (m0 + m));
+                I("setp.lt.u32 %s, %s, %d", in[m].n, oo.n, d->c_out);
+                I("and.pred %s, %s, %s", in[m].n, in[m].n, ok.n);
+                I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", v[m][0].n, v[m][1].n, v[m][2].n, v[m][3].n, ra.n,
+                  RS * (m0 + m) * YS_ROW * 4);
+                I("ld.shared.f32 %s, [%s+%d]", bias[m].n, rb.n, RS * (m0 + m) * 4);
+                I("mad.lo.u64 %s, %s, %d, %s", yv[m].n, rstep.n, m0 + m, ya.n);
+                if (va) {
+                    preg av = ws_ptx_reg(b, PTX_B64);
+                    ws_ptx_vec a = ws_ptx_vec_new(b, d->y_type, 4);
+                    char list[160];
+                    I("mad.lo.u64 %s, %s, %d, %s", av.n, rstep.n, m0 + m, aa.n);
+                    for (int j = 0; j < a.nr; j++)
+                        I("mov.b32 %s, 0", a.r[j].n);
+                    ws_ptx_vec_list(&a, list, sizeof list);
+                    I("@%s ld.global.%s %s, [%s]", in[m].n, a.nr == 4 ? "v4.f32" : "v2.b32", list, av.n);
+                    for (int j = 0; j < 4; j++)
+                        af[m][j] = ws_ptx_vec_elem(b, &a, j);
+                }
+            }
+            for (int m = 0; m < GV; m++) {
+                const ws_ptx_epi ep = {
+                    .act = d->act, .y_type = d->y_type, .n = 4, .v = v[m], .bias = &bias[m], .bias_stride = 0,
+                    .add_if = va ? in[m] : (preg){""}, .add_v = va ? af[m] : NULL, .in = in[m],
+                    .y = {.at = yv[m]}};
+                ws_ptx_epi_emit(b, &ep);
+            }
+        }
+    }
+    I("bra %s", done.n);
+    ws_ptx_label(b, scalar);
+}
+
 /* the consumers: the ring into 64 accumulators, then the epilogue through shared memory.
  * wg_ed: the weight gradient's kernel (its epilogue's descriptor: rows C_out, positions
  * C_in, float32 NCL, no bias, act or add; KT its p_kts), else NULL (the forward: d's
@@ -561,7 +669,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
 
     const int ncl = d->y_layout == WS_NCL, PSTEP = 256 / BN; /* NCL: a thread's rows step */
     ws_ptx_section(b, "epilogue: acc[4ni + 2h + e] is row 64g + 16(warp%4) + 8h + lane/4, "
-                      "position 8ni + 2(lane%4) + e; into Ys[128][BN + 1] (NCL y) or Ys[BN][132] (NLC y), "
+                      "position 8ni + 2(lane%4) + e; into Ys[128][BN + 4] (NCL y) or Ys[BN][132] (NLC y), "
                       "b[o0..] into Bs[128] after it");
     preg pb = ws_ptx_reg(b, PTX_B64), pa = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64);
     preg abs = ws_ptx_reg(b, PTX_B64), hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
@@ -648,6 +756,9 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     }
     plabel done = ws_ptx_label_new(b, "epi_done"), noadd = ws_ptx_label_new(b, "epi_noadd");
     if (ncl) {
+        /* not the small tile's float32 SILU: its vectors spill at that tile's registers */
+        if (!wg_ed && !phase && !(q->minb > 1 && d->y_type == WS_F32 && d->act == WS_ACT_SILU))
+            emit_epi_ncl4(b, d, q, c, sbase, bs, o0, t0, n0, lgtb, tbm, pa, py, abs, hasa, n32, tout, done);
         ws_ptx_comment(b, "NCL y: position i = c %% %d (n, t once), rows c/%d + %dm; no branch per element", BN, BN,
                        PSTEP);
         preg n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED);

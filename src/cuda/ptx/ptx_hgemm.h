@@ -56,7 +56,7 @@
  *   all past C_out (the last row tile where C_out % 128 <= 64) waits and releases the stages
  *   but issues no products.
  * EPILOGUE (consumers, named barrier 1 of 256 threads): the accumulators go to shared
- *   memory (the stages' memory: every copy has been consumed) as Ys[128][BN + 1] float32 for
+ *   memory (the stages' memory: every copy has been consumed) as Ys[128][BN + 4] float32 for
  *   NCL y, Ys[BN][132] (position-major: a warp's stores of one accumulator, 8 rows x 4
  *   positions, hit 32 banks) for NLC y, and the bias as Bs[128] after it; then, c the
  *   thread's index among the 256 consumers:
@@ -68,6 +68,12 @@
  *   same call): the tiny stem's conv1 (exact GELU, no add) 258 / 187 (ncu: 120 / 85 million
  *   warp instructions), its conv2 (f32 y, the positional add) 241 / 174; wav2vec2's 7 NLC
  *   convs 1243-1258 / 1135-1142; large-v3's two convs 2189-2192 / 1983-2011; DAC 179 / 170.
+ *   NCL y in vectors, where T_out % 4 == 0 and y and the add are aligned to 4 elements (not
+ *   the small tile's float32 SILU, whose vectors spill): positions 4(c % (BN/4)) .. + 3 (n, t
+ *   once; TB >= 8 keeps them in one item) of rows c/(BN/4) + (1024/BN)m, each a 16-byte read
+ *   of Ys (rows of BN + 4 floats), one vector add read and one vector store; H200, bf16, same
+ *   call: the tiny stem's two convs in NCL 528 -> 469-472 us, wav2vec2's 7 NCL convs
+ *   1471-1475 -> 1451-1459, its 512->512 K3 S2 backward 1217-1220 -> 1188-1192.
  *   Otherwise (the element form), NCL y: position c % BN and rows c / BN + (256 / BN) m; NLC
  *   y: row c % 128 and positions c / 128 + 2m; each element + b[o], act, + add, stored
  *   in y_type (ptx_epi.h), without branches, in groups of 16 whose reads (Ys, Bs, add) are

@@ -9,6 +9,7 @@
 
 #include "ptx_act.h"
 #include "ptx_emit.h"
+#include "ptx_epi.h"
 #include "ptx_gemm.h"
 #include "ptx_hgemm.h"
 #include "ptx_hpair.h"
@@ -32,6 +33,14 @@ static const char *mname(const ws_conv_desc *d)
 static int nbox(int m, int cl)
 {
     return m / cl > 256 ? 2 : 1;
+}
+
+/* the last epilogue's Ys row in floats: NLC y 65 (a thread's channel rows on 32 banks), NCL y
+ * 68 (16-byte aligned rows for the vector reads; the accumulators' stores, 4 channels x 8
+ * positions a warp, still hit 32 banks) */
+static int ys_row(const ws_conv_desc *d2)
+{
+    return d2->y_layout == WS_NCL ? WS_HPAIR_YS_ROW_NCL : WS_HPAIR_YS_ROW;
 }
 
 int ws_hpair_geom_of(const ws_conv_desc *d1, const ws_conv_desc *d2, int cl, int bk, ws_hpair_geom *q)
@@ -59,7 +68,7 @@ int ws_hpair_geom_of(const ws_conv_desc *d1, const ws_conv_desc *d2, int cl, int
         q->boff = q->xoff + WS_HPAIR_XST * q->xcb;
         q->smem = 1024 + q->boff + 8 * 2 * (q->ws1 + WS_HPAIR_XST);
         /* the last epilogue's Ys[C_out][65] and Bs[C_out] over the weight ring and h */
-        const int ys = m2 * WS_HPAIR_YS_ROW * 4 + m2 * 4;
+        const int ys = m2 * ys_row(d2) * 4 + m2 * 4;
         if (q->smem <= WS_HPAIR_SMEM_MAX && ys <= q->xoff)
             return 0;
     }
@@ -789,6 +798,119 @@ static void emit_gemm_loop(ptx_buf *b, const hp *h, cons *cs, int gm, int KT)
     I("wgmma.wait_group.sync.aligned 0");
 }
 
+#define HP_EGV 4 /* the NCL vector epilogue's vectors whose reads are issued together */
+
+/* The last epilogue's NCL y in vectors of 4 positions, where T_out % 4 == 0 and y and the add
+ * (with add_bs) are aligned to 4 elements (else on to the element form after it): thread c
+ * takes positions 4(c % 16) .. + 3 (n, t and their range once: TB >= 8 keeps the four in one
+ * item) of channels c/16 + 16m; each is one 16-byte read of Ys, one vector add read and one
+ * vector store, a warp's 32 of them two channels' 64 positions. Ends at done. */
+static void emit_ncl4(ptx_buf *b, const hp *h, const ws_conv_desc *d, preg c, preg bs, preg tbm, preg pa, preg py,
+                      preg abs, preg hasa, preg n32, preg tout, plabel done)
+{
+    const ws_hpair_geom *q = &h->q;
+    const int ys = d->y_type == WS_F32 ? 4 : 2, YR = ys_row(d);
+    ws_ptx_comment(b, "NCL y in vectors: positions 4(c %% 16).. (n, t once), channels c/16 + 16m, %d at a time, "
+                      "where T_out %% 4 == 0 and y and the add are aligned to 4 elements", HP_EGV);
+    plabel scalar = ws_ptx_label_new(b, "ncl_scalar");
+    {
+        preg al = ws_ptx_reg(b, PTX_B64), aal = ws_ptx_reg(b, PTX_B64), bal = ws_ptx_reg(b, PTX_B64);
+        preg vec = ws_ptx_reg(b, PTX_PRED), aok = ws_ptx_reg(b, PTX_PRED), t4 = ws_ptx_reg(b, PTX_B32);
+        I("and.b64 %s, %s, %d", al.n, py.n, 4 * ys - 1);
+        I("setp.eq.u64 %s, %s, 0", vec.n, al.n);
+        I("and.b32 %s, %s, 3", t4.n, tout.n);
+        I("setp.eq.and.u32 %s, %s, 0, %s", vec.n, t4.n, vec.n);
+        I("and.b64 %s, %s, %d", aal.n, pa.n, 4 * ys - 1);
+        I("and.b64 %s, %s, 3", bal.n, abs.n);
+        I("or.b64 %s, %s, %s", aal.n, aal.n, bal.n);
+        I("setp.eq.u64 %s, %s, 0", aok.n, aal.n);
+        I("or.pred %s, %s, !%s", aok.n, aok.n, hasa.n);
+        I("and.pred %s, %s, %s", vec.n, vec.n, aok.n);
+        I("@!%s bra %s", vec.n, scalar.n);
+    }
+    preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+    preg ok = ws_ptx_reg(b, PTX_PRED), ok2 = ws_ptx_reg(b, PTX_PRED), orow = ws_ptx_reg(b, PTX_B32);
+    preg t64 = ws_ptx_reg(b, PTX_B64), n64 = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64);
+    preg aa = ws_ptx_reg(b, PTX_B64), rstep = ws_ptx_reg(b, PTX_B64), ra = ws_ptx_reg(b, PTX_B32);
+    preg rb = ws_ptx_reg(b, PTX_B32), o64 = ws_ptx_reg(b, PTX_B64), tmp = ws_ptx_reg(b, PTX_B64);
+    I("and.b32 %s, %s, 15", p.n, c.n);
+    I("shl.b32 %s, %s, 2", p.n, p.n);
+    I("shr.u32 %s, %s, 4", orow.n, c.n);
+    I("shr.u32 %s, %s, %s", n.n, p.n, h->lgtb.n);
+    I("add.u32 %s, %s, %s", n.n, n.n, h->n0.n);
+    I("and.b32 %s, %s, %s", t.n, p.n, tbm.n);
+    I("add.u32 %s, %s, %s", t.n, t.n, h->t0.n);
+    I("setp.lt.u32 %s, %s, %s", ok.n, n.n, n32.n);
+    I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tout.n);
+    I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
+    I("@!%s bra %s", ok.n, done.n);
+    ws_ptx_comment(b, "y + ((n*C_out + o)*T_out + t)*%d, add + (n*add_bs + o*T_out + t)*%d; rows 16 apart: "
+                      "16*T_out*%d bytes", ys, ys, ys);
+    I("cvt.u64.u32 %s, %s", t64.n, t.n);
+    I("cvt.u64.u32 %s, %s", o64.n, orow.n);
+    I("mul.wide.u32 %s, %s, %d", ya.n, n.n, d->c_out);
+    I("add.u64 %s, %s, %s", ya.n, ya.n, o64.n);
+    I("cvt.u64.u32 %s, %s", tmp.n, tout.n);
+    I("mul.lo.u64 %s, %s, %s", ya.n, ya.n, tmp.n);
+    I("add.u64 %s, %s, %s", ya.n, ya.n, t64.n);
+    I("mad.lo.u64 %s, %s, %d, %s", ya.n, ya.n, ys, py.n);
+    I("cvt.u64.u32 %s, %s", n64.n, n.n);
+    I("mul.lo.u64 %s, %s, %s", aa.n, n64.n, abs.n);
+    I("mad.lo.u64 %s, %s, %s, %s", o64.n, o64.n, tmp.n, t64.n);
+    I("add.u64 %s, %s, %s", aa.n, aa.n, o64.n);
+    I("mad.lo.u64 %s, %s, %d, %s", aa.n, aa.n, ys, pa.n);
+    I("mul.lo.u64 %s, %s, %d", rstep.n, tmp.n, 16 * ys);
+    I("mad.lo.u32 %s, %s, %d, %s", ra.n, orow.n, YR, p.n);
+    I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, h->sbase.n);
+    I("mad.lo.u32 %s, %s, 4, %s", rb.n, orow.n, bs.n);
+    preg mm = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, 0", mm.n);
+    plabel top = ws_ptx_label_new(b, "ncl4_y");
+    ws_ptx_label(b, top);
+    preg v[HP_EGV][4], bias[HP_EGV], af[HP_EGV][4], yv[HP_EGV];
+    for (int e = 0; e < HP_EGV; e++) {
+        for (int j = 0; j < 4; j++)
+            v[e][j] = ws_ptx_reg(b, PTX_F32);
+        bias[e] = ws_ptx_reg(b, PTX_F32), yv[e] = ws_ptx_reg(b, PTX_B64);
+        I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", v[e][0].n, v[e][1].n, v[e][2].n, v[e][3].n, ra.n,
+          16 * e * YR * 4);
+        I("ld.shared.f32 %s, [%s+%d]", bias[e].n, rb.n, 16 * e * 4);
+        if (e == 0) {
+            I("mov.u64 %s, %s", yv[e].n, ya.n);
+        } else {
+            I("add.u64 %s, %s, %s", yv[e].n, yv[e - 1].n, rstep.n);
+        }
+        ws_ptx_vec a = ws_ptx_vec_new(b, d->y_type, 4);
+        preg av = ws_ptx_reg(b, PTX_B64);
+        char list[160];
+        I("mad.lo.u64 %s, %s, %d, %s", av.n, rstep.n, e, aa.n);
+        for (int j = 0; j < a.nr; j++)
+            I("mov.b32 %s, 0", a.r[j].n);
+        ws_ptx_vec_list(&a, list, sizeof list);
+        I("@%s ld.global.%s %s, [%s]", hasa.n, a.nr == 4 ? "v4.f32" : "v2.b32", list, av.n);
+        for (int j = 0; j < 4; j++)
+            af[e][j] = ws_ptx_vec_elem(b, &a, j);
+    }
+    for (int e = 0; e < HP_EGV; e++) {
+        const ws_ptx_epi ep = {
+            .act = d->act, .y_type = d->y_type, .n = 4, .v = v[e], .bias = &bias[e], .bias_stride = 0,
+            .add_if = hasa, .add_v = af[e], .in = ok, .y = {.at = yv[e]}};
+        ws_ptx_epi_emit(b, &ep);
+    }
+    {
+        preg more = ws_ptx_reg(b, PTX_PRED);
+        I("add.u32 %s, %s, %d", ra.n, ra.n, 16 * HP_EGV * YR * 4);
+        I("add.u32 %s, %s, %d", rb.n, rb.n, 16 * HP_EGV * 4);
+        I("mad.lo.u64 %s, %s, %d, %s", ya.n, rstep.n, HP_EGV, ya.n);
+        I("mad.lo.u64 %s, %s, %d, %s", aa.n, rstep.n, HP_EGV, aa.n);
+        I("add.u32 %s, %s, %d", mm.n, mm.n, HP_EGV);
+        I("setp.lt.u32 %s, %s, %d", more.n, mm.n, q->m2 / 16);
+        I("@%s bra %s", more.n, top.n);
+    }
+    I("bra %s", done.n);
+    ws_ptx_label(b, scalar);
+}
+
 static void emit_consumers(ptx_buf *b, const hp *h)
 {
     const ws_hpair_geom *q = &h->q;
@@ -932,8 +1054,10 @@ static void emit_consumers(ptx_buf *b, const hp *h)
     acc_list(cs, q->n2 / 2);
     emit_gemm_loop(b, h, cs, 2, q->kt2);
 
-    ws_ptx_section(b, "epilogue 2: accumulators into Ys[C_out][65] over the drained rings, b2 into Bs");
-    const int ysb = q->m2 * WS_HPAIR_YS_ROW * 4;
+    const int YR = ys_row(d2);
+    ws_ptx_section(b, YR == WS_HPAIR_YS_ROW_NCL ? "epilogue 2: accumulators into Ys[C_out][68] over the drained rings, b2 into Bs"
+                                            : "epilogue 2: accumulators into Ys[C_out][65] over the drained rings, b2 into Bs");
+    const int ysb = q->m2 * YR * 4;
     I("bar.sync 1, 256");
     {
         preg wa = ws_ptx_reg(b, PTX_B32), t2 = ws_ptx_reg(b, PTX_B32), p0 = ws_ptx_reg(b, PTX_B32);
@@ -942,12 +1066,12 @@ static void emit_consumers(ptx_buf *b, const hp *h)
         I("mad.lo.u32 %s, %s, %d, %s", t2.n, cs->g.n, q->n2, t2.n);
         I("shr.u32 %s, %s, 2", p0.n, cs->lane.n);
         I("mad.lo.u32 %s, %s, 16, %s", p0.n, cs->w4.n, p0.n);
-        I("mad.lo.u32 %s, %s, %d, %s", wa.n, t2.n, WS_HPAIR_YS_ROW, p0.n);
+        I("mad.lo.u32 %s, %s, %d, %s", wa.n, t2.n, YR, p0.n);
         I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, h->sbase.n);
         for (int i = 0; i < q->n2 / 8; i++)
             for (int hh = 0; hh < 2; hh++)
                 for (int e = 0; e < 2; e++)
-                    I("st.shared.f32 [%s+%d], %s", wa.n, ((8 * i + e) * WS_HPAIR_YS_ROW + 8 * hh) * 4,
+                    I("st.shared.f32 [%s+%d], %s", wa.n, ((8 * i + e) * YR + 8 * hh) * 4,
                       cs->acc[4 * i + 2 * hh + e].n);
     }
     preg c = ws_ptx_reg(b, PTX_B32), bs = ws_ptx_reg(b, PTX_B32);
@@ -988,6 +1112,8 @@ static void emit_consumers(ptx_buf *b, const hp *h)
     I("cvta.to.global.u64 %s, %s", pa.n, pa.n);
     I("cvta.to.global.u64 %s, %s", py.n, py.n);
     plabel done = ws_ptx_label_new(b, "stores_done");
+    if (d->y_layout == WS_NCL && q->m2 % (16 * HP_EGV) == 0)
+        emit_ncl4(b, h, d, c, bs, tbm, pa, py, abs, hasa, n32, tout, done);
     if (d->y_layout == WS_NCL) {
         /* many add reads in flight: each waits on L2 */
         const int EG = (q->m2 / 4) % 32 == 0 ? 32 : (q->m2 / 4) % 16 == 0 ? 16 : 4;
@@ -1015,7 +1141,7 @@ static void emit_consumers(ptx_buf *b, const hp *h)
         I("mul.lo.u64 %s, %s, %s", abase.n, n64.n, abs.n);
         I("add.u64 %s, %s, %s", abase.n, abase.n, t64.n);
         I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, ys, pa.n);
-        I("mad.lo.u32 %s, %s, %d, %s", ra.n, orow.n, WS_HPAIR_YS_ROW, p.n);
+        I("mad.lo.u32 %s, %s, %d, %s", ra.n, orow.n, YR, p.n);
         I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, h->sbase.n);
         I("mad.lo.u32 %s, %s, 4, %s", rb.n, orow.n, bs.n);
         preg mm = ws_ptx_reg(b, PTX_B32), oo0 = ws_ptx_reg(b, PTX_B32);
@@ -1030,7 +1156,7 @@ static void emit_consumers(ptx_buf *b, const hp *h)
             pp[e] = hasa, r[e] = ws_ptx_reg(b, d->y_type == WS_F32 ? PTX_F32 : PTX_B16);
             in[e] = ok;
             I("add.u32 %s, %s, %d", oo.n, oo0.n, 4 * e);
-            I("ld.shared.f32 %s, [%s+%d]", v[e].n, ra.n, 4 * e * WS_HPAIR_YS_ROW * 4);
+            I("ld.shared.f32 %s, [%s+%d]", v[e].n, ra.n, 4 * e * YR * 4);
             I("ld.shared.f32 %s, [%s+%d]", bias[e].n, rb.n, 4 * e * 4);
             I("mul.wide.u32 %s, %s, %s", off[e].n, oo.n, tout.n);
             ws_hgemm_add_read(b, d, r[e], pp[e], off[e], abase, ys);
@@ -1039,7 +1165,7 @@ static void emit_consumers(ptx_buf *b, const hp *h)
             ws_hgemm_elem(b, d, v[e], bias[e], pp[e], r[e], in[e], off[e], ybase, ys);
         {
             preg more = ws_ptx_reg(b, PTX_PRED);
-            I("add.u32 %s, %s, %d", ra.n, ra.n, 4 * EG * WS_HPAIR_YS_ROW * 4);
+            I("add.u32 %s, %s, %d", ra.n, ra.n, 4 * EG * YR * 4);
             I("add.u32 %s, %s, %d", rb.n, rb.n, 4 * EG * 4);
             I("add.u32 %s, %s, %d", oo0.n, oo0.n, 4 * EG);
             I("add.u32 %s, %s, %d", mm.n, mm.n, EG);
@@ -1072,7 +1198,7 @@ static void emit_consumers(ptx_buf *b, const hp *h)
             I("mad.lo.u32 %s, %s, 4, %s", sa.n, o.n, bs.n);
             I("ld.shared.f32 %s, [%s]", bias.n, sa.n);
             I("cvt.u64.u32 %s, %s", off.n, o.n);
-            I("mad.lo.u32 %s, %s, %d, %s", ra.n, o.n, WS_HPAIR_YS_ROW, pi.n);
+            I("mad.lo.u32 %s, %s, %d, %s", ra.n, o.n, YR, pi.n);
             I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, h->sbase.n);
             ws_ptx_label(b, top);
             preg v[16], ybase[16], pp[16], r[16], okk[16];

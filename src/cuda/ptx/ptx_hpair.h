@@ -45,10 +45,15 @@
  * H: after both consumers' GEMM 1 (their last slots are in h's region), the GEMM 1 epilogue
  *   writes h (bias, act1, pre2, rounded) as C_mid / 64 tiles of 64 rows x 128 bytes, swizzled
  *   alike; GEMM 2 reads its A fragments from there by ldmatrix.
- * EPILOGUE 2: the accumulators go to Ys[C_out][65] float32 over the weight ring and h (both
- *   drained), then each element + b2, act2, + add, stored in y_type (ptx_epi.h): NCL by
- *   position (a thread a position, channels c/64 + 4m, up to 32 add reads in flight), NLC by
- *   channel (and by quarter or half of the positions where C_out <= 128).
+ * EPILOGUE 2: the accumulators go to Ys[C_out][65] float32 (NCL y: Ys[C_out][68], 16-byte
+ *   aligned rows, the stores still on 32 banks) over the weight ring and h (both drained),
+ *   then each element + b2, act2, + add, stored in y_type (ptx_epi.h): NCL in vectors of 4
+ *   positions where C_out % 64 == 0 and, per call, T_out % 4 == 0 and y and the add are
+ *   aligned to 4 elements (a thread positions 4(c % 16).., channels c/16 + 16m: one 16-byte Ys
+ *   read, one vector add read and one vector store each; H200, the block in NCL 54.6-54.8 ->
+ *   51.2-52.4 us, 2026-11-28), else by position (a thread a position, channels c/64 + 4m, up
+ *   to 32 add reads in flight); NLC by channel (and by quarter or half of the positions where
+ *   C_out <= 128).
  * Speed (H100, bf16, the ResConv1D block N256 C512 T32 with its residual, us per call,
  *   2026-11-27 20:46 UTC): NCL 54.0-54.6, NLC 52.7-53.3, against 62.4-62.8 / 57.5-59.3 as
  *   two calls and 139 / 192 at best for PyTorch + cuDNN; tensor pipe 38 %. Each block's chain of 32 weight stages (2
@@ -76,6 +81,7 @@
 #define WS_HPAIR_SMEM_MAX 232448 /* 227 KiB: an SM's most dynamic shared memory for a block */
 #define WS_HPAIR_NAME_MAX 224
 #define WS_HPAIR_YS_ROW 65
+#define WS_HPAIR_YS_ROW_NCL 68
 
 /* a pair's layout: bytes from the 1024-aligned base: the weight ring, the x ring, h, the
  * mbarriers; tbmin the smallest TB whose x chunk fits; xr the chunk's rows at tbmin */
