@@ -418,6 +418,21 @@ Test(gpu_pair, fused_matches_the_cpu_pair_and_the_two_calls, .timeout = 600)
                              cl, bk);
         }
         cr_assert_eq(ws_gpu_conv_pair_variant(p, WS_HPAIR_CL, WS_HPAIR_BK, &e), 0, "%s", e.msg);
+        /* y one element into its buffer: the last epilogue's element stores where its vector
+         * stores need y aligned to 4 elements; the same bits */
+        {
+            const uint64_t dyb = up(g, NULL, yb + tsize(c->yt)), dy1 = dyb + tsize(c->yt);
+            ws_conv_pair_args a1 = a;
+            a1.y = P(dy1);
+            memset(yp, 0xff, yb);
+            cr_assert_eq(ws_gpu_upload(g, dy1, yp, yb, &e), 0, "%s", e.msg);
+            const unsigned long before = ws_gpu_conv_pair_fused_calls(p);
+            cr_assert_eq(ws_gpu_conv_pair_run(p, &a1, &e), 0, "%s (y misaligned): %s", c->name, e.msg);
+            cr_assert_eq(ws_gpu_conv_pair_fused_calls(p), before + 1, "%s (y misaligned): not fused", c->name);
+            cr_assert_eq(ws_gpu_download(g, yp, dy1, yb, &e), 0, "%s", e.msg);
+            cr_assert_eq(memcmp(yp, yf, yb), 0, "%s: y one element off alignment gives other bits", c->name);
+            ws_gpu_release(g, dyb);
+        }
         /* the GPU's own two calls */
         ws_gpu_conv_pair_fuse(p, -1);
         memset(yc, 0xff, yb);

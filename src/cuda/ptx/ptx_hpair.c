@@ -43,6 +43,20 @@ static int ys_row(const ws_conv_desc *d2)
     return d2->y_layout == WS_NCL ? WS_HPAIR_YS_ROW_NCL : WS_HPAIR_YS_ROW;
 }
 
+/* NLC y with C_out % 4 == 0: Ys position-major instead, Ys[64][C_out + 4] (a position's
+ * channels in 16-byte groups for the vector reads; the accumulators' pairs of channels, 8
+ * positions x 4 pairs a warp, in two wavefronts) */
+static int ys_pm(const ws_conv_desc *d2)
+{
+    return d2->y_layout == WS_NLC && d2->c_out % 4 == 0;
+}
+
+/* Ys's bytes (before Bs) */
+static int ys_bytes(const ws_conv_desc *d2)
+{
+    return ys_pm(d2) ? WS_HPAIR_P * (d2->c_out + 4) * 4 : d2->c_out * ys_row(d2) * 4;
+}
+
 int ws_hpair_geom_of(const ws_conv_desc *d1, const ws_conv_desc *d2, int cl, int bk, ws_hpair_geom *q)
 {
     memset(q, 0, sizeof *q);
@@ -68,7 +82,7 @@ int ws_hpair_geom_of(const ws_conv_desc *d1, const ws_conv_desc *d2, int cl, int
         q->boff = q->xoff + WS_HPAIR_XST * q->xcb;
         q->smem = 1024 + q->boff + 8 * 2 * (q->ws1 + WS_HPAIR_XST);
         /* the last epilogue's Ys[C_out][65] and Bs[C_out] over the weight ring and h */
-        const int ys = m2 * ys_row(d2) * 4 + m2 * 4;
+        const int ys = ys_bytes(d2) + m2 * 4;
         if (q->smem <= WS_HPAIR_SMEM_MAX && ys <= q->xoff)
             return 0;
     }
@@ -911,6 +925,106 @@ static void emit_ncl4(ptx_buf *b, const hp *h, const ws_conv_desc *d, preg c, pr
     ws_ptx_label(b, scalar);
 }
 
+/* The last epilogue's NLC y in vectors of 4 channels (Ys position-major: ys_pm), where y and
+ * the add (with add_bs) are aligned to 4 elements (else on to the element form after it):
+ * vector k = c + 256j of the tile's 64 x C_out/4 is position k / (C_out/4), channels
+ * 4(k % (C_out/4)) .. + 3: one 16-byte read of Ys and of Bs, one vector add read and one
+ * vector store, a warp's 32 of them consecutive channels. Ends at done. */
+static void emit_nlc4(ptx_buf *b, const hp *h, const ws_conv_desc *d, preg c, preg bs, preg tbm, preg pa, preg py,
+                      preg abs, preg hasa, preg n32, preg tout, plabel done)
+{
+    const int ys = d->y_type == WS_F32 ? 4 : 2, NG = d->c_out / 4, YRN = d->c_out + 4;
+    const int NV = WS_HPAIR_P * NG, per = (NV + 255) / 256;
+    ws_ptx_comment(b, "NLC y in vectors: vector k = c + 256j, position k / %d, channels 4(k %% %d).., %d at a time, "
+                      "where y and the add are aligned to 4 elements", NG, NG, HP_EGV);
+    plabel scalar = ws_ptx_label_new(b, "nlc_scalar");
+    {
+        preg al = ws_ptx_reg(b, PTX_B64), aal = ws_ptx_reg(b, PTX_B64), bal = ws_ptx_reg(b, PTX_B64);
+        preg vec = ws_ptx_reg(b, PTX_PRED), aok = ws_ptx_reg(b, PTX_PRED);
+        I("and.b64 %s, %s, %d", al.n, py.n, 4 * ys - 1);
+        I("setp.eq.u64 %s, %s, 0", vec.n, al.n);
+        I("and.b64 %s, %s, %d", aal.n, pa.n, 4 * ys - 1);
+        I("and.b64 %s, %s, 3", bal.n, abs.n);
+        I("or.b64 %s, %s, %s", aal.n, aal.n, bal.n);
+        I("setp.eq.u64 %s, %s, 0", aok.n, aal.n);
+        I("or.pred %s, %s, !%s", aok.n, aok.n, hasa.n);
+        I("and.pred %s, %s, %s", vec.n, vec.n, aok.n);
+        I("@!%s bra %s", vec.n, scalar.n);
+    }
+    preg k = ws_ptx_reg(b, PTX_B32), absb = ws_ptx_reg(b, PTX_B64);
+    I("mov.u32 %s, %s", k.n, c.n);
+    I("mul.lo.u64 %s, %s, %d", absb.n, abs.n, ys);
+    plabel top = ws_ptx_label_new(b, "nlc4_y");
+    const int G = per % HP_EGV == 0 ? HP_EGV : 1;
+    ws_ptx_label(b, top);
+    preg v[HP_EGV][4], bias[HP_EGV][4], af[HP_EGV][4], ya[HP_EGV], ok[HP_EGV];
+    for (int e = 0; e < G; e++) {
+        preg ke = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_B32), cg = ws_ptx_reg(b, PTX_B32);
+        preg n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32), ok2 = ws_ptx_reg(b, PTX_PRED);
+        preg ra = ws_ptx_reg(b, PTX_B32), rb = ws_ptx_reg(b, PTX_B32), t64 = ws_ptx_reg(b, PTX_B64);
+        preg pos = ws_ptx_reg(b, PTX_B64), o4 = ws_ptx_reg(b, PTX_B32), aa = ws_ptx_reg(b, PTX_B64);
+        preg n64 = ws_ptx_reg(b, PTX_B64);
+        ok[e] = ws_ptx_reg(b, PTX_PRED), ya[e] = ws_ptx_reg(b, PTX_B64);
+        for (int j = 0; j < 4; j++)
+            v[e][j] = ws_ptx_reg(b, PTX_F32), bias[e][j] = ws_ptx_reg(b, PTX_F32);
+        I("add.u32 %s, %s, %d", ke.n, k.n, 256 * e);
+        I("div.u32 %s, %s, %d", p.n, ke.n, NG);
+        I("mul.lo.u32 %s, %s, %d", cg.n, p.n, NG);
+        I("sub.u32 %s, %s, %s", cg.n, ke.n, cg.n);
+        I("shl.b32 %s, %s, 2", o4.n, cg.n);
+        I("shr.u32 %s, %s, %s", n.n, p.n, h->lgtb.n);
+        I("add.u32 %s, %s, %s", n.n, n.n, h->n0.n);
+        I("and.b32 %s, %s, %s", t.n, p.n, tbm.n);
+        I("add.u32 %s, %s, %s", t.n, t.n, h->t0.n);
+        I("setp.lt.u32 %s, %s, %s", ok[e].n, n.n, n32.n);
+        I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tout.n);
+        I("and.pred %s, %s, %s", ok[e].n, ok[e].n, ok2.n);
+        I("setp.lt.u32 %s, %s, %d", ok2.n, ke.n, NV);
+        I("and.pred %s, %s, %s", ok[e].n, ok[e].n, ok2.n);
+        I("mad.lo.u32 %s, %s, %d, %s", ra.n, p.n, YRN, o4.n);
+        I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, h->sbase.n);
+        I("mad.lo.u32 %s, %s, 4, %s", rb.n, o4.n, bs.n);
+        I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s]", v[e][0].n, v[e][1].n, v[e][2].n, v[e][3].n, ra.n);
+        I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s]", bias[e][0].n, bias[e][1].n, bias[e][2].n, bias[e][3].n, rb.n);
+        ws_ptx_comment(b, "y + ((n*T_out + t)*C_out + o)*%d, add + (n*add_bs + t*C_out + o)*%d", ys, ys);
+        I("cvt.u64.u32 %s, %s", t64.n, t.n);
+        I("mad.wide.u32 %s, %s, %s, %s", pos.n, n.n, tout.n, t64.n);
+        I("mul.lo.u64 %s, %s, %d", pos.n, pos.n, d->c_out);
+        I("cvt.u64.u32 %s, %s", t64.n, o4.n);
+        I("add.u64 %s, %s, %s", pos.n, pos.n, t64.n);
+        I("mad.lo.u64 %s, %s, %d, %s", ya[e].n, pos.n, ys, py.n);
+        I("cvt.u64.u32 %s, %s", n64.n, n.n);
+        I("cvt.u64.u32 %s, %s", pos.n, t.n);
+        I("mad.lo.u64 %s, %s, %d, %s", aa.n, pos.n, d->c_out, t64.n);
+        I("mad.lo.u64 %s, %s, %d, %s", aa.n, aa.n, ys, pa.n);
+        I("mad.lo.u64 %s, %s, %s, %s", aa.n, n64.n, absb.n, aa.n);
+        ws_ptx_vec a = ws_ptx_vec_new(b, d->y_type, 4);
+        char list[160];
+        preg pr = ws_ptx_reg(b, PTX_PRED);
+        I("and.pred %s, %s, %s", pr.n, ok[e].n, hasa.n);
+        for (int j = 0; j < a.nr; j++)
+            I("mov.b32 %s, 0", a.r[j].n);
+        ws_ptx_vec_list(&a, list, sizeof list);
+        I("@%s ld.global.%s %s, [%s]", pr.n, a.nr == 4 ? "v4.f32" : "v2.b32", list, aa.n);
+        for (int j = 0; j < 4; j++)
+            af[e][j] = ws_ptx_vec_elem(b, &a, j);
+    }
+    for (int e = 0; e < G; e++) {
+        const ws_ptx_epi ep = {
+            .act = d->act, .y_type = d->y_type, .n = 4, .v = v[e], .bias = bias[e], .bias_stride = 1,
+            .add_if = hasa, .add_v = af[e], .in = ok[e], .y = {.at = ya[e]}};
+        ws_ptx_epi_emit(b, &ep);
+    }
+    {
+        preg more = ws_ptx_reg(b, PTX_PRED);
+        I("add.u32 %s, %s, %d", k.n, k.n, 256 * G);
+        I("setp.lt.u32 %s, %s, %d", more.n, k.n, NV);
+        I("@%s bra %s", more.n, top.n);
+    }
+    I("bra %s", done.n);
+    ws_ptx_label(b, scalar);
+}
+
 static void emit_consumers(ptx_buf *b, const hp *h)
 {
     const ws_hpair_geom *q = &h->q;
@@ -1054,10 +1168,11 @@ static void emit_consumers(ptx_buf *b, const hp *h)
     acc_list(cs, q->n2 / 2);
     emit_gemm_loop(b, h, cs, 2, q->kt2);
 
-    const int YR = ys_row(d2);
-    ws_ptx_section(b, YR == WS_HPAIR_YS_ROW_NCL ? "epilogue 2: accumulators into Ys[C_out][68] over the drained rings, b2 into Bs"
-                                            : "epilogue 2: accumulators into Ys[C_out][65] over the drained rings, b2 into Bs");
-    const int ysb = q->m2 * YR * 4;
+    const int YR = ys_row(d2), PM = ys_pm(d2), YRN = q->m2 + 4;
+    ws_ptx_section(b, PM ? "epilogue 2: accumulators into Ys[64][C_out + 4] over the drained rings, b2 into Bs"
+                      : YR == WS_HPAIR_YS_ROW_NCL ? "epilogue 2: accumulators into Ys[C_out][68] over the drained rings, b2 into Bs"
+                                                  : "epilogue 2: accumulators into Ys[C_out][65] over the drained rings, b2 into Bs");
+    const int ysb = ys_bytes(d2);
     I("bar.sync 1, 256");
     {
         preg wa = ws_ptx_reg(b, PTX_B32), t2 = ws_ptx_reg(b, PTX_B32), p0 = ws_ptx_reg(b, PTX_B32);
@@ -1066,13 +1181,22 @@ static void emit_consumers(ptx_buf *b, const hp *h)
         I("mad.lo.u32 %s, %s, %d, %s", t2.n, cs->g.n, q->n2, t2.n);
         I("shr.u32 %s, %s, 2", p0.n, cs->lane.n);
         I("mad.lo.u32 %s, %s, 16, %s", p0.n, cs->w4.n, p0.n);
-        I("mad.lo.u32 %s, %s, %d, %s", wa.n, t2.n, YR, p0.n);
-        I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, h->sbase.n);
-        for (int i = 0; i < q->n2 / 8; i++)
-            for (int hh = 0; hh < 2; hh++)
-                for (int e = 0; e < 2; e++)
-                    I("st.shared.f32 [%s+%d], %s", wa.n, ((8 * i + e) * YR + 8 * hh) * 4,
-                      cs->acc[4 * i + 2 * hh + e].n);
+        if (PM) { /* Ys[position][channel]: a pair of channels a store */
+            I("mad.lo.u32 %s, %s, %d, %s", wa.n, p0.n, YRN, t2.n);
+            I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, h->sbase.n);
+            for (int i = 0; i < q->n2 / 8; i++)
+                for (int hh = 0; hh < 2; hh++)
+                    I("st.shared.v2.f32 [%s+%d], {%s, %s}", wa.n, (8 * hh * YRN + 8 * i) * 4,
+                      cs->acc[4 * i + 2 * hh].n, cs->acc[4 * i + 2 * hh + 1].n);
+        } else {
+            I("mad.lo.u32 %s, %s, %d, %s", wa.n, t2.n, YR, p0.n);
+            I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, h->sbase.n);
+            for (int i = 0; i < q->n2 / 8; i++)
+                for (int hh = 0; hh < 2; hh++)
+                    for (int e = 0; e < 2; e++)
+                        I("st.shared.f32 [%s+%d], %s", wa.n, ((8 * i + e) * YR + 8 * hh) * 4,
+                          cs->acc[4 * i + 2 * hh + e].n);
+        }
     }
     preg c = ws_ptx_reg(b, PTX_B32), bs = ws_ptx_reg(b, PTX_B32);
     I("sub.u32 %s, %s, 128", c.n, h->tid.n);
@@ -1173,6 +1297,8 @@ static void emit_consumers(ptx_buf *b, const hp *h)
             I("@%s bra %s", more.n, top.n);
         }
     } else {
+        if (PM)
+            emit_nlc4(b, h, d, c, bs, tbm, pa, py, abs, hasa, n32, tout, done);
         /* C_out <= 128: the threads split the positions too (pg groups), so that all 256 store */
         const int EG = 16, pg = q->m2 <= 64 ? 4 : q->m2 <= 128 ? 2 : 1, ppg = 64 / pg;
         ws_ptx_comment(b, "NLC y: channel o = c %% %d + 256j, positions %d(c / %d).. + %d, %d at a time",
@@ -1198,7 +1324,10 @@ static void emit_consumers(ptx_buf *b, const hp *h)
             I("mad.lo.u32 %s, %s, 4, %s", sa.n, o.n, bs.n);
             I("ld.shared.f32 %s, [%s]", bias.n, sa.n);
             I("cvt.u64.u32 %s, %s", off.n, o.n);
-            I("mad.lo.u32 %s, %s, %d, %s", ra.n, o.n, YR, pi.n);
+            if (PM)
+                I("mad.lo.u32 %s, %s, %d, %s", ra.n, pi.n, YRN, o.n);
+            else
+                I("mad.lo.u32 %s, %s, %d, %s", ra.n, o.n, YR, pi.n);
             I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, h->sbase.n);
             ws_ptx_label(b, top);
             preg v[16], ybase[16], pp[16], r[16], okk[16];
@@ -1216,7 +1345,7 @@ static void emit_consumers(ptx_buf *b, const hp *h)
                 I("setp.lt.u32 %s, %s, %s", okk[e].n, n.n, n32.n);
                 I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tout.n);
                 I("and.pred %s, %s, %s", okk[e].n, okk[e].n, ok2.n);
-                I("ld.shared.f32 %s, [%s+%d]", v[e].n, ra.n, 4 * e);
+                I("ld.shared.f32 %s, [%s+%d]", v[e].n, ra.n, 4 * e * (PM ? YRN : 1));
                 I("cvt.u64.u32 %s, %s", t64.n, t.n);
                 I("mad.wide.u32 %s, %s, %s, %s", pos.n, n.n, tout.n, t64.n);
                 I("mul.lo.u64 %s, %s, %lld", ybase[e].n, pos.n, (long long)d->c_out * ys);
@@ -1232,7 +1361,7 @@ static void emit_consumers(ptx_buf *b, const hp *h)
                 ws_hgemm_elem(b, d, v[e], bias, pp[e], r[e], okk[e], off, ybase[e], ys);
             {
                 preg more = ws_ptx_reg(b, PTX_PRED);
-                I("add.u32 %s, %s, %d", ra.n, ra.n, 4 * EG);
+                I("add.u32 %s, %s, %d", ra.n, ra.n, 4 * EG * (PM ? YRN : 1));
                 I("add.u32 %s, %s, %d", pi.n, pi.n, EG);
                 I("setp.lt.u32 %s, %s, %s", more.n, pi.n, pend.n);
                 I("@%s bra %s", more.n, top.n);

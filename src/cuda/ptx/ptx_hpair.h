@@ -52,8 +52,12 @@
  *   aligned to 4 elements (a thread positions 4(c % 16).., channels c/16 + 16m: one 16-byte Ys
  *   read, one vector add read and one vector store each; H200, the block in NCL 54.6-54.8 ->
  *   51.2-52.4 us, 2026-11-28), else by position (a thread a position, channels c/64 + 4m, up
- *   to 32 add reads in flight); NLC by channel (and by quarter or half of the positions where
- *   C_out <= 128).
+ *   to 32 add reads in flight); NLC where C_out % 4 == 0 position-major, Ys[64][C_out + 4]
+ *   (the accumulators stored in pairs), in vectors of 4 channels where y and the add are
+ *   aligned (vector k = c + 256j: position k / (C_out/4), channels 4(k % (C_out/4)).., one
+ *   16-byte read of Ys and of Bs, one vector add read and one vector store; H200, the block in
+ *   NLC 52.7 -> 45.0-46.5 us, 2026-11-28), else by channel, element by element (and by quarter
+ *   or half of the positions where C_out <= 128).
  * Speed (H100, bf16, the ResConv1D block N256 C512 T32 with its residual, us per call,
  *   2026-11-27 20:46 UTC): NCL 54.0-54.6, NLC 52.7-53.3, against 62.4-62.8 / 57.5-59.3 as
  *   two calls and 139 / 192 at best for PyTorch + cuDNN; tensor pipe 38 %. Each block's chain of 32 weight stages (2
