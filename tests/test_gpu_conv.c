@@ -1640,7 +1640,7 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
             const int bkc = d.math == WS_MATH_TF32 ? 32 : 64;
             cr_assert_eq(ws_hgemm_bkc(&d), bkc);
             cr_assert_eq(fits, WS_HGEMM && d.c_in % 16 == 0 && ws_gemm_mma_kmajor(&d) && d.stride <= 8 &&
-                               d.k * ((d.c_in + bkc - 1) / bkc) >= WS_HGEMM_MIN_STAGES && d.c_out > 64,
+                               d.k * ((d.c_in + bkc - 1) / bkc) >= WS_HGEMM_MIN_STAGES && d.c_out >= WS_HGEMM_MIN_COUT,
                          "%s", gcases_gemm[i].name);
             cr_assert(!ws_hgemm_fits(&d, 8, 0) && !ws_hgemm_fits(&d, 10, 0), "%s", gcases_gemm[i].name);
             if (!fits)

@@ -66,14 +66,15 @@ void ws_hgemm_cfg_of(const ws_conv_desc *d, ws_hgemm_cfg *q)
 
 int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
 {
-    /* short sums and narrow outputs stay on the gemm kernel of ptx_gemm.h (H100, bf16:
-     * Jukebox's C64 K3, 3 stages of a half-empty tile: 240 us on the large tile, 188 on the
-     * small one, against its 165) */
+    /* the shortest sums and narrowest outputs stay on the gemm kernel of ptx_gemm.h. Jukebox's
+     * C64 K3 (3 stages of a half-empty tile) on the small tile: H100 before the vector
+     * epilogues, bf16, 188 us against that kernel's 165; H200 with them, 79.6-81.0 NLC and
+     * 124.9-126.3 NCL against 163-167 (tf32 NLC 221 against 280) */
     const long long kt = (long long)d->k * ((d->c_in + ws_hgemm_bkc(d) - 1) / ws_hgemm_bkc(d));
     /* ws_gemm_mma: the plan packs the tensor-core weights this kernel reads */
     return WS_HGEMM && cc_major == 9 && cc_minor == 0 && ws_gemm_mma(d) &&
            d->c_in % 16 == 0 &&
-           ws_gemm_mma_kmajor(d) && d->stride <= 8 && kt >= WS_HGEMM_MIN_STAGES && d->c_out > 64;
+           ws_gemm_mma_kmajor(d) && d->stride <= 8 && kt >= WS_HGEMM_MIN_STAGES && d->c_out >= WS_HGEMM_MIN_COUT;
 }
 
 int ws_hgemm_bkc(const ws_conv_desc *d)

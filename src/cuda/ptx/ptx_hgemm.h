@@ -122,7 +122,8 @@
 /* 1: weights of NCL descriptors at stride > 2 are k-major too (ws_gemm_mma_kmajor), so that
  * the Hopper GEMM takes them */
 #define WS_HGEMM_KMAJOR_NCL 1
-#define WS_HGEMM_MIN_STAGES 6 /* the fewest stages (K * ceil(C_in / 64)) it takes */
+#define WS_HGEMM_MIN_STAGES 3 /* the fewest stages (K * ceil(C_in / 64)) it takes */
+#define WS_HGEMM_MIN_COUT 32  /* the fewest output channels it takes */
 /* THE SMALL TILE: BM = 128 x BN = 128 positions, 3 stages of 32 KiB, two blocks an SM (one's
  * epilogue runs beside the other's products), for sums of at most WS_HGEMM_SMALL_KT stages */
 #define WS_HGEMM_BN_S 128
@@ -172,7 +173,7 @@ void ws_hgemm_elem(ptx_buf *b, const ws_conv_desc *d, preg v, preg bias, preg p,
 
 /* 1 when the Hopper GEMM runs descriptor d on compute capability cc: 9.0, a dense FWD the
  * gemm kernel takes (ptx_gemm.h), BF16, F16 or TF32 math, C_in % 16 == 0 with k-major weights,
- * stride <= 8, at least WS_HGEMM_MIN_STAGES stages and C_out over 64 */
+ * stride <= 8, at least WS_HGEMM_MIN_STAGES stages and WS_HGEMM_MIN_COUT output channels */
 int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor);
 
 /* channels of one tap per stage (128 bytes: 64 of 16-bit math, 32 of TF32), and the bytes of
