@@ -69,12 +69,15 @@ int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
     /* the shortest sums and narrowest outputs stay on the gemm kernel of ptx_gemm.h. Jukebox's
      * C64 K3 (3 stages of a half-empty tile) on the small tile: H100 before the vector
      * epilogues, bf16, 188 us against that kernel's 165; H200 with them, 79.6-81.0 NLC and
-     * 124.9-126.3 NCL against 163-167 (tf32 NLC 221 against 280) */
+     * 124.9-126.3 NCL against 163-167 (tf32 NLC 221 against 280). TF32 with channel-first x
+     * keeps the earlier bounds (6 stages, C_out over 64): staging its 4-byte x costs more than
+     * the kernel saves there (Jukebox tf32 NCL 226.6-229.8 against 202.4-202.6) */
     const long long kt = (long long)d->k * ((d->c_in + ws_hgemm_bkc(d) - 1) / ws_hgemm_bkc(d));
     /* ws_gemm_mma: the plan packs the tensor-core weights this kernel reads */
     return WS_HGEMM && cc_major == 9 && cc_minor == 0 && ws_gemm_mma(d) &&
            d->c_in % 16 == 0 &&
-           ws_gemm_mma_kmajor(d) && d->stride <= 8 && kt >= WS_HGEMM_MIN_STAGES && d->c_out >= WS_HGEMM_MIN_COUT;
+           ws_gemm_mma_kmajor(d) && d->stride <= 8 && kt >= WS_HGEMM_MIN_STAGES && d->c_out >= WS_HGEMM_MIN_COUT &&
+           !(d->math == WS_MATH_TF32 && d->x_layout == WS_NCL && (kt < 6 || d->c_out <= 64));
 }
 
 int ws_hgemm_bkc(const ws_conv_desc *d)

@@ -173,7 +173,8 @@ void ws_hgemm_elem(ptx_buf *b, const ws_conv_desc *d, preg v, preg bias, preg p,
 
 /* 1 when the Hopper GEMM runs descriptor d on compute capability cc: 9.0, a dense FWD the
  * gemm kernel takes (ptx_gemm.h), BF16, F16 or TF32 math, C_in % 16 == 0 with k-major weights,
- * stride <= 8, at least WS_HGEMM_MIN_STAGES stages and WS_HGEMM_MIN_COUT output channels */
+ * stride <= 8, at least WS_HGEMM_MIN_STAGES stages and WS_HGEMM_MIN_COUT output channels (TF32
+ * math with NCL x: at least 6 stages and C_out over 64) */
 int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor);
 
 /* channels of one tap per stage (128 bytes: 64 of 16-bit math, 32 of TF32), and the bytes of
