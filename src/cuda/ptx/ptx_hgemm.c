@@ -347,6 +347,41 @@ static void emit_add_variant(ptx_buf *b, int va, preg hasa, plabel noadd, plabel
 
 #define EG 16 /* epilogue elements whose reads are issued together */
 
+/* the vector epilogues' test: on where y, and with an add (hasa) the add and add_bs, are
+ * aligned to 4 elements of ys bytes (and, tout named, T_out % 4 == 0); else to scalar */
+void ws_hgemm_vec_or(ptx_buf *b, preg py, preg pa, preg abs, preg hasa, preg tout, int ys, plabel scalar)
+{
+    preg al = ws_ptx_reg(b, PTX_B64), aal = ws_ptx_reg(b, PTX_B64), bal = ws_ptx_reg(b, PTX_B64);
+    preg vec = ws_ptx_reg(b, PTX_PRED), aok = ws_ptx_reg(b, PTX_PRED);
+    preg t4 = tout.n[0] ? ws_ptx_reg(b, PTX_B32) : (preg){""};
+    I("and.b64 %s, %s, %d", al.n, py.n, 4 * ys - 1);
+    I("setp.eq.u64 %s, %s, 0", vec.n, al.n);
+    if (tout.n[0]) {
+        I("and.b32 %s, %s, 3", t4.n, tout.n);
+        I("setp.eq.and.u32 %s, %s, 0, %s", vec.n, t4.n, vec.n);
+    }
+    I("and.b64 %s, %s, %d", aal.n, pa.n, 4 * ys - 1);
+    I("and.b64 %s, %s, 3", bal.n, abs.n);
+    I("or.b64 %s, %s, %s", aal.n, aal.n, bal.n);
+    I("setp.eq.u64 %s, %s, 0", aok.n, aal.n);
+    I("or.pred %s, %s, !%s", aok.n, aok.n, hasa.n);
+    I("and.pred %s, %s, %s", vec.n, vec.n, aok.n);
+    I("@!%s bra %s", vec.n, scalar.n);
+}
+
+/* a vector add read into a (4 elements, its registers zeroed first): one coherent load at addr
+ * where p holds (the add may be y itself); af[j] the elements as float32 */
+void ws_hgemm_vec_add(ptx_buf *b, const ws_ptx_vec *a, preg p, preg addr, preg af[4])
+{
+    char list[160];
+    for (int j = 0; j < a->nr; j++)
+        I("mov.b32 %s, 0", a->r[j].n);
+    ws_ptx_vec_list(a, list, sizeof list);
+    I("@%s ld.global.%s %s, [%s]", p.n, a->nr == 4 ? "v4.f32" : "v2.b32", list, addr.n);
+    for (int j = 0; j < 4; j++)
+        af[j] = ws_ptx_vec_elem(b, a, j);
+}
+
 #define EGV 4 /* the vector epilogue's vectors whose reads are issued together */
 
 /* The NLC epilogue in vectors of 4 channels (C_out % 4 == 0; the forward): where y, and the
@@ -362,19 +397,7 @@ static void emit_epi_nlc4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     ws_ptx_comment(b, "NLC y in vectors: rows 4(c %% 32).. (b once), positions c/32 + 8m, where y and the add "
                       "are aligned to 4 elements");
     plabel scalar = ws_ptx_label_new(b, "epi_scalar"), noadd = ws_ptx_label_new(b, "epi4_noadd");
-    {
-        preg al = ws_ptx_reg(b, PTX_B64), aal = ws_ptx_reg(b, PTX_B64), bal = ws_ptx_reg(b, PTX_B64);
-        preg vec = ws_ptx_reg(b, PTX_PRED), aok = ws_ptx_reg(b, PTX_PRED);
-        I("and.b64 %s, %s, %d", al.n, py.n, 4 * ys - 1);
-        I("setp.eq.u64 %s, %s, 0", vec.n, al.n);
-        I("and.b64 %s, %s, %d", aal.n, pa.n, 4 * ys - 1);
-        I("and.b64 %s, %s, 3", bal.n, abs.n);
-        I("or.b64 %s, %s, %s", aal.n, aal.n, bal.n);
-        I("setp.eq.u64 %s, %s, 0", aok.n, aal.n);
-        I("or.pred %s, %s, !%s", aok.n, aok.n, hasa.n);
-        I("and.pred %s, %s, %s", vec.n, vec.n, aok.n);
-        I("@!%s bra %s", vec.n, scalar.n);
-    }
+    ws_hgemm_vec_or(b, py, pa, abs, hasa, (preg){""}, ys, scalar);
     preg cg = ws_ptx_reg(b, PTX_B32), prow = ws_ptx_reg(b, PTX_B32), ov = ws_ptx_reg(b, PTX_B32);
     preg ook = ws_ptx_reg(b, PTX_PRED), ra = ws_ptx_reg(b, PTX_B32), ba = ws_ptx_reg(b, PTX_B32);
     preg ov64 = ws_ptx_reg(b, PTX_B64), yb0 = ws_ptx_reg(b, PTX_B64), ab0 = ws_ptx_reg(b, PTX_B64);
@@ -424,19 +447,10 @@ static void emit_epi_nlc4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
                 if (va) {
                     preg aa = ws_ptx_reg(b, PTX_B64), n64 = ws_ptx_reg(b, PTX_B64);
                     ws_ptx_vec a = ws_ptx_vec_new(b, d->y_type, 4);
-                    char list[160];
                     I("cvt.u64.u32 %s, %s", n64.n, n.n);
                     I("mad.lo.u64 %s, %s, %lld, %s", aa.n, t64.n, (long long)d->c_out * ys, ab0.n);
                     I("mad.lo.u64 %s, %s, %s, %s", aa.n, n64.n, absb.n, aa.n);
-                    for (int j = 0; j < a.nr; j++)
-                        I("mov.b32 %s, 0", a.r[j].n);
-                    ws_ptx_vec_list(&a, list, sizeof list);
-                    if (a.nr == 4)
-                        I("@%s ld.global.v4.f32 %s, [%s]", ok[m].n, list, aa.n);
-                    else
-                        I("@%s ld.global.v2.b32 %s, [%s]", ok[m].n, list, aa.n);
-                    for (int j = 0; j < 4; j++)
-                        af[m][j] = ws_ptx_vec_elem(b, &a, j);
+                    ws_hgemm_vec_add(b, &a, ok[m], aa, af[m]);
                 }
             }
             for (int m = 0; m < EGV; m++) {
@@ -466,21 +480,7 @@ static void emit_epi_ncl4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     ws_ptx_comment(b, "NCL y in vectors: positions 4(c %% %d).. (n, t once), rows c/%d + %dm, where T_out %% 4 == 0 "
                       "and y and the add are aligned to 4 elements", NV, NV, RS);
     plabel scalar = ws_ptx_label_new(b, "epi_scalar"), noadd = ws_ptx_label_new(b, "epi4_noadd");
-    {
-        preg al = ws_ptx_reg(b, PTX_B64), aal = ws_ptx_reg(b, PTX_B64), bal = ws_ptx_reg(b, PTX_B64);
-        preg vec = ws_ptx_reg(b, PTX_PRED), aok = ws_ptx_reg(b, PTX_PRED), t4 = ws_ptx_reg(b, PTX_B32);
-        I("and.b64 %s, %s, %d", al.n, py.n, 4 * ys - 1);
-        I("setp.eq.u64 %s, %s, 0", vec.n, al.n);
-        I("and.b32 %s, %s, 3", t4.n, tout.n);
-        I("setp.eq.and.u32 %s, %s, 0, %s", vec.n, t4.n, vec.n);
-        I("and.b64 %s, %s, %d", aal.n, pa.n, 4 * ys - 1);
-        I("and.b64 %s, %s, 3", bal.n, abs.n);
-        I("or.b64 %s, %s, %s", aal.n, aal.n, bal.n);
-        I("setp.eq.u64 %s, %s, 0", aok.n, aal.n);
-        I("or.pred %s, %s, !%s", aok.n, aok.n, hasa.n);
-        I("and.pred %s, %s, %s", vec.n, vec.n, aok.n);
-        I("@!%s bra %s", vec.n, scalar.n);
-    }
+    ws_hgemm_vec_or(b, py, pa, abs, hasa, tout, ys, scalar);
     preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
     preg ok = ws_ptx_reg(b, PTX_PRED), ok2 = ws_ptx_reg(b, PTX_PRED), orow = ws_ptx_reg(b, PTX_B32);
     preg row = ws_ptx_reg(b, PTX_B32), t64 = ws_ptx_reg(b, PTX_B64), n64 = ws_ptx_reg(b, PTX_B64);
@@ -537,14 +537,8 @@ static void emit_epi_ncl4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
                 if (va) {
                     preg av = ws_ptx_reg(b, PTX_B64);
                     ws_ptx_vec a = ws_ptx_vec_new(b, d->y_type, 4);
-                    char list[160];
                     I("mad.lo.u64 %s, %s, %d, %s", av.n, rstep.n, m0 + m, aa.n);
-                    for (int j = 0; j < a.nr; j++)
-                        I("mov.b32 %s, 0", a.r[j].n);
-                    ws_ptx_vec_list(&a, list, sizeof list);
-                    I("@%s ld.global.%s %s, [%s]", in[m].n, a.nr == 4 ? "v4.f32" : "v2.b32", list, av.n);
-                    for (int j = 0; j < 4; j++)
-                        af[m][j] = ws_ptx_vec_elem(b, &a, j);
+                    ws_hgemm_vec_add(b, &a, in[m], av, af[m]);
                 }
             }
             for (int m = 0; m < GV; m++) {

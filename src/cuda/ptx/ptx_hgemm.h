@@ -107,6 +107,7 @@
 #define WS_CUDA_PTX_HGEMM_H
 
 #include "common.h"
+#include "ptx_act.h"
 #include "ptx_emit.h"
 #include "ptx_hbwd.h"
 #include "ws_conv.h"
@@ -170,6 +171,14 @@ void ws_hgemm_desc(ptx_buf *b, preg desc, preg addr, int row_bytes);
 void ws_hgemm_add_read(ptx_buf *b, const ws_conv_desc *d, preg r, preg p, preg off, preg abase, int ys);
 void ws_hgemm_elem(ptx_buf *b, const ws_conv_desc *d, preg v, preg bias, preg p, preg r, preg in,
                    preg off, preg ybase, int ys);
+
+/* the vector epilogues' helpers (ptx_hpair.c shares them): ws_hgemm_vec_or branches to scalar
+ * unless y, and with an add (hasa) the add and add_bs, are aligned to 4 elements of ys bytes
+ * (and, tout named, T_out % 4 == 0); ws_hgemm_vec_add zeroes a's registers, loads its 4
+ * elements at addr where p holds (a coherent load: the add may be y) and gives them as
+ * float32 in af */
+void ws_hgemm_vec_or(ptx_buf *b, preg py, preg pa, preg abs, preg hasa, preg tout, int ys, plabel scalar);
+void ws_hgemm_vec_add(ptx_buf *b, const ws_ptx_vec *a, preg p, preg addr, preg af[4]);
 
 /* 1 when the Hopper GEMM runs descriptor d on compute capability cc: 9.0, a dense FWD the
  * gemm kernel takes (ptx_gemm.h), BF16, F16 or TF32 math, C_in % 16 == 0 with k-major weights,

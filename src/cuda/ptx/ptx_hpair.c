@@ -827,21 +827,7 @@ static void emit_ncl4(ptx_buf *b, const hp *h, const ws_conv_desc *d, preg c, pr
     ws_ptx_comment(b, "NCL y in vectors: positions 4(c %% 16).. (n, t once), channels c/16 + 16m, %d at a time, "
                       "where T_out %% 4 == 0 and y and the add are aligned to 4 elements", HP_EGV);
     plabel scalar = ws_ptx_label_new(b, "ncl_scalar");
-    {
-        preg al = ws_ptx_reg(b, PTX_B64), aal = ws_ptx_reg(b, PTX_B64), bal = ws_ptx_reg(b, PTX_B64);
-        preg vec = ws_ptx_reg(b, PTX_PRED), aok = ws_ptx_reg(b, PTX_PRED), t4 = ws_ptx_reg(b, PTX_B32);
-        I("and.b64 %s, %s, %d", al.n, py.n, 4 * ys - 1);
-        I("setp.eq.u64 %s, %s, 0", vec.n, al.n);
-        I("and.b32 %s, %s, 3", t4.n, tout.n);
-        I("setp.eq.and.u32 %s, %s, 0, %s", vec.n, t4.n, vec.n);
-        I("and.b64 %s, %s, %d", aal.n, pa.n, 4 * ys - 1);
-        I("and.b64 %s, %s, 3", bal.n, abs.n);
-        I("or.b64 %s, %s, %s", aal.n, aal.n, bal.n);
-        I("setp.eq.u64 %s, %s, 0", aok.n, aal.n);
-        I("or.pred %s, %s, !%s", aok.n, aok.n, hasa.n);
-        I("and.pred %s, %s, %s", vec.n, vec.n, aok.n);
-        I("@!%s bra %s", vec.n, scalar.n);
-    }
+    ws_hgemm_vec_or(b, py, pa, abs, hasa, tout, ys, scalar);
     preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
     preg ok = ws_ptx_reg(b, PTX_PRED), ok2 = ws_ptx_reg(b, PTX_PRED), orow = ws_ptx_reg(b, PTX_B32);
     preg t64 = ws_ptx_reg(b, PTX_B64), n64 = ws_ptx_reg(b, PTX_B64), ya = ws_ptx_reg(b, PTX_B64);
@@ -896,14 +882,8 @@ static void emit_ncl4(ptx_buf *b, const hp *h, const ws_conv_desc *d, preg c, pr
         }
         ws_ptx_vec a = ws_ptx_vec_new(b, d->y_type, 4);
         preg av = ws_ptx_reg(b, PTX_B64);
-        char list[160];
         I("mad.lo.u64 %s, %s, %d, %s", av.n, rstep.n, e, aa.n);
-        for (int j = 0; j < a.nr; j++)
-            I("mov.b32 %s, 0", a.r[j].n);
-        ws_ptx_vec_list(&a, list, sizeof list);
-        I("@%s ld.global.%s %s, [%s]", hasa.n, a.nr == 4 ? "v4.f32" : "v2.b32", list, av.n);
-        for (int j = 0; j < 4; j++)
-            af[e][j] = ws_ptx_vec_elem(b, &a, j);
+        ws_hgemm_vec_add(b, &a, hasa, av, af[e]);
     }
     for (int e = 0; e < HP_EGV; e++) {
         const ws_ptx_epi ep = {
@@ -938,19 +918,7 @@ static void emit_nlc4(ptx_buf *b, const hp *h, const ws_conv_desc *d, preg c, pr
     ws_ptx_comment(b, "NLC y in vectors: vector k = c + 256j, position k / %d, channels 4(k %% %d).., %d at a time, "
                       "where y and the add are aligned to 4 elements", NG, NG, HP_EGV);
     plabel scalar = ws_ptx_label_new(b, "nlc_scalar");
-    {
-        preg al = ws_ptx_reg(b, PTX_B64), aal = ws_ptx_reg(b, PTX_B64), bal = ws_ptx_reg(b, PTX_B64);
-        preg vec = ws_ptx_reg(b, PTX_PRED), aok = ws_ptx_reg(b, PTX_PRED);
-        I("and.b64 %s, %s, %d", al.n, py.n, 4 * ys - 1);
-        I("setp.eq.u64 %s, %s, 0", vec.n, al.n);
-        I("and.b64 %s, %s, %d", aal.n, pa.n, 4 * ys - 1);
-        I("and.b64 %s, %s, 3", bal.n, abs.n);
-        I("or.b64 %s, %s, %s", aal.n, aal.n, bal.n);
-        I("setp.eq.u64 %s, %s, 0", aok.n, aal.n);
-        I("or.pred %s, %s, !%s", aok.n, aok.n, hasa.n);
-        I("and.pred %s, %s, %s", vec.n, vec.n, aok.n);
-        I("@!%s bra %s", vec.n, scalar.n);
-    }
+    ws_hgemm_vec_or(b, py, pa, abs, hasa, (preg){""}, ys, scalar);
     preg k = ws_ptx_reg(b, PTX_B32), absb = ws_ptx_reg(b, PTX_B64);
     I("mov.u32 %s, %s", k.n, c.n);
     I("mul.lo.u64 %s, %s, %d", absb.n, abs.n, ys);
@@ -999,15 +967,9 @@ static void emit_nlc4(ptx_buf *b, const hp *h, const ws_conv_desc *d, preg c, pr
         I("mad.lo.u64 %s, %s, %d, %s", aa.n, aa.n, ys, pa.n);
         I("mad.lo.u64 %s, %s, %s, %s", aa.n, n64.n, absb.n, aa.n);
         ws_ptx_vec a = ws_ptx_vec_new(b, d->y_type, 4);
-        char list[160];
         preg pr = ws_ptx_reg(b, PTX_PRED);
         I("and.pred %s, %s, %s", pr.n, ok[e].n, hasa.n);
-        for (int j = 0; j < a.nr; j++)
-            I("mov.b32 %s, 0", a.r[j].n);
-        ws_ptx_vec_list(&a, list, sizeof list);
-        I("@%s ld.global.%s %s, [%s]", pr.n, a.nr == 4 ? "v4.f32" : "v2.b32", list, aa.n);
-        for (int j = 0; j < 4; j++)
-            af[e][j] = ws_ptx_vec_elem(b, &a, j);
+        ws_hgemm_vec_add(b, &a, pr, aa, af[e]);
     }
     for (int e = 0; e < G; e++) {
         const ws_ptx_epi ep = {
