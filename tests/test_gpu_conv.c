@@ -1247,6 +1247,11 @@ static const gcase gcases_gemm[] = {
      * 200), the small tile with an add per item and the large one with float32 y */
     {"h_ncl_c128_o200_k3_t256_vec", 3, 128, 200, 1, 3, 1, 1, 1, 1, 256, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_GELU, 1, ADD_PER_ITEM},
+    /* the small tile's SILU into 16-bit y (NLC and NCL): the element form, no spills */
+    {"h_small_nlc_c64_o96_k3_silu", 2, 64, 96, 1, 3, 1, 1, 1, 1, 120, WS_NLC, WS_NLC, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_SILU, 1, ADD_PER_ITEM},
+    {"h_small_ncl_c64_o96_k3_silu", 2, 64, 96, 1, 3, 1, 1, 1, 1, 120, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_SILU, 1, 0},
     {"h_large_ncl_c256_o136_k7_t400_vec", 2, 256, 136, 1, 7, 1, 1, 3, 3, 400, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_F32,
      0, WS_ACT_SILU, 1, ADD_BROADCAST},
 };

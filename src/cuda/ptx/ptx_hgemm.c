@@ -466,6 +466,13 @@ static void emit_epi_nlc4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     ws_ptx_label(b, scalar);
 }
 
+/* the small tile's SILU: its vector epilogues spill at the 96 registers ptxas gives that tile,
+ * whatever y's type, so it keeps the element form */
+static int small_silu(const ws_conv_desc *d, const ws_hgemm_cfg *q)
+{
+    return q->minb > 1 && d->act == WS_ACT_SILU;
+}
+
 /* The NCL epilogue in vectors of 4 positions (the forward), where T_out % 4 == 0 and y and the
  * add (with add_bs) are aligned to 4 elements (else on to the element form after it): thread c
  * takes positions 4(c % (BN/4)) .. + 3 (n, t and their range once: TB >= 8 keeps the four in
@@ -475,7 +482,7 @@ static void emit_epi_ncl4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
                           preg o0, preg t0, preg n0, preg lgtb, preg tbm, preg pa, preg py, preg abs, preg hasa,
                           preg n32, preg tout, plabel done)
 {
-    /* vectors whose reads come first: 2 on the small tile (112 registers a thread) */
+    /* vectors whose reads come first: 2 on the small tile (ptxas gives it 96 registers a thread) */
     const int ys = d->y_type == WS_F32 ? 4 : 2, NV = BN / 4, RS = 256 / NV, GV = q->minb > 1 ? 2 : EGV;
     ws_ptx_comment(b, "NCL y in vectors: positions 4(c %% %d).. (n, t once), rows c/%d + %dm, where T_out %% 4 == 0 "
                       "and y and the add are aligned to 4 elements", NV, NV, RS);
@@ -754,8 +761,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     }
     plabel done = ws_ptx_label_new(b, "epi_done"), noadd = ws_ptx_label_new(b, "epi_noadd");
     if (ncl) {
-        /* not the small tile's float32 SILU: its vectors spill at that tile's registers */
-        if (!wg_ed && !phase && !(q->minb > 1 && d->y_type == WS_F32 && d->act == WS_ACT_SILU))
+        if (!wg_ed && !phase && !small_silu(d, q))
             emit_epi_ncl4(b, d, q, c, sbase, bs, o0, t0, n0, lgtb, tbm, pa, py, abs, hasa, n32, tout, done);
         ws_ptx_comment(b, "NCL y: position i = c %% %d (n, t once), rows c/%d + %dm; no branch per element", BN, BN,
                        PSTEP);
@@ -841,7 +847,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         }
         }
     } else {
-        if (!wg_ed && d->c_out % 4 == 0)
+        if (!wg_ed && d->c_out % 4 == 0 && !small_silu(d, q))
             emit_epi_nlc4(b, d, q, c, sbase, bs, o0, t0, n0, lgtb, tbm, pa, py, abs, hasa, n32, tout, done);
         ws_ptx_comment(b, "NLC y: row c %% 128 (o, b[o] once), positions c/128 + 2m; no branch per element");
         preg oo = ws_ptx_reg(b, PTX_B32), ook = ws_ptx_reg(b, PTX_PRED), bias = ws_ptx_reg(b, PTX_F32);

@@ -60,7 +60,7 @@
  *   NCL y, Ys[BN][132] (position-major: a warp's stores of one accumulator, 8 rows x 4
  *   positions, hit 32 banks) for NLC y, and the bias as Bs[128] after it; then, c the
  *   thread's index among the 256 consumers:
- *   NLC y in vectors, where C_out % 4 == 0 and, per call, y and the add (and add_bs) are
+ *   NLC y in vectors (not the small tile's SILU), where C_out % 4 == 0 and, per call, y and the add (and add_bs) are
  *   aligned to 4 elements: rows 4(c % 32) .. + 3 (their b[o] one 16-byte read of Bs) at
  *   positions c / 32 + 8m; a position's four values are one 16-byte read of Ys, one vector
  *   add read and one vector store (a warp's 32 stores one run of 128 channels), in groups of
@@ -69,7 +69,7 @@
  *   warp instructions), its conv2 (f32 y, the positional add) 241 / 174; wav2vec2's 7 NLC
  *   convs 1243-1258 / 1135-1142; large-v3's two convs 2189-2192 / 1983-2011; DAC 179 / 170.
  *   NCL y in vectors, where T_out % 4 == 0 and y and the add are aligned to 4 elements (not
- *   the small tile's float32 SILU, whose vectors spill): positions 4(c % (BN/4)) .. + 3 (n, t
+ *   the small tile's SILU, whose vectors spill): positions 4(c % (BN/4)) .. + 3 (n, t
  *   once; TB >= 8 keeps them in one item) of rows c/(BN/4) + (1024/BN)m, each a 16-byte read
  *   of Ys (rows of BN + 4 floats), one vector add read and one vector store; H200, bf16, same
  *   call: the tiny stem's two convs in NCL 528 -> 469-472 us, wav2vec2's 7 NCL convs

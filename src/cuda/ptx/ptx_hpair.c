@@ -45,7 +45,7 @@ static int ys_row(const ws_conv_desc *d2)
 
 /* NLC y with C_out % 4 == 0: Ys position-major instead, Ys[64][C_out + 4] (a position's
  * channels in 16-byte groups for the vector reads; the accumulators' pairs of channels, 8
- * positions x 4 pairs a warp, in two wavefronts) */
+ * positions x 4 pairs a warp, at most 2-way bank conflicted) */
 static int ys_pm(const ws_conv_desc *d2)
 {
     return d2->y_layout == WS_NLC && d2->c_out % 4 == 0;
@@ -81,7 +81,7 @@ int ws_hpair_geom_of(const ws_conv_desc *d1, const ws_conv_desc *d2, int cl, int
         q->xoff = q->hoff + m1 * 128;
         q->boff = q->xoff + WS_HPAIR_XST * q->xcb;
         q->smem = 1024 + q->boff + 8 * 2 * (q->ws1 + WS_HPAIR_XST);
-        /* the last epilogue's Ys[C_out][65] and Bs[C_out] over the weight ring and h */
+        /* the last epilogue's Ys (ys_bytes) and Bs[C_out] over the weight ring and h */
         const int ys = ys_bytes(d2) + m2 * 4;
         if (q->smem <= WS_HPAIR_SMEM_MAX && ys <= q->xoff)
             return 0;
