@@ -14,6 +14,7 @@
 #include "common.h"
 #include "conv/blas.h"
 #include "conv/conv.h"
+#include "conv/engine.h"
 #include "whisper/stem.h"
 #include "helpers.h"
 #include "oracle.h"
@@ -89,7 +90,7 @@ static float *run_conv(const ws_rowconv_desc *c, const float *w, const float *b,
 
 Test(conv, delta_input_reproduces_a_weight_column)
 {
-    ws_rowconv_desc c = {5, 7, 3, 1, 1, 1, WS_ACT_NONE};
+    ws_rowconv_desc c = {5, 7, 3, 1, 1, 1, WS_ACT_NONE, 0};
     float *w = rand_array(7 * 5 * 3, 1, 11), *b = rand_array(7, 1, 12);
     float x[9 * 5] = {0};
     const int ti = 4, ci = 2;
@@ -110,7 +111,7 @@ Test(conv, delta_input_reproduces_a_weight_column)
 
 Test(conv, is_linear_before_the_activation)
 {
-    ws_rowconv_desc c = {16, 24, 3, 1, 1, 1, WS_ACT_NONE};
+    ws_rowconv_desc c = {16, 24, 3, 1, 1, 1, WS_ACT_NONE, 0};
     float *w = rand_array(24 * 16 * 3, 0.2, 21);
     float *x1 = rand_array(50 * 16, 1, 22), *x2 = rand_array(50 * 16, 1, 23);
     float *x3 = malloc(sizeof(float) * 50 * 16);
@@ -126,7 +127,7 @@ Test(conv, is_linear_before_the_activation)
 
 Test(conv, shifting_input_by_the_stride_shifts_output_by_one)
 {
-    ws_rowconv_desc c = {8, 8, 3, 2, 1, 1, WS_ACT_GELU};
+    ws_rowconv_desc c = {8, 8, 3, 2, 1, 1, WS_ACT_GELU, 0};
     float *w = rand_array(8 * 8 * 3, 0.3, 31), *b = rand_array(8, 0.3, 32);
     float *x = rand_array(40 * 8, 1, 33);
     float *xs = calloc(40 * 8, sizeof *xs);
@@ -142,7 +143,7 @@ Test(conv, shifting_input_by_the_stride_shifts_output_by_one)
 
 static void conv_vs_oracle(int ic, int oc, int stride, int t_in, int threads)
 {
-    ws_rowconv_desc c = {ic, oc, 3, stride, 1, 1, WS_ACT_GELU};
+    ws_rowconv_desc c = {ic, oc, 3, stride, 1, 1, WS_ACT_GELU, 0};
     float *w = rand_array((size_t)oc * ic * 3, 1.0 / sqrt(ic * 3), 41 + ic);
     float *b = rand_array(oc, 0.1, 42);
     float *x = rand_array((size_t)t_in * ic, 1.5, 43);
@@ -533,4 +534,151 @@ Test(sgemm, packed_b_gives_the_bits_of_b)
     ws_sgemm_conv(M, N, 1, K, A, K, 0, pk, 0.0f, C2, N, NULL); /* one tap: the plain product */
     cr_assert(!memcmp(C1, C2, sizeof(float) * M * N), "packed B, other bits");
     free(A), free(B), free(C1), free(C2), free(pk);
+}
+
+/* --- minimal filtering (conv.c): K 3, stride 1 or 2, rows in groups ------------------ */
+
+/* an engine plan (NCL f32 x, NLC f32 y, pad 1 each side, GELU, bias, add) */
+static ws_conv *mf_plan(int ci, int co, int stride, int threads, const float *w, const float *b)
+{
+    ws_conv_desc d = {.op = WS_CONV_FWD, .c_in = ci, .c_out = co, .groups = 1, .k = 3,
+                      .stride = stride, .dilation = 1, .pad_l = 1, .pad_r = 1,
+                      .x_layout = WS_NCL, .y_layout = WS_NLC, .act = WS_ACT_GELU};
+    ws_err err;
+    ws_conv *p = ws_conv_new(&d, w, b, threads, &err);
+    cr_assert(p, "%s", err.msg);
+    return p;
+}
+
+/* Both strides, channels past one K block (300: the sgemm's blocks of 256 cut the taps),
+ * T_out with and without a last partial group: against the float64 oracle, and against
+ * the same plan with the taps summed directly (WS_CPU_WINOGRAD=0). */
+Test(minfilt, matches_the_oracle_and_the_direct_sums, .timeout = 120)
+{
+    static const int shapes[][4] = { /* c_in, c_out, stride, t_in */
+        {32, 32, 1, 77}, {80, 96, 1, 300}, {300, 64, 1, 41}, {64, 48, 2, 300},
+        {300, 40, 2, 58}, {384, 384, 2, 161}, {48, 33, 2, 7}, {40, 64, 1, 2}};
+    double worst_g = 0, worst_d = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const int ci = shapes[i][0], co = shapes[i][1], s = shapes[i][2], T = shapes[i][3];
+        const int t_out = (T + 2 - 3) / s + 1;
+        float *w = rand_array((size_t)co * ci * 3, 1.0 / sqrt(ci * 3), 101 + i);
+        float *b = rand_array(co, 0.1, 111 + i), *x = rand_array((size_t)2 * ci * T, 1.5, 121 + i);
+        float *add = rand_array((size_t)t_out * co, 0.5, 131 + i);
+        float *y = malloc(sizeof(float) * 2 * t_out * co), *yd = malloc(sizeof(float) * 2 * t_out * co);
+        ws_conv *p = mf_plan(ci, co, s, 2, w, b);
+        cr_assert_eq(ws_conv_row_group(p), s == 1 ? 2 : 3, "shape %zu: no groups", i);
+        ws_conv_args a = {.n = 2, .t_in = T, .x = x, .y = y, .add = add, .add_batch_stride = 0};
+        ws_err err;
+        cr_assert_eq(ws_conv_run(p, &a, &err), 0, "%s", err.msg);
+        setenv("WS_CPU_WINOGRAD", "0", 1);
+        ws_conv *pd = mf_plan(ci, co, s, 2, w, b);
+        unsetenv("WS_CPU_WINOGRAD");
+        cr_assert_eq(ws_conv_row_group(pd), 1, "WS_CPU_WINOGRAD=0 kept the groups");
+        a.y = yd;
+        cr_assert_eq(ws_conv_run(pd, &a, &err), 0, "%s", err.msg);
+        double *want = malloc(sizeof(double) * t_out * co), *xd = malloc(sizeof(double) * ci * T);
+        double *col = malloc(sizeof(double) * co * t_out);
+        for (int n = 0; n < 2; n++) {
+            for (size_t k = 0; k < (size_t)ci * T; k++)
+                xd[k] = x[(size_t)n * ci * T + k];
+            oracle_conv1d(xd, ci, T, w, b, co, 3, s, 1, 1, col);
+            for (int t = 0; t < t_out; t++)
+                for (int o = 0; o < co; o++)
+                    want[(size_t)t * co + o] = col[(size_t)o * t_out + t] + add[(size_t)t * co + o];
+            char name[96];
+            snprintf(name, sizeof name, "c_in %d c_out %d stride %d t_in %d item %d", ci, co, s, T, n);
+            const float *got = y + (size_t)n * t_out * co, *direct = yd + (size_t)n * t_out * co;
+            const double eg = rel_l2(got, want, (size_t)t_out * co), ed = rel_l2(direct, want, (size_t)t_out * co);
+            worst_g = eg > worst_g ? eg : worst_g;
+            worst_d = ed > worst_d ? ed : worst_d;
+            cr_assert_leq(eg, 1e-5, "%s", name);
+            assert_close(name, got, want, (size_t)t_out * co, 1e-4, 0);
+            assert_close(name, direct, want, (size_t)t_out * co, 1e-4, 0);
+            int same = 0; /* the groups' rows are not the direct sums' bits (the test would
+                           * pass on a plan that never took them) */
+            for (size_t k = 0; k < (size_t)(t_out - t_out % (s == 1 ? 2 : 3)) * co; k++)
+                same += got[k] == direct[k];
+            if (t_out >= 6)
+                cr_assert_lt(same, (t_out - t_out % (s == 1 ? 2 : 3)) * co, "%s: direct bits", name);
+        }
+        ws_conv_free(p), ws_conv_free(pd);
+        free(w), free(b), free(x), free(add), free(y), free(yd), free(want), free(xd), free(col);
+    }    fprintf(stderr, "minimal filtering: worst rel L2 %.2e against float64 (direct sums %.2e)\n", worst_g,
+            worst_d);
+}
+
+/* A row has the bits of its place in its group whatever rows a call covers (ranges that
+ * cut groups at either end, one row, the rows past the last whole group), on 1 to 7
+ * threads and with 1 or 5 items in a call (their blocks differ). */
+Test(minfilt, a_row_has_the_same_bits_whatever_rows_a_call_covers, .timeout = 120)
+{
+    for (int s = 1; s <= 2; s++) {
+        const int ci = 64, co = 96, T = 1201, t_out = (T - 1) / s + 1, N = 5;
+        float *w = rand_array((size_t)co * ci * 3, 1.0 / sqrt(ci * 3), 141 + s);
+        float *b = rand_array(co, 0.1, 143 + s), *x = rand_array((size_t)N * ci * T, 1.5, 145 + s);
+        const size_t ny = (size_t)t_out * co;
+        float *ref = malloc(sizeof(float) * N * ny), *got = malloc(sizeof(float) * N * ny);
+        ws_conv *p1 = mf_plan(ci, co, s, 1, w, b);
+        ws_err err;
+        ws_conv_args a = {.n = N, .t_in = T, .x = x, .y = ref};
+        cr_assert_eq(ws_conv_run(p1, &a, &err), 0, "%s", err.msg);
+        static const int threads[] = {1, 2, 3, 7};
+        for (size_t ti = 0; ti < 4; ti++) {
+            ws_conv *p = mf_plan(ci, co, s, threads[ti], w, b);
+            for (int n = 0; n < N; n++) { /* item n alone */
+                ws_conv_args a1 = {.n = 1, .t_in = T, .x = x + (size_t)n * ci * T, .y = got};
+                cr_assert_eq(ws_conv_run(p, &a1, &err), 0, "%s", err.msg);
+                cr_assert(!memcmp(got, ref + n * ny, ny * sizeof(float)),
+                          "stride %d, %d threads: item %d alone differs from 5 items", s, threads[ti], n);
+            }
+            const int ranges[][2] = {{0, 1}, {1, 1}, {2, 1}, {1, 500}, {0, 257}, {5, 600},
+                                     {t_out - 1, 1}, {t_out - 2, 2}, {t_out - 5, 5},
+                                     {254, 3}, {255, 1}, {100, t_out - 100}};
+            for (size_t r = 0; r < sizeof ranges / sizeof *ranges; r++) {
+                const int t0 = ranges[r][0], nt = ranges[r][1] < t_out - t0 ? ranges[r][1] : t_out - t0;
+                for (size_t k = 0; k < ny; k++)
+                    got[k] = NAN;
+                ws_conv_args a1 = {.n = 1, .t_in = T, .x = x, .y = got};
+                cr_assert_eq(ws_conv_run_rows(p, &a1, t0, nt, &err), 0, "%s", err.msg);
+                cr_assert(!memcmp(got + (size_t)t0 * co, ref + (size_t)t0 * co, (size_t)nt * co * sizeof(float)),
+                          "stride %d, %d threads: rows [%d, %d) alone differ", s, threads[ti], t0, t0 + nt);
+                for (size_t k = 0; k < ny; k++) /* and nothing else written */
+                    cr_assert(isnan(got[k]) || (k >= (size_t)t0 * co && k < (size_t)(t0 + nt) * co),
+                              "stride %d: rows [%d, %d) wrote element %zu", s, t0, t0 + nt, k);
+            }
+            ws_conv_free(p);
+        }
+        ws_conv_free(p1);
+        free(w), free(b), free(x), free(ref), free(got);
+    }
+}
+
+/* Rows whose groups read equal inputs (a constant run, as a padded window's tail) have
+ * equal bits at every place in their groups: what the stem's copies rely on. c_in 300,
+ * so the sums cross the sgemm's K blocks. */
+Test(minfilt, rows_of_equal_inputs_have_equal_bits, .timeout = 60)
+{
+    for (int s = 1; s <= 2; s++) {
+        const int ci = 300, co = 64, T = 400, t_out = (T - 1) / s + 1, tc = 100;
+        float *w = rand_array((size_t)co * ci * 3, 1.0 / sqrt(ci * 3), 151 + s);
+        float *b = rand_array(co, 0.1, 153 + s), *x = rand_array((size_t)ci * T, 1.5, 155 + s);
+        for (int i = 0; i < ci; i++)
+            for (int t = tc; t < T; t++)
+                x[(size_t)i * T + t] = x[(size_t)i * T + tc];
+        float *y = malloc(sizeof(float) * t_out * co);
+        ws_conv *p = mf_plan(ci, co, s, 2, w, b);
+        const int R = ws_conv_row_group(p);
+        ws_conv_args a = {.n = 1, .t_in = T, .x = x, .y = y};
+        ws_err err;
+        cr_assert_eq(ws_conv_run(p, &a, &err), 0, "%s", err.msg);
+        /* rows whose inputs s*t - 1 .. s*t + 1 are all >= tc and < T, cut to whole groups */
+        const int lo = ((tc + 1 + s - 1) / s + R - 1) / R * R, hi = ((T - 2) / s + 1) / R * R - 1;
+        cr_assert_gt(hi - lo, 2 * R);
+        for (int t = lo + 1; t <= hi; t++)
+            cr_assert(!memcmp(y + (size_t)t * co, y + (size_t)lo * co, sizeof(float) * co),
+                      "stride %d: row %d (place %d of %d) differs from row %d", s, t, t % R, R, lo);
+        ws_conv_free(p);
+        free(w), free(b), free(x), free(y);
+    }
 }

@@ -8,6 +8,13 @@
  * (ws_sgemm_conv), one product of depth K*IC. Output rows are split into one
  * contiguous range per thread and walked in blocks of ROW_BLOCK rows; the epilogue
  * (bias, GELU, add) runs on each tile of the product as its last sums leave the registers.
+ *
+ * Minimal filtering (Winograd's F(2,3) for stride 1; for stride 2, F(3,2) on the even
+ * input rows, which carry taps 0 and 2, and tap 1 on the odd rows): output rows in groups
+ * of 2 or 3, 4 products of depth IC per 2 rows or 7 per 3 instead of 6 or 9 (mf_new has
+ * the algebra). Used by the engine's dense FWD (cpu_dense.c) where the plan asks for it
+ * (minfilt) and the shape allows; WS_CPU_WINOGRAD=0 turns it off. The error stays
+ * within the fp32 bounds (tests/test_conv.c: minfilt.*).
  * Validated by tests/test_conv.c (delta, linearity, shift, oracle).
  */
 #include <stdlib.h>
@@ -23,7 +30,70 @@ struct ws_rowconv {
     float *wk;   /* [K][IC][OC]: wk[(k*IC + i)*OC + o] = w[(o*IC + i)*K + k] */
     float *wpk;  /* wk as one [K*IC][OC] matrix, packed for ws_sgemm_conv */
     float *bias; /* [OC] or NULL */
+    /* minimal filtering (wr rows a group; 0: none): packed [IC][OC] weights w0, w2 (W0 and
+     * W2, the first and the last row's own products), g1, g2 (the shared products P1, P2)
+     * and, for stride 2, w1 (W1, every row's product with its odd input row) */
+    int wr;
+    float *w0, *w2, *w1, *g1, *g2;
 };
+
+/* Minimal filtering where it lowers the multiply-adds and the products stay large enough to
+ * run near the core's peak: K 3, dilation 1, stride 1 or 2, IC and OC at least MF_MIN_CH.
+ * WS_CPU_WINOGRAD=0 turns it off (every conv then sums its taps directly). */
+#define MF_MIN_CH 32
+
+static int mf_wanted(const ws_rowconv_desc *c)
+{
+    const char *e = getenv("WS_CPU_WINOGRAD");
+    if (!c->minfilt || (e && e[0] == '0' && !e[1]))
+        return 0;
+    return c->kernel == 3 && c->dilation == 1 && (c->stride == 1 || c->stride == 2) && c->pad == 0 &&
+           c->in_ch >= MF_MIN_CH && c->out_ch >= MF_MIN_CH;
+}
+
+/* [IC][OC] weights packed for ws_sgemm_conv */
+static float *mf_pack(const float *m, int IC, int OC)
+{
+    float *pk = aligned_alloc(64, (ws_sgemm_packed_floats(IC, OC) + 15) / 16 * 16 * sizeof(float));
+    if (pk)
+        ws_sgemm_pack(IC, OC, m, OC, pk);
+    return pk;
+}
+
+/* The transformed weights. Per group j of R rows, from four input rows d_i = xp[s*(R*j + i)]
+ * (stride 1: xp rows 2j .. 2j+3; stride 2: the even rows 6j, 6j+2, 6j+4, 6j+6, which carry
+ * taps 0 and 2, a 2-tap filter over them):
+ *   D0 = d0 - d2,  D3 = d3 - d1,  D1 = d1 + d2,  D2 = d2 - d1,  P1 = D1 G1,  P2 = D2 G2
+ * stride 1, F(2,3), G1 = (W0 + W1 + W2)/2, G2 = (W0 - W1 + W2)/2:
+ *   y0 = P1 + P2 + D0 W0,  y1 = P1 - P2 + D3 W2
+ * stride 2, F(3,2) on the even rows, G1 = (W0 + W2)/2, G2 = (W0 - W2)/2, then tap 1 on the
+ * odd rows o_r = xp[6j + 2r + 1]:
+ *   y0 = P1 + P2 + D0 W0 + o0 W1,  y1 = P1 - P2 + o1 W1,  y2 = P1 + P2 + D3 W2 + o2 W1
+ * summed in that order. 4 products of IC per 2 rows (direct: 6), 7 per 3 rows (direct: 9).
+ * The halved sums are rounded once from double. Where the d's are equal (a constant run),
+ * D0 = D3 = D2 = 0 and every row of the group has the bits of P1 (+ o W1). */
+static int mf_new(ws_rowconv *cv)
+{
+    const int IC = cv->d.in_ch, OC = cv->d.out_ch, s = cv->d.stride;
+    const size_t n = (size_t)IC * OC;
+    const float *W = cv->wk; /* tap k at W + k*n */
+    float *h = malloc(2 * n * sizeof(float));
+    if (!h)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const double w0 = W[i], w1 = W[n + i], w2 = W[2 * n + i];
+        h[i] = (float)(s == 1 ? (w0 + w1 + w2) * 0.5 : (w0 + w2) * 0.5);
+        h[n + i] = (float)(s == 1 ? (w0 - w1 + w2) * 0.5 : (w0 - w2) * 0.5);
+    }
+    cv->wr = s == 1 ? 2 : 3;
+    cv->g1 = mf_pack(h, IC, OC);
+    cv->g2 = mf_pack(h + n, IC, OC);
+    cv->w0 = mf_pack(W, IC, OC);
+    cv->w2 = mf_pack(W + 2 * n, IC, OC);
+    cv->w1 = s == 2 ? mf_pack(W + n, IC, OC) : NULL;
+    free(h);
+    return cv->g1 && cv->g2 && cv->w0 && cv->w2 && (s == 1 || cv->w1) ? 0 : -1;
+}
 
 int ws_rowconv_out_len(const ws_rowconv_desc *c, int t_in)
 {
@@ -60,6 +130,10 @@ ws_rowconv *ws_rowconv_new(const ws_rowconv_desc *c, const float *w, const float
         return ws_errf(err, "out of memory for conv weights"), NULL;
     }
     ws_sgemm_pack(K * IC, OC, cv->wk, OC, cv->wpk);
+    if (mf_wanted(c) && mf_new(cv)) {
+        ws_rowconv_free(cv);
+        return ws_errf(err, "out of memory for conv weights"), NULL;
+    }
     return cv;
 }
 
@@ -70,6 +144,11 @@ void ws_rowconv_free(ws_rowconv *cv)
     free(cv->wk);
     free(cv->wpk);
     free(cv->bias);
+    free(cv->w0);
+    free(cv->w1);
+    free(cv->w2);
+    free(cv->g1);
+    free(cv->g2);
     free(cv);
 }
 
@@ -127,4 +206,64 @@ void ws_rowconv_run(const ws_rowconv *cv, const float *xp, int t_in, float *y, i
                  int n_threads)
 {
     ws_rowconv_run_rows(cv, xp, 0, ws_rowconv_out_len(&cv->d, t_in), y, ldy, add, n_threads);
+}
+
+/* --- minimal filtering ------------------------------------------------------------ */
+
+int ws_rowconv_group_rows(const ws_rowconv *cv)
+{
+    return cv->wr;
+}
+
+size_t ws_rowconv_group_scratch(const ws_rowconv *cv, int ngroups, int n_cols)
+{
+    return cv->wr ? (size_t)ngroups * (4 * (size_t)cv->d.in_ch + 2 * (size_t)n_cols) + 16 : 0;
+}
+
+void ws_rowconv_run_groups(const ws_rowconv *cv, const float *xp, int ngroups, int col0, int n_cols,
+                           float *y, int ldy, const float *add, float *scratch)
+{
+    if (ngroups < 1 || n_cols < 1)
+        return;
+    const int R = cv->wr, C = cv->d.in_ch, OC = cv->d.out_ch, s = cv->d.stride, uw = 4 * C;
+    float *u = scratch, *p1 = u + (size_t)ngroups * uw, *p2 = p1 + (size_t)ngroups * n_cols;
+    for (int j = 0; j < ngroups; j++) { /* u = [D0 | D3 | D1 | D2] */
+        const float *d0 = xp + (size_t)s * R * j * C, *d1 = d0 + (size_t)s * C;
+        const float *d2 = d1 + (size_t)s * C, *d3 = d2 + (size_t)s * C;
+        float *restrict o = u + (size_t)j * uw;
+        for (int i = 0; i < C; i++) {
+            o[i] = d0[i] - d2[i];
+            o[C + i] = d3[i] - d1[i];
+            o[2 * C + i] = d1[i] + d2[i];
+            o[3 * C + i] = d2[i] - d1[i];
+        }
+    }
+    ws_sgemm_conv(ngroups, n_cols, 1, C, u + 2 * C, uw, 0, ws_sgemm_packed_col(C, cv->g1, col0), 0.0f,
+                  p1, n_cols, NULL);
+    ws_sgemm_conv(ngroups, n_cols, 1, C, u + 3 * C, uw, 0, ws_sgemm_packed_col(C, cv->g2, col0), 0.0f,
+                  p2, n_cols, NULL);
+    for (int j = 0; j < ngroups; j++) { /* P1 + P2, P1 - P2 (stride 2: + again) */
+        const float *a = p1 + (size_t)j * n_cols, *b = p2 + (size_t)j * n_cols;
+        for (int r = 0; r < R; r++) {
+            float *o = y + ((size_t)R * j + r) * ldy + col0;
+            if (r == 1)
+                for (int c = 0; c < n_cols; c++)
+                    o[c] = a[c] - b[c];
+            else
+                for (int c = 0; c < n_cols; c++)
+                    o[c] = a[c] + b[c];
+        }
+    }
+    /* the first and last rows' own products, then (stride 2) tap 1 on every row; the
+     * epilogue with the last product a row gets */
+    const ws_sgemm_epi e = { cv->bias ? cv->bias + col0 : NULL, cv->d.act, add ? add + col0 : NULL, OC };
+    const ws_sgemm_epi er = { e.bias, e.act, add ? add + (size_t)(R - 1) * OC + col0 : NULL, (long)R * OC };
+    const ws_sgemm_epi e0 = { e.bias, e.act, e.add, (long)R * OC };
+    ws_sgemm_conv(ngroups, n_cols, 1, C, u, uw, 0, ws_sgemm_packed_col(C, cv->w0, col0), 1.0f,
+                  y + col0, R * ldy, R == 2 ? &e0 : NULL);
+    ws_sgemm_conv(ngroups, n_cols, 1, C, u + C, uw, 0, ws_sgemm_packed_col(C, cv->w2, col0), 1.0f,
+                  y + (size_t)(R - 1) * ldy + col0, R * ldy, R == 2 ? &er : NULL);
+    if (R == 3) /* o_r = xp row 2t + 1 of output row t = 3j + r */
+        ws_sgemm_conv(R * ngroups, n_cols, 1, C, xp + C, 2L * C, 0, ws_sgemm_packed_col(C, cv->w1, col0),
+                      1.0f, y + col0, ldy, &e);
 }

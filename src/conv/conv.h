@@ -30,6 +30,8 @@ typedef struct {
     int in_ch, out_ch;
     int kernel, stride, pad, dilation;
     ws_act act;
+    int minfilt; /* 1: also pack the weights for minimal filtering where the shape allows
+                  * (ws_rowconv_group_rows) */
 } ws_rowconv_desc;
 
 /* T_out for a given T_in, or 0 when the input is too short. */
@@ -56,6 +58,21 @@ void ws_rowconv_run_rows(const ws_rowconv *cv, const float *xp, int row0, int n_
  * 0, column 0): the bits of the whole run's elements. */
 void ws_rowconv_run_block(const ws_rowconv *cv, const float *xp, int row0, int n_rows, int col0,
                           int n_cols, float *y, int ldy, const float *add);
+
+/* Minimal filtering (conv.c: asked for by minfilt; K 3, dilation 1, stride 1 or 2, IC and
+ * OC >= 32, unless WS_CPU_WINOGRAD=0): output rows in groups of R (2 for stride 1, 3 for stride 2; 0: the plan
+ * has no such form), 4 products of IC per 2 rows or 7 per 3 instead of 6 or 9. */
+int ws_rowconv_group_rows(const ws_rowconv *cv);
+
+/* floats of scratch ws_rowconv_run_groups takes for ngroups groups of n_cols columns */
+size_t ws_rowconv_group_scratch(const ws_rowconv *cv, int ngroups, int n_cols);
+
+/* Output rows [0, R*ngroups) (from xp as above), columns [col0, col0 + n_cols), by minimal
+ * filtering, on the calling thread; y and add indexed from the first row and column 0 as in
+ * ws_rowconv_run_block. A row's bits depend on its place in its group (r = row % R), the
+ * inputs and the weights, not on the other groups or the columns. */
+void ws_rowconv_run_groups(const ws_rowconv *cv, const float *xp, int ngroups, int col0, int n_cols,
+                           float *y, int ldy, const float *add, float *scratch);
 
 /* Exact GELU, x * 0.5 * (1 + erf(x / sqrt 2)), as PyTorch's F.gelu default,
  * in float32: max |error| <= 1.5e-7 * max(1, |x|) against erf in double

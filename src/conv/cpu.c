@@ -167,6 +167,12 @@ int ws_conv_run_rows(ws_conv *c, const ws_conv_args *a, int t0, int nt, ws_err *
                                                               large a staged block, the same */
 }
 
+int ws_conv_row_group(const ws_conv *c)
+{
+    const int r = c && c->rc ? ws_rowconv_group_rows(c->rc) : 0;
+    return r > 1 ? r : 1;
+}
+
 void ws_conv_free(ws_conv *c)
 {
     if (!c)

@@ -14,6 +14,13 @@
  * chain, so the bits do not depend on the thread count. ws_conv_dense_rows does the
  * same over a whole padded item (BWD's z).
  *
+ * Minimal filtering (K 3, stride 1 or 2: conv.c, ws_rowconv_run_groups): the rows below
+ * T_out - T_out % R are computed in groups of R = 2 or 3, anchored at row 0; the rest
+ * directly. Blocks are whole groups (RB - RB % R rows, or a multiple of 16*R); where a
+ * call's first or last row cuts a group (ws_conv_run_rows), that group is computed whole
+ * into the scratch and the rows asked for copied, so that a row's bits never depend on
+ * the rows a call covers, the block sizes or the threads.
+ *
  * Grouped FWD (1 < G, not depthwise) is G dense convs side by side: group g reads xp's
  * columns [g*Cg, (g+1)*Cg) and writes y's columns [g*Cog, (g+1)*Cog), so the same staged
  * block serves every group and each (group, tap) is one sgemm on a column-offset view of it
@@ -54,7 +61,8 @@ struct ws_rowconv *ws_conv_dense_new(const ws_conv_desc *d, const float *w, cons
 {
     ws_rowconv_desc rd = {.in_ch = d->c_in, .out_ch = d->c_out, .kernel = d->k,
                           .stride = d->stride, .pad = 0, .dilation = d->dilation,
-                          .act = d->op == WS_CONV_FWD ? d->act : WS_ACT_NONE}; /* BWD: z = b + conv */
+                          .act = d->op == WS_CONV_FWD ? d->act : WS_ACT_NONE, /* BWD: z = b + conv */
+                          .minfilt = d->op == WS_CONV_FWD};
     return ws_rowconv_new(&rd, w, b, NULL);
 }
 
@@ -151,9 +159,11 @@ typedef struct {
     int ncb, cw;         /* column blocks per row block (dense: more when the row blocks are
                           * fewer than the threads), cw columns each (a multiple of 32) */
     int r_first, r_end;  /* output rows [r_first, r_end) are computed (all: 0, t_out) */
-    long long xrows;     /* staged input rows per task: S*(rb-1) + D*(K-1) + 1 */
-    size_t tlen;         /* per task, in its thread's scratch: xrows*C_in (xp), RB*C_out
-                          * (y block), tmp */
+    long long xrows;     /* staged input rows per task: S*(rb-1) + D*(K-1) + 1, with
+                          * minimal filtering S*(rb+2R-3) + D*(K-1) + 1 */
+    long long ntmp;      /* floats of tmp */
+    size_t tlen;         /* per task, in its thread's scratch: xrows*C_in (xp), (RB+2R)*C_out
+                          * (y block), tmp, minimal filtering's scratch */
     long long items;
     int failed;          /* a task found no memory for its scratch (set atomically, read
                           * after ws_parallel returns; y is then incomplete) */
@@ -183,61 +193,114 @@ static void block_rows(const fwd_job *J, const float *xp, int nr, int c0, int cw
     ws_bias_act_rows(y, nr, O, O, p->b, p->act, add);
 }
 
+/* xp rows for output rows [r0, r0 + nr) of item n: row j is x time S*r0 - P_L + j, zero
+ * outside x, pre applied */
+static void stage_rows(const fwd_job *J, int n, int r0, int nr, float *xp, float *tmp)
+{
+    const ws_conv_desc *d = J->d;
+    const ws_conv_args *a = J->a;
+    const int C = d->c_in, T = a->t_in, S = d->stride;
+    /* rows [ja, jb) lie inside x */
+    const long long nrows = (long long)S * (nr - 1) + (long long)d->dilation * (d->k - 1) + 1;
+    const long long base = (long long)S * r0 - d->pad_l;
+    long long ja = base < 0 ? -base : 0, jb = (long long)T - base;
+    ja = ja < nrows ? ja : nrows;
+    jb = jb < nrows ? jb : nrows;
+    jb = jb > ja ? jb : ja;
+    memset(xp, 0, (size_t)ja * C * sizeof(float));
+    memset(xp + (size_t)jb * C, 0, (size_t)(nrows - jb) * C * sizeof(float));
+    if (jb <= ja)
+        return;
+    float *xr = xp + (size_t)ja * C;
+    if (d->x_layout == WS_NLC)
+        ws_conv_ld_row(xr, a->x, d->x_type, ((size_t)n * T + (size_t)(base + ja)) * C, 1,
+                       (jb - ja) * C);
+    else if (d->x_type == WS_F32) /* NCL row i becomes column i */
+        ncl_to_rows(xr, (const float *)a->x + (size_t)n * C * T + (size_t)(base + ja), T, C,
+                    jb - ja);
+    else
+        for (int i = 0; i < C; i++) {
+            ws_conv_ld_row(tmp, a->x, d->x_type, ((size_t)n * C + i) * T + (size_t)(base + ja), 1,
+                           jb - ja);
+            for (long long j = 0; j < jb - ja; j++)
+                xr[(size_t)j * C + i] = tmp[j];
+        }
+    if (d->pre != WS_ACT_NONE)
+        ws_act_row(xr, (int)((jb - ja) * C), NULL, d->pre);
+}
+
+/* Rows [e0, e0 + ne) of a dense conv with minimal filtering (R rows a group, e0 a multiple
+ * of R where it is below tw): the whole groups below tw = T_out - T_out % R by groups, the
+ * rest directly; y and add at row e0 (row stride O) */
+static void rows_grouped(const fwd_job *J, const float *xp, int e0, int ne, int c0, int cw, float *y,
+                         const float *add, float *gs)
+{
+    const int R = ws_rowconv_group_rows(J->rc), tw = J->t_out / R * R;
+    int done = 0;
+    if (e0 < tw) {
+        const int ng = ((e0 + ne < tw ? e0 + ne : tw) - e0) / R;
+        ws_rowconv_run_groups(J->rc, xp, ng, c0, cw, y, J->d->c_out, add, gs);
+        done = ng * R;
+    }
+    if (done < ne)
+        ws_rowconv_run_block(J->rc, xp, done, ne - done, c0, cw, y, J->d->c_out, add);
+}
+
 /* one task: output rows [r0, r0 + nr) of item n */
 static void fwd_task(void *ctx, int ti, int nt)
 {
     const fwd_job *J = ctx;
     const ws_conv_desc *d = J->d;
     const ws_conv_args *a = J->a;
-    const int C = d->c_in, O = d->c_out, T = a->t_in, S = d->stride;
+    const int C = d->c_in, O = d->c_out;
+    const int R = J->rc ? ws_rowconv_group_rows(J->rc) : 0;
     float *xp = ws_scratch_take(J->tlen * sizeof(float));
     if (!xp) {
         __atomic_store_n(&((fwd_job *)ctx)->failed, 1, __ATOMIC_RELAXED); /* read after the join */
         return;
     }
-    float *ys = xp + (size_t)J->xrows * C, *tmp = ys + (size_t)RB * O;
+    float *ys = xp + (size_t)J->xrows * C, *tmp = ys + (size_t)(J->rb + 2 * R) * O;
+    float *gs = tmp + J->ntmp; /* minimal filtering's scratch */
     for (long long it = J->items * ti / nt; it < J->items * (ti + 1) / nt; it++) {
         const long long rbk = it / J->ncb; /* (item, row block), then the column block */
         const int n = (int)(rbk / J->nblk), r0 = J->r_first + (int)(rbk % J->nblk) * J->rb;
         const int nr = J->r_end - r0 < J->rb ? J->r_end - r0 : J->rb;
         const int c0 = (int)(it % J->ncb) * J->cw, cw = O - c0 < J->cw ? O - c0 : J->cw;
-        /* xp row j is x time u = S*r0 - P_L + j; rows [ja, jb) lie inside x */
-        const long long nrows = (long long)S * (nr - 1) + (long long)d->dilation * (d->k - 1) + 1;
-        const long long base = (long long)S * r0 - d->pad_l;
-        long long ja = base < 0 ? -base : 0, jb = (long long)T - base;
-        ja = ja < nrows ? ja : nrows;
-        jb = jb < nrows ? jb : nrows;
-        jb = jb > ja ? jb : ja;
-        memset(xp, 0, (size_t)ja * C * sizeof(float));
-        memset(xp + (size_t)jb * C, 0, (size_t)(nrows - jb) * C * sizeof(float));
-        if (jb > ja) {
-            float *xr = xp + (size_t)ja * C;
-            if (d->x_layout == WS_NLC)
-                ws_conv_ld_row(xr, a->x, d->x_type, ((size_t)n * T + (size_t)(base + ja)) * C, 1,
-                               (jb - ja) * C);
-            else if (d->x_type == WS_F32) /* NCL row i becomes column i */
-                ncl_to_rows(xr, (const float *)a->x + (size_t)n * C * T + (size_t)(base + ja), T, C,
-                            jb - ja);
-            else
-                for (int i = 0; i < C; i++) {
-                    ws_conv_ld_row(tmp, a->x, d->x_type, ((size_t)n * C + i) * T + (size_t)(base + ja),
-                                   1, jb - ja);
-                    for (long long j = 0; j < jb - ja; j++)
-                        xr[(size_t)j * C + i] = tmp[j];
-                }
-            if (d->pre != WS_ACT_NONE)
-                ws_act_row(xr, (int)((jb - ja) * C), NULL, d->pre);
+        /* with minimal filtering, a group of R rows is computed whole wherever the call's
+         * rows or the block cut it (rows [e0, e1), into ys), so that every row has the bits
+         * of its place in its group whatever rows a call or a block covers */
+        int e0 = r0, e1 = r0 + nr;
+        if (R) {
+            const int tw = J->t_out / R * R;
+            e0 = e0 < tw ? e0 / R * R : e0;
+            e1 = e1 < tw ? (e1 + R - 1) / R * R : e1;
         }
+        stage_rows(J, n, e0, e1 - e0, xp, tmp);
         const size_t abase = (size_t)n * (size_t)a->add_batch_stride;
+        const float *add = a->add ? (const float *)a->add + abase + (size_t)e0 * O : NULL;
         if (d->y_layout == WS_NLC && d->y_type == WS_F32) { /* straight into y, add there too */
-            block_rows(J, xp, nr, c0, cw, (float *)a->y + ((size_t)n * J->t_out + r0) * O,
-                       a->add ? (const float *)a->add + abase + (size_t)r0 * O : NULL);
+            float *y = (float *)a->y + ((size_t)n * J->t_out + r0) * O;
+            if (!R) {
+                block_rows(J, xp, nr, c0, cw, y, add);
+                continue;
+            }
+            if (e0 == r0 && e1 == r0 + nr) {
+                rows_grouped(J, xp, e0, nr, c0, cw, y, add, gs);
+                continue;
+            }
+            rows_grouped(J, xp, e0, e1 - e0, c0, cw, ys, add, gs);
+            for (int t = 0; t < nr; t++)
+                memcpy(y + (size_t)t * O + c0, ys + (size_t)(r0 - e0 + t) * O + c0, (size_t)cw * sizeof(float));
             continue;
         }
-        block_rows(J, xp, nr, c0, cw, ys, NULL);
+        if (R)
+            rows_grouped(J, xp, e0, e1 - e0, c0, cw, ys, NULL, gs);
+        else
+            block_rows(J, xp, nr, c0, cw, ys, NULL);
+        const float *yb = ys + (size_t)(r0 - e0) * O; /* row r0 */
         if (d->y_layout == WS_NLC) {
             for (int t = 0; t < nr; t++) {
-                float *row = ys + (size_t)t * O + c0;
+                float *row = (float *)yb + (size_t)t * O + c0;
                 if (a->add) {
                     ws_conv_ld_row(tmp, a->add, d->y_type, abase + (size_t)(r0 + t) * O + c0, 1, cw);
                     for (int o = 0; o < cw; o++)
@@ -248,9 +311,9 @@ static void fwd_task(void *ctx, int ti, int nt)
         } else {
             for (int o = c0; o < c0 + cw; o++) {
                 for (int t = 0; t < nr; t++)
-                    tmp[t] = ys[(size_t)t * O + o];
+                    tmp[t] = yb[(size_t)t * O + o];
                 if (a->add) {
-                    float *ad = tmp + RB;
+                    float *ad = tmp + J->rb;
                     ws_conv_ld_row(ad, a->add, d->y_type, abase + (size_t)o * J->t_out + r0, 1, nr);
                     for (int t = 0; t < nr; t++)
                         tmp[t] += ad[t];
@@ -271,14 +334,19 @@ static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const str
                  .r_first = r_first, .r_end = r_end};
     if (rows < 1)
         return 0;
+    /* minimal filtering: blocks of whole groups of R rows (rb a multiple of 16*R, or RB less
+     * RB % R), so that only a call's first and last rows can cut a group */
+    const int R = rc ? ws_rowconv_group_rows(rc) : 0, unit = R > 1 ? 16 * R : 16;
+    J.rb = R > 1 ? RB - RB % R : RB;
     if (a->n < MIN_TASKS) { /* few items: shorter blocks, from N and the rows alone */
         const int per_item = (MIN_TASKS + a->n - 1) / a->n;
         int rb = (rows + per_item - 1) / per_item;
-        rb = (rb + 15) / 16 * 16;
-        J.rb = rb < MIN_RB ? MIN_RB : rb > RB ? RB : rb;
+        rb = (rb + unit - 1) / unit * unit;
+        J.rb = rb < MIN_RB ? (MIN_RB + unit - 1) / unit * unit : rb > J.rb ? J.rb : rb;
     }
     J.nblk = (rows + J.rb - 1) / J.rb;
-    J.xrows = (long long)d->stride * (J.rb - 1) + (long long)d->dilation * (d->k - 1) + 1;
+    J.xrows = (long long)d->stride * (J.rb + (R > 1 ? 2 * R - 2 : 0) - 1) +
+              (long long)d->dilation * (d->k - 1) + 1;
     if (J.xrows * C > MAX_XP_FLOATS)
         return 1; /* too big a staged block: the caller takes the direct kernel */
     /* Fewer row blocks than threads (one short item on many cores): each row block's
@@ -295,9 +363,11 @@ static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const str
         J.ncb = (O + J.cw - 1) / J.cw;
     }
     J.items = rblocks * J.ncb;
-    long long ntmp = J.xrows > 2 * RB ? J.xrows : 2 * RB;
+    long long ntmp = J.xrows > 2 * J.rb ? J.xrows : 2 * J.rb;
     ntmp = ntmp > O ? ntmp : O; /* an x row, a y row and its add, a y time */
-    J.tlen = (size_t)J.xrows * C + (size_t)RB * O + (size_t)ntmp;
+    J.ntmp = ntmp;
+    J.tlen = (size_t)J.xrows * C + (size_t)(J.rb + 2 * R) * O + (size_t)ntmp +
+             (R ? ws_rowconv_group_scratch(rc, (J.rb + 2 * R) / R, O) : 0);
     const int cap = n_threads < 256 ? n_threads : 256;
     const int nt = (int)(J.items < cap ? J.items : cap);
     ws_parallel(nt, fwd_task, &J);

@@ -139,14 +139,20 @@ int ws_conv_direct_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, 
 
 /* cpu.c: output times [t0, t0 + nt) of a dense FWD plan (groups 1, its own w and b) only:
  * y and add indexed as for the whole output, y's other times untouched. The blocks start
- * at t0 and their sizes depend on N and nt alone, so the bits are the same for any thread
- * count (they may differ from ws_conv_run's for the same times in the last place: the
- * BLAS's sums depend on where a row falls in its block). For clients that know parts of an
+ * at t0 and their sizes depend on N and nt alone; a row's bits are those ws_conv_run gives it,
+ * for any thread count (with minimal filtering a group of rows the range cuts is computed
+ * whole, ws_conv_row_group). For clients that know parts of an
  * output are copies (whisper/stem.c: the equal rows of a padded window). 0; 1 when this
  * plan cannot compute part of an output (not the dense FWD path with the plan's w and b, or
  * too large a staged block: run it whole with ws_conv_run); -1 with a message (a range
  * outside [0, T_out), out of memory). Nothing written unless 0. */
 int ws_conv_run_rows(ws_conv *c, const ws_conv_args *a, int t0, int nt, ws_err *err);
+
+/* R, the rows of a group where the plan computes output rows by minimal filtering (conv.h:
+ * rows [R*j, R*j + R) for the whole groups below T_out - T_out % R); 1 where it does not.
+ * A row's bits depend on its place in its group: rows whose inputs are equal have equal
+ * bits where their groups' inputs are all equal. */
+int ws_conv_row_group(const ws_conv *c);
 
 /* t_in and T_out stay this far below INT_MAX, so that block ends (t0 + block, blocks
  * of at most 4096 times) never overflow int. */

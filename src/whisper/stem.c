@@ -11,13 +11,15 @@
  * same column (the floor value, or 0.0 with --pad mel0). If frames
  * [tc, T) are equal, conv1 rows t in [tc+1, T-2] read three equal frames
  * and are equal, and conv2 rows u with 2u-1 >= tc+1 and 2u+1 <= T-2 read
- * three equal rows of those. Each such run is computed once (ws_conv_run_rows:
- * only those output rows of the plan) and copied; only the rows next to the audio
- * and to the zero padding at the very end are computed. A 5 s clip computes about
- * a sixth of the window. The copied rows are the computed one's value: the same
- * products of the same inputs (summed in the BLAS's order for its place in its block).
- * The plans' blocks depend on the shapes alone, so the output has the same bits for any
- * thread count.
+ * three equal rows of those. Where a plan computes rows in groups (minimal
+ * filtering, ws_conv_row_group), the runs are cut to the rows whose whole group lies
+ * inside: those rows have equal bits however they are computed. Each such run is
+ * computed once (ws_conv_run_rows: only those output rows of the plan) and copied; only
+ * the rows next to the audio and to the zero padding at the very end are computed. A
+ * 5 s clip computes about a sixth of the window. The copied rows are the computed one's
+ * value: the same products of the same inputs, summed in the same order. A row's bits
+ * do not depend on the rows a call covers, so the output has the same bits for any
+ * thread count and whether a window runs alone or in a batch.
  * Validated by tests/test_conv.c (stem.*: the oracle, constant tails, thread counts).
  */
 #include "stem.h"
@@ -182,16 +184,21 @@ static int cpu_window(ws_stem *s, const float *mel, int T, const float *pos, flo
     }
     float *h = s->h;
     ws_conv_args a1 = {.n = 1, .t_in = T, .x = mel, .y = h};
-    const int h_lo = tc + 1, h_hi = T - 2; /* rows of h that are equal */
+    /* rows of h that read three equal frames: [tc + 1, T - 2]; of those, the rows whose
+     * group (ws_conv_row_group) lies inside are equal, bit for bit: [h_lo, h_hi] */
+    const int g1 = ws_conv_row_group(s->c1), g2 = ws_conv_row_group(s->c2);
+    const int h_lo = (tc + 1 + g1 - 1) / g1 * g1, h_hi = (T - 1) / g1 * g1 - 1;
     int tail = h_hi - h_lo >= 2, r = 1;    /* r 1: not done in parts (ws_conv_run_rows) */
     if (tail && (r = ws_conv_run_rows(s->c1, &a1, 0, h_lo + 1, err)) == 0 &&
-        (r = ws_conv_run_rows(s->c1, &a1, T - 1, 1, err)) == 0)
+        (r = ws_conv_run_rows(s->c1, &a1, h_hi + 1, T - h_hi - 1, err)) == 0)
         for (int t = h_lo + 1; t <= h_hi; t++)
             memcpy(h + (size_t)t * d, h + (size_t)h_lo * d, sizeof(float) * d);
     if (r < 0 || (r > 0 && ws_conv_run(s->c1, &a1, err)))
         return -1;
     ws_conv_args a2 = {.n = 1, .t_in = T, .x = h, .y = out};
-    const int u_lo = (h_lo + 2) / 2, u_hi = (h_hi - 1) / 2; /* rows of out that are equal */
+    /* rows of out that read three of h's equal rows, then those whose group lies inside */
+    const int v_lo = (h_lo + 2) / 2, v_hi = (h_hi - 1) / 2;
+    const int u_lo = (v_lo + g2 - 1) / g2 * g2, u_hi = (v_hi + 1) / g2 * g2 - 1;
     r = 1;
     if (tail && u_hi - u_lo >= 2 && (r = ws_conv_run_rows(s->c2, &a2, 0, u_lo + 1, err)) == 0 &&
         (r = ws_conv_run_rows(s->c2, &a2, u_hi + 1, t_out - u_hi - 1, err)) == 0) {
