@@ -16,7 +16,7 @@
  *
  * Minimal filtering (K 3, stride 1 or 2: conv.c, ws_rowconv_run_groups): the rows below
  * T_out - T_out % R are computed in groups of R = 2 or 3, anchored at row 0; the rest
- * directly. Blocks are whole groups (RB - RB % R rows, or a multiple of 16*R); where a
+ * directly. Blocks are whole groups (a multiple of 12*R rows); where a
  * call's first or last row cuts a group (ws_conv_run_rows), that group is computed whole
  * into the scratch and the rows asked for copied, so that a row's bits never depend on
  * the rows a call covers, the block sizes or the threads.
@@ -334,10 +334,11 @@ static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const str
                  .r_first = r_first, .r_end = r_end};
     if (rows < 1)
         return 0;
-    /* minimal filtering: blocks of whole groups of R rows (rb a multiple of 16*R, or RB less
-     * RB % R), so that only a call's first and last rows can cut a group */
-    const int R = rc ? ws_rowconv_group_rows(rc) : 0, unit = R > 1 ? 16 * R : 16;
-    J.rb = R > 1 ? RB - RB % R : RB;
+    /* minimal filtering: blocks of whole groups of R rows, 12 groups at a time (the AVX-512
+     * micro-kernel's rows: 240 or 252 rows), so that only a call's first and last rows can
+     * cut a group and each product's rows fill the micro-kernel */
+    const int R = rc ? ws_rowconv_group_rows(rc) : 0, unit = R > 1 ? 12 * R : 16;
+    J.rb = R > 1 ? RB - RB % unit : RB;
     if (a->n < MIN_TASKS) { /* few items: shorter blocks, from N and the rows alone */
         const int per_item = (MIN_TASKS + a->n - 1) / a->n;
         int rb = (rows + per_item - 1) / per_item;
