@@ -155,7 +155,8 @@ typedef struct {
     const ws_conv_args *a;
     const struct ws_rowconv *rc; /* groups 1 */
     const struct ws_gpack *gp;   /* groups > 1 (rc NULL) */
-    int t_out, nblk, rb; /* rb output rows per task (<= RB) */
+    int t_out, nblk, rb; /* nblk blocks of output rows per item (blk_start), rb rows at most */
+    int unit;            /* block starts are multiples of unit rows (but the first) */
     int ncb, cw;         /* column blocks per row block (dense: more when the row blocks are
                           * fewer than the threads), cw columns each (a multiple of 32) */
     int r_first, r_end;  /* output rows [r_first, r_end) are computed (all: 0, t_out) */
@@ -191,6 +192,18 @@ static void block_rows(const fwd_job *J, const float *xp, int nr, int c0, int cw
                      p->wk + ((size_t)g * K + k) * Cg * Cog, Cog, k ? 1.0f : 0.0f,
                      y + (size_t)g * Cog, O);
     ws_bias_act_rows(y, nr, O, O, p->b, p->act, add);
+}
+
+/* the first output row of block b of an item (b = nblk: the end of the rows) */
+static int blk_start(const fwd_job *J, int b)
+{
+    if (b <= 0)
+        return J->r_first;
+    if (b >= J->nblk)
+        return J->r_end;
+    const long long rows = J->r_end - J->r_first;
+    const long long s = (J->r_first + rows * b / J->nblk) / J->unit * J->unit;
+    return (int)(s > J->r_first ? s : J->r_first);
 }
 
 /* xp rows for output rows [r0, r0 + nr) of item n: row j is x time S*r0 - P_L + j, zero
@@ -263,8 +276,10 @@ static void fwd_task(void *ctx, int ti, int nt)
     float *gs = tmp + J->ntmp; /* minimal filtering's scratch */
     for (long long it = J->items * ti / nt; it < J->items * (ti + 1) / nt; it++) {
         const long long rbk = it / J->ncb; /* (item, row block), then the column block */
-        const int n = (int)(rbk / J->nblk), r0 = J->r_first + (int)(rbk % J->nblk) * J->rb;
-        const int nr = J->r_end - r0 < J->rb ? J->r_end - r0 : J->rb;
+        const int n = (int)(rbk / J->nblk), r0 = blk_start(J, (int)(rbk % J->nblk));
+        const int nr = blk_start(J, (int)(rbk % J->nblk) + 1) - r0;
+        if (nr < 1)
+            continue;
         const int c0 = (int)(it % J->ncb) * J->cw, cw = O - c0 < J->cw ? O - c0 : J->cw;
         /* with minimal filtering, a group of R rows is computed whole wherever the call's
          * rows or the block cut it (rows [e0, e1), into ys), so that every row has the bits
@@ -334,18 +349,31 @@ static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const str
                  .r_first = r_first, .r_end = r_end};
     if (rows < 1)
         return 0;
-    /* minimal filtering: blocks of whole groups of R rows, 12 groups at a time (the AVX-512
-     * micro-kernel's rows: 240 or 252 rows), so that only a call's first and last rows can
-     * cut a group and each product's rows fill the micro-kernel */
-    const int R = rc ? ws_rowconv_group_rows(rc) : 0, unit = R > 1 ? 12 * R : 16;
-    J.rb = R > 1 ? RB - RB % unit : RB;
-    if (a->n < MIN_TASKS) { /* few items: shorter blocks, from N and the rows alone */
-        const int per_item = (MIN_TASKS + a->n - 1) / a->n;
-        int rb = (rows + per_item - 1) / per_item;
-        rb = (rb + unit - 1) / unit * unit;
-        J.rb = rb < MIN_RB ? (MIN_RB + unit - 1) / unit * unit : rb > J.rb ? J.rb : rb;
+    /* Blocks of at most RB rows (minimal filtering: whole groups of R rows, 12 groups at a
+     * time, 240 or 252 rows); few items: at least MIN_TASKS blocks in all where the rows
+     * allow blocks of MIN_RB; few blocks: their count a multiple of the threads. The blocks
+     * split the rows evenly, their starts rounded down to a multiple of `unit` rows (4
+     * groups), so that only a call's first and last rows can cut a group. A row's bits do
+     * not depend on its block (the sgemm's sums do not depend on the rows of a call; groups
+     * are anchored at row 0), so the blocks may follow the threads. */
+    const int R = rc ? ws_rowconv_group_rows(rc) : 0, unit = R > 1 ? 4 * R : 16;
+    const int rbmax = R > 1 ? RB - RB % (12 * R) : RB;
+    long long nblk = (rows + rbmax - 1) / rbmax;
+    if (a->n < MIN_TASKS) {
+        long long per_item = (MIN_TASKS + a->n - 1) / a->n, cap = rows / MIN_RB;
+        per_item = per_item < cap ? per_item : cap;
+        nblk = nblk > per_item ? nblk : per_item;
     }
-    J.nblk = (rows + J.rb - 1) / J.rb;
+    const long long tot = (long long)a->n * nblk;
+    if (n_threads > 1 && tot < 4LL * n_threads && tot % n_threads)
+        nblk = ((tot + n_threads - 1) / n_threads * n_threads + a->n - 1) / a->n;
+    J.nblk = (int)(nblk < rows ? nblk : rows);
+    J.unit = unit;
+    J.rb = 1;
+    for (int b = 0; b < J.nblk; b++) {
+        const int nr = blk_start(&J, b + 1) - blk_start(&J, b);
+        J.rb = nr > J.rb ? nr : J.rb;
+    }
     J.xrows = (long long)d->stride * (J.rb + (R > 1 ? 2 * R - 2 : 0) - 1) +
               (long long)d->dilation * (d->k - 1) + 1;
     if (J.xrows * C > MAX_XP_FLOATS)
