@@ -9,10 +9,11 @@
  * and conv.c's ws_rowconv (pad 0, K sgemms over shifted row views, bias and act in its
  * epilogue) computes the block time-major [RB][C_out]: straight into y when y is f32 NLC
  * (add too), else into a scratch then added to and stored in y's type and layout.
- * Sums in float32 in the BLAS's order; blocks are RB = 256 rows (fewer, down to 128, when
- * N < 8: up to 8 tasks), set by N and T_out alone, each one single-threaded sgemm
- * chain, so the bits do not depend on the thread count. ws_conv_dense_rows does the
- * same over a whole padded item (BWD's z).
+ * Sums in float32 in the BLAS's order; blocks of at most RB = 256 rows (more, of at least
+ * 128, when N < 8: up to 8 tasks; a multiple of the threads when there are few: fwd_run),
+ * each one single-threaded sgemm chain. The sgemm's sums do not depend on the rows of a
+ * call, so the bits depend neither on the blocks nor on the thread count.
+ * ws_conv_dense_rows does the same over a whole padded item (BWD's z).
  *
  * Minimal filtering (K 3, stride 1 or 2: conv.c, ws_rowconv_run_groups): the rows below
  * T_out - T_out % R are computed in groups of R = 2 or 3, anchored at row 0; the rest
@@ -43,7 +44,7 @@ enum {
     MIN_GCH = 16,              /* grouped: Cg or Cog below this: the direct kernel (G sgemm
                                 * calls of rank Cg per tap and block lose to it there) */
     MAX_XP_FLOATS = 1 << 24,   /* a staged block above 64 MiB (huge S or D): the direct kernel */
-    RB = 256,                  /* output rows per task: never from the thread count */
+    RB = 256,                  /* output rows per task, at most */
     MIN_TASKS = 8,             /* below this many items, blocks shorter than RB, */
     MIN_CW = 64,               /* columns of a task, at least, where rows are split further */
     MIN_RB = 128,              /* down to this: each block's sgemm packs the weights again

@@ -138,9 +138,8 @@ int ws_conv_direct_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, 
 
 
 /* cpu.c: output times [t0, t0 + nt) of a dense FWD plan (groups 1, its own w and b) only:
- * y and add indexed as for the whole output, y's other times untouched. The blocks start
- * at t0 and their sizes depend on N and nt alone; a row's bits are those ws_conv_run gives it,
- * for any thread count (with minimal filtering a group of rows the range cuts is computed
+ * y and add indexed as for the whole output, y's other times untouched. A row's bits are
+ * those ws_conv_run gives it, for any thread count (with minimal filtering a group of rows the range cuts is computed
  * whole, ws_conv_row_group). For clients that know parts of an
  * output are copies (whisper/stem.c: the equal rows of a padded window). 0; 1 when this
  * plan cannot compute part of an output (not the dense FWD path with the plan's w and b, or
