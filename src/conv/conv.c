@@ -240,6 +240,37 @@ size_t ws_rowconv_group_scratch(const ws_rowconv *cv, int ngroups, int n_cols)
     return cv->wr ? (size_t)ngroups * (4 * (size_t)cv->d.in_ch + 2 * (size_t)n_cols) + 16 : 0;
 }
 
+/* The transform and the sums, vectorised in clones for the CPU at hand (adds, subtracts and
+ * exact sign flips: the same bits in every clone). The clones stay static: GCC exports a
+ * non-static target_clones function's dispatcher whatever the visibility. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MF_CLONES
+#endif
+
+/* u = [d0 - d2 | d3 - d1 | d1 + d2 | d2 - d1] of the rows d_i = x + i*step, C floats each */
+MF_CLONES static void mf_u(const float *restrict x, size_t step, int C, float *restrict u)
+{
+    const float *d0 = x, *d1 = x + step, *d2 = x + 2 * step, *d3 = x + 3 * step;
+    for (int i = 0; i < C; i++)
+        u[i] = d0[i] - d2[i];
+    for (int i = 0; i < C; i++)
+        u[C + i] = d3[i] - d1[i];
+    for (int i = 0; i < C; i++)
+        u[2 * C + i] = d1[i] + d2[i];
+    for (int i = 0; i < C; i++)
+        u[3 * C + i] = d2[i] - d1[i];
+}
+
+/* o = a + sg*b, sg = +-1 (a - b exactly: the product by -1 is exact) */
+MF_CLONES static void mf_sum(const float *restrict a, const float *restrict b, float sg, float *restrict o,
+                             int n)
+{
+    for (int c = 0; c < n; c++)
+        o[c] = a[c] + sg * b[c];
+}
+
 void ws_rowconv_run_groups(const ws_rowconv *cv, const float *xp, int ngroups, int col0, int n_cols,
                            float *y, int ldy, const float *add, float *scratch)
 {
@@ -247,33 +278,16 @@ void ws_rowconv_run_groups(const ws_rowconv *cv, const float *xp, int ngroups, i
         return;
     const int R = cv->wr, C = cv->d.in_ch, OC = cv->d.out_ch, s = cv->d.stride, uw = 4 * C;
     float *u = scratch, *p1 = u + (size_t)ngroups * uw, *p2 = p1 + (size_t)ngroups * n_cols;
-    for (int j = 0; j < ngroups; j++) { /* u = [D0 | D3 | D1 | D2] */
-        const float *d0 = xp + (size_t)s * R * j * C, *d1 = d0 + (size_t)s * C;
-        const float *d2 = d1 + (size_t)s * C, *d3 = d2 + (size_t)s * C;
-        float *restrict o = u + (size_t)j * uw;
-        for (int i = 0; i < C; i++) {
-            o[i] = d0[i] - d2[i];
-            o[C + i] = d3[i] - d1[i];
-            o[2 * C + i] = d1[i] + d2[i];
-            o[3 * C + i] = d2[i] - d1[i];
-        }
-    }
+    for (int j = 0; j < ngroups; j++) /* group j reads xp rows s*R*j + s*i, i < 4 */
+        mf_u(xp + (size_t)s * R * j * C, (size_t)s * C, C, u + (size_t)j * uw);
     ws_sgemm_conv(ngroups, n_cols, 1, C, u + 2 * C, uw, 0, ws_sgemm_packed_col(C, cv->g1, col0), 0.0f,
                   p1, n_cols, NULL);
     ws_sgemm_conv(ngroups, n_cols, 1, C, u + 3 * C, uw, 0, ws_sgemm_packed_col(C, cv->g2, col0), 0.0f,
                   p2, n_cols, NULL);
-    for (int j = 0; j < ngroups; j++) { /* P1 + P2, P1 - P2 (stride 2: + again) */
-        const float *a = p1 + (size_t)j * n_cols, *b = p2 + (size_t)j * n_cols;
-        for (int r = 0; r < R; r++) {
-            float *o = y + ((size_t)R * j + r) * ldy + col0;
-            if (r == 1)
-                for (int c = 0; c < n_cols; c++)
-                    o[c] = a[c] - b[c];
-            else
-                for (int c = 0; c < n_cols; c++)
-                    o[c] = a[c] + b[c];
-        }
-    }
+    for (int j = 0; j < ngroups; j++) /* P1 + P2, P1 - P2 (stride 2: + again) */
+        for (int r = 0; r < R; r++)
+            mf_sum(p1 + (size_t)j * n_cols, p2 + (size_t)j * n_cols, r == 1 ? -1.0f : 1.0f,
+                   y + ((size_t)R * j + r) * ldy + col0, n_cols);
     /* the first and last rows' own products, then (stride 2) tap 1 on every row; the
      * epilogue with the last product a row gets */
     const ws_sgemm_epi e = { cv->bias ? cv->bias + col0 : NULL, cv->d.act, add ? add + col0 : NULL, OC };
