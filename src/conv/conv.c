@@ -26,6 +26,7 @@
 
 #define ROW_BLOCK 256 /* rows per sgemm call: the block of y stays in L2 across the K taps */
 #define HUGE_BYTES ((size_t)2 << 20)
+#define MF_CB 512 /* minimal filtering's columns at a time */
 
 struct ws_rowconv {
     ws_rowconv_desc d;
@@ -280,24 +281,30 @@ void ws_rowconv_run_groups(const ws_rowconv *cv, const float *xp, int ngroups, i
     float *u = scratch, *p1 = u + (size_t)ngroups * uw, *p2 = p1 + (size_t)ngroups * n_cols;
     for (int j = 0; j < ngroups; j++) /* group j reads xp rows s*R*j + s*i, i < 4 */
         mf_u(xp + (size_t)s * R * j * C, (size_t)s * C, C, u + (size_t)j * uw);
-    ws_sgemm_conv(ngroups, n_cols, 1, C, u + 2 * C, uw, 0, ws_sgemm_packed_col(C, cv->g1, col0), 0.0f,
-                  p1, n_cols, NULL);
-    ws_sgemm_conv(ngroups, n_cols, 1, C, u + 3 * C, uw, 0, ws_sgemm_packed_col(C, cv->g2, col0), 0.0f,
-                  p2, n_cols, NULL);
-    for (int j = 0; j < ngroups; j++) /* P1 + P2, P1 - P2 (stride 2: + again) */
-        for (int r = 0; r < R; r++)
-            mf_sum(p1 + (size_t)j * n_cols, p2 + (size_t)j * n_cols, r == 1 ? -1.0f : 1.0f,
-                   y + ((size_t)R * j + r) * ldy + col0, n_cols);
-    /* the first and last rows' own products, then (stride 2) tap 1 on every row; the
-     * epilogue with the last product a row gets */
-    const ws_sgemm_epi e = { cv->bias ? cv->bias + col0 : NULL, cv->d.act, add ? add + col0 : NULL, OC };
-    const ws_sgemm_epi er = { e.bias, e.act, add ? add + (size_t)(R - 1) * OC + col0 : NULL, (long)R * OC };
-    const ws_sgemm_epi e0 = { e.bias, e.act, e.add, (long)R * OC };
-    ws_sgemm_conv(ngroups, n_cols, 1, C, u, uw, 0, ws_sgemm_packed_col(C, cv->w0, col0), 1.0f,
-                  y + col0, R * ldy, R == 2 ? &e0 : NULL);
-    ws_sgemm_conv(ngroups, n_cols, 1, C, u + C, uw, 0, ws_sgemm_packed_col(C, cv->w2, col0), 1.0f,
-                  y + (size_t)(R - 1) * ldy + col0, R * ldy, R == 2 ? &er : NULL);
-    if (R == 3) /* o_r = xp row 2t + 1 of output row t = 3j + r */
-        ws_sgemm_conv(R * ngroups, n_cols, 1, C, xp + C, 2L * C, 0, ws_sgemm_packed_col(C, cv->w1, col0),
-                      1.0f, y + col0, ldy, &e);
+    /* MF_CB columns at a time (the sgemm's NC), so that the block of y the five products
+     * write and add to stays in L2 between them (large-v3: 2-3 % faster than all at once) */
+    for (int c0 = col0; c0 < col0 + n_cols; c0 += MF_CB) {
+        const int nc = col0 + n_cols - c0 < MF_CB ? col0 + n_cols - c0 : MF_CB;
+        ws_sgemm_conv(ngroups, nc, 1, C, u + 2 * C, uw, 0, ws_sgemm_packed_col(C, cv->g1, c0), 0.0f, p1, nc,
+                      NULL);
+        ws_sgemm_conv(ngroups, nc, 1, C, u + 3 * C, uw, 0, ws_sgemm_packed_col(C, cv->g2, c0), 0.0f, p2, nc,
+                      NULL);
+        for (int j = 0; j < ngroups; j++) /* P1 + P2, P1 - P2 (stride 2: + again) */
+            for (int r = 0; r < R; r++)
+                mf_sum(p1 + (size_t)j * nc, p2 + (size_t)j * nc, r == 1 ? -1.0f : 1.0f,
+                       y + ((size_t)R * j + r) * ldy + c0, nc);
+        /* the first and last rows' own products, then (stride 2) tap 1 on every row; the
+         * epilogue with the last product a row gets */
+        const ws_sgemm_epi e = { cv->bias ? cv->bias + c0 : NULL, cv->d.act, add ? add + c0 : NULL, OC };
+        const ws_sgemm_epi er = { e.bias, e.act, add ? add + (size_t)(R - 1) * OC + c0 : NULL,
+                                  (long)R * OC };
+        const ws_sgemm_epi e0 = { e.bias, e.act, e.add, (long)R * OC };
+        ws_sgemm_conv(ngroups, nc, 1, C, u, uw, 0, ws_sgemm_packed_col(C, cv->w0, c0), 1.0f, y + c0, R * ldy,
+                      R == 2 ? &e0 : NULL);
+        ws_sgemm_conv(ngroups, nc, 1, C, u + C, uw, 0, ws_sgemm_packed_col(C, cv->w2, c0), 1.0f,
+                      y + (size_t)(R - 1) * ldy + c0, R * ldy, R == 2 ? &er : NULL);
+        if (R == 3) /* o_r = xp row 2t + 1 of output row t = 3j + r */
+            ws_sgemm_conv(R * ngroups, nc, 1, C, xp + C, 2L * C, 0, ws_sgemm_packed_col(C, cv->w1, c0), 1.0f,
+                          y + c0, ldy, &e);
+    }
 }
