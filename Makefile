@@ -228,6 +228,7 @@ asan:
 TSAN_TESTS := api/batch_* api/one_context_from_several_threads_* mel/thread_count_* \
   mel/one_plan_from_several_threads_* engine/runs_on_one_plan_from_several_threads_* \
   engine/the_same_run_twice_* stem/same_bits_for_any_thread_count \
+  minfilt/a_row_has_the_same_bits_whatever_rows_a_call_covers \
   conv/matches_oracle_stride1_and_stride2_any_threads cli/many_inputs_give_the_same_bytes_* \
   cli/the_same_bytes_for_any_thread_count tar/shards_written_on_several_threads_* \
   audio/failed_opens_on_many_threads_* audio/fifo_with_a_late_writer_* \
@@ -262,7 +263,7 @@ interop: $(BUILD)/ws-mkmodel $(BUILD)/ws-convert $(BUILD)/whisper-stem
 test-isa: $(BUILD)/test_runner
 	for isa in avx2 scalar; do \
 	  echo "WS_CPU_ISA=$$isa"; \
-	  WS_CPU_ISA=$$isa $(TEST_ENV) $(BUILD)/test_runner --filter='@(sgemm|conv|stem|engine|engine_states)/*' || exit 1; \
+	  WS_CPU_ISA=$$isa $(TEST_ENV) $(BUILD)/test_runner --filter='@(sgemm|conv|stem|engine|engine_states|minfilt)/*' || exit 1; \
 	done
 
 check: test test-isa asan tsan interop fuzz-replay fuzz-smoke corpus test-python test-wheel
