@@ -21,8 +21,8 @@
  * --convs [N_MELS D] instead times the stem's conv1 and conv2 alone on one thread: through the
  * engine, and as the bare product (with and without the GELU epilogue), each as a share of
  * the core's FMA peak measured in the same run (min of 30 runs); the engine's also counting
- * only the multiply-adds it does where it computes rows by minimal filtering (row_group 2
- * or 3; WS_CPU_WINOGRAD=0 for the direct sums). --kernel instead times the
+ * only the multiply-adds it does where it computes rows by minimal filtering (row_group 2;
+ * WS_CPU_WINOGRAD=0 for the direct sums). --kernel instead times the
  * bare product on blocks that stay in cache (192 rows; 384 x 256, 384 x 1152 and 32 x 256),
  * best of 5: the micro-kernel's own share of the peak.
  */
@@ -209,11 +209,11 @@ static int convs(int n_mels, int d, int reps)
         double pmn, pmed = time_med(reps, run_prod, &pc, &pmn);
         pc.e = &gelu;
         double gmn, gmed = time_med(reps, run_prod, &pc, &gmn);
-        /* with minimal filtering (row groups of 2 or 3) the engine does 4 of 6 or 7 of 9 of
-         * the direct multiply-adds: engine_pct counts the direct ones (the work done for the
-         * output), engine_mults_pct those it does */
+        /* with minimal filtering (rows in pairs) the engine does 4 (stride 1) or 5 (stride 2)
+         * of the direct 6 multiply-adds a pair: engine_pct counts the direct ones (the work
+         * done for the output), engine_mults_pct those it does */
         const int R = ws_conv_row_group(plan);
-        const double mults = R == 2 ? 4.0 / 6 : R == 3 ? 7.0 / 9 : 1.0;
+        const double mults = R == 1 ? 1.0 : S[c] == 1 ? 4.0 / 6 : 5.0 / 6;
         printf("conv%d M=%d N=%d K=%d row_group=%d engine_ms=%.3f engine_min_ms=%.3f engine_pct=%.1f "
                "engine_mults_pct=%.1f product_ms=%.3f product_pct=%.1f product_gelu_ms=%.3f "
                "product_gelu_pct=%.1f\n",

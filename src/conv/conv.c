@@ -9,12 +9,13 @@
  * contiguous range per thread and walked in blocks of ROW_BLOCK rows; the epilogue
  * (bias, GELU, add) runs on each tile of the product as its last sums leave the registers.
  *
- * Minimal filtering (Winograd's F(2,3) for stride 1; for stride 2, F(3,2) on the even
- * input rows, which carry taps 0 and 2, and tap 1 on the odd rows): output rows in groups
- * of 2 or 3, 4 products of depth IC per 2 rows or 7 per 3 instead of 6 or 9 (mf_new has
- * the algebra). Used by the engine's dense FWD (cpu_dense.c) where the plan asks for it
- * (minfilt) and the shape allows; WS_CPU_WINOGRAD=0 turns it off. The error stays
- * within the fp32 bounds (tests/test_conv.c: minfilt.*).
+ * Minimal filtering (Winograd's F(2,3) for stride 1; for stride 2, F(2,2) on the even
+ * input rows, which carry taps 0 and 2, and tap 1 on the odd rows): output rows in pairs,
+ * 4 or 5 products of depth IC per pair instead of 6 (mf_new has the algebra), each output
+ * computed from its own three input rows alone. Used by the engine's dense FWD
+ * (cpu_dense.c) where the plan asks for it (minfilt) and the shape allows;
+ * WS_CPU_WINOGRAD=0 turns it off. The error stays within the fp32 bounds
+ * (tests/test_conv.c: minfilt.*).
  * Validated by tests/test_conv.c (delta, linearity, shift, oracle).
  */
 #include <stdlib.h>
@@ -33,9 +34,9 @@ struct ws_rowconv {
     float *wk;   /* [K][IC][OC]: wk[(k*IC + i)*OC + o] = w[(o*IC + i)*K + k] */
     float *wpk;  /* wk as one [K*IC][OC] matrix, packed for ws_sgemm_conv */
     float *bias; /* [OC] or NULL */
-    /* minimal filtering (wr rows a group; 0: none): packed [IC][OC] weights w0, w2 (W0 and
-     * W2, the first and the last row's own products), g1, g2 (the shared products P1, P2)
-     * and, for stride 2, w1 (W1, every row's product with its odd input row) */
+    /* minimal filtering (wr rows a group, 2; 0: none): packed [IC][OC] weights w0, w2 (W0
+     * and W2, the first and the second row's own products), g1 (the shared product P1), g2
+     * (stride 1: P2) and w1 (stride 2: W1, every row's product with its odd input row) */
     int wr;
     float *w0, *w2, *w1, *g1, *g2;
 };
@@ -81,18 +82,22 @@ static float *mf_pack(const float *m, int IC, int OC)
     return pk;
 }
 
-/* The transformed weights. Per group j of R rows, from four input rows d_i = xp[s*(R*j + i)]
- * (stride 1: xp rows 2j .. 2j+3; stride 2: the even rows 6j, 6j+2, 6j+4, 6j+6, which carry
- * taps 0 and 2, a 2-tap filter over them):
- *   D0 = d0 - d2,  D3 = d3 - d1,  D1 = d1 + d2,  D2 = d2 - d1,  P1 = D1 G1,  P2 = D2 G2
- * stride 1, F(2,3), G1 = (W0 + W1 + W2)/2, G2 = (W0 - W1 + W2)/2:
- *   y0 = P1 + P2 + D0 W0,  y1 = P1 - P2 + D3 W2
- * stride 2, F(3,2) on the even rows, G1 = (W0 + W2)/2, G2 = (W0 - W2)/2, then tap 1 on the
- * odd rows o_r = xp[6j + 2r + 1]:
- *   y0 = P1 + P2 + D0 W0 + o0 W1,  y1 = P1 - P2 + o1 W1,  y2 = P1 + P2 + D3 W2 + o2 W1
- * summed in that order. 4 products of IC per 2 rows (direct: 6), 7 per 3 rows (direct: 9).
- * The halved sums are rounded once from double. Where the d's are equal (a constant run),
- * D0 = D3 = D2 = 0 and every row of the group has the bits of P1 (+ o W1). */
+/* The transformed weights. Output rows in pairs (2j, 2j+1).
+ * Stride 1, F(2,3), from the input rows d_i = xp[2j + i], i < 4:
+ *   D0 = d0 - d2,  D3 = d3 - d1,  D1 = d1 + d2,  D2 = d2 - d1,
+ *   P1 = D1 (W0 + W1 + W2)/2,  P2 = D2 (W0 - W1 + W2)/2,
+ *   y0 = P1 + P2 + D0 W0,  y1 = P1 - P2 + D3 W2:  4 products of IC (direct: 6).
+ * Stride 2: the even rows e_i = xp[4j + 2i], i < 3, carry taps 0 and 2 (a 2-tap filter over
+ * them, F(2,2)), the odd rows o_r = xp[4j + 2r + 1] tap 1:
+ *   P1 = e1 (W0 + W2),  y0 = P1 + (e0 - e1) W0 + o0 W1,  y1 = P1 + (e2 - e1) W2 + o1 W1:
+ *   5 products of IC (direct: 6).
+ * Summed in that order. Each row's sums involve its own three input rows alone (the
+ * terms that cancel are its own), so an input row never reaches an output that does not
+ * read it, not even as rounding (F(3,2) over three rows would save more, 7 of 9, but y0 and
+ * y2 would then carry a neighbour's row in terms that cancel: an Inf or a 1e20 there would
+ * spoil them). The transformed weights are rounded once from double. Where a pair's
+ * inputs are equal (a constant run), D0 = D3 = D2 = 0 (e0 - e1 = e2 - e1 = 0) and both rows
+ * have the bits of P1 (+ o W1). */
 static int mf_new(ws_rowconv *cv)
 {
     const int IC = cv->d.in_ch, OC = cv->d.out_ch, s = cv->d.stride;
@@ -103,17 +108,17 @@ static int mf_new(ws_rowconv *cv)
         return -1;
     for (size_t i = 0; i < n; i++) {
         const double w0 = W[i], w1 = W[n + i], w2 = W[2 * n + i];
-        h[i] = (float)(s == 1 ? (w0 + w1 + w2) * 0.5 : (w0 + w2) * 0.5);
-        h[n + i] = (float)(s == 1 ? (w0 - w1 + w2) * 0.5 : (w0 - w2) * 0.5);
+        h[i] = (float)(s == 1 ? (w0 + w1 + w2) * 0.5 : w0 + w2);
+        h[n + i] = (float)((w0 - w1 + w2) * 0.5); /* stride 1 only */
     }
-    cv->wr = s == 1 ? 2 : 3;
+    cv->wr = 2;
     cv->g1 = mf_pack(h, IC, OC);
-    cv->g2 = mf_pack(h + n, IC, OC);
+    cv->g2 = s == 1 ? mf_pack(h + n, IC, OC) : NULL;
     cv->w0 = mf_pack(W, IC, OC);
     cv->w2 = mf_pack(W + 2 * n, IC, OC);
     cv->w1 = s == 2 ? mf_pack(W + n, IC, OC) : NULL;
     free(h);
-    return cv->g1 && cv->g2 && cv->w0 && cv->w2 && (s == 1 || cv->w1) ? 0 : -1;
+    return cv->g1 && cv->w0 && cv->w2 && (s == 1 ? cv->g2 != NULL : cv->w1 != NULL) ? 0 : -1;
 }
 
 int ws_rowconv_out_len(const ws_rowconv_desc *c, int t_in)
@@ -238,7 +243,7 @@ int ws_rowconv_group_rows(const ws_rowconv *cv)
 
 size_t ws_rowconv_group_scratch(const ws_rowconv *cv, int ngroups, int n_cols)
 {
-    return cv->wr ? (size_t)ngroups * (4 * (size_t)cv->d.in_ch + 2 * (size_t)n_cols) + 16 : 0;
+    return cv->wr ? (size_t)ngroups * (4 * (size_t)cv->d.in_ch + 2 * (size_t)n_cols) + 16 : 0; /* u, p1, p2 */
 }
 
 /* The transform and the sums, vectorised in clones for the CPU at hand (adds, subtracts and
@@ -264,6 +269,17 @@ MF_CLONES static void mf_u(const float *restrict x, size_t step, int C, float *r
         u[3 * C + i] = d2[i] - d1[i];
 }
 
+/* u = [e0 - e1 | e2 - e1 | e1] of the rows e_i = x + i*step, C floats each */
+MF_CLONES static void mf_u2(const float *restrict x, size_t step, int C, float *restrict u)
+{
+    const float *e0 = x, *e1 = x + step, *e2 = x + 2 * step;
+    for (int i = 0; i < C; i++)
+        u[i] = e0[i] - e1[i];
+    for (int i = 0; i < C; i++)
+        u[C + i] = e2[i] - e1[i];
+    memcpy(u + 2 * C, e1, (size_t)C * sizeof(float));
+}
+
 /* o = a + sg*b, sg = +-1 (a - b exactly: the product by -1 is exact) */
 MF_CLONES static void mf_sum(const float *restrict a, const float *restrict b, float sg, float *restrict o,
                              int n)
@@ -277,34 +293,41 @@ void ws_rowconv_run_groups(const ws_rowconv *cv, const float *xp, int ngroups, i
 {
     if (ngroups < 1 || n_cols < 1)
         return;
-    const int R = cv->wr, C = cv->d.in_ch, OC = cv->d.out_ch, s = cv->d.stride, uw = 4 * C;
+    const int C = cv->d.in_ch, OC = cv->d.out_ch, s = cv->d.stride, uw = s == 1 ? 4 * C : 3 * C;
     float *u = scratch, *p1 = u + (size_t)ngroups * uw, *p2 = p1 + (size_t)ngroups * n_cols;
-    for (int j = 0; j < ngroups; j++) /* group j reads xp rows s*R*j + s*i, i < 4 */
-        mf_u(xp + (size_t)s * R * j * C, (size_t)s * C, C, u + (size_t)j * uw);
-    /* MF_CB columns at a time (the sgemm's NC), so that the block of y the five products
-     * write and add to stays in L2 between them (large-v3: 2-3 % faster than all at once) */
+    for (int j = 0; j < ngroups; j++) /* pair j reads xp rows 2s*j .. 2s*j + 3 (stride 2: + 4) */
+        if (s == 1) /* u = [D0 | D3 | D1 | D2] */
+            mf_u(xp + (size_t)2 * j * C, (size_t)C, C, u + (size_t)j * uw);
+        else /* u = [e0 - e1 | e2 - e1 | e1] */
+            mf_u2(xp + (size_t)4 * j * C, (size_t)2 * C, C, u + (size_t)j * uw);
+    /* MF_CB columns at a time (the sgemm's NC), so that the block of y the products write
+     * and add to stays in L2 between them (large-v3: 2-3 % faster than all at once) */
     for (int c0 = col0; c0 < col0 + n_cols; c0 += MF_CB) {
         const int nc = col0 + n_cols - c0 < MF_CB ? col0 + n_cols - c0 : MF_CB;
         ws_sgemm_conv(ngroups, nc, 1, C, u + 2 * C, uw, 0, ws_sgemm_packed_col(C, cv->g1, c0), 0.0f, p1, nc,
                       NULL);
-        ws_sgemm_conv(ngroups, nc, 1, C, u + 3 * C, uw, 0, ws_sgemm_packed_col(C, cv->g2, c0), 0.0f, p2, nc,
-                      NULL);
-        for (int j = 0; j < ngroups; j++) /* P1 + P2, P1 - P2 (stride 2: + again) */
-            for (int r = 0; r < R; r++)
-                mf_sum(p1 + (size_t)j * nc, p2 + (size_t)j * nc, r == 1 ? -1.0f : 1.0f,
-                       y + ((size_t)R * j + r) * ldy + c0, nc);
-        /* the first and last rows' own products, then (stride 2) tap 1 on every row; the
-         * epilogue with the last product a row gets */
+        if (s == 1)
+            ws_sgemm_conv(ngroups, nc, 1, C, u + 3 * C, uw, 0, ws_sgemm_packed_col(C, cv->g2, c0), 0.0f, p2,
+                          nc, NULL);
+        for (int j = 0; j < ngroups; j++) /* stride 1: P1 + P2, P1 - P2; stride 2: P1, P1 */
+            for (int r = 0; r < 2; r++) {
+                float *o = y + ((size_t)2 * j + r) * ldy + c0;
+                if (s == 1)
+                    mf_sum(p1 + (size_t)j * nc, p2 + (size_t)j * nc, r ? -1.0f : 1.0f, o, nc);
+                else
+                    memcpy(o, p1 + (size_t)j * nc, (size_t)nc * sizeof(float));
+            }
+        /* each row's own product, then (stride 2) tap 1 on every row; the epilogue with the
+         * last product a row gets */
         const ws_sgemm_epi e = { cv->bias ? cv->bias + c0 : NULL, cv->d.act, add ? add + c0 : NULL, OC };
-        const ws_sgemm_epi er = { e.bias, e.act, add ? add + (size_t)(R - 1) * OC + c0 : NULL,
-                                  (long)R * OC };
-        const ws_sgemm_epi e0 = { e.bias, e.act, e.add, (long)R * OC };
-        ws_sgemm_conv(ngroups, nc, 1, C, u, uw, 0, ws_sgemm_packed_col(C, cv->w0, c0), 1.0f, y + c0, R * ldy,
-                      R == 2 ? &e0 : NULL);
+        const ws_sgemm_epi e0 = { e.bias, e.act, e.add, 2L * OC };
+        const ws_sgemm_epi e1 = { e.bias, e.act, add ? add + OC + c0 : NULL, 2L * OC };
+        ws_sgemm_conv(ngroups, nc, 1, C, u, uw, 0, ws_sgemm_packed_col(C, cv->w0, c0), 1.0f, y + c0, 2 * ldy,
+                      s == 1 ? &e0 : NULL);
         ws_sgemm_conv(ngroups, nc, 1, C, u + C, uw, 0, ws_sgemm_packed_col(C, cv->w2, c0), 1.0f,
-                      y + (size_t)(R - 1) * ldy + c0, R * ldy, R == 2 ? &er : NULL);
-        if (R == 3) /* o_r = xp row 2t + 1 of output row t = 3j + r */
-            ws_sgemm_conv(R * ngroups, nc, 1, C, xp + C, 2L * C, 0, ws_sgemm_packed_col(C, cv->w1, c0), 1.0f,
+                      y + (size_t)ldy + c0, 2 * ldy, s == 1 ? &e1 : NULL);
+        if (s == 2) /* o_r = xp row 2t + 1 of output row t = 2j + r */
+            ws_sgemm_conv(2 * ngroups, nc, 1, C, xp + C, 2L * C, 0, ws_sgemm_packed_col(C, cv->w1, c0), 1.0f,
                           y + c0, ldy, &e);
     }
 }

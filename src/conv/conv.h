@@ -60,8 +60,8 @@ void ws_rowconv_run_block(const ws_rowconv *cv, const float *xp, int row0, int n
                           int n_cols, float *y, int ldy, const float *add);
 
 /* Minimal filtering (conv.c: asked for by minfilt; K 3, dilation 1, stride 1 or 2, IC and
- * OC >= 32, unless WS_CPU_WINOGRAD=0): output rows in groups of R (2 for stride 1, 3 for stride 2; 0: the plan
- * has no such form), 4 products of IC per 2 rows or 7 per 3 instead of 6 or 9. */
+ * OC >= 32, unless WS_CPU_WINOGRAD=0): output rows in groups of R = 2 (0: the plan has no
+ * such form), 4 (stride 1) or 5 (stride 2) products of IC per pair instead of 6. */
 int ws_rowconv_group_rows(const ws_rowconv *cv);
 
 /* floats of scratch ws_rowconv_run_groups takes for ngroups groups of n_cols columns */

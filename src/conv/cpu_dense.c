@@ -16,11 +16,11 @@
  * ws_conv_dense_rows does the same over a whole padded item (BWD's z).
  *
  * Minimal filtering (K 3, stride 1 or 2: conv.c, ws_rowconv_run_groups): the rows below
- * T_out - T_out % R are computed in groups of R = 2 or 3, anchored at row 0; the rest
- * directly. Blocks are whole groups (a multiple of 12*R rows); where a
- * call's first or last row cuts a group (ws_conv_run_rows), that group is computed whole
- * into the scratch and the rows asked for copied, so that a row's bits never depend on
- * the rows a call covers, the block sizes or the threads.
+ * T_out - T_out % R are computed in groups of R = 2 (pairs), anchored at row 0; the rest
+ * directly. Blocks start on a multiple of 4R rows; where a call's first or last row cuts a
+ * group (ws_conv_run_rows), that group is computed whole into the scratch and the rows
+ * asked for copied, so that a row's bits never depend on the rows a call covers, the
+ * block sizes or the threads.
  *
  * Grouped FWD (1 < G, not depthwise) is G dense convs side by side: group g reads xp's
  * columns [g*Cg, (g+1)*Cg) and writes y's columns [g*Cog, (g+1)*Cog), so the same staged
@@ -164,7 +164,7 @@ typedef struct {
     long long xrows;     /* staged input rows per task: S*(rb-1) + D*(K-1) + 1, with
                           * minimal filtering S*(rb+2R-3) + D*(K-1) + 1 */
     long long ntmp;      /* floats of tmp */
-    size_t tlen;         /* per task, in its thread's scratch: xrows*C_in (xp), (RB+2R)*C_out
+    size_t tlen;         /* per task, in its thread's scratch: xrows*C_in (xp), (rb+2R)*C_out
                           * (y block), tmp, minimal filtering's scratch */
     long long items;
     int failed;          /* a task found no memory for its scratch (set atomically, read
@@ -350,15 +350,23 @@ static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const str
                  .r_first = r_first, .r_end = r_end};
     if (rows < 1)
         return 0;
-    /* Blocks of at most RB rows (minimal filtering: whole groups of R rows, 12 groups at a
-     * time, 240 or 252 rows); few items: at least MIN_TASKS blocks in all where the rows
+    /* Blocks of rbmax rows or fewer (minimal filtering: 240, 12 groups of R rows for the
+     * micro-kernel's 12 rows); few items: at least MIN_TASKS blocks in all where the rows
      * allow blocks of MIN_RB; few blocks: their count a multiple of the threads. The blocks
      * split the rows evenly, their starts rounded down to a multiple of `unit` rows (4
-     * groups), so that only a call's first and last rows can cut a group. A row's bits do
-     * not depend on its block (the sgemm's sums do not depend on the rows of a call; groups
-     * are anchored at row 0), so the blocks may follow the threads. */
+     * groups), so that only a call's first and last rows can cut a group; a block then has
+     * at most rbmax + unit - 1 rows. A row's bits do not depend on its block (the sgemm's
+     * sums do not depend on the rows of a call; groups are anchored at row 0), so the
+     * blocks may follow the threads. */
     const int R = rc ? ws_rowconv_group_rows(rc) : 0, unit = R > 1 ? 4 * R : 16;
     const int rbmax = R > 1 ? RB - RB % (12 * R) : RB;
+    /* whether the staged block is too big for this path is decided from the plan's shape
+     * alone (the largest block any call can have), never from the threads, the items or
+     * the rows of a call: the direct kernel's bits differ */
+    const long long xmax = (long long)d->stride * (rbmax + unit - 1 + (R > 1 ? 2 * R - 2 : 0) - 1) +
+                           (long long)d->dilation * (d->k - 1) + 1;
+    if (xmax * C > MAX_XP_FLOATS)
+        return 1; /* too big a staged block: the caller takes the direct kernel */
     long long nblk = (rows + rbmax - 1) / rbmax;
     if (a->n < MIN_TASKS) {
         long long per_item = (MIN_TASKS + a->n - 1) / a->n, cap = rows / MIN_RB;
@@ -376,9 +384,7 @@ static int fwd_run(const ws_conv_desc *d, const struct ws_rowconv *rc, const str
         J.rb = nr > J.rb ? nr : J.rb;
     }
     J.xrows = (long long)d->stride * (J.rb + (R > 1 ? 2 * R - 2 : 0) - 1) +
-              (long long)d->dilation * (d->k - 1) + 1;
-    if (J.xrows * C > MAX_XP_FLOATS)
-        return 1; /* too big a staged block: the caller takes the direct kernel */
+              (long long)d->dilation * (d->k - 1) + 1; /* <= xmax */
     /* Fewer row blocks than threads (one short item on many cores): each row block's
      * columns in ncb blocks of cw columns (at least MIN_CW, a multiple of 32; the last block
      * takes what is left), one task each, so that every thread has work. The columns' sums
