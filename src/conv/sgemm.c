@@ -198,8 +198,11 @@ static void pack_a(float *out, const aview *v, int m0, int mb, int k0, int kb, i
 /* ---- micro-kernels: C[mr x nr] (+)= alpha * A[mr x kc] * Bp[kc x NR] ----
  * first: the first K block of the call (beta applies); nr <= NR columns stored */
 
+/* pf: kc lines of 64 bytes to bring to L2 while the tile is computed (one per step of k),
+ * or NULL */
 typedef void (*ukernel_fn)(int mr, int nr, int kc, float alpha, const float *A, long lda, const float *Bp,
-                           float beta, int first, float *C, long ldc, const ws_sgemm_epi *e);
+                           float beta, int first, float *C, long ldc, const ws_sgemm_epi *e,
+                           const float *pf);
 
 static inline float out_scalar(float acc, float alpha, float beta, int first, const float *c)
 {
@@ -209,9 +212,10 @@ static inline float out_scalar(float acc, float alpha, float beta, int first, co
 }
 
 static void ukernel_c(int mr, int nr, int kc, float alpha, const float *A, long lda, const float *Bp,
-                      float beta, int first, float *C, long ldc, const ws_sgemm_epi *e)
+                      float beta, int first, float *C, long ldc, const ws_sgemm_epi *e, const float *pf)
 {
     (void)e; /* never fused: run() applies the epilogue after the tile */
+    (void)pf;
     enum { NR = 16, MR = 4 };
     float acc[MR][NR];
     memset(acc, 0, sizeof acc);
@@ -296,13 +300,20 @@ static AVX512 void epi512(const float *t, int mr, int nr, const ws_sgemm_epi *e,
 static inline __attribute__((always_inline)) AVX512 void k512(const int MR_, int nr, int kc, float alpha,
                                                                 const float *A, long lda, const float *Bp,
                                                                 float beta, int first, float *C, long ldc,
-                                                                const ws_sgemm_epi *e)
+                                                                const ws_sgemm_epi *e, const float *pf)
 {
     __m512 c0[12], c1[12];
 #pragma GCC unroll 12
-    for (int r = 0; r < MR_; r++)
+    for (int r = 0; r < MR_; r++) {
         c0[r] = c1[r] = _mm512_setzero_ps();
+        if (!first || beta != 0.0f || e) { /* C's tile arrives while the products run */
+            _mm_prefetch((const char *)(C + r * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(C + r * ldc + 16), _MM_HINT_T0);
+        }
+    }
     for (int k = 0; k < kc; k++) {
+        if (pf)
+            _mm_prefetch((const char *)(pf + (size_t)k * 16), _MM_HINT_T1);
         const __m512 b0 = _mm512_load_ps(Bp + (size_t)k * 32), b1 = _mm512_load_ps(Bp + (size_t)k * 32 + 16);
         const float *ak = A + (size_t)k * lda;
 #pragma GCC unroll 12
@@ -341,12 +352,12 @@ static inline __attribute__((always_inline)) AVX512 void k512(const int MR_, int
 
 static AVX512 void ukernel_512(int mr, int nr, int kc, float alpha, const float *A, long lda,
                                const float *Bp, float beta, int first, float *C, long ldc,
-                               const ws_sgemm_epi *e)
+                               const ws_sgemm_epi *e, const float *pf)
 {
     switch (mr) {
 #define K512(m)                                                                                    \
     case m:                                                                                        \
-        k512(m, nr, kc, alpha, A, lda, Bp, beta, first, C, ldc, e);                                \
+        k512(m, nr, kc, alpha, A, lda, Bp, beta, first, C, ldc, e, pf);                            \
         break;
         K512(12) K512(11) K512(10) K512(9) K512(8) K512(7) K512(6) K512(5) K512(4) K512(3) K512(2)
         K512(1)
@@ -428,13 +439,15 @@ static AVX2 void epi256(const float *t, int mr, int nr, const ws_sgemm_epi *e, f
 static inline __attribute__((always_inline)) AVX2 void k256(const int MR_, int nr, int kc, float alpha,
                                                               const float *A, long lda, const float *Bp,
                                                               float beta, int first, float *C, long ldc,
-                                                              const ws_sgemm_epi *e)
+                                                              const ws_sgemm_epi *e, const float *pf)
 {
     __m256 c0[6], c1[6];
 #pragma GCC unroll 6
     for (int r = 0; r < MR_; r++)
         c0[r] = c1[r] = _mm256_setzero_ps();
     for (int k = 0; k < kc; k++) {
+        if (pf)
+            _mm_prefetch((const char *)(pf + (size_t)k * 16), _MM_HINT_T1);
         const __m256 b0 = _mm256_load_ps(Bp + (size_t)k * 16), b1 = _mm256_load_ps(Bp + (size_t)k * 16 + 8);
         const float *ak = A + (size_t)k * lda;
 #pragma GCC unroll 6
@@ -497,12 +510,12 @@ static inline __attribute__((always_inline)) AVX2 void k256(const int MR_, int n
 
 static AVX2 void ukernel_256(int mr, int nr, int kc, float alpha, const float *A, long lda,
                              const float *Bp, float beta, int first, float *C, long ldc,
-                             const ws_sgemm_epi *e)
+                             const ws_sgemm_epi *e, const float *pf)
 {
     switch (mr) {
 #define K256(m)                                                                                    \
     case m:                                                                                        \
-        k256(m, nr, kc, alpha, A, lda, Bp, beta, first, C, ldc, e);                                \
+        k256(m, nr, kc, alpha, A, lda, Bp, beta, first, C, ldc, e, pf);                            \
         break;
         K256(6) K256(5) K256(4) K256(3) K256(2) K256(1)
 #undef K256
@@ -619,18 +632,26 @@ static void run(const path *P, int M, int N, int K, float alpha, const aview *A,
                     const int nr = nb - j < NR ? nb - j : NR;
                     const float *bp = panel0 + (size_t)(j / NR) * pstride;
                     const int last = e && k0 + kb == K; /* the tiles' final sums */
+                    /* the next panel of B (this block's next one, else a packed B's first
+                     * one of the next k block) goes to L2 during this panel's first tiles,
+                     * one line per step of k: its first tile then does not wait for memory */
+                    const float *next = j + NR < nb ? bp + pstride
+                                        : Bpk && k0 + kb < K ? Bpk + (size_t)(n0 / NR) * K * NR + (size_t)(k0 + kb) * NR
+                                                             : NULL;
                     for (int i0 = 0; i0 < mb; i0 += MR) {
                         const int mr = mb - i0 < MR ? mb - i0 : MR, i = m0 + i0, jc = n0 + j;
+                        const int q = i0 / MR; /* tile q prefetches lines [q*kb, (q+1)*kb) */
+                        const float *pf = next && q < NR / 16 ? next + (size_t)q * kb * 16 : NULL;
                         float *c = C + (size_t)i * ldc + jc;
                         if (last && fused) {
                             const ws_sgemm_epi te = { e->bias ? e->bias + jc : NULL, e->act,
                                                       e->add ? e->add + (size_t)i * e->ldadd + jc : NULL,
                                                       e->ldadd };
                             P->k(mr, nr, kb, alpha, abuf + (size_t)i0 * kb, MR, bp, beta, k0 == 0, c, ldc,
-                                 &te);
+                                 &te, pf);
                             continue;
                         }
-                        P->k(mr, nr, kb, alpha, abuf + (size_t)i0 * kb, MR, bp, beta, k0 == 0, c, ldc, NULL);
+                        P->k(mr, nr, kb, alpha, abuf + (size_t)i0 * kb, MR, bp, beta, k0 == 0, c, ldc, NULL, pf);
                         if (last)
                             epi_after(e, i, mr, jc, nr, C, ldc);
                     }
