@@ -152,6 +152,12 @@ int ws_conv_run(ws_conv *c, const ws_conv_args *a, ws_err *err)
 
 int ws_conv_run_rows(ws_conv *c, const ws_conv_args *a, int t0, int nt, ws_err *err)
 {
+    return ws_conv_run_rows_threads(c, a, t0, nt, c ? c->n_threads : 1, err);
+}
+
+int ws_conv_run_rows_threads(ws_conv *c, const ws_conv_args *a, int t0, int nt, int n_threads,
+                             ws_err *err)
+{
     if (!c)
         return ws_errf(err, "ws_conv_run_rows: plan is NULL");
     const ws_conv_desc *d = &c->d;
@@ -163,8 +169,8 @@ int ws_conv_run_rows(ws_conv *c, const ws_conv_args *a, int t0, int nt, ws_err *
                        t_out);
     if (d->op != WS_CONV_FWD || !c->rc || a->w || a->b)
         return 1; /* not the dense path with the plan's weights: the caller runs it whole */
-    return ws_conv_dense_fwd_rows(d, c->rc, a, t_out, t0, nt, c->n_threads, err); /* 1: too
-                                                              large a staged block, the same */
+    return ws_conv_dense_fwd_rows(d, c->rc, a, t_out, t0, nt, n_threads < 1 ? 1 : n_threads,
+                                  err); /* 1: too large a staged block, the same */
 }
 
 int ws_conv_row_group(const ws_conv *c)

@@ -146,6 +146,10 @@ int ws_conv_direct_bwd(const ws_conv_desc *d, const ws_conv_args *a, int t_out, 
  * too large a staged block: run it whole with ws_conv_run); -1 with a message (a range
  * outside [0, T_out), out of memory). Nothing written unless 0. */
 int ws_conv_run_rows(ws_conv *c, const ws_conv_args *a, int t0, int nt, ws_err *err);
+/* the same on n_threads threads instead of the plan's (1: the calling thread alone, so that
+ * several threads can each run their own rows of one plan at once); the same bits */
+int ws_conv_run_rows_threads(ws_conv *c, const ws_conv_args *a, int t0, int nt, int n_threads,
+                             ws_err *err);
 
 /* R, the rows of a group where the plan computes output rows by minimal filtering (conv.h:
  * rows [R*j, R*j + R) for the whole groups below T_out - T_out % R); 1 where it does not.
