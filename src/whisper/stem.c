@@ -43,7 +43,7 @@ struct ws_stem {
     ws_conv *c1, *c2;    /* CPU plans, or NULL */
     ws_gpu_pair *gpu;         /* or the GPU backend */
     float *h;            /* CPU: conv1's output [cap_t][d] */
-    int cap_t;
+    size_t cap_t;
     int threads;         /* CPU: the plans' threads */
     float *pos;          /* sinusoids table when the model has none */
     int pos_len;
@@ -162,16 +162,20 @@ int ws_stem_gpu_prepare_add(ws_stem *s, int n_frames, ws_err *err)
 }
 
 enum { BATCH_BYTES = 64 << 20 }; /* the most conv1 output a batch of windows holds */
-#define FUSED_BYTES (256LL << 20) /* the most the fused windows' h take, all threads */
+/* the most conv1 output a thread holds to run windows fused: one 30 s window of every Whisper
+ * size (large-v3: 3000 x 1280 floats, 15.4 MB); longer windows take the batches */
+#define FUSED_BYTES (16LL << 20)
 
-static int reserve(ws_stem *s, int T, ws_err *err)
+static int reserve(ws_stem *s, size_t T, ws_err *err)
 {
     if (T <= s->cap_t)
         return 0;
     free(s->h);
+    s->h = NULL;
     s->cap_t = 0;
-    if (!(s->h = malloc((size_t)T * s->d * sizeof(float))))
-        return ws_errf(err, "out of memory for a %d-frame stem", T);
+    size_t bytes;
+    if (ws_mul_size(T, (size_t)s->d * sizeof(float), &bytes) || !(s->h = malloc(bytes)))
+        return ws_errf(err, "out of memory for the stem's %zu rows of conv1 output", T);
     s->cap_t = T;
     return 0;
 }
@@ -320,11 +324,11 @@ int ws_stem_run(ws_stem *s, const float *mel, int n_win, int n_frames, int add_p
      * the threads are busy for 85 % of the rounds' time or more, else the whole rounds alone;
      * the rest as below. */
     const int nt = s->threads, nf = n_win - 1, rounds = (nf + nt - 1) / (nt > 0 ? nt : 1);
-    const int F = nt < 2 || nf < nt || nt * per > FUSED_BYTES ? 0
+    const int F = nt < 2 || nf < nt || per > FUSED_BYTES ? 0
                   : 100LL * nf >= 85LL * rounds * nt ? nf
                                                      : nf / nt * nt;
     const int need = F > 0 && nt > G ? nt : G > 1 ? G : 1;
-    if (reserve(s, need * T, err)) /* need * per <= FUSED_BYTES, or G's bound, or one window */
+    if (reserve(s, (size_t)need * (size_t)T, err)) /* threads x FUSED_BYTES, G's bound or one window */
         return -1;
     int w = 0;
     if (F > 0) {
