@@ -546,7 +546,7 @@ typedef struct pjob {
     struct pjob *link; /* the queue of jobs with tasks left to claim */
 } pjob;
 
-enum { POOL_MAX = 255 };
+enum { POOL_MAX = WS_PARALLEL_MAX - 1 };
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_work = PTHREAD_COND_INITIALIZER;

@@ -51,6 +51,8 @@ double ws_now(void);
  * still complete). */
 typedef void (*ws_task_fn)(void *ctx, int i, int n);
 int ws_parallel(int n, ws_task_fn fn, void *ctx);
+/* the most tasks ws_parallel runs (a larger n is cut to this) */
+#define WS_PARALLEL_MAX 256
 
 /* A scratch buffer of at least n bytes (64-byte aligned, contents undefined) for the calling
  * thread, kept between calls so that a call's staging costs no allocation and no page

@@ -20,7 +20,8 @@
  * N2 C1536 T2048 K4, one core). A float32 output of STREAM_BYTES or more that is written in
  * place (FWD y without act or add, BWD dx) goes out with streaming stores from the first
  * 32-byte aligned time of each row: its lines are not read for ownership first and do not
- * evict the inputs (BWD at N2 C1536 T2048 on 2 cores: 1.60 -> 1.38 ms), and a task ends with
+ * evict the inputs (BWD at N2 C1536 T2048: 2.03-2.22 -> 1.90-2.03 ms on one core, 1.06-1.24 ->
+ * 1.00-1.06 ms on two), and a task ends with
  * a fence so that they are in memory when it is joined; the times before go to the scalar
  * loop, which sums in the same order, so the bits do not depend on the buffer's alignment.
  * Each output is summed k = 0..K-1, then the
@@ -45,7 +46,6 @@
 
 enum {
     MAX_K = 8,
-    MAX_THREADS = 256, /* ws_parallel's cap */
     STREAM_BYTES = 16 << 20, /* outputs this big are written with streaming stores */
 };
 
@@ -105,34 +105,28 @@ corr_k(const float *restrict in, long long n_in, float *restrict out, long long 
     for (int k = 0; k < K; k++)
         wv[k] = (v8){0} + w[k];
     const v8 bv = (v8){0} + bias;
-    long long t = lo;
     if (nt) { /* streaming: the vector stores start where out is 32-byte aligned (the times
                * before go to the scalar loop below, which gives the same bits) */
         const long long mis = (long long)(((uintptr_t)out / sizeof(float)) & 7);
         const long long a = lo + ((8 - ((mis + lo) & 7)) & 7);
-        t = a < hi ? a : hi;
-        lo = t;
-        for (; t + 8 <= hi; t += 8) {
-            const float *p = in + t + o0;
-            if (pf_in)
-                __builtin_prefetch(ahead(p, pf_in), 0, 3);
-            v8 acc = wv[0] * LD8(p);
-            for (int k = 1; k < K; k++)
-                acc += wv[k] * LD8(p + s * k);
+        lo = a < hi ? a : hi;
+        pf_out = 0; /* its lines are not read */
+    }
+    long long t = lo;
+    for (; t + 8 <= hi; t += 8) {
+        const float *p = in + t + o0;
+        if (pf_in)
+            __builtin_prefetch(ahead(p, pf_in), 0, 3);
+        if (pf_out)
+            __builtin_prefetch(ahead(out + t, pf_out), 1, 3);
+        v8 acc = wv[0] * LD8(p);
+        for (int k = 1; k < K; k++)
+            acc += wv[k] * LD8(p + s * k);
+        if (nt)
             st_stream(out + t, acc + bv);
-        }
-    } else
-        for (; t + 8 <= hi; t += 8) {
-            const float *p = in + t + o0;
-            if (pf_in)
-                __builtin_prefetch(ahead(p, pf_in), 0, 3);
-            if (pf_out)
-                __builtin_prefetch(ahead(out + t, pf_out), 1, 3);
-            v8 acc = wv[0] * LD8(p);
-            for (int k = 1; k < K; k++)
-                acc += wv[k] * LD8(p + s * k);
+        else
             ST8(out + t, acc + bv);
-        }
+    }
     const long long vhi = t;
     for (t = 0; t < n_out; t++) { /* the ends, and the interior's last few: scalar */
         if (t == lo)
@@ -329,7 +323,7 @@ static void bwd_task(void *ctx, int ti, int nt)
 
 static int threads_for(int n_threads, long long items)
 {
-    long long t = n_threads < MAX_THREADS ? n_threads : MAX_THREADS;
+    long long t = n_threads < WS_PARALLEL_MAX ? n_threads : WS_PARALLEL_MAX;
     return (int)(items < t ? items : t);
 }
 

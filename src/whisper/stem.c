@@ -165,7 +165,6 @@ enum { BATCH_BYTES = 64 << 20 }; /* the most conv1 output a batch of windows hol
 /* the most conv1 output a thread holds to run windows fused: one 30 s window of every Whisper
  * size (large-v3: 3000 x 1280 floats, 15.4 MB); longer windows take the batches */
 #define FUSED_BYTES (16LL << 20)
-enum { MAX_TASKS = 256 }; /* ws_parallel's cap on tasks (common.c) */
 
 static int reserve(ws_stem *s, size_t T, ws_err *err)
 {
@@ -328,7 +327,7 @@ int ws_stem_run(ws_stem *s, const float *mel, int n_win, int n_frames, int add_p
     const int F = nt < 2 || nf < nt || per > FUSED_BYTES ? 0
                   : 100LL * nf >= 85LL * rounds * nt ? nf
                                                      : nf / nt * nt;
-    const int nw = nt < MAX_TASKS ? nt : MAX_TASKS; /* the tasks ws_parallel runs at most */
+    const int nw = nt < WS_PARALLEL_MAX ? nt : WS_PARALLEL_MAX;
     const int need = F > 0 && nw > G ? nw : G > 1 ? G : 1;
     if (reserve(s, (size_t)need * (size_t)T, err)) /* threads x FUSED_BYTES, G's bound or one window */
         return -1;
