@@ -1254,6 +1254,28 @@ static const gcase gcases_gemm[] = {
      WS_ACT_SILU, 1, 0},
     {"h_large_ncl_c256_o136_k7_t400_vec", 2, 256, 136, 1, 7, 1, 1, 3, 3, 400, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_F32,
      0, WS_ACT_SILU, 1, ADD_BROADCAST},
+    /* channel-first x read in place (ptx_hgemm.h, CHANNEL-FIRST X; x of the math type, taps
+     * at multiples of 8 times): 64-time tiles of two items with an item past N and taps
+     * reaching past both ends; K1 over a partial channel block (208) into NLC y with
+     * 128-time tiles; the large tile (KT 25, 27) at TB 64 (four items a tile, three past N)
+     * and at TB 256; the residual add of x itself; T_in % 8 != 0, T_out <= 32 and taps at
+     * 5-time steps, which stage x (the last by "_prep8": T_in >= 128) */
+    {"h_mn_ncl_c64_o72_k3_d8_t64_n3", 3, 64, 72, 1, 3, 1, 8, 8, 8, 64, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_GELU, 1, ADD_PER_ITEM},
+    {"h_mn_ncl_f16_c208_o136_k1_nlc", 2, 208, 136, 1, 1, 1, 1, 0, 0, 200, WS_NCL, WS_NLC, WS_F16, WS_F16, WS_F16, 0,
+     WS_ACT_RELU, 1, ADD_PER_ITEM},
+    {"h_mn_large_ncl_c320_o130_k5_d8_t56_n5", 5, 320, 130, 1, 5, 1, 8, 16, 16, 56, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
+     WS_F32, 0, WS_ACT_NONE, 1, ADD_BROADCAST},
+    {"h_mn_large_ncl_f16_c576_o64_k3_d8_t200", 2, 576, 64, 1, 3, 1, 8, 8, 8, 200, WS_NCL, WS_NCL, WS_F16, WS_F16,
+     WS_F16, 0, WS_ACT_GELU, 0, 0},
+    {"h_mn_ncl_c64_k3_d8_add_input", 2, 64, 64, 1, 3, 1, 8, 8, 8, 96, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_RELU, 1, ADD_INPUT},
+    {"h_mn_ncl_c64_k3_d8_t101_staged", 2, 64, 96, 1, 3, 1, 8, 8, 8, 101, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_NONE, 1, 0},
+    {"h_mn_ncl_c192_k1_t32_staged", 9, 192, 96, 1, 1, 1, 1, 0, 0, 32, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_NONE, 1, ADD_PER_ITEM},
+    {"h_ncl_c64_k3_d5_t136_staged", 3, 64, 72, 1, 3, 1, 5, 5, 5, 136, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
+     WS_ACT_GELU, 1, ADD_PER_ITEM},
 };
 #undef F32
 enum { N_GCASES = sizeof gcases_gemm / sizeof gcases_gemm[0] };
@@ -1765,6 +1787,8 @@ Test(gpu_conv_ptx, only_nlc_x_with_c_in_a_multiple_of_16_needs_16_byte_alignment
 }
 
 static int mma_hgemm_calls; /* calls run_mma_case saw go to the Hopper GEMM */
+static int mma_mn_calls;    /* of them, with channel-first x read in place (the "_mn" entry) */
+static int mma_p8_calls;    /* of them, with x staged by the 16-byte transpose (the "_prep8" entry) */
 
 /* a gemm row with math mma_maths[m] on the GPU against the CPU engine (float32 products):
  * no NaN, rel L2 within the contract's bound for the math (float32 storage with bf16 math is
@@ -1820,7 +1844,12 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off, int y_of
     const int hg = ws_gpu_conv_hgemm(gc, &ag);
     cr_assert_geq(hg, 0, "%s", c->name);
     const int want = hg || dx % (uint64_t)ws_gemm_x_align(&d) == 0 ? 2 : 0;
-    const unsigned long hg_before = ws_gpu_conv_hgemm_calls(gc);
+    const unsigned long hg_before = ws_gpu_conv_hgemm_calls(gc), mn_before = ws_gpu_conv_hgemm_mn_calls(gc);
+    const unsigned long p8_before = ws_gpu_conv_hgemm_prep8_calls(gc);
+    /* NCL x of the math type at stride 1 is read in place where the call allows it; else, where
+     * it is staged, the 16-byte transpose takes it when its rows start 16-byte aligned */
+    const int mn = hg && ws_hgemm_mn_call(&d, ws_hgemm_lgtb(&d, t_out), c->t_in, dx);
+    const int p8 = hg && !mn && ws_hgemm_prep8(&d) && dx % 16 == 0 && c->t_in % 8 == 0 && c->t_in >= WS_HPREP8_T;
     cr_assert_eq(ws_gpu_conv_kernel(gc, &ag), want, "%s: %s kernel expected", c->name, want ? "gemm" : "direct");
     void *outs[2] = {ygpu, ygpu2};
     for (int run = 0; run < 2; run++) {
@@ -1834,6 +1863,13 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off, int y_of
     cr_assert_eq(hg_ran, hg ? 2ul : 0ul, "%s: %lu of 2 runs on the Hopper GEMM, expected %d", c->name, hg_ran,
                  hg ? 2 : 0);
     mma_hgemm_calls += hg;
+    const unsigned long mn_ran = ws_gpu_conv_hgemm_mn_calls(gc) - mn_before;
+    cr_assert_eq(mn_ran, mn ? 2ul : 0ul, "%s: %lu of 2 runs read x in place, expected %d", c->name, mn_ran, mn ? 2 : 0);
+    mma_mn_calls += mn;
+    const unsigned long p8_ran = ws_gpu_conv_hgemm_prep8_calls(gc) - p8_before;
+    cr_assert_eq(p8_ran, p8 ? 2ul : 0ul, "%s: %lu of 2 runs staged by _prep8, expected %d", c->name, p8_ran,
+                 p8 ? 2 : 0);
+    mma_p8_calls += p8;
     if (hg) { /* the small tile's two blocks an SM (its launch bounds and carveout), else one */
         const int bps = ws_gpu_conv_hgemm_blocks_per_sm(gc);
         cr_assert(bps < 0 || bps == (ws_hgemm_small(&d) ? 2 : 1), "%s: %d blocks an SM", c->name, bps);
@@ -1891,9 +1927,12 @@ Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_the_math_types_rounding, .
             }
         if (pass == 1)
             cr_assert_eq(mma_hgemm_calls, 0, "PTX for 8.0: %d calls on the Hopper GEMM", mma_hgemm_calls);
-        else if (ws_gpu_hgemm_available(g))
+        else if (ws_gpu_hgemm_available(g)) {
             cr_assert_eq(mma_hgemm_calls, fits, "%d of %d rows on the Hopper GEMM", mma_hgemm_calls, fits);
-        mma_hgemm_calls = 0;
+            cr_assert_geq(mma_mn_calls, 5, "only %d rows read channel-first x in place", mma_mn_calls);
+            cr_assert_geq(mma_p8_calls, 3, "only %d rows staged by the 16-byte transpose", mma_p8_calls);
+        }
+        mma_hgemm_calls = mma_mn_calls = mma_p8_calls = 0;
     }
     ws_gpu_close(g);
 }
@@ -1917,6 +1956,40 @@ Test(gpu_conv, mma_gemm_gives_a_misaligned_nlc_x_to_the_direct_kernel_or_stages_
             }
         }
     cr_assert_geq(rows, 9, "only %d rows with 16-byte NLC loads", rows);
+    ws_gpu_close(g);
+}
+
+/* the rows whose x is NCL of the 16-bit math type (the "_prep8" entry, and the "_mn" one where
+ * the taps are at multiples of 8 times), with x one element off 16-byte alignment (staged by
+ * the element-wise "_prep") and 16 bytes into its buffer (read in place where
+ * ws_hgemm_mn_call, else staged by "_prep8" where T_in % 8 == 0 and T_in >= 128): within the same bounds, the
+ * dispatch as the predicates say (run_mma_case holds it to that) */
+Test(gpu_conv, hopper_gemm_reads_channel_first_x_in_place_or_stages_it, .timeout = 300)
+{
+    ws_gpu *g = gpu_or_skip();
+    if (!ws_gpu_hgemm_available(g)) {
+        ws_gpu_close(g);
+        cr_skip_test("no Hopper GEMM on this device");
+    }
+    mma_mn_calls = 0;
+    int rows = 0;
+    for (int m = 0; m < N_MMA_MATHS; m++)
+        for (int i = 0; i < N_GCASES; i++) {
+            const gcase *c = &gcases_gemm[i];
+            ws_conv_desc d = desc_of(c);
+            d.math = mma_maths[m];
+            if (ws_hgemm_fits(&d, 9, 0) && ws_hgemm_prep8(&d) && c->add != ADD_INPUT) {
+                const int before = mma_mn_calls + mma_p8_calls;
+                run_mma_case(g, c, m, 1, 0);
+                cr_assert_eq(mma_mn_calls + mma_p8_calls, before, "%s: x off alignment read in place", c->name);
+                run_mma_case(g, c, m, (int)(16 / tsize(c->xt)), 0);
+                rows++;
+            }
+        }
+    cr_assert_geq(rows, 10, "only %d rows with the _prep8 entry", rows);
+    cr_assert_geq(mma_mn_calls, 4, "only %d of them read x in place", mma_mn_calls);
+    cr_assert_geq(mma_p8_calls, 3, "only %d of them staged by _prep8", mma_p8_calls);
+    mma_mn_calls = mma_p8_calls = 0;
     ws_gpu_close(g);
 }
 

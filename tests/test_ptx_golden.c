@@ -41,8 +41,8 @@
  *   every precision, the float16 output is its third entry).
  *
  * - the Hopper GEMM (ptx_golden/hopper_gemm_modules_emit_the_recorded_bytes): for every row
- *   of shapes_eng, ws_hgemm_emit's module (the kernel and its x staging entry, sm_90a) for
- *   BF16, F16 and TF32 math, 0 where ws_hgemm_fits refuses; the table is
+ *   of shapes_eng, ws_hgemm_emit's module (the kernel, its x staging entries and the "_mn"
+ *   entry, sm_90a) for BF16, F16 and TF32 math, 0 where ws_hgemm_fits refuses; the table is
  *   tests/ptx_golden_hopper.inc.
  *
  * - the phased dx (ptx_golden/phased_dx_modules_emit_the_recorded_bytes): the Hopper GEMM's

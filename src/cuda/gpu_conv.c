@@ -71,6 +71,10 @@ struct ws_gpu_conv {
      * maps: taken before the gemm kernel by every call hgemm_call_fits admits; it reads wh */
     wscu_module hgmod;
     wscu_function hgfn, hpfn; /* the kernel, its x staging entry; 0: none */
+    wscu_function hmfn;       /* its "_mn" entry, channel-first x read in place (ws_hgemm_mn), or 0 */
+    wscu_function hp8fn;      /* the staging's "_prep8" entry (ws_hgemm_prep8), or 0 */
+    unsigned long mn_calls;   /* calls launched on it (ws_gpu_conv_hgemm_mn_calls) */
+    unsigned long p8_calls;   /* calls staged by "_prep8" (ws_gpu_conv_hgemm_prep8_calls) */
     wscu_devptr hx;           /* staged x, [N][T_in][C_in] in the math type, grown as calls need */
     size_t hx_bytes;
     int no_hgemm;             /* ws_gpu_conv_no_hgemm */
@@ -381,6 +385,19 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         CU_TRY(cu, FuncSetAttribute(c->hgfn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, q.smem), err);
         if (q.minb > 1) /* the small tile: two blocks' shared memory needs the largest carveout */
             CU_TRY(cu, FuncSetAttribute(c->hgfn, WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100), err);
+        if (ws_hgemm_mn(d)) {
+            char mname[WS_HGEMM_NAME_MAX + 16];
+            snprintf(mname, sizeof mname, "%s_mn", hname);
+            CU_TRY(cu, ModuleGetFunction(&c->hmfn, c->hgmod, mname), err);
+            CU_TRY(cu, FuncSetAttribute(c->hmfn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, q.smem), err);
+            if (q.minb > 1)
+                CU_TRY(cu, FuncSetAttribute(c->hmfn, WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100), err);
+        }
+        if (ws_hgemm_prep8(d)) {
+            char pname[WS_HGEMM_NAME_MAX + 16];
+            snprintf(pname, sizeof pname, "%s_prep8", hname);
+            CU_TRY(cu, ModuleGetFunction(&c->hp8fn, c->hgmod, pname), err);
+        }
         strcat(hname, "_prep");
         CU_TRY(cu, ModuleGetFunction(&c->hpfn, c->hgmod, hname), err);
     }
@@ -811,7 +828,7 @@ cleanup:
 /* the Hopper GEMM's tile for a call: log2 TB, the time tiles ntt, the grid and whether x is
  * staged; 1 when the call fits its grid, 32-bit coordinates and the staging kernel's grid,
  * else 0 */
-typedef struct { int lgtb; unsigned ntt, gx; int staged; } hg_call;
+typedef struct { int lgtb; unsigned ntt, gx; int staged, mn; } hg_call;
 
 static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out, hg_call *h)
 {
@@ -833,6 +850,11 @@ static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_ou
     v.staged = ws_hgemm_staged(d) || (uintptr_t)a->x % 16 != 0;
     if (v.staged && (a->n > 65535 || (d->c_in + 63) / 64 > 65535)) /* the staging grid's z, y */
         return 0;
+    /* channel-first x read in place: not the phased form (its own kernel), and the same
+     * calls fit either way */
+    v.mn = c->hmfn && !c->ph_t && ws_hgemm_mn_call(d, v.lgtb, a->t_in, (uint64_t)(uintptr_t)a->x);
+    if (v.mn)
+        v.staged = 0;
     v.ntt = (unsigned)ntt, v.gx = (unsigned)(ntt * nnt * gy);
     if (h)
         *h = v;
@@ -903,7 +925,13 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
         if (tmap3(cu, &ta, dt, pw, dim, str, box, 1, err))
             return -1;
     }
-    {
+    if (h->mn) { /* x as it is, channel-first: blocks of 64 times x BK channels */
+        const uint64_t dim[3] = { T, C, N };
+        const uint64_t str[2] = { T * es, C * T * es };
+        const uint32_t box[3] = { 64, bkc, 1 };
+        if (tmap3(cu, &tbm, dt, xb, dim, str, box, 1, err))
+            return -1;
+    } else {
         const uint64_t dim[3] = { C, T, N };
         const uint64_t str[2] = { C * es, T * C * es };
         const uint32_t box[3] = { bkc, tb * (uint32_t)d->stride, (uint32_t)q.bn / tb };
@@ -932,12 +960,19 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
         WS_KARG(&p, WS_HP_N, n32), WS_KARG(&p, WS_HP_T_IN, t32);
         if (ws_kargs_check(&p, "ws_gpu_conv_run", err))
             return -1;
-        CU_TRY(cu, LaunchKernel(c->hpfn, (unsigned)((T + 31) / 32), (unsigned)((C + 63) / 64),
+        /* 16-byte copies where x's rows start 16-byte aligned and fill its 128-time blocks
+         * (at T_in 32 a block would be 3/4 idle: the dilated K3 D9 row, N256 T32, took 35.1 us
+         * against 30.9 with the 32-time blocks) */
+        const int p8 = c->hp8fn && px % 16 == 0 && T % 8 == 0 && T >= WS_HPREP8_T;
+        const uint64_t tt = p8 ? WS_HPREP8_T : 32;
+        CU_TRY(cu, LaunchKernel(p8 ? c->hp8fn : c->hpfn, (unsigned)((T + tt - 1) / tt), (unsigned)((C + 63) / 64),
                                 (unsigned)N, WS_HPREP_THREADS, 1, 1, 0, st, p.v, NULL), err);
+        c->p8_calls += p8;
     }
-    CU_TRY(cu, LaunchKernel(c->ph_t ? c->hphfn : c->hgfn, h->gx, 1, 1, (unsigned)q.threads, 1, 1,
+    CU_TRY(cu, LaunchKernel(c->ph_t ? c->hphfn : h->mn ? c->hmfn : c->hgfn, h->gx, 1, 1, (unsigned)q.threads, 1, 1,
                             (unsigned)q.smem, st, k.v, NULL), err);
     c->hg_calls++;
+    c->mn_calls += h->mn != 0;
     c->ph_calls += c->ph_t != 0;
     return 0;
 cleanup:
@@ -968,6 +1003,16 @@ int ws_gpu_tmap3(ws_gpu *g, void *map, int dtype, uint64_t addr, const uint64_t 
 unsigned long ws_gpu_conv_hgemm_calls(const ws_gpu_conv *c)
 {
     return c ? c->hg_calls : 0;
+}
+
+unsigned long ws_gpu_conv_hgemm_mn_calls(const ws_gpu_conv *c)
+{
+    return c ? c->mn_calls : 0;
+}
+
+unsigned long ws_gpu_conv_hgemm_prep8_calls(const ws_gpu_conv *c)
+{
+    return c ? c->p8_calls : 0;
 }
 
 int ws_gpu_conv_hgemm_blocks_per_sm(const ws_gpu_conv *c)
@@ -1756,6 +1801,16 @@ int ws_gpu_conv_report(const ws_gpu_conv *c, char *buf, size_t cap)
         n += report_line(c, c->hgfn, name, q.threads, buf, cap, &off);
         strcat(name, "_prep");
         n += report_line(c, c->hpfn, name, WS_HPREP_THREADS, buf, cap, &off);
+        if (c->hmfn) {
+            ws_hgemm_name(d, name);
+            strcat(name, "_mn");
+            n += report_line(c, c->hmfn, name, q.threads, buf, cap, &off);
+        }
+        if (c->hp8fn) {
+            ws_hgemm_name(d, name);
+            strcat(name, "_prep8");
+            n += report_line(c, c->hp8fn, name, WS_HPREP_THREADS, buf, cap, &off);
+        }
         if (c->hphfn) {
             const int tp = c->ph_s <= WS_HGEMM_PHASES_MAX;
             ws_hgemm_phased_name(d, c->ph_s, tp ? c->ph_lo : NULL, tp ? c->ph_hi : NULL, name);
@@ -1800,6 +1855,6 @@ ws_gpu_conv *ws_gpu_conv_clone(const ws_gpu_conv *src, ws_err *err)
     c->wxx = c->dxs = c->gst = c->xst = c->wt = 0;
     c->wxx_bytes = c->dxs_bytes = c->gst_bytes = c->xst_bytes = c->wt_bytes = 0;
     c->wxx_own = 0;
-    c->split_calls = c->hg_calls = c->gb_calls = 0;
+    c->split_calls = c->hg_calls = c->mn_calls = c->p8_calls = c->gb_calls = 0;
     return c;
 }

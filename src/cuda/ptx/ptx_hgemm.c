@@ -26,6 +26,10 @@
  * row's 16-byte groups stay aligned) */
 #define YS_NLC (WS_HGEMM_BM + 4)
 #define PREP_TILE 32
+#define PREP8_LGT 7 /* the _prep8 entry: 128 times a block (256: 6 % slower, H200) */
+_Static_assert((1 << PREP8_LGT) == WS_HPREP8_T, "the _prep8 block");
+#define PREP8_T (1 << PREP8_LGT)
+#define PREP8_ROW (PREP8_T + 2) /* its Ts row, 16-bit elements (an odd count of words) */
 
 _Static_assert(A_BYTES + WS_HGEMM_BN * 128 == WS_HGEMM_STAGE_BYTES && (1 << WS_HGEMM_LGBN) == WS_HGEMM_BN &&
                A_BYTES + WS_HGEMM_BN_S * 128 == WS_HGEMM_STAGE_BYTES_S && (1 << WS_HGEMM_LGBN_S) == WS_HGEMM_BN_S,
@@ -109,6 +113,20 @@ int ws_hgemm_staged(const ws_conv_desc *d)
            d->pre != WS_ACT_NONE;
 }
 
+int ws_hgemm_mn(const ws_conv_desc *d)
+{
+    /* every tap's first time D*k - P_L (plus t0, a multiple of 64) a multiple of 8 elements:
+     * the copy engine takes a box whose innermost start is 16-byte aligned, and only such */
+    return (d->math == WS_MATH_BF16 || d->math == WS_MATH_F16) && d->x_layout == WS_NCL &&
+           d->x_type == math_type(d) && d->pre == WS_ACT_NONE && d->stride == 1 && d->pad_l % 8 == 0 &&
+           (d->k == 1 || d->dilation % 8 == 0);
+}
+
+int ws_hgemm_mn_call(const ws_conv_desc *d, int lgtb, long long t_in, uint64_t x)
+{
+    return ws_hgemm_mn(d) && lgtb >= 6 && x % 16 == 0 && t_in % 8 == 0;
+}
+
 int ws_hgemm_lgtb(const ws_conv_desc *d, int t_out)
 {
     ws_hgemm_cfg q;
@@ -159,6 +177,19 @@ void ws_hgemm_desc(ptx_buf *b, preg desc, preg addr, int row_bytes)
 static void emit_desc(ptx_buf *b, preg desc, preg addr)
 {
     ws_hgemm_desc(b, desc, addr, 128);
+}
+
+/* the MN-major descriptor of channel-first x's B (q->mn): rows of 64 positions (128 bytes,
+ * the 128-byte swizzle) for each channel; leading byte offset 8192 (the next 64 positions:
+ * the next block), stride byte offset 1024 (the next 8 channels) */
+static void emit_desc_mn(ptx_buf *b, preg desc, preg addr)
+{
+    preg lo = ws_ptx_reg(b, PTX_B32), hi = ws_ptx_reg(b, PTX_B32);
+    I("shr.u32 %s, %s, 4", lo.n, addr.n);
+    I("and.b32 %s, %s, 16383", lo.n, lo.n);
+    I("or.b32 %s, %s, %d", lo.n, lo.n, (8192 >> 4) << 16);
+    I("mov.u32 %s, %u", hi.n, (1024u >> 4) | (1u << 30));
+    I("mov.b64 %s, {%s, %s}", desc.n, lo.n, hi.n);
 }
 
 /* the ring's next stage: s = (s + 1) % ST, u += (s wrapped), it += 1; back to top while
@@ -233,7 +264,7 @@ static void emit_slot(ptx_buf *b, const ws_hgemm_cfg *q, preg s, preg u, preg ba
 
 /* the producer: thread 128 * q->pwg (the first of its warpgroup) fills the ring, KT stages */
 static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase, preg bars,
-                          preg o0, preg t0, preg n0, int KT, preg klo, preg kts)
+                          preg o0, preg t0, preg n0, preg lgtb, int KT, preg klo, preg kts)
 {
     const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
     plabel out = ws_ptx_label_new(b, "producer_done");
@@ -263,14 +294,44 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("sub.s32 %s, %s, %d", tk.n, tk.n, d->pad_l);
     if (klo.n[0])
         I("mad.lo.s32 %s, %s, %d, %s", tk.n, k.n, d->dilation, tk.n);
+    /* channel-first x read in place (q->mn): B is BN / 64 blocks of 64 positions x 64
+     * channels; block j is item n0 + (64j >> lgtb), times t0 + (64j & (TB - 1)) (TB >= 64) */
+    const int nch = BN / 64;
+    preg dtj[WS_HGEMM_BN / 64], nj[WS_HGEMM_BN / 64];
+    if (q->mn) {
+        preg msk = ws_ptx_reg(b, PTX_B32), one = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_comment(b, "channel-first x: block j of 64 positions is item n0 + (64j >> lgtb), time tk + (64j & (TB-1))");
+        I("mov.u32 %s, 1", one.n);
+        I("shl.b32 %s, %s, %s", msk.n, one.n, lgtb.n);
+        I("sub.u32 %s, %s, 1", msk.n, msk.n);
+        for (int j = 0; j < nch; j++) {
+            dtj[j] = ws_ptx_reg(b, PTX_B32), nj[j] = ws_ptx_reg(b, PTX_B32);
+            I("mov.u32 %s, %d", nj[j].n, 64 * j);
+            I("and.b32 %s, %s, %s", dtj[j].n, nj[j].n, msk.n);
+            I("shr.u32 %s, %s, %s", nj[j].n, nj[j].n, lgtb.n);
+            I("add.u32 %s, %s, %s", nj[j].n, nj[j].n, n0.n);
+        }
+    }
     plabel top = ws_ptx_label_new(b, "pstage"), nowait = ws_ptx_label_new(b, "pfirst");
     ws_ptx_label(b, top);
     preg full, sa, sbb;
     emit_slot(b, q, s, u, bars, sbase, nowait, &full, &sa, &sbb);
     I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
       sa.n, ta.n, c0.n, k.n, o0.n, full.n);
-    I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
-      sbb.n, tb.n, c0.n, tk.n, n0.n, full.n);
+    if (q->mn) {
+        preg tj = ws_ptx_reg(b, PTX_B32), bj = ws_ptx_reg(b, PTX_B32);
+        for (int j = 0; j < nch; j++) {
+            I("add.s32 %s, %s, %s", tj.n, tk.n, dtj[j].n);
+            I("add.u32 %s, %s, %d", bj.n, sbb.n, 8192 * j);
+            I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, "
+              "%s}], [%s]",
+              bj.n, tb.n, tj.n, c0.n, nj[j].n, full.n);
+        }
+    } else {
+        I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], "
+          "[%s]",
+          sbb.n, tb.n, c0.n, tk.n, n0.n, full.n);
+    }
     ws_ptx_comment(b, "next: channels c0 + 64, or tap k + 1 from channel 0");
     preg wrap = ws_ptx_reg(b, PTX_PRED);
     I("add.u32 %s, %s, %d", c0.n, c0.n, ws_hgemm_bkc(d));
@@ -641,15 +702,18 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         for (int ks = 0; ks < 4; ks++) {
             preg ak = ws_ptx_reg(b, PTX_B32), bk = ws_ptx_reg(b, PTX_B32);
             I("add.u32 %s, %s, %d", ak.n, sa.n, 32 * ks);
-            I("add.u32 %s, %s, %d", bk.n, sbb.n, 32 * ks);
+            I("add.u32 %s, %s, %d", bk.n, sbb.n, q->mn ? 2048 * ks : 32 * ks);
             emit_desc(b, da, ak);
-            emit_desc(b, db, bk);
+            if (q->mn)
+                emit_desc_mn(b, db, bk);
+            else
+                emit_desc(b, db, bk);
             if (d->math == WS_MATH_TF32) /* k8 of 4-byte elements: the same 32 bytes a step */
                 I("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 {%s}, %s, %s, %s, 1, 1", BN, regs, da.n,
                   db.n, one.n);
             else
-                I("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, 0", BN, mt, mt,
-                  regs, da.n, db.n, one.n);
+                I("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %s, %s, %s, 1, 1, 0, %d", BN, mt, mt,
+                  regs, da.n, db.n, one.n, q->mn);
         }
         I("wgmma.commit_group.sync.aligned");
         if (skip)
@@ -906,10 +970,12 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("ret");
 }
 
-static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name, int phase, const int *lo, const int *hi)
+static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name, int phase, const int *lo, const int *hi,
+                      int mn)
 {
     ws_hgemm_cfg qc;
     ws_hgemm_cfg_of(d, &qc);
+    qc.mn = mn;
     const ws_hgemm_cfg *q = &qc;
     ptx_buf kb;
     ws_ptx_init(&kb);
@@ -964,7 +1030,7 @@ static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name, int
         plabel lc = ws_ptx_label_new(b, "consumer");
         I("setp.ne.u32 %s, %s, %d", cons.n, wg.n, q->pwg);
         I("@%s bra %s", cons.n, lc.n);
-        emit_producer(b, d, q, tid, sbase, bars, o0, t0, n0, KT, klo, kts);
+        emit_producer(b, d, q, tid, sbase, bars, o0, t0, n0, lgtb, KT, klo, kts);
         ws_ptx_label(b, lc);
         emit_consumer(b, d, q, tid, wg, sbase, bars, o0, t0, n0, lgtb, KT, NULL, phase, kts);
     }
@@ -1227,6 +1293,117 @@ static void emit_prep(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     ws_ptx_kernel_end_params(&kb, mod, name, pt, WS_HPREP_THREADS, 0, 0);
 }
 
+int ws_hgemm_prep8(const ws_conv_desc *d)
+{
+    return d->x_layout == WS_NCL && d->x_type != WS_F32 && d->x_type == math_type(d) && d->pre == WS_ACT_NONE;
+}
+
+/* the staging kernel's "_prep8" entry (ws_hgemm_prep8, a call with x 16-byte aligned and
+ * T_in % 8 == 0): X[n][t][j] = x[n, j, t] bit for bit, a block 128 times x 64 channels.
+ * Reads: 16 bytes (8 times) a load, four a thread, a warp's 32 two rows of 256 bytes, into
+ * Ts[64][130] 16-bit (rows of 65 words: a warp's stores and reads 2-way conflicted at most);
+ * writes: 8 channels of one time, 16 bytes, four a thread, 8 lanes a run of 128 bytes */
+static void emit_prep8(ptx_buf *mod, const ws_conv_desc *d, const char *name)
+{
+    ptx_buf kb;
+    ws_ptx_init(&kb);
+    ptx_buf *b = &kb;
+    const ws_params *pt = ws_params_of(WS_PARAMS_HPREP);
+    const int C = d->c_in, RW = PREP8_ROW / 2; /* a row's 32-bit words */
+    const int CPR = PREP8_T / 8, LG = PREP8_LGT, NL = PREP8_T / 32; /* chunks a row, loads a thread */
+    ws_ptx_comment(b, "X[n][t][j] = x[n, j, t], %s, 16-byte copies; a block: %d times x 64 channels",
+                   ws_ptx_type_name(d->x_type), PREP8_T);
+    ws_ptx_raw(b, "\t.shared .align 16 .b8 tile[%d];\n", 64 * PREP8_ROW * 2);
+    preg px = ws_ptx_reg(b, PTX_B64), pxp = ws_ptx_reg(b, PTX_B64), tin = ws_ptx_reg(b, PTX_B32);
+    preg tid = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), c0 = ws_ptx_reg(b, PTX_B32);
+    preg n = ws_ptx_reg(b, PTX_B32), sb = ws_ptx_reg(b, PTX_B32), item = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ld_param(b, px, pt, WS_HP_X);
+    ws_ptx_ld_param(b, pxp, pt, WS_HP_XP);
+    ws_ptx_ld_param(b, tin, pt, WS_HP_T_IN);
+    I("cvta.to.global.u64 %s, %s", px.n, px.n);
+    I("cvta.to.global.u64 %s, %s", pxp.n, pxp.n);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("mov.u32 %s, %%ctaid.x", t0.n);
+    I("shl.b32 %s, %s, %d", t0.n, t0.n, PREP8_LGT);
+    I("mov.u32 %s, %%ctaid.y", c0.n);
+    I("shl.b32 %s, %s, 6", c0.n, c0.n);
+    I("mov.u32 %s, %%ctaid.z", n.n);
+    I("mov.u32 %s, tile", sb.n);
+    ws_ptx_comment(b, "item n: n * C_in * T_in elements in x and X");
+    I("mul.wide.u32 %s, %s, %s", item.n, n.n, tin.n);
+    I("mul.lo.u64 %s, %s, %d", item.n, item.n, C);
+    {
+        char title[128];
+        snprintf(title, sizeof title, "read: chunk q = tid + 256m (m < %d): row q / %d (channel c0 + row), times t0 + "
+                                      "8(q %% %d) .. + 7", NL, CPR, CPR);
+        ws_ptx_section(b, title);
+    }
+    for (int m = 0; m < NL; m++) {
+        preg q = ws_ptx_reg(b, PTX_B32), r = ws_ptx_reg(b, PTX_B32), ch = ws_ptx_reg(b, PTX_B32);
+        preg c = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED);
+        preg ok2 = ws_ptx_reg(b, PTX_PRED), e = ws_ptx_reg(b, PTX_B64), a = ws_ptx_reg(b, PTX_B64);
+        preg w[4], sa = ws_ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %d", q.n, tid.n, 256 * m);
+        I("shr.u32 %s, %s, %d", r.n, q.n, LG - 3);
+        I("and.b32 %s, %s, %d", ch.n, q.n, CPR - 1);
+        I("add.u32 %s, %s, %s", c.n, c0.n, r.n);
+        I("mad.lo.u32 %s, %s, 8, %s", t.n, ch.n, t0.n);
+        I("setp.lt.u32 %s, %s, %d", ok.n, c.n, C);
+        I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tin.n);
+        I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
+        I("mad.wide.u32 %s, %s, %s, %s", e.n, c.n, tin.n, item.n);
+        I("cvt.u64.u32 %s, %s", a.n, t.n);
+        I("add.u64 %s, %s, %s", e.n, e.n, a.n);
+        I("mad.lo.u64 %s, %s, 2, %s", a.n, e.n, px.n);
+        for (int i = 0; i < 4; i++) {
+            w[i] = ws_ptx_reg(b, PTX_B32);
+            I("mov.b32 %s, 0", w[i].n);
+        }
+        I("@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s]", ok.n, w[0].n, w[1].n, w[2].n, w[3].n, a.n);
+        ws_ptx_comment(b, "Ts[row][8 chunk ..]: word row * %d + 4 chunk", RW);
+        I("mul.lo.u32 %s, %s, %d", sa.n, r.n, RW);
+        I("mad.lo.u32 %s, %s, 4, %s", sa.n, ch.n, sa.n);
+        I("mad.lo.u32 %s, %s, 4, %s", sa.n, sa.n, sb.n);
+        for (int i = 0; i < 4; i++)
+            I("st.shared.b32 [%s+%d], %s", sa.n, 4 * i, w[i].n);
+    }
+    I("bar.sync 0");
+    ws_ptx_section(b, "write: output q = tid + 256m (m < NL): channels c0 + 8(q %% 8) .. + 7 at time t0 + q / 8, 16 bytes");
+    for (int m = 0; m < NL; m++) {
+        preg q = ws_ptx_reg(b, PTX_B32), g = ws_ptx_reg(b, PTX_B32), tl = ws_ptx_reg(b, PTX_B32);
+        preg c = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED);
+        preg ok2 = ws_ptx_reg(b, PTX_PRED), e = ws_ptx_reg(b, PTX_B64), a = ws_ptx_reg(b, PTX_B64);
+        preg sa = ws_ptx_reg(b, PTX_B32), h[8], w[4];
+        I("add.u32 %s, %s, %d", q.n, tid.n, 256 * m);
+        I("and.b32 %s, %s, 7", g.n, q.n);
+        I("shr.u32 %s, %s, 3", tl.n, q.n);
+        I("mad.lo.u32 %s, %s, 8, %s", c.n, g.n, c0.n);
+        I("add.u32 %s, %s, %s", t.n, t0.n, tl.n);
+        I("setp.lt.u32 %s, %s, %d", ok.n, c.n, C);
+        I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tin.n);
+        I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
+        ws_ptx_comment(b, "Ts[8g + j][tl], j < 8: 16-bit element (8g + j) * %d + tl", PREP8_ROW);
+        I("mul.lo.u32 %s, %s, %d", sa.n, g.n, 8 * PREP8_ROW);
+        I("add.u32 %s, %s, %s", sa.n, sa.n, tl.n);
+        I("mad.lo.u32 %s, %s, 2, %s", sa.n, sa.n, sb.n);
+        for (int j = 0; j < 8; j++) {
+            h[j] = ws_ptx_reg(b, PTX_B16);
+            I("ld.shared.b16 %s, [%s+%d]", h[j].n, sa.n, 2 * j * PREP8_ROW);
+        }
+        for (int j = 0; j < 4; j++) {
+            w[j] = ws_ptx_reg(b, PTX_B32);
+            I("mov.b32 %s, {%s, %s}", w[j].n, h[2 * j].n, h[2 * j + 1].n);
+        }
+        I("mad.wide.u32 %s, %s, %d, %s", e.n, t.n, C, item.n);
+        I("cvt.u64.u32 %s, %s", a.n, c.n);
+        I("add.u64 %s, %s, %s", e.n, e.n, a.n);
+        I("mad.lo.u64 %s, %s, 2, %s", a.n, e.n, pxp.n);
+        I("@%s st.global.v4.b32 [%s], {%s, %s, %s, %s}", ok.n, a.n, w[0].n, w[1].n, w[2].n, w[3].n);
+    }
+    I("ret");
+    ws_ptx_kernel_end_params(&kb, mod, name, pt, WS_HPREP_THREADS, 0, 0);
+}
+
 char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err)
 {
     if (ws_conv_check(d, err))
@@ -1242,8 +1419,16 @@ char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err)
     ws_ptx_init(&mod);
     ws_ptx_module_begin_sm90a(&mod, "whisper-stem conv engine: dense forward on Hopper (TMA + wgmma)");
     ws_ptx_raw(&mod, ".extern .shared .align 1024 .b8 smem[];\n");
-    emit_main(&mod, d, name, 0, NULL, NULL);
+    emit_main(&mod, d, name, 0, NULL, NULL, 0);
     emit_prep(&mod, d, pname);
+    if (ws_hgemm_prep8(d)) {
+        snprintf(pname, sizeof pname, "%s_prep8", name);
+        emit_prep8(&mod, d, pname);
+    }
+    if (ws_hgemm_mn(d)) {
+        snprintf(pname, sizeof pname, "%s_mn", name);
+        emit_main(&mod, d, pname, 0, NULL, NULL, 1);
+    }
     char why[160];
     char *text = ws_ptx_take(&mod, why, sizeof why);
     if (!text)
@@ -1300,7 +1485,7 @@ char *ws_hgemm_emit_phased(const ws_conv_desc *d, int phases, const int *lo, con
                                     "phases into NCL dx");
     ws_ptx_raw(&mod, ".extern .shared .align 1024 .b8 smem[];\n");
     const int tp = phase_taps(d, phases, lo, hi);
-    emit_main(&mod, &e, name, phases, tp ? lo : NULL, tp ? hi : NULL);
+    emit_main(&mod, &e, name, phases, tp ? lo : NULL, tp ? hi : NULL, 0);
     char why[160];
     char *text = ws_ptx_take(&mod, why, sizeof why);
     if (!text)

@@ -41,6 +41,19 @@
  *        element strides (1, S, 1), at (c0, S*t0 + D*k - P_L, n0).
  *   Out-of-range elements (channels past C_in, times outside [0, T_in), items past N,
  *   rows past C_out) are filled with zeros by the copy engine.
+ * CHANNEL-FIRST X (the "_mn" entry, where ws_hgemm_mn: BF16/F16 math, NCL x of the math
+ *   type, pre NONE, stride 1, and every tap's offset D*k - P_L a multiple of 8 (P_L % 8 == 0
+ *   and K == 1 or D % 8 == 0: the copy engine refuses, with an illegal-instruction fault, a
+ *   box whose innermost start is not 16-byte aligned, so a tap shifted by a part of 16 bytes
+ *   cannot be read this way; H200, Jukebox's K3 D27 P27); taken by a call where
+ *   ws_hgemm_mn_call: TB >= 64, x 16-byte aligned, T_in % 8 == 0): x is read in place,
+ *   without the staging pass. B is BN / 64
+ *   blocks of 8 KiB, block j = 64 positions (item n0 + (64j >> lgtb), times t0 + (64j &
+ *   (TB - 1))) x BK channels, a channel's 64 times one 128-byte row, swizzled as A: the map
+ *   p_tb over x as (T_in, C_in, N), box (64, BK, 1), one copy a block at (t0 + (64j & (TB -
+ *   1)) + D*k - P_L, c0, item). wgmma reads it MN-major (imm-trans-b 1) through descriptors
+ *   with leading byte offset 8192 (the next block's positions) and stride byte offset 1024
+ *   (the next 8 channels), a k16 step 2048 bytes further. Everything else is the kernel's.
  * THREADS (large: 384; small: 288): the producer is warpgroup 0 (large: setmaxnreg 40,
  *   thread 0 alone issues the copies) or warp 8 (small: thread 256; no setmaxnreg, 112
  *   registers a thread so that two blocks fit the register file); that thread initialises
@@ -148,6 +161,7 @@
 typedef struct {
     int bn, lgbn, st, sb, smem, minb, maxnreg, preg, creg;
     int threads, pwg; /* threads a block; the producer's warpgroup (the consumers' are the others) */
+    int mn;           /* 1: the "_mn" kernel's B, channel-first x read in place (ws_hgemm_mn) */
 } ws_hgemm_cfg;
 /* the forward's tile for d: the small one where ws_hgemm_small(d), else the large one (the
  * weight gradient's always) */
@@ -195,6 +209,21 @@ int ws_hgemm_xbytes(const ws_conv_desc *d);
  * NCL, or x_type other than the math type, or a pre activation (an NLC call's x off 16-byte
  * alignment is staged too) */
 int ws_hgemm_staged(const ws_conv_desc *d);
+
+/* 1 when d's module has the staging kernel's "_prep8" entry: NCL x of the 16-bit math type,
+ * pre NONE; it runs the calls whose x is 16-byte aligned with T_in % 8 == 0 and T_in >=
+ * WS_HPREP8_T (shorter items leave its blocks idle; "_prep" takes them): X = x
+ * transposed bit for bit, a block 128 times x 64 channels, grid (ceil(T_in / 128),
+ * ceil(C_in / 64), N), WS_HPREP_THREADS; 16-byte loads and stores (the element-wise "_prep"
+ * moved Jukebox's 67 MB at 52-54 % of the H200's DRAM bandwidth, 44-45 us) */
+int ws_hgemm_prep8(const ws_conv_desc *d);
+#define WS_HPREP8_T 128
+
+/* 1 when d's module has the "_mn" entry (CHANNEL-FIRST X above): BF16 or F16 math, NCL x of
+ * the math type, pre NONE, stride 1, taps at multiples of 8 times; ws_hgemm_mn_call: a call of d with log2 TB lgtb, t_in
+ * and x's address that it takes (TB >= 64, x 16-byte aligned, T_in % 8 == 0) */
+int ws_hgemm_mn(const ws_conv_desc *d);
+int ws_hgemm_mn_call(const ws_conv_desc *d, int lgtb, long long t_in, uint64_t x);
 
 /* log2 of the tile's time extent TB for a call with t_out outputs (TILES above) */
 int ws_hgemm_lgtb(const ws_conv_desc *d, int t_out);
