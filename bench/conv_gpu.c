@@ -26,6 +26,7 @@
  *   resblock               the ResConv1D block, N256 C512 T32, two calls: pre ReLU, K3 D9
  *                          P9/9 + bias + ReLU; then K1 + bias, add = the block's input
  *   jukebox                dense K3 D27 P27/27 + bias + ReLU, N4 C64 T131072
+ *   pointwise              dense K1 + bias, N8 C512 -> 512 T16384 (a 1x1 conv)
  *   wav2vec2_fe            wav2vec2's feature encoder, N8 T160000 (10 s at 16 kHz), 7 calls,
  *                          no bias, GELU after each: 1->512 K10 S5, 4x 512->512 K3 S2,
  *                          2x 512->512 K2 S2, no padding. wav2vec2-base's GroupNorm after
@@ -131,6 +132,8 @@ static const row ROWS[] = {
         { 512, 512, 1, 1, 1, 1, 0, 0, WS_ACT_NONE, WS_ACT_NONE, 1, 1 } } },
     { "jukebox", "dilated K3 D27 +bias+ReLU N4 C64 T131072 (Jukebox)", 4, 131072, 0, 1, 0, 60, 1,
       { { 64, 64, 1, 3, 1, 27, 27, 27, WS_ACT_NONE, WS_ACT_RELU, 1, 0 } } },
+    { "pointwise", "pointwise K1 +bias N8 C512 T16384", 8, 16384, 0, 1, 0, 0, 1,
+      { { 512, 512, 1, 1, 1, 1, 0, 0, WS_ACT_NONE, WS_ACT_NONE, 1, 0 } } },
     { "wav2vec2_fe", "wav2vec2 feature encoder, 7 convs + GELU, N8 T160000, 7 calls", 8, 160000, 0,
       1, 9000, 1200, 7,
       { W2V(1, 10, 5), W2V(512, 3, 2), W2V(512, 3, 2), W2V(512, 3, 2), W2V(512, 3, 2),

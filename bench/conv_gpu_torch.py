@@ -15,6 +15,7 @@ What each row computes (the same as bench/conv_gpu.c's descriptors):
   dil_relu     relu(F.conv1d(x, w, b, padding=9, dilation=9)), N256 C512 T32.
   resblock     x + F.conv1d(relu(F.conv1d(relu(x), w1, b1, padding=9, dilation=9)), w2, b2).
   jukebox      relu(F.conv1d(x, w, b, padding=27, dilation=27)), N4 C64 T131072.
+  pointwise    F.conv1d(x, w, b), K1, N8 C512 -> 512 T16384 (a 1x1 conv).
   wav2vec2_fe  7x gelu(F.conv1d(h, w_i, stride=s_i)), no bias, N8 T160000; the GroupNorm
                after wav2vec2-base's first conv is left out (as in bench/conv_gpu.c).
   dac_down     F.conv1d(x, w, b, stride=8, padding=4), N8 C512->1024 T6890 K16.
@@ -67,6 +68,8 @@ ROWS = [
       (512, 512, 1, 1, 1, 1, 0, 0, None, None, True, True)]),
     ("jukebox", "dilated K3 D27 +bias+ReLU N4 C64 T131072 (Jukebox)", 4, 131072, False, True,
      [(64, 64, 1, 3, 1, 27, 27, 27, None, "relu", True, False)]),
+    ("pointwise", "pointwise K1 +bias N8 C512 T16384", 8, 16384, False, True,
+     [(512, 512, 1, 1, 1, 1, 0, 0, None, None, True, False)]),
     ("wav2vec2_fe", "wav2vec2 feature encoder, 7 convs + GELU, N8 T160000, 7 calls", 8, 160000, False, True,
      [W2V(1, 10, 5)] + [W2V(512, 3, 2)] * 4 + [W2V(512, 2, 2)] * 2),
     ("dac_down", "DAC downsampler N8 C512->1024 T6890 K16 S8 P4 +bias", 8, 6890, False, True,
