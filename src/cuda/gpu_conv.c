@@ -960,11 +960,11 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
         WS_KARG(&p, WS_HP_N, n32), WS_KARG(&p, WS_HP_T_IN, t32);
         if (ws_kargs_check(&p, "ws_gpu_conv_run", err))
             return -1;
-        /* 16-byte copies where x's rows start 16-byte aligned and fill its 128-time blocks
-         * (at T_in 32 a block would be 3/4 idle: the dilated K3 D9 row, N256 T32, took 35.1 us
+        /* 16-byte copies where x's rows start 16-byte aligned and fill its blocks (at T_in 32
+         * a 128-time block would be 3/4 idle: the dilated K3 D9 row, N256 T32, took 35.1 us
          * against 30.9 with the 32-time blocks) */
-        const int p8 = c->hp8fn && px % 16 == 0 && T % 8 == 0 && T >= WS_HPREP8_T;
-        const uint64_t tt = p8 ? WS_HPREP8_T : 32;
+        const int p8 = c->hp8fn && ws_hgemm_prep8_call(d, (long long)T, px);
+        const uint64_t tt = p8 ? (uint64_t)ws_hgemm_prep8_t(d) : 32;
         CU_TRY(cu, LaunchKernel(p8 ? c->hp8fn : c->hpfn, (unsigned)((T + tt - 1) / tt), (unsigned)((C + 63) / 64),
                                 (unsigned)N, WS_HPREP_THREADS, 1, 1, 0, st, p.v, NULL), err);
         c->p8_calls += p8;

@@ -26,10 +26,10 @@
  * row's 16-byte groups stay aligned) */
 #define YS_NLC (WS_HGEMM_BM + 4)
 #define PREP_TILE 32
-#define PREP8_LGT 7 /* the _prep8 entry: 128 times a block (256: 6 % slower, H200) */
-_Static_assert((1 << PREP8_LGT) == WS_HPREP8_T, "the _prep8 block");
-#define PREP8_T (1 << PREP8_LGT)
-#define PREP8_ROW (PREP8_T + 2) /* its Ts row, 16-bit elements (an odd count of words) */
+/* the _prep8 entry: blocks of 16 KiB, 16 chunks of 16 bytes a row, 4 a thread (blocks of 256
+ * 16-bit times, 32 KiB: 6 % slower, H200) */
+#define PREP8_CPR 16
+#define PREP8_NL 4
 
 _Static_assert(A_BYTES + WS_HGEMM_BN * 128 == WS_HGEMM_STAGE_BYTES && (1 << WS_HGEMM_LGBN) == WS_HGEMM_BN &&
                A_BYTES + WS_HGEMM_BN_S * 128 == WS_HGEMM_STAGE_BYTES_S && (1 << WS_HGEMM_LGBN_S) == WS_HGEMM_BN_S,
@@ -1295,25 +1295,39 @@ static void emit_prep(ptx_buf *mod, const ws_conv_desc *d, const char *name)
 
 int ws_hgemm_prep8(const ws_conv_desc *d)
 {
-    return d->x_layout == WS_NCL && d->x_type != WS_F32 && d->x_type == math_type(d) && d->pre == WS_ACT_NONE;
+    return d->x_layout == WS_NCL && d->x_type == math_type(d) && d->pre == WS_ACT_NONE;
 }
 
-/* the staging kernel's "_prep8" entry (ws_hgemm_prep8, a call with x 16-byte aligned and
- * T_in % 8 == 0): X[n][t][j] = x[n, j, t] bit for bit, a block 128 times x 64 channels.
- * Reads: 16 bytes (8 times) a load, four a thread, a warp's 32 two rows of 256 bytes, into
- * Ts[64][130] 16-bit (rows of 65 words: a warp's stores and reads 2-way conflicted at most);
- * writes: 8 channels of one time, 16 bytes, four a thread, 8 lanes a run of 128 bytes */
+int ws_hgemm_prep8_t(const ws_conv_desc *d)
+{
+    return d->x_type == WS_F32 ? 64 : 128;
+}
+
+int ws_hgemm_prep8_call(const ws_conv_desc *d, long long t_in, uint64_t x)
+{
+    const long long es = d->x_type == WS_F32 ? 4 : 2;
+    return ws_hgemm_prep8(d) && x % 16 == 0 && t_in * es % 16 == 0 && t_in >= ws_hgemm_prep8_t(d);
+}
+
+/* the staging kernel's "_prep8" entry (ptx_hgemm.h, ws_hgemm_prep8_call): X[n][t][j] =
+ * x[n, j, t] (TF32: rounded as cvt.rna), a block TB = 128 (16-bit) or 64 (float32) times x 64
+ * channels, 16 KiB. Reads: 16 bytes (E = 8 or 4 times) a load, four a thread, a warp's 32
+ * two rows of 256 bytes, into Ts[64][TB + 2 or + 1] (rows of 65 words: a warp's stores and
+ * reads 2-way conflicted at most); writes: E channels of one time, 16 bytes, four a thread,
+ * 64 / E lanes a run of 128 or 256 bytes */
 static void emit_prep8(ptx_buf *mod, const ws_conv_desc *d, const char *name)
 {
     ptx_buf kb;
     ws_ptx_init(&kb);
     ptx_buf *b = &kb;
     const ws_params *pt = ws_params_of(WS_PARAMS_HPREP);
-    const int C = d->c_in, RW = PREP8_ROW / 2; /* a row's 32-bit words */
-    const int CPR = PREP8_T / 8, LG = PREP8_LGT, NL = PREP8_T / 32; /* chunks a row, loads a thread */
-    ws_ptx_comment(b, "X[n][t][j] = x[n, j, t], %s, 16-byte copies; a block: %d times x 64 channels",
-                   ws_ptx_type_name(d->x_type), PREP8_T);
-    ws_ptx_raw(b, "\t.shared .align 16 .b8 tile[%d];\n", 64 * PREP8_ROW * 2);
+    const int es = d->x_type == WS_F32 ? 4 : 2, E = 16 / es, TB = ws_hgemm_prep8_t(d);
+    const int LGT = TB == 128 ? 7 : 6, ROWE = TB + 4 / es, G = 64 / E, LGG = G == 8 ? 3 : 4;
+    const int C = d->c_in, RW = ROWE * es / 4; /* a row's 32-bit words (65) */
+    _Static_assert(PREP8_CPR == 16 && PREP8_NL == 4, "the _prep8 block: 16 chunks a row, 4 a thread");
+    ws_ptx_comment(b, "X[n][t][j] = %sx[n, j, t], %s, 16-byte copies; a block: %d times x 64 channels",
+                   es == 4 ? "tf32 " : "", ws_ptx_type_name(d->x_type), TB);
+    ws_ptx_raw(b, "\t.shared .align 16 .b8 tile[%d];\n", 64 * RW * 4);
     preg px = ws_ptx_reg(b, PTX_B64), pxp = ws_ptx_reg(b, PTX_B64), tin = ws_ptx_reg(b, PTX_B32);
     preg tid = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), c0 = ws_ptx_reg(b, PTX_B32);
     preg n = ws_ptx_reg(b, PTX_B32), sb = ws_ptx_reg(b, PTX_B32), item = ws_ptx_reg(b, PTX_B64);
@@ -1324,7 +1338,7 @@ static void emit_prep8(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     I("cvta.to.global.u64 %s, %s", pxp.n, pxp.n);
     I("mov.u32 %s, %%tid.x", tid.n);
     I("mov.u32 %s, %%ctaid.x", t0.n);
-    I("shl.b32 %s, %s, %d", t0.n, t0.n, PREP8_LGT);
+    I("shl.b32 %s, %s, %d", t0.n, t0.n, LGT);
     I("mov.u32 %s, %%ctaid.y", c0.n);
     I("shl.b32 %s, %s, 6", c0.n, c0.n);
     I("mov.u32 %s, %%ctaid.z", n.n);
@@ -1335,32 +1349,32 @@ static void emit_prep8(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     {
         char title[128];
         snprintf(title, sizeof title, "read: chunk q = tid + 256m (m < %d): row q / %d (channel c0 + row), times t0 + "
-                                      "8(q %% %d) .. + 7", NL, CPR, CPR);
+                                      "%d(q %% %d) .. + %d", PREP8_NL, PREP8_CPR, E, PREP8_CPR, E - 1);
         ws_ptx_section(b, title);
     }
-    for (int m = 0; m < NL; m++) {
+    for (int m = 0; m < PREP8_NL; m++) {
         preg q = ws_ptx_reg(b, PTX_B32), r = ws_ptx_reg(b, PTX_B32), ch = ws_ptx_reg(b, PTX_B32);
         preg c = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED);
         preg ok2 = ws_ptx_reg(b, PTX_PRED), e = ws_ptx_reg(b, PTX_B64), a = ws_ptx_reg(b, PTX_B64);
         preg w[4], sa = ws_ptx_reg(b, PTX_B32);
         I("add.u32 %s, %s, %d", q.n, tid.n, 256 * m);
-        I("shr.u32 %s, %s, %d", r.n, q.n, LG - 3);
-        I("and.b32 %s, %s, %d", ch.n, q.n, CPR - 1);
+        I("shr.u32 %s, %s, 4", r.n, q.n);
+        I("and.b32 %s, %s, 15", ch.n, q.n);
         I("add.u32 %s, %s, %s", c.n, c0.n, r.n);
-        I("mad.lo.u32 %s, %s, 8, %s", t.n, ch.n, t0.n);
+        I("mad.lo.u32 %s, %s, %d, %s", t.n, ch.n, E, t0.n);
         I("setp.lt.u32 %s, %s, %d", ok.n, c.n, C);
         I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tin.n);
         I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
         I("mad.wide.u32 %s, %s, %s, %s", e.n, c.n, tin.n, item.n);
         I("cvt.u64.u32 %s, %s", a.n, t.n);
         I("add.u64 %s, %s, %s", e.n, e.n, a.n);
-        I("mad.lo.u64 %s, %s, 2, %s", a.n, e.n, px.n);
+        I("mad.lo.u64 %s, %s, %d, %s", a.n, e.n, es, px.n);
         for (int i = 0; i < 4; i++) {
             w[i] = ws_ptx_reg(b, PTX_B32);
             I("mov.b32 %s, 0", w[i].n);
         }
         I("@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s]", ok.n, w[0].n, w[1].n, w[2].n, w[3].n, a.n);
-        ws_ptx_comment(b, "Ts[row][8 chunk ..]: word row * %d + 4 chunk", RW);
+        ws_ptx_comment(b, "Ts[row][%d chunk ..]: word row * %d + 4 chunk", E, RW);
         I("mul.lo.u32 %s, %s, %d", sa.n, r.n, RW);
         I("mad.lo.u32 %s, %s, 4, %s", sa.n, ch.n, sa.n);
         I("mad.lo.u32 %s, %s, 4, %s", sa.n, sa.n, sb.n);
@@ -1368,36 +1382,51 @@ static void emit_prep8(ptx_buf *mod, const ws_conv_desc *d, const char *name)
             I("st.shared.b32 [%s+%d], %s", sa.n, 4 * i, w[i].n);
     }
     I("bar.sync 0");
-    ws_ptx_section(b, "write: output q = tid + 256m (m < NL): channels c0 + 8(q %% 8) .. + 7 at time t0 + q / 8, 16 bytes");
-    for (int m = 0; m < NL; m++) {
+    {
+        char title[128];
+        snprintf(title, sizeof title, "write: output q = tid + 256m: channels c0 + %d(q %% %d) .. + %d at time t0 + "
+                                      "q / %d, 16 bytes", E, G, E - 1, G);
+        ws_ptx_section(b, title);
+    }
+    for (int m = 0; m < PREP8_NL; m++) {
         preg q = ws_ptx_reg(b, PTX_B32), g = ws_ptx_reg(b, PTX_B32), tl = ws_ptx_reg(b, PTX_B32);
         preg c = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED);
         preg ok2 = ws_ptx_reg(b, PTX_PRED), e = ws_ptx_reg(b, PTX_B64), a = ws_ptx_reg(b, PTX_B64);
-        preg sa = ws_ptx_reg(b, PTX_B32), h[8], w[4];
+        preg sa = ws_ptx_reg(b, PTX_B32), w[4];
         I("add.u32 %s, %s, %d", q.n, tid.n, 256 * m);
-        I("and.b32 %s, %s, 7", g.n, q.n);
-        I("shr.u32 %s, %s, 3", tl.n, q.n);
-        I("mad.lo.u32 %s, %s, 8, %s", c.n, g.n, c0.n);
+        I("and.b32 %s, %s, %d", g.n, q.n, G - 1);
+        I("shr.u32 %s, %s, %d", tl.n, q.n, LGG);
+        I("mad.lo.u32 %s, %s, %d, %s", c.n, g.n, E, c0.n);
         I("add.u32 %s, %s, %s", t.n, t0.n, tl.n);
         I("setp.lt.u32 %s, %s, %d", ok.n, c.n, C);
         I("setp.lt.u32 %s, %s, %s", ok2.n, t.n, tin.n);
         I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
-        ws_ptx_comment(b, "Ts[8g + j][tl], j < 8: 16-bit element (8g + j) * %d + tl", PREP8_ROW);
-        I("mul.lo.u32 %s, %s, %d", sa.n, g.n, 8 * PREP8_ROW);
+        ws_ptx_comment(b, "Ts[%dg + j][tl], j < %d: element (%dg + j) * %d + tl", E, E, E, ROWE);
+        I("mul.lo.u32 %s, %s, %d", sa.n, g.n, E * ROWE);
         I("add.u32 %s, %s, %s", sa.n, sa.n, tl.n);
-        I("mad.lo.u32 %s, %s, 2, %s", sa.n, sa.n, sb.n);
-        for (int j = 0; j < 8; j++) {
-            h[j] = ws_ptx_reg(b, PTX_B16);
-            I("ld.shared.b16 %s, [%s+%d]", h[j].n, sa.n, 2 * j * PREP8_ROW);
-        }
-        for (int j = 0; j < 4; j++) {
-            w[j] = ws_ptx_reg(b, PTX_B32);
-            I("mov.b32 %s, {%s, %s}", w[j].n, h[2 * j].n, h[2 * j + 1].n);
+        I("mad.lo.u32 %s, %s, %d, %s", sa.n, sa.n, es, sb.n);
+        if (es == 2) {
+            preg h[8];
+            for (int j = 0; j < 8; j++) {
+                h[j] = ws_ptx_reg(b, PTX_B16);
+                I("ld.shared.b16 %s, [%s+%d]", h[j].n, sa.n, 2 * j * ROWE);
+            }
+            for (int j = 0; j < 4; j++) {
+                w[j] = ws_ptx_reg(b, PTX_B32);
+                I("mov.b32 %s, {%s, %s}", w[j].n, h[2 * j].n, h[2 * j + 1].n);
+            }
+        } else { /* TF32: rounded to nearest, ties away (cvt.rna), kept in float32, as _prep */
+            for (int j = 0; j < 4; j++) {
+                preg f = ws_ptx_reg(b, PTX_F32);
+                w[j] = ws_ptx_reg(b, PTX_B32);
+                I("ld.shared.f32 %s, [%s+%d]", f.n, sa.n, 4 * j * ROWE);
+                I("cvt.rna.tf32.f32 %s, %s", w[j].n, f.n);
+            }
         }
         I("mad.wide.u32 %s, %s, %d, %s", e.n, t.n, C, item.n);
         I("cvt.u64.u32 %s, %s", a.n, c.n);
         I("add.u64 %s, %s, %s", e.n, e.n, a.n);
-        I("mad.lo.u64 %s, %s, 2, %s", a.n, e.n, pxp.n);
+        I("mad.lo.u64 %s, %s, %d, %s", a.n, e.n, es, pxp.n);
         I("@%s st.global.v4.b32 [%s], {%s, %s, %s, %s}", ok.n, a.n, w[0].n, w[1].n, w[2].n, w[3].n);
     }
     I("ret");

@@ -210,14 +210,16 @@ int ws_hgemm_xbytes(const ws_conv_desc *d);
  * alignment is staged too) */
 int ws_hgemm_staged(const ws_conv_desc *d);
 
-/* 1 when d's module has the staging kernel's "_prep8" entry: NCL x of the 16-bit math type,
- * pre NONE; it runs the calls whose x is 16-byte aligned with T_in % 8 == 0 and T_in >=
- * WS_HPREP8_T (shorter items leave its blocks idle; "_prep" takes them): X = x
- * transposed bit for bit, a block 128 times x 64 channels, grid (ceil(T_in / 128),
- * ceil(C_in / 64), N), WS_HPREP_THREADS; 16-byte loads and stores (the element-wise "_prep"
- * moved Jukebox's 67 MB at 52-54 % of the H200's DRAM bandwidth, 44-45 us) */
+/* 1 when d's module has the staging kernel's "_prep8" entry: NCL x of the math type (16-bit,
+ * or float32 for TF32), pre NONE; ws_hgemm_prep8_call: a call it runs, x 16-byte aligned,
+ * T_in a multiple of 16 bytes and at least ws_hgemm_prep8_t(d) times (128 16-bit, 64 float32:
+ * shorter items leave its blocks idle; "_prep" takes them). X = x transposed (TF32 rounded
+ * as "_prep" rounds it), a block ws_hgemm_prep8_t(d) times x 64 channels, grid
+ * (ceil(T_in / that), ceil(C_in / 64), N), WS_HPREP_THREADS; 16-byte loads and stores (the
+ * element-wise "_prep" moved Jukebox's 67 MB at 52-54 % of the H200's DRAM bandwidth, 44-45 us) */
 int ws_hgemm_prep8(const ws_conv_desc *d);
-#define WS_HPREP8_T 128
+int ws_hgemm_prep8_t(const ws_conv_desc *d);
+int ws_hgemm_prep8_call(const ws_conv_desc *d, long long t_in, uint64_t x);
 
 /* 1 when d's module has the "_mn" entry (CHANNEL-FIRST X above): BF16 or F16 math, NCL x of
  * the math type, pre NONE, stride 1, taps at multiples of 8 times; ws_hgemm_mn_call: a call of d with log2 TB lgtb, t_in
