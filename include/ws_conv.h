@@ -253,7 +253,9 @@ WS_API int ws_gpu_conv_run(ws_gpu_conv *c, const ws_conv_args *a, ws_err *err);
  * largest call it must (a BWD plan grows its scratch to the largest n * t_in seen, the dense
  * backward's staged operands, partials and transformed weights among it; so does a
  * dense FWD plan on the Hopper GEMM whose x is staged: NCL, another type than the math,
- * a pre-activation, TF32 math, or x off 16-byte alignment), so a call can be captured in a
+ * a pre-activation, TF32 math, or x off 16-byte alignment; NCL x of a 16-bit math type read
+ * in place, where the taps and the call allow it, stages nothing, so a later call of the
+ * same plan that is staged may still grow the scratch), so a call can be captured in a
  * CUDA graph after one like it has run. A plan's scratch is its
  * own: calls of one plan on different streams must be ordered by the caller (one plan per
  * stream otherwise). 0, or -1 with err. */

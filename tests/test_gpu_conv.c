@@ -1985,7 +1985,7 @@ Test(gpu_conv, hopper_gemm_reads_channel_first_x_in_place_or_stages_it, .timeout
         ws_gpu_close(g);
         cr_skip_test("no Hopper GEMM on this device");
     }
-    mma_mn_calls = 0;
+    mma_hgemm_calls = mma_mn_calls = mma_p8_calls = 0;
     int rows = 0;
     for (int m = 0; m < N_MMA_MATHS; m++)
         for (int i = 0; i < N_GCASES; i++) {
@@ -1993,9 +1993,7 @@ Test(gpu_conv, hopper_gemm_reads_channel_first_x_in_place_or_stages_it, .timeout
             ws_conv_desc d = desc_of(c);
             d.math = mma_maths[m];
             if (ws_hgemm_fits(&d, 9, 0) && ws_hgemm_prep8(&d) && c->add != ADD_INPUT) {
-                const int before = mma_mn_calls + mma_p8_calls;
-                run_mma_case(g, c, m, 1, 0);
-                cr_assert_eq(mma_mn_calls + mma_p8_calls, before, "%s: x off alignment read in place", c->name);
+                run_mma_case(g, c, m, 1, 0); /* it asserts: neither entry for an x off alignment */
                 run_mma_case(g, c, m, (int)(16 / tsize(c->xt)), 0);
                 rows++;
             }

@@ -332,7 +332,7 @@ typedef struct {
     int entry;             /* direct BWD: ws_direct_part; depthwise BWD: 0 _bwd, 1 _fin;
                               weight preparation: 0 cast, 1 pack; depthwise causal with
                               states: ws_dws_part; the Hopper GEMM (family 6): 0 the
-                              kernel, 1 _prep; the dense backward's passes (family 7):
+                              kernel, 1 _prep, 2 _prep8, 3 _mn; the dense backward's passes (family 7):
                               the suffix index of GB_SUFFIX; the weight gradient (8) */
     ws_params_id table;
 } param_case;
@@ -388,9 +388,9 @@ static void entry_name(const param_case *c, char *name)
     } else if (c->family == 2) {
         ws_gemm_name(c->d, name);
     } else if (c->family == 6) {
+        static const char *const hsuf[] = { "", "_prep", "_prep8", "_mn" };
         ws_hgemm_name(c->d, name);
-        if (c->entry)
-            strcat(name, "_prep");
+        strcat(name, hsuf[c->entry]);
     } else if (c->family == 7) {
         ws_gbwd_name(c->d, name);
         strcat(name, GB_SUFFIX[c->entry]);
@@ -491,6 +491,11 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
     ws_conv_desc dense_hg = dense_mma;
     dense_hg.c_in = 128, dense_hg.c_out = 96;
     cr_assert(ws_hgemm_fits(&dense_hg, 9, 0), "no Hopper GEMM descriptor");
+    ws_conv_desc hg_mn = dense_hg, hg_tf = dense_hg; /* its _mn and _prep8 entries (bf16, tf32) */
+    hg_mn.x_type = WS_BF16, hg_mn.dilation = 8, hg_mn.pad_l = hg_mn.pad_r = 8;
+    hg_tf.math = WS_MATH_TF32;
+    cr_assert(ws_hgemm_fits(&hg_mn, 9, 0) && ws_hgemm_mn(&hg_mn) && ws_hgemm_prep8(&hg_mn), "no _mn descriptor");
+    cr_assert(ws_hgemm_fits(&hg_tf, 9, 0) && !ws_hgemm_mn(&hg_tf) && ws_hgemm_prep8(&hg_tf), "no tf32 _prep8");
     ws_conv_desc gb = dense_hg; /* a dense BWD at stride 2: every pass of ptx_hbwd.h */
     gb.op = WS_CONV_BWD, gb.stride = 2, gb.pad_l = gb.pad_r = 0;
     cr_assert(ws_hgemm_wgrad_fits(&gb, 9, 0), "no weight-gradient descriptor");
@@ -531,6 +536,9 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         {"depthwise causal bwd db", &dws_bwd, 5, WS_DWS_DB, WS_PARAMS_DWS_DB},
         {"Hopper GEMM", &dense_hg, 6, 0, WS_PARAMS_HGEMM},
         {"Hopper GEMM x staging", &dense_hg, 6, 1, WS_PARAMS_HPREP},
+        {"Hopper GEMM x staging, 16 bytes", &hg_mn, 6, 2, WS_PARAMS_HPREP},
+        {"Hopper GEMM x staging, 16 bytes, tf32", &hg_tf, 6, 2, WS_PARAMS_HPREP},
+        {"Hopper GEMM, channel-first x in place", &hg_mn, 6, 3, WS_PARAMS_HGEMM},
         {"dense backward W'", &gb, 7, 0, WS_PARAMS_WPREP},
         {"dense backward X' to dx", &gb, 7, 1, WS_PARAMS_GBS},
         {"dense backward G staging", &gb, 7, 2, WS_PARAMS_GBS},

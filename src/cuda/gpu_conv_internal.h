@@ -47,7 +47,7 @@ int ws_gpu_conv_hgemm(const ws_gpu_conv *c, const ws_conv_args *a);
 unsigned long ws_gpu_conv_hgemm_calls(const ws_gpu_conv *c);
 /* how many of them read channel-first x in place (the "_mn" entry, ws_hgemm_mn_call) */
 unsigned long ws_gpu_conv_hgemm_mn_calls(const ws_gpu_conv *c);
-/* how many of them staged x by the "_prep8" entry (ws_hgemm_prep8, x 16-byte aligned, T_in % 8 == 0) */
+/* how many of them staged x by the "_prep8" entry (where ws_hgemm_prep8_call) */
 unsigned long ws_gpu_conv_hgemm_prep8_calls(const ws_gpu_conv *c);
 /* how many blocks of c's Hopper GEMM kernel an SM holds at once (the driver's occupancy),
  * or -1 without that kernel or that driver entry */

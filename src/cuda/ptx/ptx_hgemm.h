@@ -9,7 +9,10 @@
  *   that (NLC, x_type the math type, pre NONE, 16-byte aligned), else the staging kernel
  *   "<name>_prep" writes it first (pre applied in float32, rounded to nearest even) into
  *   the plan's scratch, [N][T_in][C_in]; a block of it takes 32 times x 64 channels through
- *   shared memory (reads along x's contiguous axis, 16-byte writes).
+ *   shared memory (reads along x's contiguous axis, 16-byte writes); "<name>_prep8" does the
+ *   same 16 bytes at a time where it can (ws_hgemm_prep8_call). The "_mn" entry reads NCL x
+ *   in place instead (CHANNEL-FIRST X below: its own copies and B descriptors; the rest of
+ *   this text holds for it too).
  *   W is ws_gemm_mma_weights' k-major [C_out][K][C_in] (so C_in % 16 == 0 and
  *   ws_gemm_mma_kmajor hold), rounded to the math type.
  *
@@ -205,9 +208,9 @@ int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor);
 int ws_hgemm_bkc(const ws_conv_desc *d);
 int ws_hgemm_xbytes(const ws_conv_desc *d);
 
-/* 1 when d's x goes through the staging kernel whatever the call: TF32 math (rounded there),
- * NCL, or x_type other than the math type, or a pre activation (an NLC call's x off 16-byte
- * alignment is staged too) */
+/* 1 when the kernel's own entry needs d's x staged: TF32 math (rounded there), NCL, or
+ * x_type other than the math type, or a pre activation (an NLC call's x off 16-byte alignment
+ * is staged too). A call that takes the "_mn" entry (ws_hgemm_mn_call) is not staged */
 int ws_hgemm_staged(const ws_conv_desc *d);
 
 /* 1 when d's module has the staging kernel's "_prep8" entry: NCL x of the math type (16-bit,
