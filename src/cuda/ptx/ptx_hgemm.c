@@ -1152,6 +1152,22 @@ static void emit_main_wg(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     ws_ptx_kernel_end_params(&kb, mod, name, ws_params_of(WS_PARAMS_HWG), q->threads, q->minb, q->maxnreg);
 }
 
+/* a staging block's place, the same in "_prep" and "_prep8": t0 = ctaid.x << lgt (its first
+ * time), c0 = 64 ctaid.y (its first channel), item n = ctaid.z, sb = the tile, item = n *
+ * C_in * T_in (the item's first element in x and X) */
+static void emit_prep_block(ptx_buf *b, int C, int lgt, preg tin, preg t0, preg c0, preg n, preg sb, preg item)
+{
+    I("mov.u32 %s, %%ctaid.x", t0.n);
+    I("shl.b32 %s, %s, %d", t0.n, t0.n, lgt);
+    I("mov.u32 %s, %%ctaid.y", c0.n);
+    I("shl.b32 %s, %s, 6", c0.n, c0.n);
+    I("mov.u32 %s, %%ctaid.z", n.n);
+    I("mov.u32 %s, tile", sb.n);
+    ws_ptx_comment(b, "item n: n * C_in * T_in elements in x and X");
+    I("mul.wide.u32 %s, %s, %s", item.n, n.n, tin.n);
+    I("mul.lo.u64 %s, %s, %d", item.n, item.n, C);
+}
+
 /* the staging kernel: X[n][t][j] = round(pre(x[n, j, t])) in the math type. A block: 32
  * times x 64 channels through Ts[64][33] float32; reads are predicated (no branch) and
  * coalesced along x's contiguous axis, writes are 16 bytes (8 channels) a thread */
@@ -1179,15 +1195,7 @@ static void emit_prep(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     I("mov.u32 %s, %%tid.x", tid.n);
     I("and.b32 %s, %s, 31", tx.n, tid.n);
     I("shr.u32 %s, %s, 5", ty.n, tid.n);
-    I("mov.u32 %s, %%ctaid.x", t0.n);
-    I("shl.b32 %s, %s, 5", t0.n, t0.n);
-    I("mov.u32 %s, %%ctaid.y", c0.n);
-    I("shl.b32 %s, %s, 6", c0.n, c0.n);
-    I("mov.u32 %s, %%ctaid.z", n.n);
-    I("mov.u32 %s, tile", sb.n);
-    ws_ptx_comment(b, "item n: n * C_in * T_in elements in x and X");
-    I("mul.wide.u32 %s, %s, %s", item.n, n.n, tin.n);
-    I("mul.lo.u64 %s, %s, %d", item.n, item.n, C);
+    emit_prep_block(b, C, 5, tin, t0, c0, n, sb, item);
     ws_ptx_section(b, ncl ? "read: Ts[cl][tl] = x[n, c0 + ty + 8i, t0 + tx], i < 8"
                           : "read: Ts[cl][tl] = x[n, t0 + ty + 8(i%4), c0 + tx + 32(i/4)], i < 8");
     preg v[8];
@@ -1337,15 +1345,7 @@ static void emit_prep8(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     I("cvta.to.global.u64 %s, %s", px.n, px.n);
     I("cvta.to.global.u64 %s, %s", pxp.n, pxp.n);
     I("mov.u32 %s, %%tid.x", tid.n);
-    I("mov.u32 %s, %%ctaid.x", t0.n);
-    I("shl.b32 %s, %s, %d", t0.n, t0.n, LGT);
-    I("mov.u32 %s, %%ctaid.y", c0.n);
-    I("shl.b32 %s, %s, 6", c0.n, c0.n);
-    I("mov.u32 %s, %%ctaid.z", n.n);
-    I("mov.u32 %s, tile", sb.n);
-    ws_ptx_comment(b, "item n: n * C_in * T_in elements in x and X");
-    I("mul.wide.u32 %s, %s, %s", item.n, n.n, tin.n);
-    I("mul.lo.u64 %s, %s, %d", item.n, item.n, C);
+    emit_prep_block(b, C, LGT, tin, t0, c0, n, sb, item);
     {
         char title[128];
         snprintf(title, sizeof title, "read: chunk q = tid + 256m (m < %d): row q / %d (channel c0 + row), times t0 + "
