@@ -296,6 +296,18 @@ cleanup:
     return -1;
 }
 
+/* a Hopper GEMM entry's launch attributes for tile q: its dynamic shared memory, and for the
+ * small tile (two blocks an SM) the largest carveout. 0, or -1 err */
+static int hg_attrs(ws_cu *cu, wscu_function fn, const ws_hgemm_cfg *q, ws_err *err)
+{
+    CU_TRY(cu, FuncSetAttribute(fn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, q->smem), err);
+    if (q->minb > 1)
+        CU_TRY(cu, FuncSetAttribute(fn, WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
 ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b,
                              ws_err *err)
 {
@@ -382,16 +394,14 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         CU_TRY(cu, ModuleGetFunction(&c->hgfn, c->hgmod, hname), err);
         ws_hgemm_cfg q;
         ws_hgemm_cfg_of(d, &q);
-        CU_TRY(cu, FuncSetAttribute(c->hgfn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, q.smem), err);
-        if (q.minb > 1) /* the small tile: two blocks' shared memory needs the largest carveout */
-            CU_TRY(cu, FuncSetAttribute(c->hgfn, WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100), err);
+        if (hg_attrs(cu, c->hgfn, &q, err))
+            goto fail;
         if (ws_hgemm_mn(d)) {
             char mname[WS_HGEMM_NAME_MAX + 16];
             snprintf(mname, sizeof mname, "%s_mn", hname);
             CU_TRY(cu, ModuleGetFunction(&c->hmfn, c->hgmod, mname), err);
-            CU_TRY(cu, FuncSetAttribute(c->hmfn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, q.smem), err);
-            if (q.minb > 1)
-                CU_TRY(cu, FuncSetAttribute(c->hmfn, WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100), err);
+            if (hg_attrs(cu, c->hmfn, &q, err))
+                goto fail;
         }
         if (ws_hgemm_prep8(d)) {
             char pname[WS_HGEMM_NAME_MAX + 16];

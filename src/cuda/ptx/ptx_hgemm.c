@@ -163,15 +163,22 @@ static void emit_wait(ptx_buf *b, preg bar, preg parity)
     ws_hgemm_wait(b, bar, parity, 0);
 }
 
-void ws_hgemm_desc(ptx_buf *b, preg desc, preg addr, int row_bytes)
+/* a shared-memory matrix descriptor at addr: start >> 4 (bits 0-13), leading byte offset lbo
+ * >> 4 (bits 16-29), stride byte offset sbo >> 4 (bits 32-45), the layout (bits 62-63) */
+static void emit_desc_at(ptx_buf *b, preg desc, preg addr, unsigned lbo, unsigned sbo, unsigned layout)
 {
     preg lo = ws_ptx_reg(b, PTX_B32), hi = ws_ptx_reg(b, PTX_B32);
-    const unsigned sbo = 8u * (unsigned)row_bytes, layout = row_bytes == 128 ? 1u : 2u;
     I("shr.u32 %s, %s, 4", lo.n, addr.n);
     I("and.b32 %s, %s, 16383", lo.n, lo.n);
-    I("or.b32 %s, %s, %d", lo.n, lo.n, 1 << 16);
+    I("or.b32 %s, %s, %u", lo.n, lo.n, (lbo >> 4) << 16);
     I("mov.u32 %s, %u", hi.n, (sbo >> 4) | (layout << 30));
     I("mov.b64 %s, {%s, %s}", desc.n, lo.n, hi.n);
+}
+
+void ws_hgemm_desc(ptx_buf *b, preg desc, preg addr, int row_bytes)
+{
+    /* leading byte offset 16 (field 1: unused with a swizzle) */
+    emit_desc_at(b, desc, addr, 16, 8u * (unsigned)row_bytes, row_bytes == 128 ? 1u : 2u);
 }
 
 static void emit_desc(ptx_buf *b, preg desc, preg addr)
@@ -184,12 +191,7 @@ static void emit_desc(ptx_buf *b, preg desc, preg addr)
  * the next block), stride byte offset 1024 (the next 8 channels) */
 static void emit_desc_mn(ptx_buf *b, preg desc, preg addr)
 {
-    preg lo = ws_ptx_reg(b, PTX_B32), hi = ws_ptx_reg(b, PTX_B32);
-    I("shr.u32 %s, %s, 4", lo.n, addr.n);
-    I("and.b32 %s, %s, 16383", lo.n, lo.n);
-    I("or.b32 %s, %s, %d", lo.n, lo.n, (8192 >> 4) << 16);
-    I("mov.u32 %s, %u", hi.n, (1024u >> 4) | (1u << 30));
-    I("mov.b64 %s, {%s, %s}", desc.n, lo.n, hi.n);
+    emit_desc_at(b, desc, addr, 8192, 1024, 1);
 }
 
 /* the ring's next stage: s = (s + 1) % ST, u += (s wrapped), it += 1; back to top while
@@ -1152,6 +1154,19 @@ static void emit_main_wg(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     ws_ptx_kernel_end_params(&kb, mod, name, ws_params_of(WS_PARAMS_HWG), q->threads, q->minb, q->maxnreg);
 }
 
+/* a staging kernel's parameters, the same in "_prep" and "_prep8": x and X (global
+ * addresses), T_in; tid */
+static void emit_prep_params(ptx_buf *b, preg px, preg pxp, preg tin, preg tid)
+{
+    const ws_params *pt = ws_params_of(WS_PARAMS_HPREP);
+    ws_ptx_ld_param(b, px, pt, WS_HP_X);
+    ws_ptx_ld_param(b, pxp, pt, WS_HP_XP);
+    ws_ptx_ld_param(b, tin, pt, WS_HP_T_IN);
+    I("cvta.to.global.u64 %s, %s", px.n, px.n);
+    I("cvta.to.global.u64 %s, %s", pxp.n, pxp.n);
+    I("mov.u32 %s, %%tid.x", tid.n);
+}
+
 /* a staging block's place, the same in "_prep" and "_prep8": t0 = ctaid.x << lgt (its first
  * time), c0 = 64 ctaid.y (its first channel), item n = ctaid.z, sb = the tile, item = n *
  * C_in * T_in (the item's first element in x and X) */
@@ -1187,12 +1202,7 @@ static void emit_prep(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     preg tid = ws_ptx_reg(b, PTX_B32), tx = ws_ptx_reg(b, PTX_B32), ty = ws_ptx_reg(b, PTX_B32);
     preg t0 = ws_ptx_reg(b, PTX_B32), c0 = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32);
     preg sb = ws_ptx_reg(b, PTX_B32), item = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ld_param(b, px, pt, WS_HP_X);
-    ws_ptx_ld_param(b, pxp, pt, WS_HP_XP);
-    ws_ptx_ld_param(b, tin, pt, WS_HP_T_IN);
-    I("cvta.to.global.u64 %s, %s", px.n, px.n);
-    I("cvta.to.global.u64 %s, %s", pxp.n, pxp.n);
-    I("mov.u32 %s, %%tid.x", tid.n);
+    emit_prep_params(b, px, pxp, tin, tid);
     I("and.b32 %s, %s, 31", tx.n, tid.n);
     I("shr.u32 %s, %s, 5", ty.n, tid.n);
     emit_prep_block(b, C, 5, tin, t0, c0, n, sb, item);
@@ -1339,12 +1349,7 @@ static void emit_prep8(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     preg px = ws_ptx_reg(b, PTX_B64), pxp = ws_ptx_reg(b, PTX_B64), tin = ws_ptx_reg(b, PTX_B32);
     preg tid = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), c0 = ws_ptx_reg(b, PTX_B32);
     preg n = ws_ptx_reg(b, PTX_B32), sb = ws_ptx_reg(b, PTX_B32), item = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ld_param(b, px, pt, WS_HP_X);
-    ws_ptx_ld_param(b, pxp, pt, WS_HP_XP);
-    ws_ptx_ld_param(b, tin, pt, WS_HP_T_IN);
-    I("cvta.to.global.u64 %s, %s", px.n, px.n);
-    I("cvta.to.global.u64 %s, %s", pxp.n, pxp.n);
-    I("mov.u32 %s, %%tid.x", tid.n);
+    emit_prep_params(b, px, pxp, tin, tid);
     emit_prep_block(b, C, LGT, tin, t0, c0, n, sb, item);
     {
         char title[128];

@@ -225,8 +225,9 @@ int ws_hgemm_prep8_t(const ws_conv_desc *d);
 int ws_hgemm_prep8_call(const ws_conv_desc *d, long long t_in, uint64_t x);
 
 /* 1 when d's module has the "_mn" entry (CHANNEL-FIRST X above): BF16 or F16 math, NCL x of
- * the math type, pre NONE, stride 1, taps at multiples of 8 times; ws_hgemm_mn_call: a call of d with log2 TB lgtb, t_in
- * and x's address that it takes (TB >= 64, x 16-byte aligned, T_in % 8 == 0) */
+ * the math type, pre NONE, stride 1, taps at multiples of 8 times; ws_hgemm_mn_call: a call
+ * of d with log2 TB lgtb, t_in and x's address that it takes (TB >= 64, x 16-byte aligned,
+ * T_in % 8 == 0) */
 int ws_hgemm_mn(const ws_conv_desc *d);
 int ws_hgemm_mn_call(const ws_conv_desc *d, int lgtb, long long t_in, uint64_t x);
 
