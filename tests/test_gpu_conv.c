@@ -1280,6 +1280,19 @@ static const gcase gcases_gemm[] = {
      WS_ACT_GELU, 1, ADD_PER_ITEM},
     {"h_ncl_c64_k3_d5_t136_staged", 3, 64, 72, 1, 3, 1, 5, 5, 5, 136, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_GELU, 1, ADD_PER_ITEM},
+    /* the narrow tile (C_out <= 64 on the small tile's sums: 64 rows, one consumer): Jukebox's
+     * taps in NLC (the vector epilogue, x in place); NCL x by "_prep8" into NCL y in vectors with
+     * rows past C_out (40) and an add; C_out 33 (the element form) at stride 2, two items a
+     * tile and one past N, SILU, a broadcast add; float32 NCL x staged element-wise into NCL y
+     * with T_out % 4 != 0 */
+    {"h_narrow_nlc_c64_o64_k3_d27_relu", 3, 64, 64, 1, 3, 1, 27, 27, 27, 300, WS_NLC, WS_NLC, WS_BF16, WS_BF16,
+     WS_BF16, 0, WS_ACT_RELU, 1, 0},
+    {"h_narrow_ncl_c64_o40_k3_d27_t256_add", 2, 64, 40, 1, 3, 1, 27, 27, 27, 256, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
+     WS_BF16, 0, WS_ACT_GELU, 1, ADD_PER_ITEM},
+    {"h_narrow_nlc_f16_c32_o33_k5_s2_bcast", 3, 32, 33, 1, 5, 2, 1, 2, 2, 99, WS_NLC, WS_NLC, WS_F16, WS_F16, WS_F16,
+     0, WS_ACT_SILU, 1, ADD_BROADCAST},
+    {"h_narrow_ncl_f32_c48_o64_k3_t101", 2, 48, 64, 1, 3, 1, 1, 1, 1, 101, WS_NCL, WS_NCL, WS_F32, WS_F32, WS_F32, 0,
+     WS_ACT_GELU, 1, 0},
 };
 #undef F32
 enum { N_GCASES = sizeof gcases_gemm / sizeof gcases_gemm[0] };
@@ -1672,7 +1685,7 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
     snprintf(sub, sizeof sub, "%s/hgemm", dir);
     cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
     const int cc[2] = {9, 0};
-    int n = 0, ncl = 0, staged = 0, partial = 0, small = 0;
+    int n = 0, ncl = 0, staged = 0, partial = 0, small = 0, narrow = 0;
     for (int m = 0; m < N_MMA_MATHS; m++)
         for (int i = 0; i < N_GCASES; i++) {
             ws_conv_desc d = desc_of(&gcases_gemm[i]);
@@ -1702,17 +1715,21 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
             cr_assert(text && strstr(text, want), "%s: no \"%s\"", gcases_gemm[i].name, want);
             free(text);
             small += ws_hgemm_small(&d);
+            /* the narrow tile exactly where the small tile's sums have C_out <= 64 */
+            cr_assert_eq(q.bm, ws_hgemm_small(&d) && d.c_out <= 64 ? 64 : 128, "%s", gcases_gemm[i].name);
+            narrow += q.bm == 64;
             if (verbose())
-                fprintf(stderr, "gpu_conv_ptx hgemm %s %-36s: %d registers, tile 128x%d\n", mma_math_names[m],
-                        gcases_gemm[i].name, regs, q.bn);
+                fprintf(stderr, "gpu_conv_ptx hgemm %s %-36s: %d registers, tile %dx%d\n", mma_math_names[m],
+                        gcases_gemm[i].name, regs, q.bm, q.bn);
             n++;
             ncl += d.x_layout == WS_NCL;
             staged += ws_hgemm_staged(&d);
             partial += d.c_in % bkc != 0;
         }
-    cr_assert(WS_HGEMM == 0 || (n >= 15 && ncl >= 6 && staged >= 10 && partial >= 6 && small >= 6 && n - small >= 8),
-              "%d modules (%d NCL, %d staged, %d with a partial channel block, %d on the small tile)", n, ncl,
-              staged, partial, small);
+    cr_assert(WS_HGEMM == 0 || (n >= 15 && ncl >= 6 && staged >= 10 && partial >= 6 && small >= 6 && n - small >= 8 &&
+                                narrow >= 8),
+              "%d modules (%d NCL, %d staged, %d with a partial channel block, %d on the small tile, %d narrow)", n,
+              ncl, staged, partial, small, narrow);
 }
 
 Test(gpu_conv_ptx, hopper_gemm_module_is_deterministic_and_has_no_atomics)
@@ -1886,7 +1903,9 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off, int y_of
     mma_p8_calls += p8;
     if (hg) { /* the small tile's two blocks an SM (its launch bounds and carveout), else one */
         const int bps = ws_gpu_conv_hgemm_blocks_per_sm(gc);
-        cr_assert(bps < 0 || bps == (ws_hgemm_small(&d) ? 2 : 1), "%s: %d blocks an SM", c->name, bps);
+        ws_hgemm_cfg q;
+        ws_hgemm_cfg_of(&d, &q);
+        cr_assert(bps < 0 || bps == q.minb, "%s: %d blocks an SM, expected %d", c->name, bps, q.minb);
     }
     double se = 0, sr = 0;
     for (size_t i = 0; i < ny; i++) {

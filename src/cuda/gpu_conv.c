@@ -854,7 +854,7 @@ static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_ou
     v.lgtb = ws_hgemm_lgtb(d, t_out);
     const long long tb = 1LL << v.lgtb, nb = q.bn / tb;
     const long long ntt = ((long long)t_out + tb - 1) / tb, nnt = ((long long)a->n + nb - 1) / nb;
-    const long long gy = ((long long)d->c_out + WS_HGEMM_BM - 1) / WS_HGEMM_BM;
+    const long long gy = ((long long)d->c_out + q.bm - 1) / q.bm;
     if (ntt * nnt * gy > INT_MAX)
         return 0;
     v.staged = ws_hgemm_staged(d) || (uintptr_t)a->x % 16 != 0;
@@ -931,7 +931,7 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
     {
         const uint64_t dim[3] = { C, (uint64_t)d->k, (uint64_t)d->c_out };
         const uint64_t str[2] = { C * es, C * (uint64_t)d->k * es };
-        const uint32_t box[3] = { bkc, 1, WS_HGEMM_BM };
+        const uint32_t box[3] = { bkc, 1, (uint32_t)q.bm };
         if (tmap3(cu, &ta, dt, pw, dim, str, box, 1, err))
             return -1;
     }

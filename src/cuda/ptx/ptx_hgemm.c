@@ -18,21 +18,23 @@
 #define I(...) ws_ptx_ins(b, __VA_ARGS__)
 #define ST (q->st)
 #define SB (q->sb)
-#define A_BYTES (WS_HGEMM_BM * 128)
+#define BMQ (q->bm)            /* the tile's rows: 128, or 64 (the narrow tile) */
+#define NCT (128 * q->nc)      /* the consumers' threads */
+#define A_BYTES (BMQ * 128)
 #define BN (q->bn)
 #define NACC_MAX (WS_HGEMM_BN / 2) /* accumulators a consumer thread: 64 rows x BN / 128 threads */
 #define YS_ROW (BN + 4) /* NCL y: the epilogue's Ys row in floats, 16-byte aligned (the vector reads) */
-/* NLC y: Ys[BN][YS_NLC], a position's 128 rows (+ 4: the accumulators' stores hit 32 banks, a
+/* NLC y: Ys[BN][YS_NLC], a position's BM rows (+ 4: the accumulators' stores hit 32 banks, a
  * row's 16-byte groups stay aligned) */
-#define YS_NLC (WS_HGEMM_BM + 4)
+#define YS_NLC (BMQ + 4)
 #define PREP_TILE 32
 /* the _prep8 entry: blocks of 16 KiB, 16 chunks of 16 bytes a row, 4 a thread (blocks of 256
  * 16-bit times, 32 KiB: 6 % slower, H200) */
 #define PREP8_CPR 16
 #define PREP8_NL 4
 
-_Static_assert(A_BYTES + WS_HGEMM_BN * 128 == WS_HGEMM_STAGE_BYTES && (1 << WS_HGEMM_LGBN) == WS_HGEMM_BN &&
-               A_BYTES + WS_HGEMM_BN_S * 128 == WS_HGEMM_STAGE_BYTES_S && (1 << WS_HGEMM_LGBN_S) == WS_HGEMM_BN_S,
+_Static_assert(WS_HGEMM_BM * 128 + WS_HGEMM_BN * 128 == WS_HGEMM_STAGE_BYTES && (1 << WS_HGEMM_LGBN) == WS_HGEMM_BN &&
+               WS_HGEMM_BM * 128 + WS_HGEMM_BN_S * 128 == WS_HGEMM_STAGE_BYTES_S && (1 << WS_HGEMM_LGBN_S) == WS_HGEMM_BN_S,
                "a stage is A then B, 128-byte rows");
 _Static_assert(WS_HGEMM_BM * (WS_HGEMM_BN + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES * WS_HGEMM_STAGE_BYTES &&
                WS_HGEMM_BM * (WS_HGEMM_BN_S + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_S,
@@ -42,12 +44,19 @@ _Static_assert(WS_HGEMM_BN * (WS_HGEMM_BM + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM
                "the NLC epilogue's Ys and Bs fit in the stages");
 _Static_assert(2 * WS_HGEMM_THREADS_S * WS_HGEMM_MAXNREG_S <= 65536 && 2 * (WS_HGEMM_SMEM_S + 1024) <= 228 * 1024,
                "two blocks of the small tile fit an SM: the register file, shared memory");
+_Static_assert(3 * WS_HGEMM_THREADS_N * WS_HGEMM_MAXNREG_N <= 65536 && 3 * (WS_HGEMM_SMEM_N + 1024) <= 228 * 1024 &&
+               WS_HGEMM_BM_N * (WS_HGEMM_BN_S + 4) * 4 + WS_HGEMM_BM_N * 4 <=
+                   WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_N &&
+               WS_HGEMM_BN_S * (WS_HGEMM_BM_N + 4) * 4 + WS_HGEMM_BM_N * 4 <=
+                   WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_N,
+               "three blocks of the narrow tile fit an SM, and its epilogue's Ys and Bs its stages");
 
 void ws_hgemm_cfg_large(ws_hgemm_cfg *q)
 {
     *q = (ws_hgemm_cfg){ .bn = WS_HGEMM_BN, .lgbn = WS_HGEMM_LGBN, .st = WS_HGEMM_STAGES,
                          .sb = WS_HGEMM_STAGE_BYTES, .smem = WS_HGEMM_SMEM, .minb = 1, .maxnreg = 168,
-                         .preg = 40, .creg = 232, .threads = WS_HGEMM_THREADS, .pwg = 0 };
+                         .preg = 40, .creg = 232, .threads = WS_HGEMM_THREADS, .pwg = 0,
+                         .bm = WS_HGEMM_BM, .nc = 2 };
 }
 
 int ws_hgemm_small(const ws_conv_desc *d)
@@ -62,10 +71,17 @@ void ws_hgemm_cfg_of(const ws_conv_desc *d, ws_hgemm_cfg *q)
         ws_hgemm_cfg_large(q);
         return;
     }
+    if (d->c_out <= WS_HGEMM_BM_N) { /* the narrow tile: warpgroup 0 consumes, warp 4 produces */
+        *q = (ws_hgemm_cfg){ .bn = WS_HGEMM_BN_S, .lgbn = WS_HGEMM_LGBN_S, .st = WS_HGEMM_STAGES_S,
+                             .sb = WS_HGEMM_STAGE_BYTES_N, .smem = WS_HGEMM_SMEM_N, .minb = 3,
+                             .maxnreg = WS_HGEMM_MAXNREG_N, .preg = 0, .creg = 0,
+                             .threads = WS_HGEMM_THREADS_N, .pwg = 1, .bm = WS_HGEMM_BM_N, .nc = 1 };
+        return;
+    }
     *q = (ws_hgemm_cfg){ .bn = WS_HGEMM_BN_S, .lgbn = WS_HGEMM_LGBN_S, .st = WS_HGEMM_STAGES_S,
                          .sb = WS_HGEMM_STAGE_BYTES_S, .smem = WS_HGEMM_SMEM_S, .minb = 2,
                          .maxnreg = WS_HGEMM_MAXNREG_S, .preg = 0, .creg = 0,
-                         .threads = WS_HGEMM_THREADS_S, .pwg = 2 };
+                         .threads = WS_HGEMM_THREADS_S, .pwg = 2, .bm = WS_HGEMM_BM, .nc = 2 };
 }
 
 int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
@@ -229,10 +245,11 @@ static void emit_ring_init(ptx_buf *b, const ws_hgemm_cfg *q, preg tid, preg bar
         plabel skip = ws_ptx_label_new(b, "init_done");
         I("setp.ne.u32 %s, %s, %d", not0.n, tid.n, 128 * q->pwg);
         I("@%s bra %s", not0.n, skip.n);
-        ws_ptx_comment(b, "full[s]: one arrival (the producer's, with the stage's bytes); empty[s]: 256 (every consumer)");
+        ws_ptx_comment(b, "full[s]: one arrival (the producer's, with the stage's bytes); empty[s]: %d (every "
+                          "consumer)", NCT);
         for (int s = 0; s < ST; s++) {
             I("mbarrier.init.shared::cta.b64 [%s+%d], 1", bars.n, 8 * s);
-            I("mbarrier.init.shared::cta.b64 [%s+%d], 256", bars.n, 8 * (ST + s));
+            I("mbarrier.init.shared::cta.b64 [%s+%d], %d", bars.n, 8 * (ST + s), NCT);
         }
         I("fence.mbarrier_init.release.cluster");
         ws_ptx_label(b, skip);
@@ -449,16 +466,17 @@ void ws_hgemm_vec_add(ptx_buf *b, const ws_ptx_vec *a, preg p, preg addr, preg a
 
 /* The NLC epilogue in vectors of 4 channels (C_out % 4 == 0; the forward): where y, and the
  * add with add_bs, are aligned to 4 elements (else on to the element form after it), thread c
- * takes rows 4(c % 32) .. + 3 (b[o] once, one 16-byte read of Bs) at positions c/32 + 8m:
- * one 16-byte read of Ys[position], one vector add read and one vector store a position, a
- * warp's 32 of them one run of 128 channels. Ends at done. */
+ * takes rows 4(c % LP) .. + 3 (LP = BM / 4; b[o] once, one 16-byte read of Bs) at positions
+ * c/LP + 8m: one 16-byte read of Ys[position], one vector add read and one vector store a
+ * position, LP threads' stores one run of BM channels. Ends at done. */
 static void emit_epi_nlc4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg c, preg sbase, preg bs,
                           preg o0, preg t0, preg n0, preg lgtb, preg tbm, preg pa, preg py, preg abs, preg hasa,
                           preg n32, preg tout, plabel done)
 {
-    const int ys = d->y_type == WS_F32 ? 4 : 2;
-    ws_ptx_comment(b, "NLC y in vectors: rows 4(c %% 32).. (b once), positions c/32 + 8m, where y and the add "
-                      "are aligned to 4 elements");
+    /* LP threads a position (its BM rows, 4 each); NCT / LP = 8 positions a round */
+    const int ys = d->y_type == WS_F32 ? 4 : 2, LP = BMQ / 4;
+    ws_ptx_comment(b, "NLC y in vectors: rows 4(c %% %d).. (b once), positions c/%d + 8m, where y and the add "
+                      "are aligned to 4 elements", LP, LP);
     plabel scalar = ws_ptx_label_new(b, "epi_scalar"), noadd = ws_ptx_label_new(b, "epi4_noadd");
     ws_hgemm_vec_or(b, py, pa, abs, hasa, (preg){""}, ys, scalar);
     preg cg = ws_ptx_reg(b, PTX_B32), prow = ws_ptx_reg(b, PTX_B32), ov = ws_ptx_reg(b, PTX_B32);
@@ -466,8 +484,8 @@ static void emit_epi_nlc4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     preg ov64 = ws_ptx_reg(b, PTX_B64), yb0 = ws_ptx_reg(b, PTX_B64), ab0 = ws_ptx_reg(b, PTX_B64);
     preg absb = ws_ptx_reg(b, PTX_B64);
     preg bias[4];
-    I("and.b32 %s, %s, 31", cg.n, c.n);
-    I("shr.u32 %s, %s, 5", prow.n, c.n);
+    I("and.b32 %s, %s, %d", cg.n, c.n, LP - 1);
+    I("shr.u32 %s, %s, %d", prow.n, c.n, LP == 32 ? 5 : 4);
     I("mad.lo.u32 %s, %s, 4, %s", ov.n, cg.n, o0.n);
     I("setp.lt.u32 %s, %s, %d", ook.n, ov.n, d->c_out);
     I("@!%s bra %s", ook.n, done.n);
@@ -486,7 +504,7 @@ static void emit_epi_nlc4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         emit_add_variant(b, va, hasa, noadd, done);
         for (int m0 = 0; m0 < BN / 8; m0 += EGV) {
             preg v[EGV][4], ok[EGV], ya[EGV], af[EGV][4];
-            ws_ptx_comment(b, "positions c/32 + 8(%d..%d): reads first, then the outputs", m0, m0 + EGV - 1);
+            ws_ptx_comment(b, "positions c/%d + 8(%d..%d): reads first, then the outputs", LP, m0, m0 + EGV - 1);
             for (int m = 0; m < EGV; m++) {
                 preg i = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
                 preg ok2 = ws_ptx_reg(b, PTX_PRED), pos = ws_ptx_reg(b, PTX_B64), t64 = ws_ptx_reg(b, PTX_B64);
@@ -546,7 +564,7 @@ static void emit_epi_ncl4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
                           preg n32, preg tout, plabel done)
 {
     /* vectors whose reads come first: 2 on the small tile (ptxas gives it 96 registers a thread) */
-    const int ys = d->y_type == WS_F32 ? 4 : 2, NV = BN / 4, RS = 256 / NV, GV = q->minb > 1 ? 2 : EGV;
+    const int ys = d->y_type == WS_F32 ? 4 : 2, NV = BN / 4, RS = NCT / NV, GV = q->minb > 1 ? 2 : EGV;
     ws_ptx_comment(b, "NCL y in vectors: positions 4(c %% %d).. (n, t once), rows c/%d + %dm, where T_out %% 4 == 0 "
                       "and y and the add are aligned to 4 elements", NV, NV, RS);
     plabel scalar = ws_ptx_label_new(b, "epi_scalar"), noadd = ws_ptx_label_new(b, "epi4_noadd");
@@ -589,7 +607,7 @@ static void emit_epi_ncl4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("mad.lo.u32 %s, %s, 4, %s", rb.n, row.n, bs.n);
     for (int va = 1; va >= 0; va--) {
         emit_add_variant(b, va, hasa, noadd, done);
-        for (int m0 = 0; m0 < 128 / RS; m0 += GV) {
+        for (int m0 = 0; m0 < BMQ / RS; m0 += GV) {
             preg v[EGV][4], bias[EGV], in[EGV], yv[EGV], af[EGV][4];
             ws_ptx_comment(b, "rows c/%d + %d(%d..%d): reads first, then the outputs", NV, RS, m0, m0 + GV - 1);
             for (int m = 0; m < GV; m++) {
@@ -637,8 +655,11 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     char ktop[16];
     snprintf(ktop, sizeof ktop, "%d", KT);
     char title[96];
-    snprintf(title, sizeof title, "consumers (warpgroups %d, %d): g = warpgroup - %d owns rows 64g.., all %d positions",
-             q->pwg ? 0 : 1, q->pwg ? 1 : 2, q->pwg ? 0 : 1, BN);
+    if (q->nc == 1)
+        snprintf(title, sizeof title, "consumer (warpgroup 0): g = 0 owns the tile's 64 rows, all %d positions", BN);
+    else
+        snprintf(title, sizeof title, "consumers (warpgroups %d, %d): g = warpgroup - %d owns rows 64g.., all %d "
+                                      "positions", q->pwg ? 0 : 1, q->pwg ? 1 : 2, q->pwg ? 0 : 1, BN);
     ws_ptx_section(b, title);
     if (q->creg)
         I("setmaxnreg.inc.sync.aligned.u32 %d", q->creg);
@@ -675,7 +696,8 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         ws_ptx_comment(b, "%d stages: tap k, channels c0..c0+%d", KT, ws_hgemm_bkc(d) - 1);
     }
     plabel top = ws_ptx_label_new(b, "cstage"), norel = ws_ptx_label_new(b, "norelease");
-    const int tail = d->c_out % 128, skip = !wg_ed && tail && tail <= 64; /* the last row tile's rows 64.. */
+    /* the last 128-row tile's rows 64.. (the narrow tile has none) */
+    const int tail = d->c_out % 128, skip = !wg_ed && q->nc == 2 && tail && tail <= 64;
     preg idle = {""};
     if (skip) {
         preg r0 = ws_ptx_reg(b, PTX_B32);
@@ -738,10 +760,14 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         d = wg_ed; /* the epilogue's descriptor from here on */
     const int ys = d->y_type == WS_F32 ? 4 : 2;
 
-    const int ncl = d->y_layout == WS_NCL, PSTEP = 256 / BN; /* NCL: a thread's rows step */
-    ws_ptx_section(b, "epilogue: acc[4ni + 2h + e] is row 64g + 16(warp%4) + 8h + lane/4, "
-                      "position 8ni + 2(lane%4) + e; into Ys[128][BN + 4] (NCL y) or Ys[BN][132] (NLC y), "
-                      "b[o0..] into Bs[128] after it");
+    const int ncl = d->y_layout == WS_NCL, PSTEP = NCT / BN; /* NCL: a thread's rows step */
+    {
+        char t[200];
+        snprintf(t, sizeof t, "epilogue: acc[4ni + 2h + e] is row 64g + 16(warp%%4) + 8h + lane/4, position 8ni + "
+                              "2(lane%%4) + e; into Ys[%d][BN + 4] (NCL y) or Ys[BN][%d] (NLC y), b[o0..] into "
+                              "Bs[%d] after it", BMQ, BMQ + 4, BMQ);
+        ws_ptx_section(b, t);
+    }
     preg pb = ws_ptx_reg(b, PTX_B64), pa = ws_ptx_reg(b, PTX_B64), py = ws_ptx_reg(b, PTX_B64);
     preg abs = ws_ptx_reg(b, PTX_B64), hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
     preg n32 = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B32);
@@ -768,16 +794,16 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     preg lane = ws_ptx_reg(b, PTX_B32), wq = ws_ptx_reg(b, PTX_B32), row = ws_ptx_reg(b, PTX_B32);
     preg tmp = ws_ptx_reg(b, PTX_B32), wa = ws_ptx_reg(b, PTX_B32), c = ws_ptx_reg(b, PTX_B32);
     preg bs = ws_ptx_reg(b, PTX_B32);
-    I("add.u32 %s, %s, %d", bs.n, sbase.n, ncl ? WS_HGEMM_BM * YS_ROW * 4 : BN * YS_NLC * 4);
+    I("add.u32 %s, %s, %d", bs.n, sbase.n, ncl ? BMQ * YS_ROW * 4 : BN * YS_NLC * 4);
     I("sub.u32 %s, %s, %d", c.n, tid.n, q->pwg ? 0 : 128);
-    I("bar.sync 1, 256");
+    I("bar.sync 1, %d", NCT);
     {
-        ws_ptx_comment(b, "Bs[c] = b[o0 + c] (0 past C_out or without bias), c < 128");
+        ws_ptx_comment(b, "Bs[c] = b[o0 + c] (0 past C_out or without bias), c < %d", BMQ);
         preg lb = ws_ptx_reg(b, PTX_PRED), ok = ws_ptx_reg(b, PTX_PRED), bv = ws_ptx_reg(b, PTX_F32);
         preg ba = ws_ptx_reg(b, PTX_B64), sa = ws_ptx_reg(b, PTX_B32);
         I("add.u32 %s, %s, %s", tmp.n, o0.n, c.n);
         I("setp.lt.u32 %s, %s, %d", lb.n, tmp.n, d->c_out);
-        I("setp.lt.u32 %s, %s, 128", ok.n, c.n);
+        I("setp.lt.u32 %s, %s, %d", ok.n, c.n, BMQ);
         I("and.pred %s, %s, %s", lb.n, lb.n, ok.n);
         I("and.pred %s, %s, %s", lb.n, lb.n, hasb.n);
         I("mul.wide.u32 %s, %s, 4", ba.n, tmp.n);
@@ -812,7 +838,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
                     I("st.shared.f32 [%s+%d], %s", wa.n, ((8 * ni + e) * YS_NLC + 8 * h) * 4,
                       acc[4 * ni + 2 * h + e].n);
     }
-    I("bar.sync 1, 256");
+    I("bar.sync 1, %d", NCT);
 
     preg tbm = ws_ptx_reg(b, PTX_B32), half = ws_ptx_reg(b, PTX_B32);
     preg col = ws_ptx_reg(b, PTX_B32), ra = ws_ptx_reg(b, PTX_B32);
@@ -821,9 +847,9 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     if (ncl) { /* position col = c % BN, rows half + PSTEP*m */
         I("shr.u32 %s, %s, %d", half.n, c.n, q->lgbn);
         I("and.b32 %s, %s, %d", col.n, c.n, BN - 1);
-    } else {   /* row col = c % 128, positions half + 2m */
-        I("shr.u32 %s, %s, 7", half.n, c.n);
-        I("and.b32 %s, %s, 127", col.n, c.n);
+    } else {   /* row col = c % BM, positions half + 2m (NCT / BM = 2) */
+        I("shr.u32 %s, %s, %d", half.n, c.n, BMQ == 128 ? 7 : 6);
+        I("and.b32 %s, %s, %d", col.n, c.n, BMQ - 1);
     }
     plabel done = ws_ptx_label_new(b, "epi_done"), noadd = ws_ptx_label_new(b, "epi_noadd");
     if (ncl) {
@@ -875,7 +901,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         for (int va = wg_ed || phase ? 0 : 1; va >= 0; va--) { /* the weight gradient, phases: no add */
         if (!wg_ed && !phase)
             emit_add_variant(b, va, hasa, noadd, done);
-        for (int m0 = 0; m0 < 128 / PSTEP; m0 += EG) {
+        for (int m0 = 0; m0 < BMQ / PSTEP; m0 += EG) {
             preg ook[EG], v[EG], bias[EG], off[EG], p[EG], r[EG];
             ws_ptx_comment(b, "rows c/%d + %d(%d..%d): reads first, then the outputs", BN, PSTEP, m0, m0 + EG - 1);
             for (int m = 0; m < EG; m++) {
@@ -915,7 +941,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     } else {
         if (!wg_ed && d->c_out % 4 == 0 && !small_silu(d, q))
             emit_epi_nlc4(b, d, q, c, sbase, bs, o0, t0, n0, lgtb, tbm, pa, py, abs, hasa, n32, tout, done);
-        ws_ptx_comment(b, "NLC y: row c %% 128 (o, b[o] once), positions c/128 + 2m; no branch per element");
+        ws_ptx_comment(b, "NLC y: row c %% %d (o, b[o] once), positions c/%d + 2m; no branch per element", BMQ, BMQ);
         preg oo = ws_ptx_reg(b, PTX_B32), ook = ws_ptx_reg(b, PTX_PRED), bias = ws_ptx_reg(b, PTX_F32);
         preg off = ws_ptx_reg(b, PTX_B64), sa = ws_ptx_reg(b, PTX_B32);
         I("add.u32 %s, %s, %s", oo.n, o0.n, col.n);
@@ -931,7 +957,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
             emit_add_variant(b, va, hasa, noadd, done);
         for (int m0 = 0; m0 < BN / 2; m0 += EG) {
             preg ok[EG], v[EG], ybase[EG], p[EG], r[EG];
-            ws_ptx_comment(b, "positions c/128 + 2(%d..%d): reads first, then the outputs", m0, m0 + EG - 1);
+            ws_ptx_comment(b, "positions c/%d + 2(%d..%d): reads first, then the outputs", BMQ, m0, m0 + EG - 1);
             for (int m = 0; m < EG; m++) {
                 preg i = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
                 preg ok2 = ws_ptx_reg(b, PTX_PRED), pos = ws_ptx_reg(b, PTX_B64), abase = ws_ptx_reg(b, PTX_B64);
@@ -985,23 +1011,27 @@ static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name, int
     const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
     const int KT = d->k * ((d->c_in + ws_hgemm_bkc(d) - 1) / ws_hgemm_bkc(d));
     ws_ptx_comment(b, "y[o, (n, t)] = act(b[o] + sum_k sum_j W[o, k, j] X[n, S*t + D*k - P_L, j]) + add");
-    ws_ptx_comment(b, "C_in %d C_out %d K %d S %d D %d P_L %d; y %s %s, act %s; %s; tile 128x%d, %d stages of 128 "
+    ws_ptx_comment(b, "C_in %d C_out %d K %d S %d D %d P_L %d; y %s %s, act %s; %s; tile %dx%d, %d stages of 128 "
                       "bytes of channels, %d in all",
                    d->c_in, d->c_out, d->k, d->stride, d->dilation, d->pad_l,
                    d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type),
-                   ws_ptx_act_name(d->act), math_name(d), BN, ST, KT);
-    ws_ptx_section(b, "block: ctaid.x = ((n0/NB)*ntt + t0/TB)*rows + o0/128; the ring's base and mbarriers");
+                   ws_ptx_act_name(d->act), math_name(d), BMQ, BN, ST, KT);
+    {
+        char t[120];
+        snprintf(t, sizeof t, "block: ctaid.x = ((n0/NB)*ntt + t0/TB)*rows + o0/%d; the ring's base and mbarriers", BMQ);
+        ws_ptx_section(b, t);
+    }
     preg tid, sbase, bars;
     emit_ring_base(b, q, &tid, &sbase, &bars);
     preg o0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), n0 = ws_ptx_reg(b, PTX_B32);
     preg ntt = ws_ptx_reg(b, PTX_B32), lgtb = ws_ptx_reg(b, PTX_B32), cx = ws_ptx_reg(b, PTX_B32);
     preg lgnb = ws_ptx_reg(b, PTX_B32), wg = ws_ptx_reg(b, PTX_B32);
-    const int nrow = (d->c_out + WS_HGEMM_BM - 1) / WS_HGEMM_BM;
+    const int nrow = (d->c_out + BMQ - 1) / BMQ;
     ws_ptx_comment(b, "the %d row tiles of one position tile are consecutive blocks: they run together "
                       "and read its x once from memory", nrow);
     I("mov.u32 %s, %%ctaid.x", cx.n);
     I("rem.u32 %s, %s, %d", o0.n, cx.n, nrow);
-    I("shl.b32 %s, %s, 7", o0.n, o0.n);
+    I("shl.b32 %s, %s, %d", o0.n, o0.n, BMQ == 128 ? 7 : 6);
     I("div.u32 %s, %s, %d", cx.n, cx.n, nrow);
     ws_ptx_ld_param(b, ntt, pt, WS_HG_NTT);
     ws_ptx_ld_param(b, lgtb, pt, WS_HG_LGTB);

@@ -29,6 +29,14 @@
  *       26.7 / 34.5; its K3 S2 convs and the dilated K3 D9 conv (KT 24) within 3 % either
  *       way; large-v3's conv2 (KT 60) 2194 / 1862, the tiny stem's conv2 in TF32 (KT 36)
  *       610 / 598, DAC's K16 (KT 128) 241 / 219: the large tile from 25 stages on.
+ *     narrow (the small tile's sums with C_out <= 64): BM = 64 rows x BN = 128, 3 stages of
+ *       24 KiB, 160 threads (one consumer warpgroup, one producer warp), three blocks an SM.
+ *       On the 128-row tile such a call left half the rows, half of A's copies and one of the
+ *       two consumers idle, two blocks an SM, and its blocks waited on their copies (ncu,
+ *       Jukebox bf16 NLC: the tensor pipe 18 %, DRAM 32 %, most stalls on the long
+ *       scoreboard). H200, us per call, 128-row / narrow, same call: Jukebox's K3 D27 C64
+ *       bf16 NLC 80.8-80.9 / 55.4-57.2, NCL (with the "_prep8" staging) 118.8-120.5 /
+ *       94.8-96.0, tf32 NLC 221.8-223.3 / 184.0-184.7.
  *   ctaid.x = ((n0 / NB) * ntt + t0 / TB) * rows + o0 / 128, ntt = ceil(T_out / TB), rows =
  *   ceil(C_out / 128): the row tiles of one position tile are neighbours in launch order, so
  *   they run together and its x comes from memory once (H100, wav2vec2's 512 -> 512 K3 S2
@@ -57,20 +65,25 @@
  *   1)) + D*k - P_L, c0, item). wgmma reads it MN-major (imm-trans-b 1) through descriptors
  *   with leading byte offset 8192 (the next block's positions) and stride byte offset 1024
  *   (the next 8 channels), a k16 step 2048 bytes further. Everything else is the kernel's.
- * THREADS (large: 384; small: 288): the producer is warpgroup 0 (large: setmaxnreg 40,
- *   thread 0 alone issues the copies) or warp 8 (small: thread 256; no setmaxnreg, 112
- *   registers a thread so that two blocks fit the register file); that thread initialises
+ * THREADS (large: 384; small: 288; narrow: 160): the producer is warpgroup 0 (large:
+ *   setmaxnreg 40, thread 0 alone issues the copies), warp 8 (small: thread 256; no
+ *   setmaxnreg, 112 registers a thread so that two blocks fit the register file) or warp 4
+ *   (narrow: thread 128; 128 registers, three blocks); that thread initialises
  *   the mbarriers, and for stage use u of slot s it waits empty[s] (phase u - 1, after the
  *   first round), arms full[s] with the stage's bytes (mbarrier.arrive.expect_tx) and issues
  *   the two copies, which complete on full[s]. The consumers are warpgroups 1 and 2 (large:
- *   setmaxnreg 232) or 0 and 1 (small): consumer g owns rows 64g.. of the tile and all BN
+ *   setmaxnreg 232) or 0 and 1 (small), or warpgroup 0 alone (narrow): consumer g owns rows
+ *   64g.. of the tile and all BN
  *   positions (BN / 2 float32 accumulators a thread); per stage it waits full[s], issues four
  *   wgmma.mma_async m64nBNk16 (A and B from shared memory through K-major descriptors with
  *   the 128-byte swizzle, stride byte offset 1024, a k16 step 32 bytes further), commits,
  *   waits for the group before (wgmma.wait_group 1) and releases that group's slot:
- *   every consumer thread arrives on its empty[] (count 256). A consumer whose 64 rows are
- *   all past C_out (the last row tile where C_out % 128 <= 64) waits and releases the stages
- *   but issues no products.
+ *   every consumer thread arrives on its empty[] (count 256, narrow 128). A consumer whose 64
+ *   rows are all past C_out (the last 128-row tile where C_out % 128 <= 64) waits and releases
+ *   the stages but issues no products.
+ *   A tile of BM rows: A's box and stage part are BM rows, ctaid.x's row tiles ceil(C_out /
+ *   BM), the epilogue's Ys BM rows (NCL) or BM + 4 floats a position (NLC) and Bs BM floats,
+ *   its loops over the consumers' 128 * (consumer warpgroups) threads.
  * EPILOGUE (consumers, named barrier 1 of 256 threads): the accumulators go to shared
  *   memory (the stages' memory: every copy has been consumed) as Ys[128][BN + 4] float32 for
  *   NCL y, Ys[BN][132] (position-major: a warp's stores of one accumulator, 8 rows x 4
@@ -155,6 +168,15 @@
 #ifndef WS_HGEMM_SMALL_KT
 #define WS_HGEMM_SMALL_KT 24
 #endif
+/* THE NARROW TILE: the small tile's sums with C_out <= 64: BM = 64 rows x BN = 128 positions,
+ * one consumer warpgroup and a producer warp (160 threads, 128 registers), 3 stages of 24 KiB,
+ * three blocks an SM (the 128-row tile left half its rows, half its A copies and one of its two
+ * consumers idle there, two blocks an SM) */
+#define WS_HGEMM_BM_N 64
+#define WS_HGEMM_STAGE_BYTES_N (WS_HGEMM_BM_N * 128 + WS_HGEMM_BN_S * 128)
+#define WS_HGEMM_SMEM_N (1024 + WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_N + 2 * WS_HGEMM_STAGES_S * 8)
+#define WS_HGEMM_THREADS_N 160
+#define WS_HGEMM_MAXNREG_N 128
 #define WS_HPREP_THREADS 256
 #define WS_HGEMM_NAME_MAX 160
 
@@ -165,9 +187,10 @@ typedef struct {
     int bn, lgbn, st, sb, smem, minb, maxnreg, preg, creg;
     int threads, pwg; /* threads a block; the producer's warpgroup (the consumers' are the others) */
     int mn;           /* 1: the "_mn" kernel's B, channel-first x read in place (ws_hgemm_mn) */
+    int bm, nc;       /* rows (128, or 64: the narrow tile) and consumer warpgroups (2, or 1) */
 } ws_hgemm_cfg;
-/* the forward's tile for d: the small one where ws_hgemm_small(d), else the large one (the
- * weight gradient's always) */
+/* the forward's tile for d: the small one where ws_hgemm_small(d) (the narrow one where also
+ * C_out <= 64), else the large one (the weight gradient's always) */
 int ws_hgemm_small(const ws_conv_desc *d);
 void ws_hgemm_cfg_of(const ws_conv_desc *d, ws_hgemm_cfg *q);
 void ws_hgemm_cfg_large(ws_hgemm_cfg *q);
