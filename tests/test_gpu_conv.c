@@ -1901,7 +1901,7 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off, int y_of
     cr_assert_eq(p8_ran, p8 ? 2ul : 0ul, "%s: %lu of 2 runs staged by _prep8, expected %d", c->name, p8_ran,
                  p8 ? 2 : 0);
     mma_p8_calls += p8;
-    if (hg) { /* the small tile's two blocks an SM (its launch bounds and carveout), else one */
+    if (hg) { /* the tile's blocks an SM (launch bounds and carveout): narrow 3, small 2, large 1 */
         const int bps = ws_gpu_conv_hgemm_blocks_per_sm(gc);
         ws_hgemm_cfg q;
         ws_hgemm_cfg_of(&d, &q);

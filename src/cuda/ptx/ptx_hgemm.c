@@ -89,7 +89,8 @@ int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
     /* the shortest sums and narrowest outputs stay on the gemm kernel of ptx_gemm.h. Jukebox's
      * C64 K3 (3 stages of a half-empty tile) on the small tile: H100 before the vector
      * epilogues, bf16, 188 us against that kernel's 165; H200 with them, 79.6-81.0 NLC and
-     * 124.9-126.3 NCL against 163-167 (tf32 NLC 221 against 280). TF32 with channel-first x
+     * 124.9-126.3 NCL against 163-167 (tf32 NLC 221 against 280); on the narrow tile since,
+     * 55.4-57.2 NLC and 94.8-96.0 NCL. TF32 with channel-first x
      * keeps the earlier bounds (6 stages, C_out over 64): staging its 4-byte x costs more than
      * the kernel saves there (Jukebox tf32 NCL 226.6-229.8 against 202.4-202.6) */
     const long long kt = (long long)d->k * ((d->c_in + ws_hgemm_bkc(d) - 1) / ws_hgemm_bkc(d));
@@ -548,7 +549,8 @@ static void emit_epi_nlc4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
 }
 
 /* the small tile's SILU: its vector epilogues spill at the 96 registers ptxas gives that tile,
- * whatever y's type, so it keeps the element form */
+ * whatever y's type, so it keeps the element form; so does the narrow tile's (minb 3; its
+ * 128 registers might hold the vectors, not measured) */
 static int small_silu(const ws_conv_desc *d, const ws_hgemm_cfg *q)
 {
     return q->minb > 1 && d->act == WS_ACT_SILU;
@@ -557,13 +559,14 @@ static int small_silu(const ws_conv_desc *d, const ws_hgemm_cfg *q)
 /* The NCL epilogue in vectors of 4 positions (the forward), where T_out % 4 == 0 and y and the
  * add (with add_bs) are aligned to 4 elements (else on to the element form after it): thread c
  * takes positions 4(c % (BN/4)) .. + 3 (n, t and their range once: TB >= 8 keeps the four in
- * one item) of rows c/(BN/4) + (1024/BN)m, each one 16-byte read of Ys[row], one vector add
+ * one item) of rows c/(BN/4) + (4 NCT / BN)m, each one 16-byte read of Ys[row], one vector add
  * read and one vector store. Ends at done. */
 static void emit_epi_ncl4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg c, preg sbase, preg bs,
                           preg o0, preg t0, preg n0, preg lgtb, preg tbm, preg pa, preg py, preg abs, preg hasa,
                           preg n32, preg tout, plabel done)
 {
-    /* vectors whose reads come first: 2 on the small tile (ptxas gives it 96 registers a thread) */
+    /* vectors whose reads come first: 2 on the small tile (ptxas gives it 96 registers a thread)
+     * and the narrow one */
     const int ys = d->y_type == WS_F32 ? 4 : 2, NV = BN / 4, RS = NCT / NV, GV = q->minb > 1 ? 2 : EGV;
     ws_ptx_comment(b, "NCL y in vectors: positions 4(c %% %d).. (n, t once), rows c/%d + %dm, where T_out %% 4 == 0 "
                       "and y and the add are aligned to 4 elements", NV, NV, RS);

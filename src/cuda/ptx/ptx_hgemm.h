@@ -1,7 +1,7 @@
 /* ptx_hgemm.h - the conv engine's Hopper implicit GEMM (sm_90a) for dense forward
  * convolutions with 16-bit math: both operands brought into shared memory by the tensor
  * copy engine (cp.async.bulk.tensor), products on wgmma, one producer thread feeding two
- * consumer warpgroups through a ring of stages guarded by mbarriers.
+ * consumer warpgroups (one on the narrow tile) through a ring of stages guarded by mbarriers.
  *
  * THE GEMM VIEW (as ptx_gemm.h, r = k*C_in + j): y[o, (n, t)] = act(b[o] +
  *   sum_k sum_j W[o, k, j] * X[n, S*t + D*k - P_L, j]) + add[n, o, t], X zero outside
@@ -16,10 +16,11 @@
  *   W is ws_gemm_mma_weights' k-major [C_out][K][C_in] (so C_in % 16 == 0 and
  *   ws_gemm_mma_kmajor hold), rounded to the math type.
  *
- * TILES: a block computes BM = 128 output channels o0.. x BN positions: NB = BN / TB items
+ * TILES: a block computes BM output channels o0.. (128; 64 on the narrow tile) x BN
+ *   positions: NB = BN / TB items
  *   n0.. times TB consecutive outputs t0.. (TB = 2^lgtb, 8..BN, chosen per call by
  *   ws_hgemm_lgtb: the smallest power of two >= T_out, at most BN and at most 256 / S).
- *   Two tiles (ws_hgemm_cfg_of), by the sum's stages KT below:
+ *   Three tiles (ws_hgemm_cfg_of), by the sum's stages KT below and C_out:
  *     large (KT > WS_HGEMM_SMALL_KT): BN = 256, 4 stages of 48 KiB, one block an SM;
  *     small (KT <= WS_HGEMM_SMALL_KT): BN = 128, 3 stages of 32 KiB, 288 threads, two blocks
  *       an SM, so that one block's epilogue runs beside the other's products. H100, bf16, us
@@ -37,16 +38,16 @@
  *       scoreboard). H200, us per call, 128-row / narrow, same call: Jukebox's K3 D27 C64
  *       bf16 NLC 80.8-80.9 / 55.4-57.2, NCL (with the "_prep8" staging) 118.8-120.5 /
  *       94.8-96.0, tf32 NLC 221.8-223.3 / 184.0-184.7.
- *   ctaid.x = ((n0 / NB) * ntt + t0 / TB) * rows + o0 / 128, ntt = ceil(T_out / TB), rows =
- *   ceil(C_out / 128): the row tiles of one position tile are neighbours in launch order, so
+ *   ctaid.x = ((n0 / NB) * ntt + t0 / TB) * rows + o0 / BM, ntt = ceil(T_out / TB), rows =
+ *   ceil(C_out / BM): the row tiles of one position tile are neighbours in launch order, so
  *   they run together and its x comes from memory once (H100, wav2vec2's 512 -> 512 K3 S2
  *   over 8 x 31999, x 262 MB: 865 -> 645 us).
  *   r walks KT = K * ceil(C_in / BK) stages, BK = 64 channels (32 in TF32): tap k, channels
- *   c0 .. c0 + BK - 1. Stage s holds, from the 1024-byte aligned base + s * (16 KiB + BN *
- *   128 bytes) (large: 48 KiB, small: 32 KiB):
- *     A  16 KiB: 128 rows (o) of BK channels (128 bytes), the 128-byte swizzle (16-byte
+ *   c0 .. c0 + BK - 1. Stage s holds, from the 1024-byte aligned base + s * (BM * 128 + BN *
+ *   128 bytes) (large: 48 KiB, small: 32 KiB, narrow: 24 KiB):
+ *     A  BM * 128 bytes: BM rows (o) of BK channels (128 bytes), the 128-byte swizzle (16-byte
  *        chunk c of row r at chunk c ^ (r % 8)): the tensor map p_ta over W as
- *        (C_in, K, C_out), box (BK, 1, 128) at (c0, k, o0);
+ *        (C_in, K, C_out), box (BK, 1, BM) at (c0, k, o0);
  *     B  BN rows (positions, row i = item n0 + i / TB, time t0 + i % TB) of BK channels,
  *        swizzled alike: the map p_tb over X as (C_in, T_in, N), box (BK, TB * S, NB),
  *        element strides (1, S, 1), at (c0, S*t0 + D*k - P_L, n0).
@@ -84,27 +85,30 @@
  *   A tile of BM rows: A's box and stage part are BM rows, ctaid.x's row tiles ceil(C_out /
  *   BM), the epilogue's Ys BM rows (NCL) or BM + 4 floats a position (NLC) and Bs BM floats,
  *   its loops over the consumers' 128 * (consumer warpgroups) threads.
- * EPILOGUE (consumers, named barrier 1 of 256 threads): the accumulators go to shared
- *   memory (the stages' memory: every copy has been consumed) as Ys[128][BN + 4] float32 for
- *   NCL y, Ys[BN][132] (position-major: a warp's stores of one accumulator, 8 rows x 4
- *   positions, hit 32 banks) for NLC y, and the bias as Bs[128] after it; then, c the
- *   thread's index among the 256 consumers:
- *   NLC y in vectors (not the small tile's SILU), where C_out % 4 == 0 and, per call, y and the add (and add_bs) are
- *   aligned to 4 elements: rows 4(c % 32) .. + 3 (their b[o] one 16-byte read of Bs) at
- *   positions c / 32 + 8m; a position's four values are one 16-byte read of Ys, one vector
- *   add read and one vector store (a warp's 32 stores one run of 128 channels), in groups of
- *   4 vectors whose reads come first. H200, bf16, us per call, before / after (2026-11-28,
+ * EPILOGUE (the NC = 128 * consumer warpgroups consumer threads, named barrier 1 of NC; the
+ *   numbers below are the 128-row tiles', NC 256; the narrow tile's follow from BM 64, NC
+ *   128): the accumulators go to shared memory (the stages' memory: every copy has been
+ *   consumed) as Ys[BM][BN + 4] float32 for NCL y, Ys[BN][BM + 4] (position-major: a warp's
+ *   stores of one accumulator, 8 rows x 4 positions, hit 32 banks) for NLC y, and the bias as
+ *   Bs[BM] after it; then, c the thread's index among the consumers:
+ *   NLC y in vectors (not the SILU of the small and narrow tiles), where C_out % 4 == 0 and,
+ *   per call, y and the add (and add_bs) are aligned to 4 elements: rows 4(c % 32) .. + 3
+ *   (LP = BM / 4 threads a position; their b[o] one 16-byte read of Bs) at positions c / 32
+ *   + 8m; a position's four values are one 16-byte read of Ys, one vector add read and one
+ *   vector store (a warp's 32 stores one run of 128 channels), in groups of 4 vectors whose
+ *   reads come first. H200, bf16, us per call, before / after (2026-11-28,
  *   same call): the tiny stem's conv1 (exact GELU, no add) 258 / 187 (ncu: 120 / 85 million
  *   warp instructions), its conv2 (f32 y, the positional add) 241 / 174; wav2vec2's 7 NLC
  *   convs 1243-1258 / 1135-1142; large-v3's two convs 2189-2192 / 1983-2011; DAC 179 / 170.
  *   NCL y in vectors, where T_out % 4 == 0 and y and the add are aligned to 4 elements (not
- *   the small tile's SILU, whose vectors spill): positions 4(c % (BN/4)) .. + 3 (n, t
- *   once; TB >= 8 keeps them in one item) of rows c/(BN/4) + (1024/BN)m, each a 16-byte read
+ *   the SILU of the small and narrow tiles, whose vectors spill on the small one): positions
+ *   4(c % (BN/4)) .. + 3 (n, t once; TB >= 8 keeps them in one item) of rows c/(BN/4) +
+ *   (4 NC / BN)m, each a 16-byte read
  *   of Ys (rows of BN + 4 floats), one vector add read and one vector store; H200, bf16, same
  *   call: the tiny stem's two convs in NCL 528 -> 469-472 us, wav2vec2's 7 NCL convs
  *   1471-1475 -> 1451-1459, its 512->512 K3 S2 backward 1217-1220 -> 1188-1192.
- *   Otherwise (the element form), NCL y: position c % BN and rows c / BN + (256 / BN) m; NLC
- *   y: row c % 128 and positions c / 128 + 2m; each element + b[o], act, + add, stored
+ *   Otherwise (the element form), NCL y: position c % BN and rows c / BN + (NC / BN) m; NLC
+ *   y: row c % BM and positions c / BM + 2m; each element + b[o], act, + add, stored
  *   in y_type (ptx_epi.h), without branches, in groups of 16 whose reads (Ys, Bs, add) are
  *   issued before any of their stores (a store may alias a later add read, so the reads of
  *   an element after a store wait for it: one element at a time, the K1 add of the ResConv1D
@@ -116,7 +120,8 @@
  * Dynamic shared memory WS_HGEMM_SMEM, small WS_HGEMM_SMEM_S (1 KiB of alignment slack, the
  *   stages, 2 * stages mbarriers); .maxnreg 168 (384 threads x 168 registers fit the file
  *   before the producer gives its registers to the consumers), small 112 with .minnctapersm 2
- *   and the largest shared-memory carveout (two blocks need 200 KiB).
+ *   and the largest shared-memory carveout (two blocks need 200 KiB); narrow WS_HGEMM_SMEM_N,
+ *   128 registers, .minnctapersm 3, the same carveout (three blocks need 222 KiB).
  * Parameters: WS_PARAMS_HGEMM (.tmap p_ta, p_tb; .u64 p_b, p_add, p_y; .u32 p_n, p_t_out,
  *   p_ntt, p_lgtb; .u64 p_add_bs); the staging kernel WS_PARAMS_HPREP (.u64 p_x, p_xp;
  *   .u32 p_n, p_t_in), grid (ceil(T_in / 32), ceil(C_in / 64), N), WS_HPREP_THREADS.
