@@ -2464,6 +2464,9 @@ static const gcase gbcases[] = {
      * 192 rows, so the last tile's second consumer is idle) */
     {"gb_ncl_s2_k3_o192_t1001_phased", 3, 64, 192, 1, 3, 2, 1, 1, 1, 1001, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
      WS_BF16, 0, WS_ACT_NONE, 1, 0},
+    /* C_in 32 at S 2: dx's conv has 64 rows (2 phases x 32 channels), the narrow tile */
+    {"gb_ncl_s2_k6_c32_o64_t501_narrow", 3, 32, 64, 1, 6, 2, 1, 2, 2, 501, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
+     WS_BF16, 0, WS_ACT_NONE, 1, 0},
     {"gb_ncl_s4_k8_c48_o256_t777_phased", 2, 48, 256, 1, 8, 4, 1, 2, 2, 777, WS_NCL, WS_NCL, WS_BF16, WS_BF16,
      WS_BF16, 0, WS_ACT_NONE, 1, 0},
     /* C_in 128: every row tile of dx's conv is one phase, which runs only its own taps
@@ -2523,6 +2526,13 @@ Test(gpu_conv_ptx, gemm_bwd_dx_is_the_conv_the_header_describes)
         ws_gbwd_dx_taps(&t, &x, lo, hi);
         ws_hgemm_phased_name(&x.sub, x.phases, lo, hi, name);
         cr_assert(strstr(name, "_ph4") && !strstr(name, "_ph4_t"), "%s", name);
+        t = bdesc_of(&gbcases[N_GBCASES - 6]); /* C_in 32 at S 2: the phased form on the narrow tile */
+        t.math = WS_MATH_BF16;
+        cr_assert(ws_gbwd_dx_of(&t, &x) && x.phases == 2 && x.sub.c_out == 64 && ws_hgemm_fits(&x.sub, 9, 0) &&
+                  ws_hgemm_phased_fits(&x.sub, x.phases));
+        ws_hgemm_cfg q;
+        ws_hgemm_cfg_of(&x.sub, &q);
+        cr_assert(q.bm == 64 && q.nc == 1, "dx's conv on the %d-row tile", q.bm);
     }
     d = bdesc_of(&gbcases[2]); /* act GELU: the conv reads gz, float32 NCL */
     cr_assert(ws_gbwd_dx_of(&d, &x) && x.sub.x_layout == WS_NCL && x.sub.x_type == WS_F32 && x.phases == 2 &&
