@@ -159,6 +159,18 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
     free(c);
 }
 
+/* a Hopper GEMM entry's launch attributes for tile q: its dynamic shared memory, and for the
+ * small and narrow tiles (two and three blocks an SM) the largest carveout. 0, or -1 err */
+static int hg_attrs(ws_cu *cu, wscu_function fn, const ws_hgemm_cfg *q, ws_err *err)
+{
+    CU_TRY(cu, FuncSetAttribute(fn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, q->smem), err);
+    if (q->minb > 1)
+        CU_TRY(cu, FuncSetAttribute(fn, WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100), err);
+    return 0;
+cleanup:
+    return -1;
+}
+
 /* the phased form of dx's conv x->sub for BWD descriptor d (ptx_hgemm.h): its tap ranges
  * into lo, hi (where x->phases <= WS_HGEMM_PHASES_MAX, else none), its entry's name, its
  * module text (malloc'd), or NULL with err */
@@ -228,10 +240,8 @@ static int gbwd_load(ws_gpu_conv *c, ws_err *err)
         ws_hgemm_cfg_of(&c->gx.sub, &q);
         CU_TRY(cu, ModuleGetFunction(&c->dxp->hphfn, c->dxp->hphmod, pname), err);
         c->dxp->ph_s = c->gx.phases;
-        CU_TRY(cu, FuncSetAttribute(c->dxp->hphfn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, q.smem), err);
-        if (q.minb > 1)
-            CU_TRY(cu, FuncSetAttribute(c->dxp->hphfn, WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100),
-                   err);
+        if (hg_attrs(cu, c->dxp->hphfn, &q, err))
+            return -1;
     }
     if (cu->TensorMapEncodeTiled && ws_hgemm_wgrad_fits(d, g->emit_major, g->emit_minor)) {
         char wname[WS_HGEMM_NAME_MAX];
@@ -291,18 +301,6 @@ static int prep_buffers(ws_gpu_conv *c, ws_err *err)
         CU_TRY(cu, MemAlloc(&c->wcall, nw * sizeof(float)), err);
     if (c->packfn && !c->whcall)
         CU_TRY(cu, MemAlloc(&c->whcall, ws_gemm_packed_bytes(d)), err);
-    return 0;
-cleanup:
-    return -1;
-}
-
-/* a Hopper GEMM entry's launch attributes for tile q: its dynamic shared memory, and for the
- * small tile (two blocks an SM) the largest carveout. 0, or -1 err */
-static int hg_attrs(ws_cu *cu, wscu_function fn, const ws_hgemm_cfg *q, ws_err *err)
-{
-    CU_TRY(cu, FuncSetAttribute(fn, WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, q->smem), err);
-    if (q->minb > 1)
-        CU_TRY(cu, FuncSetAttribute(fn, WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100), err);
     return 0;
 cleanup:
     return -1;
