@@ -8,7 +8,7 @@
  * FLOPs: 2 * (3000 * d * 3*n_mels + 1500 * d * 3*d) per window (tiny 1.88 G).
  *
  *   bench-gpu_stem [--iters N] [--only SHAPE] [--prec P] [--win N] [--fixed]
- *   (SHAPE: tiny | large-v3; P: fp32 | tf32 | bf16 | fp16; N: windows a launch;
+ *   (SHAPE: tiny | large-v3; P: fp32 | tf32 | bf16 | fp16; N: windows a launch, any N >= 1, default 1, 16 and 64;
  *   --fixed: every float32 sum whole, as the batches run it (ws_gpu_set_fixed), not in
  *   parts where the engine would cut it)
  * Prints one table row per case (median us per launch and per window, the
@@ -87,10 +87,11 @@ int main(int argc, char **argv)
             ws_gpu_set_fixed(g, fixed);
             if (!printed_dev++)
                 printf("# device: %s\n", ws_gpu_device_name(g));
-            for (int w = 0; w < 3 && sh->windows[w]; w++) {
-                int nw = sh->windows[w];
-                if (only_win && nw != only_win)
-                    continue;
+            /* --win N: that count alone (any N >= 1), else the shape's three */
+            const int one[3] = { only_win, 0, 0 };
+            const int *wins = only_win > 0 ? one : sh->windows;
+            for (int w = 0; w < 3 && wins[w]; w++) {
+                int nw = wins[w];
                 double med = 0, mn = 0, st[3] = { 0, 0, 0 };
                 if (ws_gpu_bench(g, nw, T, 1, 4, 5, 2 * iters, &med, &mn, st, &e)) {
                     fprintf(stderr, "bench %s %s %d: %s\n", sh->name,
