@@ -66,7 +66,8 @@
  * bench/conv_gpu_torch.py's). --list prints the rows' shapes, bytes and floors without a
  * GPU; --quick shrinks the shapes (N <= 2, T / 16 where T >= 512) for a smoke run; --n N runs
  * every selected row at batch N (the Whisper stem's rows at one window: --only stem_ --n 1);
- * --parts Z sums every float32 call's GEMM in Z parts (ws_gpu_conv_parts; 1: whole).
+ * --parts Z sums every float32 call's GEMM in Z parts (ws_gpu_conv_parts; 1: whole, also
+ * the last tiles that a call past a whole wave of blocks would sum in parts, gemm_tail).
  * Without a GPU it prints one line and exits 77 (skipped); 1 if a check fails or a call
  * errs, else 0.
  */

@@ -51,6 +51,7 @@
 
 #include "common.h"
 #include "cuda/gpu_conv_internal.h"
+#include "cuda/gpu_runtime.h"
 #include "cuda/ptx/ptx_direct.h"
 #include "cuda/ptx/ptx_dw.h"
 #include "cuda/ptx/ptx_gemm.h"
@@ -577,6 +578,8 @@ static void *as_ptr(uint64_t p) { return (void *)(uintptr_t)p; }
  * 2 the gemm kernel, and give the direct kernels' values within float32 rounding (1e-5 of
  * the largest |value|, f16 / bf16 plus 1 ulp); 0 neither; -1 any */
 static int gemm_split_cases; /* gemm rows whose FFMA sum run_case saw cut into parts */
+static int gemm_tail_cases;  /* of those, rows whose last tiles alone were (gemm_tail) */
+static int run_tail_parts;   /* ws_gpu_conv_tail_parts for run_case's plans: 0 automatic */
 
 static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
 {
@@ -618,6 +621,7 @@ static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
     }
     ws_gpu_conv *gc = ws_gpu_conv_new(g, &d, w, b, &e);
     cr_assert_not_null(gc, "%s: %s", c->name, e.msg);
+    ws_gpu_conv_tail_parts(gc, run_tail_parts);
     ws_conv_args ag = {.n = c->n, .t_in = c->t_in, .x = as_ptr(dx), .add = dadd ? as_ptr(dadd) : NULL,
                        .add_batch_stride = abs, .y = as_ptr(dy)};
     void *outs[2] = {ygpu, ygpu2};
@@ -652,6 +656,7 @@ static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
         ws_gpu_conv_force_direct(gc, 0);
         if (ws_gpu_conv_split_calls(gc) > 0) { /* the FFMA sum in parts: the one-part sum agrees */
             gemm_split_cases++;
+            gemm_tail_cases += ws_gpu_conv_tail_calls(gc) > 0;
             ws_gpu_conv_no_split(gc, 1);
             const unsigned long before = ws_gpu_conv_split_calls(gc);
             cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
@@ -1567,29 +1572,47 @@ static void gemm_model_case(const gcase *c)
         cr_assert_eq(written[i], 1, "%s: y[%zu] written %d times", c->name, i, written[i]);
     /* the _fin entry (one part): block f = tile*G + g, thread tid, its group's first (o, p) as
      * the PTX works them out, then 4 channels (NLC) or 4 positions (NCL): each output once,
-     * the value the whole sum's epilogue wrote */
-    for (long long f = 0; f < gx0 * gy0 * G; f++)
-        for (int tid = 0; tid < WS_GEMM_THREADS; tid++) {
-            const long long tile = f / G, g = f % G, fy = tile / gx0, fx = tile % gx0;
-            const int ty = sw ? tid & 15 : tid >> 4, tx = sw ? tid >> 4 : tid & 15;
-            long long o = fy * GM_BM + 4 * ty + 64 * (g >> 3), q = fx * GM_BN + 4 * tx;
-            if (sw)
-                q += 16 * (g & 4) + (g & 3);
-            else
-                o += (g >> 1) & 3, q += 64 * (g & 1);
-            for (int e = 0; e < 4; e++) {
-                const long long oc = o + (sw ? e : 0), pc = q + (sw ? 0 : e);
-                if (oc >= C_out || pc >= P)
-                    continue;
-                const long long n = pc / t_out, t = pc - n * t_out;
-                const long long yi = c->yl == WS_NCL ? (n * C_out + oc) * t_out + t : (n * t_out + t) * C_out + oc;
-                const float v = parts[(f * WS_GEMM_THREADS + tid) * 4 + e] + (b ? b[oc] : 0.0f);
-                cr_assert_eq(v, y[yi], "%s: _fin's y[%lld] %.9g, the epilogue's %.9g", c->name, yi, v, y[yi]);
-                fin_written[yi]++;
+     * the value the whole sum's epilogue wrote. The launch's tiles along p from xoff on (the
+     * tail of a call, gemm_tail: xoff > 0), the whole kernel's before them: between them each
+     * output once */
+    const long long xoffs[3] = { 0, gx0 / 2, gx0 - 1 };
+    for (int xi = 0; xi < 3; xi++) {
+        const long long xoff = xoffs[xi], tx0 = gx0 - xoff;
+        if (xi && (xoff == 0 || xoff == xoffs[xi - 1]))
+            continue;
+        memset(fin_written, 0, ny * sizeof *fin_written);
+        for (long long by = 0; by < gy0; by++) /* the whole kernel's tiles, bx < xoff */
+            for (long long o = by * GM_BM; o < (by + 1) * GM_BM && o < C_out; o++)
+                for (long long pc = 0; pc < xoff * GM_BN && pc < P; pc++) {
+                    const long long n = pc / t_out, t = pc - n * t_out;
+                    fin_written[c->yl == WS_NCL ? (n * C_out + o) * t_out + t : (n * t_out + t) * C_out + o]++;
+                }
+        for (long long f = 0; f < tx0 * gy0 * G; f++)
+            for (int tid = 0; tid < WS_GEMM_THREADS; tid++) {
+                const long long tile = f / G, g = f % G, fy = tile / tx0, fx = tile % tx0 + xoff;
+                /* the _split launch's block (fx - xoff, fy) stored this group at f: its tile's sums */
+                const long long fw = (fy * gx0 + fx) * G + g;
+                const int ty = sw ? tid & 15 : tid >> 4, tx = sw ? tid >> 4 : tid & 15;
+                long long o = fy * GM_BM + 4 * ty + 64 * (g >> 3), q = fx * GM_BN + 4 * tx;
+                if (sw)
+                    q += 16 * (g & 4) + (g & 3);
+                else
+                    o += (g >> 1) & 3, q += 64 * (g & 1);
+                for (int e = 0; e < 4; e++) {
+                    const long long oc = o + (sw ? e : 0), pc = q + (sw ? 0 : e);
+                    if (oc >= C_out || pc >= P)
+                        continue;
+                    const long long n = pc / t_out, t = pc - n * t_out;
+                    const long long yi = c->yl == WS_NCL ? (n * C_out + oc) * t_out + t : (n * t_out + t) * C_out + oc;
+                    const float v = parts[(fw * WS_GEMM_THREADS + tid) * 4 + e] + (b ? b[oc] : 0.0f);
+                    cr_assert_eq(v, y[yi], "%s: _fin's y[%lld] %.9g, the epilogue's %.9g", c->name, yi, v, y[yi]);
+                    fin_written[yi]++;
+                }
             }
-        }
-    for (size_t i = 0; i < ny; i++)
-        cr_assert_eq(fin_written[i], 1, "%s: _fin writes y[%zu] %d times", c->name, i, fin_written[i]);
+        for (size_t i = 0; i < ny; i++)
+            cr_assert_eq(fin_written[i], 1, "%s: _fin from tile %lld writes y[%zu] %d times", c->name, xoff, i,
+                         fin_written[i]);
+    }
     /* the sums: the CPU engine with act NONE and no add (the model's epilogue stops at + b) */
     ws_conv_desc dc = d;
     dc.x_type = dc.w_type = dc.y_type = WS_F32;
@@ -1625,6 +1648,46 @@ Test(gpu_conv, gemm_matches_the_cpu_engine_and_the_direct_kernel, .timeout = 300
         run_case(g, &gcases_gemm[i], 2);
     /* small calls leave multiprocessors idle: the FFMA kernel's sum in parts (_split, _fin) */
     cr_assert_geq(gemm_split_cases, 5, "only %d gemm rows summed in parts", gemm_split_cases);
+    ws_gpu_close(g);
+}
+
+/* The FFMA GEMM's last tiles in parts (gemm_tail in gpu_conv.c): calls of more blocks than
+ * the device's slots (two a multiprocessor) whose last wave is short run their last tiles
+ * along positions through the _split and _fin entries (a launch from tile p_xoff on), the
+ * others through the kernel. Three rows sized from the device's multiprocessors, each with
+ * a short last wave, the tail forced into 3 parts: NCL with 96 channels (one row of 128-row
+ * tiles), NLC at stride 2 with 200 (two rows of tiles, an add per item), and the 64-row tile
+ * (C_out 48, K 5) into NLC; run_case holds each to the CPU engine, the direct kernel, the
+ * whole sum (ws_gpu_conv_no_split) and its own bits run again. A fourth row, the first
+ * at the automatic choice, runs the same checks whichever way gemm_tail takes it. */
+Test(gpu_conv, gemm_tail_in_parts_matches_the_whole_sum_and_the_cpu_engine, .timeout = 300)
+{
+    ws_gpu *g = gpu_or_skip();
+    const int slots = 2 * (g->sms > 0 ? g->sms : 1), extra = slots / 8 + 1;
+    gcase rows[4] = {
+        {"tail_ncl_c80_o96_k3_gelu", 2, 80, 96, 1, 3, 1, 1, 1, 1, 0, WS_NCL, WS_NCL, WS_F32, WS_F32, WS_F32, WS_ACT_NONE, WS_ACT_GELU, 1, ADD_NONE},
+        {"tail_nlc_c96_o200_k3_s2_silu", 3, 96, 200, 1, 3, 2, 1, 1, 1, 0, WS_NLC, WS_NLC, WS_F32, WS_F32, WS_F32, WS_ACT_NONE, WS_ACT_SILU, 1, ADD_PER_ITEM},
+        {"tail_ncl_nlc_c64_o48_k5_relu", 1, 64, 48, 1, 5, 1, 1, 2, 2, 0, WS_NCL, WS_NLC, WS_F32, WS_F32, WS_F32, WS_ACT_NONE, WS_ACT_RELU, 0, ADD_BROADCAST},
+        {"tail_ncl_c80_o96_k3_gelu_auto", 2, 80, 96, 1, 3, 1, 1, 1, 1, 0, WS_NCL, WS_NCL, WS_F32, WS_F32, WS_F32, WS_ACT_NONE, WS_ACT_GELU, 1, ADD_NONE},
+    };
+    /* positions P = N*T_out for the blocks wanted: gx = ceil(P / BN) tiles along p */
+    rows[0].t_in = rows[3].t_in = (WS_GEMM_BN * (slots + extra) - 10) / 2; /* gx = slots + extra */
+    rows[1].t_in = 2 * ((WS_GEMM_BN * (slots / 2 + (extra + 1) / 2) - 50) / 3); /* 2 (slots/2 + ..) */
+    rows[2].t_in = WS_GEMM_BN * (slots + extra) - 3;
+    gemm_split_cases = gemm_tail_cases = 0;
+    run_tail_parts = 3;
+    for (int i = 0; i < 3; i++) {
+        const ws_conv_desc d = desc_of(&rows[i]);
+        const int t_out = ws_conv_out_len(&d, rows[i].t_in);
+        const long long gx = ((long long)rows[i].n * t_out + WS_GEMM_BN - 1) / WS_GEMM_BN;
+        const long long blocks = gx * ((rows[i].c_out + ws_gemm_bm(&d) - 1) / ws_gemm_bm(&d));
+        cr_assert(blocks > slots && blocks % slots != 0 && blocks % slots <= slots / 4, "%s: %lld blocks, %d slots",
+                  rows[i].name, blocks, slots);
+        run_case(g, &rows[i], 2);
+    }
+    cr_assert_eq(gemm_tail_cases, 3, "%d of 3 rows ran their last tiles in parts", gemm_tail_cases);
+    run_tail_parts = 0;
+    run_case(g, &rows[3], 2);
     ws_gpu_close(g);
 }
 

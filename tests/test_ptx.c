@@ -386,7 +386,7 @@ static void entry_name(const param_case *c, char *name)
         else
             ws_dw_name_w(c->d, c->d->w_type, name);
     } else if (c->family == 2) {
-        ws_gemm_name(c->d, name);
+        ws_gemm_entry(c->d, c->entry, name); /* 0 the kernel, 1 _split, 2 _fin */
     } else if (c->family == 6) {
         static const char *const hsuf[] = { "", "_prep", "_prep8", "_mn" };
         ws_hgemm_name(c->d, name);
@@ -513,6 +513,8 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         {"depthwise fwd nlc", &dw_nlc, 1, 0, WS_PARAMS_FWD},
         {"depthwise fwd ncl", &dw_ncl, 1, 0, WS_PARAMS_FWD},
         {"gemm fwd", &dense, 2, 0, WS_PARAMS_FWD},
+        {"gemm fwd, the sum in parts", &dense, 2, 1, WS_PARAMS_FWD_PARTS},
+        {"gemm fwd, the parts' finish", &dense, 2, 2, WS_PARAMS_FWD_PARTS},
         {"gemm fwd bf16 math", &dense_mma, 2, 0, WS_PARAMS_FWD},
         {"direct bwd gz", &dense_bwd, 0, WS_DIRECT_GZ, WS_PARAMS_BWD_GZ},
         {"direct bwd dx", &dense_bwd, 0, WS_DIRECT_DX, WS_PARAMS_BWD_DX},

@@ -65,6 +65,8 @@ struct ws_gpu_conv {
     int no_split;          /* ws_gpu_conv_no_split */
     int parts;             /* ws_gpu_conv_parts: 0 automatic */
     unsigned long split_calls; /* calls that took them (ws_gpu_conv_split_calls) */
+    int tail_parts;        /* ws_gpu_conv_tail_parts: 0 automatic */
+    unsigned long tail_calls; /* calls whose last tiles took them (ws_gpu_conv_tail_calls) */
     wscu_devptr wh;        /* the gemm kernel's packed weights (ws_gemm_pack_weights: the mma
                               kernel's, the FFMA kernel's where ws_gemm_ffma_wpack), or 0 */
     /* the Hopper GEMM (ptx_hgemm.h), where ws_hgemm_fits and the driver encodes tensor
@@ -500,6 +502,7 @@ typedef struct {
     uint64_t x, w, b, add, y;
     uint32_t n, t_in, t_out;
     uint64_t add_bs;
+    uint32_t xoff; /* WS_PARAMS_FWD_PARTS only */
     ws_kargs args;
 } fwd_call;
 
@@ -554,20 +557,31 @@ static wscu_devptr call_bias(const ws_gpu_conv *c, const ws_conv_args *a)
 }
 
 /* f for call a with weights w (call_weights), checked against the table */
-static int fwd_bind(fwd_call *f, const ws_gpu_conv *c, const ws_conv_args *a, int t_out,
-                    wscu_devptr w, ws_err *err)
+/* the arguments of table WS_PARAMS_FWD, or of WS_PARAMS_FWD_PARTS (the FFMA GEMM's _split and
+ * _fin entries: then also xoff, the launch's first tile along positions) */
+static int fwd_bind_table(fwd_call *f, const ws_gpu_conv *c, const ws_conv_args *a, int t_out,
+                          wscu_devptr w, ws_params_id table, unsigned xoff, ws_err *err)
 {
     f->x = (uint64_t)(uintptr_t)a->x, f->w = w, f->b = call_bias(c, a);
     f->add = (uint64_t)(uintptr_t)a->add, f->y = (uint64_t)(uintptr_t)a->y;
     f->n = (uint32_t)a->n, f->t_in = (uint32_t)a->t_in, f->t_out = (uint32_t)t_out;
     f->add_bs = a->add ? (uint64_t)a->add_batch_stride : 0;
+    f->xoff = xoff;
     ws_kargs *k = &f->args;
-    ws_kargs_init(k, WS_PARAMS_FWD);
+    ws_kargs_init(k, table);
     WS_KARG(k, WS_FWD_X, f->x), WS_KARG(k, WS_FWD_W, f->w), WS_KARG(k, WS_FWD_B, f->b);
     WS_KARG(k, WS_FWD_ADD, f->add), WS_KARG(k, WS_FWD_Y, f->y), WS_KARG(k, WS_FWD_N, f->n);
     WS_KARG(k, WS_FWD_T_IN, f->t_in), WS_KARG(k, WS_FWD_T_OUT, f->t_out);
     WS_KARG(k, WS_FWD_ADD_BS, f->add_bs);
+    if (table == WS_PARAMS_FWD_PARTS)
+        WS_KARG(k, WS_FWDP_XOFF, f->xoff);
     return ws_kargs_check(k, "ws_gpu_conv_run", err);
+}
+
+static int fwd_bind(fwd_call *f, const ws_gpu_conv *c, const ws_conv_args *a, int t_out,
+                    wscu_devptr w, ws_err *err)
+{
+    return fwd_bind_table(f, c, a, t_out, w, WS_PARAMS_FWD, 0, err);
 }
 
 static int check_call(const ws_gpu_conv *c, const ws_conv_args *a, const char *fn, int *t_out,
@@ -790,6 +804,97 @@ static unsigned gemm_parts(const ws_gpu_conv *c, unsigned long long blocks)
     return (unsigned)z;
 }
 
+/* the tiles of parts a plan keeps scratch for from its first call on, so that no later call
+ * allocates (docs/conv-engine.md, the caller's stream): 4 a multiprocessor (a tail's parts,
+ * gemm_tail; a small call's, gemm_parts, take at most 2), within 256 MiB */
+static unsigned long long parts_reserve(const ws_gpu_conv *c)
+{
+    const unsigned long long tile = (unsigned long long)ws_gemm_bm(&c->d) * WS_GEMM_BN * sizeof(float);
+    unsigned long long n = 4ULL * (unsigned long long)(c->g->sms > 0 ? c->g->sms : 1);
+    if (n * tile > (256ULL << 20))
+        n = (256ULL << 20) / tile;
+    return n;
+}
+
+/* the last tiles of a call of at least one whole wave of blocks (two a multiprocessor): where
+ * the blocks past the last whole wave leave most slots idle, the tiles from *xoff on along
+ * positions (every tile along channels) are summed in z parts (the _split and _fin entries),
+ * the others whole by the kernel. Returns z, 1 for none. A multiprocessor runs its blocks
+ * at about the same rate one or two at a time (an FFMA block alone takes half a pair's time:
+ * H200, the tiny stem's conv2 at 61 windows, 33 blocks past 8 waves, takes 103 us more than
+ * at 60, a wave 215 us), so the model counts the stages of r the busiest multiprocessor
+ * runs: the tail of TB blocks whole ceil(TB / SMs) * KT; in z parts ceil(TB z / SMs) *
+ * (KT / z + WS_GEMM_PART_COST) + WS_GEMM_FIN_COST + TB z / 64 (the finish, which reads the
+ * parts). z: the cheapest, each part at least WS_GEMM_PART_STAGES stages, the parts within
+ * parts_reserve. H200, float32, against the whole sum, us: DAC's downsampler 3732 -> 3133
+ * NCL, 2966 -> 2534 NLC; the tiny stem's conv2 at 64 windows 1934 -> 1888 */
+#define WS_GEMM_PART_COST 2
+#define WS_GEMM_FIN_COST 4
+static unsigned gemm_tail(const ws_gpu_conv *c, unsigned gx, unsigned gy, unsigned *xoff)
+{
+    const ws_conv_desc *d = &c->d;
+    if (!c->gsplitfn || c->no_split || c->parts > 0 || c->tail_parts == 1 || gx < 2 || gy < 1)
+        return 1;
+    const unsigned long long sms = (unsigned long long)(c->g->sms > 0 ? c->g->sms : 1), slots = 2 * sms;
+    const unsigned long long blocks = (unsigned long long)gx * gy, rem = blocks % slots;
+    if (blocks < slots || rem == 0)
+        return 1;
+    const unsigned long long tx = (rem + gy - 1) / gy, tb = tx * gy;
+    if (tx >= gx)
+        return 1;
+    const unsigned long long kt = ((unsigned long long)d->c_in * d->k + WS_GEMM_BK - 1) / WS_GEMM_BK;
+    unsigned long long zmax = kt / WS_GEMM_PART_STAGES;
+    if (zmax > 64)
+        zmax = 64;
+    if (zmax > parts_reserve(c) / tb) /* the parts within the plan's reserve */
+        zmax = parts_reserve(c) / tb;
+    double best = (double)((tb + sms - 1) / sms * kt);
+    unsigned z = 1;
+    for (unsigned long long q = 2; q <= zmax; q++) {
+        const double cost = (double)((tb * q + sms - 1) / sms) * ((double)kt / (double)q + WS_GEMM_PART_COST) +
+                            WS_GEMM_FIN_COST + (double)(tb * q) / 64.0;
+        if (cost < best)
+            best = cost, z = (unsigned)q;
+    }
+    if (c->tail_parts > 1)
+        z = (unsigned long long)c->tail_parts <= zmax ? (unsigned)c->tail_parts : (unsigned)zmax;
+    if (z < 2)
+        return 1;
+    *xoff = (unsigned)(gx - tx);
+    return z;
+}
+
+/* the FFMA GEMM's sum in z parts of the tiles from xoff on along positions (every tile along
+ * channels): the _split entry into the plan's scratch, then the ordered finish */
+static int launch_parts(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_devptr pw, unsigned gx,
+                        unsigned gy, unsigned xoff, unsigned z, wscu_stream st, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    ws_cu *cu = &c->g->cu;
+    const unsigned tx = gx - xoff;
+    const unsigned long long tile = (unsigned long long)tx * gy * ws_gemm_bm(d) * WS_GEMM_BN;
+    const unsigned long long fb = (unsigned long long)tx * gy * ws_gemm_split_groups(d);
+    const unsigned long long res = parts_reserve(c) * ws_gemm_bm(d) * WS_GEMM_BN;
+    if (scratch(c, &c->part, &c->part_bytes, (size_t)((tile * z > res ? tile * z : res) * sizeof(float)), st, err))
+        return -1;
+    /* the _split entry writes the parts where y was, the _fin entry reads them as x, their
+     * number as t_in (ws_gemm_entry) */
+    ws_conv_args as = *a, af = *a;
+    as.y = (void *)(uintptr_t)c->part;
+    af.x = (const void *)(uintptr_t)c->part, af.t_in = (int)z;
+    fwd_call fs, ff;
+    if (fwd_bind_table(&fs, c, &as, t_out, pw, WS_PARAMS_FWD_PARTS, xoff, err) ||
+        fwd_bind_table(&ff, c, &af, t_out, pw, WS_PARAMS_FWD_PARTS, xoff, err))
+        return -1;
+    CU_TRY(cu, LaunchKernel(c->gsplitfn, tx, gy, z, WS_GEMM_THREADS, 1, 1, 0, st, fs.args.v, NULL), err);
+    CU_TRY(cu, LaunchKernel(c->gfinfn, (unsigned)fb, 1, 1, WS_GEMM_FIN_THREADS, 1, 1, 0, st, ff.args.v,
+                            NULL), err);
+    c->split_calls++;
+    return 0;
+cleanup:
+    return -1;
+}
+
 /* the gemm kernel for a call gemm_call_fits admits, enqueued: 0, or -1 err */
 static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st,
                        ws_err *err)
@@ -807,27 +912,21 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_st
         fwd_bind(&f, c, a, t_out, pw, err))
         return -1;
     const unsigned z = gemm_parts(c, (unsigned long long)gx * gy);
-    if (z > 1) { /* the sum in z parts into the plan's scratch, then the ordered finish */
-        const unsigned long long tile = (unsigned long long)gx * gy * bm * WS_GEMM_BN;
-        const unsigned long long fb = (unsigned long long)gx * gy * ws_gemm_split_groups(d);
-        if (scratch(c, &c->part, &c->part_bytes, (size_t)(tile * z * sizeof(float)), st, err))
-            return -1;
-        /* the _split entry writes the parts where y was, the _fin entry reads them as x, their
-         * number as t_in (ws_gemm_entry) */
-        ws_conv_args as = *a, af = *a;
-        as.y = (void *)(uintptr_t)c->part;
-        af.x = (const void *)(uintptr_t)c->part, af.t_in = (int)z;
-        fwd_call fs, ff;
-        if (fwd_bind(&fs, c, &as, t_out, pw, err) || fwd_bind(&ff, c, &af, t_out, pw, err))
-            return -1;
-        CU_TRY(cu, LaunchKernel(c->gsplitfn, gx, gy, z, WS_GEMM_THREADS, 1, 1, 0, st, fs.args.v, NULL), err);
-        CU_TRY(cu, LaunchKernel(c->gfinfn, (unsigned)fb, 1, 1, WS_GEMM_FIN_THREADS, 1, 1, 0, st, ff.args.v,
-                                NULL), err);
-        c->split_calls++;
-        return 0;
-    }
-    CU_TRY(cu, LaunchKernel(c->gemmfn, gx, gy, 1, WS_GEMM_THREADS, 1, 1, 0, st, f.args.v,
+    if (z > 1) /* the whole sum in z parts */
+        return launch_parts(c, a, t_out, pw, gx, gy, 0, z, st, err);
+    unsigned xoff = 0;
+    const unsigned zt = gemm_tail(c, gx, gy, &xoff);
+    if (zt < 2 && c->gsplitfn && !c->no_split && /* the reserve, as a call in parts would take */
+        scratch(c, &c->part, &c->part_bytes,
+                (size_t)(parts_reserve(c) * ws_gemm_bm(d) * WS_GEMM_BN * sizeof(float)), st, err))
+        return -1;
+    CU_TRY(cu, LaunchKernel(c->gemmfn, zt > 1 ? xoff : gx, gy, 1, WS_GEMM_THREADS, 1, 1, 0, st, f.args.v,
                             NULL), err);
+    if (zt > 1) { /* the last tiles in parts */
+        if (launch_parts(c, a, t_out, pw, gx, gy, xoff, zt, st, err))
+            return -1;
+        c->tail_calls++;
+    }
     return 0;
 cleanup:
     return -1;
@@ -1055,6 +1154,17 @@ void ws_gpu_conv_parts(ws_gpu_conv *c, int z)
 unsigned long ws_gpu_conv_split_calls(const ws_gpu_conv *c)
 {
     return c ? c->split_calls : 0;
+}
+
+void ws_gpu_conv_tail_parts(ws_gpu_conv *c, int z)
+{
+    if (c)
+        c->tail_parts = z < 0 ? 0 : z;
+}
+
+unsigned long ws_gpu_conv_tail_calls(const ws_gpu_conv *c)
+{
+    return c ? c->tail_calls : 0;
 }
 
 void ws_gpu_conv_no_hgemm(ws_gpu_conv *c, int on)
@@ -1863,6 +1973,6 @@ ws_gpu_conv *ws_gpu_conv_clone(const ws_gpu_conv *src, ws_err *err)
     c->wxx = c->dxs = c->gst = c->xst = c->wt = 0;
     c->wxx_bytes = c->dxs_bytes = c->gst_bytes = c->xst_bytes = c->wt_bytes = 0;
     c->wxx_own = 0;
-    c->split_calls = c->hg_calls = c->mn_calls = c->p8_calls = c->gb_calls = 0;
+    c->split_calls = c->tail_calls = c->hg_calls = c->mn_calls = c->p8_calls = c->gb_calls = 0;
     return c;
 }

@@ -32,6 +32,12 @@ unsigned long ws_gpu_conv_split_calls(const ws_gpu_conv *c);
  * (z 1: whole; at most one part a stage of r, within the parts' 256 MiB of scratch); 0 (the
  * default): gemm_parts' choice */
 void ws_gpu_conv_parts(ws_gpu_conv *c, int z);
+/* the FFMA GEMM's last tiles, past the call's last whole wave of blocks, summed in z parts
+ * (gemm_tail in gpu_conv.c): 0 (the default) gemm_tail's choice, 1 never, z > 1 that many
+ * (within its bounds) wherever gemm_tail would cut a tail; ws_gpu_conv_no_split turns it off
+ * too. The calls that took it (also counted by ws_gpu_conv_split_calls). */
+void ws_gpu_conv_tail_parts(ws_gpu_conv *c, int z);
+unsigned long ws_gpu_conv_tail_calls(const ws_gpu_conv *c);
 
 /* A plan of the same descriptor, kernels and weights as src, with scratch of its own (so
  * that the two can run on two streams at once), made without emitting, loading or uploading

@@ -233,6 +233,7 @@ int cuMemAlloc_v2(uint64_t *p, size_t bytes)
         return OUT_OF_MEMORY;
     *p = (uint64_t)(uintptr_t)m;
     ADD(dev_allocs, 1);
+    ADD(alloc_calls, 1);
     return OK;
 }
 

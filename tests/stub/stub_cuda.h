@@ -15,6 +15,7 @@ typedef struct {
     int host_allocs;       /* cuMemAllocHost blocks alive now */
     int launches;          /* cuLaunchKernel calls */
     int no_context;        /* calls that create an object with no context current */
+    int alloc_calls;       /* cuMemAlloc calls that succeeded, ever */
 } stub_cuda_counts;
 
 #endif

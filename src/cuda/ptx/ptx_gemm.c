@@ -780,7 +780,8 @@ static void emit_b_position(gk *s, preg px, preg tid, preg p0)
 }
 
 /* both kernels' start: the parameters (x, w global; T_in, T_out, N*T_out into s) and the
- * block's origin o0 = ctaid.y*BM, p0 = ctaid.x*BN; `what` ends the block section's title */
+ * block's origin o0 = ctaid.y*BM, p0 = ctaid.x*BN (the _split entry: (ctaid.x + p_xoff)*BN);
+ * `what` ends the block section's title */
 static void emit_prologue(gk *s, const char *what, preg *px_, preg *pw_, preg *tid_, preg *o0_,
                           preg *p0_)
 {
@@ -810,6 +811,11 @@ static void emit_prologue(gk *s, const char *what, preg *px_, preg *pw_, preg *t
     preg tid = ws_ptx_reg(b, PTX_B32), o0 = ws_ptx_reg(b, PTX_B32), p0 = ws_ptx_reg(b, PTX_B32);
     I("mov.u32 %s, %%tid.x", tid.n);
     I("mov.u32 %s, %%ctaid.x", p0.n);
+    if (s->split) { /* a launch of the tiles from p_xoff on along positions */
+        preg xoff = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_ld_param(b, xoff, ws_params_of(WS_PARAMS_FWD_PARTS), WS_FWDP_XOFF);
+        I("add.u32 %s, %s, %s", p0.n, p0.n, xoff.n);
+    }
     I("mul.lo.u32 %s, %s, %d", p0.n, p0.n, BN);
     I("mov.u32 %s, %%ctaid.y", o0.n);
     I("mul.lo.u32 %s, %s, %d", o0.n, o0.n, BM);
@@ -1683,13 +1689,15 @@ static void emit_wgmma_body(gk *s)
  * (emit_split_store: blocks of WS_GEMM_THREADS threads, G = ws_gemm_split_groups blocks a
  * tile, fin block f = tile*G + g, thread tid), its 4 elements of y
  * y = act(b[o] + sum_{z < Z} part[z]) + add, the parts added in order z = 0, 1, .. (the same
- * bits every run); the conv forward table with p_x the parts and p_t_in their number Z.
+ * bits every run); the conv forward table with p_x the parts and p_t_in their number Z, and
+ * p_xoff the first tile along p of the _split launch (its tiles: p_xoff .. gx - 1 along p,
+ * every tile along o; tile = by*(gx - p_xoff) + bx - p_xoff).
  * The thread's (o, p) are the GEMM thread's: o0 + 64(i/4) + 4ty + i%4, p0 + 64(j/4) + 4tx +
  * j%4 ((tx, ty) swapped for NLC y); each element is stored where o < C_out and p < P. Index
  * arithmetic is 32-bit (gemm_parts keeps the parts within 2^28 floats). */
 static void emit_fin(ptx_buf *b, const ws_conv_desc *d)
 {
-    const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
+    const ws_params *pt = ws_params_of(WS_PARAMS_FWD_PARTS);
     const int ys = d->y_type == WS_F32 ? 4 : 2;
     const int BM = ws_gemm_bm(d), G = ws_gemm_split_groups(d), nlc = d->y_layout == WS_NLC;
     ws_ptx_comment(b, "y = act(b[o] + sum_z part[z]) + add, 4 elements a thread; y %s %s, act %s; tile %dx%d, %d groups",
@@ -1714,9 +1722,13 @@ static void emit_fin(ptx_buf *b, const ws_conv_desc *d)
     preg np = ws_ptx_reg(b, PTX_B32), gx = ws_ptx_reg(b, PTX_B32), nblk = ws_ptx_reg(b, PTX_B32);
     preg f = ws_ptx_reg(b, PTX_B32), tid = ws_ptx_reg(b, PTX_B32), tile = ws_ptx_reg(b, PTX_B32);
     preg g = ws_ptx_reg(b, PTX_B32), bx = ws_ptx_reg(b, PTX_B32), by = ws_ptx_reg(b, PTX_B32);
+    preg xoff = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_ld_param(b, xoff, pt, WS_FWDP_XOFF);
     I("mul.lo.u32 %s, %s, %s", np.n, n32.n, to.n);
     I("add.u32 %s, %s, %d", gx.n, np.n, WS_GEMM_BN - 1);
     I("div.u32 %s, %s, %d", gx.n, gx.n, WS_GEMM_BN);
+    ws_ptx_comment(b, "the launch's tiles along p: from p_xoff to gx, gx - p_xoff of them");
+    I("sub.u32 %s, %s, %s", gx.n, gx.n, xoff.n);
     I("mul.lo.u32 %s, %s, %d", nblk.n, gx.n, (d->c_out + BM - 1) / BM);
     I("mov.u32 %s, %%ctaid.x", f.n);
     I("mov.u32 %s, %%tid.x", tid.n);
@@ -1726,6 +1738,7 @@ static void emit_fin(ptx_buf *b, const ws_conv_desc *d)
     I("div.u32 %s, %s, %s", by.n, tile.n, gx.n);
     I("mul.lo.u32 %s, %s, %s", bx.n, by.n, gx.n);
     I("sub.u32 %s, %s, %s", bx.n, tile.n, bx.n);
+    I("add.u32 %s, %s, %s", bx.n, bx.n, xoff.n);
     ws_ptx_comment(b, "the parts, in order, four 16-byte loads in flight");
     preg a = ws_ptx_reg(b, PTX_B64), step = ws_ptx_reg(b, PTX_B64), t32 = ws_ptx_reg(b, PTX_B32);
     preg z = ws_ptx_reg(b, PTX_B32), zk = ws_ptx_reg(b, PTX_B32), more = ws_ptx_reg(b, PTX_PRED);
@@ -1989,11 +2002,11 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
         ws_gemm_entry(d, 1, en);
         /* the 64-row tile: two blocks a multiprocessor, as gemm_parts sizes the parts
          * (without it ptxas aims that tile's split at three on sm_80, and spills) */
-        ws_ptx_kernel_end_params(&k2, &mod, en, ws_params_of(WS_PARAMS_FWD), NT,
+        ws_ptx_kernel_end_params(&k2, &mod, en, ws_params_of(WS_PARAMS_FWD_PARTS), NT,
                                  s0.BM == WS_GEMM_BM_SMALL ? 2 : 0, 0);
         emit_fin(&k3, d);
         ws_gemm_entry(d, 2, en);
-        ws_ptx_kernel_end_params(&k3, &mod, en, ws_params_of(WS_PARAMS_FWD), WS_GEMM_FIN_THREADS, 0, 0);
+        ws_ptx_kernel_end_params(&k3, &mod, en, ws_params_of(WS_PARAMS_FWD_PARTS), WS_GEMM_FIN_THREADS, 0, 0);
         char why[160];
         char *text = ws_ptx_take(&mod, why, sizeof why);
         if (!text)

@@ -78,26 +78,31 @@
  * kernel to 147-153 registers, one block a multiprocessor).
  * SUM IN PARTS (FFMA): the module has two more entries (ws_gemm_entry). A call whose blocks fill
  * at most half of the device's block slots (two a multiprocessor) is cut into Z parts along
- * the stages of r (as many as keep one wave, each at least 5 stages; gpu_conv.c gemm_parts):
- * "_split", grid (gx, gy, Z), sums stages [z*KT/Z, (z+1)*KT/Z) and stores them raw (float32,
- * no bias, act or add) in the plan's scratch in the tile's order: a thread's accumulators as
- * 2*TM float4 groups of 4 consecutive elements of y (NLC: 4 channels of a position, NCL: 4
- * positions of a channel), group g of thread tid in block blk of part z at float4
- * ((z*nblk + blk)*2TM + g)*256 + tid, so that a warp's store is 512 contiguous bytes;
- * "_fin", a block of 256 threads per (tile, group), reads a thread's group of each part as
- * one 16-byte load (four parts' loads in flight), adds them in order z = 0, 1, .. (p_t_in =
- * Z), then + b, act, + add and stores the 4 elements: one vector store (and one vector add
- * load) where they are in range, in one item and aligned, else one by one. The same call
- * shape gives the same bits every run; a split call's bits differ from the whole sum's within
- * float32 rounding (the GPU tests run each split row both ways; the C model checks that _fin
- * writes every element once with the value the whole sum's epilogue would). H100, one window
+ * the stages of r (as many as keep one wave, each at least 5 stages; gpu_conv.c gemm_parts);
+ * a call of a wave or more whose last wave is short, its last tiles along p alone (from tile
+ * p_xoff on, every tile along o; the kernel takes the tiles before: gpu_conv.c gemm_tail).
+ * "_split", grid (gx - p_xoff, gy, Z), p0 = (ctaid.x + p_xoff)*BN, sums stages [z*KT/Z,
+ * (z+1)*KT/Z) and stores them raw (float32, no bias, act or add) in the plan's scratch in the
+ * tile's order: a thread's accumulators as 2*TM float4 groups of 4 consecutive elements of y
+ * (NLC: 4 channels of a position, NCL: 4 positions of a channel), group g of thread tid in
+ * block blk of part z at float4 ((z*nblk + blk)*2TM + g)*256 + tid (blk and nblk of the
+ * launch's grid), so that a warp's store is 512 contiguous bytes;
+ * "_fin", a block of 256 threads per (tile, group) of the _split launch, reads a thread's
+ * group of each part as one 16-byte load (four parts' loads in flight), adds them in order
+ * z = 0, 1, .. (p_t_in = Z), then + b, act, + add and stores the 4 elements: one vector
+ * store (and one vector add load) where they are in range, in one item and aligned, else one
+ * by one. The same call shape gives the same bits every run; a split call's bits differ from
+ * the whole sum's within float32 rounding (the GPU tests run each split row both ways; the C
+ * model checks that _fin writes every element once with the value the whole sum's epilogue
+ * would, and that with the kernel's tiles before p_xoff every element is written once). H100, one window
  * of the Whisper tiny stem, NLC, per call: conv2 (36 blocks, 72 stages) in 7 parts 55.8 us,
  * whole 127.5; conv1 (72 blocks, 15 stages) in 3 parts 36.7, whole 40.1. ncu, conv1 in 3
  * parts: _split 22.1 us, _fin 8.9 (29.9 MB through L2); before the tile order (parts stored
  * element by element in y's layout, _fin a thread an element): 24.7 and 10.2 (64.8 and 29.4
  * MB). The stem's own kernels in the same run: 19.9 and 9.4.
  * Parameters: the conv forward table (ptx_params.h, WS_PARAMS_FWD, as the direct forward
- * kernel): .u64 p_x, p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs.
+ * kernel): .u64 p_x, p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs; the
+ * _split and _fin entries WS_PARAMS_FWD_PARTS: those, then .u32 p_xoff.
  * Grid (ceil(P / BN), ceil(C_out / BM)), block WS_GEMM_THREADS; ws_gemm_call_fits says which
  * calls it takes (P < 2^31, grid y within 65535) and the plan also checks x against
  * ws_gemm_x_align (gpu_conv.c); the direct kernel takes the others.

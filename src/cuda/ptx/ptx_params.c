@@ -21,6 +21,13 @@ static const ws_param FWD[] = {
     [WS_FWD_ADD_BS] = { "p_add_bs", U64 },
 };
 /* the direct backward's four entries (ptx_direct.h) */
+static const ws_param FWDP[] = {
+    [WS_FWD_X] = { "p_x", U64 },       [WS_FWD_W] = { "p_w", U64 },
+    [WS_FWD_B] = { "p_b", U64 },       [WS_FWD_ADD] = { "p_add", U64 },
+    [WS_FWD_Y] = { "p_y", U64 },       [WS_FWD_N] = { "p_n", U32 },
+    [WS_FWD_T_IN] = { "p_t_in", U32 }, [WS_FWD_T_OUT] = { "p_t_out", U32 },
+    [WS_FWD_ADD_BS] = { "p_add_bs", U64 }, [WS_FWDP_XOFF] = { "p_xoff", U32 },
+};
 static const ws_param BGZ[] = {
     [WS_BGZ_X] = { "p_x", U64 },       [WS_BGZ_W] = { "p_w", U64 },
     [WS_BGZ_B] = { "p_b", U64 },       [WS_BGZ_DY] = { "p_dy", U64 },
@@ -163,6 +170,7 @@ static const ws_param PR[] = {
 #define COUNT(a) ((int)(sizeof a / sizeof a[0]))
 /* each table as long as its index enum says, and no longer than WS_PARAMS_MAX */
 _Static_assert(COUNT(FWD) == WS_FWD_NPARAMS, "FWD");
+_Static_assert(COUNT(FWDP) == WS_FWDP_NPARAMS && WS_FWDP_NPARAMS <= WS_PARAMS_MAX, "FWDP");
 _Static_assert(COUNT(BGZ) == WS_BGZ_NPARAMS, "BGZ");
 _Static_assert(COUNT(BDX) == WS_BDX_NPARAMS, "BDX");
 _Static_assert(COUNT(BDW) == WS_BDW_NPARAMS, "BDW");
@@ -220,6 +228,7 @@ static const ws_params TABLES[WS_PARAMS_COUNT] = {
     [WS_PARAMS_GBF] = { "dense backward dw finish", GBF, COUNT(GBF) },
     [WS_PARAMS_FWG] = { "float32 weight gradient", FWG, COUNT(FWG) },
     [WS_PARAMS_HPAIR] = { "fused pair", PR, COUNT(PR) },
+    [WS_PARAMS_FWD_PARTS] = { "conv forward in parts", FWDP, COUNT(FWDP) },
 };
 
 const ws_params *ws_params_of(ws_params_id id)

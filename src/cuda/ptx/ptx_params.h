@@ -12,6 +12,8 @@
  * means):
  *   WS_PARAMS_FWD     conv forward: the direct, depthwise and GEMM forward kernels
  *                     .u64 p_x, p_w, p_b, p_add, p_y; .u32 p_n, p_t_in, p_t_out; .u64 p_add_bs
+ *   WS_PARAMS_FWD_PARTS  the FFMA GEMM's sum in parts (its _split and _fin entries): those of
+ *                     WS_PARAMS_FWD, then .u32 p_xoff
  *   WS_PARAMS_BWD_GZ  direct backward gz  .u64 p_x, p_w, p_b, p_dy, p_gz; .u32 p_n, p_t_in, p_t_out
  *   WS_PARAMS_BWD_DX  direct backward dx  .u64 p_w, p_gz, p_dx; .u32 p_n, p_t_in, p_t_out
  *   WS_PARAMS_BWD_DW  direct backward dw  .u64 p_x, p_gz, p_dw; .u32 p_n, p_t_in, p_t_out
@@ -53,7 +55,7 @@
  * The fused pair's (ptx_hpair.h; gpu_pair.c launches it):
  *   WS_PARAMS_HPAIR   .tmap p_t1, p_t2; .u64 p_x, p_b1, p_b2, p_add, p_y; .u32 p_n, p_t_in,
  *                     p_t_out, p_ntt, p_lgtb; .u64 p_add_bs
- * Index enums: WS_FWD_*, WS_BGZ_*, WS_BDX_*, WS_BDW_*, WS_BDB_*, WS_DWBWD_*, WS_DWFIN_*,
+ * Index enums: WS_FWD_*, WS_FWDP_XOFF, WS_BGZ_*, WS_BDX_*, WS_BDW_*, WS_BDB_*, WS_DWBWD_*, WS_DWFIN_*,
  * WS_WPREP_*, WS_DSFWD_*, WS_DSFIN_*, WS_DSGZ_*, WS_DSDX_*, WS_DSDI_*, WS_DSDW_*, WS_DSDB_*,
  * WS_MFR_*, WS_MWR_*, WS_MF16_*, WS_HG_*, WS_HP_*, WS_HW_*, WS_GBS_*, WS_GBF_*, WS_FWG_*, WS_PR_* (e.g.
  * WS_FWD_ADD_BS, WS_DWFIN_NP, WS_DSFWD_SEQ), each ending in a *_NPARAMS count.
@@ -109,7 +111,7 @@ typedef enum {
     WS_PARAMS_DWS_FWD, WS_PARAMS_DWS_FINAL, WS_PARAMS_DWS_GZ, WS_PARAMS_DWS_DX, /* ws_dws_part's order */
     WS_PARAMS_DWS_DINIT, WS_PARAMS_DWS_DW, WS_PARAMS_DWS_DB,
     WS_PARAMS_HGEMM, WS_PARAMS_HPREP, WS_PARAMS_HWG, WS_PARAMS_GBS, WS_PARAMS_GBF, WS_PARAMS_FWG,
-    WS_PARAMS_HPAIR,
+    WS_PARAMS_HPAIR, WS_PARAMS_FWD_PARTS,
     WS_PARAMS_MEL_FRAMES, WS_PARAMS_MEL_WRITE, WS_PARAMS_MEL_F16,
     WS_PARAMS_COUNT
 } ws_params_id;
@@ -117,6 +119,9 @@ typedef enum {
 /* the index enums: the position of each parameter in its table */
 enum { WS_FWD_X, WS_FWD_W, WS_FWD_B, WS_FWD_ADD, WS_FWD_Y, WS_FWD_N, WS_FWD_T_IN, WS_FWD_T_OUT,
        WS_FWD_ADD_BS, WS_FWD_NPARAMS };
+/* WS_PARAMS_FWD_PARTS (the FFMA GEMM's _split and _fin entries): WS_PARAMS_FWD's parameters,
+ * then the first tile along positions of the launch (ptx_gemm.h, SUM IN PARTS) */
+enum { WS_FWDP_XOFF = WS_FWD_NPARAMS, WS_FWDP_NPARAMS };
 enum { WS_BGZ_X, WS_BGZ_W, WS_BGZ_B, WS_BGZ_DY, WS_BGZ_GZ, WS_BGZ_N, WS_BGZ_T_IN, WS_BGZ_T_OUT,
        WS_BGZ_NPARAMS };
 enum { WS_BDX_W, WS_BDX_GZ, WS_BDX_DX, WS_BDX_N, WS_BDX_T_IN, WS_BDX_T_OUT, WS_BDX_NPARAMS };
