@@ -41,9 +41,13 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--prec") && i + 1 < argc)
             only_prec = argv[++i];
-        else if (!strcmp(argv[i], "--win") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--win") && i + 1 < argc) {
             only_win = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--fixed"))
+            if (only_win < 1) {
+                fprintf(stderr, "bench-gpu_stem: --win %s: a window count of 1 or more\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--fixed"))
             fixed = 1;
         else {
             fprintf(stderr, "usage: %s [--iters N] [--only tiny|large-v3] [--prec P] [--win N] [--fixed]\n",

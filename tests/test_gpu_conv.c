@@ -1431,8 +1431,9 @@ static void gemm_model_case(const gcase *c)
     const long long gx0 = (P + GM_BN - 1) / GM_BN, gy0 = (C_out + GM_BM - 1) / GM_BM;
     cr_assert_eq(G * WS_GEMM_THREADS * 4, GM_BM * GM_BN);
     float *parts = malloc(sizeof(float) * (size_t)(gx0 * gy0) * GM_BM * GM_BN);
+    float *tparts = malloc(sizeof(float) * (size_t)(gx0 * gy0) * GM_BM * GM_BN); /* a launch's */
     int *fin_written = calloc(ny, sizeof *fin_written);
-    cr_assert(y && ycpu && written && As && Bs && Ast && Bst && acc && parts && fin_written);
+    cr_assert(y && ycpu && written && As && Bs && Ast && Bst && acc && parts && tparts && fin_written);
     memset(Ast, 0xff, sizeof(long long) * 2 * GM_BK * GM_AS); /* -1: never stored */
     memset(Bst, 0xff, sizeof(long long) * 2 * GM_BK * GM_BN);
     const long long gx = (P + GM_BN - 1) / GM_BN, gy = (C_out + GM_BM - 1) / GM_BM;
@@ -1587,11 +1588,19 @@ static void gemm_model_case(const gcase *c)
                     const long long n = pc / t_out, t = pc - n * t_out;
                     fin_written[c->yl == WS_NCL ? (n * C_out + o) * t_out + t : (n * t_out + t) * C_out + o]++;
                 }
+        /* the _split launch, grid (tx0, gy0): block (cx, cy) sums the tile at p0 = (cx + xoff)*BN,
+         * o0 = cy*BM (the whole grid's tile (cx + xoff, cy), whose sums `parts` holds), and
+         * stores group g of thread tid at float4 ((cy*tx0 + cx)*G + g)*256 + tid */
+        for (long long cy = 0; cy < gy0; cy++)
+            for (long long cx = 0; cx < tx0; cx++) {
+                const long long p0 = (cx + xoff) * GM_BN, src = (cy * gx0 + p0 / GM_BN) * G;
+                const long long dst = (cy * tx0 + cx) * G;
+                memcpy(tparts + dst * WS_GEMM_THREADS * 4, parts + src * WS_GEMM_THREADS * 4,
+                       sizeof(float) * (size_t)G * WS_GEMM_THREADS * 4);
+            }
         for (long long f = 0; f < tx0 * gy0 * G; f++)
             for (int tid = 0; tid < WS_GEMM_THREADS; tid++) {
                 const long long tile = f / G, g = f % G, fy = tile / tx0, fx = tile % tx0 + xoff;
-                /* the _split launch's block (fx - xoff, fy) stored this group at f: its tile's sums */
-                const long long fw = (fy * gx0 + fx) * G + g;
                 const int ty = sw ? tid & 15 : tid >> 4, tx = sw ? tid >> 4 : tid & 15;
                 long long o = fy * GM_BM + 4 * ty + 64 * (g >> 3), q = fx * GM_BN + 4 * tx;
                 if (sw)
@@ -1604,7 +1613,7 @@ static void gemm_model_case(const gcase *c)
                         continue;
                     const long long n = pc / t_out, t = pc - n * t_out;
                     const long long yi = c->yl == WS_NCL ? (n * C_out + oc) * t_out + t : (n * t_out + t) * C_out + oc;
-                    const float v = parts[(fw * WS_GEMM_THREADS + tid) * 4 + e] + (b ? b[oc] : 0.0f);
+                    const float v = tparts[(f * WS_GEMM_THREADS + tid) * 4 + e] + (b ? b[oc] : 0.0f);
                     cr_assert_eq(v, y[yi], "%s: _fin's y[%lld] %.9g, the epilogue's %.9g", c->name, yi, v, y[yi]);
                     fin_written[yi]++;
                 }

@@ -333,23 +333,22 @@ Test(runtime, the_stem_the_log_mel_the_batches_and_a_plan_share_one_context)
  * after its largest call no call allocates device memory, whatever it is summed in (CUDA
  * graph capture, docs/conv-engine.md), and the launches say which: a call of whole waves (one
  * launch), a tail of 34 blocks past a wave (the kernel, _split and _fin: three), a call of
- * 100 blocks in parts (two). The stand-in driver has 132 multiprocessors: 264 block slots. */
-Test(runtime, a_float32_plan_allocates_nothing_after_its_largest_call)
+ * 100 blocks in parts (two). Both tiles: 128 rows (C_out 96) and 64 (C_out 48). A plan whose
+ * sum is too short to cut (C_in 1, K 10: one stage) allocates nothing for parts. The
+ * stand-in driver has 132 multiprocessors: 264 block slots. */
+static void no_alloc_after_the_largest(ws_gpu *g, int c_out)
 {
-    use_stub();
     ws_err e = {""};
-    ws_gpu *g = ws_gpu_open(0, &e);
-    cr_assert_not_null(g, "%s", e.msg);
-    const ws_conv_desc cd = {.op = WS_CONV_FWD, .c_in = 80, .c_out = 96, .groups = 1, .k = 3,
+    const ws_conv_desc cd = {.op = WS_CONV_FWD, .c_in = 80, .c_out = c_out, .groups = 1, .k = 3,
                              .stride = 1, .dilation = 1, .pad_l = 1, .pad_r = 1, .x_layout = WS_NCL,
                              .y_layout = WS_NCL, .act = WS_ACT_GELU};
-    float *cw = rnd(96 * 80 * 3, 8);
+    float *cw = rnd((size_t)c_out * 80 * 3, 8);
     ws_gpu_conv *c = ws_gpu_conv_new(g, &cd, cw, NULL, &e);
     cr_assert_not_null(c, "%s", e.msg);
     const int big = 128 * 528; /* 528 tiles of 128 positions: two whole waves */
     uint64_t dx = 0, dy = 0;
     cr_assert_eq(ws_gpu_alloc(g, (size_t)80 * big * 4, &dx, &e), 0, "%s", e.msg);
-    cr_assert_eq(ws_gpu_alloc(g, (size_t)96 * big * 4, &dy, &e), 0, "%s", e.msg);
+    cr_assert_eq(ws_gpu_alloc(g, (size_t)c_out * big * 4, &dy, &e), 0, "%s", e.msg);
     ws_conv_args a = {.n = 1, .t_in = big, .x = (void *)(uintptr_t)dx, .y = (void *)(uintptr_t)dy};
     int launched = S->launches;
     cr_assert_eq(ws_gpu_conv_run(c, &a, &e), 0, "%s", e.msg);
@@ -362,19 +361,47 @@ Test(runtime, a_float32_plan_allocates_nothing_after_its_largest_call)
         a.t_in = 128 * calls[i].tiles - 5;
         launched = S->launches;
         cr_assert_eq(ws_gpu_conv_enqueue(c, &a, 0, &e), 0, "%s", e.msg);
-        cr_assert_eq(S->launches - launched, calls[i].launches, "%d tiles: %d launches", calls[i].tiles,
-                     S->launches - launched);
-        cr_assert_eq(S->alloc_calls, allocs, "%d tiles: a device allocation after the largest call",
-                     calls[i].tiles);
+        cr_assert_eq(S->launches - launched, calls[i].launches, "C_out %d, %d tiles: %d launches", c_out,
+                     calls[i].tiles, S->launches - launched);
+        cr_assert_eq(S->alloc_calls, allocs, "C_out %d, %d tiles: a device allocation after the largest call",
+                     c_out, calls[i].tiles);
     }
     cr_assert_eq(ws_gpu_conv_tail_calls(c), 1);
     cr_assert_eq(ws_gpu_conv_split_calls(c), 4);
     ws_gpu_conv_free(c);
     ws_gpu_release(g, dx);
     ws_gpu_release(g, dy);
-    ws_gpu_close(g);
     free(cw);
-    assert_all_given_back("after the float32 plan");
+}
+
+Test(runtime, a_float32_plan_allocates_nothing_after_its_largest_call)
+{
+    use_stub();
+    ws_err e = {""};
+    ws_gpu *g = ws_gpu_open(0, &e);
+    cr_assert_not_null(g, "%s", e.msg);
+    no_alloc_after_the_largest(g, 96);
+    no_alloc_after_the_largest(g, 48);
+    /* one stage of r: never in parts, no scratch for them */
+    const ws_conv_desc cd = {.op = WS_CONV_FWD, .c_in = 1, .c_out = 96, .groups = 1, .k = 10,
+                             .stride = 5, .dilation = 1, .x_layout = WS_NCL, .y_layout = WS_NCL,
+                             .act = WS_ACT_GELU};
+    float *cw = rnd(96 * 10, 9);
+    ws_gpu_conv *c = ws_gpu_conv_new(g, &cd, cw, NULL, &e);
+    cr_assert_not_null(c, "%s", e.msg);
+    uint64_t dx = 0, dy = 0;
+    cr_assert_eq(ws_gpu_alloc(g, 4000 * 4, &dx, &e), 0, "%s", e.msg);
+    cr_assert_eq(ws_gpu_alloc(g, (size_t)96 * 800 * 4, &dy, &e), 0, "%s", e.msg);
+    ws_conv_args a = {.n = 1, .t_in = 4000, .x = (void *)(uintptr_t)dx, .y = (void *)(uintptr_t)dy};
+    const int allocs = S->alloc_calls;
+    cr_assert_eq(ws_gpu_conv_run(c, &a, &e), 0, "%s", e.msg);
+    cr_assert_eq(S->alloc_calls, allocs, "a plan that never sums in parts allocated for them");
+    ws_gpu_conv_free(c);
+    ws_gpu_release(g, dx);
+    ws_gpu_release(g, dy);
+    free(cw);
+    ws_gpu_close(g);
+    assert_all_given_back("after the float32 plans");
 }
 
 Test(runtime, two_devices_have_a_context_and_modules_each)

@@ -602,6 +602,44 @@ Test(ptx_params, log_mel_entries_declare_and_load_their_tables_parameters)
         cr_assert(covered[id], "table %d (%s) is held to no emitted entry", id, ws_params_of(id)->kernel);
 }
 
+/* the FFMA GEMM's _split and _fin entries read p_xoff, the launch's first tile along
+ * positions (a call's last tiles in parts, gpu_conv.c gemm_tail): _split adds it to ctaid.x,
+ * _fin to the tile's x; the kernel itself has no such parameter */
+Test(ptx_params, the_gemm_parts_entries_take_the_launchs_first_tile)
+{
+    const ws_conv_desc d = {.op = WS_CONV_FWD, .c_in = 80, .c_out = 96, .groups = 1, .k = 3,
+                            .stride = 1, .dilation = 1, .pad_l = 1, .pad_r = 1, .x_layout = WS_NCL,
+                            .y_layout = WS_NLC, .x_type = WS_F32, .w_type = WS_F32, .y_type = WS_F32,
+                            .act = WS_ACT_GELU};
+    ws_err e = {""};
+    char *text = ws_gemm_emit(&d, 9, 0, &e);
+    cr_assert_not_null(text, "%s", e.msg);
+    for (int which = 0; which < 3; which++) {
+        char name[WS_GEMM_NAME_MAX], head[WS_GEMM_NAME_MAX + 16];
+        ws_gemm_entry(&d, which, name);
+        snprintf(head, sizeof head, ".entry %s(", name);
+        const char *at = strstr(text, head);
+        cr_assert_not_null(at, "no entry %s", name);
+        const char *end = strstr(at, "\n}\n");
+        cr_assert_not_null(end);
+        const size_t len = (size_t)(end - at);
+        char *body = malloc(len + 1);
+        cr_assert_not_null(body);
+        memcpy(body, at, len);
+        body[len] = 0;
+        const char *ld = strstr(body, "ld.param.u32 ");
+        int loads = 0;
+        for (; ld; ld = strstr(ld + 1, "ld.param.u32 "))
+            loads += !strncmp(strchr(ld, '[') ? strchr(ld, '[') : ld, "[p_xoff]", 8);
+        if (which == 0)
+            cr_assert(!strstr(body, "p_xoff"), "%s: the kernel takes p_xoff", name);
+        else
+            cr_assert_eq(loads, 1, "%s: p_xoff loaded %d times", name, loads);
+        free(body);
+    }
+    free(text);
+}
+
 Test(ptx_params, tables_have_distinct_names_and_fit_the_argument_array)
 {
     for (int id = 0; id < WS_PARAMS_COUNT; id++) {

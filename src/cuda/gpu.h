@@ -56,7 +56,8 @@ int ws_gpu_stem(ws_gpu_pair *g, const float *x, int n_win, int n_frames, int wit
                 ws_err *err);
 
 /* on: every float32 sum is computed whole (the engine's FFMA GEMM cuts the sums of a call
- * too small to fill the GPU into parts, a choice that depends on the number of windows), so
+ * too small to fill the GPU, and those of a call's last wave of blocks, into parts, a
+ * choice that depends on the number of windows), so
  * that a window gets the same bits in any launch (the batches of gpu_batch.h do so);
  * off (default): the engine's choice for the call. Nothing else the engine picks depends
  * on the number of windows. */

@@ -816,6 +816,24 @@ static unsigned long long parts_reserve(const ws_gpu_conv *c)
     return n;
 }
 
+/* 1 when some call of the plan may sum the FFMA GEMM in parts (gemm_parts, gemm_tail): the
+ * parts on, a sum of two parts of WS_GEMM_PART_STAGES stages at least, or parts forced */
+static int can_split(const ws_gpu_conv *c)
+{
+    const long long kt = ((long long)c->d.c_in * c->d.k + WS_GEMM_BK - 1) / WS_GEMM_BK;
+    return c->gsplitfn && !c->no_split && (c->parts > 1 || (c->parts == 0 && kt / WS_GEMM_PART_STAGES >= 2));
+}
+
+/* the reserve of parts_reserve, taken by every forward call of a plan that may split (also
+ * one that runs on another kernel, x misaligned for the GEMM), before its kernels */
+static int parts_reserved(ws_gpu_conv *c, wscu_stream st, ws_err *err)
+{
+    if (!can_split(c))
+        return 0;
+    return scratch(c, &c->part, &c->part_bytes,
+                   (size_t)(parts_reserve(c) * ws_gemm_bm(&c->d) * WS_GEMM_BN * sizeof(float)), st, err);
+}
+
 /* the last tiles of a call of at least one whole wave of blocks (two a multiprocessor): where
  * the blocks past the last whole wave leave most slots idle, the tiles from *xoff on along
  * positions (every tile along channels) are summed in z parts (the _split and _fin entries),
@@ -916,10 +934,6 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_st
         return launch_parts(c, a, t_out, pw, gx, gy, 0, z, st, err);
     unsigned xoff = 0;
     const unsigned zt = gemm_tail(c, gx, gy, &xoff);
-    if (zt < 2 && c->gsplitfn && !c->no_split && /* the reserve, as a call in parts would take */
-        scratch(c, &c->part, &c->part_bytes,
-                (size_t)(parts_reserve(c) * ws_gemm_bm(d) * WS_GEMM_BN * sizeof(float)), st, err))
-        return -1;
     CU_TRY(cu, LaunchKernel(c->gemmfn, zt > 1 ? xoff : gx, gy, 1, WS_GEMM_THREADS, 1, 1, 0, st, f.args.v,
                             NULL), err);
     if (zt > 1) { /* the last tiles in parts */
@@ -1622,6 +1636,8 @@ static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream 
     hg_call h;
     if (hgemm_call_fits(c, a, t_out, &h))
         return launch_hgemm(c, a, t_out, &h, st, err);
+    if (d->op == WS_CONV_FWD && parts_reserved(c, st, err))
+        return -1;
     if (gemm_call_fits(c, a, t_out))
         return launch_gemm(c, a, t_out, st, err);
     if (d->op == WS_CONV_BWD)

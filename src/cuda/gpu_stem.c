@@ -21,8 +21,9 @@
  * own lane).
  *
  * Fixed: the only choice of the engine that depends on the call's number of windows is the
- * float32 FFMA GEMM's sum in parts (a call too small to fill the GPU sums its K in parts
- * added in a fixed order: gemm_parts in gpu_conv.c). ws_gpu_conv_no_split turns it off; the
+ * float32 FFMA GEMM's sum in parts (a call too small to fill the GPU, or the last wave of
+ * blocks of a larger one, sums its K in parts added in a fixed order: gemm_parts and
+ * gemm_tail in gpu_conv.c). ws_gpu_conv_no_split turns it off; the
  * lanes of ws_gpu_enqueue_fixed always have it off, lane 0 when ws_gpu_set_fixed says so.
  * Then every output's sum is whole, in the descriptor's order, and a window's bits do not
  * depend on the other windows of the launch. Tiles, kernels and orders otherwise depend on

@@ -342,8 +342,10 @@ int cuFuncSetAttribute(void *f, int attr, int v)
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned shared, void *s, void **params, void **extra)
 {
-    (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)s;
+    (void)f, (void)bx, (void)by, (void)bz, (void)shared, (void)s;
     (void)params, (void)extra;
+    if (!gx || !gy || !gz) /* as the driver: a grid of no blocks is refused */
+        return INVALID_VALUE;
     ADD(launches, 1);
     return OK;
 }

@@ -806,7 +806,8 @@ static void emit_prologue(gk *s, const char *what, preg *px_, preg *pw_, preg *t
     I("mul.lo.u32 %s, %s, %s", s->npos.n, n32.n, s->tout32.n);
 
     char title[96];
-    snprintf(title, sizeof title, "block (o0 = ctaid.y*BM, p0 = ctaid.x*BN); %s", what);
+    snprintf(title, sizeof title, "block (o0 = ctaid.y*BM, p0 = %s*BN); %s",
+             s->split ? "(ctaid.x + p_xoff)" : "ctaid.x", what);
     ws_ptx_section(b, title);
     preg tid = ws_ptx_reg(b, PTX_B32), o0 = ws_ptx_reg(b, PTX_B32), p0 = ws_ptx_reg(b, PTX_B32);
     I("mov.u32 %s, %%tid.x", tid.n);
@@ -1012,7 +1013,8 @@ static void emit_body(gk *s)
         ro[i] = (i / 4) * 4 * TY + i % 4;
     for (int j = 0; j < 8; j++)
         po[j] = (j / 4) * 4 * TX + j % 4;
-    if (s->split) {
+    if (s->split) { /* (eo0, ep0 above are the whole kernel's; the parts are stored by the
+                       launch's block index) */
         emit_split_store(s, e.py, acc);
         return;
     }
@@ -1694,7 +1696,7 @@ static void emit_wgmma_body(gk *s)
  * every tile along o; tile = by*(gx - p_xoff) + bx - p_xoff).
  * The thread's (o, p) are the GEMM thread's: o0 + 64(i/4) + 4ty + i%4, p0 + 64(j/4) + 4tx +
  * j%4 ((tx, ty) swapped for NLC y); each element is stored where o < C_out and p < P. Index
- * arithmetic is 32-bit (gemm_parts keeps the parts within 2^28 floats). */
+ * arithmetic is 32-bit (gpu_conv.c keeps the parts within 256 MiB, 2^26 floats). */
 static void emit_fin(ptx_buf *b, const ws_conv_desc *d)
 {
     const ws_params *pt = ws_params_of(WS_PARAMS_FWD_PARTS);
