@@ -13,21 +13,17 @@
 #define TMAP WS_PTYPE_TMAP
 
 /* conv forward: the direct (ptx_direct.h), depthwise (ptx_dw.h) and GEMM (ptx_gemm.h) kernels */
-static const ws_param FWD[] = {
-    [WS_FWD_X] = { "p_x", U64 },       [WS_FWD_W] = { "p_w", U64 },
-    [WS_FWD_B] = { "p_b", U64 },       [WS_FWD_ADD] = { "p_add", U64 },
-    [WS_FWD_Y] = { "p_y", U64 },       [WS_FWD_N] = { "p_n", U32 },
-    [WS_FWD_T_IN] = { "p_t_in", U32 }, [WS_FWD_T_OUT] = { "p_t_out", U32 },
-    [WS_FWD_ADD_BS] = { "p_add_bs", U64 },
-};
+#define FWD_PARAMS                                                          \
+    [WS_FWD_X] = { "p_x", U64 },       [WS_FWD_W] = { "p_w", U64 },         \
+    [WS_FWD_B] = { "p_b", U64 },       [WS_FWD_ADD] = { "p_add", U64 },     \
+    [WS_FWD_Y] = { "p_y", U64 },       [WS_FWD_N] = { "p_n", U32 },         \
+    [WS_FWD_T_IN] = { "p_t_in", U32 }, [WS_FWD_T_OUT] = { "p_t_out", U32 }, \
+    [WS_FWD_ADD_BS] = { "p_add_bs", U64 }
+static const ws_param FWD[] = { FWD_PARAMS };
+/* the FFMA GEMM's sum in parts (ptx_gemm.h: _split, _fin) */
+static const ws_param FWDP[] = { FWD_PARAMS, [WS_FWDP_XOFF] = { "p_xoff", U32 } };
+#undef FWD_PARAMS
 /* the direct backward's four entries (ptx_direct.h) */
-static const ws_param FWDP[] = {
-    [WS_FWD_X] = { "p_x", U64 },       [WS_FWD_W] = { "p_w", U64 },
-    [WS_FWD_B] = { "p_b", U64 },       [WS_FWD_ADD] = { "p_add", U64 },
-    [WS_FWD_Y] = { "p_y", U64 },       [WS_FWD_N] = { "p_n", U32 },
-    [WS_FWD_T_IN] = { "p_t_in", U32 }, [WS_FWD_T_OUT] = { "p_t_out", U32 },
-    [WS_FWD_ADD_BS] = { "p_add_bs", U64 }, [WS_FWDP_XOFF] = { "p_xoff", U32 },
-};
 static const ws_param BGZ[] = {
     [WS_BGZ_X] = { "p_x", U64 },       [WS_BGZ_W] = { "p_w", U64 },
     [WS_BGZ_B] = { "p_b", U64 },       [WS_BGZ_DY] = { "p_dy", U64 },
