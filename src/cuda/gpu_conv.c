@@ -556,9 +556,9 @@ static wscu_devptr call_bias(const ws_gpu_conv *c, const ws_conv_args *a)
     return a->b ? (wscu_devptr)(uintptr_t)a->b : c->b;
 }
 
-/* f for call a with weights w (call_weights), checked against the table */
-/* the arguments of table WS_PARAMS_FWD, or of WS_PARAMS_FWD_PARTS (the FFMA GEMM's _split and
- * _fin entries: then also xoff, the launch's first tile along positions) */
+/* f for call a with weights w (call_weights), checked against the table: WS_PARAMS_FWD, or
+ * WS_PARAMS_FWD_PARTS (the FFMA GEMM's _split and _fin entries: then also xoff, the launch's
+ * first tile along positions) */
 static int fwd_bind_table(fwd_call *f, const ws_gpu_conv *c, const ws_conv_args *a, int t_out,
                           wscu_devptr w, ws_params_id table, unsigned xoff, ws_err *err)
 {
@@ -844,8 +844,8 @@ static int parts_reserved(ws_gpu_conv *c, wscu_stream st, ws_err *err)
  * runs: the tail of TB blocks whole ceil(TB / SMs) * KT; in z parts ceil(TB z / SMs) *
  * (KT / z + WS_GEMM_PART_COST) + WS_GEMM_FIN_COST + TB z / 64 (the finish, which reads the
  * parts). z: the cheapest, each part at least WS_GEMM_PART_STAGES stages, the parts within
- * parts_reserve. H200, float32, against the whole sum, us: DAC's downsampler 3732 -> 3133
- * NCL, 2966 -> 2534 NLC; the tiny stem's conv2 at 64 windows 1934 -> 1888 */
+ * parts_reserve. H200, float32, against the whole sum, us: DAC's downsampler 3737-3740 ->
+ * 3162-3163 NCL, 2965-2966 -> 2556-2557 NLC; the tiny stem's conv2 at 64 windows 1933 -> 1893 */
 #define WS_GEMM_PART_COST 2
 #define WS_GEMM_FIN_COST 4
 static unsigned gemm_tail(const ws_gpu_conv *c, unsigned gx, unsigned gy, unsigned *xoff)
