@@ -773,6 +773,12 @@ static int gemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out
            (uintptr_t)a->x % (uintptr_t)ws_gemm_x_align(&c->d) == 0;
 }
 
+/* the FFMA kernel's stages of r: ceil(C_in * K / WS_GEMM_BK) */
+static long long gemm_kt(const ws_conv_desc *d)
+{
+    return ((long long)d->c_in * d->k + WS_GEMM_BK - 1) / WS_GEMM_BK;
+}
+
 /* the parts the FFMA kernel's sum of a call is cut into: 1 (no split) unless the call's
  * blocks fill at most half of the block slots (two a multiprocessor): then as many parts as
  * keep them all in one wave, each part at least WS_GEMM_PART_STAGES stages of r (H100, one
@@ -785,7 +791,7 @@ static unsigned gemm_parts(const ws_gpu_conv *c, unsigned long long blocks)
     if (!c->gsplitfn || c->no_split || blocks == 0)
         return 1;
     const unsigned long long slots = 2ULL * (unsigned long long)(c->g->sms > 0 ? c->g->sms : 1);
-    const long long kt = ((long long)d->c_in * d->k + WS_GEMM_BK - 1) / WS_GEMM_BK;
+    const long long kt = gemm_kt(d);
     unsigned long long z = slots / blocks;
     if (z > (unsigned long long)(kt / WS_GEMM_PART_STAGES))
         z = (unsigned long long)(kt / WS_GEMM_PART_STAGES);
@@ -820,7 +826,7 @@ static unsigned long long parts_reserve(const ws_gpu_conv *c)
  * parts on, a sum of two parts of WS_GEMM_PART_STAGES stages at least, or parts forced */
 static int can_split(const ws_gpu_conv *c)
 {
-    const long long kt = ((long long)c->d.c_in * c->d.k + WS_GEMM_BK - 1) / WS_GEMM_BK;
+    const long long kt = gemm_kt(&c->d);
     return c->gsplitfn && !c->no_split && (c->parts > 1 || (c->parts == 0 && kt / WS_GEMM_PART_STAGES >= 2));
 }
 
@@ -860,7 +866,7 @@ static unsigned gemm_tail(const ws_gpu_conv *c, unsigned gx, unsigned gy, unsign
     const unsigned long long tx = (rem + gy - 1) / gy, tb = tx * gy;
     if (tx >= gx)
         return 1;
-    const unsigned long long kt = ((unsigned long long)d->c_in * d->k + WS_GEMM_BK - 1) / WS_GEMM_BK;
+    const unsigned long long kt = (unsigned long long)gemm_kt(d);
     unsigned long long zmax = kt / WS_GEMM_PART_STAGES;
     if (zmax > 64)
         zmax = 64;
@@ -892,8 +898,8 @@ static int launch_parts(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_d
     const unsigned tx = gx - xoff;
     const unsigned long long tile = (unsigned long long)tx * gy * ws_gemm_bm(d) * WS_GEMM_BN;
     const unsigned long long fb = (unsigned long long)tx * gy * ws_gemm_split_groups(d);
-    const unsigned long long res = parts_reserve(c) * ws_gemm_bm(d) * WS_GEMM_BN;
-    if (scratch(c, &c->part, &c->part_bytes, (size_t)((tile * z > res ? tile * z : res) * sizeof(float)), st, err))
+    /* within the reserve launch took (parts_reserved), but where ws_gpu_conv_parts forces z */
+    if (scratch(c, &c->part, &c->part_bytes, (size_t)(tile * z * sizeof(float)), st, err))
         return -1;
     /* the _split entry writes the parts where y was, the _fin entry reads them as x, their
      * number as t_in (ws_gemm_entry) */
