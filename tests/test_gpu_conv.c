@@ -958,6 +958,13 @@ static unsigned long run_bwd_case_math(ws_gpu *g, const gcase *c, int expect_dw,
     }
     const unsigned long gb = ws_gpu_conv_gbwd_calls(gc) - gb_extra; /* the 5 runs' */
     last_phased = ws_gpu_conv_phased_calls(gc);
+    if (last_phased) { /* dx's Hopper GEMM, its tile loop: its tiles on two blocks, the same bits */
+        ws_gpu_conv_hgemm_blocks(gc, 2);
+        cr_assert_eq(ws_gpu_upload(g, dout[0], poison[0], xbytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_run(gc, &all, &e), 0, "%s on two blocks: %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_download(g, h[3][0], dout[0], xbytes, &e), 0, "%s", e.msg);
+        cr_assert(!memcmp(h[3][0], h[1][0], xbytes), "%s: dx's tiles on two blocks, other bits", c->name);
+    }
     ws_gpu_conv_free(gc);
     ws_gpu_release(g, dxin);
     ws_gpu_release(g, ddy);
@@ -1804,7 +1811,9 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
               ncl, staged, partial, small, narrow);
 }
 
-Test(gpu_conv_ptx, hopper_gemm_module_is_deterministic_and_has_no_atomics)
+/* deterministic sums: the only atomic is the tile loop's integer counter (the tiles the blocks
+ * ask for), never a sum's */
+Test(gpu_conv_ptx, hopper_gemm_module_is_deterministic_and_sums_without_atomics)
 {
     ws_conv_desc d = desc_of(gcase_named("h_large_nlc_c256_o192_k7_add"));
     d.math = WS_MATH_BF16;
@@ -1820,7 +1829,26 @@ Test(gpu_conv_ptx, hopper_gemm_module_is_deterministic_and_has_no_atomics)
     cr_assert(strstr(a, ".target sm_90a") && strstr(a, "cp.async.bulk.tensor.3d") && strstr(a, wins) &&
               (strstr(a, "setmaxnreg.dec") == NULL) == ws_hgemm_small(&d) && strstr(a, "_prep("),
               "the Hopper GEMM's instructions");
-    cr_assert(!strstr(a, "atom."), "an atomic in the Hopper GEMM");
+    int atoms = 0;
+    for (const char *p = strstr(a, "atom."); p; p = strstr(p + 1, "atom.")) {
+        cr_assert(!strncmp(p, "atom.global.relaxed.gpu.add.u32", 31),
+                  "an atomic in the Hopper GEMM other than its tile counter's: %.60s", p);
+        atoms++;
+    }
+    cr_assert_eq(atoms, 0, "a block a tile: atomics %d", atoms); /* the large tile */
+    cr_assert(!strstr(a, "\tred."), "a reduction in the Hopper GEMM");
+    { /* the narrow tile's loop: one atomic, the next tile a block asks for */
+        ws_conv_desc dn = desc_of(gcase_named("h_narrow_nlc_c64_o64_k3_d27_relu"));
+        dn.math = WS_MATH_BF16;
+        ws_hgemm_cfg qn;
+        ws_hgemm_cfg_of(&dn, &qn);
+        char *tn = ws_hgemm_emit(&dn, &e);
+        cr_assert(tn && qn.loop && !q.loop, "%s", e.msg);
+        const char *p = strstr(tn, "\tatom.");
+        cr_assert(p && !strncmp(p + 1, "atom.global.relaxed.gpu.add.u32", 31) && !strstr(p + 1, "\tatom.") &&
+                      !strstr(tn, "\tred."), "the narrow tile's atomics");
+        free(tn);
+    }
     free(a), free(b);
     d.math = WS_MATH_TF32;
     char *t = ws_hgemm_emit(&d, &e);
@@ -1961,17 +1989,28 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off, int y_of
         cr_assert_eq(ws_gpu_download(g, outs[run], dy, ybytes, &e), 0, "%s", e.msg);
     }
     cr_assert(!memcmp(ygpu, ygpu2, ybytes), "%s: two runs, different bits", c->name);
+    if (hg) { /* the tile loop (the narrow tile; the others ignore the cap): every tile on one
+               * block, and on three, the bits of the default grid */
+        for (unsigned nb = 1; nb <= 3; nb += 2) {
+            ws_gpu_conv_hgemm_blocks(gc, nb);
+            cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+            cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s on %u blocks: %s", c->name, nb, e.msg);
+            cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+            cr_assert(!memcmp(ygpu, ygpu2, ybytes), "%s: its tiles on %u blocks, other bits", c->name, nb);
+        }
+        ws_gpu_conv_hgemm_blocks(gc, 0);
+    }
     /* the runs launched the Hopper GEMM exactly when the plan said they would */
     const unsigned long hg_ran = ws_gpu_conv_hgemm_calls(gc) - hg_before;
-    cr_assert_eq(hg_ran, hg ? 2ul : 0ul, "%s: %lu of 2 runs on the Hopper GEMM, expected %d", c->name, hg_ran,
-                 hg ? 2 : 0);
+    cr_assert_eq(hg_ran, hg ? 4ul : 0ul, "%s: %lu of 4 runs on the Hopper GEMM, expected %d", c->name, hg_ran,
+                 hg ? 4 : 0);
     mma_hgemm_calls += hg;
     const unsigned long mn_ran = ws_gpu_conv_hgemm_mn_calls(gc) - mn_before;
-    cr_assert_eq(mn_ran, mn ? 2ul : 0ul, "%s: %lu of 2 runs read x in place, expected %d", c->name, mn_ran, mn ? 2 : 0);
+    cr_assert_eq(mn_ran, mn ? 4ul : 0ul, "%s: %lu of 4 runs read x in place, expected %d", c->name, mn_ran, mn ? 4 : 0);
     mma_mn_calls += mn;
     const unsigned long p8_ran = ws_gpu_conv_hgemm_prep8_calls(gc) - p8_before;
-    cr_assert_eq(p8_ran, p8 ? 2ul : 0ul, "%s: %lu of 2 runs staged by _prep8, expected %d", c->name, p8_ran,
-                 p8 ? 2 : 0);
+    cr_assert_eq(p8_ran, p8 ? 4ul : 0ul, "%s: %lu of 4 runs staged by _prep8, expected %d", c->name, p8_ran,
+                 p8 ? 4 : 0);
     mma_p8_calls += p8;
     if (hg) { /* the tile's blocks an SM (launch bounds and carveout): narrow 3, small 2, large 1 */
         const int bps = ws_gpu_conv_hgemm_blocks_per_sm(gc);

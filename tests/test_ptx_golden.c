@@ -1841,12 +1841,12 @@ static const phased_shape shapes_phased[] = {
 #define N_SHAPES_PHASED ((int)(sizeof shapes_phased / sizeof shapes_phased[0]))
 /* clang-format off */
 static const golden_hopper_row golden_phased[] = {
-    { "gb_ncl_s2_k3_o192_t1001", { 0xc88a0d33aa6fee17ULL, 0x238186ed8a1da889ULL, 0xb80e69544c4a79bbULL } },
-    { "gb_ncl_s4_k8_c48_o256_t777", { 0xb1379d9b37d6157aULL, 0xe0c6e316fcad7afaULL, 0x96ad8f2830e97bdaULL } },
-    { "gb_ncl_s2_k3_c128_o192_t999_taps", { 0x42cd4a0832c18491ULL, 0x5620d93af3bfb565ULL, 0x24bd8fd8a298d52dULL } },
-    { "gb_ncl_s4_k8_c128_o128_t777_taps", { 0xe1f39edd1fdceb6eULL, 0xd629c306bbe4696cULL, 0x200e75896b0e0aa1ULL } },
-    { "gb_ncl_s4_k8_c128_o640_t777_large", { 0x38c9ec5268669f89ULL, 0x8e1dd29d90c506a7ULL, 0xf86efe97d2ff7b63ULL } },
-    { "gb_ncl_s2_k3_d2_c128_o192_t999_notap", { 0xa1b2c60a0ee51543ULL, 0x1b07b3c85240b8d5ULL, 0xc621756a0ce94c15ULL } },
+    { "gb_ncl_s2_k3_o192_t1001", { 0xe1e9c4f99abb1c92ULL, 0x58c12feac2b16a52ULL, 0xed07828254c4126cULL } },
+    { "gb_ncl_s4_k8_c48_o256_t777", { 0x2e80cbd2b086bdc3ULL, 0x65c4f1458cf43d6fULL, 0x46ae0717e4594735ULL } },
+    { "gb_ncl_s2_k3_c128_o192_t999_taps", { 0x3d6b1a134221adffULL, 0x2cdbb3ef81bf0d6fULL, 0xcefeb44e96a5d879ULL } },
+    { "gb_ncl_s4_k8_c128_o128_t777_taps", { 0x3dc05db6f3498482ULL, 0xe74b89ad93be175cULL, 0xaae9f60663fc02a9ULL } },
+    { "gb_ncl_s4_k8_c128_o640_t777_large", { 0xd05d73020206d256ULL, 0x38a133f1beb4972cULL, 0xeadad0edf35aec94ULL } },
+    { "gb_ncl_s2_k3_d2_c128_o192_t999_notap", { 0x2c3c021ccb58d73bULL, 0x309d570a55c9a15dULL, 0x285bbb6142ee6979ULL } },
 };
 /* clang-format on */
 #define N_GOLDEN_PHASED ((int)(sizeof golden_phased / sizeof golden_phased[0]))

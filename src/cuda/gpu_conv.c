@@ -91,6 +91,8 @@ struct ws_gpu_conv {
     int no_phased;            /* ws_gpu_conv_no_phased (on the BWD plan) */
     unsigned long ph_calls;   /* calls launched on it */
     unsigned long hg_calls;   /* calls launched on it (ws_gpu_conv_hgemm_calls) */
+    unsigned hg_blocks;       /* its grid's cap (ws_gpu_conv_hgemm_blocks); 0: SMs x blocks an SM */
+    wscu_devptr hgctr;        /* its tile counter (u32, zero between calls; 8 bytes) */
     wscu_devptr part;      /* BWD: float32 partials of dw, db, grown as calls need */
     size_t part_bytes;
     /* the dense backward as GEMMs (ptx_hbwd.h): dx as a forward plan of its own (dxp) over
@@ -152,6 +154,8 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
         cu->MemFree(c->whcall);
     if (c->hx)
         cu->MemFree(c->hx);
+    if (c->hgctr) /* a clone's too: each plan has its own */
+        cu->MemFree(c->hgctr);
     ws_gpu_conv_free(c->dxp);
     cu->CtxSetCurrent(c->g->ctx);
     wscu_devptr bufs[] = { c->wxx, c->dxs, c->gst, c->xst, c->wt };
@@ -170,6 +174,23 @@ static int hg_attrs(ws_cu *cu, wscu_function fn, const ws_hgemm_cfg *q, ws_err *
         CU_TRY(cu, FuncSetAttribute(fn, WS_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100), err);
     return 0;
 cleanup:
+    return -1;
+}
+
+/* the Hopper GEMM's tile counter (ptx_hgemm.h, the tile loop), zeroed once: each call's last
+ * block sets it back to zero. 0, or -1 err */
+static int hg_counter(ws_gpu_conv *c, ws_err *err)
+{
+    ws_cu *cu = &c->g->cu;
+    CU_TRY(cu, CtxSetCurrent(c->g->ctx), err);
+    CU_TRY(cu, MemAlloc(&c->hgctr, 8), err);
+    CU_TRY(cu, MemsetD32Async(c->hgctr, 0, 2, c->g->stream), err);
+    CU_TRY(cu, StreamSynchronize(c->g->stream), err);
+    return 0;
+cleanup:
+    if (c->hgctr)
+        cu->MemFree(c->hgctr);
+    c->hgctr = 0;
     return -1;
 }
 
@@ -410,6 +431,8 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         }
         strcat(hname, "_prep");
         CU_TRY(cu, ModuleGetFunction(&c->hpfn, c->hgmod, hname), err);
+        if (hg_counter(c, err))
+            goto fail;
     }
     if (ws_dws_fits(d) && !(c->dws = ws_dws_load(g, d, err)))
         goto fail;
@@ -1076,6 +1099,8 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
     WS_KARG(&k, WS_HG_ADD, padd), WS_KARG(&k, WS_HG_Y, py), WS_KARG(&k, WS_HG_N, n32);
     WS_KARG(&k, WS_HG_T_OUT, tout), WS_KARG(&k, WS_HG_NTT, ntt), WS_KARG(&k, WS_HG_LGTB, lg);
     WS_KARG(&k, WS_HG_ADD_BS, abs);
+    uint64_t pctr = c->hgctr;
+    WS_KARG(&k, WS_HG_CTR, pctr);
     if (ws_kargs_check(&k, "ws_gpu_conv_run", err))
         return -1;
     if (h->staged) {
@@ -1096,7 +1121,13 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
                                 (unsigned)N, WS_HPREP_THREADS, 1, 1, 0, st, p.v, NULL), err);
         c->p8_calls += p8;
     }
-    CU_TRY(cu, LaunchKernel(c->ph_t ? c->hphfn : h->mn ? c->hmfn : c->hgfn, h->gx, 1, 1, (unsigned)q.threads, 1, 1,
+    /* the tile loop (ptx_hgemm.h, the narrow tile): the blocks that fit the GPU at once, each
+     * on to the next tile it asks for, or hg_blocks (ws_gpu_conv_hgemm_blocks); else a block a
+     * tile */
+    unsigned gx = c->hg_blocks ? c->hg_blocks : (unsigned)(c->g->sms > 0 ? c->g->sms : 1) * (unsigned)q.minb;
+    if (!q.loop || gx > h->gx)
+        gx = h->gx;
+    CU_TRY(cu, LaunchKernel(c->ph_t ? c->hphfn : h->mn ? c->hmfn : c->hgfn, gx, 1, 1, (unsigned)q.threads, 1, 1,
                             (unsigned)q.smem, st, k.v, NULL), err);
     c->hg_calls++;
     c->mn_calls += h->mn != 0;
@@ -1193,6 +1224,14 @@ void ws_gpu_conv_no_hgemm(ws_gpu_conv *c, int on)
         c->no_hgemm = on;
     if (c && c->dxp) /* dx's conv too */
         c->dxp->no_hgemm = on;
+}
+
+void ws_gpu_conv_hgemm_blocks(ws_gpu_conv *c, unsigned blocks)
+{
+    if (c)
+        c->hg_blocks = blocks;
+    if (c && c->dxp) /* dx's conv too */
+        c->dxp->hg_blocks = blocks;
 }
 
 void ws_gpu_conv_no_phased(ws_gpu_conv *c, int on)
@@ -1996,5 +2035,10 @@ ws_gpu_conv *ws_gpu_conv_clone(const ws_gpu_conv *src, ws_err *err)
     c->wxx_bytes = c->dxs_bytes = c->gst_bytes = c->xst_bytes = c->wt_bytes = 0;
     c->wxx_own = 0;
     c->split_calls = c->tail_calls = c->hg_calls = c->mn_calls = c->p8_calls = c->gb_calls = 0;
+    c->hgctr = 0; /* its own tile counter: the two plans may run at once */
+    if (src->hgctr && hg_counter(c, err)) {
+        free(c);
+        return NULL;
+    }
     return c;
 }

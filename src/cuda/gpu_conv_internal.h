@@ -25,6 +25,12 @@ void ws_gpu_conv_force_direct(ws_gpu_conv *c, int on);
 /* on: calls of c that the Hopper GEMM (ptx_hgemm.h) would take go to the gemm kernel of
  * ptx_gemm.h instead (benchmarks compare the two in one run); off (the default) */
 void ws_gpu_conv_no_hgemm(ws_gpu_conv *c, int on);
+/* the Hopper GEMM's grid where it runs its tile loop (the narrow tile, ptx_hgemm.h): at most
+ * blocks blocks, each running tile ctaid.x and then the tiles it asks for; 0 (the default):
+ * the blocks that fit the GPU at once (SMs x blocks an SM). The other tiles run a block a tile
+ * whatever this says. Tests run a call's tiles on a few blocks against the default's bits;
+ * benchmarks compare with a block a tile (a large value). dx's conv too */
+void ws_gpu_conv_hgemm_blocks(ws_gpu_conv *c, unsigned blocks);
 /* tests: 1 keeps the FFMA GEMM's sum in one part (no _split / _fin); the calls that split it */
 void ws_gpu_conv_no_split(ws_gpu_conv *c, int on);
 unsigned long ws_gpu_conv_split_calls(const ws_gpu_conv *c);
@@ -41,8 +47,10 @@ unsigned long ws_gpu_conv_tail_calls(const ws_gpu_conv *c);
 
 /* A plan of the same descriptor, kernels and weights as src, with scratch of its own (so
  * that the two can run on two streams at once), made without emitting, loading or uploading
- * anything: the weights stay src's (read only), so src must outlive it. Forward plans made
- * with weights (not depthwise causal ones). NULL with err. */
+ * anything (where src has the Hopper GEMM it allocates its own tile counter, 8 bytes, and
+ * zeroes it on the runtime's stream, waiting for it: not while that stream is captured): the
+ * weights stay src's (read only), so src must outlive it. Forward plans made with weights (not
+ * depthwise causal ones). NULL with err. */
 ws_gpu_conv *ws_gpu_conv_clone(const ws_gpu_conv *src, ws_err *err);
 
 /* 1 when a call of c runs the Hopper GEMM, 0 when not, -1 for a call ws_gpu_conv_run

@@ -28,6 +28,10 @@
  * row's 16-byte groups stay aligned) */
 #define YS_NLC (BMQ + 4)
 #define PREP_TILE 32
+/* the tile queue after the ring's mbarriers (from bars): tfull[TQ], tempty[TQ], the tiles */
+#define TQ_FULL (8 * (2 * ST + 1))
+#define TQ_EMPTY (TQ_FULL + 8 * WS_HGEMM_TQ)
+#define TQ_TILE (TQ_EMPTY + 8 * WS_HGEMM_TQ)
 /* the _prep8 entry: blocks of 16 KiB, 16 chunks of 16 bytes a row, 4 a thread (blocks of 256
  * 16-bit times, 32 KiB: 6 % slower, H200) */
 #define PREP8_CPR 16
@@ -36,20 +40,27 @@
 _Static_assert(WS_HGEMM_BM * 128 + WS_HGEMM_BN * 128 == WS_HGEMM_STAGE_BYTES && (1 << WS_HGEMM_LGBN) == WS_HGEMM_BN &&
                WS_HGEMM_BM * 128 + WS_HGEMM_BN_S * 128 == WS_HGEMM_STAGE_BYTES_S && (1 << WS_HGEMM_LGBN_S) == WS_HGEMM_BN_S,
                "a stage is A then B, 128-byte rows");
-_Static_assert(WS_HGEMM_BM * (WS_HGEMM_BN + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES * WS_HGEMM_STAGE_BYTES &&
-               WS_HGEMM_BM * (WS_HGEMM_BN_S + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_S,
-               "the epilogue's Ys and Bs fit in the stages");
-_Static_assert(WS_HGEMM_BN * (WS_HGEMM_BM + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES * WS_HGEMM_STAGE_BYTES &&
-               WS_HGEMM_BN_S * (WS_HGEMM_BM + 4) * 4 + WS_HGEMM_BM * 4 <= WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_S,
-               "the NLC epilogue's Ys and Bs fit in the stages");
 _Static_assert(2 * WS_HGEMM_THREADS_S * WS_HGEMM_MAXNREG_S <= 65536 && 2 * (WS_HGEMM_SMEM_S + 1024) <= 228 * 1024,
                "two blocks of the small tile fit an SM: the register file, shared memory");
-_Static_assert(3 * WS_HGEMM_THREADS_N * WS_HGEMM_MAXNREG_N <= 65536 && 3 * (WS_HGEMM_SMEM_N + 1024) <= 228 * 1024 &&
-               WS_HGEMM_BM_N * (WS_HGEMM_BN_S + 4) * 4 + WS_HGEMM_BM_N * 4 <=
-                   WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_N &&
-               WS_HGEMM_BN_S * (WS_HGEMM_BM_N + 4) * 4 + WS_HGEMM_BM_N * 4 <=
-                   WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_N,
-               "three blocks of the narrow tile fit an SM, and its epilogue's Ys and Bs its stages");
+_Static_assert(3 * WS_HGEMM_THREADS_N * WS_HGEMM_MAXNREG_N <= 65536 && 3 * (WS_HGEMM_SMEM_N + 1024) <= 228 * 1024,
+               "three blocks of the narrow tile fit an SM");
+_Static_assert(WS_HGEMM_SMEM + 1024 <= 228 * 1024, "a block of the large tile fits an SM");
+_Static_assert(WS_HGEMM_TQ == 4, "the tile queue: slot j & 3, parity (j >> 2) & 1");
+_Static_assert((WS_HGEMM_YEND(WS_HGEMM_STAGES_S, WS_HGEMM_STAGE_BYTES_N, WS_HGEMM_BM_N, WS_HGEMM_BN_S) -
+                WS_HGEMM_YS(WS_HGEMM_BM_N, WS_HGEMM_BN_S)) % 16 == 0 &&
+                   WS_HGEMM_YEND(WS_HGEMM_STAGES_S, WS_HGEMM_STAGE_BYTES_N, WS_HGEMM_BM_N, WS_HGEMM_BN_S) % 16 == 0,
+               "the tile loop's Ys (the narrow tile) 16-byte aligned: the vector epilogues");
+
+/* the epilogue's place: in the tile loop, Ys and Bs end at yend, past stage 0 (WS_HGEMM_YEND);
+ * a block of one tile puts them at the ring's base. The dynamic shared memory to match (at most
+ * WS_HGEMM_SMEM_OF) */
+static void hg_layout(ws_hgemm_cfg *q)
+{
+    const int ys = WS_HGEMM_YS(q->bm, q->bn);
+    q->yend = q->loop ? WS_HGEMM_YEND(q->st, q->sb, q->bm, q->bn) : WS_HGEMM_YS_MAX(q->st * q->sb, ys);
+    q->yoff = q->loop ? q->yend - ys : 0;
+    q->smem = 1024 + q->yend + 8 * (2 * q->st + 1) + 16 * WS_HGEMM_TQ + 4 * WS_HGEMM_TQ;
+}
 
 void ws_hgemm_cfg_large(ws_hgemm_cfg *q)
 {
@@ -57,6 +68,7 @@ void ws_hgemm_cfg_large(ws_hgemm_cfg *q)
                          .sb = WS_HGEMM_STAGE_BYTES, .smem = WS_HGEMM_SMEM, .minb = 1, .maxnreg = 168,
                          .preg = 40, .creg = 232, .threads = WS_HGEMM_THREADS, .pwg = 0,
                          .bm = WS_HGEMM_BM, .nc = 2 };
+    hg_layout(q);
 }
 
 int ws_hgemm_small(const ws_conv_desc *d)
@@ -75,13 +87,16 @@ void ws_hgemm_cfg_of(const ws_conv_desc *d, ws_hgemm_cfg *q)
         *q = (ws_hgemm_cfg){ .bn = WS_HGEMM_BN_S, .lgbn = WS_HGEMM_LGBN_S, .st = WS_HGEMM_STAGES_S,
                              .sb = WS_HGEMM_STAGE_BYTES_N, .smem = WS_HGEMM_SMEM_N, .minb = 3,
                              .maxnreg = WS_HGEMM_MAXNREG_N, .preg = 0, .creg = 0,
-                             .threads = WS_HGEMM_THREADS_N, .pwg = 1, .bm = WS_HGEMM_BM_N, .nc = 1 };
+                             .threads = WS_HGEMM_THREADS_N, .pwg = 1, .bm = WS_HGEMM_BM_N, .nc = 1,
+                             .loop = 1 };
+        hg_layout(q);
         return;
     }
     *q = (ws_hgemm_cfg){ .bn = WS_HGEMM_BN_S, .lgbn = WS_HGEMM_LGBN_S, .st = WS_HGEMM_STAGES_S,
                          .sb = WS_HGEMM_STAGE_BYTES_S, .smem = WS_HGEMM_SMEM_S, .minb = 2,
                          .maxnreg = WS_HGEMM_MAXNREG_S, .preg = 0, .creg = 0,
                          .threads = WS_HGEMM_THREADS_S, .pwg = 2, .bm = WS_HGEMM_BM, .nc = 2 };
+    hg_layout(q);
 }
 
 int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
@@ -211,7 +226,7 @@ static void emit_desc_mn(ptx_buf *b, preg desc, preg addr)
     emit_desc_at(b, desc, addr, 8192, 1024, 1);
 }
 
-/* the ring's next stage: s = (s + 1) % ST, u += (s wrapped), it += 1; back to top while
+/* the ring's next stage: s = (s + 1) % ST, u += (s wrapped) (u named), it += 1; back to top while
  * it < KT (the producer's and the consumers' loops step alike); wrap a scratch predicate */
 static void emit_ring_next(ptx_buf *b, const ws_hgemm_cfg *q, preg wrap, preg s, preg u, preg it, const char *KT,
                            plabel top)
@@ -220,14 +235,15 @@ static void emit_ring_next(ptx_buf *b, const ws_hgemm_cfg *q, preg wrap, preg s,
     I("add.u32 %s, %s, 1", s.n, s.n);
     I("setp.eq.u32 %s, %s, %d", wrap.n, s.n, ST);
     I("@%s mov.u32 %s, 0", wrap.n, s.n);
-    I("@%s add.u32 %s, %s, 1", wrap.n, u.n, u.n);
+    if (u.n[0])
+        I("@%s add.u32 %s, %s, 1", wrap.n, u.n, u.n);
     I("add.u32 %s, %s, 1", it.n, it.n);
     I("setp.lt.u32 %s, %s, %s", more.n, it.n, KT);
     I("@%s bra %s", more.n, top.n);
 }
 
 /* tid, the ring's base sbase (the dynamic shared memory aligned to 1024 bytes) and its
- * mbarriers bars after the stages */
+ * mbarriers bars after the stages and the epilogue's Ys (q->yend) */
 static void emit_ring_base(ptx_buf *b, const ws_hgemm_cfg *q, preg *tid, preg *sbase, preg *bars)
 {
     *tid = ws_ptx_reg(b, PTX_B32), *sbase = ws_ptx_reg(b, PTX_B32), *bars = ws_ptx_reg(b, PTX_B32);
@@ -235,7 +251,7 @@ static void emit_ring_base(ptx_buf *b, const ws_hgemm_cfg *q, preg *tid, preg *s
     I("mov.u32 %s, smem", sbase->n);
     I("add.u32 %s, %s, 1023", sbase->n, sbase->n);
     I("and.b32 %s, %s, -1024", sbase->n, sbase->n);
-    I("add.u32 %s, %s, %d", bars->n, sbase->n, ST * SB);
+    I("add.u32 %s, %s, %d", bars->n, sbase->n, q->yend);
 }
 
 /* the ring's mbarriers initialised by the producer's thread, the block synchronised, wg = tid / 128 */
@@ -246,11 +262,17 @@ static void emit_ring_init(ptx_buf *b, const ws_hgemm_cfg *q, preg tid, preg bar
         plabel skip = ws_ptx_label_new(b, "init_done");
         I("setp.ne.u32 %s, %s, %d", not0.n, tid.n, 128 * q->pwg);
         I("@%s bra %s", not0.n, skip.n);
-        ws_ptx_comment(b, "full[s]: one arrival (the producer's, with the stage's bytes); empty[s]: %d (every "
-                          "consumer)", NCT);
+        ws_ptx_comment(b, "full[s]: one arrival (the producer's, with the stage's bytes); empty[s] and epi "
+                          "(a tile's epilogue done with Ys): %d (every consumer)", NCT);
         for (int s = 0; s < ST; s++) {
             I("mbarrier.init.shared::cta.b64 [%s+%d], 1", bars.n, 8 * s);
             I("mbarrier.init.shared::cta.b64 [%s+%d], %d", bars.n, 8 * (ST + s), NCT);
+        }
+        I("mbarrier.init.shared::cta.b64 [%s+%d], %d", bars.n, 16 * ST, NCT);
+        ws_ptx_comment(b, "the tile queue: tfull[j] one arrival (the producer's), tempty[j] %d", NCT);
+        for (int j = 0; j < WS_HGEMM_TQ; j++) {
+            I("mbarrier.init.shared::cta.b64 [%s+%d], 1", bars.n, TQ_FULL + 8 * j);
+            I("mbarrier.init.shared::cta.b64 [%s+%d], %d", bars.n, TQ_EMPTY + 8 * j, NCT);
         }
         I("fence.mbarrier_init.release.cluster");
         ws_ptx_label(b, skip);
@@ -282,8 +304,9 @@ static void emit_slot(ptx_buf *b, const ws_hgemm_cfg *q, preg s, preg u, preg ba
     *fullp = full, *sap = sa, *sbbp = sbb;
 }
 
-/* the producer: thread 128 * q->pwg (the first of its warpgroup) fills the ring, KT stages */
-static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase, preg bars,
+/* the producer of a block of one tile (the small and large tiles: ctaid.x is the tile): thread
+ * 128 * q->pwg (the first of its warpgroup) fills the ring, KT stages */
+static void emit_producer_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase, preg bars,
                           preg o0, preg t0, preg n0, preg lgtb, int KT, preg klo, preg kts)
 {
     const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
@@ -364,6 +387,248 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     if (!kts.n[0])
         snprintf(kt, sizeof kt, "%d", KT);
     emit_ring_next(b, q, wrap, s, u, it, kt, top);
+    ws_ptx_label(b, out);
+    I("ret");
+}
+
+/* THE TILE LOOP (ptx_hgemm.h): a block runs tile ctaid.x, then the tiles its producer asks
+ * for, below ntiles; the producer and the consumers each walk them, the consumers through the
+ * tile queue */
+typedef struct {
+    int nrow, phase;    /* row tiles; the phased form's phases where its taps are given */
+    const int *lo, *hi; /* those taps (ws_gbwd_dx_taps), or NULL */
+} hg_sched;
+
+/* tile's coordinates o0, t0, n0 and log2 TB lgtb (and, with taps, the first tap klo and the
+ * stages kts of its phase r = o0 / (C_out / phases)); to ex when tile >= ntiles = ceil(N / NB)
+ * * ntt * rows, NB = 2^lgnb items a tile (into ntiles where named). From the parameters each time: nothing of it stays
+ * in registers across a tile */
+static void emit_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, const hg_sched *sc, preg tile,
+                      preg o0, preg t0, preg n0, preg lgtb, preg klo, preg kts, plabel ex, preg ntiles)
+{
+    const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
+    preg cx = ws_ptx_reg(b, PTX_B32), end = ws_ptx_reg(b, PTX_PRED), ntt = ws_ptx_reg(b, PTX_B32);
+    preg lgnb = ws_ptx_reg(b, PTX_B32), nb = ws_ptx_reg(b, PTX_B32), n32 = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_ld_param(b, ntt, pt, WS_HG_NTT);
+    ws_ptx_ld_param(b, lgtb, pt, WS_HG_LGTB);
+    ws_ptx_ld_param(b, n32, pt, WS_HG_N);
+    I("sub.u32 %s, %d, %s", lgnb.n, q->lgbn, lgtb.n);
+    I("shl.b32 %s, 1, %s", nb.n, lgnb.n);
+    I("add.u32 %s, %s, %s", nb.n, nb.n, n32.n);
+    I("sub.u32 %s, %s, 1", nb.n, nb.n);
+    I("shr.u32 %s, %s, %s", nb.n, nb.n, lgnb.n);
+    I("mul.lo.u32 %s, %s, %s", nb.n, nb.n, ntt.n);
+    I("mul.lo.u32 %s, %s, %d", nb.n, nb.n, sc->nrow);
+    if (ntiles.n[0])
+        I("mov.u32 %s, %s", ntiles.n, nb.n);
+    I("setp.ge.u32 %s, %s, %s", end.n, tile.n, nb.n);
+    I("@%s bra %s", end.n, ex.n);
+    I("rem.u32 %s, %s, %d", o0.n, tile.n, sc->nrow);
+    I("shl.b32 %s, %s, %d", o0.n, o0.n, BMQ == 128 ? 7 : 6);
+    I("div.u32 %s, %s, %d", cx.n, tile.n, sc->nrow);
+    I("rem.u32 %s, %s, %s", t0.n, cx.n, ntt.n);
+    I("shl.b32 %s, %s, %s", t0.n, t0.n, lgtb.n);
+    I("div.u32 %s, %s, %s", n0.n, cx.n, ntt.n);
+    I("shl.b32 %s, %s, %s", n0.n, n0.n, lgnb.n);
+    if (sc->lo) { /* each row tile is one phase: only the taps its rows of W' have */
+        const int C = d->c_out / sc->phase, cb = (d->c_in + ws_hgemm_bkc(d) - 1) / ws_hgemm_bkc(d);
+        preg r = ws_ptx_reg(b, PTX_B32), pp = ws_ptx_reg(b, PTX_PRED);
+        ws_ptx_comment(b, "phase r = o0 / %d: taps lo_r..hi_r of W' (the others are zero for its rows), "
+                          "%d stages a tap", C, cb);
+        I("div.u32 %s, %s, %d", r.n, o0.n, C);
+        I("mov.u32 %s, %d", klo.n, sc->lo[0]);
+        I("mov.u32 %s, %d", kts.n, (sc->hi[0] - sc->lo[0] + 1) * cb);
+        for (int p = 1; p < sc->phase; p++) {
+            I("setp.eq.u32 %s, %s, %d", pp.n, r.n, p);
+            I("@%s mov.u32 %s, %d", pp.n, klo.n, sc->lo[p]);
+            I("@%s mov.u32 %s, %d", pp.n, kts.n, (sc->hi[p] - sc->lo[p] + 1) * cb);
+        }
+    }
+}
+
+/* the producer: thread 128 * q->pwg (the first of its warpgroup) fills the ring, KT stages a
+ * tile, every tile from stage 0 (slot s's k-th use waits the consumers' release of its use
+ * k - 1: parity bit s of pm, all ones at first, where the phase before a fresh mbarrier's
+ * first counts as complete). From a block's second tile on, the stages past slot 0 hold the
+ * last tile's Ys until its epilogue is done (epi): stage 0 is loaded while it runs. */
+static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase, preg bars,
+                          const hg_sched *sc, int KT)
+{
+    const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
+    plabel out = ws_ptx_label_new(b, "producer_done");
+    preg not0 = ws_ptx_reg(b, PTX_PRED);
+    char title[96];
+    snprintf(title, sizeof title, "producer (warpgroup %d): thread %d issues every copy, tile after tile", q->pwg,
+             128 * q->pwg);
+    ws_ptx_section(b, title);
+    if (q->preg)
+        I("setmaxnreg.dec.sync.aligned.u32 %d", q->preg);
+    I("setp.ne.u32 %s, %s, %d", not0.n, tid.n, 128 * q->pwg);
+    I("@%s bra %s", not0.n, out.n);
+    preg ta = ws_ptx_reg(b, PTX_B64), tb = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_param_tmap(b, ta, pt, WS_HG_TA);
+    ws_ptx_param_tmap(b, tb, pt, WS_HG_TB);
+    preg it = ws_ptx_reg(b, PTX_B32), s = ws_ptx_reg(b, PTX_B32), pm = ws_ptx_reg(b, PTX_B32);
+    preg c0 = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32), tk = ws_ptx_reg(b, PTX_B32);
+    preg tile = ws_ptx_reg(b, PTX_B32), epar = ws_ptx_reg(b, PTX_B32), need = ws_ptx_reg(b, PTX_B32);
+    preg epi = ws_ptx_reg(b, PTX_B32), o0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32);
+    preg n0 = ws_ptx_reg(b, PTX_B32), lgtb = ws_ptx_reg(b, PTX_B32), klo = {""}, kts = {""};
+    if (sc->lo)
+        klo = ws_ptx_reg(b, PTX_B32), kts = ws_ptx_reg(b, PTX_B32);
+    preg ctr = ws_ptx_reg(b, PTX_B64), qj = ws_ptx_reg(b, PTX_B32), next = ws_ptx_reg(b, PTX_B32);
+    plabel pfin = ws_ptx_label_new(b, "producer_fin");
+    I("mov.u32 %s, -1", pm.n);
+    I("mov.u32 %s, 0", epar.n);
+    I("mov.u32 %s, 0", need.n);
+    I("mov.u32 %s, 0", qj.n);
+    I("add.u32 %s, %s, %d", epi.n, bars.n, 16 * ST);
+    ws_ptx_ld_param(b, ctr, ws_params_of(WS_PARAMS_HGEMM), WS_HG_CTR);
+    I("cvta.to.global.u64 %s, %s", ctr.n, ctr.n);
+    ws_ptx_comment(b, "tile ctaid.x first, then G + p_ctr[0]++ (G = nctaid.x) while below ntiles: the tiles in "
+                      "the order the blocks ask for them");
+    preg G = ws_ptx_reg(b, PTX_B32), ntiles = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%ctaid.x", tile.n);
+    I("mov.u32 %s, %%nctaid.x", G.n);
+    plabel ptile = ws_ptx_label_new(b, "ptile");
+    ws_ptx_label(b, ptile);
+    {
+        preg qs = ws_ptx_reg(b, PTX_B32), qa = ws_ptx_reg(b, PTX_B32), qp = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_comment(b, "the tile to the consumers: queue slot j %% %d, once its use j - %d is released", WS_HGEMM_TQ,
+                       WS_HGEMM_TQ);
+        I("and.b32 %s, %s, %d", qs.n, qj.n, WS_HGEMM_TQ - 1);
+        I("shr.u32 %s, %s, 2", qp.n, qj.n);
+        I("and.b32 %s, %s, 1", qp.n, qp.n);
+        I("xor.b32 %s, %s, 1", qp.n, qp.n);
+        I("mad.lo.u32 %s, %s, 8, %s", qa.n, qs.n, bars.n);
+        I("add.u32 %s, %s, %d", qa.n, qa.n, TQ_EMPTY);
+        emit_wait(b, qa, qp);
+        I("mad.lo.u32 %s, %s, 4, %s", qa.n, qs.n, bars.n);
+        I("st.shared.u32 [%s+%d], %s", qa.n, TQ_TILE, tile.n);
+        I("mad.lo.u32 %s, %s, 8, %s", qa.n, qs.n, bars.n);
+        I("mbarrier.arrive.shared::cta.b64 _, [%s+%d]", qa.n, TQ_FULL);
+    }
+    emit_tile(b, d, q, sc, tile, o0, t0, n0, lgtb, klo, kts, pfin, ntiles);
+    ws_ptx_comment(b, "the next tile asked for now, used after this one's stages");
+    I("atom.global.relaxed.gpu.add.u32 %s, [%s], 1", next.n, ctr.n);
+    I("mov.u32 %s, 0", it.n);
+    I("mov.u32 %s, 0", s.n);
+    I("mov.u32 %s, 0", c0.n);
+    if (klo.n[0])
+        I("mov.u32 %s, %s", k.n, klo.n);
+    else
+        I("mov.u32 %s, 0", k.n);
+    ws_ptx_comment(b, "tk = S*t0 - P_L + D*k: the first input time of tap k");
+    I("mul.lo.s32 %s, %s, %d", tk.n, t0.n, d->stride);
+    I("sub.s32 %s, %s, %d", tk.n, tk.n, d->pad_l);
+    if (klo.n[0])
+        I("mad.lo.s32 %s, %s, %d, %s", tk.n, k.n, d->dilation, tk.n);
+    /* channel-first x read in place (q->mn): B is BN / 64 blocks of 64 positions x 64
+     * channels; block j is item n0 + (64j >> lgtb), times t0 + (64j & (TB - 1)) (TB >= 64) */
+    const int nch = BN / 64;
+    preg dtj[WS_HGEMM_BN / 64], nj[WS_HGEMM_BN / 64];
+    if (q->mn) {
+        preg msk = ws_ptx_reg(b, PTX_B32), one = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_comment(b, "channel-first x: block j of 64 positions is item n0 + (64j >> lgtb), time tk + (64j & (TB-1))");
+        I("mov.u32 %s, 1", one.n);
+        I("shl.b32 %s, %s, %s", msk.n, one.n, lgtb.n);
+        I("sub.u32 %s, %s, 1", msk.n, msk.n);
+        for (int j = 0; j < nch; j++) {
+            dtj[j] = ws_ptx_reg(b, PTX_B32), nj[j] = ws_ptx_reg(b, PTX_B32);
+            I("mov.u32 %s, %d", nj[j].n, 64 * j);
+            I("and.b32 %s, %s, %s", dtj[j].n, nj[j].n, msk.n);
+            I("shr.u32 %s, %s, %s", nj[j].n, nj[j].n, lgtb.n);
+            I("add.u32 %s, %s, %s", nj[j].n, nj[j].n, n0.n);
+        }
+    }
+    plabel top = ws_ptx_label_new(b, "pstage");
+    ws_ptx_label(b, top);
+    {
+        preg early = ws_ptx_reg(b, PTX_PRED), p2 = ws_ptx_reg(b, PTX_PRED);
+        plabel go = ws_ptx_label_new(b, "pgo");
+        ws_ptx_comment(b, "past slot 0, the last tile's epilogue done with Ys first (once a tile)");
+        I("setp.eq.u32 %s, %s, 0", early.n, need.n);
+        /* stage 0 loads ahead only where every tile has a stage past it: a tile of one stage
+         * would let the consumers finish it and complete two phases of epi before this wait */
+        if (!sc->lo && KT >= 2) {
+            I("setp.eq.u32 %s, %s, 0", p2.n, s.n);
+            I("or.pred %s, %s, %s", early.n, early.n, p2.n);
+        }
+        I("@%s bra %s", early.n, go.n);
+        emit_wait(b, epi, epar);
+        I("xor.b32 %s, %s, 1", epar.n, epar.n);
+        I("mov.u32 %s, 0", need.n);
+        ws_ptx_label(b, go);
+    }
+    preg full = ws_ptx_reg(b, PTX_B32), sa = ws_ptx_reg(b, PTX_B32), sbb = ws_ptx_reg(b, PTX_B32);
+    {
+        preg empty = ws_ptx_reg(b, PTX_B32), par = ws_ptx_reg(b, PTX_B32), bit = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_comment(b, "slot s free: its last use released by every consumer (pm bit s)");
+        I("mad.lo.u32 %s, %s, 8, %s", full.n, s.n, bars.n);
+        I("add.u32 %s, %s, %d", empty.n, full.n, 8 * ST);
+        I("shr.b32 %s, %s, %s", par.n, pm.n, s.n);
+        I("and.b32 %s, %s, 1", par.n, par.n);
+        emit_wait(b, empty, par);
+        I("shl.b32 %s, 1, %s", bit.n, s.n);
+        I("xor.b32 %s, %s, %s", pm.n, pm.n, bit.n);
+        I("mad.lo.u32 %s, %s, %d, %s", sa.n, s.n, SB, sbase.n);
+        I("add.u32 %s, %s, %d", sbb.n, sa.n, A_BYTES);
+        I("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d", full.n, SB);
+    }
+    I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
+      sa.n, ta.n, c0.n, k.n, o0.n, full.n);
+    if (q->mn) {
+        preg tj = ws_ptx_reg(b, PTX_B32), bj = ws_ptx_reg(b, PTX_B32);
+        for (int j = 0; j < nch; j++) {
+            I("add.s32 %s, %s, %s", tj.n, tk.n, dtj[j].n);
+            I("add.u32 %s, %s, %d", bj.n, sbb.n, 8192 * j);
+            I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, "
+              "%s}], [%s]",
+              bj.n, tb.n, tj.n, c0.n, nj[j].n, full.n);
+        }
+    } else {
+        I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], "
+          "[%s]",
+          sbb.n, tb.n, c0.n, tk.n, n0.n, full.n);
+    }
+    ws_ptx_comment(b, "next: channels c0 + 64, or tap k + 1 from channel 0");
+    preg wrap = ws_ptx_reg(b, PTX_PRED);
+    I("add.u32 %s, %s, %d", c0.n, c0.n, ws_hgemm_bkc(d));
+    I("setp.ge.u32 %s, %s, %d", wrap.n, c0.n, d->c_in);
+    I("@%s mov.u32 %s, 0", wrap.n, c0.n);
+    I("@%s add.u32 %s, %s, 1", wrap.n, k.n, k.n);
+    I("@%s add.s32 %s, %s, %d", wrap.n, tk.n, tk.n, d->dilation);
+    char kt[16];
+    snprintf(kt, sizeof kt, "%s", kts.n[0] ? kts.n : "");
+    if (!kts.n[0])
+        snprintf(kt, sizeof kt, "%d", KT);
+    emit_ring_next(b, q, wrap, s, (preg){""}, it, kt, top);
+    {
+        preg none = ws_ptx_reg(b, PTX_PRED);
+        plabel nx = ws_ptx_label_new(b, "pnext");
+        ws_ptx_comment(b, "a tile of slot 0 alone still waits for the last epilogue; the next tile's turn");
+        I("setp.eq.u32 %s, %s, 0", none.n, need.n);
+        I("@%s bra %s", none.n, nx.n);
+        emit_wait(b, epi, epar);
+        I("xor.b32 %s, %s, 1", epar.n, epar.n);
+        ws_ptx_label(b, nx);
+        I("mov.u32 %s, 1", need.n);
+        ws_ptx_comment(b, "the asked-for tile's number read only now: its atomic's latency under the stages");
+        I("add.u32 %s, %s, %s", tile.n, next.n, G.n);
+        I("add.u32 %s, %s, 1", qj.n, qj.n);
+        I("bra %s", ptile.n);
+    }
+    ws_ptx_label(b, pfin);
+    {
+        preg last = ws_ptx_reg(b, PTX_PRED), v = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_comment(b, "no tiles left. A call's counter takes ntiles increments in all (ntiles - G tiles, and a "
+                          "block's last ask each): the ask that read ntiles - 1, tile G + ntiles - 1, was the last, "
+                          "and its block sets p_ctr[0] back to 0 for the next call");
+        I("sub.u32 %s, %s, 1", v.n, ntiles.n);
+        I("add.u32 %s, %s, %s", v.n, v.n, G.n);
+        I("setp.ne.u32 %s, %s, %s", last.n, tile.n, v.n);
+        I("@%s bra %s", last.n, out.n);
+        I("st.relaxed.gpu.global.u32 [%s], 0", ctr.n);
+    }
     ws_ptx_label(b, out);
     I("ret");
 }
@@ -647,11 +912,13 @@ static void emit_epi_ncl4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
 
 /* the consumers: the ring into 64 accumulators, then the epilogue through shared memory.
  * wg_ed: the weight gradient's kernel (its epilogue's descriptor: rows C_out, positions
- * C_in, float32 NCL, no bias, act or add; KT its p_kts), else NULL (the forward: d's
- * epilogue, KT stages) */
+ * C_in, float32 NCL, no bias, act or add; KT its p_kts; one tile, o0, t0, n0 given), else
+ * NULL (the forward: d's epilogue, KT stages, tile after tile of sc; slot s's k-th use waits
+ * full[s]'s phase k: parity bit s of cm; every stage released, and epi arrived on once the
+ * epilogue is done with Ys) */
 static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg wg, preg sbase,
                           preg bars, preg o0, preg t0, preg n0, preg lgtb, int KT,
-                          const ws_conv_desc *wg_ed, int phase, preg kts)
+                          const ws_conv_desc *wg_ed, int phase, const hg_sched *sc, preg kts)
 {
     const ws_params *pt = ws_params_of(wg_ed ? WS_PARAMS_HWG : WS_PARAMS_HGEMM);
     const char *mt = math_name(d);
@@ -667,15 +934,53 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     if (q->creg)
         I("setmaxnreg.inc.sync.aligned.u32 %d", q->creg);
     preg g = ws_ptx_reg(b, PTX_B32), aoff = ws_ptx_reg(b, PTX_B32), one = ws_ptx_reg(b, PTX_PRED);
-    I("sub.u32 %s, %s, %d", g.n, wg.n, q->pwg ? 0 : 1);
-    I("mad.lo.u32 %s, %s, %d, %s", aoff.n, g.n, 64 * 128, sbase.n);
-    I("setp.eq.u32 %s, 1, 1", one.n);
+    if (!sc) {
+        I("sub.u32 %s, %s, %d", g.n, wg.n, q->pwg ? 0 : 1);
+        I("mad.lo.u32 %s, %s, %d, %s", aoff.n, g.n, 64 * 128, sbase.n);
+    }
     const int NACC = BN / 2;
     preg acc[NACC_MAX];
-    for (int i = 0; i < NACC; i++) {
+    for (int i = 0; i < NACC; i++)
         acc[i] = ws_ptx_reg(b, PTX_F32);
-        I("mov.f32 %s, 0f00000000", acc[i].n);
+    preg tile = {""}, cm = {""}, klo = {""}, qj = {""};
+    plabel cexit = {""}, ctile = {""};
+    if (sc) {
+        tile = ws_ptx_reg(b, PTX_B32), cm = ws_ptx_reg(b, PTX_B32);
+        o0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), n0 = ws_ptx_reg(b, PTX_B32);
+        lgtb = ws_ptx_reg(b, PTX_B32);
+        kts = (preg){""};
+        if (sc->lo)
+            klo = ws_ptx_reg(b, PTX_B32), kts = ws_ptx_reg(b, PTX_B32);
+        cexit = ws_ptx_label_new(b, "consumers_done"), ctile = ws_ptx_label_new(b, "ctile");
+        qj = ws_ptx_reg(b, PTX_B32);
+        I("mov.u32 %s, 0", cm.n);
+        I("mov.u32 %s, 0", qj.n);
+        ws_ptx_label(b, ctile);
+        {
+            preg qs = ws_ptx_reg(b, PTX_B32), qa = ws_ptx_reg(b, PTX_B32), qp = ws_ptx_reg(b, PTX_B32);
+            preg bq = ws_ptx_reg(b, PTX_B32), tq = ws_ptx_reg(b, PTX_B32), sq = ws_ptx_reg(b, PTX_B32);
+            ws_ptx_comment(b, "the block's j-th tile from the producer's queue (slot j %% %d)", WS_HGEMM_TQ);
+            emit_ring_base(b, q, &tq, &sq, &bq);
+            I("and.b32 %s, %s, %d", qs.n, qj.n, WS_HGEMM_TQ - 1);
+            I("shr.u32 %s, %s, 2", qp.n, qj.n);
+            I("and.b32 %s, %s, 1", qp.n, qp.n);
+            I("mad.lo.u32 %s, %s, 8, %s", qa.n, qs.n, bq.n);
+            I("add.u32 %s, %s, %d", qa.n, qa.n, TQ_FULL);
+            emit_wait(b, qa, qp);
+            I("mad.lo.u32 %s, %s, 4, %s", qa.n, qs.n, bq.n);
+            I("ld.shared.u32 %s, [%s+%d]", tile.n, qa.n, TQ_TILE);
+        }
+        emit_tile(b, d, q, sc, tile, o0, t0, n0, lgtb, klo, kts, cexit, (preg){""});
+        ws_ptx_comment(b, "tid, the ring's base, g and A's rows again a tile at a time: only tile and cm are "
+                          "held across tiles");
+        emit_ring_base(b, q, &tid, &sbase, &bars);
+        I("shr.u32 %s, %s, 7", g.n, tid.n);
+        I("sub.u32 %s, %s, %d", g.n, g.n, q->pwg ? 0 : 1);
+        I("mad.lo.u32 %s, %s, %d, %s", aoff.n, g.n, 64 * 128, sbase.n);
     }
+    I("setp.eq.u32 %s, 1, 1", one.n);
+    for (int i = 0; i < NACC; i++)
+        I("mov.f32 %s, 0f00000000", acc[i].n);
     char regs[NACC_MAX * 8 + 8];
     int o = 0;
     for (int i = 0; i < NACC; i++)
@@ -715,7 +1020,15 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         preg sa = ws_ptx_reg(b, PTX_B32), sbb = ws_ptx_reg(b, PTX_B32);
         preg da = ws_ptx_reg(b, PTX_B64), db = ws_ptx_reg(b, PTX_B64);
         I("mad.lo.u32 %s, %s, 8, %s", full.n, s.n, bars.n);
-        I("and.b32 %s, %s, 1", par.n, u.n);
+        if (sc) {
+            preg bit = ws_ptx_reg(b, PTX_B32);
+            I("shr.b32 %s, %s, %s", par.n, cm.n, s.n);
+            I("and.b32 %s, %s, 1", par.n, par.n);
+            I("shl.b32 %s, 1, %s", bit.n, s.n);
+            I("xor.b32 %s, %s, %s", cm.n, cm.n, bit.n);
+        } else {
+            I("and.b32 %s, %s, 1", par.n, u.n);
+        }
         emit_wait(b, full, par);
         I("mad.lo.u32 %s, %s, %d, %s", sa.n, s.n, SB, aoff.n);
         I("mad.lo.u32 %s, %s, %d, %s", sbb.n, s.n, SB, sbase.n);
@@ -756,9 +1069,28 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         ws_ptx_label(b, norel);
         preg wrap = ws_ptx_reg(b, PTX_PRED);
         I("mov.u32 %s, %s", prev.n, s.n);
-        emit_ring_next(b, q, wrap, s, u, it, ktop, top);
+        emit_ring_next(b, q, wrap, s, sc ? (preg){""} : u, it, ktop, top);
     }
     I("wgmma.wait_group.sync.aligned 0");
+    if (sc) {
+        preg empty = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_comment(b, "the last stage's slot released too: the producer is on the next tile");
+        I("mad.lo.u32 %s, %s, 8, %s", empty.n, prev.n, bars.n);
+        I("add.u32 %s, %s, %d", empty.n, empty.n, 8 * ST);
+        I("mbarrier.arrive.shared::cta.b64 _, [%s]", empty.n);
+        ws_ptx_comment(b, "the tile again from its queue slot, which is then released; its coordinates for the "
+                          "epilogue (not held through the products)");
+        {
+            preg qa = ws_ptx_reg(b, PTX_B32);
+            I("and.b32 %s, %s, %d", qa.n, qj.n, WS_HGEMM_TQ - 1);
+            I("mad.lo.u32 %s, %s, 4, %s", qa.n, qa.n, bars.n);
+            I("ld.shared.u32 %s, [%s+%d]", tile.n, qa.n, TQ_TILE);
+            I("and.b32 %s, %s, %d", qa.n, qj.n, WS_HGEMM_TQ - 1);
+            I("mad.lo.u32 %s, %s, 8, %s", qa.n, qa.n, bars.n);
+            I("mbarrier.arrive.shared::cta.b64 _, [%s+%d]", qa.n, TQ_EMPTY);
+        }
+        emit_tile(b, d, q, sc, tile, o0, t0, n0, lgtb, klo, kts, cexit, (preg){""});
+    }
     if (wg_ed)
         d = wg_ed; /* the epilogue's descriptor from here on */
     const int ys = d->y_type == WS_F32 ? 4 : 2;
@@ -796,8 +1128,11 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("cvta.to.global.u64 %s, %s", py.n, py.n);
     preg lane = ws_ptx_reg(b, PTX_B32), wq = ws_ptx_reg(b, PTX_B32), row = ws_ptx_reg(b, PTX_B32);
     preg tmp = ws_ptx_reg(b, PTX_B32), wa = ws_ptx_reg(b, PTX_B32), c = ws_ptx_reg(b, PTX_B32);
-    preg bs = ws_ptx_reg(b, PTX_B32);
-    I("add.u32 %s, %s, %d", bs.n, sbase.n, ncl ? BMQ * YS_ROW * 4 : BN * YS_NLC * 4);
+    preg bs = ws_ptx_reg(b, PTX_B32), ysb = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_comment(b, "Ys at the ring's base + %d, past stage 0 (the next tile's first stage loads meanwhile)",
+                   q->yoff);
+    I("add.u32 %s, %s, %d", ysb.n, sbase.n, q->yoff);
+    I("add.u32 %s, %s, %d", bs.n, ysb.n, ncl ? BMQ * YS_ROW * 4 : BN * YS_NLC * 4);
     I("sub.u32 %s, %s, %d", c.n, tid.n, q->pwg ? 0 : 128);
     I("bar.sync 1, %d", NCT);
     {
@@ -826,7 +1161,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("shl.b32 %s, %s, 1", tmp.n, tmp.n);
     if (ncl) { /* Ys[row][position] */
         I("mad.lo.u32 %s, %s, %d, %s", wa.n, row.n, YS_ROW, tmp.n);
-        I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, sbase.n);
+        I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, ysb.n);
         for (int ni = 0; ni < BN / 8; ni++)
             for (int h = 0; h < 2; h++)
                 for (int e = 0; e < 2; e++)
@@ -834,7 +1169,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
                       acc[4 * ni + 2 * h + e].n);
     } else { /* Ys[position][row]: a warp's store is 8 rows x 4 positions on 32 banks */
         I("mad.lo.u32 %s, %s, %d, %s", wa.n, tmp.n, YS_NLC, row.n);
-        I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, sbase.n);
+        I("mad.lo.u32 %s, %s, 4, %s", wa.n, wa.n, ysb.n);
         for (int ni = 0; ni < BN / 8; ni++)
             for (int h = 0; h < 2; h++)
                 for (int e = 0; e < 2; e++)
@@ -857,7 +1192,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     plabel done = ws_ptx_label_new(b, "epi_done"), noadd = ws_ptx_label_new(b, "epi_noadd");
     if (ncl) {
         if (!wg_ed && !phase && !small_silu(d, q))
-            emit_epi_ncl4(b, d, q, c, sbase, bs, o0, t0, n0, lgtb, tbm, pa, py, abs, hasa, n32, tout, done);
+            emit_epi_ncl4(b, d, q, c, ysb, bs, o0, t0, n0, lgtb, tbm, pa, py, abs, hasa, n32, tout, done);
         ws_ptx_comment(b, "NCL y: position i = c %% %d (n, t once), rows c/%d + %dm; no branch per element", BN, BN,
                        PSTEP);
         preg n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED);
@@ -898,7 +1233,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         I("add.u64 %s, %s, %s", abase.n, abase.n, t64.n);
         I("mad.lo.u64 %s, %s, %d, %s", abase.n, abase.n, ys, pa.n);
         I("mad.lo.u32 %s, %s, %d, %s", ra.n, half.n, YS_ROW, col.n);
-        I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sbase.n);
+        I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, ysb.n);
         I("mad.lo.u32 %s, %s, 4, %s", rb.n, half.n, bs.n);
         I("add.u32 %s, %s, %s", orow.n, o0.n, half.n);
         for (int va = wg_ed || phase ? 0 : 1; va >= 0; va--) { /* the weight gradient, phases: no add */
@@ -943,7 +1278,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         }
     } else {
         if (!wg_ed && d->c_out % 4 == 0 && !small_silu(d, q))
-            emit_epi_nlc4(b, d, q, c, sbase, bs, o0, t0, n0, lgtb, tbm, pa, py, abs, hasa, n32, tout, done);
+            emit_epi_nlc4(b, d, q, c, ysb, bs, o0, t0, n0, lgtb, tbm, pa, py, abs, hasa, n32, tout, done);
         ws_ptx_comment(b, "NLC y: row c %% %d (o, b[o] once), positions c/%d + 2m; no branch per element", BMQ, BMQ);
         preg oo = ws_ptx_reg(b, PTX_B32), ook = ws_ptx_reg(b, PTX_PRED), bias = ws_ptx_reg(b, PTX_F32);
         preg off = ws_ptx_reg(b, PTX_B64), sa = ws_ptx_reg(b, PTX_B32);
@@ -954,7 +1289,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         I("ld.shared.f32 %s, [%s]", bias.n, sa.n);
         I("cvt.u64.u32 %s, %s", off.n, oo.n);
         I("mad.lo.u32 %s, %s, %d, %s", ra.n, half.n, YS_NLC, col.n);
-        I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sbase.n);
+        I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, ysb.n);
         for (int va = wg_ed ? 0 : 1; va >= 0; va--) { /* the weight gradient: no add */
         if (!wg_ed)
             emit_add_variant(b, va, hasa, noadd, done);
@@ -998,6 +1333,18 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         }
     }
     ws_ptx_label(b, done);
+    if (sc) {
+        preg epi = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_comment(b, "done with Ys (its reads before the copies that reuse it): epi; the next tile");
+        emit_ring_base(b, q, &tid, &sbase, &bars);
+
+        I("fence.proxy.async.shared::cta");
+        I("add.u32 %s, %s, %d", epi.n, bars.n, 16 * ST);
+        I("mbarrier.arrive.shared::cta.b64 _, [%s]", epi.n);
+        I("add.u32 %s, %s, 1", qj.n, qj.n);
+        I("bra %s", ctile.n);
+        ws_ptx_label(b, cexit);
+    }
     I("ret");
 }
 
@@ -1020,54 +1367,43 @@ static void emit_main(ptx_buf *mod, const ws_conv_desc *d, const char *name, int
                    d->y_layout == WS_NCL ? "NCL" : "NLC", ws_ptx_type_name(d->y_type),
                    ws_ptx_act_name(d->act), math_name(d), BMQ, BN, ST, KT);
     {
-        char t[120];
-        snprintf(t, sizeof t, "block: ctaid.x = ((n0/NB)*ntt + t0/TB)*rows + o0/%d; the ring's base and mbarriers", BMQ);
+        char t[140];
+        snprintf(t, sizeof t, "tiles: ((n0/NB)*ntt + t0/TB)*rows + o0/%d, %s; the ring's base and mbarriers",
+                 BMQ, q->loop ? "ctaid.x, then those the block asks for" : "ctaid.x");
         ws_ptx_section(b, t);
     }
     preg tid, sbase, bars;
     emit_ring_base(b, q, &tid, &sbase, &bars);
-    preg o0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), n0 = ws_ptx_reg(b, PTX_B32);
-    preg ntt = ws_ptx_reg(b, PTX_B32), lgtb = ws_ptx_reg(b, PTX_B32), cx = ws_ptx_reg(b, PTX_B32);
-    preg lgnb = ws_ptx_reg(b, PTX_B32), wg = ws_ptx_reg(b, PTX_B32);
-    const int nrow = (d->c_out + BMQ - 1) / BMQ;
-    ws_ptx_comment(b, "the %d row tiles of one position tile are consecutive blocks: they run together "
-                      "and read its x once from memory", nrow);
-    I("mov.u32 %s, %%ctaid.x", cx.n);
-    I("rem.u32 %s, %s, %d", o0.n, cx.n, nrow);
-    I("shl.b32 %s, %s, %d", o0.n, o0.n, BMQ == 128 ? 7 : 6);
-    I("div.u32 %s, %s, %d", cx.n, cx.n, nrow);
-    ws_ptx_ld_param(b, ntt, pt, WS_HG_NTT);
-    ws_ptx_ld_param(b, lgtb, pt, WS_HG_LGTB);
-    I("rem.u32 %s, %s, %s", t0.n, cx.n, ntt.n);
-    I("shl.b32 %s, %s, %s", t0.n, t0.n, lgtb.n);
-    I("div.u32 %s, %s, %s", n0.n, cx.n, ntt.n);
-    I("sub.u32 %s, %d, %s", lgnb.n, q->lgbn, lgtb.n);
-    I("shl.b32 %s, %s, %s", n0.n, n0.n, lgnb.n);
-    emit_ring_init(b, q, tid, bars, wg);
-    {
-        preg klo = {""}, kts = {""};
-        if (lo) { /* each row tile is one phase: only the taps its rows of W' have */
-            const int C = d->c_out / phase, cb = (d->c_in + ws_hgemm_bkc(d) - 1) / ws_hgemm_bkc(d);
-            preg r = ws_ptx_reg(b, PTX_B32), pp = ws_ptx_reg(b, PTX_PRED);
-            klo = ws_ptx_reg(b, PTX_B32), kts = ws_ptx_reg(b, PTX_B32);
-            ws_ptx_comment(b, "phase r = o0 / %d: taps lo_r..hi_r of W' (the others are zero for its rows), "
-                              "%d stages a tap", C, cb);
-            I("div.u32 %s, %s, %d", r.n, o0.n, C);
-            I("mov.u32 %s, %d", klo.n, lo[0]);
-            I("mov.u32 %s, %d", kts.n, (hi[0] - lo[0] + 1) * cb);
-            for (int p = 1; p < phase; p++) {
-                I("setp.eq.u32 %s, %s, %d", pp.n, r.n, p);
-                I("@%s mov.u32 %s, %d", pp.n, klo.n, lo[p]);
-                I("@%s mov.u32 %s, %d", pp.n, kts.n, (hi[p] - lo[p] + 1) * cb);
-            }
-        }
-        preg cons = ws_ptx_reg(b, PTX_PRED);
+    hg_sched sc = { .nrow = (d->c_out + BMQ - 1) / BMQ, .phase = phase, .lo = lo, .hi = hi };
+    preg wg = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_comment(b, "the %d row tiles of one position tile are consecutive tiles: they run together "
+                      "and read its x once from memory", sc.nrow);
+    if (q->loop) {
+        emit_ring_init(b, q, tid, bars, wg);
+        preg cons = ws_ptx_reg(b, PTX_PRED), none = {""};
         plabel lc = ws_ptx_label_new(b, "consumer");
         I("setp.ne.u32 %s, %s, %d", cons.n, wg.n, q->pwg);
         I("@%s bra %s", cons.n, lc.n);
-        emit_producer(b, d, q, tid, sbase, bars, o0, t0, n0, lgtb, KT, klo, kts);
+        emit_producer(b, d, q, tid, sbase, bars, &sc, KT);
         ws_ptx_label(b, lc);
-        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, t0, n0, lgtb, KT, NULL, phase, kts);
+        emit_consumer(b, d, q, tid, wg, sbase, bars, none, none, none, none, KT, NULL, phase, &sc, none);
+    } else { /* a block a tile: tile ctaid.x */
+        preg o0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), n0 = ws_ptx_reg(b, PTX_B32);
+        preg lgtb = ws_ptx_reg(b, PTX_B32), tile = ws_ptx_reg(b, PTX_B32), klo = {""}, kts = {""};
+        preg cons = ws_ptx_reg(b, PTX_PRED);
+        plabel lc = ws_ptx_label_new(b, "consumer"), past = ws_ptx_label_new(b, "past_the_tiles");
+        if (lo)
+            klo = ws_ptx_reg(b, PTX_B32), kts = ws_ptx_reg(b, PTX_B32);
+        I("mov.u32 %s, %%ctaid.x", tile.n);
+        emit_tile(b, d, q, &sc, tile, o0, t0, n0, lgtb, klo, kts, past, (preg){""});
+        emit_ring_init(b, q, tid, bars, wg);
+        I("setp.ne.u32 %s, %s, %d", cons.n, wg.n, q->pwg);
+        I("@%s bra %s", cons.n, lc.n);
+        emit_producer_tile(b, d, q, tid, sbase, bars, o0, t0, n0, lgtb, KT, klo, kts);
+        ws_ptx_label(b, lc);
+        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, t0, n0, lgtb, KT, NULL, phase, NULL, kts);
+        ws_ptx_label(b, past);
+        I("ret");
     }
     ws_ptx_kernel_end_params(&kb, mod, name, pt, q->threads, q->minb, q->maxnreg);
 }
@@ -1182,7 +1518,7 @@ static void emit_main_wg(ptx_buf *mod, const ws_conv_desc *d, const char *name)
         I("@%s bra %s", cons.n, lc.n);
         emit_producer_wg(b, d, q, tid, sbase, bars, o0, j0, k, split);
         ws_ptx_label(b, lc);
-        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, j0, sk, lgtb, 0, &ed, 0, (preg){""});
+        emit_consumer(b, d, q, tid, wg, sbase, bars, o0, j0, sk, lgtb, 0, &ed, 0, NULL, (preg){""});
     }
     ws_ptx_kernel_end_params(&kb, mod, name, ws_params_of(WS_PARAMS_HWG), q->threads, q->minb, q->maxnreg);
 }

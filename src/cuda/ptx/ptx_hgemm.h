@@ -38,10 +38,34 @@
  *       scoreboard). H200, us per call, 128-row / narrow, same call: Jukebox's K3 D27 C64
  *       bf16 NLC 80.8-80.9 / 55.4-57.2, NCL (with the "_prep8" staging) 118.8-120.5 /
  *       94.8-96.0, tf32 NLC 221.8-223.3 / 184.0-184.7.
- *   ctaid.x = ((n0 / NB) * ntt + t0 / TB) * rows + o0 / BM, ntt = ceil(T_out / TB), rows =
- *   ceil(C_out / BM): the row tiles of one position tile are neighbours in launch order, so
- *   they run together and its x comes from memory once (H100, wav2vec2's 512 -> 512 K3 S2
- *   over 8 x 31999, x 262 MB: 865 -> 645 us).
+ *   Tile i = ((n0 / NB) * ntt + t0 / TB) * rows + o0 / BM, ntt = ceil(T_out / TB), rows =
+ *   ceil(C_out / BM), of ntiles = ceil(N / NB) * ntt * rows: the row tiles of one position
+ *   tile are neighbours in launch order, so they run together and its x comes from memory
+ *   once (H100, wav2vec2's 512 -> 512 K3 S2 over 8 x 31999, x 262 MB: 865 -> 645 us).
+ *   The small and large tiles run a block a tile, tile ctaid.x.
+ * THE TILE LOOP (the narrow tile, cfg.loop): the grid is at most the blocks that fit the GPU
+ *   at once (SMs x 3; ws_gpu_conv_hgemm_blocks caps it for tests and benchmarks), and a block
+ *   runs tile ctaid.x, then the tiles it asks for: G + p_ctr[0]++ (G = nctaid.x, an integer
+ *   atomic on the plan's counter p_ctr, asked for at a tile's start and read after its
+ *   stages), while below ntiles. So tiles start in order, as the hardware would start blocks,
+ *   and a block's next tile is loaded while it finishes the last. A call's counter takes
+ *   ntiles increments in all (the ntiles - G tiles asked for, and each block's last ask, past
+ *   the end); the block whose ask read ntiles - 1 sets it back to 0, so no call clears it
+ *   (the CUDA-graph contract). A tile's sums are the same whichever block runs it: the same
+ *   bits on any grid.
+ *   The producer hands each tile to the consumers through a queue of WS_HGEMM_TQ slots in
+ *   shared memory (tile j in slot j % TQ, tfull[j % TQ] arrived on by the producer, tempty
+ *   released by every consumer once it has read the tile again after its products); every
+ *   tile's ring starts at stage 0 (slot s's k-th use waits the phase of parity k: bit s of a
+ *   mask each side keeps). The epilogue's Ys lies past stage 0 (EPILOGUE): while it runs, the
+ *   producer loads the next tile's stage 0, and waits the mbarrier epi (every consumer arrives
+ *   once done with Ys, after fence.proxy.async) before it loads a stage past slot 0. H200,
+ *   bf16, us per call, a block a tile / the loop, alternated in one call: Jukebox's C64 K3 D27
+ *   conv NLC 54.5-55.8 / 46.3-49.2, NCL 93.7-96.0 / 83.7-85.9, tf32 NLC 180.7-183.0 /
+ *   174.7-176.6. On the small tile the loop saved 2-5 % on the pointwise K1 conv (8 stages)
+ *   but cost 4-5 % on wav2vec2's encoder, with the tile asked for or assigned as ctaid.x +
+ *   i * nctaid.x (then also 7 % on wav2vec2's phased dx, whose phases differ in stages), so
+ *   the small and large tiles keep a block a tile (bench/RESULTS-gpu.md).
  *   r walks KT = K * ceil(C_in / BK) stages, BK = 64 channels (32 in TF32): tap k, channels
  *   c0 .. c0 + BK - 1. Stage s holds, from the 1024-byte aligned base + s * (BM * 128 + BN *
  *   128 bytes) (large: 48 KiB, small: 32 KiB, narrow: 24 KiB):
@@ -87,8 +111,9 @@
  *   its loops over the consumers' 128 * (consumer warpgroups) threads.
  * EPILOGUE (the NC = 128 * consumer warpgroups consumer threads, named barrier 1 of NC; the
  *   numbers below are the 128-row tiles', NC 256; the narrow tile's follow from BM 64, NC
- *   128): the accumulators go to shared memory (the stages' memory: every copy has been
- *   consumed) as Ys[BM][BN + 4] float32 for NCL y, Ys[BN][BM + 4] (position-major: a warp's
+ *   128): the accumulators go to shared memory (the stages' memory, from the ring's base, every
+ *   copy having been consumed; in the tile loop from base + cfg.yoff, past stage 0, to yend)
+ *   as Ys[BM][BN + 4] float32 for NCL y, Ys[BN][BM + 4] (position-major: a warp's
  *   stores of one accumulator, 8 rows x 4 positions, hit 32 banks) for NLC y, and the bias as
  *   Bs[BM] after it; then, c the thread's index among the consumers:
  *   NLC y in vectors (not the SILU of the small and narrow tiles), where C_out % 4 == 0 and,
@@ -117,13 +142,15 @@
  *   address arithmetic: 31 instructions an element of the tiny stem's conv1 instead of 41).
  *   add[n, o, t] is read at add + n*add_bs + (o*T_out + t) (NCL y) or (t*C_out + o) (NLC y),
  *   as every forward kernel reads it.
- * Dynamic shared memory WS_HGEMM_SMEM, small WS_HGEMM_SMEM_S (1 KiB of alignment slack, the
- *   stages, 2 * stages mbarriers); .maxnreg 168 (384 threads x 168 registers fit the file
+ * Dynamic shared memory cfg.smem, at most WS_HGEMM_SMEM, small WS_HGEMM_SMEM_S (1 KiB of
+ *   alignment slack, the stages and Ys to yend, 2 * stages + 1 mbarriers, the tile queue's);
+ *   .maxnreg 168 (384 threads x 168 registers fit the file
  *   before the producer gives its registers to the consumers), small 112 with .minnctapersm 2
  *   and the largest shared-memory carveout (two blocks need 200 KiB); narrow WS_HGEMM_SMEM_N,
  *   128 registers, .minnctapersm 3, the same carveout (three blocks need 222 KiB).
  * Parameters: WS_PARAMS_HGEMM (.tmap p_ta, p_tb; .u64 p_b, p_add, p_y; .u32 p_n, p_t_out,
- *   p_ntt, p_lgtb; .u64 p_add_bs); the staging kernel WS_PARAMS_HPREP (.u64 p_x, p_xp;
+ *   p_ntt, p_lgtb; .u64 p_add_bs, p_ctr: the plan's tile counter, a u32 that is 0 between
+ *   calls, read by the tile loop only); the staging kernel WS_PARAMS_HPREP (.u64 p_x, p_xp;
  *   .u32 p_n, p_t_in), grid (ceil(T_in / 32), ceil(C_in / 64), N), WS_HPREP_THREADS.
  * Speed (H100, bench-conv_gpu, us per call, NCL / NLC, 2026-11-27): bf16 dilated K3 D9 N256
  *   C512 T32 34.3 / 28.8, the ResConv1D block's two calls 68.2 / 60.2, wav2vec2's 7 calls
@@ -153,7 +180,20 @@
 #define WS_HGEMM_STAGES 4
 #define WS_HGEMM_STAGE_BYTES (WS_HGEMM_BM * 128 + WS_HGEMM_BN * 128)
 #define WS_HGEMM_THREADS 384
-#define WS_HGEMM_SMEM (1024 + WS_HGEMM_STAGES * WS_HGEMM_STAGE_BYTES + 2 * WS_HGEMM_STAGES * 8)
+/* the epilogue's Ys and Bs (EPILOGUE below), the larger of the NCL and NLC forms, of a tile of
+ * bm rows x bn positions; they end at the ring's end or, where the ring is shorter, past it, and
+ * never touch stage 0 (the persistent loop, TILES below) */
+#define WS_HGEMM_YS_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define WS_HGEMM_YS(bm, bn) (WS_HGEMM_YS_MAX((bm) * ((bn) + 4) * 4, (bn) * ((bm) + 4) * 4) + (bm) * 4)
+#define WS_HGEMM_YEND(st, sb, bm, bn) WS_HGEMM_YS_MAX((st) * (sb), (sb) + WS_HGEMM_YS(bm, bn))
+/* the tile queue's slots (the producer's fetched tiles, handed to the consumers) */
+#define WS_HGEMM_TQ 4
+/* the dynamic shared memory: 1 KiB of alignment slack, the stages and Ys, then the mbarriers
+ * (full[st], empty[st], the epilogue's, the queue's tfull[TQ] and tempty[TQ]) and the queue's
+ * tiles */
+#define WS_HGEMM_SMEM_OF(st, sb, bm, bn) \
+    (1024 + WS_HGEMM_YEND(st, sb, bm, bn) + 8 * (2 * (st) + 1) + 16 * WS_HGEMM_TQ + 4 * WS_HGEMM_TQ)
+#define WS_HGEMM_SMEM WS_HGEMM_SMEM_OF(WS_HGEMM_STAGES, WS_HGEMM_STAGE_BYTES, WS_HGEMM_BM, WS_HGEMM_BN)
 /* 1: weights of NCL descriptors at stride > 2 are k-major too (ws_gemm_mma_kmajor), so that
  * the Hopper GEMM takes them */
 #define WS_HGEMM_KMAJOR_NCL 1
@@ -165,7 +205,7 @@
 #define WS_HGEMM_LGBN_S 7
 #define WS_HGEMM_STAGES_S 3
 #define WS_HGEMM_STAGE_BYTES_S (WS_HGEMM_BM * 128 + WS_HGEMM_BN_S * 128)
-#define WS_HGEMM_SMEM_S (1024 + WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_S + 2 * WS_HGEMM_STAGES_S * 8)
+#define WS_HGEMM_SMEM_S WS_HGEMM_SMEM_OF(WS_HGEMM_STAGES_S, WS_HGEMM_STAGE_BYTES_S, WS_HGEMM_BM, WS_HGEMM_BN_S)
 /* 288 threads: warpgroups 0 and 1 consume, warp 8 produces (no setmaxnreg); 2 x 288 x 112
  * registers fit the file */
 #define WS_HGEMM_THREADS_S 288
@@ -179,7 +219,7 @@
  * consumers idle there, two blocks an SM) */
 #define WS_HGEMM_BM_N 64
 #define WS_HGEMM_STAGE_BYTES_N (WS_HGEMM_BM_N * 128 + WS_HGEMM_BN_S * 128)
-#define WS_HGEMM_SMEM_N (1024 + WS_HGEMM_STAGES_S * WS_HGEMM_STAGE_BYTES_N + 2 * WS_HGEMM_STAGES_S * 8)
+#define WS_HGEMM_SMEM_N WS_HGEMM_SMEM_OF(WS_HGEMM_STAGES_S, WS_HGEMM_STAGE_BYTES_N, WS_HGEMM_BM_N, WS_HGEMM_BN_S)
 #define WS_HGEMM_THREADS_N 160
 #define WS_HGEMM_MAXNREG_N 128
 #define WS_HPREP_THREADS 256
@@ -193,6 +233,8 @@ typedef struct {
     int threads, pwg; /* threads a block; the producer's warpgroup (the consumers' are the others) */
     int mn;           /* 1: the "_mn" kernel's B, channel-first x read in place (ws_hgemm_mn) */
     int bm, nc;       /* rows (128, or 64: the narrow tile) and consumer warpgroups (2, or 1) */
+    int yoff, yend;   /* the epilogue's Ys and Bs at the ring's base + yoff .. yend; the mbarriers after */
+    int loop;         /* 1: the tile loop (the narrow tile; TILES below), 0: a block a tile */
 } ws_hgemm_cfg;
 /* the forward's tile for d: the small one where ws_hgemm_small(d) (the narrow one where also
  * C_out <= 64), else the large one (the weight gradient's always) */

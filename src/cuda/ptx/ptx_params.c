@@ -126,6 +126,7 @@ static const ws_param HG[] = {
     [WS_HG_Y] = { "p_y", U64 },         [WS_HG_N] = { "p_n", U32 },
     [WS_HG_T_OUT] = { "p_t_out", U32 }, [WS_HG_NTT] = { "p_ntt", U32 },
     [WS_HG_LGTB] = { "p_lgtb", U32 },   [WS_HG_ADD_BS] = { "p_add_bs", U64 },
+    [WS_HG_CTR] = { "p_ctr", U64 },
 };
 static const ws_param HP[] = {
     [WS_HP_X] = { "p_x", U64 }, [WS_HP_XP] = { "p_xp", U64 },
