@@ -304,29 +304,29 @@ static void emit_slot(ptx_buf *b, const ws_hgemm_cfg *q, preg s, preg u, preg ba
     *fullp = full, *sap = sa, *sbbp = sbb;
 }
 
-/* the producer of a block of one tile (the small and large tiles: ctaid.x is the tile): thread
- * 128 * q->pwg (the first of its warpgroup) fills the ring, KT stages */
-static void emit_producer_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase, preg bars,
-                          preg o0, preg t0, preg n0, preg lgtb, int KT, preg klo, preg kts)
+/* a producer's start: the section title, setmaxnreg where the tile has it, every thread but
+ * the producer's to out; the tensor maps p_ta, p_tb into *ta, *tb */
+static void emit_producer_head(ptx_buf *b, const ws_hgemm_cfg *q, preg tid, const char *title, plabel out, preg *ta,
+                               preg *tb)
 {
     const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
-    plabel out = ws_ptx_label_new(b, "producer_done");
     preg not0 = ws_ptx_reg(b, PTX_PRED);
-    char title[80];
-    snprintf(title, sizeof title, "producer (warpgroup %d): thread %d issues every copy", q->pwg, 128 * q->pwg);
     ws_ptx_section(b, title);
     if (q->preg)
         I("setmaxnreg.dec.sync.aligned.u32 %d", q->preg);
     I("setp.ne.u32 %s, %s, %d", not0.n, tid.n, 128 * q->pwg);
     I("@%s bra %s", not0.n, out.n);
-    preg ta = ws_ptx_reg(b, PTX_B64), tb = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_param_tmap(b, ta, pt, WS_HG_TA);
-    ws_ptx_param_tmap(b, tb, pt, WS_HG_TB);
-    preg it = ws_ptx_reg(b, PTX_B32), s = ws_ptx_reg(b, PTX_B32), u = ws_ptx_reg(b, PTX_B32);
-    preg c0 = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32), tk = ws_ptx_reg(b, PTX_B32);
-    I("mov.u32 %s, 0", it.n);
-    I("mov.u32 %s, 0", s.n);
-    I("mov.u32 %s, 0", u.n);
+    *ta = ws_ptx_reg(b, PTX_B64), *tb = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_param_tmap(b, *ta, pt, WS_HG_TA);
+    ws_ptx_param_tmap(b, *tb, pt, WS_HG_TB);
+}
+
+/* a tile's first stage in the producer: c0 = 0, k = klo (or 0), tk = S*t0 - P_L + D*k; for
+ * channel-first x read in place (q->mn), B's BN / 64 blocks of 64 positions x 64 channels, block
+ * j item n0 + nj[j] and times t0 + dtj[j] (TB >= 64) */
+static void emit_tile_start(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg t0, preg n0, preg lgtb,
+                            preg klo, preg c0, preg k, preg tk, preg *dtj, preg *nj)
+{
     I("mov.u32 %s, 0", c0.n);
     if (klo.n[0])
         I("mov.u32 %s, %s", k.n, klo.n);
@@ -340,7 +340,6 @@ static void emit_producer_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm
     /* channel-first x read in place (q->mn): B is BN / 64 blocks of 64 positions x 64
      * channels; block j is item n0 + (64j >> lgtb), times t0 + (64j & (TB - 1)) (TB >= 64) */
     const int nch = BN / 64;
-    preg dtj[WS_HGEMM_BN / 64], nj[WS_HGEMM_BN / 64];
     if (q->mn) {
         preg msk = ws_ptx_reg(b, PTX_B32), one = ws_ptx_reg(b, PTX_B32);
         ws_ptx_comment(b, "channel-first x: block j of 64 positions is item n0 + (64j >> lgtb), time tk + (64j & (TB-1))");
@@ -355,10 +354,22 @@ static void emit_producer_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm
             I("add.u32 %s, %s, %s", nj[j].n, nj[j].n, n0.n);
         }
     }
-    plabel top = ws_ptx_label_new(b, "pstage"), nowait = ws_ptx_label_new(b, "pfirst");
-    ws_ptx_label(b, top);
-    preg full, sa, sbb;
-    emit_slot(b, q, s, u, bars, sbase, nowait, &full, &sa, &sbb);
+}
+
+/* a stage's operands and where they come from (the producers' copies) */
+typedef struct {
+    preg ta, tb, c0, k, tk, o0, n0;
+    const preg *dtj, *nj;
+} hg_stage;
+
+/* the producers' copies of a stage into slot (sa, sbb), completing on full, then the next
+ * stage's channels and tap; returns the scratch predicate it set (channels wrapped) */
+static preg emit_stage_copies(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, const hg_stage *g, preg full,
+                              preg sa, preg sbb)
+{
+    const preg ta = g->ta, tb = g->tb, c0 = g->c0, k = g->k, tk = g->tk, o0 = g->o0, n0 = g->n0;
+    const preg *dtj = g->dtj, *nj = g->nj;
+    const int nch = BN / 64;
     I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
       sa.n, ta.n, c0.n, k.n, o0.n, full.n);
     if (q->mn) {
@@ -382,11 +393,45 @@ static void emit_producer_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm
     I("@%s mov.u32 %s, 0", wrap.n, c0.n);
     I("@%s add.u32 %s, %s, 1", wrap.n, k.n, k.n);
     I("@%s add.s32 %s, %s, %d", wrap.n, tk.n, tk.n, d->dilation);
+    return wrap;
+}
+
+/* a producer's stage: its copies (emit_stage_copies), then the ring's next stage, back to top
+ * while it < the tile's stages (kts where named, else KT; u named: the wraps counted) */
+static void emit_stage(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, const hg_stage *g, preg full,
+                       preg sa, preg sbb, preg s, preg u, preg it, preg kts, int KT, plabel top)
+{
+    preg wrap = emit_stage_copies(b, d, q, g, full, sa, sbb);
     char kt[16];
     snprintf(kt, sizeof kt, "%s", kts.n[0] ? kts.n : "");
     if (!kts.n[0])
         snprintf(kt, sizeof kt, "%d", KT);
     emit_ring_next(b, q, wrap, s, u, it, kt, top);
+}
+
+/* the producer of a block of one tile (the small and large tiles: ctaid.x is the tile): thread
+ * 128 * q->pwg (the first of its warpgroup) fills the ring, KT stages */
+static void emit_producer_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase, preg bars,
+                          preg o0, preg t0, preg n0, preg lgtb, int KT, preg klo, preg kts)
+{
+    plabel out = ws_ptx_label_new(b, "producer_done");
+    char title[80];
+    snprintf(title, sizeof title, "producer (warpgroup %d): thread %d issues every copy", q->pwg, 128 * q->pwg);
+    preg ta, tb;
+    emit_producer_head(b, q, tid, title, out, &ta, &tb);
+    preg it = ws_ptx_reg(b, PTX_B32), s = ws_ptx_reg(b, PTX_B32), u = ws_ptx_reg(b, PTX_B32);
+    preg c0 = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32), tk = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, 0", it.n);
+    I("mov.u32 %s, 0", s.n);
+    I("mov.u32 %s, 0", u.n);
+    preg dtj[WS_HGEMM_BN / 64], nj[WS_HGEMM_BN / 64];
+    emit_tile_start(b, d, q, t0, n0, lgtb, klo, c0, k, tk, dtj, nj);
+    plabel top = ws_ptx_label_new(b, "pstage"), nowait = ws_ptx_label_new(b, "pfirst");
+    ws_ptx_label(b, top);
+    preg full, sa, sbb;
+    emit_slot(b, q, s, u, bars, sbase, nowait, &full, &sa, &sbb);
+    const hg_stage st = { .ta = ta, .tb = tb, .c0 = c0, .k = k, .tk = tk, .o0 = o0, .n0 = n0, .dtj = dtj, .nj = nj };
+    emit_stage(b, d, q, &st, full, sa, sbb, s, u, it, kts, KT, top);
     ws_ptx_label(b, out);
     I("ret");
 }
@@ -446,6 +491,22 @@ static void emit_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, 
     }
 }
 
+/* the tile queue's slot qs = j % TQ for a block's j-th tile: waits its mbarrier at bars + off
+ * (TQ_FULL: the producer's arrival, phase j / TQ; TQ_EMPTY: the consumers' release of tile
+ * j - TQ, the phase before, so a fresh slot passes), then qa = the slot's tile address - TQ_TILE */
+static void emit_queue_wait(ptx_buf *b, const ws_hgemm_cfg *q, preg qj, preg bars, preg qs, preg qa, preg qp, int off)
+{
+    I("and.b32 %s, %s, %d", qs.n, qj.n, WS_HGEMM_TQ - 1);
+    I("shr.u32 %s, %s, 2", qp.n, qj.n);
+    I("and.b32 %s, %s, 1", qp.n, qp.n);
+    if (off == TQ_EMPTY)
+        I("xor.b32 %s, %s, 1", qp.n, qp.n);
+    I("mad.lo.u32 %s, %s, 8, %s", qa.n, qs.n, bars.n);
+    I("add.u32 %s, %s, %d", qa.n, qa.n, off);
+    emit_wait(b, qa, qp);
+    I("mad.lo.u32 %s, %s, 4, %s", qa.n, qs.n, bars.n);
+}
+
 /* the producer: thread 128 * q->pwg (the first of its warpgroup) fills the ring, KT stages a
  * tile, every tile from stage 0 (slot s's k-th use waits the consumers' release of its use
  * k - 1: parity bit s of pm, all ones at first, where the phase before a fresh mbarrier's
@@ -454,20 +515,12 @@ static void emit_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, 
 static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase, preg bars,
                           const hg_sched *sc, int KT)
 {
-    const ws_params *pt = ws_params_of(WS_PARAMS_HGEMM);
     plabel out = ws_ptx_label_new(b, "producer_done");
-    preg not0 = ws_ptx_reg(b, PTX_PRED);
     char title[96];
     snprintf(title, sizeof title, "producer (warpgroup %d): thread %d issues every copy, tile after tile", q->pwg,
              128 * q->pwg);
-    ws_ptx_section(b, title);
-    if (q->preg)
-        I("setmaxnreg.dec.sync.aligned.u32 %d", q->preg);
-    I("setp.ne.u32 %s, %s, %d", not0.n, tid.n, 128 * q->pwg);
-    I("@%s bra %s", not0.n, out.n);
-    preg ta = ws_ptx_reg(b, PTX_B64), tb = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_param_tmap(b, ta, pt, WS_HG_TA);
-    ws_ptx_param_tmap(b, tb, pt, WS_HG_TB);
+    preg ta, tb;
+    emit_producer_head(b, q, tid, title, out, &ta, &tb);
     preg it = ws_ptx_reg(b, PTX_B32), s = ws_ptx_reg(b, PTX_B32), pm = ws_ptx_reg(b, PTX_B32);
     preg c0 = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32), tk = ws_ptx_reg(b, PTX_B32);
     preg tile = ws_ptx_reg(b, PTX_B32), epar = ws_ptx_reg(b, PTX_B32), need = ws_ptx_reg(b, PTX_B32);
@@ -495,14 +548,7 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         preg qs = ws_ptx_reg(b, PTX_B32), qa = ws_ptx_reg(b, PTX_B32), qp = ws_ptx_reg(b, PTX_B32);
         ws_ptx_comment(b, "the tile to the consumers: queue slot j %% %d, once its use j - %d is released", WS_HGEMM_TQ,
                        WS_HGEMM_TQ);
-        I("and.b32 %s, %s, %d", qs.n, qj.n, WS_HGEMM_TQ - 1);
-        I("shr.u32 %s, %s, 2", qp.n, qj.n);
-        I("and.b32 %s, %s, 1", qp.n, qp.n);
-        I("xor.b32 %s, %s, 1", qp.n, qp.n);
-        I("mad.lo.u32 %s, %s, 8, %s", qa.n, qs.n, bars.n);
-        I("add.u32 %s, %s, %d", qa.n, qa.n, TQ_EMPTY);
-        emit_wait(b, qa, qp);
-        I("mad.lo.u32 %s, %s, 4, %s", qa.n, qs.n, bars.n);
+        emit_queue_wait(b, q, qj, bars, qs, qa, qp, TQ_EMPTY);
         I("st.shared.u32 [%s+%d], %s", qa.n, TQ_TILE, tile.n);
         I("mad.lo.u32 %s, %s, 8, %s", qa.n, qs.n, bars.n);
         I("mbarrier.arrive.shared::cta.b64 _, [%s+%d]", qa.n, TQ_FULL);
@@ -512,34 +558,8 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("atom.global.relaxed.gpu.add.u32 %s, [%s], 1", next.n, ctr.n);
     I("mov.u32 %s, 0", it.n);
     I("mov.u32 %s, 0", s.n);
-    I("mov.u32 %s, 0", c0.n);
-    if (klo.n[0])
-        I("mov.u32 %s, %s", k.n, klo.n);
-    else
-        I("mov.u32 %s, 0", k.n);
-    ws_ptx_comment(b, "tk = S*t0 - P_L + D*k: the first input time of tap k");
-    I("mul.lo.s32 %s, %s, %d", tk.n, t0.n, d->stride);
-    I("sub.s32 %s, %s, %d", tk.n, tk.n, d->pad_l);
-    if (klo.n[0])
-        I("mad.lo.s32 %s, %s, %d, %s", tk.n, k.n, d->dilation, tk.n);
-    /* channel-first x read in place (q->mn): B is BN / 64 blocks of 64 positions x 64
-     * channels; block j is item n0 + (64j >> lgtb), times t0 + (64j & (TB - 1)) (TB >= 64) */
-    const int nch = BN / 64;
     preg dtj[WS_HGEMM_BN / 64], nj[WS_HGEMM_BN / 64];
-    if (q->mn) {
-        preg msk = ws_ptx_reg(b, PTX_B32), one = ws_ptx_reg(b, PTX_B32);
-        ws_ptx_comment(b, "channel-first x: block j of 64 positions is item n0 + (64j >> lgtb), time tk + (64j & (TB-1))");
-        I("mov.u32 %s, 1", one.n);
-        I("shl.b32 %s, %s, %s", msk.n, one.n, lgtb.n);
-        I("sub.u32 %s, %s, 1", msk.n, msk.n);
-        for (int j = 0; j < nch; j++) {
-            dtj[j] = ws_ptx_reg(b, PTX_B32), nj[j] = ws_ptx_reg(b, PTX_B32);
-            I("mov.u32 %s, %d", nj[j].n, 64 * j);
-            I("and.b32 %s, %s, %s", dtj[j].n, nj[j].n, msk.n);
-            I("shr.u32 %s, %s, %s", nj[j].n, nj[j].n, lgtb.n);
-            I("add.u32 %s, %s, %s", nj[j].n, nj[j].n, n0.n);
-        }
-    }
+    emit_tile_start(b, d, q, t0, n0, lgtb, klo, c0, k, tk, dtj, nj);
     plabel top = ws_ptx_label_new(b, "pstage");
     ws_ptx_label(b, top);
     {
@@ -574,34 +594,8 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         I("add.u32 %s, %s, %d", sbb.n, sa.n, A_BYTES);
         I("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d", full.n, SB);
     }
-    I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
-      sa.n, ta.n, c0.n, k.n, o0.n, full.n);
-    if (q->mn) {
-        preg tj = ws_ptx_reg(b, PTX_B32), bj = ws_ptx_reg(b, PTX_B32);
-        for (int j = 0; j < nch; j++) {
-            I("add.s32 %s, %s, %s", tj.n, tk.n, dtj[j].n);
-            I("add.u32 %s, %s, %d", bj.n, sbb.n, 8192 * j);
-            I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, "
-              "%s}], [%s]",
-              bj.n, tb.n, tj.n, c0.n, nj[j].n, full.n);
-        }
-    } else {
-        I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], "
-          "[%s]",
-          sbb.n, tb.n, c0.n, tk.n, n0.n, full.n);
-    }
-    ws_ptx_comment(b, "next: channels c0 + 64, or tap k + 1 from channel 0");
-    preg wrap = ws_ptx_reg(b, PTX_PRED);
-    I("add.u32 %s, %s, %d", c0.n, c0.n, ws_hgemm_bkc(d));
-    I("setp.ge.u32 %s, %s, %d", wrap.n, c0.n, d->c_in);
-    I("@%s mov.u32 %s, 0", wrap.n, c0.n);
-    I("@%s add.u32 %s, %s, 1", wrap.n, k.n, k.n);
-    I("@%s add.s32 %s, %s, %d", wrap.n, tk.n, tk.n, d->dilation);
-    char kt[16];
-    snprintf(kt, sizeof kt, "%s", kts.n[0] ? kts.n : "");
-    if (!kts.n[0])
-        snprintf(kt, sizeof kt, "%d", KT);
-    emit_ring_next(b, q, wrap, s, (preg){""}, it, kt, top);
+    const hg_stage st = { .ta = ta, .tb = tb, .c0 = c0, .k = k, .tk = tk, .o0 = o0, .n0 = n0, .dtj = dtj, .nj = nj };
+    emit_stage(b, d, q, &st, full, sa, sbb, s, (preg){""}, it, kts, KT, top);
     {
         preg none = ws_ptx_reg(b, PTX_PRED);
         plabel nx = ws_ptx_label_new(b, "pnext");
@@ -961,13 +955,7 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
             preg bq = ws_ptx_reg(b, PTX_B32), tq = ws_ptx_reg(b, PTX_B32), sq = ws_ptx_reg(b, PTX_B32);
             ws_ptx_comment(b, "the block's j-th tile from the producer's queue (slot j %% %d)", WS_HGEMM_TQ);
             emit_ring_base(b, q, &tq, &sq, &bq);
-            I("and.b32 %s, %s, %d", qs.n, qj.n, WS_HGEMM_TQ - 1);
-            I("shr.u32 %s, %s, 2", qp.n, qj.n);
-            I("and.b32 %s, %s, 1", qp.n, qp.n);
-            I("mad.lo.u32 %s, %s, 8, %s", qa.n, qs.n, bq.n);
-            I("add.u32 %s, %s, %d", qa.n, qa.n, TQ_FULL);
-            emit_wait(b, qa, qp);
-            I("mad.lo.u32 %s, %s, 4, %s", qa.n, qs.n, bq.n);
+            emit_queue_wait(b, q, qj, bq, qs, qa, qp, TQ_FULL);
             I("ld.shared.u32 %s, [%s+%d]", tile.n, qa.n, TQ_TILE);
         }
         emit_tile(b, d, q, sc, tile, o0, t0, n0, lgtb, klo, kts, cexit, (preg){""});
