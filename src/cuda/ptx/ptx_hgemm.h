@@ -62,10 +62,11 @@
  *   once done with Ys, after fence.proxy.async) before it loads a stage past slot 0. H200,
  *   bf16, us per call, a block a tile / the loop, alternated in one call: Jukebox's C64 K3 D27
  *   conv NLC 54.5-55.8 / 46.3-49.2, NCL 93.7-96.0 / 83.7-85.9, tf32 NLC 180.7-183.0 /
- *   174.7-176.6. On the small tile the loop saved 2-5 % on the pointwise K1 conv (8 stages)
- *   but cost 4-5 % on wav2vec2's encoder, with the tile asked for or assigned as ctaid.x +
- *   i * nctaid.x (then also 7 % on wav2vec2's phased dx, whose phases differ in stages), so
- *   the small and large tiles keep a block a tile (bench/RESULTS-gpu.md).
+ *   174.7-176.6. On the small tile the loop saved 1-7 % on the pointwise K1 conv (8 stages)
+ *   but cost wav2vec2's encoder 4-5 % with the tiles asked for, and with them assigned as
+ *   ctaid.x + i * nctaid.x 2-3 % on its NCL calls and 10 % on its layer's backward (the phased
+ *   dx, whose phases differ in stages), so the small and large tiles keep a block a tile
+ *   (bench/RESULTS-gpu.md).
  *   r walks KT = K * ceil(C_in / BK) stages, BK = 64 channels (32 in TF32): tap k, channels
  *   c0 .. c0 + BK - 1. Stage s holds, from the 1024-byte aligned base + s * (BM * 128 + BN *
  *   128 bytes) (large: 48 KiB, small: 32 KiB, narrow: 24 KiB):
