@@ -177,8 +177,8 @@ cleanup:
     return -1;
 }
 
-/* the Hopper GEMM's tile counter (ptx_hgemm.h, the tile loop), zeroed once: each call's last
- * block sets it back to zero. 0, or -1 err */
+/* the Hopper GEMM's tile counter, for a plan whose tile runs the tile loop (ptx_hgemm.h, the
+ * narrow tile), zeroed once: each call's last block sets it back to zero. 0, or -1 err */
 static int hg_counter(ws_gpu_conv *c, ws_err *err)
 {
     ws_cu *cu = &c->g->cu;
@@ -431,7 +431,7 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         }
         strcat(hname, "_prep");
         CU_TRY(cu, ModuleGetFunction(&c->hpfn, c->hgmod, hname), err);
-        if (hg_counter(c, err))
+        if (q.loop && hg_counter(c, err)) /* the tile loop's counter (the narrow tile) */
             goto fail;
     }
     if (ws_dws_fits(d) && !(c->dws = ws_dws_load(g, d, err)))
@@ -796,6 +796,12 @@ static int gemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out
            (uintptr_t)a->x % (uintptr_t)ws_gemm_x_align(&c->d) == 0;
 }
 
+/* the device's multiprocessors (1 where the runtime could not tell) */
+static unsigned sms_of(const ws_gpu_conv *c)
+{
+    return c->g->sms > 0 ? (unsigned)c->g->sms : 1u;
+}
+
 /* the FFMA kernel's stages of r: ceil(C_in * K / WS_GEMM_BK) */
 static long long gemm_kt(const ws_conv_desc *d)
 {
@@ -813,7 +819,7 @@ static unsigned gemm_parts(const ws_gpu_conv *c, unsigned long long blocks)
     const ws_conv_desc *d = &c->d;
     if (!c->gsplitfn || c->no_split || blocks == 0)
         return 1;
-    const unsigned long long slots = 2ULL * (unsigned long long)(c->g->sms > 0 ? c->g->sms : 1);
+    const unsigned long long slots = 2ULL * (unsigned long long)sms_of(c);
     const long long kt = gemm_kt(d);
     unsigned long long z = slots / blocks;
     if (z > (unsigned long long)(kt / WS_GEMM_PART_STAGES))
@@ -839,7 +845,7 @@ static unsigned gemm_parts(const ws_gpu_conv *c, unsigned long long blocks)
 static unsigned long long parts_reserve(const ws_gpu_conv *c)
 {
     const unsigned long long tile = (unsigned long long)ws_gemm_bm(&c->d) * WS_GEMM_BN * sizeof(float);
-    unsigned long long n = 4ULL * (unsigned long long)(c->g->sms > 0 ? c->g->sms : 1);
+    unsigned long long n = 4ULL * (unsigned long long)sms_of(c);
     if (n * tile > (256ULL << 20))
         n = (256ULL << 20) / tile;
     return n;
@@ -882,7 +888,7 @@ static unsigned gemm_tail(const ws_gpu_conv *c, unsigned gx, unsigned gy, unsign
     const ws_conv_desc *d = &c->d;
     if (!c->gsplitfn || c->no_split || c->parts > 0 || c->tail_parts == 1 || gx < 2 || gy < 1)
         return 1;
-    const unsigned long long sms = (unsigned long long)(c->g->sms > 0 ? c->g->sms : 1), slots = 2 * sms;
+    const unsigned long long sms = (unsigned long long)sms_of(c), slots = 2 * sms;
     const unsigned long long blocks = (unsigned long long)gx * gy, rem = blocks % slots;
     if (blocks < slots || rem == 0)
         return 1;
@@ -1099,7 +1105,7 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
     WS_KARG(&k, WS_HG_ADD, padd), WS_KARG(&k, WS_HG_Y, py), WS_KARG(&k, WS_HG_N, n32);
     WS_KARG(&k, WS_HG_T_OUT, tout), WS_KARG(&k, WS_HG_NTT, ntt), WS_KARG(&k, WS_HG_LGTB, lg);
     WS_KARG(&k, WS_HG_ADD_BS, abs);
-    uint64_t pctr = c->hgctr;
+    uint64_t pctr = c->hgctr; /* 0 where the kernel has no tile loop: not read */
     WS_KARG(&k, WS_HG_CTR, pctr);
     if (ws_kargs_check(&k, "ws_gpu_conv_run", err))
         return -1;
@@ -1124,7 +1130,7 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
     /* the tile loop (ptx_hgemm.h, the narrow tile): the blocks that fit the GPU at once, each
      * on to the next tile it asks for, or hg_blocks (ws_gpu_conv_hgemm_blocks); else a block a
      * tile */
-    unsigned gx = c->hg_blocks ? c->hg_blocks : (unsigned)(c->g->sms > 0 ? c->g->sms : 1) * (unsigned)q.minb;
+    unsigned gx = c->hg_blocks ? c->hg_blocks : sms_of(c) * (unsigned)q.minb;
     if (!q.loop || gx > h->gx)
         gx = h->gx;
     CU_TRY(cu, LaunchKernel(c->ph_t ? c->hphfn : h->mn ? c->hmfn : c->hgfn, gx, 1, 1, (unsigned)q.threads, 1, 1,

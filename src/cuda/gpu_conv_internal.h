@@ -47,10 +47,10 @@ unsigned long ws_gpu_conv_tail_calls(const ws_gpu_conv *c);
 
 /* A plan of the same descriptor, kernels and weights as src, with scratch of its own (so
  * that the two can run on two streams at once), made without emitting, loading or uploading
- * anything (where src has the Hopper GEMM it allocates its own tile counter, 8 bytes, and
- * zeroes it on the runtime's stream, waiting for it: not while that stream is captured): the
- * weights stay src's (read only), so src must outlive it. Forward plans made with weights (not
- * depthwise causal ones). NULL with err. */
+ * anything (where src runs the Hopper GEMM's tile loop it allocates its own tile counter, 8
+ * bytes, and zeroes it on the runtime's stream, waiting for it: not while that stream is
+ * captured): the weights stay src's (read only), so src must outlive it. Forward plans made
+ * with weights (not depthwise causal ones). NULL with err. */
 ws_gpu_conv *ws_gpu_conv_clone(const ws_gpu_conv *src, ws_err *err);
 
 /* 1 when a call of c runs the Hopper GEMM, 0 when not, -1 for a call ws_gpu_conv_run

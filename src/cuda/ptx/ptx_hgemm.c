@@ -411,8 +411,8 @@ static void emit_stage(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q,
 
 /* the producer of a block of one tile (the small and large tiles: ctaid.x is the tile): thread
  * 128 * q->pwg (the first of its warpgroup) fills the ring, KT stages */
-static void emit_producer_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase, preg bars,
-                          preg o0, preg t0, preg n0, preg lgtb, int KT, preg klo, preg kts)
+static void emit_producer_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg sbase,
+                               preg bars, preg o0, preg t0, preg n0, preg lgtb, int KT, preg klo, preg kts)
 {
     plabel out = ws_ptx_label_new(b, "producer_done");
     char title[80];
@@ -446,8 +446,8 @@ typedef struct {
 
 /* tile's coordinates o0, t0, n0 and log2 TB lgtb (and, with taps, the first tap klo and the
  * stages kts of its phase r = o0 / (C_out / phases)); to ex when tile >= ntiles = ceil(N / NB)
- * * ntt * rows, NB = 2^lgnb items a tile (into ntiles where named). From the parameters each time: nothing of it stays
- * in registers across a tile */
+ * * ntt * rows, NB = 2^lgnb items a tile (into ntiles where named). From the parameters each
+ * time: nothing of it stays in registers across a tile */
 static void emit_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, const hg_sched *sc, preg tile,
                       preg o0, preg t0, preg n0, preg lgtb, preg klo, preg kts, plabel ex, preg ntiles)
 {
@@ -1325,7 +1325,6 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         preg epi = ws_ptx_reg(b, PTX_B32);
         ws_ptx_comment(b, "done with Ys (its reads before the copies that reuse it): epi; the next tile");
         emit_ring_base(b, q, &tid, &sbase, &bars);
-
         I("fence.proxy.async.shared::cta");
         I("add.u32 %s, %s, %d", epi.n, bars.n, 16 * ST);
         I("mbarrier.arrive.shared::cta.b64 _, [%s]", epi.n);
