@@ -1286,6 +1286,19 @@ static const gcase gcases_gemm[] = {
      WS_ACT_NONE, 1, 0},
     {"h_mn_ncl_c192_k1_t32_staged", 9, 192, 96, 1, 1, 1, 1, 0, 0, 32, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_NONE, 1, ADD_PER_ITEM},
+    /* float32 NCL x under TF32 math read in place (taps at multiples of 4 times; the consumers
+     * transpose B): 128-time tiles of the small tile with taps past both ends and an add; K1
+     * into NLC y with a last row tile half idle (C_out 160); 32-time tiles (four items a tile,
+     * three past N); the large tile (KT 27) with a last row tile whose second consumer has no
+     * rows, two items a tile and one past N */
+    {"h_mt_ncl_f32_c64_o96_k3_d4_p4_t200", 3, 64, 96, 1, 3, 1, 4, 4, 4, 200, WS_NCL, WS_NCL, F32, 0, WS_ACT_GELU, 1,
+     ADD_PER_ITEM},
+    {"h_mt_ncl_f32_c192_o160_k1_t100_nlc", 2, 192, 160, 1, 1, 1, 1, 0, 0, 100, WS_NCL, WS_NLC, F32, 0, WS_ACT_NONE,
+     1, 0},
+    {"h_mt_ncl_f32_c192_o96_k1_t32_n9", 9, 192, 96, 1, 1, 1, 1, 0, 0, 32, WS_NCL, WS_NCL, F32, 0, WS_ACT_RELU, 0,
+     ADD_PER_ITEM},
+    {"h_mt_large_ncl_f32_c288_o136_k3_d4_t96_n3", 3, 288, 136, 1, 3, 1, 4, 4, 4, 96, WS_NCL, WS_NCL, F32, 0,
+     WS_ACT_SILU, 1, ADD_BROADCAST},
     /* float32 NCL x under TF32 math, staged by "_prep8" (64-time blocks, the last partial; a
      * partial 64-channel block) */
     {"h_ncl_f32_c96_o96_k3_t204", 2, 96, 96, 1, 3, 1, 1, 1, 1, 204, WS_NCL, WS_NCL, WS_F32, WS_F32, WS_F32, 0,
@@ -1920,6 +1933,7 @@ Test(gpu_conv_ptx, only_nlc_x_with_c_in_a_multiple_of_16_needs_16_byte_alignment
 static int mma_hgemm_calls; /* calls run_mma_case saw go to the Hopper GEMM */
 static int mma_mn_calls;    /* of them, with channel-first x read in place (the "_mn" entry) */
 static int mma_p8_calls;    /* of them, with x staged by the 16-byte transpose (the "_prep8" entry) */
+static void *mma_last_y;    /* the GPU's y of run_mma_case's last call (malloc'd, replaced by the next) */
 
 /* a gemm row with math mma_maths[m] on the GPU against the CPU engine (float32 products):
  * no NaN, rel L2 within the contract's bound for the math (float32 storage with bf16 math is
@@ -2037,7 +2051,9 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off, int y_of
         ws_gpu_release(g, daddbuf);
     if (add != x)
         free(add);
-    free(x), free(w), free(b), free(ycpu), free(ygpu), free(ygpu2), free(poison);
+    free(mma_last_y);
+    mma_last_y = ygpu;
+    free(x), free(w), free(b), free(ycpu), free(ygpu2), free(poison);
     return rl2;
 }
 
@@ -2078,6 +2094,8 @@ Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_the_math_types_rounding, .
         }
         mma_hgemm_calls = mma_mn_calls = mma_p8_calls = 0;
     }
+    free(mma_last_y);
+    mma_last_y = NULL;
     ws_gpu_close(g);
 }
 
@@ -2103,11 +2121,12 @@ Test(gpu_conv, mma_gemm_gives_a_misaligned_nlc_x_to_the_direct_kernel_or_stages_
     ws_gpu_close(g);
 }
 
-/* the rows whose x is NCL of the math type (the "_prep8" entry, and for 16-bit math the "_mn"
- * one where the taps are at multiples of 8 times), with x one element off 16-byte alignment
- * (staged by the element-wise "_prep") and 16 bytes into its buffer (read in place where
- * ws_hgemm_mn_call, else staged by "_prep8" where ws_hgemm_prep8_call): within the same
- * bounds, the dispatch as the predicates say (run_mma_case holds it to that) */
+/* the rows whose x is NCL of the math type (the "_prep8" entry, and the "_mn" one where the
+ * taps are at multiples of 16 bytes of times: 8 16-bit, 4 float32), with x one element off
+ * 16-byte alignment (staged by the element-wise "_prep") and 16 bytes into its buffer (read in
+ * place where ws_hgemm_mn_call, else staged by "_prep8" where ws_hgemm_prep8_call): within the
+ * same bounds, the dispatch as the predicates say (run_mma_case holds it to that); in TF32, x
+ * read in place gives the bits of x staged */
 Test(gpu_conv, hopper_gemm_reads_channel_first_x_in_place_or_stages_it, .timeout = 300)
 {
     ws_gpu *g = gpu_or_skip();
@@ -2116,7 +2135,7 @@ Test(gpu_conv, hopper_gemm_reads_channel_first_x_in_place_or_stages_it, .timeout
         cr_skip_test("no Hopper GEMM on this device");
     }
     mma_hgemm_calls = mma_mn_calls = mma_p8_calls = 0;
-    int rows = 0;
+    int rows = 0, tf32_mn = 0;
     for (int m = 0; m < N_MMA_MATHS; m++)
         for (int i = 0; i < N_GCASES; i++) {
             const gcase *c = &gcases_gemm[i];
@@ -2124,11 +2143,27 @@ Test(gpu_conv, hopper_gemm_reads_channel_first_x_in_place_or_stages_it, .timeout
             d.math = mma_maths[m];
             if (ws_hgemm_fits(&d, 9, 0) && ws_hgemm_prep8(&d) && c->add != ADD_INPUT) {
                 run_mma_case(g, c, m, 1, 0); /* it asserts: neither entry for an x off alignment */
+                void *staged = mma_last_y;
+                mma_last_y = NULL;
+                const int mn0 = mma_mn_calls;
                 run_mma_case(g, c, m, (int)(16 / tsize(c->xt)), 0);
+                /* TF32: the consumers' transpose writes the bytes the staging pass writes, so
+                 * x read in place gives the staged call's bits */
+                if (d.math == WS_MATH_TF32 && mma_mn_calls > mn0) {
+                    const int t_out = ws_conv_out_len(&d, c->t_in);
+                    const size_t ybytes = (size_t)c->n * c->c_out * t_out * tsize(c->yt);
+                    cr_assert(!memcmp(staged, mma_last_y, ybytes), "%s (tf32): x in place, not the staged bits",
+                              c->name);
+                    tf32_mn++;
+                }
+                free(staged);
                 rows++;
             }
         }
     cr_assert_geq(rows, 10, "only %d rows with the _prep8 entry", rows);
+    cr_assert_geq(tf32_mn, 4, "only %d TF32 rows read x in place", tf32_mn);
+    free(mma_last_y);
+    mma_last_y = NULL;
     cr_assert_geq(mma_mn_calls, 4, "only %d of them read x in place", mma_mn_calls);
     cr_assert_geq(mma_p8_calls, 3, "only %d of them staged by _prep8", mma_p8_calls);
     mma_mn_calls = mma_p8_calls = 0;

@@ -496,6 +496,9 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
     hg_tf.math = WS_MATH_TF32;
     cr_assert(ws_hgemm_fits(&hg_mn, 9, 0) && ws_hgemm_mn(&hg_mn) && ws_hgemm_prep8(&hg_mn), "no _mn descriptor");
     cr_assert(ws_hgemm_fits(&hg_tf, 9, 0) && !ws_hgemm_mn(&hg_tf) && ws_hgemm_prep8(&hg_tf), "no tf32 _prep8");
+    ws_conv_desc hg_tmn = hg_tf; /* TF32 with taps at multiples of 4 times: its _mn entry */
+    hg_tmn.dilation = 4, hg_tmn.pad_l = hg_tmn.pad_r = 4;
+    cr_assert(ws_hgemm_fits(&hg_tmn, 9, 0) && ws_hgemm_mn(&hg_tmn), "no tf32 _mn descriptor");
     ws_conv_desc gb = dense_hg; /* a dense BWD at stride 2: every pass of ptx_hbwd.h */
     gb.op = WS_CONV_BWD, gb.stride = 2, gb.pad_l = gb.pad_r = 0;
     cr_assert(ws_hgemm_wgrad_fits(&gb, 9, 0), "no weight-gradient descriptor");
@@ -541,6 +544,7 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         {"Hopper GEMM x staging, 16 bytes", &hg_mn, 6, 2, WS_PARAMS_HPREP},
         {"Hopper GEMM x staging, 16 bytes, tf32", &hg_tf, 6, 2, WS_PARAMS_HPREP},
         {"Hopper GEMM, channel-first x in place", &hg_mn, 6, 3, WS_PARAMS_HGEMM},
+        {"Hopper GEMM, channel-first x in place, tf32", &hg_tmn, 6, 3, WS_PARAMS_HGEMM},
         {"dense backward W'", &gb, 7, 0, WS_PARAMS_WPREP},
         {"dense backward X' to dx", &gb, 7, 1, WS_PARAMS_GBS},
         {"dense backward G staging", &gb, 7, 2, WS_PARAMS_GBS},

@@ -1081,10 +1081,10 @@ static int launch_hgemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, const 
         if (tmap3(cu, &ta, dt, pw, dim, str, box, 1, err))
             return -1;
     }
-    if (h->mn) { /* x as it is, channel-first: blocks of 64 times x BK channels */
+    if (h->mn) { /* x as it is, channel-first: blocks of BK times x BK channels */
         const uint64_t dim[3] = { T, C, N };
         const uint64_t str[2] = { T * es, C * T * es };
-        const uint32_t box[3] = { 64, bkc, 1 };
+        const uint32_t box[3] = { bkc, bkc, 1 };
         if (tmap3(cu, &tbm, dt, xb, dim, str, box, 1, err))
             return -1;
     } else {

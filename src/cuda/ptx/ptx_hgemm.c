@@ -147,16 +147,19 @@ int ws_hgemm_staged(const ws_conv_desc *d)
 
 int ws_hgemm_mn(const ws_conv_desc *d)
 {
-    /* every tap's first time D*k - P_L (plus t0, a multiple of 64) a multiple of 8 elements:
-     * the copy engine takes a box whose innermost start is 16-byte aligned, and only such */
-    return (d->math == WS_MATH_BF16 || d->math == WS_MATH_F16) && d->x_layout == WS_NCL &&
-           d->x_type == math_type(d) && d->pre == WS_ACT_NONE && d->stride == 1 && d->pad_l % 8 == 0 &&
-           (d->k == 1 || d->dilation % 8 == 0);
+    /* every tap's first time D*k - P_L (plus t0, a multiple of the block's times) a multiple
+     * of 16 bytes of elements (8 16-bit, 4 float32): the copy engine takes a box whose
+     * innermost start is 16-byte aligned, and only such */
+    const int m = 16 / ws_hgemm_xbytes(d);
+    return (d->math == WS_MATH_BF16 || d->math == WS_MATH_F16 || d->math == WS_MATH_TF32) &&
+           d->x_layout == WS_NCL && d->x_type == math_type(d) && d->pre == WS_ACT_NONE && d->stride == 1 &&
+           d->pad_l % m == 0 && (d->k == 1 || d->dilation % m == 0);
 }
 
 int ws_hgemm_mn_call(const ws_conv_desc *d, int lgtb, long long t_in, uint64_t x)
 {
-    return ws_hgemm_mn(d) && lgtb >= 6 && x % 16 == 0 && t_in % 8 == 0;
+    /* TB at least a block's times (ws_hgemm_bkc: 64, or 32 float32), rows of x 16-byte aligned */
+    return ws_hgemm_mn(d) && (1 << lgtb) >= ws_hgemm_bkc(d) && x % 16 == 0 && t_in % (16 / ws_hgemm_xbytes(d)) == 0;
 }
 
 int ws_hgemm_lgtb(const ws_conv_desc *d, int t_out)
@@ -322,8 +325,8 @@ static void emit_producer_head(ptx_buf *b, const ws_hgemm_cfg *q, preg tid, cons
 }
 
 /* a tile's first stage in the producer: c0 = 0, k = klo (or 0), tk = S*t0 - P_L + D*k; for
- * channel-first x read in place (q->mn), B's BN / 64 blocks of 64 positions x 64 channels, block
- * j item n0 + nj[j] and times t0 + dtj[j] (TB >= 64) */
+ * channel-first x read in place (q->mn), B's BN / BK blocks of BK positions x BK channels (BK =
+ * ws_hgemm_bkc: 64, or 32 in TF32), block j item n0 + nj[j] and times t0 + dtj[j] (TB >= BK) */
 static void emit_tile_start(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg t0, preg n0, preg lgtb,
                             preg klo, preg c0, preg k, preg tk, preg *dtj, preg *nj)
 {
@@ -337,18 +340,19 @@ static void emit_tile_start(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cf
     I("sub.s32 %s, %s, %d", tk.n, tk.n, d->pad_l);
     if (klo.n[0])
         I("mad.lo.s32 %s, %s, %d, %s", tk.n, k.n, d->dilation, tk.n);
-    /* channel-first x read in place (q->mn): B is BN / 64 blocks of 64 positions x 64
-     * channels; block j is item n0 + (64j >> lgtb), times t0 + (64j & (TB - 1)) (TB >= 64) */
-    const int nch = BN / 64;
+    /* channel-first x read in place (q->mn): B is BN / BK blocks of BK positions x BK
+     * channels; block j is item n0 + (BK*j >> lgtb), times t0 + (BK*j & (TB - 1)) (TB >= BK) */
+    const int bk = ws_hgemm_bkc(d), nch = BN / bk;
     if (q->mn) {
         preg msk = ws_ptx_reg(b, PTX_B32), one = ws_ptx_reg(b, PTX_B32);
-        ws_ptx_comment(b, "channel-first x: block j of 64 positions is item n0 + (64j >> lgtb), time tk + (64j & (TB-1))");
+        ws_ptx_comment(b, "channel-first x: block j of %d positions is item n0 + (%dj >> lgtb), time tk + (%dj & "
+                          "(TB-1))", bk, bk, bk);
         I("mov.u32 %s, 1", one.n);
         I("shl.b32 %s, %s, %s", msk.n, one.n, lgtb.n);
         I("sub.u32 %s, %s, 1", msk.n, msk.n);
         for (int j = 0; j < nch; j++) {
             dtj[j] = ws_ptx_reg(b, PTX_B32), nj[j] = ws_ptx_reg(b, PTX_B32);
-            I("mov.u32 %s, %d", nj[j].n, 64 * j);
+            I("mov.u32 %s, %d", nj[j].n, bk * j);
             I("and.b32 %s, %s, %s", dtj[j].n, nj[j].n, msk.n);
             I("shr.u32 %s, %s, %s", nj[j].n, nj[j].n, lgtb.n);
             I("add.u32 %s, %s, %s", nj[j].n, nj[j].n, n0.n);
@@ -369,14 +373,14 @@ static preg emit_stage_copies(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_
 {
     const preg ta = g->ta, tb = g->tb, c0 = g->c0, k = g->k, tk = g->tk, o0 = g->o0, n0 = g->n0;
     const preg *dtj = g->dtj, *nj = g->nj;
-    const int nch = BN / 64;
+    const int bk = ws_hgemm_bkc(d), nch = BN / bk;
     I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, %s}], [%s]",
       sa.n, ta.n, c0.n, k.n, o0.n, full.n);
     if (q->mn) {
         preg tj = ws_ptx_reg(b, PTX_B32), bj = ws_ptx_reg(b, PTX_B32);
         for (int j = 0; j < nch; j++) {
             I("add.s32 %s, %s, %s", tj.n, tk.n, dtj[j].n);
-            I("add.u32 %s, %s, %d", bj.n, sbb.n, 8192 * j);
+            I("add.u32 %s, %s, %d", bj.n, sbb.n, 128 * bk * j);
             I("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%s], [%s, {%s, %s, "
               "%s}], [%s]",
               bj.n, tb.n, tj.n, c0.n, nj[j].n, full.n);
@@ -424,7 +428,7 @@ static void emit_producer_tile(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm
     I("mov.u32 %s, 0", it.n);
     I("mov.u32 %s, 0", s.n);
     I("mov.u32 %s, 0", u.n);
-    preg dtj[WS_HGEMM_BN / 64], nj[WS_HGEMM_BN / 64];
+    preg dtj[WS_HGEMM_BN / 32], nj[WS_HGEMM_BN / 32];
     emit_tile_start(b, d, q, t0, n0, lgtb, klo, c0, k, tk, dtj, nj);
     plabel top = ws_ptx_label_new(b, "pstage"), nowait = ws_ptx_label_new(b, "pfirst");
     ws_ptx_label(b, top);
@@ -558,7 +562,7 @@ static void emit_producer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     I("atom.global.relaxed.gpu.add.u32 %s, [%s], 1", next.n, ctr.n);
     I("mov.u32 %s, 0", it.n);
     I("mov.u32 %s, 0", s.n);
-    preg dtj[WS_HGEMM_BN / 64], nj[WS_HGEMM_BN / 64];
+    preg dtj[WS_HGEMM_BN / 32], nj[WS_HGEMM_BN / 32];
     emit_tile_start(b, d, q, t0, n0, lgtb, klo, c0, k, tk, dtj, nj);
     plabel top = ws_ptx_label_new(b, "pstage");
     ws_ptx_label(b, top);
@@ -910,6 +914,87 @@ static void emit_epi_ncl4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
  * NULL (the forward: d's epilogue, KT stages, tile after tile of sc; slot s's k-th use waits
  * full[s]'s phase k: parity bit s of cm; every stage released, and epi arrived on once the
  * epilogue is done with Ys) */
+/* TF32 CHANNEL-FIRST X (q->mn, TF32 math): the copy engine lands B as BN / 32 blocks of 32
+ * channels x 32 positions (a channel's 32 positions one 128-byte row, the 128-byte swizzle);
+ * the consumers turn each 4 KiB block in place into the K-major rows wgmma reads (a position's
+ * 32 channels one 128-byte row, swizzled alike: the bytes the staging pass would have
+ * written), rounding to TF32 as it does (cvt.rna). A 4x4 group of 16-byte chunks is location
+ * (a, b): rows 4a.., logical chunk b. Block j's 64 locations go to 64 consumer threads: the
+ * thread at L = j*64 + m*8 + a reads (a, b = a ^ m), rows 4a + i at chunk b ^ (4(a & 1) + i),
+ * and writes them transposed at (b, a); eight lanes of one m touch eight different chunks on
+ * either side (no bank conflicts). Every read precedes every write (a named barrier), and the
+ * writes reach the async proxy (fence.proxy.async) before the barrier that frees wgmma. */
+typedef struct {
+    int rounds;                             /* locations a thread: 2 * BN / consumer threads */
+    preg rb[2], rc[2], wb[2], wc[2];        /* read and write bases, their chunks << 4 */
+} hg_mt;
+
+static void emit_mt_setup(ptx_buf *b, const ws_hgemm_cfg *q, preg tid, hg_mt *m)
+{
+    m->rounds = 2 * BN / NCT;
+    preg c = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_comment(b, "TF32 channel-first x: this thread's %d location(s) of B's blocks, to be transposed in place",
+                   m->rounds);
+    I("sub.u32 %s, %s, %d", c.n, tid.n, q->pwg ? 0 : 128);
+    for (int r = 0; r < m->rounds; r++) {
+        preg L = ws_ptx_reg(b, PTX_B32), j = ws_ptx_reg(b, PTX_B32), a = ws_ptx_reg(b, PTX_B32);
+        preg bb = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+        m->rb[r] = ws_ptx_reg(b, PTX_B32), m->rc[r] = ws_ptx_reg(b, PTX_B32);
+        m->wb[r] = ws_ptx_reg(b, PTX_B32), m->wc[r] = ws_ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %d", L.n, c.n, r * NCT);
+        I("shr.u32 %s, %s, 6", j.n, L.n);
+        I("shl.b32 %s, %s, 12", j.n, j.n);
+        I("and.b32 %s, %s, 7", a.n, L.n);
+        I("shr.u32 %s, %s, 3", bb.n, L.n);
+        I("and.b32 %s, %s, 7", bb.n, bb.n);
+        I("xor.b32 %s, %s, %s", bb.n, bb.n, a.n);
+        I("mad.lo.u32 %s, %s, 512, %s", m->rb[r].n, a.n, j.n);
+        I("mad.lo.u32 %s, %s, 512, %s", m->wb[r].n, bb.n, j.n);
+        I("and.b32 %s, %s, 1", t.n, a.n);
+        I("shl.b32 %s, %s, 2", t.n, t.n);
+        I("xor.b32 %s, %s, %s", m->rc[r].n, bb.n, t.n);
+        I("shl.b32 %s, %s, 4", m->rc[r].n, m->rc[r].n);
+        I("and.b32 %s, %s, 1", t.n, bb.n);
+        I("shl.b32 %s, %s, 2", t.n, t.n);
+        I("xor.b32 %s, %s, %s", m->wc[r].n, a.n, t.n);
+        I("shl.b32 %s, %s, 4", m->wc[r].n, m->wc[r].n);
+    }
+}
+
+static void emit_mt_transpose(ptx_buf *b, const ws_hgemm_cfg *q, const hg_mt *m, preg sbb)
+{
+    preg v[2][4][4], ad = ws_ptx_reg(b, PTX_B32), base = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_comment(b, "B's blocks from channel rows to position rows, rounded to TF32 (every read before any write)");
+    for (int r = 0; r < m->rounds; r++) {
+        I("add.u32 %s, %s, %s", base.n, m->rb[r].n, sbb.n);
+        for (int i = 0; i < 4; i++) {
+            for (int e = 0; e < 4; e++)
+                v[r][i][e] = ws_ptx_reg(b, PTX_F32);
+            I("xor.b32 %s, %s, %d", ad.n, m->rc[r].n, 16 * i);
+            I("add.u32 %s, %s, %s", ad.n, ad.n, base.n);
+            I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", v[r][i][0].n, v[r][i][1].n, v[r][i][2].n, v[r][i][3].n,
+              ad.n, 128 * i);
+        }
+    }
+    I("bar.sync 1, %d", NCT);
+    for (int r = 0; r < m->rounds; r++) {
+        I("add.u32 %s, %s, %s", base.n, m->wb[r].n, sbb.n);
+        for (int i = 0; i < 4; i++) {
+            preg w[4];
+            for (int e = 0; e < 4; e++) {
+                w[e] = ws_ptx_reg(b, PTX_B32);
+                I("cvt.rna.tf32.f32 %s, %s", w[e].n, v[r][e][i].n);
+            }
+            I("xor.b32 %s, %s, %d", ad.n, m->wc[r].n, 16 * i);
+            I("add.u32 %s, %s, %s", ad.n, ad.n, base.n);
+            I("st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s}", ad.n, 128 * i, w[0].n, w[1].n, w[2].n, w[3].n);
+        }
+    }
+    I("fence.proxy.async.shared::cta");
+    I("bar.sync 1, %d", NCT);
+    (void)q;
+}
+
 static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg wg, preg sbase,
                           preg bars, preg o0, preg t0, preg n0, preg lgtb, int KT,
                           const ws_conv_desc *wg_ed, int phase, const hg_sched *sc, preg kts)
@@ -967,6 +1052,10 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         I("mad.lo.u32 %s, %s, %d, %s", aoff.n, g.n, 64 * 128, sbase.n);
     }
     I("setp.eq.u32 %s, 1, 1", one.n);
+    const int mtx = q->mn && d->math == WS_MATH_TF32; /* TF32 channel-first x: transposed here */
+    hg_mt mtr;
+    if (mtx)
+        emit_mt_setup(b, q, tid, &mtr);
     for (int i = 0; i < NACC; i++)
         I("mov.f32 %s, 0f00000000", acc[i].n);
     char regs[NACC_MAX * 8 + 8];
@@ -1021,6 +1110,8 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         I("mad.lo.u32 %s, %s, %d, %s", sa.n, s.n, SB, aoff.n);
         I("mad.lo.u32 %s, %s, %d, %s", sbb.n, s.n, SB, sbase.n);
         I("add.u32 %s, %s, %d", sbb.n, sbb.n, A_BYTES);
+        if (mtx)
+            emit_mt_transpose(b, q, &mtr, sbb);
         plabel nomma = {""};
         if (skip) {
             nomma = ws_ptx_label_new(b, "nomma");
@@ -1030,9 +1121,9 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         for (int ks = 0; ks < 4; ks++) {
             preg ak = ws_ptx_reg(b, PTX_B32), bk = ws_ptx_reg(b, PTX_B32);
             I("add.u32 %s, %s, %d", ak.n, sa.n, 32 * ks);
-            I("add.u32 %s, %s, %d", bk.n, sbb.n, q->mn ? 2048 * ks : 32 * ks);
+            I("add.u32 %s, %s, %d", bk.n, sbb.n, q->mn && !mtx ? 2048 * ks : 32 * ks);
             emit_desc(b, da, ak);
-            if (q->mn)
+            if (q->mn && !mtx)
                 emit_desc_mn(b, db, bk);
             else
                 emit_desc(b, db, bk);
