@@ -140,7 +140,8 @@ static const char *math_name(const ws_conv_desc *d)
 int ws_hgemm_staged(const ws_conv_desc *d)
 {
     /* TF32 always: the staging rounds x to TF32 as every TF32 kernel does (cvt.rna);
-     * read in place, the tensor cores would truncate it */
+     * read in place, the tensor cores would truncate it (the "_mn" entry, which reads NCL
+     * x in place, rounds it in its transpose) */
     return d->math == WS_MATH_TF32 || d->x_layout != WS_NLC || d->x_type != math_type(d) ||
            d->pre != WS_ACT_NONE;
 }

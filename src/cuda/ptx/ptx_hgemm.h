@@ -78,19 +78,35 @@
  *        element strides (1, S, 1), at (c0, S*t0 + D*k - P_L, n0).
  *   Out-of-range elements (channels past C_in, times outside [0, T_in), items past N,
  *   rows past C_out) are filled with zeros by the copy engine.
- * CHANNEL-FIRST X (the "_mn" entry, where ws_hgemm_mn: BF16/F16 math, NCL x of the math
- *   type, pre NONE, stride 1, and every tap's offset D*k - P_L a multiple of 8 (P_L % 8 == 0
- *   and K == 1 or D % 8 == 0: the copy engine refuses, with an illegal-instruction fault, a
- *   box whose innermost start is not 16-byte aligned, so a tap shifted by a part of 16 bytes
- *   cannot be read this way; H200, Jukebox's K3 D27 P27); taken by a call where
- *   ws_hgemm_mn_call: TB >= 64, x 16-byte aligned, T_in % 8 == 0): x is read in place,
- *   without the staging pass. B is BN / 64
- *   blocks of 8 KiB, block j = 64 positions (item n0 + (64j >> lgtb), times t0 + (64j &
- *   (TB - 1))) x BK channels, a channel's 64 times one 128-byte row, swizzled as A: the map
- *   p_tb over x as (T_in, C_in, N), box (64, BK, 1), one copy a block at (t0 + (64j & (TB -
- *   1)) + D*k - P_L, c0, item). wgmma reads it MN-major (imm-trans-b 1) through descriptors
- *   with leading byte offset 8192 (the next block's positions) and stride byte offset 1024
- *   (the next 8 channels), a k16 step 2048 bytes further. Everything else is the kernel's.
+ * CHANNEL-FIRST X (the "_mn" entry, where ws_hgemm_mn: BF16/F16 math with NCL x of the math
+ *   type, or TF32 math with NCL float32 x; pre NONE, stride 1, and every tap's offset D*k -
+ *   P_L a multiple of 16 bytes of elements, 8 16-bit or 4 float32 (P_L and, for K > 1, D
+ *   multiples of that: the copy engine refuses, with an illegal-instruction fault, a box whose
+ *   innermost start is not 16-byte aligned, so a tap shifted by a part of 16 bytes cannot be
+ *   read this way; H200, Jukebox's K3 D27 P27); taken by a call where ws_hgemm_mn_call: TB >=
+ *   BK, x 16-byte aligned, T_in a multiple of 16 bytes): x is read in place, without the
+ *   staging pass. B is BN / BK blocks of BK * 128 bytes, block j = BK positions (item n0 +
+ *   (BK j >> lgtb), times t0 + (BK j & (TB - 1))) x BK channels, a channel's BK times one
+ *   128-byte row, swizzled as A: the map p_tb over x as (T_in, C_in, N), box (BK, BK, 1), one
+ *   copy a block at (t0 + (BK j & (TB - 1)) + D*k - P_L, c0, item).
+ *   16-bit math: wgmma reads it MN-major (imm-trans-b 1) through descriptors with leading byte
+ *   offset 8192 (the next block's positions) and stride byte offset 1024 (the next 8
+ *   channels), a k16 step 2048 bytes further.
+ *   TF32 (wgmma reads TF32 only K-major): once full[s] has completed, the consumers turn each
+ *   4 KiB block in place into the K-major rows the staged kernel reads (a position's 32
+ *   channels one 128-byte row), rounding to TF32 with cvt.rna as the staging pass does, so
+ *   the products, and the bits, are the staged call's. A block's 64 groups of 4 x 4 elements
+ *   (16-byte chunks of 4 rows) go to 64 consumer threads, 2 BN / (consumer threads) groups a
+ *   thread: the thread of group (a, b = a ^ m) (eight lanes a = 0..7 of one m) reads rows 4a +
+ *   i at chunk b ^ (4(a & 1) + i) and writes the transposed group at rows 4b + i, chunk a ^
+ *   (4(b & 1) + i), so each eight lanes hit eight different chunks both ways (no bank
+ *   conflicts); every consumer's reads precede any write (named barrier 1), and the writes
+ *   reach the async proxy (fence.proxy.async) before a second barrier, after which wgmma
+ *   reads the slot as it reads a staged one. The transpose runs while the stage before is
+ *   still in the tensor pipe (wgmma.wait_group 1). H200, the K1 conv N8 C512 T16384, NCL,
+ *   2026-11-29, alternated with the staged kernel in one call: 318.2-323.6 us against
+ *   386.5-389.2 (the staging pass alone took 128 us); PyTorch 465.3.
+ *   Everything else is the kernel's.
  * THREADS (large: 384; small: 288; narrow: 160): the producer is warpgroup 0 (large:
  *   setmaxnreg 40, thread 0 alone issues the copies), warp 8 (small: thread 256; no
  *   setmaxnreg, 112 registers a thread so that two blocks fit the register file) or warp 4
@@ -295,10 +311,11 @@ int ws_hgemm_prep8(const ws_conv_desc *d);
 int ws_hgemm_prep8_t(const ws_conv_desc *d);
 int ws_hgemm_prep8_call(const ws_conv_desc *d, long long t_in, uint64_t x);
 
-/* 1 when d's module has the "_mn" entry (CHANNEL-FIRST X above): BF16 or F16 math, NCL x of
- * the math type, pre NONE, stride 1, taps at multiples of 8 times; ws_hgemm_mn_call: a call
- * of d with log2 TB lgtb, t_in and x's address that it takes (TB >= 64, x 16-byte aligned,
- * T_in % 8 == 0) */
+/* 1 when d's module has the "_mn" entry (CHANNEL-FIRST X above): NCL x of the math type
+ * (16-bit, or float32 under TF32), pre NONE, stride 1, taps at multiples of 16 bytes of times
+ * (8 16-bit, 4 float32); ws_hgemm_mn_call: a call of d with log2 TB lgtb, t_in and x's
+ * address that it takes (TB >= BK: 64, or 32 in TF32; x 16-byte aligned; T_in a multiple of
+ * 16 bytes) */
 int ws_hgemm_mn(const ws_conv_desc *d);
 int ws_hgemm_mn_call(const ws_conv_desc *d, int lgtb, long long t_in, uint64_t x);
 
