@@ -139,9 +139,10 @@ static const char *math_name(const ws_conv_desc *d)
 
 int ws_hgemm_staged(const ws_conv_desc *d)
 {
-    /* TF32 always: the staging rounds x to TF32 as every TF32 kernel does (cvt.rna);
-     * read in place, the tensor cores would truncate it (the "_mn" entry, which reads NCL
-     * x in place, rounds it in its transpose) */
+    /* TF32: the staging rounds x to TF32 as every TF32 kernel does (cvt.rna); read in place
+     * by the kernel's own entry, the tensor cores would truncate it. A call that takes the
+     * "_mn" entry (NCL x read in place, rounded in its transpose) is not staged: the plan's
+     * call test (gpu_conv.c) overrides this */
     return d->math == WS_MATH_TF32 || d->x_layout != WS_NLC || d->x_type != math_type(d) ||
            d->pre != WS_ACT_NONE;
 }
@@ -923,8 +924,10 @@ static void emit_epi_ncl4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
  * (a, b): rows 4a.., logical chunk b. Block j's 64 locations go to 64 consumer threads: the
  * thread at L = j*64 + m*8 + a reads (a, b = a ^ m), rows 4a + i at chunk b ^ (4(a & 1) + i),
  * and writes them transposed at (b, a); eight lanes of one m touch eight different chunks on
- * either side (no bank conflicts). Every read precedes every write (a named barrier), and the
- * writes reach the async proxy (fence.proxy.async) before the barrier that frees wgmma. */
+ * either side (no bank conflicts). The group a thread overwrites, (b, a), is read by the lane
+ * of the same m and block, so the reads and the writes are ordered within the warp
+ * (bar.warp.sync); the writes reach the async proxy (fence.proxy.async) before the named
+ * barrier of every consumer that frees wgmma (each consumer's wgmma reads all of B). */
 typedef struct {
     int rounds;                             /* locations a thread: 2 * BN / consumer threads */
     preg rb[2], rc[2], wb[2], wc[2];        /* read and write bases, their chunks << 4 */
@@ -933,6 +936,11 @@ typedef struct {
 static void emit_mt_setup(ptx_buf *b, const ws_hgemm_cfg *q, preg tid, hg_mt *m)
 {
     m->rounds = 2 * BN / NCT;
+    if (2 * BN % NCT || m->rounds < 1 || m->rounds > 2) { /* the tiles of ptx_hgemm.h: 1 or 2 */
+        ws_ptx_fail(b, "the TF32 in-place transpose takes 1 or 2 groups a consumer thread");
+        m->rounds = 0;
+        return;
+    }
     preg c = ws_ptx_reg(b, PTX_B32);
     ws_ptx_comment(b, "TF32 channel-first x: this thread's %d location(s) of B's blocks, to be transposed in place",
                    m->rounds);
@@ -965,7 +973,8 @@ static void emit_mt_setup(ptx_buf *b, const ws_hgemm_cfg *q, preg tid, hg_mt *m)
 static void emit_mt_transpose(ptx_buf *b, const ws_hgemm_cfg *q, const hg_mt *m, preg sbb)
 {
     preg v[2][4][4], ad = ws_ptx_reg(b, PTX_B32), base = ws_ptx_reg(b, PTX_B32);
-    ws_ptx_comment(b, "B's blocks from channel rows to position rows, rounded to TF32 (every read before any write)");
+    ws_ptx_comment(b, "B's blocks from channel rows to position rows, rounded to TF32 (the warp's reads before "
+                      "its writes)");
     for (int r = 0; r < m->rounds; r++) {
         I("add.u32 %s, %s, %s", base.n, m->rb[r].n, sbb.n);
         for (int i = 0; i < 4; i++) {
@@ -977,7 +986,7 @@ static void emit_mt_transpose(ptx_buf *b, const ws_hgemm_cfg *q, const hg_mt *m,
               ad.n, 128 * i);
         }
     }
-    I("bar.sync 1, %d", NCT);
+    I("bar.warp.sync -1");
     for (int r = 0; r < m->rounds; r++) {
         I("add.u32 %s, %s, %s", base.n, m->wb[r].n, sbb.n);
         for (int i = 0; i < 4; i++) {
@@ -993,7 +1002,6 @@ static void emit_mt_transpose(ptx_buf *b, const ws_hgemm_cfg *q, const hg_mt *m,
     }
     I("fence.proxy.async.shared::cta");
     I("bar.sync 1, %d", NCT);
-    (void)q;
 }
 
 static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg wg, preg sbase,

@@ -100,9 +100,10 @@
  *   thread: the thread of group (a, b = a ^ m) (eight lanes a = 0..7 of one m) reads rows 4a +
  *   i at chunk b ^ (4(a & 1) + i) and writes the transposed group at rows 4b + i, chunk a ^
  *   (4(b & 1) + i), so each eight lanes hit eight different chunks both ways (no bank
- *   conflicts); every consumer's reads precede any write (named barrier 1), and the writes
- *   reach the async proxy (fence.proxy.async) before a second barrier, after which wgmma
- *   reads the slot as it reads a staged one. The transpose runs while the stage before is
+ *   conflicts); the group a thread overwrites is read by a lane of its own eight, so the
+ *   warp's reads precede its writes (bar.warp.sync; a barrier of every consumer measured the
+ *   same), and the writes reach the async proxy (fence.proxy.async) before named barrier 1 of
+ *   every consumer, after which wgmma reads the slot as it reads a staged one. The transpose runs while the stage before is
  *   still in the tensor pipe (wgmma.wait_group 1). H200, the K1 conv N8 C512 T16384, NCL,
  *   2026-11-29, alternated with the staged kernel in one call: 318.2-323.6 us against
  *   386.5-389.2 (the staging pass alone took 128 us); PyTorch 465.3.
