@@ -1004,13 +1004,12 @@ static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_ou
     if (ntt * nnt * gy > INT_MAX)
         return 0;
     v.staged = ws_hgemm_staged(d) || (uintptr_t)a->x % 16 != 0;
-    if (v.staged && (a->n > 65535 || (d->c_in + 63) / 64 > 65535)) /* the staging grid's z, y */
-        return 0;
-    /* channel-first x read in place: not the phased form (its own kernel), and the same
-     * calls fit either way */
+    /* channel-first x read in place: not the phased form (its own kernel) */
     v.mn = c->hmfn && !c->ph_t && ws_hgemm_mn_call(d, v.lgtb, a->t_in, (uint64_t)(uintptr_t)a->x);
     if (v.mn)
         v.staged = 0;
+    if (v.staged && (a->n > 65535 || (d->c_in + 63) / 64 > 65535)) /* the staging grid's z, y */
+        return 0;
     v.ntt = (unsigned)ntt, v.gx = (unsigned)(ntt * nnt * gy);
     if (h)
         *h = v;
