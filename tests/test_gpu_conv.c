@@ -2118,6 +2118,8 @@ Test(gpu_conv, mma_gemm_gives_a_misaligned_nlc_x_to_the_direct_kernel_or_stages_
             }
         }
     cr_assert_geq(rows, 9, "only %d rows with 16-byte NLC loads", rows);
+    free(mma_last_y);
+    mma_last_y = NULL;
     ws_gpu_close(g);
 }
 
@@ -2195,6 +2197,8 @@ Test(gpu_conv, hopper_gemm_writes_a_misaligned_y_element_by_element, .timeout = 
         }
     cr_assert_geq(rows, 16, "only %d Hopper rows", rows);
     cr_assert_geq(vec, 8, "only %d of them with vector stores when aligned", vec);
+    free(mma_last_y);
+    mma_last_y = NULL;
     ws_gpu_close(g);
 }
 
@@ -2605,6 +2609,10 @@ static const gcase gbcases[] = {
      WS_ACT_NONE, 1, 0},
     {"gb_ncl_s2_k3_rows_t203", 2, 64, 96, 1, 3, 2, 1, 1, 1, 203, WS_NCL, WS_NCL, WS_BF16, WS_BF16, WS_BF16, 0,
      WS_ACT_NONE, 1, 0},
+    /* float32 NCL at stride 1 with taps at multiples of 4 times: under TF32, dx's conv (over
+     * NCL dy, C 96 -> 128, P 4) reads dy in place (the consumers' transpose) */
+    {"gb_ncl_f32_k3_d4_p4_t200_tf32_in_place", 2, 128, 96, 1, 3, 1, 4, 4, 4, 200, WS_NCL, WS_NCL, WS_F32, WS_F32,
+     WS_F32, 0, WS_ACT_NONE, 1, 0},
     /* NCL at stride > 1 where dx's conv takes the Hopper GEMM: its phased form writes dx
      * (odd T: the last row's phase 1 is dropped; S 4 over C_in 48: tiles of mixed phases, and
      * 192 rows, so the last tile's second consumer is idle) */
@@ -2688,6 +2696,18 @@ Test(gpu_conv_ptx, gemm_bwd_dx_is_the_conv_the_header_describes)
     d = bdesc_of(&gbcases[0]);
     d.pad_l = 19; /* more than D*(K-1): the transposed conv would need a negative pad */
     cr_assert(!ws_gbwd_dx_of(&d, &x));
+    int found = 0;
+    for (int i = 0; i < N_GBCASES; i++) /* float32 NCL under TF32: dx's conv reads dy in place */
+        if (!strcmp(gbcases[i].name, "gb_ncl_f32_k3_d4_p4_t200_tf32_in_place")) {
+            d = bdesc_of(&gbcases[i]);
+            d.math = WS_MATH_TF32;
+            cr_assert(ws_gbwd_dx_of(&d, &x) && x.phases == 1 && x.sub.x_layout == WS_NCL && x.sub.x_type == WS_F32 &&
+                      x.sub.pad_l == 4 && ws_hgemm_fits(&x.sub, 9, 0) && ws_hgemm_mn(&x.sub) &&
+                      ws_hgemm_mn_call(&x.sub, ws_hgemm_lgtb(&x.sub, gbcases[i].t_in), gbcases[i].t_in, 0),
+                      "dx's conv does not read dy in place");
+            found = 1;
+        }
+    cr_assert(found, "no TF32 in-place row");
 }
 
 /* the passes' module (any capability from 8.0) and the weight-gradient kernel (sm_90a) for
