@@ -910,12 +910,6 @@ static void emit_epi_ncl4(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
     ws_ptx_label(b, scalar);
 }
 
-/* the consumers: the ring into 64 accumulators, then the epilogue through shared memory.
- * wg_ed: the weight gradient's kernel (its epilogue's descriptor: rows C_out, positions
- * C_in, float32 NCL, no bias, act or add; KT its p_kts; one tile, o0, t0, n0 given), else
- * NULL (the forward: d's epilogue, KT stages, tile after tile of sc; slot s's k-th use waits
- * full[s]'s phase k: parity bit s of cm; every stage released, and epi arrived on once the
- * epilogue is done with Ys) */
 /* TF32 CHANNEL-FIRST X (q->mn, TF32 math): the copy engine lands B as BN / 32 blocks of 32
  * channels x 32 positions (a channel's 32 positions one 128-byte row, the 128-byte swizzle);
  * the consumers turn each 4 KiB block in place into the K-major rows wgmma reads (a position's
@@ -1004,6 +998,12 @@ static void emit_mt_transpose(ptx_buf *b, const ws_hgemm_cfg *q, const hg_mt *m,
     I("bar.sync 1, %d", NCT);
 }
 
+/* the consumers: the ring into 64 accumulators, then the epilogue through shared memory.
+ * wg_ed: the weight gradient's kernel (its epilogue's descriptor: rows C_out, positions
+ * C_in, float32 NCL, no bias, act or add; KT its p_kts; one tile, o0, t0, n0 given), else
+ * NULL (the forward: d's epilogue, KT stages, tile after tile of sc; slot s's k-th use waits
+ * full[s]'s phase k: parity bit s of cm; every stage released, and epi arrived on once the
+ * epilogue is done with Ys) */
 static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg *q, preg tid, preg wg, preg sbase,
                           preg bars, preg o0, preg t0, preg n0, preg lgtb, int KT,
                           const ws_conv_desc *wg_ed, int phase, const hg_sched *sc, preg kts)
