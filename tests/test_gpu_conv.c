@@ -50,12 +50,14 @@
 #include <ws_conv.h>
 
 #include "common.h"
+#include "conv/engine.h"
 #include "cuda/gpu_conv_internal.h"
 #include "cuda/gpu_runtime.h"
 #include "cuda/ptx/ptx_direct.h"
 #include "cuda/ptx/ptx_dw.h"
 #include "cuda/ptx/ptx_gemm.h"
 #include "cuda/ptx/ptx_hbwd.h"
+#include "cuda/ptx/ptx_hcol.h"
 #include "cuda/ptx/ptx_hgemm.h"
 #include "cuda/ptx/ptx_wprep.h"
 #include "helpers.h"
@@ -1777,7 +1779,7 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
     snprintf(sub, sizeof sub, "%s/hgemm", dir);
     cr_assert_eq(mkdir(sub, 0700), 0, "%s", sub);
     const int cc[2] = {9, 0};
-    int n = 0, ncl = 0, staged = 0, partial = 0, small = 0, narrow = 0;
+    int n = 0, ncl = 0, staged = 0, partial = 0, small = 0, narrow = 0, cols = 0;
     for (int m = 0; m < N_MMA_MATHS; m++)
         for (int i = 0; i < N_GCASES; i++) {
             ws_conv_desc d = desc_of(&gcases_gemm[i]);
@@ -1791,6 +1793,28 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
                                kt >= WS_HGEMM_MIN_STAGES && d.c_out >= WS_HGEMM_MIN_COUT && !tf32_ncl_short,
                          "%s", gcases_gemm[i].name);
             cr_assert(!ws_hgemm_fits(&d, 8, 0) && !ws_hgemm_fits(&d, 10, 0), "%s", gcases_gemm[i].name);
+            /* a short conv through its columns (ptx_hcol.h): the columns' module and the inner
+             * conv's Hopper GEMM, whose sum may be a stage or two */
+            const int col = ws_hcol_fits(&d, 9, 0);
+            cr_assert_eq(col, WS_HGEMM && d.c_in % 16 != 0 && d.c_in * d.k <= WS_HCOL_R_MAX &&
+                                  d.c_out >= WS_HGEMM_MIN_COUT && d.stride <= 8, "%s", gcases_gemm[i].name);
+            cr_assert(!(col && fits) && !ws_hcol_fits(&d, 8, 0), "%s", gcases_gemm[i].name);
+            if (col) {
+                char cname[WS_HCOL_NAME_MAX], iname[WS_HGEMM_NAME_MAX], path[2048];
+                ws_hcol_name(&d, cname);
+                dump_and_assemble(ptxas, sub, &d, cc, cname, gcases_gemm[i].name, 2);
+                ws_conv_desc in;
+                ws_hcol_inner(&d, &in);
+                cr_assert(ws_hgemm_emits(&in) && in.k == 1 && in.c_in == (d.c_in * d.k + 15) / 16 * 16,
+                          "%s", gcases_gemm[i].name);
+                ws_hgemm_name(&in, iname);
+                snprintf(path, sizeof path, "%s/%s.ptx", sub, iname);
+                const int regs = assemble(ptxas, path, 90, gcases_gemm[i].name, 2);
+                if (verbose())
+                    fprintf(stderr, "gpu_conv_ptx hgemm %s %-36s: columns, inner C_in %d, %d registers\n",
+                            mma_math_names[m], gcases_gemm[i].name, in.c_in, regs);
+                cols++;
+            }
             if (!fits)
                 continue;
             char name[WS_HGEMM_NAME_MAX];
@@ -1822,6 +1846,130 @@ Test(gpu_conv_ptx, every_hopper_gemm_module_assembles_without_spills, .timeout =
                                 narrow >= 8),
               "%d modules (%d NCL, %d staged, %d with a partial channel block, %d on the small tile, %d narrow)", n,
               ncl, staged, partial, small, narrow);
+    cr_assert(WS_HGEMM == 0 || cols >= 12, "%d rows through their columns", cols);
+}
+
+/* Xc on the host (ptx_hcol.h, THE COLUMNS): the "_col" entry's values for one item (x the
+ * item's, in x_type and x_layout; xc [T_out][RP] float32, rounded to the math type) */
+static void host_columns(const ws_conv_desc *d, const void *x, int t_in, int t_out, float *xc)
+{
+    const int K = d->k, C = d->c_in, R = C * K, RP = ws_hcol_rp(d);
+    for (int t = 0; t < t_out; t++)
+        for (int r = 0; r < RP; r++) {
+            float v = 0.0f;
+            if (r < R) {
+                const int j = r / K, k = r % K;
+                const long long u = (long long)d->stride * t + (long long)d->dilation * k - d->pad_l;
+                if (u >= 0 && u < t_in) {
+                    const size_t i = d->x_layout == WS_NCL ? (size_t)j * (size_t)t_in + (size_t)u
+                                                           : (size_t)u * (size_t)C + (size_t)j;
+                    v = (float)get(x, d->x_type, i);
+                    ws_act_row(&v, 1, NULL, d->pre);
+                }
+            }
+            xc[(size_t)t * RP + r] = d->math == WS_MATH_TF32   ? ws_f32_to_tf32(v)
+                                     : d->math == WS_MATH_BF16 ? ws_bf16_to_f32(ws_f32_to_bf16(v))
+                                                               : ws_f16_to_f32(ws_f32_to_f16(v));
+        }
+}
+
+/* n values of type t, each a multiple of 1/den in [-8/den, 8/den]: exact in every storage and
+ * math type, so that sums of up to 64 such products are exact in float32 */
+static void *exact_buf(size_t n, ws_dtype t, double den, ws_rng *r)
+{
+    void *p = malloc(n * tsize(t) + 1);
+    cr_assert_not_null(p);
+    for (size_t i = 0; i < n; i++) {
+        const float v = (float)((double)((int)(ws_rng_uniform(r) * 17.0) - 8) / den);
+        if (t == WS_F32)
+            ((float *)p)[i] = v;
+        else
+            ((uint16_t *)p)[i] = t == WS_F16 ? ws_f32_to_f16(v) : ws_f32_to_bf16(v);
+    }
+    return p;
+}
+
+/* the columns (ptx_hcol.h) on the CPU engine: the inner conv (K 1 over host_columns' Xc
+ * with ws_hcol_weights' W') gives the conv's own y. With values exact in every type and pre
+ * NONE or RELU the two are the same bits (their sums are exact, in any order); with another
+ * pre, Xc holds the math type's rounding of pre(x), within that type's bound. Every gemm row
+ * the columns take, every math: the layout the "_col" and "_wpad" entries are held to */
+Test(gpu_conv_ptx, a_short_convs_columns_give_its_output_on_the_cpu_engine)
+{
+    int rows = 0, exact = 0;
+    for (int m = 0; m < N_MMA_MATHS; m++)
+        for (int i = 0; i < N_GCASES; i++) {
+            const gcase *c = &gcases_gemm[i];
+            ws_conv_desc d = desc_of(c);
+            d.math = mma_maths[m];
+            if (!ws_hcol_fits(&d, 9, 0) || c->add == ADD_INPUT) /* the columns take no ADD_INPUT row */
+                continue;
+            ws_err e = {""};
+            const int t_out = ws_conv_out_len(&d, c->t_in), RP = ws_hcol_rp(&d);
+            const size_t nx = (size_t)c->n * c->c_in * c->t_in, per = (size_t)c->c_out * t_out;
+            const size_t ny = per * c->n, nw = (size_t)c->c_out * c->c_in * c->k;
+            ws_rng r = {0x51c0000u + (uint64_t)i * 17 + (uint64_t)m};
+            void *x = exact_buf(nx, c->xt, 4.0, &r), *w = exact_buf(nw, c->wt, 16.0, &r);
+            float *b = c->bias ? exact_buf((size_t)c->c_out, WS_F32, 4.0, &r) : NULL;
+            const size_t nadd = c->add == ADD_BROADCAST ? per : c->add == ADD_PER_ITEM ? ny : 0;
+            void *add = nadd ? exact_buf(nadd, c->yt, 4.0, &r) : NULL;
+            long long abs = c->add == ADD_PER_ITEM ? (long long)per : 0;
+            void *y1 = malloc(ny * tsize(c->yt)), *y2 = malloc(ny * tsize(c->yt));
+            cr_assert(y1 && y2);
+            ws_conv *p1 = ws_conv_new(&d, w, b, 1, &e);
+            cr_assert_not_null(p1, "%s: %s", c->name, e.msg);
+            ws_conv_args a1 = {.n = c->n, .t_in = c->t_in, .x = x, .add = add, .add_batch_stride = abs, .y = y1};
+            cr_assert_eq(ws_conv_run(p1, &a1, &e), 0, "%s: %s", c->name, e.msg);
+            ws_conv_free(p1);
+            /* Xc in the inner x_type, item by item; W' in float32 */
+            ws_conv_desc in;
+            ws_hcol_inner(&d, &in);
+            cr_assert(in.k == 1 && in.stride == 1 && in.pad_l == 0 && in.c_in == RP && RP % 16 == 0 &&
+                          RP >= c->c_in * c->k && RP < c->c_in * c->k + 16 && in.x_layout == WS_NLC &&
+                          in.pre == WS_ACT_NONE && in.y_layout == d.y_layout && in.act == d.act,
+                      "%s: inner descriptor", c->name);
+            float *xf = malloc((size_t)t_out * RP * sizeof *xf), *wf = malloc(nw * sizeof *wf);
+            float *wp = malloc((size_t)c->c_out * RP * sizeof *wp);
+            void *xc = malloc((size_t)c->n * t_out * RP * tsize(in.x_type));
+            cr_assert(xf && wf && wp && xc);
+            const size_t xi = (size_t)c->c_in * c->t_in * tsize(c->xt);
+            for (int n = 0; n < c->n; n++) {
+                host_columns(&d, (const char *)x + (size_t)n * xi, c->t_in, t_out, xf);
+                for (size_t k = 0, at = (size_t)n * t_out * RP; k < (size_t)t_out * RP; k++, at++) {
+                    if (in.x_type == WS_F32)
+                        ((float *)xc)[at] = xf[k];
+                    else
+                        ((uint16_t *)xc)[at] = in.x_type == WS_F16 ? ws_f32_to_f16(xf[k]) : ws_f32_to_bf16(xf[k]);
+                }
+            }
+            for (size_t k = 0; k < nw; k++)
+                wf[k] = (float)get(w, c->wt, k);
+            ws_hcol_weights(&d, wf, wp);
+            for (int o = 0; o < c->c_out; o++)
+                for (int q = c->c_in * c->k; q < RP; q++)
+                    cr_assert(wp[(size_t)o * RP + q] == 0.0f, "%s: W' not zero past R", c->name);
+            in.w_type = WS_F32;
+            ws_conv *p2 = ws_conv_new(&in, wp, b, 1, &e);
+            cr_assert_not_null(p2, "%s: %s", c->name, e.msg);
+            ws_conv_args a2 = {.n = c->n, .t_in = t_out, .x = xc, .add = add, .add_batch_stride = abs, .y = y2};
+            cr_assert_eq(ws_conv_run(p2, &a2, &e), 0, "%s: %s", c->name, e.msg);
+            ws_conv_free(p2);
+            if (d.pre == WS_ACT_NONE || d.pre == WS_ACT_RELU) {
+                cr_assert(!memcmp(y1, y2, ny * tsize(c->yt)), "%s (%s): the columns' y differs", c->name,
+                          mma_math_names[m]);
+                exact++;
+            } else {
+                double se = 0, sr = 0;
+                for (size_t k = 0; k < ny; k++) {
+                    const double u = get(y1, c->yt, k), v = get(y2, c->yt, k);
+                    se += (u - v) * (u - v), sr += u * u;
+                }
+                cr_assert_leq(sqrt(se / (sr > 0 ? sr : 1)), mma_bounds[m], "%s (%s)", c->name, mma_math_names[m]);
+            }
+            rows++;
+            free(xf), free(wf), free(wp), free(xc), free(y1), free(y2), free(x), free(w), free(b), free(add);
+        }
+    cr_assert(rows >= 12 && exact >= 9, "%d rows through their columns (%d exact)", rows, exact);
 }
 
 /* deterministic sums: the only atomic is the tile loop's integer counter (the tiles the blocks
@@ -1933,6 +2081,7 @@ Test(gpu_conv_ptx, only_nlc_x_with_c_in_a_multiple_of_16_needs_16_byte_alignment
 static int mma_hgemm_calls; /* calls run_mma_case saw go to the Hopper GEMM */
 static int mma_mn_calls;    /* of them, with channel-first x read in place (the "_mn" entry) */
 static int mma_p8_calls;    /* of them, with x staged by the 16-byte transpose (the "_prep8" entry) */
+static int mma_col_calls;   /* of them, through the columns (ptx_hcol.h) */
 static void *mma_last_y;    /* the GPU's y of run_mma_case's last call (malloc'd, replaced by the next) */
 
 /* a gemm row with math mma_maths[m] on the GPU against the CPU engine (float32 products):
@@ -1990,11 +2139,14 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off, int y_of
     cr_assert_geq(hg, 0, "%s", c->name);
     const int want = hg || dx % (uint64_t)ws_gemm_x_align(&d) == 0 ? 2 : 0;
     const unsigned long hg_before = ws_gpu_conv_hgemm_calls(gc), mn_before = ws_gpu_conv_hgemm_mn_calls(gc);
+    const unsigned long col_before = ws_gpu_conv_hgemm_col_calls(gc);
+    /* a short conv on 9.0 runs through its columns, on the inner plan's Hopper GEMM */
+    const int col = hg && !ws_hgemm_fits(&d, 9, 0) && ws_hcol_fits(&d, 9, 0);
     const unsigned long p8_before = ws_gpu_conv_hgemm_prep8_calls(gc);
     /* NCL x of the math type at stride 1 is read in place where the call allows it; else, where
      * it is staged, the 16-byte transpose takes it when its rows start 16-byte aligned */
-    const int mn = hg && ws_hgemm_mn_call(&d, ws_hgemm_lgtb(&d, t_out), c->t_in, dx);
-    const int p8 = hg && !mn && ws_hgemm_prep8_call(&d, c->t_in, dx);
+    const int mn = hg && !col && ws_hgemm_mn_call(&d, ws_hgemm_lgtb(&d, t_out), c->t_in, dx);
+    const int p8 = hg && !col && !mn && ws_hgemm_prep8_call(&d, c->t_in, dx);
     cr_assert_eq(ws_gpu_conv_kernel(gc, &ag), want, "%s: %s kernel expected", c->name, want ? "gemm" : "direct");
     void *outs[2] = {ygpu, ygpu2};
     for (int run = 0; run < 2; run++) {
@@ -2016,9 +2168,13 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off, int y_of
     }
     /* the runs launched the Hopper GEMM exactly when the plan said they would */
     const unsigned long hg_ran = ws_gpu_conv_hgemm_calls(gc) - hg_before;
-    cr_assert_eq(hg_ran, hg ? 4ul : 0ul, "%s: %lu of 4 runs on the Hopper GEMM, expected %d", c->name, hg_ran,
-                 hg ? 4 : 0);
+    cr_assert_eq(hg_ran, hg && !col ? 4ul : 0ul, "%s: %lu of 4 runs on the Hopper GEMM, expected %d", c->name,
+                 hg_ran, hg && !col ? 4 : 0);
+    const unsigned long col_ran = ws_gpu_conv_hgemm_col_calls(gc) - col_before;
+    cr_assert_eq(col_ran, col ? 4ul : 0ul, "%s: %lu of 4 runs through the columns, expected %d", c->name, col_ran,
+                 col ? 4 : 0);
     mma_hgemm_calls += hg;
+    mma_col_calls += col;
     const unsigned long mn_ran = ws_gpu_conv_hgemm_mn_calls(gc) - mn_before;
     cr_assert_eq(mn_ran, mn ? 4ul : 0ul, "%s: %lu of 4 runs read x in place, expected %d", c->name, mn_ran, mn ? 4 : 0);
     mma_mn_calls += mn;
@@ -2026,7 +2182,7 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off, int y_of
     cr_assert_eq(p8_ran, p8 ? 4ul : 0ul, "%s: %lu of 4 runs staged by _prep8, expected %d", c->name, p8_ran,
                  p8 ? 4 : 0);
     mma_p8_calls += p8;
-    if (hg) { /* the tile's blocks an SM (launch bounds and carveout): narrow 3, small 2, large 1 */
+    if (hg && !col) { /* the tile's blocks an SM (launch bounds and carveout): narrow 3, small 2, large 1 */
         const int bps = ws_gpu_conv_hgemm_blocks_per_sm(gc);
         ws_hgemm_cfg q;
         ws_hgemm_cfg_of(&d, &q);
@@ -2083,7 +2239,7 @@ Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_the_math_types_rounding, .
             for (int i = 0; i < N_GCASES; i++) {
                 ws_conv_desc d = desc_of(&gcases_gemm[i]);
                 d.math = mma_maths[m];
-                fits += ws_hgemm_fits(&d, 9, 0);
+                fits += ws_hgemm_fits(&d, 9, 0) || ws_hcol_fits(&d, 9, 0);
             }
         if (pass == 1)
             cr_assert_eq(mma_hgemm_calls, 0, "PTX for 8.0: %d calls on the Hopper GEMM", mma_hgemm_calls);
@@ -2091,8 +2247,9 @@ Test(gpu_conv, mma_gemm_matches_the_cpu_engine_within_the_math_types_rounding, .
             cr_assert_eq(mma_hgemm_calls, fits, "%d of %d rows on the Hopper GEMM", mma_hgemm_calls, fits);
             cr_assert_geq(mma_mn_calls, 5, "only %d rows read channel-first x in place", mma_mn_calls);
             cr_assert_geq(mma_p8_calls, 3, "only %d rows staged by the 16-byte transpose", mma_p8_calls);
+            cr_assert_geq(mma_col_calls, 12, "only %d rows through their columns", mma_col_calls);
         }
-        mma_hgemm_calls = mma_mn_calls = mma_p8_calls = 0;
+        mma_hgemm_calls = mma_mn_calls = mma_p8_calls = mma_col_calls = 0;
     }
     free(mma_last_y);
     mma_last_y = NULL;

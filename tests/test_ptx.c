@@ -38,6 +38,7 @@
 #include "cuda/ptx/ptx_mel.h"
 #include "cuda/ptx/ptx_params.h"
 #include "cuda/ptx/ptx_hbwd.h"
+#include "cuda/ptx/ptx_hcol.h"
 #include "cuda/ptx/ptx_hgemm.h"
 #include "cuda/ptx/ptx_hpair.h"
 #include "whisper/stem.h"
@@ -352,6 +353,8 @@ static char *emit_family(const ws_conv_desc *d, int family, ws_err *e)
         const ws_conv_desc d2 = pair_second(d);
         return ws_hpair_emit(d, &d2, WS_HPAIR_CL, WS_HPAIR_BK, e);
     }
+    if (family == 10)
+        return ws_hcol_emit(d, e);
     return family == 0   ? ws_direct_emit(d, 9, 0, e)
            : family == 1 ? ws_dw_emit(d, 9, 0, e)
            : family == 2 ? ws_gemm_emit(d, 9, 0, e)
@@ -399,6 +402,9 @@ static void entry_name(const param_case *c, char *name)
         ws_hpair_name(c->d, &d2, WS_HPAIR_CL, WS_HPAIR_BK, name);
     } else if (c->family == 8) {
         ws_hgemm_wgrad_name(c->d, name);
+    } else if (c->family == 10) {
+        ws_hcol_name(c->d, name);
+        strcat(name, c->entry ? "_wpad" : "_col");
     } else {
         ws_dws_entry(c->d, (ws_dws_part)c->entry, name);
     }
@@ -508,6 +514,9 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         const ws_conv_desc p2 = pair_second(&pair1);
         cr_assert(ws_hpair_fits(&pair1, &p2, 9, 0), "no fused pair");
     }
+    ws_conv_desc col = dense_mma; /* a short conv through its columns (ptx_hcol.h) */
+    col.c_in = 1, col.c_out = 64, col.k = 10, col.stride = 5, col.pad_l = col.pad_r = 0;
+    cr_assert(ws_hcol_fits(&col, 9, 0) && !ws_hgemm_fits(&col, 9, 0), "no columns descriptor");
     ws_conv_desc gb32 = gb; /* float32 math: dw's FFMA kernel and its rows staging */
     gb32.math = WS_MATH_F32;
     cr_assert(ws_gbwd_ffma_dw(&gb32), "no float32 weight-gradient descriptor");
@@ -558,6 +567,8 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         {"dense backward float32 g rows", &gb32, 7, 2, WS_PARAMS_GBS},
         {"dense backward float32 x rows", &gb32, 7, 3, WS_PARAMS_GBS},
         {"fused pair", &pair1, 9, 0, WS_PARAMS_HPAIR},
+        {"a short conv's columns", &col, 10, 0, WS_PARAMS_HCOL},
+        {"a short conv's padded weights", &col, 10, 1, WS_PARAMS_WPREP},
     };
     int covered[WS_PARAMS_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -37,6 +37,7 @@
 #include "ptx/ptx_dw.h"
 #include "ptx/ptx_gemm.h"
 #include "ptx/ptx_hbwd.h"
+#include "ptx/ptx_hcol.h"
 #include "ptx/ptx_hgemm.h"
 #include "ptx/ptx_params.h"
 #include "ptx/ptx_wprep.h"
@@ -125,6 +126,17 @@ struct ws_gpu_conv {
      * loaded at ws_gpu_conv_new; their BWD scratch is gz above */
     ws_dws *dws;
     int borrowed;          /* ws_gpu_conv_clone: w, b and wh are the source plan's */
+    /* a short dense conv through its columns (ptx_hcol.h), where ws_hcol_fits: the "_col"
+     * and "_wpad" entries, and the inner plan colp (K 1 over the columns, on the Hopper GEMM;
+     * its weights are this plan's, padded); wpc: W' of weights given per call, in the inner
+     * plan's packed form; col_calls: calls that took it */
+    ws_gpu_conv *colp;
+    wscu_module colmod;
+    wscu_function colfn, wpadfn;
+    wscu_devptr wpc;
+    unsigned long col_calls;
+    int inner; /* the inner plan of such a conv: its Hopper GEMM takes any count of stages, and
+                  its x (the columns) is in the math type, rounded */
 };
 
 void ws_gpu_conv_free(ws_gpu_conv *c)
@@ -157,7 +169,10 @@ void ws_gpu_conv_free(ws_gpu_conv *c)
     if (c->hgctr) /* a clone's too: each plan has its own */
         cu->MemFree(c->hgctr);
     ws_gpu_conv_free(c->dxp);
+    ws_gpu_conv_free(c->colp);
     cu->CtxSetCurrent(c->g->ctx);
+    if (c->wpc)
+        cu->MemFree(c->wpc);
     wscu_devptr bufs[] = { c->wxx, c->dxs, c->gst, c->xst, c->wt };
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i])
@@ -329,7 +344,10 @@ cleanup:
     return -1;
 }
 
-ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b,
+static int col_load(ws_gpu_conv *c, const void *w, const float *b, ws_err *err);
+
+/* ws_gpu_conv_new; inner: the inner plan of a conv through its columns (col_load) */
+static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b, int inner,
                              ws_err *err)
 {
     if (!g) {
@@ -354,6 +372,7 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     c->g = g;
     c->d = *d;
     c->has_w = w != NULL;
+    c->inner = inner;
     /* weights given per call in a 16-bit type: the depthwise kernels read them as they are */
     c->dw_wt = w ? WS_F32 : d->w_type;
     ws_direct_name(d, c->name);
@@ -404,7 +423,7 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
             CU_TRY(cu, ModuleGetFunction(&c->gfinfn, c->gemmmod, gname), err);
         }
     }
-    if (cu->TensorMapEncodeTiled && ws_hgemm_fits(d, g->emit_major, g->emit_minor)) {
+    if (cu->TensorMapEncodeTiled && (inner ? ws_hgemm_emits(d) : ws_hgemm_fits(d, g->emit_major, g->emit_minor))) {
         char hname[WS_HGEMM_NAME_MAX + 8];
         free(ptx);
         if (!(ptx = ws_hgemm_emit(d, err)))
@@ -434,6 +453,9 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         if (q.loop && hg_counter(c, err)) /* the tile loop's counter (the narrow tile) */
             goto fail;
     }
+    if (!c->hgfn && !inner && cu->TensorMapEncodeTiled && ws_hcol_fits(d, g->emit_major, g->emit_minor) &&
+        col_load(c, w, b, err))
+        goto fail;
     if (ws_dws_fits(d) && !(c->dws = ws_dws_load(g, d, err)))
         goto fail;
     if (gbwd_load(c, err))
@@ -478,6 +500,71 @@ fail:
     free(ptx);
     ws_gpu_conv_free(c);
     return NULL;
+}
+
+ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b,
+                             ws_err *err)
+{
+    return conv_new(g, d, w, b, 0, err);
+}
+
+/* the columns of a short conv (ptx_hcol.h): their module, the inner plan (with W' in float32
+ * from w where the plan has weights, else without) and the buffer W' of weights given per call
+ * is prepared into. Where the inner plan has no Hopper GEMM the plan goes without (colp 0).
+ * 0, or -1 with err */
+static int col_load(ws_gpu_conv *c, const void *w, const float *b, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    ws_gpu *g = c->g;
+    ws_cu *cu = &g->cu;
+    char name[WS_HCOL_NAME_MAX], en[WS_HCOL_NAME_MAX + 8];
+    ws_hcol_name(d, name);
+    char *ptx = ws_hcol_emit(d, err);
+    if (!ptx)
+        return -1;
+    const int rc = ws_gpu_module(g, name, ptx, &c->colmod, err);
+    free(ptx);
+    if (rc)
+        return -1;
+    snprintf(en, sizeof en, "%s_col", name);
+    CU_TRY(cu, ModuleGetFunction(&c->colfn, c->colmod, en), err);
+    snprintf(en, sizeof en, "%s_wpad", name);
+    CU_TRY(cu, ModuleGetFunction(&c->wpadfn, c->colmod, en), err);
+    ws_conv_desc in;
+    ws_hcol_inner(d, &in);
+    const size_t R = (size_t)d->c_in * (size_t)d->k, RP = (size_t)ws_hcol_rp(d), O = (size_t)d->c_out;
+    if (w) {
+        float *wf = malloc(O * R * sizeof *wf), *wp = malloc(O * RP * sizeof *wp);
+        if (!wf || !wp) {
+            free(wf), free(wp);
+            return ws_errf(err, "ws_gpu_conv_new: out of memory (weights %zu floats)", O * RP);
+        }
+        for (size_t i = 0; i < O * R; i++)
+            wf[i] = ws_ld(w, d->w_type, i);
+        ws_hcol_weights(d, wf, wp);
+        in.w_type = WS_F32;
+        c->colp = conv_new(g, &in, wp, b, 1, err);
+        free(wf), free(wp);
+    } else {
+        c->colp = conv_new(g, &in, NULL, NULL, 1, err);
+    }
+    if (!c->colp)
+        return -1;
+    CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+    if (!c->colp->hgfn) { /* no Hopper GEMM for it after all: the plan's own kernels */
+        ws_gpu_conv_free(c->colp);
+        c->colp = NULL;
+        return 0;
+    }
+    if (c->colp->wcall) /* weights per call reach it from this plan (launch_col) */
+        cu->MemFree(c->colp->wcall);
+    if (c->colp->whcall)
+        cu->MemFree(c->colp->whcall);
+    c->colp->wcall = c->colp->whcall = 0;
+    CU_TRY(cu, MemAlloc(&c->wpc, ws_gemm_packed_bytes(&in)), err);
+    return 0;
+cleanup:
+    return -1;
 }
 
 /* a scratch buffer of the plan (*buf of *cap bytes) grown to at least `bytes`, the context
@@ -1003,7 +1090,8 @@ static int hgemm_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_ou
     const long long gy = ((long long)d->c_out + q.bm - 1) / q.bm;
     if (ntt * nnt * gy > INT_MAX)
         return 0;
-    v.staged = ws_hgemm_staged(d) || (uintptr_t)a->x % 16 != 0;
+    /* an inner plan's x, the columns, is in the math type and rounded (ptx_hcol.h) */
+    v.staged = (ws_hgemm_staged(d) && !c->inner) || (uintptr_t)a->x % 16 != 0;
     /* channel-first x read in place: not the phased form (its own kernel) */
     v.mn = c->hmfn && !c->ph_t && ws_hgemm_mn_call(d, v.lgtb, a->t_in, (uint64_t)(uintptr_t)a->x);
     if (v.mn)
@@ -1142,6 +1230,83 @@ cleanup:
     return -1;
 }
 
+/* 1 when forward call a runs through the columns (ptx_hcol.h): the plan has them, the call's
+ * columns fit 32-bit times and the grid, and the inner plan's Hopper GEMM takes the call
+ * over them */
+static int col_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
+{
+    const ws_conv_desc *d = &c->d;
+    if (!c->colp || c->no_hgemm || c->force_direct || d->op != WS_CONV_FWD || a->n < 1 || a->n > 65535 ||
+        t_out < 1 || a->t_in < 1)
+        return 0;
+    /* the kernel's u = S*t - P_L + D*k in 32 bits, and its grid */
+    if ((long long)t_out * d->stride + (long long)d->dilation * d->k + d->pad_l > INT_MAX / 2 ||
+        ((long long)t_out + WS_HCOL_THREADS - 1) / WS_HCOL_THREADS > INT_MAX)
+        return 0;
+    const ws_conv_args in = { .n = a->n, .t_in = t_out, .x = (const void *)(uintptr_t)16, .y = a->y };
+    return hgemm_call_fits(c->colp, &in, t_out, NULL);
+}
+
+static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err);
+
+/* a call col_call_fits admits: W' where the call gives weights ("_wpad"), the columns
+ * ("_col") into the staging scratch, then the inner plan's call over them. 0, or -1 err */
+static int launch_col(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
+{
+    const ws_conv_desc *d = &c->d;
+    ws_cu *cu = &c->g->cu;
+    ws_gpu_conv *x = c->colp;
+    const uint64_t RP = (uint64_t)ws_hcol_rp(d), es = d->math == WS_MATH_TF32 ? 4 : 2;
+    const uint64_t N = (uint64_t)a->n, T = (uint64_t)t_out;
+    if (N * T > SIZE_MAX / (RP * es))
+        return ws_errf(err, "ws_gpu_conv_run: the columns of %llu x %llu positions do not fit memory",
+                       (unsigned long long)N, (unsigned long long)T);
+    if (scratch(c, &c->hx, &c->hx_bytes, (size_t)(N * T * RP * es), st, err))
+        return -1;
+    const ws_conv_args in = { .n = a->n, .t_in = t_out, .x = (const void *)(uintptr_t)c->hx, .y = a->y,
+                              .add = a->add, .add_batch_stride = a->add_batch_stride, .b = a->b };
+    int t2 = 0;
+    const int had = x->has_w;
+    x->has_w = 1; /* its weights: its own, or the call's W' below */
+    const int bad = check_call(x, &in, "ws_gpu_conv_run", &t2, err);
+    x->has_w = had;
+    if (bad)
+        return -1;
+    uint64_t px = (uint64_t)(uintptr_t)a->x, pxc = c->hx;
+    uint32_t n32 = (uint32_t)N, tin = (uint32_t)a->t_in, tout = (uint32_t)T;
+    ws_kargs k;
+    ws_kargs_init(&k, WS_PARAMS_HCOL);
+    WS_KARG(&k, WS_HC_X, px), WS_KARG(&k, WS_HC_XC, pxc), WS_KARG(&k, WS_HC_N, n32);
+    WS_KARG(&k, WS_HC_T_IN, tin), WS_KARG(&k, WS_HC_T_OUT, tout);
+    if (ws_kargs_check(&k, "ws_gpu_conv_run", err))
+        return -1;
+    const wscu_devptr own = x->wh;
+    if (a->w) { /* W' of the call's weights, in the inner plan's packed form */
+        uint64_t pw = (uint64_t)(uintptr_t)a->w, pout = c->wpc;
+        uint32_t nw = (uint32_t)((uint64_t)d->c_out * RP);
+        ws_kargs kw;
+        ws_kargs_init(&kw, WS_PARAMS_WPREP);
+        WS_KARG(&kw, WS_WPREP_W, pw), WS_KARG(&kw, WS_WPREP_OUT, pout), WS_KARG(&kw, WS_WPREP_N, nw);
+        if (ws_kargs_check(&kw, "ws_gpu_conv_run", err))
+            return -1;
+        CU_TRY(cu, LaunchKernel(c->wpadfn, (nw + WS_WPREP_THREADS - 1) / WS_WPREP_THREADS, 1, 1,
+                                WS_WPREP_THREADS, 1, 1, 0, st, kw.v, NULL), err);
+        x->wh = c->wpc;
+    }
+    CU_TRY(cu, LaunchKernel(c->colfn, (unsigned)((T + WS_HCOL_THREADS - 1) / WS_HCOL_THREADS), n32, 1,
+                            WS_HCOL_THREADS, 1, 1, 0, st, k.v, NULL), err);
+    x->has_w = 1;
+    const int rc = launch(x, &in, t2, st, err);
+    x->has_w = had, x->wh = own;
+    if (rc)
+        return -1;
+    c->col_calls++;
+    return 0;
+cleanup:
+    x->wh = own;
+    return -1;
+}
+
 int ws_gpu_conv_packed(ws_gpu_conv *c, const void *w, const float *b, uint64_t stream, uint64_t *pw,
                        uint64_t *pb, ws_err *err)
 {
@@ -1166,6 +1331,11 @@ int ws_gpu_tmap3(ws_gpu *g, void *map, int dtype, uint64_t addr, const uint64_t 
 unsigned long ws_gpu_conv_hgemm_calls(const ws_gpu_conv *c)
 {
     return c ? c->hg_calls : 0;
+}
+
+unsigned long ws_gpu_conv_hgemm_col_calls(const ws_gpu_conv *c)
+{
+    return c ? c->col_calls : 0;
 }
 
 unsigned long ws_gpu_conv_hgemm_mn_calls(const ws_gpu_conv *c)
@@ -1237,6 +1407,8 @@ void ws_gpu_conv_hgemm_blocks(ws_gpu_conv *c, unsigned blocks)
         c->hg_blocks = blocks;
     if (c && c->dxp) /* dx's conv too */
         c->dxp->hg_blocks = blocks;
+    if (c && c->colp) /* the columns' conv too */
+        c->colp->hg_blocks = blocks;
 }
 
 void ws_gpu_conv_no_phased(ws_gpu_conv *c, int on)
@@ -1250,7 +1422,8 @@ int ws_gpu_conv_hgemm(const ws_gpu_conv *c, const ws_conv_args *a)
     int t_out = 0;
     if (!c || check_call(c, a, "ws_gpu_conv_hgemm", &t_out, NULL))
         return -1;
-    return !states_call(a) && !dw_call_fits(c, a, t_out) && hgemm_call_fits(c, a, t_out, NULL);
+    return !states_call(a) && !dw_call_fits(c, a, t_out) &&
+           (hgemm_call_fits(c, a, t_out, NULL) || col_call_fits(c, a, t_out));
 }
 
 int ws_gpu_user_stream_new(ws_gpu *g, uint64_t *stream, ws_err *err)
@@ -1305,7 +1478,8 @@ int ws_gpu_conv_kernel(const ws_gpu_conv *c, const ws_conv_args *a)
     if (!c || check_call(c, a, "ws_gpu_conv_kernel", &t_out, NULL))
         return -1;
     return states_call(a) ? 3 : dw_call_fits(c, a, t_out) ? 1
-         : hgemm_call_fits(c, a, t_out, NULL) || gemm_call_fits(c, a, t_out) ? 2 : 0;
+         : hgemm_call_fits(c, a, t_out, NULL) || col_call_fits(c, a, t_out) || gemm_call_fits(c, a, t_out) ? 2
+                                                                                                       : 0;
 }
 
 static int launch_states(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st,
@@ -1686,6 +1860,8 @@ static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream 
     hg_call h;
     if (hgemm_call_fits(c, a, t_out, &h))
         return launch_hgemm(c, a, t_out, &h, st, err);
+    if (col_call_fits(c, a, t_out))
+        return launch_col(c, a, t_out, st, err);
     if (d->op == WS_CONV_FWD && parts_reserved(c, st, err))
         return -1;
     if (gemm_call_fits(c, a, t_out))
@@ -1870,6 +2046,27 @@ int ws_conv_dump_ptx(const ws_conv_desc *d, int cc_major, int cc_minor, const ch
         if (rc)
             return -1;
     }
+    if (!ws_hgemm_fits(d, cc_major, cc_minor) && ws_hcol_fits(d, cc_major, cc_minor)) {
+        /* the columns' module, and the inner conv's Hopper GEMM (ptx_hcol.h) */
+        char *cm = ws_hcol_emit(d, err);
+        char cname[WS_HCOL_NAME_MAX];
+        if (!cm)
+            return -1;
+        ws_hcol_name(d, cname);
+        int rc = write_ptx(dir, cname, cm, err);
+        free(cm);
+        ws_conv_desc in;
+        ws_hcol_inner(d, &in);
+        char *hm = rc ? NULL : ws_hgemm_emit(&in, err);
+        char hname[WS_HGEMM_NAME_MAX];
+        if (!hm)
+            return -1;
+        ws_hgemm_name(&in, hname);
+        rc = write_ptx(dir, hname, hm, err);
+        free(hm);
+        if (rc)
+            return -1;
+    }
     if (ws_hgemm_fits(d, cc_major, cc_minor)) { /* the Hopper GEMM's module beside them */
         char *hm = ws_hgemm_emit(d, err);
         char hname[WS_HGEMM_NAME_MAX];
@@ -2041,9 +2238,22 @@ ws_gpu_conv *ws_gpu_conv_clone(const ws_gpu_conv *src, ws_err *err)
     c->wxx_own = 0;
     c->split_calls = c->tail_calls = c->hg_calls = c->mn_calls = c->p8_calls = c->gb_calls = 0;
     c->hgctr = 0; /* its own tile counter: the two plans may run at once */
+    c->colp = NULL, c->wpc = 0, c->col_calls = 0; /* its own inner plan and W' buffer */
     if (src->hgctr && hg_counter(c, err)) {
         free(c);
         return NULL;
     }
+    if (src->colp) {
+        ws_cu *cu = &c->g->cu;
+        if (!(c->colp = ws_gpu_conv_clone(src->colp, err))) {
+            ws_gpu_conv_free(c);
+            return NULL;
+        }
+        CU_TRY(cu, CtxSetCurrent(c->g->ctx), err);
+        CU_TRY(cu, MemAlloc(&c->wpc, ws_gemm_packed_bytes(&src->colp->d)), err);
+    }
     return c;
+cleanup:
+    ws_gpu_conv_free(c);
+    return NULL;
 }

@@ -109,11 +109,15 @@ int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
      * keeps the earlier bounds (6 stages, C_out over 64): staging its 4-byte x costs more than
      * the kernel saves there (Jukebox tf32 NCL 226.6-229.8 against 202.4-202.6) */
     const long long kt = (long long)d->k * ((d->c_in + ws_hgemm_bkc(d) - 1) / ws_hgemm_bkc(d));
-    /* ws_gemm_mma: the plan packs the tensor-core weights this kernel reads */
-    return WS_HGEMM && cc_major == 9 && cc_minor == 0 && ws_gemm_mma(d) &&
-           d->c_in % 16 == 0 &&
-           ws_gemm_mma_kmajor(d) && d->stride <= 8 && kt >= WS_HGEMM_MIN_STAGES && d->c_out >= WS_HGEMM_MIN_COUT &&
+    return cc_major == 9 && cc_minor == 0 && ws_hgemm_emits(d) && kt >= WS_HGEMM_MIN_STAGES &&
+           d->c_out >= WS_HGEMM_MIN_COUT &&
            !(d->math == WS_MATH_TF32 && d->x_layout == WS_NCL && (kt < 6 || d->c_out <= 64));
+}
+
+int ws_hgemm_emits(const ws_conv_desc *d)
+{
+    /* ws_gemm_mma: the plan packs the tensor-core weights this kernel reads */
+    return WS_HGEMM && ws_gemm_mma(d) && d->c_in % 16 == 0 && ws_gemm_mma_kmajor(d) && d->stride <= 8;
 }
 
 int ws_hgemm_bkc(const ws_conv_desc *d)
@@ -1900,7 +1904,7 @@ char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err)
         return NULL;
     char name[WS_HGEMM_NAME_MAX], pname[WS_HGEMM_NAME_MAX + 8];
     ws_hgemm_name(d, name);
-    if (!ws_hgemm_fits(d, 9, 0)) {
+    if (!ws_hgemm_emits(d)) {
         ws_errf(err, "ws_hgemm_emit(%s): not a descriptor the Hopper GEMM takes", name);
         return NULL;
     }

@@ -14,7 +14,9 @@
  *   in place instead (CHANNEL-FIRST X below: its own copies and B descriptors; the rest of
  *   this text holds for it too).
  *   W is ws_gemm_mma_weights' k-major [C_out][K][C_in] (so C_in % 16 == 0 and
- *   ws_gemm_mma_kmajor hold), rounded to the math type.
+ *   ws_gemm_mma_kmajor hold), rounded to the math type. Convs of
+ *   other C_in whose sum is short (C_in * K <= 64) run through their columns instead, a K1
+ *   conv of this kernel over them (ptx_hcol.h).
  *
  * TILES: a block computes BM output channels o0.. (128; 64 on the narrow tile) x BN
  *   positions: NB = BN / TB items
@@ -290,6 +292,11 @@ void ws_hgemm_vec_add(ptx_buf *b, const ws_ptx_vec *a, preg p, preg addr, preg a
  * stride <= 8, at least WS_HGEMM_MIN_STAGES stages and WS_HGEMM_MIN_COUT output channels (TF32
  * math with NCL x: at least 6 stages and C_out over 64) */
 int ws_hgemm_fits(const ws_conv_desc *d, int cc_major, int cc_minor);
+/* 1 when the kernel can run d at all (ws_hgemm_emit takes it): what ws_hgemm_fits asks but the
+ * compute capability and the bounds on the stages, C_out and TF32 NCL, which choose the kernel
+ * for speed; any count of stages from one on runs. The inner plan of a conv through its
+ * columns (ptx_hcol.h) takes it on this */
+int ws_hgemm_emits(const ws_conv_desc *d);
 
 /* channels of one tap per stage (128 bytes: 64 of 16-bit math, 32 of TF32), and the bytes of
  * an element of the kernel's operands (2, or 4 for TF32 kept in float32) */
@@ -326,7 +333,7 @@ int ws_hgemm_lgtb(const ws_conv_desc *d, int t_out);
 /* "ws_hgemm_" and the fields that shape the code; the staging entry is name + "_prep" */
 void ws_hgemm_name(const ws_conv_desc *d, char name[WS_HGEMM_NAME_MAX]);
 
-/* The module (the kernel and its staging entry) for a descriptor ws_hgemm_fits (9.0).
+/* The module (the kernel and its staging entry) for a descriptor ws_hgemm_emits (sm_90a).
  * malloc'd text, or NULL with err. */
 char *ws_hgemm_emit(const ws_conv_desc *d, ws_err *err);
 

@@ -132,6 +132,10 @@ static const ws_param HP[] = {
     [WS_HP_X] = { "p_x", U64 }, [WS_HP_XP] = { "p_xp", U64 },
     [WS_HP_N] = { "p_n", U32 }, [WS_HP_T_IN] = { "p_t_in", U32 },
 };
+static const ws_param HC[] = {
+    [WS_HC_X] = { "p_x", U64 },         [WS_HC_XC] = { "p_xc", U64 },     [WS_HC_N] = { "p_n", U32 },
+    [WS_HC_T_IN] = { "p_t_in", U32 },   [WS_HC_T_OUT] = { "p_t_out", U32 },
+};
 static const ws_param HW[] = {
     [WS_HW_TA] = { "p_ta", TMAP },  [WS_HW_TB] = { "p_tb", TMAP }, [WS_HW_Y] = { "p_y", U64 },
     [WS_HW_N] = { "p_n", U32 },     [WS_HW_TCH] = { "p_tch", U32 }, [WS_HW_KTS] = { "p_kts", U32 },
@@ -190,6 +194,7 @@ _Static_assert(COUNT(MWR) == WS_MWR_NPARAMS, "MWR");
 _Static_assert(COUNT(MF16) == WS_MF16_NPARAMS, "MF16");
 _Static_assert(COUNT(HG) == WS_HG_NPARAMS && WS_HG_NPARAMS <= WS_PARAMS_MAX, "HG");
 _Static_assert(COUNT(HP) == WS_HP_NPARAMS, "HP");
+_Static_assert(COUNT(HC) == WS_HC_NPARAMS, "HC");
 _Static_assert(COUNT(HW) == WS_HW_NPARAMS && WS_HW_NPARAMS <= WS_PARAMS_MAX, "HW");
 _Static_assert(COUNT(GBS) == WS_GBS_NPARAMS, "GBS");
 _Static_assert(COUNT(GBF) == WS_GBF_NPARAMS, "GBF");
@@ -220,6 +225,7 @@ static const ws_params TABLES[WS_PARAMS_COUNT] = {
     [WS_PARAMS_MEL_F16] = { "log-Mel f16", MF16, COUNT(MF16) },
     [WS_PARAMS_HGEMM] = { "Hopper GEMM forward", HG, COUNT(HG) },
     [WS_PARAMS_HPREP] = { "Hopper GEMM x staging", HP, COUNT(HP) },
+    [WS_PARAMS_HCOL] = { "Hopper GEMM columns", HC, COUNT(HC) },
     [WS_PARAMS_HWG] = { "Hopper GEMM weight gradient", HW, COUNT(HW) },
     [WS_PARAMS_GBS] = { "dense backward staging", GBS, COUNT(GBS) },
     [WS_PARAMS_GBF] = { "dense backward dw finish", GBF, COUNT(GBF) },

@@ -44,6 +44,8 @@
  *   WS_PARAMS_HGEMM   the forward    .tmap p_ta, p_tb; .u64 p_b, p_add, p_y;
  *                                    .u32 p_n, p_t_out, p_ntt, p_lgtb; .u64 p_add_bs
  *   WS_PARAMS_HPREP   its x staging  .u64 p_x, p_xp; .u32 p_n, p_t_in
+ *   WS_PARAMS_HCOL    a short conv's columns (ptx_hcol.h)  .u64 p_x, p_xc; .u32 p_n, p_t_in,
+ *                                    p_t_out
  *   WS_PARAMS_HWG     the weight gradient  .tmap p_ta, p_tb; .u64 p_y; .u32 p_n, p_tch,
  *                                          p_kts, p_nsk
  * The dense backward's passes (ptx_hbwd.h; gpu_conv.c launches them; its _w entry takes
@@ -57,7 +59,7 @@
  *                     p_t_out, p_ntt, p_lgtb; .u64 p_add_bs
  * Index enums: WS_FWD_*, WS_FWDP_XOFF, WS_BGZ_*, WS_BDX_*, WS_BDW_*, WS_BDB_*, WS_DWBWD_*, WS_DWFIN_*,
  * WS_WPREP_*, WS_DSFWD_*, WS_DSFIN_*, WS_DSGZ_*, WS_DSDX_*, WS_DSDI_*, WS_DSDW_*, WS_DSDB_*,
- * WS_MFR_*, WS_MWR_*, WS_MF16_*, WS_HG_*, WS_HP_*, WS_HW_*, WS_GBS_*, WS_GBF_*, WS_FWG_*, WS_PR_* (e.g.
+ * WS_MFR_*, WS_MWR_*, WS_MF16_*, WS_HG_*, WS_HP_*, WS_HC_*, WS_HW_*, WS_GBS_*, WS_GBF_*, WS_FWG_*, WS_PR_* (e.g.
  * WS_FWD_ADD_BS, WS_DWFIN_NP, WS_DSFWD_SEQ), each ending in a *_NPARAMS count.
  *
  * Usage, emitter:
@@ -111,7 +113,7 @@ typedef enum {
     WS_PARAMS_DWS_FWD, WS_PARAMS_DWS_FINAL, WS_PARAMS_DWS_GZ, WS_PARAMS_DWS_DX, /* ws_dws_part's order */
     WS_PARAMS_DWS_DINIT, WS_PARAMS_DWS_DW, WS_PARAMS_DWS_DB,
     WS_PARAMS_HGEMM, WS_PARAMS_HPREP, WS_PARAMS_HWG, WS_PARAMS_GBS, WS_PARAMS_GBF, WS_PARAMS_FWG,
-    WS_PARAMS_HPAIR, WS_PARAMS_FWD_PARTS,
+    WS_PARAMS_HPAIR, WS_PARAMS_FWD_PARTS, WS_PARAMS_HCOL,
     WS_PARAMS_MEL_FRAMES, WS_PARAMS_MEL_WRITE, WS_PARAMS_MEL_F16,
     WS_PARAMS_COUNT
 } ws_params_id;
@@ -149,6 +151,7 @@ enum { WS_MF16_SRC, WS_MF16_DST, WS_MF16_COUNT, WS_MF16_NPARAMS };
 enum { WS_HG_TA, WS_HG_TB, WS_HG_B, WS_HG_ADD, WS_HG_Y, WS_HG_N, WS_HG_T_OUT, WS_HG_NTT, WS_HG_LGTB,
        WS_HG_ADD_BS, WS_HG_CTR, WS_HG_NPARAMS };
 enum { WS_HP_X, WS_HP_XP, WS_HP_N, WS_HP_T_IN, WS_HP_NPARAMS };
+enum { WS_HC_X, WS_HC_XC, WS_HC_N, WS_HC_T_IN, WS_HC_T_OUT, WS_HC_NPARAMS };
 enum { WS_HW_TA, WS_HW_TB, WS_HW_Y, WS_HW_N, WS_HW_TCH, WS_HW_KTS, WS_HW_NSK, WS_HW_NPARAMS };
 enum { WS_GBS_SRC, WS_GBS_DST, WS_GBS_T, WS_GBS_PITCH, WS_GBS_NPARAMS };
 enum { WS_GBF_PART, WS_GBF_DW, WS_GBF_SPLITS, WS_GBF_NPARAMS };
