@@ -34,6 +34,8 @@
  *   dac_down               DAC's encoder downsampler, N8 C512->1024 T6890 K16 S8, padding
  *                          ceil(S/2) = 4 on both sides (nn.Conv1d's padding=4) + bias, no
  *                          activation (DAC's Snake before it is not in the act table)
+ *   odd_c                  dense K3 P1 + bias + GELU, N8 C40 -> 512 T16384: input channels off
+ *                          multiples of 16 (the Hopper GEMM through padded channels, ptx_hcol.h)
  *   dil_bwd, w2v_bwd,      the dense backward (dx, dw, db) of dil_relu's conv without its
  *   dac_bwd                ReLU, of a wav2vec2 512->512 K3 S2 layer (N8 T31999, its second
  *                          conv's input; no bias, no GELU) and of dac_down
@@ -143,6 +145,8 @@ static const row ROWS[] = {
         W2V(512, 2, 2), W2V(512, 2, 2) } },
     { "dac_down", "DAC downsampler N8 C512->1024 T6890 K16 S8 P4 +bias", 8, 6890, 0, 1, 0, 300, 1,
       { { 512, 1024, 1, 16, 8, 1, 4, 4, WS_ACT_NONE, WS_ACT_NONE, 1, 0 } } },
+    { "odd_c", "dense K3 P1 +bias+GELU N8 C40->512 T16384 (C_in off multiples of 16)", 8, 16384, 0, 1, 0, 0, 1,
+      { { 40, 512, 1, 3, 1, 1, 1, 1, WS_ACT_NONE, WS_ACT_GELU, 1, 0 } } },
     /* the dense backward (dx, dw, db; act NONE): the ResConv1D block's K3 D9 conv, a wav2vec2
      * 512 -> 512 K3 S2 layer (its second conv's input length), DAC's downsampler */
     { "dil_bwd", "dense BWD (dx,dw,db) K3 D9 P9 +bias N256 C512 T32", 256, 32, 1, 1, 0, 0, 1,

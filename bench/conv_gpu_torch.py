@@ -19,6 +19,7 @@ What each row computes (the same as bench/conv_gpu.c's descriptors):
   wav2vec2_fe  7x gelu(F.conv1d(h, w_i, stride=s_i)), no bias, N8 T160000; the GroupNorm
                after wav2vec2-base's first conv is left out (as in bench/conv_gpu.c).
   dac_down     F.conv1d(x, w, b, stride=8, padding=4), N8 C512->1024 T6890 K16.
+  odd_c        gelu(F.conv1d(x, w, b, padding=1)), N8 C40->512 T16384 (C_in off multiples of 16).
   dil_bwd, w2v_bwd, dac_bwd  the backward (dx, dw, db; as dw_bwd_*) of F.conv1d alone: dil_relu's
                conv, a wav2vec2 512->512 K3 S2 layer (N8 T31999, no bias), dac_down's conv.
 Timing: CUDA events around each call of the row (all of its convs), device-resident
@@ -74,6 +75,8 @@ ROWS = [
      [W2V(1, 10, 5)] + [W2V(512, 3, 2)] * 4 + [W2V(512, 2, 2)] * 2),
     ("dac_down", "DAC downsampler N8 C512->1024 T6890 K16 S8 P4 +bias", 8, 6890, False, True,
      [(512, 1024, 1, 16, 8, 1, 4, 4, None, None, True, False)]),
+    ("odd_c", "dense K3 P1 +bias+GELU N8 C40->512 T16384 (C_in off multiples of 16)", 8, 16384, False, True,
+     [(40, 512, 1, 3, 1, 1, 1, 1, None, "gelu", True, False)]),
     ("dil_bwd", "dense BWD (dx,dw,db) K3 D9 P9 +bias N256 C512 T32", 256, 32, True, True,
      [(512, 512, 1, 3, 1, 9, 9, 9, None, None, True, False)]),
     ("w2v_bwd", "dense BWD (dx,dw,db) wav2vec2 512->512 K3 S2 N8 T31999", 8, 31999, True, True,

@@ -259,12 +259,18 @@ static int gbwd_load(ws_gpu_conv *c, ws_err *err)
     }
     if (has_dx && !(c->dxp = ws_gpu_conv_new(g, &c->gx.sub, NULL, NULL, err)))
         return -1;
-    if (c->dxp) { /* its weights come from this plan (launch_gb_dx): no buffers of its own */
+    if (c->dxp) { /* its weights come from this plan (launch_gb_dx): no buffers of its own, and
+                   * no columns (their inner plan reads its own padded W', which W' is not) */
         if (c->dxp->wcall)
             cu->MemFree(c->dxp->wcall);
         if (c->dxp->whcall)
             cu->MemFree(c->dxp->whcall);
         c->dxp->wcall = c->dxp->whcall = 0;
+        ws_gpu_conv_free(c->dxp->colp);
+        CU_TRY(cu, CtxSetCurrent(g->ctx), err);
+        if (c->dxp->wpc)
+            cu->MemFree(c->dxp->wpc);
+        c->dxp->colp = NULL, c->dxp->wpc = 0;
     }
     if (c->dxp && c->dxp->hgfn && d->x_layout == WS_NCL && ws_hgemm_phased_fits(&c->gx.sub, c->gx.phases)) {
         char pname[WS_HGEMM_NAME_MAX];
@@ -532,7 +538,8 @@ static int col_load(ws_gpu_conv *c, const void *w, const float *b, ws_err *err)
     CU_TRY(cu, ModuleGetFunction(&c->wpadfn, c->colmod, en), err);
     ws_conv_desc in;
     ws_hcol_inner(d, &in);
-    const size_t R = (size_t)d->c_in * (size_t)d->k, RP = (size_t)ws_hcol_rp(d), O = (size_t)d->c_out;
+    const size_t R = (size_t)d->c_in * (size_t)d->k, O = (size_t)d->c_out;
+    const size_t RP = ws_hcol_pad(d) ? (size_t)ws_hcol_cp(d) * (size_t)d->k : (size_t)ws_hcol_rp(d);
     if (w) {
         float *wf = malloc(O * R * sizeof *wf), *wp = malloc(O * RP * sizeof *wp);
         if (!wf || !wp) {
@@ -1239,11 +1246,15 @@ static int col_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
     if (!c->colp || c->no_hgemm || c->force_direct || d->op != WS_CONV_FWD || a->n < 1 || a->n > 65535 ||
         t_out < 1 || a->t_in < 1)
         return 0;
-    /* the kernel's u = S*t - P_L + D*k in 32 bits, and its grid */
-    if ((long long)t_out * d->stride + (long long)d->dilation * d->k + d->pad_l > INT_MAX / 2 ||
-        ((long long)t_out + WS_HCOL_THREADS - 1) / WS_HCOL_THREADS > INT_MAX)
+    if (!a->w && !c->colp->wh) /* W' from the call's weights or the plan's, never others */
         return 0;
-    const ws_conv_args in = { .n = a->n, .t_in = t_out, .x = (const void *)(uintptr_t)16, .y = a->y };
+    /* the kernel's u = S*t - P_L + D*k in 32 bits, and its grid: a thread a position of the
+     * columns (T_out) or a time of x (padded channels) */
+    const int pad = ws_hcol_pad(d), pos = pad ? a->t_in : t_out;
+    if ((long long)t_out * d->stride + (long long)d->dilation * d->k + d->pad_l > INT_MAX / 2 ||
+        ((long long)pos + WS_HCOL_THREADS - 1) / WS_HCOL_THREADS > INT_MAX)
+        return 0;
+    const ws_conv_args in = { .n = a->n, .t_in = pos, .x = (const void *)(uintptr_t)16, .y = a->y };
     return hgemm_call_fits(c->colp, &in, t_out, NULL);
 }
 
@@ -1256,14 +1267,16 @@ static int launch_col(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_str
     const ws_conv_desc *d = &c->d;
     ws_cu *cu = &c->g->cu;
     ws_gpu_conv *x = c->colp;
-    const uint64_t RP = (uint64_t)ws_hcol_rp(d), es = d->math == WS_MATH_TF32 ? 4 : 2;
-    const uint64_t N = (uint64_t)a->n, T = (uint64_t)t_out;
+    /* a row of RP columns a position (T_out of them), or of CP padded channels a time of x */
+    const int pad = ws_hcol_pad(d);
+    const uint64_t RP = (uint64_t)(pad ? ws_hcol_cp(d) : ws_hcol_rp(d)), es = d->math == WS_MATH_TF32 ? 4 : 2;
+    const uint64_t N = (uint64_t)a->n, T = (uint64_t)(pad ? a->t_in : t_out);
     if (N * T > SIZE_MAX / (RP * es))
         return ws_errf(err, "ws_gpu_conv_run: the columns of %llu x %llu positions do not fit memory",
                        (unsigned long long)N, (unsigned long long)T);
     if (scratch(c, &c->hx, &c->hx_bytes, (size_t)(N * T * RP * es), st, err))
         return -1;
-    const ws_conv_args in = { .n = a->n, .t_in = t_out, .x = (const void *)(uintptr_t)c->hx, .y = a->y,
+    const ws_conv_args in = { .n = a->n, .t_in = (int)T, .x = (const void *)(uintptr_t)c->hx, .y = a->y,
                               .add = a->add, .add_batch_stride = a->add_batch_stride, .b = a->b };
     int t2 = 0;
     const int had = x->has_w;
@@ -1273,7 +1286,7 @@ static int launch_col(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_str
     if (bad)
         return -1;
     uint64_t px = (uint64_t)(uintptr_t)a->x, pxc = c->hx;
-    uint32_t n32 = (uint32_t)N, tin = (uint32_t)a->t_in, tout = (uint32_t)T;
+    uint32_t n32 = (uint32_t)N, tin = (uint32_t)a->t_in, tout = (uint32_t)t_out;
     ws_kargs k;
     ws_kargs_init(&k, WS_PARAMS_HCOL);
     WS_KARG(&k, WS_HC_X, px), WS_KARG(&k, WS_HC_XC, pxc), WS_KARG(&k, WS_HC_N, n32);
@@ -1282,8 +1295,11 @@ static int launch_col(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_str
         return -1;
     const wscu_devptr own = x->wh;
     if (a->w) { /* W' of the call's weights, in the inner plan's packed form */
+        if ((uint64_t)d->c_out * RP * (pad ? (uint64_t)d->k : 1) > UINT32_MAX)
+            return ws_errf(err, "ws_gpu_conv_run: W' of %d x %llu elements given per call: over %u", d->c_out,
+                           (unsigned long long)(RP * (pad ? (uint64_t)d->k : 1)), UINT32_MAX);
         uint64_t pw = (uint64_t)(uintptr_t)a->w, pout = c->wpc;
-        uint32_t nw = (uint32_t)((uint64_t)d->c_out * RP);
+        uint32_t nw = (uint32_t)((uint64_t)d->c_out * RP * (pad ? (uint64_t)d->k : 1));
         ws_kargs kw;
         ws_kargs_init(&kw, WS_PARAMS_WPREP);
         WS_KARG(&kw, WS_WPREP_W, pw), WS_KARG(&kw, WS_WPREP_OUT, pout), WS_KARG(&kw, WS_WPREP_N, nw);

@@ -57,9 +57,11 @@ ws_gpu_conv *ws_gpu_conv_clone(const ws_gpu_conv *src, ws_err *err);
  * would refuse */
 int ws_gpu_conv_hgemm(const ws_gpu_conv *c, const ws_conv_args *a);
 
-/* how many calls of c have launched the Hopper GEMM (what the tests hold the dispatch to) */
+/* how many calls of c have launched the Hopper GEMM on c's own descriptor (what the tests hold
+ * the dispatch to; calls through the columns are counted apart, below) */
 unsigned long ws_gpu_conv_hgemm_calls(const ws_gpu_conv *c);
-/* how many calls of c ran through the columns (ptx_hcol.h: the inner plan's Hopper GEMM) */
+/* how many calls of c ran through the columns or padded channels (ptx_hcol.h: the inner plan's
+ * Hopper GEMM) */
 unsigned long ws_gpu_conv_hgemm_col_calls(const ws_gpu_conv *c);
 /* how many of them read channel-first x in place (the "_mn" entry, ws_hgemm_mn_call) */
 unsigned long ws_gpu_conv_hgemm_mn_calls(const ws_gpu_conv *c);

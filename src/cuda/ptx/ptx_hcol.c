@@ -1,5 +1,6 @@
 /* ptx_hcol.c - the columns of short dense convs for the Hopper GEMM (ptx_hcol.h). Emission is a
  * pure function of the descriptor. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +15,38 @@
 
 #define I(...) ws_ptx_ins(b, __VA_ARGS__)
 
+int ws_hcol_pad(const ws_conv_desc *d)
+{
+    return (long long)d->c_in * d->k > WS_HCOL_R_MAX;
+}
+
 int ws_hcol_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
 {
-    return WS_HGEMM && cc_major == 9 && cc_minor == 0 && d->op == WS_CONV_FWD && d->groups == 1 &&
-           ws_gemm_mma(d) && d->c_in % 16 != 0 && (long long)d->c_in * d->k <= WS_HCOL_R_MAX &&
-           d->c_out >= WS_HGEMM_MIN_COUT && d->stride <= 8;
+    if (!(WS_HGEMM && cc_major == 9 && cc_minor == 0 && d->op == WS_CONV_FWD && d->groups == 1 && ws_gemm_mma(d) &&
+          d->c_in % 16 != 0 && d->c_out >= WS_HGEMM_MIN_COUT && d->stride <= 8))
+        return 0;
+    /* the taps' reach in the kernels' 32-bit immediates */
+    if ((long long)d->dilation * (d->k - 1) + d->pad_l > INT_MAX / 2)
+        return 0;
+    if (!ws_hcol_pad(d))
+        return 1;
+    /* padded channels: where the Hopper GEMM would take the padded conv itself (at least 3
+     * stages), and for TF32 with NCL x on ws_hgemm_fits' terms (6 stages, C_out over 64: the
+     * 4-byte staging costs more than the kernel saves below that) */
+    ws_conv_desc in;
+    ws_hcol_inner(d, &in);
+    const long long kt = (long long)in.k * ((in.c_in + ws_hgemm_bkc(&in) - 1) / ws_hgemm_bkc(&in));
+    return ws_hgemm_fits(&in, 9, 0) && !(d->math == WS_MATH_TF32 && d->x_layout == WS_NCL && (kt < 6 || d->c_out <= 64));
 }
 
 int ws_hcol_rp(const ws_conv_desc *d)
 {
     return (d->c_in * d->k + 15) / 16 * 16;
+}
+
+int ws_hcol_cp(const ws_conv_desc *d)
+{
+    return (d->c_in + 15) / 16 * 16;
 }
 
 static ws_dtype math_type(const ws_conv_desc *d)
@@ -34,8 +57,12 @@ static ws_dtype math_type(const ws_conv_desc *d)
 void ws_hcol_inner(const ws_conv_desc *d, ws_conv_desc *in)
 {
     *in = *d;
-    in->c_in = ws_hcol_rp(d);
-    in->k = 1, in->stride = 1, in->dilation = 1, in->pad_l = in->pad_r = 0;
+    if (ws_hcol_pad(d)) {
+        in->c_in = ws_hcol_cp(d);
+    } else {
+        in->c_in = ws_hcol_rp(d);
+        in->k = 1, in->stride = 1, in->dilation = 1, in->pad_l = in->pad_r = 0;
+    }
     in->x_layout = WS_NLC;
     in->x_type = math_type(d);
     in->pre = WS_ACT_NONE;
@@ -43,10 +70,18 @@ void ws_hcol_inner(const ws_conv_desc *d, ws_conv_desc *in)
 
 void ws_hcol_weights(const ws_conv_desc *d, const float *w, float *out)
 {
-    const size_t R = (size_t)d->c_in * d->k, RP = (size_t)ws_hcol_rp(d);
-    for (size_t o = 0; o < (size_t)d->c_out; o++)
-        for (size_t r = 0; r < RP; r++)
-            out[o * RP + r] = r < R ? w[o * R + r] : 0.0f;
+    const size_t C = (size_t)d->c_in, K = (size_t)d->k, R = C * K, RP = (size_t)ws_hcol_rp(d);
+    const size_t CP = (size_t)ws_hcol_cp(d);
+    for (size_t o = 0; o < (size_t)d->c_out; o++) {
+        if (ws_hcol_pad(d)) { /* [C_out][CP][K] */
+            for (size_t c = 0; c < CP; c++)
+                for (size_t k = 0; k < K; k++)
+                    out[(o * CP + c) * K + k] = c < C ? w[(o * C + c) * K + k] : 0.0f;
+        } else { /* [C_out][RP] */
+            for (size_t r = 0; r < RP; r++)
+                out[o * RP + r] = r < R ? w[o * R + r] : 0.0f;
+        }
+    }
 }
 
 void ws_hcol_name(const ws_conv_desc *d, char name[WS_HCOL_NAME_MAX])
@@ -76,6 +111,82 @@ static void load_elem(ptx_buf *b, preg v, preg p, preg a, ws_dtype t)
         I("shl.b32 %s, %s, 16", w.n, w.n);
         I("mov.b32 %s, %s", v.n, w.n);
     }
+}
+
+/* "_col" of padded channels: Xp[n][t][c] (PADDED CHANNELS), a thread a time of x */
+static void emit_pad(ptx_buf *mod, const ws_conv_desc *d, const char *name)
+{
+    ptx_buf kb;
+    ws_ptx_init(&kb);
+    ptx_buf *b = &kb;
+    const ws_params *pt = ws_params_of(WS_PARAMS_HCOL);
+    const int C = d->c_in, CP = ws_hcol_cp(d), ncl = d->x_layout == WS_NCL;
+    const int xs = d->x_type == WS_F32 ? 4 : 2, tf32 = d->math == WS_MATH_TF32, es = tf32 ? 4 : 2;
+    const int V = 16 / es; /* elements a 16-byte store */
+    ws_ptx_comment(b, "Xp[n][t][c] = %s(pre(x[n, c, t])), c < %d, zero to %d; x %s %s, pre %s; a thread a time",
+                   tf32 ? "tf32" : d->math == WS_MATH_BF16 ? "bf16" : "f16", C, CP, ncl ? "NCL" : "NLC",
+                   ws_ptx_type_name(d->x_type), ws_ptx_act_name(d->pre));
+    preg px = ws_ptx_reg(b, PTX_B64), pxc = ws_ptx_reg(b, PTX_B64), tin = ws_ptx_reg(b, PTX_B32);
+    preg t = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), r32 = ws_ptx_reg(b, PTX_B32);
+    preg out = ws_ptx_reg(b, PTX_PRED), in = ws_ptx_reg(b, PTX_PRED), xn = ws_ptx_reg(b, PTX_B64);
+    preg dst = ws_ptx_reg(b, PTX_B64), e = ws_ptx_reg(b, PTX_B64);
+    plabel done = ws_ptx_label_new(b, "done");
+    ws_ptx_ld_param(b, px, pt, WS_HC_X);
+    ws_ptx_ld_param(b, pxc, pt, WS_HC_XC);
+    ws_ptx_ld_param(b, tin, pt, WS_HC_T_IN);
+    I("cvta.to.global.u64 %s, %s", px.n, px.n);
+    I("cvta.to.global.u64 %s, %s", pxc.n, pxc.n);
+    I("mov.u32 %s, %%ctaid.x", t.n);
+    I("mov.u32 %s, %%tid.x", r32.n);
+    I("mad.lo.u32 %s, %s, %d, %s", t.n, t.n, WS_HCOL_THREADS, r32.n);
+    I("setp.ge.u32 %s, %s, %s", out.n, t.n, tin.n);
+    I("@%s bra %s", out.n, done.n);
+    I("setp.lt.u32 %s, %s, %s", in.n, t.n, tin.n);
+    I("mov.u32 %s, %%ctaid.y", n.n);
+    ws_ptx_comment(b, "the item's x: n * C_in * T_in elements on; its row of Xp: (n * T_in + t) * CP");
+    I("mul.wide.u32 %s, %s, %s", e.n, n.n, tin.n);
+    I("mul.lo.u64 %s, %s, %d", e.n, e.n, C * xs);
+    I("add.u64 %s, %s, %s", xn.n, px.n, e.n);
+    I("mul.wide.u32 %s, %s, %s", e.n, n.n, tin.n);
+    I("cvt.u64.u32 %s, %s", dst.n, t.n);
+    I("add.u64 %s, %s, %s", e.n, e.n, dst.n);
+    I("mad.lo.u64 %s, %s, %d, %s", dst.n, e.n, CP * es, pxc.n);
+    for (int g = 0; g < CP / V; g++) {
+        preg v[8], w[4];
+        for (int i = 0; i < V; i++) {
+            const int c = g * V + i;
+            v[i] = ws_ptx_reg(b, PTX_F32);
+            if (c >= C) {
+                I("mov.f32 %s, 0f00000000", v[i].n);
+                continue;
+            }
+            preg a = ws_ptx_reg(b, PTX_B64), ix = ws_ptx_reg(b, PTX_B64);
+            if (ncl) { /* x[n, c, t]: c*T_in + t */
+                I("mul.wide.u32 %s, %s, %d", ix.n, tin.n, c * xs);
+                I("mad.wide.u32 %s, %s, %d, %s", ix.n, t.n, xs, ix.n);
+            } else { /* x[n, t, c]: t*C_in + c */
+                I("mul.wide.u32 %s, %s, %d", ix.n, t.n, C * xs);
+                I("add.u64 %s, %s, %d", ix.n, ix.n, c * xs);
+            }
+            I("add.u64 %s, %s, %s", a.n, xn.n, ix.n);
+            load_elem(b, v[i], in, a, d->x_type);
+            ws_ptx_act(b, v[i], d->pre);
+        }
+        for (int i = 0; i < 4; i++) {
+            w[i] = ws_ptx_reg(b, PTX_B32);
+            if (tf32 && g * V + i < C)
+                I("cvt.rna.tf32.f32 %s, %s", w[i].n, v[i].n);
+            else if (!tf32 && g * V + 2 * i < C)
+                I("cvt.rn.%s.f32 %s, %s, %s", d->math == WS_MATH_BF16 ? "bf16x2" : "f16x2", w[i].n, v[2 * i + 1].n,
+                  v[2 * i].n);
+            else
+                I("mov.b32 %s, 0", w[i].n);
+        }
+        I("st.global.v4.b32 [%s+%d], {%s, %s, %s, %s}", dst.n, 16 * g, w[0].n, w[1].n, w[2].n, w[3].n);
+    }
+    ws_ptx_label(b, done);
+    I("ret");
+    ws_ptx_kernel_end_params(&kb, mod, name, pt, WS_HCOL_THREADS, 0, 0);
 }
 
 /* "_col": Xc[n][t][r] (THE COLUMNS), a thread a position */
@@ -180,9 +291,14 @@ static void emit_wpad(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     ws_ptx_init(&kb);
     ptx_buf *b = &kb;
     const ws_params *pt = ws_params_of(WS_PARAMS_WPREP);
-    const int R = d->c_in * d->k, RP = ws_hcol_rp(d), tf32 = d->math == WS_MATH_TF32;
-    ws_ptx_comment(b, "out[o*%d + r] = %s(w[o*%d + r]) for r < %d, else 0; w %s", RP,
-                   tf32 ? "tf32" : d->math == WS_MATH_BF16 ? "bf16" : "f16", R, R, ws_ptx_type_name(d->w_type));
+    const int R = d->c_in * d->k, RP = ws_hcol_rp(d), tf32 = d->math == WS_MATH_TF32, pad = ws_hcol_pad(d);
+    const int C = d->c_in, K = d->k, CP = ws_hcol_cp(d);
+    if (pad)
+        ws_ptx_comment(b, "out[(o*%d + k)*%d + c] = %s(w[(o*%d + c)*%d + k]) for c < %d, else 0; w %s", K, CP,
+                       tf32 ? "tf32" : d->math == WS_MATH_BF16 ? "bf16" : "f16", C, K, C, ws_ptx_type_name(d->w_type));
+    else
+        ws_ptx_comment(b, "out[o*%d + r] = %s(w[o*%d + r]) for r < %d, else 0; w %s", RP,
+                       tf32 ? "tf32" : d->math == WS_MATH_BF16 ? "bf16" : "f16", R, R, ws_ptx_type_name(d->w_type));
     preg pw = ws_ptx_reg(b, PTX_B64), pout = ws_ptx_reg(b, PTX_B64), n = ws_ptx_reg(b, PTX_B32);
     preg i = ws_ptx_reg(b, PTX_B32), r32 = ws_ptx_reg(b, PTX_B32), o = ws_ptx_reg(b, PTX_B32);
     preg r = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), out = ws_ptx_reg(b, PTX_PRED);
@@ -199,11 +315,27 @@ static void emit_wpad(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     I("mad.lo.u32 %s, %s, %d, %s", i.n, i.n, WS_WPREP_THREADS, r32.n);
     I("setp.ge.u32 %s, %s, %s", out.n, i.n, n.n);
     I("@%s bra %s", out.n, done.n);
-    I("div.u32 %s, %s, %d", o.n, i.n, RP);
-    I("mul.lo.u32 %s, %s, %d", r.n, o.n, RP);
-    I("sub.u32 %s, %s, %s", r.n, i.n, r.n);
-    I("setp.lt.u32 %s, %s, %d", ok.n, r.n, R);
-    I("mad.lo.u32 %s, %s, %d, %s", src.n, o.n, R, r.n);
+    if (pad) { /* i = (o*K + k)*CP + c: c in r, o*K + k in o, then o, k */
+        preg k = ws_ptx_reg(b, PTX_B32);
+        I("div.u32 %s, %s, %d", o.n, i.n, CP);
+        I("mul.lo.u32 %s, %s, %d", r.n, o.n, CP);
+        I("sub.u32 %s, %s, %s", r.n, i.n, r.n);
+        I("setp.lt.u32 %s, %s, %d", ok.n, r.n, C);
+        I("div.u32 %s, %s, %d", k.n, o.n, K);
+        I("mul.lo.u32 %s, %s, %d", k.n, k.n, K);
+        I("sub.u32 %s, %s, %s", k.n, o.n, k.n);
+        I("sub.u32 %s, %s, %s", o.n, o.n, k.n);
+        ws_ptx_comment(b, "src = (o*C + c)*K + k = o*K*C + c*K + k, o*K in the register");
+        I("mul.lo.u32 %s, %s, %d", src.n, o.n, C);
+        I("mad.lo.u32 %s, %s, %d, %s", src.n, r.n, K, src.n);
+        I("add.u32 %s, %s, %s", src.n, src.n, k.n);
+    } else {
+        I("div.u32 %s, %s, %d", o.n, i.n, RP);
+        I("mul.lo.u32 %s, %s, %d", r.n, o.n, RP);
+        I("sub.u32 %s, %s, %s", r.n, i.n, r.n);
+        I("setp.lt.u32 %s, %s, %d", ok.n, r.n, R);
+        I("mad.lo.u32 %s, %s, %d, %s", src.n, o.n, R, r.n);
+    }
     I("mul.wide.u32 %s, %s, %d", a.n, src.n, d->w_type == WS_F32 ? 4 : 2);
     I("add.u64 %s, %s, %s", a.n, a.n, pw.n);
     load_elem(b, v, ok, a, d->w_type);
@@ -239,7 +371,10 @@ char *ws_hcol_emit(const ws_conv_desc *d, ws_err *err)
     ws_ptx_init(&mod);
     ws_ptx_module_begin_sm90a(&mod, "whisper-stem conv engine: a short dense conv's columns for the Hopper GEMM");
     snprintf(en, sizeof en, "%s_col", name);
-    emit_col(&mod, d, en);
+    if (ws_hcol_pad(d))
+        emit_pad(&mod, d, en);
+    else
+        emit_col(&mod, d, en);
     snprintf(en, sizeof en, "%s_wpad", name);
     emit_wpad(&mod, d, en);
     char why[160];

@@ -14,9 +14,9 @@
  *   in place instead (CHANNEL-FIRST X below: its own copies and B descriptors; the rest of
  *   this text holds for it too).
  *   W is ws_gemm_mma_weights' k-major [C_out][K][C_in] (so C_in % 16 == 0 and
- *   ws_gemm_mma_kmajor hold), rounded to the math type. Convs of
- *   other C_in whose sum is short (C_in * K <= 64) run through their columns instead, a K1
- *   conv of this kernel over them (ptx_hcol.h).
+ *   ws_gemm_mma_kmajor hold), rounded to the math type. Forward plans of other C_in (9.0,
+ *   C_out >= 32, stride <= 8; not the dense backward's dx conv, whose weights come from its
+ *   BWD plan) run this kernel over their columns or their channels padded (ptx_hcol.h).
  *
  * TILES: a block computes BM output channels o0.. (128; 64 on the narrow tile) x BN
  *   positions: NB = BN / TB items
