@@ -517,6 +517,9 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
     ws_conv_desc col = dense_mma; /* a short conv through its columns (ptx_hcol.h) */
     col.c_in = 1, col.c_out = 64, col.k = 10, col.stride = 5, col.pad_l = col.pad_r = 0;
     cr_assert(ws_hcol_fits(&col, 9, 0) && !ws_hgemm_fits(&col, 9, 0), "no columns descriptor");
+    ws_conv_desc colpad = dense_mma; /* longer sums: padded channels */
+    colpad.c_in = 40, colpad.c_out = 64;
+    cr_assert(ws_hcol_fits(&colpad, 9, 0) && ws_hcol_pad(&colpad), "no padded-channels descriptor");
     ws_conv_desc gb32 = gb; /* float32 math: dw's FFMA kernel and its rows staging */
     gb32.math = WS_MATH_F32;
     cr_assert(ws_gbwd_ffma_dw(&gb32), "no float32 weight-gradient descriptor");
@@ -569,6 +572,8 @@ Test(ptx_params, every_conv_entry_declares_and_loads_its_tables_parameters)
         {"fused pair", &pair1, 9, 0, WS_PARAMS_HPAIR},
         {"a short conv's columns", &col, 10, 0, WS_PARAMS_HCOL},
         {"a short conv's padded weights", &col, 10, 1, WS_PARAMS_WPREP},
+        {"padded channels", &colpad, 10, 0, WS_PARAMS_HCOL},
+        {"padded channels' weights", &colpad, 10, 1, WS_PARAMS_WPREP},
     };
     int covered[WS_PARAMS_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

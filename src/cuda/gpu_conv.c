@@ -126,10 +126,11 @@ struct ws_gpu_conv {
      * loaded at ws_gpu_conv_new; their BWD scratch is gz above */
     ws_dws *dws;
     int borrowed;          /* ws_gpu_conv_clone: w, b and wh are the source plan's */
-    /* a short dense conv through its columns (ptx_hcol.h), where ws_hcol_fits: the "_col"
-     * and "_wpad" entries, and the inner plan colp (K 1 over the columns, on the Hopper GEMM;
-     * its weights are this plan's, padded); wpc: W' of weights given per call, in the inner
-     * plan's packed form; col_calls: calls that took it */
+    /* a dense conv with C_in off multiples of 16 through its columns or padded channels
+     * (ptx_hcol.h), where ws_hcol_fits: the "_col" and "_wpad" entries, and the inner plan colp
+     * on the Hopper GEMM (K 1 over the columns, or the conv itself over x with its channels
+     * padded; its weights are this plan's, padded); wpc: W' of weights given per call, in the
+     * inner plan's packed form; col_calls: calls that took it */
     ws_gpu_conv *colp;
     wscu_module colmod;
     wscu_function colfn, wpadfn;
@@ -222,6 +223,15 @@ static char *phased_ptx(const ws_conv_desc *d, const ws_gbwd_dx *x, int *lo, int
     return ws_hgemm_emit_phased(&x->sub, x->phases, tp ? lo : NULL, tp ? hi : NULL, err);
 }
 
+/* conv_new's flags: the inner plan of a conv through its columns (col_load); a plan that never
+ * takes the columns (the dense backward's dx conv: its weights come per call from its BWD plan,
+ * in its own GEMM layout) */
+#define CONV_INNER 1
+#define CONV_NO_COLS 2
+
+static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b, int flags,
+                             ws_err *err);
+
 /* the dense backward's GEMM passes for a BWD plan (ptx_hbwd.h): their module, the plan of
  * dx's conv, and on 9.0 the weight-gradient kernel. 0, or -1 with err */
 static int gbwd_load(ws_gpu_conv *c, ws_err *err)
@@ -257,20 +267,16 @@ static int gbwd_load(ws_gpu_conv *c, ws_err *err)
         snprintf(en, sizeof en, "%s_m", name);
         CU_TRY(cu, ModuleGetFunction(&c->gb_m, c->gbmod, en), err);
     }
-    if (has_dx && !(c->dxp = ws_gpu_conv_new(g, &c->gx.sub, NULL, NULL, err)))
+    if (has_dx && !(c->dxp = conv_new(g, &c->gx.sub, NULL, NULL, CONV_NO_COLS, err)))
         return -1;
     if (c->dxp) { /* its weights come from this plan (launch_gb_dx): no buffers of its own, and
-                   * no columns (their inner plan reads its own padded W', which W' is not) */
+                   * no columns (CONV_NO_COLS: their inner plan reads its own padded W', which W'
+                   * is not) */
         if (c->dxp->wcall)
             cu->MemFree(c->dxp->wcall);
         if (c->dxp->whcall)
             cu->MemFree(c->dxp->whcall);
         c->dxp->wcall = c->dxp->whcall = 0;
-        ws_gpu_conv_free(c->dxp->colp);
-        CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-        if (c->dxp->wpc)
-            cu->MemFree(c->dxp->wpc);
-        c->dxp->colp = NULL, c->dxp->wpc = 0;
     }
     if (c->dxp && c->dxp->hgfn && d->x_layout == WS_NCL && ws_hgemm_phased_fits(&c->gx.sub, c->gx.phases)) {
         char pname[WS_HGEMM_NAME_MAX];
@@ -352,8 +358,8 @@ cleanup:
 
 static int col_load(ws_gpu_conv *c, const void *w, const float *b, ws_err *err);
 
-/* ws_gpu_conv_new; inner: the inner plan of a conv through its columns (col_load) */
-static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b, int inner,
+/* ws_gpu_conv_new, with CONV_* flags */
+static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b, int flags,
                              ws_err *err)
 {
     if (!g) {
@@ -378,6 +384,7 @@ static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     c->g = g;
     c->d = *d;
     c->has_w = w != NULL;
+    const int inner = (flags & CONV_INNER) != 0;
     c->inner = inner;
     /* weights given per call in a 16-bit type: the depthwise kernels read them as they are */
     c->dw_wt = w ? WS_F32 : d->w_type;
@@ -459,7 +466,7 @@ static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         if (q.loop && hg_counter(c, err)) /* the tile loop's counter (the narrow tile) */
             goto fail;
     }
-    if (!c->hgfn && !inner && cu->TensorMapEncodeTiled && ws_hcol_fits(d, g->emit_major, g->emit_minor) &&
+    if (!c->hgfn && !flags && cu->TensorMapEncodeTiled && ws_hcol_fits(d, g->emit_major, g->emit_minor) &&
         col_load(c, w, b, err))
         goto fail;
     if (ws_dws_fits(d) && !(c->dws = ws_dws_load(g, d, err)))
@@ -550,10 +557,10 @@ static int col_load(ws_gpu_conv *c, const void *w, const float *b, ws_err *err)
             wf[i] = ws_ld(w, d->w_type, i);
         ws_hcol_weights(d, wf, wp);
         in.w_type = WS_F32;
-        c->colp = conv_new(g, &in, wp, b, 1, err);
+        c->colp = conv_new(g, &in, wp, b, CONV_INNER, err);
         free(wf), free(wp);
     } else {
-        c->colp = conv_new(g, &in, NULL, NULL, 1, err);
+        c->colp = conv_new(g, &in, NULL, NULL, CONV_INNER, err);
     }
     if (!c->colp)
         return -1;
@@ -1248,6 +1255,8 @@ static int col_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
         return 0;
     if (!a->w && !c->colp->wh) /* W' from the call's weights or the plan's, never others */
         return 0;
+    if (a->w && ws_gemm_packed_bytes(&c->colp->d) / (d->math == WS_MATH_TF32 ? 4 : 2) > UINT32_MAX - 256)
+        return 0; /* "_wpad"'s element count in 32 bits */
     /* the kernel's u = S*t - P_L + D*k in 32 bits, and its grid: a thread a position of the
      * columns (T_out) or a time of x (padded channels) */
     const int pad = ws_hcol_pad(d), pos = pad ? a->t_in : t_out;
@@ -1294,10 +1303,8 @@ static int launch_col(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_str
     if (ws_kargs_check(&k, "ws_gpu_conv_run", err))
         return -1;
     const wscu_devptr own = x->wh;
-    if (a->w) { /* W' of the call's weights, in the inner plan's packed form */
-        if ((uint64_t)d->c_out * RP * (pad ? (uint64_t)d->k : 1) > UINT32_MAX)
-            return ws_errf(err, "ws_gpu_conv_run: W' of %d x %llu elements given per call: over %u", d->c_out,
-                           (unsigned long long)(RP * (pad ? (uint64_t)d->k : 1)), UINT32_MAX);
+    if (a->w) { /* W' of the call's weights, in the inner plan's packed form (its count within 32
+                 * bits: col_call_fits) */
         uint64_t pw = (uint64_t)(uintptr_t)a->w, pout = c->wpc;
         uint32_t nw = (uint32_t)((uint64_t)d->c_out * RP * (pad ? (uint64_t)d->k : 1));
         ws_kargs kw;
@@ -1305,7 +1312,7 @@ static int launch_col(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_str
         WS_KARG(&kw, WS_WPREP_W, pw), WS_KARG(&kw, WS_WPREP_OUT, pout), WS_KARG(&kw, WS_WPREP_N, nw);
         if (ws_kargs_check(&kw, "ws_gpu_conv_run", err))
             return -1;
-        CU_TRY(cu, LaunchKernel(c->wpadfn, (nw + WS_WPREP_THREADS - 1) / WS_WPREP_THREADS, 1, 1,
+        CU_TRY(cu, LaunchKernel(c->wpadfn, (unsigned)(((uint64_t)nw + WS_WPREP_THREADS - 1) / WS_WPREP_THREADS), 1, 1,
                                 WS_WPREP_THREADS, 1, 1, 0, st, kw.v, NULL), err);
         x->wh = c->wpc;
     }

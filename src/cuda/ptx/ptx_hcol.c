@@ -30,6 +30,8 @@ int ws_hcol_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
         return 0;
     if (!ws_hcol_pad(d))
         return 1;
+    if (d->c_in > WS_HCOL_C_MAX) /* "_col" loads a time's channels one by one, unrolled */
+        return 0;
     /* padded channels: where the Hopper GEMM would take the padded conv itself (at least 3
      * stages), and for TF32 with NCL x on ws_hgemm_fits' terms (6 stages, C_out over 64: the
      * 4-byte staging costs more than the kernel saves below that) */
@@ -41,7 +43,8 @@ int ws_hcol_fits(const ws_conv_desc *d, int cc_major, int cc_minor)
 
 int ws_hcol_rp(const ws_conv_desc *d)
 {
-    return (d->c_in * d->k + 15) / 16 * 16;
+    const long long r = ((long long)d->c_in * d->k + 15) / 16 * 16;
+    return r < INT_MAX ? (int)r : INT_MAX; /* meant for the columns (C_in * K <= WS_HCOL_R_MAX) */
 }
 
 int ws_hcol_cp(const ws_conv_desc *d)
@@ -70,14 +73,14 @@ void ws_hcol_inner(const ws_conv_desc *d, ws_conv_desc *in)
 
 void ws_hcol_weights(const ws_conv_desc *d, const float *w, float *out)
 {
-    const size_t C = (size_t)d->c_in, K = (size_t)d->k, R = C * K, RP = (size_t)ws_hcol_rp(d);
-    const size_t CP = (size_t)ws_hcol_cp(d);
+    const size_t C = (size_t)d->c_in, K = (size_t)d->k, R = C * K, CP = (size_t)ws_hcol_cp(d);
     for (size_t o = 0; o < (size_t)d->c_out; o++) {
         if (ws_hcol_pad(d)) { /* [C_out][CP][K] */
             for (size_t c = 0; c < CP; c++)
                 for (size_t k = 0; k < K; k++)
                     out[(o * CP + c) * K + k] = c < C ? w[(o * C + c) * K + k] : 0.0f;
         } else { /* [C_out][RP] */
+            const size_t RP = (size_t)ws_hcol_rp(d);
             for (size_t r = 0; r < RP; r++)
                 out[o * RP + r] = r < R ? w[o * R + r] : 0.0f;
         }
@@ -284,15 +287,17 @@ static void emit_col(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     ws_ptx_kernel_end_params(&kb, mod, name, pt, WS_HCOL_THREADS, 0, 0);
 }
 
-/* "_wpad": out[o*RP + r] = round(w[o*R + r]) (r < R), else 0; i = o*RP + r < p_n */
+/* "_wpad": the columns' out[o*RP + r] = round(w[o*R + r]) (r < R), else 0, i = o*RP + r; padded
+ * channels' out[(o*K + k)*CP + c] = round(w[(o*C_in + c)*K + k]) (c < C_in), else 0; i < p_n */
 static void emit_wpad(ptx_buf *mod, const ws_conv_desc *d, const char *name)
 {
     ptx_buf kb;
     ws_ptx_init(&kb);
     ptx_buf *b = &kb;
     const ws_params *pt = ws_params_of(WS_PARAMS_WPREP);
-    const int R = d->c_in * d->k, RP = ws_hcol_rp(d), tf32 = d->math == WS_MATH_TF32, pad = ws_hcol_pad(d);
+    const int tf32 = d->math == WS_MATH_TF32, pad = ws_hcol_pad(d);
     const int C = d->c_in, K = d->k, CP = ws_hcol_cp(d);
+    const int R = pad ? 0 : d->c_in * d->k, RP = pad ? 0 : ws_hcol_rp(d); /* the columns': at most 64 */
     if (pad)
         ws_ptx_comment(b, "out[(o*%d + k)*%d + c] = %s(w[(o*%d + c)*%d + k]) for c < %d, else 0; w %s", K, CP,
                        tf32 ? "tf32" : d->math == WS_MATH_BF16 ? "bf16" : "f16", C, K, C, ws_ptx_type_name(d->w_type));
@@ -309,7 +314,7 @@ static void emit_wpad(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     ws_ptx_ld_param(b, n, pt, WS_WPREP_N);
     I("cvta.to.global.u64 %s, %s", pw.n, pw.n);
     I("cvta.to.global.u64 %s, %s", pout.n, pout.n);
-    ws_ptx_comment(b, "p_n = C_out * RP < 2^32 (the host checks)");
+    ws_ptx_comment(b, "p_n = C_out * RP (padded channels: C_out * K * CP) < 2^32 (the host checks)");
     I("mov.u32 %s, %%ctaid.x", i.n);
     I("mov.u32 %s, %%tid.x", r32.n);
     I("mad.lo.u32 %s, %s, %d, %s", i.n, i.n, WS_WPREP_THREADS, r32.n);

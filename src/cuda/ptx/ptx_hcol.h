@@ -17,14 +17,17 @@
  *   as a plan of its own on the Hopper GEMM (gpu_conv.c: the inner plan, its sum
  *   ceil(RP / BK) stages, one for wav2vec2's R 10, which ws_hgemm_fits would leave on the
  *   gemm kernel for being short: the inner plan takes any count of stages).
- * PADDED CHANNELS (C_in * K > WS_HCOL_R_MAX, ws_hcol_pad): the "_col" entry writes, for every
+ * PADDED CHANNELS (C_in * K > WS_HCOL_R_MAX, ws_hcol_pad; C_in <= WS_HCOL_C_MAX): the "_col"
+ *   entry writes, for every
  *   item n and input time t < T_in,
  *     Xp[n][t][c] = round(pre(x[n, c, t])) for c < C_in, 0 for C_in <= c < CP,
  *   CP = C_in rounded up to 16 (ws_hcol_cp), a thread a time; the inner descriptor is d with
  *   C_in CP, x NLC in the math type and pre NONE (taps, stride, dilation and padding d's: the
  *   GEMM's copies read them from Xp), W'[o][k][c] = w[o][c][k] for c < C_in, 0 past it. Taken
- *   where ws_hgemm_fits takes that padded conv (TF32 with NCL x on its terms for NCL x).
- * THE WEIGHTS: "_wpad" (parameter table WS_PARAMS_WPREP, p_n = C_out * RP, one thread an
+ *   where ws_hgemm_fits takes that padded conv (at least 3 stages; TF32 with NCL x on its
+ *   terms for NCL x: 6 stages, C_out over 64); other such convs stay on the mma.sync GEMM.
+ * THE WEIGHTS: "_wpad" (parameter table WS_PARAMS_WPREP, p_n = C_out * RP, padded channels
+ *   C_out * K * CP, one thread an
  *   element) writes W' rounded to the math type from w given per call (w_type, [C_out][R]):
  *   out[o*RP + r] = round(w[o*R + r]) for r < R, else 0 - the inner plan's packed weights,
  *   the same values ws_gemm_pack_weights gives from W' in float32 at plan time; padded
@@ -47,13 +50,15 @@
 #include "ws_conv.h"
 
 #define WS_HCOL_THREADS 128
-#define WS_HCOL_R_MAX 64 /* the most products an output (C_in * K) the columns take */
+#define WS_HCOL_R_MAX 64  /* the most products an output (C_in * K) the columns take */
+#define WS_HCOL_C_MAX 256 /* the most input channels the padded channels take (their "_col"
+                             entry loads a time's channels one by one, unrolled) */
 #define WS_HCOL_NAME_MAX 160
 
 /* 1 when d runs through its columns or padded channels on compute capability cc: 9.0, a
  * dense FWD with BF16, F16 or TF32 math, C_in % 16 != 0, at least WS_HGEMM_MIN_COUT output
- * channels, stride <= 8 and D*(K-1) + P_L <= INT_MAX / 2; with C_in * K > WS_HCOL_R_MAX (padded channels) also where
- * PADDED CHANNELS above says */
+ * channels, stride <= 8 and D*(K-1) + P_L <= INT_MAX / 2; with C_in * K > WS_HCOL_R_MAX
+ * (padded channels) also where PADDED CHANNELS above says */
 int ws_hcol_fits(const ws_conv_desc *d, int cc_major, int cc_minor);
 
 /* 1: padded channels (C_in * K > WS_HCOL_R_MAX), 0: columns */

@@ -14,9 +14,10 @@
  *   in place instead (CHANNEL-FIRST X below: its own copies and B descriptors; the rest of
  *   this text holds for it too).
  *   W is ws_gemm_mma_weights' k-major [C_out][K][C_in] (so C_in % 16 == 0 and
- *   ws_gemm_mma_kmajor hold), rounded to the math type. Forward plans of other C_in (9.0,
- *   C_out >= 32, stride <= 8; not the dense backward's dx conv, whose weights come from its
- *   BWD plan) run this kernel over their columns or their channels padded (ptx_hcol.h).
+ *   ws_gemm_mma_kmajor hold), rounded to the math type. Forward plans of other C_in run this
+ *   kernel over their columns or their channels padded where ws_hcol_fits (ptx_hcol.h: 9.0,
+ *   C_out >= 32, stride <= 8, padded only on ws_hgemm_fits' terms; never the dense backward's
+ *   dx conv, whose weights come from its BWD plan); the others stay on the mma.sync GEMM.
  *
  * TILES: a block computes BM output channels o0.. (128; 64 on the narrow tile) x BN
  *   positions: NB = BN / TB items
