@@ -28,6 +28,26 @@ void ws_ptx_load(ptx_buf *b, preg v, preg addr, ws_dtype t, int nc)
     }
 }
 
+void ws_ptx_load_pred(ptx_buf *b, preg v, preg addr, preg p, ws_dtype t)
+{
+    ws_ptx_ins(b, "mov.f32 %s, 0f00000000", v.n);
+    if (t == WS_F32) {
+        ws_ptx_ins(b, "@%s ld.global.nc.f32 %s, [%s]", p.n, v.n, addr.n);
+        return;
+    }
+    preg h = ws_ptx_reg(b, PTX_B16);
+    ws_ptx_ins(b, "mov.b16 %s, 0", h.n);
+    ws_ptx_ins(b, "@%s ld.global.nc.b16 %s, [%s]", p.n, h.n, addr.n);
+    if (t == WS_F16) {
+        ws_ptx_ins(b, "cvt.f32.f16 %s, %s", v.n, h.n);
+    } else { /* bf16: the 16 bits are the top half of the float32 */
+        preg w = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_ins(b, "cvt.u32.u16 %s, %s", w.n, h.n);
+        ws_ptx_ins(b, "shl.b32 %s, %s, 16", w.n, w.n);
+        ws_ptx_ins(b, "mov.b32 %s, %s", v.n, w.n);
+    }
+}
+
 /* *(type *)addr = v, rounded to nearest even */
 void ws_ptx_store(ptx_buf *b, preg addr, preg v, ws_dtype t)
 {

@@ -38,6 +38,8 @@ const char *ws_ptx_act_name(ws_act a);
 
 /* nc: through the read-only (non-coherent) path */
 void ws_ptx_load(ptx_buf *b, preg v, preg addr, ws_dtype t, int nc);
+/* v = the element of type t at addr as float32 where p holds, else 0 (through the read-only path) */
+void ws_ptx_load_pred(ptx_buf *b, preg v, preg addr, preg p, ws_dtype t);
 void ws_ptx_store(ptx_buf *b, preg addr, preg v, ws_dtype t);
 void ws_ptx_act(ptx_buf *b, preg v, ws_act a);
 

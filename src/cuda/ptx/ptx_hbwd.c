@@ -165,27 +165,6 @@ void ws_gbwd_name(const ws_conv_desc *d, char name[WS_GBWD_NAME_MAX])
              d->act == WS_ACT_NONE ? "none" : "gz");
 }
 
-/* v (f32) = the element at byte address a of type t */
-static void ld_as_f32(ptx_buf *b, preg v, preg a, preg p, ws_dtype t)
-{
-    I("mov.f32 %s, 0f00000000", v.n);
-    if (t == WS_F32) {
-        I("@%s ld.global.nc.f32 %s, [%s]", p.n, v.n, a.n);
-        return;
-    }
-    preg h = ws_ptx_reg(b, PTX_B16);
-    I("mov.b16 %s, 0", h.n);
-    I("@%s ld.global.nc.b16 %s, [%s]", p.n, h.n, a.n);
-    if (t == WS_F16) {
-        I("cvt.f32.f16 %s, %s", v.n, h.n);
-    } else {
-        preg w = ws_ptx_reg(b, PTX_B32);
-        I("cvt.u32.u16 %s, %s", w.n, h.n);
-        I("shl.b32 %s, %s, 16", w.n, w.n);
-        I("mov.b32 %s, %s", v.n, w.n);
-    }
-}
-
 /* stores f32 v at byte address a as type mt; d NULL: float32 as it is, else TF32 math
  * rounds a float32 (kept in float32) */
 static void st_math(ptx_buf *b, preg a, preg v, ws_dtype mt, const ws_conv_desc *d)
@@ -308,7 +287,7 @@ static void emit_tile(ptx_buf *mod, const ws_conv_desc *d, const char *name, int
         I("max.s32 %s, %s, 0", u.n, u.n);
         src_index(b, e, w, n, j, u, T, C, ncl);
         I("mad.lo.u64 %s, %s, %d, %s", a.n, e.n, t == WS_F32 ? 4 : 2, ps.n);
-        ld_as_f32(b, v, a, ok, t);
+        ws_ptx_load_pred(b, v, a, ok, t);
         if (ncl) { /* tile[ty + 8i][tx] */
             I("add.u32 %s, %s, %d", sa.n, ty.n, 8 * i);
             I("mad.lo.u32 %s, %s, 33, %s", sa.n, sa.n, tx.n);
@@ -419,7 +398,7 @@ static void emit_rowgather(ptx_buf *mod, const ws_conv_desc *d, const char *name
         I("setp.lt.u32 %s, %s, %s", ok.n, u.n, T.n); /* unsigned: a negative u is out too */
         I("max.s32 %s, %s, 0", u.n, u.n);
         I("mad.wide.u32 %s, %s, %d, %s", ua.n, u.n, t == WS_F32 ? 4 : 2, src.n);
-        ld_as_f32(b, v[i], ua, ok, t);
+        ws_ptx_load_pred(b, v[i], ua, ok, t);
     }
     ws_ptx_comment(b, "dst + (((n*ncls + c)*C + j)*pitch + q0)*es: one 16-byte store");
     for (int i = 0; i < 4; i++) {
@@ -638,7 +617,7 @@ static void emit_rows(ptx_buf *mod, const char *name, int C, ws_layout L, ws_dty
         I("and.pred %s, %s, %s", ok.n, ok.n, ok2.n);
         src_index(b, e, w, n, c, tt, T, C, ncl);
         I("mad.lo.u64 %s, %s, %d, %s", a.n, e.n, t == WS_F32 ? 4 : 2, ps.n);
-        ld_as_f32(b, v, a, ok, t);
+        ws_ptx_load_pred(b, v, a, ok, t);
         /* tile[t_local][c_local] */
         if (ncl)
             I("mad.lo.u32 %s, %s, 33, %s", sa.n, tx.n, ty.n), I("add.u32 %s, %s, %d", sa.n, sa.n, 8 * i);
@@ -1080,7 +1059,7 @@ static void emit_db(ptx_buf *mod, const ws_conv_desc *d, const char *name)
             I("add.u32 %s, %s, %d", tt.n, t0.n, TH * u);
             I("setp.lt.u32 %s, %s, %s", in.n, tt.n, T.n);
             I("mad.wide.u32 %s, %s, %d, %s", ra.n, tt.n, t == WS_F32 ? 4 : 2, rb.n);
-            ld_as_f32(b, rv[u], ra, in, t);
+            ws_ptx_load_pred(b, rv[u], ra, in, t);
         }
         for (int u = 0; u < DB_ILP; u++)
             I("add.rn.f32 %s, %s, %s", acc.n, acc.n, rv[u].n);
@@ -1118,7 +1097,7 @@ static void emit_db(ptx_buf *mod, const ws_conv_desc *d, const char *name)
             I("add.u64 %s, %s, %s", ix.n, ix.n, w.n);
         }
         I("mad.lo.u64 %s, %s, %d, %s", a.n, ix.n, t == WS_F32 ? 4 : 2, pg.n);
-        ld_as_f32(b, v[u], a, in, t);
+        ws_ptx_load_pred(b, v[u], a, in, t);
     }
     ws_ptx_comment(b, "added in the order of e");
     for (int u = 0; u < DB_ILP; u++)

@@ -95,27 +95,6 @@ void ws_hcol_name(const ws_conv_desc *d, char name[WS_HCOL_NAME_MAX])
              ws_ptx_type_name(d->x_type), ws_ptx_type_name(d->w_type), ws_ptx_act_name(d->pre));
 }
 
-/* v = (float32) raw element of type t at a where p holds, else 0 */
-static void load_elem(ptx_buf *b, preg v, preg p, preg a, ws_dtype t)
-{
-    I("mov.f32 %s, 0f00000000", v.n);
-    if (t == WS_F32) {
-        I("@%s ld.global.nc.f32 %s, [%s]", p.n, v.n, a.n);
-        return;
-    }
-    preg h = ws_ptx_reg(b, PTX_B16);
-    I("mov.b16 %s, 0", h.n);
-    I("@%s ld.global.nc.b16 %s, [%s]", p.n, h.n, a.n);
-    if (t == WS_F16) {
-        I("cvt.f32.f16 %s, %s", v.n, h.n);
-    } else {
-        preg w = ws_ptx_reg(b, PTX_B32);
-        I("cvt.u32.u16 %s, %s", w.n, h.n);
-        I("shl.b32 %s, %s, 16", w.n, w.n);
-        I("mov.b32 %s, %s", v.n, w.n);
-    }
-}
-
 /* "_col" of padded channels: Xp[n][t][c] (PADDED CHANNELS), a thread a time of x */
 static void emit_pad(ptx_buf *mod, const ws_conv_desc *d, const char *name)
 {
@@ -172,7 +151,7 @@ static void emit_pad(ptx_buf *mod, const ws_conv_desc *d, const char *name)
                 I("add.u64 %s, %s, %d", ix.n, ix.n, c * xs);
             }
             I("add.u64 %s, %s, %s", a.n, xn.n, ix.n);
-            load_elem(b, v[i], in, a, d->x_type);
+            ws_ptx_load_pred(b, v[i], a, in, d->x_type);
             ws_ptx_act(b, v[i], d->pre);
         }
         for (int i = 0; i < 4; i++) {
@@ -259,7 +238,7 @@ static void emit_col(ptx_buf *mod, const ws_conv_desc *d, const char *name)
                 I("add.u64 %s, %s, %d", ix.n, ix.n, j * xs);
             }
             I("add.u64 %s, %s, %s", a.n, xn.n, ix.n);
-            load_elem(b, v[i], okk[k], a, d->x_type);
+            ws_ptx_load_pred(b, v[i], a, okk[k], d->x_type);
             ws_ptx_act(b, v[i], d->pre); /* pre(0) = 0 for every act: the padding stays zero */
         }
         if (tf32) {
@@ -343,7 +322,7 @@ static void emit_wpad(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     }
     I("mul.wide.u32 %s, %s, %d", a.n, src.n, d->w_type == WS_F32 ? 4 : 2);
     I("add.u64 %s, %s, %s", a.n, a.n, pw.n);
-    load_elem(b, v, ok, a, d->w_type);
+    ws_ptx_load_pred(b, v, a, ok, d->w_type);
     if (tf32) {
         preg t = ws_ptx_reg(b, PTX_B32);
         I("cvt.rna.tf32.f32 %s, %s", t.n, v.n);
