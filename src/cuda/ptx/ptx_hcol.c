@@ -95,6 +95,26 @@ void ws_hcol_name(const ws_conv_desc *d, char name[WS_HCOL_NAME_MAX])
              ws_ptx_type_name(d->x_type), ws_ptx_type_name(d->w_type), ws_ptx_act_name(d->pre));
 }
 
+/* one 16-byte group of a row of Xc / Xp: v[0..] (8 float32 of 16-bit math, 4 of TF32), of which
+ * the first `real` are values and the rest zeros, rounded to the math type (TF32: cvt.rna) and
+ * packed (16-bit: element 2i in the low half), stored at dst + off */
+static void emit_group_store(ptx_buf *b, const ws_conv_desc *d, const preg *v, int real, preg dst, int off)
+{
+    const int tf32 = d->math == WS_MATH_TF32;
+    preg w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = ws_ptx_reg(b, PTX_B32);
+        if (tf32 && i < real)
+            I("cvt.rna.tf32.f32 %s, %s", w[i].n, v[i].n);
+        else if (!tf32 && 2 * i < real)
+            I("cvt.rn.%s.f32 %s, %s, %s", d->math == WS_MATH_BF16 ? "bf16x2" : "f16x2", w[i].n, v[2 * i + 1].n,
+              v[2 * i].n);
+        else
+            I("mov.b32 %s, 0", w[i].n);
+    }
+    I("st.global.v4.b32 [%s+%d], {%s, %s, %s, %s}", dst.n, off, w[0].n, w[1].n, w[2].n, w[3].n);
+}
+
 /* "_col" of padded channels: Xp[n][t][c] (PADDED CHANNELS), a thread a time of x */
 static void emit_pad(ptx_buf *mod, const ws_conv_desc *d, const char *name)
 {
@@ -134,7 +154,7 @@ static void emit_pad(ptx_buf *mod, const ws_conv_desc *d, const char *name)
     I("add.u64 %s, %s, %s", e.n, e.n, dst.n);
     I("mad.lo.u64 %s, %s, %d, %s", dst.n, e.n, CP * es, pxc.n);
     for (int g = 0; g < CP / V; g++) {
-        preg v[8], w[4];
+        preg v[8];
         for (int i = 0; i < V; i++) {
             const int c = g * V + i;
             v[i] = ws_ptx_reg(b, PTX_F32);
@@ -154,17 +174,7 @@ static void emit_pad(ptx_buf *mod, const ws_conv_desc *d, const char *name)
             ws_ptx_load_pred(b, v[i], a, in, d->x_type);
             ws_ptx_act(b, v[i], d->pre);
         }
-        for (int i = 0; i < 4; i++) {
-            w[i] = ws_ptx_reg(b, PTX_B32);
-            if (tf32 && g * V + i < C)
-                I("cvt.rna.tf32.f32 %s, %s", w[i].n, v[i].n);
-            else if (!tf32 && g * V + 2 * i < C)
-                I("cvt.rn.%s.f32 %s, %s, %s", d->math == WS_MATH_BF16 ? "bf16x2" : "f16x2", w[i].n, v[2 * i + 1].n,
-                  v[2 * i].n);
-            else
-                I("mov.b32 %s, 0", w[i].n);
-        }
-        I("st.global.v4.b32 [%s+%d], {%s, %s, %s, %s}", dst.n, 16 * g, w[0].n, w[1].n, w[2].n, w[3].n);
+        emit_group_store(b, d, v, C - g * V, dst, 16 * g);
     }
     ws_ptx_label(b, done);
     I("ret");
@@ -220,7 +230,7 @@ static void emit_col(ptx_buf *mod, const ws_conv_desc *d, const char *name)
         I("setp.lt.u32 %s, %s, %s", okk[k].n, uk[k].n, tin.n);
     }
     for (int g = 0; g < RP / V; g++) {
-        preg v[8], w[4];
+        preg v[8];
         for (int i = 0; i < V; i++) {
             const int r = g * V + i;
             v[i] = ws_ptx_reg(b, PTX_F32);
@@ -241,25 +251,7 @@ static void emit_col(ptx_buf *mod, const ws_conv_desc *d, const char *name)
             ws_ptx_load_pred(b, v[i], a, okk[k], d->x_type);
             ws_ptx_act(b, v[i], d->pre); /* pre(0) = 0 for every act: the padding stays zero */
         }
-        if (tf32) {
-            for (int i = 0; i < 4; i++) {
-                w[i] = ws_ptx_reg(b, PTX_B32);
-                if (g * V + i < R)
-                    I("cvt.rna.tf32.f32 %s, %s", w[i].n, v[i].n);
-                else
-                    I("mov.b32 %s, 0", w[i].n);
-            }
-        } else {
-            for (int i = 0; i < 4; i++) {
-                w[i] = ws_ptx_reg(b, PTX_B32);
-                if (g * V + 2 * i < R)
-                    I("cvt.rn.%s.f32 %s, %s, %s", d->math == WS_MATH_BF16 ? "bf16x2" : "f16x2", w[i].n,
-                      v[2 * i + 1].n, v[2 * i].n);
-                else
-                    I("mov.b32 %s, 0", w[i].n);
-            }
-        }
-        I("st.global.v4.b32 [%s+%d], {%s, %s, %s, %s}", dst.n, 16 * g, w[0].n, w[1].n, w[2].n, w[3].n);
+        emit_group_store(b, d, v, R - g * V, dst, 16 * g);
     }
     ws_ptx_label(b, done);
     I("ret");
