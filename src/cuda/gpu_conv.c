@@ -420,7 +420,8 @@ static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         }
         c->dw_v = ws_dw_vec(d);
     }
-    if (ws_gemm_fits(d)) {
+    /* an inner plan runs its Hopper GEMM alone (col_call_fits): no gemm module for it */
+    if (ws_gemm_fits(d) && !inner) {
         char gname[WS_GEMM_NAME_MAX];
         free(ptx);
         if (!(ptx = ws_gemm_emit(d, g->emit_major, g->emit_minor, err)))
@@ -473,8 +474,9 @@ static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         goto fail;
     if (gbwd_load(c, err))
         goto fail;
-    if (!w) { /* weights per call: the preparation module and its buffers, now */
-        if (prep_load(c, err) || prep_buffers(c, err))
+    if (!w) { /* weights per call: the preparation module and its buffers, now (an inner plan's
+               * come prepared by its outer plan's "_wpad", launch_col) */
+        if (!inner && (prep_load(c, err) || prep_buffers(c, err)))
             goto fail;
         free(ptx);
         return c;
@@ -570,11 +572,6 @@ static int col_load(ws_gpu_conv *c, const void *w, const float *b, ws_err *err)
         c->colp = NULL;
         return 0;
     }
-    if (c->colp->wcall) /* weights per call reach it from this plan (launch_col) */
-        cu->MemFree(c->colp->wcall);
-    if (c->colp->whcall)
-        cu->MemFree(c->colp->whcall);
-    c->colp->wcall = c->colp->whcall = 0;
     CU_TRY(cu, MemAlloc(&c->wpc, ws_gemm_packed_bytes(&in)), err);
     return 0;
 cleanup:
@@ -2239,6 +2236,19 @@ int ws_gpu_conv_report(const ws_gpu_conv *c, char *buf, size_t cap)
     if (c->wgfn) {
         ws_hgemm_wgrad_name(d, name);
         n += report_line(c, c->wgfn, name, 0, buf, cap, &off);
+    }
+    if (c->colp) { /* the columns' entries, then the inner plan's kernels */
+        char cname[WS_HCOL_NAME_MAX];
+        ws_hcol_name(d, cname);
+        snprintf(name, sizeof name, "%s_col", cname);
+        n += report_line(c, c->colfn, name, WS_HCOL_THREADS, buf, cap, &off);
+        snprintf(name, sizeof name, "%s_wpad", cname);
+        n += report_line(c, c->wpadfn, name, WS_WPREP_THREADS, buf, cap, &off);
+        if (off + 1 < cap) {
+            const int k = ws_gpu_conv_report(c->colp, buf + off, cap - off);
+            n += k;
+            off += strlen(buf + off);
+        }
     }
     if (c->dxp && off + 1 < cap)
         n += ws_gpu_conv_report(c->dxp, buf + off, cap - off);
