@@ -2197,6 +2197,48 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off, int y_of
     cr_assert_eq(p8_ran, p8 ? 4ul : 0ul, "%s: %lu of 4 runs staged by _prep8, expected %d", c->name, p8_ran,
                  p8 ? 4 : 0);
     mma_p8_calls += p8;
+    if (col) { /* the columns with other weights given per call, and through a clone of the plan */
+        void *w2 = random_buf(nw, c->wt, &r);
+        const uint64_t dw2 = dev_alloc(g, nw * tsize(c->wt));
+        cr_assert_eq(ws_gpu_upload(g, dw2, w2, nw * tsize(c->wt), &e), 0, "%s", e.msg);
+        ws_gpu_conv *g2 = ws_gpu_conv_new(g, &d, w2, b, &e); /* w2 padded on the host */
+        cr_assert_not_null(g2, "%s: %s", c->name, e.msg);
+        void *y3 = malloc(ybytes);
+        cr_assert(y3);
+        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_run(g2, &ag, &e), 0, "%s (w2 at plan time): %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_download(g, y3, dy, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_hgemm_col_calls(g2), 1ul, "%s: w2's plan not through its columns", c->name);
+        ws_conv_args aw = ag; /* the first plan, w2 given per call (padded on the device, "_wpad") */
+        aw.w = as_ptr(dw2);
+        const unsigned long cb = ws_gpu_conv_hgemm_col_calls(gc);
+        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_run(gc, &aw, &e), 0, "%s (w2 per call): %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_hgemm_col_calls(gc), cb + 1, "%s: w2 per call not through the columns", c->name);
+        cr_assert(!memcmp(y3, ygpu2, ybytes), "%s: w2 per call, other bits than w2 at plan time", c->name);
+        cr_assert(memcmp(ygpu, ygpu2, ybytes), "%s: w2 per call gave w's output", c->name);
+        /* the next call without weights: the plan's own again */
+        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s (own w again): %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+        cr_assert(!memcmp(ygpu, ygpu2, ybytes), "%s: the plan's weights after a call's, other bits", c->name);
+        ws_gpu_conv *cl = ws_gpu_conv_clone(gc, &e); /* its own inner plan and scratch */
+        cr_assert_not_null(cl, "%s: %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_run(cl, &ag, &e), 0, "%s (clone): %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_hgemm_col_calls(cl), 1ul, "%s: the clone not through its columns", c->name);
+        cr_assert(!memcmp(ygpu, ygpu2, ybytes), "%s: the clone's bits differ", c->name);
+        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_run(cl, &aw, &e), 0, "%s (clone, w2 per call): %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+        cr_assert(!memcmp(y3, ygpu2, ybytes), "%s: the clone with w2 per call, other bits", c->name);
+        ws_gpu_conv_free(cl);
+        ws_gpu_conv_free(g2);
+        ws_gpu_release(g, dw2);
+        free(w2), free(y3);
+    }
     if (hg && !col) { /* the tile's blocks an SM (launch bounds and carveout): narrow 3, small 2, large 1 */
         const int bps = ws_gpu_conv_hgemm_blocks_per_sm(gc);
         ws_hgemm_cfg q;
