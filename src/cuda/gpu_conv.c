@@ -116,7 +116,8 @@ struct ws_gpu_conv {
      * without weights; the preparation module's cast and pack entries (ptx_wprep.h) write
      * the call's w into wcall (float32) and whcall (the GEMM's packed weights) on the call's
      * stream. Plans made without weights allocate them at ws_gpu_conv_new, the others at
-     * their first call with a->w. */
+     * their first call with a->w; the inner plan of a conv through its columns has neither
+     * (its W' comes from the outer plan's "_wpad" into the outer plan's wpc). */
     int has_w;             /* made with weights */
     ws_dtype dw_wt;        /* the type the depthwise kernels read w in (ws_dw_emit_w) */
     wscu_module prepmod;
@@ -389,21 +390,22 @@ static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     /* weights given per call in a 16-bit type: the depthwise kernels read them as they are */
     c->dw_wt = w ? WS_F32 : d->w_type;
     ws_direct_name(d, c->name);
-    if (!(ptx = ws_direct_emit(d, g->emit_major, g->emit_minor, err)))
-        goto fail;
     ws_cu *cu = &g->cu;
     CU_TRY(cu, CtxSetCurrent(g->ctx), err);
-    if (ws_gpu_module(g, c->name, ptx, &c->mod, err))
-        goto fail;
-    if (d->op == WS_CONV_BWD) {
-        for (int p = 0; p < WS_DIRECT_NPARTS; p++) {
-            char entry[WS_DIRECT_NAME_MAX];
-            ws_direct_bwd_entry(d, (ws_direct_part)p, entry);
-            CU_TRY(cu, ModuleGetFunction(&c->bwd[p], c->mod, entry), err);
+    if (!inner) { /* an inner plan runs its Hopper GEMM alone (launch_col): no direct kernel */
+        if (!(ptx = ws_direct_emit(d, g->emit_major, g->emit_minor, err)) ||
+            ws_gpu_module(g, c->name, ptx, &c->mod, err))
+            goto fail;
+        if (d->op == WS_CONV_BWD) {
+            for (int p = 0; p < WS_DIRECT_NPARTS; p++) {
+                char entry[WS_DIRECT_NAME_MAX];
+                ws_direct_bwd_entry(d, (ws_direct_part)p, entry);
+                CU_TRY(cu, ModuleGetFunction(&c->bwd[p], c->mod, entry), err);
+            }
+            c->fn = c->bwd[WS_DIRECT_GZ];
+        } else {
+            CU_TRY(cu, ModuleGetFunction(&c->fn, c->mod, c->name), err);
         }
-        c->fn = c->bwd[WS_DIRECT_GZ];
-    } else {
-        CU_TRY(cu, ModuleGetFunction(&c->fn, c->mod, c->name), err);
     }
     if (ws_dw_fits(d)) {
         char dwname[WS_DW_NAME_MAX];
@@ -420,8 +422,7 @@ static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         }
         c->dw_v = ws_dw_vec(d);
     }
-    /* an inner plan runs its Hopper GEMM alone (col_call_fits): no gemm module for it */
-    if (ws_gemm_fits(d) && !inner) {
+    if (ws_gemm_fits(d) && !inner) { /* nor the gemm module */
         char gname[WS_GEMM_NAME_MAX];
         free(ptx);
         if (!(ptx = ws_gemm_emit(d, g->emit_major, g->emit_minor, err)))
@@ -492,8 +493,9 @@ static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     if (b && (ws_gpu_alloc(g, (size_t)d->c_out * sizeof *b, &c->b, err) ||
               ws_gpu_upload(g, c->b, b, (size_t)d->c_out * sizeof *b, err)))
         goto fail;
-    if ((c->gemmfn || c->hgfn) && ws_gemm_packs(d)) { /* W as the gemm kernel reads it: rounded to the
-                                                         math type, in its order of r */
+    if ((c->gemmfn || c->hgfn) && ws_gemm_packs(d)) { /* W as the gemm or Hopper GEMM kernel reads
+                                                         it: rounded to the math type, in its order
+                                                         of r */
         const size_t wb = ws_gemm_packed_bytes(d);
         void *wh = malloc(wb);
         if (!wh) {
@@ -1264,8 +1266,6 @@ static int col_call_fits(const ws_gpu_conv *c, const ws_conv_args *a, int t_out)
     return hgemm_call_fits(c->colp, &in, t_out, NULL);
 }
 
-static int launch(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err);
-
 /* a call col_call_fits admits: W' where the call gives weights ("_wpad"), the columns
  * ("_col") into the staging scratch, then the inner plan's call over them. 0, or -1 err */
 static int launch_col(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st, ws_err *err)
@@ -1291,6 +1291,11 @@ static int launch_col(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_str
     x->has_w = had;
     if (bad)
         return -1;
+    /* the inner plan runs its Hopper GEMM alone (it reads W' from x->wh; the plan has no other
+     * kernel that would): col_call_fits asked the same, so this holds */
+    hg_call h;
+    if (!hgemm_call_fits(x, &in, t2, &h))
+        return ws_errf(err, "ws_gpu_conv_run: the Hopper GEMM does not take the columns' conv of this call");
     uint64_t px = (uint64_t)(uintptr_t)a->x, pxc = c->hx;
     uint32_t n32 = (uint32_t)N, tin = (uint32_t)a->t_in, tout = (uint32_t)t_out;
     ws_kargs k;
@@ -1316,7 +1321,7 @@ static int launch_col(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_str
     CU_TRY(cu, LaunchKernel(c->colfn, (unsigned)((T + WS_HCOL_THREADS - 1) / WS_HCOL_THREADS), n32, 1,
                             WS_HCOL_THREADS, 1, 1, 0, st, k.v, NULL), err);
     x->has_w = 1;
-    const int rc = launch(x, &in, t2, st, err);
+    const int rc = launch_hgemm(x, &in, t2, &h, st, err);
     x->has_w = had, x->wh = own;
     if (rc)
         return -1;

@@ -104,7 +104,8 @@ void ws_gpu_user_stream_free(ws_gpu *g, uint64_t stream);
 
 /* The kernels plan c loaded, one line each: entry name, block threads ("-" where the call
  * picks them), registers and local (stack, spill) bytes as the driver reports them; then
- * those of its dx plan (a dense BWD plan's). The depthwise causal module's entries
+ * the columns' "_col" and "_wpad" entries and the kernels of their inner plan (a conv through
+ * its columns, ptx_hcol.h), and those of its dx plan (a dense BWD plan's). The depthwise causal module's entries
  * (gpu_dws.c) are not listed. Writes at most cap bytes into buf (NUL-terminated, cut short
  * when full); returns the number of lines. */
 int ws_gpu_conv_report(const ws_gpu_conv *c, char *buf, size_t cap);
