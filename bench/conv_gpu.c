@@ -626,8 +626,9 @@ static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, const mode *m
         const double t0 = now_us();
         if (!(cs[j].gc = ws_gpu_conv_new(g, &cs[j].d, cs[j].w, cs[j].b, err)))
             goto done;
-        /* host time of making the plan: emitting and loading the modules this process has not
-         * loaded yet (with CUDA_CACHE_DISABLE=1, the driver's compile of each) */
+        /* host time of making the plan: emitting every module, loading those this process has
+         * not loaded yet (with CUDA_CACHE_DISABLE=1, the driver's compile of each), preparing
+         * and uploading the weights */
         fprintf(stderr, "plan %s call %d: %.1f ms\n", r->name, j, (now_us() - t0) / 1e3);
         ws_gpu_conv_no_hgemm(cs[j].gc, o->no_hgemm);
         ws_gpu_conv_no_phased(cs[j].gc, o->no_phased);

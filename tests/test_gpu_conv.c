@@ -2234,7 +2234,18 @@ static double run_mma_case(ws_gpu *g, const gcase *c, int m, int x_off, int y_of
         cr_assert_eq(ws_gpu_conv_run(cl, &aw, &e), 0, "%s (clone, w2 per call): %s", c->name, e.msg);
         cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
         cr_assert(!memcmp(y3, ygpu2, ybytes), "%s: the clone with w2 per call, other bits", c->name);
+        cr_assert_eq(ws_gpu_conv_hgemm_col_calls(cl), 2ul, "%s: the clone's call with w2 not through its columns",
+                     c->name);
         ws_gpu_conv_free(cl);
+        /* the plan after its clone is gone: its own W' buffer and inner plan still there */
+        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_run(gc, &aw, &e), 0, "%s (w2 per call, clone freed): %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+        cr_assert(!memcmp(y3, ygpu2, ybytes), "%s: w2 per call after the clone's free, other bits", c->name);
+        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s (own w, clone freed): %s", c->name, e.msg);
+        cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+        cr_assert(!memcmp(ygpu, ygpu2, ybytes), "%s: own weights after the clone's free, other bits", c->name);
         ws_gpu_conv_free(g2);
         ws_gpu_release(g, dw2);
         free(w2), free(y3);
