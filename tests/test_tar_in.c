@@ -4,7 +4,7 @@
  * and a GNU long name), written here byte by byte; every good member's output against the
  * same FLAC given as a loose file; the same shard gzipped; a truncated shard; --skip-existing
  * per member; the records' shard and member; a gzip member over --max-memory; GNU tar's own
- * shards (gnu and pax formats). */
+ * shards (gnu and pax formats); and ws_tarin_list's messages at a bad header. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "cli/tarin.h"
 #include "helpers.h"
 
 #define N_GOOD 200
@@ -469,4 +470,90 @@ Test(tar_in, gzip_shards_of_tar_in_are_taken_in_turn, .timeout = 120)
         snprintf(p, sizeof p, "%s/out/%s.npy", dir, names[i]);
         cr_assert(file_exists(p), "%s", names[i]);
     }
+}
+
+/* --- the walk's messages (ws_tarin_list) ----------------------------------------------- */
+
+typedef struct {
+    int n;         /* members listed */
+    int n_bad;     /* bad headers told */
+    uint64_t bad_off;
+    char bad_name[300], bad[1024];
+} walked;
+
+static int walk_member(void *ctx, const char *name, uint64_t off, uint64_t size, const char *bad)
+{
+    walked *w = ctx;
+    if (!bad) {
+        w->n++;
+        return 0;
+    }
+    w->n_bad++;
+    w->bad_off = off;
+    snprintf(w->bad_name, sizeof w->bad_name, "%s", name ? name : "");
+    snprintf(w->bad, sizeof w->bad, "%s", bad);
+    return 0;
+}
+
+static void walk_shard(const char *path, walked *w)
+{
+    memset(w, 0, sizeof *w);
+    struct ws_tarin_gz *g = NULL;
+    ws_err err = {{0}};
+    cr_assert_eq(ws_tarin_list(path, walk_member, w, &g, &err), 0, "%s", err.msg);
+    ws_tarin_gz_free(g);
+}
+
+/* A pax header whose record's length is wrong stops the walk with one message that names
+ * the header's offset (the member's name is not known yet). */
+Test(tar_in, a_malformed_pax_record_names_its_offset)
+{
+    char shard[700];
+    snprintf(shard, sizeof shard, "%s/pax.tar", test_tmpdir());
+    FILE *f = fopen(shard, "wb");
+    cr_assert(f);
+    add_member(f, "ok.flac", "fLaC", 4, 0);
+    unsigned char h[512];
+    header(h, "././@PaxHeader", 14, 'x', 0);
+    put_block(f, h, 512);
+    put_block(f, "12 path=x.wav\n", 14); /* the record is 14 bytes, not 12 */
+    add_member(f, "after.flac", "fLaC", 4, 0);
+    end_tar(f);
+    walked w;
+    walk_shard(shard, &w);
+    cr_assert_eq(w.n, 1);
+    cr_assert_eq(w.n_bad, 1);
+    cr_assert_eq(w.bad_off, 1024);
+    cr_assert(strstr(w.bad, "offset 1024") && strstr(w.bad, "malformed"), "%s", w.bad);
+}
+
+/* A gzip shard that ends inside a member's data: one message naming the member and where
+ * its data starts, as a plain shard's member past the end of the file does. */
+Test(tar_in, a_gzip_shard_cut_inside_a_member_names_its_offset)
+{
+    const char *dir = test_tmpdir();
+    char plain[700], cut[700];
+    snprintf(plain, sizeof plain, "%s/whole.tar", dir);
+    snprintf(cut, sizeof cut, "%s/cut.tar.gz", dir);
+    FILE *f = fopen(plain, "wb");
+    cr_assert(f);
+    char data[3000];
+    memset(data, 'x', sizeof data);
+    add_member(f, "ok.flac", "fLaC", 4, 0);
+    cr_assert_eq(add_member(f, "second.flac", data, sizeof data, 0), 1536);
+    end_tar(f);
+    size_t len;
+    char *t = read_file(plain, &len);
+    cr_assert(t);
+    gzFile z = gzopen(cut, "wb");
+    cr_assert(z);
+    cr_assert_eq(gzwrite(z, t, 1536 + 100), 1536 + 100);
+    cr_assert_eq(gzclose(z), Z_OK);
+    free(t);
+    walked w;
+    walk_shard(cut, &w);
+    cr_assert_eq(w.n, 1);
+    cr_assert_eq(w.n_bad, 1);
+    cr_assert_str_eq(w.bad_name, "second.flac");
+    cr_assert(strstr(w.bad, "offset 1536") && strstr(w.bad, "truncated"), "%s", w.bad);
 }

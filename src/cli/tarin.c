@@ -224,30 +224,30 @@ static int pax_records(const char *p, size_t n, char **name, uint64_t *size, cha
             len = len * 10 + (size_t)(p[i++] - '0');
         if (i == at || i >= n || p[i] != ' ' || len <= i - at + 1 || len > n - at ||
             p[at + len - 1] != '\n')
-            return snprintf(why, cap, "a pax header's record is malformed"), -1;
+            return snprintf(why, cap, "a record is malformed"), -1;
         const char *kv = p + i + 1, *end = p + at + len - 1;
         const char *eq = memchr(kv, '=', (size_t)(end - kv));
         if (!eq)
-            return snprintf(why, cap, "a pax header's record has no '='"), -1;
+            return snprintf(why, cap, "a record has no '='"), -1;
         const size_t kl = (size_t)(eq - kv), vl = (size_t)(end - eq - 1);
         if (kl == 4 && !memcmp(kv, "path", 4)) {
             if (memchr(eq + 1, 0, vl) || vl == 0)
-                return snprintf(why, cap, "a pax path record is empty or holds a NUL byte"), -1;
+                return snprintf(why, cap, "its path record is empty or holds a NUL byte"), -1;
             free(*name);
             if (!(*name = strndup(eq + 1, vl)))
                 return snprintf(why, cap, "out of memory"), -1;
         } else if (kl == 4 && !memcmp(kv, "size", 4)) {
             uint64_t v = 0;
             if (vl == 0 || vl > 19)
-                return snprintf(why, cap, "a pax size record is not a size"), -1;
+                return snprintf(why, cap, "its size record is not a size"), -1;
             for (size_t k = 0; k < vl; k++) {
                 char c = eq[1 + k];
                 if (c < '0' || c > '9')
-                    return snprintf(why, cap, "a pax size record is not a size"), -1;
+                    return snprintf(why, cap, "its size record is not a size"), -1;
                 v = v * 10 + (uint64_t)(c - '0');
             }
             if (v >= SIZE_LIMIT)
-                return snprintf(why, cap, "a pax size record is too large"), -1;
+                return snprintf(why, cap, "its size record is too large"), -1;
             *size = v;
         }
         at += len;
@@ -359,7 +359,9 @@ static int walk(walker *w, ws_tarin_fn fn, void *ctx)
                 char why[200];
                 uint64_t ps = UINT64_MAX;
                 if (pax_records(meta, (size_t)size, &next_name, &ps, why, sizeof why)) {
-                    rc = bad_at(fn, ctx, next_name, off, "%s; the rest is not read", why);
+                    char m[300];
+                    snprintf(m, sizeof m, "the pax header at offset %s: %s", o, why);
+                    rc = bad_at(fn, ctx, next_name, off, "%s; the rest is not read", m);
                     break;
                 }
                 if (ps != UINT64_MAX) {
@@ -371,7 +373,10 @@ static int walk(walker *w, ws_tarin_fn fn, void *ctx)
             if (ws_tarin_is_audio(name)) {
                 /* gzip: the member's bytes are all there before it is listed */
                 if (w->z && gz_skip(w->z, &w->pos, data + size, w->why, sizeof w->why)) {
-                    rc = bad_at(fn, ctx, name, off, "%s, inside the member's data", w->why);
+                    char m[400];
+                    snprintf(m, sizeof m, "%s, inside the member's %llu bytes at offset %llu",
+                             w->why, (unsigned long long)size, (unsigned long long)data);
+                    rc = bad_at(fn, ctx, name, off, "%s", m);
                     break;
                 }
                 if ((rc = fn(ctx, name, data, size, NULL)) != 0)
