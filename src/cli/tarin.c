@@ -20,6 +20,16 @@
 #define META_MAX ((uint64_t)1 << 20)
 /* Sizes past this are no file's (and offsets plus sizes cannot overflow). */
 #define SIZE_LIMIT ((uint64_t)1 << 62)
+/* zlib's buffer for a gzip shard, and the most one gzread asks for. zlib decompresses a
+ * request of twice its buffer or more straight into the caller's memory, and a stream
+ * that breaks inside one decompression loses all that decompression gave (gzread fails
+ * with none of it). Asked for less, it refills its own buffer, always from where the last
+ * refill ended and as far as the buffer holds (or its gzip member ends): the same places
+ * of the stream whatever is asked, so that the listing and the second pass lose the same
+ * bytes at a break, and a member the listing saw whole is read whole. */
+#define GZ_BUFFER (1 << 17)
+#define GZ_CHUNK ((uint64_t)1 << 16)
+_Static_assert(GZ_CHUNK < 2 * (uint64_t)GZ_BUFFER, "every gzread goes through zlib's buffer");
 
 struct ws_tarin_gz {
     char *path;
@@ -92,15 +102,24 @@ typedef struct {
 
 /* gzip: passes the decompressed bytes up to off (never back). 0, or -1 when the stream
  * ends or fails first (why set). */
+/* gzerror's message without the name zlib gives a gzdopen'd stream ("<fd:3>: "): the
+ * caller's message names the shard. *ze: its code. */
+static const char *gz_why(gzFile z, int *ze)
+{
+    const char *m = gzerror(z, ze);
+    const char *c = strncmp(m, "<fd:", 4) ? NULL : strstr(m, ">: ");
+    return c ? c + 3 : m;
+}
+
 static int gz_skip(gzFile z, uint64_t *pos, uint64_t off, char *why, size_t cap)
 {
-    static __thread char scratch[65536];
+    static __thread char scratch[GZ_CHUNK];
     while (*pos < off) {
         uint64_t k = off - *pos;
         int n = gzread(z, scratch, (unsigned)(k < sizeof scratch ? k : sizeof scratch));
         if (n <= 0) {
             int ze = Z_OK;
-            const char *zm = gzerror(z, &ze);
+            const char *zm = gz_why(z, &ze);
             snprintf(why, cap, "%s", n == 0 || ze == Z_BUF_ERROR || ze == Z_OK
                                          ? "the shard ends early (truncated)"
                                          : ze == Z_ERRNO ? strerror(errno) : zm);
@@ -117,16 +136,16 @@ static int64_t gz_take(gzFile z, uint64_t *pos, void *buf, uint64_t n, char *why
     uint64_t got = 0;
     while (got < n) {
         uint64_t k = n - got;
-        int r = gzread(z, (char *)buf + got, (unsigned)(k < (1u << 30) ? k : (1u << 30)));
+        int r = gzread(z, (char *)buf + got, (unsigned)(k < GZ_CHUNK ? k : GZ_CHUNK));
         if (r < 0) {
             int ze = Z_OK;
-            const char *zm = gzerror(z, &ze);
+            const char *zm = gz_why(z, &ze);
             snprintf(why, cap, "%s", ze == Z_ERRNO ? strerror(errno) : zm);
             return -1;
         }
         if (r == 0) {
             int ze = Z_OK;
-            const char *zm = gzerror(z, &ze);
+            const char *zm = gz_why(z, &ze);
             if (ze != Z_OK && ze != Z_BUF_ERROR) {
                 snprintf(why, cap, "%s", zm);
                 return -1;
@@ -423,7 +442,7 @@ int ws_tarin_list(const char *path, ws_tarin_fn fn, void *ctx, struct ws_tarin_g
             close(w.fd);
             return ws_errf(err, "out of memory");
         }
-        gzbuffer(w.z, 1 << 17);
+        gzbuffer(w.z, GZ_BUFFER);
         w.fd = -1; /* the gzFile's */
         g->st = st;
         pthread_mutex_init(&g->mu, NULL);
@@ -497,7 +516,7 @@ int ws_tarin_gz_read(struct ws_tarin_gz *g, uint64_t off, void *buf, uint64_t si
             snprintf(g->broken, sizeof g->broken, "the shard %s: %s", g->path, bad);
             return ws_errf(err, "%s", g->broken);
         }
-        gzbuffer(g->z, 1 << 17);
+        gzbuffer(g->z, GZ_BUFFER);
     }
     char why[256];
     if (off < g->pos) {
