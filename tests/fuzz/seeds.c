@@ -1,12 +1,13 @@
 /* seeds.c - writes the seed corpora of the fuzz harnesses:
- *   ws-fuzz-seeds DIR   ->  DIR/audio/, DIR/gguf/, DIR/ckpt/  (`make fuzz-seeds`)
+ *   ws-fuzz-seeds DIR   ->  DIR/{audio,gguf,ckpt,tarin}/  (`make fuzz-seeds`)
  *
  * Valid small files of each kind the readers take, made with libsndfile and our
  * own GGUF writer, or assembled here byte by byte from the published layouts
- * (safetensors, whisper.cpp's ggml .bin); then the handcrafted headers that once
- * hung or crashed a reader, or that carry the sizes writers leave when they
- * stream to a pipe. Findings of later fuzz runs are added to the corpora as
- * files of their own (crash-*, timeout-*), not made here.
+ * (safetensors, whisper.cpp's ggml .bin, ustar/pax/GNU tar); then the handcrafted
+ * headers that once hung or crashed a reader, that carry the sizes writers leave
+ * when they stream to a pipe, or (tar shards) that each break one rule of the
+ * walk. Findings of later fuzz runs are added to the corpora as files of their
+ * own (crash-*, timeout-*), not made here.
  */
 #include <math.h>
 #include <sndfile.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include "gguf/gguf.h"
 
@@ -357,6 +359,294 @@ static void ggml_seed(void)
     write_file(path_of("ckpt", "ggml-tiny.bin"), h.b, h.n);
 }
 
+/* --- tar shards (src/cli/tarin.c) ------------------------------------------- */
+
+/* A shard being built: 512-byte blocks (POSIX.1-2001 ustar, pax 'x' records,
+ * GNU 'L' long names). */
+typedef struct {
+    unsigned char b[32768];
+    size_t n;
+} tarbuf;
+
+static void tar_put(tarbuf *t, const void *p, size_t n)
+{
+    if (t->n + n > sizeof t->b)
+        die("tar seed", "too large");
+    memcpy(t->b + t->n, p, n);
+    t->n += n;
+}
+
+static void tar_pad(tarbuf *t)
+{
+    static const unsigned char zero[512];
+    tar_put(t, zero, (512 - t->n % 512) % 512);
+}
+
+/* A header: name (and ustar's prefix), size (octal in 11 digits, else GNU's base-256),
+ * typeflag, link name; gnu: GNU's magic "ustar  " instead of POSIX's "ustar\0" "00". */
+static void tar_header(tarbuf *t, const char *prefix, const char *name, uint64_t size, char type,
+                       const char *link, int gnu)
+{
+    unsigned char h[512] = {0};
+    memcpy(h, name, strnlen(name, 100));
+    memcpy(h + 100, "0000644", 8), memcpy(h + 108, "0001750", 8), memcpy(h + 116, "0001750", 8);
+    if (size < (uint64_t)1 << 33) {
+        snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
+    } else {
+        h[124] = 0x80;
+        for (int i = 0; i < 8; i++)
+            h[135 - i] = (unsigned char)(size >> (8 * i));
+    }
+    memcpy(h + 136, "14707165400", 12);
+    h[156] = (unsigned char)type;
+    if (link)
+        memcpy(h + 157, link, strnlen(link, 100));
+    memcpy(h + 257, gnu ? "ustar  " : "ustar\0" "00", 8);
+    memcpy(h + 265, "user", 4), memcpy(h + 297, "user", 4);
+    if (prefix)
+        memcpy(h + 345, prefix, strnlen(prefix, 155));
+    memset(h + 148, ' ', 8);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++)
+        sum += h[i];
+    snprintf((char *)h + 148, 8, "%06o", sum); /* six digits, NUL, then the space left */
+    tar_put(t, h, 512);
+}
+
+static void tar_data(tarbuf *t, const void *p, size_t n)
+{
+    tar_put(t, p, n);
+    tar_pad(t);
+}
+
+static void tar_file(tarbuf *t, const char *name, const char *data)
+{
+    tar_header(t, NULL, name, strlen(data), '0', NULL, 0);
+    tar_data(t, data, strlen(data));
+}
+
+static void tar_end(tarbuf *t)
+{
+    static const unsigned char zero[1024];
+    tar_put(t, zero, sizeof zero);
+}
+
+/* One pax record "LEN KEY=VALUE\n" appended to rec (LEN counts the whole record). */
+static void pax_record(char *rec, size_t cap, const char *key, const char *value)
+{
+    const size_t body = strlen(key) + strlen(value) + 3; /* ' ', '=', '\n' */
+    size_t n = body + 1;
+    while ((size_t)snprintf(NULL, 0, "%zu", n) + body != n)
+        n++;
+    const size_t at = strlen(rec);
+    snprintf(rec + at, cap - at, "%zu %s=%s\n", n, key, value);
+}
+
+static void tar_pax(tarbuf *t, const char *rec)
+{
+    tar_header(t, NULL, "./PaxHeaders/x", strlen(rec), 'x', NULL, 0);
+    tar_data(t, rec, strlen(rec));
+}
+
+static void tar_longname(tarbuf *t, const char *name)
+{
+    tar_header(t, NULL, "././@LongLink", strlen(name) + 1, 'L', NULL, 1);
+    tar_data(t, name, strlen(name) + 1);
+}
+
+static void tar_write(const char *name, const tarbuf *t, size_t n)
+{
+    write_file(path_of("tarin", name), t->b, n);
+}
+
+/* The first n bytes of t, gzip-compressed (zlib's gzip header: no name, mtime 0). */
+static void tar_write_gz(const char *name, const tarbuf *t, size_t n, const char *mode)
+{
+    gzFile z = gzopen(path_of("tarin", name), mode);
+    if (!z || gzwrite(z, t->b, (unsigned)n) != (int)n || gzclose(z) != Z_OK)
+        die(name, "cannot write");
+}
+
+static const char WAV[] = "RIFF\x24\x01\x02\x03WAVEfmt data"; /* a member: not decoded here */
+
+static void tarin_seeds(void)
+{
+    char longdir[201], rec[2048], name[400];
+    memset(longdir, 'd', 200);
+    longdir[200] = 0;
+    tarbuf t = {.n = 0};
+
+    tar_file(&t, "a.wav", WAV), tar_file(&t, "spk1/u001.flac", "fLaC"),
+        tar_file(&t, "spk1/u001.json", "{\"text\": \"a\"}"), tar_end(&t);
+    tar_write("ustar-names.tar", &t, t.n);
+
+    t.n = 0;
+    tar_header(&t, "corpus/speaker-0001/session-02", "utt.seg.mp3", 3, '0', NULL, 0);
+    tar_data(&t, "ID3", 3), tar_end(&t);
+    tar_write("ustar-prefix-name.tar", &t, t.n);
+
+    t.n = 0; /* a pax path and size; the ustar size field says 0 */
+    rec[0] = 0;
+    snprintf(name, sizeof name, "%s/long.opus", longdir);
+    pax_record(rec, sizeof rec, "mtime", "1700000000.5"), pax_record(rec, sizeof rec, "path", name);
+    pax_record(rec, sizeof rec, "size", "4");
+    tar_pax(&t, rec);
+    tar_header(&t, NULL, "PaxHeaders/long.opus", 0, '0', NULL, 0), tar_data(&t, "OggS", 4);
+    tar_end(&t);
+    tar_write("pax-path-size.tar", &t, t.n);
+
+    t.n = 0; /* a global pax header first, then a member */
+    rec[0] = 0;
+    pax_record(rec, sizeof rec, "comment", "made by hand");
+    tar_header(&t, NULL, "./PaxHeaders/global", strlen(rec), 'g', NULL, 0);
+    tar_data(&t, rec, strlen(rec)), tar_file(&t, "b.ogg", "OggS"), tar_end(&t);
+    tar_write("pax-global.tar", &t, t.n);
+
+    t.n = 0;
+    snprintf(name, sizeof name, "%s/gnu.long.wav", longdir);
+    tar_longname(&t, name);
+    tar_header(&t, NULL, "dddd/gnu.long.wav", 4, '0', NULL, 1), tar_data(&t, "RIFF", 4);
+    tar_end(&t);
+    tar_write("gnu-long-name.tar", &t, t.n);
+
+    t.n = 0; /* an empty member; a directory, links, a contiguous file, a FIFO */
+    tar_header(&t, NULL, "empty.wav", 0, '0', NULL, 0);
+    tar_header(&t, NULL, "dir/", 0, '5', NULL, 0);
+    tar_header(&t, NULL, "dir/link.wav", 0, '2', "../empty.wav", 0);
+    tar_header(&t, NULL, "dir/hard.wav", 0, '1', "empty.wav", 0);
+    tar_header(&t, NULL, "fifo.wav", 0, '6', NULL, 0);
+    tar_header(&t, NULL, "contig.aiff", 4, '7', NULL, 0), tar_data(&t, "FORM", 4);
+    tar_header(&t, NULL, "old.au", 4, '\0', NULL, 0), tar_data(&t, ".snd", 4);
+    tar_end(&t);
+    tar_write("empty-dir-links.tar", &t, t.n);
+
+    t.n = 0; /* GNU base-256 size; keys that name no output */
+    tar_header(&t, NULL, "b256.wav", 4, '0', NULL, 1);
+    memset(t.b + t.n - 512 + 124, 0, 12);
+    t.b[t.n - 512 + 124] = 0x80, t.b[t.n - 512 + 135] = 4;
+    {
+        unsigned char *h = t.b + t.n - 512;
+        memset(h + 148, ' ', 8);
+        unsigned sum = 0;
+        for (int i = 0; i < 512; i++)
+            sum += h[i];
+        snprintf((char *)h + 148, 8, "%06o", sum);
+    }
+    tar_data(&t, "RIFF", 4);
+    tar_file(&t, "../evil.wav", "RIFF"), tar_file(&t, "/abs.wav", "RIFF");
+    tar_file(&t, "./././spk/./x.wav", "RIFF"), tar_file(&t, "a//b.flac", "fLaC");
+    tar_end(&t);
+    tar_write("base256-bad-keys.tar", &t, t.n);
+
+    t.n = 0; /* no end blocks: the file's end ends the walk */
+    tar_file(&t, "c.wav", WAV);
+    tar_write("no-end-blocks.tar", &t, t.n);
+
+    /* the same members gzipped; two gzip members one after the other */
+    t.n = 0;
+    tar_file(&t, "a.wav", WAV), tar_file(&t, "a.txt", "text");
+    tar_header(&t, NULL, "empty.flac", 0, '0', NULL, 0);
+    rec[0] = 0;
+    snprintf(name, sizeof name, "%s/pax.m4a", longdir);
+    pax_record(rec, sizeof rec, "path", name), pax_record(rec, sizeof rec, "size", "8");
+    tar_pax(&t, rec), tar_header(&t, NULL, "pax.m4a", 0, '0', NULL, 0), tar_data(&t, "ftypM4A ", 8);
+    snprintf(name, sizeof name, "%s/gnu.mp3", longdir);
+    tar_longname(&t, name), tar_header(&t, NULL, "gnu.mp3", 3, '0', NULL, 1), tar_data(&t, "ID3", 3);
+    tar_file(&t, "z.wav", WAV);
+    const size_t half = t.n / 1024 * 512;
+    tar_end(&t);
+    tar_write_gz("members.tar.gz", &t, t.n, "wb9");
+    tar_write("members.tar", &t, t.n);
+    {
+        char p[4096];
+        snprintf(p, sizeof p, "%s", path_of("tarin", "two-gzip-members.tgz"));
+        gzFile z = gzopen(p, "wb");
+        if (!z || gzwrite(z, t.b, (unsigned)half) != (int)half || gzclose(z) != Z_OK)
+            die(p, "cannot write");
+        z = gzopen(p, "ab1");
+        if (!z || gzwrite(z, t.b + half, (unsigned)(t.n - half)) != (int)(t.n - half) ||
+            gzclose(z) != Z_OK)
+            die(p, "cannot write");
+    }
+
+    /* each breaks one rule: the walk stops there with one message */
+    t.n = 0;
+    tar_file(&t, "ok.wav", WAV), tar_file(&t, "sum.wav", WAV), tar_end(&t);
+    tarbuf bad = t;
+    bad.b[1024 + 148] ^= 1; /* the second header's checksum */
+    tar_write("bad-checksum.tar", &bad, bad.n);
+    bad = t;
+    memcpy(bad.b + 1024 + 124, "00000000x24", 11); /* not octal (and the sum redone) */
+    {
+        unsigned char *h = bad.b + 1024;
+        memset(h + 148, ' ', 8);
+        unsigned sum = 0;
+        for (int i = 0; i < 512; i++)
+            sum += h[i];
+        snprintf((char *)h + 148, 8, "%06o", sum);
+    }
+    tar_write("bad-size-not-octal.tar", &bad, bad.n);
+    tar_write("bad-member-past-eof.tar", &t, 1024 + 512 + 8);
+    tar_write("bad-ends-inside-header.tar", &t, 1024 + 300);
+    tar_write_gz("bad-truncated-member.tar.gz", &t, 1024 + 512 + 8, "wb");
+    {
+        size_t n; /* the gzip stream itself cut short */
+        unsigned char *gz = read_whole(path_of("tarin", "members.tar.gz"), &n);
+        write_file(path_of("tarin", "bad-truncated-gzip.tar.gz"), gz, n / 2);
+        free(gz);
+    }
+
+    t.n = 0;
+    tar_file(&t, "ok.wav", WAV);
+    tar_pax(&t, "12 path=x.wav\n"); /* the length says 12, the record is 14 */
+    tar_file(&t, "after.wav", WAV), tar_end(&t);
+    tar_write("bad-pax-record-length.tar", &t, t.n);
+
+    t.n = 0;
+    tar_file(&t, "ok.wav", WAV);
+    tar_header(&t, NULL, "././@LongLink", 1, 'L', NULL, 1), tar_data(&t, "", 1);
+    tar_file(&t, "after.wav", WAV), tar_end(&t);
+    tar_write("bad-empty-long-name.tar", &t, t.n);
+
+    { /* a gzip stream that breaks after its members: a.wav (600 KiB), x.wav, b.wav, then
+       * pad.bin up to 782 KiB and a deflate block of the reserved type. The listing's refills
+       * of zlib's 128 KiB buffer (256 KiB of output) end at 768 KiB, before the break; a
+       * reader that decompressed a.wav straight into its buffer refilled from a.wav's end
+       * (600.5 KiB) and lost b.wav at the break (src/cli/tarin.c, GZ_CHUNK). */
+        const size_t a = 600 << 10, pad = 179 << 10, n = 512 + a + 3 * 1024 + 512 + pad;
+        unsigned char *big = calloc(n, 1), *z = malloc(n + 4096);
+        if (!big || !z)
+            die("tar seed", "out of memory");
+        tarbuf hb = {.n = 0};
+        tar_header(&hb, NULL, "a.wav", a, '0', NULL, 0);
+        memcpy(big, hb.b, 512);
+        for (size_t i = 0; i < a; i++)
+            big[512 + i] = (unsigned char)(i * 7 % 251);
+        hb.n = 0;
+        tar_file(&hb, "x.wav", WAV), tar_file(&hb, "b.wav", WAV);
+        tar_header(&hb, NULL, "pad.bin", pad, '0', NULL, 0);
+        memcpy(big + 512 + a, hb.b, hb.n);
+        z_stream s = {0};
+        if (deflateInit2(&s, 9, Z_DEFLATED, 16 + 15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+            die("tar seed", "deflateInit2");
+        s.next_in = big, s.avail_in = (uInt)n, s.next_out = z, s.avail_out = (uInt)(n + 4000);
+        if (deflate(&s, Z_SYNC_FLUSH) != Z_OK) /* ends on a byte boundary */
+            die("tar seed", "deflate");
+        size_t zn = (size_t)(s.next_out - z);
+        deflateEnd(&s);
+        z[zn++] = 0x06; /* BFINAL 0, BTYPE 3 (reserved): "invalid block type" */
+        memset(z + zn, 0xAB, 32);
+        write_file(path_of("tarin", "gzip-breaks-after-a-large-member.tar.gz"), z, zn + 32);
+        free(big);
+        free(z);
+    }
+
+    t.n = 0; /* an extended header over 1 MiB (gzip: the file's size is not known) */
+    tar_file(&t, "ok.wav", WAV);
+    tar_header(&t, NULL, "./PaxHeaders/huge", (uint64_t)2 << 20, 'x', NULL, 0), tar_end(&t);
+    tar_write_gz("bad-pax-over-1mib.tar.gz", &t, t.n, "wb");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -368,6 +658,7 @@ int main(int argc, char **argv)
     gguf_seeds();
     safetensors_seed();
     ggml_seed();
+    tarin_seeds();
     size_t n;
     unsigned char *g = read_whole(path_of("gguf", "stem-f16-align64.gguf"), &n);
     write_file(path_of("ckpt", "stem.gguf"), g, n);
