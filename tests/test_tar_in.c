@@ -478,6 +478,7 @@ typedef struct {
     int n;         /* members listed */
     int n_bad;     /* bad headers told */
     uint64_t bad_off;
+    int bad_named; /* the bad header's name was not NULL */
     char bad_name[300], bad[1024];
 } walked;
 
@@ -490,6 +491,7 @@ static int walk_member(void *ctx, const char *name, uint64_t off, uint64_t size,
     }
     w->n_bad++;
     w->bad_off = off;
+    w->bad_named = name != NULL;
     snprintf(w->bad_name, sizeof w->bad_name, "%s", name ? name : "");
     snprintf(w->bad, sizeof w->bad, "%s", bad);
     return 0;
@@ -627,4 +629,26 @@ Test(tar_in, a_gzip_member_listed_before_a_break_in_the_stream_reads_back)
     free(buf);
     free(t);
     free(z);
+}
+
+/* A header with an empty name whose member runs past the end of the file: the message is
+ * told with no name (the caller then fails the shard itself, not "SHARD:"). */
+Test(tar_in, a_bad_header_with_an_empty_name_names_no_member)
+{
+    char shard[700];
+    snprintf(shard, sizeof shard, "%s/noname.tar", test_tmpdir());
+    FILE *f = fopen(shard, "wb");
+    cr_assert(f);
+    add_member(f, "ok.flac", "fLaC", 4, 0);
+    unsigned char h[512];
+    header(h, "", 4096, '0', 0);
+    put_block(f, h, 512);
+    end_tar(f);
+    walked w;
+    walk_shard(shard, &w);
+    cr_assert_eq(w.n, 1);
+    cr_assert_eq(w.n_bad, 1);
+    cr_assert_eq(w.bad_off, 1024);
+    cr_assert(!w.bad_named, "named '%s'", w.bad_name);
+    cr_assert(strstr(w.bad, "run past the end"), "%s", w.bad);
 }

@@ -274,13 +274,14 @@ static int pax_records(const char *p, size_t n, char **name, uint64_t *size, cha
     return 0;
 }
 
-/* The walk's end at a bad header: fn told, once. */
+/* The walk's end at a bad header: fn told, once. A header whose name field is empty names
+ * no member: the shard is the input that fails, not "SHARD:". */
 static int bad_at(ws_tarin_fn fn, void *ctx, const char *name, uint64_t off, const char *fmt,
                   const char *a)
 {
     char msg[1024];
     snprintf(msg, sizeof msg, fmt, a);
-    return fn(ctx, name, off, 0, msg);
+    return fn(ctx, name && *name ? name : NULL, off, 0, msg);
 }
 
 static int walk(walker *w, ws_tarin_fn fn, void *ctx)

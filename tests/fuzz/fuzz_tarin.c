@@ -8,8 +8,9 @@
  *     its bytes inside the file; its key, when it has one, names no file outside the
  *     output directory (no leading '/', no empty, "." or ".." part);
  *   - a bad header: one non-empty line that names the header's (or its data's) offset
- *     (and not the descriptor zlib names a stream by), at a multiple of 512, and nothing
- *     listed after it (the walk stops there).
+ *     (and not the descriptor zlib names a stream by), at a multiple of 512, with a
+ *     member's name that is not empty (or none), and nothing listed after it (the walk
+ *     stops there).
  * A gzip shard's members are then read back through its reader in shard order (every
  * third one passed over unread, so that the reader skips), and each must read whole
  * and be the bytes of the decompressed stream at its offset: the listing decompressed
@@ -89,7 +90,7 @@ static int on_member(void *ctx, const char *name, uint64_t off, uint64_t size, c
     if (bad) {
         l->bad = 1;
         if (!bad[0] || strchr(bad, '\n') || strchr(bad, '\r') || off % 512 || off < l->end ||
-            !names_offset(bad, off, off + 512) || strstr(bad, "<fd:"))
+            !names_offset(bad, off, off + 512) || strstr(bad, "<fd:") || (name && !name[0]))
             __builtin_trap();
         return 0;
     }
