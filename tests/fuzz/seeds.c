@@ -1,5 +1,5 @@
 /* seeds.c - writes the seed corpora of the fuzz harnesses:
- *   ws-fuzz-seeds DIR   ->  DIR/{audio,gguf,ckpt,tarin}/  (`make fuzz-seeds`)
+ *   ws-fuzz-seeds DIR   ->  DIR/{audio,gguf,ckpt,tarin,list}/  (`make fuzz-seeds`)
  *
  * Valid small files of each kind the readers take, made with libsndfile and our
  * own GGUF writer, or assembled here byte by byte from the published layouts
@@ -647,6 +647,101 @@ static void tarin_seeds(void)
     tar_write_gz("bad-pax-over-1mib.tar.gz", &t, t.n, "wb");
 }
 
+/* --- --list files (src/cli/names.c) ----------------------------------------- */
+
+/* A list seed: the harness's first byte (pick: the list's name and the run's options,
+ * tests/fuzz/fuzz_list.c), then the list; gz: the list gzip-compressed. */
+static void list_seed(const char *name, unsigned char pick, const char *text, int gz)
+{
+    bytes h = {.n = 0};
+    put(&h, &pick, 1);
+    if (!gz) {
+        str(&h, text);
+    } else {
+        const char *tmp = path_of("list", ".gz.tmp");
+        gzFile z = gzopen(tmp, "wb9");
+        if (!z || gzwrite(z, text, (unsigned)strlen(text)) != (int)strlen(text) ||
+            gzclose(z) != Z_OK)
+            die(name, "cannot write");
+        size_t n;
+        unsigned char *b = read_whole(tmp, &n);
+        put(&h, b, n);
+        free(b);
+        remove(tmp);
+    }
+    write_file(path_of("list", name), h.b, h.n);
+}
+
+#define LIST_TXT 0
+#define LIST_JSONL 1
+#define LIST_GZ 2
+#define LIST_JSONL_GZ 3
+#define LIST_KEEP_EXT 4
+#define LIST_TAR_SIZE 8
+#define LIST_SHARD 16
+
+static const char LHOTSE_CUT[] =
+    "{\"id\": \"cut-1\", \"start\": 0.5, \"duration\": 2.0, \"channel\": 0, \"supervisions\": [], "
+    "\"recording\": {\"id\": \"rec\", \"sources\": [{\"type\": \"file\", \"channels\": [0], "
+    "\"source\": \"audio/rec.flac\"}], \"sampling_rate\": 16000, \"num_samples\": 48000, "
+    "\"duration\": 3.0}, \"type\": \"MonoCut\"}\n";
+
+static void list_seeds(void)
+{
+    list_seed("paths.txt", LIST_TXT, "a.wav\nb/c.flac\n# a comment\n\nd.mp3\r\na.wav\n", 0);
+    list_seed("path-ending-in-slash.txt", LIST_TXT, "dir/\nother.wav\n", 0); /* OUT/.npy */
+    list_seed("paths-clash-keep-ext.txt", LIST_KEEP_EXT,
+              "x/a.wav\ny/a.wav\nz/a.flac\n.hidden\ndir/\n", 0);
+    list_seed("tsv-segments.txt", LIST_TXT,
+              "clip.wav\t0\t1.5\nclip.wav\t1.5\t0\tmy-id\nclip.wav\t2\t1\t\nx.wav\t-1\t2\n"
+              "y.wav\t1e1\t0x1p2\n\t1\t2\nname\twith\ttabs\tand more\ttabs\n", 0);
+    list_seed("tsv-bad-ids.txt", LIST_TXT, "a.wav\t0\t1\t..\na.wav\t0\t1\tx/y\na.wav\t0\t1\t.\n", 0);
+    list_seed("tsv-segments-tar-size.txt", LIST_TAR_SIZE,
+              "clip.wav\t0\t1\tone\nclip.wav\t1\t1\ttwo\nclip.wav\t2\t1\tthree\nloose.wav\n", 0);
+    list_seed("shards-missing.txt", LIST_SHARD, "missing.tar\nalso.TGZ\nnot/there.tar.gz\n", 0);
+    /* the tar seeds, by their place in the tree (the fuzz runs start at the top) */
+    list_seed("shards-of-the-corpus.txt", LIST_TXT,
+              "tests/fuzz/corpus/tarin/members.tar\ntests/fuzz/corpus/tarin/bad-checksum.tar\n", 0);
+    list_seed("shards-of-the-corpus-tar-size.txt", LIST_TAR_SIZE,
+              "tests/fuzz/corpus/tarin/members.tar.gz\ntests/fuzz/corpus/tarin/ustar-prefix-name.tar\n", 0);
+    list_seed("nemo.jsonl", LIST_JSONL,
+              "{\"audio_filepath\": \"a.wav\", \"offset\": 1.0, \"duration\": 2.0, \"text\": \"hi\"}\n"
+              "{\"audio_filepath\": \"/abs/b.wav\"}\n"
+              "{\"audio_filepath\": \"c.wav\", \"duration\": null, \"offset\": null}\n"
+              "{\"audio_filepath\": \"\"}\n{\"audio_filepath\": 3}\n"
+              "{\"audio_filepath\": \"d.wav\", \"offset\": -1}\n"
+              "{\"audio_filepath\": \"d.wav\", \"duration\": \"2\"}\n{\"text\": \"no path\"}\n"
+              "[1, 2]\nnot json\n   \n", 0);
+    list_seed("nemo-by-first-line.txt", LIST_TXT,
+              "# a comment first\n\n  {\"audio_filepath\": \"a.wav\"}\n", 0);
+    list_seed("lhotse.jsonl", LIST_JSONL, LHOTSE_CUT, 0);
+    list_seed("lhotse-refused.jsonl", LIST_JSONL,
+              "{\"id\": \"u\", \"start\": 0, \"duration\": 1, \"recording\": {\"sources\": "
+              "[{\"type\": \"url\", \"channels\": [0], \"source\": \"http://x/a.wav\"}]}}\n"
+              "{\"id\": \"t\", \"start\": 0, \"duration\": 1, \"recording\": {\"transforms\": "
+              "[{\"name\": \"Speed\"}], \"sources\": [{\"type\": \"file\", \"source\": \"a.wav\"}]}}\n"
+              "{\"id\": \"m\", \"start\": 0, \"duration\": 1, \"channel\": 1, \"recording\": "
+              "{\"sources\": [{\"type\": \"file\", \"channels\": [0, 1], \"source\": \"a.wav\"}]}}\n"
+              "{\"id\": \"c\", \"start\": 0, \"duration\": 1, \"channel\": 2, \"recording\": "
+              "{\"sources\": [{\"type\": \"file\", \"channels\": [0], \"source\": \"a.wav\"}]}}\n"
+              "{\"id\": \"..\", \"start\": 0, \"duration\": 1, \"recording\": {\"sources\": "
+              "[{\"type\": \"file\", \"source\": \"a.wav\"}]}}\n"
+              "{\"type\": \"MixedCut\", \"id\": \"x\"}\n{\"id\": 1, \"recording\": {}}\n"
+              "{\"id\": \"s\", \"start\": 0}\n{\"start\": 0}\n", 0);
+    list_seed("json-escapes.jsonl", LIST_JSONL,
+              "{\"audio_filepath\": \"\\udcff\\udc80.wav\"}\n"
+              "{\"audio_filepath\": \"\\ud83d\\ude00.wav\"}\n"
+              "{\"audio_filepath\": \"a\\u0000.wav\"}\n"
+              "{\"audio_filepath\": \"a\\\\u0000.wav\"}\n"
+              "{\"audio_filepath\": \"line\\nbreak.wav\"}\n", 0);
+    bytes h = {.n = 0}; /* a NUL byte: no list */
+    le(&h, LIST_TXT, 1), put(&h, "a.wav\nb\0.wav\n", 13);
+    write_file(path_of("list", "nul-byte.txt"), h.b, h.n);
+    list_seed("paths.gz", LIST_GZ, "a.wav\nb.flac\nclip.wav\t0\t1\n", 1);
+    list_seed("paths-not-gzip.gz", LIST_GZ, "a.wav\nb.flac\n", 0);
+    list_seed("lhotse.jsonl.gz", LIST_JSONL_GZ | LIST_SHARD, LHOTSE_CUT, 1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -659,6 +754,7 @@ int main(int argc, char **argv)
     safetensors_seed();
     ggml_seed();
     tarin_seeds();
+    list_seeds();
     size_t n;
     unsigned char *g = read_whole(path_of("gguf", "stem-f16-align64.gguf"), &n);
     write_file(path_of("ckpt", "stem.gguf"), g, n);
