@@ -551,7 +551,8 @@ static void tarin_seeds(void)
     pax_record(rec, sizeof rec, "path", name), pax_record(rec, sizeof rec, "size", "8");
     tar_pax(&t, rec), tar_header(&t, NULL, "pax.m4a", 0, '0', NULL, 0), tar_data(&t, "ftypM4A ", 8);
     snprintf(name, sizeof name, "%s/gnu.mp3", longdir);
-    tar_longname(&t, name), tar_header(&t, NULL, "gnu.mp3", 3, '0', NULL, 1), tar_data(&t, "ID3", 3);
+    tar_longname(&t, name), tar_header(&t, NULL, "gnu.mp3", 3, '0', NULL, 1);
+    tar_data(&t, "ID3", 3);
     tar_file(&t, "z.wav", WAV);
     const size_t half = t.n / 1024 * 512;
     tar_end(&t);
@@ -695,7 +696,8 @@ static void list_seeds(void)
     list_seed("tsv-segments.txt", LIST_TXT,
               "clip.wav\t0\t1.5\nclip.wav\t1.5\t0\tmy-id\nclip.wav\t2\t1\t\nx.wav\t-1\t2\n"
               "y.wav\t1e1\t0x1p2\n\t1\t2\nname\twith\ttabs\tand more\ttabs\n", 0);
-    list_seed("tsv-bad-ids.txt", LIST_TXT, "a.wav\t0\t1\t..\na.wav\t0\t1\tx/y\na.wav\t0\t1\t.\n", 0);
+    list_seed("tsv-bad-ids.txt", LIST_TXT,
+              "a.wav\t0\t1\t..\na.wav\t0\t1\tx/y\na.wav\t0\t1\t.\n", 0);
     list_seed("tsv-segments-tar-size.txt", LIST_TAR_SIZE,
               "clip.wav\t0\t1\tone\nclip.wav\t1\t1\ttwo\nclip.wav\t2\t1\tthree\nloose.wav\n", 0);
     list_seed("shards-missing.txt", LIST_SHARD, "missing.tar\nalso.TGZ\nnot/there.tar.gz\n", 0);
@@ -703,9 +705,11 @@ static void list_seeds(void)
     list_seed("shards-of-the-corpus.txt", LIST_TXT,
               "tests/fuzz/corpus/tarin/members.tar\ntests/fuzz/corpus/tarin/bad-checksum.tar\n", 0);
     list_seed("shards-of-the-corpus-tar-size.txt", LIST_TAR_SIZE,
-              "tests/fuzz/corpus/tarin/members.tar.gz\ntests/fuzz/corpus/tarin/ustar-prefix-name.tar\n", 0);
+              "tests/fuzz/corpus/tarin/members.tar.gz\n"
+              "tests/fuzz/corpus/tarin/ustar-prefix-name.tar\n", 0);
     list_seed("nemo.jsonl", LIST_JSONL,
-              "{\"audio_filepath\": \"a.wav\", \"offset\": 1.0, \"duration\": 2.0, \"text\": \"hi\"}\n"
+              "{\"audio_filepath\": \"a.wav\", \"offset\": 1.0, \"duration\": 2.0, "
+              "\"text\": \"hi\"}\n"
               "{\"audio_filepath\": \"/abs/b.wav\"}\n"
               "{\"audio_filepath\": \"c.wav\", \"duration\": null, \"offset\": null}\n"
               "{\"audio_filepath\": \"\"}\n{\"audio_filepath\": 3}\n"
@@ -719,9 +723,11 @@ static void list_seeds(void)
               "{\"id\": \"u\", \"start\": 0, \"duration\": 1, \"recording\": {\"sources\": "
               "[{\"type\": \"url\", \"channels\": [0], \"source\": \"http://x/a.wav\"}]}}\n"
               "{\"id\": \"t\", \"start\": 0, \"duration\": 1, \"recording\": {\"transforms\": "
-              "[{\"name\": \"Speed\"}], \"sources\": [{\"type\": \"file\", \"source\": \"a.wav\"}]}}\n"
+              "[{\"name\": \"Speed\"}], \"sources\": [{\"type\": \"file\", "
+              "\"source\": \"a.wav\"}]}}\n"
               "{\"id\": \"m\", \"start\": 0, \"duration\": 1, \"channel\": 1, \"recording\": "
-              "{\"sources\": [{\"type\": \"file\", \"channels\": [0, 1], \"source\": \"a.wav\"}]}}\n"
+              "{\"sources\": [{\"type\": \"file\", \"channels\": [0, 1], "
+              "\"source\": \"a.wav\"}]}}\n"
               "{\"id\": \"c\", \"start\": 0, \"duration\": 1, \"channel\": 2, \"recording\": "
               "{\"sources\": [{\"type\": \"file\", \"channels\": [0], \"source\": \"a.wav\"}]}}\n"
               "{\"id\": \"..\", \"start\": 0, \"duration\": 1, \"recording\": {\"sources\": "
