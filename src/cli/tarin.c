@@ -100,8 +100,6 @@ typedef struct {
     char why[256];  /* why a read came short: a read error, the gzip stream's own */
 } walker;
 
-/* gzip: passes the decompressed bytes up to off (never back). 0, or -1 when the stream
- * ends or fails first (why set). */
 /* gzerror's message without the name zlib gives a gzdopen'd stream ("<fd:3>: "): the
  * caller's message names the shard. *ze: its code. */
 static const char *gz_why(gzFile z, int *ze)
@@ -111,6 +109,8 @@ static const char *gz_why(gzFile z, int *ze)
     return c ? c + 3 : m;
 }
 
+/* gzip: passes the decompressed bytes up to off (never back). 0, or -1 when the stream
+ * ends or fails first (why set). */
 static int gz_skip(gzFile z, uint64_t *pos, uint64_t off, char *why, size_t cap)
 {
     static __thread char scratch[GZ_CHUNK];
