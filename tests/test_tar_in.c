@@ -506,23 +506,35 @@ static void walk_shard(const char *path, walked *w)
     ws_tarin_gz_free(g);
 }
 
-/* A pax header whose record's length is wrong stops the walk with one message that names
- * the header's offset (the member's name is not known yet). */
-Test(tar_in, a_malformed_pax_record_names_its_offset)
+/* a plain shard in the test directory: member ok.flac (its header at offset 0, so the next
+ * header is at 1024), then what `bad` writes, then the end blocks; walked into *w */
+static void walk_after_one_member(const char *file, void (*bad)(FILE *), walked *w)
 {
     char shard[700];
-    snprintf(shard, sizeof shard, "%s/pax.tar", test_tmpdir());
+    snprintf(shard, sizeof shard, "%s/%s", test_tmpdir(), file);
     FILE *f = fopen(shard, "wb");
     cr_assert(f);
     add_member(f, "ok.flac", "fLaC", 4, 0);
+    bad(f);
+    end_tar(f);
+    walk_shard(shard, w);
+}
+
+static void bad_pax_record(FILE *f)
+{
     unsigned char h[512];
     header(h, "././@PaxHeader", 14, 'x', 0);
     put_block(f, h, 512);
     put_block(f, "12 path=x.wav\n", 14); /* the record is 14 bytes, not 12 */
     add_member(f, "after.flac", "fLaC", 4, 0);
-    end_tar(f);
+}
+
+/* A pax header whose record's length is wrong stops the walk with one message that names
+ * the header's offset (the member's name is not known yet). */
+Test(tar_in, a_malformed_pax_record_names_its_offset)
+{
     walked w;
-    walk_shard(shard, &w);
+    walk_after_one_member("pax.tar", bad_pax_record, &w);
     cr_assert_eq(w.n, 1);
     cr_assert_eq(w.n_bad, 1);
     cr_assert_eq(w.bad_off, 1024);
@@ -631,21 +643,19 @@ Test(tar_in, a_gzip_member_listed_before_a_break_in_the_stream_reads_back)
     free(z);
 }
 
+static void bad_nameless_member(FILE *f)
+{
+    unsigned char h[512];
+    header(h, "", 4096, '0', 0);
+    put_block(f, h, 512);
+}
+
 /* A header with an empty name whose member runs past the end of the file: the message is
  * told with no name (the caller then fails the shard itself, not "SHARD:"). */
 Test(tar_in, a_bad_header_with_an_empty_name_names_no_member)
 {
-    char shard[700];
-    snprintf(shard, sizeof shard, "%s/noname.tar", test_tmpdir());
-    FILE *f = fopen(shard, "wb");
-    cr_assert(f);
-    add_member(f, "ok.flac", "fLaC", 4, 0);
-    unsigned char h[512];
-    header(h, "", 4096, '0', 0);
-    put_block(f, h, 512);
-    end_tar(f);
     walked w;
-    walk_shard(shard, &w);
+    walk_after_one_member("noname.tar", bad_nameless_member, &w);
     cr_assert_eq(w.n, 1);
     cr_assert_eq(w.n_bad, 1);
     cr_assert_eq(w.bad_off, 1024);
