@@ -148,6 +148,28 @@ Test(cli, every_clash_is_reported_in_one_pass)
     cr_assert(strstr(err, "11 clashes in all; --root DIR keeps"), "%s", err);
 }
 
+/* Inputs whose last part is empty, "." or ".." name directories: under -O they would all write
+ * OUT/.npy or OUT/..npy, a clash that stopped the run. Each fails alone; the others run. */
+Test(cli, inputs_that_end_in_a_directory_fail_alone_under_outdir)
+{
+    const char *dir = test_tmpdir();
+    char a[1024], sub[1024], list[1024], out[1024], cmd[8192], err[8192], text[8192];
+    snprintf(a, sizeof a, "%s/x.wav", dir);
+    snprintf(sub, sizeof sub, "%s/d", dir);
+    snprintf(list, sizeof list, "%s/list.txt", dir);
+    put_audio(a, WAV);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    snprintf(text, sizeof text, "%s/\n%s/d/\n%s\n%s/.\n%s/d/..\n", dir, dir, a, dir, dir);
+    put_text(list, text);
+    snprintf(cmd, sizeof cmd, "%s --mel -O %s/out --list %s", ws_bin(), dir, list);
+    cr_assert_eq(run_cmd(cmd, err, sizeof err), 1, "%s", err);
+    cr_assert_null(strstr(err, "would both write"), "%s", err);
+    cr_assert_eq(count(err, "the path ends in a directory"), 4, "%s", err);
+    cr_assert(strstr(err, "1 written, 4 failed"), "%s", err);
+    snprintf(out, sizeof out, "%s/out/x.npy", dir);
+    cr_assert_eq(access(out, F_OK), 0, "%s", err);
+}
+
 Test(cli, clashes_across_shards_are_found_by_every_task)
 {
     const char *dir = test_tmpdir();

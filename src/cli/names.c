@@ -1027,6 +1027,15 @@ static char *segment_in_tree(char *out, const char *id)
 }
 
 /* "DIR/<basename without extension>.npy" (with it: keep_ext); "-" is named "stdin". */
+/* 0 when the input's last path part is empty, "." or "..": it can only name a directory, and
+ * under -O it would write OUT/.npy or OUT/..npy (so two of them would clash and stop the
+ * run); such an input fails alone instead */
+static int names_a_file(const char *input)
+{
+    const char *slash = strrchr(input, '/'), *base = slash ? slash + 1 : input;
+    return *base && strcmp(base, ".") && strcmp(base, "..");
+}
+
 static void outdir_path(const char *dir, const char *input, int keep_ext, char *buf, size_t cap)
 {
     const char *base = strcmp(input, "-") == 0 ? "stdin" : input;
@@ -1320,6 +1329,10 @@ int ws_cli_output_names(options *o, ws_cli_names *nm)
                 break;
             }
             snprintf(outs[i], cap, "%s/%s.npy", o->outdir, sg->id);
+            continue;
+        }
+        if (o->outdir && !names_a_file(o->inputs[i])) { /* "d/", ".", "..": no name under -O */
+            whys[i] = "the path ends in a directory ('/', '.' or '..'), not a file";
             continue;
         }
         size_t cap = (o->outdir ? strlen(o->outdir) : 0) + strlen(o->inputs[i]) + 16;
