@@ -357,7 +357,7 @@ cleanup:
     return -1;
 }
 
-static int col_load(ws_gpu_conv *c, const void *w, const float *b, ws_err *err);
+static int col_load(ws_gpu_conv *c, const float *wf, const float *b, ws_err *err);
 
 /* ws_gpu_conv_new, with CONV_* flags */
 static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, const float *b, int flags,
@@ -382,6 +382,11 @@ static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         ws_errf(err, "ws_gpu_conv_new: out of memory (weights %zu floats)", nw);
         goto fail;
     }
+    if (w && d->w_type == WS_F32)
+        memcpy(wf, w, nw * sizeof *wf);
+    else if (w)
+        for (size_t i = 0; i < nw; i++)
+            wf[i] = ws_ld(w, d->w_type, i);
     c->g = g;
     c->d = *d;
     c->has_w = w != NULL;
@@ -469,7 +474,7 @@ static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
             goto fail;
     }
     if (!c->hgfn && !flags && cu->TensorMapEncodeTiled && ws_hcol_fits(d, g->emit_major, g->emit_minor) &&
-        col_load(c, w, b, err))
+        col_load(c, wf, b, err))
         goto fail;
     if (ws_dws_fits(d) && !(c->dws = ws_dws_load(g, d, err)))
         goto fail;
@@ -482,13 +487,9 @@ static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
         free(ptx);
         return c;
     }
-    if (d->w_type == WS_F32)
-        memcpy(wf, w, nw * sizeof *wf);
-    else
-        for (size_t i = 0; i < nw; i++)
-            wf[i] = ws_ld(w, d->w_type, i);
-    if (ws_gpu_alloc(g, nw * sizeof *wf, &c->w, err) ||
-        ws_gpu_upload(g, c->w, wf, nw * sizeof *wf, err))
+    /* float32 w for the direct and FFMA kernels (an inner plan runs neither: it reads wh) */
+    if (!inner && (ws_gpu_alloc(g, nw * sizeof *wf, &c->w, err) ||
+                   ws_gpu_upload(g, c->w, wf, nw * sizeof *wf, err)))
         goto fail;
     if (b && (ws_gpu_alloc(g, (size_t)d->c_out * sizeof *b, &c->b, err) ||
               ws_gpu_upload(g, c->b, b, (size_t)d->c_out * sizeof *b, err)))
@@ -525,11 +526,11 @@ ws_gpu_conv *ws_gpu_conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
     return conv_new(g, d, w, b, 0, err);
 }
 
-/* the columns of a short conv (ptx_hcol.h): their module, the inner plan (with W' in float32
- * from w where the plan has weights, else without) and the buffer W' of weights given per call
- * is prepared into. Where the inner plan has no Hopper GEMM the plan goes without (colp 0).
- * 0, or -1 with err */
-static int col_load(ws_gpu_conv *c, const void *w, const float *b, ws_err *err)
+/* the columns of a short conv (ptx_hcol.h): their module, the inner plan (with W' from the
+ * plan's weights wf, float32, where it has them, else without) and the buffer W' of weights
+ * given per call is prepared into. Where the inner plan has no Hopper GEMM the plan goes
+ * without (colp 0). 0, or -1 with err */
+static int col_load(ws_gpu_conv *c, const float *wf, const float *b, ws_err *err)
 {
     const ws_conv_desc *d = &c->d;
     ws_gpu *g = c->g;
@@ -549,20 +550,16 @@ static int col_load(ws_gpu_conv *c, const void *w, const float *b, ws_err *err)
     CU_TRY(cu, ModuleGetFunction(&c->wpadfn, c->colmod, en), err);
     ws_conv_desc in;
     ws_hcol_inner(d, &in);
-    const size_t R = (size_t)d->c_in * (size_t)d->k, O = (size_t)d->c_out;
+    const size_t O = (size_t)d->c_out;
     const size_t RP = ws_hcol_pad(d) ? (size_t)ws_hcol_cp(d) * (size_t)d->k : (size_t)ws_hcol_rp(d);
-    if (w) {
-        float *wf = malloc(O * R * sizeof *wf), *wp = malloc(O * RP * sizeof *wp);
-        if (!wf || !wp) {
-            free(wf), free(wp);
+    if (wf) {
+        float *wp = malloc(O * RP * sizeof *wp);
+        if (!wp)
             return ws_errf(err, "ws_gpu_conv_new: out of memory (weights %zu floats)", O * RP);
-        }
-        for (size_t i = 0; i < O * R; i++)
-            wf[i] = ws_ld(w, d->w_type, i);
         ws_hcol_weights(d, wf, wp);
         in.w_type = WS_F32;
         c->colp = conv_new(g, &in, wp, b, CONV_INNER, err);
-        free(wf), free(wp);
+        free(wp);
     } else {
         c->colp = conv_new(g, &in, NULL, NULL, CONV_INNER, err);
     }
