@@ -35,7 +35,12 @@ int ws_audio_ask_reserve(load_opts *o, size_t held, size_t samples, size_t overh
     return 0;
 }
 
-/* Makes room for `need` samples. */
+/* Floats allocated past cap: libsoxr 0.1.3 may read a sample or two past the output length it
+ * is given (valgrind: an 8-byte read 4 bytes past a 4-sample buffer, flushing an RF64 file of
+ * 1.06 MHz to 16 kHz; at a page's end that read faults). The slack is never written. */
+#define OUT_SLACK 8
+
+/* Makes room for `need` samples (and OUT_SLACK more, unused). */
 int ws_audio_out_grow(outbuf *b, size_t need, ws_err *err)
 {
     if (need <= b->cap)
@@ -52,7 +57,8 @@ int ws_audio_out_grow(outbuf *b, size_t need, ws_err *err)
         b->reserved = ncap;
     }
     float *ny;
-    if (ws_mul_size(ncap, sizeof *ny, &bytes) || !(ny = realloc(b->y, bytes)))
+    if (ncap > SIZE_MAX - OUT_SLACK || ws_mul_size(ncap + OUT_SLACK, sizeof *ny, &bytes) ||
+        !(ny = realloc(b->y, bytes)))
         return ws_errf(err, "%s: out of memory for %zu samples", b->o->name, ncap);
     b->y = ny;
     b->cap = ncap;
