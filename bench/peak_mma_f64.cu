@@ -91,8 +91,10 @@ static float timed(F launch)
         launch();
         cudaEventRecord(e1);
         cudaEventSynchronize(e1);
-        if (cudaGetLastError() != cudaSuccess)
-            return -1;
+        if (cudaGetLastError() != cudaSuccess) {
+            ms = -1;
+            break;
+        }
         cudaEventElapsedTime(&ms, e0, e1);
     }
     cudaEventDestroy(e0);

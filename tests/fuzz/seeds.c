@@ -58,7 +58,7 @@ static unsigned char *read_whole(const char *path, size_t *n)
 /* --- a byte builder -------------------------------------------------------- */
 
 typedef struct {
-    unsigned char b[4096];
+    unsigned char b[32768]; /* the largest seed: a tar shard of several members */
     size_t n;
 } bytes;
 
@@ -361,30 +361,18 @@ static void ggml_seed(void)
 
 /* --- tar shards (src/cli/tarin.c) ------------------------------------------- */
 
-/* A shard being built: 512-byte blocks (POSIX.1-2001 ustar, pax 'x' records,
- * GNU 'L' long names). */
-typedef struct {
-    unsigned char b[32768];
-    size_t n;
-} tarbuf;
+/* A shard being built in a byte builder: 512-byte blocks (POSIX.1-2001 ustar, pax 'x'
+ * records, GNU 'L' long names). */
 
-static void tar_put(tarbuf *t, const void *p, size_t n)
-{
-    if (t->n + n > sizeof t->b)
-        die("tar seed", "too large");
-    memcpy(t->b + t->n, p, n);
-    t->n += n;
-}
-
-static void tar_pad(tarbuf *t)
+static void tar_pad(bytes *t)
 {
     static const unsigned char zero[512];
-    tar_put(t, zero, (512 - t->n % 512) % 512);
+    put(t, zero, (512 - t->n % 512) % 512);
 }
 
 /* A header: name (and ustar's prefix), size (octal in 11 digits, else GNU's base-256),
  * typeflag, link name; gnu: GNU's magic "ustar  " instead of POSIX's "ustar\0" "00". */
-static void tar_header(tarbuf *t, const char *prefix, const char *name, uint64_t size, char type,
+static void tar_header(bytes *t, const char *prefix, const char *name, uint64_t size, char type,
                        const char *link, int gnu)
 {
     unsigned char h[512] = {0};
@@ -410,25 +398,25 @@ static void tar_header(tarbuf *t, const char *prefix, const char *name, uint64_t
     for (int i = 0; i < 512; i++)
         sum += h[i];
     snprintf((char *)h + 148, 8, "%06o", sum); /* six digits, NUL, then the space left */
-    tar_put(t, h, 512);
+    put(t, h, 512);
 }
 
-static void tar_data(tarbuf *t, const void *p, size_t n)
+static void tar_data(bytes *t, const void *p, size_t n)
 {
-    tar_put(t, p, n);
+    put(t, p, n);
     tar_pad(t);
 }
 
-static void tar_file(tarbuf *t, const char *name, const char *data)
+static void tar_file(bytes *t, const char *name, const char *data)
 {
     tar_header(t, NULL, name, strlen(data), '0', NULL, 0);
     tar_data(t, data, strlen(data));
 }
 
-static void tar_end(tarbuf *t)
+static void tar_end(bytes *t)
 {
     static const unsigned char zero[1024];
-    tar_put(t, zero, sizeof zero);
+    put(t, zero, sizeof zero);
 }
 
 /* One pax record "LEN KEY=VALUE\n" appended to rec (LEN counts the whole record). */
@@ -442,25 +430,25 @@ static void pax_record(char *rec, size_t cap, const char *key, const char *value
     snprintf(rec + at, cap - at, "%zu %s=%s\n", n, key, value);
 }
 
-static void tar_pax(tarbuf *t, const char *rec)
+static void tar_pax(bytes *t, const char *rec)
 {
     tar_header(t, NULL, "./PaxHeaders/x", strlen(rec), 'x', NULL, 0);
     tar_data(t, rec, strlen(rec));
 }
 
-static void tar_longname(tarbuf *t, const char *name)
+static void tar_longname(bytes *t, const char *name)
 {
     tar_header(t, NULL, "././@LongLink", strlen(name) + 1, 'L', NULL, 1);
     tar_data(t, name, strlen(name) + 1);
 }
 
-static void tar_write(const char *name, const tarbuf *t, size_t n)
+static void tar_write(const char *name, const bytes *t, size_t n)
 {
     write_file(path_of("tarin", name), t->b, n);
 }
 
 /* The first n bytes of t, gzip-compressed (zlib's gzip header: no name, mtime 0). */
-static void tar_write_gz(const char *name, const tarbuf *t, size_t n, const char *mode)
+static void tar_write_gz(const char *name, const bytes *t, size_t n, const char *mode)
 {
     gzFile z = gzopen(path_of("tarin", name), mode);
     if (!z || gzwrite(z, t->b, (unsigned)n) != (int)n || gzclose(z) != Z_OK)
@@ -474,7 +462,7 @@ static void tarin_seeds(void)
     char longdir[201], rec[2048], name[400];
     memset(longdir, 'd', 200);
     longdir[200] = 0;
-    tarbuf t = {.n = 0};
+    bytes t = {.n = 0};
 
     tar_file(&t, "a.wav", WAV), tar_file(&t, "spk1/u001.flac", "fLaC"),
         tar_file(&t, "spk1/u001.json", "{\"text\": \"a\"}"), tar_end(&t);
@@ -573,7 +561,7 @@ static void tarin_seeds(void)
     /* each breaks one rule: the walk stops there with one message */
     t.n = 0;
     tar_file(&t, "ok.wav", WAV), tar_file(&t, "sum.wav", WAV), tar_end(&t);
-    tarbuf bad = t;
+    bytes bad = t;
     bad.b[1024 + 148] ^= 1; /* the second header's checksum */
     tar_write("bad-checksum.tar", &bad, bad.n);
     bad = t;
@@ -618,7 +606,7 @@ static void tarin_seeds(void)
         unsigned char *big = calloc(n, 1), *z = malloc(n + 4096);
         if (!big || !z)
             die("tar seed", "out of memory");
-        tarbuf hb = {.n = 0};
+        bytes hb = {.n = 0};
         tar_header(&hb, NULL, "a.wav", a, '0', NULL, 0);
         memcpy(big, hb.b, 512);
         for (size_t i = 0; i < a; i++)
