@@ -20,7 +20,8 @@
  * threads at once and sums them: the peak with N cores busy (clocks drop as more run).
  * --convs [N_MELS D] instead times the stem's conv1 and conv2 alone on one thread: through the
  * engine, and as the bare product (with and without the GELU epilogue), each as a share of
- * the core's FMA peak measured in the same run (min of 30 runs); the engine's also counting
+ * the core's FMA peak measured in the same run for the path the engine runs (AVX-512 or AVX2,
+ * as WS_CPU_ISA and the CPU pick; min of 30 runs); the engine's also counting
  * only the multiply-adds it does where it computes rows by minimal filtering (row_group 2;
  * WS_CPU_WINOGRAD=0 for the direct sums). --kernel instead times the
  * bare product on blocks that stay in cache (192 rows; 384 x 256, 384 x 1152 and 32 x 256),
@@ -80,6 +81,22 @@ __attribute__((target("avx2,fma"))) static double peak256(long n)
         z = _mm256_add_ps(z, a[i]);
     _mm256_storeu_ps(s, z);
     return s[0] == 12345.0f ? 0 : 2.0 * 8 * 12 * (double)n / t / 1e9;
+}
+
+/* the probe of the path the engine runs (WS_CPU_ISA and the CPU): AVX-512 or AVX2; 0 on the
+ * plain-C path, which has no FMA peak to be a share of. *name: the path's name for the line */
+static double peak_path(const char **name)
+{
+    if (ws_cpu_isa() >= WS_ISA_AVX512) {
+        *name = "avx512";
+        return peak512(100000000L);
+    }
+    if (ws_cpu_isa() >= WS_ISA_AVX2) {
+        *name = "avx2";
+        return peak256(100000000L);
+    }
+    *name = "scalar";
+    return 0;
 }
 #endif
 
@@ -180,8 +197,13 @@ static int convs(int n_mels, int d, int reps)
         xin[i] = (float)(ws_rng_uniform(&r) - 0.5);
     for (int i = 0; i < d; i++)
         b[i] = 0.01f;
-    const double peak = peak512(100000000L);
-    printf("fma_peak_avx512_gflops=%.1f threads=1 sgemm=%s\n", peak, ws_blas_name());
+    const char *isa;
+    const double peak = peak_path(&isa);
+    if (peak <= 0) {
+        fprintf(stderr, "bench-cpu: --convs: the plain-C path has no FMA peak to compare with\n");
+        return 2;
+    }
+    printf("fma_peak_gflops=%.1f isa=%s threads=1 sgemm=%s\n", peak, isa, ws_blas_name());
     for (int c = 0; c < 2; c++) {
         const int K = 3 * cin[c];
         float *w = malloc(sizeof(float) * (size_t)d * K);
@@ -232,7 +254,12 @@ int main(int argc, char **argv)
 {
     if (argc == 2 && !strcmp(argv[1], "--kernel")) { /* the product on blocks already in cache */
 #if defined(__x86_64__)
-        double peak = peak512(100000000L), g[3];
+        const char *isa;
+        double peak = peak_path(&isa), g[3];
+        if (peak <= 0) {
+            fprintf(stderr, "bench-cpu: --kernel: the plain-C path has no FMA peak to compare with\n");
+            return 2;
+        }
         static const int shapes[][3] = {{192, 384, 256}, {192, 384, 1152}, {192, 32, 256}};
         for (int i = 0; i < 3; i++) {
             const int m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
@@ -256,12 +283,12 @@ int main(int argc, char **argv)
             g[i] = 2.0 * m * n * k * reps / best / 1e9;
             free(a), free(bb), free(c), free(pk);
         }
-        const double after = peak512(100000000L); /* the higher of the probes before and after */
+        const double after = peak_path(&isa); /* the higher of the probes before and after */
         peak = after > peak ? after : peak;
         for (int i = 0; i < 3; i++)
             printf("kernel M=%d N=%d K=%d gflops=%.1f pct=%.1f\n", shapes[i][0], shapes[i][1], shapes[i][2],
                    g[i], 100 * g[i] / peak);
-        printf("fma_peak_avx512_gflops=%.1f sgemm=%s\n", peak, ws_blas_name());
+        printf("fma_peak_gflops=%.1f isa=%s sgemm=%s\n", peak, isa, ws_blas_name());
         return 0;
 #else
         fprintf(stderr, "bench-cpu: --kernel needs x86-64 (the peak probe)\n");
