@@ -71,6 +71,60 @@ Test(conv, vectorised_epilogue_equals_scalar_gelu_bit_for_bit)
     free(y);
 }
 
+/* The act rows (gelu.c) run in blocks of 64 values, then of 8, then one by one, and their
+ * steps are vectorised differently in each block and each CPU clone: every value must get
+ * the bits it gets alone, wherever it falls in a row, and every NaN result must be the one
+ * quiet NaN (an AVX-512 clone once gave a NaN gradient the sign bit in its blocks of 8). */
+static float bits_f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+Test(conv, act_rows_give_each_value_the_bits_it_has_alone)
+{
+    enum { NV = 97, MAXN = 200 };
+    float vals[NV];
+    ws_rng r = {21};
+    for (int i = 0; i < NV; i++)
+        vals[i] = (float)((ws_rng_uniform(&r) * 2 - 1) * (i % 3 ? 8.0 : 40.0));
+    const float special[] = { NAN, -NAN, bits_f(0x7fa00001u), bits_f(0xffc00123u), INFINITY, -INFINITY,
+                              0.0f, -0.0f, 1e-40f, -1e-40f, 3e38f, -3e38f, -9.0f, -87.5f };
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        vals[i * 7 % NV] = special[i];
+    static const ws_act acts[] = { WS_ACT_GELU, WS_ACT_SILU, WS_ACT_RELU };
+    static const int lens[] = { 1, 7, 8, 9, 17, 63, 64, 65, 71, 129, MAXN };
+    float row[MAXN], g[MAXN], z[MAXN];
+    for (size_t a = 0; a < sizeof acts / sizeof *acts; a++)
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+            for (int off = 0; off < NV; off += 13) {
+                const int n = lens[li];
+                for (int i = 0; i < n; i++) {
+                    row[i] = z[i] = vals[(off + i) % NV];
+                    g[i] = i % 5 == 4 ? vals[(off + 3 * i) % NV] : 1.0f + 0.01f * (float)i; /* NaN dy too */
+                }
+                ws_bias_act_rows(row, 1, n, n, NULL, acts[a], NULL);
+                ws_act_grad_rows(g, z, n, acts[a]);
+                for (int i = 0; i < n; i++) {
+                    float y1 = z[i], g1 = i % 5 == 4 ? vals[(off + 3 * i) % NV] : 1.0f + 0.01f * (float)i;
+                    ws_bias_act_rows(&y1, 1, 1, 1, NULL, acts[a], NULL);
+                    ws_act_grad_rows(&g1, &z[i], 1, acts[a]);
+                    uint32_t u[4];
+                    memcpy(&u[0], &row[i], 4), memcpy(&u[1], &y1, 4), memcpy(&u[2], &g[i], 4), memcpy(&u[3], &g1, 4);
+                    cr_assert(u[0] == u[1] && u[2] == u[3],
+                              "act %d, row of %d, place %d, x %a: y %08x alone %08x, grad %08x alone %08x",
+                              (int)acts[a], n, i, (double)z[i], u[0], u[1], u[2], u[3]);
+                    if (acts[a] != WS_ACT_RELU) {
+                        cr_assert(!isnan(y1) || u[1] == 0x7fc00000u, "act %d x %a: NaN %08x", (int)acts[a],
+                                  (double)z[i], u[1]);
+                        cr_assert(!isnan(g1) || u[3] == 0x7fc00000u, "act %d x %a: NaN grad %08x",
+                                  (int)acts[a], (double)z[i], u[3]);
+                    }
+                }
+            }
+}
+
 /* Runs one conv on time-major x [t][ic] through a padded buffer. */
 static float *run_conv(const ws_rowconv_desc *c, const float *w, const float *b, const float *x,
                        int t_in, int threads, int *t_out)
