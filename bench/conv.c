@@ -7,6 +7,8 @@
  *   dw_bwd      the same, backward alone (dx, dw, db)
  *   dw_fwdbwd   the same, forward then backward (dx, dw, db)
  *   dil_relu    dense K3 dilation 9 pad 9 + bias + ReLU, N32 C512 T32
+ *   dw_silu     dw_fwd + SiLU (causal-conv1d's activation="silu", as Mamba runs it)
+ *   dw_silu_bwd the same, backward alone (the SiLU's gradient, dx, dw, db)
  *   copy        memcpy of the depthwise cases' x (N2 C1536 T2048 floats, 25 MB) to another
  *               buffer, on each of the threads (a slice each): the copy bandwidth the
  *               depthwise rows are a fraction of (bytes read + written)
@@ -52,6 +54,8 @@ static const bcase CASES[] = {
     {"dw_bwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, WS_ACT_NONE, 2},
     {"dw_fwdbwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, WS_ACT_NONE, 1},
     {"dil_relu", 32, 512, 512, 1, 3, 9, 9, 9, 32, WS_ACT_RELU, 0},
+    {"dw_silu", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, WS_ACT_SILU, 0},
+    {"dw_silu_bwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, WS_ACT_SILU, 2},
 };
 
 typedef struct {

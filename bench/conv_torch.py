@@ -17,6 +17,8 @@ CASES = [
     ("dw_bwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, None, 2),
     ("dw_fwdbwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, None, 1),
     ("dil_relu", 32, 512, 512, 1, 3, 9, 9, 9, 32, "relu", 0),
+    ("dw_silu", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, "silu", 0),
+    ("dw_silu_bwd", 2, 1536, 1536, 1536, 4, 1, 3, 0, 2048, "silu", 2),
 ]
 
 
@@ -40,7 +42,7 @@ def main():
 
         def fwd():
             y = F.conv1d(F.pad(x, (pl, pr)), w, b, dilation=dil, groups=g)
-            return F.relu(y) if act == "relu" else y
+            return F.relu(y) if act == "relu" else F.silu(y) if act == "silu" else y
 
         dy = torch.rand_like(fwd().detach()) * 2 - 1
         ts = []

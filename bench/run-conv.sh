@@ -14,7 +14,7 @@ echo "date: $(date -u +%F)  cpu: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p
 THREADS=${THREADS:-1}
 printf "| case | threads | whisper-stem us | whisper-stem GB/s (of copy) | PyTorch us | PyTorch / whisper-stem |\n|---|---|---|---|---|---|\n"
 copy=
-for c in copy read2 dw_fwd dw_bwd dw_fwdbwd dil_relu; do
+for c in copy read2 dw_fwd dw_bwd dw_fwdbwd dil_relu dw_silu dw_silu_bwd; do
     ours=$($BIN --threads $THREADS --reps $REPS --case $c)
     o=$(val us "$ours"); g=$(val gbps "$ours")
     if [ $c = copy ]; then
