@@ -193,18 +193,18 @@ static int convs(int n_mels, int d, int reps)
     ws_stem_descs(n_mels, d, WS_PREC_FP32, pair);
     ws_rng r = {7};
     const int cin[2] = {n_mels, d}, M[2] = {T, T / 2}, S[2] = {1, 2}, rows[2] = {256, 192};
-    float *xin = malloc(sizeof(float) * (size_t)(T + 2) * d), *h = malloc(sizeof(float) * (size_t)T * d);
-    float *y = malloc(sizeof(float) * (size_t)T * d), *b = malloc(sizeof(float) * d);
-    for (size_t i = 0; i < (size_t)(T + 2) * d; i++)
-        xin[i] = (float)(ws_rng_uniform(&r) - 0.5);
-    for (int i = 0; i < d; i++)
-        b[i] = 0.01f;
     const char *isa;
     const double peak = peak_path(&isa);
     if (peak <= 0) {
         fprintf(stderr, "bench-cpu: --convs: the plain-C path has no FMA peak to compare with\n");
         return 2;
     }
+    float *xin = malloc(sizeof(float) * (size_t)(T + 2) * d), *h = malloc(sizeof(float) * (size_t)T * d);
+    float *y = malloc(sizeof(float) * (size_t)T * d), *b = malloc(sizeof(float) * d);
+    for (size_t i = 0; i < (size_t)(T + 2) * d; i++)
+        xin[i] = (float)(ws_rng_uniform(&r) - 0.5);
+    for (int i = 0; i < d; i++)
+        b[i] = 0.01f;
     /* each conv's line waits for the probe after both (the higher of the two probes is the
      * peak: a probe that a busy host slowed would put the shares above 100 %) */
     double res[2][7];

@@ -41,7 +41,8 @@ int ws_conv_pair_split(const ws_conv_desc *d1, const ws_conv_desc *d2, int has_w
 /* act.c: v[i] = f(v[i] + *bias) (bias NULL: none). */
 void ws_act_row(float *v, int n, const float *bias, ws_act act);
 
-/* gelu.c: g[j] *= f'(z[j]) for j < n (NONE: unchanged), vectorised. */
+/* gelu.c: g[j] *= f'(z[j]) for j < n (NONE: unchanged), vectorised; g and z must not
+ * overlap. A NaN that GELU's or SILU's gradient gives is the quiet NaN 0x7fc00000. */
 void ws_act_grad_rows(float *g, const float *z, int n, ws_act act);
 
 /* Element loads and stores in a storage type (f16/bf16 stores round to nearest even). */

@@ -164,8 +164,8 @@ float ws_gelu(float x)
     return x;
 }
 
-/* gelu_n's steps with every a*b + c fused: the scalar model of sgemm.c's gelu512 and
- * gelu256, which must give its bits lane for lane (tests/test_conv.c) */
+/* gelu_n's steps with every a*b + c fused: the scalar model of sgemm.c's gelu512x and
+ * gelu256x, which must give its bits lane for lane (tests/test_conv.c) */
 float ws_gelu_fma(float x)
 {
     const float ax = fabsf(x), z = ax * 0.70710678118654752f;

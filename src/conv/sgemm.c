@@ -241,7 +241,7 @@ static void ukernel_c(int mr, int nr, int kc, float alpha, const float *A, long 
  * operations each) run side by side. One vector at a time, the core's scheduler holds little
  * more than one chain, and the epilogue runs at the chain's latency (tiny conv1 on a Zen 3
  * core, AVX2: 8.1 ms with the GELU, 6.2 without; 7.7 with four chains side by side). */
-enum { G = 4 };
+enum { G = 4 }; /* the unroll count below is G */
 #define EACH(stmt)                                                                                 \
     do {                                                                                           \
         _Pragma("GCC unroll 4") for (int j = 0; j < G; j++) { stmt; }                              \
@@ -420,6 +420,8 @@ static inline __attribute__((always_inline)) AVX2 void gelu256x(__m256 *x)
                                  _mm256_max_ps(x[j], _mm256_setzero_ps())));
 #undef S
 }
+
+#undef EACH
 
 /* epi512 for a tile t[mr][16]; a tail of columns (nr < 16) through zero-padded copies */
 static AVX2 void epi256(const float *t, int mr, int nr, const ws_sgemm_epi *e, float *C, long ldc)
