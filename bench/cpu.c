@@ -207,8 +207,10 @@ static int convs(int n_mels, int d, int reps)
         b[i] = 0.01f;
     /* each conv's line waits for the probe after both (the higher of the two probes is the
      * peak: a probe that a busy host slowed would put the shares above 100 %) */
-    double res[2][7];
-    int groups[2];
+    struct {
+        double med, mn, mults, pmed, pmn, gmed, gmn; /* engine, product, product + GELU (s) */
+        int group;
+    } res[2];
     for (int c = 0; c < 2; c++) {
         const int K = 3 * cin[c];
         float *w = malloc(sizeof(float) * (size_t)d * K);
@@ -240,9 +242,8 @@ static int convs(int n_mels, int d, int reps)
          * done for the output), engine_mults_pct those it does */
         const int R = ws_conv_row_group(plan);
         const double mults = R == 1 ? 1.0 : S[c] == 1 ? 4.0 / 6 : 5.0 / 6;
-        const double got[7] = { med, mn, mults, pmed, pmn, gmed, gmn };
-        memcpy(res[c], got, sizeof got);
-        groups[c] = R;
+        res[c].med = med, res[c].mn = mn, res[c].mults = mults, res[c].group = R;
+        res[c].pmed = pmed, res[c].pmn = pmn, res[c].gmed = gmed, res[c].gmn = gmn;
         ws_conv_free(plan);
         free(w), free(wk), free(pk);
     }
@@ -252,13 +253,13 @@ static int convs(int n_mels, int d, int reps)
            ws_blas_name(), peak, after);
     for (int c = 0; c < 2; c++) {
         const int K = 3 * cin[c];
-        const double flops = 2.0 * M[c] * d * K, *t = res[c];
+        const double flops = 2.0 * M[c] * d * K, g = 1e9 * hi / 100; /* FLOP/s per percent */
         printf("conv%d M=%d N=%d K=%d row_group=%d engine_ms=%.3f engine_min_ms=%.3f engine_pct=%.1f "
                "engine_mults_pct=%.1f product_ms=%.3f product_pct=%.1f product_gelu_ms=%.3f "
                "product_gelu_pct=%.1f\n",
-               c + 1, M[c], d, K, groups[c], 1e3 * t[0], 1e3 * t[1], 100 * flops / t[1] / 1e9 / hi,
-               100 * t[2] * flops / t[1] / 1e9 / hi, 1e3 * t[3], 100 * flops / t[4] / 1e9 / hi, 1e3 * t[5],
-               100 * flops / t[6] / 1e9 / hi);
+               c + 1, M[c], d, K, res[c].group, 1e3 * res[c].med, 1e3 * res[c].mn, flops / res[c].mn / g,
+               res[c].mults * flops / res[c].mn / g, 1e3 * res[c].pmed, flops / res[c].pmn / g,
+               1e3 * res[c].gmed, flops / res[c].gmn / g);
     }
     free(xin), free(h), free(y), free(b);
     return 0;
