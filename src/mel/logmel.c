@@ -1,17 +1,21 @@
 /* logmel.c - log-Mel spectrogram (see mel.h for the math and windowing).
  *
- * Pipeline per block of BLOCK frames (one thread owns a contiguous range of
- * frames and walks it block by block, all buffers its own):
+ * Pipeline per block of BLOCK frames (the threads claim blocks one at a time,
+ * each with buffers of its own; a frame's values do not depend on which
+ * thread computes it):
  *   gather   frame[b][i] = hann[i] * xpad[t*160 + i - 200]    [BLOCK][400]
  *            xpad = samples, then zeros up to the padded length N, then
  *            np.pad reflect at both ends (period 2(N-1), repeated for N < 201)
  *   FFT      one FFTW r2c plan of howmany = BLOCK, made once     [BLOCK][201]
  *   mel      sparse: band m sums bins [lo[m], hi[m]) only, the block's frames side by
  *            side in vector lanes
- *   log      log10(max(mel, 1e-10)), band-major                  [n_mels][F]
+ *   log      log10(max(mel, 1e-10)), band-major, written straight into the
+ *            output's channel-major windows [n_win][n_mels][3000]
  * A frame whose 400 samples are all zero (the padding) skips the FFT: its
- * mel energy is exactly 0, log -10. Then one pass floors at max - 8,
- * scales (x + 4) / 4 and transposes into channel-major windows.
+ * mel energy is exactly 0, log -10. Then one pass over the output floors
+ * at max - 8 and scales (x + 4) / 4 in place. (A [n_mels][F] buffer between
+ * the two passes cost a megabyte of fresh pages a window; their faults were
+ * a quarter of the log-Mel's time.)
  *
  * Precision: Hann and filters computed in double and rounded once (the
  * filters equal openai's float32 npz); FFT, power and mel sums in float32;
@@ -214,10 +218,12 @@ static int gather_frame(const padded_signal *s, const float *hann, long long t, 
 
 /* a block's BLOCK spectra X [BLOCK][201] to log-Mel mel[k][b] (band-major), vectorised over
  * the block's frames: pw[f][b] = |X[b][f]|^2, then band k's sum over its bins in order (the
- * same sums, in the same order, as one frame at a time), floored and log10'd. Frames of the
- * block past the thread's range hold stale values that are never read. */
+ * same sums, in the same order, as one frame at a time), floored and log10'd; fmax[b] is frame
+ * b's largest. Frames of the block past the thread's range hold stale values that are never
+ * read. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
-bands_block(const ws_mel *m, const fftwf_complex *X, float *restrict pw, float *restrict mel)
+bands_block(const ws_mel *m, const fftwf_complex *X, float *restrict pw, float *restrict mel,
+            float *restrict fmax)
 {
     int f0 = 0;
 #if defined(__x86_64__)
@@ -243,18 +249,28 @@ bands_block(const ws_mel *m, const fftwf_complex *X, float *restrict pw, float *
             const float re = X[(size_t)b * WS_N_BINS + f][0], im = X[(size_t)b * WS_N_BINS + f][1];
             pw[(size_t)f * BLOCK + b] = re * re + im * im;
         }
+    for (int b = 0; b < BLOCK; b++)
+        fmax[b] = -INFINITY;
     for (int k = 0; k < m->n_mels; k++) {
         const float *w = m->band_w + m->band_off[k];
         const float *p = pw + (size_t)m->band_lo[k] * BLOCK;
+        const int len = m->band_len[k];
+        float *o = mel + (size_t)k * BLOCK;
         float s[BLOCK];
-        for (int b = 0; b < BLOCK; b++)
-            s[b] = 0.0f;
-        for (int j = 0; j < m->band_len[k]; j++)
+        if (len == 0)
+            for (int b = 0; b < BLOCK; b++)
+                s[b] = 0.0f;
+        else /* the first product is 0.0f + w p exactly: w >= 0, p >= 0 or NaN */
+            for (int b = 0; b < BLOCK; b++)
+                s[b] = w[0] * p[b];
+        for (int j = 1; j < len; j++)
             for (int b = 0; b < BLOCK; b++)
                 s[b] += w[j] * p[(size_t)j * BLOCK + b];
-        float *o = mel + (size_t)k * BLOCK;
-        for (int b = 0; b < BLOCK; b++)
-            o[b] = log10_pos(s[b] > LOG_FLOOR_ENERGY ? s[b] : LOG_FLOOR_ENERGY);
+        for (int b = 0; b < BLOCK; b++) {
+            const float v = log10_pos(s[b] > LOG_FLOOR_ENERGY ? s[b] : LOG_FLOOR_ENERGY);
+            o[b] = v;
+            fmax[b] = v > fmax[b] ? v : fmax[b];
+        }
     }
 }
 
@@ -262,9 +278,12 @@ typedef struct {
     const ws_mel *m;
     padded_signal sig;
     long long n_frames; /* frames to compute */
-    float *logmel;      /* [n_mels][n_frames], band-major */
+    long long content;  /* frames with an output place: frame t goes to window t / win_frames */
+    int win_frames;
+    float *data;        /* [n_win][n_mels][win_frames]: the raw log10 before the floor */
     float *thread_max;  /* [n_threads] */
     int failed;
+    long next_block;    /* the next block of BLOCK frames to claim */
 } mel_job;
 
 static void mel_worker(void *ctx, int ti, int nt)
@@ -272,8 +291,6 @@ static void mel_worker(void *ctx, int ti, int nt)
     mel_job *job = ctx;
     const ws_mel *m = job->m;
     const int nm = m->n_mels;
-    long long per = (job->n_frames + nt - 1) / nt;
-    long long t0 = per * ti, t1 = t0 + per < job->n_frames ? t0 + per : job->n_frames;
     float *in = fftwf_malloc(sizeof(float) * BLOCK * WS_N_FFT);
     fftwf_complex *out = fftwf_malloc(sizeof(fftwf_complex) * BLOCK * WS_N_BINS);
     float *power = fftwf_malloc(sizeof(float) * WS_N_BINS * BLOCK);
@@ -284,24 +301,40 @@ static void mel_worker(void *ctx, int ti, int nt)
         goto done;
     }
     memset(in, 0, sizeof(float) * BLOCK * WS_N_FFT); /* a short tail block leaves rows unused */
-    for (long long tb = t0; tb < t1; tb += BLOCK) {
-        int nb = (int)(t1 - tb < BLOCK ? t1 - tb : BLOCK);
+    for (;;) { /* blocks claimed one at a time: a thread held up elsewhere does fewer */
+        const long long tb =
+            (long long)__atomic_fetch_add(&job->next_block, 1, __ATOMIC_RELAXED) * BLOCK;
+        if (tb >= job->n_frames)
+            break;
+        const int nb = (int)(job->n_frames - tb < BLOCK ? job->n_frames - tb : BLOCK);
         int nonzero[BLOCK], any = 0;
+        float fmax[BLOCK];
         for (int b = 0; b < nb; b++)
             any |= nonzero[b] = gather_frame(&job->sig, m->hann, tb + b, in + b * WS_N_FFT);
         if (any) /* the plan is for BLOCK frames; a short tail block ignores the rest */
             fftwf_execute_dft_r2c(m->plan, in, out);
         if (any)
-            bands_block(m, out, power, mel);
-        for (int b = 0; b < nb; b++) /* an all-zero frame: log10(1e-10) in every band */
-            if (!nonzero[b])
+            bands_block(m, out, power, mel, fmax);
+        for (int b = 0; b < nb; b++) {
+            if (!nonzero[b]) { /* an all-zero frame: log10(1e-10) in every band */
                 for (int k = 0; k < nm; k++)
                     mel[(size_t)k * BLOCK + b] = -10.0f;
-        for (int k = 0; k < nm; k++) {
-            const float *src = mel + (size_t)k * BLOCK;
-            memcpy(job->logmel + (size_t)k * job->n_frames + tb, src, sizeof(float) * (size_t)nb);
-            for (int b = 0; b < nb; b++)
-                vmax = src[b] > vmax ? src[b] : vmax;
+                fmax[b] = -10.0f;
+            }
+            vmax = fmax[b] > vmax ? fmax[b] : vmax;
+        }
+        /* the frames with an output place go straight to their window's rows; a block may
+         * straddle two windows */
+        for (long long t = tb; t < tb + nb && t < job->content;) {
+            const long long w = t / job->win_frames, j = t - w * job->win_frames;
+            long long e = tb + nb < job->content ? tb + nb : job->content;
+            if (e > t + (job->win_frames - j))
+                e = t + (job->win_frames - j);
+            float *dst = job->data + (size_t)w * nm * job->win_frames + (size_t)j;
+            for (int k = 0; k < nm; k++)
+                memcpy(dst + (size_t)k * job->win_frames, mel + (size_t)k * BLOCK + (t - tb),
+                       sizeof(float) * (size_t)(e - t));
+            t = e;
         }
     }
 done:
@@ -313,28 +346,26 @@ done:
 }
 
 typedef struct {
-    const float *logmel;
     float *data;
     float floor_v;
-    long long content, n_frames;
-    int nm, n_win, win_frames;
+    long long content;
+    int nm, win_frames;
+    long long rows;
 } out_job;
 
-/* rows [(w, k)] of the output: window w, band k, frame j <- logmel[k][w*win_frames + j],
- * floored and scaled */
+/* rows [(w, k)] of the output in place: the raw log10 of the frames with content floored and
+ * scaled, the rest of the last window 0.0 */
 static void out_worker(void *ctx, int ti, int nt)
 {
     const out_job *J = ctx;
-    const long long rows = (long long)J->n_win * J->nm;
     const float fl = J->floor_v;
-    for (long long r = rows * ti / nt; r < rows * (ti + 1) / nt; r++) {
-        const int w = (int)(r / J->nm), k = (int)(r % J->nm);
+    for (long long r = J->rows * ti / nt; r < J->rows * (ti + 1) / nt; r++) {
+        const int w = (int)(r / J->nm);
         float *dst = J->data + (size_t)r * J->win_frames;
         const long long t0 = (long long)w * J->win_frames, left = J->content - t0;
         const int m = left < 0 ? 0 : left < J->win_frames ? (int)left : J->win_frames;
-        const float *src = J->logmel + (size_t)k * J->n_frames + t0;
         for (int j = 0; j < m; j++) /* * 0.25f: the same float as / 4.0f */
-            dst[j] = ((src[j] > fl ? src[j] : fl) + 4.0f) * 0.25f;
+            dst[j] = ((dst[j] > fl ? dst[j] : fl) + 4.0f) * 0.25f;
         for (int j = m; j < J->win_frames; j++) /* --pad mel0: pad_or_trim fills with 0.0 */
             dst[j] = 0.0f;
     }
@@ -394,23 +425,18 @@ int ws_mel_compute_nt(const ws_mel *m, const float *x, size_t n, ws_pad pad, int
     const long long content = g.content, n_frames = g.n_frames;
     const int nm = m->n_mels, n_win = g.n_win, win_frames = g.win_frames;
 
-    float *logmel = malloc(sizeof(float) * (size_t)n_frames * nm);
     float *data = malloc(sizeof(float) * (size_t)n_win * nm * win_frames);
     float tmax[256];
-    if (!logmel || !data) {
-        free(logmel);
-        free(data);
+    if (!data)
         return ws_errf(err, "out of memory for a %lld-frame log-Mel", n_frames);
-    }
     int nt = n_threads < 1 ? 1 : n_threads;
     if (nt > 256)
         nt = 256;
     if ((long long)nt * BLOCK > n_frames)
         nt = (int)((n_frames + BLOCK - 1) / BLOCK);
-    mel_job job = {m, {x, n, n_total}, n_frames, logmel, tmax, 0};
+    mel_job job = {m, {x, n, n_total}, n_frames, content, win_frames, data, tmax, 0, 0};
     ws_parallel(nt, mel_worker, &job);
     if (job.failed) {
-        free(logmel);
         free(data);
         return ws_errf(err, "out of memory for FFT buffers");
     }
@@ -420,11 +446,10 @@ int ws_mel_compute_nt(const ws_mel *m, const float *x, size_t n, ws_pad pad, int
             gmax = tmax[i];
     const float floor_v = gmax - DYN_RANGE;
 
-    /* floor, scale, transpose, (window, band) rows split over the threads */
-    out_job oj = {logmel, data, floor_v, content, n_frames, nm, n_win, win_frames};
+    /* floor and scale in place, (window, band) rows split over the threads */
     const int rows = n_win * nm;
+    out_job oj = {data, floor_v, content, nm, win_frames, rows};
     ws_parallel(n_threads < 1 ? 1 : n_threads < rows ? n_threads : rows, out_worker, &oj);
-    free(logmel);
     o->data = data;
     o->n_windows = n_win;
     o->n_mels = nm;
