@@ -537,21 +537,30 @@ void ws_scratch_give(void *p)
  * call costs no thread creation and each worker keeps its per-thread buffers (the sgemm's
  * packing blocks). A call queues a job of n tasks; the workers and the caller claim its task
  * indices one by one, so a job whose workers are busy elsewhere (other callers, nested calls)
- * is still finished by its caller alone. Task i gets (ctx, i, n) whoever runs it. */
+ * is still finished by its caller alone. Task i gets (ctx, i, n) whoever runs it.
+ *
+ * Waiting spins for a while before it sleeps, on both sides: a worker out of tasks watches the
+ * queue's count of jobs, the caller watches its job's count of finished tasks. Waking a
+ * sleeping thread takes 15-80 us on a virtual machine (a halted virtual CPU), more than a
+ * log-Mel's second pass or a small conv takes; a spin of POOL_SPIN_NS catches the calls that
+ * come back to back and costs an idle worker that much CPU time after its last task. */
 typedef struct pjob {
     ws_task_fn fn;
     void *ctx;
-    int n, next, done; /* tasks 1..n-1: next to claim, finished */
+    int n, next;       /* tasks 1..n-1: next to claim */
+    unsigned done;     /* tasks 1..n-1 finished; written under pool_mu, read atomically */
     pthread_cond_t fin;
     struct pjob *link; /* the queue of jobs with tasks left to claim */
 } pjob;
 
 enum { POOL_MAX = WS_PARALLEL_MAX - 1 };
+#define POOL_SPIN_NS 200000.0 /* how long a waiting thread spins before it sleeps */
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_work = PTHREAD_COND_INITIALIZER;
 static pjob *pool_head, *pool_tail;
 static int pool_workers;
+static unsigned pool_jobs; /* jobs queued so far; written under pool_mu, read atomically */
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
 static void pool_child(void)
@@ -584,21 +593,55 @@ static pjob *claim(int *i)
 
 static void finish(pjob *j)
 { /* pool_mu held */
-    if (++j->done == j->n - 1)
+    if (__atomic_add_fetch(&j->done, 1, __ATOMIC_RELEASE) == (unsigned)(j->n - 1))
         pthread_cond_signal(&j->fin);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* spins until *word differs from seen (1) or POOL_SPIN_NS have passed since t0 (0) */
+static int spin_while(const unsigned *word, unsigned seen, double t0)
+{
+    for (;;) {
+        for (int k = 0; k < 64; k++) {
+            if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen)
+                return 1;
+            cpu_relax();
+        }
+        if ((ws_now() - t0) * 1e9 > POOL_SPIN_NS)
+            return 0;
+    }
 }
 
 static void *worker_main(void *unused)
 {
     (void)unused;
     pthread_mutex_lock(&pool_mu);
+    int spun = 0; /* spun since the last task: the next wait without work sleeps */
     for (;;) {
         int i;
         pjob *j = claim(&i);
         if (!j) {
+            if (!spun) {
+                const unsigned seen = __atomic_load_n(&pool_jobs, __ATOMIC_RELAXED);
+                pthread_mutex_unlock(&pool_mu);
+                spin_while(&pool_jobs, seen, ws_now());
+                pthread_mutex_lock(&pool_mu);
+                spun = 1;
+                continue;
+            }
             pthread_cond_wait(&pool_work, &pool_mu);
+            spun = 0;
             continue;
         }
+        spun = 0;
         pthread_mutex_unlock(&pool_mu);
         j->fn(j->ctx, i, j->n);
         pthread_mutex_lock(&pool_mu);
@@ -625,6 +668,7 @@ int ws_parallel(int n, ws_task_fn fn, void *ctx)
     else
         pool_head = &job;
     pool_tail = &job;
+    __atomic_store_n(&pool_jobs, pool_jobs + 1, __ATOMIC_RELEASE);
     while (pool_workers < n - 1) { /* enough workers for this job's tasks at once */
         pthread_t t;
         pthread_attr_t at;
@@ -659,7 +703,17 @@ int ws_parallel(int n, ws_task_fn fn, void *ctx)
         pthread_mutex_lock(&pool_mu);
         finish(&job);
     }
-    while (job.done < n - 1)
+    const unsigned all = (unsigned)(n - 1);
+    if (job.done < all) { /* spin, then sleep */
+        pthread_mutex_unlock(&pool_mu);
+        const double t0 = ws_now();
+        unsigned d;
+        while ((d = __atomic_load_n(&job.done, __ATOMIC_ACQUIRE)) < all &&
+               spin_while(&job.done, d, t0))
+            ;
+        pthread_mutex_lock(&pool_mu);
+    }
+    while (job.done < all)
         pthread_cond_wait(&job.fin, &pool_mu);
     pthread_mutex_unlock(&pool_mu);
     pthread_cond_destroy(&job.fin);
