@@ -542,8 +542,9 @@ void ws_scratch_give(void *p)
  * Waiting spins for a while before it sleeps, on both sides: a worker out of tasks watches the
  * queue's count of jobs, the caller watches its job's count of finished tasks. Waking a
  * sleeping thread takes 15-80 us on a virtual machine (a halted virtual CPU), more than a
- * log-Mel's second pass or a small conv takes; a spin of POOL_SPIN_NS catches the calls that
- * come back to back and costs an idle worker that much CPU time after its last task. */
+ * log-Mel's second pass or a small conv takes; a spin of 200 us catches the calls that come
+ * back to back and costs an idle worker that much CPU time after its last task. WS_SPIN_US
+ * sets it (0: sleep at once, as OpenMP's OMP_WAIT_POLICY=passive), at most one second. */
 typedef struct pjob {
     ws_task_fn fn;
     void *ctx;
@@ -554,7 +555,7 @@ typedef struct pjob {
 } pjob;
 
 enum { POOL_MAX = WS_PARALLEL_MAX - 1 };
-#define POOL_SPIN_NS 200000.0 /* how long a waiting thread spins before it sleeps */
+static double pool_spin_ns = 200000.0; /* how long a waiting thread spins before it sleeps */
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_work = PTHREAD_COND_INITIALIZER;
@@ -574,6 +575,11 @@ static void pool_child(void)
 static void pool_init(void)
 {
     pthread_atfork(NULL, NULL, pool_child);
+    const char *e = getenv("WS_SPIN_US");
+    char *end;
+    double us = e ? strtod(e, &end) : -1.0;
+    if (e && end != e && *end == '\0' && us >= 0.0 && us <= 1e6) /* else the default */
+        pool_spin_ns = us * 1e3;
 }
 
 /* the next task of the queue's first job, dequeuing the job once all are claimed; pool_mu held */
@@ -606,7 +612,7 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* spins until *word differs from seen (1) or POOL_SPIN_NS have passed since t0 (0) */
+/* spins until *word differs from seen (1) or pool_spin_ns have passed since t0 (0) */
 static int spin_while(const unsigned *word, unsigned seen, double t0)
 {
     for (;;) {
@@ -615,7 +621,7 @@ static int spin_while(const unsigned *word, unsigned seen, double t0)
                 return 1;
             cpu_relax();
         }
-        if ((ws_now() - t0) * 1e9 > POOL_SPIN_NS)
+        if ((ws_now() - t0) * 1e9 >= pool_spin_ns)
             return 0;
     }
 }
