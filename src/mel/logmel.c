@@ -39,46 +39,67 @@
 #define LOG_FLOOR_ENERGY 1e-10f /* audio.py: clamp(min=1e-10) before log10 */
 #define DYN_RANGE 8.0f          /* audio.py: max - 8.0, i.e. 80 dB */
 
-/* log10 for x >= 1e-10 (normal floats), branch-free so that the loop over a
- * block vectorises: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), then
- * ln(m) by the Cephes logf polynomial (relative error ~1e-7), ln(x) =
- * ln(m) + e ln2 with ln2 in two parts, times log10(e). glibc's log10f is
- * scalar and was 2.3 ms of a 30 s window; this is ~0.2 ms.
- * Max |error| vs log10 in double: tests/test_mel.c (fast_log10_is_within_2_ulp). */
+/* log10 for x >= 1e-10 (normal floats), branch-free so that it vectorises: x = m * 2^e with
+ * m in [sqrt(1/2), sqrt(2)), then ln(m) by the Cephes logf polynomial (relative error ~1e-7),
+ * ln(x) = ln(m) + e ln2 with ln2 in two parts, times log10(e). glibc's log10f is scalar and
+ * was 2.3 ms of a 30 s window. Max |error| vs log10 in double: tests/test_mel.c
+ * (fast_log10_is_within_2_ulp).
+ * One value's log is a chain of about 25 dependent operations. log10_steps takes L values
+ * (a constant where it is inlined) and does each step for all of them before the next, so that
+ * L / 8 vectors' chains run side by side instead of one at a time; every value gets the same
+ * operations in the same order whatever L is. x[i] is floored at 1e-10 first (audio.py's
+ * clamp; a NaN becomes 1e-10). */
 typedef union {
     int32_t i;
     float f;
 } pun;
 
-static inline __attribute__((always_inline)) float log10_pos(float x)
+static inline __attribute__((always_inline)) void log10_steps(float *restrict x, int L)
 {
-    pun u = {.f = x};
-    float e = (float)(((u.i >> 23) & 0xff) - 126);
-    u.i = (u.i & 0x007fffff) | 0x3f000000; /* m in [0.5, 1) */
-    const int lo = u.f < 0.70710678118654752f;
-    e = lo ? e - 1.0f : e;
-    const float f = (lo ? u.f + u.f : u.f) - 1.0f;
-    const float z = f * f;
-    float y = 7.0376836292e-2f;
-    y = y * f - 1.1514610310e-1f;
-    y = y * f + 1.1676998740e-1f;
-    y = y * f - 1.2420140846e-1f;
-    y = y * f + 1.4249322787e-1f;
-    y = y * f - 1.6668057665e-1f;
-    y = y * f + 2.0000714765e-1f;
-    y = y * f - 2.4999993993e-1f;
-    y = y * f + 3.3333331174e-1f;
-    y = y * f * z;
-    y += -2.12194440e-4f * e;
-    y += -0.5f * z;
-    float ln = f + y;
-    ln += 0.693359375f * e;
-    return ln * 0.43429448190325182f;
+    float f[64], e[64], z[64], y[64]; /* L <= 64 */
+    for (int i = 0; i < L; i++) {
+        pun u = {.f = x[i] > LOG_FLOOR_ENERGY ? x[i] : LOG_FLOOR_ENERGY};
+        const float ei = (float)(((u.i >> 23) & 0xff) - 126);
+        u.i = (u.i & 0x007fffff) | 0x3f000000; /* m in [0.5, 1) */
+        const int lo = u.f < 0.70710678118654752f;
+        e[i] = lo ? ei - 1.0f : ei;
+        f[i] = (lo ? u.f + u.f : u.f) - 1.0f;
+    }
+    for (int i = 0; i < L; i++)
+        z[i] = f[i] * f[i];
+    for (int i = 0; i < L; i++)
+        y[i] = 7.0376836292e-2f * f[i] - 1.1514610310e-1f;
+    for (int i = 0; i < L; i++)
+        y[i] = y[i] * f[i] + 1.1676998740e-1f;
+    for (int i = 0; i < L; i++)
+        y[i] = y[i] * f[i] - 1.2420140846e-1f;
+    for (int i = 0; i < L; i++)
+        y[i] = y[i] * f[i] + 1.4249322787e-1f;
+    for (int i = 0; i < L; i++)
+        y[i] = y[i] * f[i] - 1.6668057665e-1f;
+    for (int i = 0; i < L; i++)
+        y[i] = y[i] * f[i] + 2.0000714765e-1f;
+    for (int i = 0; i < L; i++)
+        y[i] = y[i] * f[i] - 2.4999993993e-1f;
+    for (int i = 0; i < L; i++)
+        y[i] = y[i] * f[i] + 3.3333331174e-1f;
+    for (int i = 0; i < L; i++)
+        y[i] = y[i] * f[i] * z[i];
+    for (int i = 0; i < L; i++)
+        y[i] += -2.12194440e-4f * e[i];
+    for (int i = 0; i < L; i++)
+        y[i] += -0.5f * z[i];
+    for (int i = 0; i < L; i++) {
+        float ln = f[i] + y[i];
+        ln += 0.693359375f * e[i];
+        x[i] = ln * 0.43429448190325182f;
+    }
 }
 
 float ws_log10_fast(float x)
 {
-    return log10_pos(x);
+    log10_steps(&x, 1);
+    return x;
 }
 
 struct ws_mel {
@@ -216,6 +237,10 @@ static int gather_frame(const padded_signal *s, const float *hann, long long t, 
 }
 
 
+/* eight floats as one of GCC's vectors (two SSE registers in the plain clone), read and
+ * written in place of the floats */
+typedef float v8f __attribute__((vector_size(32), aligned(4), may_alias));
+
 /* a block's BLOCK spectra X [BLOCK][201] to log-Mel mel[k][b] (band-major), vectorised over
  * the block's frames: pw[f][b] = |X[b][f]|^2, then band k's sum over its bins in order (the
  * same sums, in the same order, as one frame at a time), floored and log10'd; fmax[b] is frame
@@ -249,29 +274,32 @@ bands_block(const ws_mel *m, const fftwf_complex *X, float *restrict pw, float *
             const float re = X[(size_t)b * WS_N_BINS + f][0], im = X[(size_t)b * WS_N_BINS + f][1];
             pw[(size_t)f * BLOCK + b] = re * re + im * im;
         }
-    for (int b = 0; b < BLOCK; b++)
-        fmax[b] = -INFINITY;
+    /* the bands' sums, the block's 32 frames in four vectors of eight kept in registers */
     for (int k = 0; k < m->n_mels; k++) {
         const float *w = m->band_w + m->band_off[k];
         const float *p = pw + (size_t)m->band_lo[k] * BLOCK;
         const int len = m->band_len[k];
-        float *o = mel + (size_t)k * BLOCK;
-        float s[BLOCK];
+        v8f s[BLOCK / 8];
         if (len == 0)
-            for (int b = 0; b < BLOCK; b++)
-                s[b] = 0.0f;
+            memset(s, 0, sizeof s);
         else /* the first product is 0.0f + w p exactly: w >= 0, p >= 0 or NaN */
-            for (int b = 0; b < BLOCK; b++)
-                s[b] = w[0] * p[b];
+            for (int q = 0; q < BLOCK / 8; q++)
+                s[q] = w[0] * *(const v8f *)(p + 8 * q);
         for (int j = 1; j < len; j++)
-            for (int b = 0; b < BLOCK; b++)
-                s[b] += w[j] * p[(size_t)j * BLOCK + b];
-        for (int b = 0; b < BLOCK; b++) {
-            const float v = log10_pos(s[b] > LOG_FLOOR_ENERGY ? s[b] : LOG_FLOOR_ENERGY);
-            o[b] = v;
-            fmax[b] = v > fmax[b] ? v : fmax[b];
-        }
+            for (int q = 0; q < BLOCK / 8; q++)
+                s[q] += w[j] * *(const v8f *)(p + (size_t)j * BLOCK + 8 * q);
+        for (int q = 0; q < BLOCK / 8; q++)
+            *(v8f *)(mel + (size_t)k * BLOCK + 8 * q) = s[q];
     }
+    /* then the floor and log10 over the whole block, every value independent of the others */
+    const int nv = m->n_mels * BLOCK;
+    for (int i = 0; i < nv; i += 64) /* nv: 80 or 128 bands x 32 */
+        log10_steps(mel + i, 64);
+    for (int b = 0; b < BLOCK; b++)
+        fmax[b] = mel[b];
+    for (int k = 1; k < m->n_mels; k++)
+        for (int b = 0; b < BLOCK; b++)
+            fmax[b] = mel[(size_t)k * BLOCK + b] > fmax[b] ? mel[(size_t)k * BLOCK + b] : fmax[b];
 }
 
 typedef struct {
