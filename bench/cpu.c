@@ -1,11 +1,14 @@
 /* cpu.c - times the CPU log-Mel and conv stem on 30 s windows.
  *
  *   build/bench-cpu [--threads N] [--reps R] [--n-mels 80|128] [--d D] [--seconds S] [--windows W]
+ *                   [--mel-only]
  *
  * --windows W: the stem runs on W windows in one call (the inputs' log-Mels in turn, as a
  * long recording gives them); stem_ms is then the call's, and window_ms and gflops per
  * window (the log-Mel stays one window's).
  * S < 30: a clip of S seconds padded to one 30 s window, as --pad audio does.
+ * --mel-only: the log-Mel alone, call after call, each output freed as the command frees a
+ * file's (mel_ms and mel_min_ms; the other lines time it between stem runs, caches cold).
  *
  * Inputs: three different 30 s synthetic signals, rotated so that repeated
  * runs do not all hit one buffer. Reports the median and min over R runs
@@ -363,9 +366,16 @@ int main(int argc, char **argv)
         free(a), free(b), free(c);
         return 0;
     }
-    int threads = 1, reps = 20, n_mels = 80, d = 384, windows = 1;
+    int threads = 1, reps = 20, n_mels = 80, d = 384, windows = 1, mel_only = 0;
     double seconds = 30;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--mel-only")) {
+            mel_only = 1;
+            i--;
+            continue;
+        }
+        if (i + 1 >= argc)
+            break;
         if (!strcmp(argv[i], "--threads"))
             threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps"))
@@ -396,6 +406,27 @@ int main(int argc, char **argv)
     }
     ws_err err;
     ws_mel *mel = ws_mel_new(n_mels, threads, &err);
+    if (mel && mel_only) { /* the log-Mel alone, call after call, each output freed */
+        double *t = malloc(sizeof(double) * reps);
+        int bad = 0;
+        for (int i = -3; i < reps; i++) {
+            ws_mel_out o;
+            const double t0 = ws_now();
+            bad |= ws_mel_compute(mel, audio[(i + 3) % N_IN], (size_t)n_audio, WS_PAD_AUDIO, &o, &err) != 0;
+            const double t1 = ws_now();
+            ws_mel_out_free(&o);
+            if (i >= 0)
+                t[i] = 1e3 * (t1 - t0);
+        }
+        qsort(t, reps, sizeof *t, cmp_double);
+        printf("seconds=%g threads=%d n_mels=%d reps=%d mel_only=1 mel_ms=%.3f mel_min_ms=%.3f\n", seconds,
+               threads, n_mels, reps, t[reps / 2], t[0]);
+        free(t);
+        for (int k = 0; k < N_IN; k++)
+            free(audio[k]);
+        ws_mel_free(mel);
+        return bad;
+    }
     ws_model m;
     if (!mel || ws_model_init_random(&m, n_mels, d, 1, 0, &err)) {
         fprintf(stderr, "bench-cpu: %s\n", err.msg);
