@@ -543,13 +543,16 @@ void ws_scratch_give(void *p)
  * queue's count of jobs, the caller watches its job's count of finished tasks. Waking a
  * sleeping thread takes 15-80 us on a virtual machine (a halted virtual CPU), more than a
  * log-Mel's second pass or a small conv takes; a spin of 200 us catches the calls that come
- * back to back and costs an idle worker that much CPU time after its last task. WS_SPIN_US
- * sets it (0: sleep at once, as OpenMP's OMP_WAIT_POLICY=passive), at most one second. */
+ * back to back and costs an idle worker that much CPU time after its last task (a worker
+ * woken for a job whose tasks others took sleeps again at once). WS_SPIN_US, read at the first
+ * call, sets it in microseconds (0: sleep at once, as OpenMP's OMP_WAIT_POLICY=passive; at most
+ * one second; not a number: the default). */
 typedef struct pjob {
     ws_task_fn fn;
     void *ctx;
     int n, next;       /* tasks 1..n-1: next to claim */
-    unsigned done;     /* tasks 1..n-1 finished; written under pool_mu, read atomically */
+    _Alignas(64) unsigned done; /* tasks 1..n-1 finished; written under pool_mu, read
+                                   atomically by the spinning caller (a line of its own) */
     pthread_cond_t fin;
     struct pjob *link; /* the queue of jobs with tasks left to claim */
 } pjob;
@@ -561,7 +564,9 @@ static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_work = PTHREAD_COND_INITIALIZER;
 static pjob *pool_head, *pool_tail;
 static int pool_workers;
-static unsigned pool_jobs; /* jobs queued so far; written under pool_mu, read atomically */
+/* jobs queued so far; written under pool_mu, read atomically by spinning workers (a cache
+ * line of its own, away from the mutex) */
+static _Alignas(64) unsigned pool_jobs;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
 static void pool_child(void)
@@ -578,8 +583,8 @@ static void pool_init(void)
     const char *e = getenv("WS_SPIN_US");
     char *end;
     double us = e ? strtod(e, &end) : -1.0;
-    if (e && end != e && *end == '\0' && us >= 0.0 && us <= 1e6) /* else the default */
-        pool_spin_ns = us * 1e3;
+    if (e && end != e && *end == '\0' && us >= 0.0) /* else (not a number) the default */
+        pool_spin_ns = (us < 1e6 ? us : 1e6) * 1e3;
 }
 
 /* the next task of the queue's first job, dequeuing the job once all are claimed; pool_mu held */
@@ -630,12 +635,12 @@ static void *worker_main(void *unused)
 {
     (void)unused;
     pthread_mutex_lock(&pool_mu);
-    int spun = 0; /* spun since the last task: the next wait without work sleeps */
+    int spun = 0; /* spun or slept since the last task: the next wait without work sleeps */
     for (;;) {
         int i;
         pjob *j = claim(&i);
         if (!j) {
-            if (!spun) {
+            if (!spun && pool_spin_ns > 0) {
                 const unsigned seen = __atomic_load_n(&pool_jobs, __ATOMIC_RELAXED);
                 pthread_mutex_unlock(&pool_mu);
                 spin_while(&pool_jobs, seen, ws_now());
@@ -644,7 +649,7 @@ static void *worker_main(void *unused)
                 continue;
             }
             pthread_cond_wait(&pool_work, &pool_mu);
-            spun = 0;
+            spun = 1; /* woken for a job whose tasks others took: back to sleep, no spin */
             continue;
         }
         spun = 0;
@@ -710,7 +715,7 @@ int ws_parallel(int n, ws_task_fn fn, void *ctx)
         finish(&job);
     }
     const unsigned all = (unsigned)(n - 1);
-    if (job.done < all) { /* spin, then sleep */
+    if (job.done < all && pool_spin_ns > 0) { /* spin, then sleep */
         pthread_mutex_unlock(&pool_mu);
         const double t0 = ws_now();
         unsigned d;

@@ -261,8 +261,9 @@ Test(mel, tone_at_bin_centre_peaks_in_its_band)
     ws_mel_free(m);
 }
 
-/* Every rule, a block of 32 frames across the two windows' boundary (frame 3000), on 1, 2, 3
- * and 5 threads: the threads claim blocks as they come, the bits are the one thread's. */
+/* Every rule (two windows, with a block of 32 frames across their boundary at frame 3000,
+ * except WS_PAD_NONE's one long window), on 1, 2, 3 and 5 threads: the threads claim blocks as
+ * they come, the bits are the one thread's. */
 Test(mel, thread_count_does_not_change_results)
 {
     size_t n = 16000 * 37 + 77;
@@ -279,7 +280,8 @@ Test(mel, thread_count_does_not_change_results)
         cr_assert_eq(a.n_windows, pads[p] == WS_PAD_NONE ? 1 : 2);
         for (int t = 0; t < 3; t++) {
             ws_mel_out b;
-            cr_assert_eq(ws_mel_compute_nt(m1, x, n, pads[p], threads[t], &b, &err), 0);
+            cr_assert_eq(ws_mel_compute_nt(m1, x, n, pads[p], threads[t], &b, &err), 0, "%s",
+                         err.msg);
             cr_assert_eq(b.n_windows, a.n_windows);
             cr_assert_eq(b.n_frames, a.n_frames);
             cr_assert_eq(memcmp(a.data, b.data, sizeof(float) * len), 0,

@@ -10,7 +10,7 @@
  *   mel      sparse: band m sums bins [lo[m], hi[m]) only, the block's frames side by
  *            side in vector lanes
  *   log      log10(max(mel, 1e-10)), band-major, written straight into the
- *            output's channel-major windows [n_win][n_mels][3000]
+ *            output's channel-major windows [n_win][n_mels][win_frames]
  * A frame whose 400 samples are all zero (the padding) skips the FFT: its
  * mel energy is exactly 0, log -10. Then one pass over the output floors
  * at max - 8 and scales (x + 4) / 4 in place. (A [n_mels][F] buffer between
@@ -243,12 +243,12 @@ typedef float v8f __attribute__((vector_size(32), aligned(4), may_alias));
 
 /* a block's BLOCK spectra X [BLOCK][201] to log-Mel mel[k][b] (band-major), vectorised over
  * the block's frames: pw[f][b] = |X[b][f]|^2, then band k's sum over its bins in order (the
- * same sums, in the same order, as one frame at a time), floored and log10'd; fmax[b] is frame
- * b's largest. Frames of the block past the thread's range hold stale values that are never
- * read. */
+ * same sums, in the same order, as one frame at a time), floored and log10'd; peak[b] is frame
+ * b's largest. The frames of a short last block past the signal's end hold stale values: they
+ * are computed with the rest, and their results are never used. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
 bands_block(const ws_mel *m, const fftwf_complex *X, float *restrict pw, float *restrict mel,
-            float *restrict fmax)
+            float *restrict peak)
 {
     int f0 = 0;
 #if defined(__x86_64__)
@@ -293,13 +293,16 @@ bands_block(const ws_mel *m, const fftwf_complex *X, float *restrict pw, float *
     }
     /* then the floor and log10 over the whole block, every value independent of the others */
     const int nv = m->n_mels * BLOCK;
-    for (int i = 0; i < nv; i += 64) /* nv: 80 or 128 bands x 32 */
+    int i = 0;
+    for (; i + 64 <= nv; i += 64)
         log10_steps(mel + i, 64);
+    for (; i < nv; i++) /* none for 80 or 128 bands */
+        log10_steps(mel + i, 1);
     for (int b = 0; b < BLOCK; b++)
-        fmax[b] = mel[b];
+        peak[b] = mel[b];
     for (int k = 1; k < m->n_mels; k++)
         for (int b = 0; b < BLOCK; b++)
-            fmax[b] = mel[(size_t)k * BLOCK + b] > fmax[b] ? mel[(size_t)k * BLOCK + b] : fmax[b];
+            peak[b] = mel[(size_t)k * BLOCK + b] > peak[b] ? mel[(size_t)k * BLOCK + b] : peak[b];
 }
 
 typedef struct {
@@ -316,6 +319,7 @@ typedef struct {
 
 static void mel_worker(void *ctx, int ti, int nt)
 {
+    (void)nt;
     mel_job *job = ctx;
     const ws_mel *m = job->m;
     const int nm = m->n_mels;
@@ -336,20 +340,20 @@ static void mel_worker(void *ctx, int ti, int nt)
             break;
         const int nb = (int)(job->n_frames - tb < BLOCK ? job->n_frames - tb : BLOCK);
         int nonzero[BLOCK], any = 0;
-        float fmax[BLOCK];
+        float peak[BLOCK];
         for (int b = 0; b < nb; b++)
             any |= nonzero[b] = gather_frame(&job->sig, m->hann, tb + b, in + b * WS_N_FFT);
         if (any) /* the plan is for BLOCK frames; a short tail block ignores the rest */
             fftwf_execute_dft_r2c(m->plan, in, out);
         if (any)
-            bands_block(m, out, power, mel, fmax);
+            bands_block(m, out, power, mel, peak);
         for (int b = 0; b < nb; b++) {
             if (!nonzero[b]) { /* an all-zero frame: log10(1e-10) in every band */
                 for (int k = 0; k < nm; k++)
                     mel[(size_t)k * BLOCK + b] = -10.0f;
-                fmax[b] = -10.0f;
+                peak[b] = -10.0f;
             }
-            vmax = fmax[b] > vmax ? fmax[b] : vmax;
+            vmax = peak[b] > vmax ? peak[b] : vmax;
         }
         /* the frames with an output place go straight to their window's rows; a block may
          * straddle two windows */

@@ -73,7 +73,8 @@ int ws_mel_compute_nt(const ws_mel *m, const float *x, size_t n, ws_pad pad, int
                       ws_mel_out *out, ws_err *err);
 void ws_mel_out_free(ws_mel_out *o);
 
-/* The vectorisable log10 the log-Mel uses, for x in [1e-10, FLT_MAX]. */
+/* The vectorisable log10 the log-Mel uses, for x in [1e-10, FLT_MAX]; x below 1e-10, and a
+ * NaN, are taken as 1e-10 (audio.py's clamp): -10. */
 float ws_log10_fast(float x);
 
 #endif
