@@ -323,15 +323,23 @@ static void mel_worker(void *ctx, int ti, int nt)
     mel_job *job = ctx;
     const ws_mel *m = job->m;
     const int nm = m->n_mels;
-    float *in = fftwf_malloc(sizeof(float) * BLOCK * WS_N_FFT);
-    fftwf_complex *out = fftwf_malloc(sizeof(fftwf_complex) * BLOCK * WS_N_BINS);
-    float *power = fftwf_malloc(sizeof(float) * WS_N_BINS * BLOCK);
-    float *mel = fftwf_malloc(sizeof(float) * (size_t)nm * BLOCK);
-    float vmax = -INFINITY;
-    if (!in || !out || !power || !mel) {
+    /* the block's buffers in the thread's kept scratch (no allocation a call), each at a
+     * multiple of 64 bytes: FFTW's plan was made on arrays of that alignment */
+    enum {
+        IN_B = (sizeof(float) * BLOCK * WS_N_FFT + 63) / 64 * 64,
+        OUT_B = (sizeof(fftwf_complex) * BLOCK * WS_N_BINS + 63) / 64 * 64,
+        POW_B = (sizeof(float) * WS_N_BINS * BLOCK + 63) / 64 * 64
+    };
+    char *buf = ws_scratch_take(IN_B + OUT_B + POW_B + sizeof(float) * (size_t)nm * BLOCK);
+    if (!buf) {
         job->failed = 1;
-        goto done;
+        job->thread_max[ti] = -INFINITY;
+        return;
     }
+    float vmax = -INFINITY;
+    float *in = (float *)buf, *power = (float *)(buf + IN_B + OUT_B),
+          *mel = (float *)(buf + IN_B + OUT_B + POW_B);
+    fftwf_complex *out = (fftwf_complex *)(buf + IN_B);
     memset(in, 0, sizeof(float) * BLOCK * WS_N_FFT); /* a short tail block leaves rows unused */
     for (;;) { /* blocks claimed one at a time: a thread held up elsewhere does fewer */
         const long long tb =
@@ -369,12 +377,8 @@ static void mel_worker(void *ctx, int ti, int nt)
             t = e;
         }
     }
-done:
     job->thread_max[ti] = vmax;
-    fftwf_free(in);
-    fftwf_free(out);
-    fftwf_free(power);
-    fftwf_free(mel);
+    ws_scratch_give(buf);
 }
 
 typedef struct {
