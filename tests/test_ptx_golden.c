@@ -1841,12 +1841,12 @@ static const phased_shape shapes_phased[] = {
 #define N_SHAPES_PHASED ((int)(sizeof shapes_phased / sizeof shapes_phased[0]))
 /* clang-format off */
 static const golden_hopper_row golden_phased[] = {
-    { "gb_ncl_s2_k3_o192_t1001", { 0xe1e9c4f99abb1c92ULL, 0x58c12feac2b16a52ULL, 0xed07828254c4126cULL } },
-    { "gb_ncl_s4_k8_c48_o256_t777", { 0x2e80cbd2b086bdc3ULL, 0x65c4f1458cf43d6fULL, 0x46ae0717e4594735ULL } },
-    { "gb_ncl_s2_k3_c128_o192_t999_taps", { 0x3d6b1a134221adffULL, 0x2cdbb3ef81bf0d6fULL, 0xcefeb44e96a5d879ULL } },
-    { "gb_ncl_s4_k8_c128_o128_t777_taps", { 0x3dc05db6f3498482ULL, 0xe74b89ad93be175cULL, 0xaae9f60663fc02a9ULL } },
-    { "gb_ncl_s4_k8_c128_o640_t777_large", { 0xd05d73020206d256ULL, 0x38a133f1beb4972cULL, 0xeadad0edf35aec94ULL } },
-    { "gb_ncl_s2_k3_d2_c128_o192_t999_notap", { 0x2c3c021ccb58d73bULL, 0x309d570a55c9a15dULL, 0x285bbb6142ee6979ULL } },
+    { "gb_ncl_s2_k3_o192_t1001", { 0x17c889a39dbdf96bULL, 0xdb46f618cb7ade0bULL, 0x1680e5f753a085f9ULL } },
+    { "gb_ncl_s4_k8_c48_o256_t777", { 0x75954fcaf22530eeULL, 0xf39cb9bd3b24384eULL, 0x7e1bcd4583bb7ff0ULL } },
+    { "gb_ncl_s2_k3_c128_o192_t999_taps", { 0xf4b172ce844b647eULL, 0x7702db85e55d2442ULL, 0x49a18392384f6e68ULL } },
+    { "gb_ncl_s4_k8_c128_o128_t777_taps", { 0x4fb5ad3d3e8acb9dULL, 0x9dcb7b5e3477259bULL, 0x64fb5f5b95fb68b4ULL } },
+    { "gb_ncl_s4_k8_c128_o640_t777_large", { 0x3135d15eb2d494eaULL, 0xb50b267b87de0db2ULL, 0xdd1d91f463849f94ULL } },
+    { "gb_ncl_s2_k3_d2_c128_o192_t999_notap", { 0x1837b471fa1d5d1eULL, 0x6cf23cd78f83177cULL, 0x4b085e9fb25a5eecULL } },
 };
 /* clang-format on */
 #define N_GOLDEN_PHASED ((int)(sizeof golden_phased / sizeof golden_phased[0]))

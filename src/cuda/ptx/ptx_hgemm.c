@@ -1331,18 +1331,30 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
         for (int va = wg_ed || phase ? 0 : 1; va >= 0; va--) { /* the weight gradient, phases: no add */
         if (!wg_ed && !phase)
             emit_add_variant(b, va, hasa, noadd, done);
-        for (int m0 = 0; m0 < BMQ / PSTEP; m0 += EG) {
+        /* the groups of EG rows as a loop, not unrolled: this code runs once a tile, and
+         * straight through it waits on instruction fetch (ncu: "no instruction" stalls were a
+         * third of a one-wave NCL conv's samples, with the rows unrolled) */
+        {
+            preg oi = ws_ptx_reg(b, PTX_B32), ri = ws_ptx_reg(b, PTX_B32), bi = ws_ptx_reg(b, PTX_B32);
+            preg gi = ws_ptx_reg(b, PTX_B32), gmore = ws_ptx_reg(b, PTX_PRED);
+            plabel gtop = ws_ptx_label_new(b, "epi_rows");
+            ws_ptx_comment(b, "rows c/%d + %d(g*%d ..): %d groups of %d, reads first, then the outputs", BN, PSTEP,
+                           EG, BMQ / PSTEP / EG, EG);
+            I("mov.u32 %s, %s", oi.n, orow.n);
+            I("mov.u32 %s, %s", ri.n, ra.n);
+            I("mov.u32 %s, %s", bi.n, rb.n);
+            I("mov.u32 %s, 0", gi.n);
+            ws_ptx_label(b, gtop);
             preg ook[EG], v[EG], bias[EG], off[EG], p[EG], r[EG];
-            ws_ptx_comment(b, "rows c/%d + %d(%d..%d): reads first, then the outputs", BN, PSTEP, m0, m0 + EG - 1);
             for (int m = 0; m < EG; m++) {
                 preg oo = ws_ptx_reg(b, PTX_B32);
                 ook[m] = ws_ptx_reg(b, PTX_PRED), v[m] = ws_ptx_reg(b, PTX_F32), bias[m] = ws_ptx_reg(b, PTX_F32);
                 off[m] = ws_ptx_reg(b, PTX_B64), p[m] = ws_ptx_reg(b, PTX_PRED);
                 r[m] = ws_ptx_reg(b, d->y_type == WS_F32 ? PTX_F32 : PTX_B16);
-                I("add.u32 %s, %s, %d", oo.n, orow.n, PSTEP * (m0 + m));
+                I("add.u32 %s, %s, %d", oo.n, oi.n, PSTEP * m);
                 I("setp.lt.u32 %s, %s, %d", ook[m].n, oo.n, d->c_out);
-                I("ld.shared.f32 %s, [%s+%d]", v[m].n, ra.n, PSTEP * (m0 + m) * YS_ROW * 4);
-                I("ld.shared.f32 %s, [%s+%d]", bias[m].n, rb.n, PSTEP * (m0 + m) * 4);
+                I("ld.shared.f32 %s, [%s+%d]", v[m].n, ri.n, PSTEP * m * YS_ROW * 4);
+                I("ld.shared.f32 %s, [%s+%d]", bias[m].n, bi.n, PSTEP * m * 4);
                 if (phase) { /* r = o / C, c = o - r*C: off = c*T + r, in range where P*t + r < T */
                     preg ph = ws_ptx_reg(b, PTX_B32), ch = ws_ptx_reg(b, PTX_B32), in = ws_ptx_reg(b, PTX_PRED);
                     preg ph64 = ws_ptx_reg(b, PTX_B64);
@@ -1366,6 +1378,12 @@ static void emit_consumer(ptx_buf *b, const ws_conv_desc *d, const ws_hgemm_cfg 
             }
             for (int m = 0; m < EG; m++)
                 ws_hgemm_elem(b, d, v[m], bias[m], p[m], r[m], ook[m], off[m], ybase, ys);
+            I("add.u32 %s, %s, %d", oi.n, oi.n, PSTEP * EG);
+            I("add.u32 %s, %s, %d", ri.n, ri.n, PSTEP * EG * YS_ROW * 4);
+            I("add.u32 %s, %s, %d", bi.n, bi.n, PSTEP * EG * 4);
+            I("add.u32 %s, %s, 1", gi.n, gi.n);
+            I("setp.lt.u32 %s, %s, %d", gmore.n, gi.n, BMQ / PSTEP / EG);
+            I("@%s bra %s", gmore.n, gtop.n);
         }
         }
     } else {
