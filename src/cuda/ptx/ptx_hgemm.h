@@ -161,6 +161,10 @@
  *   block took 75 us, in groups 34 us). The loops are emitted twice, with and without the
  *   add, and a call without one branches once to the second (no add reads and no add
  *   address arithmetic: 31 instructions an element of the tiny stem's conv1 instead of 41).
+ *   The NCL element form runs its groups as a loop (BM / (NC / BN) / 16 of them), not
+ *   unrolled: run once a tile, the unrolled code (about 2100 instructions) waited on
+ *   instruction fetch (H200, wav2vec2's K2 S2 layer, bf16 NCL, one wave: 26.4-27.5 ->
+ *   20.2-20.5 us, a third of its stall samples "no instruction" before).
  *   add[n, o, t] is read at add + n*add_bs + (o*T_out + t) (NCL y) or (t*C_out + o) (NLC y),
  *   as every forward kernel reads it.
  * Dynamic shared memory cfg.smem, at most WS_HGEMM_SMEM, small WS_HGEMM_SMEM_S (1 KiB of
