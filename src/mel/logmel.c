@@ -54,6 +54,12 @@ typedef union {
     float f;
 } pun;
 
+/* the Cephes logf polynomial's Horner steps after its first */
+static const float LOG_P[] = {
+    1.1676998740e-1f, -1.2420140846e-1f, 1.4249322787e-1f, -1.6668057665e-1f,
+    2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f,
+};
+
 static inline __attribute__((always_inline)) void log10_steps(float *restrict x, int L)
 {
     float f[64], e[64], z[64], y[64]; /* L <= 64 */
@@ -69,20 +75,9 @@ static inline __attribute__((always_inline)) void log10_steps(float *restrict x,
         z[i] = f[i] * f[i];
     for (int i = 0; i < L; i++)
         y[i] = 7.0376836292e-2f * f[i] - 1.1514610310e-1f;
-    for (int i = 0; i < L; i++)
-        y[i] = y[i] * f[i] + 1.1676998740e-1f;
-    for (int i = 0; i < L; i++)
-        y[i] = y[i] * f[i] - 1.2420140846e-1f;
-    for (int i = 0; i < L; i++)
-        y[i] = y[i] * f[i] + 1.4249322787e-1f;
-    for (int i = 0; i < L; i++)
-        y[i] = y[i] * f[i] - 1.6668057665e-1f;
-    for (int i = 0; i < L; i++)
-        y[i] = y[i] * f[i] + 2.0000714765e-1f;
-    for (int i = 0; i < L; i++)
-        y[i] = y[i] * f[i] - 2.4999993993e-1f;
-    for (int i = 0; i < L; i++)
-        y[i] = y[i] * f[i] + 3.3333331174e-1f;
+    for (int k = 0; k < (int)(sizeof LOG_P / sizeof LOG_P[0]); k++)
+        for (int i = 0; i < L; i++)
+            y[i] = y[i] * f[i] + LOG_P[k];
     for (int i = 0; i < L; i++)
         y[i] = y[i] * f[i] * z[i];
     for (int i = 0; i < L; i++)
