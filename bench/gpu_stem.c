@@ -7,10 +7,11 @@
  * many runs after warm-up (ws_gpu_bench). 3000 frames per window (30 s).
  * FLOPs: 2 * (3000 * d * 3*n_mels + 1500 * d * 3*d) per window (tiny 1.88 G).
  *
- *   bench-gpu_stem [--iters N] [--only SHAPE] [--prec P] [--win N] [--fixed]
+ *   bench-gpu_stem [--iters N] [--only SHAPE] [--prec P] [--win N] [--fixed] [--no-slice]
  *   (SHAPE: tiny | large-v3; P: fp32 | tf32 | bf16 | fp16; N: windows a launch, any N >= 1, default 1, 16 and 64;
  *   --fixed: every float32 sum whole, as the batches run it (ws_gpu_set_fixed), not in
- *   parts where the engine would cut it)
+ *   parts where the engine would cut it; --no-slice: a call of few blocks sums in parts
+ *   (the _split and _fin entries) instead of slices inside its blocks (the _slice entry))
  * Prints one table row per case (median us per launch and per window, the
  * rate, and the medians of the two convs from separately marked runs) and
  * the kernels' resource report.
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "cuda/gpu_internal.h"
+#include "cuda/gpu_conv_internal.h"
 #include "whisper/model.h"
 #include "whisper/stem.h"
 
@@ -33,7 +35,7 @@ int main(int argc, char **argv)
 {
     int iters = 50;
     const char *only = NULL, *only_prec = NULL;
-    int only_win = 0, fixed = 0;
+    int only_win = 0, fixed = 0, no_slice = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
             iters = atoi(argv[++i]);
@@ -47,10 +49,12 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench-gpu_stem: --win %s: a window count of 1 or more\n", argv[i]);
                 return 2;
             }
-        } else if (!strcmp(argv[i], "--fixed"))
+        } else if (!strcmp(argv[i], "--no-slice"))
+            no_slice = 1;
+        else if (!strcmp(argv[i], "--fixed"))
             fixed = 1;
         else {
-            fprintf(stderr, "usage: %s [--iters N] [--only tiny|large-v3] [--prec P] [--win N] [--fixed]\n",
+            fprintf(stderr, "usage: %s [--iters N] [--only tiny|large-v3] [--prec P] [--win N] [--fixed] [--no-slice]\n",
                     argv[0]);
             return 2;
         }
@@ -89,6 +93,8 @@ int main(int argc, char **argv)
             }
             free(pos);
             ws_gpu_set_fixed(g, fixed);
+            for (int k = 0; k < 2; k++)
+                ws_gpu_conv_no_slice(ws_gpu_pair_plan(g, 0, k), no_slice);
             if (!printed_dev++)
                 printf("# device: %s\n", ws_gpu_device_name(g));
             /* --win N: that count alone (any N >= 1), else the shape's three */

@@ -581,6 +581,7 @@ static void *as_ptr(uint64_t p) { return (void *)(uintptr_t)p; }
  * the largest |value|, f16 / bf16 plus 1 ulp); 0 neither; -1 any */
 static int gemm_split_cases; /* gemm rows whose FFMA sum run_case saw cut into parts */
 static int gemm_tail_cases;  /* of those, rows whose last tiles alone were (gemm_tail) */
+static int gemm_slice_cases; /* gemm rows whose FFMA sum run_case saw in slices (_slice) */
 static int run_tail_parts;   /* ws_gpu_conv_tail_parts for run_case's plans: 0 automatic */
 
 static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
@@ -656,21 +657,38 @@ static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
             fprintf(stderr, "gpu_conv gemm %-36s %zu of %zu values differ from the direct kernel's\n",
                     c->name, differ, ny);
         ws_gpu_conv_force_direct(gc, 0);
-        if (ws_gpu_conv_split_calls(gc) > 0) { /* the FFMA sum in parts: the one-part sum agrees */
+        if (ws_gpu_conv_split_calls(gc) > 0 || ws_gpu_conv_slice_calls(gc) > 0) {
+            /* the FFMA sum in parts or in slices: the one-part sum agrees; a row in slices
+             * also runs in parts (ws_gpu_conv_no_slice), which agree too */
+            const int sliced = ws_gpu_conv_slice_calls(gc) > 0;
+            gemm_slice_cases += sliced;
             gemm_split_cases++;
             gemm_tail_cases += ws_gpu_conv_tail_calls(gc) > 0;
-            ws_gpu_conv_no_split(gc, 1);
-            const unsigned long before = ws_gpu_conv_split_calls(gc);
-            cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
-            cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s one part: %s", c->name, e.msg);
-            cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
-            cr_assert_eq(ws_gpu_conv_split_calls(gc), before, "%s: split with no_split", c->name);
-            for (size_t i = 0; i < ny; i++) {
-                const double gv = get(ygpu, c->yt, i), sv = get(ygpu2, c->yt, i);
-                const double lim = 1e-5 * dscale + (c->yt == WS_F32 ? 0 : ulp_of(c->yt, fmax(fabs(gv), fabs(sv))));
-                cr_assert(fabs(gv - sv) <= lim, "%s: y[%zu] parts %.9g, one part %.9g", c->name, i, gv, sv);
+            for (int way = 0; way < 1 + sliced; way++) {
+                if (way == 0)
+                    ws_gpu_conv_no_split(gc, 1);
+                else
+                    ws_gpu_conv_no_slice(gc, 1);
+                const unsigned long before = ws_gpu_conv_split_calls(gc), sbefore = ws_gpu_conv_slice_calls(gc);
+                cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+                cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s %s: %s", c->name, way ? "parts" : "one part",
+                             e.msg);
+                cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+                cr_assert_eq(ws_gpu_conv_slice_calls(gc), sbefore, "%s: slices with no_%s", c->name,
+                             way ? "slice" : "split");
+                if (way == 0)
+                    cr_assert_eq(ws_gpu_conv_split_calls(gc), before, "%s: split with no_split", c->name);
+                else
+                    cr_assert_gt(ws_gpu_conv_split_calls(gc), before, "%s: no parts with no_slice", c->name);
+                for (size_t i = 0; i < ny; i++) {
+                    const double gv = get(ygpu, c->yt, i), sv = get(ygpu2, c->yt, i);
+                    const double lim = 1e-5 * dscale + (c->yt == WS_F32 ? 0 : ulp_of(c->yt, fmax(fabs(gv), fabs(sv))));
+                    cr_assert(fabs(gv - sv) <= lim, "%s: y[%zu] %s %.9g, %s %.9g", c->name, i,
+                              sliced ? "slices" : "parts", gv, way ? "parts" : "one part", sv);
+                }
+                ws_gpu_conv_no_split(gc, 0);
+                ws_gpu_conv_no_slice(gc, 0);
             }
-            ws_gpu_conv_no_split(gc, 0);
         }
     }
     if (expect_dw == 1) { /* the direct kernels: the same sums in the same order */
@@ -1719,6 +1737,47 @@ Test(gpu_conv, gemm_tail_in_parts_matches_the_whole_sum_and_the_cpu_engine, .tim
     cr_assert_eq(gemm_tail_cases, 3, "%d of 3 rows ran their last tiles in parts", gemm_tail_cases);
     run_tail_parts = 0;
     run_case(g, &rows[3], 2);
+    ws_gpu_close(g);
+}
+
+/* The FFMA GEMM's sum in slices inside each block (the _slice entry, ws_gemm_slice_fits: a
+ * call whose 128 x 128 tiles fill at most half the block slots, cut into 96 x 48 tiles whose
+ * blocks sum four runs of the stages of r, or 96 x 96 in two, and add them in order): the
+ * Whisper tiny stem's two
+ * convs at one window (channel-major log-Mel into NLC, NLC at stride 2 with an add), NCL at
+ * stride 2 with dilation, asymmetric padding and C_out 100 (a partial row of tiles, items
+ * across tiles), and NLC into NCL y with a broadcast add. run_case holds each to the CPU
+ * engine, the direct kernel, the whole sum, the sum in parts and its own bits run again;
+ * each row takes the slices where the device's multiprocessors make it a small call. */
+Test(gpu_conv, gemm_slices_match_the_whole_sum_and_the_cpu_engine, .timeout = 300)
+{
+    ws_gpu *g = gpu_or_skip();
+    const int sms = g->sms > 0 ? g->sms : 1;
+    const gcase rows[] = {
+        {"slice_tiny_conv1_ncl_nlc_gelu", 1, 80, 384, 1, 3, 1, 1, 1, 1, 3000, WS_NCL, WS_NLC, WS_F32, WS_F32, WS_F32, 0, WS_ACT_GELU, 1, ADD_NONE},
+        {"slice_tiny_conv2_nlc_s2_gelu_add", 1, 384, 384, 1, 3, 2, 1, 1, 1, 3000, WS_NLC, WS_NLC, WS_F32, WS_F32, WS_F32, 0, WS_ACT_GELU, 1,
+         ADD_PER_ITEM},
+        {"slice_ncl_c32_o100_k5_s2_d2_asym", 3, 32, 100, 1, 5, 2, 2, 4, 3, 1100, WS_NCL, WS_NCL, WS_F32, WS_F32, WS_F32, 0, WS_ACT_SILU, 1,
+         ADD_NONE},
+        {"slice_nlc_ncl_c64_o64_k3_bcast", 2, 64, 64, 1, 3, 1, 1, 1, 1, 2500, WS_NLC, WS_NCL, WS_F32, WS_F32, WS_F32, 0, WS_ACT_RELU, 0,
+         ADD_BROADCAST},
+    };
+    int expect = 0;
+    gemm_slice_cases = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const ws_conv_desc d = desc_of(&rows[i]);
+        cr_assert(ws_gemm_slice_fits(&d), "%s: no _slice entry", rows[i].name);
+        const long long p = (long long)rows[i].n * ws_conv_out_len(&d, rows[i].t_in);
+        const long long big = (p + WS_GEMM_BN - 1) / WS_GEMM_BN * ((d.c_out + ws_gemm_bm(&d) - 1) / ws_gemm_bm(&d));
+        int fills = 0; /* a variant's grid at least half the multiprocessors */
+        for (int v = 0; v < WS_GEMM_SLICE_VARIANTS; v++)
+            fills |= 2 * ((p + ws_gemm_slice_bn(v) - 1) / ws_gemm_slice_bn(v)) *
+                             ((d.c_out + WS_GEMM_SLICE_BM - 1) / WS_GEMM_SLICE_BM) >= sms;
+        expect += big <= sms && fills; /* gemm_parts cuts it, gemm_slice takes it */
+        run_case(g, &rows[i], 2);
+    }
+    cr_assert_eq(gemm_slice_cases, expect, "%d of %d rows summed in slices", gemm_slice_cases, expect);
+    cr_log_info("%d of 4 rows in slices on %d multiprocessors", expect, sms);
     ws_gpu_close(g);
 }
 

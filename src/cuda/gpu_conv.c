@@ -64,6 +64,10 @@ struct ws_gpu_conv {
     wscu_function gemmfn;  /* 0: no gemm kernel */
     wscu_function gsplitfn, gfinfn; /* the FFMA module's _split and _fin entries, or 0 */
     int no_split;          /* ws_gpu_conv_no_split */
+    wscu_function gslicefn[WS_GEMM_SLICE_VARIANTS]; /* the FFMA module's _slice entries
+                              (ws_gemm_slice_fits), or 0 */
+    int no_slice;          /* ws_gpu_conv_no_slice */
+    unsigned long slice_calls; /* calls that took it (ws_gpu_conv_slice_calls) */
     int parts;             /* ws_gpu_conv_parts: 0 automatic */
     unsigned long split_calls; /* calls that took them (ws_gpu_conv_split_calls) */
     int tail_parts;        /* ws_gpu_conv_tail_parts: 0 automatic */
@@ -441,6 +445,13 @@ static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
             CU_TRY(cu, ModuleGetFunction(&c->gsplitfn, c->gemmmod, gname), err);
             ws_gemm_entry(d, 2, gname);
             CU_TRY(cu, ModuleGetFunction(&c->gfinfn, c->gemmmod, gname), err);
+            if (ws_gemm_slice_fits(d))
+                for (int v = 0; v < WS_GEMM_SLICE_VARIANTS; v++) {
+                    ws_gemm_entry(d, 3 + v, gname);
+                    CU_TRY(cu, ModuleGetFunction(&c->gslicefn[v], c->gemmmod, gname), err);
+                    CU_TRY(cu, FuncSetAttribute(c->gslicefn[v], WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                ws_gemm_slice_smem(v)), err);
+                }
         }
     }
     if (cu->TensorMapEncodeTiled && (inner ? ws_hgemm_emits(d) : ws_hgemm_fits(d, g->emit_major, g->emit_minor))) {
@@ -1045,6 +1056,32 @@ cleanup:
     return -1;
 }
 
+/* the _slice variant a call of npos positions that gemm_parts sums in parts runs instead,
+ * or -1: the entries there and on; of the variants, the one whose busiest multiprocessor
+ * computes the fewest outputs (its waves of blocks, one an SM, times the tile), the larger
+ * tile (fewer waves) where even; its grid at least half the multiprocessors (else the parts,
+ * which cut the sum finer, keep more of them busy). H200, the Whisper tiny stem at one window
+ * in float32: conv1 (384 x 3000, 15 stages) 252 blocks of 96 x 48 in two waves or 128 of
+ * 96 x 96 in one; conv2 (384 x 1500, 72 stages) 128 of 96 x 48 */
+static int gemm_slice(const ws_gpu_conv *c, unsigned long long npos)
+{
+    if (!c->gslicefn[0] || c->no_slice || c->no_split || c->parts > 0)
+        return -1;
+    const unsigned long long sms = (unsigned long long)sms_of(c);
+    const unsigned long long gy = ((unsigned long long)c->d.c_out + WS_GEMM_SLICE_BM - 1) / WS_GEMM_SLICE_BM;
+    int best = -1;
+    unsigned long long bcost = 0;
+    for (int v = 0; v < WS_GEMM_SLICE_VARIANTS; v++) {
+        const unsigned long long bn = (unsigned long long)ws_gemm_slice_bn(v), gx = (npos + bn - 1) / bn;
+        if (gx > 0x7fffffffULL || gy > 65535 || 2 * gx * gy < sms)
+            continue;
+        const unsigned long long cost = (gx * gy + sms - 1) / sms * bn;
+        if (best < 0 || cost <= bcost)
+            best = v, bcost = cost;
+    }
+    return best;
+}
+
 /* the gemm kernel for a call gemm_call_fits admits, enqueued: 0, or -1 err */
 static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_stream st,
                        ws_err *err)
@@ -1062,6 +1099,16 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_st
         fwd_bind(&f, c, a, t_out, pw, err))
         return -1;
     const unsigned z = gemm_parts(c, (unsigned long long)gx * gy);
+    const int sv = z > 1 ? gemm_slice(c, npos) : -1;
+    if (sv >= 0) { /* the sum in slices inside each block */
+        const unsigned long long bn = (unsigned long long)ws_gemm_slice_bn(sv);
+        const unsigned sx = (unsigned)((npos + bn - 1) / bn);
+        const unsigned sy = (unsigned)(((unsigned long long)d->c_out + WS_GEMM_SLICE_BM - 1) / WS_GEMM_SLICE_BM);
+        CU_TRY(cu, LaunchKernel(c->gslicefn[sv], sx, sy, 1, WS_GEMM_SLICE_THREADS, 1, 1,
+                                (unsigned)ws_gemm_slice_smem(sv), st, f.args.v, NULL), err);
+        c->slice_calls++;
+        return 0;
+    }
     if (z > 1) /* the whole sum in z parts */
         return launch_parts(c, a, t_out, pw, gx, gy, 0, z, st, err);
     unsigned xoff = 0;
@@ -1402,6 +1449,17 @@ void ws_gpu_conv_parts(ws_gpu_conv *c, int z)
 unsigned long ws_gpu_conv_split_calls(const ws_gpu_conv *c)
 {
     return c ? c->split_calls : 0;
+}
+
+void ws_gpu_conv_no_slice(ws_gpu_conv *c, int on)
+{
+    if (c)
+        c->no_slice = on;
+}
+
+unsigned long ws_gpu_conv_slice_calls(const ws_gpu_conv *c)
+{
+    return c ? c->slice_calls : 0;
 }
 
 void ws_gpu_conv_tail_parts(ws_gpu_conv *c, int z)
@@ -2197,6 +2255,10 @@ int ws_gpu_conv_report(const ws_gpu_conv *c, char *buf, size_t cap)
     n += report_line(c, c->gsplitfn, name, WS_GEMM_THREADS, buf, cap, &off);
     ws_gemm_entry(d, 2, name);
     n += report_line(c, c->gfinfn, name, WS_GEMM_FIN_THREADS, buf, cap, &off);
+    for (int v = 0; v < WS_GEMM_SLICE_VARIANTS; v++) {
+        ws_gemm_entry(d, 3 + v, name);
+        n += report_line(c, c->gslicefn[v], name, WS_GEMM_SLICE_THREADS, buf, cap, &off);
+    }
     if (c->hgfn) {
         ws_hgemm_cfg q;
         ws_hgemm_cfg_of(d, &q);
@@ -2271,7 +2333,7 @@ ws_gpu_conv *ws_gpu_conv_clone(const ws_gpu_conv *src, ws_err *err)
     c->wxx = c->dxs = c->gst = c->xst = c->wt = 0;
     c->wxx_bytes = c->dxs_bytes = c->gst_bytes = c->xst_bytes = c->wt_bytes = 0;
     c->wxx_own = 0;
-    c->split_calls = c->tail_calls = c->hg_calls = c->mn_calls = c->p8_calls = c->gb_calls = 0;
+    c->split_calls = c->slice_calls = c->tail_calls = c->hg_calls = c->mn_calls = c->p8_calls = c->gb_calls = 0;
     c->hgctr = 0; /* its own tile counter: the two plans may run at once */
     c->colp = NULL, c->wpc = 0, c->col_calls = 0; /* its own inner plan and W' buffer */
     if (src->hgctr && hg_counter(c, err)) {

@@ -34,6 +34,11 @@ void ws_gpu_conv_hgemm_blocks(ws_gpu_conv *c, unsigned blocks);
 /* tests: 1 keeps the FFMA GEMM's sum in one part (no _split / _fin); the calls that split it */
 void ws_gpu_conv_no_split(ws_gpu_conv *c, int on);
 unsigned long ws_gpu_conv_split_calls(const ws_gpu_conv *c);
+/* tests and benchmarks: 1 sends the calls that would take the FFMA GEMM's _slice entry (a
+ * call of few blocks, gemm_slice in gpu_conv.c) to the sum in parts instead; the calls that
+ * took it (ws_gpu_conv_no_split turns it off too: its sums are in slices) */
+void ws_gpu_conv_no_slice(ws_gpu_conv *c, int on);
+unsigned long ws_gpu_conv_slice_calls(const ws_gpu_conv *c);
 /* benchmarks: the FFMA GEMM's sum of every call of c in z parts, whatever the call's size
  * (z 1: whole; at most one part a stage of r, within the parts' 256 MiB of scratch); 0 (the
  * default): gemm_parts' choice */

@@ -1687,6 +1687,120 @@ static void emit_wgmma_body(gk *s)
     I("ret");
 }
 
+/* the store of a group of 4 summed float32 values v (the _fin entry's, and the _slice
+ * entry's): NLC y, channels o .. o+3 of position q; NCL y, positions q .. q+3 of channel o
+ * (q = n*T_out + t, np = N*T_out, to = T_out): + b, act, + add, stored in y_type; one
+ * vector access where the 4 are in range, in one item and aligned, else one by one. Ends
+ * with ret, or a branch to *done (the vector path falls through to it) */
+static void emit_group_store(ptx_buf *b, const ws_conv_desc *d, const preg v[4], preg o, preg q, preg np,
+                             preg to, preg py, preg pb, preg pa, preg abs, preg hasb, preg hasa,
+                             const plabel *done)
+{
+    const int ys = d->y_type == WS_F32 ? 4 : 2, nlc = d->y_layout == WS_NLC;
+    ws_ptx_comment(b, "the 4 elements are one aligned run of y (and of add) when all are in range, "
+                      "in one item, and the addresses are %d-byte aligned: one vector access", 4 * ys);
+    preg vin = ws_ptx_reg(b, PTX_PRED), pl = ws_ptx_reg(b, PTX_PRED), e0 = ws_ptx_reg(b, PTX_B32);
+    preg n0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), off0 = ws_ptx_reg(b, PTX_B32);
+    preg ya0 = ws_ptx_reg(b, PTX_B64), aa0 = ws_ptx_reg(b, PTX_B64), al = ws_ptx_reg(b, PTX_B64);
+    preg w64 = ws_ptx_reg(b, PTX_B64), w32 = ws_ptx_reg(b, PTX_B32);
+    I("setp.lt.u32 %s, %s, %s", vin.n, q.n, np.n);
+    I("div.u32 %s, %s, %s", n0.n, q.n, to.n);
+    I("mul.lo.u32 %s, %s, %s", t0.n, n0.n, to.n);
+    I("sub.u32 %s, %s, %s", t0.n, q.n, t0.n);
+    if (nlc) {
+        I("add.u32 %s, %s, 3", e0.n, o.n);
+        I("setp.lt.u32 %s, %s, %d", pl.n, e0.n, d->c_out);
+        I("mad.lo.u32 %s, %s, %d, %s", off0.n, t0.n, d->c_out, o.n);
+    } else {
+        I("setp.lt.u32 %s, %s, %d", pl.n, o.n, d->c_out);
+        I("and.pred %s, %s, %s", vin.n, vin.n, pl.n);
+        I("add.u32 %s, %s, 3", e0.n, t0.n);
+        I("setp.lt.u32 %s, %s, %s", pl.n, e0.n, to.n);
+        I("mad.lo.u32 %s, %s, %s, %s", off0.n, o.n, to.n, t0.n);
+    }
+    I("and.pred %s, %s, %s", vin.n, vin.n, pl.n);
+    I("mul.lo.u32 %s, %s, %s", w32.n, n0.n, to.n);
+    I("mul.wide.u32 %s, %s, %d", ya0.n, w32.n, d->c_out);
+    I("cvt.u64.u32 %s, %s", w64.n, off0.n);
+    I("add.u64 %s, %s, %s", ya0.n, ya0.n, w64.n);
+    I("mad.lo.u64 %s, %s, %d, %s", ya0.n, ya0.n, ys, py.n);
+    I("cvt.u64.u32 %s, %s", aa0.n, n0.n);
+    I("mad.lo.u64 %s, %s, %s, %s", aa0.n, aa0.n, abs.n, w64.n);
+    I("mad.lo.u64 %s, %s, %d, %s", aa0.n, aa0.n, ys, pa.n);
+    I("and.b64 %s, %s, %d", al.n, ya0.n, 4 * ys - 1);
+    I("setp.eq.u64 %s, %s, 0", pl.n, al.n);
+    I("and.pred %s, %s, %s", vin.n, vin.n, pl.n);
+    I("and.b64 %s, %s, %d", al.n, aa0.n, 4 * ys - 1);
+    I("setp.eq.or.u64 %s, %s, 0, !%s", pl.n, al.n, hasa.n);
+    I("and.pred %s, %s, %s", vin.n, vin.n, pl.n);
+    plabel vec = ws_ptx_label_new(b, "vec");
+    I("@%s bra %s", vin.n, vec.n);
+    ws_ptx_comment(b, "else element by element");
+    for (int c = 0; c < 4; c++) {
+        ws_ptx_comment(b, "element %d: (o%s, p%s) = n*T_out + t", c, nlc ? " + c" : "", nlc ? "" : " + c");
+        preg oc = ws_ptx_reg(b, PTX_B32), pc = ws_ptx_reg(b, PTX_B32), in = ws_ptx_reg(b, PTX_PRED);
+        preg pin = ws_ptx_reg(b, PTX_PRED), nn = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+        preg off = ws_ptx_reg(b, PTX_B32), o64 = ws_ptx_reg(b, PTX_B64), off64 = ws_ptx_reg(b, PTX_B64);
+        preg ao = ws_ptx_reg(b, PTX_B64), nn64 = ws_ptx_reg(b, PTX_B64), yv = ws_ptx_reg(b, PTX_F32);
+        I("add.u32 %s, %s, %d", oc.n, o.n, nlc ? c : 0);
+        I("add.u32 %s, %s, %d", pc.n, q.n, nlc ? 0 : c);
+        I("setp.lt.u32 %s, %s, %d", in.n, oc.n, d->c_out);
+        I("setp.lt.u32 %s, %s, %s", pin.n, pc.n, np.n);
+        I("and.pred %s, %s, %s", in.n, in.n, pin.n);
+        I("div.u32 %s, %s, %s", nn.n, pc.n, to.n);
+        I("mul.lo.u32 %s, %s, %s", t.n, nn.n, to.n);
+        I("sub.u32 %s, %s, %s", t.n, pc.n, t.n);
+        if (nlc)
+            I("mad.lo.u32 %s, %s, %d, %s", off.n, t.n, d->c_out, oc.n);
+        else
+            I("mad.lo.u32 %s, %s, %s, %s", off.n, oc.n, to.n, t.n);
+        ws_ptx_comment(b, "y at n*C_out*T_out + off, add at n*add_bs + off");
+        I("cvt.u64.u32 %s, %s", o64.n, oc.n);
+        I("cvt.u64.u32 %s, %s", nn64.n, nn.n);
+        I("cvt.u64.u32 %s, %s", off64.n, off.n);
+        I("mad.lo.u64 %s, %s, %s, %s", ao.n, nn64.n, abs.n, off64.n);
+        I("mul.lo.u32 %s, %s, %s", nn.n, nn.n, to.n);
+        I("mul.wide.u32 %s, %s, %d", nn64.n, nn.n, d->c_out);
+        I("add.u64 %s, %s, %s", off64.n, off64.n, nn64.n);
+        ws_ptx_comment(b, "b[o] read only for an element in range (0 without bias)");
+        preg bv = ws_ptx_reg(b, PTX_F32), lb = ws_ptx_reg(b, PTX_PRED), ba = ws_ptx_reg(b, PTX_B64);
+        I("and.pred %s, %s, %s", lb.n, in.n, hasb.n);
+        I("mad.lo.u64 %s, %s, 4, %s", ba.n, o64.n, pb.n);
+        I("mov.f32 %s, 0f00000000", bv.n);
+        I("@%s ld.global.nc.f32 %s, [%s]", lb.n, bv.n, ba.n);
+        I("mov.f32 %s, %s", yv.n, v[c].n);
+        const ws_ptx_epi ep = {
+            .act = d->act, .y_type = d->y_type, .n = 1, .v = &yv, .bias = &bv,
+            .add_if = hasa, .add = {.index = ao, .base = pa, .scale = ys},
+            .y = {.index = off64, .base = py, .scale = ys}, .in = in};
+        ws_ptx_epi_emit(b, &ep);
+    }
+    if (done)
+        I("bra.uni %s", done->n);
+    else
+        I("ret");
+    ws_ptx_label(b, vec);
+    ws_ptx_comment(b, "one vector: bias %s (0 without bias)", nlc ? "b[o .. o+3]" : "b[o] for all 4");
+    preg bv[4], yv[4], ba = ws_ptx_reg(b, PTX_B64);
+    for (int c = 0; c < 4; c++) {
+        bv[c] = ws_ptx_reg(b, PTX_F32);
+        yv[c] = ws_ptx_reg(b, PTX_F32);
+        I("mov.f32 %s, %s", yv[c].n, v[c].n);
+    }
+    I("mul.wide.u32 %s, %s, 4", ba.n, o.n);
+    I("add.u64 %s, %s, %s", ba.n, ba.n, pb.n);
+    for (int c = 0; c < (nlc ? 4 : 1); c++) {
+        I("mov.f32 %s, 0f00000000", bv[c].n);
+        I("@%s ld.global.nc.f32 %s, [%s+%d]", hasb.n, bv[c].n, ba.n, 4 * c);
+    }
+    const ws_ptx_epi ev = {
+        .act = d->act, .y_type = d->y_type, .n = 4, .v = yv, .bias = bv, .bias_stride = nlc ? 1 : 0,
+        .add_if = hasa, .add = {.at = aa0}, .y = {.at = ya0}, .in = vin};
+    ws_ptx_epi_emit(b, &ev);
+    if (!done)
+        I("ret");
+}
+
 /* the _fin entry (FFMA split sums): a thread a float4 group of the parts' tile order
  * (emit_split_store: blocks of WS_GEMM_THREADS threads, G = ws_gemm_split_groups blocks a
  * tile, fin block f = tile*G + g, thread tid), its 4 elements of y
@@ -1700,7 +1814,6 @@ static void emit_wgmma_body(gk *s)
 static void emit_fin(ptx_buf *b, const ws_conv_desc *d)
 {
     const ws_params *pt = ws_params_of(WS_PARAMS_FWD_PARTS);
-    const int ys = d->y_type == WS_F32 ? 4 : 2;
     const int BM = ws_gemm_bm(d), G = ws_gemm_split_groups(d), nlc = d->y_layout == WS_NLC;
     ws_ptx_comment(b, "y = act(b[o] + sum_z part[z]) + add, 4 elements a thread; y %s %s, act %s; tile %dx%d, %d groups",
                    nlc ? "NLC" : "NCL", ws_ptx_type_name(d->y_type), ws_ptx_act_name(d->act), BM,
@@ -1802,103 +1915,429 @@ static void emit_fin(ptx_buf *b, const ws_conv_desc *d)
         I("and.b32 %s, %s, 1", h.n, g.n);
         I("mad.lo.u32 %s, %s, 64, %s", q.n, h.n, q.n);
     }
-    ws_ptx_comment(b, "the 4 elements are one aligned run of y (and of add) when all are in range, "
-                      "in one item, and the addresses are %d-byte aligned: one vector access", 4 * ys);
-    preg vin = ws_ptx_reg(b, PTX_PRED), pl = ws_ptx_reg(b, PTX_PRED), e0 = ws_ptx_reg(b, PTX_B32);
-    preg n0 = ws_ptx_reg(b, PTX_B32), t0 = ws_ptx_reg(b, PTX_B32), off0 = ws_ptx_reg(b, PTX_B32);
-    preg ya0 = ws_ptx_reg(b, PTX_B64), aa0 = ws_ptx_reg(b, PTX_B64), al = ws_ptx_reg(b, PTX_B64);
-    preg w64 = ws_ptx_reg(b, PTX_B64), w32 = ws_ptx_reg(b, PTX_B32);
-    I("setp.lt.u32 %s, %s, %s", vin.n, q.n, np.n);
-    I("div.u32 %s, %s, %s", n0.n, q.n, to.n);
-    I("mul.lo.u32 %s, %s, %s", t0.n, n0.n, to.n);
-    I("sub.u32 %s, %s, %s", t0.n, q.n, t0.n);
-    if (nlc) {
-        I("add.u32 %s, %s, 3", e0.n, o.n);
-        I("setp.lt.u32 %s, %s, %d", pl.n, e0.n, d->c_out);
-        I("mad.lo.u32 %s, %s, %d, %s", off0.n, t0.n, d->c_out, o.n);
+    emit_group_store(b, d, v, o, q, np, to, py, pb, pa, abs, hasb, hasa, NULL);
+}
+
+/* ---- the sliced tile for calls of few blocks (ptx_gemm.h, SLICES) ---- */
+
+#define SL_TM 12                       /* channels a thread */
+#define SL_TN 6                        /* positions a thread */
+#define SL_TY 8                        /* threads along channels in a slice */
+#define SL_BM WS_GEMM_SLICE_BM         /* 96 = SL_TY * SL_TM */
+#define SL_NS WS_GEMM_SLICE_STAGES
+#define SL_BKP (BK + 4)                /* floats a B row (a position): 16 r and 4 of padding */
+#define SL_A_BYTES (BK * SL_BM * 4)    /* As[BK][SL_BM] */
+#define SL_RROW (SL_BM + 4)            /* floats a row (a position) of a slice's sums */
+
+/* variant v's shape: S slices of T = SL_TY * TX threads, a tile of SL_BM x BN = TX * SL_TN */
+typedef struct {
+    int ns, ntx, thr, bn;   /* S, TX, T, BN */
+    int stage, ring, red;   /* bytes: a stage, a slice's ring, a slice's sums */
+    int ach, bch;           /* A chunks, B chunks (NLC x) a thread a stage */
+    int groups;             /* groups of 4 elements a tile */
+} slcfg;
+
+static slcfg slice_cfg(int v)
+{
+    slcfg c;
+    c.ns = v ? 2 : 4;
+    c.ntx = WS_GEMM_SLICE_THREADS / c.ns / SL_TY;
+    c.thr = SL_TY * c.ntx;
+    c.bn = c.ntx * SL_TN;
+    c.stage = SL_A_BYTES + c.bn * SL_BKP * 4;
+    c.ring = SL_NS * c.stage;
+    c.red = c.bn * SL_RROW * 4;
+    c.ach = BK * SL_BM / 4 / c.thr;
+    c.bch = c.bn * BK / 4 / c.thr;
+    c.groups = SL_BM * c.bn / 4;
+    return c;
+}
+
+_Static_assert(SL_BM == SL_TY * SL_TM && BK == 16 && SL_TM % 4 == 0 && SL_NS >= 2 &&
+               WS_GEMM_SLICE_THREADS == 256 && WS_GEMM_SLICE_BM == 96,
+               "the sliced tile below: 256 threads, 12x6 a thread, BK 16");
+
+int ws_gemm_slice_bn(int v)
+{
+    return slice_cfg(v).bn;
+}
+
+int ws_gemm_slice_smem(int v)
+{
+    const slcfg c = slice_cfg(v);
+    return c.ns * (c.ring > c.red ? c.ring : c.red);
+}
+
+int ws_gemm_slice_fits(const ws_conv_desc *d)
+{
+    return ws_gemm_fits(d) && !ws_gemm_mma(d) && ws_gemm_ffma_wpack(d) && d->x_type == WS_F32 &&
+           d->pre == WS_ACT_NONE;
+}
+
+/* the slice's registers for its copies */
+typedef struct {
+    const ws_conv_desc *d;
+    preg px, pw, tin;
+    preg sb;                   /* the slice's ring (shared address) */
+    slcfg c;
+    preg aoff[8];              /* chunk e < c.ach: W element offset r*C_out + o0 + 4oc (r within the stage) */
+    preg aso[8];               /* its byte offset in the stage */
+    preg aok[8];               /* o0 + 4oc < C_out */
+    preg bpv[4], bu0[4], bn[4], bso[4]; /* NLC x, e < c.bch: chunk e's position in range,
+                                  S*t - P_L, n*T_in, byte offset in the stage */
+    preg bjc;                  /* NLC x: 4 * (lt % 4), the chunk's first channel of the stage's 16 */
+    preg bthr;                 /* NCL x: lt < BN, the thread copies position lt */
+    preg bxn;                  /* NCL x: &x[n][0][0] of that position */
+} sl;
+
+/* the copies of stage kt (r = 16kt ..: one tap k, channels j0 .. j0 + 15) into the ring's slot
+ * at byte offset so, zeros where out of range; one commit group */
+static void emit_slice_load(ptx_buf *b, const sl *q, preg kt, preg so)
+{
+    const ws_conv_desc *d = q->d;
+    preg r0 = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32), j0 = ws_ptx_reg(b, PTX_B32);
+    preg base = ws_ptx_reg(b, PTX_B32), du = ws_ptx_reg(b, PTX_B32), wr = ws_ptx_reg(b, PTX_B64);
+    I("shl.b32 %s, %s, 4", r0.n, kt.n);
+    I("div.u32 %s, %s, %d", k.n, r0.n, d->c_in);
+    I("mul.lo.u32 %s, %s, %d", j0.n, k.n, d->c_in);
+    I("sub.u32 %s, %s, %s", j0.n, r0.n, j0.n);
+    I("add.u32 %s, %s, %s", base.n, q->sb.n, so.n);
+    I("mul.lo.u32 %s, %s, %d", du.n, k.n, d->dilation);
+    ws_ptx_comment(b, "A: W packed [R][C_out], rows r0 .., %d chunks of 16 bytes a thread", q->c.ach);
+    I("mul.wide.u32 %s, %s, %d", wr.n, r0.n, d->c_out * 4);
+    I("add.u64 %s, %s, %s", wr.n, wr.n, q->pw.n);
+    for (int e = 0; e < q->c.ach; e++) {
+        preg ga = ws_ptx_reg(b, PTX_B64), sa = ws_ptx_reg(b, PTX_B32), sz = ws_ptx_reg(b, PTX_B32);
+        I("mad.wide.u32 %s, %s, 4, %s", ga.n, q->aoff[e].n, wr.n);
+        I("selp.b64 %s, %s, %s, %s", ga.n, ga.n, q->pw.n, q->aok[e].n);
+        I("selp.u32 %s, 16, 0, %s", sz.n, q->aok[e].n);
+        I("add.u32 %s, %s, %s", sa.n, base.n, q->aso[e].n);
+        I("cp.async.cg.shared.global [%s], [%s], 16, %s", sa.n, ga.n, sz.n);
+    }
+    if (d->x_layout == WS_NLC) {
+        ws_ptx_comment(b, "B: x[n][u][j0 + 4(lt%%4) ..], u = S*t - P_L + D*k, %d chunks of 16 bytes a thread", q->c.bch);
+        for (int e = 0; e < q->c.bch; e++) {
+            preg u = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), row = ws_ptx_reg(b, PTX_B32);
+            preg xa = ws_ptx_reg(b, PTX_B64), sa = ws_ptx_reg(b, PTX_B32), sz = ws_ptx_reg(b, PTX_B32);
+            preg jj = ws_ptx_reg(b, PTX_B32), j64 = ws_ptx_reg(b, PTX_B64);
+            I("add.s32 %s, %s, %s", u.n, q->bu0[e].n, du.n);
+            I("setp.lt.u32 %s, %s, %s", ok.n, u.n, q->tin.n);
+            I("and.pred %s, %s, %s", ok.n, ok.n, q->bpv[e].n);
+            I("add.u32 %s, %s, %s", row.n, q->bn[e].n, u.n);
+            I("add.u32 %s, %s, %s", jj.n, j0.n, q->bjc.n);
+            I("cvt.u64.u32 %s, %s", j64.n, jj.n);
+            I("mad.wide.u32 %s, %s, %d, %s", xa.n, row.n, d->c_in, j64.n);
+            I("mad.lo.u64 %s, %s, 4, %s", xa.n, xa.n, q->px.n);
+            I("selp.b64 %s, %s, %s, %s", xa.n, xa.n, q->px.n, ok.n);
+            I("selp.u32 %s, 16, 0, %s", sz.n, ok.n);
+            I("add.u32 %s, %s, %s", sa.n, base.n, q->bso[e].n);
+            I("cp.async.cg.shared.global [%s], [%s], 16, %s", sa.n, xa.n, sz.n);
+        }
     } else {
-        I("setp.lt.u32 %s, %s, %d", pl.n, o.n, d->c_out);
-        I("and.pred %s, %s, %s", vin.n, vin.n, pl.n);
-        I("add.u32 %s, %s, 3", e0.n, t0.n);
-        I("setp.lt.u32 %s, %s, %s", pl.n, e0.n, to.n);
-        I("mad.lo.u32 %s, %s, %s, %s", off0.n, o.n, to.n, t0.n);
+        ws_ptx_comment(b, "B: threads lt < %d, position p0 + lt: x[n][j0 + jj][u], jj < 16, 4 bytes each", q->c.bn);
+        plabel skip = ws_ptx_label_new(b, "sl_nob");
+        preg u = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), xa = ws_ptx_reg(b, PTX_B64);
+        preg sz = ws_ptx_reg(b, PTX_B32), sa = ws_ptx_reg(b, PTX_B32), w = ws_ptx_reg(b, PTX_B32);
+        preg st = ws_ptx_reg(b, PTX_B64), u64 = ws_ptx_reg(b, PTX_B64);
+        I("@!%s bra %s", q->bthr.n, skip.n);
+        I("add.s32 %s, %s, %s", u.n, q->bu0[0].n, du.n);
+        I("setp.lt.u32 %s, %s, %s", ok.n, u.n, q->tin.n);
+        I("and.pred %s, %s, %s", ok.n, ok.n, q->bpv[0].n);
+        I("cvt.u64.u32 %s, %s", u64.n, u.n);
+        I("mad.wide.u32 %s, %s, %s, %s", xa.n, j0.n, q->tin.n, u64.n);
+        I("mad.lo.u64 %s, %s, 4, %s", xa.n, xa.n, q->bxn.n);
+        I("selp.b64 %s, %s, %s, %s", xa.n, xa.n, q->px.n, ok.n);
+        I("selp.u32 %s, 4, 0, %s", sz.n, ok.n);
+        I("selp.u32 %s, %s, 0, %s", w.n, q->tin.n, ok.n);
+        I("mul.wide.u32 %s, %s, 4", st.n, w.n);
+        I("add.u32 %s, %s, %s", sa.n, base.n, q->bso[0].n);
+        for (int jj = 0; jj < BK; jj++) {
+            if (jj)
+                I("add.u64 %s, %s, %s", xa.n, xa.n, st.n);
+            I("cp.async.ca.shared.global [%s+%d], [%s], 4, %s", sa.n, 4 * jj, xa.n, sz.n);
+        }
+        ws_ptx_label(b, skip);
     }
-    I("and.pred %s, %s, %s", vin.n, vin.n, pl.n);
-    I("mul.lo.u32 %s, %s, %s", w32.n, n0.n, to.n);
-    I("mul.wide.u32 %s, %s, %d", ya0.n, w32.n, d->c_out);
-    I("cvt.u64.u32 %s, %s", w64.n, off0.n);
-    I("add.u64 %s, %s, %s", ya0.n, ya0.n, w64.n);
-    I("mad.lo.u64 %s, %s, %d, %s", ya0.n, ya0.n, ys, py.n);
-    I("cvt.u64.u32 %s, %s", aa0.n, n0.n);
-    I("mad.lo.u64 %s, %s, %s, %s", aa0.n, aa0.n, abs.n, w64.n);
-    I("mad.lo.u64 %s, %s, %d, %s", aa0.n, aa0.n, ys, pa.n);
-    I("and.b64 %s, %s, %d", al.n, ya0.n, 4 * ys - 1);
-    I("setp.eq.u64 %s, %s, 0", pl.n, al.n);
-    I("and.pred %s, %s, %s", vin.n, vin.n, pl.n);
-    I("and.b64 %s, %s, %d", al.n, aa0.n, 4 * ys - 1);
-    I("setp.eq.or.u64 %s, %s, 0, !%s", pl.n, al.n, hasa.n);
-    I("and.pred %s, %s, %s", vin.n, vin.n, pl.n);
-    plabel vec = ws_ptx_label_new(b, "vec");
-    I("@%s bra %s", vin.n, vec.n);
-    ws_ptx_comment(b, "else element by element");
-    for (int c = 0; c < 4; c++) {
-        ws_ptx_comment(b, "element %d: (o%s, p%s) = n*T_out + t", c, nlc ? " + c" : "", nlc ? "" : " + c");
-        preg oc = ws_ptx_reg(b, PTX_B32), pc = ws_ptx_reg(b, PTX_B32), in = ws_ptx_reg(b, PTX_PRED);
-        preg pin = ws_ptx_reg(b, PTX_PRED), nn = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
-        preg off = ws_ptx_reg(b, PTX_B32), o64 = ws_ptx_reg(b, PTX_B64), off64 = ws_ptx_reg(b, PTX_B64);
-        preg ao = ws_ptx_reg(b, PTX_B64), nn64 = ws_ptx_reg(b, PTX_B64), yv = ws_ptx_reg(b, PTX_F32);
-        I("add.u32 %s, %s, %d", oc.n, o.n, nlc ? c : 0);
-        I("add.u32 %s, %s, %d", pc.n, q.n, nlc ? 0 : c);
-        I("setp.lt.u32 %s, %s, %d", in.n, oc.n, d->c_out);
-        I("setp.lt.u32 %s, %s, %s", pin.n, pc.n, np.n);
-        I("and.pred %s, %s, %s", in.n, in.n, pin.n);
-        I("div.u32 %s, %s, %s", nn.n, pc.n, to.n);
-        I("mul.lo.u32 %s, %s, %s", t.n, nn.n, to.n);
-        I("sub.u32 %s, %s, %s", t.n, pc.n, t.n);
-        if (nlc)
-            I("mad.lo.u32 %s, %s, %d, %s", off.n, t.n, d->c_out, oc.n);
-        else
-            I("mad.lo.u32 %s, %s, %s, %s", off.n, oc.n, to.n, t.n);
-        ws_ptx_comment(b, "y at n*C_out*T_out + off, add at n*add_bs + off");
-        I("cvt.u64.u32 %s, %s", o64.n, oc.n);
-        I("cvt.u64.u32 %s, %s", nn64.n, nn.n);
-        I("cvt.u64.u32 %s, %s", off64.n, off.n);
-        I("mad.lo.u64 %s, %s, %s, %s", ao.n, nn64.n, abs.n, off64.n);
-        I("mul.lo.u32 %s, %s, %s", nn.n, nn.n, to.n);
-        I("mul.wide.u32 %s, %s, %d", nn64.n, nn.n, d->c_out);
-        I("add.u64 %s, %s, %s", off64.n, off64.n, nn64.n);
-        ws_ptx_comment(b, "b[o] read only for an element in range (0 without bias)");
-        preg bv = ws_ptx_reg(b, PTX_F32), lb = ws_ptx_reg(b, PTX_PRED), ba = ws_ptx_reg(b, PTX_B64);
-        I("and.pred %s, %s, %s", lb.n, in.n, hasb.n);
-        I("mad.lo.u64 %s, %s, 4, %s", ba.n, o64.n, pb.n);
-        I("mov.f32 %s, 0f00000000", bv.n);
-        I("@%s ld.global.nc.f32 %s, [%s]", lb.n, bv.n, ba.n);
-        I("mov.f32 %s, %s", yv.n, v[c].n);
-        const ws_ptx_epi ep = {
-            .act = d->act, .y_type = d->y_type, .n = 1, .v = &yv, .bias = &bv,
-            .add_if = hasa, .add = {.index = ao, .base = pa, .scale = ys},
-            .y = {.index = off64, .base = py, .scale = ys}, .in = in};
-        ws_ptx_epi_emit(b, &ep);
+}
+
+/* the _slice entry: a block of WS_GEMM_SLICE_THREADS threads computes a tile of SL_BM channels
+ * x C.bn positions as C.ns slices of the sum, each over its own run of the stages of r
+ * through its own ring, then adds the slices' sums in order and runs the epilogue */
+static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant)
+{
+    const slcfg C = slice_cfg(variant);
+    const long long R = (long long)d->c_in * d->k, KT = R / BK;
+    const ws_params *pt = ws_params_of(WS_PARAMS_FWD);
+    sl q = { .d = d, .c = C };
+    ws_ptx_comment(b, "y = act(b[o] + sum_r W[o, r] X[r, p]) + add, r = k*C_in + j in %lld stages of %d; tile %dx%d, "
+                      "%d slices of %d threads (%dx%d a thread) over stages [s*KT/%d, (s+1)*KT/%d), %d-stage "
+                      "rings of cp.async; the slices' sums added in order s = 0, 1, ..",
+                   KT, BK, SL_BM, C.bn, C.ns, C.thr, SL_TM, SL_TN, C.ns, C.ns, SL_NS);
+    ws_ptx_section(b, "parameters, the thread's slice and place");
+    q.px = ws_ptx_reg(b, PTX_B64);
+    q.pw = ws_ptx_reg(b, PTX_B64);
+    q.tin = ws_ptx_reg(b, PTX_B32);
+    preg n32 = ws_ptx_reg(b, PTX_B32), tout = ws_ptx_reg(b, PTX_B32), np = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_ld_param(b, q.px, pt, WS_FWD_X);
+    ws_ptx_ld_param(b, q.pw, pt, WS_FWD_W);
+    ws_ptx_ld_param(b, n32, pt, WS_FWD_N);
+    ws_ptx_ld_param(b, q.tin, pt, WS_FWD_T_IN);
+    ws_ptx_ld_param(b, tout, pt, WS_FWD_T_OUT);
+    I("cvta.to.global.u64 %s, %s", q.px.n, q.px.n);
+    I("cvta.to.global.u64 %s, %s", q.pw.n, q.pw.n);
+    I("mul.lo.u32 %s, %s, %s", np.n, n32.n, tout.n);
+    preg tid = ws_ptx_reg(b, PTX_B32), s = ws_ptx_reg(b, PTX_B32), lt = ws_ptx_reg(b, PTX_B32);
+    preg ty = ws_ptx_reg(b, PTX_B32), tx = ws_ptx_reg(b, PTX_B32), o0 = ws_ptx_reg(b, PTX_B32);
+    preg p0 = ws_ptx_reg(b, PTX_B32), kt = ws_ptx_reg(b, PTX_B32), ke = ws_ptx_reg(b, PTX_B32);
+    preg sm = ws_ptx_reg(b, PTX_B32);
+    I("mov.u32 %s, %%tid.x", tid.n);
+    I("shr.u32 %s, %s, %d", s.n, tid.n, C.thr == 64 ? 6 : 7);
+    I("and.b32 %s, %s, %d", lt.n, tid.n, C.thr - 1);
+    I("shr.u32 %s, %s, %d", ty.n, lt.n, C.ntx == 8 ? 3 : 4);
+    I("and.b32 %s, %s, %d", tx.n, lt.n, C.ntx - 1);
+    I("mov.u32 %s, %%ctaid.y", o0.n);
+    I("mul.lo.u32 %s, %s, %d", o0.n, o0.n, SL_BM);
+    I("mov.u32 %s, %%ctaid.x", p0.n);
+    I("mul.lo.u32 %s, %s, %d", p0.n, p0.n, C.bn);
+    ws_ptx_comment(b, "slice s = tid/%d sums stages [s*KT/%d, (s+1)*KT/%d), KT = %lld", C.thr, C.ns, C.ns, KT);
+    I("mul.lo.u32 %s, %s, %lld", kt.n, s.n, KT);
+    I("shr.u32 %s, %s, %d", kt.n, kt.n, C.ns == 2 ? 1 : 2);
+    I("add.u32 %s, %s, 1", ke.n, s.n);
+    I("mul.lo.u32 %s, %s, %lld", ke.n, ke.n, KT);
+    I("shr.u32 %s, %s, %d", ke.n, ke.n, C.ns == 2 ? 1 : 2);
+    I("mov.u32 %s, gsl_smem", sm.n);
+    q.sb = ws_ptx_reg(b, PTX_B32);
+    I("mad.lo.u32 %s, %s, %d, %s", q.sb.n, s.n, C.ring, sm.n);
+
+    ws_ptx_section(b, "the thread's copies: A chunks c = lt + T*e: row c/24, channels o0 + 4(c%24) ..");
+    for (int e = 0; e < C.ach; e++) {
+        preg c = ws_ptx_reg(b, PTX_B32), row = ws_ptx_reg(b, PTX_B32), oc = ws_ptx_reg(b, PTX_B32);
+        q.aoff[e] = ws_ptx_reg(b, PTX_B32);
+        q.aso[e] = ws_ptx_reg(b, PTX_B32);
+        q.aok[e] = ws_ptx_reg(b, PTX_PRED);
+        I("add.u32 %s, %s, %d", c.n, lt.n, C.thr * e);
+        I("div.u32 %s, %s, %d", row.n, c.n, SL_BM / 4);
+        I("mad.lo.s32 %s, %s, %d, %s", oc.n, row.n, -(SL_BM / 4), c.n);
+        I("shl.b32 %s, %s, 2", oc.n, oc.n);
+        I("mad.lo.u32 %s, %s, %d, %s", q.aso[e].n, row.n, SL_BM, oc.n);
+        I("shl.b32 %s, %s, 2", q.aso[e].n, q.aso[e].n);
+        I("add.u32 %s, %s, %s", oc.n, oc.n, o0.n);
+        I("setp.lt.u32 %s, %s, %d", q.aok[e].n, oc.n, d->c_out);
+        I("mad.lo.u32 %s, %s, %d, %s", q.aoff[e].n, row.n, d->c_out, oc.n);
     }
-    I("ret");
-    ws_ptx_label(b, vec);
-    ws_ptx_comment(b, "one vector: bias %s (0 without bias)", nlc ? "b[o .. o+3]" : "b[o] for all 4");
-    preg bv[4], yv[4], ba = ws_ptx_reg(b, PTX_B64);
-    for (int c = 0; c < 4; c++) {
-        bv[c] = ws_ptx_reg(b, PTX_F32);
-        yv[c] = ws_ptx_reg(b, PTX_F32);
-        I("mov.f32 %s, %s", yv[c].n, v[c].n);
+    if (d->x_layout == WS_NLC) {
+        ws_ptx_comment(b, "B chunks c = lt + %de: position p0 + c/4 (= lt/4 + %de), channels 4(c%%4) .. of the stage's 16",
+                       C.thr, C.thr / 4);
+        q.bjc = ws_ptx_reg(b, PTX_B32);
+        I("and.b32 %s, %s, 3", q.bjc.n, lt.n);
+        I("shl.b32 %s, %s, 2", q.bjc.n, q.bjc.n);
+        for (int e = 0; e < C.bch; e++) {
+            preg pl = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32);
+            preg t = ws_ptx_reg(b, PTX_B32);
+            q.bpv[e] = ws_ptx_reg(b, PTX_PRED);
+            q.bu0[e] = ws_ptx_reg(b, PTX_B32);
+            q.bn[e] = ws_ptx_reg(b, PTX_B32);
+            q.bso[e] = ws_ptx_reg(b, PTX_B32);
+            I("shr.u32 %s, %s, 2", pl.n, lt.n);
+            I("add.u32 %s, %s, %d", pl.n, pl.n, C.thr / 4 * e);
+            I("add.u32 %s, %s, %s", p.n, pl.n, p0.n);
+            I("setp.lt.u32 %s, %s, %s", q.bpv[e].n, p.n, np.n);
+            I("div.u32 %s, %s, %s", n.n, p.n, tout.n);
+            I("mul.lo.u32 %s, %s, %s", t.n, n.n, tout.n);
+            I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
+            I("mul.lo.u32 %s, %s, %d", q.bu0[e].n, t.n, d->stride);
+            I("sub.s32 %s, %s, %d", q.bu0[e].n, q.bu0[e].n, d->pad_l);
+            I("mul.lo.u32 %s, %s, %s", q.bn[e].n, n.n, q.tin.n);
+            I("mad.lo.u32 %s, %s, %d, %s", q.bso[e].n, pl.n, SL_BKP, q.bjc.n);
+            I("mad.lo.u32 %s, %s, 4, %d", q.bso[e].n, q.bso[e].n, SL_A_BYTES);
+        }
+    } else {
+        ws_ptx_comment(b, "B: thread lt < %d copies position p0 + lt, its 16 rows of the stage", C.bn);
+        preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+        preg item = ws_ptx_reg(b, PTX_B64);
+        q.bthr = ws_ptx_reg(b, PTX_PRED);
+        q.bpv[0] = ws_ptx_reg(b, PTX_PRED);
+        q.bu0[0] = ws_ptx_reg(b, PTX_B32);
+        q.bso[0] = ws_ptx_reg(b, PTX_B32);
+        q.bxn = ws_ptx_reg(b, PTX_B64);
+        I("setp.lt.u32 %s, %s, %d", q.bthr.n, lt.n, C.bn);
+        I("add.u32 %s, %s, %s", p.n, lt.n, p0.n);
+        I("setp.lt.u32 %s, %s, %s", q.bpv[0].n, p.n, np.n);
+        I("div.u32 %s, %s, %s", n.n, p.n, tout.n);
+        I("mul.lo.u32 %s, %s, %s", t.n, n.n, tout.n);
+        I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
+        I("mul.lo.u32 %s, %s, %d", q.bu0[0].n, t.n, d->stride);
+        I("sub.s32 %s, %s, %d", q.bu0[0].n, q.bu0[0].n, d->pad_l);
+        I("mul.wide.u32 %s, %s, %s", item.n, n.n, q.tin.n);
+        I("mul.lo.u64 %s, %s, %lld", item.n, item.n, (long long)d->c_in * 4);
+        I("add.u64 %s, %s, %s", q.bxn.n, item.n, q.px.n);
+        I("mad.lo.u32 %s, %s, %d, %d", q.bso[0].n, lt.n, SL_BKP * 4, SL_A_BYTES);
     }
-    I("mul.wide.u32 %s, %s, 4", ba.n, o.n);
-    I("add.u64 %s, %s, %s", ba.n, ba.n, pb.n);
-    for (int c = 0; c < (nlc ? 4 : 1); c++) {
-        I("mov.f32 %s, 0f00000000", bv[c].n);
-        I("@%s ld.global.nc.f32 %s, [%s+%d]", hasb.n, bv[c].n, ba.n, 4 * c);
+
+    preg acc[SL_TM][SL_TN], af[SL_TM], bf[SL_TN][4];
+    for (int i = 0; i < SL_TM; i++)
+        for (int j = 0; j < SL_TN; j++) {
+            acc[i][j] = ws_ptx_reg(b, PTX_F32);
+            I("mov.f32 %s, 0f00000000", acc[i][j].n);
+        }
+    for (int i = 0; i < SL_TM; i++)
+        af[i] = ws_ptx_reg(b, PTX_F32);
+    for (int j = 0; j < SL_TN; j++)
+        for (int c = 0; c < 4; c++)
+            bf[j][c] = ws_ptx_reg(b, PTX_F32);
+
+    ws_ptx_section(b, "prologue: the slice's first stages into its ring");
+    preg rd = ws_ptx_reg(b, PTX_B32), wr = ws_ptx_reg(b, PTX_B32), kn = ws_ptx_reg(b, PTX_B32);
+    preg more = ws_ptx_reg(b, PTX_PRED);
+    for (int i = 0; i < SL_NS - 1; i++) {
+        plabel no = ws_ptx_label_new(b, "sl_pro");
+        preg so = ws_ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %d", kn.n, kt.n, i);
+        I("setp.lt.u32 %s, %s, %s", more.n, kn.n, ke.n);
+        I("@!%s bra %s", more.n, no.n);
+        I("mov.u32 %s, %d", so.n, i * C.stage);
+        emit_slice_load(b, &q, kn, so);
+        ws_ptx_label(b, no);
+        I("cp.async.commit_group");
     }
-    const ws_ptx_epi ev = {
-        .act = d->act, .y_type = d->y_type, .n = 4, .v = yv, .bias = bv, .bias_stride = nlc ? 1 : 0,
-        .add_if = hasa, .add = {.at = aa0}, .y = {.at = ya0}, .in = vin};
-    ws_ptx_epi_emit(b, &ev);
+    I("mov.u32 %s, 0", rd.n);
+    I("mov.u32 %s, %d", wr.n, (SL_NS - 1) * C.stage);
+
+    ws_ptx_section(b, "main loop: wait for stage kt, start stage kt + NS - 1, multiply stage kt");
+    plabel top = ws_ptx_label_new(b, "sl_stage"), done = ws_ptx_label_new(b, "sl_done");
+    plabel noload = ws_ptx_label_new(b, "sl_noload");
+    preg bar = ws_ptx_reg(b, PTX_B32);
+    I("add.u32 %s, %s, 1", bar.n, s.n);
+    ws_ptx_label(b, top);
+    I("setp.ge.u32 %s, %s, %s", more.n, kt.n, ke.n);
+    I("@%s bra %s", more.n, done.n);
+    I("cp.async.wait_group %d", SL_NS - 2);
+    I("bar.sync %s, %d", bar.n, C.thr);
+    I("add.u32 %s, %s, %d", kn.n, kt.n, SL_NS - 1);
+    I("setp.lt.u32 %s, %s, %s", more.n, kn.n, ke.n);
+    I("@!%s bra %s", more.n, noload.n);
+    emit_slice_load(b, &q, kn, wr);
+    ws_ptx_label(b, noload);
+    I("cp.async.commit_group");
+    {
+        preg sa = ws_ptx_reg(b, PTX_B32), sbb = ws_ptx_reg(b, PTX_B32);
+        ws_ptx_comment(b, "As[r][4ty + 32g ..], Bs[tx + %dj][r ..]: ty = lt/%d, tx = lt%%%%%d", C.ntx, C.ntx, C.ntx);
+        I("add.u32 %s, %s, %s", sa.n, q.sb.n, rd.n);
+        I("mad.lo.u32 %s, %s, %d, %s", sbb.n, tx.n, SL_BKP * 4, sa.n);
+        I("mad.lo.u32 %s, %s, 16, %s", sa.n, ty.n, sa.n);
+        for (int kq = 0; kq < BK / 4; kq++) {
+            for (int j = 0; j < SL_TN; j++)
+                I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", bf[j][0].n, bf[j][1].n, bf[j][2].n, bf[j][3].n,
+                  sbb.n, SL_A_BYTES + (C.ntx * j * SL_BKP + 4 * kq) * 4);
+            for (int c = 0; c < 4; c++) {
+                for (int g = 0; g < SL_TM / 4; g++)
+                    I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", af[4 * g].n, af[4 * g + 1].n, af[4 * g + 2].n,
+                      af[4 * g + 3].n, sa.n, ((4 * kq + c) * SL_BM + 32 * g) * 4);
+                for (int i = 0; i < SL_TM; i++)
+                    for (int j = 0; j < SL_TN; j++)
+                        I("fma.rn.f32 %s, %s, %s, %s", acc[i][j].n, af[i].n, bf[j][c].n, acc[i][j].n);
+            }
+        }
+    }
+    I("add.u32 %s, %s, %d", rd.n, rd.n, C.stage);
+    I("setp.eq.u32 %s, %s, %d", more.n, rd.n, C.ring);
+    I("selp.u32 %s, 0, %s, %s", rd.n, rd.n, more.n);
+    I("add.u32 %s, %s, %d", wr.n, wr.n, C.stage);
+    I("setp.eq.u32 %s, %s, %d", more.n, wr.n, C.ring);
+    I("selp.u32 %s, 0, %s, %s", wr.n, wr.n, more.n);
+    I("add.u32 %s, %s, 1", kt.n, kt.n);
+    I("bra.uni %s", top.n);
+    ws_ptx_label(b, done);
+    I("cp.async.wait_group 0");
+    I("bar.sync 0");
+
+    char title[128];
+    snprintf(title, sizeof title, "the slices' sums into shared memory: slice s, position pl, channel ol at (s*%d + pl)*%d + ol",
+             C.bn, SL_RROW);
+    ws_ptx_section(b, title);
+    {
+        preg ra = ws_ptx_reg(b, PTX_B32);
+        I("mad.lo.u32 %s, %s, %d, %s", ra.n, s.n, C.bn, tx.n);
+        I("mad.lo.u32 %s, %s, %d, 0", ra.n, ra.n, SL_RROW);
+        I("mad.lo.u32 %s, %s, 4, %s", ra.n, ty.n, ra.n);
+        I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sm.n);
+        for (int j = 0; j < SL_TN; j++)
+            for (int g = 0; g < SL_TM / 4; g++)
+                I("st.shared.v4.f32 [%s+%d], {%s, %s, %s, %s}", ra.n, (C.ntx * j * SL_RROW + 32 * g) * 4,
+                  acc[4 * g][j].n, acc[4 * g + 1][j].n, acc[4 * g + 2][j].n, acc[4 * g + 3][j].n);
+    }
+    I("bar.sync 0");
+
+    const int nlc = d->y_layout == WS_NLC;
+    if (nlc)
+        snprintf(title, sizeof title, "epilogue: groups g = tid + 256i of 4 channels o0 + 4(g%%%d) .. of position p0 + g/%d",
+                 SL_BM / 4, SL_BM / 4);
+    else
+        snprintf(title, sizeof title, "epilogue: groups g = tid + 256i of 4 positions p0 + 4(g%%%d) .. of channel o0 + g/%d",
+                 C.bn / 4, C.bn / 4);
+    ws_ptx_section(b, title);
+    static const int pi[] = { WS_FWD_B, WS_FWD_ADD, WS_FWD_Y };
+    preg pp[3];
+    ws_ptx_param_ptrs(b, pp, pt, pi, 3);
+    const preg pb = pp[0], pa = pp[1], py = pp[2];
+    preg abs = ws_ptx_reg(b, PTX_B64), hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
+    preg pbr = ws_ptx_reg(b, PTX_B64), par = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ld_param(b, abs, pt, WS_FWD_ADD_BS);
+    ws_ptx_ld_param(b, pbr, pt, WS_FWD_B);
+    ws_ptx_ld_param(b, par, pt, WS_FWD_ADD);
+    I("setp.ne.u64 %s, %s, 0", hasb.n, pbr.n);
+    I("setp.ne.u64 %s, %s, 0", hasa.n, par.n);
+    preg g = ws_ptx_reg(b, PTX_B32);
+    plabel gtop = ws_ptx_label_new(b, "sl_group"), gnext = ws_ptx_label_new(b, "sl_next");
+    plabel gend = ws_ptx_label_new(b, "sl_end");
+    I("mov.u32 %s, %s", g.n, tid.n);
+    ws_ptx_label(b, gtop);
+    I("setp.ge.u32 %s, %s, %d", more.n, g.n, C.groups);
+    I("@%s bra %s", more.n, gend.n);
+    {
+        preg h = ws_ptx_reg(b, PTX_B32), r = ws_ptx_reg(b, PTX_B32), o = ws_ptx_reg(b, PTX_B32);
+        preg p = ws_ptx_reg(b, PTX_B32), a = ws_ptx_reg(b, PTX_B32), v[4];
+        for (int c = 0; c < 4; c++)
+            v[c] = ws_ptx_reg(b, PTX_F32);
+        if (nlc) {
+            I("div.u32 %s, %s, %d", h.n, g.n, SL_BM / 4);            /* pl */
+            I("mad.lo.s32 %s, %s, %d, %s", r.n, h.n, -(SL_BM / 4), g.n); /* g % 24 */
+            I("shl.b32 %s, %s, 2", r.n, r.n);                         /* 4oc */
+            I("add.u32 %s, %s, %s", o.n, o0.n, r.n);
+            I("add.u32 %s, %s, %s", p.n, p0.n, h.n);
+            I("mad.lo.u32 %s, %s, %d, %s", a.n, h.n, SL_RROW, r.n);
+            I("mad.lo.u32 %s, %s, 4, %s", a.n, a.n, sm.n);
+            for (int z = 0; z < C.ns; z++) {
+                preg t[4];
+                for (int c = 0; c < 4; c++)
+                    t[c] = z ? ws_ptx_reg(b, PTX_F32) : v[c];
+                I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", t[0].n, t[1].n, t[2].n, t[3].n, a.n, z * C.red);
+                if (z)
+                    for (int c = 0; c < 4; c++)
+                        I("add.f32 %s, %s, %s", v[c].n, v[c].n, t[c].n);
+            }
+        } else {
+            I("div.u32 %s, %s, %d", h.n, g.n, C.bn / 4);            /* ol */
+            I("mad.lo.s32 %s, %s, %d, %s", r.n, h.n, -(C.bn / 4), g.n); /* g % (BN/4) */
+            I("shl.b32 %s, %s, 2", r.n, r.n);                         /* 4pq */
+            I("add.u32 %s, %s, %s", o.n, o0.n, h.n);
+            I("add.u32 %s, %s, %s", p.n, p0.n, r.n);
+            I("mad.lo.u32 %s, %s, %d, %s", a.n, r.n, SL_RROW, h.n);
+            I("mad.lo.u32 %s, %s, 4, %s", a.n, a.n, sm.n);
+            for (int z = 0; z < C.ns; z++)
+                for (int c = 0; c < 4; c++) {
+                    preg t = z ? ws_ptx_reg(b, PTX_F32) : v[c];
+                    I("ld.shared.f32 %s, [%s+%d]", t.n, a.n, z * C.red + c * SL_RROW * 4);
+                    if (z)
+                        I("add.f32 %s, %s, %s", v[c].n, v[c].n, t.n);
+                }
+        }
+        emit_group_store(b, d, v, o, p, np, tout, py, pb, pa, abs, hasb, hasa, &gnext);
+    }
+    ws_ptx_label(b, gnext);
+    I("add.u32 %s, %s, %d", g.n, g.n, WS_GEMM_SLICE_THREADS);
+    I("bra.uni %s", gtop.n);
+    ws_ptx_label(b, gend);
     I("ret");
 }
 
@@ -1912,7 +2351,7 @@ void ws_gemm_entry(const ws_conv_desc *d, int which, char name[WS_GEMM_NAME_MAX]
     char base[WS_GEMM_NAME_MAX];
     ws_gemm_name(d, base);
     snprintf(name, WS_GEMM_NAME_MAX, "%.*s%s", WS_GEMM_NAME_MAX - 8, base,
-             which == 1 ? "_split" : which == 2 ? "_fin" : "");
+             which == 1 ? "_split" : which == 2 ? "_fin" : which == 3 ? "_slice" : which == 4 ? "_slice2" : "");
 }
 
 char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *err)
@@ -2009,6 +2448,16 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
         emit_fin(&k3, d);
         ws_gemm_entry(d, 2, en);
         ws_ptx_kernel_end_params(&k3, &mod, en, ws_params_of(WS_PARAMS_FWD_PARTS), WS_GEMM_FIN_THREADS, 0, 0);
+        if (ws_gemm_slice_fits(d)) {
+            ws_ptx_raw(&mod, ".extern .shared .align 16 .b8 gsl_smem[];\n");
+            for (int v = 0; v < WS_GEMM_SLICE_VARIANTS; v++) {
+                ptx_buf k4;
+                ws_ptx_init(&k4);
+                emit_slice(&k4, d, v);
+                ws_gemm_entry(d, 3 + v, en);
+                ws_ptx_kernel_end_params(&k4, &mod, en, ws_params_of(WS_PARAMS_FWD), WS_GEMM_SLICE_THREADS, 0, 0);
+            }
+        }
         char why[160];
         char *text = ws_ptx_take(&mod, why, sizeof why);
         if (!text)

@@ -107,6 +107,30 @@
  * calls it takes (P < 2^31, grid y within 65535) and the plan also checks x against
  * ws_gemm_x_align (gpu_conv.c); the direct kernel takes the others.
  *
+ * SLICES (FFMA, ws_gemm_slice_fits: packed W, float32 x without pre): two more entries,
+ * "_slice" and "_slice2" (ws_gemm_entry 3 and 4), take a call that gemm_parts would sum in
+ * parts when their grid is at least half the multiprocessors (gpu_conv.c gemm_slice picks
+ * the variant), so that the sum's parts never leave the multiprocessor. A block of 256 threads
+ * computes a tile of 96 channels x BN positions (BN 48: 4 slices of 64 threads, 8 x 8; BN 96:
+ * 2 slices of 128 threads, 8 x 16), each thread 12 channels x 6 positions (channels 4ty + 32g
+ * + c, positions tx + TX*j). Slice s sums the stages [s*KT/S, (s+1)*KT/S) of r (k-major, 16
+ * a stage) through its own ring of WS_GEMM_SLICE_STAGES stages in dynamic shared memory,
+ * filled by cp.async with zero fill out of range (no registers): A as As[16][96] (16-byte
+ * chunks of the packed W), B position-major Bs[BN][16 + 4] (NLC x: 16-byte chunks of 4
+ * channels; NCL x: threads lt < BN copy position lt's 16 rows 4 bytes each), one named
+ * barrier per stage for the slice's threads. Per 4 rows of r a thread reads its 6 positions'
+ * 4 r as 16-byte loads and per row 12 channels as three, then 72 fma. Then every slice stores
+ * its sums position-major (rows of 100 floats) over the rings, and the block's threads take
+ * groups of 4 elements (NLC y: 4 channels of a position; NCL y: 4 positions of a channel),
+ * add the slices in the order s = 0, 1, .. and run the _fin entry's group store (+ b, act,
+ * + add, one vector store where aligned). The same call gives the same bits every run; they
+ * differ from the whole sum's and the parts' within float32 rounding. Registers (ptxas
+ * sm_90) 200-220, one block a multiprocessor. H200, the Whisper tiny stem at one window in
+ * float32 (bench-gpu_stem, the two convs): 67.9-68.5 us against 76.8-78.1 in parts in the
+ * same call; ncu: conv1 (128 blocks of 96 x 96) 23.0 us against 22.2 + 7.4 (_split, _fin),
+ * conv2 (128 blocks of 96 x 48) 42.5 us, FMA pipe 56.7 %, issue slots 67 % busy, against
+ * 39.6 + 7.7. Tried: 8 slices of 64 threads (512, 128 registers, spills of 96 bytes) 79.4 us;
+ * 4 slices of 2 stages at 128 registers (two blocks a multiprocessor) 80.9-82.0.
  * TENSOR CORES (math WS_MATH_BF16 / WS_MATH_F16 / WS_MATH_TF32, ws_gemm_mma; WS_MATH_F32 runs
  * the FFMA kernel above): the same grid, block, tile (BM x BN), parameters and epilogue,
  * products on mma.sync.m16n8k16 (bf16, f16) or m16n8k8 (tf32), f32 accumulation, on inputs
@@ -263,6 +287,20 @@ void ws_gemm_pack_weights(const ws_conv_desc *d, const float *w, void *out);
  * 4 elements) */
 #define WS_GEMM_FIN_THREADS WS_GEMM_THREADS
 void ws_gemm_entry(const ws_conv_desc *d, int which, char name[WS_GEMM_NAME_MAX]);
+/* the _slice entries (which 3 and 4, "_slice" and "_slice2"; only where ws_gemm_slice_fits):
+ * the sum of a call of few blocks inside each block, in slices (ptx_gemm.h, SLICES); variant
+ * v = which - 3: grid (ceil(P / ws_gemm_slice_bn(v)), ceil(C_out / WS_GEMM_SLICE_BM)),
+ * WS_GEMM_SLICE_THREADS threads, ws_gemm_slice_smem(v) bytes of dynamic shared memory, the
+ * forward table's parameters */
+#define WS_GEMM_SLICE_VARIANTS 2
+#define WS_GEMM_SLICE_THREADS 256
+#define WS_GEMM_SLICE_BM 96
+#define WS_GEMM_SLICE_STAGES 3
+int ws_gemm_slice_bn(int v);
+int ws_gemm_slice_smem(int v);
+/* 1 when d's FFMA module has the _slice entries: float32 math, packed weights
+ * (ws_gemm_ffma_wpack), float32 x without pre */
+int ws_gemm_slice_fits(const ws_conv_desc *d);
 /* float4 groups of a thread's accumulators in the _split entry's order: 2 * BM / 16 */
 int ws_gemm_split_groups(const ws_conv_desc *d);
 
