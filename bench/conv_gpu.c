@@ -70,6 +70,8 @@
  * every selected row at batch N (the Whisper stem's rows at one window: --only stem_ --n 1);
  * --parts Z sums every float32 call's GEMM in Z parts (ws_gpu_conv_parts; 1: whole, also
  * the last tiles that a call past a whole wave of blocks would sum in parts, gemm_tail).
+ * --no-slice: a float32 call of few blocks sums in parts, not in slices inside its blocks
+ * (ws_gpu_conv_no_slice).
  * --hg-blocks B caps the Hopper GEMM's grid at B blocks (ws_gpu_conv_hgemm_blocks; a large B:
  * a block a tile, the loop over tiles not used).
  * Without a GPU it prints one line and exits 77 (skipped); 1 if a check fails or a call
@@ -186,6 +188,7 @@ typedef struct {
     int iters, warmup, check, quick, list, per_call, no_hgemm, no_phased, direct;
     int n; /* --n: every row's batch N (0: the row's own) */
     int parts; /* --parts: the FFMA GEMM's sum in that many parts (ws_gpu_conv_parts) */
+    int no_slice; /* --no-slice: small float32 calls in parts, not slices (ws_gpu_conv_no_slice) */
     unsigned hg_blocks; /* --hg-blocks: the Hopper GEMM's grid cap (ws_gpu_conv_hgemm_blocks) */
     int emit_major, emit_minor; /* --emit-cc: PTX for that capability (ws_gpu_emit_cc), e.g.
                                    8.0 on an H100 to time the mma.sync GEMM beside wgmma */
@@ -515,6 +518,7 @@ static int per_call_time(ws_gpu *g, const row *r, call_st *cs, ws_conv_args *a, 
         ws_gpu_conv_no_phased(cs[j].gc, o->no_phased);
         ws_gpu_conv_force_direct(cs[j].gc, o->direct);
         ws_gpu_conv_parts(cs[j].gc, o->parts);
+        ws_gpu_conv_no_slice(cs[j].gc, o->no_slice);
         ws_gpu_conv_hgemm_blocks(cs[j].gc, o->hg_blocks);
         for (int s = 0; s < sets; s++) {
             a[j * sets + s].w = P(wd[j]);
@@ -634,6 +638,7 @@ static int run_row(ws_gpu *g, const row *r, int ri, ws_layout lay, const mode *m
         ws_gpu_conv_no_phased(cs[j].gc, o->no_phased);
         ws_gpu_conv_force_direct(cs[j].gc, o->direct);
         ws_gpu_conv_parts(cs[j].gc, o->parts);
+        ws_gpu_conv_no_slice(cs[j].gc, o->no_slice);
         ws_gpu_conv_hgemm_blocks(cs[j].gc, o->hg_blocks);
     }
     /* check */
@@ -715,6 +720,8 @@ int main(int argc, char **argv)
             o.n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--parts") && i + 1 < argc)
             o.parts = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-slice"))
+            o.no_slice = 1;
         else if (!strcmp(argv[i], "--hg-blocks") && i + 1 < argc)
             o.hg_blocks = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--list"))
@@ -724,7 +731,7 @@ int main(int argc, char **argv)
             i++;
         else {
             fprintf(stderr, "usage: %s [--only SUBSTRING] [--iters N] [--json FILE] [--no-check] "
-                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--no-phased] [--direct] [--n N] [--parts Z] [--hg-blocks B]\n", argv[0]);
+                            "[--quick] [--list] [--emit-cc MAJOR.MINOR] [--per-call] [--no-hgemm] [--no-phased] [--direct] [--n N] [--parts Z] [--no-slice] [--hg-blocks B]\n", argv[0]);
             return 2;
         }
     }

@@ -7,11 +7,12 @@
  * many runs after warm-up (ws_gpu_bench). 3000 frames per window (30 s).
  * FLOPs: 2 * (3000 * d * 3*n_mels + 1500 * d * 3*d) per window (tiny 1.88 G).
  *
- *   bench-gpu_stem [--iters N] [--only SHAPE] [--prec P] [--win N] [--fixed] [--no-slice]
+ *   bench-gpu_stem [--iters N] [--only SHAPE] [--prec P] [--win N] [--fixed] [--no-slice] [--no-pdl]
  *   (SHAPE: tiny | large-v3; P: fp32 | tf32 | bf16 | fp16; N: windows a launch, any N >= 1, default 1, 16 and 64;
  *   --fixed: every float32 sum whole, as the batches run it (ws_gpu_set_fixed), not in
  *   parts where the engine would cut it; --no-slice: a call of few blocks sums in parts
- *   (the _split and _fin entries) instead of slices inside its blocks (the _slice entry))
+ *   (the _split and _fin entries) instead of slices inside its blocks (the _slice entry);
+ *   --no-pdl: the _slice entries launched plainly, not as programmatic dependent launches)
  * Prints one table row per case (median us per launch and per window, the
  * rate, and the medians of the two convs from separately marked runs) and
  * the kernels' resource report.
@@ -35,7 +36,7 @@ int main(int argc, char **argv)
 {
     int iters = 50;
     const char *only = NULL, *only_prec = NULL;
-    int only_win = 0, fixed = 0, no_slice = 0;
+    int only_win = 0, fixed = 0, no_slice = 0, no_pdl = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
             iters = atoi(argv[++i]);
@@ -51,10 +52,12 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--no-slice"))
             no_slice = 1;
+        else if (!strcmp(argv[i], "--no-pdl"))
+            no_pdl = 1;
         else if (!strcmp(argv[i], "--fixed"))
             fixed = 1;
         else {
-            fprintf(stderr, "usage: %s [--iters N] [--only tiny|large-v3] [--prec P] [--win N] [--fixed] [--no-slice]\n",
+            fprintf(stderr, "usage: %s [--iters N] [--only tiny|large-v3] [--prec P] [--win N] [--fixed] [--no-slice] [--no-pdl]\n",
                     argv[0]);
             return 2;
         }
@@ -93,8 +96,10 @@ int main(int argc, char **argv)
             }
             free(pos);
             ws_gpu_set_fixed(g, fixed);
-            for (int k = 0; k < 2; k++)
+            for (int k = 0; k < 2; k++) {
                 ws_gpu_conv_no_slice(ws_gpu_pair_plan(g, 0, k), no_slice);
+                ws_gpu_conv_no_pdl(ws_gpu_pair_plan(g, 0, k), no_pdl);
+            }
             if (!printed_dev++)
                 printf("# device: %s\n", ws_gpu_device_name(g));
             /* --win N: that count alone (any N >= 1), else the shape's three */

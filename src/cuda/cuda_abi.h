@@ -114,6 +114,32 @@ typedef wscu_result (*PFN_cuLaunchKernel)(wscu_function f, unsigned int gx, unsi
                                        unsigned int gz, unsigned int bx, unsigned int by,
                                        unsigned int bz, unsigned int shared, wscu_stream s,
                                        void **params, void **extra);
+/* CUlaunchAttribute (an id, padding to 8 bytes, a 64-byte value union) and CUlaunchConfig,
+ * for cuLaunchKernelEx (CUDA 12.0 on); the attribute used: programmatic stream
+ * serialization (value an int, 1: the launch may begin before the stream's previous kernel
+ * ends, its griddepcontrol.wait holding its reads until that kernel is done) */
+#define WSCU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+typedef struct {
+    int id;
+    char pad[4];
+    union {
+        char bytes[64];
+        int i;
+        uint64_t align;
+    } value;
+} wscu_launch_attr;
+typedef struct {
+    unsigned int gx, gy, gz, bx, by, bz, shared;
+    wscu_stream stream;
+    wscu_launch_attr *attrs;
+    unsigned int n_attrs;
+} wscu_launch_config;
+_Static_assert(sizeof(wscu_launch_attr) == 72 && offsetof(wscu_launch_attr, value) == 8 &&
+                   offsetof(wscu_launch_config, stream) == 32 && offsetof(wscu_launch_config, attrs) == 40 &&
+                   offsetof(wscu_launch_config, n_attrs) == 48 && sizeof(wscu_launch_config) == 56,
+               "CUlaunchAttribute and CUlaunchConfig as cuda.h lays them out on 64-bit targets");
+typedef wscu_result (*PFN_cuLaunchKernelEx)(const wscu_launch_config *config, wscu_function f, void **params,
+                                         void **extra);
 typedef wscu_result (*PFN_cuTensorMapEncodeTiled)(wscu_tensor_map *m, int data_type, uint32_t rank,
                                                    void *addr, const uint64_t *dim,
                                                    const uint64_t *strides, const uint32_t *box,

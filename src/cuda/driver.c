@@ -120,6 +120,7 @@ int ws_cu_open(ws_cu *cu, ws_err *err)
         }
     }
     cu->TensorMapEncodeTiled = (PFN_cuTensorMapEncodeTiled)sym2(cu->lib, "cuTensorMapEncodeTiled", NULL);
+    cu->LaunchKernelEx = (PFN_cuLaunchKernelEx)sym2(cu->lib, "cuLaunchKernelEx", NULL);
     cu->OccupancyMaxActiveBlocksPerMultiprocessor = (PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor)sym2(
         cu->lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL);
     CU_TRY(cu, Init(0), err);

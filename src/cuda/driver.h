@@ -63,6 +63,9 @@ typedef struct {
     /* optional (CUDA 12 drivers on): NULL where the driver lacks it, and the kernels that
      * read tensor maps are then not used */
     PFN_cuTensorMapEncodeTiled TensorMapEncodeTiled;
+    /* optional (CUDA 12 drivers on): launches that may begin before the stream's previous
+     * kernel ends (programmatic dependent launch); NULL: plain launches */
+    PFN_cuLaunchKernelEx LaunchKernelEx;
     /* optional: what the tests hold the Hopper GEMM's launch bounds to */
     PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor OccupancyMaxActiveBlocksPerMultiprocessor;
 } ws_cu;

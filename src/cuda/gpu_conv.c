@@ -67,6 +67,7 @@ struct ws_gpu_conv {
     wscu_function gslicefn[WS_GEMM_SLICE_VARIANTS]; /* the FFMA module's _slice entries
                               (ws_gemm_slice_fits), or 0 */
     int no_slice;          /* ws_gpu_conv_no_slice */
+    int no_pdl;            /* ws_gpu_conv_no_pdl */
     unsigned long slice_calls; /* calls that took it (ws_gpu_conv_slice_calls) */
     int parts;             /* ws_gpu_conv_parts: 0 automatic */
     unsigned long split_calls; /* calls that took them (ws_gpu_conv_split_calls) */
@@ -1057,12 +1058,12 @@ cleanup:
 }
 
 /* the _slice variant a call of npos positions that gemm_parts sums in parts runs instead,
- * or -1: the entries there and on; of the variants, the one whose busiest multiprocessor
- * computes the fewest outputs (its waves of blocks, one an SM, times the tile), the larger
- * tile (fewer waves) where even; its grid at least half the multiprocessors (else the parts,
- * which cut the sum finer, keep more of them busy). H200, the Whisper tiny stem at one window
- * in float32: conv1 (384 x 3000, 15 stages) 252 blocks of 96 x 48 in two waves or 128 of
- * 96 x 96 in one; conv2 (384 x 1500, 72 stages) 128 of 96 x 48 */
+ * or -1: the entries there and on, and a variant whose blocks (one a multiprocessor) make
+ * one wave at least half full; of those the one of more blocks. H200, float32: the Whisper
+ * tiny stem at one window, conv1 (384 x 3000, 15 stages) 128 blocks of 96 x 96, conv2
+ * (384 x 1500, 72 stages) 128 of 96 x 48; wav2vec2's last layer at N8 (512 x 3992, 64
+ * stages), whose variants take two waves or more, runs 0.2-0.7 % slower in slices (its
+ * encoder 9694-9728 us NCL against 9657-9668 in parts), so it keeps the parts */
 static int gemm_slice(const ws_gpu_conv *c, unsigned long long npos)
 {
     if (!c->gslicefn[0] || c->no_slice || c->no_split || c->parts > 0)
@@ -1070,14 +1071,11 @@ static int gemm_slice(const ws_gpu_conv *c, unsigned long long npos)
     const unsigned long long sms = (unsigned long long)sms_of(c);
     const unsigned long long gy = ((unsigned long long)c->d.c_out + WS_GEMM_SLICE_BM - 1) / WS_GEMM_SLICE_BM;
     int best = -1;
-    unsigned long long bcost = 0;
+    unsigned long long most = 0;
     for (int v = 0; v < WS_GEMM_SLICE_VARIANTS; v++) {
-        const unsigned long long bn = (unsigned long long)ws_gemm_slice_bn(v), gx = (npos + bn - 1) / bn;
-        if (gx > 0x7fffffffULL || gy > 65535 || 2 * gx * gy < sms)
-            continue;
-        const unsigned long long cost = (gx * gy + sms - 1) / sms * bn;
-        if (best < 0 || cost <= bcost)
-            best = v, bcost = cost;
+        const unsigned long long bn = (unsigned long long)ws_gemm_slice_bn(v), blocks = (npos + bn - 1) / bn * gy;
+        if (blocks <= sms && 2 * blocks >= sms && blocks > most)
+            best = v, most = blocks;
     }
     return best;
 }
@@ -1104,8 +1102,19 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_st
         const unsigned long long bn = (unsigned long long)ws_gemm_slice_bn(sv);
         const unsigned sx = (unsigned)((npos + bn - 1) / bn);
         const unsigned sy = (unsigned)(((unsigned long long)d->c_out + WS_GEMM_SLICE_BM - 1) / WS_GEMM_SLICE_BM);
-        CU_TRY(cu, LaunchKernel(c->gslicefn[sv], sx, sy, 1, WS_GEMM_SLICE_THREADS, 1, 1,
-                                (unsigned)ws_gemm_slice_smem(sv), st, f.args.v, NULL), err);
+        if (cu->LaunchKernelEx && g->emit_major >= 9 && !c->no_pdl) {
+            /* programmatic dependent launch: the blocks may be placed while the stream's
+             * previous kernel ends (the entry's griddepcontrol.wait holds its reads) */
+            wscu_launch_attr at = {.id = WSCU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+            at.value.i = 1;
+            const wscu_launch_config lc = {.gx = sx, .gy = sy, .gz = 1, .bx = (unsigned)ws_gemm_slice_threads(sv), .by = 1, .bz = 1,
+                                           .shared = (unsigned)ws_gemm_slice_smem(sv), .stream = st, .attrs = &at,
+                                           .n_attrs = 1};
+            CU_TRY(cu, LaunchKernelEx(&lc, c->gslicefn[sv], f.args.v, NULL), err);
+        } else {
+            CU_TRY(cu, LaunchKernel(c->gslicefn[sv], sx, sy, 1, (unsigned)ws_gemm_slice_threads(sv), 1, 1,
+                                    (unsigned)ws_gemm_slice_smem(sv), st, f.args.v, NULL), err);
+        }
         c->slice_calls++;
         return 0;
     }
@@ -1455,6 +1464,12 @@ void ws_gpu_conv_no_slice(ws_gpu_conv *c, int on)
 {
     if (c)
         c->no_slice = on;
+}
+
+void ws_gpu_conv_no_pdl(ws_gpu_conv *c, int on)
+{
+    if (c)
+        c->no_pdl = on;
 }
 
 unsigned long ws_gpu_conv_slice_calls(const ws_gpu_conv *c)
@@ -2257,7 +2272,7 @@ int ws_gpu_conv_report(const ws_gpu_conv *c, char *buf, size_t cap)
     n += report_line(c, c->gfinfn, name, WS_GEMM_FIN_THREADS, buf, cap, &off);
     for (int v = 0; v < WS_GEMM_SLICE_VARIANTS; v++) {
         ws_gemm_entry(d, 3 + v, name);
-        n += report_line(c, c->gslicefn[v], name, WS_GEMM_SLICE_THREADS, buf, cap, &off);
+        n += report_line(c, c->gslicefn[v], name, ws_gemm_slice_threads(v), buf, cap, &off);
     }
     if (c->hgfn) {
         ws_hgemm_cfg q;

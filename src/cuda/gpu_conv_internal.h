@@ -39,6 +39,10 @@ unsigned long ws_gpu_conv_split_calls(const ws_gpu_conv *c);
  * took it (ws_gpu_conv_no_split turns it off too: its sums are in slices) */
 void ws_gpu_conv_no_slice(ws_gpu_conv *c, int on);
 unsigned long ws_gpu_conv_slice_calls(const ws_gpu_conv *c);
+/* benchmarks: 1 launches c's _slice entries plainly, not as programmatic dependent launches
+ * (compute capability 9.0 and a driver with cuLaunchKernelEx: the blocks placed while the
+ * stream's previous kernel ends) */
+void ws_gpu_conv_no_pdl(ws_gpu_conv *c, int on);
 /* benchmarks: the FFMA GEMM's sum of every call of c in z parts, whatever the call's size
  * (z 1: whole; at most one part a stage of r, within the parts' 256 MiB of scratch); 0 (the
  * default): gemm_parts' choice */

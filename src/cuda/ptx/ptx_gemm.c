@@ -1940,8 +1940,8 @@ typedef struct {
 static slcfg slice_cfg(int v)
 {
     slcfg c;
-    c.ns = v ? 2 : 4;
-    c.ntx = WS_GEMM_SLICE_THREADS / c.ns / SL_TY;
+    c.ns = v ? WS_GEMM_SLICE_NS1 : WS_GEMM_SLICE_NS0;
+    c.ntx = v ? 16 : 8;
     c.thr = SL_TY * c.ntx;
     c.bn = c.ntx * SL_TN;
     c.stage = SL_A_BYTES + c.bn * SL_BKP * 4;
@@ -1954,8 +1954,14 @@ static slcfg slice_cfg(int v)
 }
 
 _Static_assert(SL_BM == SL_TY * SL_TM && BK == 16 && SL_TM % 4 == 0 && SL_NS >= 2 &&
-               WS_GEMM_SLICE_THREADS == 256 && WS_GEMM_SLICE_BM == 96,
-               "the sliced tile below: 256 threads, 12x6 a thread, BK 16");
+               WS_GEMM_SLICE_BM == 96 && WS_GEMM_SLICE_NS0 == 4 && WS_GEMM_SLICE_NS1 == 2,
+               "the sliced tile below: 12x6 a thread, BK 16, 256 threads in 4 slices of 64 or 2 of 128");
+
+int ws_gemm_slice_threads(int v)
+{
+    const slcfg c = slice_cfg(v);
+    return c.ns * c.thr;
+}
 
 int ws_gemm_slice_bn(int v)
 {
@@ -2063,7 +2069,7 @@ static void emit_slice_load(ptx_buf *b, const sl *q, preg kt, preg so)
 /* the _slice entry: a block of WS_GEMM_SLICE_THREADS threads computes a tile of SL_BM channels
  * x C.bn positions as C.ns slices of the sum, each over its own run of the stages of r
  * through its own ring, then adds the slices' sums in order and runs the epilogue */
-static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant)
+static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
 {
     const slcfg C = slice_cfg(variant);
     const long long R = (long long)d->c_in * d->k, KT = R / BK;
@@ -2073,6 +2079,10 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant)
                       "%d slices of %d threads (%dx%d a thread) over stages [s*KT/%d, (s+1)*KT/%d), %d-stage "
                       "rings of cp.async; the slices' sums added in order s = 0, 1, ..",
                    KT, BK, SL_BM, C.bn, C.ns, C.thr, SL_TM, SL_TN, C.ns, C.ns, SL_NS);
+    if (pdl) {
+        ws_ptx_comment(b, "a kernel launched after this one in the stream may begin (its own wait holds its reads)");
+        I("griddepcontrol.launch_dependents");
+    }
     ws_ptx_section(b, "parameters, the thread's slice and place");
     q.px = ws_ptx_reg(b, PTX_B64);
     q.pw = ws_ptx_reg(b, PTX_B64);
@@ -2101,10 +2111,10 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant)
     I("mul.lo.u32 %s, %s, %d", p0.n, p0.n, C.bn);
     ws_ptx_comment(b, "slice s = tid/%d sums stages [s*KT/%d, (s+1)*KT/%d), KT = %lld", C.thr, C.ns, C.ns, KT);
     I("mul.lo.u32 %s, %s, %lld", kt.n, s.n, KT);
-    I("shr.u32 %s, %s, %d", kt.n, kt.n, C.ns == 2 ? 1 : 2);
+    I("div.u32 %s, %s, %d", kt.n, kt.n, C.ns);
     I("add.u32 %s, %s, 1", ke.n, s.n);
     I("mul.lo.u32 %s, %s, %lld", ke.n, ke.n, KT);
-    I("shr.u32 %s, %s, %d", ke.n, ke.n, C.ns == 2 ? 1 : 2);
+    I("div.u32 %s, %s, %d", ke.n, ke.n, C.ns);
     I("mov.u32 %s, gsl_smem", sm.n);
     q.sb = ws_ptx_reg(b, PTX_B32);
     I("mad.lo.u32 %s, %s, %d, %s", q.sb.n, s.n, C.ring, sm.n);
@@ -2186,6 +2196,11 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant)
         for (int c = 0; c < 4; c++)
             bf[j][c] = ws_ptx_reg(b, PTX_F32);
 
+    if (pdl) {
+        ws_ptx_comment(b, "launched early (programmatic dependent launch): no global access before the stream's "
+                          "previous kernel is done");
+        I("griddepcontrol.wait");
+    }
     ws_ptx_section(b, "prologue: the slice's first stages into its ring");
     preg rd = ws_ptx_reg(b, PTX_B32), wr = ws_ptx_reg(b, PTX_B32), kn = ws_ptx_reg(b, PTX_B32);
     preg more = ws_ptx_reg(b, PTX_PRED);
@@ -2249,6 +2264,19 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant)
     I("bra.uni %s", top.n);
     ws_ptx_label(b, done);
     I("cp.async.wait_group 0");
+
+    const int nlc = d->y_layout == WS_NLC;
+    static const int pi[] = { WS_FWD_B, WS_FWD_ADD, WS_FWD_Y };
+    preg pp[3];
+    ws_ptx_param_ptrs(b, pp, pt, pi, 3);
+    const preg pb = pp[0], pa = pp[1], py = pp[2];
+    preg abs = ws_ptx_reg(b, PTX_B64), hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
+    preg pbr = ws_ptx_reg(b, PTX_B64), par = ws_ptx_reg(b, PTX_B64);
+    ws_ptx_ld_param(b, abs, pt, WS_FWD_ADD_BS);
+    ws_ptx_ld_param(b, pbr, pt, WS_FWD_B);
+    ws_ptx_ld_param(b, par, pt, WS_FWD_ADD);
+    I("setp.ne.u64 %s, %s, 0", hasb.n, pbr.n);
+    I("setp.ne.u64 %s, %s, 0", hasa.n, par.n);
     I("bar.sync 0");
 
     char title[128];
@@ -2268,25 +2296,13 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant)
     }
     I("bar.sync 0");
 
-    const int nlc = d->y_layout == WS_NLC;
     if (nlc)
-        snprintf(title, sizeof title, "epilogue: groups g = tid + 256i of 4 channels o0 + 4(g%%%d) .. of position p0 + g/%d",
-                 SL_BM / 4, SL_BM / 4);
+        snprintf(title, sizeof title, "epilogue: groups g = tid + %di of 4 channels o0 + 4(g%%%d) .. of position p0 + g/%d",
+                 C.ns * C.thr, SL_BM / 4, SL_BM / 4);
     else
-        snprintf(title, sizeof title, "epilogue: groups g = tid + 256i of 4 positions p0 + 4(g%%%d) .. of channel o0 + g/%d",
-                 C.bn / 4, C.bn / 4);
+        snprintf(title, sizeof title, "epilogue: groups g = tid + %di of 4 positions p0 + 4(g%%%d) .. of channel o0 + g/%d",
+                 C.ns * C.thr, C.bn / 4, C.bn / 4);
     ws_ptx_section(b, title);
-    static const int pi[] = { WS_FWD_B, WS_FWD_ADD, WS_FWD_Y };
-    preg pp[3];
-    ws_ptx_param_ptrs(b, pp, pt, pi, 3);
-    const preg pb = pp[0], pa = pp[1], py = pp[2];
-    preg abs = ws_ptx_reg(b, PTX_B64), hasb = ws_ptx_reg(b, PTX_PRED), hasa = ws_ptx_reg(b, PTX_PRED);
-    preg pbr = ws_ptx_reg(b, PTX_B64), par = ws_ptx_reg(b, PTX_B64);
-    ws_ptx_ld_param(b, abs, pt, WS_FWD_ADD_BS);
-    ws_ptx_ld_param(b, pbr, pt, WS_FWD_B);
-    ws_ptx_ld_param(b, par, pt, WS_FWD_ADD);
-    I("setp.ne.u64 %s, %s, 0", hasb.n, pbr.n);
-    I("setp.ne.u64 %s, %s, 0", hasa.n, par.n);
     preg g = ws_ptx_reg(b, PTX_B32);
     plabel gtop = ws_ptx_label_new(b, "sl_group"), gnext = ws_ptx_label_new(b, "sl_next");
     plabel gend = ws_ptx_label_new(b, "sl_end");
@@ -2335,7 +2351,7 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant)
         emit_group_store(b, d, v, o, p, np, tout, py, pb, pa, abs, hasb, hasa, &gnext);
     }
     ws_ptx_label(b, gnext);
-    I("add.u32 %s, %s, %d", g.n, g.n, WS_GEMM_SLICE_THREADS);
+    I("add.u32 %s, %s, %d", g.n, g.n, C.ns * C.thr);
     I("bra.uni %s", gtop.n);
     ws_ptx_label(b, gend);
     I("ret");
@@ -2453,9 +2469,10 @@ char *ws_gemm_emit(const ws_conv_desc *d, int cc_major, int cc_minor, ws_err *er
             for (int v = 0; v < WS_GEMM_SLICE_VARIANTS; v++) {
                 ptx_buf k4;
                 ws_ptx_init(&k4);
-                emit_slice(&k4, d, v);
+                emit_slice(&k4, d, v, cc_major >= 9);
                 ws_gemm_entry(d, 3 + v, en);
-                ws_ptx_kernel_end_params(&k4, &mod, en, ws_params_of(WS_PARAMS_FWD), WS_GEMM_SLICE_THREADS, 0, 0);
+                ws_ptx_kernel_end_params(&k4, &mod, en, ws_params_of(WS_PARAMS_FWD), ws_gemm_slice_threads(v), 0,
+                                         0);
             }
         }
         char why[160];

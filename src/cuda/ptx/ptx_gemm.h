@@ -109,8 +109,8 @@
  *
  * SLICES (FFMA, ws_gemm_slice_fits: packed W, float32 x without pre): two more entries,
  * "_slice" and "_slice2" (ws_gemm_entry 3 and 4), take a call that gemm_parts would sum in
- * parts when their grid is at least half the multiprocessors (gpu_conv.c gemm_slice picks
- * the variant), so that the sum's parts never leave the multiprocessor. A block of 256 threads
+ * parts when a variant's blocks make one wave at least half full (gpu_conv.c gemm_slice
+ * picks it), so that the sum's parts never leave the multiprocessor. A block of 256 threads
  * computes a tile of 96 channels x BN positions (BN 48: 4 slices of 64 threads, 8 x 8; BN 96:
  * 2 slices of 128 threads, 8 x 16), each thread 12 channels x 6 positions (channels 4ty + 32g
  * + c, positions tx + TX*j). Slice s sums the stages [s*KT/S, (s+1)*KT/S) of r (k-major, 16
@@ -124,13 +124,19 @@
  * groups of 4 elements (NLC y: 4 channels of a position; NCL y: 4 positions of a channel),
  * add the slices in the order s = 0, 1, .. and run the _fin entry's group store (+ b, act,
  * + add, one vector store where aligned). The same call gives the same bits every run; they
- * differ from the whole sum's and the parts' within float32 rounding. Registers (ptxas
- * sm_90) 200-220, one block a multiprocessor. H200, the Whisper tiny stem at one window in
- * float32 (bench-gpu_stem, the two convs): 67.9-68.5 us against 76.8-78.1 in parts in the
- * same call; ncu: conv1 (128 blocks of 96 x 96) 23.0 us against 22.2 + 7.4 (_split, _fin),
- * conv2 (128 blocks of 96 x 48) 42.5 us, FMA pipe 56.7 %, issue slots 67 % busy, against
- * 39.6 + 7.7. Tried: 8 slices of 64 threads (512, 128 registers, spills of 96 bytes) 79.4 us;
- * 4 slices of 2 stages at 128 registers (two blocks a multiprocessor) 80.9-82.0.
+ * differ from the whole sum's and the parts' within float32 rounding. Compute capability 9.0
+ * (sm_90 PTX): griddepcontrol.launch_dependents at the start, griddepcontrol.wait before the
+ * first global read, and gpu_conv.c launches the entries with programmatic stream
+ * serialization (cuLaunchKernelEx, where the driver has it): the blocks may be placed while
+ * the stream's previous kernel ends. Registers (ptxas sm_90) 200-220, one block a
+ * multiprocessor. H200, the Whisper tiny stem at one window in float32 (bench-gpu_stem, the
+ * two convs, three rounds in one call): 64.7-66.0 us against 76.4-78.3 in parts and 66.4-67.5
+ * launched plainly; ncu: conv1 (128 blocks of 96 x 96) 23.2 us, FMA pipe 49.8 %, against 22.2
+ * + 7.4 (_split, _fin); conv2 (128 blocks of 96 x 48) 41.6 us, FMA pipe 57.7 %, issue slots
+ * 67.6 % busy, against 39.6 + 7.7. Tried (bench/RESULTS-gpu.md, 2026-11-30 03:20): 8 slices of
+ * 64 threads (128 registers, spills); 4 slices at 128 registers, two blocks a multiprocessor;
+ * 6 and 3 slices (384 threads, 168 registers); the epilogue's bias and add prefetched into L1:
+ * all slower.
  * TENSOR CORES (math WS_MATH_BF16 / WS_MATH_F16 / WS_MATH_TF32, ws_gemm_mma; WS_MATH_F32 runs
  * the FFMA kernel above): the same grid, block, tile (BM x BN), parameters and epilogue,
  * products on mma.sync.m16n8k16 (bf16, f16) or m16n8k8 (tf32), f32 accumulation, on inputs
@@ -293,9 +299,11 @@ void ws_gemm_entry(const ws_conv_desc *d, int which, char name[WS_GEMM_NAME_MAX]
  * WS_GEMM_SLICE_THREADS threads, ws_gemm_slice_smem(v) bytes of dynamic shared memory, the
  * forward table's parameters */
 #define WS_GEMM_SLICE_VARIANTS 2
-#define WS_GEMM_SLICE_THREADS 256
+#define WS_GEMM_SLICE_NS0 4 /* slices of 64 threads, variant 0 */
+#define WS_GEMM_SLICE_NS1 2 /* slices of 128 threads, variant 1 */
+int ws_gemm_slice_threads(int v); /* 256 */
 #define WS_GEMM_SLICE_BM 96
-#define WS_GEMM_SLICE_STAGES 3
+#define WS_GEMM_SLICE_STAGES 4
 int ws_gemm_slice_bn(int v);
 int ws_gemm_slice_smem(int v);
 /* 1 when d's FFMA module has the _slice entries: float32 math, packed weights
