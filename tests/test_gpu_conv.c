@@ -1778,8 +1778,14 @@ Test(gpu_conv, gemm_slices_match_the_whole_sum_and_the_cpu_engine, .timeout = 30
         expect += big <= sms && fills; /* gemm_parts cuts it, gemm_slice takes it */
         run_case(g, &rows[i], 2);
     }
-    cr_assert_eq(gemm_slice_cases, expect, "%d of %d rows summed in slices", gemm_slice_cases, expect);
-    cr_log_info("%d of 4 rows in slices on %d multiprocessors", expect, sms);
+    /* on compute capability 9.0 (227 KiB of shared memory a block: both variants load) the
+     * rows that gemm_slice takes by their size, at least one; elsewhere a variant may not
+     * load (99 KiB a block on 8.6 / 8.9), and the rows run in parts, checked all the same */
+    if (g->cc_major == 9) {
+        cr_assert_geq(expect, 1, "no row in slices on %d multiprocessors", sms);
+        cr_assert_eq(gemm_slice_cases, expect, "%d of %d rows summed in slices", gemm_slice_cases, expect);
+    }
+    cr_log_info("%d of 4 rows in slices on %d multiprocessors (%d by their size)", gemm_slice_cases, sms, expect);
     ws_gpu_close(g);
 }
 

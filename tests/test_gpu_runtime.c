@@ -406,6 +406,44 @@ Test(runtime, a_float32_plan_allocates_nothing_after_its_largest_call)
     assert_all_given_back("after the float32 plans");
 }
 
+/* A device whose blocks may take at most 99 KiB of shared memory (compute capability 8.9:
+ * the slices' 108 and 156 KiB rings do not fit) still makes float32 plans, and a call of few
+ * blocks sums in parts there (_split and _fin: two launches) where it would sum in slices */
+Test(runtime, a_float32_plan_on_a_device_of_less_shared_memory_sums_in_parts)
+{
+    use_stub();
+    ws_err e = {""};
+    for (int small = 0; small < 2; small++) {
+        cr_assert_eq(setenv("STUB_CUDA_SMEM_OPTIN", small ? "101376" : "232448", 1), 0);
+        ws_gpu *g = ws_gpu_open(0, &e);
+        cr_assert_not_null(g, "%s", e.msg);
+        const ws_conv_desc cd = {.op = WS_CONV_FWD, .c_in = 80, .c_out = 96, .groups = 1, .k = 3,
+                                 .stride = 1, .dilation = 1, .pad_l = 1, .pad_r = 1, .x_layout = WS_NCL,
+                                 .y_layout = WS_NCL, .act = WS_ACT_GELU};
+        float *cw = rnd((size_t)96 * 80 * 3, 8);
+        ws_gpu_conv *c = ws_gpu_conv_new(g, &cd, cw, NULL, &e);
+        cr_assert_not_null(c, "optin %s: %s", small ? "99 KiB" : "227 KiB", e.msg);
+        const int t = 128 * 40 - 5; /* 40 tiles of 128 positions: 107 of 48 */
+        uint64_t dx = 0, dy = 0;
+        cr_assert_eq(ws_gpu_alloc(g, (size_t)80 * t * 4, &dx, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_alloc(g, (size_t)96 * t * 4, &dy, &e), 0, "%s", e.msg);
+        ws_conv_args a = {.n = 1, .t_in = t, .x = (void *)(uintptr_t)dx, .y = (void *)(uintptr_t)dy};
+        const int launched = S->launches;
+        cr_assert_eq(ws_gpu_conv_run(c, &a, &e), 0, "%s", e.msg);
+        cr_assert_eq(S->launches - launched, small ? 2 : 1, "optin %s: %d launches", small ? "99 KiB" : "227 KiB",
+                     S->launches - launched);
+        cr_assert_eq(ws_gpu_conv_slice_calls(c), small ? 0u : 1u);
+        cr_assert_eq(ws_gpu_conv_split_calls(c), small ? 1u : 0u);
+        ws_gpu_conv_free(c);
+        ws_gpu_release(g, dx);
+        ws_gpu_release(g, dy);
+        free(cw);
+        ws_gpu_close(g);
+    }
+    cr_assert_eq(unsetenv("STUB_CUDA_SMEM_OPTIN"), 0);
+    assert_all_given_back("after the float32 plans");
+}
+
 Test(runtime, two_devices_have_a_context_and_modules_each)
 {
     use_stub();

@@ -450,8 +450,11 @@ static ws_gpu_conv *conv_new(ws_gpu *g, const ws_conv_desc *d, const void *w, co
                 for (int v = 0; v < WS_GEMM_SLICE_VARIANTS; v++) {
                     ws_gemm_entry(d, 3 + v, gname);
                     CU_TRY(cu, ModuleGetFunction(&c->gslicefn[v], c->gemmmod, gname), err);
-                    CU_TRY(cu, FuncSetAttribute(c->gslicefn[v], WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                ws_gemm_slice_smem(v)), err);
+                    /* a device whose blocks may not take the variant's shared memory (99 KiB
+                     * an SM on compute capability 8.6, 8.9 and 12.x) runs the parts instead */
+                    if (cu->FuncSetAttribute(c->gslicefn[v], WS_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                             ws_gemm_slice_smem(v)) != 0)
+                        c->gslicefn[v] = 0;
                 }
         }
     }
@@ -1066,7 +1069,7 @@ cleanup:
  * encoder 9694-9728 us NCL against 9657-9668 in parts), so it keeps the parts */
 static int gemm_slice(const ws_gpu_conv *c, unsigned long long npos)
 {
-    if (!c->gslicefn[0] || c->no_slice || c->no_split || c->parts > 0)
+    if (c->no_slice || c->no_split || c->parts > 0)
         return -1;
     const unsigned long long sms = (unsigned long long)sms_of(c);
     const unsigned long long gy = ((unsigned long long)c->d.c_out + WS_GEMM_SLICE_BM - 1) / WS_GEMM_SLICE_BM;
@@ -1074,7 +1077,7 @@ static int gemm_slice(const ws_gpu_conv *c, unsigned long long npos)
     unsigned long long most = 0;
     for (int v = 0; v < WS_GEMM_SLICE_VARIANTS; v++) {
         const unsigned long long bn = (unsigned long long)ws_gemm_slice_bn(v), blocks = (npos + bn - 1) / bn * gy;
-        if (blocks <= sms && 2 * blocks >= sms && blocks > most)
+        if (c->gslicefn[v] && blocks <= sms && 2 * blocks >= sms && blocks > most)
             best = v, most = blocks;
     }
     return best;

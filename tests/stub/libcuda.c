@@ -115,7 +115,7 @@ int cuDeviceGetAttribute(int *v, int attr, int d)
     case 16: *v = 132; return OK;      /* multiprocessors */
     case 75: *v = cc / 10; return OK;  /* capability major */
     case 76: *v = cc % 10; return OK;
-    case 97: *v = 232448; return OK;   /* shared memory per block, opt-in */
+    case 97: *v = env_int("STUB_CUDA_SMEM_OPTIN", 232448); return OK; /* shared memory per block, opt-in */
     case 20: *v = env_int("STUB_CUDA_COMPUTE_MODE", 0); return OK; /* 0 default, 3 exclusive */
     }
     *v = 0;
@@ -335,7 +335,9 @@ int cuFuncGetAttribute(int *v, int attr, void *f)
 
 int cuFuncSetAttribute(void *f, int attr, int v)
 {
-    (void)f, (void)attr, (void)v;
+    (void)f;
+    if (attr == 8 && v > env_int("STUB_CUDA_SMEM_OPTIN", 232448)) /* dynamic shared memory past the opt-in */
+        return INVALID_VALUE;
     return OK;
 }
 
