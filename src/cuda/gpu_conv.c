@@ -1061,13 +1061,13 @@ cleanup:
 }
 
 /* the _slice variant a call of npos positions that gemm_parts sums in parts runs instead,
- * or -1: the entries there and on, and a variant whose blocks (one a multiprocessor) make
- * one wave at least half full; of those the one of more blocks. H200, float32: the Whisper
+ * and its grid (*sx, *sy), or -1: the entries there and on, and a variant whose blocks (one
+ * a multiprocessor) make one wave at least half full; of those the one of more blocks. H200, float32: the Whisper
  * tiny stem at one window, conv1 (384 x 3000, 15 stages) 128 blocks of 96 x 96, conv2
  * (384 x 1500, 72 stages) 128 of 96 x 48; wav2vec2's last layer at N8 (512 x 3992, 64
  * stages), whose variants take two waves or more, runs 0.2-0.7 % slower in slices (its
  * encoder 9694-9728 us NCL against 9657-9668 in parts), so it keeps the parts */
-static int gemm_slice(const ws_gpu_conv *c, unsigned long long npos)
+static int gemm_slice(const ws_gpu_conv *c, unsigned long long npos, unsigned *sx, unsigned *sy)
 {
     if (c->no_slice || c->no_split || c->parts > 0)
         return -1;
@@ -1076,9 +1076,9 @@ static int gemm_slice(const ws_gpu_conv *c, unsigned long long npos)
     int best = -1;
     unsigned long long most = 0;
     for (int v = 0; v < WS_GEMM_SLICE_VARIANTS; v++) {
-        const unsigned long long bn = (unsigned long long)ws_gemm_slice_bn(v), blocks = (npos + bn - 1) / bn * gy;
-        if (c->gslicefn[v] && blocks <= sms && 2 * blocks >= sms && blocks > most)
-            best = v, most = blocks;
+        const unsigned long long bn = (unsigned long long)ws_gemm_slice_bn(v), gx = (npos + bn - 1) / bn;
+        if (c->gslicefn[v] && gx * gy <= sms && 2 * gx * gy >= sms && gx * gy > most)
+            best = v, most = gx * gy, *sx = (unsigned)gx, *sy = (unsigned)gy;
     }
     return best;
 }
@@ -1100,11 +1100,9 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_st
         fwd_bind(&f, c, a, t_out, pw, err))
         return -1;
     const unsigned z = gemm_parts(c, (unsigned long long)gx * gy);
-    const int sv = z > 1 ? gemm_slice(c, npos) : -1;
+    unsigned sx = 0, sy = 0;
+    const int sv = z > 1 ? gemm_slice(c, npos, &sx, &sy) : -1;
     if (sv >= 0) { /* the sum in slices inside each block */
-        const unsigned long long bn = (unsigned long long)ws_gemm_slice_bn(sv);
-        const unsigned sx = (unsigned)((npos + bn - 1) / bn);
-        const unsigned sy = (unsigned)(((unsigned long long)d->c_out + WS_GEMM_SLICE_BM - 1) / WS_GEMM_SLICE_BM);
         if (cu->LaunchKernelEx && g->emit_major >= 9 && !c->no_pdl) {
             /* programmatic dependent launch: the blocks may be placed while the stream's
              * previous kernel ends (the entry's griddepcontrol.wait holds its reads) */

@@ -2254,12 +2254,12 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
             }
         }
     }
-    I("add.u32 %s, %s, %d", rd.n, rd.n, C.stage);
-    I("setp.eq.u32 %s, %s, %d", more.n, rd.n, C.ring);
-    I("selp.u32 %s, 0, %s, %s", rd.n, rd.n, more.n);
-    I("add.u32 %s, %s, %d", wr.n, wr.n, C.stage);
-    I("setp.eq.u32 %s, %s, %d", more.n, wr.n, C.ring);
-    I("selp.u32 %s, 0, %s, %s", wr.n, wr.n, more.n);
+    const preg slot[2] = { rd, wr }; /* each to the ring's next stage, 0 after the last */
+    for (int i = 0; i < 2; i++) {
+        I("add.u32 %s, %s, %d", slot[i].n, slot[i].n, C.stage);
+        I("setp.eq.u32 %s, %s, %d", more.n, slot[i].n, C.ring);
+        I("selp.u32 %s, 0, %s, %s", slot[i].n, slot[i].n, more.n);
+    }
     I("add.u32 %s, %s, 1", kt.n, kt.n);
     I("bra.uni %s", top.n);
     ws_ptx_label(b, done);
