@@ -583,6 +583,7 @@ static int gemm_split_cases; /* gemm rows whose FFMA sum run_case saw cut into p
 static int gemm_tail_cases;  /* of those, rows whose last tiles alone were (gemm_tail) */
 static int gemm_slice_cases; /* gemm rows whose FFMA sum run_case saw in slices (_slice) */
 static int run_tail_parts;   /* ws_gpu_conv_tail_parts for run_case's plans: 0 automatic */
+static size_t run_y_skew;    /* bytes past an aligned allocation where run_case's y starts */
 
 static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
 {
@@ -614,7 +615,8 @@ static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
     cr_assert_eq(ws_conv_run(cpu, &ac, &e), 0, "%s: %s", c->name, e.msg);
     ws_conv_free(cpu);
 
-    uint64_t dx = dev_alloc(g, nx * tsize(c->xt)), dy = dev_alloc(g, ybytes), dadd = 0;
+    uint64_t dx = dev_alloc(g, nx * tsize(c->xt)), dy = dev_alloc(g, ybytes + 16), dadd = 0;
+    const uint64_t dyo = dy + run_y_skew; /* y where the call writes it */
     cr_assert_eq(ws_gpu_upload(g, dx, x, nx * tsize(c->xt), &e), 0, "%s", e.msg);
     if (c->add == ADD_INPUT) {
         dadd = dx;
@@ -626,12 +628,12 @@ static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
     cr_assert_not_null(gc, "%s: %s", c->name, e.msg);
     ws_gpu_conv_tail_parts(gc, run_tail_parts);
     ws_conv_args ag = {.n = c->n, .t_in = c->t_in, .x = as_ptr(dx), .add = dadd ? as_ptr(dadd) : NULL,
-                       .add_batch_stride = abs, .y = as_ptr(dy)};
+                       .add_batch_stride = abs, .y = as_ptr(dyo)};
     void *outs[2] = {ygpu, ygpu2};
     for (int run = 0; run < 2; run++) {
-        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_upload(g, dyo, poison, ybytes, &e), 0, "%s", e.msg);
         cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s run %d: %s", c->name, run, e.msg);
-        cr_assert_eq(ws_gpu_download(g, outs[run], dy, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_download(g, outs[run], dyo, ybytes, &e), 0, "%s", e.msg);
     }
     cr_assert(!memcmp(ygpu, ygpu2, ybytes), "%s: two runs, different bits", c->name);
     if (expect_dw >= 0)
@@ -640,9 +642,9 @@ static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
     if (expect_dw == 2) { /* the direct kernels: the same products, zero taps skipped */
         ws_gpu_conv_force_direct(gc, 1);
         cr_assert_eq(ws_gpu_conv_kernel(gc, &ag), 0);
-        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_upload(g, dyo, poison, ybytes, &e), 0, "%s", e.msg);
         cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s direct: %s", c->name, e.msg);
-        cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_download(g, ygpu2, dyo, ybytes, &e), 0, "%s", e.msg);
         double dscale = 0;
         size_t differ = 0;
         for (size_t i = 0; i < ny; i++)
@@ -670,10 +672,10 @@ static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
                 else
                     ws_gpu_conv_no_slice(gc, 1);
                 const unsigned long before = ws_gpu_conv_split_calls(gc), sbefore = ws_gpu_conv_slice_calls(gc);
-                cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+                cr_assert_eq(ws_gpu_upload(g, dyo, poison, ybytes, &e), 0, "%s", e.msg);
                 cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s %s: %s", c->name, way ? "parts" : "one part",
                              e.msg);
-                cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+                cr_assert_eq(ws_gpu_download(g, ygpu2, dyo, ybytes, &e), 0, "%s", e.msg);
                 cr_assert_eq(ws_gpu_conv_slice_calls(gc), sbefore, "%s: slices with no_%s", c->name,
                              way ? "slice" : "split");
                 if (way == 0)
@@ -694,9 +696,9 @@ static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
     if (expect_dw == 1) { /* the direct kernels: the same sums in the same order */
         ws_gpu_conv_force_direct(gc, 1);
         cr_assert_eq(ws_gpu_conv_kernel(gc, &ag), 0);
-        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_upload(g, dyo, poison, ybytes, &e), 0, "%s", e.msg);
         cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s direct: %s", c->name, e.msg);
-        cr_assert_eq(ws_gpu_download(g, ygpu2, dy, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_download(g, ygpu2, dyo, ybytes, &e), 0, "%s", e.msg);
         for (size_t i = 0; i < ny; i++)
             cr_assert(get(ygpu, c->yt, i) == get(ygpu2, c->yt, i),
                       "%s: y[%zu] depthwise %.9g, direct %.9g", c->name, i, get(ygpu, c->yt, i),
@@ -1746,7 +1748,10 @@ Test(gpu_conv, gemm_tail_in_parts_matches_the_whole_sum_and_the_cpu_engine, .tim
  * Whisper tiny stem's two
  * convs at one window (channel-major log-Mel into NLC, NLC at stride 2 with an add), NCL at
  * stride 2 with dilation, asymmetric padding and C_out 100 (a partial row of tiles, items
- * across tiles), and NLC into NCL y with a broadcast add. run_case holds each to the CPU
+ * across tiles), NLC into NCL y with a broadcast add, and two more NLC y: C_out 200 with a
+ * broadcast add over three items, f16 y with an add per item. Each NLC y row runs again with
+ * y 4 (f16: 2) bytes off an aligned allocation, which the groups' vector stores do not take.
+ * run_case holds each to the CPU
  * engine, the direct kernel, the whole sum, the sum in parts and its own bits run again;
  * each row takes the slices where the device's multiprocessors make it a small call. */
 Test(gpu_conv, gemm_slices_match_the_whole_sum_and_the_cpu_engine, .timeout = 300)
@@ -1761,7 +1766,15 @@ Test(gpu_conv, gemm_slices_match_the_whole_sum_and_the_cpu_engine, .timeout = 30
          ADD_NONE},
         {"slice_nlc_ncl_c64_o64_k3_bcast", 2, 64, 64, 1, 3, 1, 1, 1, 1, 2500, WS_NLC, WS_NCL, WS_F32, WS_F32, WS_F32, 0, WS_ACT_RELU, 0,
          ADD_BROADCAST},
+        /* NLC y in vectors: C_out 200 (a block's last channels out of range), three items of
+         * 700 positions (a block's positions cross items; the broadcast add's t wraps) */
+        {"slice_nlc_nlc_c64_o200_k3_bcast_n3", 3, 64, 200, 1, 3, 1, 1, 1, 1, 700, WS_NLC, WS_NLC, WS_F32, WS_F32, WS_F32, 0, WS_ACT_GELU, 1,
+         ADD_BROADCAST},
+        /* f16 y, an add per item across two items */
+        {"slice_nlc_nlc_c64_o100_k3_s2_f16_item_n2", 2, 64, 100, 1, 3, 2, 1, 1, 1, 2100, WS_NLC, WS_NLC, WS_F32, WS_F32, WS_F16, 0, WS_ACT_GELU,
+         1, ADD_PER_ITEM},
     };
+    const int nrows = (int)(sizeof rows / sizeof rows[0]);
     int expect = 0;
     gemm_slice_cases = 0;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -1777,6 +1790,12 @@ Test(gpu_conv, gemm_slices_match_the_whole_sum_and_the_cpu_engine, .timeout = 30
         }
         expect += big <= sms && fills; /* gemm_parts cuts it, gemm_slice takes it */
         run_case(g, &rows[i], 2);
+        if (d.y_layout == WS_NLC) { /* y off the vectors' alignment: the groups element by element */
+            expect += big <= sms && fills;
+            run_y_skew = tsize(rows[i].yt);
+            run_case(g, &rows[i], 2);
+            run_y_skew = 0;
+        }
     }
     /* on compute capability 9.0 (227 KiB of shared memory a block: both variants load) the
      * rows that gemm_slice takes by their size, at least one; elsewhere a variant may not
@@ -1785,7 +1804,8 @@ Test(gpu_conv, gemm_slices_match_the_whole_sum_and_the_cpu_engine, .timeout = 30
         cr_assert_geq(expect, 1, "no row in slices on %d multiprocessors", sms);
         cr_assert_eq(gemm_slice_cases, expect, "%d of %d rows summed in slices", gemm_slice_cases, expect);
     }
-    cr_log_info("%d of 4 rows in slices on %d multiprocessors (%d by their size)", gemm_slice_cases, sms, expect);
+    cr_log_info("%d runs of %d rows in slices on %d multiprocessors (%d by their size)", gemm_slice_cases, nrows, sms,
+                expect);
     ws_gpu_close(g);
 }
 

@@ -1980,64 +1980,62 @@ int ws_gemm_slice_fits(const ws_conv_desc *d)
            d->pre == WS_ACT_NONE;
 }
 
-/* the slice's registers for its copies */
+/* the slice's registers for its copies. A stage's 16 x 24 chunks of A (16 bytes: 4 channels
+ * of a row r) are copied by the thread as (row lt/8 + (T/8)b, column lt%8 + 8a), a < 3, b <
+ * 128/T: fixed offsets from one pointer, so that a chunk costs one instruction. The copies
+ * follow a cursor, the next stage to copy (its tap k, its first channel j0, the pointer wa),
+ * moved on by each stage's copies: no division in the loop */
 typedef struct {
     const ws_conv_desc *d;
     preg px, pw, tin;
     preg sb;                   /* the slice's ring (shared address) */
     slcfg c;
-    preg aoff[8];              /* chunk e < c.ach: W element offset r*C_out + o0 + 4oc (r within the stage) */
-    preg aso[8];               /* its byte offset in the stage */
-    preg aok[8];               /* o0 + 4oc < C_out */
-    preg bpv[4], bu0[4], bn[4], bso[4]; /* NLC x, e < c.bch: chunk e's position in range,
-                                  S*t - P_L, n*T_in, byte offset in the stage */
-    preg bjc;                  /* NLC x: 4 * (lt % 4), the chunk's first channel of the stage's 16 */
+    preg ldu, lj0;             /* the cursor: D*k and j0 of the next stage to copy */
+    preg wa;                   /* A: &W[16kt + lt/8][o0 + 4(lt%8)] (packed [R][C_out]) of that stage */
+    preg aok[3];               /* column a in range: o0 + 4(lt%8 + 8a) < C_out */
+    preg aso;                  /* A: the thread's byte offset in a stage */
+    preg xb[4];                /* NLC x, chunk e < c.bch: &x[n][u0][4(lt%4)] (u0 = S*t - P_L; the
+                                  address of an out-of-range u is never read) */
+    preg bu0[4];               /* its u0, or 0x40000000 for a position past N*T_out */
+    preg bso;                  /* B: the thread's first chunk's byte offset in a stage (NLC x),
+                                  or its position's row (NCL x) */
     preg bthr;                 /* NCL x: lt < BN, the thread copies position lt */
     preg bxn;                  /* NCL x: &x[n][0][0] of that position */
 } sl;
 
-/* the copies of stage kt (r = 16kt ..: one tap k, channels j0 .. j0 + 15) into the ring's slot
- * at byte offset so, zeros where out of range; one commit group */
-static void emit_slice_load(ptx_buf *b, const sl *q, preg kt, preg so)
+/* the copies of the cursor's stage (one tap k, channels j0 .. j0 + 15) into the ring's slot at
+ * byte offset so, zeros where x is out of range; the cursor moves to the next stage. The
+ * caller commits the group */
+static void emit_slice_load(ptx_buf *b, const sl *q, preg so)
 {
     const ws_conv_desc *d = q->d;
-    preg r0 = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32), j0 = ws_ptx_reg(b, PTX_B32);
-    preg base = ws_ptx_reg(b, PTX_B32), du = ws_ptx_reg(b, PTX_B32), wr = ws_ptx_reg(b, PTX_B64);
-    I("shl.b32 %s, %s, 4", r0.n, kt.n);
-    I("div.u32 %s, %s, %d", k.n, r0.n, d->c_in);
-    I("mul.lo.u32 %s, %s, %d", j0.n, k.n, d->c_in);
-    I("sub.u32 %s, %s, %s", j0.n, r0.n, j0.n);
+    const int T = q->c.thr, nb = 16 * 8 / T;
+    preg base = ws_ptx_reg(b, PTX_B32);
+    ws_ptx_comment(b, "A: W packed [R][C_out], the thread's 3 x %d chunks at fixed offsets from wa", nb);
     I("add.u32 %s, %s, %s", base.n, q->sb.n, so.n);
-    I("mul.lo.u32 %s, %s, %d", du.n, k.n, d->dilation);
-    ws_ptx_comment(b, "A: W packed [R][C_out], rows r0 .., %d chunks of 16 bytes a thread", q->c.ach);
-    I("mul.wide.u32 %s, %s, %d", wr.n, r0.n, d->c_out * 4);
-    I("add.u64 %s, %s, %s", wr.n, wr.n, q->pw.n);
-    for (int e = 0; e < q->c.ach; e++) {
-        preg ga = ws_ptx_reg(b, PTX_B64), sa = ws_ptx_reg(b, PTX_B32), sz = ws_ptx_reg(b, PTX_B32);
-        I("mad.wide.u32 %s, %s, 4, %s", ga.n, q->aoff[e].n, wr.n);
-        I("selp.b64 %s, %s, %s, %s", ga.n, ga.n, q->pw.n, q->aok[e].n);
-        I("selp.u32 %s, 16, 0, %s", sz.n, q->aok[e].n);
-        I("add.u32 %s, %s, %s", sa.n, base.n, q->aso[e].n);
-        I("cp.async.cg.shared.global [%s], [%s], 16, %s", sa.n, ga.n, sz.n);
+    {
+        preg ab = ws_ptx_reg(b, PTX_B32);
+        I("add.u32 %s, %s, %s", ab.n, base.n, q->aso.n);
+        for (int bb = 0; bb < nb; bb++)
+            for (int a = 0; a < 3; a++)
+                I("@%s cp.async.cg.shared.global [%s+%d], [%s+%lld], 16", q->aok[a].n, ab.n,
+                  (32 * a + bb * (T / 8) * SL_BM) * 4, q->wa.n, (32LL * a + (long long)bb * (T / 8) * d->c_out) * 4);
     }
     if (d->x_layout == WS_NLC) {
-        ws_ptx_comment(b, "B: x[n][u][j0 + 4(lt%%4) ..], u = S*t - P_L + D*k, %d chunks of 16 bytes a thread", q->c.bch);
+        ws_ptx_comment(b, "B: x[n][u0 + D*k][j0 + 4(lt%%4) ..], %d chunks of 16 bytes a thread, zeros out of range",
+                       q->c.bch);
+        preg xo = ws_ptx_reg(b, PTX_B32), bb = ws_ptx_reg(b, PTX_B32);
+        I("mad.lo.u32 %s, %s, %d, %s", xo.n, q->ldu.n, d->c_in, q->lj0.n);
+        I("add.u32 %s, %s, %s", bb.n, base.n, q->bso.n);
         for (int e = 0; e < q->c.bch; e++) {
-            preg u = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), row = ws_ptx_reg(b, PTX_B32);
-            preg xa = ws_ptx_reg(b, PTX_B64), sa = ws_ptx_reg(b, PTX_B32), sz = ws_ptx_reg(b, PTX_B32);
-            preg jj = ws_ptx_reg(b, PTX_B32), j64 = ws_ptx_reg(b, PTX_B64);
-            I("add.s32 %s, %s, %s", u.n, q->bu0[e].n, du.n);
+            preg u = ws_ptx_reg(b, PTX_B32), ok = ws_ptx_reg(b, PTX_PRED), xa = ws_ptx_reg(b, PTX_B64);
+            preg sz = ws_ptx_reg(b, PTX_B32);
+            I("add.s32 %s, %s, %s", u.n, q->bu0[e].n, q->ldu.n);
             I("setp.lt.u32 %s, %s, %s", ok.n, u.n, q->tin.n);
-            I("and.pred %s, %s, %s", ok.n, ok.n, q->bpv[e].n);
-            I("add.u32 %s, %s, %s", row.n, q->bn[e].n, u.n);
-            I("add.u32 %s, %s, %s", jj.n, j0.n, q->bjc.n);
-            I("cvt.u64.u32 %s, %s", j64.n, jj.n);
-            I("mad.wide.u32 %s, %s, %d, %s", xa.n, row.n, d->c_in, j64.n);
-            I("mad.lo.u64 %s, %s, 4, %s", xa.n, xa.n, q->px.n);
+            I("mad.wide.u32 %s, %s, 4, %s", xa.n, xo.n, q->xb[e].n);
             I("selp.b64 %s, %s, %s, %s", xa.n, xa.n, q->px.n, ok.n);
             I("selp.u32 %s, 16, 0, %s", sz.n, ok.n);
-            I("add.u32 %s, %s, %s", sa.n, base.n, q->bso[e].n);
-            I("cp.async.cg.shared.global [%s], [%s], 16, %s", sa.n, xa.n, sz.n);
+            I("cp.async.cg.shared.global [%s+%d], [%s], 16, %s", bb.n, e * (T / 4) * SL_BKP * 4, xa.n, sz.n);
         }
     } else {
         ws_ptx_comment(b, "B: threads lt < %d, position p0 + lt: x[n][j0 + jj][u], jj < 16, 4 bytes each", q->c.bn);
@@ -2046,17 +2044,16 @@ static void emit_slice_load(ptx_buf *b, const sl *q, preg kt, preg so)
         preg sz = ws_ptx_reg(b, PTX_B32), sa = ws_ptx_reg(b, PTX_B32), w = ws_ptx_reg(b, PTX_B32);
         preg st = ws_ptx_reg(b, PTX_B64), u64 = ws_ptx_reg(b, PTX_B64);
         I("@!%s bra %s", q->bthr.n, skip.n);
-        I("add.s32 %s, %s, %s", u.n, q->bu0[0].n, du.n);
+        I("add.s32 %s, %s, %s", u.n, q->bu0[0].n, q->ldu.n);
         I("setp.lt.u32 %s, %s, %s", ok.n, u.n, q->tin.n);
-        I("and.pred %s, %s, %s", ok.n, ok.n, q->bpv[0].n);
         I("cvt.u64.u32 %s, %s", u64.n, u.n);
-        I("mad.wide.u32 %s, %s, %s, %s", xa.n, j0.n, q->tin.n, u64.n);
+        I("mad.wide.u32 %s, %s, %s, %s", xa.n, q->lj0.n, q->tin.n, u64.n);
         I("mad.lo.u64 %s, %s, 4, %s", xa.n, xa.n, q->bxn.n);
         I("selp.b64 %s, %s, %s, %s", xa.n, xa.n, q->px.n, ok.n);
         I("selp.u32 %s, 4, 0, %s", sz.n, ok.n);
         I("selp.u32 %s, %s, 0, %s", w.n, q->tin.n, ok.n);
         I("mul.wide.u32 %s, %s, 4", st.n, w.n);
-        I("add.u32 %s, %s, %s", sa.n, base.n, q->bso[0].n);
+        I("add.u32 %s, %s, %s", sa.n, base.n, q->bso.n);
         for (int jj = 0; jj < BK; jj++) {
             if (jj)
                 I("add.u64 %s, %s, %s", xa.n, xa.n, st.n);
@@ -2064,6 +2061,13 @@ static void emit_slice_load(ptx_buf *b, const sl *q, preg kt, preg so)
         }
         ws_ptx_label(b, skip);
     }
+    ws_ptx_comment(b, "the cursor to the next stage: 16 rows of W on, j0 + 16 (tap k + 1 after C_in)");
+    preg wrap = ws_ptx_reg(b, PTX_PRED);
+    I("add.u64 %s, %s, %lld", q->wa.n, q->wa.n, (long long)BK * d->c_out * 4);
+    I("add.u32 %s, %s, %d", q->lj0.n, q->lj0.n, BK);
+    I("setp.eq.u32 %s, %s, %d", wrap.n, q->lj0.n, d->c_in);
+    I("selp.u32 %s, 0, %s, %s", q->lj0.n, q->lj0.n, wrap.n);
+    I("@%s add.u32 %s, %s, %d", wrap.n, q->ldu.n, q->ldu.n, d->dilation);
 }
 
 /* the _slice entry: a block of WS_GEMM_SLICE_THREADS threads computes a tile of SL_BM channels
@@ -2119,69 +2123,86 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
     q.sb = ws_ptx_reg(b, PTX_B32);
     I("mad.lo.u32 %s, %s, %d, %s", q.sb.n, s.n, C.ring, sm.n);
 
-    ws_ptx_section(b, "the thread's copies: A chunks c = lt + T*e: row c/24, channels o0 + 4(c%24) ..");
-    for (int e = 0; e < C.ach; e++) {
-        preg c = ws_ptx_reg(b, PTX_B32), row = ws_ptx_reg(b, PTX_B32), oc = ws_ptx_reg(b, PTX_B32);
-        q.aoff[e] = ws_ptx_reg(b, PTX_B32);
-        q.aso[e] = ws_ptx_reg(b, PTX_B32);
-        q.aok[e] = ws_ptx_reg(b, PTX_PRED);
-        I("add.u32 %s, %s, %d", c.n, lt.n, C.thr * e);
-        I("div.u32 %s, %s, %d", row.n, c.n, SL_BM / 4);
-        I("mad.lo.s32 %s, %s, %d, %s", oc.n, row.n, -(SL_BM / 4), c.n);
-        I("shl.b32 %s, %s, 2", oc.n, oc.n);
-        I("mad.lo.u32 %s, %s, %d, %s", q.aso[e].n, row.n, SL_BM, oc.n);
-        I("shl.b32 %s, %s, 2", q.aso[e].n, q.aso[e].n);
-        I("add.u32 %s, %s, %s", oc.n, oc.n, o0.n);
-        I("setp.lt.u32 %s, %s, %d", q.aok[e].n, oc.n, d->c_out);
-        I("mad.lo.u32 %s, %s, %d, %s", q.aoff[e].n, row.n, d->c_out, oc.n);
+    ws_ptx_section(b, "the thread's copies, and the cursor at the slice's first stage kt");
+    {
+        preg r0 = ws_ptx_reg(b, PTX_B32), k = ws_ptx_reg(b, PTX_B32), acol = ws_ptx_reg(b, PTX_B32);
+        preg arow = ws_ptx_reg(b, PTX_B32), oc = ws_ptx_reg(b, PTX_B32), w = ws_ptx_reg(b, PTX_B32);
+        q.ldu = ws_ptx_reg(b, PTX_B32);
+        q.lj0 = ws_ptx_reg(b, PTX_B32);
+        q.wa = ws_ptx_reg(b, PTX_B64);
+        q.aso = ws_ptx_reg(b, PTX_B32);
+        I("shl.b32 %s, %s, 4", r0.n, kt.n);
+        I("div.u32 %s, %s, %d", k.n, r0.n, d->c_in);
+        I("mul.lo.u32 %s, %s, %d", q.lj0.n, k.n, d->c_in);
+        I("sub.u32 %s, %s, %s", q.lj0.n, r0.n, q.lj0.n);
+        I("mul.lo.u32 %s, %s, %d", q.ldu.n, k.n, d->dilation);
+        ws_ptx_comment(b, "A: row lt/8 of the stage, columns lt%%8 + 8a");
+        I("and.b32 %s, %s, 7", acol.n, lt.n);
+        I("shr.u32 %s, %s, 3", arow.n, lt.n);
+        I("mad.lo.u32 %s, %s, %d, %s", q.aso.n, arow.n, SL_BM / 4, acol.n);
+        I("shl.b32 %s, %s, 4", q.aso.n, q.aso.n);
+        I("mad.lo.u32 %s, %s, 4, %s", oc.n, acol.n, o0.n);
+        for (int a = 0; a < 3; a++) {
+            preg e = ws_ptx_reg(b, PTX_B32);
+            q.aok[a] = ws_ptx_reg(b, PTX_PRED);
+            I("add.u32 %s, %s, %d", e.n, oc.n, 32 * a);
+            I("setp.lt.u32 %s, %s, %d", q.aok[a].n, e.n, d->c_out);
+        }
+        I("add.u32 %s, %s, %s", w.n, r0.n, arow.n);
+        I("mad.lo.u32 %s, %s, %d, %s", w.n, w.n, d->c_out, oc.n);
+        I("mad.wide.u32 %s, %s, 4, %s", q.wa.n, w.n, q.pw.n);
     }
+    q.bso = ws_ptx_reg(b, PTX_B32);
     if (d->x_layout == WS_NLC) {
         ws_ptx_comment(b, "B chunks c = lt + %de: position p0 + c/4 (= lt/4 + %de), channels 4(c%%4) .. of the stage's 16",
                        C.thr, C.thr / 4);
-        q.bjc = ws_ptx_reg(b, PTX_B32);
-        I("and.b32 %s, %s, 3", q.bjc.n, lt.n);
-        I("shl.b32 %s, %s, 2", q.bjc.n, q.bjc.n);
+        preg jc = ws_ptx_reg(b, PTX_B32), pl0 = ws_ptx_reg(b, PTX_B32);
+        I("and.b32 %s, %s, 3", jc.n, lt.n);
+        I("shl.b32 %s, %s, 2", jc.n, jc.n);
+        I("shr.u32 %s, %s, 2", pl0.n, lt.n);
+        I("mad.lo.u32 %s, %s, %d, %s", q.bso.n, pl0.n, SL_BKP, jc.n);
+        I("mad.lo.u32 %s, %s, 4, %d", q.bso.n, q.bso.n, SL_A_BYTES);
         for (int e = 0; e < C.bch; e++) {
-            preg pl = ws_ptx_reg(b, PTX_B32), p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32);
-            preg t = ws_ptx_reg(b, PTX_B32);
-            q.bpv[e] = ws_ptx_reg(b, PTX_PRED);
+            preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
+            preg pv = ws_ptx_reg(b, PTX_PRED), row = ws_ptx_reg(b, PTX_B32), r64 = ws_ptx_reg(b, PTX_B64);
             q.bu0[e] = ws_ptx_reg(b, PTX_B32);
-            q.bn[e] = ws_ptx_reg(b, PTX_B32);
-            q.bso[e] = ws_ptx_reg(b, PTX_B32);
-            I("shr.u32 %s, %s, 2", pl.n, lt.n);
-            I("add.u32 %s, %s, %d", pl.n, pl.n, C.thr / 4 * e);
-            I("add.u32 %s, %s, %s", p.n, pl.n, p0.n);
-            I("setp.lt.u32 %s, %s, %s", q.bpv[e].n, p.n, np.n);
+            q.xb[e] = ws_ptx_reg(b, PTX_B64);
+            I("add.u32 %s, %s, %s", p.n, pl0.n, p0.n);
+            I("add.u32 %s, %s, %d", p.n, p.n, C.thr / 4 * e);
+            I("setp.lt.u32 %s, %s, %s", pv.n, p.n, np.n);
             I("div.u32 %s, %s, %s", n.n, p.n, tout.n);
             I("mul.lo.u32 %s, %s, %s", t.n, n.n, tout.n);
             I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
             I("mul.lo.u32 %s, %s, %d", q.bu0[e].n, t.n, d->stride);
             I("sub.s32 %s, %s, %d", q.bu0[e].n, q.bu0[e].n, d->pad_l);
-            I("mul.lo.u32 %s, %s, %s", q.bn[e].n, n.n, q.tin.n);
-            I("mad.lo.u32 %s, %s, %d, %s", q.bso[e].n, pl.n, SL_BKP, q.bjc.n);
-            I("mad.lo.u32 %s, %s, 4, %d", q.bso[e].n, q.bso[e].n, SL_A_BYTES);
+            ws_ptx_comment(b, "(n*T_in + u0)*C_in + 4(lt%%4), signed: u0 may be negative");
+            I("mad.lo.u32 %s, %s, %s, %s", row.n, n.n, q.tin.n, q.bu0[e].n);
+            I("mul.wide.s32 %s, %s, %d", r64.n, row.n, d->c_in);
+            I("cvt.u64.u32 %s, %s", q.xb[e].n, jc.n);
+            I("add.s64 %s, %s, %s", r64.n, r64.n, q.xb[e].n);
+            I("mad.lo.u64 %s, %s, 4, %s", q.xb[e].n, r64.n, q.px.n);
+            I("selp.b32 %s, %s, %d, %s", q.bu0[e].n, q.bu0[e].n, 0x40000000, pv.n);
         }
     } else {
         ws_ptx_comment(b, "B: thread lt < %d copies position p0 + lt, its 16 rows of the stage", C.bn);
         preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
-        preg item = ws_ptx_reg(b, PTX_B64);
+        preg item = ws_ptx_reg(b, PTX_B64), pv = ws_ptx_reg(b, PTX_PRED);
         q.bthr = ws_ptx_reg(b, PTX_PRED);
-        q.bpv[0] = ws_ptx_reg(b, PTX_PRED);
         q.bu0[0] = ws_ptx_reg(b, PTX_B32);
-        q.bso[0] = ws_ptx_reg(b, PTX_B32);
         q.bxn = ws_ptx_reg(b, PTX_B64);
         I("setp.lt.u32 %s, %s, %d", q.bthr.n, lt.n, C.bn);
         I("add.u32 %s, %s, %s", p.n, lt.n, p0.n);
-        I("setp.lt.u32 %s, %s, %s", q.bpv[0].n, p.n, np.n);
+        I("setp.lt.u32 %s, %s, %s", pv.n, p.n, np.n);
         I("div.u32 %s, %s, %s", n.n, p.n, tout.n);
         I("mul.lo.u32 %s, %s, %s", t.n, n.n, tout.n);
         I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
         I("mul.lo.u32 %s, %s, %d", q.bu0[0].n, t.n, d->stride);
         I("sub.s32 %s, %s, %d", q.bu0[0].n, q.bu0[0].n, d->pad_l);
+        I("selp.b32 %s, %s, %d, %s", q.bu0[0].n, q.bu0[0].n, 0x40000000, pv.n);
         I("mul.wide.u32 %s, %s, %s", item.n, n.n, q.tin.n);
         I("mul.lo.u64 %s, %s, %lld", item.n, item.n, (long long)d->c_in * 4);
         I("add.u64 %s, %s, %s", q.bxn.n, item.n, q.px.n);
-        I("mad.lo.u32 %s, %s, %d, %d", q.bso[0].n, lt.n, SL_BKP * 4, SL_A_BYTES);
+        I("mad.lo.u32 %s, %s, %d, %d", q.bso.n, lt.n, SL_BKP * 4, SL_A_BYTES);
     }
 
     preg acc[SL_TM][SL_TN], af[SL_TM], bf[SL_TN][4];
@@ -2211,7 +2232,7 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
         I("setp.lt.u32 %s, %s, %s", more.n, kn.n, ke.n);
         I("@!%s bra %s", more.n, no.n);
         I("mov.u32 %s, %d", so.n, i * C.stage);
-        emit_slice_load(b, &q, kn, so);
+        emit_slice_load(b, &q, so);
         ws_ptx_label(b, no);
         I("cp.async.commit_group");
     }
@@ -2228,12 +2249,6 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
     I("@%s bra %s", more.n, done.n);
     I("cp.async.wait_group %d", SL_NS - 2);
     I("bar.sync %s, %d", bar.n, C.thr);
-    I("add.u32 %s, %s, %d", kn.n, kt.n, SL_NS - 1);
-    I("setp.lt.u32 %s, %s, %s", more.n, kn.n, ke.n);
-    I("@!%s bra %s", more.n, noload.n);
-    emit_slice_load(b, &q, kn, wr);
-    ws_ptx_label(b, noload);
-    I("cp.async.commit_group");
     {
         preg sa = ws_ptx_reg(b, PTX_B32), sbb = ws_ptx_reg(b, PTX_B32);
         ws_ptx_comment(b, "As[r][4ty + 32g ..], Bs[tx + %dj][r ..]: ty = lt/%d, tx = lt%%%%%d", C.ntx, C.ntx, C.ntx);
@@ -2248,6 +2263,15 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
                 for (int g = 0; g < SL_TM / 4; g++)
                     I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", af[4 * g].n, af[4 * g + 1].n, af[4 * g + 2].n,
                       af[4 * g + 3].n, sa.n, ((4 * kq + c) * SL_BM + 32 * g) * 4);
+                if (kq == 0 && c == 0) {
+                    ws_ptx_comment(b, "the copies of stage kt + NS - 1 while the first reads are under way");
+                    I("add.u32 %s, %s, %d", kn.n, kt.n, SL_NS - 1);
+                    I("setp.lt.u32 %s, %s, %s", more.n, kn.n, ke.n);
+                    I("@!%s bra %s", more.n, noload.n);
+                    emit_slice_load(b, &q, wr);
+                    ws_ptx_label(b, noload);
+                    I("cp.async.commit_group");
+                }
                 for (int i = 0; i < SL_TM; i++)
                     for (int j = 0; j < SL_TN; j++)
                         I("fma.rn.f32 %s, %s, %s, %s", acc[i][j].n, af[i].n, bf[j][c].n, acc[i][j].n);
@@ -2277,6 +2301,36 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
     ws_ptx_ld_param(b, par, pt, WS_FWD_ADD);
     I("setp.ne.u64 %s, %s, 0", hasb.n, pbr.n);
     I("setp.ne.u64 %s, %s, 0", hasa.n, par.n);
+    const int ys = d->y_type == WS_F32 ? 4 : 2, erows = C.ns * C.thr / (SL_BM / 4);
+    preg ecol = ws_ptx_reg(b, PTX_B32), erow = ws_ptx_reg(b, PTX_B32), eo = ws_ptx_reg(b, PTX_B32);
+    preg ook = ws_ptx_reg(b, PTX_PRED), vecok = ws_ptx_reg(b, PTX_PRED), ebv[4];
+    if (nlc) {
+        ws_ptx_section(b, "NLC y: the thread's 4 channels o0 + 4(tid%24) .. for every position it stores, and their bias, "
+                          "read once");
+        preg lb = ws_ptx_reg(b, PTX_PRED), ba = ws_ptx_reg(b, PTX_B64), al = ws_ptx_reg(b, PTX_B64);
+        preg t1 = ws_ptx_reg(b, PTX_PRED);
+        I("div.u32 %s, %s, %d", erow.n, tid.n, SL_BM / 4);
+        I("mad.lo.s32 %s, %s, %d, %s", ecol.n, erow.n, -(SL_BM / 4), tid.n);
+        I("mad.lo.u32 %s, %s, 4, %s", eo.n, ecol.n, o0.n);
+        I("setp.lt.u32 %s, %s, %d", ook.n, eo.n, d->c_out);
+        I("and.pred %s, %s, %s", lb.n, ook.n, hasb.n);
+        I("mul.wide.u32 %s, %s, 4", ba.n, eo.n);
+        I("add.u64 %s, %s, %s", ba.n, ba.n, pb.n);
+        for (int c = 0; c < 4; c++) {
+            ebv[c] = ws_ptx_reg(b, PTX_F32);
+            I("mov.f32 %s, 0f00000000", ebv[c].n);
+            I("@%s ld.global.nc.f32 %s, [%s+%d]", lb.n, ebv[c].n, ba.n, 4 * c);
+        }
+        ws_ptx_comment(b, "every group is one aligned vector of y and of add when y, add and add_bs allow it");
+        I("and.b64 %s, %s, %d", al.n, py.n, 4 * ys - 1);
+        I("setp.eq.u64 %s, %s, 0", vecok.n, al.n);
+        I("and.b64 %s, %s, %d", al.n, pa.n, 4 * ys - 1);
+        I("setp.eq.u64 %s, %s, 0", t1.n, al.n);
+        I("and.b64 %s, %s, 3", al.n, abs.n);
+        I("setp.eq.and.u64 %s, %s, 0, %s", t1.n, al.n, t1.n);
+        I("or.pred %s, %s, !%s", t1.n, t1.n, hasa.n);
+        I("and.pred %s, %s, %s", vecok.n, vecok.n, t1.n);
+    }
     I("bar.sync 0");
 
     char title[128];
@@ -2296,6 +2350,76 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
     }
     I("bar.sync 0");
 
+    if (nlc) {
+        snprintf(title, sizeof title, "epilogue, NLC y in vectors: the thread's channels at positions p0 + tid/%d + %di",
+                 SL_BM / 4, erows);
+        ws_ptx_section(b, title);
+        plabel slow = ws_ptx_label_new(b, "sl_gen"), ltop = ws_ptx_label_new(b, "sl_row");
+        plabel lend = ws_ptx_label_new(b, "sl_rend"), tok = ws_ptx_label_new(b, "sl_tok");
+        preg p = ws_ptx_reg(b, PTX_B32), pl = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32);
+        preg t = ws_ptx_reg(b, PTX_B32), ra = ws_ptx_reg(b, PTX_B32), ya = ws_ptx_reg(b, PTX_B64);
+        preg aa = ws_ptx_reg(b, PTX_B64), dn = ws_ptx_reg(b, PTX_B64), w = ws_ptx_reg(b, PTX_B32);
+        preg w64 = ws_ptx_reg(b, PTX_B64), stop = ws_ptx_reg(b, PTX_PRED), v[4];
+        I("@!%s bra %s", vecok.n, slow.n);
+        I("setp.ge.u32 %s, %s, %d", stop.n, tid.n, erows * (SL_BM / 4));
+        I("@%s bra %s", stop.n, lend.n);
+        I("mov.u32 %s, %s", pl.n, erow.n);
+        I("add.u32 %s, %s, %s", p.n, p0.n, pl.n);
+        I("div.u32 %s, %s, %s", n.n, p.n, tout.n);
+        I("mul.lo.u32 %s, %s, %s", t.n, n.n, tout.n);
+        I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
+        ws_ptx_comment(b, "y at (p*C_out + o)*%d, add at (n*add_bs + t*C_out + o)*%d; a batch on: add_bs - T_out*C_out", ys, ys);
+        I("mul.wide.u32 %s, %s, %d", ya.n, p.n, d->c_out);
+        I("cvt.u64.u32 %s, %s", w64.n, eo.n);
+        I("add.u64 %s, %s, %s", ya.n, ya.n, w64.n);
+        I("mad.lo.u64 %s, %s, %d, %s", ya.n, ya.n, ys, py.n);
+        I("cvt.u64.u32 %s, %s", aa.n, n.n);
+        I("mad.lo.u32 %s, %s, %d, %s", w.n, t.n, d->c_out, eo.n);
+        I("cvt.u64.u32 %s, %s", w64.n, w.n);
+        I("mad.lo.u64 %s, %s, %s, %s", aa.n, aa.n, abs.n, w64.n);
+        I("mad.lo.u64 %s, %s, %d, %s", aa.n, aa.n, ys, pa.n);
+        I("mul.wide.u32 %s, %s, %d", w64.n, tout.n, d->c_out);
+        I("sub.s64 %s, %s, %s", dn.n, abs.n, w64.n);
+        I("mul.lo.s64 %s, %s, %d", dn.n, dn.n, ys);
+        I("mad.lo.u32 %s, %s, %d, %s", ra.n, pl.n, SL_RROW, eo.n);
+        I("sub.u32 %s, %s, %s", ra.n, ra.n, o0.n);
+        I("mad.lo.u32 %s, %s, 4, %s", ra.n, ra.n, sm.n);
+        ws_ptx_label(b, ltop);
+        I("setp.ge.u32 %s, %s, %d", stop.n, pl.n, C.bn);
+        I("setp.ge.or.u32 %s, %s, %s, %s", stop.n, p.n, np.n, stop.n);
+        I("@%s bra %s", stop.n, lend.n);
+        for (int c = 0; c < 4; c++)
+            v[c] = ws_ptx_reg(b, PTX_F32);
+        for (int z = 0; z < C.ns; z++) {
+            preg tz[4];
+            for (int c = 0; c < 4; c++)
+                tz[c] = z ? ws_ptx_reg(b, PTX_F32) : v[c];
+            I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", tz[0].n, tz[1].n, tz[2].n, tz[3].n, ra.n, z * C.red);
+            if (z)
+                for (int c = 0; c < 4; c++)
+                    I("add.f32 %s, %s, %s", v[c].n, v[c].n, tz[c].n);
+        }
+        const ws_ptx_epi ev = {
+            .act = d->act, .y_type = d->y_type, .n = 4, .v = v, .bias = ebv, .bias_stride = 1,
+            .add_if = hasa, .add = {.at = aa}, .y = {.at = ya}, .in = ook};
+        ws_ptx_epi_emit(b, &ev);
+        ws_ptx_comment(b, "%d positions on", erows);
+        I("add.u32 %s, %s, %d", pl.n, pl.n, erows);
+        I("add.u32 %s, %s, %d", p.n, p.n, erows);
+        I("add.u32 %s, %s, %d", ra.n, ra.n, erows * SL_RROW * 4);
+        I("add.u64 %s, %s, %lld", ya.n, ya.n, (long long)erows * d->c_out * ys);
+        I("add.u64 %s, %s, %lld", aa.n, aa.n, (long long)erows * d->c_out * ys);
+        I("add.u32 %s, %s, %d", t.n, t.n, erows);
+        ws_ptx_label(b, tok);
+        I("setp.lt.u32 %s, %s, %s", stop.n, t.n, tout.n);
+        I("@%s bra %s", stop.n, ltop.n);
+        I("sub.u32 %s, %s, %s", t.n, t.n, tout.n);
+        I("add.s64 %s, %s, %s", aa.n, aa.n, dn.n);
+        I("bra.uni %s", tok.n);
+        ws_ptx_label(b, lend);
+        I("ret");
+        ws_ptx_label(b, slow);
+    }
     if (nlc)
         snprintf(title, sizeof title, "epilogue: groups g = tid + %di of 4 channels o0 + 4(g%%%d) .. of position p0 + g/%d",
                  C.ns * C.thr, SL_BM / 4, SL_BM / 4);
