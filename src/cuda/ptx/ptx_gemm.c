@@ -2360,7 +2360,9 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
         preg t = ws_ptx_reg(b, PTX_B32), ra = ws_ptx_reg(b, PTX_B32), ya = ws_ptx_reg(b, PTX_B64);
         preg aa = ws_ptx_reg(b, PTX_B64), dn = ws_ptx_reg(b, PTX_B64), w = ws_ptx_reg(b, PTX_B32);
         preg w64 = ws_ptx_reg(b, PTX_B64), stop = ws_ptx_reg(b, PTX_PRED), v[4];
+        preg lpa = ws_ptx_reg(b, PTX_PRED);
         I("@!%s bra %s", vecok.n, slow.n);
+        I("and.pred %s, %s, %s", lpa.n, ook.n, hasa.n);
         I("setp.ge.u32 %s, %s, %d", stop.n, tid.n, erows * (SL_BM / 4));
         I("@%s bra %s", stop.n, lend.n);
         I("mov.u32 %s, %s", pl.n, erow.n);
@@ -2388,6 +2390,10 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
         I("setp.ge.u32 %s, %s, %d", stop.n, pl.n, C.bn);
         I("setp.ge.or.u32 %s, %s, %s, %s", stop.n, p.n, np.n, stop.n);
         I("@%s bra %s", stop.n, lend.n);
+        ws_ptx_comment(b, "the add's vector read first, its latency under the slices' sum and the activation");
+        const ws_ptx_vec av = ws_ptx_vec_new(b, d->y_type, 4);
+        preg adv[4];
+        ws_hgemm_vec_add(b, &av, lpa, aa, adv);
         for (int c = 0; c < 4; c++)
             v[c] = ws_ptx_reg(b, PTX_F32);
         for (int z = 0; z < C.ns; z++) {
@@ -2401,7 +2407,7 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
         }
         const ws_ptx_epi ev = {
             .act = d->act, .y_type = d->y_type, .n = 4, .v = v, .bias = ebv, .bias_stride = 1,
-            .add_if = hasa, .add = {.at = aa}, .y = {.at = ya}, .in = ook};
+            .add_if = lpa, .add_v = adv, .y = {.at = ya}, .in = ook};
         ws_ptx_epi_emit(b, &ev);
         ws_ptx_comment(b, "%d positions on", erows);
         I("add.u32 %s, %s, %d", pl.n, pl.n, erows);
