@@ -116,14 +116,23 @@
  * + c, positions tx + TX*j). Slice s sums the stages [s*KT/S, (s+1)*KT/S) of r (k-major, 16
  * a stage) through its own ring of WS_GEMM_SLICE_STAGES stages in dynamic shared memory,
  * filled by cp.async with zero fill out of range (no registers): A as As[16][96] (16-byte
- * chunks of the packed W), B position-major Bs[BN][16 + 4] (NLC x: 16-byte chunks of 4
- * channels; NCL x: threads lt < BN copy position lt's 16 rows 4 bytes each), one named
- * barrier per stage for the slice's threads. Per 4 rows of r a thread reads its 6 positions'
+ * chunks of the packed W: thread lt copies rows lt/8 + (T/8)b, columns lt%8 + 8a, at fixed
+ * offsets from one pointer; chunks of channels past C_out are not copied, their slots reach
+ * only accumulators never stored), B position-major Bs[BN][16 + 4] (NLC x: 16-byte chunks of
+ * 4 channels, each from a base per chunk plus the stage's offset; NCL x: threads lt < BN copy
+ * position lt's 16 rows 4 bytes each). The copies follow a cursor (D*k, j0 and the W pointer
+ * of the next stage to copy, moved on by each stage: no division in the loop) and are issued
+ * after the stage's first shared reads; one named barrier per stage for the slice's threads.
+ * Per 4 rows of r a thread reads its 6 positions'
  * 4 r as 16-byte loads and per row 12 channels as three, then 72 fma. Then every slice stores
- * its sums position-major (rows of 100 floats) over the rings, and the block's threads take
- * groups of 4 elements (NLC y: 4 channels of a position; NCL y: 4 positions of a channel),
- * add the slices in the order s = 0, 1, .. and run the _fin entry's group store (+ b, act,
- * + add, one vector store where aligned). The same call gives the same bits every run; they
+ * its sums position-major (rows of 100 floats) over the rings, and the block's threads add
+ * the slices in the order s = 0, 1, .. a group of 4 elements at a time. NLC y, where y, add
+ * and add_bs allow vectors: thread tid keeps channels o0 + 4(tid%24) .. (bias read once) at
+ * positions tid/24 + 10i, t stepped without division, the add read before the sum; one
+ * vector add read and one vector store a group. Else (NCL y, or y off the vectors'
+ * alignment) groups g = tid + 256i (NLC y: 4 channels of a position; NCL y: 4 positions of a
+ * channel) through the _fin entry's group store (+ b, act, + add, one vector store where
+ * aligned). The same call gives the same bits every run; they
  * differ from the whole sum's and the parts' within float32 rounding. Compute capability 9.0
  * (sm_90 PTX): griddepcontrol.launch_dependents at the start, griddepcontrol.wait before the
  * first global read, and gpu_conv.c launches the entries with programmatic stream
@@ -131,9 +140,10 @@
  * the stream's previous kernel ends. Registers (ptxas sm_90) 200-220, one block a
  * multiprocessor. H200, the Whisper tiny stem at one window in float32 (bench-gpu_stem, the
  * two convs, three rounds in one call): 64.7-66.0 us against 76.4-78.3 in parts and 66.4-67.5
- * launched plainly; ncu: conv1 (128 blocks of 96 x 96) 23.2 us, FMA pipe 49.8 %, against 22.2
- * + 7.4 (_split, _fin); conv2 (128 blocks of 96 x 48) 41.6 us, FMA pipe 57.7 %, issue slots
- * 67.6 % busy, against 39.6 + 7.7. Tried (bench/RESULTS-gpu.md, 2026-11-30 03:20): 8 slices of
+ * launched plainly; with the cursor and the NLC column, 57.5-59.3 against 64.3-65.9 (three
+ * calls); ncu: conv1 (128 blocks of 96 x 96) 20.6 us, FMA pipe 54.0 %, against 22.2 + 7.4
+ * (_split, _fin); conv2 (128 blocks of 96 x 48) 38.3 us, FMA pipe 61.8 %, issue slots 70.8 %
+ * busy, against 39.6 + 7.7. Tried (bench/RESULTS-gpu.md, 2026-11-30 03:20): 8 slices of
  * 64 threads (128 registers, spills); 4 slices at 128 registers, two blocks a multiprocessor;
  * 6 and 3 slices (384 threads, 168 registers); the epilogue's bias and add prefetched into L1:
  * all slower.
