@@ -584,6 +584,9 @@ static int gemm_tail_cases;  /* of those, rows whose last tiles alone were (gemm
 static int gemm_slice_cases; /* gemm rows whose FFMA sum run_case saw in slices (_slice) */
 static int run_tail_parts;   /* ws_gpu_conv_tail_parts for run_case's plans: 0 automatic */
 static size_t run_y_skew;    /* bytes past an aligned allocation where run_case's y starts */
+static int run_keep_y;       /* run_case keeps a copy of the GPU's y in run_kept_y (the caller frees it) */
+static void *run_kept_y;
+static size_t run_kept_bytes;
 
 static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
 {
@@ -604,9 +607,9 @@ static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
     }
     const size_t ybytes = ny * tsize(c->yt);
     void *ycpu = malloc(ybytes), *ygpu = malloc(ybytes), *ygpu2 = malloc(ybytes);
-    void *poison = malloc(ybytes);
-    cr_assert(ycpu && ygpu && ygpu2 && poison);
-    memset(poison, 0xff, ybytes); /* NaN in f32, f16 and bf16 */
+    void *poison = malloc(ybytes + 16), *whole = malloc(ybytes + 16);
+    cr_assert(ycpu && ygpu && ygpu2 && poison && whole);
+    memset(poison, 0xff, ybytes + 16); /* NaN in f32, f16 and bf16 */
 
     ws_conv *cpu = ws_conv_new(&d, w, b, 1, &e);
     cr_assert_not_null(cpu, "%s: %s", c->name, e.msg);
@@ -631,9 +634,20 @@ static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
                        .add_batch_stride = abs, .y = as_ptr(dyo)};
     void *outs[2] = {ygpu, ygpu2};
     for (int run = 0; run < 2; run++) {
-        cr_assert_eq(ws_gpu_upload(g, dyo, poison, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_upload(g, dy, poison, ybytes + 16, &e), 0, "%s", e.msg);
         cr_assert_eq(ws_gpu_conv_run(gc, &ag, &e), 0, "%s run %d: %s", c->name, run, e.msg);
-        cr_assert_eq(ws_gpu_download(g, outs[run], dyo, ybytes, &e), 0, "%s", e.msg);
+        cr_assert_eq(ws_gpu_download(g, whole, dy, ybytes + 16, &e), 0, "%s", e.msg);
+        memcpy(outs[run], (char *)whole + run_y_skew, ybytes);
+        for (size_t i = 0; i < ybytes + 16; i++) /* nothing written around y */
+            cr_assert(i - run_y_skew < ybytes || ((unsigned char *)whole)[i] == 0xff,
+                      "%s: byte %zu of the allocation written, y at %zu .. %zu", c->name, i, run_y_skew,
+                      run_y_skew + ybytes);
+    }
+    if (run_keep_y) {
+        run_kept_y = malloc(ybytes);
+        cr_assert(run_kept_y);
+        memcpy(run_kept_y, ygpu, ybytes);
+        run_kept_bytes = ybytes;
     }
     cr_assert(!memcmp(ygpu, ygpu2, ybytes), "%s: two runs, different bits", c->name);
     if (expect_dw >= 0)
@@ -738,7 +752,7 @@ static void run_case(ws_gpu *g, const gcase *c, int expect_dw)
         ws_gpu_release(g, dadd);
     if (add != x)
         free(add);
-    free(x), free(w), free(b), free(ycpu), free(ygpu), free(ygpu2), free(poison);
+    free(x), free(w), free(b), free(ycpu), free(ygpu), free(ygpu2), free(poison), free(whole);
 }
 
 Test(gpu_conv, every_fwd_descriptor_matches_the_cpu_engine, .timeout = 300)
@@ -1748,9 +1762,11 @@ Test(gpu_conv, gemm_tail_in_parts_matches_the_whole_sum_and_the_cpu_engine, .tim
  * Whisper tiny stem's two
  * convs at one window (channel-major log-Mel into NLC, NLC at stride 2 with an add), NCL at
  * stride 2 with dilation, asymmetric padding and C_out 100 (a partial row of tiles, items
- * across tiles), NLC into NCL y with a broadcast add, and two more NLC y: C_out 200 with a
- * broadcast add over three items, f16 y with an add per item. Each NLC y row runs again with
- * y 4 (f16: 2) bytes off an aligned allocation, which the groups' vector stores do not take.
+ * across tiles), NLC into NCL y with a broadcast add, and four more NLC y: C_out 200 with a
+ * broadcast add over three items, f16 y with an add per item, C_out 36 on the 96 x 96 tile,
+ * and 700 items of 7 positions. Each NLC y row runs again with y 4 (f16: 2) bytes off an
+ * aligned allocation, which the groups' vector stores do not take: the same bits, and no
+ * byte written around y.
  * run_case holds each to the CPU
  * engine, the direct kernel, the whole sum, the sum in parts and its own bits run again;
  * each row takes the slices where the device's multiprocessors make it a small call. */
@@ -1773,6 +1789,12 @@ Test(gpu_conv, gemm_slices_match_the_whole_sum_and_the_cpu_engine, .timeout = 30
         /* f16 y, an add per item across two items */
         {"slice_nlc_nlc_c64_o100_k3_s2_f16_item_n2", 2, 64, 100, 1, 3, 2, 1, 1, 1, 2100, WS_NLC, WS_NLC, WS_F32, WS_F32, WS_F16, 0, WS_ACT_GELU,
          1, ADD_PER_ITEM},
+        /* the 96 x 96 tile (2 slices of 128 threads) with NLC x and y: C_out 36, an add per item */
+        {"slice_nlc_nlc_c64_o36_k3_item_n2", 2, 64, 36, 1, 3, 1, 1, 1, 1, 4000, WS_NLC, WS_NLC, WS_F32, WS_F32, WS_F32, 0, WS_ACT_GELU, 1,
+         ADD_PER_ITEM},
+        /* 700 items of T_out 7: a thread's step of 10 positions wraps t more than once */
+        {"slice_nlc_nlc_c64_o96_k3_t7_bcast", 700, 64, 96, 1, 3, 1, 1, 1, 1, 7, WS_NLC, WS_NLC, WS_F32, WS_F32, WS_F32, 0, WS_ACT_GELU, 1,
+         ADD_BROADCAST},
     };
     const int nrows = (int)(sizeof rows / sizeof rows[0]);
     int expect = 0;
@@ -1789,13 +1811,21 @@ Test(gpu_conv, gemm_slices_match_the_whole_sum_and_the_cpu_engine, .timeout = 30
             fills |= blocks <= sms && 2 * blocks >= sms;
         }
         expect += big <= sms && fills; /* gemm_parts cuts it, gemm_slice takes it */
+        run_keep_y = 1;
         run_case(g, &rows[i], 2);
         if (d.y_layout == WS_NLC) { /* y off the vectors' alignment: the groups element by element */
+            void *aligned_y = run_kept_y;
+            run_kept_y = NULL;
             expect += big <= sms && fills;
             run_y_skew = tsize(rows[i].yt);
             run_case(g, &rows[i], 2);
             run_y_skew = 0;
+            cr_assert(!memcmp(aligned_y, run_kept_y, run_kept_bytes), "%s: y off alignment, other bits", rows[i].name);
+            free(aligned_y);
         }
+        run_keep_y = 0;
+        free(run_kept_y);
+        run_kept_y = NULL;
     }
     /* on compute capability 9.0 (227 KiB of shared memory a block: both variants load) the
      * rows that gemm_slice takes by their size, at least one; elsewhere a variant may not
@@ -1804,7 +1834,7 @@ Test(gpu_conv, gemm_slices_match_the_whole_sum_and_the_cpu_engine, .timeout = 30
         cr_assert_geq(expect, 1, "no row in slices on %d multiprocessors", sms);
         cr_assert_eq(gemm_slice_cases, expect, "%d of %d rows summed in slices", gemm_slice_cases, expect);
     }
-    cr_log_info("%d runs of %d rows in slices on %d multiprocessors (%d by their size)", gemm_slice_cases, nrows, sms,
+    cr_log_info("%d runs in slices (%d rows) on %d multiprocessors (%d by their size)", gemm_slice_cases, nrows, sms,
                 expect);
     ws_gpu_close(g);
 }

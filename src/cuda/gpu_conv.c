@@ -1067,9 +1067,12 @@ cleanup:
  * (384 x 1500, 72 stages) 128 of 96 x 48; wav2vec2's last layer at N8 (512 x 3992, 64
  * stages), whose variants take two waves or more, runs 0.2-0.7 % slower in slices (its
  * encoder 9694-9728 us NCL against 9657-9668 in parts), so it keeps the parts */
-static int gemm_slice(const ws_gpu_conv *c, unsigned long long npos, unsigned *sx, unsigned *sy)
+static int gemm_slice(const ws_gpu_conv *c, const ws_conv_args *a, unsigned long long npos, unsigned *sx,
+                      unsigned *sy)
 {
-    if (c->no_slice || c->no_split || c->parts > 0)
+    /* the entries index x's rows n*T_in + u as signed 32-bit, and mark a position past N*T_out
+     * by a u past any T_in below 2^30 */
+    if (c->no_slice || c->no_split || c->parts > 0 || (unsigned long long)a->n * (unsigned long long)a->t_in >= (1ULL << 30))
         return -1;
     const unsigned long long sms = (unsigned long long)sms_of(c);
     const unsigned long long gy = ((unsigned long long)c->d.c_out + WS_GEMM_SLICE_BM - 1) / WS_GEMM_SLICE_BM;
@@ -1101,7 +1104,7 @@ static int launch_gemm(ws_gpu_conv *c, const ws_conv_args *a, int t_out, wscu_st
         return -1;
     const unsigned z = gemm_parts(c, (unsigned long long)gx * gy);
     unsigned sx = 0, sy = 0;
-    const int sv = z > 1 ? gemm_slice(c, npos, &sx, &sy) : -1;
+    const int sv = z > 1 ? gemm_slice(c, a, npos, &sx, &sy) : -1;
     if (sv >= 0) { /* the sum in slices inside each block */
         if (cu->LaunchKernelEx && g->emit_major >= 9 && !c->no_pdl) {
             /* programmatic dependent launch: the blocks may be placed while the stream's

@@ -1933,7 +1933,7 @@ static void emit_fin(ptx_buf *b, const ws_conv_desc *d)
 typedef struct {
     int ns, ntx, thr, bn;   /* S, TX, T, BN */
     int stage, ring, red;   /* bytes: a stage, a slice's ring, a slice's sums */
-    int ach, bch;           /* A chunks, B chunks (NLC x) a thread a stage */
+    int bch;                /* B chunks (NLC x) a thread a stage */
     int groups;             /* groups of 4 elements a tile */
 } slcfg;
 
@@ -1947,7 +1947,6 @@ static slcfg slice_cfg(int v)
     c.stage = SL_A_BYTES + c.bn * SL_BKP * 4;
     c.ring = SL_NS * c.stage;
     c.red = c.bn * SL_RROW * 4;
-    c.ach = BK * SL_BM / 4 / c.thr;
     c.bch = c.bn * BK / 4 / c.thr;
     c.groups = SL_BM * c.bn / 4;
     return c;
@@ -1996,9 +1995,10 @@ typedef struct {
     preg aso;                  /* A: the thread's byte offset in a stage */
     preg xb[4];                /* NLC x, chunk e < c.bch: &x[n][u0][4(lt%4)] (u0 = S*t - P_L; the
                                   address of an out-of-range u is never read) */
-    preg bu0[4];               /* its u0, or 0x40000000 for a position past N*T_out */
-    preg bso;                  /* B: the thread's first chunk's byte offset in a stage (NLC x),
-                                  or its position's row (NCL x) */
+    preg bu0[4];               /* its u0, or 0x40000000 for a position past N*T_out (past any
+                                  T_in: gpu_conv.c's gemm_slice takes N*T_in < 2^30) */
+    preg bso;                  /* B: the byte offset in a stage of the thread's first chunk (NLC
+                                  x) or of its position's row (NCL x) */
     preg bthr;                 /* NCL x: lt < BN, the thread copies position lt */
     preg bxn;                  /* NCL x: &x[n][0][0] of that position */
 } sl;
@@ -2148,9 +2148,12 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
             I("add.u32 %s, %s, %d", e.n, oc.n, 32 * a);
             I("setp.lt.u32 %s, %s, %d", q.aok[a].n, e.n, d->c_out);
         }
+        preg w64 = ws_ptx_reg(b, PTX_B64);
         I("add.u32 %s, %s, %s", w.n, r0.n, arow.n);
-        I("mad.lo.u32 %s, %s, %d, %s", w.n, w.n, d->c_out, oc.n);
-        I("mad.wide.u32 %s, %s, 4, %s", q.wa.n, w.n, q.pw.n);
+        I("mul.wide.u32 %s, %s, %d", q.wa.n, w.n, d->c_out);
+        I("cvt.u64.u32 %s, %s", w64.n, oc.n);
+        I("add.u64 %s, %s, %s", q.wa.n, q.wa.n, w64.n);
+        I("mad.lo.u64 %s, %s, 4, %s", q.wa.n, q.wa.n, q.pw.n);
     }
     q.bso = ws_ptx_reg(b, PTX_B32);
     if (d->x_layout == WS_NLC) {
@@ -2302,9 +2305,13 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
     I("setp.ne.u64 %s, %s, 0", hasb.n, pbr.n);
     I("setp.ne.u64 %s, %s, 0", hasa.n, par.n);
     const int ys = d->y_type == WS_F32 ? 4 : 2, erows = C.ns * C.thr / (SL_BM / 4);
-    preg ecol = ws_ptx_reg(b, PTX_B32), erow = ws_ptx_reg(b, PTX_B32), eo = ws_ptx_reg(b, PTX_B32);
-    preg ook = ws_ptx_reg(b, PTX_PRED), vecok = ws_ptx_reg(b, PTX_PRED), ebv[4];
+    preg ecol = {0}, erow = {0}, eo = {0}, ook = {0}, vecok = {0}, ebv[4];
     if (nlc) {
+        ecol = ws_ptx_reg(b, PTX_B32);
+        erow = ws_ptx_reg(b, PTX_B32);
+        eo = ws_ptx_reg(b, PTX_B32);
+        ook = ws_ptx_reg(b, PTX_PRED);
+        vecok = ws_ptx_reg(b, PTX_PRED);
         ws_ptx_section(b, "NLC y: the thread's 4 channels o0 + 4(tid%24) .. for every position it stores, and their bias, "
                           "read once");
         preg lb = ws_ptx_reg(b, PTX_PRED), ba = ws_ptx_reg(b, PTX_B64), al = ws_ptx_reg(b, PTX_B64);

@@ -115,21 +115,21 @@
  * 2 slices of 128 threads, 8 x 16), each thread 12 channels x 6 positions (channels 4ty + 32g
  * + c, positions tx + TX*j). Slice s sums the stages [s*KT/S, (s+1)*KT/S) of r (k-major, 16
  * a stage) through its own ring of WS_GEMM_SLICE_STAGES stages in dynamic shared memory,
- * filled by cp.async with zero fill out of range (no registers): A as As[16][96] (16-byte
- * chunks of the packed W: thread lt copies rows lt/8 + (T/8)b, columns lt%8 + 8a, at fixed
- * offsets from one pointer; chunks of channels past C_out are not copied, their slots reach
- * only accumulators never stored), B position-major Bs[BN][16 + 4] (NLC x: 16-byte chunks of
- * 4 channels, each from a base per chunk plus the stage's offset; NCL x: threads lt < BN copy
- * position lt's 16 rows 4 bytes each). The copies follow a cursor (D*k, j0 and the W pointer
+ * filled by cp.async (no registers): A as As[16][96] (16-byte chunks of the packed W: thread
+ * lt copies rows lt/8 + (T/8)b, columns lt%8 + 8a, at fixed offsets from one pointer; chunks
+ * of channels past C_out are not copied: their slots reach only those channels' sums, which
+ * are never stored to y), B position-major Bs[BN][16 + 4] with zeros where x is out of range
+ * (NLC x: 16-byte chunks of 4 channels, each from a base per chunk plus the stage's offset;
+ * NCL x: threads lt < BN copy position lt's 16 rows 4 bytes each). The copies follow a cursor (D*k, j0 and the W pointer
  * of the next stage to copy, moved on by each stage: no division in the loop) and are issued
  * after the stage's first shared reads; one named barrier per stage for the slice's threads.
  * Per 4 rows of r a thread reads its 6 positions'
  * 4 r as 16-byte loads and per row 12 channels as three, then 72 fma. Then every slice stores
  * its sums position-major (rows of 100 floats) over the rings, and the block's threads add
  * the slices in the order s = 0, 1, .. a group of 4 elements at a time. NLC y, where y, add
- * and add_bs allow vectors: thread tid keeps channels o0 + 4(tid%24) .. (bias read once) at
- * positions tid/24 + 10i, t stepped without division, the add read before the sum; one
- * vector add read and one vector store a group. Else (NCL y, or y off the vectors'
+ * and add_bs allow vectors: thread tid < 240 keeps channels o0 + 4(tid%24) .. (bias read
+ * once) at positions tid/24 + 10i, t stepped without division, the add read before the sum;
+ * one vector add read and one vector store a group (threads 240 .. 255 store none). Else (NCL y, or y off the vectors'
  * alignment) groups g = tid + 256i (NLC y: 4 channels of a position; NCL y: 4 positions of a
  * channel) through the _fin entry's group store (+ b, act, + add, one vector store where
  * aligned). The same call gives the same bits every run; they
