@@ -140,7 +140,7 @@
  * the stream's previous kernel ends. Registers (ptxas sm_90) 200-220, one block a
  * multiprocessor. H200, the Whisper tiny stem at one window in float32 (bench-gpu_stem, the
  * two convs, three rounds in one call): 64.7-66.0 us against 76.4-78.3 in parts and 66.4-67.5
- * launched plainly; with the cursor and the NLC column, 57.5-59.3 against 64.3-65.9 (three
+ * launched plainly; with the cursor and the NLC column, 57.2-59.3 against 64.3-65.9 (four
  * calls); ncu: conv1 (128 blocks of 96 x 96) 20.6 us, FMA pipe 54.0 %, against 22.2 + 7.4
  * (_split, _fin); conv2 (128 blocks of 96 x 48) 38.3 us, FMA pipe 61.8 %, issue slots 70.8 %
  * busy, against 39.6 + 7.7. Tried (bench/RESULTS-gpu.md, 2026-11-30 03:20): 8 slices of
