@@ -2070,6 +2070,21 @@ static void emit_slice_load(ptx_buf *b, const sl *q, preg so)
     I("@%s add.u32 %s, %s, %d", wrap.n, q->ldu.n, q->ldu.n, d->dilation);
 }
 
+/* v[0..3] = the 4 sums at shared address a of slices 0, 1, .. ns - 1 (red bytes apart), added
+ * in that order */
+static void emit_slice_sum4(ptx_buf *b, const preg v[4], preg a, int ns, int red)
+{
+    for (int z = 0; z < ns; z++) {
+        preg t[4];
+        for (int c = 0; c < 4; c++)
+            t[c] = z ? ws_ptx_reg(b, PTX_F32) : v[c];
+        I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", t[0].n, t[1].n, t[2].n, t[3].n, a.n, z * red);
+        if (z)
+            for (int c = 0; c < 4; c++)
+                I("add.f32 %s, %s, %s", v[c].n, v[c].n, t[c].n);
+    }
+}
+
 /* the _slice entry: a block of WS_GEMM_SLICE_THREADS threads computes a tile of SL_BM channels
  * x C.bn positions as C.ns slices of the sum, each over its own run of the stages of r
  * through its own ring, then adds the slices' sums in order and runs the epilogue */
@@ -2403,15 +2418,7 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
         ws_hgemm_vec_add(b, &av, lpa, aa, adv);
         for (int c = 0; c < 4; c++)
             v[c] = ws_ptx_reg(b, PTX_F32);
-        for (int z = 0; z < C.ns; z++) {
-            preg tz[4];
-            for (int c = 0; c < 4; c++)
-                tz[c] = z ? ws_ptx_reg(b, PTX_F32) : v[c];
-            I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", tz[0].n, tz[1].n, tz[2].n, tz[3].n, ra.n, z * C.red);
-            if (z)
-                for (int c = 0; c < 4; c++)
-                    I("add.f32 %s, %s, %s", v[c].n, v[c].n, tz[c].n);
-        }
+        emit_slice_sum4(b, v, ra, C.ns, C.red);
         const ws_ptx_epi ev = {
             .act = d->act, .y_type = d->y_type, .n = 4, .v = v, .bias = ebv, .bias_stride = 1,
             .add_if = lpa, .add_v = adv, .y = {.at = ya}, .in = ook};
@@ -2460,15 +2467,7 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
             I("add.u32 %s, %s, %s", p.n, p0.n, h.n);
             I("mad.lo.u32 %s, %s, %d, %s", a.n, h.n, SL_RROW, r.n);
             I("mad.lo.u32 %s, %s, 4, %s", a.n, a.n, sm.n);
-            for (int z = 0; z < C.ns; z++) {
-                preg t[4];
-                for (int c = 0; c < 4; c++)
-                    t[c] = z ? ws_ptx_reg(b, PTX_F32) : v[c];
-                I("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", t[0].n, t[1].n, t[2].n, t[3].n, a.n, z * C.red);
-                if (z)
-                    for (int c = 0; c < 4; c++)
-                        I("add.f32 %s, %s, %s", v[c].n, v[c].n, t[c].n);
-            }
+            emit_slice_sum4(b, v, a, C.ns, C.red);
         } else {
             I("div.u32 %s, %s, %d", h.n, g.n, C.bn / 4);            /* ol */
             I("mad.lo.s32 %s, %s, %d, %s", r.n, h.n, -(C.bn / 4), g.n); /* g % (BN/4) */
