@@ -2003,6 +2003,20 @@ typedef struct {
     preg bxn;                  /* NCL x: &x[n][0][0] of that position */
 } sl;
 
+/* position p = n*T_out + t: n, and u0 = S*t - P_L, its first x row, or 0x40000000 (past any
+ * T_in) where p >= np = N*T_out */
+static void emit_slice_u0(ptx_buf *b, const ws_conv_desc *d, preg p, preg np, preg tout, preg n, preg u0)
+{
+    preg t = ws_ptx_reg(b, PTX_B32), pv = ws_ptx_reg(b, PTX_PRED);
+    I("setp.lt.u32 %s, %s, %s", pv.n, p.n, np.n);
+    I("div.u32 %s, %s, %s", n.n, p.n, tout.n);
+    I("mul.lo.u32 %s, %s, %s", t.n, n.n, tout.n);
+    I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
+    I("mul.lo.u32 %s, %s, %d", u0.n, t.n, d->stride);
+    I("sub.s32 %s, %s, %d", u0.n, u0.n, d->pad_l);
+    I("selp.b32 %s, %s, %d, %s", u0.n, u0.n, 0x40000000, pv.n);
+}
+
 /* the copies of the cursor's stage (one tap k, channels j0 .. j0 + 15) into the ring's slot at
  * byte offset so, zeros where x is out of range; the cursor moves to the next stage. The
  * caller commits the group */
@@ -2181,42 +2195,29 @@ static void emit_slice(ptx_buf *b, const ws_conv_desc *d, int variant, int pdl)
         I("mad.lo.u32 %s, %s, %d, %s", q.bso.n, pl0.n, SL_BKP, jc.n);
         I("mad.lo.u32 %s, %s, 4, %d", q.bso.n, q.bso.n, SL_A_BYTES);
         for (int e = 0; e < C.bch; e++) {
-            preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
-            preg pv = ws_ptx_reg(b, PTX_PRED), row = ws_ptx_reg(b, PTX_B32), r64 = ws_ptx_reg(b, PTX_B64);
+            preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), row = ws_ptx_reg(b, PTX_B32);
+            preg r64 = ws_ptx_reg(b, PTX_B64);
             q.bu0[e] = ws_ptx_reg(b, PTX_B32);
             q.xb[e] = ws_ptx_reg(b, PTX_B64);
             I("add.u32 %s, %s, %s", p.n, pl0.n, p0.n);
             I("add.u32 %s, %s, %d", p.n, p.n, C.thr / 4 * e);
-            I("setp.lt.u32 %s, %s, %s", pv.n, p.n, np.n);
-            I("div.u32 %s, %s, %s", n.n, p.n, tout.n);
-            I("mul.lo.u32 %s, %s, %s", t.n, n.n, tout.n);
-            I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
-            I("mul.lo.u32 %s, %s, %d", q.bu0[e].n, t.n, d->stride);
-            I("sub.s32 %s, %s, %d", q.bu0[e].n, q.bu0[e].n, d->pad_l);
-            ws_ptx_comment(b, "(n*T_in + u0)*C_in + 4(lt%%4), signed: u0 may be negative");
+            emit_slice_u0(b, d, p, np, tout, n, q.bu0[e]);
+            ws_ptx_comment(b, "(n*T_in + u0)*C_in + 4(lt%%4), signed: u0 may be negative (past N*T_out: never read)");
             I("mad.lo.u32 %s, %s, %s, %s", row.n, n.n, q.tin.n, q.bu0[e].n);
             I("mul.wide.s32 %s, %s, %d", r64.n, row.n, d->c_in);
             I("cvt.u64.u32 %s, %s", q.xb[e].n, jc.n);
             I("add.s64 %s, %s, %s", r64.n, r64.n, q.xb[e].n);
             I("mad.lo.u64 %s, %s, 4, %s", q.xb[e].n, r64.n, q.px.n);
-            I("selp.b32 %s, %s, %d, %s", q.bu0[e].n, q.bu0[e].n, 0x40000000, pv.n);
         }
     } else {
         ws_ptx_comment(b, "B: thread lt < %d copies position p0 + lt, its 16 rows of the stage", C.bn);
-        preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), t = ws_ptx_reg(b, PTX_B32);
-        preg item = ws_ptx_reg(b, PTX_B64), pv = ws_ptx_reg(b, PTX_PRED);
+        preg p = ws_ptx_reg(b, PTX_B32), n = ws_ptx_reg(b, PTX_B32), item = ws_ptx_reg(b, PTX_B64);
         q.bthr = ws_ptx_reg(b, PTX_PRED);
         q.bu0[0] = ws_ptx_reg(b, PTX_B32);
         q.bxn = ws_ptx_reg(b, PTX_B64);
         I("setp.lt.u32 %s, %s, %d", q.bthr.n, lt.n, C.bn);
         I("add.u32 %s, %s, %s", p.n, lt.n, p0.n);
-        I("setp.lt.u32 %s, %s, %s", pv.n, p.n, np.n);
-        I("div.u32 %s, %s, %s", n.n, p.n, tout.n);
-        I("mul.lo.u32 %s, %s, %s", t.n, n.n, tout.n);
-        I("sub.u32 %s, %s, %s", t.n, p.n, t.n);
-        I("mul.lo.u32 %s, %s, %d", q.bu0[0].n, t.n, d->stride);
-        I("sub.s32 %s, %s, %d", q.bu0[0].n, q.bu0[0].n, d->pad_l);
-        I("selp.b32 %s, %s, %d, %s", q.bu0[0].n, q.bu0[0].n, 0x40000000, pv.n);
+        emit_slice_u0(b, d, p, np, tout, n, q.bu0[0]);
         I("mul.wide.u32 %s, %s, %s", item.n, n.n, q.tin.n);
         I("mul.lo.u64 %s, %s, %lld", item.n, item.n, (long long)d->c_in * 4);
         I("add.u64 %s, %s, %s", q.bxn.n, item.n, q.px.n);
